@@ -1,0 +1,95 @@
+# anima — build, test, bench. `make` builds libanima.a and ./anima; `make test` and `make demo`
+# first install what is missing (tools/install-deps.sh, Debian packages).
+CC      ?= gcc
+NVCC    ?= /usr/local/cuda/bin/nvcc
+BUILD   ?= build
+ARCH    ?= -march=x86-64-v3
+SANITIZE ?= 0
+# CUDA: on by default when nvcc is found
+ifeq ($(origin CUDA), undefined)
+CUDA := $(shell test -x $(NVCC) && echo 1 || echo 0)
+endif
+
+BLAS_DIR := $(firstword $(wildcard /usr/lib/x86_64-linux-gnu/openblas-openmp) /usr/lib/x86_64-linux-gnu)
+BLAS_INC := $(firstword $(wildcard /usr/include/x86_64-linux-gnu/openblas-openmp) /usr/include/x86_64-linux-gnu)
+
+CFLAGS  := -std=c11 -O2 $(ARCH) -g -Wall -Wextra -Werror -fopenmp -D_GNU_SOURCE -MMD -MP -I. -I$(BLAS_INC)
+LDLIBS  := -L$(BLAS_DIR) -Wl,-rpath,$(BLAS_DIR) -lopenblas -fopenmp -lm
+ifeq ($(SANITIZE),1)
+BUILD   := $(BUILD)-san
+CFLAGS  += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+LDLIBS  += -fsanitize=address,undefined
+endif
+
+LIB_DIRS := tensor tensor/cpu autograd nn optim datasets sim $(wildcard models/*)
+LIB_SRC  := $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c))
+ifeq ($(CUDA),1)
+CUDA_SRC := $(wildcard tensor/cuda/*.cu)
+CUDA_OBJ := $(CUDA_SRC:%.cu=$(BUILD)/%.o)
+LDLIBS   += -L/usr/local/cuda/lib64 -Wl,-rpath,/usr/local/cuda/lib64 -lcublas -lcudart -lstdc++
+else
+LIB_SRC  += tensor/cuda/cuda_none.c
+endif
+LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o) $(CUDA_OBJ)
+
+APP_SRC  := $(wildcard tools/anima*.c tools/cmd_*.c)
+TEST_SRC := $(wildcard tests/*.c)
+BENCH_SRC := $(wildcard bench/*.c)
+
+.PHONY: all test demo bench valgrind clean deps test-cuda bench-cuda
+all: $(BUILD)/libanima.a anima
+
+$(BUILD)/libanima.a: $(LIB_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -DTENSOR_NO_SITE -c $< -o $@
+
+$(BUILD)/tensor/cuda/%.o: tensor/cuda/%.cu
+	@mkdir -p $(dir $@)
+	$(NVCC) -O2 -std=c++17 -I. -Xcompiler -fPIC -arch=sm_90 --compiler-options -Wall -c $< -o $@
+
+# programs: the user-facing files compile without TENSOR_NO_SITE (errors name their lines)
+$(BUILD)/app/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c $< -o $@
+
+anima: $(APP_SRC:%.c=$(BUILD)/app/%.o) $(BUILD)/libanima.a
+	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/anima-tests: $(TEST_SRC:%.c=$(BUILD)/app/%.o) $(BUILD)/libanima.a
+	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/anima-bench: $(BENCH_SRC:%.c=$(BUILD)/app/%.o) $(BUILD)/libanima.a
+	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+
+deps:
+	@bash tools/install-deps.sh
+
+test: deps
+	@$(MAKE) --no-print-directory all $(BUILD)/anima-tests
+	@OMP_NUM_THREADS=$${OMP_NUM_THREADS:-2} ./$(BUILD)/anima-tests
+
+demo: deps
+	@$(MAKE) --no-print-directory all
+	./anima demo
+
+bench: deps
+	@$(MAKE) --no-print-directory $(BUILD)/anima-bench
+	@bash bench/run.sh ./$(BUILD)/anima-bench
+
+valgrind: deps
+	@$(MAKE) --no-print-directory $(BUILD)/anima-tests
+	OMP_NUM_THREADS=1 ANIMA_TEST_QUICK=1 valgrind --leak-check=full --error-exitcode=1 --errors-for-leak-kinds=definite,possible \
+	  --trace-children=yes -q ./$(BUILD)/anima-tests
+
+test-cuda: deps
+	@$(MAKE) --no-print-directory all $(BUILD)/anima-tests
+	@./$(BUILD)/anima-tests --cuda
+
+clean:
+	rm -rf build build-san anima
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

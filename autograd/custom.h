@@ -1,0 +1,22 @@
+/* autograd/custom.h — user-defined ops: a forward and a backward supplied by the caller,
+ * recorded on the tape like a built-in op. The backward may use tensor ops (then it is
+ * differentiable again) or compute with raw loops (then it is not). */
+#ifndef ANIMA_AUTOGRAD_CUSTOM_H
+#define ANIMA_AUTOGRAD_CUSTOM_H
+
+#include "autograd.h"
+
+typedef struct AgCustomOp {
+    const char *name;
+    /* The output from the inputs. Runs with grad mode off. ctx is the op's private copy and
+     * may be written (to save values for backward). */
+    Tensor *(*forward)(void *ctx, int n, Tensor *const *inputs);
+    /* grad_in[i] for each need[i]: the gradient of the loss with respect to inputs[i]. */
+    void (*backward)(void *ctx, int n, Tensor *const *inputs, Tensor *out, Tensor *grad_out, const bool *need,
+                     Tensor **grad_in);
+} AgCustomOp;
+
+/* Run op on inputs; ctx (ctx_size bytes, may be NULL/0) is copied into the current scope. */
+Tensor *ag_custom_apply(const AgCustomOp *op, int n, Tensor *const *inputs, const void *ctx, size_t ctx_size);
+
+#endif

@@ -1,0 +1,187 @@
+/* autograd/engine.c — walks the recorded nodes in reverse creation order (node seq numbers
+ * are a topological order), calling each op's backward and summing gradients per node. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "../tensor/internal.h"
+#include "autograd.h"
+#include "custom.h"
+
+static uint64_t epoch;
+
+typedef struct {
+    TensorNode **v;
+    int64_t n, cap;
+} NodeVec;
+
+static void vec_push(NodeVec *s, TensorNode *x) {
+    if (s->n == s->cap) {
+        s->cap = s->cap ? 2 * s->cap : 256;
+        s->v = realloc(s->v, sizeof *s->v * (size_t)s->cap);
+        if (!s->v) abort();
+    }
+    s->v[s->n++] = x;
+}
+
+static int by_seq_desc(const void *a, const void *b) {
+    uint64_t x = (*(TensorNode *const *)a)->seq, y = (*(TensorNode *const *)b)->seq;
+    return x < y ? 1 : x > y ? -1 : 0;
+}
+
+/* Every node reachable from the roots, sorted so consumers come before producers. */
+static NodeVec collect(int n, Tensor *const *roots) {
+    NodeVec order = {0}, stack = {0};
+    epoch++;
+    for (int i = 0; i < n; i++)
+        if (roots[i] && roots[i]->node && roots[i]->node->visit != epoch) {
+            roots[i]->node->visit = epoch;
+            vec_push(&stack, roots[i]->node);
+        }
+    while (stack.n) {
+        TensorNode *nd = stack.v[--stack.n];
+        if (nd->released)
+            tensor_fail("backward", "'%s' node already freed by an earlier backward (pass retain_graph)",
+                        tensor_op_table[nd->op].name);
+        vec_push(&order, nd);
+        for (int i = 0; i < nd->n_inputs; i++) {
+            Tensor *in = nd->inputs[i];
+            if (in && in->node && in->node->visit != epoch) {
+                in->node->visit = epoch;
+                vec_push(&stack, in->node);
+            }
+        }
+    }
+    free(stack.v);
+    qsort(order.v, (size_t)order.n, sizeof *order.v, by_seq_desc);
+    return order;
+}
+
+static Tensor *acc(Tensor *sum, Tensor *g) { return sum ? tensor_add(sum, g) : g; }
+
+static void check_grad_shape(const char *what, const Tensor *t, const Tensor *g) {
+    char a[128], b[128];
+    if (!tensor_same_shape(t, g) || t->dtype != g->dtype)
+        tensor_fail("backward", "%s: gradient %s %s for a %s %s tensor", what, tensor_dtype_name(g->dtype),
+                    tensor_shape_str(g, a), tensor_dtype_name(t->dtype), tensor_shape_str(t, b));
+}
+
+/* Leaf sink: either .grad (backward) or the slots of ag_grad. */
+typedef struct {
+    int n;
+    Tensor *const *inputs;
+    Tensor **grads;
+} Sink;
+
+static void deliver_leaf(Tensor *leaf, Tensor *g, Sink *sink) {
+    if (sink) {
+        for (int i = 0; i < sink->n; i++)
+            if (sink->inputs[i] == leaf) sink->grads[i] = acc(sink->grads[i], g);
+        return;
+    }
+    check_grad_shape("leaf", leaf, g);
+    if (!leaf->grad) {
+        TensorScope *prev = tensor_scope_switch(leaf->scope);
+        leaf->grad = tensor_empty_like(leaf);
+        tensor_scope_switch(prev);
+        tensor_be("backward", leaf)->copy(leaf->grad, g);
+    } else {
+        tensor_add_(leaf->grad, g, 1.0);
+    }
+}
+
+static void run(int n_out, Tensor *const *outputs, Tensor *const *grad_outputs, Sink *sink, bool retain) {
+    NodeVec order = collect(n_out, outputs);
+    for (int i = 0; i < n_out; i++) {
+        Tensor *o = outputs[i], *g = grad_outputs ? grad_outputs[i] : NULL;
+        if (!o->requires_grad) tensor_fail("backward", "output %d does not require grad", i);
+        if (!g) {
+            if (tensor_numel(o) != 1) {
+                char b[128];
+                tensor_fail("backward", "implicit gradient needs a one-element output, got %s", tensor_shape_str(o, b));
+            }
+            g = tensor_ones_like(o);
+        }
+        check_grad_shape("output", o, g);
+        if (o->node) o->node->grad_acc = acc(o->node->grad_acc, g);
+        else deliver_leaf(o, g, sink);
+    }
+    for (int64_t k = 0; k < order.n; k++) {
+        TensorNode *nd = order.v[k];
+        Tensor *g = nd->grad_acc;
+        if (!g) continue;
+        bool need[TENSOR_MAX_INPUTS] = {0}, any = false;
+        Tensor *gin[TENSOR_MAX_INPUTS] = {0};
+        for (int i = 0; i < nd->n_inputs; i++) {
+            need[i] = nd->inputs[i] && nd->inputs[i]->requires_grad;
+            any |= need[i];
+        }
+        if (any) {
+            AgBackwardFn fn = ag_backward_fn(nd->op);
+            if (!fn) tensor_fail("backward", "op '%s' has no backward", tensor_op_table[nd->op].name);
+            fn(nd, g, need, gin);
+        }
+        for (int i = 0; i < nd->n_inputs; i++) {
+            if (!need[i] || !gin[i]) continue;
+            Tensor *in = nd->inputs[i];
+            check_grad_shape(tensor_op_table[nd->op].name, in, gin[i]);
+            if (in->node) in->node->grad_acc = acc(in->node->grad_acc, gin[i]);
+            else deliver_leaf(in, gin[i], sink);
+        }
+    }
+    if (sink) { /* inputs that have producers: their accumulated output gradient */
+        for (int i = 0; i < sink->n; i++)
+            if (sink->inputs[i]->node && sink->inputs[i]->node->visit == epoch)
+                sink->grads[i] = sink->inputs[i]->node->grad_acc;
+    }
+    for (int64_t k = 0; k < order.n; k++) {
+        order.v[k]->grad_acc = NULL;
+        if (!retain) order.v[k]->released = true;
+    }
+    free(order.v);
+}
+
+void ag_backward(Tensor *root, Tensor *grad_root, bool retain_graph) {
+    bool prev = tensor_grad_set_enabled(false);
+    run(1, &root, grad_root ? &grad_root : NULL, NULL, retain_graph);
+    tensor_grad_set_enabled(prev);
+}
+
+void ag_grad(int n_out, Tensor *const *outputs, Tensor *const *grad_outputs, int n_in, Tensor *const *inputs,
+             Tensor **grads, bool create_graph) {
+    for (int i = 0; i < n_in; i++) grads[i] = NULL;
+    Sink sink = {n_in, inputs, grads};
+    bool prev = tensor_grad_set_enabled(create_graph);
+    run(n_out, outputs, grad_outputs, &sink, true);
+    tensor_grad_set_enabled(prev);
+}
+
+bool ag_no_grad_begin(void) { return tensor_grad_set_enabled(false); }
+void ag_no_grad_end(bool previous) { tensor_grad_set_enabled(previous); }
+
+void ag_zero_grad(int n, Tensor *const *params) {
+    for (int i = 0; i < n; i++) {
+        if (!params[i]->grad) continue;
+        tensor_fill_(params[i]->grad, 0);
+    }
+}
+
+Tensor *ag_custom_apply(const AgCustomOp *op, int n, Tensor *const *inputs, const void *ctx, size_t ctx_size) {
+    if (n < 0 || n > TENSOR_MAX_INPUTS) tensor_fail(op->name, "custom op takes 0..%d inputs", TENSOR_MAX_INPUTS);
+    void *c = NULL;
+    if (ctx_size) {
+        c = tensor_scope_alloc(tensor_scope_current(), ctx_size);
+        if (ctx) memcpy(c, ctx, ctx_size);
+        else memset(c, 0, ctx_size);
+    }
+    bool prev = tensor_grad_set_enabled(false);
+    Tensor *out = op->forward(c, n, inputs);
+    tensor_grad_set_enabled(prev);
+    if (!out) tensor_fail(op->name, "forward returned no tensor");
+    if (tensor_should_record(n, inputs)) {
+        out = tensor_detach(out); /* own header: the node is ours */
+        TensorNode *nd = tensor_node_record(TENSOR_OP_CUSTOM, out, n, inputs);
+        nd->custom = op;
+        nd->ctx = c;
+    }
+    return out;
+}

@@ -1,0 +1,45 @@
+/* tensor/cpu/cpu_backend.c — the CPU backend's kernel table and device lookup. */
+#include <stdlib.h>
+#include <string.h>
+#include <omp.h>
+
+#include "../internal.h"
+#include "cpu.h"
+
+int cpu_threads_in_team(void) { return omp_get_num_threads(); }
+int cpu_thread_id(void) { return omp_get_thread_num(); }
+
+static void *host_alloc(size_t n) { return malloc(n); }
+static void host_copy(void *dst, const void *src, size_t n) { memcpy(dst, src, n); }
+
+const TensorBackend tensor_backend_cpu = {
+    .name = "cpu",
+    .alloc = host_alloc,
+    .release = free,
+    .copy = cpu_copy,
+    .to_host = host_copy,
+    .from_host = host_copy,
+    .cast = cpu_cast,
+    .fill = cpu_fill,
+    .arange = cpu_arange,
+    .random = cpu_random,
+    .binary = cpu_binary,
+    .where = cpu_where,
+    .unary = cpu_unary,
+    .reduce = cpu_reduce,
+    .matmul = cpu_matmul,
+    .softmax = cpu_softmax,
+    .layer_norm = cpu_layer_norm,
+    .index_select = cpu_index_select,
+    .gather = cpu_gather,
+    .scatter_add = cpu_scatter_add,
+    .det3 = cpu_det3,
+    .inv3 = cpu_inv3,
+};
+
+const TensorBackend *tensor_backend_for(TensorDevice dev) {
+    if (dev == TENSOR_CPU) return &tensor_backend_cpu;
+    const TensorBackend *be = tensor_backend_cuda();
+    if (!be) tensor_fail("device", "no CUDA device available (build with CUDA=1 and run on a GPU machine)");
+    return be;
+}

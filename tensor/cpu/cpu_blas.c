@@ -1,0 +1,77 @@
+/* tensor/cpu/cpu_blas.c — matmul on OpenBLAS. Strided operands go to BLAS without a copy when
+ * their last two dims are row- or column-major; a batch that shares one right-hand matrix is
+ * folded into a single GEMM (the Linear-layer case); small batched products run one GEMM per
+ * thread (OpenBLAS's OpenMP build keeps calls inside a parallel region single-threaded). */
+#include <cblas.h>
+#include <string.h>
+
+#include "../internal.h"
+#include "cpu.h"
+
+typedef struct {
+    bool trans;
+    int64_t ld;
+    bool ok;
+} MatLayout;
+
+static MatLayout mat_layout(int64_t rows, int64_t cols, int64_t sr, int64_t sc) {
+    if (cols == 1) sc = 1;
+    if (rows == 1) sr = cols;
+    if (sc == 1 && sr >= cols && sr >= 1) return (MatLayout){false, sr, true};
+    if (sr == 1 && sc >= rows && sc >= 1) return (MatLayout){true, sc, true};
+    return (MatLayout){false, 0, false};
+}
+
+static void gemm(TensorDType dt, MatLayout la, MatLayout lb, int64_t n, int64_t m, int64_t k, const void *a,
+                 const void *b, void *c, int64_t ldc) {
+    CBLAS_TRANSPOSE ta = la.trans ? CblasTrans : CblasNoTrans, tb = lb.trans ? CblasTrans : CblasNoTrans;
+    if (dt == TENSOR_F32)
+        cblas_sgemm(CblasRowMajor, ta, tb, (int)n, (int)m, (int)k, 1.0f, a, (int)la.ld, b, (int)lb.ld, 0.0f, c, (int)ldc);
+    else
+        cblas_dgemm(CblasRowMajor, ta, tb, (int)n, (int)m, (int)k, 1.0, a, (int)la.ld, b, (int)lb.ld, 0.0, c, (int)ldc);
+}
+
+void cpu_matmul(Tensor *out, const Tensor *a, const Tensor *b) {
+    int nd = out->ndim;
+    int64_t n = out->shape[nd - 2], m = out->shape[nd - 1], k = a->shape[nd - 1];
+    if (n == 0 || m == 0) return;
+    if (k == 0) {
+        cpu_fill(out, 0);
+        return;
+    }
+    MatLayout la = mat_layout(n, k, a->stride[nd - 2], a->stride[nd - 1]);
+    MatLayout lb = mat_layout(k, m, b->stride[nd - 2], b->stride[nd - 1]);
+    if (!la.ok) a = tensor_contig_raw(a), la = mat_layout(n, k, a->stride[nd - 2], a->stride[nd - 1]);
+    if (!lb.ok) b = tensor_contig_raw(b), lb = mat_layout(k, m, b->stride[nd - 2], b->stride[nd - 1]);
+    int64_t batch = 1;
+    for (int i = 0; i < nd - 2; i++) batch *= out->shape[i];
+    size_t es = tensor_dtype_size(out->dtype);
+    const char *pa = tensor_data_ptr(a), *pb = tensor_data_ptr(b);
+    char *po = tensor_data_ptr(out);
+
+    /* fold: b the same for every batch and a's batch dims packed row after row */
+    bool b_shared = true, a_packed = !la.trans;
+    int64_t expect = n * la.ld;
+    for (int i = nd - 3; i >= 0; i--) {
+        if (out->shape[i] == 1) continue;
+        if (b->stride[i] != 0) b_shared = false;
+        if (a->stride[i] != expect) a_packed = false;
+        expect *= out->shape[i];
+    }
+    if (batch == 1 || (b_shared && a_packed)) {
+        gemm(out->dtype, la, lb, batch * n, m, k, pa, pb, po, m);
+        return;
+    }
+    bool parallel = batch >= 2 && n * m * k <= ((int64_t)1 << 21);
+#pragma omp parallel for schedule(static) if (parallel)
+    for (int64_t t = 0; t < batch; t++) {
+        int64_t oa = 0, ob = 0, r = t;
+        for (int i = nd - 3; i >= 0; i--) {
+            int64_t idx = r % out->shape[i];
+            r /= out->shape[i];
+            oa += idx * a->stride[i];
+            ob += idx * b->stride[i];
+        }
+        gemm(out->dtype, la, lb, n, m, k, pa + oa * (int64_t)es, pb + ob * (int64_t)es, po + t * n * m * (int64_t)es, m);
+    }
+}

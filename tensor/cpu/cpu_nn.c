@@ -1,0 +1,93 @@
+/* tensor/cpu/cpu_nn.c — row-wise softmax / log_softmax and layer_norm. One pass for the
+ * statistics, one for the output; rows are split across threads. */
+#include <math.h>
+
+#include "cpu.h"
+#include "cpu_iter.h"
+#include "cpu_math.h"
+
+static void softmax_row_f32(float *restrict o, const float *restrict x, int64_t n, bool lg) {
+    float m = -INFINITY;
+    for (int64_t i = 0; i < n; i++) m = x[i] > m ? x[i] : m;
+    if (m == -INFINITY) m = 0; /* an all -inf row: softmax gives NaN like PyTorch via 0/0 */
+    float s = 0;
+    if (lg) {
+#pragma omp simd reduction(+ : s)
+        for (int64_t i = 0; i < n; i++) s += am_expf(x[i] - m);
+        float ls = m + logf(s);
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) o[i] = x[i] - ls;
+    } else {
+#pragma omp simd reduction(+ : s)
+        for (int64_t i = 0; i < n; i++) {
+            float e = am_expf(x[i] - m);
+            o[i] = e;
+            s += e;
+        }
+        float inv = 1.0f / s;
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) o[i] *= inv;
+    }
+}
+
+static void softmax_row_f64(double *restrict o, const double *restrict x, int64_t n, bool lg) {
+    double m = -INFINITY, s = 0;
+    for (int64_t i = 0; i < n; i++) m = x[i] > m ? x[i] : m;
+    if (m == -INFINITY) m = 0;
+    for (int64_t i = 0; i < n; i++) s += exp(x[i] - m);
+    if (lg) {
+        double ls = m + log(s);
+        for (int64_t i = 0; i < n; i++) o[i] = x[i] - ls;
+    } else {
+        for (int64_t i = 0; i < n; i++) o[i] = exp(x[i] - m) / s;
+    }
+}
+
+void cpu_softmax(Tensor *out, const Tensor *x, int64_t rows, int64_t cols, bool lg) {
+    void *po = tensor_data_ptr(out);
+    const void *px = tensor_data_ptr(x);
+#pragma omp parallel for schedule(static) if (rows * cols >= CPU_PAR_MIN && rows > 1)
+    for (int64_t r = 0; r < rows; r++) {
+        if (out->dtype == TENSOR_F32) softmax_row_f32((float *)po + r * cols, (const float *)px + r * cols, cols, lg);
+        else softmax_row_f64((double *)po + r * cols, (const double *)px + r * cols, cols, lg);
+    }
+}
+
+#define DEFINE_LN(T, SFX)                                                                            \
+    static void ln_row_##SFX(T *restrict o, const T *restrict x, const T *w, const T *b, int64_t n, \
+                             double eps) {                                                           \
+        double s = 0, ss = 0;                                                                        \
+        _Pragma("omp simd reduction(+ : s)") for (int64_t i = 0; i < n; i++) s += x[i];             \
+        double mean = s / (double)n;                                                                 \
+        _Pragma("omp simd reduction(+ : ss)") for (int64_t i = 0; i < n; i++) {                     \
+            double d = x[i] - mean;                                                                  \
+            ss += d * d;                                                                             \
+        }                                                                                            \
+        T mu = (T)mean, rstd = (T)(1.0 / sqrt(ss / (double)n + eps));                                \
+        if (w && b) {                                                                                \
+            _Pragma("omp simd") for (int64_t i = 0; i < n; i++) o[i] = (x[i] - mu) * rstd * w[i] + b[i]; \
+        } else {                                                                                     \
+            for (int64_t i = 0; i < n; i++) {                                                        \
+                T v = (x[i] - mu) * rstd;                                                            \
+                if (w) v *= w[i];                                                                    \
+                if (b) v += b[i];                                                                    \
+                o[i] = v;                                                                            \
+            }                                                                                        \
+        }                                                                                            \
+    }
+DEFINE_LN(float, f32)
+DEFINE_LN(double, f64)
+
+void cpu_layer_norm(Tensor *out, const Tensor *x, const Tensor *w, const Tensor *b, int64_t rows, int64_t cols,
+                    double eps) {
+    void *po = tensor_data_ptr(out);
+    const void *px = tensor_data_ptr(x);
+    const void *pw = w ? tensor_data_ptr(w) : NULL, *pb = b ? tensor_data_ptr(b) : NULL;
+#pragma omp parallel for schedule(static) if (rows * cols >= CPU_PAR_MIN && rows > 1)
+    for (int64_t r = 0; r < rows; r++) {
+        if (out->dtype == TENSOR_F32)
+            ln_row_f32((float *)po + r * cols, (const float *)px + r * cols, pw, pb, cols, eps);
+        else
+            ln_row_f64((double *)po + r * cols, (const double *)px + r * cols, pw, pb, cols, eps);
+    }
+}

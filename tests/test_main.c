@@ -1,0 +1,119 @@
+/* tests/test_main.c — the runner: forks a child per test, prints a line each and the total. */
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "tests/test.h"
+
+#define MAX_TESTS 1024
+
+static struct {
+    const char *name, *file;
+    TestFn fn;
+} tests[MAX_TESTS];
+static int ntests, failures_in_child;
+static bool quick, cuda;
+
+void test_register(const char *name, const char *file, TestFn fn) {
+    if (ntests < MAX_TESTS) tests[ntests].name = name, tests[ntests].file = file, tests[ntests++].fn = fn;
+}
+
+bool test_quick(void) { return quick; }
+bool test_cuda(void) { return cuda; }
+
+void test_fail_at(const char *file, int line, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "    %s:%d: ", file, line);
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\n");
+    va_end(ap);
+    failures_in_child++;
+}
+
+double test_rel_err(const Tensor *a, const Tensor *b) {
+    int64_t n = tensor_numel(b);
+    if (tensor_numel(a) != n) return INFINITY;
+    double *x = malloc(sizeof(double) * (size_t)(n + 1)), *y = malloc(sizeof(double) * (size_t)(n + 1));
+    tensor_to_f64_array(a, x);
+    tensor_to_f64_array(b, y);
+    double err = 0, ref = 1e-30;
+    for (int64_t i = 0; i < n; i++) {
+        double d = fabs(x[i] - y[i]);
+        if (d > err || isnan(d)) err = isnan(d) ? INFINITY : d;
+        if (fabs(y[i]) > ref) ref = fabs(y[i]);
+    }
+    free(x);
+    free(y);
+    return err / ref;
+}
+
+int test_run_child(void (*fn)(void *), void *arg, char *buf, size_t size) {
+    int fd[2];
+    if (pipe(fd) != 0) return -1;
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(fd[0]);
+        dup2(fd[1], 2);
+        fn(arg);
+        _exit(0);
+    }
+    close(fd[1]);
+    size_t got = 0;
+    ssize_t r;
+    while ((r = read(fd[0], buf + got, size - 1 - got)) > 0 && got + 1 < size) got += (size_t)r;
+    buf[got] = 0;
+    close(fd[0]);
+    int st = 0;
+    waitpid(pid, &st, 0);
+    return st;
+}
+
+int main(int argc, char **argv) {
+    const char *filter = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--cuda")) cuda = true;
+        else filter = argv[i];
+    }
+    quick = getenv("ANIMA_TEST_QUICK") && atoi(getenv("ANIMA_TEST_QUICK"));
+    int passed = 0, failed = 0, skipped = 0;
+    for (int i = 0; i < ntests; i++) {
+        if (filter && !strstr(tests[i].name, filter)) continue;
+        bool is_cuda = !strncmp(tests[i].name, "cuda_", 5);
+        if (is_cuda != cuda) continue;
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        fflush(NULL);
+        pid_t pid = fork();
+        if (pid == 0) {
+            tests[i].fn();
+            tensor_runtime_shutdown();
+            fflush(NULL);
+            _exit(failures_in_child ? 1 : 0);
+        }
+        int st = 0;
+        waitpid(pid, &st, 0);
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        double ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
+        if (WIFEXITED(st) && WEXITSTATUS(st) == 77) {
+            skipped++;
+            printf("skip %-40s (%s)\n", tests[i].name, tests[i].file);
+        } else if (WIFEXITED(st) && WEXITSTATUS(st) == 0) {
+            passed++;
+            printf("ok   %-40s %8.1f ms\n", tests[i].name, ms);
+        } else {
+            failed++;
+            printf("FAIL %-40s (%s, %s %d)\n", tests[i].name, tests[i].file,
+                   WIFSIGNALED(st) ? "signal" : "exit", WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
+        }
+        fflush(stdout);
+    }
+    if (skipped) printf("%d passed, %d failed, %d skipped\n", passed, failed, skipped);
+    else printf("%d passed, %d failed\n", passed, failed);
+    return failed ? 1 : 0;
+}

@@ -1,0 +1,27 @@
+/* tools/anima.c — the anima program: dispatches subcommands to thin files (tools/cmd_*.c). */
+#include <stdio.h>
+#include <string.h>
+
+#include "tools/cmd.h"
+
+static const AnimaCommand commands[] = {
+    {"demo", "train a small network and print its loss falling", cmd_demo},
+};
+
+static void usage(FILE *f) {
+    fprintf(f, "usage: anima <command> [options]\n\ncommands:\n");
+    for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
+        fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].help);
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
+        usage(argc < 2 ? stderr : stdout);
+        return argc < 2 ? 2 : 0;
+    }
+    for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
+        if (!strcmp(argv[1], commands[i].name)) return commands[i].run(argc - 1, argv + 1);
+    fprintf(stderr, "anima: unknown command '%s'\n", argv[1]);
+    usage(stderr);
+    return 2;
+}
