@@ -13,7 +13,7 @@ endif
 BLAS_DIR := $(firstword $(wildcard /usr/lib/x86_64-linux-gnu/openblas-openmp) /usr/lib/x86_64-linux-gnu)
 BLAS_INC := $(firstword $(wildcard /usr/include/x86_64-linux-gnu/openblas-openmp) /usr/include/x86_64-linux-gnu)
 
-CFLAGS  := -std=c11 -O2 $(ARCH) -g -Wall -Wextra -Werror -fopenmp -D_GNU_SOURCE -MMD -MP -I. -I$(BLAS_INC)
+CFLAGS  := -std=c11 -O2 $(ARCH) -g -Wall -Wextra -Werror -Wno-missing-field-initializers -fopenmp -D_GNU_SOURCE -MMD -MP -I. -I$(BLAS_INC)
 LDLIBS  := -L$(BLAS_DIR) -Wl,-rpath,$(BLAS_DIR) -lopenblas -fopenmp -lm
 ifeq ($(SANITIZE),1)
 BUILD   := $(BUILD)-san

@@ -91,6 +91,7 @@ int main(int argc, char **argv) {
         fflush(NULL);
         pid_t pid = fork();
         if (pid == 0) {
+            dup2(1, 2); /* messages in order under their test */
             tests[i].fn();
             tensor_runtime_shutdown();
             fflush(NULL);

@@ -1,0 +1,139 @@
+/* tests/test_autograd.c — second derivatives, gradient accumulation, retain_graph, no-grad,
+ * and a user-registered custom op (this file is outside the library folders on purpose). */
+#include <string.h>
+
+#include "autograd/custom.h"
+#include "autograd/gradcheck.h"
+#include "tests/test.h"
+
+static Tensor *leaf64(int nd, const int64_t *shape, uint64_t stream) {
+    TensorRng g = {.seed = 5, .stream = stream};
+    Tensor *t = tensor_add_scalar(tensor_mul_scalar(tensor_rand_with(&g, nd, shape, TENSOR_F64), 2), -1);
+    return tensor_requires_grad(t, true);
+}
+
+/* L(x, W) = sum(tanh(x W) * x W'), with W' a fixed matrix: goes through tanh, mul, matmul.
+ * H(x, W) = <dL/dx, v> + <dL/dW, u> uses the first derivative built with create_graph;
+ * gradchecking H checks second derivatives against finite differences of the first. */
+typedef struct {
+    Tensor *w2, *v, *u;
+} SecondCtx;
+
+static Tensor *loss_L(Tensor *x, Tensor *w, Tensor *w2) {
+    return tensor_sum_all(tensor_mul(tensor_tanh(tensor_matmul(x, w)), tensor_matmul(x, w2)));
+}
+
+static Tensor *fn_H(int n, Tensor *const *in, void *user) {
+    (void)n;
+    SecondCtx *c = user;
+    Tensor *L = loss_L(in[0], in[1], c->w2);
+    Tensor *g[2];
+    ag_grad(1, &L, NULL, 2, in, g, true);
+    return tensor_add(tensor_sum_all(tensor_mul(g[0], c->v)), tensor_sum_all(tensor_mul(g[1], c->u)));
+}
+
+TEST(second_derivative_tanh_mul_matmul) {
+    Tensor *x = leaf64(TENSOR_SHAPE(3, 4), 1), *w = leaf64(TENSOR_SHAPE(4, 5), 2);
+    SecondCtx c = {tensor_detach(leaf64(TENSOR_SHAPE(4, 5), 3)), tensor_detach(leaf64(TENSOR_SHAPE(3, 4), 4)),
+                   tensor_detach(leaf64(TENSOR_SHAPE(4, 5), 5))};
+    Tensor *in[2] = {x, w};
+    AgGradcheckReport r;
+    bool ok = ag_gradcheck(fn_H, 2, in, &c, 1e-6, 1e-6, 1e-5, &r);
+    CHECK_MSG(ok, "second derivative: input %d elem %lld analytic %.10g numeric %.10g", r.bad_input,
+              (long long)r.bad_index, r.analytic, r.numeric);
+    /* and the Hessian-vector product is not trivially zero */
+    CHECK(r.max_ref > 1e-3);
+}
+
+TEST(backward_accumulates_and_zero_grad) {
+    Tensor *x = leaf64(TENSOR_SHAPE(3), 1);
+    for (int k = 0; k < 2; k++) ag_backward(tensor_sum_all(tensor_mul(x, x)), NULL, false);
+    Tensor *expect = tensor_mul_scalar(tensor_detach(x), 4); /* twice 2x */
+    CHECK(test_rel_err(x->grad, expect) < 1e-15);
+    ag_zero_grad(1, &x);
+    CHECK(tensor_item(tensor_sum_all(tensor_abs(x->grad))) == 0);
+}
+
+TEST(backward_twice_needs_retain_graph) {
+    Tensor *x = leaf64(TENSOR_SHAPE(3), 1);
+    Tensor *y = tensor_sum_all(tensor_exp(x));
+    ag_backward(y, NULL, true);
+    ag_backward(y, NULL, false); /* retained, so this works */
+    CHECK(test_rel_err(x->grad, tensor_mul_scalar(tensor_exp(tensor_detach(x)), 2)) < 1e-15);
+}
+
+static void backward_released(void *arg) {
+    (void)arg;
+    Tensor *x = leaf64(TENSOR_SHAPE(3), 1);
+    Tensor *y = tensor_sum_all(tensor_exp(x));
+    ag_backward(y, NULL, false);
+    ag_backward(y, NULL, false);
+}
+
+TEST(backward_through_released_graph_aborts) {
+    char buf[1024];
+    int st = test_run_child(backward_released, NULL, buf, sizeof buf);
+    CHECK(st != 0);
+    CHECK_MSG(strstr(buf, "already freed by an earlier backward"), "message was: %s", buf);
+}
+
+TEST(no_grad_records_nothing) {
+    Tensor *x = leaf64(TENSOR_SHAPE(3), 1);
+    bool prev = ag_no_grad_begin();
+    Tensor *y = tensor_mul(x, x);
+    ag_no_grad_end(prev);
+    CHECK(!y->requires_grad && y->node == NULL);
+    Tensor *z = tensor_mul(x, x);
+    CHECK(z->requires_grad && z->node != NULL);
+}
+
+TEST(grad_of_intermediate) {
+    Tensor *x = leaf64(TENSOR_SHAPE(4), 1);
+    Tensor *h = tensor_mul_scalar(x, 3);
+    Tensor *y = tensor_sum_all(tensor_mul(h, h));
+    Tensor *g;
+    ag_grad(1, &y, NULL, 1, &h, &g, false);
+    CHECK(test_rel_err(g, tensor_mul_scalar(tensor_detach(h), 2)) < 1e-15);
+}
+
+/* ---- a custom op registered from outside the library: y = x³ with a hand-written backward */
+
+static Tensor *cube_forward(void *ctx, int n, Tensor *const *in) {
+    (void)n;
+    *(double *)ctx = 3.0; /* saved for backward */
+    return tensor_mul(in[0], tensor_mul(in[0], in[0]));
+}
+
+static void cube_backward(void *ctx, int n, Tensor *const *in, Tensor *out, Tensor *g, const bool *need, Tensor **gin) {
+    (void)n, (void)out;
+    double k = *(double *)ctx;
+    if (need[0]) gin[0] = tensor_mul(g, tensor_mul_scalar(tensor_mul(in[0], in[0]), k));
+}
+
+static const AgCustomOp cube_op = {"cube", cube_forward, cube_backward};
+
+static void wrong_backward(void *ctx, int n, Tensor *const *in, Tensor *out, Tensor *g, const bool *need, Tensor **gin) {
+    (void)ctx, (void)n, (void)out;
+    if (need[0]) gin[0] = tensor_mul(g, tensor_mul_scalar(in[0], 2.0)); /* d/dx x² — wrong for x³ */
+}
+static const AgCustomOp wrong_op = {"cube_wrong", cube_forward, wrong_backward};
+
+static Tensor *apply_cube(int n, Tensor *const *in, void *user) {
+    return ag_custom_apply(user, n, in, NULL, sizeof(double));
+}
+
+TEST(custom_op_gradcheck) {
+    Tensor *x = leaf64(TENSOR_SHAPE(2, 3), 7);
+    AgGradcheckReport r;
+    CHECK(ag_gradcheck(apply_cube, 1, &x, (void *)&cube_op, 1e-6, 1e-6, 1e-5, &r));
+    /* the checker does catch a wrong backward */
+    CHECK(!ag_gradcheck(apply_cube, 1, &x, (void *)&wrong_op, 1e-6, 1e-6, 1e-5, &r));
+    /* and the custom op composes with built-in ops on the tape, second order included */
+    Tensor *y = tensor_sum_all(tensor_sin(ag_custom_apply(&cube_op, 1, &x, NULL, sizeof(double))));
+    Tensor *g;
+    ag_grad(1, &y, NULL, 1, &x, &g, true);
+    Tensor *xd = tensor_detach(x);
+    Tensor *expect = tensor_mul(tensor_cos(tensor_mul(xd, tensor_mul(xd, xd))), tensor_mul_scalar(tensor_mul(xd, xd), 3));
+    CHECK(test_rel_err(g, expect) < 1e-14);
+    CHECK(g->requires_grad);
+}
