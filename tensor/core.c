@@ -224,7 +224,7 @@ Tensor *tensor_empty_on(int ndim, const int64_t *shape, TensorDType dt, TensorDe
     Tensor *t = header_new(s);
     t->ndim = ndim;
     t->dtype = dt;
-    memcpy(t->shape, shape, sizeof(int64_t) * (size_t)ndim);
+    if (ndim) memcpy(t->shape, shape, sizeof(int64_t) * (size_t)ndim);
     int64_t n = tensor_contig_strides(ndim, shape, t->stride);
     TensorStorage *st = tensor_scope_alloc(s, sizeof *st);
     st->nbytes = (size_t)n * tensor_dtype_size(dt);
@@ -257,8 +257,8 @@ Tensor *tensor_make_view(const Tensor *x, int ndim, const int64_t *shape, const 
     t->dtype = x->dtype;
     t->ndim = ndim;
     t->offset = offset;
-    memcpy(t->shape, shape, sizeof(int64_t) * (size_t)ndim);
-    memcpy(t->stride, stride, sizeof(int64_t) * (size_t)ndim);
+    if (ndim) memcpy(t->shape, shape, sizeof(int64_t) * (size_t)ndim);
+    if (ndim) memcpy(t->stride, stride, sizeof(int64_t) * (size_t)ndim);
     return t;
 }
 
@@ -310,7 +310,7 @@ Tensor *tensor_eye(int64_t n, TensorDType dt) {
 
 Tensor *tensor_from_data(int ndim, const int64_t *shape, TensorDType dt, const void *data) {
     Tensor *t = tensor_empty(ndim, shape, dt);
-    memcpy(t->storage->data, data, t->storage->nbytes);
+    if (t->storage->nbytes) memcpy(t->storage->data, data, t->storage->nbytes);
     return t;
 }
 
@@ -460,6 +460,22 @@ void tensor_print(const Tensor *t, const char *name) {
     free(v);
 }
 
+Tensor *tensor_to(Tensor *x, TensorDevice dev) {
+    TensorDevice from = tensor_device(x);
+    if (from == dev) return x;
+    Tensor *c = tensor_contig_raw(x);
+    Tensor *o = tensor_empty_on(x->ndim, x->shape, x->dtype, dev);
+    size_t n = o->storage->nbytes;
+    if (n == 0) return o;
+    if (dev == TENSOR_CPU) /* device -> host */
+        tensor_backend_for(from)->to_host(tensor_data_ptr(o), tensor_data_ptr(c), n);
+    else if (from == TENSOR_CPU) /* host -> device */
+        tensor_backend_for(dev)->from_host(tensor_data_ptr(o), tensor_data_ptr(c), n);
+    else
+        tensor_fail("tensor_to", "device-to-device transfers between backends are not supported");
+    return o;
+}
+
 /* ---- grad mode and nodes ------------------------------------------------------------------ */
 
 static _Thread_local bool grad_disabled;
@@ -542,6 +558,13 @@ unsigned tensor_dim_mask(const char *op, int ndim, int ndims, const int *dims) {
 
 /* ---- in-place helpers ----------------------------------------------------------------------- */
 
+/* A 0-d tensor holding v on t's device (tensor_scalar is CPU-only). */
+static Tensor *scalar_on(const Tensor *t, double v, TensorDType dt) {
+    Tensor *s = tensor_empty_on(0, NULL, dt, tensor_device(t));
+    tensor_be("scalar", t)->fill(s, v);
+    return s;
+}
+
 static void check_inplace(const char *op, const Tensor *t) {
     if (t->node)
         tensor_fail(op, "in-place update of a tensor recorded on the tape");
@@ -564,7 +587,7 @@ void tensor_fill_(Tensor *t, double value) {
     if (tensor_is_contiguous(t)) {
         tensor_be("tensor_fill_", t)->fill(t, value);
     } else {
-        Tensor *v = tensor_full(0, NULL, value, t->dtype);
+        Tensor *v = scalar_on(t, value, t->dtype);
         tensor_copy_(t, v);
     }
 }
@@ -574,7 +597,7 @@ void tensor_add_(Tensor *dst, const Tensor *src, double alpha) {
     tensor_check_same("tensor_add_", dst, src);
     bool prev = tensor_grad_set_enabled(false);
     Tensor *s = (Tensor *)src;
-    if (alpha != 1) s = tensor_mul(s, tensor_scalar(alpha, src->dtype));
+    if (alpha != 1) s = tensor_mul(s, scalar_on(src, alpha, src->dtype));
     Tensor *sum = tensor_add(dst, s);
     tensor_grad_set_enabled(prev);
     char a[128], b[128];
@@ -586,7 +609,7 @@ void tensor_add_(Tensor *dst, const Tensor *src, double alpha) {
 void tensor_scale_(Tensor *t, double alpha) {
     check_inplace("tensor_scale_", t);
     bool prev = tensor_grad_set_enabled(false);
-    Tensor *s = tensor_mul(t, tensor_scalar(alpha, t->dtype));
+    Tensor *s = tensor_mul(t, scalar_on(t, alpha, t->dtype));
     tensor_grad_set_enabled(prev);
     tensor_be("tensor_scale_", t)->copy(t, s);
 }

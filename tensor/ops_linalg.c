@@ -31,7 +31,7 @@ Tensor *tensor_matmul(Tensor *a, Tensor *b) {
         bshape[i] = x == 1 ? y : x;
     }
     if (nb + 2 > TENSOR_MAX_DIMS) tensor_fail("matmul", "too many dims");
-    memcpy(shape, bshape, sizeof(int64_t) * (size_t)nb);
+    if (nb) memcpy(shape, bshape, sizeof(int64_t) * (size_t)nb);
     shape[nb] = n, shape[nb + 1] = k;
     Tensor *ea = tensor_expand_raw(a2, nb + 2, shape);
     shape[nb] = k, shape[nb + 1] = m;

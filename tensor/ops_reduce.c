@@ -143,6 +143,6 @@ Tensor *tensor_sum_to(Tensor *x, int ndim, const int64_t *shape) {
 bad:;
     char a[128], b[128];
     Tensor tmp = {.ndim = ndim};
-    memcpy(tmp.shape, shape, sizeof(int64_t) * (size_t)ndim);
+    if (ndim) memcpy(tmp.shape, shape, sizeof(int64_t) * (size_t)ndim);
     tensor_fail("sum_to", "cannot sum %s down to %s", tensor_shape_str(x, a), tensor_shape_str(&tmp, b));
 }

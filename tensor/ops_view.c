@@ -34,7 +34,7 @@ Tensor *tensor_expand_raw(const Tensor *x, int ndim, const int64_t *shape) {
 bad:;
     char a[128];
     Tensor tmp = {.ndim = ndim};
-    memcpy(tmp.shape, shape, sizeof(int64_t) * (size_t)ndim);
+    if (ndim) memcpy(tmp.shape, shape, sizeof(int64_t) * (size_t)ndim);
     char b[128];
     tensor_fail("expand", "cannot expand %s to %s", tensor_shape_str(x, a), tensor_shape_str(&tmp, b));
 }
@@ -51,8 +51,8 @@ Tensor *tensor_contig_raw(const Tensor *x) {
 static bool view_strides(const Tensor *x, int ndim, const int64_t *shape, int64_t *stride) {
     int64_t oshape[TENSOR_MAX_DIMS], ostride[TENSOR_MAX_DIMS];
     int on = x->ndim;
-    memcpy(oshape, x->shape, sizeof(int64_t) * (size_t)on);
-    memcpy(ostride, x->stride, sizeof(int64_t) * (size_t)on);
+    if (on) memcpy(oshape, x->shape, sizeof(int64_t) * (size_t)on);
+    if (on) memcpy(ostride, x->stride, sizeof(int64_t) * (size_t)on);
     if (on == 0) on = 1, oshape[0] = 1, ostride[0] = 1;
     if (tensor_numel(x) == 0) {
         tensor_contig_strides(ndim, shape, stride);
@@ -101,7 +101,7 @@ static void resolve_shape(const char *op, const Tensor *x, int ndim, const int64
     if (total != n) {
         char a[128], b[128];
         Tensor tmp = {.ndim = ndim};
-        memcpy(tmp.shape, out, sizeof(int64_t) * (size_t)ndim);
+        if (ndim) memcpy(tmp.shape, out, sizeof(int64_t) * (size_t)ndim);
         if (infer >= 0) tmp.shape[infer] = -1;
         tensor_fail(op, "cannot reshape %s (%lld elements) to %s", tensor_shape_str(x, a), (long long)n,
                     tensor_shape_str(&tmp, b));
@@ -127,7 +127,7 @@ static Tensor *reshape_impl(const char *op, Tensor *x, int ndim, const int64_t *
     TensorNode *n = tensor_node_record(TENSOR_OP_RESHAPE, out, 1, &x);
     if (n) {
         n->iattr[0] = x->ndim;
-        memcpy(&n->iattr[1], x->shape, sizeof(int64_t) * (size_t)x->ndim);
+        if (x->ndim) memcpy(&n->iattr[1], x->shape, sizeof(int64_t) * (size_t)x->ndim);
     }
     return out;
 }
@@ -182,7 +182,7 @@ Tensor *tensor_expand(Tensor *x, int ndim, const int64_t *shape_in) {
     TensorNode *n = tensor_node_record(TENSOR_OP_EXPAND, out, 1, &x);
     if (n) {
         n->iattr[0] = x->ndim;
-        memcpy(&n->iattr[1], x->shape, sizeof(int64_t) * (size_t)x->ndim);
+        if (x->ndim) memcpy(&n->iattr[1], x->shape, sizeof(int64_t) * (size_t)x->ndim);
     }
     return out;
 }
@@ -210,7 +210,7 @@ Tensor *tensor_slice(Tensor *x, int dim, int64_t start, int64_t end, int64_t ste
     TensorNode *n = tensor_node_record(TENSOR_OP_SLICE, out, 1, &x);
     if (n) {
         n->iattr[0] = x->ndim;
-        memcpy(&n->iattr[1], x->shape, sizeof(int64_t) * (size_t)x->ndim);
+        if (x->ndim) memcpy(&n->iattr[1], x->shape, sizeof(int64_t) * (size_t)x->ndim);
         n->iattr[1 + TENSOR_MAX_DIMS] = dim;
         n->iattr[2 + TENSOR_MAX_DIMS] = start;
         n->iattr[3 + TENSOR_MAX_DIMS] = end;
