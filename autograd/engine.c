@@ -52,7 +52,7 @@ static NodeVec collect(int n, Tensor *const *roots) {
         }
     }
     free(stack.v);
-    qsort(order.v, (size_t)order.n, sizeof *order.v, by_seq_desc);
+    if (order.n > 1) qsort(order.v, (size_t)order.n, sizeof *order.v, by_seq_desc); /* v is NULL when empty */
     return order;
 }
 

@@ -1,0 +1,78 @@
+/* nn/functional.c — linear, multi-head attention and the pre-LN transformer blocks, composed
+ * from tensor ops only (so every backward, and every higher derivative, comes from the tape).
+ * The math is PyTorch's: nn.Linear, nn.LayerNorm (biased variance, eps 1e-5), exact-erf GELU,
+ * scaled dot-product attention (Vaswani et al. 2017, eq. 1). */
+#include <math.h>
+
+#include "functional.h"
+
+#define NN_LN_EPS 1e-5
+
+Tensor *nn_linear(Tensor *x, Tensor *w, Tensor *b) {
+    char sx[128], sw[128];
+    if (x->ndim < 1 || w->ndim != 2 || x->shape[x->ndim - 1] != w->shape[1])
+        tensor_fail("nn_linear", "input %s does not fit weight %s (out, in)", tensor_shape_str(x, sx),
+                    tensor_shape_str(w, sw));
+    int64_t in = w->shape[1], out = w->shape[0];
+    /* (N, in) @ (in, out): with every leading dim folded into N, backward's dW = gᵀ x is one
+     * GEMM over all rows instead of a batched product followed by a reduction. */
+    Tensor *x2 = tensor_reshape(x, 2, (int64_t[]){-1, in});
+    Tensor *y = tensor_matmul(x2, tensor_transpose(w, 0, 1));
+    if (b) y = tensor_add(y, b);
+    int64_t shape[TENSOR_MAX_DIMS];
+    for (int i = 0; i < x->ndim - 1; i++) shape[i] = x->shape[i];
+    shape[x->ndim - 1] = out;
+    return tensor_reshape(y, x->ndim, shape);
+}
+
+/* (B, T, C) -> (B, h, T, d): heads become a batch dim of the matmuls */
+static Tensor *split_heads(Tensor *x, int heads) {
+    int64_t B = x->shape[0], T = x->shape[1], C = x->shape[2];
+    Tensor *r = tensor_reshape(x, 4, (int64_t[]){B, T, heads, C / heads});
+    return tensor_permute(r, 4, (int[]){0, 2, 1, 3});
+}
+
+Tensor *nn_attention(Tensor *q, Tensor *k, Tensor *v, int heads) {
+    char sq[128], sk[128], sv[128];
+    if (q->ndim != 3 || k->ndim != 3 || v->ndim != 3 || heads < 1 || q->shape[2] % heads != 0 ||
+        k->shape[2] != q->shape[2] || v->shape[2] != q->shape[2] || k->shape[0] != q->shape[0] ||
+        v->shape[0] != q->shape[0] || k->shape[1] != v->shape[1])
+        tensor_fail("nn_attention", "q %s, k %s, v %s with %d heads: need (B, Tq, C), (B, Tk, C), (B, Tk, C), "
+                    "C divisible by heads", tensor_shape_str(q, sq), tensor_shape_str(k, sk),
+                    tensor_shape_str(v, sv), heads);
+    int64_t B = q->shape[0], Tq = q->shape[1], C = q->shape[2], d = C / heads;
+    Tensor *qh = split_heads(q, heads), *kh = split_heads(k, heads), *vh = split_heads(v, heads);
+    /* softmax(Q Kᵀ / √d) V (Vaswani et al. 2017, eq. 1); √d keeps the logits' variance O(1) */
+    Tensor *s = tensor_matmul(qh, tensor_transpose(kh, -1, -2));
+    s = tensor_mul(s, tensor_scalar(1.0 / sqrt((double)d), q->dtype));
+    Tensor *o = tensor_matmul(tensor_softmax(s, -1), vh);
+    o = tensor_permute(o, 4, (int[]){0, 2, 1, 3});
+    return tensor_reshape(o, 3, (int64_t[]){B, Tq, C});
+}
+
+static Tensor *ln(Tensor *x, Tensor *w, Tensor *b) { return tensor_layer_norm(x, 1, w, b, NN_LN_EPS); }
+
+/* the pre-LN MLP residual: x + fc2(gelu(fc(ln2 x))) */
+static Tensor *mlp_residual(Tensor *x, Tensor *ln_w, Tensor *ln_b, Tensor *fc_w, Tensor *fc_b, Tensor *fc2_w,
+                            Tensor *fc2_b) {
+    Tensor *h = tensor_gelu(nn_linear(ln(x, ln_w, ln_b), fc_w, fc_b));
+    return tensor_add(x, nn_linear(h, fc2_w, fc2_b));
+}
+
+Tensor *nn_self_block(Tensor *x, const NnSelfBlockWeights *w, int heads) {
+    int64_t C = x->shape[x->ndim - 1];
+    Tensor *qkv = nn_linear(ln(x, w->ln1_w, w->ln1_b), w->qkv_w, w->qkv_b);
+    /* narrow views of the fused projection: split_heads' reshape sees through them */
+    Tensor *q = tensor_narrow(qkv, -1, 0, C), *k = tensor_narrow(qkv, -1, C, C), *v = tensor_narrow(qkv, -1, 2 * C, C);
+    x = tensor_add(x, nn_linear(nn_attention(q, k, v, heads), w->proj_w, w->proj_b));
+    return mlp_residual(x, w->ln2_w, w->ln2_b, w->fc_w, w->fc_b, w->fc2_w, w->fc2_b);
+}
+
+Tensor *nn_cross_block(Tensor *x, Tensor *ctx, const NnCrossBlockWeights *w, int heads) {
+    int64_t C = x->shape[x->ndim - 1];
+    Tensor *q = nn_linear(ln(x, w->lnq_w, w->lnq_b), w->q_w, w->q_b);
+    Tensor *kv = nn_linear(ln(ctx, w->lnkv_w, w->lnkv_b), w->kv_w, w->kv_b);
+    Tensor *k = tensor_narrow(kv, -1, 0, C), *v = tensor_narrow(kv, -1, C, C);
+    x = tensor_add(x, nn_linear(nn_attention(q, k, v, heads), w->proj_w, w->proj_b));
+    return mlp_residual(x, w->ln2_w, w->ln2_b, w->fc_w, w->fc_b, w->fc2_w, w->fc2_b);
+}
