@@ -13,10 +13,10 @@ endif
 BLAS_DIR := $(firstword $(wildcard /usr/lib/x86_64-linux-gnu/openblas-openmp) /usr/lib/x86_64-linux-gnu)
 BLAS_INC := $(firstword $(wildcard /usr/include/x86_64-linux-gnu/openblas-openmp) /usr/include/x86_64-linux-gnu)
 
-CFLAGS  := -std=c11 -O2 $(ARCH) -g -Wall -Wextra -Werror -Wno-missing-field-initializers -fopenmp -D_GNU_SOURCE -MMD -MP -I. -I$(BLAS_INC)
-LDLIBS  := -L$(BLAS_DIR) -Wl,-rpath,$(BLAS_DIR) -lopenblas -fopenmp -lm
+CFLAGS  := -std=c11 -O2 $(ARCH) -g -Wall -Wextra -Werror -Wno-missing-field-initializers -fopenmp -D_GNU_SOURCE -MMD -MP -I. -I$(BLAS_INC) -I/usr/include/hdf5/serial
+LDLIBS  := -L$(BLAS_DIR) -Wl,-rpath,$(BLAS_DIR) -lopenblas -L/usr/lib/x86_64-linux-gnu/hdf5/serial -lhdf5 -lcjson -lpng -fopenmp -lm
 ifeq ($(SANITIZE),1)
-BUILD   := $(BUILD)-san
+override BUILD := $(BUILD)-san
 CFLAGS  += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 LDLIBS  += -fsanitize=address,undefined
 endif
@@ -27,6 +27,9 @@ ifeq ($(CUDA),1)
 CUDA_SRC := $(wildcard tensor/cuda/*.cu)
 CUDA_OBJ := $(CUDA_SRC:%.cu=$(BUILD)/%.o)
 LDLIBS   += -L/usr/local/cuda/lib64 -Wl,-rpath,/usr/local/cuda/lib64 -lcublas -lcudart -lstdc++
+# sm_89 (RTX 4090) and sm_90 (H200) machine code, plus compute_90 PTX for newer GPUs to JIT
+CUDA_ARCH ?= -gencode arch=compute_89,code=sm_89 -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90
+NVCCFLAGS := -O2 -std=c++17 -I. -DTENSOR_NO_SITE $(CUDA_ARCH) -Xcompiler -fPIC,-Wall,-Wextra -Werror all-warnings -MMD -MP
 else
 LIB_SRC  += tensor/cuda/cuda_none.c
 endif
@@ -49,7 +52,7 @@ $(BUILD)/%.o: %.c
 
 $(BUILD)/tensor/cuda/%.o: tensor/cuda/%.cu
 	@mkdir -p $(dir $@)
-	$(NVCC) -O2 -std=c++17 -I. -Xcompiler -fPIC -arch=sm_90 --compiler-options -Wall -c $< -o $@
+	$(NVCC) $(NVCCFLAGS) -c $< -o $@
 
 # programs: the user-facing files compile without TENSOR_NO_SITE (errors name their lines)
 $(BUILD)/app/%.o: %.c

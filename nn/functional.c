@@ -33,18 +33,17 @@ static Tensor *split_heads(Tensor *x, int heads) {
 }
 
 Tensor *nn_attention(Tensor *q, Tensor *k, Tensor *v, int heads) {
-    char sq[128], sk[128], sv[128];
-    if (q->ndim != 3 || k->ndim != 3 || v->ndim != 3 || heads < 1 || q->shape[2] % heads != 0 ||
-        k->shape[2] != q->shape[2] || v->shape[2] != q->shape[2] || k->shape[0] != q->shape[0] ||
-        v->shape[0] != q->shape[0] || k->shape[1] != v->shape[1])
-        tensor_fail("nn_attention", "q %s, k %s, v %s with %d heads: need (B, Tq, C), (B, Tk, C), (B, Tk, C), "
-                    "C divisible by heads", tensor_shape_str(q, sq), tensor_shape_str(k, sk),
-                    tensor_shape_str(v, sv), heads);
+    nn_attention_check("nn_attention", q, k, v, heads);
+    return nn_attention_wants_tiled(q, k) ? nn_attention_tiled(q, k, v, heads) : nn_attention_naive(q, k, v, heads);
+}
+
+Tensor *nn_attention_naive(Tensor *q, Tensor *k, Tensor *v, int heads) {
+    nn_attention_check("nn_attention", q, k, v, heads);
     int64_t B = q->shape[0], Tq = q->shape[1], C = q->shape[2], d = C / heads;
     Tensor *qh = split_heads(q, heads), *kh = split_heads(k, heads), *vh = split_heads(v, heads);
     /* softmax(Q Kᵀ / √d) V (Vaswani et al. 2017, eq. 1); √d keeps the logits' variance O(1) */
     Tensor *s = tensor_matmul(qh, tensor_transpose(kh, -1, -2));
-    s = tensor_mul(s, tensor_scalar(1.0 / sqrt((double)d), q->dtype));
+    s = tensor_mul_scalar(s, 1.0 / sqrt((double)d));
     Tensor *o = tensor_matmul(tensor_softmax(s, -1), vh);
     o = tensor_permute(o, 4, (int[]){0, 2, 1, 3});
     return tensor_reshape(o, 3, (int64_t[]){B, Tq, C});

@@ -500,6 +500,15 @@ Tensor *tensor_detach(const Tensor *t) {
     return tensor_make_view(t, t->ndim, t->shape, t->stride, t->offset);
 }
 
+Tensor *tensor_view_at(const Tensor *base, int ndim, const int64_t *shape, int64_t offset) {
+    int64_t stride[TENSOR_MAX_DIMS], n = tensor_contig_strides(ndim, shape, stride);
+    int64_t cap = (int64_t)(base->storage->nbytes / tensor_dtype_size(base->dtype));
+    if (offset < 0 || base->offset + offset + n > cap)
+        tensor_fail("tensor_view_at", "[%lld, %lld) lies outside a storage of %lld elements",
+                    (long long)(base->offset + offset), (long long)(base->offset + offset + n), (long long)cap);
+    return tensor_make_view(base, ndim, shape, stride, base->offset + offset);
+}
+
 bool tensor_should_record(int n, Tensor *const *inputs) {
     if (grad_disabled) return false;
     for (int i = 0; i < n; i++)

@@ -61,6 +61,11 @@ static void check_index(const char *op, const Tensor *index) {
     if (index->dtype != TENSOR_I64) tensor_fail(op, "index must be i64, got %s", tensor_dtype_name(index->dtype));
 }
 
+/* Indices are validated on the host (a copy when they live on a GPU); the kernel reads them
+ * on the data's device. Either device is accepted for the index itself. */
+static const int64_t *index_host(Tensor *ic) { return tensor_i64(tensor_to(ic, TENSOR_CPU)); }
+static Tensor *index_on(Tensor *ic, const Tensor *x) { return tensor_to(ic, tensor_device(x)); }
+
 Tensor *tensor_index_select(Tensor *x, int dim, Tensor *index) {
     check_index("index_select", index);
     dim = tensor_dim_wrap("index_select", dim, x->ndim);
@@ -69,7 +74,7 @@ Tensor *tensor_index_select(Tensor *x, int dim, Tensor *index) {
         tensor_fail("index_select", "index must be 1-D, got %s", tensor_shape_str(index, b));
     }
     Tensor *ic = tensor_contig_raw(index);
-    const int64_t *idx = tensor_i64(ic);
+    const int64_t *idx = index_host(ic);
     int64_t K = index->shape[0], N = x->ndim ? x->shape[dim] : 1, A = 1, C = 1;
     for (int64_t i = 0; i < K; i++)
         if (idx[i] < 0 || idx[i] >= N)
@@ -80,7 +85,8 @@ Tensor *tensor_index_select(Tensor *x, int dim, Tensor *index) {
     memcpy(shape, x->shape, sizeof shape);
     if (x->ndim) shape[dim] = K;
     Tensor *out = tensor_empty_on(x->ndim, shape, x->dtype, tensor_device(x));
-    tensor_be("index_select", x)->index_select(out, tensor_contig_raw(x), idx, A, N, K, C);
+    ic = index_on(ic, x);
+    tensor_be("index_select", x)->index_select(out, tensor_contig_raw(x), tensor_data_ptr(ic), A, N, K, C);
     TensorNode *n = tensor_node_record(TENSOR_OP_INDEX_SELECT, out, 1, &x);
     if (n) {
         n->iattr[0] = dim;
@@ -98,8 +104,7 @@ static void check_gather_shapes(const char *op, const Tensor *x, int dim, const 
         for (int d = 0; ok && d < index->ndim; d++) ok = index->shape[d] <= src->shape[d];
     }
     if (!ok) tensor_fail(op, "index %s does not fit %s along dim %d", tensor_shape_str(index, a), tensor_shape_str(x, b), dim);
-    const Tensor *ic = tensor_contig_raw(index);
-    const int64_t *idx = tensor_i64(ic);
+    const int64_t *idx = index_host(tensor_contig_raw(index));
     int64_t n = tensor_numel(index), lim = x->shape[dim];
     for (int64_t i = 0; i < n; i++)
         if (idx[i] < 0 || idx[i] >= lim)
@@ -110,7 +115,7 @@ Tensor *tensor_gather(Tensor *x, int dim, Tensor *index) {
     check_index("gather", index);
     dim = tensor_dim_wrap("gather", dim, x->ndim);
     check_gather_shapes("gather", x, dim, index, NULL);
-    Tensor *ic = tensor_contig_raw(index);
+    Tensor *ic = index_on(tensor_contig_raw(index), x);
     Tensor *out = tensor_empty_on(index->ndim, index->shape, x->dtype, tensor_device(x));
     tensor_be("gather", x)->gather(out, tensor_contig_raw(x), dim, ic);
     TensorNode *n = tensor_node_record(TENSOR_OP_GATHER, out, 1, &x);
@@ -126,7 +131,7 @@ Tensor *tensor_scatter_add(Tensor *x, int dim, Tensor *index, Tensor *src) {
     tensor_check_same("scatter_add", x, src);
     dim = tensor_dim_wrap("scatter_add", dim, x->ndim);
     check_gather_shapes("scatter_add", x, dim, index, src);
-    Tensor *ic = tensor_contig_raw(index);
+    Tensor *ic = index_on(tensor_contig_raw(index), x);
     Tensor *out = tensor_empty_like(x);
     const TensorBackend *be = tensor_be("scatter_add", x);
     be->copy(out, x);

@@ -119,12 +119,19 @@ void tensor_set(Tensor *t, const int64_t *index, double v);
 /* Copy all elements, in row-major order, converted to double (dst holds numel values). */
 void tensor_to_f64_array(const Tensor *t, double *dst);
 void tensor_print(const Tensor *t, const char *name);
+/* x on device dev: x itself when already there, else a contiguous copy (through the backend's
+ * to_host / from_host). Not recorded on the tape: the result is a fresh leaf without grad
+ * (move leaves first, then set requires_grad on the moved copy). */
+Tensor *tensor_to(Tensor *x, TensorDevice dev);
 
 /* ---- grad mode (tensor ops record nodes only while it is on and an input requires grad) ---- */
 bool tensor_grad_enabled(void);
 bool tensor_grad_set_enabled(bool on); /* returns the previous setting */
 Tensor *tensor_requires_grad(Tensor *t, bool on); /* sets the flag on a leaf, returns t */
 Tensor *tensor_detach(const Tensor *t);           /* same data, no node, no grad flag */
+/* A contiguous view of `shape` into base's storage, starting `offset` elements after base's
+ * first element (carving tensors out of a flat buffer). */
+Tensor *tensor_view_at(const Tensor *base, int ndim, const int64_t *shape, int64_t offset);
 
 /* ---- in-place helpers for optimizers and init (never recorded; refuse graph tensors) ------ */
 void tensor_copy_(Tensor *dst, const Tensor *src);  /* broadcasting src to dst's shape */

@@ -7,6 +7,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "tensor/backend.h"
 #include "tests/test.h"
 
 #define MAX_TESTS 1024
@@ -74,6 +75,12 @@ int test_run_child(void (*fn)(void *), void *arg, char *buf, size_t size) {
     return st;
 }
 
+/* Probed in a child: CUDA initialized in this process would be unusable in forked tests. */
+static void probe_cuda(void *arg) {
+    (void)arg;
+    _exit(tensor_backend_cuda() ? 0 : 77);
+}
+
 int main(int argc, char **argv) {
     const char *filter = NULL;
     for (int i = 1; i < argc; i++) {
@@ -81,6 +88,15 @@ int main(int argc, char **argv) {
         else filter = argv[i];
     }
     quick = getenv("ANIMA_TEST_QUICK") && atoi(getenv("ANIMA_TEST_QUICK"));
+    /* ANIMA_PARITY_SELFTEST=1 runs the parity tests with the CPU standing in for the GPU */
+    if (cuda && !getenv("ANIMA_PARITY_SELFTEST")) {
+        char buf[256];
+        int st = test_run_child(probe_cuda, NULL, buf, sizeof buf);
+        if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+            printf("skipped: no CUDA device\n");
+            return 0;
+        }
+    }
     int passed = 0, failed = 0, skipped = 0;
     for (int i = 0; i < ntests; i++) {
         if (filter && !strstr(tests[i].name, filter)) continue;

@@ -1,6 +1,8 @@
 /* tensor/cpu/cpu_elementwise.c — binary, where, unary, copy, cast, fill, arange on the CPU.
  * Each loop is instantiated per dtype and per stride pattern (1/1, 1/0, 0/1, any) so the
  * common cases vectorize; OpenMP splits rows when there is enough work. */
+/* no errno from sqrtf and friends, no trap semantics: lets the loops below vectorize */
+#pragma GCC optimize("no-math-errno", "no-trapping-math")
 #include <math.h>
 #include <string.h>
 
@@ -53,26 +55,31 @@ DEFINE_BINARY_ROW(double, f64, pow)
 #define ipow_unused(x, y) (x)
 DEFINE_BINARY_ROW(int64_t, i64, ipow_unused)
 
+/* Rows are cut into pieces of at most CPU_PIECE elements so that one long row (a tensor times
+ * a scalar, a bias over a few rows) still splits across threads. */
+#define CPU_PIECE 16384
+
 static void binary_rows(TensorOpId op, Tensor *out, const Tensor *a, const Tensor *b) {
     const Tensor *ts[3] = {out, a, b};
     CpuIter it;
     cpu_iter_init(&it, out->ndim, out->shape, 3, ts);
-    int64_t so = cpu_iter_inner(&it, 0), sa = cpu_iter_inner(&it, 1), sb = cpu_iter_inner(&it, 2);
-    (void)so; /* out is contiguous: inner stride 1 */
+    int64_t sa = cpu_iter_inner(&it, 1), sb = cpu_iter_inner(&it, 2); /* out's inner stride is 1 */
     size_t es = tensor_dtype_size(out->dtype);
     char *po = tensor_data_ptr(out);
     const char *pa = tensor_data_ptr(a), *pb = tensor_data_ptr(b);
-    int64_t rows = it.rows, len = it.len;
-#pragma omp parallel for schedule(static) if (rows * len >= CPU_PAR_MIN && rows > 1)
-    for (int64_t r = 0; r < rows; r++) {
+    int64_t rows = it.rows, len = it.len, cpr = (len + CPU_PIECE - 1) / CPU_PIECE;
+    if (cpr < 1) cpr = 1;
+#pragma omp parallel for schedule(static) if (rows * len >= CPU_PAR_MIN && rows * cpr > 1)
+    for (int64_t p = 0; p < rows * cpr; p++) {
+        int64_t r = p / cpr, s0 = (p % cpr) * CPU_PIECE, n = len - s0 < CPU_PIECE ? len - s0 : CPU_PIECE;
         int64_t off[3];
         cpu_iter_row(&it, r, off);
-        void *o = po + off[0] * (int64_t)es;
-        const void *x = pa + off[1] * (int64_t)es, *y = pb + off[2] * (int64_t)es;
+        void *o = po + (off[0] + s0) * (int64_t)es;
+        const void *x = pa + (off[1] + s0 * sa) * (int64_t)es, *y = pb + (off[2] + s0 * sb) * (int64_t)es;
         switch (out->dtype) {
-        case TENSOR_F32: binary_row_f32(op, o, x, sa, y, sb, len); break;
-        case TENSOR_F64: binary_row_f64(op, o, x, sa, y, sb, len); break;
-        case TENSOR_I64: binary_row_i64(op, o, x, sa, y, sb, len); break;
+        case TENSOR_F32: binary_row_f32(op, o, x, sa, y, sb, n); break;
+        case TENSOR_F64: binary_row_f64(op, o, x, sa, y, sb, n); break;
+        case TENSOR_I64: binary_row_i64(op, o, x, sa, y, sb, n); break;
         }
     }
 }
@@ -222,18 +229,21 @@ void cpu_copy(Tensor *dst, const Tensor *src) {
     size_t es = tensor_dtype_size(dst->dtype);
     char *pd = tensor_data_ptr(dst);
     const char *ps = tensor_data_ptr(src);
-#pragma omp parallel for schedule(static) if (it.rows * it.len >= CPU_PAR_MIN && it.rows > 1)
-    for (int64_t r = 0; r < it.rows; r++) {
+    int64_t rows = it.rows, len = it.len, cpr = (len + CPU_PIECE - 1) / CPU_PIECE;
+    if (cpr < 1) cpr = 1;
+#pragma omp parallel for schedule(static) if (rows * len >= CPU_PAR_MIN && rows * cpr > 1)
+    for (int64_t p = 0; p < rows * cpr; p++) {
+        int64_t r = p / cpr, s0 = (p % cpr) * CPU_PIECE, n = len - s0 < CPU_PIECE ? len - s0 : CPU_PIECE;
         int64_t off[2];
         cpu_iter_row(&it, r, off);
-        char *d = pd + off[0] * (int64_t)es;
-        const char *s = ps + off[1] * (int64_t)es;
+        char *d = pd + (off[0] + s0 * sd) * (int64_t)es;
+        const char *s = ps + (off[1] + s0 * ss) * (int64_t)es;
         if (sd == 1 && ss == 1) {
-            memcpy(d, s, (size_t)it.len * es);
+            memcpy(d, s, (size_t)n * es);
         } else if (es == 4) {
-            for (int64_t i = 0; i < it.len; i++) ((float *)d)[i * sd] = ((const float *)s)[i * ss];
+            for (int64_t i = 0; i < n; i++) ((float *)d)[i * sd] = ((const float *)s)[i * ss];
         } else {
-            for (int64_t i = 0; i < it.len; i++) ((double *)d)[i * sd] = ((const double *)s)[i * ss];
+            for (int64_t i = 0; i < n; i++) ((double *)d)[i * sd] = ((const double *)s)[i * ss];
         }
     }
 }
@@ -256,11 +266,22 @@ void cpu_cast(Tensor *out, const Tensor *x) {
 
 void cpu_fill(Tensor *out, double v) {
     int64_t n = tensor_numel(out);
-    void *p = tensor_data_ptr(out);
-    switch (out->dtype) {
-    case TENSOR_F32: for (int64_t i = 0; i < n; i++) ((float *)p)[i] = (float)v; break;
-    case TENSOR_F64: for (int64_t i = 0; i < n; i++) ((double *)p)[i] = v; break;
-    case TENSOR_I64: for (int64_t i = 0; i < n; i++) ((int64_t *)p)[i] = (int64_t)v; break;
+    size_t es = tensor_dtype_size(out->dtype);
+    char *base = tensor_data_ptr(out);
+    int64_t pieces = (n + 4 * CPU_PIECE - 1) / (4 * CPU_PIECE);
+#pragma omp parallel for schedule(static) if (n >= 4 * CPU_PAR_MIN)
+    for (int64_t p = 0; p < pieces; p++) {
+        int64_t s0 = p * 4 * CPU_PIECE, len = n - s0 < 4 * CPU_PIECE ? n - s0 : 4 * CPU_PIECE;
+        void *d = base + s0 * (int64_t)es;
+        if (v == 0 && !signbit(v)) { /* +0.0 and integer 0 are all-zero bytes */
+            memset(d, 0, (size_t)len * es);
+            continue;
+        }
+        switch (out->dtype) {
+        case TENSOR_F32: for (int64_t i = 0; i < len; i++) ((float *)d)[i] = (float)v; break;
+        case TENSOR_F64: for (int64_t i = 0; i < len; i++) ((double *)d)[i] = v; break;
+        case TENSOR_I64: for (int64_t i = 0; i < len; i++) ((int64_t *)d)[i] = (int64_t)v; break;
+        }
     }
 }
 

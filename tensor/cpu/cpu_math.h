@@ -14,7 +14,9 @@ static inline float am_expf(float x) {
     const float log2e = 1.44269504088896341f, ln2_hi = 0.693359375f, ln2_lo = -2.12194440e-4f;
     float xc = x > 88.7228391f ? 88.7228391f : x;
     xc = xc < -103.9720840f ? -103.9720840f : xc;
-    float n = floorf(xc * log2e + 0.5f);
+    /* n = round(x log2 e) by the 1.5·2^23 trick: floorf is a libm call at -O2 (trapping
+     * math), which stops the loop from vectorizing; ties-to-even is as good for the reduction */
+    float n = (xc * log2e + 12582912.0f) - 12582912.0f;
     float r = xc - n * ln2_hi - n * ln2_lo;
     float p = 1.9875691500e-4f;
     p = p * r + 1.3981999507e-3f;
@@ -24,7 +26,7 @@ static inline float am_expf(float x) {
     p = p * r + 5.0000001201e-1f;
     p = p * r * r + r + 1.0f;
     /* 2^n as two factors so that n in [-150, 128] stays representable */
-    int32_t n1 = (int32_t)n / 2, n2 = (int32_t)n - n1;
+    int32_t n1 = (int32_t)n >> 1, n2 = (int32_t)n - n1;
     int32_t e1 = (n1 + 127) << 23, e2 = (n2 + 127) << 23;
     float s1, s2;
     memcpy(&s1, &e1, 4);
@@ -33,6 +35,27 @@ static inline float am_expf(float x) {
     y = x > 88.7228391f ? INFINITY : y;
     y = x < -103.9720840f ? 0.0f : y;
     return x != x ? x : y;
+}
+
+/* exp for x <= 0 (softmax after subtracting the max): results below 2^-126 (x < -87) are
+ * flushed to 0, which lets 2^n be one normal float; NaN propagates. */
+static inline float am_expf_le0(float x) {
+    const float log2e = 1.44269504088896341f, ln2_hi = 0.693359375f, ln2_lo = -2.12194440e-4f;
+    float xc = x < -87.0f ? -87.0f : x;
+    float n = (xc * log2e + 12582912.0f) - 12582912.0f;
+    float r = xc - n * ln2_hi - n * ln2_lo;
+    float p = 1.9875691500e-4f;
+    p = p * r + 1.3981999507e-3f;
+    p = p * r + 8.3334519073e-3f;
+    p = p * r + 4.1665795894e-2f;
+    p = p * r + 1.6666665459e-1f;
+    p = p * r + 5.0000001201e-1f;
+    p = p * r * r + r + 1.0f;
+    int32_t e = ((int32_t)n + 127) << 23;
+    float s;
+    memcpy(&s, &e, 4);
+    float y = p * s;
+    return x < -87.0f ? 0.0f : y;
 }
 
 static inline float am_tanhf(float x) {
@@ -95,13 +118,19 @@ static inline float am_erfcf_pos(float ax) {
     return t * am_expf(-ax * ax + q);
 }
 
-/* Φ(x) = 0.5 erfc(-x/√2), accurate in both tails */
+/* Φ(x) = 0.5 erfc(-x/√2), accurate in both tails. One erfc evaluation (one exp) serves both
+ * the tail and, as 1 - erfc, the |z| >= 0.5 half of erf, exactly as am_erff computes it. */
 static inline float am_normcdff(float x) {
-    float z = x * 0.70710678118654752f;
-    float c = 0.5f * am_erfcf_pos(fabsf(z));
-    float mid = 0.5f + 0.5f * am_erff(z);
+    float z = x * 0.70710678118654752f, az = fabsf(z), z2 = z * z;
+    float p = -1.0f / 1320.0f;
+    p = p * z2 + 1.0f / 216.0f;
+    p = p * z2 + -1.0f / 42.0f;
+    p = p * z2 + 1.0f / 10.0f;
+    p = p * z2 + -1.0f / 3.0f;
+    float mid = 0.5f + 0.5f * (1.1283791670955126f * (z + z * z2 * p));
+    float c = 0.5f * am_erfcf_pos(az);
     float tail = x < 0 ? c : 1.0f - c;
-    return fabsf(z) < 0.5f ? mid : tail;
+    return az < 0.5f ? mid : tail;
 }
 
 #endif

@@ -1,5 +1,7 @@
 /* tensor/cpu/cpu_nn.c — row-wise softmax / log_softmax and layer_norm. One pass for the
  * statistics, one for the output; rows are split across threads. */
+/* no errno from libm calls, no trap semantics: lets the loops below vectorize */
+#pragma GCC optimize("no-math-errno", "no-trapping-math")
 #include <math.h>
 
 #include "cpu.h"
@@ -8,19 +10,20 @@
 
 static void softmax_row_f32(float *restrict o, const float *restrict x, int64_t n, bool lg) {
     float m = -INFINITY;
+#pragma omp simd reduction(max : m)
     for (int64_t i = 0; i < n; i++) m = x[i] > m ? x[i] : m;
     if (m == -INFINITY) m = 0; /* an all -inf row: softmax gives NaN like PyTorch via 0/0 */
     float s = 0;
     if (lg) {
 #pragma omp simd reduction(+ : s)
-        for (int64_t i = 0; i < n; i++) s += am_expf(x[i] - m);
+        for (int64_t i = 0; i < n; i++) s += am_expf_le0(x[i] - m);
         float ls = m + logf(s);
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) o[i] = x[i] - ls;
     } else {
 #pragma omp simd reduction(+ : s)
         for (int64_t i = 0; i < n; i++) {
-            float e = am_expf(x[i] - m);
+            float e = am_expf_le0(x[i] - m);
             o[i] = e;
             s += e;
         }

@@ -1,5 +1,7 @@
 /* tensor/cpu/cpu_reduce.c — sum / max / min / argmax over the middle axis of (A, R, C).
  * Sums accumulate in double so f32 results do not depend on the length of the reduction. */
+/* no errno from libm calls, no trap semantics: lets the loops below vectorize */
+#pragma GCC optimize("no-math-errno", "no-trapping-math")
 #include <math.h>
 #include <stdlib.h>
 
@@ -30,10 +32,12 @@
             }                                                                                        \
             return;                                                                                  \
         }                                                                                            \
+        /* column blocks of W: narrower when there are too few blocks to share among threads */ \
+        int64_t W = A * ((C + 255) / 256) >= 16 ? 256 : 64, nb = (C + W - 1) / W;                  \
         _Pragma("omp parallel for schedule(static) if (A * R * C >= CPU_PAR_MIN)")                   \
-        for (int64_t ac = 0; ac < A * ((C + 255) / 256); ac++) {                                     \
-            int64_t a = ac / ((C + 255) / 256), c0 = (ac % ((C + 255) / 256)) * 256;                 \
-            int64_t cn = C - c0 < 256 ? C - c0 : 256;                                                \
+        for (int64_t ac = 0; ac < A * nb; ac++) {                                                    \
+            int64_t a = ac / nb, c0 = (ac % nb) * W;                                                 \
+            int64_t cn = C - c0 < W ? C - c0 : W;                                                    \
             double acc[256];                                                                         \
             int64_t arg[256];                                                                        \
             const T *base = x + a * R * C + c0;                                                      \

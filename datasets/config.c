@@ -1,0 +1,269 @@
+/* datasets/config.c — schema-checked JSON configs on cJSON. */
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+
+static void set_err(char *err, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void set_err(char *err, size_t n, const char *fmt, ...) {
+    if (!err || !n) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, n, fmt, ap);
+    va_end(ap);
+}
+
+static const char *type_name(DsConfigType t) {
+    switch (t) {
+    case DS_CFG_INT: return "an integer";
+    case DS_CFG_FLOAT: return "a number";
+    case DS_CFG_BOOL: return "true or false";
+    case DS_CFG_STRING: return "a string";
+    case DS_CFG_OBJECT: return "an object";
+    }
+    return "?";
+}
+
+static void describe(const cJSON *v, char *buf, size_t n) {
+    char *s = cJSON_PrintUnformatted(v);
+    snprintf(buf, n, "%s", s ? s : "?");
+    if (strlen(buf) > 60) strcpy(buf + 57, "...");
+    free(s);
+}
+
+static void join(char *out, size_t n, const char *path, const char *key) {
+    if (*path) snprintf(out, n, "%s.%s", path, key);
+    else snprintf(out, n, "%s", key);
+}
+
+/* One value into its field. */
+static int assign(const DsConfigField *f, const cJSON *v, const char *src, const char *kp, char *base, char *err,
+                  size_t errlen);
+
+static int fill_object(const DsConfigField *schema, const cJSON *obj, const char *src, const char *path, char *base,
+                       char *err, size_t errlen) {
+    if (obj && !cJSON_IsObject(obj)) {
+        char got[80];
+        describe(obj, got, sizeof got);
+        set_err(err, errlen, "%s: key '%s': expected an object, got %s", src, *path ? path : "(top level)", got);
+        return -1;
+    }
+    /* unknown keys first: a typo should not be hidden behind a default */
+    for (const cJSON *c = obj ? obj->child : NULL; c; c = c->next) {
+        const DsConfigField *f = schema;
+        while (f->key && strcmp(f->key, c->string)) f++;
+        if (!f->key) {
+            char kp[512], known[512] = "";
+            join(kp, sizeof kp, path, c->string);
+            for (f = schema; f->key; f++)
+                snprintf(known + strlen(known), sizeof known - strlen(known), "%s%s", f == schema ? "" : ", ", f->key);
+            set_err(err, errlen, "%s: unknown key '%s' (known here: %s)", src, kp, known);
+            return -1;
+        }
+    }
+    for (const DsConfigField *f = schema; f->key; f++) {
+        char kp[512];
+        join(kp, sizeof kp, path, f->key);
+        const cJSON *v = obj ? cJSON_GetObjectItemCaseSensitive(obj, f->key) : NULL;
+        if (f->type == DS_CFG_OBJECT) {
+            if (fill_object(f->fields, v, src, kp, base + f->offset, err, errlen)) return -1;
+            continue;
+        }
+        cJSON *def = NULL;
+        if (!v) {
+            if (!f->def) {
+                set_err(err, errlen, "%s: missing required key '%s' (%s%s%s)", src, kp, type_name(f->type),
+                        f->help ? ": " : "", f->help ? f->help : "");
+                return -1;
+            }
+            def = cJSON_Parse(f->def);
+            if (!def) { /* a bare default string */
+                def = cJSON_CreateString(f->def);
+            }
+            v = def;
+        }
+        int rc = assign(f, v, def ? "the schema's default" : src, kp, base, err, errlen);
+        cJSON_Delete(def);
+        if (rc) return -1;
+    }
+    return 0;
+}
+
+static int assign(const DsConfigField *f, const cJSON *v, const char *src, const char *kp, char *base, char *err,
+                  size_t errlen) {
+    char got[80];
+    describe(v, got, sizeof got);
+    void *dst = base + f->offset;
+    bool ranged = f->min <= f->max;
+    switch (f->type) {
+    case DS_CFG_INT: {
+        double d = v->valuedouble;
+        if (!cJSON_IsNumber(v) || d != floor(d) || fabs(d) > 9.0e15) goto wrong_type;
+        if (ranged && (d < f->min || d > f->max)) goto out_of_range;
+        *(int64_t *)dst = (int64_t)d;
+        return 0;
+    }
+    case DS_CFG_FLOAT: {
+        if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble)) goto wrong_type;
+        double d = v->valuedouble;
+        if (ranged && (d < f->min || d > f->max)) goto out_of_range;
+        *(double *)dst = d;
+        return 0;
+    }
+    case DS_CFG_BOOL:
+        if (!cJSON_IsBool(v)) goto wrong_type;
+        *(bool *)dst = cJSON_IsTrue(v);
+        return 0;
+    case DS_CFG_STRING: {
+        if (!cJSON_IsString(v)) goto wrong_type;
+        const char *s = v->valuestring;
+        if (f->choices) {
+            const char *const *c = f->choices;
+            while (*c && strcmp(*c, s)) c++;
+            if (!*c) {
+                char opts[256] = "";
+                for (c = f->choices; *c; c++)
+                    snprintf(opts + strlen(opts), sizeof opts - strlen(opts), "%s\"%s\"", c == f->choices ? "" : ", ", *c);
+                set_err(err, errlen, "%s: key '%s': expected one of %s, got %s", src, kp, opts, got);
+                return -1;
+            }
+        }
+        if (strlen(s) + 1 > f->size) {
+            set_err(err, errlen, "%s: key '%s': string longer than %zu characters", src, kp, f->size - 1);
+            return -1;
+        }
+        memcpy(dst, s, strlen(s) + 1);
+        return 0;
+    }
+    case DS_CFG_OBJECT: break;
+    }
+wrong_type:
+    set_err(err, errlen, "%s: key '%s': expected %s, got %s", src, kp, type_name(f->type), got);
+    return -1;
+out_of_range:
+    set_err(err, errlen, "%s: key '%s': expected %s in [%g, %g], got %s", src, kp, type_name(f->type), f->min, f->max, got);
+    return -1;
+}
+
+/* line and column of a byte offset, for syntax errors */
+static void locate(const char *text, const char *at, int *line, int *col) {
+    *line = 1, *col = 1;
+    for (const char *p = text; p < at && *p; p++) {
+        if (*p == '\n') (*line)++, *col = 1;
+        else (*col)++;
+    }
+}
+
+int ds_config_parse(const char *text, const char *source, const DsConfigField *schema, void *out, char *err,
+                    size_t errlen) {
+    if (!text || !*text) return fill_object(schema, NULL, source, "", out, err, errlen);
+    const char *end = NULL;
+    cJSON *root = cJSON_ParseWithOpts(text, &end, true);
+    if (!root) {
+        const char *at = end ? end : cJSON_GetErrorPtr();
+        int line = 0, col = 0;
+        if (at) locate(text, at, &line, &col);
+        set_err(err, errlen, "%s:%d:%d: invalid JSON near '%.20s'", source, line, col, at ? at : "");
+        return -1;
+    }
+    int rc = fill_object(schema, root, source, "", out, err, errlen);
+    cJSON_Delete(root);
+    return rc;
+}
+
+int ds_config_load(const char *path, const DsConfigField *schema, void *out, char *err, size_t errlen) {
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        set_err(err, errlen, "%s: cannot open (%s)", path, strerror(errno));
+        return -1;
+    }
+    size_t cap = 1 << 16, n = 0;
+    char *buf = malloc(cap);
+    size_t r;
+    while (buf && (r = fread(buf + n, 1, cap - n - 1, f)) > 0) {
+        n += r;
+        if (n + 1 >= cap) {
+            if (cap > ((size_t)64 << 20)) {
+                free(buf);
+                fclose(f);
+                set_err(err, errlen, "%s: larger than 64 MiB, not a config", path);
+                return -1;
+            }
+            cap *= 2;
+            buf = realloc(buf, cap);
+        }
+    }
+    fclose(f);
+    if (!buf) abort();
+    buf[n] = 0;
+    if (strlen(buf) != n) {
+        free(buf);
+        set_err(err, errlen, "%s: contains a NUL byte, not a JSON text", path);
+        return -1;
+    }
+    int rc = ds_config_parse(n ? buf : "{}", path, schema, out, err, errlen);
+    free(buf);
+    return rc;
+}
+
+int ds_config_set(const char *assignment, const DsConfigField *schema, void *out, char *err, size_t errlen) {
+    const char *eq = strchr(assignment, '=');
+    if (!eq || eq == assignment) {
+        set_err(err, errlen, "override '%s': expected key.path=value", assignment);
+        return -1;
+    }
+    char key[512];
+    snprintf(key, sizeof key, "%.*s", (int)(eq - assignment), assignment);
+    const DsConfigField *s = schema;
+    char *base = out, *part = key, *dot;
+    while ((dot = strchr(part, '.'))) {
+        *dot = 0;
+        const DsConfigField *f = s;
+        while (f->key && (strcmp(f->key, part) || f->type != DS_CFG_OBJECT)) f++;
+        if (!f->key) {
+            set_err(err, errlen, "override '%s': no object '%s' in the schema", assignment, part);
+            return -1;
+        }
+        base += f->offset;
+        s = f->fields;
+        part = dot + 1;
+    }
+    const DsConfigField *f = s;
+    while (f->key && strcmp(f->key, part)) f++;
+    if (!f->key || f->type == DS_CFG_OBJECT) {
+        set_err(err, errlen, "override '%s': unknown key '%.*s'", assignment, (int)(eq - assignment), assignment);
+        return -1;
+    }
+    cJSON *v = cJSON_Parse(eq + 1);
+    if (!v) v = cJSON_CreateString(eq + 1);
+    int rc = assign(f, v, "command line", assignment, base, err, errlen);
+    cJSON_Delete(v);
+    return rc;
+}
+
+static cJSON *to_json(const DsConfigField *schema, const char *base) {
+    cJSON *o = cJSON_CreateObject();
+    for (const DsConfigField *f = schema; f->key; f++) {
+        const void *p = base + f->offset;
+        switch (f->type) {
+        case DS_CFG_INT: cJSON_AddNumberToObject(o, f->key, (double)*(const int64_t *)p); break;
+        case DS_CFG_FLOAT: cJSON_AddNumberToObject(o, f->key, *(const double *)p); break;
+        case DS_CFG_BOOL: cJSON_AddBoolToObject(o, f->key, *(const bool *)p); break;
+        case DS_CFG_STRING: cJSON_AddStringToObject(o, f->key, (const char *)p); break;
+        case DS_CFG_OBJECT: cJSON_AddItemToObject(o, f->key, to_json(f->fields, base + f->offset)); break;
+        }
+    }
+    return o;
+}
+
+char *ds_config_to_json(const DsConfigField *schema, const void *cfg) {
+    cJSON *o = to_json(schema, cfg);
+    char *s = cJSON_Print(o);
+    cJSON_Delete(o);
+    return s;
+}

@@ -1,0 +1,333 @@
+/* optim/checkpoint.c — HDF5 save (temporary file + fsync + rename) and checked load. */
+#include <errno.h>
+#include <fcntl.h>
+#include <hdf5.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "checkpoint.h"
+
+#define FORMAT_TAG "anima-checkpoint-1"
+
+static void set_err(char *err, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void set_err(char *err, size_t n, const char *fmt, ...) {
+    if (!err || !n) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, n, fmt, ap);
+    va_end(ap);
+}
+
+static void quiet_hdf5(void) { H5Eset_auto2(H5E_DEFAULT, NULL, NULL); }
+
+static hid_t h5_type(TensorDType dt) { return dt == TENSOR_F64 ? H5T_NATIVE_DOUBLE : H5T_NATIVE_FLOAT; }
+
+static int write_tensor(hid_t loc, const char *name, const Tensor *t) {
+    hsize_t dims[TENSOR_MAX_DIMS];
+    for (int i = 0; i < t->ndim; i++) dims[i] = (hsize_t)t->shape[i];
+    hid_t space = t->ndim ? H5Screate_simple(t->ndim, dims, NULL) : H5Screate(H5S_SCALAR);
+    hid_t ds = H5Dcreate2(loc, name, h5_type(t->dtype), space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    bool grad = tensor_grad_set_enabled(false);
+    Tensor *c = tensor_contiguous((Tensor *)t);
+    tensor_grad_set_enabled(grad);
+    herr_t st = ds < 0 ? -1 : H5Dwrite(ds, h5_type(t->dtype), H5S_ALL, H5S_ALL, H5P_DEFAULT, tensor_data_ptr(c));
+    if (ds >= 0) H5Dclose(ds);
+    H5Sclose(space);
+    return st < 0 ? -1 : 0;
+}
+
+static int attr_i64(hid_t loc, const char *name, int64_t v) {
+    hid_t sp = H5Screate(H5S_SCALAR), a = H5Acreate2(loc, name, H5T_NATIVE_INT64, sp, H5P_DEFAULT, H5P_DEFAULT);
+    herr_t st = a < 0 ? -1 : H5Awrite(a, H5T_NATIVE_INT64, &v);
+    if (a >= 0) H5Aclose(a);
+    H5Sclose(sp);
+    return st < 0 ? -1 : 0;
+}
+
+static int attr_str(hid_t loc, const char *name, const char *s) {
+    hid_t ty = H5Tcopy(H5T_C_S1);
+    H5Tset_size(ty, strlen(s) + 1);
+    H5Tset_cset(ty, H5T_CSET_UTF8);
+    hid_t sp = H5Screate(H5S_SCALAR), a = H5Acreate2(loc, name, ty, sp, H5P_DEFAULT, H5P_DEFAULT);
+    herr_t st = a < 0 ? -1 : H5Awrite(a, ty, s);
+    if (a >= 0) H5Aclose(a);
+    H5Sclose(sp);
+    H5Tclose(ty);
+    return st < 0 ? -1 : 0;
+}
+
+static int fsync_path(const char *path) {
+    int fd = open(path, O_RDONLY);
+    if (fd < 0) return -1;
+    int r = fsync(fd);
+    close(fd);
+    return r;
+}
+
+int optim_checkpoint_save(const char *path, const NnParams *p, const Optim *o, const OptimCheckpointMeta *meta,
+                          char *err, size_t errlen) {
+    quiet_hdf5();
+    char tmp[4096];
+    snprintf(tmp, sizeof tmp, "%s.tmp-%ld", path, (long)getpid());
+    hid_t f = H5Fcreate(tmp, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    if (f < 0) {
+        set_err(err, errlen, "%s: cannot create the temporary file %s (%s)", path, tmp, strerror(errno));
+        return -1;
+    }
+    TensorScope *s = tensor_scope_begin();
+    int bad = 0;
+    hid_t gp = H5Gcreate2(f, "params", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    for (int i = 0; i < p->n && !bad; i++) bad |= write_tensor(gp, p->items[i].name, p->items[i].value);
+    H5Gclose(gp);
+    if (o && o->exp_avg && !bad) {
+        hid_t go = H5Gcreate2(f, "optim", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+        bad |= attr_i64(go, "kind", o->cfg.kind) | attr_i64(go, "step", o->step);
+        const char *names[2] = {"exp_avg", "exp_avg_sq"};
+        Tensor *state[2] = {o->exp_avg, o->exp_avg_sq};
+        for (int k = 0; k < 2 && !bad; k++) {
+            if (!state[k]) continue;
+            hid_t g = H5Gcreate2(go, names[k], H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+            int64_t off = 0;
+            for (int i = 0; i < p->n && !bad; i++) {
+                const Tensor *v = p->items[i].value;
+                bad |= write_tensor(g, p->items[i].name, tensor_view_at(state[k], v->ndim, v->shape, off));
+                off += tensor_numel(v);
+            }
+            H5Gclose(g);
+        }
+        H5Gclose(go);
+    }
+    if (!bad) {
+        bad |= attr_str(f, "format", FORMAT_TAG);
+        if (meta) {
+            bad |= attr_i64(f, "step", meta->step);
+            bad |= attr_i64(f, "rng_seed", (int64_t)meta->rng.seed) | attr_i64(f, "rng_stream", (int64_t)meta->rng.stream) |
+                   attr_i64(f, "rng_offset", (int64_t)meta->rng.offset);
+            if (meta->config_json) bad |= attr_str(f, "config", meta->config_json);
+        }
+    }
+    tensor_scope_end(s);
+    if (H5Fclose(f) < 0) bad = 1;
+    if (bad || fsync_path(tmp) != 0) {
+        unlink(tmp);
+        set_err(err, errlen, "%s: writing the checkpoint failed (disk full or not writable?)", path);
+        return -1;
+    }
+    if (rename(tmp, path) != 0) {
+        set_err(err, errlen, "%s: cannot rename %s into place (%s)", path, tmp, strerror(errno));
+        unlink(tmp);
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- load ------------------------------------------------------------------------------ */
+
+typedef struct {
+    char **names;
+    int n, cap;
+} NameList;
+
+static herr_t collect_name(hid_t g, const char *name, const H5L_info_t *info, void *data) {
+    (void)g, (void)info;
+    NameList *l = data;
+    if (l->n == l->cap) {
+        l->cap = l->cap ? 2 * l->cap : 64;
+        l->names = realloc(l->names, sizeof *l->names * (size_t)l->cap);
+        if (!l->names) abort();
+    }
+    l->names[l->n++] = strdup(name);
+    return 0;
+}
+
+static void names_free(NameList *l) {
+    for (int i = 0; i < l->n; i++) free(l->names[i]);
+    free(l->names);
+}
+
+/* Compare a dataset's shape and type with t; returns a description of the mismatch or NULL. */
+static const char *describe_mismatch(hid_t ds, const Tensor *t, char *buf, size_t n) {
+    hid_t sp = H5Dget_space(ds), ty = H5Dget_type(ds);
+    int nd = H5Sget_simple_extent_ndims(sp);
+    hsize_t dims[32] = {0};
+    if (nd > 0 && nd <= 32) H5Sget_simple_extent_dims(sp, dims, NULL);
+    bool ok = nd == t->ndim;
+    for (int i = 0; ok && i < nd; i++) ok = dims[i] == (hsize_t)t->shape[i];
+    size_t size = H5Tget_size(ty);
+    bool is_float = H5Tget_class(ty) == H5T_FLOAT;
+    bool dt_ok = is_float && size == tensor_dtype_size(t->dtype);
+    char fs[160] = "[", ms[128];
+    for (int i = 0; i < nd && i < 8; i++) snprintf(fs + strlen(fs), sizeof fs - strlen(fs), i ? ", %llu" : "%llu", (unsigned long long)dims[i]);
+    strcat(fs, "]");
+    H5Sclose(sp);
+    H5Tclose(ty);
+    if (ok && dt_ok) return NULL;
+    snprintf(buf, n, "file has %s %s, model has %s %s", is_float ? (size == 8 ? "f64" : size == 4 ? "f32" : "float?") : "non-float",
+             fs, tensor_dtype_name(t->dtype), tensor_shape_str(t, ms));
+    return buf;
+}
+
+static int read_into(hid_t ds, Tensor *t) {
+    return H5Dread(ds, h5_type(t->dtype), H5S_ALL, H5S_ALL, H5P_DEFAULT, tensor_data_ptr(t)) < 0 ? -1 : 0;
+}
+
+static bool read_attr_i64(hid_t loc, const char *name, int64_t *v) {
+    if (H5Aexists(loc, name) <= 0) return false;
+    hid_t a = H5Aopen(loc, name, H5P_DEFAULT);
+    bool ok = a >= 0 && H5Aread(a, H5T_NATIVE_INT64, v) >= 0;
+    if (a >= 0) H5Aclose(a);
+    return ok;
+}
+
+static char *read_attr_str(hid_t loc, const char *name) {
+    if (H5Aexists(loc, name) <= 0) return NULL;
+    hid_t a = H5Aopen(loc, name, H5P_DEFAULT), ty = H5Aget_type(a);
+    char *s = NULL;
+    if (H5Tis_variable_str(ty) > 0) {
+        char *v = NULL;
+        hid_t mt = H5Tcopy(H5T_C_S1);
+        H5Tset_size(mt, H5T_VARIABLE);
+        if (H5Aread(a, mt, &v) >= 0 && v) {
+            s = strdup(v);
+            H5free_memory(v);
+        }
+        H5Tclose(mt);
+    } else {
+        size_t n = H5Tget_size(ty);
+        s = calloc(n + 1, 1);
+        if (s && H5Aread(a, ty, s) < 0) {
+            free(s);
+            s = NULL;
+        }
+    }
+    H5Tclose(ty);
+    H5Aclose(a);
+    return s;
+}
+
+/* Appends to a bounded message buffer. */
+static void add(char *buf, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void add(char *buf, size_t n, const char *fmt, ...) {
+    size_t used = strlen(buf);
+    if (used + 1 >= n) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf + used, n - used, fmt, ap);
+    va_end(ap);
+}
+
+int optim_checkpoint_load(const char *path, NnParams *p, Optim *o, bool strict, OptimCheckpointMeta *meta,
+                          char *err, size_t errlen) {
+    quiet_hdf5();
+    if (access(path, R_OK) != 0) {
+        set_err(err, errlen, "%s: cannot read (%s)", path, strerror(errno));
+        return -1;
+    }
+    if (H5Fis_hdf5(path) <= 0) {
+        set_err(err, errlen, "%s: not an HDF5 file (expected an anima checkpoint)", path);
+        return -1;
+    }
+    hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    if (f < 0) {
+        set_err(err, errlen, "%s: HDF5 cannot open it (truncated or corrupt?)", path);
+        return -1;
+    }
+    if (H5Lexists(f, "params", H5P_DEFAULT) <= 0) {
+        H5Fclose(f);
+        set_err(err, errlen, "%s: no /params group (expected an anima checkpoint)", path);
+        return -1;
+    }
+    hid_t gp = H5Gopen2(f, "params", H5P_DEFAULT);
+    NameList in_file = {0};
+    H5Literate(gp, H5_INDEX_NAME, H5_ITER_NATIVE, NULL, collect_name, &in_file);
+    char missing[2048] = "", unexpected[2048] = "", mismatched[4096] = "";
+    int n_missing = 0, n_unexpected = 0, n_mismatched = 0;
+    bool *match = calloc((size_t)(p->n ? p->n : 1), sizeof *match);
+    if (!match) abort();
+    for (int i = 0; i < p->n; i++) {
+        const char *name = p->items[i].name;
+        if (H5Lexists(gp, name, H5P_DEFAULT) <= 0) {
+            add(missing, sizeof missing, "%s%s", n_missing++ ? ", " : "", name);
+            continue;
+        }
+        hid_t ds = H5Dopen2(gp, name, H5P_DEFAULT);
+        char why[512];
+        const char *bad = ds < 0 ? "not a dataset" : describe_mismatch(ds, p->items[i].value, why, sizeof why);
+        if (ds >= 0) H5Dclose(ds);
+        if (bad) add(mismatched, sizeof mismatched, "%s%s (%s)", n_mismatched++ ? "; " : "", name, bad);
+        else match[i] = true;
+    }
+    for (int j = 0; j < in_file.n; j++)
+        if (!nn_params_find(p, in_file.names[j]))
+            add(unexpected, sizeof unexpected, "%s%s", n_unexpected++ ? ", " : "", in_file.names[j]);
+    names_free(&in_file);
+    char report[8192] = "";
+    if (n_missing) add(report, sizeof report, "missing %d: %s. ", n_missing, missing);
+    if (n_unexpected) add(report, sizeof report, "unexpected %d: %s. ", n_unexpected, unexpected);
+    if (n_mismatched) add(report, sizeof report, "mismatched %d: %s. ", n_mismatched, mismatched);
+    int rc = 0;
+    if (*report && strict) {
+        set_err(err, errlen, "%s: checkpoint does not match the model: %s(non-strict loading takes what matches)", path, report);
+        rc = -1;
+    } else {
+        if (err && errlen) set_err(err, errlen, "%s%s", *report ? "partial load: " : "", report);
+        for (int i = 0; i < p->n && rc == 0; i++) {
+            if (!match[i]) continue;
+            hid_t ds = H5Dopen2(gp, p->items[i].name, H5P_DEFAULT);
+            if (read_into(ds, p->items[i].value) != 0) {
+                set_err(err, errlen, "%s: reading /params/%s failed (truncated file?)", path, p->items[i].name);
+                rc = -1;
+            }
+            H5Dclose(ds);
+        }
+        if (rc == 0 && o && o->exp_avg && H5Lexists(f, "optim", H5P_DEFAULT) > 0) {
+            hid_t go = H5Gopen2(f, "optim", H5P_DEFAULT);
+            int64_t kind = -1, step = 0;
+            read_attr_i64(go, "kind", &kind);
+            read_attr_i64(go, "step", &step);
+            if (kind != o->cfg.kind) {
+                set_err(err, errlen, "%s: optimizer state is of kind %lld, the run uses kind %d", path, (long long)kind,
+                        (int)o->cfg.kind);
+                rc = -1;
+            }
+            const char *names[2] = {"exp_avg", "exp_avg_sq"};
+            Tensor *state[2] = {o->exp_avg, o->exp_avg_sq};
+            for (int k = 0; k < 2 && rc == 0; k++) {
+                if (!state[k] || H5Lexists(go, names[k], H5P_DEFAULT) <= 0) continue;
+                hid_t g = H5Gopen2(go, names[k], H5P_DEFAULT);
+                int64_t off = 0;
+                for (int i = 0; i < p->n && rc == 0; i++) {
+                    const Tensor *v = p->items[i].value;
+                    Tensor *dst = tensor_view_at(state[k], v->ndim, v->shape, off);
+                    off += tensor_numel(v);
+                    if (H5Lexists(g, p->items[i].name, H5P_DEFAULT) <= 0) continue;
+                    hid_t ds = H5Dopen2(g, p->items[i].name, H5P_DEFAULT);
+                    char why[512];
+                    if (describe_mismatch(ds, dst, why, sizeof why) || read_into(ds, dst) != 0) {
+                        set_err(err, errlen, "%s: /optim/%s/%s: bad optimizer state", path, names[k], p->items[i].name);
+                        rc = -1;
+                    }
+                    H5Dclose(ds);
+                }
+                H5Gclose(g);
+            }
+            if (rc == 0) o->step = step;
+            H5Gclose(go);
+        }
+    }
+    free(match);
+    H5Gclose(gp);
+    if (rc == 0 && meta) {
+        int64_t v = 0;
+        meta->step = read_attr_i64(f, "step", &v) ? v : 0;
+        meta->rng.seed = read_attr_i64(f, "rng_seed", &v) ? (uint64_t)v : 0;
+        meta->rng.stream = read_attr_i64(f, "rng_stream", &v) ? (uint64_t)v : 0;
+        meta->rng.offset = read_attr_i64(f, "rng_offset", &v) ? (uint64_t)v : 0;
+        meta->config_json = read_attr_str(f, "config");
+    }
+    H5Fclose(f);
+    return rc;
+}
