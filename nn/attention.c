@@ -1,0 +1,264 @@
+/* nn/attention.c — memory-efficient ("tiled", flash-style) scaled dot-product attention on the
+ * CPU, registered as a custom op (autograd/custom.h) with a hand-written backward.
+ *
+ * Why: the naive path (nn_attention_naive) materializes the (B, h, Tq, Tk) score and
+ * probability tensors, and its tape keeps them for backward: at B = 1, h = 8, T = 4096 that is
+ * 2 × 512 MiB in f32. Here no more than one BQ × BK tile of scores exists per thread.
+ *
+ * Forward: the online softmax of Milakov & Gimelshein 2018 ("Online normalizer calculation for
+ * softmax", alg. 3), applied to attention as in Dao et al. 2022 (FlashAttention, alg. 1): for
+ * each query tile keep a running row max m and denominator l; for each key tile
+ *     S = scale · Q Kⱼᵀ,  m' = max(m, rowmax S),  P = exp(S − m'),
+ *     l ← l·e^{m−m'} + rowsum P,  O ← O·e^{m−m'} + P Vⱼ,
+ * and at the end O ← O / l, with the row's log-sum-exp L = m + log l saved for backward.
+ *
+ * Backward (Dao et al. 2022, alg. 4; FlashAttention-2, Dao 2023, alg. 2): with Dᵢ = rowsum(dO ∘ O)
+ * (= Σⱼ Pᵢⱼ dPᵢⱼ, the softmax Jacobian's correction term), per tile pair
+ *     P = exp(S − L),  dV += Pᵀ dO,  dP = dO Vᵀ,  dS = P ∘ (dP − D),
+ *     dQ += scale · dS K,  dK += scale · dSᵀ Q,
+ * recomputing S instead of storing it. One (batch, head) pair is one task, so dK/dV (summed over
+ * query tiles) and dQ (summed over key tiles) are each written by one thread only.
+ *
+ * The tile products go to BLAS (cblas_[sd]gemm) reading q, k, v in place through their row
+ * stride, so the narrow views of a fused qkv projection need no copy. The backward is raw
+ * loops: it is not differentiable again (gradients of gradients need the naive path). */
+#include <cblas.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "autograd/custom.h"
+#include "functional.h"
+
+/* Query × key tile: 64 × 128 scores = 32 KiB in f32, with the 64 × d output tile and a K/V
+ * tile of 128 × d this stays within a core's L2 for d ≤ 128. */
+enum { ATT_BQ = 64, ATT_BK = 128 };
+
+typedef struct {
+    const void *q, *k, *v; /* first element of each (B, T, C) operand, last stride 1 */
+    int64_t sq0, sq1, sk0, sk1, sv0, sv1;
+    int64_t B, Tq, Tk, C, h, d;
+    double scale;
+    void *o, *lse;                 /* out (B, Tq, C) contiguous, lse (B, h, Tq) */
+    const void *go;                /* backward: dO (B, Tq, C) contiguous */
+    void *gq, *gk, *gv;            /* backward: zeroed contiguous (B, T, C) gradients */
+} AttArgs;
+
+static void *att_alloc(size_t n) {
+    void *p = malloc(n ? n : 1);
+    if (!p) abort();
+    return p;
+}
+
+/* The kernels for one element type: T the type, GEMM cblas_sgemm or cblas_dgemm, EXP/LOG the
+ * libm functions of that type. */
+#define ATT_KERNELS(SFX, T, GEMM, EXP, LOG)                                                                 \
+    static void att_forward_##SFX(const AttArgs *a) {                                                       \
+        const int64_t B = a->B, Tq = a->Tq, Tk = a->Tk, C = a->C, h = a->h, d = a->d;                       \
+        const int64_t nqt = (Tq + ATT_BQ - 1) / ATT_BQ, ntask = B * h * nqt;                                \
+        const T scale = (T)a->scale;                                                                        \
+        _Pragma("omp parallel if (ntask > 1)") {                                                           \
+            T *s = att_alloc(sizeof(T) * ATT_BQ * ATT_BK), *m = att_alloc(sizeof(T) * ATT_BQ),              \
+              *l = att_alloc(sizeof(T) * ATT_BQ);                                                           \
+            _Pragma("omp for schedule(dynamic)") for (int64_t task = 0; task < ntask; task++) {            \
+                int64_t b = task / (h * nqt), hh = task / nqt % h, i0 = task % nqt * ATT_BQ;                \
+                int nq = (int)(Tq - i0 < ATT_BQ ? Tq - i0 : ATT_BQ);                                        \
+                const T *Q = (const T *)a->q + b * a->sq0 + i0 * a->sq1 + hh * d;                           \
+                T *O = (T *)a->o + (b * Tq + i0) * C + hh * d;                                              \
+                for (int r = 0; r < nq; r++) {                                                              \
+                    m[r] = -INFINITY, l[r] = 0;                                                             \
+                    memset(O + r * C, 0, sizeof(T) * (size_t)d);                                            \
+                }                                                                                           \
+                for (int64_t j0 = 0; j0 < Tk; j0 += ATT_BK) {                                               \
+                    int nk = (int)(Tk - j0 < ATT_BK ? Tk - j0 : ATT_BK);                                    \
+                    const T *K = (const T *)a->k + b * a->sk0 + j0 * a->sk1 + hh * d;                       \
+                    const T *V = (const T *)a->v + b * a->sv0 + j0 * a->sv1 + hh * d;                       \
+                    GEMM(CblasRowMajor, CblasNoTrans, CblasTrans, nq, nk, (int)d, scale, Q, (int)a->sq1, K, \
+                         (int)a->sk1, (T)0, s, ATT_BK);                                                     \
+                    for (int r = 0; r < nq; r++) {                                                          \
+                        T *row = s + r * ATT_BK, mx = m[r];                                                 \
+                        for (int c = 0; c < nk; c++) mx = row[c] > mx ? row[c] : mx;                        \
+                        /* e^{m − m'} rescales what was summed under the old max (0 on the first tile) */   \
+                        T corr = m[r] == -INFINITY ? (T)0 : EXP(m[r] - mx), sum = 0;                        \
+                        for (int c = 0; c < nk; c++) sum += row[c] = EXP(row[c] - mx);                      \
+                        l[r] = l[r] * corr + sum;                                                           \
+                        m[r] = mx;                                                                          \
+                        if (corr != (T)1)                                                                   \
+                            for (int64_t c = 0; c < d; c++) O[r * C + c] *= corr;                           \
+                    }                                                                                       \
+                    GEMM(CblasRowMajor, CblasNoTrans, CblasNoTrans, nq, (int)d, nk, (T)1, s, ATT_BK, V,     \
+                         (int)a->sv1, (T)1, O, (int)C);                                                     \
+                }                                                                                           \
+                T *L = (T *)a->lse + (b * h + hh) * Tq + i0;                                                \
+                for (int r = 0; r < nq; r++) {                                                              \
+                    T inv = (T)1 / l[r];                                                                    \
+                    for (int64_t c = 0; c < d; c++) O[r * C + c] *= inv;                                    \
+                    L[r] = m[r] + LOG(l[r]);                                                                \
+                }                                                                                           \
+            }                                                                                               \
+            free(s), free(m), free(l);                                                                      \
+        }                                                                                                   \
+    }                                                                                                       \
+                                                                                                            \
+    static void att_backward_##SFX(const AttArgs *a) {                                                      \
+        const int64_t B = a->B, Tq = a->Tq, Tk = a->Tk, C = a->C, h = a->h, d = a->d, ntask = B * h;        \
+        const T scale = (T)a->scale;                                                                        \
+        _Pragma("omp parallel if (ntask > 1)") {                                                           \
+            T *p = att_alloc(sizeof(T) * ATT_BQ * ATT_BK), *dp = att_alloc(sizeof(T) * ATT_BQ * ATT_BK),    \
+              *D = att_alloc(sizeof(T) * (size_t)Tq);                                                       \
+            _Pragma("omp for schedule(dynamic)") for (int64_t task = 0; task < ntask; task++) {            \
+                int64_t b = task / h, hh = task % h;                                                        \
+                const T *Ob = (const T *)a->o + b * Tq * C + hh * d;                                        \
+                const T *GOb = (const T *)a->go + b * Tq * C + hh * d;                                      \
+                const T *Lb = (const T *)a->lse + (b * h + hh) * Tq;                                        \
+                for (int64_t t = 0; t < Tq; t++) {                                                          \
+                    T acc = 0;                                                                              \
+                    for (int64_t c = 0; c < d; c++) acc += GOb[t * C + c] * Ob[t * C + c];                  \
+                    D[t] = acc;                                                                             \
+                }                                                                                           \
+                for (int64_t j0 = 0; j0 < Tk; j0 += ATT_BK) {                                               \
+                    int nk = (int)(Tk - j0 < ATT_BK ? Tk - j0 : ATT_BK);                                    \
+                    const T *K = (const T *)a->k + b * a->sk0 + j0 * a->sk1 + hh * d;                       \
+                    const T *V = (const T *)a->v + b * a->sv0 + j0 * a->sv1 + hh * d;                       \
+                    T *GK = (T *)a->gk + (b * Tk + j0) * C + hh * d;                                        \
+                    T *GV = (T *)a->gv + (b * Tk + j0) * C + hh * d;                                        \
+                    for (int64_t i0 = 0; i0 < Tq; i0 += ATT_BQ) {                                           \
+                        int nq = (int)(Tq - i0 < ATT_BQ ? Tq - i0 : ATT_BQ);                                \
+                        const T *Q = (const T *)a->q + b * a->sq0 + i0 * a->sq1 + hh * d;                   \
+                        const T *GO = GOb + i0 * C;                                                         \
+                        T *GQ = (T *)a->gq + (b * Tq + i0) * C + hh * d;                                    \
+                        GEMM(CblasRowMajor, CblasNoTrans, CblasTrans, nq, nk, (int)d, scale, Q, (int)a->sq1, K, \
+                             (int)a->sk1, (T)0, p, ATT_BK);                                                 \
+                        for (int r = 0; r < nq; r++)                                                        \
+                            for (int c = 0; c < nk; c++) p[r * ATT_BK + c] = EXP(p[r * ATT_BK + c] - Lb[i0 + r]); \
+                        /* dV += Pᵀ dO */                                                                   \
+                        GEMM(CblasRowMajor, CblasTrans, CblasNoTrans, nk, (int)d, nq, (T)1, p, ATT_BK, GO, (int)C, \
+                             (T)1, GV, (int)C);                                                             \
+                        /* dP = dO Vᵀ, then dS = P ∘ (dP − D) in place */                                   \
+                        GEMM(CblasRowMajor, CblasNoTrans, CblasTrans, nq, nk, (int)d, (T)1, GO, (int)C, V,    \
+                             (int)a->sv1, (T)0, dp, ATT_BK);                                                \
+                        for (int r = 0; r < nq; r++)                                                        \
+                            for (int c = 0; c < nk; c++)                                                    \
+                                dp[r * ATT_BK + c] = p[r * ATT_BK + c] * (dp[r * ATT_BK + c] - D[i0 + r]);  \
+                        GEMM(CblasRowMajor, CblasNoTrans, CblasNoTrans, nq, (int)d, nk, scale, dp, ATT_BK, K, \
+                             (int)a->sk1, (T)1, GQ, (int)C);                                                \
+                        GEMM(CblasRowMajor, CblasTrans, CblasNoTrans, nk, (int)d, nq, scale, dp, ATT_BK, Q,   \
+                             (int)a->sq1, (T)1, GK, (int)C);                                                \
+                    }                                                                                       \
+                }                                                                                           \
+            }                                                                                               \
+            free(p), free(dp), free(D);                                                                     \
+        }                                                                                                   \
+    }
+
+ATT_KERNELS(f32, float, cblas_sgemm, expf, logf)
+ATT_KERNELS(f64, double, cblas_dgemm, exp, log)
+
+/* ---- the custom op ---------------------------------------------------------------------------- */
+
+typedef struct {
+    int heads;
+    Tensor *lse; /* (B, heads, Tq), written by forward */
+} AttCtx;
+
+/* x itself when BLAS can read its (B, T, C) rows in place (unit last stride, row stride ≥ C),
+ * else a contiguous copy. */
+static Tensor *att_operand(Tensor *x) {
+    if (x->stride[2] == 1 && (x->stride[1] >= x->shape[2] || x->shape[1] == 1)) return x;
+    return tensor_contiguous(x);
+}
+
+static void att_args(AttArgs *a, Tensor *q, Tensor *k, Tensor *v, int heads) {
+    memset(a, 0, sizeof *a);
+    a->q = tensor_data_ptr(q), a->k = tensor_data_ptr(k), a->v = tensor_data_ptr(v);
+    a->sq0 = q->stride[0], a->sq1 = q->shape[1] == 1 ? q->shape[2] : q->stride[1];
+    a->sk0 = k->stride[0], a->sk1 = k->shape[1] == 1 ? k->shape[2] : k->stride[1];
+    a->sv0 = v->stride[0], a->sv1 = v->shape[1] == 1 ? v->shape[2] : v->stride[1];
+    a->B = q->shape[0], a->Tq = q->shape[1], a->Tk = k->shape[1], a->C = q->shape[2], a->h = heads;
+    a->d = a->C / heads;
+    a->scale = 1.0 / sqrt((double)a->d); /* Vaswani et al. 2017, eq. 1 */
+}
+
+static Tensor *att_forward(void *ctx, int n, Tensor *const *in) {
+    (void)n;
+    AttCtx *c = ctx;
+    Tensor *q = att_operand(in[0]), *k = att_operand(in[1]), *v = att_operand(in[2]);
+    AttArgs a;
+    att_args(&a, q, k, v, c->heads);
+    Tensor *o = tensor_empty(TENSOR_SHAPE(a.B, a.Tq, a.C), q->dtype);
+    c->lse = tensor_empty(TENSOR_SHAPE(a.B, a.h, a.Tq), q->dtype);
+    a.o = tensor_data_ptr(o), a.lse = tensor_data_ptr(c->lse);
+    if (q->dtype == TENSOR_F32) att_forward_f32(&a);
+    else att_forward_f64(&a);
+    return o;
+}
+
+static void att_backward(void *ctx, int n, Tensor *const *in, Tensor *out, Tensor *g, const bool *need, Tensor **gin) {
+    (void)n;
+    AttCtx *c = ctx;
+    bool prev = ag_no_grad_begin(); /* raw kernels: nothing here is recorded */
+    Tensor *q = att_operand(in[0]), *k = att_operand(in[1]), *v = att_operand(in[2]);
+    AttArgs a;
+    att_args(&a, q, k, v, c->heads);
+    Tensor *go = tensor_contiguous(g), *o = tensor_contiguous(out);
+    Tensor *gq = tensor_zeros(TENSOR_SHAPE(a.B, a.Tq, a.C), q->dtype);
+    Tensor *gk = tensor_zeros(TENSOR_SHAPE(a.B, a.Tk, a.C), q->dtype);
+    Tensor *gv = tensor_zeros(TENSOR_SHAPE(a.B, a.Tk, a.C), q->dtype);
+    a.o = tensor_data_ptr(o), a.lse = tensor_data_ptr(c->lse), a.go = tensor_data_ptr(go);
+    a.gq = tensor_data_ptr(gq), a.gk = tensor_data_ptr(gk), a.gv = tensor_data_ptr(gv);
+    if (q->dtype == TENSOR_F32) att_backward_f32(&a);
+    else att_backward_f64(&a);
+    ag_no_grad_end(prev);
+    if (need[0]) gin[0] = gq;
+    if (need[1]) gin[1] = gk;
+    if (need[2]) gin[2] = gv;
+}
+
+static const AgCustomOp att_op = {"nn_attention_tiled", att_forward, att_backward};
+
+void nn_attention_check(const char *op, Tensor *q, Tensor *k, Tensor *v, int heads) {
+    char sq[128], sk[128], sv[128];
+    if (q->ndim != 3 || k->ndim != 3 || v->ndim != 3 || heads < 1 || q->shape[2] % heads != 0 ||
+        k->shape[2] != q->shape[2] || v->shape[2] != q->shape[2] || k->shape[0] != q->shape[0] ||
+        v->shape[0] != q->shape[0] || k->shape[1] != v->shape[1] || k->shape[1] < 1)
+        tensor_fail(op, "q %s, k %s, v %s with %d heads: need (B, Tq, C), (B, Tk, C), (B, Tk, C), Tk ≥ 1, "
+                    "C divisible by heads", tensor_shape_str(q, sq), tensor_shape_str(k, sk),
+                    tensor_shape_str(v, sv), heads);
+    if (q->dtype != k->dtype || q->dtype != v->dtype)
+        tensor_fail(op, "q, k, v dtypes differ (%s, %s, %s)", tensor_dtype_name(q->dtype),
+                    tensor_dtype_name(k->dtype), tensor_dtype_name(v->dtype));
+}
+
+Tensor *nn_attention_tiled(Tensor *q, Tensor *k, Tensor *v, int heads) {
+    nn_attention_check("nn_attention_tiled", q, k, v, heads);
+    if (tensor_device(q) != TENSOR_CPU || tensor_device(k) != TENSOR_CPU || tensor_device(v) != TENSOR_CPU)
+        tensor_fail("nn_attention_tiled", "CPU tensors only (use nn_attention_naive on the GPU)");
+    if (q->dtype == TENSOR_I64) tensor_fail("nn_attention_tiled", "needs f32 or f64, got i64");
+    AttCtx c = {.heads = heads};
+    Tensor *in[3] = {q, k, v};
+    return ag_custom_apply(&att_op, 3, in, &c, sizeof c);
+}
+
+/* ---- dispatch ------------------------------------------------------------------------------- */
+
+static NnAttentionMode att_mode = NN_ATTENTION_AUTO;
+
+NnAttentionMode nn_attention_set_mode(NnAttentionMode mode) {
+    NnAttentionMode prev = att_mode;
+    att_mode = mode;
+    return prev;
+}
+
+bool nn_attention_wants_tiled(const Tensor *q, const Tensor *k) {
+    if (tensor_device(q) != TENSOR_CPU || tensor_device(k) != TENSOR_CPU || q->dtype == TENSOR_I64) return false;
+    NnAttentionMode mode = att_mode;
+    const char *env = getenv("ANIMA_ATTENTION");
+    if (mode == NN_ATTENTION_AUTO && env) {
+        if (!strcmp(env, "tiled")) mode = NN_ATTENTION_TILED;
+        else if (!strcmp(env, "naive")) mode = NN_ATTENTION_NAIVE;
+    }
+    if (mode != NN_ATTENTION_AUTO) return mode == NN_ATTENTION_TILED;
+    /* Below this the (Tq, Tk) score matrix is small, the naive path's two batched GEMMs are
+     * at least as fast, and its backward is differentiable again. */
+    return q->shape[1] * k->shape[1] > NN_ATTENTION_TILED_MIN;
+}
