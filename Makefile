@@ -10,11 +10,13 @@ ifeq ($(origin CUDA), undefined)
 CUDA := $(shell test -x $(NVCC) && echo 1 || echo 0)
 endif
 
+MPI_INC  := $(shell mpicc --showme:compile 2>/dev/null)
+MPI_LIB  := $(shell mpicc --showme:link 2>/dev/null)
 BLAS_DIR := $(firstword $(wildcard /usr/lib/x86_64-linux-gnu/openblas-openmp) /usr/lib/x86_64-linux-gnu)
 BLAS_INC := $(firstword $(wildcard /usr/include/x86_64-linux-gnu/openblas-openmp) /usr/include/x86_64-linux-gnu)
 
-CFLAGS  := -std=c11 -O2 $(ARCH) -g -Wall -Wextra -Werror -Wno-missing-field-initializers -fopenmp -D_GNU_SOURCE -MMD -MP -I. -I$(BLAS_INC) -I/usr/include/hdf5/serial
-LDLIBS  := -L$(BLAS_DIR) -Wl,-rpath,$(BLAS_DIR) -lopenblas -L/usr/lib/x86_64-linux-gnu/hdf5/serial -lhdf5 -lcjson -lpng -fopenmp -lm
+CFLAGS  := -std=c11 -O2 $(ARCH) -g -Wall -Wextra -Werror -Wno-missing-field-initializers -fopenmp -D_GNU_SOURCE -MMD -MP -I. -I$(BLAS_INC) -I/usr/include/hdf5/serial $(MPI_INC)
+LDLIBS  := -L$(BLAS_DIR) -Wl,-rpath,$(BLAS_DIR) -lopenblas -L/usr/lib/x86_64-linux-gnu/hdf5/serial -lhdf5 -lcjson -lpng $(MPI_LIB) -fopenmp -lm
 ifeq ($(SANITIZE),1)
 override BUILD := $(BUILD)-san
 CFLAGS  += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
@@ -26,7 +28,8 @@ LIB_SRC  := $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c))
 ifeq ($(CUDA),1)
 CUDA_SRC := $(wildcard tensor/cuda/*.cu)
 CUDA_OBJ := $(CUDA_SRC:%.cu=$(BUILD)/%.o)
-LDLIBS   += -L/usr/local/cuda/lib64 -Wl,-rpath,/usr/local/cuda/lib64 -lcublas -lcudart -lstdc++
+CFLAGS   += -DANIMA_CUDA -I/usr/local/cuda/include
+LDLIBS   += -L/usr/local/cuda/lib64 -Wl,-rpath,/usr/local/cuda/lib64 -lnccl -lcublas -lcudart -lstdc++
 # sm_89 (RTX 4090) and sm_90 (H200) machine code, plus compute_90 PTX for newer GPUs to JIT
 CUDA_ARCH ?= -gencode arch=compute_89,code=sm_89 -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90
 NVCCFLAGS := -O2 -std=c++17 -I. -DTENSOR_NO_SITE $(CUDA_ARCH) -Xcompiler -fPIC,-Wall,-Wextra -Werror all-warnings -MMD -MP
@@ -65,6 +68,9 @@ anima: $(APP_SRC:%.c=$(BUILD)/app/%.o) $(BUILD)/libanima.a
 $(BUILD)/anima-tests: $(TEST_SRC:%.c=$(BUILD)/app/%.o) $(BUILD)/libanima.a
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
+$(BUILD)/anima-mpi-tests: $(BUILD)/app/tests/mpi/test_data_parallel.o $(BUILD)/libanima.a
+	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+
 $(BUILD)/anima-bench: $(BENCH_SRC:%.c=$(BUILD)/app/%.o) $(BUILD)/libanima.a
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
@@ -72,8 +78,8 @@ deps:
 	@bash tools/install-deps.sh
 
 test: deps
-	@$(MAKE) --no-print-directory all $(BUILD)/anima-tests
-	@OMP_NUM_THREADS=$${OMP_NUM_THREADS:-2} ./$(BUILD)/anima-tests
+	@$(MAKE) --no-print-directory all $(BUILD)/anima-tests $(BUILD)/anima-mpi-tests
+	@BUILD=$(BUILD) bash tests/run.sh
 
 demo: deps
 	@$(MAKE) --no-print-directory all

@@ -1,0 +1,176 @@
+/* optim/optim.c — SGD, Adam and AdamW over the flat parameter/gradient buffers, the warm-up +
+ * cosine schedule and global gradient-norm clipping. Every rule is written to match PyTorch
+ * 1.13's torch.optim (single-tensor, non-fused path) operation for operation, so a trajectory
+ * can be replayed against it (tests/test_optim.c, tests/oracle/make_optim_fixtures.py).
+ *
+ * This is a hot path (one pass over every parameter per training step): plain loops over the
+ * raw f32/f64 storage with OpenMP, never tensor ops, so nothing is allocated or recorded. The
+ * per-element arithmetic is done in double and rounded once on store; for f64 buffers this is
+ * torch's f64 arithmetic, for f32 it is slightly more accurate than torch's f32 kernels. */
+#include <math.h>
+#include <string.h>
+
+#include "optim.h"
+
+/* below this many elements the OpenMP fork/join costs more than the loop */
+#define OPTIM_PAR_MIN 32768
+
+OptimConfig optim_defaults(OptimKind kind) {
+    /* torch.optim.SGD: momentum 0, no weight decay (lr has no default there; 1e-3 here);
+     * Adam: lr 1e-3, betas (0.9, 0.999), eps 1e-8, weight_decay 0;
+     * AdamW: the same with weight_decay 1e-2. */
+    OptimConfig c = {.kind = kind, .lr = 1e-3, .momentum = 0, .nesterov = false,
+                     .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8, .weight_decay = 0};
+    if (kind == OPTIM_ADAMW) c.weight_decay = 1e-2;
+    return c;
+}
+
+/* The flat buffers must be plain CPU f32/f64 arrays for the loops below. */
+static void check_flat(const char *op, const Tensor *t, const char *what) {
+    if (tensor_device(t) != TENSOR_CPU)
+        tensor_fail(op, "%s is on the GPU; the optimizer loops run on CPU buffers only", what);
+    if (t->dtype != TENSOR_F32 && t->dtype != TENSOR_F64)
+        tensor_fail(op, "%s has dtype %s; expected f32 or f64", what, tensor_dtype_name(t->dtype));
+    if (!tensor_is_contiguous(t)) tensor_fail(op, "%s is not contiguous", what);
+}
+
+void optim_init(Optim *o, NnParams *p, const OptimConfig *cfg) {
+    if (!p->packed) tensor_fail("optim_init", "parameters are not packed (call nn_params_pack first)");
+    check_flat("optim_init", p->flat, "params->flat");
+    check_flat("optim_init", p->flat_grad, "params->flat_grad");
+    memset(o, 0, sizeof *o);
+    o->cfg = cfg ? *cfg : optim_defaults(OPTIM_ADAM);
+    o->params = p;
+    if (o->cfg.kind == OPTIM_SGD && o->cfg.nesterov && o->cfg.momentum <= 0)
+        tensor_fail("optim_init", "Nesterov momentum requires momentum > 0"); /* as torch.optim.SGD */
+    int64_t n = tensor_numel(p->flat);
+    TensorScope *prev = tensor_scope_switch(p->scope);
+    bool grad = tensor_grad_set_enabled(false);
+    /* torch creates SGD's momentum buffer as a clone of the first d_p; with dampening 0 a zero
+     * buffer gives the same first update (0·μ + d_p), so the state can be allocated up front. */
+    if (o->cfg.kind != OPTIM_SGD || o->cfg.momentum != 0) o->exp_avg = tensor_zeros(1, &n, p->dtype);
+    if (o->cfg.kind != OPTIM_SGD) o->exp_avg_sq = tensor_zeros(1, &n, p->dtype);
+    tensor_grad_set_enabled(grad);
+    tensor_scope_switch(prev);
+}
+
+/* torch.optim.SGD (dampening 0):  d = g + λθ;  b = μb + d;  d = nesterov ? d + μb : b;
+ * θ -= lr·d. */
+#define DEFINE_SGD(T)                                                                            \
+    static void sgd_##T(int64_t n, T *restrict w, const T *restrict g, T *restrict buf, double lr, \
+                        double mu, bool nesterov, double wd) {                                   \
+        _Pragma("omp parallel for schedule(static) if (n > OPTIM_PAR_MIN)")                      \
+        for (int64_t j = 0; j < n; j++) {                                                        \
+            double d = (double)g[j];                                                             \
+            if (wd != 0) d = d + wd * (double)w[j];                                              \
+            if (buf) {                                                                           \
+                double b = mu * (double)buf[j] + d;                                              \
+                buf[j] = (T)b;                                                                   \
+                d = nesterov ? d + mu * b : b;                                                   \
+            }                                                                                    \
+            w[j] = (T)((double)w[j] - lr * d);                                                   \
+        }                                                                                        \
+    }
+
+/* torch.optim.Adam / AdamW (Kingma & Ba 2015, Alg. 1; Loshchilov & Hutter 2019, Alg. 2), in
+ * torch's order of operations:
+ *   AdamW: θ *= 1 − lr·λ                       (decoupled decay, before the moments)
+ *   Adam:  g += λθ                              (L2 folded into the gradient)
+ *   m = β1·m + (1−β1)·g;   v = β2·v + (1−β2)·g²
+ *   denom = √v / √(1−β2^t) + ε;   θ −= (lr / (1−β1^t)) · m / denom
+ * Note ε is added after the bias correction of √v, as torch does (not √(v̂ + ε)). */
+#define DEFINE_ADAM(T)                                                                           \
+    static void adam_##T(int64_t n, T *restrict w, const T *restrict g, T *restrict m,            \
+                         T *restrict v, double b1, double b2, double eps, double l2, double decay, \
+                         double step_size, double bc2_sqrt) {                                    \
+        _Pragma("omp parallel for schedule(static) if (n > OPTIM_PAR_MIN)")                      \
+        for (int64_t j = 0; j < n; j++) {                                                        \
+            double p = (double)w[j], gj = (double)g[j];                                          \
+            if (l2 != 0) gj = gj + l2 * p;                                                       \
+            if (decay != 1) p = (double)(T)(p * decay);                                          \
+            double mj = b1 * (double)m[j] + (1 - b1) * gj;                                       \
+            double vj = b2 * (double)v[j] + (1 - b2) * (gj * gj);                                \
+            m[j] = (T)mj;                                                                        \
+            v[j] = (T)vj;                                                                        \
+            double denom = sqrt(vj) / bc2_sqrt + eps;                                            \
+            w[j] = (T)(p - step_size * (mj / denom));                                            \
+        }                                                                                        \
+    }
+
+DEFINE_SGD(float)
+DEFINE_SGD(double)
+DEFINE_ADAM(float)
+DEFINE_ADAM(double)
+
+void optim_step(Optim *o, double lr) {
+    NnParams *p = o->params;
+    const OptimConfig *c = &o->cfg;
+    int64_t n = tensor_numel(p->flat);
+    bool f64 = p->flat->dtype == TENSOR_F64;
+    void *w = tensor_data_ptr(p->flat), *g = tensor_data_ptr(p->flat_grad);
+    void *m = o->exp_avg ? tensor_data_ptr(o->exp_avg) : NULL;
+    void *v = o->exp_avg_sq ? tensor_data_ptr(o->exp_avg_sq) : NULL;
+    o->step++;
+    if (c->kind == OPTIM_SGD) {
+        if (f64) sgd_double(n, w, g, m, lr, c->momentum, c->nesterov, c->weight_decay);
+        else sgd_float(n, w, g, m, lr, c->momentum, c->nesterov, c->weight_decay);
+        return;
+    }
+    double t = (double)o->step;
+    double bc1 = 1 - pow(c->beta1, t), bc2 = 1 - pow(c->beta2, t);
+    double step_size = lr / bc1, bc2_sqrt = sqrt(bc2);
+    double l2 = c->kind == OPTIM_ADAM ? c->weight_decay : 0;
+    double decay = c->kind == OPTIM_ADAMW ? 1 - lr * c->weight_decay : 1;
+    if (f64) adam_double(n, w, g, m, v, c->beta1, c->beta2, c->eps, l2, decay, step_size, bc2_sqrt);
+    else adam_float(n, w, g, m, v, c->beta1, c->beta2, c->eps, l2, decay, step_size, bc2_sqrt);
+}
+
+/* Linear warm-up, then half a cosine (Loshchilov & Hutter 2017, SGDR, without restarts):
+ *   step < warmup:          peak · (step + 1) / warmup
+ *   warmup ≤ step < total:  floor + (peak − floor) · ½ (1 + cos(π (step − warmup) / (total − warmup)))
+ *   step ≥ total:           floor
+ * `step` is the number of optimizer updates already taken, so the first update (step 0) uses
+ * peak / warmup rather than 0. This is exactly what torch.optim.lr_scheduler.LambdaLR gives with
+ * base lr = peak and lr_lambda(s) = optim_schedule_lr(s) / peak when scheduler.step() follows
+ * each optimizer.step(): LambdaLR sets lr = base · lambda(last_epoch) with last_epoch = 0 at
+ * construction and +1 per scheduler.step(). The peak is reached at step warmup − 1 and held for
+ * step warmup (cosine at phase 0). */
+double optim_schedule_lr(const OptimSchedule *s, int64_t step) {
+    if (step < 0) step = 0;
+    if (step < s->warmup) return s->peak * (double)(step + 1) / (double)s->warmup;
+    if (step >= s->total) return s->floor;
+    double phase = (double)(step - s->warmup) / (double)(s->total - s->warmup);
+    return s->floor + (s->peak - s->floor) * 0.5 * (1 + cos(M_PI * phase));
+}
+
+/* torch.nn.utils.clip_grad_norm_ (norm_type 2): total = ‖g‖₂ over all parameters,
+ * coef = max_norm / (total + 1e-6), and g *= coef only when coef < 1. Like torch with
+ * error_if_nonfinite=False a non-finite norm is returned, not raised; unlike torch (which would
+ * multiply by NaN) the gradient is then left as it is. */
+double optim_clip_grad_norm(NnParams *p, double max_norm) {
+    if (!p->packed) tensor_fail("optim_clip_grad_norm", "parameters are not packed (call nn_params_pack first)");
+    Tensor *gt = p->flat_grad;
+    check_flat("optim_clip_grad_norm", gt, "params->flat_grad");
+    int64_t n = tensor_numel(gt);
+    bool f64 = gt->dtype == TENSOR_F64;
+    const float *gf = f64 ? NULL : tensor_data_ptr(gt);
+    const double *gd = f64 ? tensor_data_ptr(gt) : NULL;
+    double ss = 0;
+#pragma omp parallel for schedule(static) reduction(+ : ss) if (n > OPTIM_PAR_MIN)
+    for (int64_t j = 0; j < n; j++) {
+        double x = f64 ? gd[j] : (double)gf[j];
+        ss += x * x;
+    }
+    double total = sqrt(ss);
+    double coef = max_norm / (total + 1e-6);
+    if (coef < 1) {
+        float *wf = f64 ? NULL : tensor_data_ptr(gt);
+        double *wd = f64 ? tensor_data_ptr(gt) : NULL;
+#pragma omp parallel for schedule(static) if (n > OPTIM_PAR_MIN)
+        for (int64_t j = 0; j < n; j++) {
+            if (f64) wd[j] *= coef;
+            else wf[j] = (float)((double)wf[j] * coef);
+        }
+    }
+    return total;
+}

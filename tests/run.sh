@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# tests/run.sh — every suite, then one total: the unit tests (one process, each test forked),
+# the data-parallel tests under `mpirun -np 2`. The last line is "N passed, N failed".
+set -u
+cd "$(dirname "$0")/.."
+build=${BUILD:-build}
+export OMP_NUM_THREADS=${OMP_NUM_THREADS:-2}
+# a shared 2-core machine: idle OpenMP threads should sleep, not spin against the other process
+export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
+total_pass=0 total_fail=0
+run_suite() { # name, command...
+  local name=$1; shift
+  echo "== $name"
+  local out rc
+  out=$("$@" 2>&1); rc=$?
+  printf '%s\n' "$out" | sed '$d'
+  local last p f
+  last=$(printf '%s\n' "$out" | grep -E '^[0-9]+ passed, [0-9]+ failed' | tail -1)
+  if [ -z "$last" ]; then
+    printf '%s\n' "$out" | tail -1
+    echo "FAIL $name (no summary line, exit $rc)"
+    total_fail=$((total_fail + 1)); return
+  fi
+  p=$(echo "$last" | sed -E 's/^([0-9]+) passed.*/\1/'); f=$(echo "$last" | sed -E 's/^[0-9]+ passed, ([0-9]+) failed.*/\1/')
+  echo "-- $name: $last"
+  total_pass=$((total_pass + p)); total_fail=$((total_fail + f))
+  [ "$rc" -ne 0 ] && [ "$f" -eq 0 ] && { echo "FAIL $name exited $rc"; total_fail=$((total_fail + 1)); }
+}
+run_suite unit "./$build/anima-tests"
+if command -v mpirun >/dev/null; then
+  run_suite mpi env OMP_NUM_THREADS=1 mpirun --oversubscribe --allow-run-as-root -np 2 "./$build/anima-mpi-tests"
+else
+  echo "FAIL mpi: mpirun not found (tools/install-deps.sh installs openmpi-bin)"; total_fail=$((total_fail + 1))
+fi
+echo "$total_pass passed, $total_fail failed"
+[ "$total_fail" -eq 0 ]
