@@ -1,7 +1,8 @@
 /* datasets/camera.h — pinhole cameras in the OpenCV/COLMAP convention used by 3D Gaussian
  * Splatting: camera x right, y down, z forward (looking along +z); a world point X maps to
  * camera coordinates Xc = R X + t and to pixels u = fx Xc.x / Xc.z + cx, v = fy Xc.y / Xc.z + cy,
- * with pixel centers at integer + 0.5 … i.e. pixel (i, j) covers [i, i+1) × [j, j+1). */
+ * The image spans [0, width] × [0, height] in (u, v); pixel (i, j) covers [i, i+1) × [j, j+1)
+ * and renderers sample it at its center (i + 0.5, j + 0.5). */
 #ifndef ANIMA_DATASETS_CAMERA_H
 #define ANIMA_DATASETS_CAMERA_H
 
