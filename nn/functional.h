@@ -22,9 +22,11 @@ Tensor *nn_attention(Tensor *q, Tensor *k, Tensor *v, int heads);
 Tensor *nn_attention_naive(Tensor *q, Tensor *k, Tensor *v, int heads);
 /* nn/attention.c: online-softmax attention over key tiles (Milakov & Gimelshein 2018; Dao et
  * al. 2022), a custom op whose backward recomputes the scores tile by tile from the saved
- * per-row log-sum-exp. Memory O(B·T·C) instead of O(B·h·Tq·Tk). CPU, f32/f64. Its backward is
- * not differentiable again (first-order gradients only). */
+ * per-row log-sum-exp. Memory O(B·T·C) instead of O(B·h·Tq·Tk). CPU, f32/f64. Under
+ * create_graph its backward falls back to the naive path's (differentiable, O(Tq·Tk) memory). */
 Tensor *nn_attention_tiled(Tensor *q, Tensor *k, Tensor *v, int heads);
+/* Tile sizes (queries × keys) of nn_attention_tiled; ≤ 0 restores the default 64 × 128. */
+void nn_attention_set_tiles(int bq, int bk);
 
 #define NN_ATTENTION_TILED_MIN (256 * 256) /* Tq·Tk above which nn_attention goes tiled */
 typedef enum { NN_ATTENTION_AUTO, NN_ATTENTION_NAIVE, NN_ATTENTION_TILED } NnAttentionMode;
