@@ -41,6 +41,17 @@ static void join(char *out, size_t n, const char *path, const char *key) {
     else snprintf(out, n, "%s", key);
 }
 
+/* A value given as text (a schema default or a --set override): JSON when the whole text parses
+ * as JSON, else the bare text as a string. A string field always takes text that is not a JSON
+ * string as it is, so `name=123` or a default "true" stays a string. Trailing text after a
+ * valid prefix ("12abc") is not JSON: cJSON_Parse alone would read it as 12. */
+static cJSON *parse_value(const DsConfigField *f, const char *text) {
+    cJSON *v = cJSON_ParseWithOpts(text, NULL, true);
+    if (v && (f->type != DS_CFG_STRING || cJSON_IsString(v))) return v;
+    cJSON_Delete(v);
+    return cJSON_CreateString(text);
+}
+
 /* One value into its field. */
 static int assign(const DsConfigField *f, const cJSON *v, const char *src, const char *kp, char *base, char *err,
                   size_t errlen);
@@ -55,6 +66,15 @@ static int fill_object(const DsConfigField *schema, const cJSON *obj, const char
     }
     /* unknown keys first: a typo should not be hidden behind a default */
     for (const cJSON *c = obj ? obj->child : NULL; c; c = c->next) {
+        /* cJSON keeps both copies of a repeated key and lookups return the first: the second
+         * would be silently ignored, so a repeat is an error */
+        for (const cJSON *d = obj->child; d != c; d = d->next)
+            if (!strcmp(d->string, c->string)) {
+                char kp[512];
+                join(kp, sizeof kp, path, c->string);
+                set_err(err, errlen, "%s: key '%s' given twice", src, kp);
+                return -1;
+            }
         const DsConfigField *f = schema;
         while (f->key && strcmp(f->key, c->string)) f++;
         if (!f->key) {
@@ -81,10 +101,7 @@ static int fill_object(const DsConfigField *schema, const cJSON *obj, const char
                         f->help ? ": " : "", f->help ? f->help : "");
                 return -1;
             }
-            def = cJSON_Parse(f->def);
-            if (!def) { /* a bare default string */
-                def = cJSON_CreateString(f->def);
-            }
+            def = parse_value(f, f->def);
             v = def;
         }
         int rc = assign(f, v, def ? "the schema's default" : src, kp, base, err, errlen);
@@ -239,9 +256,10 @@ int ds_config_set(const char *assignment, const DsConfigField *schema, void *out
         set_err(err, errlen, "override '%s': unknown key '%.*s'", assignment, (int)(eq - assignment), assignment);
         return -1;
     }
-    cJSON *v = cJSON_Parse(eq + 1);
-    if (!v) v = cJSON_CreateString(eq + 1);
-    int rc = assign(f, v, "command line", assignment, base, err, errlen);
+    cJSON *v = parse_value(f, eq + 1);
+    char kp[512];
+    snprintf(kp, sizeof kp, "%.*s", (int)(eq - assignment), assignment);
+    int rc = assign(f, v, "command line", kp, base, err, errlen);
     cJSON_Delete(v);
     return rc;
 }
@@ -251,8 +269,25 @@ static cJSON *to_json(const DsConfigField *schema, const char *base) {
     for (const DsConfigField *f = schema; f->key; f++) {
         const void *p = base + f->offset;
         switch (f->type) {
-        case DS_CFG_INT: cJSON_AddNumberToObject(o, f->key, (double)*(const int64_t *)p); break;
-        case DS_CFG_FLOAT: cJSON_AddNumberToObject(o, f->key, *(const double *)p); break;
+        case DS_CFG_INT: {
+            char num[32];
+            snprintf(num, sizeof num, "%lld", (long long)*(const int64_t *)p);
+            cJSON_AddRawToObject(o, f->key, num);
+            break;
+        }
+        case DS_CFG_FLOAT: {
+            /* cJSON prints %.15g and accepts it when it is within an epsilon, so 0.1 + 0.2
+             * would come back as 0.3: print the shortest form that reads back exactly (the
+             * config stored in a checkpoint must reproduce the run) */
+            char num[32];
+            double d = *(const double *)p;
+            for (int prec = 15; prec <= 17; prec++) {
+                snprintf(num, sizeof num, "%.*g", prec, d);
+                if (strtod(num, NULL) == d) break;
+            }
+            cJSON_AddRawToObject(o, f->key, num);
+            break;
+        }
         case DS_CFG_BOOL: cJSON_AddBoolToObject(o, f->key, *(const bool *)p); break;
         case DS_CFG_STRING: cJSON_AddStringToObject(o, f->key, (const char *)p); break;
         case DS_CFG_OBJECT: cJSON_AddItemToObject(o, f->key, to_json(f->fields, base + f->offset)); break;

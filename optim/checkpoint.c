@@ -1,6 +1,8 @@
 /* optim/checkpoint.c — HDF5 save (temporary file + fsync + rename) and checked load. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <hdf5.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -29,7 +31,22 @@ static int write_tensor(hid_t loc, const char *name, const Tensor *t) {
     hsize_t dims[TENSOR_MAX_DIMS];
     for (int i = 0; i < t->ndim; i++) dims[i] = (hsize_t)t->shape[i];
     hid_t space = t->ndim ? H5Screate_simple(t->ndim, dims, NULL) : H5Screate(H5S_SCALAR);
-    hid_t ds = H5Dcreate2(loc, name, h5_type(t->dtype), space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    /* Fletcher-32 checksums on the data (HDF5 verifies them on every read, h5py included): a
+     * flipped or truncated byte in a tensor then fails the load instead of loading garbage.
+     * The filter needs chunked storage; chunks are cut along dim 0 to stay under 64 MiB (HDF5's
+     * limit is 4 GiB). Scalars and empty tensors stay contiguous, without a checksum. */
+    hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
+    int64_t numel = tensor_numel(t);
+    if (t->ndim > 0 && numel > 0) {
+        hsize_t chunk[TENSOR_MAX_DIMS];
+        for (int i = 0; i < t->ndim; i++) chunk[i] = dims[i];
+        size_t row = (size_t)numel / (size_t)dims[0] * tensor_dtype_size(t->dtype), cap = (size_t)64 << 20;
+        if (row * dims[0] > cap) chunk[0] = row >= cap ? 1 : cap / row;
+        H5Pset_chunk(dcpl, t->ndim, chunk);
+        H5Pset_fletcher32(dcpl);
+    }
+    hid_t ds = H5Dcreate2(loc, name, h5_type(t->dtype), space, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+    H5Pclose(dcpl);
     bool grad = tensor_grad_set_enabled(false);
     Tensor *c = tensor_contiguous((Tensor *)t);
     tensor_grad_set_enabled(grad);
@@ -67,12 +84,66 @@ static int fsync_path(const char *path) {
     return r;
 }
 
+/* dirname of path into buf ("." when it has no slash) */
+static void dir_of(const char *path, char *buf, size_t n) {
+    const char *slash = strrchr(path, '/');
+    if (!slash) snprintf(buf, n, ".");
+    else if (slash == path) snprintf(buf, n, "/");
+    else snprintf(buf, n, "%.*s", (int)(slash - path), path);
+}
+
+/* A rename is durable only once its directory is synced (power loss, not kills: a killed
+ * process's rename is already visible to everyone). Best effort. */
+static void fsync_dir(const char *path) {
+    char dir[4096];
+    dir_of(path, dir, sizeof dir);
+    int fd = open(dir, O_RDONLY | O_DIRECTORY);
+    if (fd < 0) return;
+    fsync(fd);
+    close(fd);
+}
+
+/* A save killed mid-write leaves "<path>.tmp-<pid>" behind. Remove those whose writer is gone
+ * (kill(pid, 0) fails with ESRCH), so repeated kills do not pile up large files; a temporary of
+ * a live process (another writer) is left alone. */
+static void remove_stale_temps(const char *path) {
+    char dir[4096], prefix[4096];
+    dir_of(path, dir, sizeof dir);
+    const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+    snprintf(prefix, sizeof prefix, "%s.tmp-", base);
+    size_t np = strlen(prefix);
+    DIR *d = opendir(dir);
+    if (!d) return;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (strncmp(e->d_name, prefix, np)) continue;
+        char *end;
+        long pid = strtol(e->d_name + np, &end, 10);
+        if (*end || pid <= 0 || pid == (long)getpid()) continue;
+        if (kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue;
+        char full[8192];
+        snprintf(full, sizeof full, "%s/%s", dir, e->d_name);
+        unlink(full);
+    }
+    closedir(d);
+}
+
 int optim_checkpoint_save(const char *path, const NnParams *p, const Optim *o, const OptimCheckpointMeta *meta,
                           char *err, size_t errlen) {
     quiet_hdf5();
+    remove_stale_temps(path);
     char tmp[4096];
     snprintf(tmp, sizeof tmp, "%s.tmp-%ld", path, (long)getpid());
-    hid_t f = H5Fcreate(tmp, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    /* The HDF5 1.10 file format: its superblock, object headers (where attributes and the
+     * chunk index of a one-chunk dataset live) and indexes carry checksums, so a damaged file
+     * is refused at open or read instead of being parsed. HDF5 1.10's parser is not safe on
+     * damaged files of the default (1.0) format: under ASan, random byte flips gave a
+     * use-after-free reading attributes, and with the 1.8 format (v1 B-tree chunk index,
+     * no checksum) a heap overflow in H5Dread. Readers need HDF5 ≥ 1.10 (h5py 3 has it). */
+    hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+    H5Pset_libver_bounds(fapl, H5F_LIBVER_V110, H5F_LIBVER_LATEST);
+    hid_t f = H5Fcreate(tmp, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
+    H5Pclose(fapl);
     if (f < 0) {
         set_err(err, errlen, "%s: cannot create the temporary file %s (%s)", path, tmp, strerror(errno));
         return -1;
@@ -121,6 +192,7 @@ int optim_checkpoint_save(const char *path, const NnParams *p, const Optim *o, c
         unlink(tmp);
         return -1;
     }
+    fsync_dir(path);
     return 0;
 }
 
@@ -170,8 +242,46 @@ static const char *describe_mismatch(hid_t ds, const Tensor *t, char *buf, size_
     return buf;
 }
 
-static int read_into(hid_t ds, Tensor *t) {
-    return H5Dread(ds, h5_type(t->dtype), H5S_ALL, H5S_ALL, H5P_DEFAULT, tensor_data_ptr(t)) < 0 ? -1 : 0;
+/* Datasets read ahead of the copy into the model (see optim_checkpoint_load). */
+typedef struct {
+    struct {
+        Tensor *dst;
+        void *buf;
+    } *items;
+    int n, cap;
+} Staged;
+
+static int stage_read(Staged *st, hid_t ds, Tensor *dst) {
+    size_t nbytes = (size_t)tensor_numel(dst) * tensor_dtype_size(dst->dtype);
+    void *buf = malloc(nbytes ? nbytes : 1);
+    if (!buf) abort();
+    if (ds < 0 || H5Dread(ds, h5_type(dst->dtype), H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0) {
+        free(buf);
+        return -1;
+    }
+    if (st->n == st->cap) {
+        st->cap = st->cap ? 2 * st->cap : 64;
+        st->items = realloc(st->items, sizeof *st->items * (size_t)st->cap);
+        if (!st->items) abort();
+    }
+    st->items[st->n].dst = dst;
+    st->items[st->n++].buf = buf;
+    return 0;
+}
+
+/* Targets are contiguous: parameters (packed views or fresh tensors) and views of the flat
+ * optimizer state. Views are written through to their storage. */
+static void stage_commit(Staged *st) {
+    for (int i = 0; i < st->n; i++) {
+        Tensor *t = st->items[i].dst;
+        memcpy(tensor_data_ptr(t), st->items[i].buf, (size_t)tensor_numel(t) * tensor_dtype_size(t->dtype));
+    }
+}
+
+static void stage_free(Staged *st) {
+    for (int i = 0; i < st->n; i++) free(st->items[i].buf);
+    free(st->items);
+    memset(st, 0, sizeof *st);
 }
 
 static bool read_attr_i64(hid_t loc, const char *name, int64_t *v) {
@@ -222,6 +332,7 @@ static void add(char *buf, size_t n, const char *fmt, ...) {
 int optim_checkpoint_load(const char *path, NnParams *p, Optim *o, bool strict, OptimCheckpointMeta *meta,
                           char *err, size_t errlen) {
     quiet_hdf5();
+    if (meta) meta->config_json = NULL; /* defined even when the load fails */
     if (access(path, R_OK) != 0) {
         set_err(err, errlen, "%s: cannot read (%s)", path, strerror(errno));
         return -1;
@@ -269,6 +380,11 @@ int optim_checkpoint_load(const char *path, NnParams *p, Optim *o, bool strict, 
     if (n_unexpected) add(report, sizeof report, "unexpected %d: %s. ", n_unexpected, unexpected);
     if (n_mismatched) add(report, sizeof report, "mismatched %d: %s. ", n_mismatched, mismatched);
     int rc = 0;
+    /* Everything is read into staging buffers first and copied into the model only when all of
+     * it succeeded: a load that fails half-way (optimizer of another kind, a truncated file)
+     * must leave the model and the optimizer as they were, not half-overwritten. */
+    Staged stage = {0};
+    int64_t ostep = -1;
     if (*report && strict) {
         set_err(err, errlen, "%s: checkpoint does not match the model: %s(non-strict loading takes what matches)", path, report);
         rc = -1;
@@ -277,7 +393,7 @@ int optim_checkpoint_load(const char *path, NnParams *p, Optim *o, bool strict, 
         for (int i = 0; i < p->n && rc == 0; i++) {
             if (!match[i]) continue;
             hid_t ds = H5Dopen2(gp, p->items[i].name, H5P_DEFAULT);
-            if (read_into(ds, p->items[i].value) != 0) {
+            if (stage_read(&stage, ds, p->items[i].value) != 0) {
                 set_err(err, errlen, "%s: reading /params/%s failed (truncated file?)", path, p->items[i].name);
                 rc = -1;
             }
@@ -295,29 +411,51 @@ int optim_checkpoint_load(const char *path, NnParams *p, Optim *o, bool strict, 
             }
             const char *names[2] = {"exp_avg", "exp_avg_sq"};
             Tensor *state[2] = {o->exp_avg, o->exp_avg_sq};
+            TensorScope *s = tensor_scope_begin(); /* the views below */
             for (int k = 0; k < 2 && rc == 0; k++) {
-                if (!state[k] || H5Lexists(go, names[k], H5P_DEFAULT) <= 0) continue;
+                if (!state[k]) continue;
+                if (H5Lexists(go, names[k], H5P_DEFAULT) <= 0) {
+                    /* strict: a state missing for a matched model would silently restart it */
+                    if (strict) {
+                        set_err(err, errlen, "%s: /optim/%s is missing", path, names[k]);
+                        rc = -1;
+                    }
+                    continue;
+                }
                 hid_t g = H5Gopen2(go, names[k], H5P_DEFAULT);
                 int64_t off = 0;
                 for (int i = 0; i < p->n && rc == 0; i++) {
                     const Tensor *v = p->items[i].value;
                     Tensor *dst = tensor_view_at(state[k], v->ndim, v->shape, off);
                     off += tensor_numel(v);
-                    if (H5Lexists(g, p->items[i].name, H5P_DEFAULT) <= 0) continue;
+                    if (!match[i]) continue;
+                    if (H5Lexists(g, p->items[i].name, H5P_DEFAULT) <= 0) {
+                        if (strict) {
+                            set_err(err, errlen, "%s: /optim/%s/%s is missing", path, names[k], p->items[i].name);
+                            rc = -1;
+                        }
+                        continue;
+                    }
                     hid_t ds = H5Dopen2(g, p->items[i].name, H5P_DEFAULT);
                     char why[512];
-                    if (describe_mismatch(ds, dst, why, sizeof why) || read_into(ds, dst) != 0) {
+                    if (ds < 0 || describe_mismatch(ds, dst, why, sizeof why) || stage_read(&stage, ds, dst) != 0) {
                         set_err(err, errlen, "%s: /optim/%s/%s: bad optimizer state", path, names[k], p->items[i].name);
                         rc = -1;
                     }
-                    H5Dclose(ds);
+                    if (ds >= 0) H5Dclose(ds);
                 }
                 H5Gclose(g);
             }
-            if (rc == 0) o->step = step;
+            if (rc == 0) ostep = step;
             H5Gclose(go);
+            if (rc == 0) stage_commit(&stage);
+            tensor_scope_end(s);
+        } else if (rc == 0) {
+            stage_commit(&stage);
         }
+        if (rc == 0 && ostep >= 0) o->step = ostep;
     }
+    stage_free(&stage);
     free(match);
     H5Gclose(gp);
     if (rc == 0 && meta) {

@@ -5,7 +5,10 @@
  *   attributes on /: format, step, rng_seed, rng_stream, rng_offset, config (the JSON text);
  *   on /optim: kind, step.
  * A save writes "<path>.tmp-<pid>", flushes it to disk and renames it over <path>, so a crash
- * or kill mid-save never destroys the previous checkpoint. */
+ * or kill mid-save never destroys the previous checkpoint (temporaries of dead writers are
+ * removed by the next save). Files use the HDF5 1.10 format with checksummed metadata and
+ * Fletcher-32 on every non-empty dataset, so a damaged file fails to load with an error. A load
+ * that fails changes nothing in the model or optimizer. */
 #ifndef ANIMA_OPTIM_CHECKPOINT_H
 #define ANIMA_OPTIM_CHECKPOINT_H
 

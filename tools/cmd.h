@@ -9,5 +9,6 @@ typedef struct {
 } AnimaCommand;
 
 int cmd_demo(int argc, char **argv);
+int cmd_fit(int argc, char **argv);
 
 #endif

@@ -1,0 +1,293 @@
+/* optim/train.c — progress display, JSONL log, signal-safe stop, checkpoints and resume for a
+ * training loop (see train.h for the calling pattern). */
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "train.h"
+
+/* Set by the handler, read between steps: the only thing a handler may safely do. */
+static volatile sig_atomic_t g_signal;
+
+static void on_signal(int sig) { g_signal = sig; }
+
+int optim_train_signal(void) { return (int)g_signal; }
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void set_err(char *err, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void set_err(char *err, size_t n, const char *fmt, ...) {
+    if (!err || !n) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, n, fmt, ap);
+    va_end(ap);
+}
+
+/* ---- data order -------------------------------------------------------------------------- */
+
+/* Philox stream for the data permutation: distinct from the streams models draw from. */
+#define ORDER_STREAM 0x6f72646572ull /* "order" */
+
+void optim_data_order(uint64_t seed, int64_t step, int64_t n, int64_t batch, int64_t *out) {
+    if (n <= 0 || batch <= 0) tensor_fail("optim_data_order", "n = %lld and batch = %lld must be positive",
+                                          (long long)n, (long long)batch);
+    int64_t *perm = malloc(sizeof *perm * (size_t)n);
+    if (!perm) abort();
+    int64_t epoch = -1;
+    for (int64_t j = 0; j < batch; j++) {
+        int64_t pos = step * batch + j; /* position in the endless sequence of epochs */
+        if (pos / n != epoch) {
+            epoch = pos / n;
+            /* Fisher–Yates: j uniform in [0, i] from 64 Philox bits (multiply-high: no modulo) */
+            for (int64_t i = 0; i < n; i++) perm[i] = i;
+            for (int64_t i = n - 1; i > 0; i--) {
+                uint32_t r[4];
+                tensor_philox(seed, ORDER_STREAM + (uint64_t)epoch * 0x10000ull, (uint64_t)i, r);
+                uint64_t x = ((uint64_t)r[0] << 32) | r[1];
+                int64_t k = (int64_t)(((unsigned __int128)x * (uint64_t)(i + 1)) >> 64);
+                int64_t tmp = perm[i];
+                perm[i] = perm[k];
+                perm[k] = tmp;
+            }
+        }
+        out[j] = perm[pos % n];
+    }
+    free(perm);
+}
+
+/* ---- metrics log --------------------------------------------------------------------------- */
+
+/* JSON has no NaN or infinity: write null so every line still parses. %.17g round-trips. */
+static void json_num(FILE *f, double v) {
+    if (isfinite(v)) fprintf(f, "%.17g", v);
+    else fputs("null", f);
+}
+
+/* On resume, keep only the log lines of steps the checkpoint covers: steps logged after the
+ * last checkpoint are about to be re-run, and a line cut by a kill mid-write is dropped. The
+ * kept part is written to a temporary name and renamed, like checkpoints. */
+static int trim_log(const char *path, int64_t upto, char *err, size_t errlen) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return errno == ENOENT ? 0 : (set_err(err, errlen, "%s: cannot read (%s)", path, strerror(errno)), -1);
+    char tmp[4096];
+    snprintf(tmp, sizeof tmp, "%s.tmp-%ld", path, (long)getpid());
+    FILE *o = fopen(tmp, "wb");
+    if (!o) {
+        fclose(f);
+        set_err(err, errlen, "%s: cannot write (%s)", tmp, strerror(errno));
+        return -1;
+    }
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t len;
+    while ((len = getline(&line, &cap, f)) > 0) {
+        if (line[len - 1] != '\n') break; /* cut mid-write */
+        cJSON *j = cJSON_Parse(line);
+        const cJSON *s = j ? cJSON_GetObjectItemCaseSensitive(j, "step") : NULL;
+        if (s && cJSON_IsNumber(s) && s->valuedouble <= (double)upto) fwrite(line, 1, (size_t)len, o);
+        cJSON_Delete(j);
+    }
+    free(line);
+    fclose(f);
+    if (fflush(o) != 0 || fsync(fileno(o)) != 0 || fclose(o) != 0 || rename(tmp, path) != 0) {
+        set_err(err, errlen, "%s: cannot rewrite the log (%s)", path, strerror(errno));
+        unlink(tmp);
+        return -1;
+    }
+    return 0;
+}
+
+static void log_line(OptimTrain *t, double loss, double lr, int nextra, const OptimMetric *extra) {
+    if (!t->metrics) return;
+    FILE *f = t->metrics;
+    fprintf(f, "{\"step\":%lld,\"loss\":", (long long)t->step);
+    json_num(f, loss);
+    fputs(",\"lr\":", f);
+    json_num(f, lr);
+    fputs(",\"time\":", f);
+    json_num(f, now_s() - t->t_start);
+    for (int i = 0; i < nextra; i++) {
+        /* names are the caller's identifiers; escape the two characters that would break JSON */
+        fputs(",\"", f);
+        for (const char *c = extra[i].name; *c; c++) {
+            if (*c == '"' || *c == '\\') fputc('\\', f);
+            fputc(*c, f);
+        }
+        fputs("\":", f);
+        json_num(f, extra[i].value);
+    }
+    fputs("}\n", f);
+    /* one complete line per flush: a reader (or a kill) sees whole records */
+    if (fflush(f) != 0 || ferror(f)) {
+        fprintf(stderr, "%s: %s: writing the metrics log failed (%s)\n", t->opt.name, t->opt.metrics_path,
+                strerror(errno));
+        t->error = 1;
+    }
+}
+
+/* ---- progress ------------------------------------------------------------------------------ */
+
+static void fmt_duration(char *buf, size_t n, double s) {
+    if (!isfinite(s) || s < 0) snprintf(buf, n, "?");
+    else if (s < 3600) snprintf(buf, n, "%d:%02d", (int)s / 60, (int)s % 60);
+    else snprintf(buf, n, "%d:%02d:%02d", (int)s / 3600, (int)s / 60 % 60, (int)s % 60);
+}
+
+static void progress(OptimTrain *t, bool force) {
+    if (t->opt.progress == 0) return;
+    double now = now_s(), el = now - t->t_start;
+    bool last = t->step >= t->opt.total_steps;
+    double rate = el > 0 ? (double)(t->step - t->start_step) / el : 0;
+    char eta[32];
+    fmt_duration(eta, sizeof eta, rate > 0 ? (double)(t->opt.total_steps - t->step) / rate : NAN);
+    if (t->tty) {
+        /* redraw at most 10 times a second: terminals are slow and the bar is for eyes */
+        if (!force && !last && now - t->t_draw < 0.1) return;
+        t->t_draw = now;
+        int width = 24, fill = t->opt.total_steps ? (int)(width * t->step / t->opt.total_steps) : width;
+        char bar[32];
+        for (int i = 0; i < width; i++) bar[i] = i < fill ? '=' : i == fill ? '>' : ' ';
+        bar[width] = 0;
+        fprintf(stderr, "\r\033[K%s [%s] %lld/%lld  %.1f steps/s  ETA %s  loss %.6g", t->opt.name, bar,
+                (long long)t->step, (long long)t->opt.total_steps, rate, eta, t->last_loss);
+        t->bar_drawn = true;
+    } else {
+        if (!force && !last && t->step % t->opt.log_every) return;
+        fprintf(stderr, "%s: step %lld/%lld  loss %.6g  lr %.3g  %.1f steps/s  ETA %s\n", t->opt.name,
+                (long long)t->step, (long long)t->opt.total_steps, t->last_loss, t->last_lr, rate, eta);
+    }
+    fflush(stderr);
+}
+
+/* Before any other message: end the bar's line so the message starts on its own. */
+static void bar_break(OptimTrain *t) {
+    if (t->bar_drawn) fputc('\n', stderr);
+    t->bar_drawn = false;
+}
+
+/* ---- checkpoints and the loop ---------------------------------------------------------------- */
+
+int optim_train_save(OptimTrain *t, char *err, size_t errlen) {
+    if (!t->opt.ckpt_path) return 0;
+    OptimCheckpointMeta meta = {.step = t->step, .rng = t->rng, .config_json = (char *)t->opt.config_json};
+    if (optim_checkpoint_save(t->opt.ckpt_path, t->params, t->optim, &meta, err, errlen)) return -1;
+    t->saved_step = t->step;
+    return 0;
+}
+
+int optim_train_init(OptimTrain *t, const OptimTrainOptions *opt, NnParams *p, Optim *o, TensorRng rng, char *err,
+                     size_t errlen) {
+    memset(t, 0, sizeof *t);
+    t->opt = *opt;
+    if (!t->opt.name) t->opt.name = "train";
+    if (t->opt.log_every < 1) t->opt.log_every = 1;
+    t->params = p;
+    t->optim = o;
+    t->rng = rng;
+    t->saved_step = -1;
+    if (t->opt.resume) {
+        if (!t->opt.ckpt_path) {
+            set_err(err, errlen, "%s: --resume needs a checkpoint path", t->opt.name);
+            return -1;
+        }
+        OptimCheckpointMeta meta = {0};
+        if (optim_checkpoint_load(t->opt.ckpt_path, p, o, true, &meta, err, errlen)) return -1;
+        if (o && meta.step > 0 && o->step == 0)
+            fprintf(stderr, "%s: warning: %s holds no optimizer state; the optimizer restarts from zero\n",
+                    t->opt.name, t->opt.ckpt_path);
+        t->step = t->start_step = t->saved_step = meta.step;
+        t->rng = meta.rng;
+        t->resumed_config = meta.config_json;
+    }
+    if (t->opt.metrics_path) {
+        if (t->opt.resume && trim_log(t->opt.metrics_path, t->step, err, errlen)) goto fail;
+        t->metrics = fopen(t->opt.metrics_path, t->opt.resume ? "ab" : "wb");
+        if (!t->metrics) {
+            set_err(err, errlen, "%s: cannot open for writing (%s)", t->opt.metrics_path, strerror(errno));
+            goto fail;
+        }
+    }
+    if (t->opt.progress < 0) t->opt.progress = 1, t->tty = isatty(STDERR_FILENO);
+    /* No SA_RESTART needed (the flag is only polled); SA_RESETHAND makes a second Ctrl-C kill
+     * at once, the usual escape when the final checkpoint itself hangs. */
+    g_signal = 0;
+    struct sigaction sa = {0};
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESETHAND;
+    sigaction(SIGINT, &sa, &t->old_int);
+    sigaction(SIGTERM, &sa, &t->old_term);
+    t->t_start = now_s();
+    return 0;
+fail:
+    free(t->resumed_config);
+    t->resumed_config = NULL;
+    return -1;
+}
+
+bool optim_train_next(OptimTrain *t) {
+    if (t->finished || t->error || g_signal) return false;
+    if (t->opt.stop_after > 0 && t->step - t->start_step >= t->opt.stop_after) return false;
+    return t->step < t->opt.total_steps;
+}
+
+void optim_train_step_end(OptimTrain *t, double loss, double lr, int nextra, const OptimMetric *extra) {
+    t->step++;
+    t->last_loss = loss;
+    t->last_lr = lr;
+    bool last = t->step >= t->opt.total_steps;
+    if (t->step % t->opt.log_every == 0 || last) log_line(t, loss, lr, nextra, extra);
+    progress(t, false);
+    /* the final checkpoint is finish's job (it also covers an interrupted run) */
+    if (t->opt.ckpt_every > 0 && t->step % t->opt.ckpt_every == 0 && !last) {
+        char err[1024];
+        if (optim_train_save(t, err, sizeof err)) {
+            bar_break(t);
+            fprintf(stderr, "%s: %s\n", t->opt.name, err);
+            t->error = 1; /* stop: training on without checkpoints would waste the run */
+        }
+    }
+}
+
+int optim_train_finish(OptimTrain *t) {
+    if (t->finished) return 0;
+    t->finished = true;
+    int sig = (int)g_signal;
+    if (t->bar_drawn) progress(t, true);
+    bar_break(t);
+    int rc = t->error ? 1 : 0;
+    if (t->saved_step != t->step && t->opt.ckpt_path) {
+        char err[1024];
+        if (optim_train_save(t, err, sizeof err)) {
+            fprintf(stderr, "%s: %s\n", t->opt.name, err);
+            rc = 1;
+        }
+    }
+    if (t->metrics && fclose(t->metrics) != 0) rc = 1;
+    t->metrics = NULL;
+    sigaction(SIGINT, &t->old_int, NULL);
+    sigaction(SIGTERM, &t->old_term, NULL);
+    free(t->resumed_config);
+    t->resumed_config = NULL;
+    if (sig) {
+        fprintf(stderr, "%s: %s at step %lld/%lld", t->opt.name, sig == SIGINT ? "interrupted (SIGINT)" : "terminated (SIGTERM)",
+                (long long)t->step, (long long)t->opt.total_steps);
+        if (t->opt.ckpt_path && rc == 0) fprintf(stderr, "; checkpoint %s; continue with --resume", t->opt.ckpt_path);
+        fputc('\n', stderr);
+        return rc ? rc : 128 + sig; /* the shell's convention for death by signal */
+    }
+    if (t->opt.stop_after > 0 && t->step < t->opt.total_steps && rc == 0)
+        fprintf(stderr, "%s: stopped after %lld steps at step %lld/%lld; continue with --resume\n", t->opt.name,
+                (long long)(t->step - t->start_step), (long long)t->step, (long long)t->opt.total_steps);
+    return rc;
+}

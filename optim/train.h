@@ -1,0 +1,89 @@
+/* optim/train.h — the parts of a training loop every command repeats: a progress display
+ * (a bar redrawn in place on a terminal, plain lines otherwise), a JSONL metrics log, SIGINT /
+ * SIGTERM turned into "finish this step, checkpoint, exit 128+signal", periodic and final
+ * checkpoints (optim/checkpoint.h), `--resume` that continues bit-identically, and the data
+ * order as a pure function of (seed, step), so a resumed run draws the same minibatches.
+ *
+ *   OptimTrain tl;
+ *   if (optim_train_init(&tl, &opts, &params, &opt, rng, err, sizeof err)) ...exit 1/2
+ *   while (optim_train_next(&tl)) {           // false when done or interrupted
+ *       TensorScope *s = tensor_scope_begin();
+ *       ... draw from tl.rng, batch = optim_data_order(seed, tl.step, ...) ...
+ *       optim_train_step_end(&tl, loss, lr, 1, &(OptimMetric){"grad_norm", gn});
+ *       tensor_scope_end(s);
+ *   }
+ *   return optim_train_finish(&tl);           // 0, 128+signal, or 1 on a write error
+ *
+ * Bit-identical resume: everything a step reads is either in the checkpoint (parameters,
+ * optimizer moments and step, the loop's TensorRng with its offset, the step count) or a pure
+ * function of the config and the step (data, minibatch order, learning rate). */
+#ifndef ANIMA_OPTIM_TRAIN_H
+#define ANIMA_OPTIM_TRAIN_H
+
+#include <signal.h>
+#include <stdio.h>
+
+#include "checkpoint.h"
+
+typedef struct {
+    const char *name;          /* "anima fit": prefixes messages */
+    int64_t total_steps;       /* the run ends when step reaches it */
+    int64_t log_every;         /* JSONL + plain progress line every N steps and the last (≥ 1) */
+    int64_t ckpt_every;        /* checkpoint every N steps (0: only at the end / on a signal) */
+    const char *ckpt_path;     /* NULL: never checkpoint (and no resume) */
+    const char *metrics_path;  /* NULL: no JSONL log */
+    const char *config_json;   /* stored in every checkpoint (may be NULL) */
+    bool resume;               /* load ckpt_path first (strict) and continue from its step */
+    int progress;              /* -1: auto (bar on a TTY, lines otherwise), 0: off, 1: lines */
+    int64_t stop_after;        /* > 0: stop like on a signal after this many steps of this run,
+                                  but finish with 0 (time-limited jobs, tests) */
+} OptimTrainOptions;
+
+/* An extra field of a JSONL line. Each line: {"step": steps completed, "loss", "lr", "time":
+ * seconds since this run (process) started, then the extras}; non-finite values are null. */
+typedef struct {
+    const char *name;
+    double value;
+} OptimMetric;
+
+typedef struct {
+    OptimTrainOptions opt;
+    NnParams *params;
+    Optim *optim;       /* may be NULL */
+    TensorRng rng;      /* the loop's generator: draw from it only, it is checkpointed */
+    int64_t step;       /* steps completed (the next step's index, counting from 0) */
+    int64_t start_step; /* where this run began (> 0 after a resume) */
+    char *resumed_config; /* the config JSON stored in the resumed checkpoint (or NULL) */
+    /* internal */
+    FILE *metrics;
+    bool tty, bar_drawn, finished;
+    int64_t saved_step; /* step of the last checkpoint written (-1: none) */
+    double t_start, t_draw;
+    double last_loss, last_lr;
+    int error;          /* a checkpoint or log write failed: finish returns 1 */
+    struct sigaction old_int, old_term;
+} OptimTrain;
+
+/* Opens the log, installs the signal handlers and, with opt->resume, loads the checkpoint into
+ * p, o and the rng. 0, or -1 with a message naming the file in err (nothing installed then). */
+int optim_train_init(OptimTrain *t, const OptimTrainOptions *opt, NnParams *p, Optim *o, TensorRng rng, char *err,
+                     size_t errlen);
+/* True while a step should run: step < total, no signal seen, stop_after not reached. */
+bool optim_train_next(OptimTrain *t);
+/* Closes a step: step++, logs, redraws progress, checkpoints when due. extra may be NULL. */
+void optim_train_step_end(OptimTrain *t, double loss, double lr, int nextra, const OptimMetric *extra);
+/* Final checkpoint (unless this step's is written), closes the log, restores the handlers.
+ * Returns the process exit status: 0 done (or stop_after), 128+signal when interrupted, 1 when
+ * a checkpoint or log write failed (the message is on stderr). */
+int optim_train_finish(OptimTrain *t);
+/* The signal that interrupted the loop, 0 if none. */
+int optim_train_signal(void);
+/* Write a checkpoint of the current state now (atomically); 0 or -1 with err. */
+int optim_train_save(OptimTrain *t, char *err, size_t errlen);
+
+/* The sample indices of minibatch `step` over a dataset of n samples: epochs of a fresh
+ * permutation (Fisher–Yates with Philox keyed by (seed, epoch)), cut into batches that wrap
+ * across epoch ends. A pure function of its arguments, so a resumed run sees the same data. */
+void optim_data_order(uint64_t seed, int64_t step, int64_t n, int64_t batch, int64_t *out);
+
+#endif
