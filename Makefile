@@ -102,3 +102,22 @@ clean:
 	rm -rf build build-san anima
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
+
+# fuzz: libFuzzer harnesses for the file readers (tests/fuzz/fuzz_*.c), built with clang,
+# ASan and UBSan against the reader sources alone (they need only libc). Run them with
+# tests/fuzz/run.sh [seconds]; crashers go into tests/fuzz/corpus/<reader>/.
+FUZZ_CC    ?= clang
+FUZZ_LIB   := $(wildcard datasets/mesh_io.c datasets/mesh_obj.c datasets/mesh_ply.c datasets/mesh_ply_format.c \
+                datasets/mesh_off.c datasets/mesh_stl.c datasets/gaussian_ply.c datasets/bvh.c)
+FUZZ_BIN   := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(wildcard tests/fuzz/fuzz_*.c))
+FUZZ_FLAGS := -std=c11 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
+              -fno-omit-frame-pointer -D_GNU_SOURCE -DTENSOR_NO_SITE -I.
+.PHONY: fuzz
+fuzz:
+	@dpkg-query -W -f='$${Status}' libclang-rt-14-dev 2>/dev/null | grep -q "install ok installed" || \
+	  { SUDO=""; [ "$$(id -u)" -ne 0 ] && SUDO=sudo; $$SUDO apt-get install -y -qq clang libclang-rt-14-dev >/dev/null; }
+	@$(MAKE) --no-print-directory $(FUZZ_BIN)
+
+$(BUILD)/fuzz/%: tests/fuzz/%.c $(FUZZ_LIB) datasets/mesh_internal.h datasets/mesh.h
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_FLAGS) -o $@ $< $(FUZZ_LIB) -lm

@@ -26,7 +26,12 @@ int ds_mesh_read(const char *path, DsMesh *m, char *err, size_t errlen);
  * extension picks the format. */
 int ds_mesh_read_mem(const char *name, const uint8_t *data, size_t size, DsMesh *m, char *err, size_t errlen);
 /* .obj or .ply (binary little endian, or ASCII when ascii is true); written to a temporary
- * name and renamed. */
+ * name and renamed. Also .off, and .stl (binary, or ASCII when ascii is true), which keep
+ * positions and faces only (OFF colors are not written; STL has no shared vertices). */
 int ds_mesh_write(const char *path, const DsMesh *m, bool ascii, char *err, size_t errlen);
+
+typedef enum { DS_PLY_ASCII, DS_PLY_BINARY_LE, DS_PLY_BINARY_BE } DsPlyFormat;
+/* PLY in a chosen encoding (big endian is only for tests and tools that need one). */
+int ds_mesh_write_ply(const char *path, const DsMesh *m, DsPlyFormat fmt, char *err, size_t errlen);
 
 #endif

@@ -10,5 +10,6 @@ typedef struct {
 
 int cmd_demo(int argc, char **argv);
 int cmd_fit(int argc, char **argv);
+int cmd_mesh(int argc, char **argv);
 
 #endif

@@ -1,0 +1,168 @@
+/* datasets/mesh_internal.h — what the mesh readers and writers share and nobody else needs:
+ * error formatting, a text scanner that counts lines, strict number parsing, growable arrays,
+ * the generic PLY header/value layer (the mesh PLY and the 3DGS PLY readers both sit on it),
+ * and writing through a temporary file. Not a public header. */
+#ifndef ANIMA_DATASETS_MESH_INTERNAL_H
+#define ANIMA_DATASETS_MESH_INTERNAL_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "datasets/mesh.h"
+
+/* Largest vertex or face count a reader accepts: indices are int32 and counts must fit
+ * int32-indexed arrays. Counts also have to be possible for the input's size (checked apart). */
+#define MESH_MAX_COUNT ((int64_t)INT32_MAX)
+
+int mesh_err(char *err, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* "<name>:<line>: <problem>", returning -1 */
+int line_err(char *err, size_t n, const char *name, int64_t line, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+
+/* ---- text scanning ------------------------------------------------------------------------ */
+
+/* A cursor over a byte buffer with a line counter. Text readers work line by line: `line_next`
+ * hands out one line (without its terminator; a trailing '\r' is dropped too), and `tok_next`
+ * splits a line into whitespace-separated tokens. Tokens are (pointer, length) slices: the
+ * input is never modified and need not be NUL-terminated. */
+typedef struct {
+    const char *p, *end;
+    int64_t line; /* 1-based number of the line last returned */
+} TextCursor;
+
+typedef struct {
+    const char *s;
+    size_t len;
+} Tok;
+
+void text_init(TextCursor *c, const uint8_t *data, size_t size);
+/* Next line into *ln (ln->s/ln->len); false at end of input. */
+bool line_next(TextCursor *c, Tok *ln);
+/* Next token of *rest (advancing it); false when only whitespace is left. */
+bool tok_next(Tok *rest, Tok *tok);
+bool tok_eq(Tok t, const char *s);
+bool tok_eq_nocase(Tok t, const char *s);
+/* Strict numbers: the whole token must be the number (so "3.1+e2" is an error, not 3.1).
+ * Floats must be finite after rounding to float. */
+bool tok_float(Tok t, float *out);
+bool tok_double(Tok t, double *out);
+bool tok_int64(Tok t, int64_t *out);
+/* The token quoted for messages, shortened when long ("'abc...'"). */
+const char *tok_show(Tok t, char *buf, size_t n);
+/* A NUL byte in a text file almost always means the file is binary or UTF-16: say so. */
+bool has_nul(Tok line);
+
+/* ---- growable arrays ---------------------------------------------------------------------- */
+
+typedef struct {
+    void *data;
+    size_t len, cap, elem; /* len and cap in elements */
+} Vec;
+
+void vec_init(Vec *v, size_t elem);
+/* Room for `more` elements past len; false if the allocation failed (or would overflow). */
+bool vec_reserve(Vec *v, size_t more);
+bool vec_push(Vec *v, const void *x);
+void vec_free(Vec *v);
+
+/* ---- the mesh being built ----------------------------------------------------------------- */
+
+/* Appends triangles (a, b, c) fanned from a polygon's corners: (i0, i1, i2), (i0, i2, i3), ... */
+bool fan_push(Vec *tris, const int32_t *idx, int64_t n);
+/* Moves the vectors into m (nv vertices, nf = tris->len / 3); the vectors are emptied. */
+void mesh_take(DsMesh *m, Vec *v, Vec *n, Vec *color, Vec *scalar, Vec *tris);
+
+/* Deduplicates vertices by exact position (STL stores corners, not shared vertices). */
+typedef struct {
+    int32_t *slot; /* hash table of vertex indices, -1 empty */
+    size_t mask;
+    Vec *v;        /* the positions, 3 floats per vertex */
+} VertexDedup;
+bool dedup_init(VertexDedup *d, Vec *v, size_t expected);
+/* Index of the vertex at p (added if new); -1 when out of memory or past MESH_MAX_COUNT. */
+int32_t dedup_add(VertexDedup *d, const float p[3]);
+void dedup_free(VertexDedup *d);
+
+/* ---- PLY header and values ---------------------------------------------------------------- */
+
+typedef enum { PLY_CHAR, PLY_UCHAR, PLY_SHORT, PLY_USHORT, PLY_INT, PLY_UINT, PLY_FLOAT, PLY_DOUBLE } PlyType;
+typedef enum { PLY_ASCII, PLY_BINARY_LE, PLY_BINARY_BE } PlyFormat;
+
+typedef struct {
+    char name[64];
+    bool is_list;
+    PlyType type;       /* the value type (list items for a list) */
+    PlyType count_type; /* lists only */
+} PlyProp;
+
+typedef struct {
+    char name[64];
+    int64_t count;
+    int nprops;
+    PlyProp *props;
+} PlyElem;
+
+typedef struct {
+    PlyFormat format;
+    int nelems;
+    PlyElem *elems;
+    size_t body;       /* byte offset of the first data byte */
+    int64_t body_line; /* line number of the last header line (ASCII bodies count from it) */
+} PlyHeader;
+
+/* Parses the header up to and including "end_header". Element counts are checked against the
+ * bytes left after the header (each element needs at least one byte per property in binary,
+ * two in ASCII), so an absurd count is an error here and no allocation trusts it. */
+int ply_header_parse(const char *name, const uint8_t *data, size_t size, PlyHeader *h, char *err, size_t errlen);
+void ply_header_free(PlyHeader *h);
+int ply_type_size(PlyType t);
+const char *ply_type_name(PlyType t);
+
+/* Reads values from the body in the header's format. `where` formats the current position
+ * ("<name>:<line>" or "<name>: byte <offset>") for messages. */
+typedef struct {
+    const char *name;
+    const uint8_t *data;
+    size_t size, pos;
+    PlyFormat format;
+    int64_t line;
+} PlyReader;
+
+void ply_reader_init(PlyReader *r, const char *name, const uint8_t *data, size_t size, const PlyHeader *h);
+int ply_read_value(PlyReader *r, PlyType t, double *out, char *err, size_t errlen);
+/* Skips one property (a list reads its count, then skips the items). */
+int ply_skip_prop(PlyReader *r, const PlyProp *p, char *err, size_t errlen);
+void ply_where(const PlyReader *r, char *buf, size_t n);
+
+/* ---- writing ------------------------------------------------------------------------------ */
+
+/* Opens "<path>.tmp.<pid>" for writing; mesh_out_close flushes, checks every write and renames
+ * it over `path` (or removes it on failure), so no reader ever sees half a file. */
+typedef struct {
+    FILE *f;
+    char tmp[4096];
+    const char *path;
+} MeshOut;
+int mesh_out_open(MeshOut *o, const char *path, char *err, size_t errlen);
+int mesh_out_close(MeshOut *o, bool ok, char *err, size_t errlen);
+void put_f32_le(FILE *f, float x);
+void put_i32_le(FILE *f, int32_t x);
+
+/* ---- the readers and writers (one file per format) ---------------------------------------- */
+
+int mesh_read_obj(const char *name, const uint8_t *d, size_t n, DsMesh *m, char *err, size_t errlen);
+int mesh_read_ply(const char *name, const uint8_t *d, size_t n, DsMesh *m, char *err, size_t errlen);
+int mesh_read_off(const char *name, const uint8_t *d, size_t n, DsMesh *m, char *err, size_t errlen);
+int mesh_read_stl(const char *name, const uint8_t *d, size_t n, DsMesh *m, char *err, size_t errlen);
+int mesh_write_obj(const char *path, const DsMesh *m, char *err, size_t errlen);
+int mesh_write_ply(const char *path, const DsMesh *m, bool ascii, char *err, size_t errlen);
+int mesh_write_off(const char *path, const DsMesh *m, char *err, size_t errlen);
+int mesh_write_stl(const char *path, const DsMesh *m, bool ascii, char *err, size_t errlen);
+
+/* Reads a whole file into memory (bounded by `max` bytes). */
+int mesh_slurp(const char *path, uint8_t **data, size_t *size, char *err, size_t errlen);
+
+#endif
