@@ -10,12 +10,15 @@
 #include <omp.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "autograd/gradcheck.h"
 #include "models/gaussians/raster_core.h"
 #include "models/gaussians/loss.h"
 #include "models/gaussians/rasterize.h"
 #include "tests/oracle_io.h"
+#include <valgrind/valgrind.h>
+
 #include "tests/test.h"
 
 /* ---- helpers ---------------------------------------------------------------------------- */
@@ -299,6 +302,11 @@ static Scene make_cloud(int n) {
 TEST(gs_threads_bitwise) {
     /* per-entry accumulation and a serial reduction: image and gradients do not depend on the
      * team size */
+    if (RUNNING_ON_VALGRIND) { /* libgomp worker stacks alive at _exit read as leaks */
+        printf("    skipped under valgrind\n");
+        fflush(stdout);
+        _exit(77);
+    }
     Tensor *g1[6], *g2[6];
     for (int pass = 0; pass < 2; pass++) {
         omp_set_num_threads(pass ? 2 : 1);
