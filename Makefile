@@ -68,11 +68,24 @@ anima: $(APP_SRC:%.c=$(BUILD)/app/%.o) $(BUILD)/libanima.a
 $(BUILD)/anima-tests: $(TEST_SRC:%.c=$(BUILD)/app/%.o) $(BUILD)/libanima.a
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
-$(BUILD)/anima-mpi-tests: $(BUILD)/app/tests/mpi/test_data_parallel.o $(BUILD)/libanima.a
+# the data-parallel suites, with `anima fit`'s command function (tests/mpi/test_fit_dp.c)
+$(BUILD)/anima-mpi-tests: $(patsubst %.c,$(BUILD)/app/%.o,$(wildcard tests/mpi/*.c)) $(BUILD)/app/tools/cmd_fit.o $(BUILD)/libanima.a
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
 $(BUILD)/anima-bench: $(BENCH_SRC:%.c=$(BUILD)/app/%.o) $(BUILD)/libanima.a
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+
+# anima vs PyTorch on the GPU (bench/cuda/): a CUDA=1 build in its own directory (objects
+# differ with and without CUDA), then bench/cuda/run.sh, which prints "skipped: no CUDA device"
+# and exits 0 on a machine without a GPU.
+BUILD_CUDA ?= $(BUILD)-cuda
+$(BUILD)/anima-bench-cuda: $(BUILD)/app/bench/cuda/bench_cuda.o $(BUILD)/libanima.a
+	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+
+bench-cuda:
+	@if [ ! -x $(NVCC) ]; then echo "skipped: no CUDA device (no nvcc at $(NVCC) to build with)"; exit 0; fi; \
+	  $(MAKE) --no-print-directory CUDA=1 BUILD=$(BUILD_CUDA) $(BUILD_CUDA)/anima-bench-cuda && \
+	  bash bench/cuda/run.sh ./$(BUILD_CUDA)/anima-bench-cuda
 
 deps:
 	@bash tools/install-deps.sh
@@ -118,6 +131,11 @@ fuzz:
 	  { SUDO=""; [ "$$(id -u)" -ne 0 ] && SUDO=sudo; $$SUDO apt-get install -y -qq clang libclang-rt-14-dev >/dev/null; }
 	@$(MAKE) --no-print-directory $(FUZZ_BIN)
 
-$(BUILD)/fuzz/%: tests/fuzz/%.c $(FUZZ_LIB) datasets/mesh_internal.h datasets/mesh.h
+# a harness for another reader names its sources and libraries here (FUZZ_SRC_<harness>)
+FUZZ_SRC_fuzz_png    := datasets/image.c
+FUZZ_LDLIBS_fuzz_png := -lpng
+
+.SECONDEXPANSION:
+$(BUILD)/fuzz/%: tests/fuzz/%.c $(FUZZ_LIB) $$(FUZZ_SRC_$$*) datasets/mesh_internal.h datasets/mesh.h
 	@mkdir -p $(dir $@)
-	$(FUZZ_CC) $(FUZZ_FLAGS) -o $@ $< $(FUZZ_LIB) -lm
+	$(FUZZ_CC) $(FUZZ_FLAGS) -o $@ $< $(FUZZ_LIB) $(FUZZ_SRC_$*) -lm $(FUZZ_LDLIBS_$*)

@@ -178,22 +178,69 @@ static void bar_break(OptimTrain *t) {
 /* ---- checkpoints and the loop ---------------------------------------------------------------- */
 
 int optim_train_save(OptimTrain *t, char *err, size_t errlen) {
-    if (!t->opt.ckpt_path) return 0;
+    /* ranks other than 0 hold the same state (same updates from all-reduced gradients): one
+     * writer, so ranks never race on the file */
+    if (!t->opt.ckpt_path || !t->is_main) return 0;
     OptimCheckpointMeta meta = {.step = t->step, .rng = t->rng, .config_json = (char *)t->opt.config_json};
     if (optim_checkpoint_save(t->opt.ckpt_path, t->params, t->optim, &meta, err, errlen)) return -1;
     t->saved_step = t->step;
     return 0;
 }
 
+static int comm_size(const OptimTrain *t) { return t->opt.comm ? optim_comm_size(t->opt.comm) : 1; }
+
+/* Several ranks: true on every rank when any rank reports failed (a collective call). */
+static bool any_rank(OptimTrain *t, bool failed) {
+    if (comm_size(t) == 1) return failed;
+    return optim_comm_allreduce_sum_scalar(t->opt.comm, failed ? 1.0 : 0.0) > 0;
+}
+
+static int init_local(OptimTrain *t, NnParams *p, Optim *o, char *err, size_t errlen);
+
 int optim_train_init(OptimTrain *t, const OptimTrainOptions *opt, NnParams *p, Optim *o, TensorRng rng, char *err,
                      size_t errlen) {
     memset(t, 0, sizeof *t);
     t->opt = *opt;
     if (!t->opt.name) t->opt.name = "train";
+    t->is_main = !t->opt.comm || optim_comm_rank(t->opt.comm) == 0;
+    if (!t->is_main) {
+        /* one writer and one display: rank 0's */
+        t->opt.metrics_path = NULL;
+        t->opt.progress = 0;
+    }
+    t->rng = rng;
+    int rc = init_local(t, p, o, err, errlen);
+    /* A rank that cannot start (say, the checkpoint is not on its filesystem) must not leave the
+     * others waiting in the first all-reduce forever: agree, and fail together. */
+    if (any_rank(t, rc != 0)) {
+        if (rc == 0) {
+            if (t->metrics) fclose(t->metrics);
+            t->metrics = NULL;
+            free(t->resumed_config);
+            t->resumed_config = NULL;
+            if (t->is_main) set_err(err, errlen, "%s: another rank failed to start (its message is above)", t->opt.name);
+            else set_err(err, errlen, "%s", "");
+        }
+        return -1;
+    }
+    /* No SA_RESTART needed (the flag is only polled); SA_RESETHAND makes a second Ctrl-C kill
+     * at once, the usual escape when the final checkpoint itself hangs. */
+    g_signal = 0;
+    struct sigaction sa = {0};
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESETHAND;
+    sigaction(SIGINT, &sa, &t->old_int);
+    sigaction(SIGTERM, &sa, &t->old_term);
+    t->t_start = now_s();
+    return 0;
+}
+
+/* This rank's part of init: options, resume, the log. */
+static int init_local(OptimTrain *t, NnParams *p, Optim *o, char *err, size_t errlen) {
     if (t->opt.log_every < 1) t->opt.log_every = 1;
     t->params = p;
     t->optim = o;
-    t->rng = rng;
     t->saved_step = -1;
     if (t->opt.resume) {
         if (!t->opt.ckpt_path) {
@@ -202,7 +249,7 @@ int optim_train_init(OptimTrain *t, const OptimTrainOptions *opt, NnParams *p, O
         }
         OptimCheckpointMeta meta = {0};
         if (optim_checkpoint_load(t->opt.ckpt_path, p, o, true, &meta, err, errlen)) return -1;
-        if (o && meta.step > 0 && o->step == 0)
+        if (t->is_main && o && meta.step > 0 && o->step == 0)
             fprintf(stderr, "%s: warning: %s holds no optimizer state; the optimizer restarts from zero\n",
                     t->opt.name, t->opt.ckpt_path);
         t->step = t->start_step = t->saved_step = meta.step;
@@ -218,16 +265,6 @@ int optim_train_init(OptimTrain *t, const OptimTrainOptions *opt, NnParams *p, O
         }
     }
     if (t->opt.progress < 0) t->opt.progress = 1, t->tty = isatty(STDERR_FILENO);
-    /* No SA_RESTART needed (the flag is only polled); SA_RESETHAND makes a second Ctrl-C kill
-     * at once, the usual escape when the final checkpoint itself hangs. */
-    g_signal = 0;
-    struct sigaction sa = {0};
-    sa.sa_handler = on_signal;
-    sigemptyset(&sa.sa_mask);
-    sa.sa_flags = SA_RESETHAND;
-    sigaction(SIGINT, &sa, &t->old_int);
-    sigaction(SIGTERM, &sa, &t->old_term);
-    t->t_start = now_s();
     return 0;
 fail:
     free(t->resumed_config);
@@ -236,9 +273,24 @@ fail:
 }
 
 bool optim_train_next(OptimTrain *t) {
-    if (t->finished || t->error || g_signal) return false;
+    if (t->finished) return false;
+    /* the same on every rank (a function of the options and the step): no communication */
     if (t->opt.stop_after > 0 && t->step - t->start_step >= t->opt.stop_after) return false;
-    return t->step < t->opt.total_steps;
+    if (t->step >= t->opt.total_steps) return false;
+    if (comm_size(t) == 1) return !t->error && !g_signal;
+    /* Several ranks: each may see a signal at a different moment (mpirun turns Ctrl-C into a
+     * SIGTERM to every rank, a scheduler may signal one), and only rank 0 can fail a write. The
+     * flags are summed over ranks every step, so every rank stops after the same step and rank 0
+     * checkpoints the state all of them hold. One sum carries three counts (ranks < 1024):
+     * SIGINT seen + 1024 · SIGTERM seen + 1024² · write failed. */
+    int sig = (int)g_signal;
+    double v = (sig == SIGINT ? 1.0 : 0.0) + (sig == SIGTERM ? 1024.0 : 0.0) + (t->error ? 1048576.0 : 0.0);
+    double all = optim_comm_allreduce_sum_scalar(t->opt.comm, v);
+    int64_t n = (int64_t)all, nint = n % 1024, nterm = n / 1024 % 1024, nerr = n / 1048576;
+    if (nterm) t->stop_signal = SIGTERM;
+    else if (nint) t->stop_signal = SIGINT;
+    if (nerr) t->error = 1; /* rank 0 printed why; every rank exits 1 */
+    return !t->stop_signal && !t->error;
 }
 
 void optim_train_step_end(OptimTrain *t, double loss, double lr, int nextra, const OptimMetric *extra) {
@@ -262,11 +314,13 @@ void optim_train_step_end(OptimTrain *t, double loss, double lr, int nextra, con
 int optim_train_finish(OptimTrain *t) {
     if (t->finished) return 0;
     t->finished = true;
-    int sig = (int)g_signal;
+    /* several ranks: the agreed signal (a signal that came during the last step was never
+     * shared; then this rank's own) */
+    int sig = t->stop_signal ? t->stop_signal : (int)g_signal;
     if (t->bar_drawn) progress(t, true);
     bar_break(t);
     int rc = t->error ? 1 : 0;
-    if (t->saved_step != t->step && t->opt.ckpt_path) {
+    if (t->saved_step != t->step && t->opt.ckpt_path && t->is_main) {
         char err[1024];
         if (optim_train_save(t, err, sizeof err)) {
             fprintf(stderr, "%s: %s\n", t->opt.name, err);
@@ -280,13 +334,14 @@ int optim_train_finish(OptimTrain *t) {
     free(t->resumed_config);
     t->resumed_config = NULL;
     if (sig) {
+        if (!t->is_main) return rc ? rc : 128 + sig;
         fprintf(stderr, "%s: %s at step %lld/%lld", t->opt.name, sig == SIGINT ? "interrupted (SIGINT)" : "terminated (SIGTERM)",
                 (long long)t->step, (long long)t->opt.total_steps);
         if (t->opt.ckpt_path && rc == 0) fprintf(stderr, "; checkpoint %s; continue with --resume", t->opt.ckpt_path);
         fputc('\n', stderr);
         return rc ? rc : 128 + sig; /* the shell's convention for death by signal */
     }
-    if (t->opt.stop_after > 0 && t->step < t->opt.total_steps && rc == 0)
+    if (t->is_main && t->opt.stop_after > 0 && t->step < t->opt.total_steps && rc == 0)
         fprintf(stderr, "%s: stopped after %lld steps at step %lld/%lld; continue with --resume\n", t->opt.name,
                 (long long)(t->step - t->start_step), (long long)t->step, (long long)t->opt.total_steps);
     return rc;

@@ -24,6 +24,7 @@
 #include <stdio.h>
 
 #include "checkpoint.h"
+#include "comm.h"
 
 typedef struct {
     const char *name;          /* "anima fit": prefixes messages */
@@ -37,6 +38,11 @@ typedef struct {
     int progress;              /* -1: auto (bar on a TTY, lines otherwise), 0: off, 1: lines */
     int64_t stop_after;        /* > 0: stop like on a signal after this many steps of this run,
                                   but finish with 0 (time-limited jobs, tests) */
+    OptimComm *comm;           /* NULL (or one rank): a single process. Several ranks: every rank
+                                  runs the loop with the same options; only rank 0 prints, writes
+                                  the log and checkpoints; every rank reads the checkpoint on
+                                  resume; a signal, or a failed write on rank 0, stops every rank
+                                  on the same step (optim_train_next is collective then). */
 } OptimTrainOptions;
 
 /* An extra field of a JSONL line. Each line: {"step": steps completed, "loss", "lr", "time":
@@ -61,14 +67,19 @@ typedef struct {
     double t_start, t_draw;
     double last_loss, last_lr;
     int error;          /* a checkpoint or log write failed: finish returns 1 */
+    bool is_main;       /* rank 0 (or no communicator): the rank that prints and writes */
+    int stop_signal;    /* the signal every rank agreed to stop on (several ranks), 0 if none */
     struct sigaction old_int, old_term;
 } OptimTrain;
 
 /* Opens the log, installs the signal handlers and, with opt->resume, loads the checkpoint into
- * p, o and the rng. 0, or -1 with a message naming the file in err (nothing installed then). */
+ * p, o and the rng. 0, or -1 with a message naming the file in err (nothing installed then).
+ * With several ranks it is collective and fails on every rank when it fails on any: err then
+ * holds the rank's own message, or (rank 0) a note that others failed, or (others) "". */
 int optim_train_init(OptimTrain *t, const OptimTrainOptions *opt, NnParams *p, Optim *o, TensorRng rng, char *err,
                      size_t errlen);
-/* True while a step should run: step < total, no signal seen, stop_after not reached. */
+/* True while a step should run: step < total, no signal seen, stop_after not reached. With
+ * several ranks every rank must call it once per step (it all-reduces the stop flags). */
 bool optim_train_next(OptimTrain *t);
 /* Closes a step: step++, logs, redraws progress, checkpoints when due. extra may be NULL. */
 void optim_train_step_end(OptimTrain *t, double loss, double lr, int nextra, const OptimMetric *extra);

@@ -3,7 +3,22 @@
  * (progress, DIR/metrics.jsonl, DIR/ckpt.h5 with the config inside, SIGINT-safe, --resume).
  *
  *   anima fit [--config FILE] [--out DIR] [--resume] [--set key.path=value ...]
- *             [--stop-after N] [--no-progress]
+ *             [--stop-after N] [--no-progress] [--device cpu|cuda]
+ *   mpirun -np N anima fit ...     data parallel: the same arguments on every rank
+ *
+ * Data parallel (optim/comm.h): data.batch is the global batch; every rank draws the same
+ * minibatch indices and input jitter (pure functions of the seed, the step and the loop's rng,
+ * which all ranks advance alike) and computes the loss on its contiguous shard of the rows.
+ * The gradients are averaged over ranks before clipping and the step, so every rank takes the
+ * same update a single process with the whole batch would take (up to summation order), and
+ * the run's checkpoint loads and resumes in a single process and vice versa. Rank 0 alone
+ * prints and writes DIR/; every rank reads DIR/ckpt.h5 on --resume (a shared filesystem).
+ *
+ * --device cuda: the forward and backward run on the GPU on a mirror of the parameters; the
+ * host keeps the master copy, the optimizer state and the checkpoints. optim/optim.c's update
+ * loops are CPU-only, so each step copies the gradient to the host and the parameters back
+ * (two transfers of the parameter vector: negligible for this MLP, to be replaced by a device
+ * optimizer for large models). Several ranks with --device cuda need NCCL (mpirun + CUDA=1).
  *
  * The data are a pure function of the config's seed and the minibatch order a pure function of
  * (seed, step), so a resumed run continues bit-identically. Parameter names follow a PyTorch
@@ -19,6 +34,7 @@
 #include "datasets/config.h"
 #include "nn/functional.h"
 #include "optim/train.h"
+#include "tensor/backend.h"
 #include "tools/cmd.h"
 
 typedef struct {
@@ -135,14 +151,16 @@ static void make_data(const FitConfig *c, TensorDType dt, Tensor **x, Tensor **y
 
 static int usage(FILE *f, int rc) {
     fprintf(f, "usage: anima fit [--config FILE] [--out DIR] [--resume] [--set key.path=value ...]\n"
-               "                 [--stop-after N] [--no-progress]\n"
+               "                 [--stop-after N] [--no-progress] [--device cpu|cuda]\n"
                "  --config FILE   JSON config (configs/fit-mlp.json); defaults for absent keys\n"
                "  --out DIR       writes DIR/ckpt.h5 and DIR/metrics.jsonl (default runs/fit)\n"
                "  --resume        continue from DIR/ckpt.h5 (bit-identical to an uninterrupted run)\n"
                "  --set k=v       override a config key, e.g. --set optim.lr=1e-3 (repeatable)\n"
                "  --stop-after N  checkpoint and stop after N steps of this run (time-limited jobs)\n"
                "  --no-progress   no progress display on stderr\n"
-               "SIGINT/SIGTERM finish the current step, checkpoint and exit 130/143.\n");
+               "  --device D      cpu (default) or cuda: forward/backward on the GPU\n"
+               "SIGINT/SIGTERM finish the current step, checkpoint and exit 130/143.\n"
+               "Data parallel: mpirun -np N anima fit ... (data.batch is the global batch; rank 0 writes).\n");
     return rc;
 }
 
@@ -162,24 +180,91 @@ static int make_dirs(const char *dir) {
     return 0;
 }
 
+/* The device mirror of a packed parameter set (--device cuda): one flat value buffer and one
+ * flat gradient buffer on the GPU, with every parameter a leaf view into them (the same layout
+ * nn_params_pack gives on the host), so a host<->device sync is one copy of each buffer. */
+typedef struct {
+    Tensor *flat, *flat_grad;
+    Mlp mlp; /* the model's weights as device views */
+} DeviceMirror;
+
+static void mirror_init(DeviceMirror *d, NnParams *p, const Mlp *host) {
+    TensorScope *prev = tensor_scope_switch(p->scope);
+    bool g = tensor_grad_set_enabled(false);
+    d->flat = tensor_to(p->flat, TENSOR_CUDA);
+    d->flat_grad = tensor_empty_on(p->flat_grad->ndim, p->flat_grad->shape, p->dtype, TENSOR_CUDA);
+    tensor_fill_(d->flat_grad, 0);
+    d->mlp = *host;
+    int64_t off = 0;
+    for (int i = 0; i < p->n; i++) {
+        Tensor *t = p->items[i].value;
+        Tensor *v = tensor_view_at(d->flat, t->ndim, t->shape, off);
+        tensor_requires_grad(v, true);
+        /* backward accumulates into an existing ->grad in place: into the flat buffer */
+        v->grad = tensor_view_at(d->flat_grad, t->ndim, t->shape, off);
+        for (int l = 0; l <= host->depth; l++) {
+            if (host->w[l] == t) d->mlp.w[l] = v;
+            if (host->b[l] == t) d->mlp.b[l] = v;
+        }
+        off += tensor_numel(t);
+    }
+    tensor_grad_set_enabled(g);
+    tensor_scope_switch(prev);
+}
+
+static size_t flat_bytes(const Tensor *t) { return (size_t)tensor_numel(t) * tensor_dtype_size(t->dtype); }
+
+/* the GPU's gradient into the host's flat_grad (to_host waits for the kernels before it) */
+static void mirror_grad_to_host(const DeviceMirror *d, NnParams *p) {
+    tensor_backend_cuda()->to_host(tensor_data_ptr(p->flat_grad), tensor_data_ptr(d->flat_grad), flat_bytes(p->flat_grad));
+}
+
+static void mirror_params_from_host(DeviceMirror *d, const NnParams *p) {
+    tensor_backend_cuda()->from_host(tensor_data_ptr(d->flat), tensor_data_ptr(p->flat), flat_bytes(p->flat));
+}
+
+static bool wants_cuda(int argc, char **argv) {
+    for (int i = 1; i + 1 < argc; i++)
+        if (!strcmp(argv[i], "--device") && !strcmp(argv[i + 1], "cuda")) return true;
+    return false;
+}
+
 int cmd_fit(int argc, char **argv) {
+    /* a one-rank world unless mpirun started us; --device cuda asks for NCCL between GPUs */
+    OptimComm *comm = optim_comm_init(wants_cuda(argc, argv));
+    int rc = cmd_fit_comm(argc, argv, comm);
+    optim_comm_finalize(comm);
+    tensor_runtime_shutdown();
+    return rc;
+}
+
+int cmd_fit_comm(int argc, char **argv, OptimComm *comm) {
     const char *config_path = NULL, *out = "runs/fit";
-    bool resume = false;
+    bool resume = false, cuda = false;
     int progress = -1;
     int64_t stop_after = 0;
     const char *sets[64];
     int nsets = 0;
+    int rank = comm ? optim_comm_rank(comm) : 0, nranks = comm ? optim_comm_size(comm) : 1;
+    bool is_main = rank == 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         bool has_val = i + 1 < argc;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) return usage(stdout, 0);
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) return is_main ? usage(stdout, 0) : 0;
         else if (!strcmp(a, "--config") && has_val) config_path = argv[++i];
         else if (!strcmp(a, "--out") && has_val) out = argv[++i];
         else if (!strcmp(a, "--resume")) resume = true;
         else if (!strcmp(a, "--no-progress")) progress = 0;
-        else if (!strcmp(a, "--set") && has_val) {
+        else if (!strcmp(a, "--device") && has_val) {
+            const char *d = argv[++i];
+            if (strcmp(d, "cpu") && strcmp(d, "cuda")) {
+                if (is_main) fprintf(stderr, "anima fit: --device expects cpu or cuda, got '%s'\n", d);
+                return 2;
+            }
+            cuda = !strcmp(d, "cuda");
+        } else if (!strcmp(a, "--set") && has_val) {
             if (nsets == 64) {
-                fprintf(stderr, "anima fit: more than 64 --set overrides\n");
+                if (is_main) fprintf(stderr, "anima fit: more than 64 --set overrides\n");
                 return 2;
             }
             sets[nsets++] = argv[++i];
@@ -187,40 +272,67 @@ int cmd_fit(int argc, char **argv) {
             char *end;
             stop_after = strtoll(argv[++i], &end, 10);
             if (*end || end == argv[i] || stop_after <= 0) {
-                fprintf(stderr, "anima fit: --stop-after expects a positive integer, got '%s'\n", argv[i]);
+                if (is_main) fprintf(stderr, "anima fit: --stop-after expects a positive integer, got '%s'\n", argv[i]);
                 return 2;
             }
         } else {
-            bool known = !strcmp(a, "--config") || !strcmp(a, "--out") || !strcmp(a, "--set");
+            bool known = !strcmp(a, "--config") || !strcmp(a, "--out") || !strcmp(a, "--set") || !strcmp(a, "--device");
+            if (!is_main) return 2; /* every rank has the same arguments: rank 0 says it */
             fprintf(stderr, known ? "anima fit: %s needs a value\n" : "anima fit: unknown argument '%s'\n", a);
             return usage(stderr, 2);
         }
     }
 
+    /* Every check below before the training loop is a pure function of the arguments and the
+     * files, so all ranks take the same early return and none is left waiting in a collective
+     * (optim_train_init then agrees on its own outcome across ranks). */
     FitConfig cfg;
     char err[8192];
     int rc = config_path ? ds_config_load(config_path, FIT_SCHEMA, &cfg, err, sizeof err)
                          : ds_config_parse(NULL, "defaults", FIT_SCHEMA, &cfg, err, sizeof err);
     for (int i = 0; i < nsets && rc == 0; i++) rc = ds_config_set(sets[i], FIT_SCHEMA, &cfg, err, sizeof err);
     if (rc) {
-        fprintf(stderr, "anima fit: %s\n", err);
+        if (is_main) fprintf(stderr, "anima fit: %s\n", err);
         return 2;
     }
-    if (make_dirs(out) != 0) {
+    if (cfg.data.batch < nranks) {
+        if (is_main)
+            fprintf(stderr, "anima fit: data.batch = %lld is the global batch; it must be at least the %d ranks\n",
+                    (long long)cfg.data.batch, nranks);
+        return 2;
+    }
+    if (cuda && !tensor_backend_cuda()) {
+        if (is_main) fprintf(stderr, "anima fit: --device cuda: no CUDA device (built without CUDA=1, or no GPU answered)\n");
+        return 2;
+    }
+    if (cuda && nranks > 1 && optim_comm_kind(comm) != OPTIM_COMM_NCCL) {
+        /* the MPI path reduces host memory and would leave every rank on GPU 0 */
+        if (is_main) fprintf(stderr, "anima fit: --device cuda on %d ranks needs NCCL, which did not start\n", nranks);
+        return 2;
+    }
+    if (is_main && make_dirs(out) != 0) {
         fprintf(stderr, "anima fit: cannot create the output directory %s (%s)\n", out, strerror(errno));
-        return 2;
+        rc = 2;
     }
+    /* the directory's creation is rank 0's alone: share its outcome */
+    if (comm && optim_comm_allreduce_sum_scalar(comm, rc ? 1 : 0) > 0) return 2;
     char ckpt_path[4096], log_path[4096];
     snprintf(ckpt_path, sizeof ckpt_path, "%s/ckpt.h5", out);
     snprintf(log_path, sizeof log_path, "%s/metrics.jsonl", out);
     char *cfg_json = ds_config_to_json(FIT_SCHEMA, &cfg);
 
+    /* Everything of this run lives in one scope, freed at the end, so the command can be called
+     * more than once in a process (tests/mpi). */
+    TensorScope *run_scope = tensor_scope_begin();
     TensorDType dt = !strcmp(cfg.model.dtype, "f64") ? TENSOR_F64 : TENSOR_F32;
     NnParams params;
-    nn_params_init(&params, tensor_scope_root(), dt, (uint64_t)cfg.seed);
+    nn_params_init(&params, run_scope, dt, (uint64_t)cfg.seed);
     Mlp mlp;
     mlp_init(&mlp, &params, &cfg);
     nn_params_pack(&params);
+    /* every rank starts from rank 0's weights (the same seed gives the same ones anyway; this
+     * makes it so whatever the initializers do) */
+    if (comm) optim_comm_broadcast(comm, params.flat, 0);
     OptimConfig oc = optim_defaults(OPTIM_ADAMW);
     oc.lr = cfg.optim.lr;
     oc.weight_decay = cfg.optim.weight_decay;
@@ -237,49 +349,85 @@ int cmd_fit(int argc, char **argv) {
     OptimTrainOptions to = {.name = "anima fit", .total_steps = cfg.train.steps, .log_every = cfg.train.log_every,
                             .ckpt_every = cfg.train.ckpt_every, .ckpt_path = ckpt_path, .metrics_path = log_path,
                             .config_json = cfg_json, .resume = resume, .progress = progress,
-                            .stop_after = stop_after};
+                            .stop_after = stop_after, .comm = comm};
     OptimTrain tl;
     /* stream 3: the loop's own draws (input jitter); saved and restored with the checkpoint */
     if (optim_train_init(&tl, &to, &params, &opt, (TensorRng){.seed = (uint64_t)cfg.seed, .stream = 3}, err,
                          sizeof err)) {
-        fprintf(stderr, "anima fit: %s\n", err);
+        if (err[0]) fprintf(stderr, "anima fit: %s\n", err);
         free(cfg_json);
         nn_params_free(&params);
-        tensor_runtime_shutdown();
+        tensor_scope_end(run_scope);
         return 1;
     }
-    if (resume && tl.resumed_config && strcmp(tl.resumed_config, cfg_json))
+    if (is_main && resume && tl.resumed_config && strcmp(tl.resumed_config, cfg_json))
         fprintf(stderr, "anima fit: note: the config differs from the one stored in %s; using the new one\n",
                 ckpt_path);
-    if (resume) fprintf(stderr, "anima fit: resuming %s at step %lld\n", ckpt_path, (long long)tl.step);
+    if (is_main && resume) fprintf(stderr, "anima fit: resuming %s at step %lld\n", ckpt_path, (long long)tl.step);
+    if (is_main && nranks > 1)
+        fprintf(stderr, "anima fit: %d ranks (%s), global batch %lld\n", nranks,
+                optim_comm_kind(comm) == OPTIM_COMM_NCCL ? "NCCL" : "MPI", (long long)cfg.data.batch);
 
-    int64_t *idx = malloc(sizeof *idx * (size_t)cfg.data.batch);
+    DeviceMirror dev = {0};
+    if (cuda) mirror_init(&dev, &params, &mlp); /* after a resume: from the loaded weights */
+    const Mlp *model = cuda ? &dev.mlp : &mlp;
+
+    /* This rank's rows [b0, b1) of every global batch. The loss on them is the shard's mean
+     * scaled by (rows · ranks / B): the average over ranks of that is then sum / B, the global
+     * batch's mean, even when B does not divide evenly (the scale is exactly 1 when it does). */
+    const int64_t B = cfg.data.batch;
+    int64_t b0 = 0, b1 = B;
+    if (comm) optim_comm_shard(comm, B, &b0, &b1);
+    const double shard_scale = (double)(b1 - b0) * nranks / (double)B;
+    int64_t *idx = malloc(sizeof *idx * (size_t)B);
     if (!idx) abort();
     while (optim_train_next(&tl)) {
         TensorScope *s = tensor_scope_begin();
-        optim_data_order((uint64_t)cfg.seed, tl.step, cfg.data.n, cfg.data.batch, idx);
-        Tensor *it = tensor_from_data(TENSOR_SHAPE(cfg.data.batch), TENSOR_I64, idx);
+        /* the whole global batch's order on every rank: the same indices as one process */
+        optim_data_order((uint64_t)cfg.seed, tl.step, cfg.data.n, B, idx);
+        Tensor *it = tensor_from_data(TENSOR_SHAPE(b1 - b0), TENSOR_I64, idx + b0);
         Tensor *xb = tensor_index_select(x, 0, it), *yb = tensor_index_select(y, 0, it);
-        if (cfg.data.jitter > 0)
-            xb = tensor_add(xb, tensor_mul_scalar(tensor_randn_with(&tl.rng, xb->ndim, xb->shape, dt), cfg.data.jitter));
-        Tensor *d = tensor_sub(mlp_forward(&mlp, xb), yb);
+        if (cfg.data.jitter > 0) {
+            /* draw the whole batch's jitter and keep this rank's rows: the rng advances alike
+             * on every rank, and rows get the numbers they would get in one process */
+            Tensor *jit = tensor_randn_with(&tl.rng, TENSOR_SHAPE(B, cfg.model.in), dt);
+            xb = tensor_add(xb, tensor_mul_scalar(tensor_narrow(jit, 0, b0, b1 - b0), cfg.data.jitter));
+        }
+        if (cuda) {
+            xb = tensor_to(xb, TENSOR_CUDA);
+            yb = tensor_to(yb, TENSOR_CUDA);
+        }
+        Tensor *d = tensor_sub(mlp_forward(model, xb), yb);
         Tensor *loss = tensor_mean_all(tensor_mul(d, d));
-        nn_params_zero_grad(&params);
+        if (shard_scale != 1) loss = tensor_mul_scalar(loss, shard_scale);
+        if (cuda) tensor_fill_(dev.flat_grad, 0);
+        else nn_params_zero_grad(&params);
         ag_backward(loss, NULL, false);
-        /* clip 0: only measure the norm (an infinite bound never scales) */
+        if (cuda) {
+            if (comm && nranks > 1) optim_comm_allreduce_mean(comm, dev.flat_grad, (size_t)25 << 20); /* NCCL */
+            mirror_grad_to_host(&dev, &params);
+        } else if (comm) {
+            optim_comm_allreduce_grads(comm, &params);
+        }
+        /* clip 0: only measure the norm (an infinite bound never scales). The gradient is the
+         * global one here, so every rank clips alike. */
         double gn = optim_clip_grad_norm(&params, cfg.optim.clip > 0 ? cfg.optim.clip : INFINITY);
         double lr = optim_schedule_lr(&sched, tl.step);
         optim_step(&opt, lr);
-        optim_train_step_end(&tl, tensor_item(loss), lr, 1, &(OptimMetric){"grad_norm", gn});
+        if (cuda) mirror_params_from_host(&dev, &params);
+        double lv = tensor_item(loss);
+        /* the logged loss is the global batch's: the mean of the scaled shard losses */
+        if (comm && nranks > 1) lv = optim_comm_allreduce_sum_scalar(comm, lv) / nranks;
+        optim_train_step_end(&tl, lv, lr, 1, &(OptimMetric){"grad_norm", gn});
         tensor_scope_end(s);
     }
     free(idx);
     bool done = tl.step >= cfg.train.steps;
     rc = optim_train_finish(&tl);
-    if (rc == 0 && done) {
+    if (rc == 0 && done && is_main) {
         TensorScope *s = tensor_scope_begin();
         bool g = ag_no_grad_begin();
-        Tensor *d = tensor_sub(mlp_forward(&mlp, x), y);
+        Tensor *d = tensor_sub(mlp_forward(&mlp, x), y); /* the host's master weights */
         double mse = tensor_item(tensor_mean_all(tensor_mul(d, d)));
         ag_no_grad_end(g);
         fprintf(stderr, "anima fit: done, %lld steps; full-data MSE %.6g (label noise variance %.3g); %s, %s\n",
@@ -288,6 +436,6 @@ int cmd_fit(int argc, char **argv) {
     }
     free(cfg_json);
     nn_params_free(&params);
-    tensor_runtime_shutdown();
+    tensor_scope_end(run_scope);
     return rc;
 }

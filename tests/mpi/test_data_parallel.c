@@ -1,9 +1,12 @@
 /* tests/mpi/test_data_parallel.c — run under `mpirun -np 2`: one data-parallel AdamW step with
  * batch B/2 per rank (gradients averaged by optim_comm_allreduce_grads) must leave the same
- * parameters as one single-process step with batch B. Prints "N passed, N failed" on rank 0. */
+ * parameters as one single-process step with batch B; then the `anima fit` suite of
+ * test_fit_dp.c. Prints "N passed, N failed" on rank 0 (the whole program's total). */
 #include <math.h>
 #include <stdio.h>
+#include <unistd.h>
 
+#include "mpi_tests.h"
 #include "optim/comm.h"
 #include "optim/optim.h"
 
@@ -38,6 +41,10 @@ static void step(Mlp *m, Optim *o, OptimComm *c, Tensor *x, Tensor *y, int64_t b
 }
 
 int main(void) {
+    /* one ordered stream: mpirun forwards stdout and stderr separately, and the fit runs'
+     * messages (stderr) would otherwise land after the summary line tests/run.sh looks for */
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    dup2(STDOUT_FILENO, STDERR_FILENO);
     OptimComm *c = optim_comm_init(false);
     int rank = optim_comm_rank(c), size = optim_comm_size(c), passed = 0, failed = 0;
     const int64_t B = 8;
@@ -74,9 +81,11 @@ int main(void) {
         bool ok = fabs(sum - size * local) <= 1e-12 * fabs(sum);
         printf("%s dp_ranks_stay_in_sync\n", ok ? "ok  " : "FAIL");
         ok ? passed++ : failed++;
-        printf("%d passed, %d failed\n", passed, failed);
     }
     nn_params_free(&dp.p);
+    fflush(stdout);
+    test_fit_data_parallel(c, &passed, &failed);
+    if (rank == 0) printf("%d passed, %d failed\n", passed, failed);
     optim_comm_finalize(c);
     tensor_runtime_shutdown();
     return failed ? 1 : 0;

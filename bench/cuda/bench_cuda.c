@@ -1,0 +1,190 @@
+/* bench/cuda/bench_cuda.c — the anima side of `make bench-cuda`: the CPU bench's cases
+ * (bench/bench_main.c: same names, sizes and method) on CUDA-resident tensors. Each case runs a
+ * few warm-up steps, then N timed steps (N from the warm-up, about BENCH_SECONDS in all) and
+ * prints
+ *   case <name> <median_ms> <n>
+ * Kernels are launched asynchronously, so a step's time is only its own once the device has
+ * finished it: the device is synchronized before the clock starts and before it stops, by
+ * copying one element of the step's result to the host (the backend's to_host is a blocking
+ * cudaMemcpy on the legacy default stream every kernel runs on, so it returns only when all
+ * earlier work is done). torch_bench_cuda.py does the same with torch.cuda.synchronize().
+ *
+ * Usage: anima-bench-cuda [case ...]   (no argument: all cases)
+ *        anima-bench-cuda --probe      exit 0 when a CUDA device answers, 1 otherwise
+ * Without a CUDA device it prints "skipped: no CUDA device" and exits 0. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "autograd/autograd.h"
+#include "nn/functional.h"
+#include "tensor/backend.h"
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Wait for the device: a blocking copy of t's first element (any device tensor would do; the
+ * step's result makes the dependency obvious). */
+static void sync_on(const Tensor *t) {
+    char buf[8];
+    tensor_backend_cuda()->to_host(buf, tensor_data_ptr(t), tensor_dtype_size(t->dtype));
+}
+
+/* a step returns a device tensor that depends on all of its work */
+typedef Tensor *(*StepFn)(void *ctx);
+
+static void run_case(const char *name, StepFn step, void *ctx, const Tensor *any) {
+    double budget = getenv("BENCH_SECONDS") ? atof(getenv("BENCH_SECONDS")) : 2.0;
+    double t_warm = 1e9;
+    sync_on(any); /* the inputs' uploads are done */
+    for (int i = 0; i < 3; i++) {
+        TensorScope *s = tensor_scope_begin();
+        double t0 = now_s();
+        sync_on(step(ctx));
+        double dt = now_s() - t0;
+        tensor_scope_end(s);
+        if (dt < t_warm) t_warm = dt;
+        if (getenv("BENCH_VERBOSE")) fprintf(stderr, "warm-up %s %.3f ms\n", name, dt * 1e3);
+    }
+    int n = (int)(budget / (t_warm > 1e-6 ? t_warm : 1e-6));
+    n = n < 5 ? 5 : n > 2000 ? 2000 : n;
+    double *t = malloc(sizeof(double) * (size_t)n);
+    if (!t) abort();
+    for (int i = 0; i < n; i++) {
+        TensorScope *s = tensor_scope_begin();
+        double t0 = now_s();
+        sync_on(step(ctx));
+        t[i] = now_s() - t0;
+        tensor_scope_end(s); /* blocks go back to the pool; no device sync */
+    }
+    qsort(t, (size_t)n, sizeof *t, cmp_double);
+    double med = n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
+    printf("case %s %.4f %d\n", name, med * 1e3, n);
+    fflush(stdout);
+    free(t);
+}
+
+/* N(0, 1) drawn on the host (the same numbers as the CPU bench), then uploaded: a device leaf */
+static Tensor *dev_randn(int ndim, const int64_t *shape) {
+    return tensor_to(tensor_randn(ndim, shape, TENSOR_F32), TENSOR_CUDA);
+}
+
+/* ---- kernels ------------------------------------------------------------------------------ */
+
+typedef struct {
+    Tensor *a, *b, *w;
+} KCtx;
+
+static Tensor *step_sgemm(void *p) {
+    KCtx *c = p;
+    return tensor_matmul(c->a, c->b);
+}
+static Tensor *step_softmax(void *p) {
+    KCtx *c = p;
+    return tensor_softmax(c->a, -1);
+}
+static Tensor *step_layer_norm(void *p) {
+    KCtx *c = p;
+    return tensor_layer_norm(c->a, 1, c->w, c->b, 1e-5);
+}
+static Tensor *step_gelu(void *p) {
+    KCtx *c = p;
+    return tensor_gelu(c->a);
+}
+
+/* ---- the pre-LN self-attention block, forward + backward (bench_main.c's sizes) ------------ */
+
+enum { BB = 4, BT = 256, BC = 256, BH = 8, BM = 4 * BC };
+
+typedef struct {
+    Tensor *x, *gy;
+    NnSelfBlockWeights w;
+} BlockCtx;
+
+static Tensor *leaf(Tensor *host) { return tensor_requires_grad(tensor_to(host, TENSOR_CUDA), true); }
+
+static Tensor *param(int ndim, const int64_t *shape, double scale) {
+    Tensor *t = tensor_randn(ndim, shape, TENSOR_F32);
+    tensor_scale_(t, scale);
+    return leaf(t);
+}
+
+static void block_init(BlockCtx *c) {
+    double s = 1.0 / sqrt((double)BC), sm = 1.0 / sqrt((double)BM);
+    c->x = leaf(tensor_randn(TENSOR_SHAPE(BB, BT, BC), TENSOR_F32));
+    c->gy = dev_randn(TENSOR_SHAPE(BB, BT, BC));
+    NnSelfBlockWeights *w = &c->w;
+    w->ln1_w = leaf(tensor_ones(TENSOR_SHAPE(BC), TENSOR_F32));
+    w->ln1_b = leaf(tensor_zeros(TENSOR_SHAPE(BC), TENSOR_F32));
+    w->qkv_w = param(TENSOR_SHAPE(3 * BC, BC), s);
+    w->qkv_b = param(TENSOR_SHAPE(3 * BC), s);
+    w->proj_w = param(TENSOR_SHAPE(BC, BC), s);
+    w->proj_b = param(TENSOR_SHAPE(BC), s);
+    w->ln2_w = leaf(tensor_ones(TENSOR_SHAPE(BC), TENSOR_F32));
+    w->ln2_b = leaf(tensor_zeros(TENSOR_SHAPE(BC), TENSOR_F32));
+    w->fc_w = param(TENSOR_SHAPE(BM, BC), s);
+    w->fc_b = param(TENSOR_SHAPE(BM), s);
+    w->fc2_w = param(TENSOR_SHAPE(BC, BM), sm);
+    w->fc2_b = param(TENSOR_SHAPE(BC), sm);
+}
+
+/* Gradients accumulate into the leaves' .grad, as in the CPU bench and the torch script. The
+ * first layer's weight gradient is among the last written by backward: sync on it. */
+static Tensor *step_block(void *p) {
+    BlockCtx *c = p;
+    Tensor *y = nn_self_block(c->x, &c->w, BH);
+    ag_backward(y, c->gy, false);
+    return c->w.ln1_w->grad;
+}
+
+/* ---- main --------------------------------------------------------------------------------- */
+
+static bool wanted(int argc, char **argv, const char *name) {
+    if (argc < 2) return true;
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], name)) return true;
+    return false;
+}
+
+int main(int argc, char **argv) {
+    if (!tensor_backend_cuda()) {
+        if (argc > 1 && !strcmp(argv[1], "--probe")) return 1;
+        printf("skipped: no CUDA device\n");
+        return 0;
+    }
+    if (argc > 1 && !strcmp(argv[1], "--probe")) return 0;
+    tensor_manual_seed(0);
+    if (wanted(argc, argv, "sgemm_1024")) {
+        KCtx c = {dev_randn(TENSOR_SHAPE(1024, 1024)), dev_randn(TENSOR_SHAPE(1024, 1024)), NULL};
+        run_case("sgemm_1024", step_sgemm, &c, c.b);
+    }
+    if (wanted(argc, argv, "softmax_4096x1024")) {
+        KCtx c = {dev_randn(TENSOR_SHAPE(4096, 1024)), NULL, NULL};
+        run_case("softmax_4096x1024", step_softmax, &c, c.a);
+    }
+    if (wanted(argc, argv, "layer_norm_4096x1024")) {
+        KCtx c = {dev_randn(TENSOR_SHAPE(4096, 1024)), dev_randn(TENSOR_SHAPE(1024)), dev_randn(TENSOR_SHAPE(1024))};
+        run_case("layer_norm_4096x1024", step_layer_norm, &c, c.b);
+    }
+    if (wanted(argc, argv, "gelu_16M")) {
+        KCtx c = {dev_randn(TENSOR_SHAPE(16 << 20)), NULL, NULL};
+        run_case("gelu_16M", step_gelu, &c, c.a);
+    }
+    if (wanted(argc, argv, "block_fwd_bwd")) {
+        BlockCtx c;
+        block_init(&c);
+        run_case("block_fwd_bwd", step_block, &c, c.gy);
+    }
+    tensor_runtime_shutdown();
+    return 0;
+}
