@@ -15,5 +15,6 @@ int cmd_fit(int argc, char **argv);
 typedef struct OptimComm OptimComm;
 int cmd_fit_comm(int argc, char **argv, OptimComm *comm);
 int cmd_mesh(int argc, char **argv);
+int cmd_sim(int argc, char **argv);
 
 #endif

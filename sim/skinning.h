@@ -1,0 +1,99 @@
+/* sim/skinning.h — the simulator's skinning input: weights, weight gradients and volumes at
+ * cubature points, and the binding points (mesh vertices) with their weights, all in f64. It is
+ * the one interface between a skinning source (the PhysSkin network through `anima physskin
+ * skin`, any weights file, or the procedural rigs below) and the reduced solver (sim/solver.h).
+ *
+ * The m fields here are the learned ones only; the solver appends the constant handle
+ * (physskin.md §1: w ≡ 1, ∇w = 0) itself, so a source never has to.
+ *
+ * ---- The skinning file (HDF5, format tag "anima-skinning-1") ---------------------------------
+ *
+ *   attributes on /:  format   = "anima-skinning-1"   (string, required)
+ *                     handles  = m                    (int64, required; equals the weight columns)
+ *                     source   = free text            (string, optional: what produced it)
+ *   /cubature/points   (C, 3)    rest positions X_c
+ *   /cubature/volumes  (C,)      quadrature weights V_c ≥ 0 (Σ V_c ≈ the object's volume)
+ *   /cubature/weights  (C, m)    w_k(X_c)
+ *   /cubature/grads    (C, m, 3) ∇w_k(X_c), the spatial gradient (physskin.md §1)
+ *   /vertices/points   (V, 3)    binding points (mesh vertices), optional group
+ *   /vertices/weights  (V, m)
+ *   /vertices/grads    (V, m, 3) optional (needed for Gaussians' A = F, §8; not for meshes)
+ *   /mesh/faces        (F, 3)    int32 triangles into /vertices/points, optional
+ *
+ * Floats may be stored as f32 or f64 (HDF5 converts on read); the writer stores f64. All
+ * coordinates are in the object's own frame (the one the weights were evaluated in; for
+ * PhysSkin that is the normalized [-1,1]³ frame); the scene's pose maps them to the world.
+ * Rows of the weights need not sum to one. Readers check every shape, finiteness, V_c ≥ 0 and
+ * face indices, and name the file and the dataset in each error. */
+#ifndef ANIMA_SIM_SKINNING_H
+#define ANIMA_SIM_SKINNING_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define SIM_SKINNING_FORMAT "anima-skinning-1"
+
+typedef struct {
+    int64_t m;        /* learned handles (the constant handle is not included) */
+    int64_t nc;       /* cubature points */
+    double *cub_x;    /* nc × 3 */
+    double *cub_vol;  /* nc */
+    double *cub_w;    /* nc × m */
+    double *cub_dw;   /* nc × m × 3 */
+    int64_t nv;       /* binding points (0 when absent) */
+    double *vert_x;   /* nv × 3 */
+    double *vert_w;   /* nv × m */
+    double *vert_dw;  /* nv × m × 3, or NULL */
+    int64_t nf;       /* triangles (0 when absent) */
+    int32_t *faces;   /* nf × 3 */
+    char source[128]; /* what produced it (free text) */
+} SimSkinning;
+
+void sim_skinning_free(SimSkinning *s); /* frees the arrays, zeroes the struct */
+
+/* 0, or -1 with err naming the file and the dataset. */
+int sim_skinning_read(const char *path, SimSkinning *s, char *err, size_t errlen);
+/* Written to a temporary name and renamed. 0, or -1 with err set. */
+int sim_skinning_write(const char *path, const SimSkinning *s, char *err, size_t errlen);
+/* Shape and value checks shared by the reader and the solver (NaN, negative volumes, faces out
+ * of range); `what` names the source in the message. */
+int sim_skinning_validate(const SimSkinning *s, const char *what, char *err, size_t errlen);
+
+/* ---- builders (stand-in skinning sources until the neural one exists) --------------------- */
+
+typedef struct {
+    const char *category; /* datasets/procedural.h category */
+    uint64_t seed;
+    int mesh_res;         /* marching-cubes grid (≥ 16) */
+    int cubature_res;     /* interior grid res³ over [-1,1]³ (ds_cubature_sdf) */
+    float sigma;          /* softmax temperature of ds_procedural_weights (0: its default) */
+    /* "bones": the shape's own LBS weights, the last bone dropped (see sim_skinning_procedural);
+     * "rbf": `handles` Wendland C2 bumps at farthest-point-sampled cubature points */
+    const char *kind;
+    int handles;          /* rbf only */
+    double rbf_radius;    /* rbf support radius in the shape's frame; 0: from the point spacing */
+} SimProceduralOptions;
+
+void sim_procedural_defaults(SimProceduralOptions *o);
+
+/* A procedural shape with its weights at the cubature points of ds_cubature_sdf and at the mesh
+ * vertices, in the shape's normalized frame.
+ *
+ * "bones": w from ds_procedural_weights, ∇w by central differences (δ = 1e-3, the weights are
+ * f32). Those weights are a partition of unity, so Σ_k w_k ≡ 1 is the constant handle the
+ * solver appends: keeping all of them would make the subspace rank deficient (B's columns
+ * dependent). The last bone is dropped instead; span{w_1..w_{n−1}, 1} = span{w_1..w_n}.
+ *
+ * "rbf": w_k(x) = φ(‖x − c_k‖ / r), φ(q) = (1 − q)⁴₊ (4q + 1) (Wendland 1995, C², compact
+ * support) with analytic gradients. Compact support matters for exact Dirichlet regions
+ * (sim/solver.h): a handle whose support misses the region stays entirely free, where a
+ * Gaussian's 1e-6 tail would lock it. Centers: farthest-point sampling of the cubature points
+ * from the one nearest the centroid, so any handle count works on any shape. */
+int sim_skinning_procedural(const SimProceduralOptions *o, SimSkinning *s, char *err, size_t errlen);
+
+/* Weights and gradients of the rbf kind at arbitrary points (n × m, n × m × 3), for tests and
+ * for binding extra points after a build. centers m × 3. */
+void sim_rbf_eval(int64_t m, const double *centers, double radius, int64_t n, const double *x, double *w,
+                  double *dw);
+
+#endif

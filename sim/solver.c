@@ -1,0 +1,887 @@
+/* sim/solver.c — reduced implicit Euler by Newton (physskin.md §7); see solver.h for the
+ * coordinates and the energy. */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "sim/lapack.h"
+#include "sim/solver.h"
+
+#define NPAIR 6
+/* the (i, i') blocks of the elastic Hessian computed; the other three are their transposes */
+static const int PAIR_I[NPAIR] = {0, 0, 0, 1, 1, 2}, PAIR_J[NPAIR] = {0, 1, 2, 1, 2, 2};
+/* points per blocked Hessian product: W is 3·CHUNK × 6nb doubles (2.5 MB at m = 16) */
+#define CHUNK 512
+
+static void set_err(char *err, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void set_err(char *err, size_t n, const char *fmt, ...) {
+    if (!err || !n) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, n, fmt, ap);
+    va_end(ap);
+}
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+struct SimPrepared {
+    /* exact Dirichlet: z⁽ⁱ⁾ = t · zp_rate⁽ⁱ⁾ + N y⁽ⁱ⁾ */
+    int64_t ns;        /* constrained rows (points) */
+    int64_t r;         /* null-space dimension (nb when unconstrained) */
+    double *N;         /* nb × r, orthonormal columns; NULL when unconstrained */
+    double *zp_rate;   /* 3 × nb */
+    double *Lm;        /* Cholesky of the (reduced) mass block, r × r, for the stop bound */
+    /* penalty Dirichlet, drags, force fields: pull-backs through B */
+    double *pen_S, *pen_s, *pen_n;  /* per Dirichlet: nb × nb, nb, count */
+    double *drag_S, *drag_s, *drag_g;
+    double *force_m;                /* per field: Σ ρ V b over the region */
+    /* contact points */
+    int64_t np;
+    const double *Xp, *Bp;
+    /* scratch */
+    double *Ft, *PT, *W, *K, *H, *g, *Hr, *gr, *dz, *zt, *up, *Aact, *Sact, *tmp;
+};
+
+static void prep_free(struct SimPrepared *p) {
+    if (!p) return;
+    free(p->N), free(p->zp_rate), free(p->Lm), free(p->pen_S), free(p->pen_s), free(p->pen_n);
+    free(p->drag_S), free(p->drag_s), free(p->drag_g), free(p->force_m);
+    free(p->Ft), free(p->PT), free(p->W), free(p->K), free(p->H), free(p->g), free(p->Hr), free(p->gr);
+    free(p->dz), free(p->zt), free(p->up), free(p->Aact), free(p->Sact), free(p->tmp);
+    free(p);
+}
+
+void sim_newton_defaults(SimNewtonOptions *o) {
+    o->max_iters = 8;
+    o->tol = 1e-12;
+    o->armijo = 1e-4;
+    o->max_backtracks = 30;
+}
+
+SimPose sim_pose_identity(void) {
+    SimPose p = {.scale = 1, .R = {1, 0, 0, 0, 1, 0, 0, 0, 1}};
+    return p;
+}
+
+void sim_pose_euler(SimPose *p, const double deg[3]) {
+    double a = deg[0] * M_PI / 180, b = deg[1] * M_PI / 180, c = deg[2] * M_PI / 180;
+    double Rx[9] = {1, 0, 0, 0, cos(a), -sin(a), 0, sin(a), cos(a)};
+    double Ry[9] = {cos(b), 0, sin(b), 0, 1, 0, -sin(b), 0, cos(b)};
+    double Rz[9] = {cos(c), -sin(c), 0, sin(c), cos(c), 0, 0, 0, 1};
+    double T[9];
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 3; j++) {
+            T[3 * i + j] = 0;
+            for (int k = 0; k < 3; k++) T[3 * i + j] += Ry[3 * i + k] * Rx[3 * k + j];
+        }
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 3; j++) {
+            p->R[3 * i + j] = 0;
+            for (int k = 0; k < 3; k++) p->R[3 * i + j] += Rz[3 * i + k] * T[3 * k + j];
+        }
+}
+
+bool sim_region_contains(const SimRegion *r, const double x[3]) {
+    switch (r->kind) {
+    case SIM_REGION_ALL: return true;
+    case SIM_REGION_BOX:
+        for (int i = 0; i < 3; i++)
+            if (x[i] < r->lo[i] || x[i] > r->hi[i]) return false;
+        return true;
+    case SIM_REGION_SPHERE: {
+        double d2 = 0;
+        for (int i = 0; i < 3; i++) d2 += (x[i] - r->center[i]) * (x[i] - r->center[i]);
+        return d2 <= r->radius * r->radius;
+    }
+    }
+    return false;
+}
+
+/* ---- construction ----------------------------------------------------------------------------- */
+
+/* b[4k+l] = w_k X̃_l (the constant handle k = m has w = 1) */
+static void fill_b(int64_t m, const double *w, const double X[3], double *b) {
+    for (int64_t k = 0; k <= m; k++) {
+        double wk = k < m ? w[k] : 1.0;
+        for (int l = 0; l < 3; l++) b[4 * k + l] = wk * X[l];
+        b[4 * k + 3] = wk;
+    }
+}
+
+void sim_object_free(SimObject *o) {
+    free(o->Xc), free(o->Vc), free(o->Bc), free(o->Gc), free(o->Xv), free(o->Bv), free(o->faces);
+    free(o->Mb), free(o->mvec), free(o->z), free(o->zdot);
+    free(o->planes), free(o->dirichlet), free(o->drags), free(o->forces);
+    prep_free(o->prep);
+    memset(o, 0, sizeof *o);
+}
+
+int sim_object_init(SimObject *o, const SimSkinning *sk, const SimMaterial *mat, const SimPose *pose, char *err,
+                    size_t errlen) {
+    memset(o, 0, sizeof *o);
+    if (sim_skinning_validate(sk, "skinning", err, errlen)) return -1;
+    if (!(mat->E > 0) || !(mat->nu > -1 && mat->nu < 0.5) || !(mat->rho > 0)) {
+        set_err(err, errlen, "material: need E > 0, -1 < nu < 0.5, rho > 0 (got E = %g, nu = %g, rho = %g)", mat->E,
+                mat->nu, mat->rho);
+        return -1;
+    }
+    if (!(pose->scale > 0)) {
+        set_err(err, errlen, "pose: scale must be > 0 (got %g)", pose->scale);
+        return -1;
+    }
+    int64_t m = sk->m, nb = 4 * (m + 1), nc = sk->nc, nv = sk->nv;
+    o->m = m, o->nb = nb, o->n = 3 * nb, o->nc = nc, o->nv = nv, o->nf = sk->nf;
+    sim_lame(mat, &o->mu, &o->lam);
+    o->rho = mat->rho;
+    sim_newton_defaults(&o->newton);
+    o->Xc = malloc(sizeof(double) * 3 * (size_t)nc);
+    o->Vc = malloc(sizeof(double) * (size_t)nc);
+    o->Bc = malloc(sizeof(double) * (size_t)(nc * nb));
+    o->Gc = malloc(sizeof(double) * (size_t)(3 * nc * nb));
+    o->Xv = malloc(sizeof(double) * 3 * (size_t)(nv + 1));
+    o->Bv = malloc(sizeof(double) * (size_t)((nv + 1) * nb));
+    o->faces = malloc(sizeof(int32_t) * 3 * (size_t)(sk->nf + 1));
+    o->Mb = calloc((size_t)(nb * nb), sizeof(double));
+    o->mvec = calloc((size_t)nb, sizeof(double));
+    o->z = calloc((size_t)o->n, sizeof(double));
+    o->zdot = calloc((size_t)o->n, sizeof(double));
+    double *sq = malloc(sizeof(double) * (size_t)(nc * nb));
+    if (!o->Xc || !o->Vc || !o->Bc || !o->Gc || !o->Xv || !o->Bv || !o->faces || !o->Mb || !o->mvec || !o->z ||
+        !o->zdot || !sq) {
+        free(sq);
+        sim_object_free(o);
+        set_err(err, errlen, "sim: out of memory for %lld cubature points and %lld handles", (long long)nc,
+                (long long)m);
+        return -1;
+    }
+    const double s = pose->scale, *R = pose->R;
+    double lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
+    double *dw = malloc(sizeof(double) * 3 * (size_t)m);
+    if (!dw) {
+        free(sq), sim_object_free(o);
+        set_err(err, errlen, "sim: out of memory");
+        return -1;
+    }
+    for (int64_t c = 0; c < nc; c++) {
+        double *X = o->Xc + 3 * c;
+        for (int i = 0; i < 3; i++) {
+            X[i] = pose->translate[i];
+            for (int j = 0; j < 3; j++) X[i] += s * R[3 * i + j] * sk->cub_x[3 * c + j];
+            lo[i] = fmin(lo[i], X[i]), hi[i] = fmax(hi[i], X[i]);
+        }
+        o->Vc[c] = s * s * s * sk->cub_vol[c];
+        /* world gradients: w(x_world) = w(x_obj), so ∇_world w = R ∇_obj w / s */
+        for (int64_t k = 0; k < m; k++)
+            for (int i = 0; i < 3; i++) {
+                dw[3 * k + i] = 0;
+                for (int j = 0; j < 3; j++) dw[3 * k + i] += R[3 * i + j] * sk->cub_dw[(c * m + k) * 3 + j] / s;
+            }
+        const double *w = sk->cub_w + c * m;
+        fill_b(m, w, X, o->Bc + c * nb);
+        /* G_j[4k+l] = w_k δ_jl [l<3] + ∂_j w_k X̃_l (physskin.md §1, F = I + Σ_k w_k A_k + (T_k X̃) ⊗ ∇w_k) */
+        for (int j = 0; j < 3; j++) {
+            double *G = o->Gc + (3 * c + j) * nb;
+            for (int64_t k = 0; k <= m; k++) {
+                double wk = k < m ? w[k] : 1.0, gk = k < m ? dw[3 * k + j] : 0.0;
+                for (int l = 0; l < 3; l++) G[4 * k + l] = (j == l ? wk : 0) + gk * X[l];
+                G[4 * k + 3] = gk;
+            }
+        }
+        double sw = sqrt(mat->rho * o->Vc[c]);
+        for (int64_t q = 0; q < nb; q++) {
+            sq[c * nb + q] = sw * o->Bc[c * nb + q];
+            o->mvec[q] += mat->rho * o->Vc[c] * o->Bc[c * nb + q];
+        }
+        o->mass += mat->rho * o->Vc[c];
+    }
+    free(dw);
+    /* M_b = Σ_c ρ V_c b_c b_cᵀ = Sᵀ S with rows √(ρV_c) b_c (lumped masses at the cubature points) */
+    cblas_dsyrk(CblasRowMajor, CblasUpper, CblasTrans, (int)nb, (int)nc, 1.0, sq, (int)nb, 0.0, o->Mb, (int)nb);
+    for (int64_t a = 0; a < nb; a++)
+        for (int64_t b = 0; b < a; b++) o->Mb[a * nb + b] = o->Mb[b * nb + a];
+    free(sq);
+    for (int64_t v = 0; v < nv; v++) {
+        double *X = o->Xv + 3 * v;
+        for (int i = 0; i < 3; i++) {
+            X[i] = pose->translate[i];
+            for (int j = 0; j < 3; j++) X[i] += s * R[3 * i + j] * sk->vert_x[3 * v + j];
+        }
+        fill_b(m, sk->vert_w + v * m, X, o->Bv + v * nb);
+    }
+    if (sk->nf) memcpy(o->faces, sk->faces, sizeof(int32_t) * 3 * (size_t)sk->nf);
+    o->diag = sqrt((hi[0] - lo[0]) * (hi[0] - lo[0]) + (hi[1] - lo[1]) * (hi[1] - lo[1]) +
+                   (hi[2] - lo[2]) * (hi[2] - lo[2]));
+    if (!(o->diag > 0)) o->diag = 1;
+    if (!(o->mass > 0)) {
+        set_err(err, errlen, "skinning: the cubature volumes sum to zero (no mass)");
+        sim_object_free(o);
+        return -1;
+    }
+    return 0;
+}
+
+#define ADD_CONTROL(fn, T, arr, cnt)                                                                   \
+    int fn(SimObject *o, const T *x, char *err, size_t errlen) {                                       \
+        T *a = realloc(o->arr, sizeof(T) * (size_t)(o->cnt + 1));                                      \
+        if (!a) {                                                                                      \
+            set_err(err, errlen, "sim: out of memory");                                                \
+            return -1;                                                                                 \
+        }                                                                                              \
+        o->arr = a;                                                                                    \
+        o->arr[o->cnt++] = *x;                                                                         \
+        prep_free(o->prep), o->prep = NULL;                                                            \
+        return 0;                                                                                      \
+    }
+ADD_CONTROL(sim_object_add_dirichlet, SimDirichlet, dirichlet, ndirichlet)
+ADD_CONTROL(sim_object_add_drag, SimDrag, drags, ndrags)
+ADD_CONTROL(sim_object_add_force, SimForceField, forces, nforces)
+
+int sim_object_add_plane(SimObject *o, const SimPlane *p, char *err, size_t errlen) {
+    double l = sqrt(p->normal[0] * p->normal[0] + p->normal[1] * p->normal[1] + p->normal[2] * p->normal[2]);
+    if (!(l > 0) || !(p->stiffness >= 0)) {
+        set_err(err, errlen, "plane: the normal must be nonzero and the stiffness ≥ 0");
+        return -1;
+    }
+    SimPlane *a = realloc(o->planes, sizeof(SimPlane) * (size_t)(o->nplanes + 1));
+    if (!a) {
+        set_err(err, errlen, "sim: out of memory");
+        return -1;
+    }
+    o->planes = a;
+    SimPlane q = *p;
+    for (int i = 0; i < 3; i++) q.normal[i] /= l;
+    q.offset = p->offset / l; /* n·x ≥ h ⇔ (n/l)·x ≥ h/l */
+    o->planes[o->nplanes++] = q;
+    prep_free(o->prep), o->prep = NULL;
+    return 0;
+}
+
+/* Cholesky of a symmetric n × n matrix in place (lower, column-major = the row-major upper
+ * triangle); a failure retries with a growing diagonal shift. Returns the retries, or -1. */
+static int chol_shifted(double *A, const double *src, int n, double base_shift) {
+    double tr = 0;
+    for (int i = 0; i < n; i++) tr += src[(size_t)i * n + i];
+    double shift = base_shift * fmax(tr / n, 1e-300);
+    for (int attempt = 0; attempt < 8; attempt++) {
+        memcpy(A, src, sizeof(double) * (size_t)n * n);
+        for (int i = 0; i < n; i++) A[(size_t)i * n + i] += shift;
+        int info = 0;
+        dpotrf_("L", &n, A, &n, &info, 1);
+        if (info == 0) return attempt;
+        shift = shift > 0 ? shift * 100 : 1e-10 * fmax(tr / n, 1e-300);
+    }
+    return -1;
+}
+
+static double *region_pullback(const SimObject *o, const SimRegion *r, double wfn(const SimObject *, int64_t, const void *),
+                               const void *ctx, double *S, double *total) {
+    /* s = Σ_c f_c b_c and (when S) S = Σ_c f_c b_c b_cᵀ over the cubature points in r */
+    int64_t nb = o->nb;
+    double *s = calloc((size_t)nb, sizeof(double));
+    if (!s) return NULL;
+    *total = 0;
+    for (int64_t c = 0; c < o->nc; c++) {
+        if (r && !sim_region_contains(r, o->Xc + 3 * c)) continue;
+        double f = wfn(o, c, ctx);
+        if (f == 0) continue;
+        const double *b = o->Bc + c * nb;
+        *total += f;
+        for (int64_t q = 0; q < nb; q++) s[q] += f * b[q];
+        if (S) cblas_dsyr(CblasRowMajor, CblasUpper, (int)nb, f, b, 1, S, (int)nb);
+    }
+    if (S)
+        for (int64_t a = 0; a < nb; a++)
+            for (int64_t b = 0; b < a; b++) S[a * nb + b] = S[b * nb + a];
+    return s;
+}
+
+static double w_mass(const SimObject *o, int64_t c, const void *ctx) {
+    (void)ctx;
+    return o->rho * o->Vc[c];
+}
+static double w_drag(const SimObject *o, int64_t c, const void *ctx) {
+    const SimDrag *d = ctx;
+    double r2 = 0;
+    for (int i = 0; i < 3; i++) r2 += (o->Xc[3 * c + i] - d->grab[i]) * (o->Xc[3 * c + i] - d->grab[i]);
+    return exp(-r2 / (2 * d->radius * d->radius));
+}
+
+/* The rows of B at the points (cubature and binding) inside region r; returns their count and,
+ * when rows is not NULL, appends them (nb each) and their velocities (3 each). */
+static int64_t region_rows(const SimObject *o, const SimDirichlet *d, double *rows, double *vel) {
+    int64_t k = 0, nb = o->nb;
+    for (int set = 0; set < 2; set++) {
+        int64_t n = set ? o->nv : o->nc;
+        const double *X = set ? o->Xv : o->Xc, *B = set ? o->Bv : o->Bc;
+        for (int64_t p = 0; p < n; p++) {
+            if (!sim_region_contains(&d->region, X + 3 * p)) continue;
+            if (rows) {
+                memcpy(rows + k * nb, B + p * nb, sizeof(double) * (size_t)nb);
+                memcpy(vel + 3 * k, d->velocity, sizeof(double) * 3);
+            }
+            k++;
+        }
+    }
+    return k;
+}
+
+int sim_object_prepare(SimObject *o, char *err, size_t errlen) {
+    prep_free(o->prep);
+    struct SimPrepared *p = o->prep = calloc(1, sizeof *p);
+    if (!p) goto oom;
+    int64_t nb = o->nb, n = o->n, nc = o->nc;
+    /* ---- exact Dirichlet: the null space of the constrained rows C of B (one SVD) ---- */
+    int64_t ns = 0;
+    for (int d = 0; d < o->ndirichlet; d++) {
+        int64_t k = region_rows(o, &o->dirichlet[d], NULL, NULL);
+        if (k == 0) {
+            set_err(err, errlen, "fixed region %d holds no cubature or binding point", d);
+            return -1;
+        }
+        if (!o->dirichlet[d].penalty) ns += k;
+    }
+    p->ns = ns, p->r = nb;
+    p->zp_rate = calloc((size_t)n, sizeof(double));
+    if (!p->zp_rate) goto oom;
+    if (ns) {
+        double *C = malloc(sizeof(double) * (size_t)(ns * nb)), *vel = malloc(sizeof(double) * 3 * (size_t)ns);
+        int64_t k = 0;
+        if (!C || !vel) {
+            free(C), free(vel);
+            goto oom;
+        }
+        for (int d = 0; d < o->ndirichlet; d++)
+            if (!o->dirichlet[d].penalty) k += region_rows(o, &o->dirichlet[d], C + k * nb, vel + 3 * k);
+        /* LAPACK sees the row-major C (ns × nb) as the column-major Cᵀ (nb × ns) = U Σ Vᵀ: U's
+         * columns past the rank span null(C), V gives the pseudo-inverse C⁺ = U Σ⁻¹ Vᵀ. */
+        int M = (int)nb, Nn = (int)ns, kk = M < Nn ? M : Nn, lwork = -1, info = 0;
+        double *S = malloc(sizeof(double) * (size_t)kk), *U = malloc(sizeof(double) * (size_t)(nb * nb));
+        double *VT = malloc(sizeof(double) * (size_t)kk * (size_t)ns), wq;
+        if (!S || !U || !VT) {
+            free(C), free(vel), free(S), free(U), free(VT);
+            goto oom;
+        }
+        dgesvd_("A", "S", &M, &Nn, C, &M, S, U, &M, VT, &kk, &wq, &lwork, &info, 1, 1);
+        lwork = (int)wq;
+        double *work = malloc(sizeof(double) * (size_t)lwork);
+        if (work) dgesvd_("A", "S", &M, &Nn, C, &M, S, U, &M, VT, &kk, work, &lwork, &info, 1, 1);
+        free(work);
+        if (!work || info) {
+            free(C), free(vel), free(S), free(U), free(VT);
+            set_err(err, errlen, "fixed regions: SVD of the %lld constrained rows failed (info %d)", (long long)ns, info);
+            return -1;
+        }
+        /* rank: singular values above 1e-10 σ_max. Smaller ones would let the pinned points move
+         * by that much per unit of y, which the exactness requirement forbids */
+        int rank = 0;
+        while (rank < kk && S[rank] > 1e-10 * S[0]) rank++;
+        p->r = nb - rank;
+        p->N = malloc(sizeof(double) * (size_t)(nb * (p->r ? p->r : 1)));
+        if (!p->N) {
+            free(C), free(vel), free(S), free(U), free(VT);
+            goto oom;
+        }
+        for (int64_t q = 0; q < nb; q++)
+            for (int64_t a = 0; a < p->r; a++) p->N[q * p->r + a] = U[(rank + a) * nb + q];
+        /* z_p⁽ⁱ⁾ = t · C⁺ v_i: Σ_k u_k (v_kᵀ vel_i) / σ_k */
+        for (int i = 0; i < 3; i++)
+            for (int kx = 0; kx < rank; kx++) {
+                double dot = 0;
+                for (int64_t r = 0; r < ns; r++) dot += VT[r * kk + kx] * vel[3 * r + i];
+                for (int64_t q = 0; q < nb; q++) p->zp_rate[i * nb + q] += U[kx * nb + q] * dot / S[kx];
+            }
+        free(C), free(vel), free(S), free(U), free(VT);
+    }
+    /* the reduced mass block Nᵀ M_b N, factored for the stop bound gᵀ M_r⁻¹ g ≥ gᵀ H⁻¹ g */
+    int64_t r = p->r;
+    p->Lm = malloc(sizeof(double) * (size_t)((r ? r : 1) * (r ? r : 1)));
+    double *Mr = malloc(sizeof(double) * (size_t)((r ? r : 1) * (r ? r : 1)));
+    double *tmp = malloc(sizeof(double) * (size_t)(nb * (r ? r : 1)));
+    if (!p->Lm || !Mr || !tmp) {
+        free(Mr), free(tmp);
+        goto oom;
+    }
+    if (p->N && r) {
+        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)nb, (int)r, (int)nb, 1.0, o->Mb, (int)nb, p->N,
+                    (int)r, 0.0, tmp, (int)r);
+        cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)r, (int)r, (int)nb, 1.0, p->N, (int)r, tmp, (int)r,
+                    0.0, Mr, (int)r);
+    } else if (!p->N)
+        memcpy(Mr, o->Mb, sizeof(double) * (size_t)(nb * nb));
+    if (r && chol_shifted(p->Lm, Mr, (int)r, 1e-12) < 0) {
+        free(Mr), free(tmp);
+        set_err(err, errlen, "sim: the reduced mass matrix is not positive definite (degenerate weights?)");
+        return -1;
+    }
+    free(Mr), free(tmp);
+    /* ---- penalty Dirichlet, drags, force fields ---- */
+    int nd = o->ndirichlet ? o->ndirichlet : 1, ng = o->ndrags ? o->ndrags : 1, nf = o->nforces ? o->nforces : 1;
+    p->pen_S = calloc((size_t)(nd * nb * nb), sizeof(double));
+    p->pen_s = calloc((size_t)(nd * nb), sizeof(double));
+    p->pen_n = calloc((size_t)nd, sizeof(double));
+    p->drag_S = calloc((size_t)(ng * nb * nb), sizeof(double));
+    p->drag_s = calloc((size_t)(ng * nb), sizeof(double));
+    p->drag_g = calloc((size_t)ng, sizeof(double));
+    p->force_m = calloc((size_t)(nf * nb), sizeof(double));
+    if (!p->pen_S || !p->pen_s || !p->pen_n || !p->drag_S || !p->drag_s || !p->drag_g || !p->force_m) goto oom;
+    for (int d = 0; d < o->ndirichlet; d++) {
+        if (!o->dirichlet[d].penalty) continue;
+        int64_t k = region_rows(o, &o->dirichlet[d], NULL, NULL);
+        double *rows = malloc(sizeof(double) * (size_t)(k * nb)), *vel = malloc(sizeof(double) * 3 * (size_t)k);
+        if (!rows || !vel) {
+            free(rows), free(vel);
+            goto oom;
+        }
+        region_rows(o, &o->dirichlet[d], rows, vel);
+        double *S = p->pen_S + d * nb * nb;
+        cblas_dsyrk(CblasRowMajor, CblasUpper, CblasTrans, (int)nb, (int)k, 1.0, rows, (int)nb, 0.0, S, (int)nb);
+        for (int64_t a = 0; a < nb; a++)
+            for (int64_t b = 0; b < a; b++) S[a * nb + b] = S[b * nb + a];
+        for (int64_t row = 0; row < k; row++)
+            for (int64_t q = 0; q < nb; q++) p->pen_s[d * nb + q] += rows[row * nb + q];
+        p->pen_n[d] = (double)k;
+        free(rows), free(vel);
+    }
+    for (int d = 0; d < o->ndrags; d++) {
+        if (!(o->drags[d].radius > 0)) {
+            set_err(err, errlen, "drag %d: radius must be > 0", d);
+            return -1;
+        }
+        double *s = region_pullback(o, NULL, w_drag, &o->drags[d], p->drag_S + d * nb * nb, &p->drag_g[d]);
+        if (!s) goto oom;
+        memcpy(p->drag_s + d * nb, s, sizeof(double) * (size_t)nb);
+        free(s);
+    }
+    for (int f = 0; f < o->nforces; f++) {
+        double tot;
+        double *s = region_pullback(o, &o->forces[f].region, w_mass, NULL, NULL, &tot);
+        if (!s) goto oom;
+        memcpy(p->force_m + f * nb, s, sizeof(double) * (size_t)nb);
+        free(s);
+    }
+    /* ---- contact points and scratch ---- */
+    p->np = o->nv ? o->nv : o->nc;
+    p->Xp = o->nv ? o->Xv : o->Xc;
+    p->Bp = o->nv ? o->Bv : o->Bc;
+    int64_t chunk = nc < CHUNK ? nc : CHUNK;
+    p->Ft = malloc(sizeof(double) * (size_t)(9 * nc));
+    p->PT = malloc(sizeof(double) * (size_t)(9 * nc));
+    p->W = malloc(sizeof(double) * (size_t)(3 * chunk * NPAIR * nb));
+    p->K = malloc(sizeof(double) * (size_t)(NPAIR * nb * nb));
+    p->H = malloc(sizeof(double) * (size_t)(n * n));
+    p->g = malloc(sizeof(double) * (size_t)n);
+    p->Hr = malloc(sizeof(double) * (size_t)(9 * r * r + 1));
+    p->gr = malloc(sizeof(double) * (size_t)(3 * r + 1));
+    p->dz = malloc(sizeof(double) * (size_t)n);
+    p->zt = malloc(sizeof(double) * (size_t)n);
+    p->up = malloc(sizeof(double) * (size_t)(3 * p->np));
+    p->Aact = malloc(sizeof(double) * (size_t)(p->np * nb));
+    p->Sact = malloc(sizeof(double) * (size_t)(nb * nb));
+    p->tmp = malloc(sizeof(double) * (size_t)(n * n + 1));
+    if (!p->Ft || !p->PT || !p->W || !p->K || !p->H || !p->g || !p->Hr || !p->gr || !p->dz || !p->zt || !p->up ||
+        !p->Aact || !p->Sact || !p->tmp)
+        goto oom;
+    return 0;
+oom:
+    prep_free(o->prep), o->prep = NULL;
+    set_err(err, errlen, "sim: out of memory preparing the controls");
+    return -1;
+}
+
+void sim_object_constraint_info(const SimObject *o, int64_t *rows, int64_t *free_dims) {
+    *rows = o->prep ? o->prep->ns : 0;
+    *free_dims = o->prep ? 3 * o->prep->r : o->n;
+}
+
+/* ---- energy, gradient, Hessian ------------------------------------------------------------------ */
+
+/* Elastic part, scaled: returns Σ_c V_c Ψ(F_c(z)) (unscaled) and adds scale·∇ to g and
+ * scale·(PSD-projected Hessian) to H (n × n) when they are given. */
+static double elastic(const SimObject *o, struct SimPrepared *p, const double *z, double scale, double *g, double *H,
+                      int *nproj) {
+    int64_t nb = o->nb, nc = o->nc, n = o->n;
+    /* Fᵀ − I for all points in one product: row (c, j), column i = G_j(X_c)·z⁽ⁱ⁾ */
+    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)(3 * nc), 3, (int)nb, 1.0, o->Gc, (int)nb, z, (int)nb,
+                0.0, p->Ft, 3);
+    double E = 0;
+    int proj = 0;
+    if (H) memset(p->K, 0, sizeof(double) * (size_t)(NPAIR * nb * nb));
+    int64_t chunk = H ? (nc < CHUNK ? nc : CHUNK) : nc;
+    for (int64_t c0 = 0; c0 < nc; c0 += chunk) {
+        int64_t c1 = c0 + chunk < nc ? c0 + chunk : nc;
+#pragma omp parallel for reduction(+ : E, proj) schedule(static)
+        for (int64_t c = c0; c < c1; c++) {
+            double F[9], P[9], Hc[81];
+            for (int i = 0; i < 3; i++)
+                for (int j = 0; j < 3; j++) F[3 * i + j] = (i == j) + p->Ft[(3 * c + j) * 3 + i];
+            double psi = sim_snh(F, o->mu, o->lam, g ? P : NULL, H && o->no_projection ? Hc : NULL);
+            E += o->Vc[c] * psi;
+            if (g)
+                for (int i = 0; i < 3; i++)
+                    for (int j = 0; j < 3; j++) p->PT[(3 * c + j) * 3 + i] = scale * o->Vc[c] * P[3 * i + j];
+            if (H) {
+                if (!o->no_projection) proj += sim_snh_hessian_psd(F, o->mu, o->lam, Hc) > 0;
+                double sv = scale * o->Vc[c];
+                const double *G = o->Gc + 3 * c * nb;
+                /* W rows (c, j), block `pair` (i, i'): Σ_j' Ĥ[3i+j][3i'+j'] G_j' — the right factor
+                 * of (dF/dz)ᵀ Ĥ (dF/dz) restricted to the (i, i') block */
+                for (int pr = 0; pr < NPAIR; pr++) {
+                    int i = PAIR_I[pr], ii = PAIR_J[pr];
+                    for (int j = 0; j < 3; j++) {
+                        double h0 = sv * Hc[9 * (3 * i + j) + 3 * ii], h1 = sv * Hc[9 * (3 * i + j) + 3 * ii + 1],
+                               h2 = sv * Hc[9 * (3 * i + j) + 3 * ii + 2];
+                        double *w = p->W + (3 * (c - c0) + j) * NPAIR * nb + pr * nb;
+                        for (int64_t q = 0; q < nb; q++) w[q] = h0 * G[q] + h1 * G[nb + q] + h2 * G[2 * nb + q];
+                    }
+                }
+            }
+        }
+        if (H) /* the hot loop: K_(i,i') += Σ_c G_cᵀ W_c over a block of points, one dgemm */
+            cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)nb, (int)(NPAIR * nb), (int)(3 * (c1 - c0)), 1.0,
+                        o->Gc + 3 * c0 * nb, (int)nb, p->W, (int)(NPAIR * nb), 1.0, p->K, (int)(NPAIR * nb));
+    }
+    if (g) /* ∇ = (dF/dz)ᵀ vec(P) for all points: g⁽ⁱ⁾ += Σ_(c,j) scale V_c P_ij G_j */
+        cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, 3, (int)nb, (int)(3 * nc), 1.0, p->PT, 3, o->Gc, (int)nb,
+                    1.0, g, (int)nb);
+    if (H)
+        for (int pr = 0; pr < NPAIR; pr++) {
+            int i = PAIR_I[pr], ii = PAIR_J[pr];
+            for (int64_t q = 0; q < nb; q++)
+                for (int64_t qq = 0; qq < nb; qq++) {
+                    double v = p->K[q * NPAIR * nb + pr * nb + qq];
+                    H[(i * nb + q) * n + ii * nb + qq] += v;
+                    if (i != ii) H[(ii * nb + qq) * n + i * nb + q] += v;
+                }
+        }
+    if (nproj) *nproj = proj;
+    return E;
+}
+
+static void drag_offset(const SimDrag *d, double t, double off[3]) {
+    double s = d->t1 > d->t0 ? (t - d->t0) / (d->t1 - d->t0) : (t >= d->t1);
+    s = s < 0 ? 0 : s > 1 ? 1 : s;
+    for (int i = 0; i < 3; i++) off[i] = s * (d->target[i] - d->grab[i]);
+}
+
+/* Everything but the elastic term and the inertia, unscaled: external potentials at z and time t,
+ * with their gradient and Hessian added (× scale) when given. */
+static double external(const SimObject *o, struct SimPrepared *p, const double *z, double t, double scale, double *g,
+                       double *H, double *contact_out) {
+    int64_t nb = o->nb, n = o->n;
+    double E = 0;
+    /* gravity and force fields: linear, −Σ ρV a·u */
+    for (int i = 0; i < 3; i++) {
+        const double *zi = z + i * nb;
+        double e = -o->gravity[i] * cblas_ddot((int)nb, o->mvec, 1, zi, 1);
+        if (g) cblas_daxpy((int)nb, -scale * o->gravity[i], o->mvec, 1, g + i * nb, 1);
+        for (int f = 0; f < o->nforces; f++) {
+            const SimForceField *ff = &o->forces[f];
+            if (t < ff->t0 || t >= ff->t1 || ff->accel[i] == 0) continue;
+            e -= ff->accel[i] * cblas_ddot((int)nb, p->force_m + f * nb, 1, zi, 1);
+            if (g) cblas_daxpy((int)nb, -scale * ff->accel[i], p->force_m + f * nb, 1, g + i * nb, 1);
+        }
+        E += e;
+    }
+    /* drags: ½ k Σ g_c ‖u_c − d‖² = ½ k Σ_i (zᵢᵀ S zᵢ − 2 dᵢ sᵀzᵢ + dᵢ² Σg) */
+    for (int d = 0; d < o->ndrags; d++) {
+        const SimDrag *dr = &o->drags[d];
+        if (t >= dr->t_release) continue;
+        double off[3];
+        drag_offset(dr, t, off);
+        const double *S = p->drag_S + d * nb * nb, *s = p->drag_s + d * nb;
+        for (int i = 0; i < 3; i++) {
+            const double *zi = z + i * nb;
+            cblas_dsymv(CblasRowMajor, CblasUpper, (int)nb, 1.0, S, (int)nb, zi, 1, 0.0, p->tmp, 1);
+            E += 0.5 * dr->stiffness *
+                 (cblas_ddot((int)nb, zi, 1, p->tmp, 1) - 2 * off[i] * cblas_ddot((int)nb, s, 1, zi, 1) +
+                  off[i] * off[i] * p->drag_g[d]);
+            if (g)
+                for (int64_t q = 0; q < nb; q++) g[i * nb + q] += scale * dr->stiffness * (p->tmp[q] - off[i] * s[q]);
+            if (H)
+                for (int64_t a = 0; a < nb; a++)
+                    for (int64_t b = 0; b < nb; b++) H[(i * nb + a) * n + i * nb + b] += scale * dr->stiffness * S[a * nb + b];
+        }
+    }
+    /* penalty Dirichlet: k Σ_p ‖u_p − ū‖², ū = v t */
+    for (int d = 0; d < o->ndirichlet; d++) {
+        const SimDirichlet *dd = &o->dirichlet[d];
+        if (!dd->penalty) continue;
+        const double *S = p->pen_S + d * nb * nb, *s = p->pen_s + d * nb;
+        for (int i = 0; i < 3; i++) {
+            const double *zi = z + i * nb;
+            double ub = dd->velocity[i] * t;
+            cblas_dsymv(CblasRowMajor, CblasUpper, (int)nb, 1.0, S, (int)nb, zi, 1, 0.0, p->tmp, 1);
+            E += dd->stiffness *
+                 (cblas_ddot((int)nb, zi, 1, p->tmp, 1) - 2 * ub * cblas_ddot((int)nb, s, 1, zi, 1) + ub * ub * p->pen_n[d]);
+            if (g)
+                for (int64_t q = 0; q < nb; q++) g[i * nb + q] += scale * 2 * dd->stiffness * (p->tmp[q] - ub * s[q]);
+            if (H)
+                for (int64_t a = 0; a < nb; a++)
+                    for (int64_t b = 0; b < nb; b++) H[(i * nb + a) * n + i * nb + b] += scale * 2 * dd->stiffness * S[a * nb + b];
+        }
+    }
+    /* planes: k Σ_p min(0, n·x_p − h)² over the contact points (paper Eq. 14) */
+    double Ec = 0;
+    if (o->nplanes) {
+        int64_t np = p->np;
+        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)np, 3, (int)nb, 1.0, p->Bp, (int)nb, z, (int)nb, 0.0,
+                    p->up, 3);
+        for (int pl = 0; pl < o->nplanes; pl++) {
+            const SimPlane *P = &o->planes[pl];
+            int64_t na = 0;
+            double *gv = p->tmp; /* Σ_active d_p b_p */
+            if (g) memset(gv, 0, sizeof(double) * (size_t)nb);
+            for (int64_t q = 0; q < np; q++) {
+                double d = -P->offset;
+                for (int i = 0; i < 3; i++) d += P->normal[i] * (p->Xp[3 * q + i] + p->up[3 * q + i]);
+                if (d >= 0) continue;
+                Ec += P->stiffness * d * d;
+                if (g) cblas_daxpy((int)nb, d, p->Bp + q * nb, 1, gv, 1);
+                if (H) memcpy(p->Aact + na * nb, p->Bp + q * nb, sizeof(double) * (size_t)nb);
+                na++;
+            }
+            if (!na) continue;
+            if (g)
+                for (int i = 0; i < 3; i++)
+                    cblas_daxpy((int)nb, scale * 2 * P->stiffness * P->normal[i], gv, 1, g + i * nb, 1);
+            if (H) {
+                /* 2k (n nᵀ) ⊗ Σ_active b bᵀ */
+                cblas_dsyrk(CblasRowMajor, CblasUpper, CblasTrans, (int)nb, (int)na, 1.0, p->Aact, (int)nb, 0.0, p->Sact,
+                            (int)nb);
+                for (int64_t a = 0; a < nb; a++)
+                    for (int64_t b = 0; b < a; b++) p->Sact[a * nb + b] = p->Sact[b * nb + a];
+                for (int i = 0; i < 3; i++)
+                    for (int ii = 0; ii < 3; ii++) {
+                        double f = scale * 2 * P->stiffness * P->normal[i] * P->normal[ii];
+                        if (f == 0) continue;
+                        for (int64_t a = 0; a < nb; a++)
+                            cblas_daxpy((int)nb, f, p->Sact + a * nb, 1, H + (i * nb + a) * n + ii * nb, 1);
+                    }
+            }
+        }
+    }
+    if (contact_out) *contact_out = Ec;
+    return E + Ec;
+}
+
+/* The step objective E(z) (solver.h); g (n) and H (n × n) are overwritten when given. */
+static double objective(const SimObject *o, struct SimPrepared *p, const double *z, const double *zt, double dt,
+                        double t, double *g, double *H, int *nproj) {
+    int64_t nb = o->nb, n = o->n;
+    double E = 0, dt2 = dt * dt;
+    if (H) memset(H, 0, sizeof(double) * (size_t)(n * n));
+    for (int i = 0; i < 3; i++) {
+        double *d = p->tmp + n; /* δ⁽ⁱ⁾ = z⁽ⁱ⁾ − z̃⁽ⁱ⁾ */
+        for (int64_t q = 0; q < nb; q++) d[q] = z[i * nb + q] - zt[i * nb + q];
+        double *Md = g ? g + i * nb : p->tmp + n + nb;
+        cblas_dsymv(CblasRowMajor, CblasUpper, (int)nb, 1.0, o->Mb, (int)nb, d, 1, 0.0, Md, 1);
+        E += 0.5 * cblas_ddot((int)nb, d, 1, Md, 1);
+        if (H)
+            for (int64_t a = 0; a < nb; a++) memcpy(H + (i * nb + a) * n + i * nb, o->Mb + a * nb, sizeof(double) * (size_t)nb);
+    }
+    E += dt2 * elastic(o, p, z, dt2, g, H, nproj);
+    E += dt2 * external(o, p, z, t, dt2, g, H, NULL);
+    return E;
+}
+
+/* the reduced gradient Nᵀ g per block (or a copy) */
+static void reduce_g(const SimObject *o, const struct SimPrepared *p, const double *g, double *gr) {
+    int64_t nb = o->nb, r = p->r;
+    if (!p->N) {
+        memcpy(gr, g, sizeof(double) * (size_t)o->n);
+        return;
+    }
+    for (int i = 0; i < 3; i++)
+        cblas_dgemv(CblasRowMajor, CblasTrans, (int)nb, (int)r, 1.0, p->N, (int)r, g + i * nb, 1, 0.0, gr + i * r, 1);
+}
+
+/* Hr = (I ⊗ N)ᵀ H (I ⊗ N), 3r × 3r */
+static void reduce_H(const SimObject *o, struct SimPrepared *p, const double *H, double *Hr) {
+    int64_t nb = o->nb, n = o->n, r = p->r, nr = 3 * r;
+    if (!p->N) {
+        memcpy(Hr, H, sizeof(double) * (size_t)(n * n));
+        return;
+    }
+    double *T = p->tmp; /* nb × r */
+    for (int i = 0; i < 3; i++)
+        for (int ii = 0; ii < 3; ii++) {
+            cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)nb, (int)r, (int)nb, 1.0, H + i * nb * n + ii * nb,
+                        (int)n, p->N, (int)r, 0.0, T, (int)r);
+            cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)r, (int)r, (int)nb, 1.0, p->N, (int)r, T, (int)r,
+                        0.0, Hr + i * r * nr + ii * r, (int)nr);
+        }
+}
+
+/* dz = (I ⊗ N) dy */
+static void expand(const SimObject *o, const struct SimPrepared *p, const double *dy, double *dz) {
+    int64_t nb = o->nb, r = p->r;
+    if (!p->N) {
+        memcpy(dz, dy, sizeof(double) * (size_t)o->n);
+        return;
+    }
+    for (int i = 0; i < 3; i++)
+        cblas_dgemv(CblasRowMajor, CblasNoTrans, (int)nb, (int)r, 1.0, p->N, (int)r, dy + i * r, 1, 0.0, dz + i * nb, 1);
+}
+
+/* gᵀ M_r⁻¹ g in reduced coordinates: an upper bound on the Newton decrement gᵀ H⁻¹ g, because
+ * H = M_r + dt²(PSD terms) ⪰ M_r. It lets a converged step skip the Hessian entirely. */
+static double mass_bound(const SimObject *o, struct SimPrepared *p, const double *gr) {
+    int r = (int)p->r, three = 3, info = 0;
+    if (!r) return 0;
+    double *x = p->tmp + o->n + 2 * o->nb;
+    memcpy(x, gr, sizeof(double) * 3 * (size_t)r);
+    dpotrs_("L", &r, &three, p->Lm, &r, x, &r, &info, 1);
+    return cblas_ddot(3 * r, gr, 1, x, 1);
+}
+
+int sim_object_step(SimObject *o, double dt, char *err, size_t errlen) {
+    double t0 = now();
+    if (!o->prep && sim_object_prepare(o, err, errlen)) return -1;
+    struct SimPrepared *p = o->prep;
+    if (!(dt > 0)) {
+        set_err(err, errlen, "sim: dt must be > 0 (got %g)", dt);
+        return -1;
+    }
+    int64_t nb = o->nb, n = o->n, r = p->r, nr = 3 * r;
+    double t1 = o->t + dt, scale = o->mass * o->diag * o->diag;
+    SimStepStats st = {0};
+    /* z̃ = z₀ + dt ż₀ (inertial prediction), projected onto the constraint's affine subspace at t1 */
+    double *ztil = malloc(sizeof(double) * (size_t)n), *z = malloc(sizeof(double) * (size_t)n);
+    double *dy = malloc(sizeof(double) * (size_t)(nr + 1)), *Lh = malloc(sizeof(double) * (size_t)(nr * nr + 1));
+    if (!ztil || !z || !dy || !Lh) {
+        free(ztil), free(z), free(dy), free(Lh);
+        set_err(err, errlen, "sim: out of memory");
+        return -1;
+    }
+    for (int64_t k = 0; k < n; k++) ztil[k] = o->z[k] + dt * o->zdot[k];
+    if (p->N) {
+        for (int64_t k = 0; k < n; k++) p->dz[k] = ztil[k] - t1 * p->zp_rate[k];
+        reduce_g(o, p, p->dz, dy);
+        expand(o, p, dy, z);
+        for (int64_t k = 0; k < n; k++) z[k] += t1 * p->zp_rate[k];
+    } else
+        memcpy(z, ztil, sizeof(double) * (size_t)n);
+    double E = objective(o, p, z, ztil, dt, t1, p->g, NULL, NULL);
+    for (int it = 0; it < o->newton.max_iters; it++) {
+        reduce_g(o, p, p->g, p->gr);
+        double bound = mass_bound(o, p, p->gr);
+        st.decrement = bound / scale;
+        if (bound < o->newton.tol * scale) {
+            st.converged = true;
+            break;
+        }
+        objective(o, p, z, ztil, dt, t1, p->g, p->H, &st.projected);
+        reduce_H(o, p, p->H, p->Hr);
+        int retries = chol_shifted(Lh, p->Hr, (int)nr, 1e-14);
+        st.iters++;
+        if (retries < 0) {
+            st.failures++;
+            break;
+        }
+        st.chol_retries += retries;
+        for (int64_t k = 0; k < nr; k++) dy[k] = -p->gr[k];
+        int nrhs = 1, info = 0, nri = (int)nr;
+        dpotrs_("L", &nri, &nrhs, Lh, &nri, dy, &nri, &info, 1);
+        expand(o, p, dy, p->dz);
+        double dec = cblas_ddot((int)n, p->dz, 1, p->g, 1);
+        st.decrement = fabs(dec) / scale;
+        if (!(dec < 0)) { /* no descent direction: report, do not hide */
+            st.failures++;
+            break;
+        }
+        double alpha = 1, Et = NAN;
+        int bt = 0;
+        for (; bt <= o->newton.max_backtracks; bt++, alpha *= 0.5) {
+            for (int64_t k = 0; k < n; k++) p->zt[k] = z[k] + alpha * p->dz[k];
+            Et = objective(o, p, p->zt, ztil, dt, t1, NULL, NULL, NULL);
+            if (Et <= E + o->newton.armijo * alpha * dec) break;
+        }
+        if (bt > o->newton.max_backtracks) {
+            st.failures++;
+            break;
+        }
+        memcpy(z, p->zt, sizeof(double) * (size_t)n);
+        E = objective(o, p, z, ztil, dt, t1, p->g, NULL, NULL);
+        if (fabs(dec) < o->newton.tol * scale) {
+            st.converged = true;
+            break;
+        }
+    }
+    free(dy), free(Lh);
+    for (int64_t k = 0; k < n; k++)
+        if (!isfinite(z[k])) {
+            free(ztil), free(z);
+            set_err(err, errlen, "sim: the state became non-finite at t = %g", t1);
+            return -1;
+        }
+    for (int64_t k = 0; k < n; k++) o->zdot[k] = (z[k] - o->z[k]) / dt;
+    memcpy(o->z, z, sizeof(double) * (size_t)n);
+    o->t = t1;
+    free(ztil), free(z);
+    (void)nb;
+    st.seconds = now() - t0;
+    o->last = st;
+    return 0;
+}
+
+/* ---- outputs ------------------------------------------------------------------------------------ */
+
+static void positions(const SimObject *o, int64_t np, const double *X, const double *B, double *x) {
+    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)np, 3, (int)o->nb, 1.0, B, (int)o->nb, o->z, (int)o->nb,
+                0.0, x, 3);
+    for (int64_t k = 0; k < 3 * np; k++) x[k] += X[k];
+}
+
+void sim_object_vertices(const SimObject *o, double *x) {
+    if (o->nv) positions(o, o->nv, o->Xv, o->Bv, x);
+}
+
+void sim_object_cubature_positions(const SimObject *o, double *x) { positions(o, o->nc, o->Xc, o->Bc, x); }
+
+void sim_object_cubature_F(const SimObject *o, double *F) {
+    double *Ft = malloc(sizeof(double) * 9 * (size_t)o->nc);
+    if (!Ft) return;
+    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)(3 * o->nc), 3, (int)o->nb, 1.0, o->Gc, (int)o->nb, o->z,
+                (int)o->nb, 0.0, Ft, 3);
+    for (int64_t c = 0; c < o->nc; c++)
+        for (int i = 0; i < 3; i++)
+            for (int j = 0; j < 3; j++) F[9 * c + 3 * i + j] = (i == j) + Ft[(3 * c + j) * 3 + i];
+    free(Ft);
+}
+
+SimEnergy sim_object_energy(const SimObject *o) {
+    SimEnergy e = {0};
+    int64_t nb = o->nb;
+    if (!o->prep && sim_object_prepare((SimObject *)o, NULL, 0)) return e;
+    double *tmp = malloc(sizeof(double) * (size_t)nb);
+    if (!tmp) return e;
+    for (int i = 0; i < 3; i++) {
+        cblas_dsymv(CblasRowMajor, CblasUpper, (int)nb, 1.0, o->Mb, (int)nb, o->zdot + i * nb, 1, 0.0, tmp, 1);
+        e.kinetic += 0.5 * cblas_ddot((int)nb, o->zdot + i * nb, 1, tmp, 1);
+        e.gravity -= o->gravity[i] * cblas_ddot((int)nb, o->mvec, 1, o->z + i * nb, 1);
+    }
+    free(tmp);
+    if (o->prep) {
+        e.elastic = elastic(o, o->prep, o->z, 1.0, NULL, NULL, NULL);
+        if (o->nplanes) {
+            /* only the contact term of `external` is wanted here: take it from its out-parameter */
+            external(o, o->prep, o->z, o->t, 1.0, NULL, NULL, &e.contact);
+        }
+    }
+    e.total = e.kinetic + e.elastic + e.gravity + e.contact;
+    return e;
+}
+
+double sim_object_elastic(const SimObject *o, const double *z, double *grad, double *hess) {
+    if (!o->prep && sim_object_prepare((SimObject *)o, NULL, 0)) return NAN;
+    if (grad) memset(grad, 0, sizeof(double) * (size_t)o->n);
+    if (hess) memset(hess, 0, sizeof(double) * (size_t)(o->n * o->n));
+    return elastic(o, o->prep, z, 1.0, grad, hess, NULL);
+}
