@@ -7,6 +7,7 @@
 static const AnimaCommand commands[] = {
     {"demo", "train a small network and print its loss falling", cmd_demo},
     {"fit", "fit an MLP from a JSON config (checkpoints, metrics log, --resume)", cmd_fit},
+    {"gs", "3D Gaussian Splatting: fit --mesh FILE|procedural:<category> --out DIR", cmd_gs},
     {"mesh", "mesh files: info FILE..., convert IN OUT [--ascii]", cmd_mesh},
     {"sim", "reduced elastic simulation: --scene FILE.json --out DIR; skinning OUT.h5", cmd_sim},
 };

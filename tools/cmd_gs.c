@@ -1,0 +1,416 @@
+/* tools/cmd_gs.c — `anima gs`: 3D Gaussian Splatting commands.
+ *
+ *   anima gs fit [--config FILE] [--mesh FILE|procedural:<category>[:seed]] [--views N]
+ *                [--test-views N] [--size PX] [--iters K] [--out DIR] [--set key.path=value ...]
+ *                [--no-progress]
+ *
+ * fit: renders the mesh from views on a sphere with the mesh rasterizer (datasets/raster.h),
+ * fits Gaussians initialized at random in its bounding box (models/gaussians/fit.h), prints the
+ * PSNR on the held-out views and writes DIR/gaussians.ply (the standard 3DGS PLY, raw values —
+ * loadable by the common 3DGS viewers), DIR/renders/{train,test}_NN.png (render | target side
+ * by side), DIR/metrics.jsonl (one line per log step, held-out PSNR included) and
+ * DIR/config.json (the full config used). */
+#include <errno.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "datasets/config.h"
+#include "datasets/image.h"
+#include "datasets/procedural.h"
+#include "models/gaussians/fit.h"
+#include "optim/train.h"
+#include "tools/cmd.h"
+
+typedef struct {
+    int64_t seed;
+    struct {
+        char mesh[1024];
+        int64_t views, test_views, size, supersample, grid;
+        double fov;
+    } scene;
+    struct {
+        int64_t n, sh_degree;
+        bool isotropic;
+        double init_opacity, init_scale, box_margin;
+    } model;
+    struct {
+        double lr_means, lr_means_final, lr_scales, lr_quats, lr_opacity, lr_sh_dc, lr_sh_rest, lambda;
+    } optim;
+    struct {
+        int64_t iters, log_every, sh_up_every, relocate_every, reset_every;
+        double refine_frac, prune_opacity;
+        bool random_background;
+    } train;
+} GsCmdConfig;
+
+#define NO_RANGE .min = 1, .max = 0
+#define F(sec, name) offsetof(GsCmdConfig, sec.name) - offsetof(GsCmdConfig, sec)
+
+static const DsConfigField SCENE_FIELDS[] = {
+    {"mesh", DS_CFG_STRING, F(scene, mesh), "\"procedural:quadruped\"", NO_RANGE, .size = 1024,
+     .help = "a mesh file (OBJ/PLY/OFF/STL) or procedural:<category>[:seed]"},
+    {"views", DS_CFG_INT, F(scene, views), "8", 1, 1000, .help = "training views"},
+    {"test_views", DS_CFG_INT, F(scene, test_views), "4", 1, 1000, .help = "held-out views"},
+    {"size", DS_CFG_INT, F(scene, size), "128", 8, 4096, .help = "image side in pixels"},
+    {"fov", DS_CFG_FLOAT, F(scene, fov), "40", 5, 120, .help = "vertical field of view, degrees"},
+    {"supersample", DS_CFG_INT, F(scene, supersample), "2", 1, 8, .help = "target antialiasing, s x s samples"},
+    {"grid", DS_CFG_INT, F(scene, grid), "64", 16, 512, .help = "marching-cubes cells of procedural meshes"},
+    {0}};
+static const DsConfigField MODEL_FIELDS[] = {
+    {"n", DS_CFG_INT, F(model, n), "4000", 1, 1e8, .help = "Gaussians"},
+    {"sh_degree", DS_CFG_INT, F(model, sh_degree), "3", 0, 3},
+    {"isotropic", DS_CFG_BOOL, F(model, isotropic), "false", NO_RANGE, .help = "one scale, no rotation"},
+    {"init_opacity", DS_CFG_FLOAT, F(model, init_opacity), "0.1", 1e-4, 0.9999},
+    {"init_scale", DS_CFG_FLOAT, F(model, init_scale), "0.5", 1e-3, 10,
+     .help = "x the mean spacing (box volume / n)^(1/3)"},
+    {"box_margin", DS_CFG_FLOAT, F(model, box_margin), "0.05", 0, 10,
+     .help = "init box = mesh bounding box grown by this fraction of its size on each side"},
+    {0}};
+static const DsConfigField OPTIM_FIELDS[] = {
+    {"lr_means", DS_CFG_FLOAT, F(optim, lr_means), "1.6e-4", 0, 1, .help = "x scene extent (3DGS)"},
+    {"lr_means_final", DS_CFG_FLOAT, F(optim, lr_means_final), "1.6e-6", 0, 1,
+     .help = "x scene extent, reached at the last iteration (log-linear decay)"},
+    {"lr_scales", DS_CFG_FLOAT, F(optim, lr_scales), "5e-3", 0, 1},
+    {"lr_quats", DS_CFG_FLOAT, F(optim, lr_quats), "1e-3", 0, 1},
+    {"lr_opacity", DS_CFG_FLOAT, F(optim, lr_opacity), "5e-2", 0, 1},
+    {"lr_sh_dc", DS_CFG_FLOAT, F(optim, lr_sh_dc), "2.5e-3", 0, 1},
+    {"lr_sh_rest", DS_CFG_FLOAT, F(optim, lr_sh_rest), "1.25e-4", 0, 1, .help = "3DGS: lr_sh_dc / 20"},
+    {"lambda", DS_CFG_FLOAT, F(optim, lambda), "0.2", 0, 1, .help = "D-SSIM weight"},
+    {0}};
+static const DsConfigField TRAIN_FIELDS[] = {
+    {"iters", DS_CFG_INT, F(train, iters), "3000", 1, 1e9},
+    {"log_every", DS_CFG_INT, F(train, log_every), "100", 1, 1e9, .help = "JSONL line + held-out PSNR"},
+    {"sh_up_every", DS_CFG_INT, F(train, sh_up_every), "1000", 0, 1e9, .help = "one more SH band every N steps"},
+    {"relocate_every", DS_CFG_INT, F(train, relocate_every), "100", 0, 1e9,
+     .help = "move dead Gaussians onto live ones every N steps (0: never)"},
+    {"refine_frac", DS_CFG_FLOAT, F(train, refine_frac), "0.5", 0, 1,
+     .help = "relocation and opacity resets stop after this fraction of the iterations (3DGS: 15k of 30k)"},
+    {"reset_every", DS_CFG_INT, F(train, reset_every), "300", 0, 1e9, .help = "opacity reset period (0: never; 3DGS: 3000 of 30k)"},
+    {"prune_opacity", DS_CFG_FLOAT, F(train, prune_opacity), "0.005", 0, 0.5},
+    {"random_background", DS_CFG_BOOL, F(train, random_background), "true", NO_RANGE,
+     .help = "a random background color each step (empty space must become transparent)"},
+    {0}};
+static const DsConfigField GS_SCHEMA[] = {
+    {"seed", DS_CFG_INT, offsetof(GsCmdConfig, seed), "0", 0, 9e15},
+    {"scene", DS_CFG_OBJECT, offsetof(GsCmdConfig, scene), .fields = SCENE_FIELDS},
+    {"model", DS_CFG_OBJECT, offsetof(GsCmdConfig, model), .fields = MODEL_FIELDS},
+    {"optim", DS_CFG_OBJECT, offsetof(GsCmdConfig, optim), .fields = OPTIM_FIELDS},
+    {"train", DS_CFG_OBJECT, offsetof(GsCmdConfig, train), .fields = TRAIN_FIELDS},
+    {0}};
+
+static int usage(FILE *f, int rc) {
+    fprintf(f,
+            "usage: anima gs fit [--config FILE] [--mesh FILE|procedural:<category>[:seed]] [--views N]\n"
+            "                    [--test-views N] [--size PX] [--iters K] [--out DIR] [--set key.path=value ...]\n"
+            "                    [--no-progress]\n"
+            "  fits 3D Gaussians (random init in the mesh's box) to renders of the mesh and writes\n"
+            "  DIR/gaussians.ply (standard 3DGS PLY), DIR/renders/*.png (render | target),\n"
+            "  DIR/metrics.jsonl and DIR/config.json; prints the held-out PSNR.\n"
+            "  --config FILE  JSON config (configs/gs-fit.json); defaults for absent keys\n"
+            "  --mesh, --views, --test-views, --size, --iters: shortcuts for scene.mesh, scene.views,\n"
+            "                 scene.test_views, scene.size, train.iters\n"
+            "  --out DIR      default runs/gs-fit\n"
+            "  --set k=v      override a config key, e.g. --set model.isotropic=true (repeatable)\n");
+    return rc;
+}
+
+static int make_dirs(const char *dir) { /* mkdir -p */
+    char buf[4096];
+    if (snprintf(buf, sizeof buf, "%s", dir) >= (int)sizeof buf) return errno = ENAMETOOLONG, -1;
+    for (char *p = buf + 1;; p++) {
+        if (*p == '/' || !*p) {
+            char c = *p;
+            *p = 0;
+            if (mkdir(buf, 0777) != 0 && errno != EEXIST) return -1;
+            if (!c) break;
+            *p = c;
+        }
+    }
+    return 0;
+}
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + 1e-9 * ts.tv_nsec;
+}
+
+/* The mesh to fit, with vertex colors: procedural shapes are colored by their skinning weights
+ * (each body part its own hue), files keep theirs or are colored by normal. */
+static int load_mesh(const GsCmdConfig *c, DsMesh *m, char *err, size_t errlen) {
+    memset(m, 0, sizeof *m);
+    const char *spec = c->scene.mesh;
+    if (!strncmp(spec, "procedural:", 11)) {
+        char cat[64];
+        snprintf(cat, sizeof cat, "%s", spec + 11);
+        uint64_t seed = (uint64_t)c->seed;
+        char *colon = strchr(cat, ':');
+        if (colon) {
+            char *end;
+            *colon = 0;
+            seed = strtoull(colon + 1, &end, 10);
+            if (*end || end == colon + 1) {
+                snprintf(err, errlen, "scene.mesh \"%s\": the seed after the category must be an integer", spec);
+                return -1;
+            }
+        }
+        DsProceduralShape s;
+        if (ds_procedural_make(cat, seed, (int)c->scene.grid, &s, err, errlen)) return -1;
+        *m = s.mesh;
+        s.mesh = (DsMesh){0};
+        free(m->color);
+        m->color = malloc(sizeof(float) * 3 * (size_t)m->nv);
+        if (!m->color) abort();
+        gs_fit_vertex_colors(m, s.weights, s.nbones, m->color);
+        ds_procedural_free(&s);
+        return 0;
+    }
+    if (ds_mesh_read(spec, m, err, errlen)) return -1;
+    if (!m->color) {
+        m->color = malloc(sizeof(float) * 3 * (size_t)(m->nv ? m->nv : 1));
+        if (!m->color) abort();
+        gs_fit_vertex_colors(m, NULL, 0, m->color);
+    }
+    return 0;
+}
+
+/* render | target, side by side */
+static int write_pair(const char *path, const Tensor *render, const Tensor *target, char *err, size_t errlen) {
+    int h = (int)render->shape[0], w = (int)render->shape[1];
+    DsImageF im;
+    if (ds_imagef_init(&im, 2 * w, h, 3, err, errlen)) return -1;
+    const float *a = tensor_f32(render), *b = tensor_f32(target);
+    for (int y = 0; y < h; y++)
+        for (int x = 0; x < w; x++)
+            for (int k = 0; k < 3; k++) {
+                im.data[((size_t)y * 2 * w + x) * 3 + k] = a[((size_t)y * w + x) * 3 + k];
+                im.data[((size_t)y * 2 * w + w + x) * 3 + k] = b[((size_t)y * w + x) * 3 + k];
+            }
+    int rc = ds_imagef_write(path, &im, err, errlen);
+    ds_imagef_free(&im);
+    return rc;
+}
+
+static int write_renders(const char *dir, const GsFit *f, const GsFitScene *s, char *err, size_t errlen) {
+    for (int t = 0; t < 2; t++) {
+        int n = t ? s->n_test : s->n_train;
+        for (int v = 0; v < n; v++) {
+            char path[4200];
+            if (snprintf(path, sizeof path, "%s/%s_%02d.png", dir, t ? "test" : "train", v) >= (int)sizeof path) {
+                snprintf(err, errlen, "%s: path too long", dir);
+                return -1;
+            }
+            TensorScope *sc = tensor_scope_begin();
+            Tensor *img = gs_fit_render(f, t ? &s->test[v] : &s->train[v]);
+            int rc = write_pair(path, img, t ? s->test_img[v] : s->train_img[v], err, errlen);
+            tensor_scope_end(sc);
+            if (rc) return -1;
+        }
+    }
+    return 0;
+}
+
+static int write_text(const char *path, const char *text, char *err, size_t errlen) {
+    char tmp[4200];
+    FILE *fp = snprintf(tmp, sizeof tmp, "%s.tmp", path) < (int)sizeof tmp ? fopen(tmp, "w") : NULL;
+    if (!fp || fputs(text, fp) < 0 || fclose(fp) != 0 || rename(tmp, path) != 0) {
+        snprintf(err, errlen, "%s: cannot write (%s)", path, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+static int gs_fit_main(int argc, char **argv) {
+    const char *config_path = NULL, *out = "runs/gs-fit";
+    int progress = -1;
+    const char *sets[80];
+    char shortcut[8][1100];
+    int nsets = 0, nshort = 0;
+    static const struct {
+        const char *flag, *key;
+    } shortcuts[] = {{"--mesh", "scene.mesh"},   {"--views", "scene.views"}, {"--test-views", "scene.test_views"},
+                     {"--size", "scene.size"},   {"--iters", "train.iters"}};
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        bool has_val = i + 1 < argc;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) return usage(stdout, 0);
+        if (!strcmp(a, "--no-progress")) {
+            progress = 0;
+            continue;
+        }
+        bool done = false;
+        for (size_t k = 0; k < sizeof shortcuts / sizeof *shortcuts && !done; k++)
+            if (!strcmp(a, shortcuts[k].flag) && has_val) {
+                if (nshort == 8 || nsets == 80) {
+                    fprintf(stderr, "anima gs fit: too many overrides\n");
+                    return 2;
+                }
+                /* the value as a JSON string for the mesh, as a bare number otherwise */
+                const char *v = argv[++i];
+                if (k == 0) snprintf(shortcut[nshort], sizeof shortcut[nshort], "%s=\"%s\"", shortcuts[k].key, v);
+                else snprintf(shortcut[nshort], sizeof shortcut[nshort], "%s=%s", shortcuts[k].key, v);
+                sets[nsets++] = shortcut[nshort++];
+                done = true;
+            }
+        if (done) continue;
+        if (!strcmp(a, "--config") && has_val) config_path = argv[++i];
+        else if (!strcmp(a, "--out") && has_val) out = argv[++i];
+        else if (!strcmp(a, "--set") && has_val) {
+            if (nsets == 80) {
+                fprintf(stderr, "anima gs fit: too many --set overrides\n");
+                return 2;
+            }
+            sets[nsets++] = argv[++i];
+        } else {
+            bool known = !strcmp(a, "--config") || !strcmp(a, "--out") || !strcmp(a, "--set");
+            for (size_t k = 0; k < sizeof shortcuts / sizeof *shortcuts; k++) known |= !strcmp(a, shortcuts[k].flag);
+            fprintf(stderr, known ? "anima gs fit: %s needs a value\n" : "anima gs fit: unknown argument '%s'\n", a);
+            return usage(stderr, 2);
+        }
+    }
+
+    GsCmdConfig cfg;
+    char err[8192];
+    int rc = config_path ? ds_config_load(config_path, GS_SCHEMA, &cfg, err, sizeof err)
+                         : ds_config_parse(NULL, "defaults", GS_SCHEMA, &cfg, err, sizeof err);
+    for (int i = 0; i < nsets && rc == 0; i++) rc = ds_config_set(sets[i], GS_SCHEMA, &cfg, err, sizeof err);
+    if (rc) {
+        fprintf(stderr, "anima gs fit: %s\n", err);
+        return 2;
+    }
+    char renders[4096], log_path[4096], ply_path[4096], cfg_path[4096];
+    if (strlen(out) > 4000) {
+        fprintf(stderr, "anima gs fit: --out: path too long\n");
+        return 2;
+    }
+    snprintf(renders, sizeof renders, "%.4000s/renders", out);
+    snprintf(log_path, sizeof log_path, "%.4000s/metrics.jsonl", out);
+    snprintf(ply_path, sizeof ply_path, "%.4000s/gaussians.ply", out);
+    snprintf(cfg_path, sizeof cfg_path, "%.4000s/config.json", out);
+    double t0 = now();
+    DsMesh mesh; /* input errors first, before anything is written */
+    if (load_mesh(&cfg, &mesh, err, sizeof err)) {
+        fprintf(stderr, "anima gs fit: %s\n", err);
+        return 2;
+    }
+    if (make_dirs(renders) != 0) {
+        ds_mesh_free(&mesh);
+        fprintf(stderr, "anima gs fit: cannot create the output directory %s (%s)\n", renders, strerror(errno));
+        return 2;
+    }
+    char *cfg_json = ds_config_to_json(GS_SCHEMA, &cfg);
+    if (write_text(cfg_path, cfg_json, err, sizeof err)) {
+        fprintf(stderr, "anima gs fit: %s\n", err);
+        ds_mesh_free(&mesh);
+        free(cfg_json);
+        return 1;
+    }
+
+    TensorScope *scope = tensor_scope_begin(); /* targets, parameters, optimizer state */
+    DsRasterOptions ro = gs_fit_raster_options();
+    ro.supersample = (int)cfg.scene.supersample;
+    GsFitScene scene;
+    if (gs_fit_scene_make(&mesh, (int)cfg.scene.views, (int)cfg.scene.test_views, (int)cfg.scene.size, cfg.scene.fov,
+                          &ro, &scene, err, sizeof err)) {
+        fprintf(stderr, "anima gs fit: %s: %s\n", cfg.scene.mesh, err);
+        ds_mesh_free(&mesh);
+        free(cfg_json);
+        tensor_runtime_shutdown();
+        return 2;
+    }
+    ds_mesh_free(&mesh);
+
+    GsFitConfig fc = gs_fit_defaults();
+    fc.n = cfg.model.n, fc.isotropic = cfg.model.isotropic, fc.sh_degree = (int)cfg.model.sh_degree;
+    fc.seed = (uint64_t)cfg.seed, fc.init_opacity = cfg.model.init_opacity, fc.init_scale = cfg.model.init_scale;
+    fc.lr_means = cfg.optim.lr_means, fc.lr_means_final = cfg.optim.lr_means_final;
+    fc.lr_means_steps = cfg.train.iters; /* 3DGS decays over its whole run (30k) */
+    fc.lr_scales = cfg.optim.lr_scales, fc.lr_quats = cfg.optim.lr_quats, fc.lr_opacity = cfg.optim.lr_opacity;
+    fc.lr_sh_dc = cfg.optim.lr_sh_dc, fc.lr_sh_rest = cfg.optim.lr_sh_rest, fc.lambda = cfg.optim.lambda;
+    fc.sh_up_every = cfg.train.sh_up_every, fc.relocate_every = cfg.train.relocate_every;
+    fc.refine_until = (int64_t)(cfg.train.refine_frac * (double)cfg.train.iters), fc.reset_every = cfg.train.reset_every;
+    fc.prune_opacity = cfg.train.prune_opacity, fc.random_background = cfg.train.random_background;
+    double lo[3], hi[3];
+    for (int a = 0; a < 3; a++) {
+        double m = cfg.model.box_margin * (scene.hi[a] - scene.lo[a]);
+        lo[a] = scene.lo[a] - m, hi[a] = scene.hi[a] + m;
+    }
+    GsFit fit;
+    gs_fit_init(&fit, &fc, lo, hi, scene.extent);
+    double psnr0 = gs_fit_eval(&fit, &scene, true);
+    double t_setup = now() - t0;
+    fprintf(stderr, "anima gs fit: %s, %d training + %d held-out views at %lldx%lld, %lld Gaussians (%s, SH %d); "
+                    "held-out PSNR at init %.2f dB\n",
+            cfg.scene.mesh, scene.n_train, scene.n_test, (long long)cfg.scene.size, (long long)cfg.scene.size,
+            (long long)fc.n, fc.isotropic ? "isotropic" : "anisotropic", fc.sh_degree, psnr0);
+
+    OptimTrainOptions to = {.name = "anima gs fit", .total_steps = cfg.train.iters, .log_every = cfg.train.log_every,
+                            .metrics_path = log_path, .config_json = cfg_json, .progress = progress};
+    OptimTrain tl;
+    /* no checkpoints (ckpt_path NULL): the params handed over are only what the loop would save */
+    if (optim_train_init(&tl, &to, &fit.group[GS_FIT_MEANS], &fit.optim[GS_FIT_MEANS],
+                         (TensorRng){.seed = (uint64_t)cfg.seed, .stream = 3}, err, sizeof err)) {
+        fprintf(stderr, "anima gs fit: %s\n", err);
+        gs_fit_free(&fit);
+        gs_fit_scene_free(&scene);
+        free(cfg_json);
+        tensor_runtime_shutdown();
+        return 1;
+    }
+    double t_train = now();
+    while (optim_train_next(&tl)) {
+        int64_t v;
+        /* 3DGS pops views off a reshuffled stack: every view once per epoch */
+        optim_data_order((uint64_t)cfg.seed, tl.step, scene.n_train, 1, &v);
+        double lr = gs_fit_lr_means(&fit, fit.step);
+        double loss = gs_fit_step_view(&fit, &scene, (int)v);
+        bool log_now = (tl.step + 1) % cfg.train.log_every == 0 || tl.step + 1 == cfg.train.iters;
+        OptimMetric extra[3] = {{"test_psnr", log_now ? gs_fit_eval(&fit, &scene, true) : NAN},
+                                {"relocated", (double)fit.relocated},
+                                {"view", (double)v}};
+        optim_train_step_end(&tl, loss, lr, 3, extra);
+    }
+    bool finished = tl.step >= cfg.train.iters;
+    double t_loop = now() - t_train;
+    rc = optim_train_finish(&tl);
+
+    double psnr_test = gs_fit_eval(&fit, &scene, true), psnr_train = gs_fit_eval(&fit, &scene, false);
+    DsGaussians g = {0};
+    err[0] = 0;
+    if (gs_fit_export(&fit, &g) || ds_gaussians_write(ply_path, &g, err, sizeof err) ||
+        write_renders(renders, &fit, &scene, err, sizeof err)) {
+        fprintf(stderr, "anima gs fit: %s\n", err[0] ? err : "out of memory");
+        rc = 1;
+    }
+    ds_gaussians_free(&g);
+    printf("%s after %lld iterations: held-out PSNR %.2f dB (%d views; %.2f dB at init), training PSNR %.2f dB; "
+           "%.1f s (setup %.1f s, %.1f ms/iteration)\n",
+           finished ? "done" : "stopped", (long long)fit.step, psnr_test, scene.n_test, psnr0, psnr_train,
+           now() - t0, t_setup, fit.step ? 1e3 * t_loop / (double)fit.step : 0.0);
+    printf("held-out PSNR per view:");
+    for (int v = 0; v < scene.n_test; v++) {
+        TensorScope *sc = tensor_scope_begin();
+        printf(" %.2f", gs_psnr(gs_fit_render(&fit, &scene.test[v]), scene.test_img[v]));
+        tensor_scope_end(sc);
+    }
+    printf(" dB\n");
+    printf("wrote %s, %s/{train,test}_NN.png, %s\n", ply_path, renders, log_path);
+    gs_fit_free(&fit);
+    gs_fit_scene_free(&scene);
+    tensor_scope_end(scope);
+    free(cfg_json);
+    tensor_runtime_shutdown();
+    return rc;
+}
+
+int cmd_gs(int argc, char **argv) {
+    if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) return usage(argc < 2 ? stderr : stdout, argc < 2 ? 2 : 0);
+    if (!strcmp(argv[1], "fit")) return gs_fit_main(argc - 1, argv + 1);
+    fprintf(stderr, "anima gs: unknown subcommand '%s'\n", argv[1]);
+    return usage(stderr, 2);
+}
