@@ -1,8 +1,9 @@
 /* tensor/cpu/cpu_elementwise.c — binary, where, unary, copy, cast, fill, arange on the CPU.
  * Each loop is instantiated per dtype and per stride pattern (1/1, 1/0, 0/1, any) so the
  * common cases vectorize; OpenMP splits rows when there is enough work. */
-/* no errno from sqrtf and friends, no trap semantics: lets the loops below vectorize */
-#pragma GCC optimize("no-math-errno", "no-trapping-math")
+/* no errno from sqrtf and friends, no trap semantics: lets the loops below vectorize; a*b+c
+ * contracted to FMA (ISO C mode, -std=c11, otherwise keeps them apart) */
+#pragma GCC optimize("no-math-errno", "no-trapping-math", "fp-contract=fast")
 #include <math.h>
 #include <string.h>
 
@@ -29,7 +30,7 @@
     } while (0)
 
 #define DEFINE_BINARY_ROW(TT, SFX, POW)                                                           \
-    static void binary_row_##SFX(TensorOpId op, TT *restrict o, const TT *restrict a, int64_t sa, \
+    CPU_CLONES static void binary_row_##SFX(TensorOpId op, TT *restrict o, const TT *restrict a, int64_t sa, \
                                  const TT *restrict b, int64_t sb, int64_t n) {                  \
         typedef TT T;                                                                           \
         switch (op) {                                                                           \
@@ -137,7 +138,7 @@ void cpu_where(Tensor *out, const Tensor *c, const Tensor *a, const Tensor *b) {
 
 #define UN_LOOP(EXPR) _Pragma("omp simd") for (int64_t i = 0; i < n; i++) { T x = a[i]; o[i] = (EXPR); }
 
-static void unary_f32(TensorOpId op, float *restrict o, const float *restrict a, int64_t n, float p0, float p1) {
+CPU_CLONES static void unary_f32(TensorOpId op, float *restrict o, const float *restrict a, int64_t n, float p0, float p1) {
     typedef float T;
     switch (op) {
     case TENSOR_OP_NEG: UN_LOOP(-x); break;

@@ -8,6 +8,14 @@
 
 #define CPU_PAR_MIN 32768 /* elements below which a kernel stays on one thread */
 
+/* Hot f32 loops are compiled twice, for AVX-512 (x86-64-v4) and for the build's baseline, and
+ * picked at load time (GCC function multi-versioning): twice the lanes where the CPU has them. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
+#define CPU_CLONES __attribute__((target_clones("arch=x86-64-v4", "default")))
+#else
+#define CPU_CLONES
+#endif
+
 typedef struct {
     int nd, nt;
     int64_t shape[TENSOR_MAX_DIMS];

@@ -1,14 +1,15 @@
 /* tensor/cpu/cpu_nn.c — row-wise softmax / log_softmax and layer_norm. One pass for the
  * statistics, one for the output; rows are split across threads. */
-/* no errno from libm calls, no trap semantics: lets the loops below vectorize */
-#pragma GCC optimize("no-math-errno", "no-trapping-math")
+/* no errno from libm calls, no trap semantics: lets the loops below vectorize; a*b+c contracted
+ * to FMA (ISO C mode, -std=c11, otherwise keeps them apart) */
+#pragma GCC optimize("no-math-errno", "no-trapping-math", "fp-contract=fast")
 #include <math.h>
 
 #include "cpu.h"
 #include "cpu_iter.h"
 #include "cpu_math.h"
 
-static void softmax_row_f32(float *restrict o, const float *restrict x, int64_t n, bool lg) {
+CPU_CLONES static void softmax_row_f32(float *restrict o, const float *restrict x, int64_t n, bool lg) {
     float m = -INFINITY;
 #pragma omp simd reduction(max : m)
     for (int64_t i = 0; i < n; i++) m = x[i] > m ? x[i] : m;
@@ -57,7 +58,7 @@ void cpu_softmax(Tensor *out, const Tensor *x, int64_t rows, int64_t cols, bool 
 }
 
 #define DEFINE_LN(T, SFX)                                                                            \
-    static void ln_row_##SFX(T *restrict o, const T *restrict x, const T *w, const T *b, int64_t n, \
+    CPU_CLONES static void ln_row_##SFX(T *restrict o, const T *restrict x, const T *w, const T *b, int64_t n, \
                              double eps) {                                                           \
         double s = 0, ss = 0;                                                                        \
         _Pragma("omp simd reduction(+ : s)") for (int64_t i = 0; i < n; i++) s += x[i];             \
