@@ -26,7 +26,7 @@ endif
 LIB_DIRS := tensor tensor/cpu autograd nn optim datasets sim $(wildcard models/*)
 LIB_SRC  := $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c))
 ifeq ($(CUDA),1)
-CUDA_SRC := $(wildcard tensor/cuda/*.cu)
+CUDA_SRC := $(wildcard tensor/cuda/*.cu) $(wildcard models/*/*.cu)
 CUDA_OBJ := $(CUDA_SRC:%.cu=$(BUILD)/%.o)
 CFLAGS   += -DANIMA_CUDA -I/usr/local/cuda/include
 LDLIBS   += -L/usr/local/cuda/lib64 -Wl,-rpath,/usr/local/cuda/lib64 -lnccl -lcublas -lcudart -lstdc++
@@ -53,7 +53,7 @@ $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -DTENSOR_NO_SITE -c $< -o $@
 
-$(BUILD)/tensor/cuda/%.o: tensor/cuda/%.cu
+$(BUILD)/%.o: %.cu
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVCCFLAGS) -c $< -o $@
 
@@ -92,6 +92,7 @@ deps:
 
 test: deps
 	@$(MAKE) --no-print-directory all $(BUILD)/anima-tests $(BUILD)/anima-mpi-tests
+	@bash datasets/fetch-real.sh > $(BUILD)/fetch-real.log 2>&1 || echo "note: datasets/fetch-real.sh failed (see $(BUILD)/fetch-real.log); tests that need real meshes skip" 
 	@BUILD=$(BUILD) bash tests/run.sh
 
 demo: deps

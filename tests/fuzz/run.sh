@@ -9,7 +9,9 @@ BUILD=${BUILD:-build}
 secs=${1:-600}
 shift || true
 readers=("$@")
-[ ${#readers[@]} -eq 0 ] && readers=(obj ply off stl gsply bvh)
+if [ ${#readers[@]} -eq 0 ]; then # every harness there is
+  for c in tests/fuzz/fuzz_*.c; do r=${c#tests/fuzz/fuzz_}; readers+=("${r%.c}"); done
+fi
 rc=0
 for r in "${readers[@]}"; do
   bin=$BUILD/fuzz/fuzz_$r
