@@ -9,6 +9,9 @@
  * cudaMemcpy on the legacy default stream every kernel runs on, so it returns only when all
  * earlier work is done). torch_bench_cuda.py does the same with torch.cuda.synchronize().
  *
+ * The gs_* cases (the Gaussian rasterizer at 1080p) have no PyTorch side; run.sh compares them
+ * with the published figures instead.
+ *
  * Usage: anima-bench-cuda [case ...]   (no argument: all cases)
  *        anima-bench-cuda --probe      exit 0 when a CUDA device answers, 1 otherwise
  * Without a CUDA device it prints "skipped: no CUDA device" and exits 0. */
@@ -19,6 +22,8 @@
 #include <time.h>
 
 #include "autograd/autograd.h"
+#include "datasets/camera.h"
+#include "models/gaussians/rasterize.h"
 #include "nn/functional.h"
 #include "tensor/backend.h"
 
@@ -147,6 +152,88 @@ static Tensor *step_block(void *p) {
     return c->w.ln1_w->grad;
 }
 
+/* ---- the Gaussian rasterizer at 1080p (models/gaussians, CUDA backend) ----------------------
+ * A synthetic scene standing in for a fitted one: n anisotropic Gaussians filling the view
+ * frustum at depths 2–12, world scales log-uniform in [0.002, 0.02] (3σ screen radii of a few
+ * pixels, like a converged 3DGS scene), opacities sigmoid(N(0, 2²)), SH degree 3 — the layout of
+ * the published figures (gaussianimate.md §1: ~2.8M Gaussians at 1080p). Inputs are f32 device
+ * tensors. gs_fwd_*: the forward only, grad mode off; gs_fwdbwd_*: forward + backward of
+ * sum(packed · g) into every input (the leaves' .grad accumulate, as in the block case). */
+
+typedef struct {
+    Tensor *in[5]; /* means, scales, opacities, colors, quats */
+    Tensor *gy;
+    DsCamera cam;
+    bool backward;
+} GsCtx;
+
+static uint64_t gs_lcg = 0x2545f4914f6cdd1dull;
+static double gs_u(void) {
+    gs_lcg = gs_lcg * 6364136223846793005ull + 1442695040888963407ull;
+    return (double)(gs_lcg >> 11) / 9007199254740992.0;
+}
+static double gs_n(void) { /* Box–Muller */
+    double u = gs_u(), v = gs_u();
+    return sqrt(-2 * log(u > 1e-300 ? u : 1e-300)) * cos(6.283185307179586 * v);
+}
+
+static void gs_init(GsCtx *c, int64_t n, bool backward) {
+    double eye[3] = {0, 0, -6}, target[3] = {0, 0, 0}, up[3] = {0, -1, 0};
+    c->cam = ds_camera_look_at(eye, target, up, 1920, 1080, 50.0);
+    c->backward = backward;
+    Tensor *h[5] = {tensor_empty(TENSOR_SHAPE(n, 3), TENSOR_F32), tensor_empty(TENSOR_SHAPE(n, 3), TENSOR_F32),
+                    tensor_empty(TENSOR_SHAPE(n, 1), TENSOR_F32), tensor_empty(TENSOR_SHAPE(n, 16, 3), TENSOR_F32),
+                    tensor_empty(TENSOR_SHAPE(n, 4), TENSOR_F32)};
+    float *m = tensor_f32(h[0]), *s = tensor_f32(h[1]), *o = tensor_f32(h[2]), *col = tensor_f32(h[3]), *q = tensor_f32(h[4]);
+    const DsCamera *cm = &c->cam;
+    double tx = 0.55 * cm->width / cm->fx, ty = 0.55 * cm->height / cm->fy;
+    for (int64_t i = 0; i < n; i++) {
+        double tc[3];
+        tc[2] = 2 + 10 * cbrt(gs_u()); /* uniform in the frustum's volume */
+        tc[0] = (2 * gs_u() - 1) * tx * tc[2], tc[1] = (2 * gs_u() - 1) * ty * tc[2];
+        for (int a = 0; a < 3; a++)
+            m[3 * i + a] = (float)(cm->R[a] * (tc[0] - cm->t[0]) + cm->R[3 + a] * (tc[1] - cm->t[1]) +
+                                   cm->R[6 + a] * (tc[2] - cm->t[2]));
+        double base = log(0.002) + gs_u() * log(10.0);
+        for (int a = 0; a < 3; a++) s[3 * i + a] = (float)(base + 0.5 * gs_n());
+        for (int a = 0; a < 4; a++) q[4 * i + a] = (float)gs_n();
+        o[i] = (float)(2 * gs_n());
+        for (int k = 0; k < 16; k++)
+            for (int ch = 0; ch < 3; ch++) col[(16 * i + k) * 3 + ch] = (float)(k == 0 ? gs_n() : 0.2 * gs_n());
+    }
+    for (int k = 0; k < 5; k++) {
+        c->in[k] = tensor_to(h[k], TENSOR_CUDA);
+        if (backward) tensor_requires_grad(c->in[k], true);
+    }
+    c->gy = backward ? dev_randn(TENSOR_SHAPE(1080, 1920, 5)) : NULL;
+}
+
+static Tensor *step_gs(void *p) {
+    GsCtx *c = p;
+    GsGaussians g = {c->in[0], c->in[1], c->in[4], c->in[2], c->in[3]};
+    double bg[3] = {0, 0, 0};
+    if (!c->backward) {
+        bool prev = tensor_grad_set_enabled(false);
+        GsRenderOut r = gs_render(&g, &c->cam, bg);
+        tensor_grad_set_enabled(prev);
+        return r.packed;
+    }
+    GsRenderOut r = gs_render(&g, &c->cam, bg);
+    ag_backward(r.packed, c->gy, false);
+    return c->in[0]->grad; /* means: written by the last kernel of the backward */
+}
+
+static bool wanted(int argc, char **argv, const char *name);
+
+static void gs_case(int argc, char **argv, const char *name, int64_t n, bool backward) {
+    if (!wanted(argc, argv, name)) return;
+    TensorScope *s = tensor_scope_begin();
+    GsCtx c;
+    gs_init(&c, n, backward);
+    run_case(name, step_gs, &c, c.in[3]);
+    tensor_scope_end(s);
+}
+
 /* ---- main --------------------------------------------------------------------------------- */
 
 static bool wanted(int argc, char **argv, const char *name) {
@@ -185,6 +272,12 @@ int main(int argc, char **argv) {
         block_init(&c);
         run_case("block_fwd_bwd", step_block, &c, c.gy);
     }
+    gs_case(argc, argv, "gs_fwd_1M_1080p", 1000000, false);
+    gs_case(argc, argv, "gs_fwdbwd_1M_1080p", 1000000, true);
+    gs_case(argc, argv, "gs_fwd_2.8M_1080p", 2800000, false);
+    gs_case(argc, argv, "gs_fwdbwd_2.8M_1080p", 2800000, true);
+    gs_case(argc, argv, "gs_fwd_3M_1080p", 3000000, false);
+    gs_case(argc, argv, "gs_fwdbwd_3M_1080p", 3000000, true);
     tensor_runtime_shutdown();
     return 0;
 }

@@ -2,7 +2,8 @@
  * backward: activation of the raw parameters, camera transform, EWA projection of the 3D
  * covariance to the image (Zwicker et al. 2001, as used by Kerbl et al. 2023), the conic and
  * the screen radius, and the view-dependent color from real spherical harmonics. Plain C on
- * doubles with no allocation, so a GPU port can reuse it as host/device functions.
+ * doubles with no allocation; compiled by nvcc, every function is also a device function
+ * (GS_HD), so the CUDA backend (rasterize_cuda.cu) runs this very code per Gaussian.
  * Equations: ../shared/notes/gaussianimate.md §1, forward steps 1–4 and the backward paragraph. */
 #ifndef ANIMA_MODELS_GAUSSIANS_GS_MATH_H
 #define ANIMA_MODELS_GAUSSIANS_GS_MATH_H
@@ -12,19 +13,27 @@
 
 #include "raster_core.h"
 
-/* Real SH constants (the standard normalization used by 3DGS / Plenoxels; degree 0..3). */
+/* host and device under nvcc, plain static inline in C */
+#ifdef __CUDACC__
+#define GS_HD __host__ __device__
+#else
+#define GS_HD
+#endif
+
+/* Real SH constants (the standard normalization used by 3DGS / Plenoxels; degree 0..3). The
+ * degree-2 and -3 tables are locals of gs_sh_basis: a file-scope host array is not readable
+ * from device code. */
 #define GS_SH_C0 0.28209479177387814
 #define GS_SH_C1 0.4886025119029199
-static const double gs_sh_c2[5] = {1.0925484305920792, -1.0925484305920792, 0.31539156525252005,
-                                   -1.0925484305920792, 0.5462742152960396};
-static const double gs_sh_c3[7] = {-0.5900435899266435, 2.890611442640554, -0.4570457994644658,
-                                   0.3731763325901154, -0.4570457994644658, 1.445305721320277,
-                                   -0.5900435899266435};
 
 /* The basis Y_k(d) for k < (deg + 1)² at a unit direction d, and when dY is not NULL its partial
  * derivatives with respect to d's components (taken as free variables; the caller chains them
  * through d = v / |v|). Polynomials in Cartesian form, as 3DGS evaluates them. */
-static inline void gs_sh_basis(int deg, const double d[3], double Y[GS_SH_MAX], double dY[GS_SH_MAX][3]) {
+GS_HD static inline void gs_sh_basis(int deg, const double d[3], double Y[GS_SH_MAX], double dY[GS_SH_MAX][3]) {
+    const double gs_sh_c2[5] = {1.0925484305920792, -1.0925484305920792, 0.31539156525252005, -1.0925484305920792,
+                                0.5462742152960396};
+    const double gs_sh_c3[7] = {-0.5900435899266435, 2.890611442640554, -0.4570457994644658, 0.3731763325901154,
+                                -0.4570457994644658, 1.445305721320277, -0.5900435899266435};
     double x = d[0], y = d[1], z = d[2];
     Y[0] = GS_SH_C0;
     if (dY) dY[0][0] = dY[0][1] = dY[0][2] = 0;
@@ -92,11 +101,11 @@ typedef struct {
     int radius;         /* ceil(3 √λ_max(Σ')), 0 when culled */
 } GsProj;
 
-static inline double gs_sigmoid(double x) { return x >= 0 ? 1 / (1 + exp(-x)) : exp(x) / (1 + exp(x)); }
+GS_HD static inline double gs_sigmoid(double x) { return x >= 0 ? 1 / (1 + exp(-x)) : exp(x) / (1 + exp(x)); }
 
 /* Forward steps 1–4 and the color for Gaussian i; returns the radius (0: culled — behind the
  * near plane or a degenerate Σ'). campos: camera center in world coordinates (−Rᵀ t). */
-static inline int gs_project(const GsRasterInputs *in, const double campos[3], int i, GsProj *p) {
+GS_HD static inline int gs_project(const GsRasterInputs *in, const double campos[3], int i, GsProj *p) {
     const double *mu = in->means + 3 * i, *W = in->R;
     p->radius = 0;
     for (int r = 0; r < 3; r++) p->t[r] = W[3 * r] * mu[0] + W[3 * r + 1] * mu[1] + W[3 * r + 2] * mu[2] + in->t[r];
@@ -189,7 +198,7 @@ static inline int gs_project(const GsRasterInputs *in, const double campos[3], i
 /* Backward of gs_project for a visible Gaussian: from the gradients of its splat quantities
  * g[GS_SPLAT_N] (dL/dμ', dL/d(a, b, c), dL/do, dL/drgb, dL/dz) to the raw inputs. Each output
  * pointer addresses this Gaussian's row (NULL: not needed) and is overwritten. */
-static inline void gs_project_backward(const GsRasterInputs *in, int i, const GsProj *p, const double g[GS_SPLAT_N],
+GS_HD static inline void gs_project_backward(const GsRasterInputs *in, int i, const GsProj *p, const double g[GS_SPLAT_N],
                                        double *g_mean, double *g_scale, double *g_quat, double *g_opac,
                                        double *g_color) {
     const double *W = in->R;
@@ -292,6 +301,74 @@ static inline void gs_project_backward(const GsRasterInputs *in, int i, const Gs
     /* q̂ = q/|q|: dL/dq = (dL/dq̂ − q̂ (q̂·dL/dq̂)) / |q| */
     double dot = gq[0] * w + gq[1] * x + gq[2] * y + gq[3] * z;
     for (int k = 0; k < 4; k++) g_quat[k] = (gq[k] - p->qn[k] * dot) / p->qlen;
+}
+
+/* Camera center in world coordinates, −Rᵀ t. */
+GS_HD static inline void gs_camera_center(const GsRasterInputs *in, double c[3]) {
+    for (int a = 0; a < 3; a++) c[a] = -(in->R[a] * in->t[0] + in->R[3 + a] * in->t[1] + in->R[6 + a] * in->t[2]);
+}
+
+/* sig_max and the half-widths (ex, ey) of the α >= 1/255 box of a splat sp[GS_SPLAT_N]: outside
+ * it σ > sig_max = ln(255 o), so α < 1/255; the ellipse ½ dᵀQd <= sig_max has half-widths
+ * √(2 sig_max Σ'_xx), √(2 sig_max Σ'_yy). Padded by a relative 1e-9 (far above rounding, far
+ * below a pixel). sig_max < 0 when o < 1/255 (never visible). */
+GS_HD static inline void gs_alpha_extent(const double *sp, double ext[3]) {
+    double o = sp[GS_SPLAT_O], A = sp[GS_SPLAT_A], B = sp[GS_SPLAT_B], C = sp[GS_SPLAT_C];
+    double det = A * C - B * B, thr = o > 0 ? log(255.0 * o) : -1;
+    ext[0] = -1, ext[1] = ext[2] = 0;
+    if (!(thr >= 0) || !(det > 0)) return;
+    ext[0] = thr * (1 + 1e-9) + 1e-12;
+    ext[1] = sqrt(2 * ext[0] * C / det) * (1 + 1e-9) + 1e-9;
+    ext[2] = sqrt(2 * ext[0] * A / det) * (1 + 1e-9) + 1e-9;
+}
+
+/* Tiles whose pixels' centers (i + 0.5, j + 0.5) fall inside the box μ' ± half: [x0, x1) × [y0, y1)
+ * as rect = {x0, x1, y0, y1}. Empty when the box misses the image. */
+GS_HD static inline void gs_tile_rect(const GsRasterInputs *in, int tiles_x, int tiles_y, const double m[2],
+                                      const double half[2], int rect[4]) {
+    double lo[2], hi[2];
+    int lim[2] = {in->width, in->height}, nt[2] = {tiles_x, tiles_y};
+    for (int a = 0; a < 2; a++) {
+        lo[a] = ceil(m[a] - half[a] - 0.5);  /* first pixel index inside */
+        hi[a] = floor(m[a] + half[a] - 0.5); /* last */
+        if (lo[a] < 0) lo[a] = 0;
+        if (hi[a] > lim[a] - 1) hi[a] = lim[a] - 1;
+        if (hi[a] < lo[a]) {
+            rect[0] = rect[1] = rect[2] = rect[3] = 0;
+            return;
+        }
+        rect[2 * a] = (int)lo[a] / GS_TILE;
+        rect[2 * a + 1] = (int)hi[a] / GS_TILE + 1;
+        if (rect[2 * a + 1] > nt[a]) rect[2 * a + 1] = nt[a];
+    }
+}
+
+/* The splat quantities of a projected Gaussian (raster_core.h's GS_SPLAT_* layout). */
+GS_HD static inline void gs_splat_from_proj(const GsProj *p, double sp[GS_SPLAT_N]) {
+    sp[GS_SPLAT_MX] = p->mean2d[0], sp[GS_SPLAT_MY] = p->mean2d[1];
+    sp[GS_SPLAT_A] = p->Q[0], sp[GS_SPLAT_B] = p->Q[1], sp[GS_SPLAT_C] = p->Q[3];
+    sp[GS_SPLAT_O] = p->o;
+    for (int c = 0; c < 3; c++) sp[GS_SPLAT_R + c] = p->rgb[c];
+    sp[GS_SPLAT_Z] = p->t[2];
+}
+
+/* Preprocess of Gaussian i shared by the backends: project, fill sp, ext (gs_alpha_extent) and
+ * the tile rect of the α >= 1/255 box clipped to the 3σ square μ' ± r (§1 step 5: the tiles the
+ * 3σ square touches, less those where it cannot contribute). Returns the radius, 0 when culled
+ * or touching no tile (rect then empty). */
+GS_HD static inline int gs_preprocess(const GsRasterInputs *in, const double campos[3], int tiles_x, int tiles_y,
+                                      int i, GsProj *p, double sp[GS_SPLAT_N], double ext[3], int rect[4]) {
+    int r = gs_project(in, campos, i, p);
+    rect[0] = rect[1] = rect[2] = rect[3] = 0;
+    gs_splat_from_proj(p, sp);
+    ext[0] = -1, ext[1] = ext[2] = 0;
+    if (r > 0) {
+        gs_alpha_extent(sp, ext);
+        double half[2] = {ext[1] < r ? ext[1] : r, ext[2] < r ? ext[2] : r};
+        if (ext[0] >= 0) gs_tile_rect(in, tiles_x, tiles_y, p->mean2d, half, rect);
+    }
+    long long cnt = (long long)(rect[1] - rect[0]) * (rect[3] - rect[2]);
+    return cnt > 0 ? r : 0;
 }
 
 #endif

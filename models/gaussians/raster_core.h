@@ -1,6 +1,8 @@
 /* models/gaussians/raster_core.h — the rasterizer's backend seam. Everything below is plain C on
- * flat arrays (no Tensor), so a backend (rasterize_cpu.c now, a CUDA one later) only has to
- * implement gs_raster_*_forward / _backward over these structs. rasterize.c is the Tensor glue:
+ * flat arrays (no Tensor), so a backend (rasterize_cpu.c, rasterize_cuda.cu) only has to
+ * implement gs_raster_*_forward / _backward over these structs. For the CUDA backend
+ * (rasterize_cuda.cu) every array pointer below — inputs, state, outputs, gradients — is a device
+ * pointer; the scalars are host values. rasterize.c is the Tensor glue:
  * it converts the inputs, calls a backend through GsRasterBackend and registers the custom op.
  *
  * Algorithm and conventions: ../shared/notes/gaussianimate.md §1 (EWA splatting, Zwicker et al.
@@ -20,6 +22,10 @@
 #define GS_T_MIN 1e-4               /* stop once transmittance would fall below */
 #define GS_FOV_CLAMP 1.3            /* clamp t_x/t_z, t_y/t_z to 1.3× the field of view (J only) */
 #define GS_SH_MAX 16                /* coefficients of degree 3 */
+
+#ifdef __cplusplus
+extern "C" {
+#endif
 
 /* The per-Gaussian quantities the blending stage reads, and whose gradients it produces:
  * pixel mean μ' (2), conic Q = Σ'⁻¹ as (a, b, c), activated opacity o, rgb (3), camera depth z. */
@@ -52,9 +58,11 @@ typedef struct {
     void *(*alloc)(void *user, size_t nbytes);
     void *alloc_user;
     int tiles_x, tiles_y;
-    double *splat;          /* n × GS_SPLAT_N */
+    double *splat;          /* n × GS_SPLAT_N (CPU backend; NULL on CUDA) */
+    float *splat_f32;       /* CUDA backend: n × 12, the splats in f32 as three float4 per Gaussian
+                               (mx, my, o, z), (a, b, c, 0), (r, g, b, 0); NULL on the CPU */
     int32_t *radius;        /* n: pixel radius, 0 when culled */
-    double *extent;         /* n × 3: σ bound and half-widths of the α >= 1/255 box (rasterize_cpu.c) */
+    double *extent;         /* n × 3: σ bound and half-widths of the α >= 1/255 box (CPU; NULL on CUDA) */
     int64_t n_entries;      /* (tile, Gaussian) pairs */
     int32_t *entry_gauss;   /* n_entries: the Gaussian of each pair, per tile in depth order */
     int64_t *tile_start;    /* tiles + 1: the entries of tile k are [tile_start[k], tile_start[k+1]) */
@@ -79,9 +87,17 @@ typedef struct {
 } GsRasterBackend;
 
 extern const GsRasterBackend gs_raster_backend_cpu;
+/* rasterize_cuda.cu, linked only in CUDA=1 builds (ANIMA_CUDA): device arrays, f32 blending. */
+extern const GsRasterBackend gs_raster_backend_cuda;
+/* rasterize_cuda.cu: dst[i] = src[i] for n device values (the radii output). */
+void gs_cuda_radius_to_i64(const int32_t *src, int64_t *dst, int n);
 
 /* sort.c: LSD radix sort of (key, value) pairs by the low `key_bits` bits of key, 8 bits a
  * pass, stable. tmp_keys / tmp_vals hold n elements each. The result is in keys / vals. */
 void gs_radix_sort(uint64_t *keys, int32_t *vals, uint64_t *tmp_keys, int32_t *tmp_vals, int64_t n, int key_bits);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -1,6 +1,7 @@
 /* models/gaussians/rasterize.c — Tensor glue of the rasterizer: checks the inputs, brings them
- * to f64 arrays, runs a backend (raster_core.h) and registers forward and backward with
- * ag_custom_apply. The op's single output is the packed (H, W, 5) image; gs_render hands out views
+ * to f64 arrays, runs a backend (raster_core.h: the CPU one for CPU tensors, the CUDA one for
+ * TENSOR_CUDA tensors, whose arrays are then device f64 tensors of the current scope) and
+ * registers forward and backward with ag_custom_apply. The op's single output is the packed (H, W, 5) image; gs_render hands out views
  * of it, so gradients of image, alpha and depth all flow back through one node. */
 #include <stdlib.h>
 #include <string.h>
@@ -16,10 +17,76 @@ typedef struct {
     GsRasterState st;    /* filled by the forward, read by the backward */
     const GsRasterBackend *be;
     Tensor *radii;       /* (N) i64, written by the forward */
+    const double *dev_in[5]; /* CUDA: the f64 device inputs the forward made, reused by the backward */
     Tensor *mean2d_grad; /* (N, 2), accumulated by the backward */
 } GsOpCtx;
 
 static void *scope_alloc(void *user, size_t nbytes) { return tensor_scope_alloc((TensorScope *)user, nbytes); }
+
+#ifdef ANIMA_CUDA
+/* ---- the CUDA path: every array a device tensor of the current scope (the pool's memory, freed
+ * with the scope, so the forward's state lives as long as the recorded node) --------------- */
+
+static void *scope_alloc_cuda(void *user, size_t nbytes) {
+    (void)user;
+    int64_t n = (int64_t)((nbytes + 7) / 8);
+    if (n < 1) n = 1;
+    return tensor_data_ptr(tensor_empty_on(1, &n, TENSOR_F64, TENSOR_CUDA));
+}
+
+/* t as a contiguous f64 device tensor's data (t's own when it already is one) */
+static const double *dev_as_f64(Tensor *t) {
+    Tensor *d = tensor_contiguous(tensor_cast(tensor_detach(t), TENSOR_F64));
+    return (const double *)tensor_data_ptr(d);
+}
+
+/* The forward converts (f32 inputs: a cast kernel each) and keeps the pointers in the context;
+ * the backward reuses them — they live in the forward's scope, like the state st. */
+static void bind_inputs_cuda(GsOpCtx *ctx, GsRasterInputs *in, int n, Tensor *const *x) {
+    for (int k = 0; k < n; k++)
+        if (!ctx->dev_in[k]) ctx->dev_in[k] = dev_as_f64(x[k]);
+    in->means = ctx->dev_in[IN_MEANS];
+    in->scales = ctx->dev_in[IN_SCALES];
+    in->opacities = ctx->dev_in[IN_OPAC];
+    in->colors = ctx->dev_in[IN_COLORS];
+    in->quats = n > IN_QUATS ? ctx->dev_in[IN_QUATS] : NULL;
+}
+
+static Tensor *gs_op_forward_cuda(GsOpCtx *ctx, int n, Tensor *const *x) {
+    GsRasterInputs in = ctx->meta;
+    bind_inputs_cuda(ctx, &in, n, x);
+    ctx->st.alloc = scope_alloc_cuda;
+    ctx->st.alloc_user = NULL;
+    Tensor *out = tensor_empty_on(TENSOR_SHAPE(in.height, in.width, GS_OUT_N), TENSOR_F64, TENSOR_CUDA);
+    ctx->be->forward(&in, &ctx->st, (double *)tensor_data_ptr(out));
+    gs_cuda_radius_to_i64(ctx->st.radius, (int64_t *)tensor_data_ptr(ctx->radii), in.n);
+    TensorDType dt = x[IN_MEANS]->dtype;
+    return dt == TENSOR_F64 ? out : tensor_cast(out, dt);
+}
+
+static void gs_op_backward_cuda(GsOpCtx *ctx, int n, Tensor *const *x, Tensor *grad_out, const bool *need,
+                                Tensor **grad_in) {
+    GsRasterInputs in = ctx->meta;
+    bind_inputs_cuda(ctx, &in, n, x);
+    const double *go = dev_as_f64(grad_out);
+    GsRasterGrads g = {0};
+    double **slot[5] = {&g.means, &g.scales, &g.opacities, &g.colors, &g.quats};
+    Tensor *gt[5] = {0};
+    for (int k = 0; k < n; k++)
+        if (need[k]) {
+            gt[k] = tensor_empty_on(x[k]->ndim, x[k]->shape, TENSOR_F64, TENSOR_CUDA);
+            *slot[k] = (double *)tensor_data_ptr(gt[k]);
+        }
+    Tensor *m2 = tensor_empty_on(TENSOR_SHAPE(in.n, 2), TENSOR_F64, TENSOR_CUDA);
+    g.mean2d = (double *)tensor_data_ptr(m2);
+    ctx->be->backward(&in, &ctx->st, go, &g);
+    for (int k = 0; k < n; k++)
+        if (need[k]) grad_in[k] = x[k]->dtype == TENSOR_F64 ? gt[k] : tensor_cast(gt[k], x[k]->dtype);
+    /* the densification statistic: accumulated over every backward through this render */
+    Tensor *acc = ctx->mean2d_grad;
+    tensor_add_(acc, acc->dtype == TENSOR_F64 ? m2 : tensor_cast(m2, acc->dtype), 1.0);
+}
+#endif
 
 /* t as contiguous f64 values: its own data when it already is, else a malloc'ed copy (*owned). */
 static const double *as_f64(const Tensor *t, double **owned) {
@@ -57,6 +124,9 @@ static void release_inputs(Converted *cv) {
 
 static Tensor *gs_op_forward(void *vctx, int n, Tensor *const *x) {
     GsOpCtx *ctx = vctx;
+#ifdef ANIMA_CUDA
+    if (tensor_device(x[IN_MEANS]) == TENSOR_CUDA) return gs_op_forward_cuda(ctx, n, x);
+#endif
     GsRasterInputs in = ctx->meta;
     Converted cv;
     bind_inputs(&in, n, x, &cv);
@@ -87,6 +157,12 @@ static void gs_op_backward(void *vctx, int n, Tensor *const *x, Tensor *out, Ten
                            Tensor **grad_in) {
     (void)out;
     GsOpCtx *ctx = vctx;
+#ifdef ANIMA_CUDA
+    if (tensor_device(x[IN_MEANS]) == TENSOR_CUDA) {
+        gs_op_backward_cuda(ctx, n, x, grad_out, need, grad_in);
+        return;
+    }
+#endif
     GsRasterInputs in = ctx->meta;
     Converted cv;
     bind_inputs(&in, n, x, &cv);
@@ -125,8 +201,9 @@ static void check_input(const char *what, const Tensor *t, const Tensor *ref, in
     char b1[128], b2[128];
     if (t->dtype != ref->dtype)
         tensor_fail("gs_render", "%s is %s but means are %s", what, tensor_dtype_name(t->dtype), tensor_dtype_name(ref->dtype));
-    if (tensor_device(t) != TENSOR_CPU)
-        tensor_fail("gs_render", "%s: only the CPU backend exists so far (the CUDA one is to come)", what);
+    if (tensor_device(t) != tensor_device(ref))
+        tensor_fail("gs_render", "%s is on %s but means are on %s", what, tensor_device(t) == TENSOR_CUDA ? "cuda" : "cpu",
+                    tensor_device(ref) == TENSOR_CUDA ? "cuda" : "cpu");
     bool ok = t->ndim == ndim;
     for (int d = 0; ok && d < ndim; d++) ok = shape[d] < 0 || t->shape[d] == shape[d];
     if (!ok) {
@@ -181,9 +258,23 @@ GsRenderOut gs_render(const GsGaussians *g, const DsCamera *cam, const double ba
     in->znear = cam->znear > 0 ? cam->znear : 0.01;
     for (int c = 0; c < 3; c++) in->bg[c] = background ? background[c] : 0;
     in->sh_degree = deg, in->sh_coeffs = coeffs, in->isotropic = iso;
+    TensorDevice dev = tensor_device(m);
     ctx.be = &gs_raster_backend_cpu;
-    ctx.radii = tensor_zeros(TENSOR_SHAPE(N), TENSOR_I64);
-    ctx.mean2d_grad = tensor_zeros(TENSOR_SHAPE(N, 2), m->dtype);
+    if (dev == TENSOR_CUDA) {
+#ifdef ANIMA_CUDA
+        ctx.be = &gs_raster_backend_cuda;
+#else
+        tensor_fail("gs_render", "means are on cuda but this build has no CUDA backend (CUDA=0)");
+#endif
+    }
+    if (dev == TENSOR_CPU) {
+        ctx.radii = tensor_zeros(TENSOR_SHAPE(N), TENSOR_I64);
+        ctx.mean2d_grad = tensor_zeros(TENSOR_SHAPE(N, 2), m->dtype);
+    } else { /* made on the device: no host-to-device copy of N-sized zeros per render */
+        ctx.radii = tensor_empty_on(TENSOR_SHAPE(N), TENSOR_I64, dev); /* every entry written by the forward */
+        ctx.mean2d_grad = tensor_empty_on(TENSOR_SHAPE(N, 2), m->dtype, dev);
+        tensor_fill_(ctx.mean2d_grad, 0);
+    }
 
     Tensor *inputs[5] = {g->means, g->scales, g->opacities, g->colors, g->quats};
     Tensor *packed = ag_custom_apply(&gs_rasterize_op, iso ? 4 : 5, inputs, &ctx, sizeof ctx);

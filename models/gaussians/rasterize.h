@@ -2,8 +2,8 @@
  * op (autograd/custom.h): render Gaussians through a pinhole camera into an RGB image, an alpha
  * (accumulated opacity) and a depth map, with hand-written gradients for every Gaussian input, so
  * ag_backward runs through it. Algorithm: ../shared/notes/gaussianimate.md §1 (EWA splatting,
- * Zwicker et al. 2001; tile-based rasterizer of Kerbl et al. 2023). The backend seam (CPU now,
- * CUDA later) is raster_core.h.
+ * Zwicker et al. 2001; tile-based rasterizer of Kerbl et al. 2023). The backend seam (CPU and
+ * CUDA backends) is raster_core.h.
  *
  * Conventions
  *  - parameters are raw (pre-activation): s = exp(scales), q = quats / |quats| as (w, x, y, z),
@@ -18,7 +18,9 @@
  *    depth = Σ_i z_i α_i T_i (z = camera-space z of the mean) — the alpha-weighted, unnormalized
  *    depth: divide by alpha for the expected depth of the visible surface. All three outputs are
  *    differentiable.
- * Inputs are f32 or f64 (all the same), on the CPU; the reference computes in f64 throughout. */
+ * Inputs are f32 or f64 (all the same), all on the CPU or all on CUDA (then the outputs, radii and
+ * mean2d_grad are CUDA tensors too). The CPU reference computes in f64 throughout; the CUDA backend
+ * (rasterize_cuda.cu) projects in f64 and blends in f32. */
 #ifndef ANIMA_MODELS_GAUSSIANS_RASTERIZE_H
 #define ANIMA_MODELS_GAUSSIANS_RASTERIZE_H
 

@@ -36,31 +36,6 @@ static void *xcalloc(size_t n, size_t size) {
     return p;
 }
 
-static void camera_center(const GsRasterInputs *in, double c[3]) {
-    for (int a = 0; a < 3; a++) c[a] = -(in->R[a] * in->t[0] + in->R[3 + a] * in->t[1] + in->R[6 + a] * in->t[2]);
-}
-
-/* Tiles whose pixels' centers (i + 0.5, j + 0.5) fall inside the box μ' ± half: [x0, x1) × [y0, y1).
- * Empty when the box misses the image. */
-static void tile_rect(const GsRasterInputs *in, int tiles_x, int tiles_y, const double m[2], const double half[2],
-                      int rect[4]) {
-    double lo[2], hi[2];
-    int lim[2] = {in->width, in->height}, nt[2] = {tiles_x, tiles_y};
-    for (int a = 0; a < 2; a++) {
-        lo[a] = ceil(m[a] - half[a] - 0.5);  /* first pixel index inside */
-        hi[a] = floor(m[a] + half[a] - 0.5); /* last */
-        if (lo[a] < 0) lo[a] = 0;
-        if (hi[a] > lim[a] - 1) hi[a] = lim[a] - 1;
-        if (hi[a] < lo[a]) {
-            rect[0] = rect[1] = rect[2] = rect[3] = 0;
-            return;
-        }
-        rect[2 * a] = (int)lo[a] / GS_TILE;
-        rect[2 * a + 1] = (int)hi[a] / GS_TILE + 1;
-        if (rect[2 * a + 1] > nt[a]) rect[2 * a + 1] = nt[a];
-    }
-}
-
 static uint32_t float_bits(float f) {
     uint32_t u;
     memcpy(&u, &f, sizeof u);
@@ -77,18 +52,6 @@ typedef struct {
     double sig_max;
     int x0, x1, y0, y1;
 } TileSplat;
-
-/* sig_max and the half-widths (ex, ey) of the α >= 1/255 box of a splat (see TileSplat);
- * sig_max < 0 when o < 1/255 (never visible) */
-static void alpha_extent(const double *sp, double ext[3]) {
-    double o = sp[GS_SPLAT_O], A = sp[GS_SPLAT_A], B = sp[GS_SPLAT_B], C = sp[GS_SPLAT_C];
-    double det = A * C - B * B, thr = o > 0 ? log(255.0 * o) : -1;
-    ext[0] = -1, ext[1] = ext[2] = 0;
-    if (!(thr >= 0) || !(det > 0)) return;
-    ext[0] = thr * (1 + 1e-9) + 1e-12;
-    ext[1] = sqrt(2 * ext[0] * C / det) * (1 + 1e-9) + 1e-9;
-    ext[2] = sqrt(2 * ext[0] * A / det) * (1 + 1e-9) + 1e-9;
-}
 
 typedef struct {
     int px0, py0, w, h; /* the tile's first pixel and size (clipped to the image) */
@@ -130,32 +93,17 @@ static void cpu_forward(const GsRasterInputs *in, GsRasterState *st, double *out
     int *rect = xmalloc(sizeof(int) * 4 * (size_t)n);
     int64_t *offs = xmalloc(sizeof(int64_t) * ((size_t)n + 1));
     double campos[3];
-    camera_center(in, campos);
+    gs_camera_center(in, campos);
 
     /* 1. project every Gaussian, count the tiles it touches */
 #pragma omp parallel for schedule(static) if (n >= GS_PAR_MIN)
     for (int i = 0; i < n; i++) {
         GsProj p;
         double *sp = st->splat + (size_t)GS_SPLAT_N * i;
-        int r = gs_project(in, campos, i, &p);
         int *rc = rect + 4 * i;
-        double *ext = st->extent + 3 * (size_t)i;
-        rc[0] = rc[1] = rc[2] = rc[3] = 0;
-        sp[GS_SPLAT_MX] = p.mean2d[0], sp[GS_SPLAT_MY] = p.mean2d[1];
-        sp[GS_SPLAT_A] = p.Q[0], sp[GS_SPLAT_B] = p.Q[1], sp[GS_SPLAT_C] = p.Q[3];
-        sp[GS_SPLAT_O] = p.o;
-        for (int c = 0; c < 3; c++) sp[GS_SPLAT_R + c] = p.rgb[c];
-        sp[GS_SPLAT_Z] = p.t[2];
-        ext[0] = -1, ext[1] = ext[2] = 0;
-        if (r > 0) {
-            /* Tiles listed: those the 3σ square μ' ± r touches (§1 step 5) — less the ones its
-             * α >= 1/255 box misses, where it cannot contribute (same image, fewer entries). */
-            alpha_extent(sp, ext);
-            double half[2] = {ext[1] < r ? ext[1] : r, ext[2] < r ? ext[2] : r};
-            if (ext[0] >= 0) tile_rect(in, tx_n, ty_n, p.mean2d, half, rc);
-        }
+        int r = gs_preprocess(in, campos, tx_n, ty_n, i, &p, sp, st->extent + 3 * (size_t)i, rc);
         int64_t cnt = (int64_t)(rc[1] - rc[0]) * (rc[3] - rc[2]);
-        st->radius[i] = cnt > 0 ? r : 0;
+        st->radius[i] = r;
         offs[i] = cnt;
     }
     int64_t total = 0;
@@ -352,7 +300,7 @@ static void cpu_backward(const GsRasterInputs *in, const GsRasterState *st, cons
     free(eg);
 
     double campos[3];
-    camera_center(in, campos);
+    gs_camera_center(in, campos);
     int ns = in->isotropic ? 1 : 3, nc = 3 * in->sh_coeffs;
 #pragma omp parallel for schedule(static) if (n >= GS_PAR_MIN)
     for (int i = 0; i < n; i++) {
