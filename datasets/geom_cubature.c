@@ -28,11 +28,11 @@ void ds_cubature_free(DsCubature *c) {
     memset(c, 0, sizeof *c);
 }
 
-/* Keep the cells whose value passes; values are winding numbers (inside: > ½) or distances
- * (inside: < 0). */
+/* Keep the cells whose value passes; values are winding numbers (inside: |w| > ½, so a mesh
+ * wound inside out still classifies) or distances (inside: < 0). */
 static int gather(int res, const float *val, bool is_sdf, DsCubature *out, char *err, size_t errlen) {
     int64_t ncell = (int64_t)res * res * res, n = 0;
-    for (int64_t i = 0; i < ncell; i++) n += is_sdf ? val[i] < 0 : val[i] > 0.5f;
+    for (int64_t i = 0; i < ncell; i++) n += is_sdf ? val[i] < 0 : fabsf(val[i]) > 0.5f;
     memset(out, 0, sizeof *out);
     out->res = res;
     double h = 2.0 / res;
@@ -46,7 +46,7 @@ static int gather(int res, const float *val, bool is_sdf, DsCubature *out, char 
     }
     int64_t k = 0;
     for (int64_t i = 0; i < ncell; i++) {
-        if (!(is_sdf ? val[i] < 0 : val[i] > 0.5f)) continue;
+        if (!(is_sdf ? val[i] < 0 : fabsf(val[i]) > 0.5f)) continue;
         ds_grid_center(res, i, out->x + 3 * k);
         out->w[k++] = (float)out->cell_volume;
     }

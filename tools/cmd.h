@@ -8,6 +8,7 @@ typedef struct {
     int (*run)(int argc, char **argv);
 } AnimaCommand;
 
+int cmd_dataset(int argc, char **argv);
 int cmd_demo(int argc, char **argv);
 int cmd_fit(int argc, char **argv);
 int cmd_gs(int argc, char **argv);

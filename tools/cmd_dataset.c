@@ -1,0 +1,871 @@
+/* tools/cmd_dataset.c — `anima dataset make` builds the HDF5 training corpus (datasets/cache.h)
+ * from the procedural shape families, or a cache of a folder of real meshes; `anima dataset
+ * show` summarizes a cache or any mesh file and writes a PLY of one of its fields.
+ *
+ *   anima dataset make [--categories a,b,...] [--count N] [--seed S] [--out DIR] [--grid G]
+ *                      [--surface N] [--sharp N] [--cubature-res R] [--family CATEGORY]
+ *                      [--no-progress]
+ *   anima dataset make --real DIR [--out DIR] [--surface N] [--sharp N] [--cubature-res R]
+ *   anima dataset show FILE|DIR [--shape ID] [--check] [--ply OUT.ply --field F]
+ *
+ * Argument errors exit 2, file errors 1 with the reader's message, SIGINT/SIGTERM remove the
+ * temporary files and exit 128+signal. */
+#include <dirent.h>
+#include <errno.h>
+#include <math.h>
+#include <omp.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "datasets/cache.h"
+#include "datasets/geometry.h"
+#include "datasets/mesh.h"
+#include "datasets/procedural.h"
+#include "tools/cmd.h"
+
+#define NAME "anima dataset"
+#define MAX_CATS 64
+
+static const char *const SPLITS[3] = {"train", "val", "test"};
+
+static int usage(FILE *f, int rc) {
+    fprintf(f,
+            "usage: anima dataset make [--categories a,b,...] [--count N] [--seed S] [--out DIR] [--grid G]\n"
+            "                          [--surface N] [--sharp N] [--cubature-res R] [--family CATEGORY]\n"
+            "                          [--no-progress]\n"
+            "       anima dataset make --real DIR [--out DIR] [--surface N] [--sharp N] [--cubature-res R]\n"
+            "       anima dataset show FILE|DIR [--shape ID] [--check] [--ply OUT.ply --field F]\n"
+            "make: procedural shapes (default: every category, round robin) preprocessed as in PhysSkin++\n"
+            "      (surface samples, sharp-edge samples, interior cubature grid) into DIR/train.h5, val.h5,\n"
+            "      test.h5 (80/10/10 by a seeded hash); --real DIR: every .obj/.ply/.off/.stl in DIR into\n"
+            "      OUT/real.h5 (winding-number classification, no rig).\n"
+            "  --count N (100)  --seed S (0)  --out DIR (data/corpus)  --grid G (128: marching-cubes cells\n"
+            "  along the longest side)  --surface N (4096)  --sharp N (4096)  --cubature-res R (128)\n"
+            "  --family CATEGORY: one deformable family, shape i at t = i/(N-1) of seed S\n"
+            "show: counts, bounding box, watertight/manifold, volume, genus; for caches shapes per category\n"
+            "      and split (all splits when given DIR). --check reads and validates every shape.\n"
+            "  --field mesh|surface|sharp|cubature|weights:<bone name or index> (default mesh)\n");
+    return rc;
+}
+
+/* ---- small helpers --------------------------------------------------------------------------- */
+
+static double now_s(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static double cpu_s(void) {
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (double)ru.ru_utime.tv_sec + 1e-6 * (double)ru.ru_utime.tv_usec + (double)ru.ru_stime.tv_sec +
+           1e-6 * (double)ru.ru_stime.tv_usec;
+}
+
+static bool parse_i64(const char *opt, const char *s, int64_t lo, int64_t hi, int64_t *out) {
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (errno || end == s || *end || v < lo || v > hi) {
+        fprintf(stderr, NAME ": %s expects an integer in [%lld, %lld], got '%s'\n", opt, (long long)lo, (long long)hi, s);
+        return false;
+    }
+    *out = v;
+    return true;
+}
+
+static bool parse_u64(const char *opt, const char *s, uint64_t *out) {
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || end == s || *end || s[0] == '-') {
+        fprintf(stderr, NAME ": %s expects a non-negative integer, got '%s'\n", opt, s);
+        return false;
+    }
+    *out = v;
+    return true;
+}
+
+static int make_dirs(const char *dir) {
+    char buf[4096];
+    snprintf(buf, sizeof buf, "%s", dir);
+    for (char *p = buf + 1;; p++) {
+        if (*p == '/' || !*p) {
+            char c = *p;
+            *p = 0;
+            if (mkdir(buf, 0777) != 0 && errno != EEXIST) return -1;
+            if (!c) break;
+            *p = c;
+        }
+    }
+    return 0;
+}
+
+static volatile sig_atomic_t g_signal;
+static void on_signal(int sig) { g_signal = sig; }
+
+/* ---- progress (the bar of optim/train.c, for shapes) ------------------------------------------ */
+
+typedef struct {
+    int64_t done, total;
+    double t0, t_draw, t_line;
+    bool tty, drawn, on;
+} Progress;
+
+static void fmt_duration(char *buf, size_t n, double s) {
+    if (!isfinite(s) || s < 0) snprintf(buf, n, "?");
+    else if (s < 3600) snprintf(buf, n, "%d:%02d", (int)s / 60, (int)s % 60);
+    else snprintf(buf, n, "%d:%02d:%02d", (int)s / 3600, (int)s / 60 % 60, (int)s % 60);
+}
+
+static void progress(Progress *p, bool force) {
+    if (!p->on) return;
+    double now = now_s(), el = now - p->t0, rate = el > 0 ? (double)p->done / el : 0;
+    bool last = p->done >= p->total;
+    char eta[32];
+    fmt_duration(eta, sizeof eta, rate > 0 ? (double)(p->total - p->done) / rate : NAN);
+    if (p->tty) {
+        /* at most 10 redraws a second: terminals are slow and the bar is for eyes */
+        if (!force && !last && now - p->t_draw < 0.1) return;
+        p->t_draw = now;
+        int width = 24, fill = p->total ? (int)(width * p->done / p->total) : width;
+        char bar[32];
+        for (int i = 0; i < width; i++) bar[i] = i < fill ? '=' : i == fill ? '>' : ' ';
+        bar[width] = 0;
+        fprintf(stderr, "\r\033[K" NAME " [%s] %lld/%lld shapes  %.2f shapes/s  ETA %s", bar, (long long)p->done,
+                (long long)p->total, rate, eta);
+        p->drawn = true;
+    } else {
+        /* logs: a line every 10 s or 10%, whichever comes first, and the last */
+        bool tenth = p->total >= 10 && p->done % (p->total / 10) == 0;
+        if (!force && !last && !tenth && now - p->t_line < 10) return;
+        p->t_line = now;
+        fprintf(stderr, NAME ": %lld/%lld shapes  %.2f shapes/s  ETA %s\n", (long long)p->done, (long long)p->total,
+                rate, eta);
+    }
+    fflush(stderr);
+}
+
+static void progress_break(Progress *p) {
+    if (p->drawn) fputc('\n', stderr);
+    p->drawn = false;
+}
+
+/* ---- make ------------------------------------------------------------------------------------ */
+
+typedef struct {
+    const char *categories[MAX_CATS];
+    int ncat;
+    int64_t count, grid, surface, sharp, cubature_res;
+    uint64_t seed;
+    const char *out, *family, *real;
+    int progress; /* -1 auto, 0 off */
+    char command[4096];
+} MakeArgs;
+
+typedef struct {
+    int64_t made[3][MAX_CATS];
+    int64_t not_watertight, verts, faces, cub;
+    double max_vol_err; /* |cubature volume − mesh volume| / mesh volume */
+} MakeStats;
+
+static void join_categories(const MakeArgs *a, char *buf, size_t n) {
+    buf[0] = 0;
+    for (int i = 0; i < a->ncat; i++)
+        snprintf(buf + strlen(buf), n - strlen(buf), "%s%s", i ? "," : "", a->categories[i]);
+}
+
+static void print_table(const char *const *cats, int ncat, int64_t counts[][MAX_CATS], const char *const *splits,
+                        int nsplit) {
+    printf("  %-12s", "category");
+    for (int s = 0; s < nsplit; s++) printf(" %7s", splits[s]);
+    printf(" %7s\n", "all");
+    int64_t col[4] = {0};
+    for (int c = 0; c < ncat; c++) {
+        int64_t row = 0;
+        printf("  %-12s", cats[c]);
+        for (int s = 0; s < nsplit; s++) printf(" %7lld", (long long)counts[s][c]), row += counts[s][c], col[s] += counts[s][c];
+        printf(" %7lld\n", (long long)row);
+    }
+    int64_t all = 0;
+    printf("  %-12s", "all");
+    for (int s = 0; s < nsplit; s++) printf(" %7lld", (long long)col[s]), all += col[s];
+    printf(" %7lld\n", (long long)all);
+}
+
+static int64_t file_size(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0 ? (int64_t)st.st_size : 0;
+}
+
+static int make_procedural(const MakeArgs *a) {
+    char cats[1024], paths[3][4200], err[2048];
+    join_categories(a, cats, sizeof cats);
+    DsCacheInfo info = {.kind = "procedural", .rig = "primitives", .categories = cats, .command = a->command,
+                        .seed = a->seed, .total = a->count, .grid = (int)a->grid, .cubature_res = (int)a->cubature_res,
+                        .n_surface = a->surface, .n_sharp = a->sharp};
+    DsCacheWriter *w[3] = {0};
+    for (int s = 0; s < 3; s++) {
+        snprintf(paths[s], sizeof paths[s], "%s/%s.h5", a->out, SPLITS[s]);
+        info.split = SPLITS[s];
+        if (!(w[s] = ds_cache_writer_open(paths[s], &info, err, sizeof err))) {
+            fprintf(stderr, NAME ": %s\n", err);
+            for (int k = 0; k < s; k++) ds_cache_writer_close(w[k], false, NULL, 0);
+            return 1;
+        }
+    }
+    Progress pr = {.total = a->count, .t0 = now_s(), .tty = isatty(STDERR_FILENO), .on = a->progress != 0};
+    MakeStats st = {0};
+    double cpu0 = cpu_s();
+    volatile int failed = 0;
+    char fail_msg[2048] = "";
+    /* Shapes in parallel, one thread each (the inner OpenMP loops of marching cubes and the grid
+     * classification then run single-threaded, as nested regions): a shape is ~0.5 CPU-s of
+     * small loops, which scale better across shapes than inside one. HDF5 (the serial build)
+     * is not thread-safe, so writes and the progress go through one critical section; shapes
+     * land in completion order, which the id (the corpus index) makes irrelevant. */
+#pragma omp parallel for schedule(dynamic, 1)
+    for (int64_t i = 0; i < a->count; i++) {
+        if (failed || g_signal) continue;
+        char e[1024];
+        const char *cat = a->family ? a->family : a->categories[i % a->ncat];
+        uint64_t seed = a->family ? a->seed : ds_corpus_shape_seed(a->seed, i);
+        float t = a->family ? (a->count > 1 ? (float)i / (float)(a->count - 1) : 0.0f) : 0.0f;
+        DsProceduralShape shape;
+        DsPreprocessed pp;
+        DsTransform xf;
+        DsCorpusOptions co = {(int)a->grid, (int)a->cubature_res, a->surface, a->sharp};
+        int rc = ds_corpus_prepare(cat, seed, t, &co, &shape, &pp, &xf, e, sizeof e);
+        int sp = ds_corpus_split(a->seed, i);
+        char id[32];
+        snprintf(id, sizeof id, "%06lld", (long long)i);
+#pragma omp critical(anima_dataset_h5)
+        {
+            if (rc == 0 && !failed)
+                rc = ds_cache_write_shape(w[sp], id, cat, "procedural", seed, i, t, &pp, &xf, shape.nbones, shape.bones,
+                                          shape.weights, e, sizeof e);
+            if (rc && !failed) {
+                failed = 1;
+                snprintf(fail_msg, sizeof fail_msg, "shape %lld (%s, seed %llu): %s", (long long)i, cat,
+                         (unsigned long long)seed, e);
+            }
+            if (rc == 0) {
+                int ci = 0;
+                while (ci < a->ncat && strcmp(a->categories[ci], cat)) ci++;
+                st.made[sp][ci < a->ncat ? ci : 0]++;
+                st.not_watertight += !pp.check.watertight || !pp.check.manifold;
+                st.verts += pp.mesh.nv, st.faces += pp.mesh.nf, st.cub += pp.cubature.n;
+                double ve = fabs(pp.cubature.volume - pp.check.volume) / fmax(fabs(pp.check.volume), 1e-12);
+                if (ve > st.max_vol_err) st.max_vol_err = ve;
+                pr.done++;
+                progress(&pr, false);
+            }
+        }
+        /* both are zeroed on failure, so freeing is always safe */
+        ds_preprocessed_free(&pp);
+        ds_procedural_free(&shape);
+    }
+    progress_break(&pr);
+    bool ok = !failed && !g_signal;
+    int rc = 0;
+    for (int s = 0; s < 3; s++)
+        if (ds_cache_writer_close(w[s], ok, err, sizeof err) && ok) {
+            fprintf(stderr, NAME ": %s\n", err);
+            ok = false, rc = 1;
+        }
+    if (failed) {
+        fprintf(stderr, NAME ": %s\n", fail_msg);
+        return 1;
+    }
+    if (g_signal) {
+        fprintf(stderr, NAME ": interrupted by signal %d; nothing written\n", (int)g_signal);
+        return 128 + g_signal;
+    }
+    if (rc) return rc;
+    double wall = now_s() - pr.t0, cpu = cpu_s() - cpu0;
+    int64_t bytes = 0;
+    for (int s = 0; s < 3; s++) bytes += file_size(paths[s]);
+    printf("%lld shapes in %.1f s wall, %.1f s CPU (%d threads, %.2f shapes/s); %s/{train,val,test}.h5, %.1f MB\n",
+           (long long)a->count, wall, cpu, omp_get_max_threads(), (double)a->count / fmax(wall, 1e-9), a->out,
+           (double)bytes / 1e6);
+    printf("mean %.0f vertices, %.0f triangles, %.0f cubature points a shape; %lld not watertight+manifold; "
+           "max |cubature − mesh volume| %.2f%%\n",
+           (double)st.verts / (double)a->count, (double)st.faces / (double)a->count, (double)st.cub / (double)a->count,
+           (long long)st.not_watertight, 100 * st.max_vol_err);
+    const char *fam[1] = {a->family};
+    if (a->family) print_table(fam, 1, st.made, SPLITS, 3);
+    else print_table(a->categories, a->ncat, st.made, SPLITS, 3);
+    if (st.not_watertight) {
+        fprintf(stderr, NAME ": %lld shapes are not watertight manifolds (raise --grid)\n", (long long)st.not_watertight);
+        return 1;
+    }
+    return 0;
+}
+
+static bool is_mesh_name(const char *name) {
+    const char *dot = strrchr(name, '.');
+    return dot && (!strcasecmp(dot, ".obj") || !strcasecmp(dot, ".ply") || !strcasecmp(dot, ".off") ||
+                   !strcasecmp(dot, ".stl"));
+}
+
+static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+static int make_real(const MakeArgs *a) {
+    DIR *d = opendir(a->real);
+    if (!d) {
+        fprintf(stderr, NAME ": %s: cannot open the folder (%s)\n", a->real, strerror(errno));
+        return 1;
+    }
+    char **names = NULL;
+    int n = 0, cap = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (e->d_name[0] == '.' || !is_mesh_name(e->d_name)) continue;
+        if (n == cap) {
+            cap = cap ? 2 * cap : 64;
+            char **p = realloc(names, sizeof *p * (size_t)cap);
+            if (!p) abort();
+            names = p;
+        }
+        if (!(names[n++] = strdup(e->d_name))) abort();
+    }
+    closedir(d);
+    qsort(names, (size_t)n, sizeof *names, cmp_str);
+    char path[4200], err[2048];
+    snprintf(path, sizeof path, "%s/real.h5", a->out);
+    DsCacheInfo info = {.split = "real", .kind = "real", .rig = "none", .categories = "real", .command = a->command,
+                        .seed = a->seed, .total = 0, .grid = 0, .cubature_res = (int)a->cubature_res,
+                        .n_surface = a->surface, .n_sharp = a->sharp};
+    DsCacheWriter *w = ds_cache_writer_open(path, &info, err, sizeof err);
+    if (!w) {
+        fprintf(stderr, NAME ": %s\n", err);
+        for (int i = 0; i < n; i++) free(names[i]);
+        free(names);
+        return 1;
+    }
+    double t0 = now_s(), cpu0 = cpu_s();
+    int made = 0, skipped = 0, rc = 0;
+    /* one mesh at a time with the winding-number grid parallel inside: real meshes are few and
+     * uneven (a 12-triangle cube next to a 70k-triangle bunny) */
+    for (int i = 0; i < n && !rc && !g_signal; i++) {
+        char full[4200], e2[2048];
+        snprintf(full, sizeof full, "%s/%s", a->real, names[i]);
+        DsMesh m;
+        if (ds_mesh_read(full, &m, e2, sizeof e2)) {
+            printf("skipped  %s\n", e2);
+            skipped++;
+            continue;
+        }
+        /* Inside-out files (assimp's Wuson.off is wound clockwise) have winding number −1
+         * inside, which the w > ½ test reads as outside: flip them so the interior is kept */
+        bool flipped = ds_mesh_signed_volume(&m) < 0;
+        for (int64_t f = 0; flipped && f < m.nf; f++) {
+            int32_t t = m.f[3 * f + 1];
+            m.f[3 * f + 1] = m.f[3 * f + 2], m.f[3 * f + 2] = t;
+        }
+        if (flipped && m.n)
+            for (int64_t v = 0; v < 3 * m.nv; v++) m.n[v] = -m.n[v];
+        DsPreprocessOptions o;
+        ds_preprocess_defaults(&o);
+        o.n_surface = a->surface, o.n_dense = 0, o.n_sharp = a->sharp, o.grid_res = (int)a->cubature_res;
+        o.seed = ds_corpus_shape_seed(a->seed, i);
+        DsPreprocessed pp;
+        double t1 = now_s();
+        if (ds_preprocess(&m, &o, &pp, e2, sizeof e2)) {
+            printf("skipped  %s: %s\n", full, e2);
+            ds_mesh_free(&m);
+            skipped++;
+            continue;
+        }
+        char id[160], stem[128];
+        snprintf(stem, sizeof stem, "%s", names[i]);
+        for (char *c = stem; *c; c++)
+            if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') || *c == '-'))
+                *c = '_';
+        snprintf(id, sizeof id, "%04d_%s", i, stem);
+        if (ds_cache_write_shape(w, id, "real", full, o.seed, i, 0, &pp, NULL, 0, NULL, NULL, e2, sizeof e2)) {
+            fprintf(stderr, NAME ": %s\n", e2);
+            rc = 1;
+        } else {
+            printf("%-8s %s: %lld vertices, %lld triangles, %s%s, %lld cubature points (%.3g vs mesh %.3g), %.2f s\n",
+                   "cached", full, (long long)pp.mesh.nv, (long long)pp.mesh.nf,
+                   pp.check.watertight ? "watertight" : "not watertight", flipped ? ", was inside-out (flipped)" : "", (long long)pp.cubature.n, pp.cubature.volume,
+                   pp.check.volume, now_s() - t1);
+            made++;
+        }
+        fflush(stdout); /* a line per mesh as it happens, also into a log file */
+        ds_preprocessed_free(&pp);
+        ds_mesh_free(&m);
+    }
+    for (int i = 0; i < n; i++) free(names[i]);
+    free(names);
+    bool ok = !rc && !g_signal && made > 0;
+    if (ds_cache_writer_close(w, ok, err, sizeof err) && ok) {
+        fprintf(stderr, NAME ": %s\n", err);
+        return 1;
+    }
+    if (g_signal) {
+        fprintf(stderr, NAME ": interrupted by signal %d; nothing written\n", (int)g_signal);
+        return 128 + g_signal;
+    }
+    if (rc) return rc;
+    if (!made) {
+        fprintf(stderr, NAME ": %s: no mesh anima can preprocess (%d skipped)\n", a->real, skipped);
+        return 1;
+    }
+    printf("%d meshes (%d skipped) in %.1f s wall, %.1f s CPU; %s (no rig weights: real meshes carry none)\n", made,
+           skipped, now_s() - t0, cpu_s() - cpu0, path);
+    return 0;
+}
+
+static int cmd_make(int argc, char **argv) {
+    MakeArgs a = {.count = 100, .grid = 128, .surface = 4096, .sharp = 4096, .cubature_res = 128,
+                  .out = "data/corpus", .progress = -1};
+    int nall;
+    const char *const *all = ds_procedural_categories(&nall);
+    char *catlist = NULL;
+    size_t used = snprintf(a.command, sizeof a.command, "anima dataset");
+    for (int i = 0; i < argc && used < sizeof a.command; i++)
+        used += snprintf(a.command + used, sizeof a.command - used, " %s", argv[i]);
+    for (int i = 1; i < argc; i++) {
+        const char *o = argv[i];
+        bool has = i + 1 < argc;
+        if (!strcmp(o, "-h") || !strcmp(o, "--help")) return usage(stdout, 0);
+        else if (!strcmp(o, "--no-progress")) a.progress = 0;
+        else if (!has) {
+            bool known = !strcmp(o, "--categories") || !strcmp(o, "--count") || !strcmp(o, "--seed") ||
+                         !strcmp(o, "--out") || !strcmp(o, "--grid") || !strcmp(o, "--surface") ||
+                         !strcmp(o, "--sharp") || !strcmp(o, "--cubature-res") || !strcmp(o, "--family") ||
+                         !strcmp(o, "--real");
+            fprintf(stderr, known ? NAME ": %s needs a value\n" : NAME ": unknown argument '%s'\n", o);
+            return usage(stderr, 2);
+        } else if (!strcmp(o, "--categories")) catlist = argv[++i];
+        else if (!strcmp(o, "--count")) {
+            /* ids are the index in 6 digits, so that name order is corpus order */
+            if (!parse_i64(o, argv[++i], 1, 999999, &a.count)) return 2;
+        } else if (!strcmp(o, "--seed")) {
+            if (!parse_u64(o, argv[++i], &a.seed)) return 2;
+        } else if (!strcmp(o, "--grid")) {
+            /* procedural.c keeps parts and gaps ≥ 3 cells wide from 48 cells up; below that a
+             * shape may fuse or tear, which the watertight count at the end reports */
+            if (!parse_i64(o, argv[++i], 16, 512, &a.grid)) return 2;
+        } else if (!strcmp(o, "--surface")) {
+            if (!parse_i64(o, argv[++i], 1, 10000000, &a.surface)) return 2;
+        } else if (!strcmp(o, "--sharp")) {
+            if (!parse_i64(o, argv[++i], 0, 10000000, &a.sharp)) return 2;
+        } else if (!strcmp(o, "--cubature-res")) {
+            if (!parse_i64(o, argv[++i], 4, 1024, &a.cubature_res)) return 2;
+        } else if (!strcmp(o, "--out")) a.out = argv[++i];
+        else if (!strcmp(o, "--family")) a.family = argv[++i];
+        else if (!strcmp(o, "--real")) a.real = argv[++i];
+        else {
+            fprintf(stderr, NAME ": unknown argument '%s'\n", o);
+            return usage(stderr, 2);
+        }
+    }
+    char catbuf[1024];
+    if (catlist) {
+        snprintf(catbuf, sizeof catbuf, "%s", catlist);
+        for (char *tok = strtok(catbuf, ","); tok; tok = strtok(NULL, ",")) {
+            int k = 0;
+            while (k < nall && strcmp(all[k], tok)) k++;
+            if (k == nall || a.ncat == MAX_CATS) {
+                fprintf(stderr, NAME ": unknown category '%s' (known:", tok);
+                for (int j = 0; j < nall; j++) fprintf(stderr, " %s", all[j]);
+                fprintf(stderr, ")\n");
+                return 2;
+            }
+            bool dup = false;
+            for (int j = 0; j < a.ncat; j++) dup |= a.categories[j] == all[k];
+            if (!dup) a.categories[a.ncat++] = all[k];
+        }
+        if (!a.ncat) {
+            fprintf(stderr, NAME ": --categories is empty\n");
+            return 2;
+        }
+    } else {
+        for (int k = 0; k < nall && k < MAX_CATS; k++) a.categories[a.ncat++] = all[k];
+    }
+    if (a.family) {
+        int k = 0;
+        while (k < nall && strcmp(all[k], a.family)) k++;
+        if (k == nall) {
+            fprintf(stderr, NAME ": --family: unknown category '%s'\n", a.family);
+            return 2;
+        }
+        a.family = all[k];
+        a.categories[0] = all[k], a.ncat = 1;
+    }
+    if (a.real && (a.family || catlist)) {
+        fprintf(stderr, NAME ": --real takes no --family or --categories\n");
+        return 2;
+    }
+    if (make_dirs(a.out) != 0) {
+        fprintf(stderr, NAME ": cannot create the output directory %s (%s)\n", a.out, strerror(errno));
+        return 1;
+    }
+    struct sigaction sa = {0}, old_int, old_term;
+    sa.sa_handler = on_signal;
+    sigaction(SIGINT, &sa, &old_int);
+    sigaction(SIGTERM, &sa, &old_term);
+    int rc = a.real ? make_real(&a) : make_procedural(&a);
+    sigaction(SIGINT, &old_int, NULL);
+    sigaction(SIGTERM, &old_term, NULL);
+    return rc;
+}
+
+/* ---- show ------------------------------------------------------------------------------------ */
+
+typedef struct {
+    const char *shape, *ply, *field;
+    bool check;
+    int64_t cubature_res;
+} ShowArgs;
+
+static void print_check(const DsMeshCheck *c) {
+    printf("  bbox [%.4g %.4g %.4g] .. [%.4g %.4g %.4g]\n", c->lo[0], c->lo[1], c->lo[2], c->hi[0], c->hi[1], c->hi[2]);
+    printf("  %s, %s, %s; %lld components, %lld boundary edges, %lld non-manifold edges, Euler characteristic %lld",
+           c->watertight ? "watertight" : "not watertight", c->manifold ? "manifold" : "not manifold",
+           c->oriented ? "consistently oriented" : "not consistently oriented", (long long)c->components,
+           (long long)c->boundary_edges, (long long)c->nonmanifold_edges, (long long)c->euler);
+    if (c->genus >= 0) printf(", genus %lld", (long long)c->genus);
+    printf("\n  area %.6g, volume %.6g%s\n", c->area, c->volume, c->watertight ? "" : " (not closed: not a true volume)");
+}
+
+/* blue → white → red, for weights in [0, 1] */
+static void colormap(float x, float rgb[3]) {
+    x = x < 0 ? 0 : x > 1 ? 1 : x;
+    if (x < 0.5f) rgb[0] = rgb[1] = 2 * x, rgb[2] = 1;
+    else rgb[0] = 1, rgb[1] = rgb[2] = 2 * (1 - x);
+}
+
+/* Writes field f of a shape (the mesh, point sets with normals, cubature with volumes as the
+ * scalar, or one bone's weights as scalar + colors on the mesh). 0, 1 (file error) or 2. */
+static int write_field(const char *out, const char *field, const DsMesh *mesh, int64_t ns, const float *s,
+                       const float *sn, int64_t nk, const float *k, const float *kn, int64_t nc, const float *c,
+                       const float *cw, int nbones, const DsBone *bones, const float *weights) {
+    DsMesh m = {0};
+    float *tmp = NULL, *col = NULL;
+    if (!strcmp(field, "mesh")) m = (DsMesh){.nv = mesh->nv, .nf = mesh->nf, .v = mesh->v, .n = mesh->n, .f = mesh->f};
+    else if (!strcmp(field, "surface")) m = (DsMesh){.nv = ns, .v = (float *)s, .n = (float *)sn};
+    else if (!strcmp(field, "sharp")) m = (DsMesh){.nv = nk, .v = (float *)k, .n = (float *)kn};
+    else if (!strcmp(field, "cubature")) m = (DsMesh){.nv = nc, .v = (float *)c, .scalar = (float *)cw};
+    else if (!strncmp(field, "weights:", 8)) {
+        const char *b = field + 8;
+        if (!weights || nbones == 0) {
+            fprintf(stderr, NAME ": --field %s: this shape has no rig weights\n", field);
+            return 2;
+        }
+        int bi = -1;
+        for (int i = 0; i < nbones; i++)
+            if (!strcmp(bones[i].name, b)) bi = i;
+        char *end;
+        long v = strtol(b, &end, 10);
+        if (bi < 0 && *b && !*end && v >= 0 && v < nbones) bi = (int)v;
+        if (bi < 0) {
+            fprintf(stderr, NAME ": --field %s: no bone '%s' (bones:", field, b);
+            for (int i = 0; i < nbones; i++) fprintf(stderr, " %s", bones[i].name);
+            fprintf(stderr, ")\n");
+            return 2;
+        }
+        tmp = malloc(sizeof(float) * (size_t)(mesh->nv + 1));
+        col = malloc(sizeof(float) * 3 * (size_t)(mesh->nv + 1));
+        if (!tmp || !col) abort();
+        for (int64_t i = 0; i < mesh->nv; i++) tmp[i] = weights[i * nbones + bi], colormap(tmp[i], col + 3 * i);
+        m = (DsMesh){.nv = mesh->nv, .nf = mesh->nf, .v = mesh->v, .n = mesh->n, .f = mesh->f, .scalar = tmp, .color = col};
+    } else {
+        fprintf(stderr, NAME ": --field expects mesh, surface, sharp, cubature or weights:<bone>, got '%s'\n", field);
+        return 2;
+    }
+    const char *dot = strrchr(out, '.');
+    if (!dot || strcasecmp(dot, ".ply")) {
+        free(tmp), free(col);
+        fprintf(stderr, NAME ": --ply expects a .ply path, got '%s'\n", out);
+        return 2;
+    }
+    char err[1024];
+    int rc = ds_mesh_write(out, &m, false, err, sizeof err);
+    free(tmp), free(col);
+    if (rc) {
+        fprintf(stderr, NAME ": %s\n", err);
+        return 1;
+    }
+    printf("wrote %s: %s, %lld vertices%s\n", out, field, (long long)m.nv, m.nf ? ", with faces" : " (points)");
+    return 0;
+}
+
+static int show_mesh(const char *path, const ShowArgs *a) {
+    DsMesh m;
+    char err[2048];
+    if (ds_mesh_read(path, &m, err, sizeof err)) {
+        fprintf(stderr, NAME ": %s\n", err);
+        return 1;
+    }
+    DsMeshCheck c;
+    if (ds_mesh_check(&m, &c)) {
+        ds_mesh_free(&m);
+        fprintf(stderr, NAME ": %s: out of memory\n", path);
+        return 1;
+    }
+    printf("%s: mesh, %lld vertices, %lld triangles%s%s\n", path, (long long)m.nv, (long long)m.nf,
+           m.n ? ", normals" : "", m.color ? ", colors" : "");
+    print_check(&c);
+    int rc = 0;
+    if (a->ply) {
+        if (!strcmp(a->field, "mesh") || !strncmp(a->field, "weights:", 8))
+            rc = write_field(a->ply, a->field, &m, 0, NULL, NULL, 0, NULL, NULL, 0, NULL, NULL, 0, NULL, NULL);
+        else {
+            /* the other fields are the preprocessing's: run it (winding numbers) on the fly */
+            DsPreprocessOptions o;
+            ds_preprocess_defaults(&o);
+            o.n_dense = 0, o.n_sharp = 4096, o.grid_res = (int)a->cubature_res;
+            DsPreprocessed pp;
+            if (ds_preprocess(&m, &o, &pp, err, sizeof err)) {
+                fprintf(stderr, NAME ": %s: %s\n", path, err);
+                rc = 1;
+            } else {
+                printf("  preprocessed (normalized into [-1,1]^3): %lld surface, %lld sharp, %lld cubature points "
+                       "(volume %.6g at %d^3)\n",
+                       (long long)pp.n_surface, (long long)pp.n_sharp, (long long)pp.cubature.n, pp.cubature.volume,
+                       pp.cubature.res);
+                rc = write_field(a->ply, a->field, &pp.mesh, pp.n_surface, pp.surface, pp.surface_normal, pp.n_sharp,
+                                 pp.sharp, pp.sharp_normal, pp.cubature.n, pp.cubature.x, pp.cubature.w, 0, NULL, NULL);
+                ds_preprocessed_free(&pp);
+            }
+        }
+    }
+    ds_mesh_free(&m);
+    return rc;
+}
+
+/* Per-category counts of one open cache into counts[split][cat]; unseen categories are added
+ * to names (the caller's storage, shared across the files of a folder). */
+static int tally(DsCache *c, int split, char names[][32], int *ncat, int64_t counts[][MAX_CATS], int64_t *nw,
+                 int64_t *nv, char *err, size_t errlen) {
+    for (int64_t i = 0; i < ds_cache_count(c); i++) {
+        DsShapeRecord r;
+        if (ds_cache_read_meta(c, i, &r, err, errlen)) return -1;
+        int k = 0;
+        while (k < *ncat && strcmp(names[k], r.category)) k++;
+        if (k == *ncat && *ncat < MAX_CATS) {
+            snprintf(names[k], sizeof names[k], "%s", r.category);
+            (*ncat)++;
+        }
+        if (k < MAX_CATS) counts[split][k]++;
+        *nw += r.watertight && r.manifold;
+        *nv += r.mesh.nv;
+        ds_shape_record_free(&r);
+    }
+    return 0;
+}
+
+static int show_shape(DsCache *c, const char *path, const char *id, const ShowArgs *a) {
+    DsShapeRecord r;
+    char err[2048];
+    int rc = id ? ds_cache_read_shape_id(c, id, &r, err, sizeof err) : ds_cache_read_shape(c, 0, &r, err, sizeof err);
+    if (rc) {
+        fprintf(stderr, NAME ": %s\n", err);
+        return 1;
+    }
+    DsMeshCheck mc;
+    if (ds_mesh_check(&r.mesh, &mc)) abort();
+    double cv = 0;
+    for (int64_t i = 0; i < r.n_cubature; i++) cv += r.cubature_volume[i];
+    printf("%s: shape %s (%s, seed %llu, index %lld%s%s)\n", path, r.id, r.category, (unsigned long long)r.seed,
+           (long long)r.index, r.source[0] && strcmp(r.source, "procedural") ? ", from " : "",
+           r.source[0] && strcmp(r.source, "procedural") ? r.source : "");
+    printf("  mesh %lld vertices, %lld triangles; normalized by center [%.4g %.4g %.4g] scale %.6g\n",
+           (long long)r.mesh.nv, (long long)r.mesh.nf, r.xf.center[0], r.xf.center[1], r.xf.center[2], r.xf.scale);
+    print_check(&mc);
+    printf("  %lld surface points, %lld sharp-edge points, %lld cubature points on a %d^3 grid (volume %.6g, %+.2f%% vs "
+           "mesh)\n",
+           (long long)r.n_surface, (long long)r.n_sharp, (long long)r.n_cubature, r.cubature_res, cv,
+           100 * (cv - mc.volume) / fmax(fabs(mc.volume), 1e-12));
+    if (r.nbones) {
+        printf("  skeleton %d bones:", r.nbones);
+        for (int i = 0; i < r.nbones; i++)
+            printf(" %s%s%s", r.bones[i].name, r.bones[i].parent >= 0 ? "<" : "",
+                   r.bones[i].parent >= 0 ? r.bones[r.bones[i].parent].name : "");
+        printf("\n  rig weights %s\n", r.weights ? "per vertex (rows sum to 1)" : "absent");
+    } else {
+        printf("  no skeleton, no rig weights\n");
+    }
+    rc = 0;
+    if (a->ply)
+        rc = write_field(a->ply, a->field, &r.mesh, r.n_surface, r.surface, r.surface_normal, r.n_sharp, r.sharp,
+                         r.sharp_normal, r.n_cubature, r.cubature, r.cubature_volume, r.nbones, r.bones, r.weights);
+    ds_shape_record_free(&r);
+    return rc;
+}
+
+static int show_cache(const char *path, const ShowArgs *a) {
+    char err[2048];
+    DsCache *c = ds_cache_open(path, err, sizeof err);
+    if (!c) {
+        fprintf(stderr, NAME ": %s\n", err);
+        return 1;
+    }
+    const DsCacheInfo *in = ds_cache_info(c);
+    int rc = 0;
+    if (a->shape || a->ply) {
+        if (!ds_cache_count(c)) {
+            fprintf(stderr, NAME ": %s: the cache holds no shape\n", path);
+            rc = 1;
+        } else {
+            rc = show_shape(c, path, a->shape, a);
+        }
+        ds_cache_close(c);
+        return rc;
+    }
+    printf("%s: anima dataset cache (%s), split %s, %lld shapes of %lld in the corpus, seed %llu\n", path, in->kind,
+           in->split, (long long)ds_cache_count(c), (long long)in->total, (unsigned long long)in->seed);
+    printf("  grid %d, cubature %d^3, %lld surface + %lld sharp points, rig %s\n  made by: %s\n", in->grid,
+           in->cubature_res, (long long)in->n_surface, (long long)in->n_sharp, in->rig, in->command);
+    char names[MAX_CATS][32];
+    const char *cats[MAX_CATS];
+    int ncat = 0;
+    int64_t counts[1][MAX_CATS] = {{0}}, nw = 0, nv = 0;
+    if (tally(c, 0, names, &ncat, counts, &nw, &nv, err, sizeof err)) {
+        fprintf(stderr, NAME ": %s\n", err);
+        ds_cache_close(c);
+        return 1;
+    }
+    int64_t n = ds_cache_count(c);
+    printf("  %lld of %lld watertight manifold meshes, %.0f vertices a shape\n", (long long)nw, (long long)n,
+           n ? (double)nv / (double)n : 0.0);
+    const char *sp[1] = {in->split};
+    for (int k = 0; k < ncat; k++) cats[k] = names[k];
+    print_table(cats, ncat, counts, sp, 1);
+    if (a->check) {
+        /* every array read and validated: what a training run would hit, found now */
+        for (int64_t i = 0; i < n && rc == 0; i++) {
+            DsShapeRecord r;
+            if (ds_cache_read_shape(c, i, &r, err, sizeof err)) {
+                fprintf(stderr, NAME ": %s\n", err);
+                rc = 1;
+            }
+            ds_shape_record_free(&r);
+        }
+        if (rc == 0) printf("  check: all %lld shapes read and validated\n", (long long)n);
+    }
+    ds_cache_close(c);
+    return rc;
+}
+
+static int show_dir(const char *dir, const ShowArgs *a) {
+    const char *files[4] = {"train", "val", "test", "real"};
+    char names[MAX_CATS][32];
+    const char *cats[MAX_CATS];
+    int ncat = 0, nfound = 0;
+    int64_t counts[4][MAX_CATS] = {{0}};
+    const char *found[4];
+    int64_t nw = 0, nv = 0, n = 0;
+    char err[2048], path[4200];
+    for (int s = 0; s < 4; s++) {
+        snprintf(path, sizeof path, "%s/%s.h5", dir, files[s]);
+        if (access(path, F_OK) != 0) continue;
+        DsCache *c = ds_cache_open(path, err, sizeof err);
+        if (!c) {
+            fprintf(stderr, NAME ": %s\n", err);
+            return 1;
+        }
+        if (tally(c, nfound, names, &ncat, counts, &nw, &nv, err, sizeof err)) {
+            fprintf(stderr, NAME ": %s\n", err);
+            ds_cache_close(c);
+            return 1;
+        }
+        n += ds_cache_count(c);
+        if (nfound == 0)
+            printf("%s: anima dataset cache (%s), seed %llu, grid %d, cubature %d^3\n  made by: %s\n", dir,
+                   ds_cache_info(c)->kind, (unsigned long long)ds_cache_info(c)->seed, ds_cache_info(c)->grid,
+                   ds_cache_info(c)->cubature_res, ds_cache_info(c)->command);
+        found[nfound++] = files[s];
+        if (a->check) {
+            ShowArgs one = *a;
+            one.shape = NULL, one.ply = NULL;
+            if (show_cache(path, &one)) {
+                ds_cache_close(c);
+                return 1;
+            }
+        }
+        ds_cache_close(c);
+    }
+    if (!nfound) {
+        fprintf(stderr, NAME ": %s: no train.h5, val.h5, test.h5 or real.h5 in the folder\n", dir);
+        return 1;
+    }
+    printf("  %lld shapes, %lld watertight manifold, %.0f vertices a shape\n", (long long)n, (long long)nw,
+           n ? (double)nv / (double)n : 0.0);
+    for (int k = 0; k < ncat; k++) cats[k] = names[k];
+    print_table(cats, ncat, counts, found, nfound);
+    return 0;
+}
+
+static int cmd_show(int argc, char **argv) {
+    ShowArgs a = {.field = "mesh", .cubature_res = 64};
+    const char *file = NULL;
+    for (int i = 1; i < argc; i++) {
+        const char *o = argv[i];
+        bool has = i + 1 < argc;
+        if (!strcmp(o, "-h") || !strcmp(o, "--help")) return usage(stdout, 0);
+        else if (!strcmp(o, "--check")) a.check = true;
+        else if (!strcmp(o, "--shape") && has) a.shape = argv[++i];
+        else if (!strcmp(o, "--ply") && has) a.ply = argv[++i];
+        else if (!strcmp(o, "--field") && has) a.field = argv[++i];
+        else if (!strcmp(o, "--cubature-res") && has) {
+            if (!parse_i64(o, argv[++i], 4, 1024, &a.cubature_res)) return 2;
+        } else if (o[0] != '-' && !file) file = o;
+        else {
+            bool known = !strcmp(o, "--shape") || !strcmp(o, "--ply") || !strcmp(o, "--field") ||
+                         !strcmp(o, "--cubature-res");
+            fprintf(stderr, known ? NAME ": %s needs a value\n" : NAME ": unexpected argument '%s'\n", o);
+            return usage(stderr, 2);
+        }
+    }
+    if (!file) {
+        fprintf(stderr, NAME ": show needs a FILE\n");
+        return usage(stderr, 2);
+    }
+    struct stat st;
+    if (stat(file, &st) != 0) {
+        fprintf(stderr, NAME ": %s: cannot open (%s)\n", file, strerror(errno));
+        return 1;
+    }
+    if (S_ISDIR(st.st_mode)) {
+        if (a.shape || a.ply) {
+            fprintf(stderr, NAME ": --shape and --ply take a cache file (DIR/train.h5 ...), not a folder\n");
+            return 2;
+        }
+        return show_dir(file, &a);
+    }
+    /* HDF5 by its signature, not its name: a cache renamed .dat is still a cache, and a .h5
+     * that is not HDF5 gets the mesh reader's "unknown format" message naming it */
+    if (ds_cache_is_hdf5(file)) return show_cache(file, &a);
+    const char *dot = strrchr(file, '.');
+    if (dot && (!strcasecmp(dot, ".h5") || !strcasecmp(dot, ".hdf5"))) {
+        fprintf(stderr, NAME ": %s: not an HDF5 file (bad signature: truncated or not a cache)\n", file);
+        return 1;
+    }
+    if (a.shape) {
+        fprintf(stderr, NAME ": --shape takes a cache file; %s is a mesh file\n", file);
+        return 2;
+    }
+    return show_mesh(file, &a);
+}
+
+int cmd_dataset(int argc, char **argv) {
+    if (argc < 2) return usage(stderr, 2);
+    if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) return usage(stdout, 0);
+    if (!strcmp(argv[1], "make")) return cmd_make(argc - 1, argv + 1);
+    if (!strcmp(argv[1], "show")) return cmd_show(argc - 1, argv + 1);
+    fprintf(stderr, NAME ": unknown subcommand '%s' (make, show)\n", argv[1]);
+    return usage(stderr, 2);
+}
