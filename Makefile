@@ -15,8 +15,8 @@ MPI_LIB  := $(shell mpicc --showme:link 2>/dev/null)
 BLAS_DIR := $(firstword $(wildcard /usr/lib/x86_64-linux-gnu/openblas-openmp) /usr/lib/x86_64-linux-gnu)
 BLAS_INC := $(firstword $(wildcard /usr/include/x86_64-linux-gnu/openblas-openmp) /usr/include/x86_64-linux-gnu)
 
-CFLAGS  := -std=c11 -O2 $(ARCH) -g -Wall -Wextra -Werror -Wno-missing-field-initializers -fopenmp -D_GNU_SOURCE -MMD -MP -I. -I$(BLAS_INC) -I/usr/include/hdf5/serial $(MPI_INC)
-LDLIBS  := -L$(BLAS_DIR) -Wl,-rpath,$(BLAS_DIR) -lopenblas -L/usr/lib/x86_64-linux-gnu/hdf5/serial -lhdf5 -lcjson -lpng $(MPI_LIB) -fopenmp -lm
+CFLAGS  := -std=c11 -O2 $(ARCH) -g -Wall -Wextra -Werror -Wno-missing-field-initializers -fopenmp -D_GNU_SOURCE -MMD -MP -I. -I$(BLAS_INC) -I/usr/include/hdf5/serial -I/usr/include/suitesparse $(MPI_INC)
+LDLIBS  := -L$(BLAS_DIR) -Wl,-rpath,$(BLAS_DIR) -lopenblas -L/usr/lib/x86_64-linux-gnu/hdf5/serial -lhdf5 -lcjson -lpng -lcholmod $(MPI_LIB) -fopenmp -lm
 ifeq ($(SANITIZE),1)
 override BUILD := $(BUILD)-san
 CFLAGS  += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
@@ -40,7 +40,8 @@ LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o) $(CUDA_OBJ)
 
 APP_SRC  := $(wildcard tools/anima*.c tools/cmd_*.c)
 TEST_SRC := $(wildcard tests/*.c)
-BENCH_SRC := $(wildcard bench/*.c)
+# bench/bench_sim.c is a program of its own (bench/run_sim.sh), not one of anima-bench's cases
+BENCH_SRC := $(filter-out bench/bench_sim.c,$(wildcard bench/*.c))
 
 .PHONY: all test demo bench valgrind clean deps test-cuda bench-cuda
 all: $(BUILD)/libanima.a anima
@@ -75,6 +76,9 @@ $(BUILD)/anima-mpi-tests: $(patsubst %.c,$(BUILD)/app/%.o,$(wildcard tests/mpi/*
 $(BUILD)/anima-bench: $(BENCH_SRC:%.c=$(BUILD)/app/%.o) $(BUILD)/libanima.a
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
+$(BUILD)/anima-bench-sim: $(BUILD)/app/bench/bench_sim.o $(BUILD)/libanima.a
+	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+
 # anima vs PyTorch on the GPU (bench/cuda/): a CUDA=1 build in its own directory (objects
 # differ with and without CUDA), then bench/cuda/run.sh, which prints "skipped: no CUDA device"
 # and exits 0 on a machine without a GPU.
@@ -100,8 +104,9 @@ demo: deps
 	./anima demo
 
 bench: deps
-	@$(MAKE) --no-print-directory $(BUILD)/anima-bench
+	@$(MAKE) --no-print-directory $(BUILD)/anima-bench $(BUILD)/anima-bench-sim
 	@bash bench/run.sh ./$(BUILD)/anima-bench
+	@bash bench/run_sim.sh ./$(BUILD)/anima-bench-sim
 
 valgrind: deps
 	@$(MAKE) --no-print-directory $(BUILD)/anima-tests

@@ -7,10 +7,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "datasets/camera.h"
 #include "datasets/mesh.h"
 #include "datasets/raster.h"
+#include "sim/bindings.h"
 #include "sim/scene.h"
 
 static void set_err(char *err, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -200,7 +202,7 @@ static int get_array(Ctx *c, const cJSON *o, const char *key, const cJSON **arr,
 #define BIG 1e30
 
 static int parse_object(Ctx *c, const cJSON *e, const char *path, SimSceneObject *o) {
-    static const char *const keys[] = {"skinning", "material", "pose", "color", NULL};
+    static const char *const keys[] = {"skinning", "material", "pose", "color", "gaussians", NULL};
     static const char *const sk_keys[] = {"source", "file", "category", "seed", "kind", "handles", "cubature_res",
                                           "mesh_res", "sigma", "rbf_radius", NULL};
     static const char *const sources[] = {"procedural", "file", NULL}, *const kinds[] = {"bones", "rbf", NULL};
@@ -236,7 +238,8 @@ static int parse_object(Ctx *c, const cJSON *e, const char *path, SimSceneObject
     if (q && check_keys(c, q, p, pose_keys)) return -1;
     static const double t0[3] = {0, 1, 0}, zero[3] = {0, 0, 0}, col[3] = {0.8, 0.45, 0.3};
     if (get_num(c, q, p, "scale", 0.5, 1e-9, 1e9, &o->scale) || get_vec3(c, q, p, "translate", t0, o->translate) ||
-        get_vec3(c, q, p, "rotate_deg", zero, o->rotate_deg) || get_vec3(c, e, path, "color", col, o->color))
+        get_vec3(c, q, p, "rotate_deg", zero, o->rotate_deg) || get_vec3(c, e, path, "color", col, o->color) ||
+        get_str(c, e, path, "gaussians", "", NULL, o->gaussians, sizeof o->gaussians))
         return -1;
     return 0;
 }
@@ -261,9 +264,56 @@ static int object_index(Ctx *c, const cJSON *e, const char *path, int nobjects, 
     return 0;
 }
 
+/* ---- contact and rigid bodies (sim/world.h, sim/rigid.h) ---- */
+static int parse_contact_rigids(Ctx *c, const cJSON *root, SimScene *sc) {
+    const cJSON *ct = cJSON_GetObjectItemCaseSensitive(root, "contact");
+    static const char *const ckeys[] = {"enabled", "dhat", "stiffness", "min_sep", NULL};
+    if (ct && check_keys(c, ct, "contact", ckeys)) return -1;
+    sim_contact_defaults(&sc->contact);
+    if (get_bool(c, ct, "contact", "enabled", true, &sc->contact.enabled) ||
+        get_num(c, ct, "contact", "dhat", 0, 0, 100, &sc->contact.dhat) ||
+        get_num(c, ct, "contact", "stiffness", 0, 0, BIG, &sc->contact.stiffness) ||
+        get_num(c, ct, "contact", "min_sep", 0.2, 0.01, 0.9, &sc->contact.min_sep))
+        return -1;
+    const cJSON *arr;
+    int n;
+    if (get_array(c, root, "rigids", &arr, &n, 0)) return -1;
+    sc->rigids = calloc((size_t)n + 1, sizeof *sc->rigids);
+    if (!sc->rigids) return -1;
+    sc->nrigids = n;
+    static const char *const rkeys[] = {"shape", "radius", "subdiv", "half", "file", "density", "scale", "translate",
+                                        "rotate_deg", "velocity", "angular_velocity", "restitution", "friction",
+                                        "color", NULL};
+    static const char *const rshapes[] = {"sphere", "box", "mesh", NULL};
+    static const double zero[3] = {0, 0, 0}, up[3] = {0, 1, 0}, h0[3] = {0.1, 0.1, 0.1}, grey[3] = {0.6, 0.6, 0.65};
+    for (int i = 0; i < n; i++) {
+        const cJSON *e = cJSON_GetArrayItem(arr, i);
+        SimSceneRigid *r = &sc->rigids[i];
+        char p[64];
+        snprintf(p, sizeof p, "rigids[%d]", i);
+        if (check_keys(c, e, p, rkeys) || get_str(c, e, p, "shape", "sphere", rshapes, r->shape, sizeof r->shape) ||
+            get_num(c, e, p, "radius", 0.1, 1e-6, 1e6, &r->radius) || get_int(c, e, p, "subdiv", 3, 0, 5, &r->subdiv) ||
+            get_vec3(c, e, p, "half", h0, r->half) || get_str(c, e, p, "file", "", NULL, r->file, sizeof r->file) ||
+            get_num(c, e, p, "density", 1000, 1e-6, 1e8, &r->density) || get_num(c, e, p, "scale", 1, 1e-9, 1e9, &r->scale) ||
+            get_vec3(c, e, p, "translate", up, r->translate) || get_vec3(c, e, p, "rotate_deg", zero, r->rotate_deg) ||
+            get_vec3(c, e, p, "velocity", zero, r->velocity) ||
+            get_vec3(c, e, p, "angular_velocity", zero, r->angular_velocity) ||
+            get_num(c, e, p, "restitution", 0.3, 0, 1, &r->restitution) ||
+            get_num(c, e, p, "friction", 0.5, 0, 10, &r->friction) || get_vec3(c, e, p, "color", grey, r->color))
+            return -1;
+        if (!strcmp(r->shape, "mesh") && !*r->file) {
+            set_err(c->err, c->errlen, "%s: key '%s.file': required when shape is \"mesh\"", c->src, p);
+            return -1;
+        }
+        for (int k = 0; k < 3; k++)
+            if (!(r->half[k] > 0)) return wrong(c, p, "half", "three positive numbers", cJSON_GetObjectItemCaseSensitive(e, "half"));
+    }
+    return 0;
+}
+
 static int parse_root(Ctx *c, const cJSON *root, SimScene *sc) {
     static const char *const keys[] = {"dt", "steps", "gravity", "newton", "objects", "planes", "fixed", "drags",
-                                       "forces", "output", NULL};
+                                       "forces", "output", "contact", "rigids", NULL};
     if (check_keys(c, root, "", keys)) return -1;
     static const double g0[3] = {0, -9.81, 0};
     if (get_num(c, root, "", "dt", 0.01, 1e-6, 1, &sc->dt) || get_int(c, root, "", "steps", 200, 1, 100000000, &sc->steps) ||
@@ -271,14 +321,16 @@ static int parse_root(Ctx *c, const cJSON *root, SimScene *sc) {
         return -1;
     sim_newton_defaults(&sc->newton);
     const cJSON *nw = cJSON_GetObjectItemCaseSensitive(root, "newton");
-    static const char *const nkeys[] = {"max_iters", "tol", "armijo", NULL};
+    static const char *const nkeys[] = {"max_iters", "tol", "armijo", "max_hessians", NULL};
     if (nw && check_keys(c, nw, "newton", nkeys)) return -1;
-    int64_t it;
-    if (get_int(c, nw, "newton", "max_iters", 8, 1, 1000, &it) ||
-        get_num(c, nw, "newton", "tol", 1e-12, 0, 1, &sc->newton.tol) ||
-        get_num(c, nw, "newton", "armijo", 1e-4, 0, 0.5, &sc->newton.armijo))
+    int64_t it, nh;
+    if (get_int(c, nw, "newton", "max_iters", sc->newton.max_iters, 1, 1000, &it) ||
+        get_num(c, nw, "newton", "tol", sc->newton.tol, 0, 1, &sc->newton.tol) ||
+        get_num(c, nw, "newton", "armijo", sc->newton.armijo, 0, 0.5, &sc->newton.armijo) ||
+        get_int(c, nw, "newton", "max_hessians", sc->newton.max_hessians, 1, 1000, &nh))
         return -1;
     sc->newton.max_iters = (int)it;
+    sc->newton.max_hessians = (int)nh;
     const cJSON *arr;
     int n;
     char p[256];
@@ -361,6 +413,7 @@ static int parse_root(Ctx *c, const cJSON *root, SimScene *sc) {
             parse_region(c, e, p, shape, &f->region))
             return -1;
     }
+    if (parse_contact_rigids(c, root, sc)) return -1;
     const cJSON *out = cJSON_GetObjectItemCaseSensitive(root, "output");
     static const char *const okeys[] = {"every", "mesh", "png", "width", "height", "eye", "target", "fov", NULL};
     static const char *const mfmt[] = {"ply", "obj", "none", NULL};
@@ -382,7 +435,7 @@ static int parse_root(Ctx *c, const cJSON *root, SimScene *sc) {
 
 void sim_scene_free(SimScene *sc) {
     free(sc->objects), free(sc->planes), free(sc->fixed), free(sc->drags), free(sc->drag_object);
-    free(sc->forces), free(sc->force_object);
+    free(sc->forces), free(sc->force_object), free(sc->rigids);
     memset(sc, 0, sizeof *sc);
 }
 
@@ -435,8 +488,16 @@ int sim_scene_load(const char *path, SimScene *sc, char *err, size_t errlen) {
 
 /* ---- building and running ---------------------------------------------------------------------- */
 
-int sim_scene_build(const SimScene *sc, const char *scene_dir, SimObject *objs, char *err, size_t errlen) {
+static void scene_path(const char *scene_dir, const char *file, char *path, size_t n) {
+    if (file[0] == '/' || !scene_dir) snprintf(path, n, "%s", file);
+    else snprintf(path, n, "%s/%s", scene_dir, file);
+}
+
+/* gauss (sc->nobjects entries, or NULL): objects with a `gaussians` PLY get it bound (bindings.h) */
+static int build_objects(const SimScene *sc, const char *scene_dir, SimObject *objs, SimGaussianBinding *gauss,
+                         char *err, size_t errlen) {
     memset(objs, 0, sizeof(SimObject) * (size_t)sc->nobjects);
+    if (gauss) memset(gauss, 0, sizeof(SimGaussianBinding) * (size_t)sc->nobjects);
     for (int k = 0; k < sc->nobjects; k++) {
         const SimSceneObject *so = &sc->objects[k];
         SimSkinning sk;
@@ -465,9 +526,19 @@ int sim_scene_build(const SimScene *sc, const char *scene_dir, SimObject *objs, 
         memcpy(pose.translate, so->translate, sizeof pose.translate);
         sim_pose_euler(&pose, so->rotate_deg);
         int rc = sim_object_init(&objs[k], &sk, &so->material, &pose, e2, sizeof e2);
+        if (rc) {
+            sim_skinning_free(&sk);
+            set_err(err, errlen, "objects[%d]: %s", k, e2);
+            goto fail;
+        }
+        if (gauss && so->gaussians[0]) {
+            char gpath[2048];
+            scene_path(scene_dir, so->gaussians, gpath, sizeof gpath);
+            rc = sim_gaussians_bind(&gauss[k], gpath, &sk, &objs[k], &pose, e2, sizeof e2);
+        }
         sim_skinning_free(&sk);
         if (rc) {
-            set_err(err, errlen, "objects[%d]: %s", k, e2);
+            set_err(err, errlen, "objects[%d].gaussians: %s", k, e2);
             goto fail;
         }
         SimObject *o = &objs[k];
@@ -515,16 +586,68 @@ int sim_scene_build(const SimScene *sc, const char *scene_dir, SimObject *objs, 
     return 0;
 fail:
     for (int k = 0; k < sc->nobjects; k++) sim_object_free(&objs[k]);
+    if (gauss)
+        for (int k = 0; k < sc->nobjects; k++) sim_gaussians_free(&gauss[k]);
+    return -1;
+}
+
+int sim_scene_build(const SimScene *sc, const char *scene_dir, SimObject *objs, char *err, size_t errlen) {
+    return build_objects(sc, scene_dir, objs, NULL, err, errlen);
+}
+
+int sim_scene_build_rigids(const SimScene *sc, const char *scene_dir, SimRigid *rigids, char *err, size_t errlen) {
+    memset(rigids, 0, sizeof(SimRigid) * (size_t)(sc->nrigids + 1));
+    for (int i = 0; i < sc->nrigids; i++) {
+        const SimSceneRigid *r = &sc->rigids[i];
+        DsMesh m;
+        char e2[1024];
+        int rc;
+        if (!strcmp(r->shape, "sphere")) rc = sim_mesh_icosphere(r->radius, (int)r->subdiv, &m);
+        else if (!strcmp(r->shape, "box")) rc = sim_mesh_box(r->half, &m);
+        else {
+            char path[2048];
+            scene_path(scene_dir, r->file, path, sizeof path);
+            rc = ds_mesh_read(path, &m, e2, sizeof e2);
+            if (rc) {
+                set_err(err, errlen, "rigids[%d].file: %s", i, e2);
+                goto fail;
+            }
+        }
+        if (rc) {
+            set_err(err, errlen, "rigids[%d]: out of memory", i);
+            goto fail;
+        }
+        SimPose pose = sim_pose_identity();
+        pose.scale = r->scale;
+        memcpy(pose.translate, r->translate, sizeof pose.translate);
+        sim_pose_euler(&pose, r->rotate_deg);
+        rc = sim_rigid_init(&rigids[i], &m, r->density, &pose, e2, sizeof e2);
+        ds_mesh_free(&m);
+        if (rc) {
+            set_err(err, errlen, "rigids[%d]: %s", i, e2);
+            goto fail;
+        }
+        SimRigid *rb = &rigids[i];
+        memcpy(rb->gravity, sc->gravity, sizeof rb->gravity);
+        memcpy(rb->v, r->velocity, sizeof rb->v);
+        memcpy(rb->w, r->angular_velocity, sizeof rb->w);
+        memcpy(rb->color, r->color, sizeof rb->color);
+        rb->restitution = r->restitution, rb->friction = r->friction;
+    }
+    return 0;
+fail:
+    for (int i = 0; i < sc->nrigids; i++) sim_rigid_free(&rigids[i]);
     return -1;
 }
 
 /* All objects' binding meshes in one DsMesh (positions now), plus, for the render, a square of
  * each plane around the objects. */
-static int frame_mesh(const SimScene *sc, const SimObject *objs, bool with_planes, const double center[3], double extent,
-                      DsMesh *m) {
+static int frame_mesh(const SimScene *sc, const SimObject *objs, const SimRigid *rigids, bool with_planes,
+                      const double center[3], double extent, DsMesh *m) {
     memset(m, 0, sizeof *m);
     int64_t nv = 0, nf = 0;
     for (int k = 0; k < sc->nobjects; k++) nv += objs[k].nv, nf += objs[k].nf;
+    for (int k = 0; k < sc->nrigids; k++) nv += rigids[k].nv, nf += rigids[k].nf;
     if (with_planes) nv += 4 * sc->nplanes, nf += 2 * sc->nplanes;
     m->v = malloc(sizeof(float) * 3 * (size_t)(nv + 1));
     m->color = malloc(sizeof(float) * 3 * (size_t)(nv + 1));
@@ -542,6 +665,17 @@ static int frame_mesh(const SimScene *sc, const SimObject *objs, bool with_plane
         for (int64_t f = 0; f < 3 * o->nf; f++) m->f[3 * f0 + f] = (int32_t)(o->faces[f] + v0);
         free(x), x = NULL;
         v0 += o->nv, f0 += o->nf;
+    }
+    for (int k = 0; k < sc->nrigids; k++) { /* rigid bodies at their pose (sim/rigid.h) */
+        const SimRigid *r = &rigids[k];
+        x = malloc(sizeof(double) * 3 * (size_t)(r->nv + 1));
+        if (!x) goto oom;
+        sim_rigid_vertices(r, x);
+        for (int64_t v = 0; v < r->nv; v++)
+            for (int i = 0; i < 3; i++) m->v[3 * (v0 + v) + i] = (float)x[3 * v + i], m->color[3 * (v0 + v) + i] = (float)r->color[i];
+        for (int64_t f = 0; f < 3 * r->nf; f++) m->f[3 * f0 + f] = (int32_t)(r->faces[f] + v0);
+        free(x), x = NULL;
+        v0 += r->nv, f0 += r->nf;
     }
     if (with_planes)
         for (int p = 0; p < sc->nplanes; p++) {
@@ -584,12 +718,19 @@ static int cmp_d(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
-static int write_frame(const SimScene *sc, const SimObject *objs, const char *outdir, int64_t frame, const DsCamera *cam,
-                       const double center[3], double extent, char *err, size_t errlen) {
+static int write_frame(const SimScene *sc, const SimObject *objs, const SimRigid *rigids, SimGaussianBinding *gauss,
+                       const char *outdir, int64_t frame, const DsCamera *cam, const double center[3], double extent,
+                       char *err, size_t errlen) {
     char path[4096];
+    for (int k = 0; k < sc->nobjects; k++) { /* bound 3D Gaussians (sim/bindings.h) */
+        if (!gauss[k].bind.n) continue;
+        sim_gaussians_update(&gauss[k], &objs[k]);
+        snprintf(path, sizeof path, "%s/frame_%05lld_gaussians_%d.ply", outdir, (long long)frame, k);
+        if (ds_gaussians_write(path, &gauss[k].out, err, errlen)) return -1;
+    }
     if (strcmp(sc->output.mesh, "none")) {
         DsMesh m;
-        if (frame_mesh(sc, objs, false, center, extent, &m)) {
+        if (frame_mesh(sc, objs, rigids, false, center, extent, &m)) {
             set_err(err, errlen, "sim: out of memory writing frame %lld", (long long)frame);
             return -1;
         }
@@ -600,7 +741,7 @@ static int write_frame(const SimScene *sc, const SimObject *objs, const char *ou
     }
     if (sc->output.png) {
         DsMesh m;
-        if (frame_mesh(sc, objs, true, center, extent, &m)) {
+        if (frame_mesh(sc, objs, rigids, true, center, extent, &m)) {
             set_err(err, errlen, "sim: out of memory rendering frame %lld", (long long)frame);
             return -1;
         }
@@ -624,26 +765,47 @@ static int write_frame(const SimScene *sc, const SimObject *objs, const char *ou
 int sim_scene_run(const SimScene *sc, const char *scene_dir, const char *outdir, SimProgressFn progress, void *ctx,
                   SimRunReport *report, char *err, size_t errlen) {
     memset(report, 0, sizeof *report);
+    report->min_distance = INFINITY;
     if (mkdir(outdir, 0777) && errno != EEXIST) {
         set_err(err, errlen, "%s: cannot create the output directory (%s)", outdir, strerror(errno));
         return -1;
     }
     SimObject *objs = calloc((size_t)sc->nobjects, sizeof *objs);
-    double *ms = malloc(sizeof(double) * (size_t)sc->steps);
-    if (!objs || !ms) {
-        free(objs), free(ms);
+    SimGaussianBinding *gauss = calloc((size_t)sc->nobjects, sizeof *gauss);
+    SimRigid *rigids = calloc((size_t)sc->nrigids + 1, sizeof *rigids);
+    double *ms = malloc(sizeof(double) * (size_t)sc->steps * 2);
+    if (!objs || !gauss || !rigids || !ms) {
+        free(objs), free(gauss), free(rigids), free(ms);
         set_err(err, errlen, "sim: out of memory");
         return -1;
     }
-    if (sim_scene_build(sc, scene_dir, objs, err, errlen)) {
-        free(objs), free(ms);
+    double *cpu = ms + sc->steps;
+    if (build_objects(sc, scene_dir, objs, gauss, err, errlen)) {
+        free(objs), free(gauss), free(rigids), free(ms);
         return -1;
     }
+    SimWorld world = {0};
+    int rc = -1;
+    if (sim_scene_build_rigids(sc, scene_dir, rigids, err, errlen)) {
+        for (int k = 0; k < sc->nobjects; k++) sim_object_free(&objs[k]), sim_gaussians_free(&gauss[k]);
+        free(objs), free(gauss), free(rigids), free(ms);
+        return -1;
+    }
+    /* all objects and rigid bodies in one world step (sim/world.h) */
+    if (sim_world_init(&world, objs, sc->nobjects, rigids, sc->nrigids, sc->planes, sc->nplanes, &sc->contact, err,
+                       errlen))
+        goto done;
     /* the camera frames the rest configuration (and the floor below it) */
     double lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
     for (int k = 0; k < sc->nobjects; k++)
         for (int64_t c = 0; c < objs[k].nc; c++)
             for (int i = 0; i < 3; i++) lo[i] = fmin(lo[i], objs[k].Xc[3 * c + i]), hi[i] = fmax(hi[i], objs[k].Xc[3 * c + i]);
+    for (int k = 0; k < sc->nrigids; k++)
+        for (int64_t v = 0; v < rigids[k].nv; v++)
+            for (int i = 0; i < 3; i++) {
+                double x = rigids[k].c[i] + rigids[k].Xb[3 * v + i]; /* orientation starts at identity */
+                lo[i] = fmin(lo[i], x), hi[i] = fmax(hi[i], x);
+            }
     if (sc->nplanes) lo[1] = fmin(lo[1], 0);
     double center[3], extent = 0;
     for (int i = 0; i < 3; i++) center[i] = 0.5 * (lo[i] + hi[i]), extent = fmax(extent, hi[i] - lo[i]);
@@ -652,30 +814,30 @@ int sim_scene_run(const SimScene *sc, const char *scene_dir, const char *outdir,
     if (sc->output.has_eye) memcpy(eye, sc->output.eye, sizeof eye);
     else eye[0] = target[0] + 0.6 * extent, eye[1] = target[1] + 0.6 * extent, eye[2] = target[2] + 2.4 * extent;
     DsCamera cam = ds_camera_look_at(eye, target, upv, (int)sc->output.width, (int)sc->output.height, sc->output.fov);
-    int rc = -1;
-    double e0 = 0;
-    for (int k = 0; k < sc->nobjects; k++) e0 += sim_object_energy(&objs[k]).total;
-    if (write_frame(sc, objs, outdir, 0, &cam, center, extent, err, errlen)) goto done;
+    double e0 = sim_world_energy(&world);
+    if (write_frame(sc, objs, rigids, gauss, outdir, 0, &cam, center, extent, err, errlen)) goto done;
     report->frames = 1;
     for (int64_t s = 1; s <= sc->steps; s++) {
-        double step_ms = 0;
-        bool failed = false;
-        for (int k = 0; k < sc->nobjects; k++) {
-            if (sim_object_step(&objs[k], sc->dt, err, errlen)) goto done;
-            step_ms += 1e3 * objs[k].last.seconds;
-            report->newton_iters += objs[k].last.iters;
-            report->newton_failures += objs[k].last.failures;
-            failed |= objs[k].last.failures > 0;
-        }
-        report->steps_with_failures += failed;
+        struct timespec c0, c1;
+        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c0);
+        if (sim_world_step(&world, sc->dt, err, errlen)) goto done;
+        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c1);
+        cpu[s - 1] = 1e3 * ((double)(c1.tv_sec - c0.tv_sec) + 1e-9 * (double)(c1.tv_nsec - c0.tv_nsec));
+        const SimWorldStats *st = &world.last;
+        double step_ms = 1e3 * st->seconds;
+        report->newton_iters += st->iters;
+        report->newton_failures += st->failures;
+        report->steps_with_failures += st->failures > 0;
+        report->ccd_limited += st->ccd_limited;
+        report->min_distance = fmin(report->min_distance, st->min_distance);
         ms[s - 1] = step_ms;
         report->ms_total += step_ms;
-        double e = 0;
-        for (int k = 0; k < sc->nobjects; k++) e += sim_object_energy(&objs[k]).total;
+        double e = sim_world_energy(&world);
         report->max_energy_rise = fmax(report->max_energy_rise, e - e0);
         report->steps = s;
         if (s % sc->output.every == 0) {
-            if (write_frame(sc, objs, outdir, s / sc->output.every, &cam, center, extent, err, errlen)) goto done;
+            if (write_frame(sc, objs, rigids, gauss, outdir, s / sc->output.every, &cam, center, extent, err, errlen))
+                goto done;
             report->frames++;
         }
         if (progress) progress(ctx, s, sc->steps, objs, sc->nobjects);
@@ -683,9 +845,13 @@ int sim_scene_run(const SimScene *sc, const char *scene_dir, const char *outdir,
     qsort(ms, (size_t)sc->steps, sizeof *ms, cmp_d);
     report->ms_median = ms[sc->steps / 2];
     report->ms_p90 = ms[sc->steps * 9 / 10];
+    qsort(cpu, (size_t)sc->steps, sizeof *cpu, cmp_d);
+    report->cpu_ms_median = cpu[sc->steps / 2];
     rc = 0;
 done:
-    for (int k = 0; k < sc->nobjects; k++) sim_object_free(&objs[k]);
-    free(objs), free(ms);
+    sim_world_free(&world);
+    for (int k = 0; k < sc->nobjects; k++) sim_object_free(&objs[k]), sim_gaussians_free(&gauss[k]);
+    for (int k = 0; k < sc->nrigids; k++) sim_rigid_free(&rigids[k]);
+    free(objs), free(gauss), free(rigids), free(ms);
     return rc;
 }

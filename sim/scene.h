@@ -7,15 +7,23 @@
  * the key path ("objects[0].material.E"). Keys (defaults in brackets):
  *
  *   dt [0.01] (s), steps [200], gravity [[0, -9.81, 0]] (m/s²)
- *   newton: {max_iters [8], tol [1e-12], armijo [1e-4]}
- *   objects: [ {                                   (at least one; solved independently — no
- *       skinning: {source ["procedural"] | "file",   object–object contact yet)
+ *   newton: {max_iters [5], tol [1e-9], armijo [1e-4], max_hessians [1]}   (sim/solver.h)
+ *   objects: [ {                                   (at least one; stepped together by sim/world.h,
+ *       skinning: {source ["procedural"] | "file",   coupled by IPC contact)
  *                  file (source "file": a skinning file, sim/skinning.h),
  *                  category ["cactus"], seed [1], kind ["bones"] | "rbf", handles [16],
  *                  cubature_res [24], mesh_res [48], sigma [0], rbf_radius [0]},
  *       material: {E [5e4] (Pa), nu [0.3], rho [1000] (kg/m³)},
  *       pose: {scale [0.5], translate [[0, 1, 0]], rotate_deg [[0, 0, 0]]},
- *       color [[0.8, 0.45, 0.3]] } ]
+ *       color [[0.8, 0.45, 0.3]],
+ *       gaussians [""] (a 3DGS PLY in the skinning's frame: bound by sim/bindings.h and written
+ *                       per frame as frame_NNNNN_gaussians_K.ply, K the object index) } ]
+ *   contact: {enabled [true], dhat [0] (m; 0: auto), stiffness [0] (N/m; 0: auto),
+ *             min_sep [0.2]}                       (IPC between bodies, sim/world.h)
+ *   rigids: [ {shape ["sphere"] | "box" | "mesh", radius [0.1], subdiv [3], half [[0.1, 0.1, 0.1]],
+ *              file (shape "mesh": a closed mesh), density [1000], scale [1], translate [[0, 1, 0]],
+ *              rotate_deg [[0, 0, 0]], velocity [[0, 0, 0]], angular_velocity [[0, 0, 0]],
+ *              restitution [0.3], friction [0.5], color [[0.6, 0.6, 0.65]]} ]   (sim/rigid.h)
  *   planes: [ {normal [[0, 1, 0]], offset [0], stiffness [1e6]} ]       (n·x ≥ offset)
  *   fixed:  [ {object [0], shape ["top"] | "bottom" | "box" | "sphere", fraction [0.15]
  *              (top/bottom: that share of the object's rest height), lo, hi (box), center,
@@ -36,6 +44,7 @@
 #include <stdint.h>
 
 #include "sim/solver.h"
+#include "sim/world.h"
 
 typedef struct {
     char source[16], file[1024], category[24], kind[8];
@@ -43,7 +52,16 @@ typedef struct {
     double sigma, rbf_radius;
     SimMaterial material;
     double scale, translate[3], rotate_deg[3], color[3];
+    char gaussians[1024];
 } SimSceneObject;
+
+typedef struct {
+    char shape[8], file[1024];
+    double radius, half[3];
+    int64_t subdiv;
+    double density, scale, translate[3], rotate_deg[3], velocity[3], angular_velocity[3];
+    double restitution, friction, color[3];
+} SimSceneRigid;
 
 typedef enum { SIM_FIX_BOX, SIM_FIX_SPHERE, SIM_FIX_TOP, SIM_FIX_BOTTOM } SimFixShape;
 
@@ -67,6 +85,9 @@ typedef struct {
     int *drag_object;
     SimForceField *forces;
     int *force_object;
+    SimContactOptions contact;
+    int nrigids;
+    SimSceneRigid *rigids;
     struct {
         int64_t every, width, height;
         char mesh[8];
@@ -88,7 +109,14 @@ typedef struct {
     int64_t newton_iters, newton_failures, steps_with_failures;
     double ms_median, ms_p90, ms_total;
     double max_energy_rise; /* max over steps of E(t) − E(0), J */
+    double min_distance;    /* the smallest contact-pair distance of any step (INFINITY: none) */
+    int64_t ccd_limited;    /* Newton steps shortened by the CCD bound */
+    double cpu_ms_median;   /* process CPU time per step (all threads; on a shared machine the wall
+                               clock also measures the other users) */
 } SimRunReport;
+
+/* Builds the rigid bodies of a scene (rigids gets sc->nrigids entries). 0, or -1 with err set. */
+int sim_scene_build_rigids(const SimScene *sc, const char *scene_dir, SimRigid *rigids, char *err, size_t errlen);
 
 /* Progress callback: called after each step (step index from 1). */
 typedef void (*SimProgressFn)(void *ctx, int64_t step, int64_t steps, const SimObject *objs, int nobjects);

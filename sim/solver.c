@@ -59,10 +59,12 @@ static void prep_free(struct SimPrepared *p) {
 }
 
 void sim_newton_defaults(SimNewtonOptions *o) {
-    o->max_iters = 8;
-    o->tol = 1e-12;
+    o->max_iters = 5; /* solver.h says why these */
+    o->tol = 1e-10;
     o->armijo = 1e-4;
     o->max_backtracks = 30;
+    o->max_hessians = 5;
+    o->reuse_ratio = 0;
 }
 
 SimPose sim_pose_identity(void) {
@@ -118,6 +120,7 @@ static void fill_b(int64_t m, const double *w, const double X[3], double *b) {
 void sim_object_free(SimObject *o) {
     free(o->Xc), free(o->Vc), free(o->Bc), free(o->Gc), free(o->Xv), free(o->Bv), free(o->faces);
     free(o->Mb), free(o->mvec), free(o->z), free(o->zdot);
+    free(o->eidx), free(o->ew), free(o->Ge);
     free(o->planes), free(o->dirichlet), free(o->drags), free(o->forces);
     prep_free(o->prep);
     memset(o, 0, sizeof *o);
@@ -224,6 +227,38 @@ int sim_object_init(SimObject *o, const SimSkinning *sk, const SimMaterial *mat,
         sim_object_free(o);
         return -1;
     }
+    return 0;
+}
+
+int sim_object_set_cubature(SimObject *o, int64_t k, const int64_t *idx, const double *w, char *err, size_t errlen) {
+    if (k < 0 || k > o->nc) {
+        set_err(err, errlen, "cubature: %lld points asked of %lld", (long long)k, (long long)o->nc);
+        return -1;
+    }
+    for (int64_t e = 0; e < k; e++)
+        if (idx[e] < 0 || idx[e] >= o->nc || !(w[e] >= 0) || !isfinite(w[e])) {
+            set_err(err, errlen, "cubature: point %lld (index %lld, weight %g) out of range or negative", (long long)e,
+                    (long long)idx[e], w[e]);
+            return -1;
+        }
+    free(o->eidx), free(o->ew), free(o->Ge);
+    o->eidx = NULL, o->ew = o->Ge = NULL, o->ne = 0;
+    if (!k) return 0;
+    int64_t nb = o->nb;
+    o->eidx = malloc(sizeof(int64_t) * (size_t)k);
+    o->ew = malloc(sizeof(double) * (size_t)k);
+    o->Ge = malloc(sizeof(double) * (size_t)(3 * k * nb));
+    if (!o->eidx || !o->ew || !o->Ge) {
+        free(o->eidx), free(o->ew), free(o->Ge);
+        o->eidx = NULL, o->ew = o->Ge = NULL;
+        set_err(err, errlen, "sim: out of memory");
+        return -1;
+    }
+    memcpy(o->eidx, idx, sizeof(int64_t) * (size_t)k);
+    memcpy(o->ew, w, sizeof(double) * (size_t)k);
+    /* the chosen rows packed contiguously, so the assembly's dgemm reads them as one matrix */
+    for (int64_t e = 0; e < k; e++) memcpy(o->Ge + 3 * e * nb, o->Gc + 3 * idx[e] * nb, sizeof(double) * (size_t)(3 * nb));
+    o->ne = k;
     return 0;
 }
 
@@ -506,9 +541,12 @@ void sim_object_constraint_info(const SimObject *o, int64_t *rows, int64_t *free
  * scale·(PSD-projected Hessian) to H (n × n) when they are given. */
 static double elastic(const SimObject *o, struct SimPrepared *p, const double *z, double scale, double *g, double *H,
                       int *nproj) {
-    int64_t nb = o->nb, nc = o->nc, n = o->n;
+    int64_t nb = o->nb, n = o->n;
+    /* the integration rule: all points with their volumes, or an optimized subset (solver.h) */
+    int64_t nc = o->ne ? o->ne : o->nc;
+    const double *Gall = o->ne ? o->Ge : o->Gc, *Vol = o->ne ? o->ew : o->Vc;
     /* Fᵀ − I for all points in one product: row (c, j), column i = G_j(X_c)·z⁽ⁱ⁾ */
-    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)(3 * nc), 3, (int)nb, 1.0, o->Gc, (int)nb, z, (int)nb,
+    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)(3 * nc), 3, (int)nb, 1.0, Gall, (int)nb, z, (int)nb,
                 0.0, p->Ft, 3);
     double E = 0;
     int proj = 0;
@@ -522,14 +560,14 @@ static double elastic(const SimObject *o, struct SimPrepared *p, const double *z
             for (int i = 0; i < 3; i++)
                 for (int j = 0; j < 3; j++) F[3 * i + j] = (i == j) + p->Ft[(3 * c + j) * 3 + i];
             double psi = sim_snh(F, o->mu, o->lam, g ? P : NULL, H && o->no_projection ? Hc : NULL);
-            E += o->Vc[c] * psi;
+            E += Vol[c] * psi;
             if (g)
                 for (int i = 0; i < 3; i++)
-                    for (int j = 0; j < 3; j++) p->PT[(3 * c + j) * 3 + i] = scale * o->Vc[c] * P[3 * i + j];
+                    for (int j = 0; j < 3; j++) p->PT[(3 * c + j) * 3 + i] = scale * Vol[c] * P[3 * i + j];
             if (H) {
                 if (!o->no_projection) proj += sim_snh_hessian_psd(F, o->mu, o->lam, Hc) > 0;
-                double sv = scale * o->Vc[c];
-                const double *G = o->Gc + 3 * c * nb;
+                double sv = scale * Vol[c];
+                const double *G = Gall + 3 * c * nb;
                 /* W rows (c, j), block `pair` (i, i'): Σ_j' Ĥ[3i+j][3i'+j'] G_j' — the right factor
                  * of (dF/dz)ᵀ Ĥ (dF/dz) restricted to the (i, i') block */
                 for (int pr = 0; pr < NPAIR; pr++) {
@@ -545,10 +583,10 @@ static double elastic(const SimObject *o, struct SimPrepared *p, const double *z
         }
         if (H) /* the hot loop: K_(i,i') += Σ_c G_cᵀ W_c over a block of points, one dgemm */
             cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)nb, (int)(NPAIR * nb), (int)(3 * (c1 - c0)), 1.0,
-                        o->Gc + 3 * c0 * nb, (int)nb, p->W, (int)(NPAIR * nb), 1.0, p->K, (int)(NPAIR * nb));
+                        Gall + 3 * c0 * nb, (int)nb, p->W, (int)(NPAIR * nb), 1.0, p->K, (int)(NPAIR * nb));
     }
     if (g) /* ∇ = (dF/dz)ᵀ vec(P) for all points: g⁽ⁱ⁾ += Σ_(c,j) scale V_c P_ij G_j */
-        cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, 3, (int)nb, (int)(3 * nc), 1.0, p->PT, 3, o->Gc, (int)nb,
+        cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, 3, (int)nb, (int)(3 * nc), 1.0, p->PT, 3, Gall, (int)nb,
                     1.0, g, (int)nb);
     if (H)
         for (int pr = 0; pr < NPAIR; pr++) {
@@ -769,6 +807,7 @@ int sim_object_step(SimObject *o, double dt, char *err, size_t errlen) {
     } else
         memcpy(z, ztil, sizeof(double) * (size_t)n);
     double E = objective(o, p, z, ztil, dt, t1, p->g, NULL, NULL);
+    double prev_bound = INFINITY, last_alpha = 1;
     for (int it = 0; it < o->newton.max_iters; it++) {
         reduce_g(o, p, p->g, p->gr);
         double bound = mass_bound(o, p, p->gr);
@@ -777,15 +816,24 @@ int sim_object_step(SimObject *o, double dt, char *err, size_t errlen) {
             st.converged = true;
             break;
         }
-        objective(o, p, z, ztil, dt, t1, p->g, p->H, &st.projected);
-        reduce_H(o, p, p->H, p->Hr);
-        int retries = chol_shifted(Lh, p->Hr, (int)nr, 1e-14);
         st.iters++;
-        if (retries < 0) {
-            st.failures++;
-            break;
+        /* a new Hessian on the first iteration, and later when the last step needed backtracking
+         * or shrank the gradient's size gᵀM⁻¹g by less than reuse_ratio, within max_hessians;
+         * otherwise a chord step with the last factor Lh (solver.h) */
+        bool fresh = it == 0 || (st.hessians < o->newton.max_hessians &&
+                                 (last_alpha < 1 || bound > o->newton.reuse_ratio * prev_bound));
+        prev_bound = bound;
+        if (fresh) {
+            objective(o, p, z, ztil, dt, t1, NULL, p->H, &st.projected);
+            reduce_H(o, p, p->H, p->Hr);
+            int retries = chol_shifted(Lh, p->Hr, (int)nr, 1e-14);
+            st.hessians++;
+            if (retries < 0) {
+                st.failures++;
+                break;
+            }
+            st.chol_retries += retries;
         }
-        st.chol_retries += retries;
         for (int64_t k = 0; k < nr; k++) dy[k] = -p->gr[k];
         int nrhs = 1, info = 0, nri = (int)nr;
         dpotrs_("L", &nri, &nrhs, Lh, &nri, dy, &nri, &info, 1);
@@ -807,6 +855,7 @@ int sim_object_step(SimObject *o, double dt, char *err, size_t errlen) {
             st.failures++;
             break;
         }
+        last_alpha = alpha;
         memcpy(z, p->zt, sizeof(double) * (size_t)n);
         E = objective(o, p, z, ztil, dt, t1, p->g, NULL, NULL);
         if (fabs(dec) < o->newton.tol * scale) {
@@ -884,4 +933,20 @@ double sim_object_elastic(const SimObject *o, const double *z, double *grad, dou
     if (grad) memset(grad, 0, sizeof(double) * (size_t)o->n);
     if (hess) memset(hess, 0, sizeof(double) * (size_t)(o->n * o->n));
     return elastic(o, o->prep, z, 1.0, grad, hess, NULL);
+}
+
+/* ---- for sim/world.c (the coupled multi-object step): the step objective and the exact-Dirichlet
+ * subspace of one object, so a world can stack several objects into one Newton system ---------- */
+
+double sim_object_objective(SimObject *o, const double *z, const double *ztil, double dt, double t, double *g,
+                            double *H) {
+    if (!o->prep && sim_object_prepare(o, NULL, 0)) return NAN;
+    if (g) memset(g, 0, sizeof(double) * (size_t)o->n);
+    return objective(o, o->prep, z, ztil, dt, t, g, H, H ? &o->last.projected : NULL);
+}
+
+int64_t sim_object_subspace(SimObject *o, const double **N, const double **zp_rate, const double **Lm) {
+    if (!o->prep && sim_object_prepare(o, NULL, 0)) return -1;
+    *N = o->prep->N, *zp_rate = o->prep->zp_rate, *Lm = o->prep->Lm;
+    return o->prep->r;
 }

@@ -3,6 +3,7 @@
  * skinning file (sim/skinning.h) from a procedural shape, the format `anima physskin skin` will
  * write from the network. Bad scene fields exit 1 with the file and key path. */
 #include <libgen.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -97,6 +98,11 @@ int cmd_sim(int argc, char **argv) {
            "max energy rise %.3g J\n",
            r.ms_median, r.ms_p90, r.ms_total / 1e3, r.steps ? (double)r.newton_iters / r.steps : 0,
            (long long)r.newton_failures, (long long)r.steps_with_failures, r.max_energy_rise);
+    printf("  CPU ms/step (all threads): median %.2f", r.cpu_ms_median);
+    if (isfinite(r.min_distance)) /* IPC contact (sim/world.h): the smallest pair distance must stay > 0 */
+        printf("; contact: smallest pair distance %.3g m, CCD-shortened Newton steps %lld", r.min_distance,
+               (long long)r.ccd_limited);
+    printf("\n");
     sim_scene_free(&sc);
     return 0;
 }

@@ -1,0 +1,255 @@
+/* bench/bench_sim.c — the simulator's speed lines (issue 7, item 7), a program of its own
+ * (bench/run_sim.sh runs it; bench/bench_main.c's binary does not link it, see the Makefile).
+ *
+ * Cases (one object, 16 handles + the constant one, stable neo-Hookean, floor contact by penalty
+ * on the 1302 mesh vertices, the drop of tests/test_sim.c: cactus, 1327 cubature points):
+ *   sim_drop_full       all cubature points
+ *   sim_drop_cubature   the optimized set (sim/cubature.h; its build is not timed, printed apart)
+ *   sim_sag_reduced, sim_sag_fem   the sag scene (scenes/sag.json: pinned top under gravity),
+ *                       reduced vs tetrahedral FEM (sim/fem.h) per implicit Euler step
+ * Each prints "case <name> <median_ms> <n>" with the median over frames of the wall time, and
+ * "cpu <name> <median_ms>" with the median of the process CPU time (all threads: on a shared
+ * machine the wall clock also measures the other users). Then:
+ *   ratio sim_vs_fem <reduced/fem>           per-frame time on the sag scene (wall medians)
+ *   check cubature_traj <max dev / motion>   drop trajectory, optimized vs full set
+ *   check sag_tip <reduced> <fem> <rel diff> static tip displacement (m) under gravity; only
+ *                                            when the case sim_sag_tip is named (~30 s)
+ * Usage: anima-bench-sim [case ...]; BENCH_FRAMES (default 60) frames per reduced case;
+ * BENCH_FEM_QUALITY the TetGen radius-edge bound (3). */
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "sim/cubature.h"
+#include "sim/fem.h"
+#include "sim/scene.h"
+#include "sim/solver.h"
+
+static double wall_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+static double cpu_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+static int cmp_d(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+static double median(double *v, int n) {
+    qsort(v, (size_t)n, sizeof *v, cmp_d);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+static bool wanted(int argc, char **argv, const char *name) {
+    if (argc < 2) return true;
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], name)) return true;
+    return false;
+}
+static void die(const char *what, const char *err) {
+    fprintf(stderr, "bench_sim: %s: %s\n", what, err);
+    exit(1);
+}
+
+/* the drop of tests/test_sim.c (drop_object("rbf", 16, 30, 0.6)) */
+static void drop_object(SimObject *o) {
+    SimProceduralOptions po;
+    sim_procedural_defaults(&po);
+    po.category = "cactus", po.kind = "rbf", po.handles = 16, po.cubature_res = 30, po.mesh_res = 32;
+    SimSkinning sk;
+    char err[256];
+    if (sim_skinning_procedural(&po, &sk, err, sizeof err)) die("skinning", err);
+    SimMaterial mat = {.E = 5e4, .nu = 0.3, .rho = 1000};
+    SimPose pose = sim_pose_identity();
+    pose.scale = 0.5, pose.translate[1] = 0.6;
+    double deg[3] = {0, 0, 20};
+    sim_pose_euler(&pose, deg);
+    if (sim_object_init(o, &sk, &mat, &pose, err, sizeof err)) die("init", err);
+    sim_skinning_free(&sk);
+    o->gravity[1] = -9.81;
+    SimPlane floor = {.normal = {0, 1, 0}, .offset = 0, .stiffness = 1e6};
+    if (sim_object_add_plane(o, &floor, err, sizeof err)) die("plane", err);
+}
+
+/* Steps `frames` frames; fills per-frame wall/CPU ms and (when traj) the vertex positions. */
+static void run_frames(SimObject *o, int frames, double *wall, double *cpu, double *traj, int *hessians) {
+    char err[256];
+    *hessians = 0;
+    for (int f = 0; f < frames; f++) {
+        double w0 = wall_s(), c0 = cpu_s();
+        if (sim_object_step(o, 0.01, err, sizeof err)) die("step", err);
+        wall[f] = 1e3 * (wall_s() - w0), cpu[f] = 1e3 * (cpu_s() - c0);
+        *hessians += o->last.hessians;
+        if (traj) sim_object_vertices(o, traj + (size_t)f * 3 * (size_t)o->nv);
+    }
+}
+
+int main(int argc, char **argv) {
+    int frames = getenv("BENCH_FRAMES") ? atoi(getenv("BENCH_FRAMES")) : 60;
+    if (frames < 5) frames = 5;
+    int cap = frames > 40 ? frames : 40; /* the sag cases time up to 30 and 8 frames */
+    double *wall = malloc(sizeof(double) * (size_t)cap), *cpu = malloc(sizeof(double) * (size_t)cap);
+    double *traj_full = NULL;
+    int64_t nv = 0;
+    SimObject ref;
+    bool have_full = false;
+    if (wanted(argc, argv, "sim_drop_full") || wanted(argc, argv, "sim_drop_cubature")) {
+        drop_object(&ref);
+        nv = ref.nv;
+        traj_full = malloc(sizeof(double) * 3 * (size_t)nv * (size_t)frames);
+        int h;
+        run_frames(&ref, frames, wall, cpu, traj_full, &h);
+        have_full = true;
+        if (wanted(argc, argv, "sim_drop_full")) {
+            printf("info sim_drop_full %lld handles + 1, %lld cubature points, %lld contact points, %.2f Hessians/frame\n",
+                   (long long)ref.m, (long long)ref.nc, (long long)ref.nv, (double)h / frames);
+            double mc = median(cpu, frames);
+            printf("case sim_drop_full %.4f %d\ncpu sim_drop_full %.4f\n", median(wall, frames), frames, mc);
+        }
+    }
+    if (wanted(argc, argv, "sim_drop_cubature")) {
+        SimObject o;
+        drop_object(&o);
+        SimCubatureOptions co;
+        sim_cubature_defaults(&co);
+        SimCubature cub;
+        char err[256];
+        if (sim_cubature_optimize(&o, &co, &cub, err, sizeof err)) die("cubature", err);
+        double mx, mean;
+        sim_cubature_heldout_error(&o, &cub, &co, 4, &mx, &mean);
+        printf("info sim_drop_cubature %lld of %lld points, training residual %.3g, held-out force error max %.3g "
+               "mean %.3g, built in %.1f s\n",
+               (long long)cub.k, (long long)o.nc, cub.train_err, mx, mean, cub.seconds);
+        if (sim_object_set_cubature(&o, cub.k, cub.idx, cub.w, err, sizeof err)) die("cubature", err);
+        double *traj = malloc(sizeof(double) * 3 * (size_t)nv * (size_t)frames);
+        int h;
+        run_frames(&o, frames, wall, cpu, traj, &h);
+        printf("case sim_drop_cubature %.4f %d\ncpu sim_drop_cubature %.4f\n", median(wall, frames), frames,
+               median(cpu, frames));
+        /* max over frames and vertices of ‖x_S − x_full‖ / max ‖x_full − X‖ */
+        double dev = 0, amp = 0;
+        for (int f = 0; f < frames; f++)
+            for (int64_t v = 0; v < nv; v++) {
+                const double *a = traj + ((size_t)f * (size_t)nv + (size_t)v) * 3, *b = traj_full + ((size_t)f * (size_t)nv + (size_t)v) * 3;
+                double d = 0, m = 0;
+                for (int i = 0; i < 3; i++) d += (a[i] - b[i]) * (a[i] - b[i]), m += (b[i] - o.Xv[3 * v + i]) * (b[i] - o.Xv[3 * v + i]);
+                dev = fmax(dev, sqrt(d)), amp = fmax(amp, sqrt(m));
+            }
+        printf("check cubature_traj %.3g (max deviation %.3g m over %d frames, motion %.3g m)\n", dev / amp, dev, frames,
+               amp);
+        free(traj);
+        sim_cubature_free(&cub);
+        sim_object_free(&o);
+    }
+    if (have_full) sim_object_free(&ref);
+    free(traj_full);
+    if (wanted(argc, argv, "sim_sag_reduced") || wanted(argc, argv, "sim_sag_fem") || wanted(argc, argv, "sim_vs_fem") ||
+        wanted(argc, argv, "sim_sag_tip")) {
+        SimScene sc;
+        char err[512];
+        const char *scene = getenv("BENCH_SAG_SCENE") ? getenv("BENCH_SAG_SCENE") : "scenes/sag.json";
+        if (sim_scene_load(scene, &sc, err, sizeof err)) die("scene", err);
+        SimObject o;
+        if (sim_scene_build(&sc, "scenes", &o, err, sizeof err)) die("scene", err);
+        /* the FEM on the same surface mesh (world coordinates), the same pinned region */
+        double *nodes;
+        int32_t *tets;
+        int64_t nn, nt;
+        double t0 = wall_s();
+        /* radius-edge bound 3: 21k nodes on this mesh, the tip within 3% of the 1.5 mesh's (48k
+         * nodes, 10 s a step); BENCH_FEM_QUALITY overrides */
+        double quality = getenv("BENCH_FEM_QUALITY") ? atof(getenv("BENCH_FEM_QUALITY")) : 3.0;
+        if (sim_fem_tetrahedralize(o.Xv, o.nv, o.faces, o.nf, quality, 0, &nodes, &nn, &tets, &nt, err, sizeof err))
+            die("tetgen", err);
+        double t_tet = wall_s() - t0;
+        SimFem fem;
+        if (sim_fem_init(&fem, nodes, nn, tets, nt, &sc.objects[0].material, err, sizeof err)) die("fem", err);
+        free(nodes), free(tets);
+        memcpy(fem.gravity, o.gravity, sizeof fem.gravity);
+        int64_t pinned = sim_fem_fix(&fem, &o.dirichlet[0].region);
+        printf("info sim_sag reduced: %lld handles + 1, %lld cubature points; fem: %lld nodes, %lld tets (tetgen %.2f s), "
+               "%lld pinned nodes\n",
+               (long long)o.m, (long long)o.nc, (long long)nn, (long long)nt, t_tet, (long long)pinned);
+        /* per-frame time at the scene's dt */
+        int fr = frames < 30 ? frames : 30, ff = 4;
+        double red_ms = NAN, fem_ms = NAN;
+        for (int f = 0; f < fr; f++) {
+            double w0 = wall_s(), c0 = cpu_s();
+            if (sim_object_step(&o, sc.dt, err, sizeof err)) die("step", err);
+            wall[f] = 1e3 * (wall_s() - w0), cpu[f] = 1e3 * (cpu_s() - c0);
+        }
+        red_ms = median(wall, fr);
+        printf("case sim_sag_reduced %.4f %d\ncpu sim_sag_reduced %.4f\n", red_ms, fr, median(cpu, fr));
+        int fem_it = 0;
+        for (int f = 0; f < ff; f++) {
+            double w0 = wall_s(), c0 = cpu_s();
+            if (sim_fem_step(&fem, sc.dt, err, sizeof err)) die("fem step", err);
+            wall[f] = 1e3 * (wall_s() - w0), cpu[f] = 1e3 * (cpu_s() - c0);
+            fem_it += fem.last.iters;
+        }
+        fem_ms = median(wall, ff);
+        printf("case sim_sag_fem %.4f %d\ncpu sim_sag_fem %.4f (%.1f Newton iterations per step)\n", fem_ms, ff,
+               median(cpu, ff), (double)fem_it / ff);
+        printf("ratio sim_vs_fem %.4f\n", red_ms / fem_ms);
+        /* static equilibrium: quasi-static steps (velocity zeroed, dt 10 s: the inertia term is a
+         * proximal weight that vanishes at the fixed point) until nothing moves */
+        /* the static comparison takes ~10 FEM solves (30 s on 2 cores): only when named */
+        bool tip = false;
+        for (int i = 1; i < argc; i++) tip |= !strcmp(argv[i], "sim_sag_tip");
+        bool red_done = !tip, fem_done = !tip;
+        for (int k = 0; k < 30 && !(red_done && fem_done); k++) {
+            if (!red_done) {
+                memset(o.zdot, 0, sizeof(double) * (size_t)o.n);
+                if (sim_object_step(&o, 10.0, err, sizeof err)) die("static", err);
+                double mv = 0;
+                for (int64_t q = 0; q < o.n; q++) mv = fmax(mv, fabs(o.zdot[q]) * 10.0);
+                red_done = mv < 1e-9;
+            }
+            if (!fem_done) {
+                memset(fem.v, 0, sizeof(double) * 3 * (size_t)fem.nn);
+                if (sim_fem_step(&fem, 10.0, err, sizeof err)) die("fem static", err);
+                double mv = 0;
+                for (int64_t q = 0; q < 3 * fem.nn; q++) mv = fmax(mv, fabs(fem.v[q]) * 10.0);
+                fem_done = mv < 1e-7 * fem.diag;
+            }
+        }
+        if (tip) {
+        /* the tip: the mesh vertex lowest at rest (the input vertices are the FEM's first nodes) */
+        int64_t tv = 0;
+        for (int64_t v = 0; v < o.nv; v++)
+            if (o.Xv[3 * v + 1] < o.Xv[3 * tv + 1]) tv = v;
+        double *x = malloc(sizeof(double) * 3 * (size_t)o.nv), ur = 0, uf = 0, ury, ufy;
+        sim_object_vertices(&o, x);
+        for (int i = 0; i < 3; i++) {
+            ur += (x[3 * tv + i] - o.Xv[3 * tv + i]) * (x[3 * tv + i] - o.Xv[3 * tv + i]);
+            uf += (fem.x[3 * tv + i] - fem.X[3 * tv + i]) * (fem.x[3 * tv + i] - fem.X[3 * tv + i]);
+        }
+        ury = x[3 * tv + 1] - o.Xv[3 * tv + 1], ufy = fem.x[3 * tv + 1] - fem.X[3 * tv + 1];
+        {
+            double vsum = 0;
+            for (int64_t t = 0; t < fem.nt; t++) vsum += fem.vol[t];
+            SimEnergy en = sim_object_energy(&o);
+            double ef = sim_fem_elastic(&fem, fem.x, NULL), gf = 0;
+            for (int64_t i = 0; i < fem.nn; i++) gf -= fem.mass[i] * 9.81 * -(fem.x[3 * i + 1] - fem.X[3 * i + 1]);
+            printf("info sag mass reduced %.5g kg, fem %.5g kg (volume %.5g); static (dt 10 s steps until nothing moves) energy: reduced elastic %.4g gravity %.4g, "
+                   "fem elastic %.4g gravity %.4g; last iters %d/%d, decrement %.3g/%.3g, failures %d/%d\n",
+                   o.mass, fem.total_mass, vsum, en.elastic, en.gravity, ef, gf, o.last.iters, fem.last.iters,
+                   o.last.decrement, fem.last.decrement, o.last.failures, fem.last.failures);
+        }
+        printf("check sag_tip %.5g %.5g %.3g (|u| reduced, fem in m, relative difference; u_y %.5g vs %.5g)\n", sqrt(ur),
+               sqrt(uf), fabs(sqrt(ur) - sqrt(uf)) / sqrt(uf), ury, ufy);
+        free(x);
+        }
+        sim_fem_free(&fem);
+        sim_object_free(&o);
+        sim_scene_free(&sc);
+    }
+    free(wall), free(cpu);
+    return 0;
+}

@@ -1,0 +1,800 @@
+/* sim/world.c — the coupled multi-object step with IPC contact (see world.h). */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "sim/contact.h"
+#include "sim/lapack.h"
+#include "sim/world.h"
+
+static void set_err(char *err, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void set_err(char *err, size_t n, const char *fmt, ...) {
+    if (!err || !n) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, n, fmt, ap);
+    va_end(ap);
+}
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+void sim_contact_defaults(SimContactOptions *c) {
+    c->enabled = true;
+    c->dhat = 0;
+    c->stiffness = 0;
+    c->min_sep = 0.2;
+}
+
+/* per-object layout and scratch */
+typedef struct {
+    int64_t nb, n, r, m;       /* blocks, 3nb, subspace dim per coordinate, 3r */
+    int64_t off, roff;         /* offsets in Z and in the reduced vector */
+    const double *N, *zp, *Lm; /* exact-Dirichlet subspace (N NULL: none) */
+    int64_t np;                /* contact points */
+    const double *Xp, *Bp;
+} ObjInfo;
+
+struct SimWorldScratch {
+    ObjInfo *oi;
+    int64_t ntot, nred, maxn;
+    double *z0, *z, *ztil, *g, *dz, *zt, *H, *Hk, *Hr, *gr, *dy, *Lh, *sub, *tmp;
+    double **x, **dx;          /* per body (deformables, then rigid bodies): positions, step */
+    SimContactBody *bodies;
+    SimContactSet cand;        /* broad-phase candidates of the current step */
+    SimContactPair *act;       /* pairs within d̂ at the current iterate */
+    int64_t nact, act_cap;
+    double *U;                 /* contact Hessian scratch */
+    int *comp;                 /* component of each object */
+};
+
+static void scratch_free(struct SimWorldScratch *s, int nbodies) {
+    if (!s) return;
+    free(s->oi), free(s->z0), free(s->z), free(s->ztil), free(s->g), free(s->dz), free(s->zt), free(s->H), free(s->Hk);
+    free(s->Hr), free(s->gr), free(s->dy), free(s->Lh), free(s->sub), free(s->tmp);
+    if (s->x)
+        for (int b = 0; b < nbodies; b++) free(s->x[b]), free(s->dx[b]);
+    free(s->x), free(s->dx), free(s->bodies), free(s->act), free(s->U), free(s->comp);
+    sim_contact_set_free(&s->cand);
+    free(s);
+}
+
+void sim_world_free(SimWorld *w) {
+    scratch_free(w->ws, w->nobj + w->nrigid);
+    free(w->planes);
+    memset(w, 0, sizeof *w);
+}
+
+static int cmp_d(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* median nearest-neighbour spacing of up to 256 sampled points */
+static double nn_spacing(int64_t np, const double *x) {
+    if (np < 2) return 0;
+    int64_t ns = np < 256 ? np : 256;
+    double *d = malloc(sizeof(double) * (size_t)ns);
+    if (!d) return 0;
+    for (int64_t s = 0; s < ns; s++) {
+        int64_t p = s * np / ns;
+        double best = INFINITY;
+        for (int64_t q = 0; q < np; q++) {
+            if (q == p) continue;
+            double r = 0;
+            for (int i = 0; i < 3; i++) r += (x[3 * p + i] - x[3 * q + i]) * (x[3 * p + i] - x[3 * q + i]);
+            if (r > 0 && r < best) best = r;
+        }
+        d[s] = sqrt(best);
+    }
+    qsort(d, (size_t)ns, sizeof *d, cmp_d);
+    double m = d[ns / 2];
+    free(d);
+    return m;
+}
+
+/* x = Xp + Bp z per coordinate (np × 3) */
+static void obj_points(const ObjInfo *oi, const double *z, double *x) {
+    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)oi->np, 3, (int)oi->nb, 1.0, oi->Bp, (int)oi->nb, z,
+                (int)oi->nb, 0.0, x, 3);
+    for (int64_t k = 0; k < 3 * oi->np; k++) x[k] += oi->Xp[k];
+}
+
+static void obj_disp(const ObjInfo *oi, const double *dz, double *dx) {
+    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)oi->np, 3, (int)oi->nb, 1.0, oi->Bp, (int)oi->nb, dz,
+                (int)oi->nb, 0.0, dx, 3);
+}
+
+int sim_world_init(SimWorld *w, SimObject *objs, int nobj, SimRigid *rigids, int nrigid, const SimPlane *planes,
+                   int nplanes, const SimContactOptions *c, char *err, size_t errlen) {
+    memset(w, 0, sizeof *w);
+    w->nobj = nobj, w->nrigid = nrigid, w->obj = objs, w->rigid = rigids, w->nplanes = nplanes;
+    if (c) w->contact = *c;
+    else sim_contact_defaults(&w->contact);
+    if (!(w->contact.min_sep > 0 && w->contact.min_sep < 1)) {
+        set_err(err, errlen, "contact: min_sep must be in (0, 1) (got %g)", w->contact.min_sep);
+        return -1;
+    }
+    w->planes = malloc(sizeof(SimPlane) * (size_t)(nplanes + 1));
+    struct SimWorldScratch *s = w->ws = calloc(1, sizeof *s);
+    int nbodies = nobj + nrigid;
+    if (!w->planes || !s) goto oom;
+    /* normalized planes, as sim_object_add_plane stores them */
+    for (int p = 0; p < nplanes; p++) {
+        SimPlane q = planes[p];
+        double l = sqrt(q.normal[0] * q.normal[0] + q.normal[1] * q.normal[1] + q.normal[2] * q.normal[2]);
+        if (!(l > 0)) {
+            set_err(err, errlen, "planes[%d]: zero normal", p);
+            return -1;
+        }
+        for (int i = 0; i < 3; i++) q.normal[i] /= l;
+        q.offset /= l;
+        w->planes[p] = q;
+    }
+    s->oi = calloc((size_t)(nobj + 1), sizeof *s->oi);
+    s->x = calloc((size_t)(nbodies + 1), sizeof(double *));
+    s->dx = calloc((size_t)(nbodies + 1), sizeof(double *));
+    s->bodies = calloc((size_t)(nbodies + 1), sizeof *s->bodies);
+    s->comp = calloc((size_t)(nobj + 1), sizeof(int));
+    if (!s->oi || !s->x || !s->dx || !s->bodies || !s->comp) goto oom;
+    int64_t off = 0, roff = 0, maxn = 1;
+    double spacing = 0, heavy = 0, gmax = 9.81;
+    for (int k = 0; k < nobj; k++) {
+        SimObject *o = &objs[k];
+        if (!o->prep && sim_object_prepare(o, err, errlen)) return -1;
+        ObjInfo *oi = &s->oi[k];
+        oi->nb = o->nb, oi->n = o->n;
+        oi->r = sim_object_subspace(o, &oi->N, &oi->zp, &oi->Lm);
+        oi->m = 3 * oi->r;
+        oi->off = off, oi->roff = roff;
+        off += oi->n, roff += oi->m;
+        if (oi->n > maxn) maxn = oi->n;
+        oi->np = o->nv ? o->nv : o->nc;
+        oi->Xp = o->nv ? o->Xv : o->Xc;
+        oi->Bp = o->nv ? o->Bv : o->Bc;
+        s->x[k] = malloc(sizeof(double) * 3 * (size_t)(oi->np + 1));
+        s->dx[k] = malloc(sizeof(double) * 3 * (size_t)(oi->np + 1));
+        if (!s->x[k] || !s->dx[k]) goto oom;
+        obj_points(oi, o->z, s->x[k]);
+        spacing = fmax(spacing, nn_spacing(oi->np, s->x[k]));
+        heavy = fmax(heavy, o->mass);
+        gmax = fmax(gmax, sqrt(o->gravity[0] * o->gravity[0] + o->gravity[1] * o->gravity[1] + o->gravity[2] * o->gravity[2]));
+    }
+    for (int r = 0; r < nrigid; r++) {
+        SimRigid *rb = &rigids[r];
+        s->x[nobj + r] = malloc(sizeof(double) * 3 * (size_t)(rb->nv + 1));
+        s->dx[nobj + r] = malloc(sizeof(double) * 3 * (size_t)(rb->nv + 1));
+        if (!s->x[nobj + r] || !s->dx[nobj + r]) goto oom;
+        sim_rigid_vertices(rb, s->x[nobj + r]);
+        spacing = fmax(spacing, nn_spacing(rb->nv, s->x[nobj + r]));
+        heavy = fmax(heavy, rb->mass);
+    }
+    s->ntot = off, s->nred = roff, s->maxn = maxn;
+    size_t n = (size_t)off + 1, nr = (size_t)roff + 1;
+    s->z0 = malloc(sizeof(double) * n), s->z = malloc(sizeof(double) * n), s->ztil = malloc(sizeof(double) * n);
+    s->g = malloc(sizeof(double) * n), s->dz = malloc(sizeof(double) * n), s->zt = malloc(sizeof(double) * n);
+    s->H = malloc(sizeof(double) * n * n), s->Hk = malloc(sizeof(double) * (size_t)(maxn * maxn));
+    s->Hr = malloc(sizeof(double) * nr * nr), s->gr = malloc(sizeof(double) * nr), s->dy = malloc(sizeof(double) * nr);
+    s->Lh = malloc(sizeof(double) * nr * nr), s->sub = malloc(sizeof(double) * nr * nr);
+    s->tmp = malloc(sizeof(double) * (size_t)(maxn * maxn + 3 * maxn + roff + 1));
+    if (!s->z0 || !s->z || !s->ztil || !s->g || !s->dz || !s->zt || !s->H || !s->Hk || !s->Hr || !s->gr || !s->dy ||
+        !s->Lh || !s->sub || !s->tmp)
+        goto oom;
+    w->dhat = w->contact.dhat > 0 ? w->contact.dhat : 1.5 * spacing;
+    if (!(w->dhat > 0)) w->dhat = 1e-2;
+    /* −b′(d̂/2) = d̂ (1 + 2 ln 2) / 2 ≈ 1.19 d̂ per pair; 24 pairs carry the heaviest weight */
+    w->kappa = w->contact.stiffness > 0 ? w->contact.stiffness : heavy * gmax / (24 * w->dhat);
+    return 0;
+oom:
+    set_err(err, errlen, "sim world: out of memory");
+    return -1;
+}
+
+/* ---- contact energy, gradient, Hessian over a pair list --------------------------------------- */
+
+static void pair_geom(const struct SimWorldScratch *s, const SimContactPair *q, double alpha, double r[3], double *d) {
+    const double *xa = s->x[q->a] + 3 * q->p, *xb = s->x[q->b] + 3 * q->q;
+    const double *da = s->bodies[q->a].dx ? s->bodies[q->a].dx + 3 * q->p : NULL;
+    const double *db = s->bodies[q->b].dx ? s->bodies[q->b].dx + 3 * q->q : NULL;
+    for (int i = 0; i < 3; i++) r[i] = xa[i] - xb[i] + alpha * ((da ? da[i] : 0) - (db ? db[i] : 0));
+    *d = sqrt(r[0] * r[0] + r[1] * r[1] + r[2] * r[2]);
+}
+
+/* κ Σ b over the pairs at α (bodies' x + α dx) */
+static double barrier_energy(const SimWorld *w, const SimContactPair *pairs, int64_t np, double alpha, double *dmin) {
+    const struct SimWorldScratch *s = w->ws;
+    double E = 0, m = INFINITY;
+    for (int64_t k = 0; k < np; k++) {
+        double r[3], d;
+        pair_geom(s, &pairs[k], alpha, r, &d);
+        m = fmin(m, d);
+        if (d < w->dhat) E += sim_barrier(d, w->dhat, NULL, NULL);
+    }
+    if (dmin) *dmin = m;
+    return w->kappa * E;
+}
+
+/* the pairs of the candidate set within d̂ at α = 0 (bodies' x) become the active set */
+static int collect_active(SimWorld *w) {
+    struct SimWorldScratch *s = w->ws;
+    s->nact = 0;
+    for (int64_t k = 0; k < s->cand.n; k++) {
+        double r[3], d;
+        pair_geom(s, &s->cand.pairs[k], 0, r, &d);
+        if (d >= w->dhat) continue;
+        if (s->nact == s->act_cap) {
+            int64_t cap = s->act_cap ? 2 * s->act_cap : 256;
+            SimContactPair *a = realloc(s->act, sizeof *a * (size_t)cap);
+            if (!a) return -1;
+            s->act = a, s->act_cap = cap;
+        }
+        s->act[s->nact++] = s->cand.pairs[k];
+    }
+    return 0;
+}
+
+/* scale · ∇(κ Σ b) over the active pairs added to g (Z-sized) */
+static void barrier_gradient(const SimWorld *w, double scale, double *g) {
+    const struct SimWorldScratch *s = w->ws;
+    for (int64_t k = 0; k < s->nact; k++) {
+        const SimContactPair *q = &s->act[k];
+        double r[3], d, db;
+        pair_geom(s, q, 0, r, &d);
+        sim_barrier(d, w->dhat, &db, NULL);
+        double f = scale * w->kappa * db / d; /* ∂/∂x_p = κ b′ r/d, ∂/∂x_q = −that */
+        for (int side = 0; side < 2; side++) {
+            int body = side ? q->b : q->a;
+            if (body >= w->nobj) continue;
+            const ObjInfo *oi = &s->oi[body];
+            const double *bp = oi->Bp + (side ? q->q : q->p) * oi->nb;
+            double sg = side ? -f : f;
+            for (int i = 0; i < 3; i++) cblas_daxpy((int)oi->nb, sg * r[i], bp, 1, g + oi->off + i * oi->nb, 1);
+        }
+    }
+}
+
+/* scale · (PSD pair Hessians) added to H (Z × Z). A pair contributes c n nᵀ ⊗ [b_p; −b_q][b_p; −b_q]ᵀ
+ * (c = κ max(b″, 0), contact.h; z grouped by coordinate, solver.h), so the (i, i') coordinate
+ * block of the object-a diagonal is Σ_p C_p[i][i'] b_p b_pᵀ with C_p = Σ_(pairs at p) c n nᵀ — summed
+ * per point first, then one weighted Bᵀ diag(C_ii') B product per block (6 by symmetry) — and the
+ * cross block (a, b) is −Σ_pairs c n_i n_i' b_p b_qᵀ = −Uᵀ diag(w_ii') V over that body pair's
+ * rows. Blocked products of nb-sized blocks, not per-pair (3nb)² updates. Records the object
+ * coupling in comp. */
+static const int PI_[6] = {0, 0, 0, 1, 1, 2}, PJ_[6] = {0, 1, 2, 1, 2, 2};
+
+static void add_block(double *H, int64_t ld, const double *K, int64_t nr, int64_t nc, double sgn, bool trans) {
+    for (int64_t r = 0; r < nr; r++)
+        for (int64_t c = 0; c < nc; c++) H[r * ld + c] += sgn * (trans ? K[c * nr + r] : K[r * nc + c]);
+}
+
+static int barrier_hessian(SimWorld *w, double scale, double *H) {
+    struct SimWorldScratch *s = w->ws;
+    int64_t N = s->ntot, nb_max = 0, np_max = 0;
+    int nbodies = w->nobj + w->nrigid;
+    for (int k = 0; k < w->nobj; k++) nb_max = s->oi[k].nb > nb_max ? s->oi[k].nb : nb_max, np_max = s->oi[k].np > np_max ? s->oi[k].np : np_max;
+    int64_t rows = (s->nact > np_max ? s->nact : np_max) + 1;
+    /* scratch: C (np_max × 6), point index (np_max), U, V, Y (rows × nb_max), K (nb_max²), w (rows × 6) */
+    size_t need_u = (size_t)(rows * nb_max * 3 + nb_max * nb_max + rows * 6 + np_max * 6);
+    double *U = realloc(s->U, sizeof(double) * need_u);
+    if (!U) return -1;
+    s->U = U;
+    double *V = U + rows * nb_max, *Y = V + rows * nb_max, *K = Y + rows * nb_max, *wv = K + nb_max * nb_max,
+           *C = wv + rows * 6;
+    int *slot = malloc(sizeof(int) * (size_t)(np_max + 1));
+    if (!slot) return -1;
+    /* per-pair weights c/d² (so c n nᵀ = (c/d²) r rᵀ) */
+    for (int a = 0; a < w->nobj; a++) {
+        const ObjInfo *A = &s->oi[a];
+        for (int64_t p = 0; p < A->np; p++) slot[p] = -1;
+        int64_t P = 0;
+        for (int64_t t = 0; t < s->nact; t++) {
+            const SimContactPair *q = &s->act[t];
+            if (q->a != a && q->b != a) continue;
+            int64_t pt = q->a == a ? q->p : q->q;
+            double r[3], d;
+            pair_geom(s, q, 0, r, &d);
+            double c = scale * w->kappa * sim_barrier_pair_curvature(d, w->dhat) / (d * d);
+            if (slot[pt] < 0) {
+                slot[pt] = (int)P;
+                memcpy(U + P * A->nb, A->Bp + pt * A->nb, sizeof(double) * (size_t)A->nb);
+                memset(C + 6 * P, 0, sizeof(double) * 6);
+                P++;
+            }
+            for (int e = 0; e < 6; e++) C[6 * slot[pt] + e] += c * r[PI_[e]] * r[PJ_[e]];
+        }
+        if (!P) continue;
+        for (int e = 0; e < 6; e++) {
+            for (int64_t p = 0; p < P; p++)
+                for (int64_t j = 0; j < A->nb; j++) Y[p * A->nb + j] = C[6 * p + e] * U[p * A->nb + j];
+            cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)A->nb, (int)A->nb, (int)P, 1.0, U, (int)A->nb, Y,
+                        (int)A->nb, 0.0, K, (int)A->nb);
+            int i = PI_[e], ii = PJ_[e];
+            add_block(H + (A->off + i * A->nb) * N + A->off + ii * A->nb, N, K, A->nb, A->nb, 1, false);
+            if (i != ii) add_block(H + (A->off + ii * A->nb) * N + A->off + i * A->nb, N, K, A->nb, A->nb, 1, true);
+        }
+    }
+    free(slot);
+    for (int a = 0; a < w->nobj; a++)
+        for (int b = a + 1; b < w->nobj && b < nbodies; b++) {
+            const ObjInfo *A = &s->oi[a], *B = &s->oi[b];
+            int64_t k = 0;
+            for (int64_t t = 0; t < s->nact; t++) {
+                const SimContactPair *q = &s->act[t];
+                if (q->a != a || q->b != b) continue;
+                double r[3], d;
+                pair_geom(s, q, 0, r, &d);
+                double c = scale * w->kappa * sim_barrier_pair_curvature(d, w->dhat) / (d * d);
+                memcpy(U + k * A->nb, A->Bp + q->p * A->nb, sizeof(double) * (size_t)A->nb);
+                memcpy(V + k * B->nb, B->Bp + q->q * B->nb, sizeof(double) * (size_t)B->nb);
+                for (int e = 0; e < 6; e++) wv[6 * k + e] = c * r[PI_[e]] * r[PJ_[e]];
+                k++;
+            }
+            if (!k) continue;
+            for (int e = 0; e < 6; e++) {
+                for (int64_t p = 0; p < k; p++)
+                    for (int64_t j = 0; j < B->nb; j++) Y[p * B->nb + j] = wv[6 * p + e] * V[p * B->nb + j];
+                cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)A->nb, (int)B->nb, (int)k, 1.0, U, (int)A->nb, Y,
+                            (int)B->nb, 0.0, K, (int)B->nb);
+                int i = PI_[e], ii = PJ_[e];
+                /* H_ab(i, i') = H_ab(i', i) = −K; H_ba = H_abᵀ */
+                add_block(H + (A->off + i * A->nb) * N + B->off + ii * B->nb, N, K, A->nb, B->nb, -1, false);
+                add_block(H + (B->off + ii * B->nb) * N + A->off + i * A->nb, N, K, B->nb, A->nb, -1, true);
+                if (i != ii) {
+                    add_block(H + (A->off + ii * A->nb) * N + B->off + i * B->nb, N, K, A->nb, B->nb, -1, false);
+                    add_block(H + (B->off + i * B->nb) * N + A->off + ii * A->nb, N, K, B->nb, A->nb, -1, true);
+                }
+            }
+            int ca = s->comp[a], cb = s->comp[b];
+            if (ca != cb)
+                for (int o = 0; o < w->nobj; o++)
+                    if (s->comp[o] == cb) s->comp[o] = ca;
+        }
+    return 0;
+}
+
+/* ---- the objects' part ---------------------------------------------------------------------- */
+
+static double objects_energy(SimWorld *w, const double *Z, const double *Ztil, double dt, double t, double *g,
+                             double *H) {
+    struct SimWorldScratch *s = w->ws;
+    double E = 0;
+    if (H) memset(H, 0, sizeof(double) * (size_t)(s->ntot * s->ntot));
+    for (int k = 0; k < w->nobj; k++) {
+        const ObjInfo *oi = &s->oi[k];
+        E += sim_object_objective(&w->obj[k], Z + oi->off, Ztil + oi->off, dt, t, g ? g + oi->off : NULL, H ? s->Hk : NULL);
+        if (H)
+            for (int64_t a = 0; a < oi->n; a++)
+                memcpy(H + (oi->off + a) * s->ntot + oi->off, s->Hk + a * oi->n, sizeof(double) * (size_t)oi->n);
+    }
+    return E;
+}
+
+static void reduce_g(const SimWorld *w, const double *g, double *gr) {
+    const struct SimWorldScratch *s = w->ws;
+    for (int k = 0; k < w->nobj; k++) {
+        const ObjInfo *oi = &s->oi[k];
+        if (!oi->N) {
+            memcpy(gr + oi->roff, g + oi->off, sizeof(double) * (size_t)oi->n);
+            continue;
+        }
+        for (int i = 0; i < 3; i++)
+            cblas_dgemv(CblasRowMajor, CblasTrans, (int)oi->nb, (int)oi->r, 1.0, oi->N, (int)oi->r, g + oi->off + i * oi->nb,
+                        1, 0.0, gr + oi->roff + i * oi->r, 1);
+    }
+}
+
+static void expand(const SimWorld *w, const double *dy, double *dz) {
+    const struct SimWorldScratch *s = w->ws;
+    for (int k = 0; k < w->nobj; k++) {
+        const ObjInfo *oi = &s->oi[k];
+        if (!oi->N) {
+            memcpy(dz + oi->off, dy + oi->roff, sizeof(double) * (size_t)oi->n);
+            continue;
+        }
+        for (int i = 0; i < 3; i++)
+            cblas_dgemv(CblasRowMajor, CblasNoTrans, (int)oi->nb, (int)oi->r, 1.0, oi->N, (int)oi->r, dy + oi->roff + i * oi->r,
+                        1, 0.0, dz + oi->off + i * oi->nb, 1);
+    }
+}
+
+/* Hr block (a, b) = (I ⊗ N_a)ᵀ H_ab (I ⊗ N_b), for the object pairs in one component */
+static void reduce_H_block(const SimWorld *w, int a, int b) {
+    struct SimWorldScratch *s = w->ws;
+    const ObjInfo *A = &s->oi[a], *B = &s->oi[b];
+    int64_t N = s->ntot, NR = s->nred;
+    for (int i = 0; i < 3; i++)
+        for (int ii = 0; ii < 3; ii++) {
+            const double *Hb = s->H + (A->off + i * A->nb) * N + B->off + ii * B->nb;
+            double *out = s->Hr + (A->roff + i * A->r) * NR + B->roff + ii * B->r;
+            if (!A->N && !B->N) {
+                for (int64_t q = 0; q < A->nb; q++) memcpy(out + q * NR, Hb + q * N, sizeof(double) * (size_t)B->nb);
+                continue;
+            }
+            /* T = H_blk N_b (nb_a × r_b), out = N_aᵀ T */
+            double *T = s->tmp;
+            if (B->N)
+                cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)A->nb, (int)B->r, (int)B->nb, 1.0, Hb, (int)N, B->N,
+                            (int)B->r, 0.0, T, (int)B->r);
+            else
+                for (int64_t q = 0; q < A->nb; q++) memcpy(T + q * B->r, Hb + q * N, sizeof(double) * (size_t)B->nb);
+            if (A->N)
+                cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)A->r, (int)B->r, (int)A->nb, 1.0, A->N, (int)A->r, T,
+                            (int)B->r, 0.0, out, (int)NR);
+            else
+                for (int64_t q = 0; q < A->nb; q++) memcpy(out + q * NR, T + q * B->r, sizeof(double) * (size_t)B->r);
+        }
+}
+
+/* Cholesky with a growing diagonal shift on failure (as the single-object solver); -1: none */
+static int chol_shifted(double *A, const double *src, int n) {
+    double tr = 0;
+    for (int i = 0; i < n; i++) tr += src[(size_t)i * n + i];
+    double shift = 1e-14 * fmax(tr / n, 1e-300);
+    for (int attempt = 0; attempt < 8; attempt++) {
+        memcpy(A, src, sizeof(double) * (size_t)n * n);
+        for (int i = 0; i < n; i++) A[(size_t)i * n + i] += shift;
+        int info = 0;
+        dpotrf_("L", &n, A, &n, &info, 1);
+        if (info == 0) return attempt;
+        shift *= 100;
+    }
+    return -1;
+}
+
+/* Newton direction per connected component: dy = −Hr⁻¹ gr restricted to each component */
+static int solve_components(SimWorld *w, int *ncomp) {
+    struct SimWorldScratch *s = w->ws;
+    int64_t NR = s->nred;
+    *ncomp = 0;
+    int *members = malloc(sizeof(int) * (size_t)(w->nobj + 1));
+    if (!members) return -1;
+    int rc = 0;
+    for (int c = 0; c < w->nobj && !rc; c++) {
+        int nm = 0;
+        int64_t dim = 0;
+        for (int o = 0; o < w->nobj; o++)
+            if (s->comp[o] == c) members[nm++] = o, dim += s->oi[o].m;
+        if (!nm) continue;
+        (*ncomp)++;
+        for (int u = 0; u < nm; u++)
+            for (int v = 0; v < nm; v++) reduce_H_block(w, members[u], members[v]);
+        /* gather the component's rows/columns, factor, solve */
+        double *S = s->sub, *rhs = s->tmp;
+        int64_t ru = 0;
+        for (int u = 0; u < nm; u++) {
+            const ObjInfo *A = &s->oi[members[u]];
+            for (int64_t i = 0; i < A->m; i++, ru++) {
+                int64_t rv = 0;
+                for (int v = 0; v < nm; v++) {
+                    const ObjInfo *B = &s->oi[members[v]];
+                    memcpy(S + ru * dim + rv, s->Hr + (A->roff + i) * NR + B->roff, sizeof(double) * (size_t)B->m);
+                    rv += B->m;
+                }
+                rhs[ru] = -s->gr[A->roff + i];
+            }
+        }
+        if (chol_shifted(s->Lh, S, (int)dim) < 0) {
+            rc = 1;
+            break;
+        }
+        int d = (int)dim, one = 1, info = 0;
+        dpotrs_("L", &d, &one, s->Lh, &d, rhs, &d, &info, 1);
+        ru = 0;
+        for (int u = 0; u < nm; u++) {
+            const ObjInfo *A = &s->oi[members[u]];
+            memcpy(s->dy + A->roff, rhs + ru, sizeof(double) * (size_t)A->m);
+            ru += A->m;
+        }
+    }
+    free(members);
+    return rc;
+}
+
+/* Σ_k grᵀ M_r,k⁻¹ gr ≥ the Newton decrement (H ⪰ blockdiag M_r: every added term is PSD) */
+static double mass_bound(const SimWorld *w) {
+    struct SimWorldScratch *s = w->ws;
+    double b = 0;
+    for (int k = 0; k < w->nobj; k++) {
+        const ObjInfo *oi = &s->oi[k];
+        int r = (int)oi->r, three = 3, info = 0;
+        if (!r) continue;
+        double *x = s->tmp;
+        memcpy(x, s->gr + oi->roff, sizeof(double) * (size_t)oi->m);
+        dpotrs_("L", &r, &three, oi->Lm, &r, x, &r, &info, 1);
+        b += cblas_ddot((int)oi->m, s->gr + oi->roff, 1, x, 1);
+    }
+    return b;
+}
+
+/* bodies with the deformables at Z (+ dZ when given) and the rigid bodies static at their pose */
+static void set_bodies(SimWorld *w, const double *Z, const double *dZ) {
+    struct SimWorldScratch *s = w->ws;
+    for (int k = 0; k < w->nobj; k++) {
+        const ObjInfo *oi = &s->oi[k];
+        obj_points(oi, Z + oi->off, s->x[k]);
+        if (dZ) obj_disp(oi, dZ + oi->off, s->dx[k]);
+        s->bodies[k] = (SimContactBody){.np = oi->np, .x = s->x[k], .dx = dZ ? s->dx[k] : NULL};
+    }
+    for (int r = 0; r < w->nrigid; r++)
+        s->bodies[w->nobj + r] = (SimContactBody){.np = w->rigid[r].nv, .x = s->x[w->nobj + r], .dx = NULL, .is_static = 1};
+}
+
+/* ---- rigid bodies: velocity, CCD-limited move, reaction ------------------------------------- */
+
+static int rigid_advance(SimWorld *w, double dt) {
+    struct SimWorldScratch *s = w->ws;
+    w->last.rigid_beta = 1;
+    for (int r = 0; r < w->nrigid; r++) {
+        SimRigid *rb = &w->rigid[r];
+        sim_rigid_update_velocity(rb, w->planes, w->nplanes, dt);
+        double beta = 1;
+        if (w->contact.enabled && w->nobj) {
+            /* deformables static at their current state, this body moving */
+            SimContactBody *bd = malloc(sizeof *bd * (size_t)(w->nobj + 1));
+            if (!bd) return -1;
+            for (int k = 0; k < w->nobj; k++) {
+                obj_points(&s->oi[k], w->obj[k].z, s->x[k]);
+                bd[k] = (SimContactBody){.np = s->oi[k].np, .x = s->x[k], .is_static = 1};
+            }
+            double *xr = s->x[w->nobj + r], *dxr = s->dx[w->nobj + r];
+            sim_rigid_vertices(rb, xr);
+            sim_rigid_trial_displacement(rb, dt, dxr);
+            bd[w->nobj] = (SimContactBody){.np = rb->nv, .x = xr, .dx = dxr, .is_static = 0};
+            int rc = sim_contact_broad_phase(bd, w->nobj + 1, 0.5 * w->dhat, &s->cand);
+            if (!rc) beta = sim_contact_ccd(bd, &s->cand, w->contact.min_sep);
+            free(bd);
+            if (rc) return -1;
+        }
+        sim_rigid_move(rb, w->planes, w->nplanes, dt, beta);
+        sim_rigid_vertices(rb, s->x[w->nobj + r]);
+        w->last.rigid_beta = fmin(w->last.rigid_beta, beta);
+    }
+    return 0;
+}
+
+/* the barrier's force and torque on each rigid body at the final state (applied next step) */
+static void rigid_reaction(SimWorld *w) {
+    struct SimWorldScratch *s = w->ws;
+    for (int r = 0; r < w->nrigid; r++) memset(w->rigid[r].force, 0, sizeof(double) * 3), memset(w->rigid[r].torque, 0, sizeof(double) * 3);
+    for (int64_t k = 0; k < s->nact; k++) {
+        const SimContactPair *q = &s->act[k];
+        if (q->b < w->nobj) continue;
+        SimRigid *rb = &w->rigid[q->b - w->nobj];
+        double r[3], d, db;
+        pair_geom(s, q, 0, r, &d);
+        sim_barrier(d, w->dhat, &db, NULL);
+        /* force on the rigid point x_q: −∂(κ b)/∂x_q = κ b′ r / d (b′ < 0: pushes it away from x_p) */
+        double f[3], arm[3], tq[3];
+        for (int i = 0; i < 3; i++) f[i] = w->kappa * db * r[i] / d, arm[i] = s->x[q->b][3 * q->q + i] - rb->c[i];
+        tq[0] = arm[1] * f[2] - arm[2] * f[1], tq[1] = arm[2] * f[0] - arm[0] * f[2], tq[2] = arm[0] * f[1] - arm[1] * f[0];
+        for (int i = 0; i < 3; i++) rb->force[i] += f[i], rb->torque[i] += tq[i];
+    }
+}
+
+/* ---- the step ------------------------------------------------------------------------------- */
+
+int sim_world_step(SimWorld *w, double dt, char *err, size_t errlen) {
+    double t0 = now();
+    if (!(dt > 0)) {
+        set_err(err, errlen, "sim: dt must be > 0 (got %g)", dt);
+        return -1;
+    }
+    memset(&w->last, 0, sizeof w->last);
+    w->last.min_distance = INFINITY;
+    w->last.rigid_beta = 1;
+    if (w->nobj == 1 && w->nrigid == 0) { /* nothing to couple: the single-object solver as is */
+        if (sim_object_step(&w->obj[0], dt, err, errlen)) return -1;
+        const SimStepStats *st = &w->obj[0].last;
+        w->last.iters = st->iters, w->last.failures = st->failures, w->last.converged = st->converged;
+        w->last.decrement = st->decrement, w->last.components = 1;
+        w->t += dt;
+        w->last.seconds = now() - t0;
+        return 0;
+    }
+    struct SimWorldScratch *s = w->ws;
+    const bool contact = w->contact.enabled;
+    if (rigid_advance(w, dt)) goto oom;
+    if (!w->nobj) {
+        w->t += dt;
+        w->last.converged = true;
+        w->last.seconds = now() - t0;
+        return 0;
+    }
+    int64_t N = s->ntot;
+    double t1 = w->t + dt, scale = 0, dt2 = dt * dt;
+    int max_iters = 0, max_bt = 0;
+    double tol = INFINITY, armijo = 1;
+    for (int k = 0; k < w->nobj; k++) {
+        SimObject *o = &w->obj[k];
+        const ObjInfo *oi = &s->oi[k];
+        scale += o->mass * o->diag * o->diag;
+        if (o->newton.max_iters > max_iters) max_iters = o->newton.max_iters;
+        if (o->newton.max_backtracks > max_bt) max_bt = o->newton.max_backtracks;
+        tol = fmin(tol, o->newton.tol), armijo = fmin(armijo, o->newton.armijo);
+        memcpy(s->z0 + oi->off, o->z, sizeof(double) * (size_t)oi->n);
+        for (int64_t q = 0; q < oi->n; q++) s->ztil[oi->off + q] = o->z[q] + dt * o->zdot[q];
+        /* the prediction projected onto the exact-Dirichlet subspace at t1 */
+        double *zc = s->zt + oi->off;
+        if (oi->N) {
+            for (int64_t q = 0; q < oi->n; q++) s->dz[q] = s->ztil[oi->off + q] - t1 * oi->zp[q];
+            for (int i = 0; i < 3; i++)
+                cblas_dgemv(CblasRowMajor, CblasTrans, (int)oi->nb, (int)oi->r, 1.0, oi->N, (int)oi->r, s->dz + i * oi->nb, 1,
+                            0.0, s->dy + i * oi->r, 1);
+            for (int i = 0; i < 3; i++)
+                cblas_dgemv(CblasRowMajor, CblasNoTrans, (int)oi->nb, (int)oi->r, 1.0, oi->N, (int)oi->r, s->dy + i * oi->r, 1,
+                            0.0, zc + i * oi->nb, 1);
+            for (int64_t q = 0; q < oi->n; q++) zc[q] += t1 * oi->zp[q];
+        } else
+            memcpy(zc, s->ztil + oi->off, sizeof(double) * (size_t)oi->n);
+    }
+    /* initial guess: z̃ filtered by CCD from the feasible z₀ (IPC §4.2) */
+    for (int64_t q = 0; q < N; q++) s->dz[q] = s->zt[q] - s->z0[q];
+    double a0 = 1;
+    s->cand.n = 0, s->nact = 0;
+    if (contact) {
+        set_bodies(w, s->z0, s->dz);
+        if (sim_contact_broad_phase(s->bodies, w->nobj + w->nrigid, 0.5 * w->dhat, &s->cand)) goto oom;
+        w->last.min_distance = sim_contact_min_distance(s->bodies, &s->cand, 0);
+        a0 = sim_contact_ccd(s->bodies, &s->cand, w->contact.min_sep);
+        if (a0 < 1) w->last.ccd_limited++;
+    }
+    for (int64_t q = 0; q < N; q++) s->z[q] = s->z0[q] + a0 * s->dz[q];
+    set_bodies(w, s->z, NULL);
+    /* the candidates of the swept guess hold every pair within d̂ at z (contact.h) */
+    if (contact && collect_active(w)) goto oom;
+    if (contact) w->last.min_distance = fmin(w->last.min_distance, sim_contact_min_distance(s->bodies, &s->cand, 0));
+    double E = objects_energy(w, s->z, s->ztil, dt, t1, s->g, NULL);
+    if (contact) {
+        E += dt2 * barrier_energy(w, s->act, s->nact, 0, NULL);
+        barrier_gradient(w, dt2, s->g);
+    }
+    SimWorldStats *st = &w->last;
+    for (int it = 0; it < max_iters; it++) {
+        reduce_g(w, s->g, s->gr);
+        double bound = mass_bound(w);
+        st->decrement = bound / scale;
+        if (bound < tol * scale) {
+            st->converged = true;
+            break;
+        }
+        objects_energy(w, s->z, s->ztil, dt, t1, NULL, s->H);
+        for (int k = 0; k < w->nobj; k++) s->comp[k] = k;
+        if (contact && barrier_hessian(w, dt2, s->H)) goto oom;
+        st->iters++;
+        int rc = solve_components(w, &st->components);
+        if (rc < 0) goto oom;
+        if (rc > 0) {
+            st->failures++;
+            break;
+        }
+        expand(w, s->dy, s->dz);
+        double dec = cblas_ddot((int)N, s->dz, 1, s->g, 1);
+        st->decrement = fabs(dec) / scale;
+        if (!(dec < 0)) { /* no descent direction: reported, not hidden */
+            st->failures++;
+            break;
+        }
+        /* CCD bound on the step, then Armijo inside it */
+        double alpha = 1;
+        if (contact) {
+            set_bodies(w, s->z, s->dz);
+            if (sim_contact_broad_phase(s->bodies, w->nobj + w->nrigid, 0.5 * w->dhat, &s->cand)) goto oom;
+            st->candidates = s->cand.n;
+            alpha = sim_contact_ccd(s->bodies, &s->cand, w->contact.min_sep);
+            if (alpha < 1) st->ccd_limited++;
+        }
+        double Et = NAN, dmin = INFINITY;
+        int bt = 0;
+        for (; bt <= max_bt; bt++, alpha *= 0.5) {
+            for (int64_t q = 0; q < N; q++) s->zt[q] = s->z[q] + alpha * s->dz[q];
+            Et = objects_energy(w, s->zt, s->ztil, dt, t1, NULL, NULL);
+            if (contact) Et += dt2 * barrier_energy(w, s->cand.pairs, s->cand.n, alpha, &dmin);
+            if (Et <= E + armijo * alpha * dec) break;
+        }
+        if (bt > max_bt) {
+            st->failures++;
+            set_bodies(w, s->z, NULL);
+            break;
+        }
+        memcpy(s->z, s->zt, sizeof(double) * (size_t)N);
+        set_bodies(w, s->z, NULL);
+        if (contact) {
+            st->min_distance = fmin(st->min_distance, dmin);
+            if (collect_active(w)) goto oom;
+        }
+        E = objects_energy(w, s->z, s->ztil, dt, t1, s->g, NULL);
+        if (contact) {
+            E += dt2 * barrier_energy(w, s->act, s->nact, 0, NULL);
+            barrier_gradient(w, dt2, s->g);
+        }
+        if (fabs(dec) < tol * scale) {
+            st->converged = true;
+            break;
+        }
+    }
+    for (int64_t q = 0; q < N; q++)
+        if (!isfinite(s->z[q])) {
+            set_err(err, errlen, "sim: the state became non-finite at t = %g", t1);
+            return -1;
+        }
+    st->active = s->nact;
+    for (int k = 0; k < w->nobj; k++) {
+        SimObject *o = &w->obj[k];
+        const ObjInfo *oi = &s->oi[k];
+        for (int64_t q = 0; q < oi->n; q++) o->zdot[q] = (s->z[oi->off + q] - o->z[q]) / dt;
+        memcpy(o->z, s->z + oi->off, sizeof(double) * (size_t)oi->n);
+        o->t = t1;
+    }
+    if (contact) rigid_reaction(w);
+    w->t = t1;
+    st->seconds = now() - t0;
+    if (getenv("ANIMA_WORLD_DEBUG"))
+        fprintf(stderr, "\nworld t=%.3f it %d fail %d ccd %d comps %d cand %lld act %lld dmin %.3g beta %.3g ms %.1f\n", w->t,
+                st->iters, st->failures, st->ccd_limited, st->components, (long long)st->candidates, (long long)st->active,
+                st->min_distance, st->rigid_beta, 1e3 * st->seconds);
+    for (int k = 0; k < w->nobj; k++) {
+        SimStepStats *os = &w->obj[k].last;
+        os->iters = st->iters, os->failures = st->failures, os->converged = st->converged;
+        os->decrement = st->decrement, os->seconds = k == 0 ? st->seconds : 0;
+    }
+    return 0;
+oom:
+    set_err(err, errlen, "sim world: out of memory");
+    return -1;
+}
+
+/* ---- reports -------------------------------------------------------------------------------- */
+
+void sim_world_momentum(const SimWorld *w, double p[3]) {
+    p[0] = p[1] = p[2] = 0;
+    for (int k = 0; k < w->nobj; k++) {
+        const SimObject *o = &w->obj[k];
+        for (int i = 0; i < 3; i++) p[i] += cblas_ddot((int)o->nb, o->mvec, 1, o->zdot + i * o->nb, 1);
+    }
+    for (int r = 0; r < w->nrigid; r++)
+        for (int i = 0; i < 3; i++) p[i] += w->rigid[r].mass * w->rigid[r].v[i];
+}
+
+/* the bodies at the current state (deformables at z, rigid bodies at their pose), no step */
+static void bodies_now(const SimWorld *w) {
+    struct SimWorldScratch *s = w->ws;
+    for (int k = 0; k < w->nobj; k++) {
+        obj_points(&s->oi[k], w->obj[k].z, s->x[k]);
+        s->bodies[k] = (SimContactBody){.np = s->oi[k].np, .x = s->x[k]};
+    }
+    for (int r = 0; r < w->nrigid; r++) {
+        sim_rigid_vertices(&w->rigid[r], s->x[w->nobj + r]);
+        s->bodies[w->nobj + r] = (SimContactBody){.np = w->rigid[r].nv, .x = s->x[w->nobj + r], .is_static = 1};
+    }
+}
+
+double sim_world_energy(const SimWorld *w) {
+    double e = 0;
+    for (int k = 0; k < w->nobj; k++) e += sim_object_energy(&w->obj[k]).total;
+    for (int r = 0; r < w->nrigid; r++) e += sim_rigid_energy(&w->rigid[r]);
+    if (w->contact.enabled && w->ws && w->nobj + w->nrigid > 1) {
+        bodies_now(w);
+        SimContactSet set = {0};
+        if (!sim_contact_broad_phase(w->ws->bodies, w->nobj + w->nrigid, 0.5 * w->dhat, &set))
+            e += barrier_energy(w, set.pairs, set.n, 0, NULL);
+        sim_contact_set_free(&set);
+    }
+    return e;
+}
+
+double sim_world_min_distance(const SimWorld *w) {
+    if (!w->ws || w->nobj + w->nrigid < 2) return INFINITY;
+    bodies_now(w);
+    SimContactSet set = {0};
+    double m = INFINITY;
+    if (!sim_contact_broad_phase(w->ws->bodies, w->nobj + w->nrigid, 0.5 * w->dhat, &set))
+        m = sim_contact_min_distance(w->ws->bodies, &set, 0);
+    sim_contact_set_free(&set);
+    return m;
+}

@@ -1,0 +1,506 @@
+/* tests/test_sim_world.c — the coupled world step (sim/world.h): IPC barrier derivatives, the
+ * spatial-hash broad phase against brute force, point–point CCD, a three-object pile-up whose
+ * every contact distance stays > 0 on every step, momentum in a head-on collision, rigid bodies
+ * (mass properties, floor, ball on a deformable), and bindings (affine motion transforms
+ * Gaussians exactly; polar decomposition). */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "sim/bindings.h"
+#include "sim/contact.h"
+#include "sim/rigid.h"
+#include "sim/scene.h"
+#include "sim/world.h"
+#include "tests/test.h"
+
+static double urand(uint64_t *s) {
+    *s = *s * 6364136223846793005ull + 1442695040888963407ull;
+    return (double)(*s >> 11) / 9007199254740992.0;
+}
+
+TEST(sim_barrier_derivatives_match_fd) {
+    double dhat = 0.05;
+    for (int k = 1; k < 20; k++) {
+        double d = dhat * k / 20.0, db, d2b, h = 1e-7 * dhat;
+        sim_barrier(d, dhat, &db, &d2b);
+        double fd1 = (sim_barrier(d + h, dhat, NULL, NULL) - sim_barrier(d - h, dhat, NULL, NULL)) / (2 * h);
+        double p, m;
+        sim_barrier(d + h, dhat, &p, NULL), sim_barrier(d - h, dhat, &m, NULL);
+        CHECK_NEAR(db, fd1, 1e-6 * (fabs(fd1) + dhat));
+        CHECK_NEAR(d2b, (p - m) / (2 * h), 1e-5 * (fabs(d2b) + 1));
+        CHECK(d2b > 0 && db < 0);
+    }
+    CHECK(sim_barrier(dhat, dhat, NULL, NULL) == 0 && sim_barrier(2 * dhat, dhat, NULL, NULL) == 0);
+    CHECK(isinf(sim_barrier(0, dhat, NULL, NULL)) && isinf(sim_barrier(-1, dhat, NULL, NULL)));
+}
+
+TEST(sim_broad_phase_matches_brute_force) {
+    uint64_t s = 11;
+    enum { NB = 4, NP = 300 };
+    double x[NB][NP * 3], dx[NB][NP * 3];
+    SimContactBody bodies[NB];
+    for (int b = 0; b < NB; b++) {
+        for (int p = 0; p < NP; p++)
+            for (int i = 0; i < 3; i++) x[b][3 * p + i] = urand(&s) * 0.6 + 0.1 * b, dx[b][3 * p + i] = 0.05 * (urand(&s) - 0.5);
+        bodies[b] = (SimContactBody){.np = NP, .x = x[b], .dx = b == 2 ? NULL : dx[b], .is_static = b >= 2};
+    }
+    double margin = 0.02;
+    SimContactSet set = {0};
+    CHECK(sim_contact_broad_phase(bodies, NB, margin, &set) == 0);
+    /* brute force: inflated swept boxes overlap */
+    int64_t expect = 0;
+    for (int a = 0; a < NB; a++)
+        for (int b = a + 1; b < NB; b++) {
+            if (bodies[a].is_static && bodies[b].is_static) continue;
+            for (int p = 0; p < NP; p++)
+                for (int q = 0; q < NP; q++) {
+                    int ok = 1;
+                    for (int i = 0; i < 3 && ok; i++) {
+                        double a0 = x[a][3 * p + i], a1 = a0 + (bodies[a].dx ? dx[a][3 * p + i] : 0);
+                        double b0 = x[b][3 * q + i], b1 = b0 + (bodies[b].dx ? dx[b][3 * q + i] : 0);
+                        ok = fmin(a0, a1) - margin <= fmax(b0, b1) + margin && fmin(b0, b1) - margin <= fmax(a0, a1) + margin;
+                    }
+                    expect += ok;
+                }
+        }
+    CHECK_MSG(set.n == expect, "broad phase found %lld pairs, brute force %lld", (long long)set.n, (long long)expect);
+    /* no duplicates */
+    int dup = 0;
+    for (int64_t u = 0; u < set.n && u < 2000; u++)
+        for (int64_t v = u + 1; v < set.n; v++)
+            dup += !memcmp(&set.pairs[u], &set.pairs[v], sizeof set.pairs[u]);
+    CHECK(dup == 0);
+    sim_contact_set_free(&set);
+}
+
+TEST(sim_ccd_point_point_is_exact) {
+    double xa[3] = {0, 0, 0}, xb[3] = {1, 0.1, 0}, da[3] = {2, 0, 0};
+    SimContactBody bodies[2] = {{.np = 1, .x = xa, .dx = da}, {.np = 1, .x = xb, .is_static = 1}};
+    SimContactSet set = {0};
+    CHECK(sim_contact_broad_phase(bodies, 2, 0.05, &set) == 0);
+    CHECK(set.n == 1);
+    double s = 0.2, a = sim_contact_ccd(bodies, &set, s), d0 = sqrt(1.01);
+    double d = sim_contact_min_distance(bodies, &set, a);
+    CHECK_NEAR(d, s * d0, 1e-12);
+    /* moving apart: no limit */
+    da[0] = -2;
+    CHECK(sim_contact_ccd(bodies, &set, s) == 1);
+    sim_contact_set_free(&set);
+}
+
+/* A box with grid cubature, Wendland handles and a grid of surface points as binding vertices. */
+static void box_skinning(const double half[3], int cres, int sres, int m, uint64_t seed, SimSkinning *sk) {
+    memset(sk, 0, sizeof *sk);
+    sk->m = m;
+    sk->nc = (int64_t)cres * cres * cres;
+    sk->cub_x = malloc(sizeof(double) * 3 * (size_t)sk->nc);
+    sk->cub_vol = malloc(sizeof(double) * (size_t)sk->nc);
+    sk->cub_w = malloc(sizeof(double) * (size_t)(sk->nc * m));
+    sk->cub_dw = malloc(sizeof(double) * 3 * (size_t)(sk->nc * m));
+    for (int64_t c = 0; c < sk->nc; c++) {
+        int64_t ijk[3] = {c % cres, (c / cres) % cres, c / (cres * cres)};
+        for (int i = 0; i < 3; i++) sk->cub_x[3 * c + i] = -half[i] + (ijk[i] + 0.5) * 2 * half[i] / cres;
+        sk->cub_vol[c] = 8 * half[0] * half[1] * half[2] / (double)sk->nc;
+    }
+    /* surface grid: points with at least one coordinate on the boundary */
+    int64_t cap = (int64_t)sres * sres * sres, nv = 0;
+    sk->vert_x = malloc(sizeof(double) * 3 * (size_t)cap);
+    for (int a = 0; a < sres; a++)
+        for (int b = 0; b < sres; b++)
+            for (int c = 0; c < sres; c++) {
+                if (a && b && c && a < sres - 1 && b < sres - 1 && c < sres - 1) continue;
+                int id[3] = {a, b, c};
+                for (int i = 0; i < 3; i++) sk->vert_x[3 * nv + i] = -half[i] + 2 * half[i] * id[i] / (sres - 1);
+                nv++;
+            }
+    sk->nv = nv;
+    sk->vert_w = malloc(sizeof(double) * (size_t)(nv * m));
+    sk->vert_dw = malloc(sizeof(double) * 3 * (size_t)(nv * m));
+    double *centers = malloc(sizeof(double) * 3 * (size_t)m), r = 1.5 * fmax(half[0], fmax(half[1], half[2]));
+    for (int k = 0; k < m; k++)
+        for (int i = 0; i < 3; i++) centers[3 * k + i] = half[i] * (2 * urand(&seed) - 1);
+    sim_rbf_eval(m, centers, r, sk->nc, sk->cub_x, sk->cub_w, sk->cub_dw);
+    sim_rbf_eval(m, centers, r, nv, sk->vert_x, sk->vert_w, sk->vert_dw);
+    free(centers);
+    snprintf(sk->source, sizeof sk->source, "test box");
+}
+
+static void make_box_object(SimObject *o, const double half[3], const double at[3], double E, uint64_t seed) {
+    SimSkinning sk;
+    box_skinning(half, 5, 7, 4, seed, &sk);
+    SimMaterial mat = {.E = E, .nu = 0.3, .rho = 1000};
+    SimPose pose = sim_pose_identity();
+    memcpy(pose.translate, at, sizeof pose.translate);
+    char err[256];
+    int rc = sim_object_init(o, &sk, &mat, &pose, err, sizeof err);
+    CHECK_MSG(rc == 0, "%s", err);
+    sim_skinning_free(&sk);
+}
+
+/* brute-force smallest distance between contact points of different objects */
+static double brute_min_distance(SimObject *objs, int n) {
+    double *x[8];
+    for (int k = 0; k < n; k++) {
+        x[k] = malloc(sizeof(double) * 3 * (size_t)objs[k].nv);
+        sim_object_vertices(&objs[k], x[k]);
+    }
+    double m = INFINITY;
+    for (int a = 0; a < n; a++)
+        for (int b = a + 1; b < n; b++)
+            for (int64_t p = 0; p < objs[a].nv; p++)
+                for (int64_t q = 0; q < objs[b].nv; q++) {
+                    double d2 = 0;
+                    for (int i = 0; i < 3; i++) d2 += (x[a][3 * p + i] - x[b][3 * q + i]) * (x[a][3 * p + i] - x[b][3 * q + i]);
+                    m = fmin(m, d2);
+                }
+    for (int k = 0; k < n; k++) free(x[k]);
+    return sqrt(m);
+}
+
+static int cmp_d(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+TEST(sim_world_pile_keeps_every_pair_distance_positive) {
+    SimObject objs[3];
+    double half[3] = {0.15, 0.1, 0.15};
+    double at[3][3] = {{0, 0.12, 0}, {0.05, 0.36, 0.02}, {-0.04, 0.60, -0.03}};
+    for (int k = 0; k < 3; k++) {
+        make_box_object(&objs[k], half, at[k], 3e4, 5 + k);
+        objs[k].gravity[1] = -9.81;
+        SimPlane floor = {.normal = {0, 1, 0}, .offset = 0, .stiffness = 1e6};
+        char err[256];
+        CHECK(sim_object_add_plane(&objs[k], &floor, err, sizeof err) == 0);
+    }
+    SimWorld w;
+    SimContactOptions co;
+    sim_contact_defaults(&co);
+    char err[256];
+    SimPlane floor = {.normal = {0, 1, 0}, .offset = 0, .stiffness = 1e6};
+    CHECK_MSG(sim_world_init(&w, objs, 3, NULL, 0, &floor, 1, &co, err, sizeof err) == 0, "%s", err);
+    double e0 = sim_world_energy(&w), emax = e0, dmin = INFINITY, bmin = INFINITY;
+    int steps = test_quick() ? 60 : 150, failures = 0, contacts = 0;
+    double *cpu = malloc(sizeof(double) * (size_t)steps);
+    for (int s = 0; s < steps; s++) {
+        struct timespec a, b;
+        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &a);
+        int rc = sim_world_step(&w, 0.01, err, sizeof err);
+        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &b);
+        cpu[s] = 1e3 * ((double)(b.tv_sec - a.tv_sec) + 1e-9 * (double)(b.tv_nsec - a.tv_nsec));
+        CHECK_MSG(rc == 0, "step %d: %s", s, err);
+        if (rc) break;
+        failures += w.last.failures;
+        contacts += w.last.active > 0;
+        /* the solver's own record (every accepted iterate) and an independent brute force */
+        CHECK_MSG(w.last.min_distance > 0, "step %d: pair distance %g", s, w.last.min_distance);
+        double bd = brute_min_distance(objs, 3);
+        CHECK_MSG(bd > 0, "step %d: brute-force pair distance %g", s, bd);
+        dmin = fmin(dmin, w.last.min_distance), bmin = fmin(bmin, bd);
+        double e = sim_world_energy(&w);
+        CHECK_MSG(isfinite(e), "step %d: energy %g", s, e);
+        emax = fmax(emax, e);
+    }
+    qsort(cpu, (size_t)steps, sizeof *cpu, cmp_d);
+    double lowest = INFINITY, x[1024];
+    for (int k = 0; k < 3; k++) {
+        sim_object_vertices(&objs[k], x);
+        for (int64_t v = 0; v < objs[k].nv; v++) lowest = fmin(lowest, x[3 * v + 1]);
+    }
+    printf("    pile: 3 boxes, d̂ %.3g m, κ %.3g N/m; min pair distance %.3g m (brute force %.3g), steps in contact %d, "
+           "Newton failures %d, E0 %.4g J max %.4g J, lowest vertex %.3g m; CPU ms/step median %.2f p90 %.2f\n",
+           w.dhat, w.kappa, dmin, bmin, contacts, failures, e0, emax, lowest, cpu[steps / 2], cpu[steps * 9 / 10]);
+    CHECK(contacts > steps / 3);
+    CHECK(emax <= e0 + 1e-6 * fabs(e0) + 1e-9); /* implicit Euler with a conservative barrier dissipates */
+    CHECK(lowest > -0.02);
+    free(cpu);
+    sim_world_free(&w);
+    for (int k = 0; k < 3; k++) sim_object_free(&objs[k]);
+}
+
+TEST(sim_world_head_on_collision_conserves_momentum) {
+    SimObject objs[2];
+    double half[3] = {0.1, 0.1, 0.1}, at0[3] = {-0.2, 0, 0}, at1[3] = {0.2, 0.01, 0};
+    make_box_object(&objs[0], half, at0, 5e4, 3);
+    make_box_object(&objs[1], half, at1, 5e4, 4);
+    /* the constant handle's translation column (solver.h: z⁽ⁱ⁾[4m + 3]) carries rigid velocity */
+    objs[0].zdot[0 * objs[0].nb + 4 * objs[0].m + 3] = 1.0;
+    objs[1].zdot[0 * objs[1].nb + 4 * objs[1].m + 3] = -0.5;
+    SimWorld w;
+    char err[256];
+    CHECK_MSG(sim_world_init(&w, objs, 2, NULL, 0, NULL, 0, NULL, err, sizeof err) == 0, "%s", err);
+    double p0[3], p1[3];
+    sim_world_momentum(&w, p0);
+    int hit = 0;
+    for (int s = 0; s < 80; s++) {
+        CHECK_MSG(sim_world_step(&w, 0.01, err, sizeof err) == 0, "%s", err);
+        CHECK_MSG(w.last.min_distance > 0, "step %d: %g", s, w.last.min_distance);
+        hit |= w.last.active > 0;
+    }
+    sim_world_momentum(&w, p1);
+    /* centre-of-mass velocities after the bounce: the first box must have turned back */
+    double v0 = objs[0].zdot[4 * objs[0].m + 3], v1 = objs[1].zdot[4 * objs[1].m + 3];
+    printf("    collision: momentum before (%.6f, %.6f, %.6f), after (%.6f, %.6f, %.6f) kg m/s; translation velocities "
+           "after %.3f, %.3f m/s\n",
+           p0[0], p0[1], p0[2], p1[0], p1[1], p1[2], v0, v1);
+    CHECK(hit);
+    double mass = objs[0].mass + objs[1].mass;
+    for (int i = 0; i < 3; i++) CHECK_NEAR(p1[i], p0[i], 1e-3 * mass);
+    CHECK(v0 < v1);
+    sim_world_free(&w);
+    sim_object_free(&objs[0]), sim_object_free(&objs[1]);
+}
+
+TEST(sim_rigid_mass_properties_and_floor) {
+    DsMesh m;
+    CHECK(sim_mesh_icosphere(0.1, 4, &m) == 0);
+    SimPose pose = sim_pose_identity();
+    pose.translate[1] = 0.5;
+    SimRigid r;
+    char err[256];
+    CHECK_MSG(sim_rigid_init(&r, &m, 1000, &pose, err, sizeof err) == 0, "%s", err);
+    double V = 4.0 / 3.0 * M_PI * 1e-3, I = 0.4 * 1000 * V * 0.01;
+    CHECK_NEAR(r.mass, 1000 * V, 0.01 * 1000 * V);
+    for (int i = 0; i < 3; i++) CHECK_NEAR(r.Ib[4 * i], I, 0.02 * I);
+    CHECK_NEAR(r.c[1], 0.5, 1e-6);
+    ds_mesh_free(&m);
+    double half[3] = {0.1, 0.2, 0.3};
+    CHECK(sim_mesh_box(half, &m) == 0);
+    SimRigid b;
+    CHECK_MSG(sim_rigid_init(&b, &m, 1000, &pose, err, sizeof err) == 0, "%s", err);
+    CHECK_NEAR(b.mass, 1000 * 0.2 * 0.4 * 0.6, 1e-5); /* f32 mesh vertices */
+    CHECK_NEAR(b.Ib[0], b.mass / 12 * (0.16 + 0.36), 1e-5);
+    ds_mesh_free(&m);
+    sim_rigid_free(&b);
+    /* dropped on the floor it comes to rest on it */
+    SimPlane floor = {.normal = {0, 1, 0}, .offset = 0};
+    r.gravity[1] = -9.81;
+    double *x = malloc(sizeof(double) * 3 * (size_t)r.nv), lowest = INFINITY;
+    for (int s = 0; s < 300; s++) {
+        sim_rigid_update_velocity(&r, &floor, 1, 0.01);
+        sim_rigid_move(&r, &floor, 1, 0.01, 1);
+        sim_rigid_vertices(&r, x);
+        for (int64_t v = 0; v < r.nv; v++) lowest = fmin(lowest, x[3 * v + 1]);
+    }
+    printf("    rigid: mass %.4f kg (exact %.4f), I %.3g (exact %.3g); at rest c_y %.4f, |v| %.2g\n", r.mass, 1000 * V, r.Ib[0],
+           I, r.c[1], fabs(r.v[1]));
+    CHECK(lowest > -1e-9);
+    CHECK_NEAR(r.c[1], 0.1, 2e-3);
+    CHECK(fabs(r.v[1]) < 0.05);
+    free(x);
+    sim_rigid_free(&r);
+}
+
+TEST(sim_world_rigid_ball_on_deformable) {
+    SimObject jelly;
+    double half[3] = {0.2, 0.1, 0.2}, at[3] = {0, 0.1, 0};
+    make_box_object(&jelly, half, at, 2e4, 9);
+    jelly.gravity[1] = -9.81;
+    SimPlane floor = {.normal = {0, 1, 0}, .offset = 0, .stiffness = 1e6};
+    char err[256];
+    CHECK(sim_object_add_plane(&jelly, &floor, err, sizeof err) == 0);
+    DsMesh m;
+    CHECK(sim_mesh_icosphere(0.06, 2, &m) == 0);
+    SimPose pose = sim_pose_identity();
+    pose.translate[1] = 0.35;
+    SimRigid ball;
+    CHECK_MSG(sim_rigid_init(&ball, &m, 2000, &pose, err, sizeof err) == 0, "%s", err);
+    ds_mesh_free(&m);
+    ball.gravity[1] = -9.81;
+    ball.v[1] = -1;
+    SimWorld w;
+    CHECK_MSG(sim_world_init(&w, &jelly, 1, &ball, 1, &floor, 1, NULL, err, sizeof err) == 0, "%s", err);
+    int touched = 0;
+    double dmin = INFINITY, emax = -INFINITY;
+    for (int s = 0; s < 120; s++) {
+        CHECK_MSG(sim_world_step(&w, 0.01, err, sizeof err) == 0, "%s", err);
+        CHECK_MSG(w.last.min_distance > 0, "step %d: %g", s, w.last.min_distance);
+        double d = sim_world_min_distance(&w);
+        CHECK_MSG(d > 0, "step %d: distance now %g", s, d);
+        dmin = fmin(dmin, fmin(d, w.last.min_distance));
+        touched += w.last.active > 0;
+        double e = sim_world_energy(&w);
+        CHECK(isfinite(e));
+        emax = fmax(emax, e);
+    }
+    printf("    ball on jelly: ball at y %.3f (top of the jelly at rest 0.2), min distance %.3g m, steps in contact %d, "
+           "max energy %.3g J\n",
+           ball.c[1], dmin, touched, emax);
+    CHECK(touched > 20);
+    CHECK(ball.c[1] > 0.2 && ball.c[1] < 0.35); /* it landed on the jelly and stayed on it */
+    sim_world_free(&w);
+    sim_rigid_free(&ball);
+    sim_object_free(&jelly);
+}
+
+TEST(sim_polar_decomposition) {
+    uint64_t s = 21;
+    for (int t = 0; t < 100; t++) {
+        double A[9], R[9], S[9];
+        for (int k = 0; k < 9; k++) A[k] = (k % 4 == 0) + 0.8 * (2 * urand(&s) - 1);
+        sim_polar3(A, R, S);
+        for (int i = 0; i < 3; i++)
+            for (int j = 0; j < 3; j++) {
+                double rs = 0, rr = 0;
+                for (int k = 0; k < 3; k++) rs += R[3 * i + k] * S[3 * k + j], rr += R[3 * k + i] * R[3 * k + j];
+                CHECK_NEAR(rs, A[3 * i + j], 1e-9);
+                CHECK_NEAR(rr, i == j, 1e-9);
+                CHECK_NEAR(S[3 * i + j], S[3 * j + i], 1e-9);
+            }
+        double det = R[0] * (R[4] * R[8] - R[5] * R[7]) - R[1] * (R[3] * R[8] - R[5] * R[6]) + R[2] * (R[3] * R[7] - R[4] * R[6]);
+        CHECK_NEAR(det, 1, 1e-9);
+    }
+}
+
+static void quat_R(const double q[4], double R[9]) {
+    double l = sqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3]), w = q[0] / l, x = q[1] / l, y = q[2] / l, z = q[3] / l;
+    double M[9] = {1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y), 2 * (x * y + w * z), 1 - 2 * (x * x + z * z),
+                   2 * (y * z - w * x), 2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)};
+    memcpy(R, M, sizeof M);
+}
+
+static void cov(const double q[4], const double sc[3], double C[9]) {
+    double R[9];
+    quat_R(q, R);
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 3; j++) {
+            C[3 * i + j] = 0;
+            for (int k = 0; k < 3; k++) C[3 * i + j] += R[3 * i + k] * sc[k] * sc[k] * R[3 * j + k];
+        }
+}
+
+TEST(sim_gaussians_transform_exactly_under_affine_motion) {
+    SimSkinning sk;
+    double half[3] = {0.3, 0.2, 0.25};
+    box_skinning(half, 6, 5, 5, 17, &sk);
+    SimMaterial mat = {.E = 1e4, .nu = 0.3, .rho = 1000};
+    SimPose pose = sim_pose_identity();
+    pose.scale = 1.5, pose.translate[1] = 0.4;
+    double deg[3] = {10, 20, 30};
+    sim_pose_euler(&pose, deg);
+    SimObject o;
+    char err[256];
+    CHECK_MSG(sim_object_init(&o, &sk, &mat, &pose, err, sizeof err) == 0, "%s", err);
+    /* Gaussians at random points with random rotations and scales, bound through interpolated weights */
+    uint64_t s = 5;
+    int n = 64;
+    DsGaussians g;
+    CHECK(ds_gaussians_alloc(&g, n, 0) == 0);
+    for (int p = 0; p < n; p++) {
+        for (int i = 0; i < 3; i++) g.xyz[3 * p + i] = (float)(half[i] * (1.6 * urand(&s) - 0.8));
+        for (int i = 0; i < 3; i++) g.scale[3 * p + i] = (float)log(0.01 + 0.05 * urand(&s));
+        for (int i = 0; i < 4; i++) g.rot[4 * p + i] = (float)(2 * urand(&s) - 1);
+    }
+    char path[] = "/tmp/anima_gauss_XXXXXX.ply";
+    int fd = mkstemps(path, 4);
+    CHECK(fd >= 0);
+    close(fd);
+    CHECK_MSG(ds_gaussians_write(path, &g, err, sizeof err) == 0, "%s", err);
+    SimGaussianBinding gb;
+    CHECK_MSG(sim_gaussians_bind(&gb, path, &sk, &o, &pose, err, sizeof err) == 0, "%s", err);
+    unlink(path);
+    /* z = a global affine motion in the constant handle: x ↦ x + T [x; 1], so F = I + T[:, :3] everywhere */
+    double T[12] = {0.2, -0.1, 0.05, 0.3, 0.07, -0.15, 0.12, -0.2, -0.05, 0.1, 0.25, 0.1};
+    int64_t m = o.m;
+    for (int i = 0; i < 3; i++)
+        for (int l = 0; l < 4; l++) o.z[i * o.nb + 4 * m + l] = T[4 * i + l];
+    sim_gaussians_update(&gb, &o);
+    double A[9];
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 3; j++) A[3 * i + j] = (i == j) + T[4 * i + j];
+    double worst_x = 0, worst_c = 0;
+    for (int p = 0; p < n; p++) {
+        /* rest Gaussian in the world: X = sR x + t, Σ_w = (sR) Σ₀ (sR)ᵀ; deformed: A X + T[:, 3], A Σ_w Aᵀ */
+        double X[3], xe[3], q0[4], s0[3], C0[9], Cw[9], Ce[9], Cg[9], q[4], sc[3], sR[9], M[9];
+        for (int i = 0; i < 3; i++) {
+            X[i] = pose.translate[i];
+            for (int j = 0; j < 3; j++) X[i] += pose.scale * pose.R[3 * i + j] * g.xyz[3 * p + j];
+        }
+        for (int i = 0; i < 3; i++) xe[i] = X[i] + T[4 * i] * X[0] + T[4 * i + 1] * X[1] + T[4 * i + 2] * X[2] + T[4 * i + 3];
+        for (int i = 0; i < 4; i++) q0[i] = g.rot[4 * p + i];
+        for (int i = 0; i < 3; i++) s0[i] = exp(g.scale[3 * p + i]);
+        cov(q0, s0, C0);
+        for (int k = 0; k < 9; k++) sR[k] = pose.scale * pose.R[k];
+        for (int i = 0; i < 3; i++)
+            for (int j = 0; j < 3; j++) {
+                M[3 * i + j] = 0;
+                for (int k = 0; k < 3; k++) M[3 * i + j] += A[3 * i + k] * sR[3 * k + j];
+            }
+        for (int i = 0; i < 3; i++)
+            for (int j = 0; j < 3; j++) {
+                Cw[3 * i + j] = 0;
+                for (int k = 0; k < 3; k++)
+                    for (int l = 0; l < 3; l++) Cw[3 * i + j] += M[3 * i + k] * C0[3 * k + l] * M[3 * j + l];
+            }
+        memcpy(Ce, Cw, sizeof Ce);
+        for (int i = 0; i < 4; i++) q[i] = gb.out.rot[4 * p + i];
+        for (int i = 0; i < 3; i++) sc[i] = exp(gb.out.scale[3 * p + i]);
+        cov(q, sc, Cg);
+        double cs = 0;
+        for (int k = 0; k < 9; k++) cs = fmax(cs, fabs(Ce[k]));
+        for (int k = 0; k < 9; k++) worst_c = fmax(worst_c, fabs(Cg[k] - Ce[k]) / cs);
+        for (int i = 0; i < 3; i++) worst_x = fmax(worst_x, fabs(gb.out.xyz[3 * p + i] - xe[i]));
+    }
+    printf("    gaussians under affine z: max center error %.2g m, max relative covariance error %.2g (f32 storage)\n",
+           worst_x, worst_c);
+    CHECK(worst_x < 1e-5);
+    CHECK(worst_c < 1e-5);
+    sim_gaussians_free(&gb);
+    ds_gaussians_free(&g);
+    sim_object_free(&o);
+    sim_skinning_free(&sk);
+}
+
+TEST(sim_binding_interpolated_weights_reproduce_cubature) {
+    SimSkinning sk;
+    double half[3] = {0.3, 0.2, 0.25};
+    box_skinning(half, 8, 4, 5, 23, &sk);
+    /* at the cubature points themselves the Taylor average returns the stored weights */
+    int n = 20;
+    double *w = malloc(sizeof(double) * (size_t)(n * sk.m)), *dw = malloc(sizeof(double) * 3 * (size_t)(n * sk.m));
+    CHECK(sim_skinning_interpolate(&sk, n, sk.cub_x, w, dw) == 0);
+    double e = 0;
+    for (int64_t k = 0; k < n * sk.m; k++) e = fmax(e, fabs(w[k] - sk.cub_w[k]));
+    CHECK_MSG(e < 1e-3, "interpolated weights off by %g at the cubature points", e);
+    free(w), free(dw);
+    sim_skinning_free(&sk);
+}
+
+TEST(sim_scene_ipc_scenes_parse_and_errors) {
+    const char *files[] = {"scenes/pile.json", "scenes/ball_on_jelly.json"};
+    for (int k = 0; k < 2; k++) {
+        SimScene sc;
+        char err[512];
+        int rc = sim_scene_load(files[k], &sc, err, sizeof err);
+        CHECK_MSG(rc == 0, "%s", err);
+        if (!rc) {
+            CHECK(k == 0 ? sc.nobjects == 3 : sc.nrigids == 1);
+            sim_scene_free(&sc);
+        }
+    }
+    const struct {
+        const char *json, *expect;
+    } cases[] = {
+        {"{\"objects\": [{}], \"rigids\": [{\"shape\": \"cone\"}]}", "'rigids[0].shape'"},
+        {"{\"objects\": [{}], \"rigids\": [{\"radius\": -1}]}", "'rigids[0].radius'"},
+        {"{\"objects\": [{}], \"contact\": {\"dhat\": \"big\"}}", "'contact.dhat'"},
+        {"{\"objects\": [{}], \"contact\": {\"kappa\": 1}}", "unknown key 'contact.kappa'"},
+        {"{\"objects\": [{\"gaussians\": 3}]}", "'objects[0].gaussians'"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        SimScene sc;
+        char err[512];
+        int rc = sim_scene_parse(cases[i].json, "t.json", &sc, err, sizeof err);
+        CHECK_MSG(rc != 0, "case %zu parsed", i);
+        if (!rc) {
+            sim_scene_free(&sc);
+            continue;
+        }
+        CHECK_MSG(strstr(err, cases[i].expect) != NULL, "case %zu: %s", i, err);
+    }
+}
