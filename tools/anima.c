@@ -11,6 +11,7 @@ static const AnimaCommand commands[] = {
     {"gs", "3D Gaussian Splatting: fit --mesh FILE|procedural:<category> --out DIR", cmd_gs},
     {"mesh", "mesh files: info FILE..., convert IN OUT [--ascii]", cmd_mesh},
     {"sim", "reduced elastic simulation: --scene FILE.json --out DIR; skinning OUT.h5", cmd_sim},
+    {"physskin", "neural skinning fields (PhysSkin++): train, skin", cmd_physskin},
 };
 
 static void usage(FILE *f) {

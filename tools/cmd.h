@@ -18,5 +18,6 @@ typedef struct OptimComm OptimComm;
 int cmd_fit_comm(int argc, char **argv, OptimComm *comm);
 int cmd_mesh(int argc, char **argv);
 int cmd_sim(int argc, char **argv);
+int cmd_physskin(int argc, char **argv);
 
 #endif

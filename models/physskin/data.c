@@ -1,0 +1,265 @@
+/* models/physskin/data.c — shapes and batches (data.h). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "data.h"
+#include "datasets/cache.h"
+#include "datasets/geometry.h"
+#include "datasets/procedural.h"
+#include "tensor/ops.h"
+
+#define PROC "procedural"
+
+/* "procedural[:a,b,c]" -> the category list (NULL-terminated, into names[]); -1 if unknown */
+static int parse_categories(const char *source, char names[][32], int max, char *err, size_t errlen) {
+    int ncat = 0;
+    const char *const *all = ds_procedural_categories(&ncat);
+    const char *list = source + strlen(PROC);
+    if (*list == 0 || !strcmp(list, ":") || !strcmp(list, ":all")) {
+        for (int i = 0; i < ncat && i < max; i++) snprintf(names[i], 32, "%s", all[i]);
+        return ncat < max ? ncat : max;
+    }
+    if (*list != ':') {
+        snprintf(err, errlen, "--data %s: expected procedural:<category>,... or a dataset directory", source);
+        return -1;
+    }
+    int n = 0;
+    for (const char *p = list + 1; *p;) {
+        const char *e = strchr(p, ',');
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        if (n == max || len == 0 || len >= 32) {
+            snprintf(err, errlen, "--data %s: bad category list", source);
+            return -1;
+        }
+        memcpy(names[n], p, len);
+        names[n][len] = 0;
+        if (ds_procedural_expected_genus(names[n]) < 0) {
+            snprintf(err, errlen, "--data %s: unknown category '%s' (known:", source, names[n]);
+            for (int i = 0; i < ncat; i++) snprintf(err + strlen(err), errlen - strlen(err), " %s", all[i]);
+            snprintf(err + strlen(err), errlen - strlen(err), ")");
+            return -1;
+        }
+        n++;
+        p += len + (e ? 1 : 0);
+    }
+    return n;
+}
+
+/* a cache file, or DIR/train.h5 for a directory from `anima dataset make` */
+static int cache_path(const char *source, char *path, size_t n, char *err, size_t errlen) {
+    struct stat st;
+    if (stat(source, &st) != 0) {
+        snprintf(err, errlen, "--data %s: no such file or directory (expected a dataset cache or "
+                              "procedural:<categories>)", source);
+        return -1;
+    }
+    snprintf(path, n, S_ISDIR(st.st_mode) ? "%s/train.h5" : "%s", source);
+    return 0;
+}
+
+int ps_data_count(const char *source, const PsConfig *c, int64_t *count, char *err, size_t errlen) {
+    if (!strncmp(source, PROC, strlen(PROC))) {
+        char names[32][32];
+        if (parse_categories(source, names, 32, err, errlen) < 0) return -1;
+        *count = c->data.shapes;
+        return 0;
+    }
+    char path[4096];
+    if (cache_path(source, path, sizeof path, err, errlen)) return -1;
+    DsCache *cache = ds_cache_open(path, err, errlen);
+    if (!cache) return -1;
+    *count = ds_cache_count(cache);
+    ds_cache_close(cache);
+    if (*count == 0) {
+        snprintf(err, errlen, "%s: no shapes", path);
+        return -1;
+    }
+    return 0;
+}
+
+static int load_procedural(PsShape *s, const char *category, uint64_t seed, const PsConfig *c, char *err,
+                           size_t errlen) {
+    DsProceduralShape sh;
+    if (ds_procedural_make(category, seed, (int)c->data.mesh_res, &sh, err, errlen)) return -1;
+    DsPreprocessOptions o;
+    ds_preprocess_defaults(&o);
+    o.n_surface = c->data.pool_surface, o.n_dense = 0, o.n_sharp = 0;
+    o.grid_res = (int)c->data.cubature_res, o.seed = seed;
+    o.sdf = ds_procedural_sdf, o.sdf_ctx = &sh; /* exact inside test (procedural.h) */
+    DsPreprocessed pp;
+    int rc = ds_preprocess(&sh.mesh, &o, &pp, err, errlen);
+    if (rc == 0) {
+        snprintf(s->category, sizeof s->category, "%s", category);
+        s->n_surface = pp.n_surface;
+        s->surface = pp.surface, s->surface_normal = pp.surface_normal;
+        pp.surface = pp.surface_normal = NULL;
+        s->n_cubature = pp.cubature.n;
+        s->cubature = pp.cubature.x;
+        pp.cubature.x = NULL;
+        /* parts thinner than a cell have no interior candidate; the mesh volume then stands in */
+        s->volume = pp.cubature.n > 0 ? pp.cubature.volume : fabs(pp.check.volume);
+        ds_preprocessed_free(&pp);
+    }
+    ds_procedural_free(&sh);
+    return rc;
+}
+
+/* Shapes [d->begin, d->begin + d->n) of a cache (HDF5 is not thread-safe here: one by one). */
+static int load_cache(PsData *d, const char *source, char *err, size_t errlen) {
+    char path[4096];
+    if (cache_path(source, path, sizeof path, err, errlen)) return -1;
+    DsCache *cache = ds_cache_open(path, err, errlen);
+    if (!cache) return -1;
+    int rc = 0;
+    for (int64_t i = 0; i < d->n && rc == 0; i++) {
+        DsShapeRecord r;
+        if ((rc = ds_cache_read_shape(cache, d->begin + i, &r, err, errlen))) break;
+        PsShape *s = &d->shapes[i];
+        snprintf(s->category, sizeof s->category, "%s", r.category);
+        s->n_surface = r.n_surface, s->surface = r.surface, s->surface_normal = r.surface_normal;
+        s->n_cubature = r.n_cubature, s->cubature = r.cubature;
+        double vol = 0;
+        for (int64_t k = 0; k < r.n_cubature; k++) vol += r.cubature_volume[k];
+        s->volume = r.n_cubature > 0 ? vol : fabs(r.volume);
+        r.surface = r.surface_normal = r.cubature = NULL;
+        ds_shape_record_free(&r);
+        if (s->n_surface < 1) {
+            snprintf(err, errlen, "%s: shape %s has no surface samples", path, ds_cache_id(cache, d->begin + i));
+            rc = -1;
+        }
+    }
+    ds_cache_close(cache);
+    if (rc) ps_data_free(d);
+    return rc;
+}
+
+int ps_data_load(PsData *d, const char *source, const PsConfig *c, int64_t begin, int64_t end, char *err,
+                 size_t errlen) {
+    memset(d, 0, sizeof *d);
+    if (ps_data_count(source, c, &d->total, err, errlen)) return -1;
+    if (begin < 0 || end > d->total || begin >= end) {
+        snprintf(err, errlen, "--data %s: empty shard [%lld, %lld) of %lld shapes", source, (long long)begin,
+                 (long long)end, (long long)d->total);
+        return -1;
+    }
+    d->begin = begin, d->n = end - begin;
+    d->shapes = calloc((size_t)d->n, sizeof *d->shapes);
+    if (!d->shapes) abort();
+    if (strncmp(source, PROC, strlen(PROC))) return load_cache(d, source, err, errlen);
+    char names[32][32];
+    int ncat = parse_categories(source, names, 32, err, errlen);
+    int failed = 0;
+    char first_err[1024] = "";
+    /* shapes are independent; the generators are thread-safe (plain arrays, Philox) */
+#pragma omp parallel for schedule(dynamic, 1)
+    for (int64_t i = 0; i < d->n; i++) {
+        int64_t g = begin + i;
+        char e[512];
+        uint64_t seed = (uint64_t)c->seed * 1000003ull + (uint64_t)g;
+        if (load_procedural(&d->shapes[i], names[g % ncat], seed, c, e, sizeof e)) {
+#pragma omp critical(ps_data_err)
+            {
+                if (!failed) snprintf(first_err, sizeof first_err, "shape %lld (%s): %s", (long long)g,
+                                      names[g % ncat], e);
+                failed = 1;
+            }
+        }
+    }
+    if (failed) {
+        snprintf(err, errlen, "--data %s: %.900s", source, first_err);
+        ps_data_free(d);
+        return -1;
+    }
+    return 0;
+}
+
+void ps_data_free(PsData *d) {
+    for (int64_t i = 0; d->shapes && i < d->n; i++) {
+        free(d->shapes[i].surface), free(d->shapes[i].surface_normal);
+        free(d->shapes[i].cubature);
+    }
+    free(d->shapes);
+    memset(d, 0, sizeof *d);
+}
+
+/* ---- batches ------------------------------------------------------------------------------- */
+
+static uint64_t draw_u64(TensorRng *g) {
+    uint32_t r[4];
+    tensor_philox(g->seed, g->stream, g->offset++, r);
+    return ((uint64_t)r[0] << 32) | r[1];
+}
+
+static int64_t draw_below(TensorRng *g, int64_t n) {
+    return (int64_t)(((unsigned __int128)draw_u64(g) * (uint64_t)n) >> 64);
+}
+
+/* k indices in [0, n): without replacement when k ≤ n (rejection on a bitmap for k ≤ n/2,
+ * a partial Fisher–Yates otherwise), uniform with replacement when k > n */
+static void sample_indices(TensorRng *g, int64_t n, int64_t k, int64_t *out) {
+    if (k > n) {
+        for (int64_t i = 0; i < k; i++) out[i] = draw_below(g, n);
+        return;
+    }
+    if (2 * k <= n) {
+        unsigned char *seen = calloc((size_t)n / 8 + 1, 1);
+        if (!seen) abort();
+        for (int64_t i = 0; i < k;) {
+            int64_t j = draw_below(g, n);
+            if (seen[j >> 3] & (1u << (j & 7))) continue;
+            seen[j >> 3] |= (unsigned char)(1u << (j & 7));
+            out[i++] = j;
+        }
+        free(seen);
+        return;
+    }
+    int64_t *p = malloc(sizeof *p * (size_t)n);
+    if (!p) abort();
+    for (int64_t i = 0; i < n; i++) p[i] = i;
+    for (int64_t i = 0; i < k; i++) {
+        int64_t j = i + draw_below(g, n - i), t = p[i];
+        p[i] = p[j], p[j] = t;
+        out[i] = p[i];
+    }
+    free(p);
+}
+
+void ps_batch_make(const PsData *d, const int64_t *idx, int64_t B, const PsConfig *c, TensorRng *g, TensorDType dt,
+                   PsBatch *out) {
+    int64_t Ns = c->data.n_surface, C = c->data.n_cubature, m = c->model.handles;
+    double *pts = malloc(sizeof(double) * (size_t)(B * Ns * 3)), *nrm = malloc(sizeof(double) * (size_t)(B * Ns * 3));
+    double *x = malloc(sizeof(double) * (size_t)(B * C * 3)), *v = malloc(sizeof(double) * (size_t)(B * C));
+    int64_t *sel = malloc(sizeof(int64_t) * (size_t)(Ns > C ? Ns : C));
+    if (!pts || !nrm || !x || !v || !sel) abort();
+    for (int64_t b = 0; b < B; b++) {
+        const PsShape *s = &d->shapes[idx[b]];
+        sample_indices(g, s->n_surface, Ns, sel);
+        for (int64_t i = 0; i < Ns; i++)
+            for (int j = 0; j < 3; j++) {
+                pts[(b * Ns + i) * 3 + j] = s->surface[sel[i] * 3 + j];
+                nrm[(b * Ns + i) * 3 + j] = s->surface_normal[sel[i] * 3 + j];
+            }
+        /* cubature points: the paper's candidate set is surface samples plus interior grid
+         * points (§IV-A); each carries V_c = volume / C (physskin.md §4) */
+        int64_t ns = s->n_cubature > 0 ? (int64_t)llround(c->data.surface_fraction * (double)C) : C;
+        int64_t ni = C - ns;
+        sample_indices(g, s->n_surface, ns, sel);
+        for (int64_t i = 0; i < ns; i++)
+            for (int j = 0; j < 3; j++) x[(b * C + i) * 3 + j] = s->surface[sel[i] * 3 + j];
+        if (ni > 0) {
+            sample_indices(g, s->n_cubature, ni, sel);
+            for (int64_t i = 0; i < ni; i++)
+                for (int j = 0; j < 3; j++) x[(b * C + ns + i) * 3 + j] = s->cubature[sel[i] * 3 + j];
+        }
+        for (int64_t i = 0; i < C; i++) v[b * C + i] = s->volume / (double)C;
+    }
+    out->points = tensor_from_f64(TENSOR_SHAPE(B, Ns, 3), dt, pts);
+    out->normals = tensor_from_f64(TENSOR_SHAPE(B, Ns, 3), dt, nrm);
+    out->x = tensor_from_f64(TENSOR_SHAPE(B, C, 3), dt, x);
+    out->v = tensor_from_f64(TENSOR_SHAPE(B, C), dt, v);
+    out->z = tensor_mul_scalar(tensor_randn_with(g, TENSOR_SHAPE(B, c->data.n_z, 12 * m), dt), c->loss.z_sigma);
+    free(pts), free(nrm), free(x), free(v), free(sel);
+}

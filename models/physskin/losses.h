@@ -1,0 +1,59 @@
+/* models/physskin/losses.h — the physics-informed self-supervised losses (PISSL, PhysSkin++
+ * §III-C; ../shared/notes/physskin.md §1, §2, §4): the deformation gradient of the LBS
+ * subspace as a batched tensor pipeline, stable neo-Hookean (and linear) energy densities, the
+ * on-the-fly column normalization, and the potential / orthogonality / smoothness terms. All
+ * are tensor ops, so they are differentiable to the network parameters (and again, for the
+ * gradchecks). Shapes: B shapes, C cubature points, m handles, Z subspace samples. */
+#ifndef ANIMA_MODELS_PHYSSKIN_LOSSES_H
+#define ANIMA_MODELS_PHYSSKIN_LOSSES_H
+
+#include "autograd/autograd.h"
+#include "config.h"
+
+/* Lamé parameters from E, ν (physskin.md §2). With plus_mu the returned λ is λ + μ: the stable
+ * neo-Hookean Ψ below linearizes at F = I to μ|ε|² + (λ_Ψ − μ)/2 (tr ε)², so λ_Ψ = λ + μ makes
+ * its small-strain response the Lamé material's (Smith, de Goes, Kim 2018, "Stable
+ * Neo-Hookean Flesh Simulation" §3.4; kaolin's simulator does this, its training does not).
+ * We default to plus_mu so training and the simulator see the same material. */
+void ps_lame(double youngs, double poisson, bool plus_mu, double *mu, double *lambda);
+
+/* Stable neo-Hookean (physskin.md §2): Ψ = μ/2 (tr FᵀF − 3) + λ/2 (J − 1)² − μ (J − 1),
+ * J = det F. F (..., 3, 3) -> (...). Ψ(I) = 0 and P(I) = ∂Ψ/∂F(I) = 0 for any μ, λ. */
+Tensor *ps_psi_neohookean(Tensor *F, double mu, double lambda);
+/* Linear elasticity: Ψ = μ tr(εᵀε) + λ/2 (tr ε)², ε = (F + Fᵀ)/2 − I (warm start). */
+Tensor *ps_psi_linear(Tensor *F, double mu, double lambda);
+
+/* F_c(z) = I + Σ_k ( w_k T_k[:, :3] + (T_k [X;1]) ⊗ ∇w_k ) (physskin.md §1), T_k the 3×4
+ * row-major blocks of z = [vec T_1; ...; vec T_m]. As one batched GEMM per shape:
+ *     F − I = T' (3Z × 4m) · D (4m × 3C),
+ *     T'[(z,i), (k,l)] = T_k[i, l](z),  D[(k,l), (c,j)] = [X_c;1]_l ∂_j w_k(X_c) + w_k(X_c) δ_lj,
+ * D being the constant dF/dz block of physskin.md §1 written per point.
+ * W (B, C, m), grad_w (B, C, m, 3), X (B, C, 3), z (B, Z, 12m) -> F (B, Z, C, 3, 3). */
+Tensor *ps_deformation_gradient(Tensor *W, Tensor *grad_w, Tensor *X, Tensor *z);
+
+typedef struct {
+    double mu, lambda;
+    bool linear;    /* Ψ_lin instead of stable neo-Hookean */
+    bool normalize; /* Ŵ (PISSL); off: the raw W (ablation) */
+    double w_pot, w_orth, w_smooth;
+} PsLossOptions;
+PsLossOptions ps_loss_options(const PsConfig *c);
+
+/* Ŵ = W with each column divided by its l2 norm over the batch points (per shape), ∇Ŵ with the
+ * same factor (a constant of the batch, so ∇ commutes with it) — PhysSkin++ §III-C "Stable
+ * Joint Optimization", physskin.md §4. W (B, C, m), grad_w (B, C, m, 3). */
+void ps_normalize(Tensor *W, Tensor *grad_w, Tensor **w_hat, Tensor **grad_w_hat);
+
+/* Each 0-d, mean over the B shapes of the batch:
+ *   pot    = mean_z Σ_c V_c Ψ(F_c(z))                     (PhysSkin++ §III-C, physskin.md §4)
+ *   orth   = mean over entries of (ŴᵀŴ − I)²
+ *   smooth = Σ_c V_c Σ_k |∇ŵ_k(X_c)|²  (the Dirichlet energy; the paper gives no formula) */
+typedef struct {
+    Tensor *pot, *orth, *smooth;
+} PsLosses;
+/* V (B, C) volume weights, z (B, Z, 12m). */
+void ps_losses(const PsLossOptions *o, Tensor *W, Tensor *grad_w, Tensor *X, Tensor *V, Tensor *z, PsLosses *out);
+/* w_pot·pot + w_orth·orth + w_smooth·smooth (0-d) */
+Tensor *ps_losses_total(const PsLossOptions *o, const PsLosses *l);
+
+#endif

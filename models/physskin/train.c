@@ -1,0 +1,207 @@
+/* models/physskin/train.c — the PISSL training loop (train.h).
+ *
+ * Per step and rank: B_local shapes from this rank's shard (optim_data_order, a pure function
+ * of (seed, rank, step)), every random draw from a Philox generator keyed by (seed, rank, step),
+ * so --resume continues bit-identically without storing per-rank generator state. The per-loss
+ * gradients g_pot, g_orth, g_smooth come from separate backward passes through one retained
+ * graph, are averaged over the ranks (ConFIG is nonlinear: combine the global gradients, not
+ * the local ones), then combined by ConFIG (physskin.md §4; Liu et al. 2024) — or summed with
+ * the weights (the ablation), or M-ConFIG (one loss per step, round-robin). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "optim/comm.h"
+#include "optim/train.h"
+#include "train.h"
+
+#define NAME "anima physskin train"
+
+void ps_step_losses(const PsModel *m, const PsBatch *b, const PsConfig *c, PsLosses *out) {
+    Tensor *fs = ps_encode(m, b->points, b->normals);
+    Tensor *fh = ps_handles(m, fs);
+    Tensor *w, *gw;
+    ps_decode_with_grad(m, fh, b->x, !strcmp(c->loss.grad, "exact") ? PS_GRAD_EXACT : PS_GRAD_FD, c->loss.fd_delta,
+                        &w, &gw);
+    PsLossOptions o = ps_loss_options(c);
+    ps_losses(&o, w, gw, b->x, b->v, b->z, out);
+}
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* rank 0's state to every rank after a resume: parameters, moments, step counters */
+static void sync_from_root(OptimComm *comm, NnParams *p, Optim *o, OptimTrain *tl) {
+    optim_comm_broadcast(comm, p->flat, 0);
+    if (o->exp_avg) optim_comm_broadcast(comm, o->exp_avg, 0);
+    if (o->exp_avg_sq) optim_comm_broadcast(comm, o->exp_avg_sq, 0);
+    Tensor *st = tensor_from_f64(TENSOR_SHAPE(2), TENSOR_F64, (double[]){(double)tl->step, (double)o->step});
+    optim_comm_broadcast(comm, st, 0);
+    tl->step = tl->start_step = (int64_t)tensor_get(st, (int64_t[]){0});
+    o->step = (int64_t)tensor_get(st, (int64_t[]){1});
+}
+
+int ps_train(const PsTrainArgs *a) {
+    const PsConfig *c = a->cfg;
+    char err[8192];
+    OptimComm *comm = optim_comm_init(false);
+    int rank = optim_comm_rank(comm), size = optim_comm_size(comm);
+    TensorDType dt = !strcmp(c->model.dtype, "f64") ? TENSOR_F64 : TENSOR_F32;
+
+    /* data: this rank's shard of the shapes */
+    int64_t total, begin, end;
+    if (ps_data_count(a->data, c, &total, err, sizeof err)) {
+        if (rank == 0) fprintf(stderr, NAME ": %s\n", err);
+        optim_comm_finalize(comm);
+        return 2;
+    }
+    if (total < size) {
+        if (rank == 0) fprintf(stderr, NAME ": %lld shapes for %d ranks\n", (long long)total, size);
+        optim_comm_finalize(comm);
+        return 2;
+    }
+    optim_comm_shard(comm, total, &begin, &end);
+    int64_t B = c->train.batch / size;
+    if (B < 1) B = 1;
+    if (rank == 0 && B * size != c->train.batch)
+        fprintf(stderr, NAME ": note: train.batch %lld over %d ranks: %lld shapes per rank per step\n",
+                (long long)c->train.batch, size, (long long)B);
+    double t0 = now_s();
+    PsData data;
+    int bad = ps_data_load(&data, a->data, c, begin, end, err, sizeof err) != 0;
+    if (size > 1) bad = optim_comm_allreduce_sum_scalar(comm, bad) > 0;
+    if (bad) {
+        fprintf(stderr, NAME ": %s\n", err[0] ? err : "data failed on another rank");
+        optim_comm_finalize(comm);
+        return 1;
+    }
+    if (rank == 0 && a->progress != 0)
+        fprintf(stderr, NAME ": %lld shapes (%lld on rank 0) ready in %.1f s\n", (long long)total,
+                (long long)data.n, now_s() - t0);
+
+    /* model and optimizer */
+    NnParams params;
+    nn_params_init(&params, tensor_scope_root(), dt, (uint64_t)c->seed);
+    PsModel model;
+    ps_model_init(&model, &params, c);
+    nn_params_pack(&params);
+    if (size > 1) optim_comm_broadcast(comm, params.flat, 0);
+    bool mconfig = !strcmp(c->loss.combine, "mconfig"), sum = !strcmp(c->loss.combine, "sum");
+    OptimConfig oc = optim_defaults(OPTIM_ADAMW);
+    oc.lr = c->optim.lr, oc.weight_decay = c->optim.weight_decay, oc.eps = c->optim.eps;
+    /* M-ConFIG keeps the first moments per loss itself (Liu et al. 2024, alg. 2) */
+    oc.beta1 = mconfig ? 0.0 : c->optim.beta1, oc.beta2 = c->optim.beta2;
+    Optim opt;
+    optim_init(&opt, &params, &oc);
+    int64_t warm = (int64_t)llround(c->optim.warmup_frac * (double)c->train.steps);
+    OptimSchedule sched = {.peak = c->optim.lr, .floor = c->optim.min_lr, .warmup = warm > 0 ? warm : 1,
+                           .total = c->train.steps};
+
+    char ckpt[4200], log[4200];
+    snprintf(ckpt, sizeof ckpt, "%s/ckpt.h5", a->out_dir);
+    snprintf(log, sizeof log, "%s/metrics.jsonl", a->out_dir);
+    OptimTrainOptions to = {.name = NAME, .total_steps = c->train.steps, .log_every = c->train.log_every,
+                            .ckpt_every = c->train.ckpt_every, .ckpt_path = rank == 0 ? ckpt : NULL,
+                            .metrics_path = rank == 0 ? log : NULL, .config_json = a->cfg_json,
+                            .resume = a->resume && rank == 0, .progress = rank == 0 ? a->progress : 0,
+                            .stop_after = rank == 0 ? a->stop_after : 0}; /* the others follow rank 0 */
+    OptimTrain tl;
+    bad = optim_train_init(&tl, &to, &params, &opt, (TensorRng){.seed = (uint64_t)c->seed, .stream = 3}, err,
+                           sizeof err) != 0;
+    if (size > 1) bad = optim_comm_allreduce_sum_scalar(comm, bad) > 0;
+    if (bad) {
+        if (rank == 0) fprintf(stderr, NAME ": %s\n", err);
+        ps_data_free(&data);
+        ps_model_free(&model);
+        nn_params_free(&params);
+        optim_comm_finalize(comm);
+        return 1;
+    }
+    if (a->resume && size > 1) sync_from_root(comm, &params, &opt, &tl);
+    if (a->resume && rank == 0) {
+        if (tl.resumed_config && a->cfg_json && strcmp(tl.resumed_config, a->cfg_json))
+            fprintf(stderr, NAME ": note: the config differs from the one stored in %s; using the new one\n", ckpt);
+        fprintf(stderr, NAME ": resuming %s at step %lld\n", ckpt, (long long)tl.step);
+    }
+
+    PsLossOptions lo = ps_loss_options(c);
+    double wts[3] = {lo.w_pot, lo.w_orth, lo.w_smooth};
+    int active[3], K = 0;
+    for (int i = 0; i < 3; i++)
+        if (wts[i] > 0) active[K++] = i;
+    OptimMConfig mc;
+    if (mconfig) optim_mconfig_init(&mc, &params, K, c->optim.beta1);
+    int64_t *idx = malloc(sizeof *idx * (size_t)B);
+    if (!idx) abort();
+    double t_steps = 0;
+    int64_t n_steps = 0;
+    for (;;) {
+        bool go = optim_train_next(&tl);
+        /* every rank stops together (a signal may reach them in different steps) */
+        if (size > 1) go = optim_comm_allreduce_sum_scalar(comm, go ? 1 : 0) == size;
+        if (!go) break;
+        double ts = now_s();
+        TensorScope *s = tensor_scope_begin();
+        optim_data_order((uint64_t)c->seed + 0x9e3779b97f4a7c15ull * (uint64_t)rank, tl.step, data.n, B, idx);
+        TensorRng g = {.seed = (uint64_t)c->seed, .stream = 0x5053000ull + (uint64_t)rank,
+                       .offset = (uint64_t)tl.step << 32};
+        PsBatch batch;
+        ps_batch_make(&data, idx, B, c, &g, dt, &batch);
+        PsLosses L;
+        ps_step_losses(&model, &batch, c, &L);
+        Tensor *terms[3] = {tensor_mul_scalar(L.pot, wts[0]), tensor_mul_scalar(L.orth, wts[1]),
+                            tensor_mul_scalar(L.smooth, wts[2])};
+        Tensor *total_loss = ps_losses_total(&lo, &L);
+        if (sum) {
+            nn_params_zero_grad(&params);
+            ag_backward(total_loss, NULL, false);
+            if (size > 1) optim_comm_allreduce_grads(comm, &params);
+        } else if (mconfig) {
+            int i = (int)(tl.step % K);
+            nn_params_zero_grad(&params);
+            ag_backward(terms[active[i]], NULL, false);
+            if (size > 1) optim_comm_allreduce_grads(comm, &params);
+            Tensor *gi = tensor_clone(params.flat_grad);
+            optim_mconfig_update(&mc, i, gi, params.flat_grad);
+        } else {
+            Tensor *gs[3];
+            for (int i = 0; i < K; i++) {
+                nn_params_zero_grad(&params);
+                ag_backward(terms[active[i]], NULL, i + 1 < K);
+                gs[i] = tensor_clone(params.flat_grad);
+                if (size > 1) optim_comm_allreduce_mean(comm, gs[i], 0);
+            }
+            if (K == 1) tensor_copy_(params.flat_grad, gs[0]);
+            else optim_config(K, gs, params.flat_grad);
+        }
+        double gn = optim_clip_grad_norm(&params, c->optim.clip > 0 ? c->optim.clip : INFINITY);
+        double lr = optim_schedule_lr(&sched, tl.step);
+        optim_step(&opt, lr);
+        double v[4] = {tensor_item(total_loss), tensor_item(L.pot), tensor_item(L.orth), tensor_item(L.smooth)};
+        if (size > 1)
+            for (int i = 0; i < 4; i++) v[i] = optim_comm_allreduce_sum_scalar(comm, v[i]) / size;
+        tensor_scope_end(s);
+        double dts = now_s() - ts;
+        t_steps += dts, n_steps++;
+        OptimMetric ex[5] = {{"pot", v[1]}, {"orth", v[2]}, {"smooth", v[3]}, {"grad_norm", gn}, {"step_s", dts}};
+        optim_train_step_end(&tl, v[0], lr, 5, ex);
+    }
+    free(idx);
+    if (mconfig) optim_mconfig_free(&mc);
+    bool done = tl.step >= c->train.steps;
+    int rc = optim_train_finish(&tl);
+    if (rank == 0 && a->progress != 0 && n_steps > 0)
+        fprintf(stderr, NAME ": %s at step %lld; %.3f s per step over %lld steps on %d rank(s); %s\n",
+                done ? "done" : "stopped", (long long)tl.step, t_steps / (double)n_steps, (long long)n_steps, size,
+                ckpt);
+    ps_data_free(&data);
+    ps_model_free(&model);
+    nn_params_free(&params);
+    optim_comm_finalize(comm);
+    return rc;
+}

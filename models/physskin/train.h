@@ -1,0 +1,29 @@
+/* models/physskin/train.h — PISSL training (PhysSkin++ §III-C, §IV-A): one step's losses from a
+ * batch, and the whole loop behind `anima physskin train` (optim/train.h: progress, JSONL,
+ * HDF5 checkpoints, --resume; optim/comm.h: under mpirun the shapes are sharded over the
+ * ranks and the per-loss gradients averaged before they are combined). */
+#ifndef ANIMA_MODELS_PHYSSKIN_TRAIN_H
+#define ANIMA_MODELS_PHYSSKIN_TRAIN_H
+
+#include "data.h"
+#include "losses.h"
+#include "model.h"
+
+/* encoder → handles → W, ∇W at batch->x (by c->loss.grad) → PISSL terms */
+void ps_step_losses(const PsModel *m, const PsBatch *b, const PsConfig *c, PsLosses *out);
+
+typedef struct {
+    const PsConfig *cfg;
+    const char *cfg_json;   /* stored in checkpoints */
+    const char *data;       /* --data: a cache directory or procedural:<categories> */
+    const char *out_dir;    /* ckpt.h5 and metrics.jsonl go here (created by the caller) */
+    bool resume;
+    int progress;           /* optim/train.h's convention */
+    int64_t stop_after;
+} PsTrainArgs;
+
+/* Runs the loop; returns the process exit status (messages on stderr, prefixed
+ * "anima physskin train"). */
+int ps_train(const PsTrainArgs *a);
+
+#endif
