@@ -22,7 +22,11 @@
  * The tile products go to BLAS (cblas_[sd]gemm) reading q, k, v in place through their row
  * stride, so the narrow views of a fused qkv projection need no copy. The backward is raw
  * loops; under create_graph (a backward that must be differentiable again) it recomputes
- * through the naive tensor-op path instead, so second derivatives stay correct. */
+ * through the naive tensor-op path instead, so second derivatives stay correct.
+ *
+ * On a GPU the same custom op runs the backend's fused kernels (TensorBackend.attention and
+ * .attention_backward; tensor/cuda/cuda_attention.cu, the same algorithm) on the same operands
+ * and with the same saved log-sum-exp, for head dims up to TENSOR_ATTENTION_MAX_D. */
 #include <cblas.h>
 #include <math.h>
 #include <stdlib.h>
@@ -30,6 +34,7 @@
 
 #include "autograd/custom.h"
 #include "functional.h"
+#include "tensor/backend.h"
 
 /* Query × key tile: 64 × 128 scores = 32 KiB in f32, with the 64 × d output tile and a K/V
  * tile of 128 × d this stays within a core's L2 for d ≤ 128. Settable (tests use tiny tiles to
@@ -256,15 +261,29 @@ static void att_args(AttArgs *a, Tensor *q, Tensor *k, Tensor *v, int heads) {
     a->bq = att_bq, a->bk = att_bk;
 }
 
+/* The device half: the same operands in the backend's argument block. */
+static TensorAttentionArgs att_dev_args(const AttArgs *a, TensorDType dt) {
+    return (TensorAttentionArgs){.dtype = dt, .q = a->q, .k = a->k, .v = a->v, .sq0 = a->sq0, .sq1 = a->sq1,
+                                 .sk0 = a->sk0, .sk1 = a->sk1, .sv0 = a->sv0, .sv1 = a->sv1, .B = a->B,
+                                 .Tq = a->Tq, .Tk = a->Tk, .h = a->h, .d = a->d, .scale = a->scale, .o = a->o,
+                                 .lse = a->lse, .go = a->go, .gq = a->gq, .gk = a->gk, .gv = a->gv};
+}
+
 static Tensor *att_forward(void *ctx, int n, Tensor *const *in) {
     (void)n;
     AttCtx *c = ctx;
     Tensor *q = att_operand(in[0]), *k = att_operand(in[1]), *v = att_operand(in[2]);
     AttArgs a;
     att_args(&a, q, k, v, c->heads);
-    Tensor *o = tensor_empty(TENSOR_SHAPE(a.B, a.Tq, a.C), q->dtype);
-    c->lse = tensor_empty(TENSOR_SHAPE(a.B, a.h, a.Tq), q->dtype);
+    TensorDevice dev = tensor_device(q);
+    Tensor *o = tensor_empty_on(3, (int64_t[]){a.B, a.Tq, a.C}, q->dtype, dev);
+    c->lse = tensor_empty_on(3, (int64_t[]){a.B, a.h, a.Tq}, q->dtype, dev);
     a.o = tensor_data_ptr(o), a.lse = tensor_data_ptr(c->lse);
+    if (dev != TENSOR_CPU) {
+        TensorAttentionArgs da = att_dev_args(&a, q->dtype);
+        tensor_backend_for(dev)->attention(&da);
+        return o;
+    }
     if (q->dtype == TENSOR_F32) att_forward_f32(&a);
     else att_forward_f64(&a);
     return o;
@@ -289,13 +308,27 @@ static void att_backward(void *ctx, int n, Tensor *const *in, Tensor *out, Tenso
     AttArgs a;
     att_args(&a, q, k, v, c->heads);
     Tensor *go = tensor_contiguous(g), *o = tensor_contiguous(out);
-    Tensor *gq = tensor_zeros(TENSOR_SHAPE(a.B, a.Tq, a.C), q->dtype);
-    Tensor *gk = tensor_zeros(TENSOR_SHAPE(a.B, a.Tk, a.C), q->dtype);
-    Tensor *gv = tensor_zeros(TENSOR_SHAPE(a.B, a.Tk, a.C), q->dtype);
+    TensorDevice dev = tensor_device(q);
+    Tensor *gq, *gk, *gv;
+    if (dev != TENSOR_CPU) { /* the kernels write every element: no zeroing */
+        gq = tensor_empty_on(3, (int64_t[]){a.B, a.Tq, a.C}, q->dtype, dev);
+        gk = tensor_empty_on(3, (int64_t[]){a.B, a.Tk, a.C}, q->dtype, dev);
+        gv = tensor_empty_on(3, (int64_t[]){a.B, a.Tk, a.C}, q->dtype, dev);
+    } else {
+        gq = tensor_zeros(TENSOR_SHAPE(a.B, a.Tq, a.C), q->dtype);
+        gk = tensor_zeros(TENSOR_SHAPE(a.B, a.Tk, a.C), q->dtype);
+        gv = tensor_zeros(TENSOR_SHAPE(a.B, a.Tk, a.C), q->dtype);
+    }
     a.o = tensor_data_ptr(o), a.lse = tensor_data_ptr(c->lse), a.go = tensor_data_ptr(go);
     a.gq = tensor_data_ptr(gq), a.gk = tensor_data_ptr(gk), a.gv = tensor_data_ptr(gv);
-    if (q->dtype == TENSOR_F32) att_backward_f32(&a);
-    else att_backward_f64(&a);
+    if (dev != TENSOR_CPU) {
+        TensorAttentionArgs da = att_dev_args(&a, q->dtype);
+        tensor_backend_for(dev)->attention_backward(&da);
+    } else if (q->dtype == TENSOR_F32) {
+        att_backward_f32(&a);
+    } else {
+        att_backward_f64(&a);
+    }
     ag_no_grad_end(prev);
     if (need[0]) gin[0] = gq;
     if (need[1]) gin[1] = gk;
@@ -317,11 +350,23 @@ void nn_attention_check(const char *op, Tensor *q, Tensor *k, Tensor *v, int hea
                     tensor_dtype_name(k->dtype), tensor_dtype_name(v->dtype));
 }
 
+/* Whether the backend of dev has the fused kernels for head dim d (the CPU always has). */
+static bool att_device_ok(TensorDevice dev, int64_t d) {
+    if (dev == TENSOR_CPU) return true;
+    const TensorBackend *be = tensor_backend_for(dev);
+    return be->attention && be->attention_backward && d <= TENSOR_ATTENTION_MAX_D;
+}
+
 Tensor *nn_attention_tiled(Tensor *q, Tensor *k, Tensor *v, int heads) {
     nn_attention_check("nn_attention_tiled", q, k, v, heads);
-    if (tensor_device(q) != TENSOR_CPU || tensor_device(k) != TENSOR_CPU || tensor_device(v) != TENSOR_CPU)
-        tensor_fail("nn_attention_tiled", "CPU tensors only (use nn_attention_naive on the GPU)");
+    TensorDevice dev = tensor_device(q);
+    if (tensor_device(k) != dev || tensor_device(v) != dev)
+        tensor_fail("nn_attention_tiled", "q, k, v on different devices");
     if (q->dtype == TENSOR_I64) tensor_fail("nn_attention_tiled", "needs f32 or f64, got i64");
+    if (!att_device_ok(dev, q->shape[2] / heads))
+        tensor_fail("nn_attention_tiled", "head dim %lld on %s: the fused kernel takes up to %d (nn_attention "
+                    "falls back to nn_attention_naive)", (long long)(q->shape[2] / heads),
+                    tensor_backend_for(dev)->name, TENSOR_ATTENTION_MAX_D);
     AttCtx c = {.heads = heads};
     Tensor *in[3] = {q, k, v};
     return ag_custom_apply(&att_op, 3, in, &c, sizeof c);
@@ -337,8 +382,15 @@ NnAttentionMode nn_attention_set_mode(NnAttentionMode mode) {
     return prev;
 }
 
+bool nn_attention_tiled_supports(const Tensor *q, int heads) {
+    if (q->dtype == TENSOR_I64 || heads < 1 || q->ndim != 3) return false;
+    return att_device_ok(tensor_device(q), q->shape[2] / heads);
+}
+
 bool nn_attention_wants_tiled(const Tensor *q, const Tensor *k) {
-    if (tensor_device(q) != TENSOR_CPU || tensor_device(k) != TENSOR_CPU || q->dtype == TENSOR_I64) return false;
+    TensorDevice dev = tensor_device(q);
+    if (tensor_device(k) != dev || q->dtype == TENSOR_I64) return false;
+    if (dev != TENSOR_CPU && !tensor_backend_for(dev)->attention) return false;
     NnAttentionMode mode = att_mode;
     const char *env = getenv("ANIMA_ATTENTION");
     if (mode == NN_ATTENTION_AUTO && env) {
@@ -346,6 +398,9 @@ bool nn_attention_wants_tiled(const Tensor *q, const Tensor *k) {
         else if (!strcmp(env, "naive")) mode = NN_ATTENTION_NAIVE;
     }
     if (mode != NN_ATTENTION_AUTO) return mode == NN_ATTENTION_TILED;
+    /* On a GPU the fused kernel at every size: one launch instead of the naive path's five
+     * (two batched GEMMs, scale, softmax, permute-copy), and O(T) memory on the tape. */
+    if (dev != TENSOR_CPU) return true;
     /* Below this the (Tq, Tk) score matrix is small, the naive path's two batched GEMMs are
      * at least as fast, and its backward is differentiable again. */
     return q->shape[1] * k->shape[1] > NN_ATTENTION_TILED_MIN;

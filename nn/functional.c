@@ -34,7 +34,8 @@ static Tensor *split_heads(Tensor *x, int heads) {
 
 Tensor *nn_attention(Tensor *q, Tensor *k, Tensor *v, int heads) {
     nn_attention_check("nn_attention", q, k, v, heads);
-    return nn_attention_wants_tiled(q, k) ? nn_attention_tiled(q, k, v, heads) : nn_attention_naive(q, k, v, heads);
+    bool tiled = nn_attention_wants_tiled(q, k) && nn_attention_tiled_supports(q, heads);
+    return tiled ? nn_attention_tiled(q, k, v, heads) : nn_attention_naive(q, k, v, heads);
 }
 
 Tensor *nn_attention_naive(Tensor *q, Tensor *k, Tensor *v, int heads) {

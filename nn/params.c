@@ -116,3 +116,35 @@ void nn_params_zero_grad(NnParams *p) {
     for (int i = 0; i < p->n; i++)
         if (p->items[i].value->grad) tensor_fill_(p->items[i].value->grad, 0);
 }
+
+void nn_params_mirror(NnParams *dst, const NnParams *src, TensorDevice dev) {
+    if (!src->packed) tensor_fail("nn_params_mirror", "parameters are not packed (call nn_params_pack first)");
+    memset(dst, 0, sizeof *dst);
+    dst->scope = src->scope;
+    dst->dtype = src->dtype;
+    dst->rng = src->rng;
+    TensorScope *prev = tensor_scope_switch(src->scope);
+    bool grad = tensor_grad_set_enabled(false);
+    dst->flat = tensor_to(src->flat, dev);
+    if (dst->flat == src->flat) dst->flat = tensor_clone(src->flat); /* same device: still a copy */
+    dst->flat_grad = tensor_zeros_like(dst->flat);
+    dst->cap = src->n ? src->n : 1;
+    dst->items = malloc(sizeof *dst->items * (size_t)dst->cap);
+    if (!dst->items) abort();
+    int64_t off = 0;
+    for (int i = 0; i < src->n; i++) {
+        const Tensor *t = src->items[i].value;
+        Tensor *v = tensor_view_at(dst->flat, t->ndim, t->shape, off);
+        tensor_requires_grad(v, true);
+        /* backward accumulates into an existing ->grad in place: into the flat buffer */
+        v->grad = tensor_view_at(dst->flat_grad, t->ndim, t->shape, off);
+        dst->items[i].name = strdup(src->items[i].name);
+        if (!dst->items[i].name) abort();
+        dst->items[i].value = v;
+        off += tensor_numel(t);
+    }
+    dst->n = src->n;
+    dst->packed = true;
+    tensor_grad_set_enabled(grad);
+    tensor_scope_switch(prev);
+}

@@ -43,6 +43,11 @@ void nn_params_pack(NnParams *p);
 Tensor *nn_params_find(const NnParams *p, const char *name); /* NULL when absent */
 int64_t nn_params_numel(const NnParams *p);
 void nn_params_zero_grad(NnParams *p);
+/* A packed copy of the packed src on device dev (training on a GPU): dst gets its own flat value
+ * buffer (src's values copied) and zeroed flat gradient buffer on dev, in src's scope, and one
+ * parameter per src parameter, same name and shape: a leaf view into dst->flat whose ->grad is a
+ * view into dst->flat_grad. Free with nn_params_free (the tensors belong to the scope). */
+void nn_params_mirror(NnParams *dst, const NnParams *src, TensorDevice dev);
 /* "prefix.name" into buf (size ≥ 256); returns buf */
 const char *nn_join(char *buf, const char *prefix, const char *name);
 

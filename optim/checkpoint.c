@@ -1,4 +1,6 @@
-/* optim/checkpoint.c — HDF5 save (temporary file + fsync + rename) and checked load. */
+/* optim/checkpoint.c — HDF5 save (temporary file + fsync + rename) and checked load. Parameters
+ * and optimizer state may live on a GPU (training with nn_params_mirror): a save copies each
+ * tensor to the host as it writes it, a load stages on the host and copies into the device. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -11,6 +13,7 @@
 #include <unistd.h>
 
 #include "checkpoint.h"
+#include "tensor/backend.h"
 
 #define FORMAT_TAG "anima-checkpoint-1"
 
@@ -48,7 +51,7 @@ static int write_tensor(hid_t loc, const char *name, const Tensor *t) {
     hid_t ds = H5Dcreate2(loc, name, h5_type(t->dtype), space, H5P_DEFAULT, dcpl, H5P_DEFAULT);
     H5Pclose(dcpl);
     bool grad = tensor_grad_set_enabled(false);
-    Tensor *c = tensor_contiguous((Tensor *)t);
+    Tensor *c = tensor_to(tensor_contiguous((Tensor *)t), TENSOR_CPU); /* the caller's scope frees it */
     tensor_grad_set_enabled(grad);
     herr_t st = ds < 0 ? -1 : H5Dwrite(ds, h5_type(t->dtype), H5S_ALL, H5S_ALL, H5P_DEFAULT, tensor_data_ptr(c));
     if (ds >= 0) H5Dclose(ds);
@@ -274,7 +277,9 @@ static int stage_read(Staged *st, hid_t ds, Tensor *dst) {
 static void stage_commit(Staged *st) {
     for (int i = 0; i < st->n; i++) {
         Tensor *t = st->items[i].dst;
-        memcpy(tensor_data_ptr(t), st->items[i].buf, (size_t)tensor_numel(t) * tensor_dtype_size(t->dtype));
+        size_t n = (size_t)tensor_numel(t) * tensor_dtype_size(t->dtype);
+        if (tensor_device(t) == TENSOR_CPU) memcpy(tensor_data_ptr(t), st->items[i].buf, n);
+        else if (n) tensor_backend_for(tensor_device(t))->from_host(tensor_data_ptr(t), st->items[i].buf, n);
     }
 }
 

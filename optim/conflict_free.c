@@ -11,13 +11,16 @@
  *            ‖x‖² = 1ᵀ G⁺ 1 = Σ (v_k·1)² / λ_k,   Σ_i g_i·x = Σ_i ‖g_i‖ (G w)_i;
  *   pass 2: out = c · Σ_i (w_i / ‖g_i‖) g_i  with c = (Σ_i g_i·x) / ‖x‖².
  * Writing out only in pass 2 (reading every g at index j before writing out[j]) lets out alias
- * one of the inputs. */
+ * one of the inputs. On a GPU the two passes are the backend's gram and lincomb kernels
+ * (tensor/cuda/cuda_optim.cu, double accumulation as here) and the K-space step stays on the
+ * host. */
 #include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "optim.h"
+#include "tensor/backend.h"
 
 #define OPTIM_CONFIG_MAX_K 16
 #define OPTIM_PAR_MIN 32768
@@ -42,15 +45,17 @@ static void config_combine(const char *op, int k, Tensor *const *grads, const do
     if (k < 1 || k > OPTIM_CONFIG_MAX_K) tensor_fail(op, "k = %d; expected 1..%d", k, OPTIM_CONFIG_MAX_K);
     int64_t n = tensor_numel(out);
     bool f64 = out->dtype == TENSOR_F64;
-    if (tensor_device(out) != TENSOR_CPU || !tensor_is_contiguous(out) || (!f64 && out->dtype != TENSOR_F32))
-        tensor_fail(op, "out must be a contiguous f32/f64 CPU tensor");
+    TensorDevice dev = tensor_device(out);
+    const TensorBackend *be = dev == TENSOR_CPU ? NULL : tensor_backend_for(dev);
+    if (be && (!be->gram || !be->lincomb)) tensor_fail(op, "the %s backend has no ConFIG kernels", be->name);
+    if (!tensor_is_contiguous(out) || (!f64 && out->dtype != TENSOR_F32))
+        tensor_fail(op, "out must be a contiguous f32/f64 tensor");
     const void *gp[OPTIM_CONFIG_MAX_K];
     for (int i = 0; i < k; i++) {
         const Tensor *g = grads[i];
-        if (tensor_numel(g) != n || g->dtype != out->dtype || tensor_device(g) != TENSOR_CPU ||
-            !tensor_is_contiguous(g)) {
+        if (tensor_numel(g) != n || g->dtype != out->dtype || tensor_device(g) != dev || !tensor_is_contiguous(g)) {
             char b1[128], b2[128];
-            tensor_fail(op, "gradient %d is %s %s; expected a contiguous CPU %s tensor of %lld elements like out %s",
+            tensor_fail(op, "gradient %d is %s %s; expected a contiguous %s tensor of %lld elements on out's device like out %s",
                         i, tensor_dtype_name(g->dtype), tensor_shape_str(g, b1), tensor_dtype_name(out->dtype),
                         (long long)n, tensor_shape_str(out, b2));
         }
@@ -62,12 +67,16 @@ static void config_combine(const char *op, int k, Tensor *const *grads, const do
     double dot[NP];
     int np = k * (k + 1) / 2;
     memset(dot, 0, sizeof dot);
+    if (be) {
+        be->gram(out->dtype, n, k, gp, dot);
+    } else {
 #pragma omp parallel for schedule(static) reduction(+ : dot[:np]) if (n > OPTIM_PAR_MIN)
-    for (int64_t j = 0; j < n; j++) {
-        double v[OPTIM_CONFIG_MAX_K];
-        for (int i = 0; i < k; i++) v[i] = load(gp[i], f64, j);
-        for (int a = 0, q = 0; a < k; a++)
-            for (int b = a; b < k; b++, q++) dot[q] += v[a] * v[b];
+        for (int64_t j = 0; j < n; j++) {
+            double v[OPTIM_CONFIG_MAX_K];
+            for (int i = 0; i < k; i++) v[i] = load(gp[i], f64, j);
+            for (int a = 0, q = 0; a < k; a++)
+                for (int b = a; b < k; b++, q++) dot[q] += v[a] * v[b];
+        }
     }
 
     /* K-space: norms, Gram of the unit vectors, its eigendecomposition */
@@ -112,6 +121,10 @@ static void config_combine(const char *op, int k, Tensor *const *grads, const do
 
     /* pass 2 */
     void *op_ = tensor_data_ptr(out);
+    if (be) {
+        be->lincomb(out->dtype, n, k, coef, gp, op_);
+        return;
+    }
 #pragma omp parallel for schedule(static) if (n > OPTIM_PAR_MIN)
     for (int64_t j = 0; j < n; j++) {
         double acc = 0;
@@ -133,10 +146,9 @@ void optim_mconfig_init(OptimMConfig *m, NnParams *p, int k, double beta1) {
     m->moment = calloc((size_t)k, sizeof *m->moment);
     m->count = calloc((size_t)k, sizeof *m->count);
     if (!m->moment || !m->count) abort();
-    int64_t n = tensor_numel(p->flat);
     TensorScope *prev = tensor_scope_switch(p->scope);
     bool grad = tensor_grad_set_enabled(false);
-    for (int i = 0; i < k; i++) m->moment[i] = tensor_zeros(1, &n, p->dtype);
+    for (int i = 0; i < k; i++) m->moment[i] = tensor_zeros_like(p->flat); /* on the params' device */
     tensor_grad_set_enabled(grad);
     tensor_scope_switch(prev);
 }
@@ -157,17 +169,24 @@ void optim_mconfig_update(OptimMConfig *m, int i, const Tensor *grad, Tensor *ou
     Tensor *mi = m->moment[i];
     int64_t n = tensor_numel(mi);
     bool f64 = mi->dtype == TENSOR_F64;
-    if (tensor_numel(grad) != n || grad->dtype != mi->dtype || tensor_device(grad) != TENSOR_CPU ||
+    if (tensor_numel(grad) != n || grad->dtype != mi->dtype || tensor_device(grad) != tensor_device(mi) ||
         !tensor_is_contiguous(grad))
-        tensor_fail("optim_mconfig_update", "gradient must be a contiguous CPU %s tensor of %lld elements",
+        tensor_fail("optim_mconfig_update", "gradient must be a contiguous %s tensor of %lld elements on the moments' device",
                     tensor_dtype_name(mi->dtype), (long long)n);
     const void *g = tensor_data_ptr(grad);
     void *mp = tensor_data_ptr(mi);
     double b1 = m->beta1;
+    if (tensor_device(mi) != TENSOR_CPU) {
+        /* 0 + β1·m + (1−β1)·g: the loop below's value (up to the sign of a zero) */
+        const void *xs[2] = {mp, g};
+        double cf[2] = {b1, 1 - b1};
+        tensor_backend_for(tensor_device(mi))->lincomb(mi->dtype, n, 2, cf, xs, mp);
+    } else {
 #pragma omp parallel for schedule(static) if (n > OPTIM_PAR_MIN)
-    for (int64_t j = 0; j < n; j++) {
-        if (f64) ((double *)mp)[j] = b1 * ((double *)mp)[j] + (1 - b1) * ((const double *)g)[j];
-        else ((float *)mp)[j] = (float)(b1 * (double)((float *)mp)[j] + (1 - b1) * (double)((const float *)g)[j]);
+        for (int64_t j = 0; j < n; j++) {
+            if (f64) ((double *)mp)[j] = b1 * ((double *)mp)[j] + (1 - b1) * ((const double *)g)[j];
+            else ((float *)mp)[j] = (float)(b1 * (double)((float *)mp)[j] + (1 - b1) * (double)((const float *)g)[j]);
+        }
     }
     m->count[i]++;
     double scale[OPTIM_CONFIG_MAX_K];

@@ -6,11 +6,16 @@
  * This is a hot path (one pass over every parameter per training step): plain loops over the
  * raw f32/f64 storage with OpenMP, never tensor ops, so nothing is allocated or recorded. The
  * per-element arithmetic is done in double and rounded once on store; for f64 buffers this is
- * torch's f64 arithmetic, for f32 it is slightly more accurate than torch's f32 kernels. */
+ * torch's f64 arithmetic, for f32 it is slightly more accurate than torch's f32 kernels.
+ *
+ * Buffers on a GPU go to the backend's fused kernels (TensorBackend.optim_sgd / optim_adam /
+ * gram / lincomb; tensor/cuda/cuda_optim.cu), which compute the same rules with the same
+ * operations in the same order, so parameters, gradients and moments never leave the device. */
 #include <math.h>
 #include <string.h>
 
 #include "optim.h"
+#include "tensor/backend.h"
 
 /* below this many elements the OpenMP fork/join costs more than the loop */
 #define OPTIM_PAR_MIN 32768
@@ -25,10 +30,15 @@ OptimConfig optim_defaults(OptimKind kind) {
     return c;
 }
 
-/* The flat buffers must be plain CPU f32/f64 arrays for the loops below. */
+/* The flat buffers must be contiguous f32/f64 arrays: on the CPU for the loops below, or on a
+ * device whose backend has the fused optimizer kernels. */
 static void check_flat(const char *op, const Tensor *t, const char *what) {
-    if (tensor_device(t) != TENSOR_CPU)
-        tensor_fail(op, "%s is on the GPU; the optimizer loops run on CPU buffers only", what);
+    TensorDevice dev = tensor_device(t);
+    if (dev != TENSOR_CPU) {
+        const TensorBackend *be = tensor_backend_for(dev);
+        if (!be->optim_sgd || !be->optim_adam || !be->gram || !be->lincomb)
+            tensor_fail(op, "%s is on %s, whose backend has no optimizer kernels", what, be->name);
+    }
     if (t->dtype != TENSOR_F32 && t->dtype != TENSOR_F64)
         tensor_fail(op, "%s has dtype %s; expected f32 or f64", what, tensor_dtype_name(t->dtype));
     if (!tensor_is_contiguous(t)) tensor_fail(op, "%s is not contiguous", what);
@@ -38,18 +48,20 @@ void optim_init(Optim *o, NnParams *p, const OptimConfig *cfg) {
     if (!p->packed) tensor_fail("optim_init", "parameters are not packed (call nn_params_pack first)");
     check_flat("optim_init", p->flat, "params->flat");
     check_flat("optim_init", p->flat_grad, "params->flat_grad");
+    if (tensor_device(p->flat) != tensor_device(p->flat_grad))
+        tensor_fail("optim_init", "params->flat and params->flat_grad are on different devices");
     memset(o, 0, sizeof *o);
     o->cfg = cfg ? *cfg : optim_defaults(OPTIM_ADAM);
     o->params = p;
     if (o->cfg.kind == OPTIM_SGD && o->cfg.nesterov && o->cfg.momentum <= 0)
         tensor_fail("optim_init", "Nesterov momentum requires momentum > 0"); /* as torch.optim.SGD */
-    int64_t n = tensor_numel(p->flat);
     TensorScope *prev = tensor_scope_switch(p->scope);
     bool grad = tensor_grad_set_enabled(false);
     /* torch creates SGD's momentum buffer as a clone of the first d_p; with dampening 0 a zero
-     * buffer gives the same first update (0·μ + d_p), so the state can be allocated up front. */
-    if (o->cfg.kind != OPTIM_SGD || o->cfg.momentum != 0) o->exp_avg = tensor_zeros(1, &n, p->dtype);
-    if (o->cfg.kind != OPTIM_SGD) o->exp_avg_sq = tensor_zeros(1, &n, p->dtype);
+     * buffer gives the same first update (0·μ + d_p), so the state can be allocated up front.
+     * The state lives where the parameters do (flat is 1-D, contiguous). */
+    if (o->cfg.kind != OPTIM_SGD || o->cfg.momentum != 0) o->exp_avg = tensor_zeros_like(p->flat);
+    if (o->cfg.kind != OPTIM_SGD) o->exp_avg_sq = tensor_zeros_like(p->flat);
     tensor_grad_set_enabled(grad);
     tensor_scope_switch(prev);
 }
@@ -111,8 +123,13 @@ void optim_step(Optim *o, double lr) {
     void *m = o->exp_avg ? tensor_data_ptr(o->exp_avg) : NULL;
     void *v = o->exp_avg_sq ? tensor_data_ptr(o->exp_avg_sq) : NULL;
     o->step++;
+    TensorDevice dev = tensor_device(p->flat);
+    const TensorBackend *be = dev == TENSOR_CPU ? NULL : tensor_backend_for(dev);
+    if (be && (tensor_device(p->flat_grad) != dev || (o->exp_avg && tensor_device(o->exp_avg) != dev)))
+        tensor_fail("optim_step", "parameters, gradients and optimizer state must share one device");
     if (c->kind == OPTIM_SGD) {
-        if (f64) sgd_double(n, w, g, m, lr, c->momentum, c->nesterov, c->weight_decay);
+        if (be) be->optim_sgd(p->flat->dtype, n, w, g, m, lr, c->momentum, c->nesterov, c->weight_decay);
+        else if (f64) sgd_double(n, w, g, m, lr, c->momentum, c->nesterov, c->weight_decay);
         else sgd_float(n, w, g, m, lr, c->momentum, c->nesterov, c->weight_decay);
         return;
     }
@@ -121,7 +138,8 @@ void optim_step(Optim *o, double lr) {
     double step_size = lr / bc1, bc2_sqrt = sqrt(bc2);
     double l2 = c->kind == OPTIM_ADAM ? c->weight_decay : 0;
     double decay = c->kind == OPTIM_ADAMW ? 1 - lr * c->weight_decay : 1;
-    if (f64) adam_double(n, w, g, m, v, c->beta1, c->beta2, c->eps, l2, decay, step_size, bc2_sqrt);
+    if (be) be->optim_adam(p->flat->dtype, n, w, g, m, v, c->beta1, c->beta2, c->eps, l2, decay, step_size, bc2_sqrt);
+    else if (f64) adam_double(n, w, g, m, v, c->beta1, c->beta2, c->eps, l2, decay, step_size, bc2_sqrt);
     else adam_float(n, w, g, m, v, c->beta1, c->beta2, c->eps, l2, decay, step_size, bc2_sqrt);
 }
 
@@ -153,6 +171,17 @@ double optim_clip_grad_norm(NnParams *p, double max_norm) {
     check_flat("optim_clip_grad_norm", gt, "params->flat_grad");
     int64_t n = tensor_numel(gt);
     bool f64 = gt->dtype == TENSOR_F64;
+    if (tensor_device(gt) != TENSOR_CPU) {
+        /* the same two passes on the device: Σg² (double partials, summed on the host), then
+         * g ← coef·g in double, rounded once */
+        const TensorBackend *be = tensor_backend_for(tensor_device(gt));
+        void *gp = tensor_data_ptr(gt);
+        double ss;
+        be->gram(gt->dtype, n, 1, (const void *const *)&gp, &ss);
+        double total = sqrt(ss), coef = max_norm / (total + 1e-6);
+        if (coef < 1) be->lincomb(gt->dtype, n, 1, &coef, (const void *const *)&gp, gp);
+        return total;
+    }
     const float *gf = f64 ? NULL : tensor_data_ptr(gt);
     const double *gd = f64 ? tensor_data_ptr(gt) : NULL;
     double ss = 0;

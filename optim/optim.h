@@ -30,7 +30,9 @@ typedef struct {
     int64_t step;       /* updates taken */
 } Optim;
 
-/* cfg NULL: Adam with PyTorch's defaults. The flat buffers must be contiguous f32/f64 on the CPU. */
+/* cfg NULL: Adam with PyTorch's defaults. The flat buffers must be contiguous f32/f64, on the CPU
+ * or on a GPU (nn_params_mirror): the state is allocated beside them and optim_step,
+ * optim_clip_grad_norm and ConFIG then run as device kernels with the CPU's arithmetic. */
 void optim_init(Optim *o, NnParams *p, const OptimConfig *cfg);
 /* One update of every parameter from params->flat_grad with learning rate lr (the scheduled
  * one; AdamW's decoupled decay uses it too, as torch's group['lr']). */
@@ -52,8 +54,8 @@ double optim_clip_grad_norm(NnParams *p, double max_norm);
 
 /* ConFIG (Liu et al. 2024, "ConFIG: Towards Conflict-free Training of Physics Informed Neural
  * Networks"): combine K flat gradients g_i (each of the params' numel) into one update
- * direction written to out, per physskin.md §4. 1 ≤ k ≤ 16; grads and out are contiguous CPU
- * tensors of one dtype (f32/f64) and numel; out may be one of the grads. A zero g_i takes no
+ * direction written to out, per physskin.md §4. 1 ≤ k ≤ 16; grads and out are contiguous
+ * tensors of one dtype (f32/f64), numel and device; out may be one of the grads. A zero g_i takes no
  * part; when no direction exists (all zero, or exactly opposite pairs only) out is 0. */
 void optim_config(int k, Tensor *const *grads, Tensor *out);
 

@@ -9,6 +9,22 @@
 #include "op_table.h"
 #include "tensor.h"
 
+#define TENSOR_ATTENTION_MAX_D 128 /* largest head dim of the fused attention kernels */
+
+/* One multi-head attention problem, softmax(scale · Q Kᵀ) V per (batch, head): q (B, Tq, h·d),
+ * k and v (B, Tk, h·d), given by their first element, batch stride and row stride (elements;
+ * unit last stride), so the narrow views of a fused qkv projection are read in place. */
+typedef struct TensorAttentionArgs {
+    TensorDType dtype; /* f32 or f64 */
+    const void *q, *k, *v;
+    int64_t sq0, sq1, sk0, sk1, sv0, sv1;
+    int64_t B, Tq, Tk, h, d;
+    double scale;
+    void *o, *lse;      /* forward writes: o (B, Tq, h·d) contiguous, lse (B, h, Tq) */
+    const void *go;     /* backward reads dO (B, Tq, h·d) contiguous, with o and lse */
+    void *gq, *gk, *gv; /* backward writes every element: contiguous (B, Tq|Tk, h·d) */
+} TensorAttentionArgs;
+
 typedef struct TensorBackend {
     const char *name;
     void *(*alloc)(size_t nbytes);
@@ -44,6 +60,26 @@ typedef struct TensorBackend {
     void (*scatter_add)(Tensor *out, int dim, const Tensor *index, const Tensor *src); /* out += */
     void (*det3)(Tensor *out, const Tensor *x, int64_t n); /* x contiguous (n, 3, 3) */
     void (*inv3)(Tensor *out, const Tensor *x, int64_t n);
+
+    /* ---- fused kernels of the layers above (optional) --------------------------------------
+     * The CPU versions are loops in nn/attention.c and optim/, which dispatch here for tensors
+     * on another device; the CPU table leaves these NULL. */
+    /* nn_attention_tiled's forward: o and lse from q, k, v (TensorAttentionArgs above) */
+    void (*attention)(const TensorAttentionArgs *a);
+    /* its backward: gq, gk, gv from q, k, v, o, lse and go */
+    void (*attention_backward)(const TensorAttentionArgs *a);
+    /* optim/optim.c's update rules over contiguous flat buffers of n elements of dtype dt
+     * (f32/f64), each element computed in double and rounded once on store like the CPU loops.
+     * sgd: buf NULL when momentum is 0. */
+    void (*optim_sgd)(TensorDType dt, int64_t n, void *w, const void *g, void *buf, double lr, double mu,
+                      bool nesterov, double wd);
+    void (*optim_adam)(TensorDType dt, int64_t n, void *w, const void *g, void *m, void *v, double b1, double b2,
+                       double eps, double l2, double decay, double step_size, double bc2_sqrt);
+    /* The k(k+1)/2 inner products x_a·x_b (a ≤ b, packed row by row) of k ≤ 16 contiguous
+     * vectors, accumulated in double, into host memory (synchronizes). */
+    void (*gram)(TensorDType dt, int64_t n, int k, const void *const *x, double *dots);
+    /* out = Σ_i coef[i]·x_i, in double from 0, rounded once; out may be one of the x_i. */
+    void (*lincomb)(TensorDType dt, int64_t n, int k, const double *coef, const void *const *x, void *out);
 } TensorBackend;
 
 extern const TensorBackend tensor_backend_cpu;

@@ -14,11 +14,14 @@
  * the run's checkpoint loads and resumes in a single process and vice versa. Rank 0 alone
  * prints and writes DIR/; every rank reads DIR/ckpt.h5 on --resume (a shared filesystem).
  *
- * --device cuda: the forward and backward run on the GPU on a mirror of the parameters; the
- * host keeps the master copy, the optimizer state and the checkpoints. optim/optim.c's update
- * loops are CPU-only, so each step copies the gradient to the host and the parameters back
- * (two transfers of the parameter vector: negligible for this MLP, to be replaced by a device
- * optimizer for large models). Several ranks with --device cuda need NCCL (mpirun + CUDA=1).
+ * --device cuda: training runs on the GPU end to end. The parameters are packed on the host
+ * (initializers, the rank-0 broadcast), then mirrored once to the device (nn_params_mirror):
+ * forward, backward, the NCCL all-reduce, clipping and the AdamW step (optim/optim.c's device
+ * kernels) all work on the device buffers; per step only the data batch goes up and the loss
+ * and the gradient norm (two scalars) come down. Checkpoints are written from the device
+ * tensors (optim/checkpoint.c copies them to the host at save time) and --resume loads into
+ * them, so the files are the same as a CPU run's. Several ranks with --device cuda need NCCL
+ * (mpirun + CUDA=1).
  *
  * The data are a pure function of the config's seed and the minibatch order a pure function of
  * (seed, step), so a resumed run continues bit-identically. Parameter names follow a PyTorch
@@ -158,7 +161,7 @@ static int usage(FILE *f, int rc) {
                "  --set k=v       override a config key, e.g. --set optim.lr=1e-3 (repeatable)\n"
                "  --stop-after N  checkpoint and stop after N steps of this run (time-limited jobs)\n"
                "  --no-progress   no progress display on stderr\n"
-               "  --device D      cpu (default) or cuda: forward/backward on the GPU\n"
+               "  --device D      cpu (default) or cuda: train on the GPU (params, grads, optimizer there)\n"
                "SIGINT/SIGTERM finish the current step, checkpoint and exit 130/143.\n"
                "Data parallel: mpirun -np N anima fit ... (data.batch is the global batch; rank 0 writes).\n");
     return rc;
@@ -180,47 +183,15 @@ static int make_dirs(const char *dir) {
     return 0;
 }
 
-/* The device mirror of a packed parameter set (--device cuda): one flat value buffer and one
- * flat gradient buffer on the GPU, with every parameter a leaf view into them (the same layout
- * nn_params_pack gives on the host), so a host<->device sync is one copy of each buffer. */
-typedef struct {
-    Tensor *flat, *flat_grad;
-    Mlp mlp; /* the model's weights as device views */
-} DeviceMirror;
-
-static void mirror_init(DeviceMirror *d, NnParams *p, const Mlp *host) {
-    TensorScope *prev = tensor_scope_switch(p->scope);
-    bool g = tensor_grad_set_enabled(false);
-    d->flat = tensor_to(p->flat, TENSOR_CUDA);
-    d->flat_grad = tensor_empty_on(p->flat_grad->ndim, p->flat_grad->shape, p->dtype, TENSOR_CUDA);
-    tensor_fill_(d->flat_grad, 0);
-    d->mlp = *host;
-    int64_t off = 0;
-    for (int i = 0; i < p->n; i++) {
-        Tensor *t = p->items[i].value;
-        Tensor *v = tensor_view_at(d->flat, t->ndim, t->shape, off);
-        tensor_requires_grad(v, true);
-        /* backward accumulates into an existing ->grad in place: into the flat buffer */
-        v->grad = tensor_view_at(d->flat_grad, t->ndim, t->shape, off);
+/* The model's weights as the device parameters of nn_params_mirror: dst's parameter i is the
+ * mirror of host parameter i. */
+static void mlp_on(Mlp *dev, const Mlp *host, const NnParams *hp, const NnParams *dp) {
+    *dev = *host;
+    for (int i = 0; i < hp->n; i++)
         for (int l = 0; l <= host->depth; l++) {
-            if (host->w[l] == t) d->mlp.w[l] = v;
-            if (host->b[l] == t) d->mlp.b[l] = v;
+            if (host->w[l] == hp->items[i].value) dev->w[l] = dp->items[i].value;
+            if (host->b[l] == hp->items[i].value) dev->b[l] = dp->items[i].value;
         }
-        off += tensor_numel(t);
-    }
-    tensor_grad_set_enabled(g);
-    tensor_scope_switch(prev);
-}
-
-static size_t flat_bytes(const Tensor *t) { return (size_t)tensor_numel(t) * tensor_dtype_size(t->dtype); }
-
-/* the GPU's gradient into the host's flat_grad (to_host waits for the kernels before it) */
-static void mirror_grad_to_host(const DeviceMirror *d, NnParams *p) {
-    tensor_backend_cuda()->to_host(tensor_data_ptr(p->flat_grad), tensor_data_ptr(d->flat_grad), flat_bytes(p->flat_grad));
-}
-
-static void mirror_params_from_host(DeviceMirror *d, const NnParams *p) {
-    tensor_backend_cuda()->from_host(tensor_data_ptr(d->flat), tensor_data_ptr(p->flat), flat_bytes(p->flat));
 }
 
 static bool wants_cuda(int argc, char **argv) {
@@ -333,6 +304,16 @@ int cmd_fit_comm(int argc, char **argv, OptimComm *comm) {
     /* every rank starts from rank 0's weights (the same seed gives the same ones anyway; this
      * makes it so whatever the initializers do) */
     if (comm) optim_comm_broadcast(comm, params.flat, 0);
+    /* --device cuda: everything below trains the device mirror (tp); the host set is not
+     * touched again */
+    NnParams dparams = {0};
+    Mlp dmlp;
+    if (cuda) {
+        nn_params_mirror(&dparams, &params, TENSOR_CUDA);
+        mlp_on(&dmlp, &mlp, &params, &dparams);
+    }
+    NnParams *tp = cuda ? &dparams : &params;
+    const Mlp *model = cuda ? &dmlp : &mlp;
     OptimConfig oc = optim_defaults(OPTIM_ADAMW);
     oc.lr = cfg.optim.lr;
     oc.weight_decay = cfg.optim.weight_decay;
@@ -340,7 +321,7 @@ int cmd_fit_comm(int argc, char **argv, OptimComm *comm) {
     oc.beta2 = cfg.optim.beta2;
     oc.eps = cfg.optim.eps;
     Optim opt;
-    optim_init(&opt, &params, &oc);
+    optim_init(&opt, tp, &oc);
     OptimSchedule sched = {.peak = cfg.optim.lr, .floor = cfg.optim.min_lr, .warmup = cfg.optim.warmup,
                            .total = cfg.train.steps};
     Tensor *x, *y;
@@ -352,10 +333,11 @@ int cmd_fit_comm(int argc, char **argv, OptimComm *comm) {
                             .stop_after = stop_after, .comm = comm};
     OptimTrain tl;
     /* stream 3: the loop's own draws (input jitter); saved and restored with the checkpoint */
-    if (optim_train_init(&tl, &to, &params, &opt, (TensorRng){.seed = (uint64_t)cfg.seed, .stream = 3}, err,
+    if (optim_train_init(&tl, &to, tp, &opt, (TensorRng){.seed = (uint64_t)cfg.seed, .stream = 3}, err,
                          sizeof err)) {
         if (err[0]) fprintf(stderr, "anima fit: %s\n", err);
         free(cfg_json);
+        nn_params_free(&dparams);
         nn_params_free(&params);
         tensor_scope_end(run_scope);
         return 1;
@@ -367,10 +349,6 @@ int cmd_fit_comm(int argc, char **argv, OptimComm *comm) {
     if (is_main && nranks > 1)
         fprintf(stderr, "anima fit: %d ranks (%s), global batch %lld\n", nranks,
                 optim_comm_kind(comm) == OPTIM_COMM_NCCL ? "NCCL" : "MPI", (long long)cfg.data.batch);
-
-    DeviceMirror dev = {0};
-    if (cuda) mirror_init(&dev, &params, &mlp); /* after a resume: from the loaded weights */
-    const Mlp *model = cuda ? &dev.mlp : &mlp;
 
     /* This rank's rows [b0, b1) of every global batch. The loss on them is the shard's mean
      * scaled by (rows · ranks / B): the average over ranks of that is then sum / B, the global
@@ -400,21 +378,18 @@ int cmd_fit_comm(int argc, char **argv, OptimComm *comm) {
         Tensor *d = tensor_sub(mlp_forward(model, xb), yb);
         Tensor *loss = tensor_mean_all(tensor_mul(d, d));
         if (shard_scale != 1) loss = tensor_mul_scalar(loss, shard_scale);
-        if (cuda) tensor_fill_(dev.flat_grad, 0);
-        else nn_params_zero_grad(&params);
+        nn_params_zero_grad(tp);
         ag_backward(loss, NULL, false);
         if (cuda) {
-            if (comm && nranks > 1) optim_comm_allreduce_mean(comm, dev.flat_grad, (size_t)25 << 20); /* NCCL */
-            mirror_grad_to_host(&dev, &params);
+            if (comm && nranks > 1) optim_comm_allreduce_mean(comm, dparams.flat_grad, (size_t)25 << 20); /* NCCL */
         } else if (comm) {
             optim_comm_allreduce_grads(comm, &params);
         }
         /* clip 0: only measure the norm (an infinite bound never scales). The gradient is the
          * global one here, so every rank clips alike. */
-        double gn = optim_clip_grad_norm(&params, cfg.optim.clip > 0 ? cfg.optim.clip : INFINITY);
+        double gn = optim_clip_grad_norm(tp, cfg.optim.clip > 0 ? cfg.optim.clip : INFINITY);
         double lr = optim_schedule_lr(&sched, tl.step);
         optim_step(&opt, lr);
-        if (cuda) mirror_params_from_host(&dev, &params);
         double lv = tensor_item(loss);
         /* the logged loss is the global batch's: the mean of the scaled shard losses */
         if (comm && nranks > 1) lv = optim_comm_allreduce_sum_scalar(comm, lv) / nranks;
@@ -427,7 +402,8 @@ int cmd_fit_comm(int argc, char **argv, OptimComm *comm) {
     if (rc == 0 && done && is_main) {
         TensorScope *s = tensor_scope_begin();
         bool g = ag_no_grad_begin();
-        Tensor *d = tensor_sub(mlp_forward(&mlp, x), y); /* the host's master weights */
+        Tensor *d = cuda ? tensor_sub(mlp_forward(model, tensor_to(x, TENSOR_CUDA)), tensor_to(y, TENSOR_CUDA))
+                         : tensor_sub(mlp_forward(model, x), y);
         double mse = tensor_item(tensor_mean_all(tensor_mul(d, d)));
         ag_no_grad_end(g);
         fprintf(stderr, "anima fit: done, %lld steps; full-data MSE %.6g (label noise variance %.3g); %s, %s\n",
@@ -435,6 +411,7 @@ int cmd_fit_comm(int argc, char **argv, OptimComm *comm) {
         tensor_scope_end(s);
     }
     free(cfg_json);
+    nn_params_free(&dparams);
     nn_params_free(&params);
     tensor_scope_end(run_scope);
     return rc;

@@ -152,6 +152,36 @@ static Tensor *step_block(void *p) {
     return c->w.ln1_w->grad;
 }
 
+/* ---- fused multi-head attention (nn_attention_tiled: tensor/cuda/cuda_attention.cu) --------
+ * bench_attention.c's shape at T = 1024: B = 1, 8 heads of 64, self-attention; attn_fwd_1024
+ * the forward (grad mode off), attn_fwdbwd_1024 forward + backward into q, k, v. The torch side
+ * is F.scaled_dot_product_attention (whichever f32 kernel it picks). */
+
+typedef struct {
+    Tensor *q, *k, *v, *gy;
+    bool backward;
+} AttCtx;
+
+static void att_init(AttCtx *c, bool backward) {
+    c->q = leaf(tensor_randn(TENSOR_SHAPE(1, 1024, 512), TENSOR_F32));
+    c->k = leaf(tensor_randn(TENSOR_SHAPE(1, 1024, 512), TENSOR_F32));
+    c->v = leaf(tensor_randn(TENSOR_SHAPE(1, 1024, 512), TENSOR_F32));
+    c->gy = dev_randn(TENSOR_SHAPE(1, 1024, 512));
+    c->backward = backward;
+}
+
+static Tensor *step_attention(void *p) {
+    AttCtx *c = p;
+    if (!c->backward) {
+        bool g = ag_no_grad_begin();
+        Tensor *y = nn_attention_tiled(c->q, c->k, c->v, 8);
+        ag_no_grad_end(g);
+        return y;
+    }
+    ag_backward(nn_attention_tiled(c->q, c->k, c->v, 8), c->gy, false);
+    return c->k->grad; /* written by the second backward kernel */
+}
+
 /* ---- the Gaussian rasterizer at 1080p (models/gaussians, CUDA backend) ----------------------
  * A synthetic scene standing in for a fitted one: n anisotropic Gaussians filling the view
  * frustum at depths 2–12, world scales log-uniform in [0.002, 0.02] (3σ screen radii of a few
@@ -271,6 +301,16 @@ int main(int argc, char **argv) {
         BlockCtx c;
         block_init(&c);
         run_case("block_fwd_bwd", step_block, &c, c.gy);
+    }
+    if (wanted(argc, argv, "attn_fwd_1024")) {
+        AttCtx c;
+        att_init(&c, false);
+        run_case("attn_fwd_1024", step_attention, &c, c.gy);
+    }
+    if (wanted(argc, argv, "attn_fwdbwd_1024")) {
+        AttCtx c;
+        att_init(&c, true);
+        run_case("attn_fwdbwd_1024", step_attention, &c, c.gy);
     }
     gs_case(argc, argv, "gs_fwd_1M_1080p", 1000000, false);
     gs_case(argc, argv, "gs_fwdbwd_1M_1080p", 1000000, true);

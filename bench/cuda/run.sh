@@ -14,7 +14,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 py=${PYTHON:-/usr/bin/python3}
 cases=("$@")
 [ ${#cases[@]} -eq 0 ] && cases=(sgemm_1024 softmax_4096x1024 layer_norm_4096x1024 gelu_16M block_fwd_bwd
-  gs_fwd_1M_1080p gs_fwdbwd_1M_1080p gs_fwd_2.8M_1080p gs_fwdbwd_2.8M_1080p gs_fwd_3M_1080p gs_fwdbwd_3M_1080p)
+  attn_fwd_1024 attn_fwdbwd_1024 gs_fwd_1M_1080p gs_fwdbwd_1M_1080p gs_fwd_2.8M_1080p gs_fwdbwd_2.8M_1080p gs_fwd_3M_1080p gs_fwdbwd_3M_1080p)
 
 if ! "$bin" --probe 2>/dev/null; then
   echo "skipped: no CUDA device"

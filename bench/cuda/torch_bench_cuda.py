@@ -96,6 +96,19 @@ def main(argv):
         if want("gelu_16M"):
             x = randn(16 << 20)
             run_case("gelu_16M", lambda: F.gelu(x))
+    # bench_cuda.c's attn_* cases: B = 1, 8 heads of 64, T = 1024, f32
+    for name, backward in (("attn_fwd_1024", False), ("attn_fwdbwd_1024", True)):
+        if not want(name):
+            continue
+        q, k, v = (leaf(torch.randn(1, 8, 1024, 64)) for _ in range(3))
+        gy = torch.randn(1, 8, 1024, 64, device=DEV)
+        if backward:
+            run_case(name, lambda: F.scaled_dot_product_attention(q, k, v).backward(gy))
+        else:
+            def fwd():
+                with torch.no_grad():
+                    F.scaled_dot_product_attention(q, k, v)
+            run_case(name, fwd)
     if want("block_fwd_bwd"):
         w = block_weights()
         x = leaf(torch.randn(B, T, C))

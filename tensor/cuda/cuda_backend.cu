@@ -161,6 +161,12 @@ extern "C" const TensorBackend *tensor_backend_cuda(void) {
         t.scatter_add = cu_scatter_add;
         t.det3 = cu_det3;
         t.inv3 = cu_inv3;
+        t.attention = cu_attention;
+        t.attention_backward = cu_attention_backward;
+        t.optim_sgd = cu_optim_sgd;
+        t.optim_adam = cu_optim_adam;
+        t.gram = cu_gram;
+        t.lincomb = cu_lincomb;
         state = 1;
     });
     return state == 1 ? &cuda_table : NULL;

@@ -85,5 +85,14 @@ void cu_gather(Tensor *out, const Tensor *x, int dim, const Tensor *index);
 void cu_scatter_add(Tensor *out, int dim, const Tensor *index, const Tensor *src);
 void cu_det3(Tensor *out, const Tensor *x, int64_t n);
 void cu_inv3(Tensor *out, const Tensor *x, int64_t n);
+/* fused kernels of nn/ and optim/ (cuda_attention.cu, cuda_optim.cu) */
+void cu_attention(const TensorAttentionArgs *a);
+void cu_attention_backward(const TensorAttentionArgs *a);
+void cu_optim_sgd(TensorDType dt, int64_t n, void *w, const void *g, void *buf, double lr, double mu, bool nesterov,
+                  double wd);
+void cu_optim_adam(TensorDType dt, int64_t n, void *w, const void *g, void *m, void *v, double b1, double b2,
+                   double eps, double l2, double decay, double step_size, double bc2_sqrt);
+void cu_gram(TensorDType dt, int64_t n, int k, const void *const *x, double *dots);
+void cu_lincomb(TensorDType dt, int64_t n, int k, const double *coef, const void *const *x, void *out);
 
 #endif
