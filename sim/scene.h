@@ -10,7 +10,8 @@
  *   newton: {max_iters [5], tol [1e-9], armijo [1e-4], max_hessians [1]}   (sim/solver.h)
  *   objects: [ {                                   (at least one; stepped together by sim/world.h,
  *       skinning: {source ["procedural"] | "file",   coupled by IPC contact)
- *                  file (source "file": a skinning file, sim/skinning.h),
+ *                  file (source "file": a skinning file, datasets/skinning_file.h, e.g.
+ *                        from `anima physskin skin`; relative to the scene's folder),
  *                  category ["cactus"], seed [1], kind ["bones"] | "rbf", handles [16],
  *                  cubature_res [24], mesh_res [48], sigma [0], rbf_radius [0]},
  *       material: {E [5e4] (Pa), nu [0.3], rho [1000] (kg/m³)},

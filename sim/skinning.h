@@ -6,57 +6,31 @@
  * The m fields here are the learned ones only; the solver appends the constant handle
  * (physskin.md §1: w ≡ 1, ∇w = 0) itself, so a source never has to.
  *
- * ---- The skinning file (HDF5, format tag "anima-skinning-1") ---------------------------------
- *
- *   attributes on /:  format   = "anima-skinning-1"   (string, required)
- *                     handles  = m                    (int64, required; equals the weight columns)
- *                     source   = free text            (string, optional: what produced it)
- *   /cubature/points   (C, 3)    rest positions X_c
- *   /cubature/volumes  (C,)      quadrature weights V_c ≥ 0 (Σ V_c ≈ the object's volume)
- *   /cubature/weights  (C, m)    w_k(X_c)
- *   /cubature/grads    (C, m, 3) ∇w_k(X_c), the spatial gradient (physskin.md §1)
- *   /vertices/points   (V, 3)    binding points (mesh vertices), optional group
- *   /vertices/weights  (V, m)
- *   /vertices/grads    (V, m, 3) optional (needed for Gaussians' A = F, §8; not for meshes)
- *   /mesh/faces        (F, 3)    int32 triangles into /vertices/points, optional
- *
- * Floats may be stored as f32 or f64 (HDF5 converts on read); the writer stores f64. All
- * coordinates are in the object's own frame (the one the weights were evaluated in; for
- * PhysSkin that is the normalized [-1,1]³ frame); the scene's pose maps them to the world.
- * Rows of the weights need not sum to one. Readers check every shape, finiteness, V_c ≥ 0 and
- * face indices, and name the file and the dataset in each error. */
+ * The file format ("anima-skinning-1": cubature points, volumes, weights, gradients; vertices;
+ * faces; the normalization back to the mesh file's frame) is owned by datasets/skinning_file.h;
+ * SimSkinning is that struct, and the sim_skinning_* file functions below are its functions
+ * under the simulator's prefix, so the solver, the scene runner and `anima physskin skin` read
+ * and write one format through one reader. */
 #ifndef ANIMA_SIM_SKINNING_H
 #define ANIMA_SIM_SKINNING_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-#define SIM_SKINNING_FORMAT "anima-skinning-1"
+#include "datasets/skinning_file.h"
 
-typedef struct {
-    int64_t m;        /* learned handles (the constant handle is not included) */
-    int64_t nc;       /* cubature points */
-    double *cub_x;    /* nc × 3 */
-    double *cub_vol;  /* nc */
-    double *cub_w;    /* nc × m */
-    double *cub_dw;   /* nc × m × 3 */
-    int64_t nv;       /* binding points (0 when absent) */
-    double *vert_x;   /* nv × 3 */
-    double *vert_w;   /* nv × m */
-    double *vert_dw;  /* nv × m × 3, or NULL */
-    int64_t nf;       /* triangles (0 when absent) */
-    int32_t *faces;   /* nf × 3 */
-    char source[128]; /* what produced it (free text) */
-} SimSkinning;
+#define SIM_SKINNING_FORMAT DS_SKINNING_FORMAT
+
+/* m learned handles (the constant handle is not included), nc cubature points, nv binding
+ * points, nf triangles: see datasets/skinning_file.h */
+typedef DsSkinning SimSkinning;
 
 void sim_skinning_free(SimSkinning *s); /* frees the arrays, zeroes the struct */
 
-/* 0, or -1 with err naming the file and the dataset. */
+/* ds_skinning_read/write/validate (datasets/skinning_file.h): 0, or -1 with err naming the file
+ * and the dataset. */
 int sim_skinning_read(const char *path, SimSkinning *s, char *err, size_t errlen);
-/* Written to a temporary name and renamed. 0, or -1 with err set. */
 int sim_skinning_write(const char *path, const SimSkinning *s, char *err, size_t errlen);
-/* Shape and value checks shared by the reader and the solver (NaN, negative volumes, faces out
- * of range); `what` names the source in the message. */
 int sim_skinning_validate(const SimSkinning *s, const char *what, char *err, size_t errlen);
 
 /* ---- builders (stand-in skinning sources until the neural one exists) --------------------- */

@@ -6,7 +6,7 @@
 
 static const AnimaCommand commands[] = {
     {"dataset", "training corpus: make --count N --out DIR, show FILE [--ply OUT --field F]", cmd_dataset},
-    {"demo", "train a small network and print its loss falling", cmd_demo},
+    {"demo", "pretrained PhysSkin skins an unseen shape, dropped on the floor with a ball: frames (--mlp: MLP fit)", cmd_demo},
     {"fit", "fit an MLP from a JSON config (checkpoints, metrics log, --resume)", cmd_fit},
     {"gs", "3D Gaussian Splatting: fit --mesh FILE|procedural:<category> --out DIR", cmd_gs},
     {"mesh", "mesh files: info FILE..., convert IN OUT [--ascii]", cmd_mesh},

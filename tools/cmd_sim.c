@@ -1,7 +1,7 @@
 /* tools/cmd_sim.c — `anima sim --scene FILE.json --out DIR [--steps N] [--quiet]`: run a scene
  * (sim/scene.h) and write its frames; and `anima sim skinning OUT.h5 [options]`: write a
- * skinning file (sim/skinning.h) from a procedural shape, the format `anima physskin skin` will
- * write from the network. Bad scene fields exit 1 with the file and key path. */
+ * skinning file (datasets/skinning_file.h) from a procedural shape, the format `anima physskin
+ * skin` writes from the network. Bad scene fields exit 1 with the file and key path. */
 #include <libgen.h>
 #include <math.h>
 #include <stdio.h>

@@ -1,10 +1,9 @@
-/* models/physskin/infer.c — ps_skin_mesh (infer.h). */
-#include <hdf5.h>
+/* models/physskin/infer.c — inference with a checkpoint (infer.h): the skinning file's contents
+ * for a mesh, and the skinning-matrix metrics. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "data.h"
 #include "datasets/geometry.h"
@@ -34,25 +33,6 @@ int ps_checkpoint_config(const char *ckpt, PsConfig *c, char *err, size_t errlen
     rc = ds_config_parse(meta.config_json, ckpt, PS_CONFIG_SCHEMA, c, err, errlen);
     free(meta.config_json);
     return rc ? rc : ps_config_validate(c, err, errlen);
-}
-
-static int write_ds(hid_t loc, const char *name, int rank, const hsize_t *dims, const float *data) {
-    hid_t sp = H5Screate_simple(rank, dims, NULL);
-    hid_t d = H5Dcreate2(loc, name, H5T_IEEE_F32LE, sp, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
-    herr_t st = d < 0 ? -1 : H5Dwrite(d, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, data);
-    if (d >= 0) H5Dclose(d);
-    H5Sclose(sp);
-    return st < 0 ? -1 : 0;
-}
-
-static int write_attr(hid_t loc, const char *name, int n, const double *v) {
-    hsize_t dim = (hsize_t)n;
-    hid_t sp = H5Screate_simple(1, &dim, NULL);
-    hid_t a = H5Acreate2(loc, name, H5T_IEEE_F64LE, sp, H5P_DEFAULT, H5P_DEFAULT);
-    herr_t st = a < 0 ? -1 : H5Awrite(a, H5T_NATIVE_DOUBLE, v);
-    if (a >= 0) H5Aclose(a);
-    H5Sclose(sp);
-    return st < 0 ? -1 : 0;
 }
 
 /* W (and ∇W when g is not NULL) at n normalized points, CHUNK at a time, into w (n × m) and
@@ -138,88 +118,130 @@ void ps_skin_metrics(const float *W, int64_t n, int64_t k, PsSkinMetrics *out) {
     free(g), free(nrm), free(ev);
 }
 
-int ps_skin_mesh(const char *ckpt, const char *mesh_path, const char *out, int64_t n_cubature, char *err,
-                 size_t errlen) {
-    PsConfig c;
-    if (ps_checkpoint_config(ckpt, &c, err, errlen)) return -1;
-    TensorDType dt = !strcmp(c.model.dtype, "f64") ? TENSOR_F64 : TENSOR_F32;
-    TensorScope *scope = tensor_scope_begin();
-    NnParams p;
-    nn_params_init(&p, scope, dt, 0);
-    PsModel m;
-    ps_model_init(&m, &p, &c);
-    nn_params_pack(&p);
-    DsMesh mesh = {0};
+int ps_skinner_load(PsSkinner *s, const char *ckpt, char *err, size_t errlen) {
+    memset(s, 0, sizeof *s);
+    if (ps_checkpoint_config(ckpt, &s->cfg, err, errlen)) return -1;
+    snprintf(s->path, sizeof s->path, "%s", ckpt);
+    s->dtype = !strcmp(s->cfg.model.dtype, "f64") ? TENSOR_F64 : TENSOR_F32;
+    s->scope = tensor_scope_begin();
+    nn_params_init(&s->params, s->scope, s->dtype, 0);
+    ps_model_init(&s->model, &s->params, &s->cfg);
+    nn_params_pack(&s->params);
+    /* strict: every parameter the stored config implies must be there with its shape, so a
+     * checkpoint edited or trained by other code fails here, naming the file and the tensor */
+    if (optim_checkpoint_load(ckpt, &s->params, NULL, true, NULL, err, errlen)) {
+        ps_skinner_free(s);
+        return -1;
+    }
+    return 0;
+}
+
+void ps_skinner_free(PsSkinner *s) {
+    if (!s->scope) return;
+    ps_model_free(&s->model);
+    nn_params_free(&s->params);
+    tensor_scope_end(s->scope);
+    memset(s, 0, sizeof *s);
+}
+
+static void *xmalloc(size_t n) {
+    void *p = malloc(n ? n : 1);
+    if (!p) abort();
+    return p;
+}
+
+int ps_skinner_run(PsSkinner *sk, const DsMesh *mesh, const char *name, int64_t n_cubature, DsSkinning *out,
+                   PsSkinMetrics *met, char *err, size_t errlen) {
+    memset(out, 0, sizeof *out);
+    const PsConfig *c = &sk->cfg;
     DsPreprocessed pp = {0};
-    int rc = -1;
-    float *vw = NULL, *cx = NULL, *cw = NULL, *cg = NULL, *cv = NULL, *vx = NULL;
-    if (optim_checkpoint_load(ckpt, &p, NULL, true, NULL, err, errlen)) goto done;
-    if (ds_mesh_read(mesh_path, &mesh, err, errlen)) goto done;
     DsPreprocessOptions o;
     ds_preprocess_defaults(&o);
-    o.n_surface = c.data.n_surface, o.n_dense = 0, o.n_sharp = 0, o.grid_res = (int)c.data.cubature_res;
-    if (ds_preprocess(&mesh, &o, &pp, err, errlen)) goto done;
-    int64_t k = c.model.handles, nv = pp.mesh.nv, nc = pp.cubature.n;
+    o.n_surface = c->data.n_surface, o.n_dense = 0, o.n_sharp = 0, o.grid_res = (int)c->data.cubature_res;
+    char e2[1024];
+    if (ds_preprocess(mesh, &o, &pp, e2, sizeof e2)) {
+        snprintf(err, errlen, "%s: %s", name, e2);
+        return -1;
+    }
+    int64_t k = c->model.handles, nv = pp.mesh.nv, nf = pp.mesh.nf, nc = pp.cubature.n;
+    if (nc < 1 || nv < 1 || nf < 1) {
+        snprintf(err, errlen, "%s: nothing to skin (%lld vertices, %lld triangles, %lld interior points at "
+                              "cubature_res %lld: is the mesh closed?)", name, (long long)nv, (long long)nf,
+                 (long long)nc, (long long)c->data.cubature_res);
+        ds_preprocessed_free(&pp);
+        return -1;
+    }
     int64_t n = n_cubature > 0 && n_cubature < nc ? n_cubature : nc;
-    vw = malloc(sizeof(float) * (size_t)(nv * k + 1));
-    cx = malloc(sizeof(float) * (size_t)(n * 3 + 1)), cv = malloc(sizeof(float) * (size_t)(n + 1));
-    cw = malloc(sizeof(float) * (size_t)(n * k + 1)), cg = malloc(sizeof(float) * (size_t)(n * k * 3 + 1));
-    vx = malloc(sizeof(float) * (size_t)(nv * 3 + 1));
-    if (!vw || !cx || !cv || !cw || !cg || !vx) abort();
-    /* n of the nc candidates, evenly strided (deterministic); each keeps volume·nc/n */
+    float *cx = xmalloc(sizeof(float) * (size_t)(n * 3)), *cw = xmalloc(sizeof(float) * (size_t)(n * k));
+    float *cg = xmalloc(sizeof(float) * (size_t)(n * k * 3));
+    float *vw = xmalloc(sizeof(float) * (size_t)(nv * k)), *vg = xmalloc(sizeof(float) * (size_t)(nv * k * 3));
+    out->m = k, out->nc = n, out->nv = nv, out->nf = nf;
+    out->cub_x = xmalloc(sizeof(double) * (size_t)(n * 3)), out->cub_vol = xmalloc(sizeof(double) * (size_t)n);
+    out->cub_w = xmalloc(sizeof(double) * (size_t)(n * k)), out->cub_dw = xmalloc(sizeof(double) * (size_t)(n * k * 3));
+    out->vert_x = xmalloc(sizeof(double) * (size_t)(nv * 3)), out->vert_w = xmalloc(sizeof(double) * (size_t)(nv * k));
+    out->vert_dw = xmalloc(sizeof(double) * (size_t)(nv * k * 3));
+    out->faces = xmalloc(sizeof(int32_t) * (size_t)(nf * 3));
+    /* n of the nc candidates, evenly strided (deterministic); each keeps volume·nc/n so that
+     * Σ V_c still integrates the shape's volume */
     for (int64_t i = 0; i < n; i++) {
         int64_t j = (int64_t)((double)i * (double)nc / (double)n);
         memcpy(cx + 3 * i, pp.cubature.x + 3 * j, sizeof(float) * 3);
-        cv[i] = (float)(pp.cubature.w[j] * (double)nc / (double)n);
+        out->cub_vol[i] = pp.cubature.w[j] * (double)nc / (double)n;
     }
+    TensorScope *scope = tensor_scope_begin();
     bool prev = ag_no_grad_begin();
-    Tensor *pts = tensor_cast(tensor_from_data(TENSOR_SHAPE(1, pp.n_surface, 3), TENSOR_F32, pp.surface), dt);
-    Tensor *nrm = tensor_cast(tensor_from_data(TENSOR_SHAPE(1, pp.n_surface, 3), TENSOR_F32, pp.surface_normal), dt);
-    Tensor *fh = ps_handles(&m, ps_encode(&m, pts, nrm));
-    eval_points(&m, fh, pp.mesh.v, nv, dt, vw, NULL);
-    eval_points(&m, fh, cx, n, dt, cw, cg);
+    const PsModel *m = &sk->model;
+    Tensor *pts = tensor_cast(tensor_from_data(TENSOR_SHAPE(1, pp.n_surface, 3), TENSOR_F32, pp.surface), sk->dtype);
+    Tensor *nrm =
+        tensor_cast(tensor_from_data(TENSOR_SHAPE(1, pp.n_surface, 3), TENSOR_F32, pp.surface_normal), sk->dtype);
+    Tensor *fh = ps_handles(m, ps_encode(m, pts, nrm));
+    /* ∇W at the vertices too: Gaussians bound to the surface need the full local F (§8) */
+    eval_points(m, fh, pp.mesh.v, nv, sk->dtype, vw, vg);
+    eval_points(m, fh, cx, n, sk->dtype, cw, cg);
     ag_no_grad_end(prev);
+    tensor_scope_end(scope);
+    if (met) ps_skin_metrics(vw, nv, k, met);
+    /* everything stays in the normalized frame the network saw: the fields and their gradients
+     * are defined there, and a scene's pose then means the same for every mesh whatever its
+     * file's units; center/scale record the way back */
+    for (int64_t i = 0; i < n * 3; i++) out->cub_x[i] = cx[i];
+    for (int64_t i = 0; i < n * k; i++) out->cub_w[i] = cw[i];
+    for (int64_t i = 0; i < n * k * 3; i++) out->cub_dw[i] = cg[i];
+    for (int64_t i = 0; i < nv * 3; i++) out->vert_x[i] = pp.mesh.v[i];
+    for (int64_t i = 0; i < nv * k; i++) out->vert_w[i] = vw[i];
+    for (int64_t i = 0; i < nv * k * 3; i++) out->vert_dw[i] = vg[i];
+    memcpy(out->faces, pp.mesh.f, sizeof(int32_t) * (size_t)(nf * 3));
+    snprintf(out->source, sizeof out->source, "%.*s", (int)sizeof out->source - 1, sk->path);
+    out->has_frame = true;
+    for (int i = 0; i < 3; i++) out->center[i] = pp.xf.center[i];
+    out->scale = pp.xf.scale;
+    free(cx), free(cw), free(cg), free(vw), free(vg);
+    ds_preprocessed_free(&pp);
+    /* a checkpoint trained to NaN gives NaN fields: say so here rather than in the simulator */
+    if (ds_skinning_validate(out, name, err, errlen)) {
+        ds_skinning_free(out);
+        return -1;
+    }
+    return 0;
+}
+
+int ps_skin_mesh(const char *ckpt, const char *mesh_path, const char *out, int64_t n_cubature, char *err,
+                 size_t errlen) {
+    PsSkinner sk;
+    if (ps_skinner_load(&sk, ckpt, err, errlen)) return -1;
+    DsMesh mesh = {0};
+    DsSkinning s = {0};
     PsSkinMetrics met;
-    ps_skin_metrics(vw, nv, k, &met);
+    int rc = -1;
+    if (ds_mesh_read(mesh_path, &mesh, err, errlen)) goto done;
+    if (ps_skinner_run(&sk, &mesh, mesh_path, n_cubature, &s, &met, err, errlen)) goto done;
     fprintf(stderr, "%s: %lld vertices, %lld cubature points, %lld handles; at the vertices: orthogonality error "
                     "%.4g, condition number %.4g, spectral balance %.4f\n",
-            mesh_path, (long long)nv, (long long)n, (long long)k, met.orth_err, met.cond, met.balance);
-    /* back to the mesh file's frame: x = x_n / s + center, ∂/∂x = s ∂/∂x_n, volumes / s³ */
-    float s = pp.xf.scale;
-    memcpy(vx, mesh.v, sizeof(float) * (size_t)nv * 3);
-    ds_points_apply_inverse(cx, n, pp.xf);
-    for (int64_t i = 0; i < n * k * 3; i++) cg[i] *= s;
-    for (int64_t i = 0; i < n; i++) cv[i] /= s * s * s;
-    char tmp[4200];
-    snprintf(tmp, sizeof tmp, "%s.tmp-%d", out, (int)getpid());
-    hid_t f = H5Fcreate(tmp, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
-    if (f < 0) {
-        snprintf(err, errlen, "%s: cannot create", out);
-        goto done;
-    }
-    hid_t g = H5Gcreate2(f, "cubature", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
-    double center[3] = {pp.xf.center[0], pp.xf.center[1], pp.xf.center[2]}, sc = s, hk = (double)k;
-    int bad = write_ds(f, "vertices", 2, (hsize_t[]){(hsize_t)nv, 3}, vx) |
-              write_ds(f, "weights", 2, (hsize_t[]){(hsize_t)nv, (hsize_t)k}, vw) |
-              write_ds(g, "points", 2, (hsize_t[]){(hsize_t)n, 3}, cx) |
-              write_ds(g, "volumes", 1, (hsize_t[]){(hsize_t)n}, cv) |
-              write_ds(g, "weights", 2, (hsize_t[]){(hsize_t)n, (hsize_t)k}, cw) |
-              write_ds(g, "gradients", 3, (hsize_t[]){(hsize_t)n, (hsize_t)k, 3}, cg) |
-              write_attr(f, "handles", 1, &hk) | write_attr(f, "center", 3, center) | write_attr(f, "scale", 1, &sc);
-    H5Gclose(g);
-    bad |= H5Fclose(f) < 0;
-    if (bad || rename(tmp, out) != 0) {
-        unlink(tmp);
-        snprintf(err, errlen, "%s: write failed", out);
-        goto done;
-    }
-    rc = 0;
+            mesh_path, (long long)s.nv, (long long)s.nc, (long long)s.m, met.orth_err, met.cond, met.balance);
+    rc = ds_skinning_write(out, &s, err, errlen);
 done:
-    free(vw), free(cx), free(cw), free(cg), free(cv), free(vx);
-    ds_preprocessed_free(&pp);
+    ds_skinning_free(&s);
     ds_mesh_free(&mesh);
-    ps_model_free(&m);
-    nn_params_free(&p);
-    tensor_scope_end(scope);
+    ps_skinner_free(&sk);
     return rc;
 }
