@@ -12,5 +12,7 @@ extern void dpotrs_(const char *uplo, const int *n, const int *nrhs, const doubl
 extern void dgesvd_(const char *jobu, const char *jobvt, const int *m, const int *n, double *a, const int *lda,
                     double *s, double *u, const int *ldu, double *vt, const int *ldvt, double *work, const int *lwork,
                     int *info, size_t jobu_len, size_t jobvt_len);
+extern void dsyev_(const char *jobz, const char *uplo, const int *n, double *a, const int *lda, double *w,
+                   double *work, const int *lwork, int *info, size_t jobz_len, size_t uplo_len);
 
 #endif

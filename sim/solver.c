@@ -35,6 +35,8 @@ struct SimPrepared {
     /* exact Dirichlet: z⁽ⁱ⁾ = t · zp_rate⁽ⁱ⁾ + N y⁽ⁱ⁾ */
     int64_t ns;        /* constrained rows (points) */
     int64_t r;         /* null-space dimension (nb when unconstrained) */
+    int64_t r_obs;     /* observable dimension per block (nb unless directions were cut) */
+    double obs_kappa;  /* the smallest visibility ratio cut (0: none) */
     double *N;         /* nb × r, orthonormal columns; NULL when unconstrained */
     double *zp_rate;   /* 3 × nb */
     double *Lm;        /* Cholesky of the (reduced) mass block, r × r, for the stop bound */
@@ -59,11 +61,11 @@ static void prep_free(struct SimPrepared *p) {
 }
 
 void sim_newton_defaults(SimNewtonOptions *o) {
-    o->max_iters = 5; /* solver.h says why these */
+    o->max_iters = 50; /* solver.h says why these */
     o->tol = 1e-10;
     o->armijo = 1e-4;
     o->max_backtracks = 30;
-    o->max_hessians = 5;
+    o->max_hessians = 50;
     o->reuse_ratio = 0;
 }
 
@@ -367,6 +369,150 @@ static int64_t region_rows(const SimObject *o, const SimDirichlet *d, double *ro
     return k;
 }
 
+/* The observable subspace of sim_object_prepare. The constant handle (affine motion, the last
+ * four columns A of a block) is always kept. The learned columns L are taken modulo A in the
+ * mass metric, P = [I; −M_AA⁻¹ M_AL], and two Gram matrices compared on them:
+ *   S = Pᵀ M_b P                       (mass: the cubature points' view),
+ *   V = Pᵀ (M/n_p Σ_p b_p b_pᵀ) P      (the contact points' view, the object's mass M spread
+ *                                       evenly over its n_p contact points).
+ * A direction y is kept when S sees it (eigenvalue of the Jacobi-scaled S above SIM_OBS_CUT ×
+ * the largest: not an exact or roundoff null direction, such as the bones source's Σ w = 1
+ * duplicating the constant handle) and when its visibility ratio κ = yᵀVy / yᵀSy, the
+ * generalized eigenvalue, is at most SIM_OBS_KAPPA: the mean-square motion of the surface at
+ * most that many times the mass-weighted mean square of the interior. Measured on the ten
+ * procedural categories at cubature_res 16 (tests/test_sim.c): well-sampled handles have κ ≤
+ * ~120, a limb with two or three cubature points 1e4–1e11 (lamp, table, snake, airplane,
+ * humanoid, quadruped bones). Such a direction is a part of the mesh the cubature does not
+ * resolve: it has no mass and no elastic energy there, so a floor contact on those vertices
+ * throws it (the 1e76 J blow-ups); it is cut, and those vertices follow the kept handles.
+ * No (nb × ro, orthonormal columns) spans the kept directions and A; NULL when nothing is
+ * cut. 0, or -1 (memory). */
+#define SIM_OBS_CUT 1e-10
+#define SIM_OBS_KAPPA 1e3
+static int observable_basis(const SimObject *o, struct SimPrepared *p, double **No, int64_t *ro) {
+    int nb = (int)o->nb, L = (int)(4 * o->m), four = 4, info = 0;
+    *No = NULL, *ro = nb;
+    int64_t np = o->nv ? o->nv : o->nc;
+    const double *Bp = o->nv ? o->Bv : o->Bc;
+    size_t LL = (size_t)L * L;
+    double *X = malloc(sizeof(double) * 4 * (size_t)L), *S = malloc(sizeof(double) * LL), *V = malloc(sizeof(double) * LL);
+    double *Q = malloc(sizeof(double) * (size_t)np * L), *ev = malloc(sizeof(double) * (size_t)L);
+    double *dinv = malloc(sizeof(double) * (size_t)L), *T = malloc(sizeof(double) * LL), *Z = malloc(sizeof(double) * LL);
+    double *kap = malloc(sizeof(double) * (size_t)L), Maa[16];
+    double *work = NULL;
+    int rc = -1;
+    if (!X || !S || !V || !Q || !ev || !dinv || !T || !Z || !kap) goto done;
+    rc = 0;
+    for (int i = 0; i < 4; i++)
+        for (int j = 0; j < 4; j++) Maa[4 * i + j] = o->Mb[(size_t)(L + i) * nb + L + j];
+    /* X = M_AA⁻¹ M_AL (4 × L; column-major 4 × L is row-major L × 4, column a = row a of X) */
+    for (int a = 0; a < L; a++)
+        for (int i = 0; i < 4; i++) X[4 * a + i] = o->Mb[(size_t)(L + i) * nb + a];
+    dpotrf_("L", &four, Maa, &four, &info, 1);
+    if (info) goto done; /* coplanar cubature points: leave the subspace alone */
+    dpotrs_("L", &four, &L, Maa, &four, X, &four, &info, 1);
+    /* S = M_LL − M_LA X */
+    for (int a = 0; a < L; a++)
+        for (int b = 0; b < L; b++) {
+            double s = o->Mb[(size_t)a * nb + b];
+            for (int i = 0; i < 4; i++) s -= o->Mb[(size_t)a * nb + L + i] * X[4 * b + i];
+            S[(size_t)a * L + b] = s;
+        }
+    /* V = M/n_p · Qᵀ Q, Q = B_p,L − B_p,A X (n_p × L) */
+    for (int64_t q = 0; q < np; q++)
+        for (int a = 0; a < L; a++) {
+            double s = Bp[q * nb + a];
+            for (int i = 0; i < 4; i++) s -= Bp[q * nb + L + i] * X[4 * a + i];
+            Q[q * L + a] = s;
+        }
+    cblas_dsyrk(CblasRowMajor, CblasUpper, CblasTrans, L, (int)np, o->mass / (double)np, Q, L, 0.0, V, L);
+    for (int a = 0; a < L; a++)
+        for (int b = 0; b < a; b++) V[(size_t)a * L + b] = V[(size_t)b * L + a];
+    /* Jacobi scaling by the learned columns' own mass norms, so the null test is unit free */
+    for (int a = 0; a < L; a++) {
+        double d = o->Mb[(size_t)a * nb + a];
+        dinv[a] = d > 0 ? 1 / sqrt(d) : 0;
+    }
+    for (int a = 0; a < L; a++)
+        for (int b = 0; b < L; b++) {
+            T[(size_t)a * L + b] = dinv[a] * S[(size_t)a * L + b] * dinv[b];
+            V[(size_t)a * L + b] *= dinv[a] * dinv[b];
+        }
+    int lwork = -1;
+    double wq;
+    dsyev_("V", "U", &L, T, &L, ev, &wq, &lwork, &info, 1, 1);
+    lwork = (int)wq + 8 * L;
+    work = malloc(sizeof(double) * (size_t)lwork);
+    if (!work) {
+        rc = -1;
+        goto done;
+    }
+    dsyev_("V", "U", &L, T, &L, ev, work, &lwork, &info, 1, 1);
+    if (info) goto done;
+    /* Z = W_k Λ_k^(-1/2) over the eigenvalues S sees (columns; T's rows are the eigenvectors) */
+    int c0 = 0;
+    while (c0 < L && !(ev[c0] > SIM_OBS_CUT * ev[L - 1])) c0++;
+    int k = L - c0;
+    for (int a = 0; a < L; a++)
+        for (int j = 0; j < k; j++) Z[(size_t)a * k + j] = T[(size_t)(c0 + j) * L + a] / sqrt(ev[c0 + j]);
+    /* κ: eigen of Zᵀ V Z (k × k) */
+    double *ZV = malloc(sizeof(double) * (size_t)(k ? k : 1) * L);
+    if (!ZV) {
+        rc = -1;
+        goto done;
+    }
+    cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, k, L, L, 1.0, Z, k, V, L, 0.0, ZV, L);
+    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, k, k, L, 1.0, ZV, L, Z, k, 0.0, T, k);
+    free(ZV);
+    if (k) dsyev_("V", "U", &k, T, &k, kap, work, &lwork, &info, 1, 1);
+    if (info) goto done;
+    int keep = 0;
+    while (keep < k && kap[keep] <= SIM_OBS_KAPPA) keep++;
+    if (keep == L) goto done; /* nothing cut */
+    /* kept learned directions y_j = D⁻¹ Z u_j (L × keep), orthonormalized by their SVD */
+    double *Y = V; /* reuse, column-major L × keep */
+    for (int j = 0; j < keep; j++)
+        for (int a = 0; a < L; a++) {
+            double s = 0;
+            for (int b = 0; b < k; b++) s += Z[(size_t)a * k + b] * T[(size_t)j * k + b];
+            Y[(size_t)j * L + a] = dinv[a] * s;
+        }
+    int r = keep + 4, one = 1;
+    double *N = calloc((size_t)nb * r, sizeof(double));
+    if (!N) {
+        rc = -1;
+        goto done;
+    }
+    if (keep) {
+        double *U = S; /* reuse: column-major L × keep */
+        int lw2 = -1;
+        dgesvd_("O", "N", &L, &keep, Y, &L, ev, U, &L, NULL, &one, &wq, &lw2, &info, 1, 1);
+        if ((int)wq > lwork) {
+            free(work);
+            lwork = (int)wq;
+            work = malloc(sizeof(double) * (size_t)lwork);
+            if (!work) {
+                free(N);
+                rc = -1;
+                goto done;
+            }
+        }
+        dgesvd_("O", "N", &L, &keep, Y, &L, ev, U, &L, NULL, &one, work, &lwork, &info, 1, 1);
+        if (info) {
+            free(N);
+            goto done;
+        }
+        for (int a = 0; a < L; a++) /* jobu "O": Y holds U */
+            for (int j = 0; j < keep; j++) N[(size_t)a * r + j] = Y[(size_t)j * L + a];
+    }
+    for (int i = 0; i < 4; i++) N[(size_t)(L + i) * r + keep + i] = 1;
+    *No = N, *ro = r;
+    p->obs_kappa = keep < k ? kap[keep] : 0;
+done:
+    free(X), free(S), free(V), free(Q), free(ev), free(dinv), free(T), free(Z), free(kap), free(work);
+    return rc;
+}
+
 int sim_object_prepare(SimObject *o, char *err, size_t errlen) {
     prep_free(o->prep);
     struct SimPrepared *p = o->prep = calloc(1, sizeof *p);
@@ -385,54 +531,92 @@ int sim_object_prepare(SimObject *o, char *err, size_t errlen) {
     p->ns = ns, p->r = nb;
     p->zp_rate = calloc((size_t)n, sizeof(double));
     if (!p->zp_rate) goto oom;
+    /* ---- the observable subspace (physskin.md §7, column conditioning): directions of z that
+     * move no cubature point carry no mass and no elastic energy, yet may move the binding
+     * vertices, which the contact planes act on. Such a direction (a handle whose support holds
+     * fewer than four non-coplanar cubature points: a thin limb on a coarse cubature grid) makes
+     * M_b singular and every Newton system rank deficient; a nearly invisible one (tiny mass)
+     * takes huge velocities from a contact impulse. Newton runs in the span No of the
+     * eigenvectors of the Jacobi-scaled M_b (unit diagonal, so the cut does not depend on
+     * units or the pose) with eigenvalue > obs_cut · the largest; No is nb × ro with
+     * orthonormal columns, NULL when nothing is cut. ---- */
+    double *No = NULL;
+    int64_t ro = nb;
+    if (observable_basis(o, p, &No, &ro)) goto oom;
+    p->r_obs = ro;
     if (ns) {
         double *C = malloc(sizeof(double) * (size_t)(ns * nb)), *vel = malloc(sizeof(double) * 3 * (size_t)ns);
+        double *Cr = No ? malloc(sizeof(double) * (size_t)(ns * (ro ? ro : 1))) : NULL;
         int64_t k = 0;
-        if (!C || !vel) {
-            free(C), free(vel);
+        if (!C || !vel || (No && !Cr)) {
+            free(C), free(vel), free(Cr), free(No);
             goto oom;
         }
         for (int d = 0; d < o->ndirichlet; d++)
             if (!o->dirichlet[d].penalty) k += region_rows(o, &o->dirichlet[d], C + k * nb, vel + 3 * k);
-        /* LAPACK sees the row-major C (ns × nb) as the column-major Cᵀ (nb × ns) = U Σ Vᵀ: U's
+        if (No) { /* the rows in observable coordinates: C No (ns × ro) */
+            cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)ns, (int)ro, (int)nb, 1.0, C, (int)nb, No,
+                        (int)ro, 0.0, Cr, (int)ro);
+            free(C), C = Cr;
+        }
+        /* LAPACK sees the row-major C (ns × ro) as the column-major Cᵀ (ro × ns) = U Σ Vᵀ: U's
          * columns past the rank span null(C), V gives the pseudo-inverse C⁺ = U Σ⁻¹ Vᵀ. */
-        int M = (int)nb, Nn = (int)ns, kk = M < Nn ? M : Nn, lwork = -1, info = 0;
-        double *S = malloc(sizeof(double) * (size_t)kk), *U = malloc(sizeof(double) * (size_t)(nb * nb));
-        double *VT = malloc(sizeof(double) * (size_t)kk * (size_t)ns), wq;
-        if (!S || !U || !VT) {
-            free(C), free(vel), free(S), free(U), free(VT);
+        int M = (int)ro, Nn = (int)ns, kk = M < Nn ? M : Nn, lwork = -1, info = 0;
+        double *S = malloc(sizeof(double) * (size_t)(kk ? kk : 1)), *U = malloc(sizeof(double) * (size_t)(ro * ro + 1));
+        double *VT = malloc(sizeof(double) * (size_t)(kk ? kk : 1) * (size_t)ns), wq;
+        double *zr = calloc((size_t)(3 * ro + 1), sizeof(double));
+        if (!S || !U || !VT || !zr) {
+            free(C), free(vel), free(S), free(U), free(VT), free(zr), free(No);
             goto oom;
         }
-        dgesvd_("A", "S", &M, &Nn, C, &M, S, U, &M, VT, &kk, &wq, &lwork, &info, 1, 1);
-        lwork = (int)wq;
-        double *work = malloc(sizeof(double) * (size_t)lwork);
-        if (work) dgesvd_("A", "S", &M, &Nn, C, &M, S, U, &M, VT, &kk, work, &lwork, &info, 1, 1);
-        free(work);
-        if (!work || info) {
-            free(C), free(vel), free(S), free(U), free(VT);
-            set_err(err, errlen, "fixed regions: SVD of the %lld constrained rows failed (info %d)", (long long)ns, info);
-            return -1;
-        }
-        /* rank: singular values above 1e-10 σ_max. Smaller ones would let the pinned points move
-         * by that much per unit of y, which the exactness requirement forbids */
         int rank = 0;
-        while (rank < kk && S[rank] > 1e-10 * S[0]) rank++;
-        p->r = nb - rank;
-        p->N = malloc(sizeof(double) * (size_t)(nb * (p->r ? p->r : 1)));
-        if (!p->N) {
-            free(C), free(vel), free(S), free(U), free(VT);
+        if (kk) {
+            dgesvd_("A", "S", &M, &Nn, C, &M, S, U, &M, VT, &kk, &wq, &lwork, &info, 1, 1);
+            lwork = (int)wq;
+            double *work = malloc(sizeof(double) * (size_t)lwork);
+            if (work) dgesvd_("A", "S", &M, &Nn, C, &M, S, U, &M, VT, &kk, work, &lwork, &info, 1, 1);
+            free(work);
+            if (!work || info) {
+                free(C), free(vel), free(S), free(U), free(VT), free(zr), free(No);
+                set_err(err, errlen, "fixed regions: SVD of the %lld constrained rows failed (info %d)", (long long)ns,
+                        info);
+                return -1;
+            }
+            /* rank: singular values above 1e-10 σ_max. Smaller ones would let the pinned points
+             * move by that much per unit of y, which the exactness requirement forbids */
+            while (rank < kk && S[rank] > 1e-10 * S[0]) rank++;
+        }
+        int64_t r = ro - rank;
+        p->r = r;
+        p->N = malloc(sizeof(double) * (size_t)(nb * (r ? r : 1)));
+        double *Nn_ = malloc(sizeof(double) * (size_t)(ro * (r ? r : 1)));
+        if (!p->N || !Nn_) {
+            free(C), free(vel), free(S), free(U), free(VT), free(zr), free(No), free(Nn_);
             goto oom;
         }
-        for (int64_t q = 0; q < nb; q++)
-            for (int64_t a = 0; a < p->r; a++) p->N[q * p->r + a] = U[(rank + a) * nb + q];
+        for (int64_t q = 0; q < ro; q++)
+            for (int64_t a = 0; a < r; a++) Nn_[q * r + a] = U[(rank + a) * ro + q];
         /* z_p⁽ⁱ⁾ = t · C⁺ v_i: Σ_k u_k (v_kᵀ vel_i) / σ_k */
         for (int i = 0; i < 3; i++)
             for (int kx = 0; kx < rank; kx++) {
                 double dot = 0;
-                for (int64_t r = 0; r < ns; r++) dot += VT[r * kk + kx] * vel[3 * r + i];
-                for (int64_t q = 0; q < nb; q++) p->zp_rate[i * nb + q] += U[kx * nb + q] * dot / S[kx];
+                for (int64_t rr = 0; rr < ns; rr++) dot += VT[rr * kk + kx] * vel[3 * rr + i];
+                for (int64_t q = 0; q < ro; q++) zr[i * ro + q] += U[kx * ro + q] * dot / S[kx];
             }
-        free(C), free(vel), free(S), free(U), free(VT);
+        if (No) { /* back to z: N = No Nn (orthonormal columns), z_p = No z_r */
+            if (r)
+                cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)nb, (int)r, (int)ro, 1.0, No, (int)ro, Nn_,
+                            (int)r, 0.0, p->N, (int)r);
+            for (int i = 0; i < 3; i++)
+                cblas_dgemv(CblasRowMajor, CblasNoTrans, (int)nb, (int)ro, 1.0, No, (int)ro, zr + i * ro, 1, 0.0,
+                            p->zp_rate + i * nb, 1);
+        } else {
+            memcpy(p->N, Nn_, sizeof(double) * (size_t)(nb * r));
+            memcpy(p->zp_rate, zr, sizeof(double) * (size_t)n);
+        }
+        free(C), free(vel), free(S), free(U), free(VT), free(zr), free(No), free(Nn_);
+    } else if (No) {
+        p->N = No, p->r = ro;
     }
     /* the reduced mass block Nᵀ M_b N, factored for the stop bound gᵀ M_r⁻¹ g ≥ gᵀ H⁻¹ g */
     int64_t r = p->r;

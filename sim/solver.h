@@ -45,7 +45,15 @@ bool sim_region_contains(const SimRegion *r, const double x[3]);
  * points' displacements equal ū: z⁽ⁱ⁾ = z_p⁽ⁱ⁾(t) + N y⁽ⁱ⁾ with N an orthonormal basis of the
  * null space of the constrained rows C of B (SVD, singular values ≤ 1e-10 σ_max count as zero)
  * and z_p = C⁺ ū the minimum-norm particular solution; Newton then runs in y. Penalty mode adds
- * k Σ_p ‖u_p − ū_p‖² instead (physskin.md §7). */
+ * k Σ_p ‖u_p − ū_p‖² instead (physskin.md §7).
+ *
+ * The same N also removes the directions the cubature does not observe (sim_object_prepare,
+ * physskin.md §7's column conditioning): a learned handle whose support holds too few cubature
+ * points (a thin limb on a coarse grid) moves the binding vertices, where contact acts, with
+ * almost no mass and no elastic energy, and a floor contact throws it (1e76 J). Directions
+ * that M_b does not see, or whose surface motion exceeds the mass-weighted interior motion by
+ * more than 1e3 in mean square, are cut; the constant handle always stays. N is then not NULL
+ * even without a Dirichlet region; well-sampled subspaces cut nothing. */
 typedef struct {
     SimRegion region;
     double velocity[3];
@@ -89,14 +97,20 @@ typedef struct {
  * 1e6) over 40 steps against a tol 1e-13, 50-iteration solve (max vertex deviation / motion):
  * tol 1e-12 plain Newton 6.6e-4 at 4.95 Hessians/step; tol 1e-10 plain 1.7e-3 at 3.6; tol 1e-10
  * with reuse_ratio 0.1 9.4e-3 at 2.8; tol 1e-9 1.4e-1 with chord steps only (max_hessians 1 even
- * blew up: stiff contact changes the active set within a step). Hence the defaults: 5
- * iterations, tol 1e-10 of M L², plain Newton (reuse_ratio 0). */
+ * blew up: stiff contact changes the active set within a step). A fixed budget of 5
+ * iterations (kaolin's) is not enough on impact: dropping the ten procedural categories at
+ * scale 0.3 onto the 1e6 floor (tests/test_sim.c), steps stopped unconverged after 5 iterations
+ * raised the mechanical energy by 8–200 J (the velocity (z − z₀)/dt of an unfinished solve
+ * carries the unbalanced force), while run to the tolerance the same drops never gained energy;
+ * they took up to 41 iterations on impact steps and 1 in free flight. Hence the defaults: up to
+ * 50 iterations and Hessians, tol 1e-10 of M L², plain Newton (reuse_ratio 0); the stop test,
+ * not the budget, ends a step, and one that hits the budget reports converged = false. */
 typedef struct {
-    int max_iters;      /* Newton iterations per step (5) */
+    int max_iters;      /* Newton iterations per step (50) */
     double tol;         /* |Δzᵀg| < tol · M L² stops (1e-10) */
     double armijo;      /* sufficient decrease constant (1e-4) */
     int max_backtracks; /* halvings before the step counts as a failure (30) */
-    int max_hessians;   /* Hessian assemblies per step at most (5) */
+    int max_hessians;   /* Hessian assemblies per step at most (50) */
     double reuse_ratio; /* 0: a new Hessian every iteration (0); e.g. 0.1: chord steps while they
                            shrink gᵀM⁻¹g tenfold */
 } SimNewtonOptions;
@@ -213,7 +227,8 @@ double sim_object_elastic(const SimObject *o, const double *z, double *grad, dou
  * (NAN when that fails). */
 double sim_object_objective(SimObject *o, const double *z, const double *ztil, double dt, double t, double *g,
                             double *H);
-/* The exact-Dirichlet subspace: z⁽ⁱ⁾ = t · zp_rate⁽ⁱ⁾ + N y⁽ⁱ⁾ (N nb × r, NULL when unconstrained;
+/* The exact-Dirichlet and observable subspace: z⁽ⁱ⁾ = t · zp_rate⁽ⁱ⁾ + N y⁽ⁱ⁾ (N nb × r, NULL when
+ * unconstrained and nothing is cut;
  * zp_rate 3 × nb) and Lm, the Cholesky factor (LAPACK lower, r × r) of Nᵀ M_b N. Returns r (-1 when
  * the object cannot be prepared). */
 int64_t sim_object_subspace(SimObject *o, const double **N, const double **zp_rate, const double **Lm);
