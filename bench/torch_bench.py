@@ -3,7 +3,8 @@ with anima's bench binary). Same cases, same sizes, same method: a few warm-up s
 timed steps with N chosen so the case takes about BENCH_SECONDS (default 2) in all; prints
     case <name> <median_ms> <n>
 Runs on the CPU with BENCH_THREADS (default 2) intra-op threads.
-Usage: torch_bench.py [case ...] (no argument: all cases)."""
+Usage: torch_bench.py [case ...] (no argument: all cases but the T = 4096 attention ones, which
+run only when named, as in bench/bench_attention.c)."""
 import math
 import os
 import sys
@@ -66,6 +67,33 @@ def self_block(x, w, heads):
     return x + F.linear(F.gelu(F.linear(h, w["fc_w"], w["fc_b"])), w["fc2_w"], w["fc2_b"])
 
 
+# bench/bench_attention.c's cases: softmax(q kᵀ/√d) v with 8 heads of 64 on (1, T, 512) inputs
+# that require grad (anima's forward records its tape too), split into (1, 8, T, 64) heads and
+# merged back as nn_attention does. torch 1.13 on the CPU has one (materializing) attention, so
+# attn_naive_* and attn_tiled_* time the same torch code: each anima path against it.
+def attention(q, k, v, heads):
+    b, t, c = q.shape
+    d = c // heads
+    q, k, v = (z.view(b, t, heads, d).transpose(1, 2) for z in (q, k, v))
+    a = torch.softmax(q @ k.transpose(-1, -2) * (1.0 / math.sqrt(d)), dim=-1) @ v
+    return a.transpose(1, 2).reshape(b, t, c)
+
+
+def attention_cases(argv):
+    for t in (1024, 4096):
+        names = [f"attn_{path}_{kind}_{t}" for kind in ("fwd", "fwdbwd") for path in ("naive", "tiled")]
+        names = [n for n in names if n in argv or (not argv and t == 1024)]
+        if not names:
+            continue
+        q, k, v = (torch.randn(1, t, 512, requires_grad=True) for _ in range(3))
+        gy = torch.randn(1, t, 512)
+        for name in names:
+            if "_fwdbwd_" in name:
+                run_case(name, lambda: attention(q, k, v, 8).backward(gy))
+            else:
+                run_case(name, lambda: attention(q, k, v, 8))
+
+
 def main(argv):
     want = lambda name: not argv or name in argv
     with torch.no_grad():
@@ -87,6 +115,10 @@ def main(argv):
         gy = torch.randn(B, T, C)
         # gradients accumulate into .grad, as anima's do (allocated once, then added to)
         run_case("block_fwd_bwd", lambda: self_block(x, w, H).backward(gy))
+    attention_cases(argv)
+    if want("physskin_step"):
+        import physskin_torch  # the PhysSkin++ training step (bench/physskin_torch.py)
+        physskin_torch.run_bench(run_case)
 
 
 if __name__ == "__main__":
