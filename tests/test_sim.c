@@ -344,7 +344,9 @@ TEST(sim_pinned_top_moves_less_than_1e9) {
     double *x = malloc(sizeof(double) * 3 * (size_t)o.nv);
     double pin_move = 0, free_move = 0;
     int failures = 0;
-    for (int s = 0; s < 60; s++) {
+    /* quick (valgrind): a quarter of the steps; the free part has sagged by centimetres */
+    int steps = test_quick() ? 15 : 60;
+    for (int s = 0; s < steps; s++) {
         CHECK_MSG(sim_object_step(&o, 0.01, err, sizeof err) == 0, "%s", err);
         failures += o.last.failures;
         sim_object_vertices(&o, x);
@@ -431,7 +433,10 @@ TEST(sim_drop_1000_steps_stays_finite_and_bounded) {
     char err[256];
     SimEnergy e0 = sim_object_energy(&o);
     double emax = e0.total, miny = INFINITY;
-    int steps = test_quick() ? 200 : 1000, failures = 0;
+    /* quick (valgrind): the fall, the impact and the first bounces; settling to rest takes
+     * ~300 more steps (implicit Euler's damping only), so it checks that motion has died down */
+    int steps = test_quick() ? 150 : 1000, failures = 0;
+    double rest = test_quick() ? 2e-2 : 1e-3;
     double *x = malloc(sizeof(double) * 3 * (size_t)o.nv);
     for (int s = 0; s < steps; s++) {
         int rc = sim_object_step(&o, 0.01, err, sizeof err);
@@ -453,7 +458,7 @@ TEST(sim_drop_1000_steps_stays_finite_and_bounded) {
            e0.total, emax, e1.total, e1.kinetic, miny, failures);
     CHECK(emax <= e0.total + 1e-6 * fabs(e0.total) + 1e-9);
     CHECK(miny > -0.02);
-    CHECK(e1.gravity < 0 && e1.kinetic < 1e-3 * fabs(e1.gravity)); /* it fell and came to rest */
+    CHECK(e1.gravity < 0 && e1.kinetic < rest * fabs(e1.gravity)); /* it fell and came to rest */
     free(x);
     sim_object_free(&o);
 }
@@ -531,7 +536,9 @@ static int cmp_d(const void *a, const void *b) {
 TEST(sim_drop_frame_time_16_handles) {
     SimObject o = drop_object("rbf", 16, 30, 0.6);
     char err[256];
-    int steps = test_quick() ? 20 : (getenv("ANIMA_SIM_BENCH_STEPS") ? atoi(getenv("ANIMA_SIM_BENCH_STEPS")) : 60), iters = 0;
+    /* quick (valgrind, where timings mean nothing): a few steps for the code paths; contact is
+     * sim_drop_1000_steps_stays_finite_and_bounded's */
+    int steps = test_quick() ? 5 : (getenv("ANIMA_SIM_BENCH_STEPS") ? atoi(getenv("ANIMA_SIM_BENCH_STEPS")) : 60), iters = 0;
     if (getenv("ANIMA_SIM_TOL")) o.newton.tol = atof(getenv("ANIMA_SIM_TOL"));
     double *ms = malloc(sizeof(double) * (size_t)steps), *cpu = malloc(sizeof(double) * (size_t)steps);
     for (int s = 0; s < steps; s++) {

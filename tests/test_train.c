@@ -149,6 +149,7 @@ TEST(train_resume_is_bit_identical) {
     CHECK(same_bits(a.o.exp_avg, b2.o.exp_avg) && same_bits(a.o.exp_avg_sq, b2.o.exp_avg_sq));
     CHECK(a.o.step == b2.o.step && a.o.step == 200);
     CHECK(a.rng_end.offset == b2.rng_end.offset && a.rng_end.stream == b2.rng_end.stream);
+    nn_params_free(&a.p), nn_params_free(&b1.p), nn_params_free(&b2.p);
     /* the logs hold the same steps and losses (times differ) */
     char la[128], lb[128];
     snprintf(la, sizeof la, "%s/metrics.jsonl", da);
@@ -182,6 +183,7 @@ TEST(train_resume_trims_the_log) {
     CHECK(run_loop(&r2, d, 200, 0, true) == 0);
     int64_t last;
     CHECK(check_jsonl(log, &last) == 20 && last == 200);
+    nn_params_free(&r.p), nn_params_free(&r2.p);
     tmpdir_remove(d);
 }
 
@@ -198,7 +200,9 @@ static void signal_run(int sig) {
     pid_t pid = fork();
     if (pid == 0) {
         Run r;
-        _exit(run_loop(&r, d, 100000000, 0, false));
+        int rc = run_loop(&r, d, 100000000, 0, false);
+        nn_params_free(&r.p);
+        _exit(rc);
     }
     /* wait until it is training (the log has lines), then interrupt */
     struct stat st;
@@ -223,6 +227,7 @@ static void signal_run(int sig) {
     CHECK(check_jsonl(log, &last) > 0 && last <= meta.step);
     /* the interrupted step was finished: the checkpoint is at a step boundary past the log */
     CHECK(meta.step - last < 10);
+    nn_params_free(&r.p);
     tmpdir_remove(d);
 }
 
@@ -313,6 +318,7 @@ TEST(train_fit_cli_resume_bit_identical) {
     cJSON_Delete(c);
     free(ma.config_json);
     free(mb.config_json);
+    nn_params_free(&pa), nn_params_free(&pb);
     char log[128];
     snprintf(log, sizeof log, "%s/metrics.jsonl", db);
     int64_t last;
@@ -351,6 +357,7 @@ TEST(train_fit_cli_sigint) {
     int64_t last;
     CHECK(check_jsonl(log, &last) > 0 && last <= meta.step && meta.step > 0);
     free(meta.config_json);
+    nn_params_free(&p);
     /* and it continues from there */
     char args[512], out[16384];
     snprintf(args, sizeof args, "--config configs/fit-mlp.json --out %s --set model.hidden=16 --set train.steps=%lld "
