@@ -7,6 +7,8 @@
  *   sim_drop_cubature   the optimized set (sim/cubature.h; its build is not timed, printed apart)
  *   sim_sag_reduced, sim_sag_fem   the sag scene (scenes/sag.json: pinned top under gravity),
  *                       reduced vs tetrahedral FEM (sim/fem.h) per implicit Euler step
+ *   sim_pile            three deformables piling up (scenes/pile.json), IPC contact between them:
+ *                       the frames with contact pairs in reach
  * Each prints "case <name> <median_ms> <n>" with the median over frames of the wall time, and
  * "cpu <name> <median_ms>" with the median of the process CPU time (all threads: on a shared
  * machine the wall clock also measures the other users). Then:
@@ -27,6 +29,7 @@
 #include "sim/fem.h"
 #include "sim/scene.h"
 #include "sim/solver.h"
+#include "sim/world.h"
 
 static double wall_s(void) {
     struct timespec ts;
@@ -248,6 +251,46 @@ int main(int argc, char **argv) {
         }
         sim_fem_free(&fem);
         sim_object_free(&o);
+        sim_scene_free(&sc);
+    }
+    if (wanted(argc, argv, "sim_pile")) {
+        /* three deformables piling up (scenes/pile.json): one coupled Newton system with IPC
+         * point-pair contact between them and the floor by penalty. Timed: the frames with at
+         * least one contact pair within reach (free flight costs what the objects cost alone). */
+        SimScene sc;
+        char err[512];
+        const char *scene = getenv("BENCH_PILE_SCENE") ? getenv("BENCH_PILE_SCENE") : "scenes/pile.json";
+        if (sim_scene_load(scene, &sc, err, sizeof err)) die("scene", err);
+        SimObject *objs = calloc((size_t)sc.nobjects, sizeof *objs);
+        if (!objs || sim_scene_build(&sc, "scenes", objs, err, sizeof err)) die("scene", err);
+        SimWorld world = {0};
+        if (sim_world_init(&world, objs, sc.nobjects, NULL, 0, sc.planes, sc.nplanes, &sc.contact, err, sizeof err))
+            die("world", err);
+        int steps = (int)sc.steps, ncontact = 0, iters = 0, hess = 0;
+        double *cw = malloc(sizeof(double) * (size_t)steps), *cc = malloc(sizeof(double) * (size_t)steps), dmin = INFINITY;
+        int64_t pts = 0;
+        for (int k = 0; k < sc.nobjects; k++) pts += objs[k].nc;
+        for (int f = 0; f < steps; f++) {
+            double w0 = wall_s(), c0 = cpu_s();
+            if (sim_world_step(&world, sc.dt, err, sizeof err)) die("pile step", err);
+            double w1 = 1e3 * (wall_s() - w0), c1 = 1e3 * (cpu_s() - c0);
+            dmin = fmin(dmin, world.last.min_distance);
+            if (getenv("BENCH_VERBOSE"))
+                printf("frame %d: %.1f ms, %d iterations, %d Hessians, %d CCD-limited, %lld candidates, %lld active, converged %d\n", f,
+                       c1, world.last.iters, world.last.hessians, world.last.ccd_limited, (long long)world.last.candidates,
+                       (long long)world.last.active, world.last.converged);
+            if (world.last.active > 0 || world.last.candidates > 0)
+                cw[ncontact] = w1, cc[ncontact] = c1, ncontact++, iters += world.last.iters, hess += world.last.hessians;
+        }
+        if (!ncontact) die("pile", "no frame had contact pairs");
+        printf("info sim_pile %d objects, %lld cubature points in all, %d of %d frames in contact, %.1f Newton iterations "
+               "and %.1f Hessians per contact frame, min pair distance %.3g m\n",
+               sc.nobjects, (long long)pts, ncontact, steps, (double)iters / ncontact, (double)hess / ncontact, dmin);
+        printf("case sim_pile %.4f %d\ncpu sim_pile %.4f\n", median(cw, ncontact), ncontact, median(cc, ncontact));
+        free(cw), free(cc);
+        sim_world_free(&world);
+        for (int k = 0; k < sc.nobjects; k++) sim_object_free(&objs[k]);
+        free(objs);
         sim_scene_free(&sc);
     }
     free(wall), free(cpu);

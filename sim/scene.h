@@ -7,7 +7,8 @@
  * the key path ("objects[0].material.E"). Keys (defaults in brackets):
  *
  *   dt [0.01] (s), steps [200], gravity [[0, -9.81, 0]] (m/s²)
- *   newton: {max_iters [5], tol [1e-9], armijo [1e-4], max_hessians [1]}   (sim/solver.h)
+ *   newton: {max_iters [50], tol [1e-10], armijo [1e-4], max_hessians [50], reuse_ratio [0]}
+ *           (sim/solver.h: SimNewtonOptions; reuse_ratio > 0 allows chord steps)
  *   objects: [ {                                   (at least one; stepped together by sim/world.h,
  *       skinning: {source ["procedural"] | "file",   coupled by IPC contact)
  *                  file (source "file": a skinning file, datasets/skinning_file.h, e.g.

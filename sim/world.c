@@ -447,10 +447,13 @@ static int chol_shifted(double *A, const double *src, int n) {
     return -1;
 }
 
-/* Newton direction per connected component: dy = −Hr⁻¹ gr restricted to each component */
-static int solve_components(SimWorld *w, int *ncomp) {
+/* Newton direction per connected component: dy = −Hr⁻¹ gr restricted to each component. With
+ * refactor, each component's block of Hr is factored into Lh (one after another: Σ dim² ≤ NR²);
+ * without, the factors of the last refactor are reused (a chord step: s->comp, which fixes the
+ * components, is only rebuilt with a new Hessian, so the blocks line up). */
+static int solve_components(SimWorld *w, bool refactor, int *ncomp) {
     struct SimWorldScratch *s = w->ws;
-    int64_t NR = s->nred;
+    int64_t NR = s->nred, off = 0;
     *ncomp = 0;
     int *members = malloc(sizeof(int) * (size_t)(w->nobj + 1));
     if (!members) return -1;
@@ -462,16 +465,18 @@ static int solve_components(SimWorld *w, int *ncomp) {
             if (s->comp[o] == c) members[nm++] = o, dim += s->oi[o].m;
         if (!nm) continue;
         (*ncomp)++;
-        for (int u = 0; u < nm; u++)
-            for (int v = 0; v < nm; v++) reduce_H_block(w, members[u], members[v]);
-        /* gather the component's rows/columns, factor, solve */
-        double *S = s->sub, *rhs = s->tmp;
+        double *L = s->Lh + off, *S = s->sub, *rhs = s->tmp;
+        off += dim * dim;
+        if (refactor)
+            for (int u = 0; u < nm; u++)
+                for (int v = 0; v < nm; v++) reduce_H_block(w, members[u], members[v]);
+        /* gather the component's rows/columns (and factor), solve */
         int64_t ru = 0;
         for (int u = 0; u < nm; u++) {
             const ObjInfo *A = &s->oi[members[u]];
             for (int64_t i = 0; i < A->m; i++, ru++) {
                 int64_t rv = 0;
-                for (int v = 0; v < nm; v++) {
+                for (int v = 0; v < nm && refactor; v++) {
                     const ObjInfo *B = &s->oi[members[v]];
                     memcpy(S + ru * dim + rv, s->Hr + (A->roff + i) * NR + B->roff, sizeof(double) * (size_t)B->m);
                     rv += B->m;
@@ -479,12 +484,12 @@ static int solve_components(SimWorld *w, int *ncomp) {
                 rhs[ru] = -s->gr[A->roff + i];
             }
         }
-        if (chol_shifted(s->Lh, S, (int)dim) < 0) {
+        if (refactor && chol_shifted(L, S, (int)dim) < 0) {
             rc = 1;
             break;
         }
         int d = (int)dim, one = 1, info = 0;
-        dpotrs_("L", &d, &one, s->Lh, &d, rhs, &d, &info, 1);
+        dpotrs_("L", &d, &one, L, &d, rhs, &d, &info, 1);
         ru = 0;
         for (int u = 0; u < nm; u++) {
             const ObjInfo *A = &s->oi[members[u]];
@@ -591,7 +596,8 @@ int sim_world_step(SimWorld *w, double dt, char *err, size_t errlen) {
     if (w->nobj == 1 && w->nrigid == 0) { /* nothing to couple: the single-object solver as is */
         if (sim_object_step(&w->obj[0], dt, err, errlen)) return -1;
         const SimStepStats *st = &w->obj[0].last;
-        w->last.iters = st->iters, w->last.failures = st->failures, w->last.converged = st->converged;
+        w->last.iters = st->iters, w->last.hessians = st->hessians, w->last.failures = st->failures;
+        w->last.converged = st->converged;
         w->last.decrement = st->decrement, w->last.components = 1;
         w->t += dt;
         w->last.seconds = now() - t0;
@@ -608,8 +614,8 @@ int sim_world_step(SimWorld *w, double dt, char *err, size_t errlen) {
     }
     int64_t N = s->ntot;
     double t1 = w->t + dt, scale = 0, dt2 = dt * dt;
-    int max_iters = 0, max_bt = 0;
-    double tol = INFINITY, armijo = 1;
+    int max_iters = 0, max_bt = 0, max_hessians = 1 << 30;
+    double tol = INFINITY, armijo = 1, reuse_ratio = INFINITY;
     for (int k = 0; k < w->nobj; k++) {
         SimObject *o = &w->obj[k];
         const ObjInfo *oi = &s->oi[k];
@@ -617,6 +623,9 @@ int sim_world_step(SimWorld *w, double dt, char *err, size_t errlen) {
         if (o->newton.max_iters > max_iters) max_iters = o->newton.max_iters;
         if (o->newton.max_backtracks > max_bt) max_bt = o->newton.max_backtracks;
         tol = fmin(tol, o->newton.tol), armijo = fmin(armijo, o->newton.armijo);
+        /* Hessian reuse as the single-object solver (solver.h), as cautious as the most cautious object */
+        reuse_ratio = fmin(reuse_ratio, o->newton.reuse_ratio);
+        if (o->newton.max_hessians < max_hessians) max_hessians = o->newton.max_hessians;
         memcpy(s->z0 + oi->off, o->z, sizeof(double) * (size_t)oi->n);
         for (int64_t q = 0; q < oi->n; q++) s->ztil[oi->off + q] = o->z[q] + dt * o->zdot[q];
         /* the prediction projected onto the exact-Dirichlet subspace at t1 */
@@ -655,6 +664,7 @@ int sim_world_step(SimWorld *w, double dt, char *err, size_t errlen) {
         barrier_gradient(w, dt2, s->g);
     }
     SimWorldStats *st = &w->last;
+    double prev_bound = INFINITY, last_alpha = 1;
     for (int it = 0; it < max_iters; it++) {
         reduce_g(w, s->g, s->gr);
         double bound = mass_bound(w);
@@ -663,11 +673,18 @@ int sim_world_step(SimWorld *w, double dt, char *err, size_t errlen) {
             st->converged = true;
             break;
         }
-        objects_energy(w, s->z, s->ztil, dt, t1, NULL, s->H);
-        for (int k = 0; k < w->nobj; k++) s->comp[k] = k;
-        if (contact && barrier_hessian(w, dt2, s->H)) goto oom;
+        /* a new Hessian unless the last step was a full one that shrank gᵀM⁻¹g by reuse_ratio
+         * (then a chord step with the last factors: still descent, the Armijo and CCD guards hold) */
+        bool fresh = it == 0 || (st->hessians < max_hessians && (last_alpha < 1 || bound > reuse_ratio * prev_bound));
+        prev_bound = bound;
+        if (fresh) {
+            objects_energy(w, s->z, s->ztil, dt, t1, NULL, s->H);
+            for (int k = 0; k < w->nobj; k++) s->comp[k] = k;
+            if (contact && barrier_hessian(w, dt2, s->H)) goto oom;
+            st->hessians++;
+        }
         st->iters++;
-        int rc = solve_components(w, &st->components);
+        int rc = solve_components(w, fresh, &st->components);
         if (rc < 0) goto oom;
         if (rc > 0) {
             st->failures++;
@@ -702,6 +719,7 @@ int sim_world_step(SimWorld *w, double dt, char *err, size_t errlen) {
             set_bodies(w, s->z, NULL);
             break;
         }
+        last_alpha = alpha;
         memcpy(s->z, s->zt, sizeof(double) * (size_t)N);
         set_bodies(w, s->z, NULL);
         if (contact) {

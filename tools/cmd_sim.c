@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "sim/scene.h"
@@ -21,17 +22,41 @@ static int usage(void) {
     return 2;
 }
 
+/* Progress on stderr: a bar redrawn in place on a terminal, otherwise a plain line every 10%
+ * (logs and pipes get lines, not carriage returns); both with the rate, the ETA and Newton's
+ * work on the last step. */
+typedef struct {
+    int quiet, tty;
+    double t0;
+    int64_t last_line;
+} Progress;
+
+static double wall_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
 static void progress(void *ctx, int64_t step, int64_t steps, const SimObject *objs, int n) {
     (void)n;
-    if (*(int *)ctx) return;
-    if (step % 5 && step != steps) return;
-    int width = 30, fill = (int)(width * step / steps);
-    char bar[64];
-    for (int i = 0; i < width; i++) bar[i] = i < fill ? '#' : '.';
-    bar[width] = 0;
-    fprintf(stderr, "\rsim [%s] step %lld/%lld  %.2f ms/step  newton %d it%s", bar, (long long)step, (long long)steps,
-            1e3 * objs[0].last.seconds, objs[0].last.iters, objs[0].last.failures ? "  FAILURE" : "         ");
-    if (step == steps) fputc('\n', stderr);
+    Progress *pg = ctx;
+    if (pg->quiet) return;
+    if (pg->tty ? step % 5 && step != steps : step != steps && (step - pg->last_line) * 10 < steps) return;
+    pg->last_line = step;
+    double el = wall_now() - pg->t0, rate = el > 0 ? (double)step / el : 0, eta = rate > 0 ? (double)(steps - step) / rate : 0;
+    const char *fail = objs[0].last.failures ? "  FAILURE" : "";
+    if (pg->tty) {
+        int width = 30, fill = (int)(width * step / steps);
+        char bar[64];
+        for (int i = 0; i < width; i++) bar[i] = i < fill ? '#' : '.';
+        bar[width] = 0;
+        fprintf(stderr, "\r\033[Ksim [%s] %lld/%lld  %.1f steps/s  ETA %.0f s  %.2f ms/step  newton %d it%s", bar,
+                (long long)step, (long long)steps, rate, eta, 1e3 * objs[0].last.seconds, objs[0].last.iters, fail);
+        if (step == steps) fputc('\n', stderr);
+    } else
+        fprintf(stderr, "sim %lld/%lld (%.0f%%)  %.1f steps/s  ETA %.0f s  %.2f ms/step  newton %d it%s\n", (long long)step,
+                (long long)steps, 100.0 * (double)step / (double)steps, rate, eta, 1e3 * objs[0].last.seconds,
+                objs[0].last.iters, fail);
 }
 
 static int cmd_skinning(int argc, char **argv) {
@@ -65,12 +90,19 @@ int cmd_sim(int argc, char **argv) {
     if (argc >= 2 && !strcmp(argv[1], "skinning")) return cmd_skinning(argc, argv);
     const char *scene = NULL, *out = NULL;
     long long steps = -1;
-    int quiet = 0;
+    Progress pg = {.tty = isatty(STDERR_FILENO)};
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--scene") && i + 1 < argc) scene = argv[++i];
         else if (!strcmp(argv[i], "--out") && i + 1 < argc) out = argv[++i];
-        else if (!strcmp(argv[i], "--steps") && i + 1 < argc) steps = atoll(argv[++i]);
-        else if (!strcmp(argv[i], "--quiet")) quiet = 1;
+        else if (!strcmp(argv[i], "--steps") && i + 1 < argc) {
+            char *end;
+            const char *v = argv[++i];
+            steps = strtoll(v, &end, 10);
+            if (end == v || *end || steps < 1) {
+                fprintf(stderr, "anima sim: --steps: expected a whole number >= 1, got '%s'\n", v);
+                return 2;
+            }
+        } else if (!strcmp(argv[i], "--quiet")) pg.quiet = 1;
         else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) return usage(), 0;
         else return usage();
     }
@@ -86,14 +118,20 @@ int cmd_sim(int argc, char **argv) {
     snprintf(dirbuf, sizeof dirbuf, "%s", scene);
     const char *dir = dirname(dirbuf);
     SimRunReport r;
-    if (sim_scene_run(&sc, dir, out, progress, &quiet, &r, err, sizeof err)) {
-        if (!quiet) fputc('\n', stderr);
+    pg.t0 = wall_now();
+    if (sim_scene_run(&sc, dir, out, progress, &pg, &r, err, sizeof err)) {
+        if (!pg.quiet && pg.tty) fputc('\n', stderr);
         fprintf(stderr, "anima sim: %s\n", err);
         sim_scene_free(&sc);
         return 1;
     }
-    printf("anima sim: %lld steps of %g s, %lld frames in %s/ (frame_NNNNN.%s%s)\n", (long long)r.steps, sc.dt,
-           (long long)r.frames, out, sc.output.mesh, sc.output.png ? " + .png" : "");
+    if (strcmp(sc.output.mesh, "none") || sc.output.png)
+        printf("anima sim: %lld steps of %g s, %lld frames in %s/ (frame_NNNNN%s%s%s)\n", (long long)r.steps, sc.dt,
+               (long long)r.frames, out, strcmp(sc.output.mesh, "none") ? "." : "",
+               strcmp(sc.output.mesh, "none") ? sc.output.mesh : "", sc.output.png ? " + .png" : "");
+    else
+        printf("anima sim: %lld steps of %g s (no frames written: output.mesh \"none\", output.png false)\n",
+               (long long)r.steps, sc.dt);
     printf("  ms/step: median %.2f, p90 %.2f, total %.2f s; Newton %.2f it/step, failures %lld (in %lld steps); "
            "max energy rise %.3g J\n",
            r.ms_median, r.ms_p90, r.ms_total / 1e3, r.steps ? (double)r.newton_iters / r.steps : 0,
