@@ -11,6 +11,22 @@
  * nodes are released: a second backward through them aborts. */
 void ag_backward(Tensor *root, Tensor *grad_root, bool retain_graph);
 
+/* Leaf-ready hook: during ag_backward, fn(leaf, user) is called once per leaf that requires
+ * grad and is reachable from the root, as soon as the engine has accumulated the leaf's last
+ * contribution into .grad in this backward (its last consumer node has run; the engine knows
+ * every leaf's consumers before it starts). .grad is final then, for this backward, and is not
+ * written again before ag_backward returns — code outside autograd can start using it (the
+ * data-parallel reducer all-reduces gradients while backward goes on). A leaf that is reachable
+ * but received no gradient (every path through it gave none) is reported too, .grad untouched.
+ * ag_grad calls no hook (it fills no .grad). Per thread; NULL fn: none (the default).
+ * Returns the hook it replaces, so a caller can chain to it and restore it. */
+typedef void (*AgLeafReadyFn)(Tensor *leaf, void *user);
+typedef struct {
+    AgLeafReadyFn fn;
+    void *user;
+} AgLeafHook;
+AgLeafHook ag_leaf_hook_set(AgLeafHook hook);
+
 /* Gradients of sum_j <grad_outputs[j], outputs[j]> with respect to inputs[i], returned in
  * grads[i] (NULL where an input is unreachable). With create_graph the results are themselves
  * recorded, so they can be differentiated again; .grad fields are not touched. */

@@ -89,8 +89,112 @@ static void deliver_leaf(Tensor *leaf, Tensor *g, Sink *sink) {
     }
 }
 
+/* ---- leaf-ready hook ------------------------------------------------------------------------ */
+
+static _Thread_local AgLeafHook leaf_hook;
+
+AgLeafHook ag_leaf_hook_set(AgLeafHook hook) {
+    AgLeafHook prev = leaf_hook;
+    leaf_hook = hook;
+    return prev;
+}
+
+/* A leaf that requires grad and the position in `order` of its last consumer (-1: a root that
+ * is itself a leaf), slot breaking ties so reports come in a deterministic order. */
+typedef struct {
+    Tensor *leaf;
+    int64_t last;
+    int slot;
+} LeafLast;
+
+typedef struct {
+    LeafLast *v;
+    int64_t n, cap, next; /* next: the first entry not yet reported */
+} LeafVec;
+
+static void leaf_push(LeafVec *s, Tensor *leaf, int64_t last, int slot) {
+    if (s->n == s->cap) {
+        s->cap = s->cap ? 2 * s->cap : 64;
+        s->v = realloc(s->v, sizeof *s->v * (size_t)s->cap);
+        if (!s->v) abort();
+    }
+    s->v[s->n++] = (LeafLast){leaf, last, slot};
+}
+
+/* by leaf, and for each leaf its last consumer first (the entry that survives) */
+static int by_leaf_last_desc(const void *a, const void *b) {
+    const LeafLast *x = a, *y = b;
+    uintptr_t p = (uintptr_t)x->leaf, q = (uintptr_t)y->leaf;
+    if (p != q) return p < q ? -1 : 1;
+    if (x->last != y->last) return x->last > y->last ? -1 : 1;
+    return x->slot - y->slot;
+}
+
+static int by_last(const void *a, const void *b) {
+    const LeafLast *x = a, *y = b;
+    if (x->last != y->last) return x->last < y->last ? -1 : 1;
+    return x->slot - y->slot;
+}
+
+/* Every leaf's last consumer, sorted by when run() finishes with it: order.v[k] is processed
+ * k-th, and a leaf receives nothing after its last consumer has run. */
+static LeafVec leaf_schedule(int n_out, Tensor *const *outputs, const NodeVec *order) {
+    LeafVec s = {0};
+    for (int i = 0; i < n_out; i++)
+        if (!outputs[i]->node && outputs[i]->requires_grad) leaf_push(&s, outputs[i], -1, i);
+    for (int64_t k = 0; k < order->n; k++) {
+        const TensorNode *nd = order->v[k];
+        for (int i = 0; i < nd->n_inputs; i++) {
+            Tensor *in = nd->inputs[i];
+            if (in && !in->node && in->requires_grad) leaf_push(&s, in, k, i);
+        }
+    }
+    if (s.n > 1) qsort(s.v, (size_t)s.n, sizeof *s.v, by_leaf_last_desc);
+    int64_t m = 0;
+    for (int64_t j = 0; j < s.n; j++)
+        if (m == 0 || s.v[m - 1].leaf != s.v[j].leaf) s.v[m++] = s.v[j];
+    s.n = m;
+    if (s.n > 1) qsort(s.v, (size_t)s.n, sizeof *s.v, by_last);
+    return s;
+}
+
+/* report every leaf whose last consumer is at or before position k */
+static void leaf_report(LeafVec *s, AgLeafHook h, int64_t k) {
+    while (s->next < s->n && s->v[s->next].last <= k) {
+        Tensor *leaf = s->v[s->next++].leaf;
+        h.fn(leaf, h.user);
+    }
+}
+
+/* ---- the backward pass ---------------------------------------------------------------------- */
+
+static void run_node(TensorNode *nd, Tensor *g, Sink *sink) {
+    bool need[TENSOR_MAX_INPUTS] = {0}, any = false;
+    Tensor *gin[TENSOR_MAX_INPUTS] = {0};
+    for (int i = 0; i < nd->n_inputs; i++) {
+        need[i] = nd->inputs[i] && nd->inputs[i]->requires_grad;
+        any |= need[i];
+    }
+    if (any) {
+        AgBackwardFn fn = ag_backward_fn(nd->op);
+        if (!fn) tensor_fail("backward", "op '%s' has no backward", tensor_op_table[nd->op].name);
+        fn(nd, g, need, gin);
+    }
+    for (int i = 0; i < nd->n_inputs; i++) {
+        if (!need[i] || !gin[i]) continue;
+        Tensor *in = nd->inputs[i];
+        check_grad_shape(tensor_op_table[nd->op].name, in, gin[i]);
+        if (in->node) in->node->grad_acc = acc(in->node->grad_acc, gin[i]);
+        else deliver_leaf(in, gin[i], sink);
+    }
+}
+
 static void run(int n_out, Tensor *const *outputs, Tensor *const *grad_outputs, Sink *sink, bool retain) {
     NodeVec order = collect(n_out, outputs);
+    /* the hook is about .grad: backward only, not ag_grad's slots */
+    AgLeafHook hook = sink ? (AgLeafHook){0} : leaf_hook;
+    LeafVec sched = {0};
+    if (hook.fn) sched = leaf_schedule(n_out, outputs, &order);
     for (int i = 0; i < n_out; i++) {
         Tensor *o = outputs[i], *g = grad_outputs ? grad_outputs[i] : NULL;
         if (!o->requires_grad) tensor_fail("backward", "output %d does not require grad", i);
@@ -105,29 +209,13 @@ static void run(int n_out, Tensor *const *outputs, Tensor *const *grad_outputs, 
         if (o->node) o->node->grad_acc = acc(o->node->grad_acc, g);
         else deliver_leaf(o, g, sink);
     }
+    if (hook.fn) leaf_report(&sched, hook, -1);
     for (int64_t k = 0; k < order.n; k++) {
         TensorNode *nd = order.v[k];
-        Tensor *g = nd->grad_acc;
-        if (!g) continue;
-        bool need[TENSOR_MAX_INPUTS] = {0}, any = false;
-        Tensor *gin[TENSOR_MAX_INPUTS] = {0};
-        for (int i = 0; i < nd->n_inputs; i++) {
-            need[i] = nd->inputs[i] && nd->inputs[i]->requires_grad;
-            any |= need[i];
-        }
-        if (any) {
-            AgBackwardFn fn = ag_backward_fn(nd->op);
-            if (!fn) tensor_fail("backward", "op '%s' has no backward", tensor_op_table[nd->op].name);
-            fn(nd, g, need, gin);
-        }
-        for (int i = 0; i < nd->n_inputs; i++) {
-            if (!need[i] || !gin[i]) continue;
-            Tensor *in = nd->inputs[i];
-            check_grad_shape(tensor_op_table[nd->op].name, in, gin[i]);
-            if (in->node) in->node->grad_acc = acc(in->node->grad_acc, gin[i]);
-            else deliver_leaf(in, gin[i], sink);
-        }
+        if (nd->grad_acc) run_node(nd, nd->grad_acc, sink);
+        if (hook.fn) leaf_report(&sched, hook, k);
     }
+    free(sched.v);
     if (sink) { /* inputs that have producers: their accumulated output gradient */
         for (int i = 0; i < sink->n; i++)
             if (sink->inputs[i]->node && sink->inputs[i]->node->visit == epoch)

@@ -16,6 +16,9 @@ OptimComm *optim_comm_init(bool want_nccl) {
     if (!c) abort();
     c->kind = OPTIM_COMM_SINGLE;
     c->size = 1;
+    c->bucket_bytes = OPTIM_COMM_BUCKET_BYTES;
+    const char *ov = getenv("ANIMA_COMM_OVERLAP");
+    c->overlap = !(ov && !strcmp(ov, "0"));
     if (!launched_by_mpirun()) return c;
     int inited = 0;
     MPI_Initialized(&inited);
@@ -54,6 +57,11 @@ void optim_comm_shard(const OptimComm *c, int64_t n, int64_t *begin, int64_t *en
     *end = *begin + q + (c->rank < r ? 1 : 0);
 }
 
+void optim_comm_set_buckets(OptimComm *c, size_t bucket_bytes, bool overlap) {
+    c->bucket_bytes = bucket_bytes;
+    c->overlap = overlap;
+}
+
 static MPI_Datatype mpi_type(const Tensor *t) { return t->dtype == TENSOR_F64 ? MPI_DOUBLE : MPI_FLOAT; }
 
 static void scale(Tensor *t, double s) {
@@ -61,6 +69,8 @@ static void scale(Tensor *t, double s) {
     tensor_scale_(t, s);
     tensor_grad_set_enabled(g);
 }
+
+void optim_comm_mean_scale(OptimComm *c, Tensor *flat) { scale(flat, 1.0 / c->size); }
 
 void optim_comm_allreduce_mean(OptimComm *c, Tensor *flat, size_t bucket_bytes) {
     if (c->size == 1) return;
@@ -91,7 +101,22 @@ void optim_comm_allreduce_mean(OptimComm *c, Tensor *flat, size_t bucket_bytes) 
 
 void optim_comm_allreduce_grads(OptimComm *c, NnParams *p) {
     if (!p->packed) tensor_fail("optim_comm_allreduce_grads", "pack the parameters first (nn_params_pack)");
-    optim_comm_allreduce_mean(c, p->flat_grad, (size_t)25 << 20);
+    optim_comm_allreduce_mean(c, p->flat_grad, c->bucket_bytes);
+}
+
+void optim_comm_backward(OptimComm *c, NnParams *p, Tensor *loss, bool retain_graph) {
+    if (!c || c->size == 1) {
+        ag_backward(loss, NULL, retain_graph);
+        return;
+    }
+    if (!c->overlap) {
+        ag_backward(loss, NULL, retain_graph);
+        optim_comm_allreduce_grads(c, p);
+        return;
+    }
+    OptimCommReducer *r = optim_comm_reducer_begin(c, p, c->bucket_bytes);
+    ag_backward(loss, NULL, retain_graph);
+    optim_comm_reducer_finish(r, NULL);
 }
 
 void optim_comm_broadcast(OptimComm *c, Tensor *flat, int root) {

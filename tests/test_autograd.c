@@ -137,3 +137,65 @@ TEST(custom_op_gradcheck) {
     CHECK(test_rel_err(g, expect) < 1e-14);
     CHECK(g->requires_grad);
 }
+
+/* ---- the leaf-ready hook: each leaf once, when its gradient is final ---------------------- */
+
+typedef struct {
+    Tensor *leaf[6], *snap[6];
+    int count[6], when[6], n, seq, unknown;
+} HookLog;
+
+static void log_leaf(Tensor *leaf, void *user) {
+    HookLog *h = user;
+    for (int i = 0; i < h->n; i++)
+        if (h->leaf[i] == leaf) {
+            h->count[i]++;
+            h->when[i] = h->seq++;
+            h->snap[i] = leaf->grad ? tensor_clone(leaf->grad) : NULL; /* what a reducer would send */
+            return;
+        }
+    h->unknown++;
+}
+
+static bool same_bits(Tensor *x, Tensor *y) {
+    return x && y && tensor_item(tensor_max(tensor_abs(tensor_sub(x, y)), 0, NULL, false)) == 0;
+}
+
+TEST(leaf_ready_hook_reports_each_leaf_once_when_final) {
+    Tensor *a = leaf64(TENSOR_SHAPE(4), 1), *b = leaf64(TENSOR_SHAPE(4), 2), *e = leaf64(TENSOR_SHAPE(4), 3);
+    Tensor *d = leaf64(TENSOR_SHAPE(4), 4);                 /* requires grad, unreachable */
+    Tensor *c = tensor_detach(leaf64(TENSOR_SHAPE(4), 5)); /* no grad */
+    /* a is used twice: first in the forward's first op (so last in backward), again later */
+    Tensor *h = tensor_tanh(tensor_mul(a, b));
+    Tensor *u = tensor_mul(tensor_add(h, c), a);
+    Tensor *y = tensor_sum_all(tensor_mul(u, e)); /* e: used last, final first */
+    HookLog log = {.leaf = {a, b, e, d, c}, .n = 5};
+    AgLeafHook prev = ag_leaf_hook_set((AgLeafHook){log_leaf, &log});
+    CHECK(prev.fn == NULL);
+    ag_backward(y, NULL, false);
+    AgLeafHook mine = ag_leaf_hook_set(prev);
+    CHECK(mine.fn == log_leaf && mine.user == &log);
+    CHECK(log.count[0] == 1 && log.count[1] == 1 && log.count[2] == 1);
+    CHECK(log.count[3] == 0 && log.count[4] == 0 && log.unknown == 0);
+    /* reported during backward, in the order gradients became final */
+    CHECK(log.when[2] < log.when[0] && log.when[2] < log.when[1]);
+    /* at report time .grad already held its final value: both of a's contributions included */
+    CHECK(same_bits(log.snap[0], a->grad) && same_bits(log.snap[1], b->grad) && same_bits(log.snap[2], e->grad));
+    Tensor *ad = tensor_detach(a), *bd = tensor_detach(b), *ed = tensor_detach(e), *hd = tensor_detach(h);
+    Tensor *da = tensor_add(tensor_mul(ed, tensor_add(hd, c)),
+                            tensor_mul(tensor_mul(ed, ad), tensor_mul(bd, tensor_add_scalar(tensor_neg(tensor_mul(hd, hd)), 1))));
+    CHECK(test_rel_err(a->grad, da) < 1e-14);
+
+    /* a root that is itself a leaf is reported once; ag_grad (no .grad) reports nothing */
+    Tensor *s = leaf64(TENSOR_SHAPE(1), 6);
+    HookLog log2 = {.leaf = {s, a}, .n = 2};
+    ag_leaf_hook_set((AgLeafHook){log_leaf, &log2});
+    ag_backward(s, NULL, false);
+    Tensor *y2 = tensor_sum_all(tensor_mul(a, a)), *g;
+    ag_grad(1, &y2, NULL, 1, &a, &g, false);
+    ag_leaf_hook_set(prev);
+    CHECK(log2.count[0] == 1 && log2.count[1] == 0 && log2.unknown == 0);
+    /* and with no hook set, backward goes on as before */
+    ag_backward(tensor_sum_all(tensor_mul(a, a)), NULL, false);
+    CHECK(log2.count[1] == 0);
+}

@@ -379,12 +379,9 @@ int cmd_fit_comm(int argc, char **argv, OptimComm *comm) {
         Tensor *loss = tensor_mean_all(tensor_mul(d, d));
         if (shard_scale != 1) loss = tensor_mul_scalar(loss, shard_scale);
         nn_params_zero_grad(tp);
-        ag_backward(loss, NULL, false);
-        if (cuda) {
-            if (comm && nranks > 1) optim_comm_allreduce_mean(comm, dparams.flat_grad, (size_t)25 << 20); /* NCCL */
-        } else if (comm) {
-            optim_comm_allreduce_grads(comm, &params);
-        }
+        /* the gradients averaged over ranks, the all-reduce overlapped with backward (NCCL for
+         * --device cuda, MPI otherwise) */
+        optim_comm_backward(comm, tp, loss, false);
         /* clip 0: only measure the norm (an infinite bound never scales). The gradient is the
          * global one here, so every rank clips alike. */
         double gn = optim_clip_grad_norm(tp, cfg.optim.clip > 0 ? cfg.optim.clip : INFINITY);

@@ -159,13 +159,11 @@ int ps_train(const PsTrainArgs *a) {
         Tensor *total_loss = ps_losses_total(&lo, &L);
         if (sum) {
             nn_params_zero_grad(&params);
-            ag_backward(total_loss, NULL, false);
-            if (size > 1) optim_comm_allreduce_grads(comm, &params);
+            optim_comm_backward(comm, &params, total_loss, false); /* all-reduce overlapped */
         } else if (mconfig) {
             int i = (int)(tl.step % K);
             nn_params_zero_grad(&params);
-            ag_backward(terms[active[i]], NULL, false);
-            if (size > 1) optim_comm_allreduce_grads(comm, &params);
+            optim_comm_backward(comm, &params, terms[active[i]], false);
             Tensor *gi = tensor_clone(params.flat_grad);
             optim_mconfig_update(&mc, i, gi, params.flat_grad);
         } else {
@@ -176,10 +174,9 @@ int ps_train(const PsTrainArgs *a) {
                  * (it clears every grad_acc), so they go before the next pass instead of piling
                  * up until the step ends — the small preset's peak drops from ~900 to ~400 MB */
                 TensorScope *bs = tensor_scope_begin();
-                ag_backward(terms[active[i]], NULL, i + 1 < K);
+                optim_comm_backward(comm, &params, terms[active[i]], i + 1 < K);
                 tensor_scope_end(bs);
                 gs[i] = tensor_clone(params.flat_grad);
-                if (size > 1) optim_comm_allreduce_mean(comm, gs[i], 0);
             }
             if (K == 1) tensor_copy_(params.flat_grad, gs[0]);
             else optim_config(K, gs, params.flat_grad);

@@ -23,5 +23,7 @@
 
 /* `anima fit` on 2 ranks vs 1 process, resume, rank-0-only writes, a signal on one rank */
 void test_fit_data_parallel(OptimComm *c, int *passed, int *failed);
+/* the overlapped gradient reducer vs optim_comm_allreduce_grads (tests/mpi/test_reducer.c) */
+void test_reducer(OptimComm *c, int *passed, int *failed);
 
 #endif

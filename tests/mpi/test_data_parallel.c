@@ -1,7 +1,8 @@
 /* tests/mpi/test_data_parallel.c — run under `mpirun -np 2`: one data-parallel AdamW step with
  * batch B/2 per rank (gradients averaged by optim_comm_allreduce_grads) must leave the same
- * parameters as one single-process step with batch B; then the `anima fit` suite of
- * test_fit_dp.c. Prints "N passed, N failed" on rank 0 (the whole program's total). */
+ * parameters as one single-process step with batch B; then the overlapped reducer's suite
+ * (test_reducer.c) and the `anima fit` suite of test_fit_dp.c. Prints "N passed, N failed" on
+ * rank 0 (the whole program's total). */
 #include <math.h>
 #include <stdio.h>
 #include <unistd.h>
@@ -83,6 +84,8 @@ int main(void) {
         ok ? passed++ : failed++;
     }
     nn_params_free(&dp.p);
+    fflush(stdout);
+    test_reducer(c, &passed, &failed);
     fflush(stdout);
     test_fit_data_parallel(c, &passed, &failed);
     if (rank == 0) printf("%d passed, %d failed\n", passed, failed);
