@@ -198,20 +198,26 @@ static void bw_maxmin(const TensorNode *n, Tensor *g, const bool *need, Tensor *
 
 /* ---- linear algebra ------------------------------------------------------------------------- */
 
+/* bf16 operands (their product is f32): the f32 output gradient is rounded to bf16 so that
+ * both backward products are bf16 × bf16 with f32 accumulation too (as under PyTorch's
+ * autocast); each product is summed over broadcast batch dims in f32, then rounded to the
+ * operand's dtype (a gradient has its tensor's dtype). */
 static void bw_matmul(const TensorNode *n, Tensor *g, const bool *need, Tensor **gin) {
     Tensor *a = IN(0), *b = IN(1);
     Tensor *a2 = a->ndim == 1 ? tensor_unsqueeze(a, 0) : a;
     Tensor *b2 = b->ndim == 1 ? tensor_unsqueeze(b, 1) : b;
-    Tensor *g2 = g;
+    Tensor *g2 = tensor_cast(g, a->dtype);
     if (a->ndim == 1) g2 = tensor_unsqueeze(g2, g2->ndim - (b->ndim == 1 ? 0 : 1));
     if (b->ndim == 1) g2 = tensor_unsqueeze(g2, g2->ndim);
     if (need[0]) {
         Tensor *ga = tensor_matmul(g2, tensor_transpose(b2, -1, -2));
-        gin[0] = tensor_reshape(tensor_sum_to(ga, a2->ndim, a2->shape), a->ndim, a->shape);
+        ga = tensor_reshape(tensor_sum_to(ga, a2->ndim, a2->shape), a->ndim, a->shape);
+        gin[0] = tensor_cast(ga, a->dtype);
     }
     if (need[1]) {
         Tensor *gb = tensor_matmul(tensor_transpose(a2, -1, -2), g2);
-        gin[1] = tensor_reshape(tensor_sum_to(gb, b2->ndim, b2->shape), b->ndim, b->shape);
+        gb = tensor_reshape(tensor_sum_to(gb, b2->ndim, b2->shape), b->ndim, b->shape);
+        gin[1] = tensor_cast(gb, b->dtype);
     }
 }
 

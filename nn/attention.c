@@ -26,7 +26,13 @@
  *
  * On a GPU the same custom op runs the backend's fused kernels (TensorBackend.attention and
  * .attention_backward; tensor/cuda/cuda_attention.cu, the same algorithm) on the same operands
- * and with the same saved log-sum-exp, for head dims up to TENSOR_ATTENTION_MAX_D. */
+ * and with the same saved log-sum-exp, for head dims up to TENSOR_ATTENTION_MAX_D.
+ *
+ * bf16 q, k, v (mixed precision, nn_set_matmul_dtype): the scores, the softmax and both
+ * products are f32, the output and the log-sum-exp are f32, and the gradients of q, k, v are
+ * rounded to bf16 once at the end. The GPU kernels load bf16 tiles and convert them in
+ * registers; the CPU runs its f32 kernels on f32 copies of q, k, v (exact), which is the same
+ * arithmetic. */
 #include <cblas.h>
 #include <math.h>
 #include <stdlib.h>
@@ -243,8 +249,11 @@ typedef struct {
 } AttCtx;
 
 /* x itself when BLAS can read its (B, T, C) rows in place (unit last stride, row stride ≥ C),
- * else a contiguous copy. */
-static Tensor *att_operand(Tensor *x) {
+ * else a contiguous copy. bf16 on the CPU (widen): an f32 copy — exact — for the f32 kernels,
+ * which then do what a bf16 kernel with f32 arithmetic does (the CUDA kernels load bf16 and
+ * convert in registers). */
+static Tensor *att_operand(Tensor *x, bool widen) {
+    if (widen) return tensor_cast(x, TENSOR_F32);
     if (x->stride[2] == 1 && (x->stride[1] >= x->shape[2] || x->shape[1] == 1)) return x;
     return tensor_contiguous(x);
 }
@@ -269,15 +278,20 @@ static TensorAttentionArgs att_dev_args(const AttArgs *a, TensorDType dt) {
                                  .lse = a->lse, .go = a->go, .gq = a->gq, .gk = a->gk, .gv = a->gv};
 }
 
+/* bf16 q, k, v give an f32 output and log-sum-exp (the softmax and both products accumulate in
+ * f32) and bf16 gradients. */
+static TensorDType att_out_dtype(const Tensor *q) { return q->dtype == TENSOR_BF16 ? TENSOR_F32 : q->dtype; }
+
 static Tensor *att_forward(void *ctx, int n, Tensor *const *in) {
     (void)n;
     AttCtx *c = ctx;
-    Tensor *q = att_operand(in[0]), *k = att_operand(in[1]), *v = att_operand(in[2]);
+    TensorDevice dev = tensor_device(in[0]);
+    bool widen = dev == TENSOR_CPU && in[0]->dtype == TENSOR_BF16;
+    Tensor *q = att_operand(in[0], widen), *k = att_operand(in[1], widen), *v = att_operand(in[2], widen);
     AttArgs a;
     att_args(&a, q, k, v, c->heads);
-    TensorDevice dev = tensor_device(q);
-    Tensor *o = tensor_empty_on(3, (int64_t[]){a.B, a.Tq, a.C}, q->dtype, dev);
-    c->lse = tensor_empty_on(3, (int64_t[]){a.B, a.h, a.Tq}, q->dtype, dev);
+    Tensor *o = tensor_empty_on(3, (int64_t[]){a.B, a.Tq, a.C}, att_out_dtype(q), dev);
+    c->lse = tensor_empty_on(3, (int64_t[]){a.B, a.h, a.Tq}, att_out_dtype(q), dev);
     a.o = tensor_data_ptr(o), a.lse = tensor_data_ptr(c->lse);
     if (dev != TENSOR_CPU) {
         TensorAttentionArgs da = att_dev_args(&a, q->dtype);
@@ -304,11 +318,12 @@ static void att_backward(void *ctx, int n, Tensor *const *in, Tensor *out, Tenso
         return;
     }
     bool prev = ag_no_grad_begin(); /* raw kernels: nothing here is recorded */
-    Tensor *q = att_operand(in[0]), *k = att_operand(in[1]), *v = att_operand(in[2]);
+    TensorDevice dev = tensor_device(in[0]);
+    bool widen = dev == TENSOR_CPU && in[0]->dtype == TENSOR_BF16;
+    Tensor *q = att_operand(in[0], widen), *k = att_operand(in[1], widen), *v = att_operand(in[2], widen);
     AttArgs a;
     att_args(&a, q, k, v, c->heads);
     Tensor *go = tensor_contiguous(g), *o = tensor_contiguous(out);
-    TensorDevice dev = tensor_device(q);
     Tensor *gq, *gk, *gv;
     if (dev != TENSOR_CPU) { /* the kernels write every element: no zeroing */
         gq = tensor_empty_on(3, (int64_t[]){a.B, a.Tq, a.C}, q->dtype, dev);
@@ -328,6 +343,11 @@ static void att_backward(void *ctx, int n, Tensor *const *in, Tensor *out, Tenso
         att_backward_f32(&a);
     } else {
         att_backward_f64(&a);
+    }
+    if (widen) { /* a gradient has its tensor's dtype */
+        gq = tensor_cast(gq, TENSOR_BF16);
+        gk = tensor_cast(gk, TENSOR_BF16);
+        gv = tensor_cast(gv, TENSOR_BF16);
     }
     ag_no_grad_end(prev);
     if (need[0]) gin[0] = gq;
@@ -362,7 +382,7 @@ Tensor *nn_attention_tiled(Tensor *q, Tensor *k, Tensor *v, int heads) {
     TensorDevice dev = tensor_device(q);
     if (tensor_device(k) != dev || tensor_device(v) != dev)
         tensor_fail("nn_attention_tiled", "q, k, v on different devices");
-    if (q->dtype == TENSOR_I64) tensor_fail("nn_attention_tiled", "needs f32 or f64, got i64");
+    if (q->dtype == TENSOR_I64) tensor_fail("nn_attention_tiled", "needs f32, f64 or bf16, got i64");
     if (!att_device_ok(dev, q->shape[2] / heads))
         tensor_fail("nn_attention_tiled", "head dim %lld on %s: the fused kernel takes up to %d (nn_attention "
                     "falls back to nn_attention_naive)", (long long)(q->shape[2] / heads),

@@ -8,6 +8,24 @@
 
 #define NN_LN_EPS 1e-5
 
+static TensorDType matmul_dtype = TENSOR_F32;
+
+TensorDType nn_set_matmul_dtype(TensorDType dt) {
+    if (dt != TENSOR_F32 && dt != TENSOR_BF16)
+        tensor_fail("nn_set_matmul_dtype", "takes f32 (off) or bf16, got %s", tensor_dtype_name(dt));
+    TensorDType prev = matmul_dtype;
+    matmul_dtype = dt;
+    return prev;
+}
+
+TensorDType nn_matmul_dtype(void) { return matmul_dtype; }
+
+/* x as a matmul/attention operand: rounded to bf16 under the bf16 setting when it is f32 (a
+ * recorded cast, whose backward brings the bf16 gradient back to f32) */
+static Tensor *autocast(Tensor *x) {
+    return matmul_dtype == TENSOR_BF16 && x->dtype == TENSOR_F32 ? tensor_cast(x, TENSOR_BF16) : x;
+}
+
 Tensor *nn_linear(Tensor *x, Tensor *w, Tensor *b) {
     char sx[128], sw[128];
     if (x->ndim < 1 || w->ndim != 2 || x->shape[x->ndim - 1] != w->shape[1])
@@ -16,8 +34,8 @@ Tensor *nn_linear(Tensor *x, Tensor *w, Tensor *b) {
     int64_t in = w->shape[1], out = w->shape[0];
     /* (N, in) @ (in, out): with every leading dim folded into N, backward's dW = gᵀ x is one
      * GEMM over all rows instead of a batched product followed by a reduction. */
-    Tensor *x2 = tensor_reshape(x, 2, (int64_t[]){-1, in});
-    Tensor *y = tensor_matmul(x2, tensor_transpose(w, 0, 1));
+    Tensor *x2 = autocast(tensor_reshape(x, 2, (int64_t[]){-1, in}));
+    Tensor *y = tensor_matmul(x2, tensor_transpose(autocast(w), 0, 1));
     if (b) y = tensor_add(y, b);
     int64_t shape[TENSOR_MAX_DIMS];
     for (int i = 0; i < x->ndim - 1; i++) shape[i] = x->shape[i];
@@ -34,6 +52,9 @@ static Tensor *split_heads(Tensor *x, int heads) {
 
 Tensor *nn_attention(Tensor *q, Tensor *k, Tensor *v, int heads) {
     nn_attention_check("nn_attention", q, k, v, heads);
+    /* one cast each: q, k, v are often narrow views of one fused projection, and a bf16 tensor
+     * that fed several ops would need its gradients summed in bf16 (add does not take bf16) */
+    q = autocast(q), k = autocast(k), v = autocast(v);
     bool tiled = nn_attention_wants_tiled(q, k) && nn_attention_tiled_supports(q, heads);
     return tiled ? nn_attention_tiled(q, k, v, heads) : nn_attention_naive(q, k, v, heads);
 }
@@ -45,7 +66,9 @@ Tensor *nn_attention_naive(Tensor *q, Tensor *k, Tensor *v, int heads) {
     /* softmax(Q Kᵀ / √d) V (Vaswani et al. 2017, eq. 1); √d keeps the logits' variance O(1) */
     Tensor *s = tensor_matmul(qh, tensor_transpose(kh, -1, -2));
     s = tensor_mul_scalar(s, 1.0 / sqrt((double)d));
-    Tensor *o = tensor_matmul(tensor_softmax(s, -1), vh);
+    Tensor *p = tensor_softmax(s, -1);
+    if (vh->dtype == TENSOR_BF16) p = tensor_cast(p, TENSOR_BF16); /* s and p are f32 */
+    Tensor *o = tensor_matmul(p, vh);
     o = tensor_permute(o, 4, (int[]){0, 2, 1, 3});
     return tensor_reshape(o, 3, (int64_t[]){B, Tq, C});
 }

@@ -8,6 +8,16 @@
 
 #include "autograd/autograd.h"
 
+/* Mixed precision (autocast): with TENSOR_BF16, nn_linear and nn_attention — so every module
+ * and block built on them — cast their f32 operands (input and weight; q, k, v) to bf16 right
+ * before the matmul or the attention kernel, which accumulate in f32 and return f32. Bias,
+ * LayerNorm, GELU, residuals, the loss, the parameters, their gradients (the cast's backward
+ * turns each bf16 gradient back into f32) and the optimizer state stay f32; f64 operands are
+ * left alone. TENSOR_F32 (the default) turns it off. Returns the previous setting. Accuracy
+ * against f32: see tests/test_bf16.c and the README. */
+TensorDType nn_set_matmul_dtype(TensorDType dt);
+TensorDType nn_matmul_dtype(void);
+
 /* y = x Wᵀ + b over the last dim of x (leading dims flattened so backward is one GEMM);
  * b may be NULL. */
 Tensor *nn_linear(Tensor *x, Tensor *w, Tensor *b);
@@ -19,11 +29,13 @@ Tensor *nn_linear(Tensor *x, Tensor *w, Tensor *b);
  * size when the head dim is ≤ TENSOR_ATTENTION_MAX_D (128), else the naive one. */
 Tensor *nn_attention(Tensor *q, Tensor *k, Tensor *v, int heads);
 /* Composed of tensor ops: materializes the (B, heads, Tq, Tk) scores; any backend; its
- * backward is differentiable again. */
+ * backward is differentiable again. bf16 q, k, v: f32 scores and softmax, the probabilities
+ * rounded to bf16 for the product with V (as under PyTorch's autocast), f32 output. */
 Tensor *nn_attention_naive(Tensor *q, Tensor *k, Tensor *v, int heads);
 /* nn/attention.c: online-softmax attention over key tiles (Milakov & Gimelshein 2018; Dao et
  * al. 2022), a custom op whose backward recomputes the scores tile by tile from the saved
- * per-row log-sum-exp. Memory O(B·T·C) instead of O(B·h·Tq·Tk). f32/f64; CPU (BLAS tiles) and
+ * per-row log-sum-exp. Memory O(B·T·C) instead of O(B·h·Tq·Tk). f32/f64, or bf16 q, k, v with
+ * f32 arithmetic and an f32 output; CPU (BLAS tiles) and
  * CUDA (tensor/cuda/cuda_attention.cu, head dim ≤ TENSOR_ATTENTION_MAX_D). Under create_graph
  * its backward falls back to the naive path's (differentiable, O(Tq·Tk) memory). */
 Tensor *nn_attention_tiled(Tensor *q, Tensor *k, Tensor *v, int heads);

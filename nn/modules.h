@@ -46,9 +46,8 @@ Tensor *nn_layer_norm_forward(const NnLayerNorm *m, Tensor *x);
 /* ---- multi-head attention ----------------------------------------------------------------------
  * self:  c_qkv Linear(C, 3C, qkv_bias), c_proj Linear(C, C, proj_bias)
  * cross: c_q Linear(C, C, qkv_bias), c_kv Linear(Cc, 2C, qkv_bias), c_proj Linear(C, C, proj_bias)
- * The softmax runs in the inputs' dtype (f32 or f64; no lower-precision dtypes exist yet — when
- * bf16/f16 arrive, the scores must be upcast to f32 before the softmax). Long sequences go
- * through the tiled kernel (see nn_attention). */
+ * The softmax runs in f32 or f64 (under nn_set_matmul_dtype(TENSOR_BF16) the bf16 q·k product
+ * returns f32 scores). Long sequences go through the tiled kernel (see nn_attention). */
 typedef struct {
     NnLinear c_qkv, c_q, c_kv, c_proj;
     int heads;

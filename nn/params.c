@@ -7,6 +7,9 @@
 #include "params.h"
 
 void nn_params_init(NnParams *p, TensorScope *scope, TensorDType dtype, uint64_t seed) {
+    if (dtype != TENSOR_F32 && dtype != TENSOR_F64)
+        tensor_fail("nn_params_init", "parameters are f32 or f64, got %s (for bf16 matmuls keep f32 parameters and "
+                    "call nn_set_matmul_dtype)", tensor_dtype_name(dtype));
     memset(p, 0, sizeof *p);
     p->scope = scope ? scope : tensor_scope_root();
     p->dtype = dtype;

@@ -33,6 +33,8 @@ typedef struct {
     bool packed;
 } NnParams;
 
+/* dtype f32 or f64: parameters, gradients and optimizer state stay in full precision (bf16
+ * compute is nn_set_matmul_dtype's casts, nn/functional.h). */
 void nn_params_init(NnParams *p, TensorScope *scope, TensorDType dtype, uint64_t seed);
 void nn_params_free(NnParams *p); /* names and the table; the tensors belong to the scope */
 /* Registers `prefix.name` (prefix may be NULL or ""), initialized by `init` with parameter a;

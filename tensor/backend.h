@@ -2,7 +2,9 @@
  * shapes and dtypes, allocate outputs and bring the inputs into the layout a kernel expects;
  * a kernel only computes. Every kernel writes a contiguous `out`. Inputs may be strided
  * unless the comment says "contiguous". A backend leaves a kernel NULL when it lacks it; the
- * front-end then fails naming the op and the device. */
+ * front-end then fails naming the op and the device. bf16 tensors reach only copy, cast
+ * (to and from f32), fill and matmul (bf16 a and b, f32 out), and the attention kernels; the
+ * front-ends stop them before any other kernel (tensor_check_bf16). */
 #ifndef ANIMA_TENSOR_BACKEND_H
 #define ANIMA_TENSOR_BACKEND_H
 
@@ -15,7 +17,9 @@
  * k and v (B, Tk, h·d), given by their first element, batch stride and row stride (elements;
  * unit last stride), so the narrow views of a fused qkv projection are read in place. */
 typedef struct TensorAttentionArgs {
-    TensorDType dtype; /* f32 or f64 */
+    /* f32 or f64; or bf16: q, k, v and the gradients gq, gk, gv in bf16, o, lse and go in f32,
+     * every product and the softmax computed in f32 */
+    TensorDType dtype;
     const void *q, *k, *v;
     int64_t sq0, sq1, sk0, sk1, sv0, sv1;
     int64_t B, Tq, Tk, h, d;

@@ -46,6 +46,7 @@ const char *tensor_dtype_name(TensorDType dt) {
     case TENSOR_F32: return "f32";
     case TENSOR_F64: return "f64";
     case TENSOR_I64: return "i64";
+    case TENSOR_BF16: return "bf16";
     }
     return "?";
 }
@@ -197,7 +198,15 @@ void tensor_runtime_shutdown(void) {
 
 /* ---- headers and storage ------------------------------------------------------------------ */
 
-size_t tensor_dtype_size(TensorDType dt) { return dt == TENSOR_F32 ? 4 : 8; }
+size_t tensor_dtype_size(TensorDType dt) {
+    switch (dt) {
+    case TENSOR_F32: return 4;
+    case TENSOR_F64:
+    case TENSOR_I64: return 8;
+    case TENSOR_BF16: return 2;
+    }
+    return 8;
+}
 
 int64_t tensor_contig_strides(int ndim, const int64_t *shape, int64_t *stride) {
     int64_t n = 1;
@@ -290,6 +299,7 @@ Tensor *tensor_arange(double start, double end, double step, TensorDType dt) {
     double n = ceil((end - start) / step);
     int64_t len = n > 0 ? (int64_t)n : 0;
     Tensor *t = tensor_empty(1, &len, dt);
+    tensor_check_bf16("tensor_arange", t);
     tensor_backend_cpu.arange(t, start, step);
     return t;
 }
@@ -297,6 +307,7 @@ Tensor *tensor_arange(double start, double end, double step, TensorDType dt) {
 Tensor *tensor_linspace(double start, double end, int64_t n, TensorDType dt) {
     if (n < 0) tensor_fail("tensor_linspace", "negative count %lld", (long long)n);
     Tensor *t = tensor_empty(1, &n, dt);
+    tensor_check_bf16("tensor_linspace", t);
     tensor_backend_cpu.arange(t, start, n > 1 ? (end - start) / (double)(n - 1) : 0);
     if (n > 1) tensor_set(t, (int64_t[]){n - 1}, end);
     return t;
@@ -322,6 +333,7 @@ Tensor *tensor_from_f64(int ndim, const int64_t *shape, TensorDType dt, const do
         case TENSOR_F32: ((float *)t->storage->data)[i] = (float)data[i]; break;
         case TENSOR_F64: ((double *)t->storage->data)[i] = data[i]; break;
         case TENSOR_I64: ((int64_t *)t->storage->data)[i] = (int64_t)data[i]; break;
+        case TENSOR_BF16: ((uint16_t *)t->storage->data)[i] = tensor_bf16_from_f32((float)data[i]); break;
         }
     }
     return t;
@@ -381,6 +393,7 @@ static void *typed_ptr(const Tensor *t, TensorDType dt, const char *name) {
 float *tensor_f32(const Tensor *t) { return typed_ptr(t, TENSOR_F32, "tensor_f32"); }
 double *tensor_f64(const Tensor *t) { return typed_ptr(t, TENSOR_F64, "tensor_f64"); }
 int64_t *tensor_i64(const Tensor *t) { return typed_ptr(t, TENSOR_I64, "tensor_i64"); }
+uint16_t *tensor_bf16(const Tensor *t) { return typed_ptr(t, TENSOR_BF16, "tensor_bf16"); }
 
 static int64_t elem_offset(const Tensor *t, const int64_t *index) {
     int64_t off = t->offset;
@@ -401,6 +414,7 @@ static double host_load(const Tensor *t, int64_t off) {
         be->to_host(buf, (char *)t->storage->data + off * (int64_t)es, es);
         if (t->dtype == TENSOR_F32) v = *(float *)buf;
         else if (t->dtype == TENSOR_F64) v = *(double *)buf;
+        else if (t->dtype == TENSOR_BF16) v = tensor_bf16_to_f32(*(uint16_t *)buf);
         else v = (double)*(int64_t *)buf;
         return v;
     }
@@ -408,6 +422,7 @@ static double host_load(const Tensor *t, int64_t off) {
     case TENSOR_F32: return ((float *)t->storage->data)[off];
     case TENSOR_F64: return ((double *)t->storage->data)[off];
     case TENSOR_I64: return (double)((int64_t *)t->storage->data)[off];
+    case TENSOR_BF16: return tensor_bf16_to_f32(((uint16_t *)t->storage->data)[off]);
     }
     return 0;
 }
@@ -421,6 +436,7 @@ void tensor_set(Tensor *t, const int64_t *index, double v) {
     case TENSOR_F32: ((float *)t->storage->data)[off] = (float)v; break;
     case TENSOR_F64: ((double *)t->storage->data)[off] = v; break;
     case TENSOR_I64: ((int64_t *)t->storage->data)[off] = (int64_t)v; break;
+    case TENSOR_BF16: ((uint16_t *)t->storage->data)[off] = tensor_bf16_from_f32((float)v); break;
     }
 }
 
@@ -534,8 +550,27 @@ TensorNode *tensor_node_record(TensorOpId op, Tensor *out, int n, Tensor *const 
 
 /* ---- shared checks -------------------------------------------------------------------------- */
 
+/* The names (as the op front-ends pass them to tensor_be) of what takes bf16 tensors: casts,
+ * copies, fills and matmul, plus "backward" (a leaf's first gradient is a copy). The views
+ * never reach a kernel; attention checks for itself (nn/attention.c). */
+static bool bf16_supported(const char *op) {
+    static const char *const ok[] = {"cast",        "contiguous",   "matmul",       "slice_scatter",
+                                     "scalar",      "zeros",        "zeros_like",   "ones_like",
+                                     "tensor_keep", "tensor_copy_", "tensor_fill_", "backward"};
+    for (size_t i = 0; i < sizeof ok / sizeof *ok; i++)
+        if (!strcmp(op, ok[i])) return true;
+    return false;
+}
+
+void tensor_check_bf16(const char *op, const Tensor *t) {
+    char b[128];
+    if (t->dtype == TENSOR_BF16 && !bf16_supported(op))
+        tensor_fail(op, "bf16 %s is not supported (bf16 takes only casts, views, copies, matmul and attention; "
+                    "cast to f32 first)", tensor_shape_str(t, b));
+}
+
 const TensorBackend *tensor_be(const char *op, const Tensor *t) {
-    (void)op;
+    tensor_check_bf16(op, t);
     return tensor_backend_for(tensor_device(t));
 }
 
@@ -552,6 +587,7 @@ void tensor_check_same(const char *op, const Tensor *a, const Tensor *b) {
 
 void tensor_check_float(const char *op, const Tensor *x) {
     if (x->dtype == TENSOR_I64) tensor_fail(op, "needs a floating-point tensor, got i64");
+    tensor_check_bf16(op, x); /* composites (mean, var, norm) fail under their own name */
 }
 
 unsigned tensor_dim_mask(const char *op, int ndim, int ndims, const int *dims) {
@@ -583,6 +619,7 @@ void tensor_copy_(Tensor *dst, const Tensor *src) {
     check_inplace("tensor_copy_", dst);
     Tensor *s = (Tensor *)src;
     if (src->dtype != dst->dtype) {
+        tensor_check_cast("tensor_copy_", src, dst->dtype);
         s = tensor_empty_on(src->ndim, src->shape, dst->dtype, tensor_device(src));
         tensor_be("tensor_copy_", src)->cast(s, tensor_contig_raw(src));
     }

@@ -46,6 +46,7 @@ Tensor *tensor_rsub_scalar(Tensor *x, double s) { return tensor_sub(scalar_like(
 Tensor *tensor_where(Tensor *cond, Tensor *a, Tensor *b) {
     tensor_check_same("where", a, b);
     if (tensor_device(cond) != tensor_device(a)) tensor_fail("where", "condition on another device");
+    tensor_check_bf16("where", cond);
     int64_t s1[TENSOR_MAX_DIMS], shape[TENSOR_MAX_DIMS];
     int n1 = tensor_broadcast_shape("where", a, b, s1);
     Tensor tmp = {.ndim = n1};

@@ -1,5 +1,7 @@
 /* tensor/ops_linalg.c — matmul with torch.matmul semantics (1-D promotion, broadcast batch
- * dims) on BLAS, and batched closed-form 3×3 determinant and inverse for elasticity. */
+ * dims) on BLAS, and batched closed-form 3×3 determinant and inverse for elasticity. bf16
+ * operands multiply with f32 accumulation into an f32 result (mixed precision: what follows a
+ * matmul — bias, activation, softmax — runs in f32). */
 #include <string.h>
 
 #include "internal.h"
@@ -37,7 +39,8 @@ Tensor *tensor_matmul(Tensor *a, Tensor *b) {
     shape[nb] = k, shape[nb + 1] = m;
     Tensor *eb = tensor_expand_raw(b2, nb + 2, shape);
     shape[nb] = n, shape[nb + 1] = m;
-    Tensor *out = tensor_empty_on(nb + 2, shape, a->dtype, tensor_device(a));
+    TensorDType odt = a->dtype == TENSOR_BF16 ? TENSOR_F32 : a->dtype;
+    Tensor *out = tensor_empty_on(nb + 2, shape, odt, tensor_device(a));
     tensor_be("matmul", a)->matmul(out, ea, eb);
     if (a->ndim == 1 || b->ndim == 1) { /* drop the promoted dims */
         int64_t s[TENSOR_MAX_DIMS], st[TENSOR_MAX_DIMS];

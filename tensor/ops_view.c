@@ -302,8 +302,18 @@ static Tensor *copy_recorded(Tensor *x) {
 Tensor *tensor_contiguous(Tensor *x) { return tensor_is_contiguous(x) ? x : copy_recorded(x); }
 Tensor *tensor_clone(Tensor *x) { return copy_recorded(x); }
 
+void tensor_check_cast(const char *op, const Tensor *x, TensorDType dt) {
+    bool bf16 = x->dtype == TENSOR_BF16 || dt == TENSOR_BF16;
+    if (bf16 && x->dtype != dt && x->dtype != TENSOR_F32 && dt != TENSOR_F32) {
+        char b[128];
+        tensor_fail(op, "%s %s to %s: bf16 converts to and from f32 only", tensor_dtype_name(x->dtype),
+                    tensor_shape_str(x, b), tensor_dtype_name(dt));
+    }
+}
+
 Tensor *tensor_cast(Tensor *x, TensorDType dt) {
     if (x->dtype == dt) return x;
+    tensor_check_cast("cast", x, dt);
     Tensor *c = tensor_contig_raw(x);
     Tensor *o = tensor_empty_on(x->ndim, x->shape, dt, tensor_device(x));
     tensor_be("cast", x)->cast(o, c);

@@ -33,7 +33,7 @@ void tensor_manual_seed(uint64_t seed) { global_rng = (TensorRng){.seed = seed};
 TensorRng *tensor_rng_global(void) { return &global_rng; }
 
 static Tensor *draw(TensorRng *g, int ndim, const int64_t *shape, TensorDType dt, bool normal) {
-    if (dt == TENSOR_I64) tensor_fail(normal ? "tensor_randn" : "tensor_rand", "needs f32 or f64");
+    if (dt == TENSOR_I64 || dt == TENSOR_BF16) tensor_fail(normal ? "tensor_randn" : "tensor_rand", "needs f32 or f64, got %s", tensor_dtype_name(dt));
     Tensor *t = tensor_empty(ndim, shape, dt);
     tensor_backend_cpu.random(t, g->seed, g->stream, g->offset, normal);
     /* each element uses at most 2 words (f64 or a Box-Muller pair): n/2 counters suffice */

@@ -15,7 +15,13 @@
 #define TENSOR_MAX_DIMS 8
 #define TENSOR_MAX_INPUTS 64 /* inputs of one recorded op (cat/stack take a list) */
 
-typedef enum { TENSOR_F32, TENSOR_F64, TENSOR_I64 } TensorDType;
+/* TENSOR_BF16 (bfloat16: the top half of an f32 — sign, 8-bit exponent, 7-bit mantissa) is a
+ * storage format for the inputs of matmul and attention, which accumulate in f32 and return f32
+ * (mixed precision; nn_set_matmul_dtype in nn/functional.h casts to it on the fly). It takes
+ * casts to and from f32, views, copies (contiguous, clone, tensor_copy_, tensor_to, keep),
+ * fill/zeros/ones, element get/set, matmul and nn's attention; every other op fails on a bf16
+ * tensor naming itself. The gradient of a bf16 tensor is bf16 (a cast back to f32 follows). */
+typedef enum { TENSOR_F32, TENSOR_F64, TENSOR_I64, TENSOR_BF16 } TensorDType;
 typedef enum { TENSOR_CPU, TENSOR_CUDA } TensorDevice;
 
 typedef struct TensorScope TensorScope;
@@ -102,6 +108,24 @@ Tensor *tensor_randn(int ndim, const int64_t *shape, TensorDType dt); /* N(0, 1)
 Tensor *tensor_rand_with(TensorRng *g, int ndim, const int64_t *shape, TensorDType dt);
 Tensor *tensor_randn_with(TensorRng *g, int ndim, const int64_t *shape, TensorDType dt);
 
+/* ---- bf16 <-> f32 ------------------------------------------------------------------------------
+ * f32 -> bf16 rounds to nearest, ties to even, on the bit pattern (the rounding of IEEE 754 and
+ * of CUDA's __float2bfloat16_rn): finite values above the largest bf16 (and below the halfway
+ * point to 2^128) round to ±inf, subnormals round like normals, ±inf and ±0 stay, and a NaN
+ * stays a NaN (quiet; sign and top payload bits kept) where plain rounding could carry it into
+ * inf. bf16 -> f32 is exact. Values given as double (tensor_set, tensor_from_f64, fill) are
+ * rounded to f32 first. */
+static inline uint16_t tensor_bf16_from_f32(float f) {
+    union { float f; uint32_t u; } v = {f};
+    if ((v.u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((v.u >> 16) | 0x0040u);
+    v.u += 0x7fffu + ((v.u >> 16) & 1u);
+    return (uint16_t)(v.u >> 16);
+}
+static inline float tensor_bf16_to_f32(uint16_t h) {
+    union { uint32_t u; float f; } v = {(uint32_t)h << 16};
+    return v.f;
+}
+
 /* ---- metadata ----------------------------------------------------------------------------- */
 int64_t tensor_numel(const Tensor *t);
 size_t tensor_dtype_size(TensorDType dt);
@@ -113,6 +137,7 @@ void *tensor_data_ptr(const Tensor *t);                /* first element (storage
 float *tensor_f32(const Tensor *t);                    /* checked: dtype f32, on the CPU */
 double *tensor_f64(const Tensor *t);
 int64_t *tensor_i64(const Tensor *t);
+uint16_t *tensor_bf16(const Tensor *t); /* raw bf16 bits */
 double tensor_item(const Tensor *t);                    /* a one-element tensor's value */
 double tensor_get(const Tensor *t, const int64_t *index); /* one element, any layout */
 void tensor_set(Tensor *t, const int64_t *index, double v);

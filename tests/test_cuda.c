@@ -3,12 +3,14 @@
  * on both (the function makes the permuted / broadcast / strided views itself, so the device
  * sees the same layouts), and compares the outputs and the gradients of sum(y · w) for a
  * random w by normalized MSE: Σ(got - ref)² / Σ ref² <= 1e-7 for f32 (1e-20 for f64, 0 for
- * i64). The backward runs the derivative formulas (tensor ops) on the device too.
+ * i64, TOL_BF16_PARITY for bf16: see the bf16 section). The backward runs the derivative
+ * formulas (tensor ops) on the device too.
  * Without a device each test exits 77 (skip). ANIMA_PARITY_SELFTEST=1 puts the CPU in the
  * device's place, to check the tests themselves on a machine without a GPU. */
 #include <stdlib.h>
 #include <string.h>
 
+#include "nn/modules.h"
 #include "tensor/backend.h"
 #include "tests/test.h"
 
@@ -59,10 +61,23 @@ static double nmse(const Tensor *got, const Tensor *ref) {
     return num == 0 ? 0 : num / (den > 1e-300 ? den : 1e-300);
 }
 
-static void expect_close(const char *what, const char *part, const Tensor *got, const Tensor *ref) {
-    double tol = ref->dtype == TENSOR_F32 ? 1e-7 : ref->dtype == TENSOR_F64 ? 1e-20 : 0;
+/* bf16 values computed from f32 numbers that differ in their last bits (summation order) can
+ * round to neighbouring bf16 values, one bf16 ulp (2^-8 to 2^-7 relative) apart: were every
+ * element off by that, the normalized MSE would be ~3e-5. 1e-5 admits such flips on up to a
+ * third of the elements and nothing larger. */
+#define TOL_BF16_PARITY 1e-5
+
+static void expect_within(const char *what, const char *part, const Tensor *got, const Tensor *ref, double tol) {
     double e = nmse(got, ref);
     CHECK_MSG(e <= tol, "%s: %s: normalized MSE %.3g > %.3g", what, part, e, tol);
+}
+
+static void expect_close(const char *what, const char *part, const Tensor *got, const Tensor *ref) {
+    double tol = ref->dtype == TENSOR_F32    ? 1e-7
+               : ref->dtype == TENSOR_F64    ? 1e-20
+               : ref->dtype == TENSOR_BF16 ? TOL_BF16_PARITY
+                                             : 0;
+    expect_within(what, part, got, ref, tol);
 }
 
 typedef Tensor *(*ParityFn)(Tensor *const *in, const void *ctx);
@@ -106,6 +121,8 @@ static Tensor *pos(TensorDType dt, int nd, const int64_t *shape) {
     return tensor_add_scalar(tensor_abs(tensor_randn(nd, shape, dt)), 0.5);
 }
 
+/* bf16 is not among them on purpose: it takes only casts, copies, matmul and attention (its
+ * cases are in the bf16 section below, with their own tolerance) */
 static const TensorDType FLOATS[2] = {TENSOR_F32, TENSOR_F64};
 
 /* ---- copy, cast, fill, arange, keep ------------------------------------------------------ */
@@ -529,6 +546,113 @@ TEST(cuda_det3_inv3) {
         parity("det3", f_small3, &d, 1, &x, 1);
         parity("inv3", f_small3, &i, 1, &x, 1);
     }
+}
+
+/* ---- bf16: mixed-precision matmul, attention and a block ------------------------------------
+ * bf16 operands (rounded on the CPU, copied bit for bit), f32 accumulation and f32 results:
+ * cublasGemmEx (CUDA_R_16BF, CUBLAS_COMPUTE_32F) and the attention kernels' bf16 loads against
+ * the CPU's f32 arithmetic on the same values. The f32 outputs then hold the same exact
+ * bf16 × bf16 products on both sides and differ in summation order only: the f32 tolerance.
+ * Gradients of bf16 leaves are bf16: TOL_BF16_PARITY. */
+
+static Tensor *rn16(int nd, const int64_t *shape) { return tensor_cast(tensor_randn(nd, shape, TENSOR_F32), TENSOR_BF16); }
+
+static Tensor *f_attention(Tensor *const *in, const void *ctx) {
+    return nn_attention_tiled(in[0], in[1], in[2], *(const int *)ctx);
+}
+
+/* q, k, v narrow views of one fused (B, T, 3C) projection (forward only: a bf16 leaf feeding
+ * three ops would need its gradients summed in bf16) */
+static Tensor *f_attention_fused(Tensor *const *in, const void *ctx) {
+    int64_t C = in[0]->shape[2] / 3;
+    return nn_attention_tiled(tensor_narrow(in[0], 2, 0, C), tensor_narrow(in[0], 2, C, C),
+                              tensor_narrow(in[0], 2, 2 * C, C), *(const int *)ctx);
+}
+
+TEST(cuda_bf16_matmul_attention) {
+    need_device();
+    struct {
+        int c;
+        Tensor *a, *b;
+    } cases[] = {
+        {0, rn16(TENSOR_SHAPE(37, 53)), rn16(TENSOR_SHAPE(53, 29))},
+        {1, rn16(TENSOR_SHAPE(53, 37)), rn16(TENSOR_SHAPE(29, 53))},
+        {2, rn16(TENSOR_SHAPE(4, 37, 53)), rn16(TENSOR_SHAPE(53, 29))},
+        {3, rn16(TENSOR_SHAPE(3, 1, 8, 9)), rn16(TENSOR_SHAPE(1, 4, 9, 7))},
+        {4, rn16(TENSOR_SHAPE(8, 5, 9)), rn16(TENSOR_SHAPE(9, 7))},
+        {5, rn16(TENSOR_SHAPE(53)), rn16(TENSOR_SHAPE(53, 29))},
+        {6, rn16(TENSOR_SHAPE(37, 106)), rn16(TENSOR_SHAPE(53, 29))},
+        {7, rn16(TENSOR_SHAPE(5, 8, 9)), rn16(TENSOR_SHAPE(5, 9, 7))},
+        {0, rn16(TENSOR_SHAPE(64, 1000)), rn16(TENSOR_SHAPE(1000, 96))},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        Tensor *in[2] = {cases[i].a, cases[i].b};
+        char what[64];
+        snprintf(what, sizeof what, "bf16 matmul case %d (#%zu)", cases[i].c, i);
+        parity(what, f_matmul, &cases[i].c, 2, in, 3);
+    }
+    static const struct {
+        int64_t B, Tq, Tk, C;
+        int heads;
+    } att[] = {{2, 37, 53, 64, 2}, {1, 70, 70, 256, 4}, {2, 33, 129, 128, 1}, {1, 17, 300, 64, 8}};
+    for (size_t i = 0; i < sizeof att / sizeof *att; i++) {
+        Tensor *in[3] = {rn16(TENSOR_SHAPE(att[i].B, att[i].Tq, att[i].C)), rn16(TENSOR_SHAPE(att[i].B, att[i].Tk, att[i].C)),
+                         rn16(TENSOR_SHAPE(att[i].B, att[i].Tk, att[i].C))};
+        char what[96];
+        snprintf(what, sizeof what, "bf16 attention B=%lld Tq=%lld Tk=%lld d=%lld", (long long)att[i].B,
+                 (long long)att[i].Tq, (long long)att[i].Tk, (long long)(att[i].C / att[i].heads));
+        parity(what, f_attention, &att[i].heads, 3, in, 7);
+    }
+    Tensor *qkv = rn16(TENSOR_SHAPE(2, 45, 3 * 96));
+    int h3 = 3;
+    parity("bf16 attention fused qkv d=32", f_attention_fused, &h3, 1, &qkv, 0);
+}
+
+/* The weights of a self block registered under "blk" in p, by name (for a mirrored copy). */
+static NnSelfBlockWeights block_weights(const NnParams *p) {
+    return (NnSelfBlockWeights){
+        .ln1_w = nn_params_find(p, "blk.ln_1.weight"), .ln1_b = nn_params_find(p, "blk.ln_1.bias"),
+        .qkv_w = nn_params_find(p, "blk.attn.c_qkv.weight"), .qkv_b = nn_params_find(p, "blk.attn.c_qkv.bias"),
+        .proj_w = nn_params_find(p, "blk.attn.c_proj.weight"), .proj_b = nn_params_find(p, "blk.attn.c_proj.bias"),
+        .ln2_w = nn_params_find(p, "blk.ln_2.weight"), .ln2_b = nn_params_find(p, "blk.ln_2.bias"),
+        .fc_w = nn_params_find(p, "blk.mlp.c_fc.weight"), .fc_b = nn_params_find(p, "blk.mlp.c_fc.bias"),
+        .fc2_w = nn_params_find(p, "blk.mlp.c_proj.weight"), .fc2_b = nn_params_find(p, "blk.mlp.c_proj.bias"),
+    };
+}
+
+/* A pre-LN self block trained the mixed-precision way (f32 parameters and gradients, bf16
+ * matmuls and attention) on both devices: the casts, cuBLAS's bf16 GEMMs and the bf16 attention
+ * kernels inside a whole forward and backward. Rounding flips propagate through the block, so
+ * everything is compared at TOL_BF16_PARITY. Both sides take the tiled attention (the CPU's AUTO
+ * would go naive at this size, which rounds the probabilities and is another computation). */
+TEST(cuda_bf16_self_block) {
+    need_device();
+    TensorScope *s = tensor_scope_begin();
+    NnParams hp, dp;
+    nn_params_init(&hp, s, TENSOR_F32, 11);
+    NnSelfBlock m;
+    nn_self_block_init(&m, &hp, "blk", 96, 3, 384, true);
+    nn_params_pack(&hp);
+    nn_params_mirror(&dp, &hp, DEV);
+    NnSelfBlockWeights wc = nn_self_block_weights(&m), wd = block_weights(&dp);
+    Tensor *x = tensor_randn(TENSOR_SHAPE(2, 50, 96), TENSOR_F32), *w = tensor_randn(TENSOR_SHAPE(2, 50, 96), TENSOR_F32);
+    Tensor *xc = tensor_requires_grad(tensor_detach(x), true), *xd = tensor_requires_grad(to_dev(x), true);
+    TensorDType prev = nn_set_matmul_dtype(TENSOR_BF16);
+    NnAttentionMode mode = nn_attention_set_mode(NN_ATTENTION_TILED);
+    Tensor *yc = nn_self_block(xc, &wc, 3), *yd = nn_self_block(xd, &wd, 3);
+    expect_within("bf16 self block", "forward", yd, yc, TOL_BF16_PARITY);
+    ag_backward(tensor_sum_all(tensor_mul(yc, w)), NULL, false);
+    ag_backward(tensor_sum_all(tensor_mul(yd, to_dev(w))), NULL, false);
+    nn_attention_set_mode(mode);
+    nn_set_matmul_dtype(prev);
+    CHECK(dp.flat_grad->dtype == TENSOR_F32 && tensor_device(dp.flat_grad) == DEV);
+    expect_within("bf16 self block", "grad x", xd->grad, xc->grad, TOL_BF16_PARITY);
+    for (int i = 0; i < hp.n; i++)
+        expect_within("bf16 self block", hp.items[i].name, dp.items[i].value->grad, hp.items[i].value->grad,
+                      TOL_BF16_PARITY);
+    nn_params_free(&dp);
+    nn_params_free(&hp);
+    tensor_scope_end(s);
 }
 
 /* ---- the pool: scopes allocate and release over and over --------------------------------- */

@@ -1,12 +1,15 @@
 /* tensor/cpu/cpu_blas.c — matmul on OpenBLAS. Strided operands go to BLAS without a copy when
  * their last two dims are row- or column-major; a batch that shares one right-hand matrix is
  * folded into a single GEMM (the Linear-layer case); small batched products run one GEMM per
- * thread (OpenBLAS's OpenMP build keeps calls inside a parallel region single-threaded). */
+ * thread (OpenBLAS's OpenMP build keeps calls inside a parallel region single-threaded).
+ * bf16 operands are widened to f32 and multiplied by sgemm (see matmul_bf16). */
 #include <cblas.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "../internal.h"
 #include "cpu.h"
+#include "cpu_iter.h"
 
 typedef struct {
     bool trans;
@@ -31,12 +34,58 @@ static void gemm(TensorDType dt, MatLayout la, MatLayout lb, int64_t n, int64_t 
         cblas_dgemm(CblasRowMajor, ta, tb, (int)n, (int)m, (int)k, 1.0, a, (int)la.ld, b, (int)lb.ld, 0.0, c, (int)ldc);
 }
 
+/* ---- bf16 operands ---------------------------------------------------------------------------
+ * OpenBLAS 0.3.21 as Debian ships it declares cblas_sbgemm in cblas.h but does not export it
+ * (built without BUILD_BFLOAT16: `nm -D libopenblas.so` has no sbgemm). So each bf16 operand is
+ * widened to f32 — exactly, bf16 → f32 loses nothing — over the span of storage its view
+ * covers, keeping the view's strides (broadcast batch dims stay stride 0, transposes stay
+ * transposed), and the f32 path multiplies the copies: the products and the f32 accumulation
+ * of a bf16 GEMM, at f32 speed. The copies are scratch, freed before returning. */
+typedef struct {
+    Tensor t;
+    TensorStorage st;
+} Widened;
+
+static void widen_bf16(const Tensor *x, Widened *w) {
+    int64_t lo = 0, hi = 0; /* element offsets of the view's extremes, relative to its first */
+    for (int i = 0; i < x->ndim; i++) {
+        int64_t e = (x->shape[i] - 1) * x->stride[i];
+        if (e < 0) lo += e;
+        else hi += e;
+    }
+    int64_t n = hi - lo + 1;
+    float *buf = malloc(sizeof(float) * (size_t)n);
+    if (!buf) tensor_fail("matmul", "out of memory widening a bf16 operand (%lld elements)", (long long)n);
+    const uint16_t *src = (const uint16_t *)x->storage->data + x->offset + lo;
+#pragma omp parallel for schedule(static) if (n >= CPU_PAR_MIN)
+    for (int64_t i = 0; i < n; i++) buf[i] = tensor_bf16_to_f32(src[i]);
+    w->st = (TensorStorage){.data = buf, .nbytes = sizeof(float) * (size_t)n, .device = TENSOR_CPU};
+    w->t = *x;
+    w->t.storage = &w->st;
+    w->t.dtype = TENSOR_F32;
+    w->t.offset = -lo;
+    w->t.requires_grad = false, w->t.grad = NULL, w->t.node = NULL;
+}
+
+static void matmul_bf16(Tensor *out, const Tensor *a, const Tensor *b) {
+    Widened wa, wb;
+    widen_bf16(a, &wa);
+    widen_bf16(b, &wb);
+    cpu_matmul(out, &wa.t, &wb.t);
+    free(wa.st.data);
+    free(wb.st.data);
+}
+
 void cpu_matmul(Tensor *out, const Tensor *a, const Tensor *b) {
     int nd = out->ndim;
     int64_t n = out->shape[nd - 2], m = out->shape[nd - 1], k = a->shape[nd - 1];
-    if (n == 0 || m == 0) return;
+    if (tensor_numel(out) == 0) return;
     if (k == 0) {
         cpu_fill(out, 0);
+        return;
+    }
+    if (a->dtype == TENSOR_BF16) {
+        matmul_bf16(out, a, b);
         return;
     }
     MatLayout la = mat_layout(n, k, a->stride[nd - 2], a->stride[nd - 1]);

@@ -81,6 +81,7 @@ static void binary_rows(TensorOpId op, Tensor *out, const Tensor *a, const Tenso
         case TENSOR_F32: binary_row_f32(op, o, x, sa, y, sb, n); break;
         case TENSOR_F64: binary_row_f64(op, o, x, sa, y, sb, n); break;
         case TENSOR_I64: binary_row_i64(op, o, x, sa, y, sb, n); break;
+        case TENSOR_BF16: break; /* never: the front-ends stop bf16 (tensor_check_bf16) */
         }
     }
 }
@@ -103,6 +104,7 @@ void cpu_binary(TensorOpId op, Tensor *out, const Tensor *a, const Tensor *b) {
                 case TENSOR_F32: binary_row_f32(op, (void *)(po + off), (const void *)(pa + off), 1, (const void *)(pb + off), 1, e - s); break;
                 case TENSOR_F64: binary_row_f64(op, (void *)(po + off), (const void *)(pa + off), 1, (const void *)(pb + off), 1, e - s); break;
                 case TENSOR_I64: binary_row_i64(op, (void *)(po + off), (const void *)(pa + off), 1, (const void *)(pb + off), 1, e - s); break;
+                case TENSOR_BF16: break; /* never (tensor_check_bf16) */
                 }
             }
         }
@@ -216,6 +218,7 @@ void cpu_unary(TensorOpId op, Tensor *out, const Tensor *x, double p0, double p1
         case TENSOR_F32: unary_f32(op, o, a, len, (float)p0, (float)p1); break;
         case TENSOR_F64: unary_f64(op, o, a, len, p0, p1); break;
         case TENSOR_I64: unary_i64(op, o, a, len); break;
+        case TENSOR_BF16: break; /* never (tensor_check_bf16) */
         }
     }
 }
@@ -241,6 +244,8 @@ void cpu_copy(Tensor *dst, const Tensor *src) {
         const char *s = ps + (off[1] + s0 * ss) * (int64_t)es;
         if (sd == 1 && ss == 1) {
             memcpy(d, s, (size_t)n * es);
+        } else if (es == 2) {
+            for (int64_t i = 0; i < n; i++) ((uint16_t *)d)[i * sd] = ((const uint16_t *)s)[i * ss];
         } else if (es == 4) {
             for (int64_t i = 0; i < n; i++) ((float *)d)[i * sd] = ((const float *)s)[i * ss];
         } else {
@@ -261,7 +266,13 @@ void cpu_cast(Tensor *out, const Tensor *x) {
     else if (out->dtype == TENSOR_I64 && x->dtype == TENSOR_F64) { CAST_CASE(int64_t, double) }
     else if (out->dtype == TENSOR_F32 && x->dtype == TENSOR_I64) { CAST_CASE(float, int64_t) }
     else if (out->dtype == TENSOR_F64 && x->dtype == TENSOR_I64) { CAST_CASE(double, int64_t) }
-    else memcpy(po, px, (size_t)n * tensor_dtype_size(x->dtype));
+    else if (out->dtype == TENSOR_BF16 && x->dtype == TENSOR_F32) {
+#pragma omp parallel for schedule(static) if (n >= CPU_PAR_MIN)
+        for (int64_t i = 0; i < n; i++) ((uint16_t *)po)[i] = tensor_bf16_from_f32(((const float *)px)[i]);
+    } else if (out->dtype == TENSOR_F32 && x->dtype == TENSOR_BF16) {
+#pragma omp parallel for schedule(static) if (n >= CPU_PAR_MIN)
+        for (int64_t i = 0; i < n; i++) ((float *)po)[i] = tensor_bf16_to_f32(((const uint16_t *)px)[i]);
+    } else memcpy(po, px, (size_t)n * tensor_dtype_size(x->dtype));
 #undef CAST_CASE
 }
 
@@ -282,6 +293,11 @@ void cpu_fill(Tensor *out, double v) {
         case TENSOR_F32: for (int64_t i = 0; i < len; i++) ((float *)d)[i] = (float)v; break;
         case TENSOR_F64: for (int64_t i = 0; i < len; i++) ((double *)d)[i] = v; break;
         case TENSOR_I64: for (int64_t i = 0; i < len; i++) ((int64_t *)d)[i] = (int64_t)v; break;
+        case TENSOR_BF16: {
+            uint16_t h = tensor_bf16_from_f32((float)v);
+            for (int64_t i = 0; i < len; i++) ((uint16_t *)d)[i] = h;
+            break;
+        }
         }
     }
 }
@@ -295,6 +311,7 @@ void cpu_arange(Tensor *out, double start, double step) {
         case TENSOR_F32: ((float *)p)[i] = (float)v; break;
         case TENSOR_F64: ((double *)p)[i] = v; break;
         case TENSOR_I64: ((int64_t *)p)[i] = (int64_t)v; break;
+        case TENSOR_BF16: break; /* never: tensor_arange/linspace refuse bf16 */
         }
     }
 }

@@ -32,7 +32,13 @@
  * The two launches are ordered on the default stream (D is written by the first, read by the
  * second). Shared memory is dynamic (over 48 KiB for d = 128 in the backward: opted in per
  * kernel with cudaFuncAttributeMaxDynamicSharedMemorySize; f64 halves RPW to stay under the
- * 99 KiB of sm_89). */
+ * 99 KiB of sm_89).
+ *
+ * Storage and arithmetic types are separate template parameters: T computes (float, double),
+ * S stores q, k, v and their gradients (T itself, or __nv_bfloat16 with T = float: bf16
+ * operands are widened as the tiles are loaded into shared memory and the gradients rounded
+ * to nearest even once, as they are written; o, lse and dO are T). */
+#include <cuda_bf16.h>
 #include <math.h>
 
 #include "cuda_kernels.h"
@@ -51,6 +57,17 @@ __device__ __forceinline__ float at_exp(float x) { return expf(x); }
 __device__ __forceinline__ double at_exp(double x) { return exp(x); }
 __device__ __forceinline__ float at_log(float x) { return logf(x); }
 __device__ __forceinline__ double at_log(double x) { return log(x); }
+
+/* storage -> arithmetic (exact) and arithmetic -> storage (round to nearest even for bf16) */
+__device__ __forceinline__ float at_widen(float x) { return x; }
+__device__ __forceinline__ double at_widen(double x) { return x; }
+__device__ __forceinline__ float at_widen(__nv_bfloat16 x) { return __bfloat162float(x); }
+template <typename S>
+__device__ __forceinline__ S at_narrow(float x) { return x; }
+template <>
+__device__ __forceinline__ __nv_bfloat16 at_narrow<__nv_bfloat16>(float x) { return __float2bfloat16_rn(x); }
+template <typename S>
+__device__ __forceinline__ S at_narrow(double x) { return x; }
 
 template <typename T>
 __device__ __forceinline__ T warp_sum(T v) {
@@ -71,13 +88,13 @@ __device__ __forceinline__ T warp_max(T v) {
 
 /* rows [t0, t0 + nrows) of a (·, T, ·) operand, columns [0, DM) of head hh, into dst with row
  * stride ld; zeros beyond T and beyond d. */
-template <typename T, int DM>
-__device__ __forceinline__ void at_load_rows(T *dst, int ld, int nrows, const T *base, int64_t row_stride, int64_t t0,
+template <typename T, int DM, typename S>
+__device__ __forceinline__ void at_load_rows(T *dst, int ld, int nrows, const S *base, int64_t row_stride, int64_t t0,
                                              int64_t T_, int64_t d) {
     for (int e = threadIdx.x; e < nrows * DM; e += blockDim.x) {
         int r = e / DM, c = e - r * DM;
         int64_t t = t0 + r;
-        dst[r * ld + c] = (t < T_ && c < d) ? base[t * row_stride + c] : (T)0;
+        dst[r * ld + c] = (t < T_ && c < d) ? (T)at_widen(base[t * row_stride + c]) : (T)0;
     }
 }
 
@@ -86,7 +103,7 @@ __device__ __forceinline__ void at_load_rows(T *dst, int ld, int nrows, const T 
 
 /* ---- forward ------------------------------------------------------------------------------- */
 
-template <typename T, int DM>
+template <typename T, typename S, int DM>
 __global__ void __launch_bounds__(AT_WARPS * 32) k_attn_fwd(const TensorAttentionArgs a) {
     constexpr int RPW = AtCfg<T>::RPW, RB = AtCfg<T>::RB, NI = DM / 32;
     extern __shared__ __align__(16) unsigned char at_smem[];
@@ -99,9 +116,9 @@ __global__ void __launch_bounds__(AT_WARPS * 32) k_attn_fwd(const TensorAttentio
     const T scale = (T)a.scale;
     AT_TASKS(task, ntask) {
         const int64_t bh = task / nqt, b = bh / h, hh = bh - b * h, i0 = (task - bh * nqt) * RB;
-        const T *q = (const T *)a.q + b * a.sq0 + hh * d;
-        const T *k = (const T *)a.k + b * a.sk0 + hh * d;
-        const T *v = (const T *)a.v + b * a.sv0 + hh * d;
+        const S *q = (const S *)a.q + b * a.sq0 + hh * d;
+        const S *k = (const S *)a.k + b * a.sk0 + hh * d;
+        const S *v = (const S *)a.v + b * a.sv0 + hh * d;
         __syncthreads(); /* the previous task's reads of Qs are done */
         at_load_rows<T, DM>(Qs, DM, RB, q, a.sq1, i0, Tq, d);
         T m[RPW], l[RPW], o[RPW][NI];
@@ -171,7 +188,7 @@ __global__ void __launch_bounds__(AT_WARPS * 32) k_attn_fwd(const TensorAttentio
 
 /* ---- backward, pass 1: D and dQ ----------------------------------------------------------- */
 
-template <typename T, int DM>
+template <typename T, typename S, int DM>
 __global__ void __launch_bounds__(AT_WARPS * 32) k_attn_bwd_dq(const TensorAttentionArgs a, T *Dout) {
     constexpr int RPW = AtCfg<T>::RPW, RB = AtCfg<T>::RB, NI = DM / 32;
     extern __shared__ __align__(16) unsigned char at_smem[];
@@ -185,9 +202,9 @@ __global__ void __launch_bounds__(AT_WARPS * 32) k_attn_bwd_dq(const TensorAtten
     const T scale = (T)a.scale;
     AT_TASKS(task, ntask) {
         const int64_t bh = task / nqt, b = bh / h, hh = bh - b * h, i0 = (task - bh * nqt) * RB;
-        const T *q = (const T *)a.q + b * a.sq0 + hh * d;
-        const T *k = (const T *)a.k + b * a.sk0 + hh * d;
-        const T *v = (const T *)a.v + b * a.sv0 + hh * d;
+        const S *q = (const S *)a.q + b * a.sq0 + hh * d;
+        const S *k = (const S *)a.k + b * a.sk0 + hh * d;
+        const S *v = (const S *)a.v + b * a.sv0 + hh * d;
         const T *go = (const T *)a.go + b * Tq * C + hh * d;
         const T *o = (const T *)a.o + b * Tq * C + hh * d;
         __syncthreads();
@@ -250,11 +267,11 @@ __global__ void __launch_bounds__(AT_WARPS * 32) k_attn_bwd_dq(const TensorAtten
         for (int r = 0; r < RPW; r++) {
             int64_t t = i0 + warp * RPW + r;
             if (t >= Tq) continue;
-            T *grow = (T *)a.gq + (b * Tq + t) * C + hh * d;
+            S *grow = (S *)a.gq + (b * Tq + t) * C + hh * d;
 #pragma unroll
             for (int i = 0; i < NI; i++) {
                 int c = lane + 32 * i;
-                if (c < d) grow[c] = scale * dq[r][i];
+                if (c < d) grow[c] = at_narrow<S>(scale * dq[r][i]);
             }
         }
     }
@@ -262,7 +279,7 @@ __global__ void __launch_bounds__(AT_WARPS * 32) k_attn_bwd_dq(const TensorAtten
 
 /* ---- backward, pass 2: dK and dV ----------------------------------------------------------- */
 
-template <typename T, int DM>
+template <typename T, typename S, int DM>
 __global__ void __launch_bounds__(AT_WARPS * 32) k_attn_bwd_dkdv(const TensorAttentionArgs a, const T *Din) {
     constexpr int RPW = AtCfg<T>::RPW, RB = AtCfg<T>::RB, NI = DM / 32;
     extern __shared__ __align__(16) unsigned char at_smem[];
@@ -278,9 +295,9 @@ __global__ void __launch_bounds__(AT_WARPS * 32) k_attn_bwd_dkdv(const TensorAtt
     const T scale = (T)a.scale;
     AT_TASKS(task, ntask) {
         const int64_t bh = task / nkt, b = bh / h, hh = bh - b * h, j0 = (task - bh * nkt) * RB;
-        const T *q = (const T *)a.q + b * a.sq0 + hh * d;
-        const T *k = (const T *)a.k + b * a.sk0 + hh * d;
-        const T *v = (const T *)a.v + b * a.sv0 + hh * d;
+        const S *q = (const S *)a.q + b * a.sq0 + hh * d;
+        const S *k = (const S *)a.k + b * a.sk0 + hh * d;
+        const S *v = (const S *)a.v + b * a.sv0 + hh * d;
         const T *go = (const T *)a.go + b * Tq * C + hh * d;
         __syncthreads();
         at_load_rows<T, DM>(Kr, DM, RB, k, a.sk1, j0, Tk, d);
@@ -344,11 +361,11 @@ __global__ void __launch_bounds__(AT_WARPS * 32) k_attn_bwd_dkdv(const TensorAtt
         for (int r = 0; r < RPW; r++) {
             int64_t t = j0 + warp * RPW + r;
             if (t >= Tk) continue;
-            T *gkrow = (T *)a.gk + (b * Tk + t) * C + hh * d, *gvrow = (T *)a.gv + (b * Tk + t) * C + hh * d;
+            S *gkrow = (S *)a.gk + (b * Tk + t) * C + hh * d, *gvrow = (S *)a.gv + (b * Tk + t) * C + hh * d;
 #pragma unroll
             for (int i = 0; i < NI; i++) {
                 int c = lane + 32 * i;
-                if (c < d) gkrow[c] = scale * dk[r][i], gvrow[c] = dv[r][i];
+                if (c < d) gkrow[c] = at_narrow<S>(scale * dk[r][i]), gvrow[c] = at_narrow<S>(dv[r][i]);
             }
         }
     }
@@ -384,51 +401,55 @@ static void at_smem_attr(const char *op, K kernel, size_t bytes) {
         cu_check(op, cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes));
 }
 
-template <typename T, int DM>
+template <typename T, typename S, int DM>
 static void fwd_t(const TensorAttentionArgs *a) {
     size_t sm = smem_fwd<T, DM>();
-    at_smem_attr("attention", k_attn_fwd<T, DM>, sm);
-    k_attn_fwd<T, DM><<<at_grid(a->Tq, AtCfg<T>::RB, a->B * a->h), AT_WARPS * 32, sm>>>(*a);
+    at_smem_attr("attention", k_attn_fwd<T, S, DM>, sm);
+    k_attn_fwd<T, S, DM><<<at_grid(a->Tq, AtCfg<T>::RB, a->B * a->h), AT_WARPS * 32, sm>>>(*a);
     cu_check("attention", cudaGetLastError());
 }
 
-template <typename T, int DM>
+template <typename T, typename S, int DM>
 static void bwd_t(const TensorAttentionArgs *a) {
     T *D = (T *)cu_pool_alloc(sizeof(T) * (size_t)(a->B * a->h * a->Tq));
     size_t s1 = smem_dq<T, DM>(), s2 = smem_dkdv<T, DM>();
-    at_smem_attr("attention backward", k_attn_bwd_dq<T, DM>, s1);
-    at_smem_attr("attention backward", k_attn_bwd_dkdv<T, DM>, s2);
-    k_attn_bwd_dq<T, DM><<<at_grid(a->Tq, AtCfg<T>::RB, a->B * a->h), AT_WARPS * 32, s1>>>(*a, D);
+    at_smem_attr("attention backward", k_attn_bwd_dq<T, S, DM>, s1);
+    at_smem_attr("attention backward", k_attn_bwd_dkdv<T, S, DM>, s2);
+    k_attn_bwd_dq<T, S, DM><<<at_grid(a->Tq, AtCfg<T>::RB, a->B * a->h), AT_WARPS * 32, s1>>>(*a, D);
     cu_check("attention backward", cudaGetLastError());
-    k_attn_bwd_dkdv<T, DM><<<at_grid(a->Tk, AtCfg<T>::RB, a->B * a->h), AT_WARPS * 32, s2>>>(*a, (const T *)D);
+    k_attn_bwd_dkdv<T, S, DM><<<at_grid(a->Tk, AtCfg<T>::RB, a->B * a->h), AT_WARPS * 32, s2>>>(*a, (const T *)D);
     cu_check("attention backward", cudaGetLastError());
     cu_pool_release(D); /* a later user of the block is queued after the launches above */
 }
 
-template <typename T>
+template <typename T, typename S>
 static void dispatch(const TensorAttentionArgs *a, bool backward) {
-    if (a->d <= 32) backward ? bwd_t<T, 32>(a) : fwd_t<T, 32>(a);
-    else if (a->d <= 64) backward ? bwd_t<T, 64>(a) : fwd_t<T, 64>(a);
-    else backward ? bwd_t<T, 128>(a) : fwd_t<T, 128>(a);
+    if (a->d <= 32) backward ? bwd_t<T, S, 32>(a) : fwd_t<T, S, 32>(a);
+    else if (a->d <= 64) backward ? bwd_t<T, S, 64>(a) : fwd_t<T, S, 64>(a);
+    else backward ? bwd_t<T, S, 128>(a) : fwd_t<T, S, 128>(a);
+}
+
+static void dispatch_dtype(const TensorAttentionArgs *a, bool backward) {
+    if (a->dtype == TENSOR_F32) dispatch<float, float>(a, backward);
+    else if (a->dtype == TENSOR_BF16) dispatch<float, __nv_bfloat16>(a, backward);
+    else dispatch<double, double>(a, backward);
 }
 
 static void check_args(const char *op, const TensorAttentionArgs *a) {
     if (a->d < 1 || a->d > TENSOR_ATTENTION_MAX_D)
         tensor_fail(op, "head dim %lld: the CUDA kernel takes 1..%d", (long long)a->d, TENSOR_ATTENTION_MAX_D);
-    if (a->dtype != TENSOR_F32 && a->dtype != TENSOR_F64)
-        tensor_fail(op, "needs f32 or f64, got %s", tensor_dtype_name(a->dtype));
+    if (a->dtype != TENSOR_F32 && a->dtype != TENSOR_F64 && a->dtype != TENSOR_BF16)
+        tensor_fail(op, "needs f32, f64 or bf16, got %s", tensor_dtype_name(a->dtype));
 }
 
 void cu_attention(const TensorAttentionArgs *a) {
     check_args("attention", a);
     if (a->B * a->h * a->Tq == 0) return;
-    if (a->dtype == TENSOR_F32) dispatch<float>(a, false);
-    else dispatch<double>(a, false);
+    dispatch_dtype(a, false);
 }
 
 void cu_attention_backward(const TensorAttentionArgs *a) {
     check_args("attention backward", a);
     if (a->B * a->h == 0 || (a->Tq == 0 && a->Tk == 0)) return;
-    if (a->dtype == TENSOR_F32) dispatch<float>(a, true);
-    else dispatch<double>(a, true);
+    dispatch_dtype(a, true);
 }

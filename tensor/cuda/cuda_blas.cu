@@ -6,7 +6,9 @@
  * each one's transpose flag. Batches: folded into one GEMM when b is shared and a's batches
  * are packed (the Linear-layer case), one strided-batched call when each operand's batch
  * offsets are t·stride (stride 0 for a broadcast operand), else pointer arrays. The default
- * math mode is kept (no TF32), so f32 results are true f32 products. */
+ * math mode is kept (no TF32), so f32 results are true f32 products. bf16 a and b go through
+ * the Ex entry points (CUDA_R_16BF operands, CUDA_R_32F output, CUBLAS_COMPUTE_32F: tensor-core
+ * products accumulated in f32). */
 #include <cublas_v2.h>
 #include <limits.h>
 
@@ -76,8 +78,10 @@ void cu_matmul(Tensor *out, const Tensor *a, const Tensor *b) {
     MatLayout lb = mat_layout(k, m, b->stride[nd - 2], b->stride[nd - 1]);
     if (!la.ok) a = tensor_contig_raw(a), la = mat_layout(n, k, a->stride[nd - 2], a->stride[nd - 1]);
     if (!lb.ok) b = tensor_contig_raw(b), lb = mat_layout(k, m, b->stride[nd - 2], b->stride[nd - 1]);
-    bool f32 = out->dtype == TENSOR_F32;
-    size_t es = tensor_dtype_size(out->dtype);
+    bool bf16 = a->dtype == TENSOR_BF16, f32 = !bf16 && out->dtype == TENSOR_F32;
+    size_t es = tensor_dtype_size(a->dtype), eo = tensor_dtype_size(out->dtype); /* in, out element sizes */
+    const cudaDataType_t ab16 = CUDA_R_16BF, o32 = CUDA_R_32F;
+    const cublasComputeType_t c32 = CUBLAS_COMPUTE_32F;
     const char *pa = (const char *)tensor_data_ptr(a), *pb = (const char *)tensor_data_ptr(b);
     char *po = (char *)tensor_data_ptr(out);
     cublasHandle_t h = blas_handle();
@@ -96,7 +100,10 @@ void cu_matmul(Tensor *out, const Tensor *a, const Tensor *b) {
     }
     if (batch == 1 || (b_shared && a_packed)) {
         int M = to_int(m), N = to_int(batch * n), K = to_int(k);
-        if (f32)
+        if (bf16)
+            blas_check(cublasGemmEx(h, opb, opa, M, N, K, &one_f, pb, ab16, to_int(lb.ld), pa, ab16, to_int(la.ld),
+                                    &zero_f, po, o32, M, c32, CUBLAS_GEMM_DEFAULT));
+        else if (f32)
             blas_check(cublasSgemm(h, opb, opa, M, N, K, &one_f, (const float *)pb, to_int(lb.ld), (const float *)pa,
                                    to_int(la.ld), &zero_f, (float *)po, M));
         else
@@ -108,7 +115,10 @@ void cu_matmul(Tensor *out, const Tensor *a, const Tensor *b) {
     int B = to_int(batch);
     int64_t sa, sb;
     if (batch_regular(nb, out->shape, a->stride, &sa) && batch_regular(nb, out->shape, b->stride, &sb)) {
-        if (f32)
+        if (bf16)
+            blas_check(cublasGemmStridedBatchedEx(h, opb, opa, M, N, K, &one_f, pb, ab16, LDB, sb, pa, ab16, LDA, sa,
+                                                  &zero_f, po, o32, M, n * m, B, c32, CUBLAS_GEMM_DEFAULT));
+        else if (f32)
             blas_check(cublasSgemmStridedBatched(h, opb, opa, M, N, K, &one_f, (const float *)pb, LDB, sb,
                                                  (const float *)pa, LDA, sa, &zero_f, (float *)po, M, n * m, B));
         else
@@ -128,12 +138,16 @@ void cu_matmul(Tensor *out, const Tensor *a, const Tensor *b) {
         }
         ptrs[(size_t)t] = pb + ob * (int64_t)es;
         ptrs[(size_t)(batch + t)] = pa + oa * (int64_t)es;
-        ptrs[(size_t)(2 * batch + t)] = po + t * n * m * (int64_t)es;
+        ptrs[(size_t)(2 * batch + t)] = po + t * n * m * (int64_t)eo;
     }
     size_t nbytes = ptrs.size() * sizeof(void *);
     void **dptr = (void **)cu_pool_alloc(nbytes);
     cu_check("matmul", cudaMemcpy(dptr, ptrs.data(), nbytes, cudaMemcpyHostToDevice));
-    if (f32)
+    if (bf16)
+        blas_check(cublasGemmBatchedEx(h, opb, opa, M, N, K, &one_f, (const void *const *)dptr, ab16, LDB,
+                                       (const void *const *)(dptr + batch), ab16, LDA, &zero_f,
+                                       (void *const *)(dptr + 2 * batch), o32, M, B, c32, CUBLAS_GEMM_DEFAULT));
+    else if (f32)
         blas_check(cublasSgemmBatched(h, opb, opa, M, N, K, &one_f, (const float *const *)dptr, LDB,
                                       (const float *const *)(dptr + batch), LDA, &zero_f, (float *const *)(dptr + 2 * batch),
                                       M, B));

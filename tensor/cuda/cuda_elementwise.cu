@@ -2,6 +2,8 @@
  * GPU. Formulas are those of tensor/cpu/cpu_elementwise.c, evaluated with CUDA's libm
  * (expf/tanhf/erff/normcdff are within a few ulp of the CPU's vectorized versions; parity is
  * checked by tests/test_cuda.c). Every kernel is a grid-stride loop launched by cu_launch. */
+#include <cuda_bf16.h>
+
 #include "cuda_kernels.h"
 
 /* ---- copy --------------------------------------------------------------------------------- */
@@ -28,8 +30,9 @@ void cu_copy(Tensor *dst, const Tensor *src) {
         cu_check("copy", cudaMemcpyAsync(pd, ps, (size_t)n * es, cudaMemcpyDeviceToDevice, 0));
         return;
     }
-    /* elements are moved as raw 4- or 8-byte words: copy never converts */
-    if (es == 4) cu_launch("copy", k_copy<uint32_t>, n, (uint32_t *)pd, (const uint32_t *)ps, g, n);
+    /* elements are moved as raw 2-, 4- or 8-byte words: copy never converts */
+    if (es == 2) cu_launch("copy", k_copy<uint16_t>, n, (uint16_t *)pd, (const uint16_t *)ps, g, n);
+    else if (es == 4) cu_launch("copy", k_copy<uint32_t>, n, (uint32_t *)pd, (const uint32_t *)ps, g, n);
     else cu_launch("copy", k_copy<uint64_t>, n, (uint64_t *)pd, (const uint64_t *)ps, g, n);
 }
 
@@ -38,6 +41,14 @@ void cu_copy(Tensor *dst, const Tensor *src) {
 template <typename TO, typename FROM>
 __global__ void k_cast(TO *o, const FROM *x, int64_t n) {
     CU_LOOP(i, n) o[i] = (TO)x[i];
+}
+
+/* bf16: round to nearest even, NaN kept (tensor_bf16_from_f32 on the CPU); widening is exact */
+__global__ void k_cast_f32_bf16(__nv_bfloat16 *o, const float *x, int64_t n) {
+    CU_LOOP(i, n) o[i] = __float2bfloat16_rn(x[i]);
+}
+__global__ void k_cast_bf16_f32(float *o, const __nv_bfloat16 *x, int64_t n) {
+    CU_LOOP(i, n) o[i] = __bfloat162float(x[i]);
 }
 
 void cu_cast(Tensor *out, const Tensor *x) {
@@ -54,6 +65,10 @@ void cu_cast(Tensor *out, const Tensor *x) {
     CAST_CASE(TENSOR_F32, float, TENSOR_I64, int64_t)
     CAST_CASE(TENSOR_F64, double, TENSOR_I64, int64_t)
 #undef CAST_CASE
+    if (to == TENSOR_BF16 && from == TENSOR_F32)
+        return cu_launch("cast", k_cast_f32_bf16, n, (__nv_bfloat16 *)po, (const float *)px, n);
+    if (to == TENSOR_F32 && from == TENSOR_BF16)
+        return cu_launch("cast", k_cast_bf16_f32, n, (float *)po, (const __nv_bfloat16 *)px, n);
     if (n) cu_check("cast", cudaMemcpyAsync(po, px, (size_t)n * tensor_dtype_size(from), cudaMemcpyDeviceToDevice, 0));
 }
 
@@ -69,6 +84,7 @@ void cu_fill(Tensor *out, double v) {
     case TENSOR_F32: cu_launch("fill", k_fill<float>, n, (float *)p, (float)v, n); break;
     case TENSOR_F64: cu_launch("fill", k_fill<double>, n, (double *)p, v, n); break;
     case TENSOR_I64: cu_launch("fill", k_fill<int64_t>, n, (int64_t *)p, (int64_t)v, n); break;
+    case TENSOR_BF16: cu_launch("fill", k_fill<uint16_t>, n, (uint16_t *)p, tensor_bf16_from_f32((float)v), n); break;
     }
 }
 
@@ -86,6 +102,7 @@ void cu_arange(Tensor *out, double start, double step) {
     case TENSOR_F32: cu_launch("arange", k_arange<float>, n, (float *)p, start, step, n); break;
     case TENSOR_F64: cu_launch("arange", k_arange<double>, n, (double *)p, start, step, n); break;
     case TENSOR_I64: cu_launch("arange", k_arange<int64_t>, n, (int64_t *)p, start, step, n); break;
+    case TENSOR_BF16: break; /* never: tensor_arange/linspace refuse bf16 */
     }
 }
 
@@ -150,6 +167,7 @@ void cu_binary(TensorOpId op, Tensor *out, const Tensor *a, const Tensor *b) {
     case TENSOR_F32: binary_t<float>(op, out, a, b); break;
     case TENSOR_F64: binary_t<double>(op, out, a, b); break;
     case TENSOR_I64: binary_t<int64_t>(op, out, a, b); break;
+    case TENSOR_BF16: break; /* never: the front-ends stop bf16 (tensor_check_bf16) */
     }
 }
 
@@ -169,6 +187,7 @@ static void where_w(Tensor *out, const Tensor *c, const Tensor *a, const Tensor 
     case TENSOR_F32: cu_launch("where", k_where<W, float>, n, po, (const float *)pc, pa, pb, g, n); break;
     case TENSOR_F64: cu_launch("where", k_where<W, double>, n, po, (const double *)pc, pa, pb, g, n); break;
     case TENSOR_I64: cu_launch("where", k_where<W, int64_t>, n, po, (const int64_t *)pc, pa, pb, g, n); break;
+    case TENSOR_BF16: break; /* never (tensor_check_bf16) */
     }
 }
 
@@ -256,5 +275,6 @@ void cu_unary(TensorOpId op, Tensor *out, const Tensor *x, double p0, double p1)
     case TENSOR_F32: cu_launch("unary", k_unary_f32, n, op, (float *)po, (const float *)px, (float)p0, (float)p1, n); break;
     case TENSOR_F64: cu_launch("unary", k_unary_f64, n, op, (double *)po, (const double *)px, p0, p1, n); break;
     case TENSOR_I64: cu_launch("unary", k_unary_i64, n, op, (int64_t *)po, (const int64_t *)px, n); break;
+    case TENSOR_BF16: break; /* never (tensor_check_bf16) */
     }
 }
