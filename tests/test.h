@@ -15,6 +15,10 @@ void test_register(const char *name, const char *file, TestFn fn);
 void test_fail_at(const char *file, int line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 bool test_quick(void); /* ANIMA_TEST_QUICK=1: shorter loops (valgrind) */
 bool test_cuda(void);  /* --cuda: the parity suite */
+/* SANITIZE=1 checks each test for leaks (LeakSanitizer) when it ends. A test whose leaks are a
+ * third-party library's, which LeakSanitizer's short stacks cannot tell apart from ours, turns
+ * that check off for itself, saying why; valgrind still checks it with tests/valgrind.supp. */
+void test_no_leak_check(const char *why);
 
 #define TEST(name)                                                              \
     static void test_##name(void);                                              \

@@ -14,8 +14,6 @@
 
 #include "nn/functional.h"
 #include "optim/checkpoint.h"
-#include <valgrind/valgrind.h>
-
 #include "tests/test.h"
 
 /* ---- helpers ------------------------------------------------------------------------------ */
@@ -280,13 +278,10 @@ static int copy_prefix(const char *src, const char *dst, off_t len) {
 }
 
 TEST(checkpoint_damaged_files_give_errors) {
-    /* libhdf5 1.10 leaks on its own error paths (seen by valgrind, not by LeakSanitizer here);
-     * the crash-freedom this test is about is checked in the normal and ASan builds */
-    if (RUNNING_ON_VALGRIND) {
-        printf("    skipped under valgrind (libhdf5 error-path leaks)\n");
-        fflush(stdout);
-        _exit(77);
-    }
+    /* libhdf5 1.10 leaks object headers on its own corrupt-file error paths: valgrind
+     * suppresses exactly those blocks (tests/valgrind.supp, by HDF5's frames) and checks the
+     * rest; LeakSanitizer's stacks end inside libhdf5, so it is off for this test */
+    test_no_leak_check("libhdf5 leaks on corrupt-file error paths (valgrind checks this test)");
     char dir[64], path[128], bad[160], err[2048];
     tmpdir_make(dir);
     snprintf(path, sizeof path, "%s/good.h5", dir);
