@@ -173,6 +173,9 @@ int sim_binding_init(SimBinding *b, const SimObject *o, const SimPose *pose, int
                 G[4 * k + 3] = gw[j];
             }
         }
+        /* the object's fixed-region falloff, as its own rows have it (solver.h) */
+        double dphi[3], phi = sim_object_falloff(o, X, dphi);
+        if (phi != 1 || dphi[0] != 0 || dphi[1] != 0 || dphi[2] != 0) sim_falloff_rows(m, nb, phi, dphi, bp, b->G + 3 * p * nb);
     }
     return 0;
 }

@@ -84,6 +84,9 @@ static int check_keys(Ctx *c, const cJSON *obj, const char *path, const char *co
     return 0;
 }
 
+/* fixed[].falloff when absent, × the object's rest diagonal (sim/solver.h: SimDirichlet.falloff; the
+ * sag tip moved by 2% between 0.1 and 0.3) */
+#define SIM_SCENE_FALLOFF 0.2
 static int get_num(Ctx *c, const cJSON *o, const char *path, const char *key, double def, double lo, double hi,
                    double *out) {
     const cJSON *v = o ? cJSON_GetObjectItemCaseSensitive(o, key) : NULL;
@@ -362,7 +365,7 @@ static int parse_root(Ctx *c, const cJSON *root, SimScene *sc) {
     sc->fixed = calloc((size_t)n + 1, sizeof *sc->fixed);
     sc->nfixed = n;
     static const char *const fkeys[] = {"object", "shape", "fraction", "lo", "hi", "center", "radius", "velocity",
-                                        "mode", "stiffness", NULL};
+                                        "mode", "stiffness", "falloff", NULL};
     static const char *const fshapes[] = {"top", "bottom", "box", "sphere", NULL}, *const modes[] = {"exact", "penalty", NULL};
     for (int i = 0; i < n; i++) {
         const cJSON *e = cJSON_GetArrayItem(arr, i);
@@ -374,7 +377,8 @@ static int parse_root(Ctx *c, const cJSON *root, SimScene *sc) {
             get_str(c, e, p, "shape", "top", fshapes, shape, sizeof shape) ||
             get_num(c, e, p, "fraction", 0.15, 0, 1, &f->fraction) || get_vec3(c, e, p, "velocity", zero, f->d.velocity) ||
             get_str(c, e, p, "mode", "exact", modes, mode, sizeof mode) ||
-            get_num(c, e, p, "stiffness", 1e7, 0, BIG, &f->d.stiffness))
+            get_num(c, e, p, "stiffness", 1e7, 0, BIG, &f->d.stiffness) ||
+            get_num(c, e, p, "falloff", -1, 0, BIG, &f->d.falloff))
             return -1;
         f->shape = !strcmp(shape, "top") ? SIM_FIX_TOP : !strcmp(shape, "bottom") ? SIM_FIX_BOTTOM
                  : !strcmp(shape, "box") ? SIM_FIX_BOX : SIM_FIX_SPHERE;
@@ -554,6 +558,7 @@ static int build_objects(const SimScene *sc, const char *scene_dir, SimObject *o
             const SimSceneFixed *f = &sc->fixed[i];
             if (f->object != k) continue;
             SimDirichlet d = f->d;
+            if (d.falloff < 0) d.falloff = SIM_SCENE_FALLOFF * o->diag; /* the key absent: the default */
             if (f->shape == SIM_FIX_TOP || f->shape == SIM_FIX_BOTTOM) {
                 /* a share of the rest height, over all points the object has */
                 double lo = INFINITY, hi = -INFINITY;

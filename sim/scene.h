@@ -30,7 +30,8 @@
  *   fixed:  [ {object [0], shape ["top"] | "bottom" | "box" | "sphere", fraction [0.15]
  *              (top/bottom: that share of the object's rest height), lo, hi (box), center,
  *              radius (sphere), velocity [[0, 0, 0]], mode ["exact"] | "penalty",
- *              stiffness [1e7]} ]
+ *              stiffness [1e7], falloff [0.2 × the object's rest diagonal] (m; fixed exact
+ *              regions: the learned handles fade in over this distance, sim/solver.h; 0: off)} ]
  *   drags:  [ {object [0], grab, radius [0.1], stiffness [1e4], target, t0 [0], t1 [0.5],
  *              t_release [1e30]} ]
  *   forces: [ {object [0], accel, t0 [0], t1 [1e30], shape ["all"] | "box" | "sphere", lo, hi,

@@ -119,6 +119,23 @@ static void fill_b(int64_t m, const double *w, const double X[3], double *b) {
     }
 }
 
+/* M_b = Σ_c ρ V_c b_c b_cᵀ = Sᵀ S with rows √(ρV_c) b_c (lumped masses at the cubature points)
+ * and mvec = Σ_c ρ V_c b_c, from the current rows Bc; sq is nc × nb scratch */
+static void mass_matrices(SimObject *o, double *sq) {
+    int64_t nb = o->nb, nc = o->nc;
+    memset(o->mvec, 0, sizeof(double) * (size_t)nb);
+    for (int64_t c = 0; c < nc; c++) {
+        double sw = sqrt(o->rho * o->Vc[c]);
+        for (int64_t q = 0; q < nb; q++) {
+            sq[c * nb + q] = sw * o->Bc[c * nb + q];
+            o->mvec[q] += o->rho * o->Vc[c] * o->Bc[c * nb + q];
+        }
+    }
+    cblas_dsyrk(CblasRowMajor, CblasUpper, CblasTrans, (int)nb, (int)nc, 1.0, sq, (int)nb, 0.0, o->Mb, (int)nb);
+    for (int64_t a = 0; a < nb; a++)
+        for (int64_t b = 0; b < a; b++) o->Mb[a * nb + b] = o->Mb[b * nb + a];
+}
+
 void sim_object_free(SimObject *o) {
     free(o->Xc), free(o->Vc), free(o->Bc), free(o->Gc), free(o->Xv), free(o->Bv), free(o->faces);
     free(o->Mb), free(o->mvec), free(o->z), free(o->zdot);
@@ -199,18 +216,10 @@ int sim_object_init(SimObject *o, const SimSkinning *sk, const SimMaterial *mat,
                 G[4 * k + 3] = gk;
             }
         }
-        double sw = sqrt(mat->rho * o->Vc[c]);
-        for (int64_t q = 0; q < nb; q++) {
-            sq[c * nb + q] = sw * o->Bc[c * nb + q];
-            o->mvec[q] += mat->rho * o->Vc[c] * o->Bc[c * nb + q];
-        }
         o->mass += mat->rho * o->Vc[c];
     }
     free(dw);
-    /* M_b = Σ_c ρ V_c b_c b_cᵀ = Sᵀ S with rows √(ρV_c) b_c (lumped masses at the cubature points) */
-    cblas_dsyrk(CblasRowMajor, CblasUpper, CblasTrans, (int)nb, (int)nc, 1.0, sq, (int)nb, 0.0, o->Mb, (int)nb);
-    for (int64_t a = 0; a < nb; a++)
-        for (int64_t b = 0; b < a; b++) o->Mb[a * nb + b] = o->Mb[b * nb + a];
+    mass_matrices(o, sq);
     free(sq);
     for (int64_t v = 0; v < nv; v++) {
         double *X = o->Xv + 3 * v;
@@ -276,7 +285,96 @@ int sim_object_set_cubature(SimObject *o, int64_t k, const int64_t *idx, const d
         prep_free(o->prep), o->prep = NULL;                                                            \
         return 0;                                                                                      \
     }
-ADD_CONTROL(sim_object_add_dirichlet, SimDirichlet, dirichlet, ndirichlet)
+ADD_CONTROL(add_dirichlet_entry, SimDirichlet, dirichlet, ndirichlet)
+
+/* ---- fixed regions' falloff (solver.h: SimDirichlet.falloff) ----------------------------------- */
+
+/* distance from x to the region (0 inside) and its gradient (0 inside) */
+static double region_distance(const SimRegion *r, const double x[3], double grad[3]) {
+    grad[0] = grad[1] = grad[2] = 0;
+    double d = 0;
+    if (r->kind == SIM_REGION_BOX) {
+        double v[3];
+        for (int i = 0; i < 3; i++) v[i] = x[i] < r->lo[i] ? x[i] - r->lo[i] : x[i] > r->hi[i] ? x[i] - r->hi[i] : 0;
+        d = sqrt(v[0] * v[0] + v[1] * v[1] + v[2] * v[2]);
+        if (d > 0)
+            for (int i = 0; i < 3; i++) grad[i] = v[i] / d;
+    } else if (r->kind == SIM_REGION_SPHERE) {
+        double v[3] = {x[0] - r->center[0], x[1] - r->center[1], x[2] - r->center[2]};
+        double l = sqrt(v[0] * v[0] + v[1] * v[1] + v[2] * v[2]);
+        if (l > r->radius) {
+            d = l - r->radius;
+            for (int i = 0; i < 3; i++) grad[i] = v[i] / l;
+        }
+    }
+    return d;
+}
+
+static bool has_falloff(const SimDirichlet *d) {
+    return d->falloff > 0 && !d->penalty && d->velocity[0] == 0 && d->velocity[1] == 0 && d->velocity[2] == 0;
+}
+
+/* one region's factor f = 1 − (1 − s)², s = min(dist / falloff, 1), and ∇f */
+static double falloff_factor(const SimDirichlet *d, const double X[3], double df[3]) {
+    double g[3], s = region_distance(&d->region, X, g) / d->falloff;
+    if (s >= 1) {
+        df[0] = df[1] = df[2] = 0;
+        return 1;
+    }
+    for (int i = 0; i < 3; i++) df[i] = 2 * (1 - s) / d->falloff * g[i];
+    return s * (2 - s);
+}
+
+double sim_object_falloff(const SimObject *o, const double X[3], double dphi[3]) {
+    double phi = 1;
+    dphi[0] = dphi[1] = dphi[2] = 0;
+    for (int k = 0; k < o->ndirichlet; k++) {
+        if (!has_falloff(&o->dirichlet[k])) continue;
+        double df[3], f = falloff_factor(&o->dirichlet[k], X, df);
+        for (int i = 0; i < 3; i++) dphi[i] = dphi[i] * f + phi * df[i];
+        phi *= f;
+    }
+    return phi;
+}
+
+void sim_falloff_rows(int64_t m, int64_t nb, double phi, const double dphi[3], double *b, double *G) {
+    int64_t nl = 4 * m; /* the learned handles' entries; the constant handle's stay */
+    if (G)
+        for (int j = 0; j < 3; j++)
+            for (int64_t q = 0; q < nl; q++) G[j * nb + q] = phi * G[j * nb + q] + dphi[j] * b[q];
+    for (int64_t q = 0; q < nl; q++) b[q] *= phi;
+}
+
+int sim_object_add_dirichlet(SimObject *o, const SimDirichlet *d, char *err, size_t errlen) {
+    if (!(d->falloff >= 0)) {
+        set_err(err, errlen, "fixed region: falloff must be >= 0 (got %g)", d->falloff);
+        return -1;
+    }
+    double *sq = has_falloff(d) ? malloc(sizeof(double) * (size_t)(o->nc * o->nb)) : NULL;
+    if (has_falloff(d) && !sq) {
+        set_err(err, errlen, "sim: out of memory");
+        return -1;
+    }
+    if (add_dirichlet_entry(o, d, err, errlen)) {
+        free(sq);
+        return -1;
+    }
+    if (!sq) return 0;
+    /* the learned handles' rows times this region's factor (product rule for G), everywhere */
+    int64_t nb = o->nb;
+    for (int64_t c = 0; c < o->nc; c++) {
+        double df[3], f = falloff_factor(d, o->Xc + 3 * c, df);
+        sim_falloff_rows(o->m, nb, f, df, o->Bc + c * nb, o->Gc + 3 * c * nb);
+    }
+    for (int64_t v = 0; v < o->nv; v++) {
+        double df[3], f = falloff_factor(d, o->Xv + 3 * v, df);
+        sim_falloff_rows(o->m, nb, f, df, o->Bv + v * nb, NULL);
+    }
+    for (int64_t e = 0; e < o->ne; e++) memcpy(o->Ge + 3 * e * nb, o->Gc + 3 * o->eidx[e] * nb, sizeof(double) * 3 * (size_t)nb);
+    mass_matrices(o, sq);
+    free(sq);
+    return 0;
+}
 ADD_CONTROL(sim_object_add_drag, SimDrag, drags, ndrags)
 ADD_CONTROL(sim_object_add_force, SimForceField, forces, nforces)
 

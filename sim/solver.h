@@ -59,6 +59,16 @@ typedef struct {
     double velocity[3];
     bool penalty;
     double stiffness; /* penalty mode only */
+    /* Fixed exact regions (velocity 0) only; 0: off. Pinning a region of a skinning subspace
+     * locks every learned handle whose weight reaches into it (the constraint holds on a 3D
+     * set of points, so such a handle's affine map must vanish), and the object comes out
+     * stiff. With falloff ℓ > 0 the learned handles' weights are multiplied by
+     * f(d) = 1 − (1 − min(d/ℓ, 1))², d the distance to the region: zero on it, rising with
+     * slope 2/ℓ off it (the strain may peak at the region's edge, as in a hanging body) and 1
+     * from ℓ on. The constant handle is not masked, so the constraint then pins it alone and
+     * every learned handle stays free. Applied to B, G (product rule), M_b when the region is
+     * added: add such regions before any cubature optimization or binding is built. */
+    double falloff;
 } SimDirichlet;
 
 /* A contact plane n·x ≥ offset (n normalized on add), boundary penalty k Σ_p min(0, n·x_p −
@@ -188,6 +198,12 @@ int sim_object_set_cubature(SimObject *o, int64_t k, const int64_t *idx, const d
 /* Controls are copied; add them before the first step (or call sim_object_prepare again). */
 int sim_object_add_plane(SimObject *o, const SimPlane *p, char *err, size_t errlen);
 int sim_object_add_dirichlet(SimObject *o, const SimDirichlet *d, char *err, size_t errlen);
+/* The product of the fixed regions' falloff factors at a rest point X (world) and its gradient:
+ * what sim_object_add_dirichlet applied to the object's rows, for bindings built later. */
+double sim_object_falloff(const SimObject *o, const double X[3], double dphi[3]);
+/* b (nb) and, when given, G (3 × nb rows) of a point with the learned entries scaled by phi:
+ * b ← phi b, G_j ← phi G_j + ∂_j phi b (the constant handle's entries unchanged). */
+void sim_falloff_rows(int64_t m, int64_t nb, double phi, const double dphi[3], double *b, double *G);
 int sim_object_add_drag(SimObject *o, const SimDrag *d, char *err, size_t errlen);
 int sim_object_add_force(SimObject *o, const SimForceField *f, char *err, size_t errlen);
 /* Precomputes what the controls need (constraint null space, drag and force pull-backs). Called
