@@ -207,7 +207,7 @@ static int get_array(Ctx *c, const cJSON *o, const char *key, const cJSON **arr,
 static int parse_object(Ctx *c, const cJSON *e, const char *path, SimSceneObject *o) {
     static const char *const keys[] = {"skinning", "material", "pose", "color", "gaussians", NULL};
     static const char *const sk_keys[] = {"source", "file", "category", "seed", "kind", "handles", "cubature_res",
-                                          "mesh_res", "sigma", "rbf_radius", NULL};
+                                          "mesh_res", "sigma", "rbf_radius", "normalize", NULL};
     static const char *const sources[] = {"procedural", "file", NULL}, *const kinds[] = {"bones", "rbf", NULL};
     static const char *const mat_keys[] = {"E", "nu", "rho", NULL}, *const pose_keys[] = {"scale", "translate", "rotate_deg", NULL};
     if (check_keys(c, e, path, keys)) return -1;
@@ -223,7 +223,8 @@ static int parse_object(Ctx *c, const cJSON *e, const char *path, SimSceneObject
         get_int(c, s, p, "handles", 16, 1, 256, &o->handles) ||
         get_int(c, s, p, "cubature_res", 24, 4, 256, &o->cubature_res) ||
         get_int(c, s, p, "mesh_res", 48, 16, 512, &o->mesh_res) || get_num(c, s, p, "sigma", 0, 0, 10, &o->sigma) ||
-        get_num(c, s, p, "rbf_radius", 0, 0, 100, &o->rbf_radius))
+        get_num(c, s, p, "rbf_radius", 0, 0, 100, &o->rbf_radius) ||
+        get_bool(c, s, p, "normalize", true, &o->normalize))
         return -1;
     if (!strcmp(o->source, "file") && !*o->file) {
         set_err(c->err, c->errlen, "%s: key '%s.file': required when source is \"file\"", c->src, p);
@@ -520,7 +521,7 @@ static int build_objects(const SimScene *sc, const char *scene_dir, SimObject *o
             sim_procedural_defaults(&po);
             po.category = so->category, po.seed = (uint64_t)so->seed, po.kind = so->kind;
             po.handles = (int)so->handles, po.cubature_res = (int)so->cubature_res, po.mesh_res = (int)so->mesh_res;
-            po.sigma = (float)so->sigma, po.rbf_radius = so->rbf_radius;
+            po.sigma = (float)so->sigma, po.rbf_radius = so->rbf_radius, po.normalize = so->normalize;
             if (sim_skinning_procedural(&po, &sk, e2, sizeof e2)) {
                 set_err(err, errlen, "objects[%d].skinning: %s", k, e2);
                 goto fail;

@@ -14,7 +14,8 @@
  *                  file (source "file": a skinning file, datasets/skinning_file.h, e.g.
  *                        from `anima physskin skin`; relative to the scene's folder),
  *                  category ["cactus"], seed [1], kind ["bones"] | "rbf", handles [16],
- *                  cubature_res [24], mesh_res [48], sigma [0], rbf_radius [0]},
+ *                  cubature_res [24], mesh_res [48], sigma [0], rbf_radius [0],
+ *                  normalize [true] (rbf: weights summing to one, sim/skinning.h)},
  *       material: {E [5e4] (Pa), nu [0.3], rho [1000] (kg/m³)},
  *       pose: {scale [0.5], translate [[0, 1, 0]], rotate_deg [[0, 0, 0]]},
  *       color [[0.8, 0.45, 0.3]],
@@ -53,6 +54,7 @@ typedef struct {
     char source[16], file[1024], category[24], kind[8];
     int64_t seed, handles, cubature_res, mesh_res;
     double sigma, rbf_radius;
+    bool normalize;
     SimMaterial material;
     double scale, translate[3], rotate_deg[3], color[3];
     char gaussians[1024];

@@ -62,6 +62,23 @@ void sim_rbf_eval(int64_t m, const double *centers, double radius, int64_t n, co
         }
 }
 
+void sim_rbf_normalize(int64_t m, int64_t n, double *w, double *dw) {
+    for (int64_t p = 0; p < n; p++) {
+        double S = 0, gS[3] = {0, 0, 0};
+        for (int64_t k = 0; k < m; k++) {
+            S += w[p * m + k];
+            if (dw)
+                for (int i = 0; i < 3; i++) gS[i] += dw[(p * m + k) * 3 + i];
+        }
+        if (!(S > 0)) continue;
+        for (int64_t k = 0; k < m; k++) {
+            w[p * m + k] /= S;
+            if (dw)
+                for (int i = 0; i < 3; i++) dw[(p * m + k) * 3 + i] = (dw[(p * m + k) * 3 + i] - w[p * m + k] * gS[i]) / S;
+        }
+    }
+}
+
 static int bone_weights(const DsProceduralShape *sh, float sigma, int64_t n, const double *x, int m, double *w,
                         double *dw) {
     int nb = sh->nbones;
@@ -178,6 +195,10 @@ int sim_skinning_procedural(const SimProceduralOptions *o, SimSkinning *s, char 
         double radius = o->rbf_radius > 0 ? o->rbf_radius : 2.5 * fmax(spacing, 1e-3);
         sim_rbf_eval(m, centers, radius, s->nc, s->cub_x, s->cub_w, s->cub_dw);
         sim_rbf_eval(m, centers, radius, s->nv, s->vert_x, s->vert_w, s->vert_dw);
+        if (o->normalize) {
+            sim_rbf_normalize(m, s->nc, s->cub_w, s->cub_dw);
+            sim_rbf_normalize(m, s->nv, s->vert_w, s->vert_dw);
+        }
         snprintf(s->source, sizeof s->source, "procedural %s seed %llu, %d Wendland bumps of radius %.4g",
                  o->category, (unsigned long long)o->seed, m, radius);
     } else {

@@ -15,6 +15,7 @@
 #define ANIMA_SIM_SKINNING_H
 
 #include <stddef.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "datasets/skinning_file.h"
@@ -46,6 +47,10 @@ typedef struct {
     const char *kind;
     int handles;          /* rbf only */
     double rbf_radius;    /* rbf support radius in the shape's frame; 0: from the point spacing */
+    /* rbf: divide the bumps by their sum at each point (Shepard), so the weights sum to one and
+     * the learned handles alone reproduce any affine motion (sim_rbf_normalize). Scenes turn it
+     * on by default; false here keeps the figures measured with the plain bumps (tests, bench). */
+    bool normalize;
 } SimProceduralOptions;
 
 void sim_procedural_defaults(SimProceduralOptions *o);
@@ -69,5 +74,8 @@ int sim_skinning_procedural(const SimProceduralOptions *o, SimSkinning *s, char 
  * for binding extra points after a build. centers m × 3. */
 void sim_rbf_eval(int64_t m, const double *centers, double radius, int64_t n, const double *x, double *w,
                   double *dw);
+/* In place: w_k ← w_k / Σ_j w_j and, when dw is given, ∇w_k ← (∇w_k − w_k Σ_j ∇w_j) / Σ_j w_j (the
+ * new w_k); a point with Σ w = 0 keeps its zeros. */
+void sim_rbf_normalize(int64_t m, int64_t n, double *w, double *dw);
 
 #endif

@@ -18,7 +18,7 @@ static int usage(void) {
     fprintf(stderr,
             "usage: anima sim --scene FILE.json --out DIR [--steps N] [--quiet]\n"
             "       anima sim skinning OUT.h5 [--category NAME] [--kind bones|rbf] [--handles N] [--seed S]\n"
-            "                                 [--cubature-res R] [--mesh-res R]\n");
+            "                                 [--cubature-res R] [--mesh-res R] [--normalize 0|1]\n");
     return 2;
 }
 
@@ -63,6 +63,7 @@ static int cmd_skinning(int argc, char **argv) {
     if (argc < 3) return usage();
     SimProceduralOptions o;
     sim_procedural_defaults(&o);
+    o.normalize = true; /* as scenes: rbf weights summing to one (sim/skinning.h) */
     for (int i = 3; i < argc; i++) {
         if (i + 1 >= argc) return usage();
         const char *k = argv[i], *v = argv[++i];
@@ -72,6 +73,7 @@ static int cmd_skinning(int argc, char **argv) {
         else if (!strcmp(k, "--seed")) o.seed = strtoull(v, NULL, 10);
         else if (!strcmp(k, "--cubature-res")) o.cubature_res = atoi(v);
         else if (!strcmp(k, "--mesh-res")) o.mesh_res = atoi(v);
+        else if (!strcmp(k, "--normalize") && (!strcmp(v, "0") || !strcmp(v, "1"))) o.normalize = v[0] == '1';
         else return usage();
     }
     char err[1024];
