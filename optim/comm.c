@@ -36,6 +36,20 @@ OptimComm *optim_comm_init(bool want_nccl) {
     return c;
 }
 
+OptimComm *optim_comm_init_nccl_one(void) {
+    OptimComm *c = calloc(1, sizeof *c);
+    if (!c) abort();
+    c->kind = OPTIM_COMM_SINGLE;
+    c->size = 1;
+    c->bucket_bytes = OPTIM_COMM_BUCKET_BYTES;
+    c->overlap = true;
+    if (optim_comm_nccl_init(c) != 0) {
+        free(c);
+        return NULL;
+    }
+    return c;
+}
+
 void optim_comm_finalize(OptimComm *c) {
     if (!c) return;
     optim_comm_nccl_finalize(c);
@@ -72,8 +86,12 @@ static void scale(Tensor *t, double s) {
 
 void optim_comm_mean_scale(OptimComm *c, Tensor *flat) { scale(flat, 1.0 / c->size); }
 
+/* nothing to reduce: one process, unless it is a one-rank NCCL world (optim_comm_init_nccl_one),
+ * whose reductions do go through NCCL so that the path can be checked against the CPU */
+static bool trivial(const OptimComm *c) { return !c || (c->size == 1 && c->kind != OPTIM_COMM_NCCL); }
+
 void optim_comm_allreduce_mean(OptimComm *c, Tensor *flat, size_t bucket_bytes) {
-    if (c->size == 1) return;
+    if (trivial(c) || (c->size == 1 && tensor_device(flat) != TENSOR_CUDA)) return;
     if (!tensor_is_contiguous(flat) || flat->dtype == TENSOR_I64)
         tensor_fail("optim_comm_allreduce_mean", "needs a contiguous float buffer");
     if (c->kind == OPTIM_COMM_NCCL && tensor_device(flat) == TENSOR_CUDA) {
@@ -105,7 +123,7 @@ void optim_comm_allreduce_grads(OptimComm *c, NnParams *p) {
 }
 
 void optim_comm_backward(OptimComm *c, NnParams *p, Tensor *loss, bool retain_graph) {
-    if (!c || c->size == 1) {
+    if (trivial(c)) {
         ag_backward(loss, NULL, retain_graph);
         return;
     }

@@ -16,6 +16,9 @@ typedef struct OptimComm OptimComm;
  * want_nccl selects NCCL for CUDA tensors (each rank takes GPU rank % device count). */
 OptimComm *optim_comm_init(bool want_nccl);
 void optim_comm_finalize(OptimComm *c);
+/* A one-rank NCCL communicator in a process not started by mpirun (MPI untouched): the NCCL
+ * path's parity test against the CPU. NULL when NCCL cannot start (no GPU, CUDA=0 build). */
+OptimComm *optim_comm_init_nccl_one(void);
 OptimCommKind optim_comm_kind(const OptimComm *c);
 int optim_comm_rank(const OptimComm *c);
 int optim_comm_size(const OptimComm *c);

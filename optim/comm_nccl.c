@@ -17,7 +17,7 @@ int optim_comm_nccl_init(OptimComm *c) {
     cudaSetDevice(c->rank % ndev);
     ncclUniqueId id;
     if (c->rank == 0 && ncclGetUniqueId(&id) != ncclSuccess) return -1;
-    MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD);
+    if (c->size > 1) MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD); /* one rank: no MPI */
     ncclComm_t comm;
     if (ncclCommInitRank(&comm, c->size, id, c->rank) != ncclSuccess) return -1;
     cudaStream_t s, ovl;

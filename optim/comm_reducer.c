@@ -140,7 +140,7 @@ static void make_buckets(OptimCommReducer *r) {
 }
 
 OptimCommReducer *optim_comm_reducer_begin(OptimComm *c, NnParams *p, size_t bucket_bytes) {
-    if (!c || c->size == 1) return NULL;
+    if (!c || (c->size == 1 && c->kind != OPTIM_COMM_NCCL)) return NULL; /* as comm.c's trivial() */
     if (!p->packed) tensor_fail("optim_comm_reducer_begin", "pack the parameters first (nn_params_pack)");
     OptimCommReducer *r = xcalloc(1, sizeof *r);
     r->c = c;
@@ -150,6 +150,10 @@ OptimCommReducer *optim_comm_reducer_begin(OptimComm *c, NnParams *p, size_t buc
     Tensor *f = r->flat;
     bool cuda = tensor_device(f) == TENSOR_CUDA;
     r->nccl = cuda && c->kind == OPTIM_COMM_NCCL;
+    if (c->size == 1 && !r->nccl) { /* a one-rank NCCL world given host gradients: nothing to do */
+        free(r);
+        return NULL;
+    }
     r->off = xcalloc((size_t)p->n, sizeof *r->off);
     r->len = xcalloc((size_t)p->n, sizeof *r->len);
     r->bucket = xcalloc((size_t)p->n, sizeof *r->bucket);

@@ -8,6 +8,9 @@
  *   cuda_optim_clip    optim_clip_grad_norm: the norm and the scaled gradient (and no scaling
  *                      when the bound is not reached);
  *   cuda_optim_config  ConFIG (k = 1, 3, 6: the three Gram kernels) and M-ConFIG;
+ *   cuda_nccl_one_rank_equals_cpu   the NCCL path with one rank (optim_comm_backward: buckets
+ *                      posted from the autograd hook, ncclAllReduce on the comm stream, the mean)
+ *                      gives the CPU's gradients, and an AdamW step after it the CPU's parameters;
  *   cuda_fit_*         a few `./anima fit` steps on both devices (checkpoints compared: f64 to
  *                      1e-8, f32 to 5e-3 — the forward/backward kernels round differently and
  *                      Adam amplifies that where a gradient is near 0), and stop + --resume on the
@@ -20,7 +23,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "autograd/autograd.h"
 #include "optim/checkpoint.h"
+#include "optim/comm.h"
 #include "tensor/backend.h"
 #include "tests/test.h"
 
@@ -125,6 +130,51 @@ TEST(cuda_optim_steps) {
             tensor_scope_end(s);
         }
     }
+}
+
+/* loss = Σ over parameters of Σ tanh(w) ⊙ w (every parameter gets a gradient) */
+static Tensor *tanh_loss(NnParams *p) {
+    Tensor *l = NULL;
+    for (int i = 0; i < p->n; i++) {
+        Tensor *v = p->items[i].value, *t = tensor_sum_all(tensor_mul(tensor_tanh(v), v));
+        l = l ? tensor_add(l, t) : t;
+    }
+    return l;
+}
+
+TEST(cuda_nccl_one_rank_equals_cpu) {
+    need_device();
+    if (SELFTEST) { /* NCCL needs the device itself */
+        fflush(NULL);
+        exit(77);
+    }
+    OptimComm *comm = optim_comm_init_nccl_one();
+    CHECK_MSG(comm && optim_comm_kind(comm) == OPTIM_COMM_NCCL, "a one-rank NCCL communicator did not start");
+    if (!comm) return;
+    for (int t = 0; t < 2; t++) {
+        TensorDType dt = t ? TENSOR_F64 : TENSOR_F32;
+        double tol = t ? 1e-12 : 1e-6;
+        const char *what = t ? "nccl one rank f64" : "nccl one rank f32";
+        TensorScope *s = tensor_scope_begin();
+        NnParams hp, dp;
+        make_params(&hp, dt);
+        nn_params_mirror(&dp, &hp, DEV);
+        optim_comm_set_buckets(comm, 4096, true); /* several buckets over the 78k parameters */
+        ag_backward(tanh_loss(&hp), NULL, false);
+        optim_comm_backward(comm, &dp, tanh_loss(&dp), false);
+        expect_rel(what, "averaged gradients", dp.flat_grad, hp.flat_grad, tol);
+        OptimConfig cfg = optim_defaults(OPTIM_ADAMW);
+        Optim ho, dop;
+        optim_init(&ho, &hp, &cfg);
+        optim_init(&dop, &dp, &cfg);
+        optim_step(&ho, 1e-2);
+        optim_step(&dop, 1e-2);
+        expect_rel(what, "parameters after AdamW", dp.flat, hp.flat, tol);
+        nn_params_free(&dp);
+        nn_params_free(&hp);
+        tensor_scope_end(s);
+    }
+    optim_comm_finalize(comm);
 }
 
 TEST(cuda_optim_clip) {
