@@ -327,6 +327,30 @@ TEST(train_fit_cli_resume_bit_identical) {
     tmpdir_remove(db);
 }
 
+/* model.matmul = bf16 (nn_set_matmul_dtype): the same fit trains to about the f32 run's error,
+ * the checkpoint holds f32 parameters, and bf16 with f64 parameters is refused up front */
+TEST(train_fit_cli_bf16_matmul) {
+    if (!have_fit()) _exit(77);
+    char d[64], args[1024], out[16384];
+    double mse[2];
+    for (int k = 0; k < 2; k++) {
+        tmpdir_make(d);
+        snprintf(args, sizeof args,
+                 "--config configs/fit-mlp.json --set model.hidden=16 --set train.steps=300 --set model.matmul=%s --out %s",
+                 k ? "bf16" : "f32", d);
+        CHECK_MSG(fit(args, out, sizeof out) == 0, "%s", out);
+        const char *m = strstr(out, "full-data MSE ");
+        CHECK_MSG(m && sscanf(m, "full-data MSE %lf", &mse[k]) == 1, "%s", out);
+        tmpdir_remove(d);
+    }
+    printf("    full-data MSE after 300 steps: f32 matmuls %.5g, bf16 matmuls %.5g\n", mse[0], mse[1]);
+    CHECK(mse[1] < 2 * mse[0] + 1e-3);
+    tmpdir_make(d);
+    snprintf(args, sizeof args, "--config configs/fit-mlp.json --set model.dtype=f64 --set model.matmul=bf16 --out %s", d);
+    CHECK(fit(args, out, sizeof out) == 2 && strstr(out, "model.matmul"));
+    tmpdir_remove(d);
+}
+
 TEST(train_fit_cli_sigint) {
     if (!have_fit()) _exit(77);
     char d[64], log[128], ck[128];

@@ -46,6 +46,7 @@ typedef struct {
         int64_t in, hidden, depth;
         char activation[16];
         char dtype[8];
+        char matmul[8];
     } model;
     struct {
         int64_t n, batch;
@@ -62,7 +63,7 @@ typedef struct {
 
 #define NO_RANGE .min = 1, .max = 0
 static const char *const ACTIVATIONS[] = {"tanh", "relu", "gelu", NULL};
-static const char *const DTYPES[] = {"f32", "f64", NULL};
+static const char *const DTYPES[] = {"f32", "f64", NULL}, *const MATMULS[] = {"f32", "bf16", NULL};
 
 static const DsConfigField MODEL_FIELDS[] = {
     {"in", DS_CFG_INT, offsetof(FitConfig, model.in) - offsetof(FitConfig, model), "2", 1, 16, .help = "input dims"},
@@ -74,6 +75,9 @@ static const DsConfigField MODEL_FIELDS[] = {
      NO_RANGE, .size = 16, .choices = ACTIVATIONS},
     {"dtype", DS_CFG_STRING, offsetof(FitConfig, model.dtype) - offsetof(FitConfig, model), "f32", NO_RANGE,
      .size = 8, .choices = DTYPES},
+    {"matmul", DS_CFG_STRING, offsetof(FitConfig, model.matmul) - offsetof(FitConfig, model), "f32", NO_RANGE,
+     .size = 8, .choices = MATMULS,
+     .help = "bf16: the layers' products in bf16 with f32 accumulation (nn_set_matmul_dtype; dtype f32)"},
     {0}};
 static const DsConfigField DATA_FIELDS[] = {
     {"n", DS_CFG_INT, offsetof(FitConfig, data.n) - offsetof(FitConfig, data), "1024", 1, 1e7, .help = "samples"},
@@ -294,6 +298,14 @@ int cmd_fit_comm(int argc, char **argv, OptimComm *comm) {
 
     /* Everything of this run lives in one scope, freed at the end, so the command can be called
      * more than once in a process (tests/mpi). */
+    bool bf16 = !strcmp(cfg.model.matmul, "bf16");
+    if (bf16 && strcmp(cfg.model.dtype, "f32")) {
+        if (is_main) fprintf(stderr, "anima fit: %s: model.matmul \"bf16\" needs model.dtype \"f32\" (got \"%s\")\n",
+                             config_path ? config_path : "config", cfg.model.dtype);
+        free(cfg_json);
+        return 2;
+    }
+    TensorDType prev_matmul = nn_set_matmul_dtype(bf16 ? TENSOR_BF16 : TENSOR_F32);
     TensorScope *run_scope = tensor_scope_begin();
     TensorDType dt = !strcmp(cfg.model.dtype, "f64") ? TENSOR_F64 : TENSOR_F32;
     NnParams params;
@@ -340,6 +352,7 @@ int cmd_fit_comm(int argc, char **argv, OptimComm *comm) {
         nn_params_free(&dparams);
         nn_params_free(&params);
         tensor_scope_end(run_scope);
+        nn_set_matmul_dtype(prev_matmul);
         return 1;
     }
     if (is_main && resume && tl.resumed_config && strcmp(tl.resumed_config, cfg_json))
@@ -411,5 +424,6 @@ int cmd_fit_comm(int argc, char **argv, OptimComm *comm) {
     nn_params_free(&dparams);
     nn_params_free(&params);
     tensor_scope_end(run_scope);
+    nn_set_matmul_dtype(prev_matmul);
     return rc;
 }
