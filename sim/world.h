@@ -46,6 +46,8 @@ void sim_contact_defaults(SimContactOptions *c);
 typedef struct {
     int iters, failures;    /* Newton iterations; iterations without descent or line search */
     int hessians;           /* Hessians assembled and factored (iters minus chord steps) */
+    int projected;          /* of those, rebuilt with the projected barrier Hessian because the
+                               exact one did not factor without a shift (world.c) */
     int ccd_limited;        /* iterations (and the initial guess) whose step CCD shortened */
     int components;         /* Cholesky blocks solved in the last iteration */
     bool converged;
