@@ -4,7 +4,8 @@
  * Cases (one object, 16 handles + the constant one, stable neo-Hookean, floor contact by penalty
  * on the 1302 mesh vertices, the drop of tests/test_sim.c: cactus, 1327 cubature points):
  *   sim_drop_full       all cubature points
- *   sim_drop_cubature   the optimized set (sim/cubature.h; its build is not timed, printed apart)
+ *   sim_drop_cubature   the optimized set (sim/cubature.h; its build, turned training drops included,
+ *                       is not timed, printed apart)
  *   sim_sag_reduced, sim_sag_fem   the sag scene (scenes/sag.json: pinned top under gravity),
  *                       reduced vs tetrahedral FEM (sim/fem.h) per implicit Euler step
  *   sim_pile            three deformables piling up (scenes/pile.json), IPC contact between them:
@@ -17,7 +18,8 @@
  *   check sag_tip <reduced> <fem> <rel diff> static tip displacement (m) under gravity; only
  *                                            when the case sim_sag_tip is named (~30 s)
  * Usage: anima-bench-sim [case ...]; BENCH_FRAMES (default 60) frames per reduced case;
- * BENCH_FEM_QUALITY the TetGen radius-edge bound (3). */
+ * BENCH_FEM_QUALITY the TetGen radius-edge bound (3); BENCH_CUB_POINTS, BENCH_CUB_TAU the cubature's
+ * max_points and tau (sim/cubature.h's defaults). */
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -121,14 +123,27 @@ int main(int argc, char **argv) {
         drop_object(&o);
         SimCubatureOptions co;
         sim_cubature_defaults(&co);
+        /* the trade-off curve (sim/cubature.h): BENCH_CUB_POINTS, BENCH_CUB_TAU override */
+        if (getenv("BENCH_CUB_POINTS")) co.max_points = atoi(getenv("BENCH_CUB_POINTS"));
+        if (getenv("BENCH_CUB_TAU")) co.tau = atof(getenv("BENCH_CUB_TAU"));
         SimCubature cub;
         char err[256];
         if (sim_cubature_optimize(&o, &co, &cub, err, sizeof err)) die("cubature", err);
-        double mx, mean;
+        double mx, mean, dmx = NAN, dmean = NAN;
         sim_cubature_heldout_error(&o, &cub, &co, 4, &mx, &mean);
-        printf("info sim_drop_cubature %lld of %lld points, training residual %.3g, held-out force error max %.3g "
-               "mean %.3g, built in %.1f s\n",
-               (long long)cub.k, (long long)o.nc, cub.train_err, mx, mean, cub.seconds);
+        /* held-out simulated poses: two more turned drops from another rotation stream */
+        SimCubatureOptions ho = co;
+        ho.drops = 2;
+        double *Zh;
+        int64_t Th;
+        if (sim_cubature_drop_poses(&o, &ho, co.seed + 1000, &Zh, &Th, err, sizeof err)) die("cubature", err);
+        sim_cubature_pose_error(&o, &cub, Th, Zh, &dmx, &dmean);
+        free(Zh);
+        printf("info sim_drop_cubature %lld of %lld points, %lld training poses (%d turned drops, tau %g s), training "
+               "residual %.3g, held-out force error: random poses max %.3g mean %.3g, drop poses max %.3g mean %.3g; "
+               "built in %.1f s (%.1f s of it the drops)\n",
+               (long long)cub.k, (long long)o.nc, (long long)cub.poses, co.drops, co.tau, cub.train_err, mx, mean, dmx,
+               dmean, cub.seconds, cub.run_seconds);
         if (sim_object_set_cubature(&o, cub.k, cub.idx, cub.w, err, sizeof err)) die("cubature", err);
         double *traj = malloc(sizeof(double) * 3 * (size_t)nv * (size_t)frames);
         int h;

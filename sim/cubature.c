@@ -1,5 +1,5 @@
-/* sim/cubature.c — NNLS (Lawson–Hanson) and An et al.'s greedy cubature optimization; see
- * cubature.h. */
+/* sim/cubature.c — NNLS (Lawson–Hanson), the training poses (random and simulated) and An et al.'s
+ * greedy cubature optimization; see cubature.h. */
 #include <math.h>
 #include <stdbool.h>
 #include <stdarg.h>
@@ -108,7 +108,7 @@ done:
     return outer;
 }
 
-/* ---- forces ------------------------------------------------------------------------------------- */
+/* ---- forces and the error metric --------------------------------------------------------------- */
 
 /* f_c(z) = (dF/dz)_cᵀ vec P(F_c(z)): block i, entry q = Σ_j P_ij G_cj[q] (solver.h's coordinates) */
 static void point_force(const SimObject *o, int64_t c, const double *z, double *fc) {
@@ -136,6 +136,55 @@ void sim_cubature_force(const SimObject *o, const double *z, int64_t k, const in
     free(fc);
 }
 
+/* L (n × n, row-major lower) with L Lᵀ = τ² K(z) + M_r: K the full set's elastic Hessian at z with
+ * the per-point PSD projection (as the solver assembles it), M_r = I₃ ⊗ M_b. Block (i, i') of K
+ * is Σ_c V_c Σ_jj' Ĥ_c[3i+j][3i'+j'] G_cj G_cj'ᵀ = Gcᵀ W_(ii'), W_(ii') row (c, j) =
+ * Σ_j' V_c Ĥ_c[3i+j][3i'+j'] G_cj': one product Gcᵀ [W_00 … W_22] (nb × 9 nb). W: 3 nc × 9 nb,
+ * K9: nb × 9 nb scratch. 0, or -1 when the factorization fails. */
+static int metric_factor(const SimObject *o, const double *z, double tau, double *L, double *W, double *K9) {
+    int64_t nb = o->nb, n = o->n, nc = o->nc;
+#pragma omp parallel for schedule(static)
+    for (int64_t c = 0; c < nc; c++) {
+        const double *G = o->Gc + 3 * c * nb;
+        double F[9], H[81];
+        for (int i = 0; i < 3; i++)
+            for (int j = 0; j < 3; j++) F[3 * i + j] = (i == j) + cblas_ddot((int)nb, G + j * nb, 1, z + i * nb, 1);
+        sim_snh_hessian_psd(F, o->mu, o->lam, H);
+        for (int i = 0; i < 3; i++)
+            for (int ii = 0; ii < 3; ii++)
+                for (int j = 0; j < 3; j++) {
+                    double v = o->Vc[c], h0 = v * H[9 * (3 * i + j) + 3 * ii], h1 = v * H[9 * (3 * i + j) + 3 * ii + 1],
+                           h2 = v * H[9 * (3 * i + j) + 3 * ii + 2];
+                    double *w = W + (3 * c + j) * 9 * nb + (3 * i + ii) * nb;
+                    for (int64_t q = 0; q < nb; q++) w[q] = h0 * G[q] + h1 * G[nb + q] + h2 * G[2 * nb + q];
+                }
+    }
+    cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)nb, (int)(9 * nb), (int)(3 * nc), tau * tau, o->Gc, (int)nb, W,
+                (int)(9 * nb), 0.0, K9, (int)(9 * nb));
+    double tr = 0;
+    for (int64_t q = 0; q < nb; q++) {
+        const double *k = K9 + q * 9 * nb + q;
+        tr += 3 * (k[0] + k[4 * nb] + k[8 * nb]) + 3 * o->Mb[q * nb + q];
+    }
+    /* a direction neither the mass nor the stiffness sees (a handle without points) makes the
+     * matrix singular: retry with a small diagonal shift */
+    for (int attempt = 0; attempt < 4; attempt++) {
+        double shift = attempt ? tr / (double)n * pow(10.0, -15 + 3 * attempt) : 0;
+        for (int i = 0; i < 3; i++)
+            for (int ii = 0; ii < 3; ii++)
+                for (int64_t q = 0; q < nb; q++)
+                    for (int64_t qq = 0; qq < nb; qq++)
+                        L[(i * nb + q) * n + ii * nb + qq] = K9[q * 9 * nb + (3 * i + ii) * nb + qq] +
+                                                             (i == ii ? o->Mb[q * nb + qq] + (q == qq ? shift : 0) : 0);
+        int info = 0, ni = (int)n;
+        dpotrf_("U", &ni, L, &ni, &info, 1); /* column-major upper = row-major lower */
+        if (!info) return 0;
+    }
+    return -1;
+}
+
+/* ---- poses -------------------------------------------------------------------------------------- */
+
 static double urand(uint64_t *s) { /* splitmix64 */
     uint64_t x = (*s += 0x9E3779B97F4A7C15ull);
     x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
@@ -155,13 +204,126 @@ static void random_pose(const SimObject *o, uint64_t *st, double amp, double *z,
     for (int64_t k = 0; k < o->n; k++) z[k] *= s;
 }
 
+int sim_cubature_random_poses(const SimObject *o, const SimCubatureOptions *opt, uint64_t seed, double *Z) {
+    double *Ft = malloc(sizeof(double) * (size_t)(9 * o->nc));
+    if (!Ft) return -1;
+    uint64_t st = seed * 0x2545F4914F6CDD1Dull + 17;
+    for (int64_t t = 0; t < (int64_t)opt->poses_per_amp * opt->namps; t++)
+        random_pose(o, &st, opt->amps[t / opt->poses_per_amp], Z + t * o->n, Ft);
+    free(Ft);
+    return 0;
+}
+
+/* a rotation by an angle uniform in [0, max_deg] about an axis uniform on the sphere (Rodrigues) */
+static void random_rotation(uint64_t *st, double max_deg, double R[9]) {
+    double u = 2 * urand(st) - 1, phi = 2 * M_PI * urand(st), r = sqrt(fmax(1 - u * u, 0));
+    double x = r * cos(phi), y = r * sin(phi), z = u, th = max_deg * M_PI / 180 * urand(st);
+    double c = cos(th), s = sin(th), t = 1 - c;
+    double M[9] = {t * x * x + c,     t * x * y - s * z, t * x * z + s * y,
+                   t * x * y + s * z, t * y * y + c,     t * y * z - s * x,
+                   t * x * z - s * y, t * y * z + s * x, t * z * z + c};
+    memcpy(R, M, sizeof M);
+}
+
+int sim_cubature_drop_poses(SimObject *o, const SimCubatureOptions *opt, uint64_t seed, double **Zout, int64_t *Tout,
+                            char *err, size_t errlen) {
+    *Zout = NULL, *Tout = 0;
+    int64_t n = o->n, every = opt->drop_every > 0 ? opt->drop_every : 1;
+    int64_t cap = opt->drops > 0 && opt->drop_steps > 0 ? (int64_t)opt->drops * (opt->drop_steps / every) : 0;
+    if (!cap) return 0;
+    /* the contact points: the binding vertices, or the cubature points when there are none */
+    int64_t np = o->nv ? o->nv : o->nc;
+    int np_planes = o->nplanes;
+    double *Z = malloc(sizeof(double) * (size_t)(cap * n)), *z0 = malloc(sizeof(double) * (size_t)n);
+    double *zd0 = malloc(sizeof(double) * (size_t)n), *x = malloc(sizeof(double) * 3 * (size_t)np);
+    SimPlane *planes0 = malloc(sizeof(SimPlane) * (size_t)(np_planes ? np_planes : 1));
+    double *clear = malloc(sizeof(double) * (size_t)(np_planes ? np_planes : 1));
+    int64_t ne0 = o->ne, *eidx0 = NULL;
+    double *ew0 = NULL;
+    if (ne0) {
+        eidx0 = malloc(sizeof(int64_t) * (size_t)ne0), ew0 = malloc(sizeof(double) * (size_t)ne0);
+        if (eidx0 && ew0)
+            memcpy(eidx0, o->eidx, sizeof(int64_t) * (size_t)ne0), memcpy(ew0, o->ew, sizeof(double) * (size_t)ne0);
+    }
+    if (!Z || !z0 || !zd0 || !x || !planes0 || !clear || (ne0 && (!eidx0 || !ew0))) {
+        free(Z), free(z0), free(zd0), free(x), free(planes0), free(clear), free(eidx0), free(ew0);
+        set_err(err, errlen, "cubature: out of memory (%lld training poses)", (long long)cap);
+        return -1;
+    }
+    /* the state the runs start from and that is restored after them */
+    memcpy(z0, o->z, sizeof(double) * (size_t)n), memcpy(zd0, o->zdot, sizeof(double) * (size_t)n);
+    double t0 = o->t, g0[3] = {o->gravity[0], o->gravity[1], o->gravity[2]};
+    SimStepStats last0 = o->last;
+    if (np_planes) memcpy(planes0, o->planes, sizeof(SimPlane) * (size_t)np_planes);
+    if (ne0) sim_object_set_cubature(o, 0, NULL, NULL, NULL, 0); /* the runs integrate with all points */
+    if (o->nv)
+        sim_object_vertices(o, x);
+    else
+        sim_object_cubature_positions(o, x);
+    /* each plane's clearance below the object */
+    for (int p = 0; p < np_planes; p++) {
+        double lo = INFINITY;
+        for (int64_t v = 0; v < np; v++) lo = fmin(lo, cblas_ddot(3, planes0[p].normal, 1, x + 3 * v, 1));
+        clear[p] = fmax(lo - planes0[p].offset, 0);
+    }
+    uint64_t st = seed * 0x9E3779B97F4A7C15ull + 0x5DEECE66Dull;
+    int64_t T = 0;
+    int rc = 0;
+    char serr[256];
+    for (int d = 0; d < opt->drops && rc == 0; d++) {
+        double R[9], h = opt->drop_height_lo + (opt->drop_height_hi - opt->drop_height_lo) * urand(&st);
+        random_rotation(&st, opt->drop_angle, R);
+        memcpy(o->z, z0, sizeof(double) * (size_t)n), memcpy(o->zdot, zd0, sizeof(double) * (size_t)n);
+        o->t = t0;
+        /* the scene turned by R: gravity and the plane normals, each plane then moved so that the
+         * object's lowest point clears it by h times the original clearance */
+        for (int i = 0; i < 3; i++) o->gravity[i] = cblas_ddot(3, R + 3 * i, 1, g0, 1);
+        for (int p = 0; p < np_planes; p++) {
+            SimPlane *pl = &o->planes[p];
+            for (int i = 0; i < 3; i++) pl->normal[i] = cblas_ddot(3, R + 3 * i, 1, planes0[p].normal, 1);
+            double lo = INFINITY;
+            for (int64_t v = 0; v < np; v++) lo = fmin(lo, cblas_ddot(3, pl->normal, 1, x + 3 * v, 1));
+            pl->offset = lo - h * clear[p];
+        }
+        for (int s = 1; s <= opt->drop_steps; s++) {
+            if (sim_object_step(o, opt->dt, serr, sizeof serr)) break; /* a hard failure ends this run */
+            bool finite = true;
+            for (int64_t q = 0; q < n; q++) finite &= isfinite(o->z[q]) != 0;
+            if (!finite) break;
+            if (s % every == 0 && T < cap) memcpy(Z + T++ * n, o->z, sizeof(double) * (size_t)n);
+        }
+    }
+    /* restore */
+    memcpy(o->z, z0, sizeof(double) * (size_t)n), memcpy(o->zdot, zd0, sizeof(double) * (size_t)n);
+    o->t = t0, memcpy(o->gravity, g0, sizeof g0), o->last = last0;
+    if (np_planes) memcpy(o->planes, planes0, sizeof(SimPlane) * (size_t)np_planes);
+    if (ne0 && sim_object_set_cubature(o, ne0, eidx0, ew0, serr, sizeof serr)) {
+        set_err(err, errlen, "cubature: %s", serr);
+        rc = -1;
+    }
+    free(z0), free(zd0), free(x), free(planes0), free(clear), free(eidx0), free(ew0);
+    if (rc) {
+        free(Z);
+        return -1;
+    }
+    *Zout = Z, *Tout = T;
+    return 0;
+}
+
 void sim_cubature_defaults(SimCubatureOptions *o) {
     memset(o, 0, sizeof *o);
     o->poses_per_amp = 8;
     o->namps = 4;
     o->amps[0] = 0.05, o->amps[1] = 0.1, o->amps[2] = 0.2, o->amps[3] = 0.3;
-    o->max_points = 200;
-    o->tol = 0.002;
+    o->drops = 8;
+    o->drop_steps = 60;
+    o->drop_every = 2;
+    o->dt = 0.01;
+    o->drop_height_lo = 0.7, o->drop_height_hi = 1.3;
+    o->drop_angle = 60;
+    o->tau = 0.1;
+    o->max_points = 300;
+    o->tol = 0.005;
     o->seed = 1;
 }
 
@@ -170,92 +332,143 @@ void sim_cubature_free(SimCubature *c) {
     memset(c, 0, sizeof *c);
 }
 
-int sim_cubature_optimize(const SimObject *o, const SimCubatureOptions *opt, SimCubature *out, char *err,
-                          size_t errlen) {
+/* ---- the optimization --------------------------------------------------------------------------- */
+
+/* poses whose full force is below this fraction of the largest one are at rest (free flight, the
+ * start of a drop): their force is roundoff, and normalizing it would fit noise */
+#define POSE_FLOOR 1e-6
+/* poses whose columns go through one dsyrk */
+#define POSE_BATCH 8
+
+/* NNLS over the k chosen columns sel (warm start x), then drop the points whose weight went to
+ * zero (they may come back later); *res gets ‖A x − b‖ / ‖b‖ = √(‖b‖² − 2 xᵀcv_S + xᵀ Gm_SS x) / ‖b‖ */
+static int nnls_subset(int64_t nc, const double *Gm, const double *cv, double bb, int *kp, int64_t *sel, double *x,
+                       bool *used, double *Gk, double *ck, double *res) {
+    int k = *kp;
+    for (int a = 0; a < k; a++) {
+        ck[a] = cv[sel[a]];
+        for (int b = 0; b < k; b++) Gk[(size_t)a * k + b] = Gm[sel[a] * nc + sel[b]];
+    }
+    if (sim_nnls_gram(k, Gk, ck, x) < 0) return -1;
+    int kk = 0;
+    for (int a = 0; a < k; a++) {
+        if (x[a] > 0)
+            sel[kk] = sel[a], x[kk] = x[a], kk++;
+        else
+            used[sel[a]] = false;
+    }
+    *kp = k = kk;
+    double r2 = bb;
+    for (int a = 0; a < k; a++) {
+        double gx = 0;
+        for (int b = 0; b < k; b++) gx += Gm[sel[a] * nc + sel[b]] * x[b];
+        r2 += x[a] * (gx - 2 * cv[sel[a]]);
+    }
+    *res = sqrt(fmax(r2, 0) / bb);
+    return 0;
+}
+
+int sim_cubature_optimize_poses(const SimObject *o, const SimCubatureOptions *opt, int64_t T, const double *Z,
+                                SimCubature *out, char *err, size_t errlen) {
     memset(out, 0, sizeof *out);
     struct timespec ts0, ts1;
     clock_gettime(CLOCK_MONOTONIC, &ts0);
-    int64_t n = o->n, nc = o->nc, T = (int64_t)opt->poses_per_amp * opt->namps, R = T * n;
+    int64_t n = o->n, nc = o->nc, nb = o->nb;
     int kmax = opt->max_points < nc ? opt->max_points : (int)nc;
     if (T < 1 || kmax < 1) {
         set_err(err, errlen, "cubature: need at least one pose and one point");
         return -1;
     }
-    /* A is stored by candidate: column c (R values) contiguous */
-    double *A = malloc(sizeof(double) * (size_t)(R * nc)), *b = calloc((size_t)R, sizeof(double));
-    double *z = malloc(sizeof(double) * (size_t)n), *Ft = malloc(sizeof(double) * (size_t)(9 * nc));
-    double *fc = malloc(sizeof(double) * (size_t)n), *anorm = malloc(sizeof(double) * (size_t)nc);
-    double *r = malloc(sizeof(double) * (size_t)R), *score = malloc(sizeof(double) * (size_t)nc);
-    double *G = calloc((size_t)kmax * kmax, sizeof(double)), *cv = malloc(sizeof(double) * (size_t)kmax);
-    double *x = calloc((size_t)kmax, sizeof(double)), *Gk = malloc(sizeof(double) * (size_t)kmax * kmax);
+    bool metric = opt->tau > 0;
+    /* Gram form: with A_t (n × nc) pose t's columns and b_t its target, the NNLS and the greedy
+     * scores only need Gm = Σ_t A_tᵀ A_t (nc × nc), cv = Σ_t A_tᵀ b_t and ‖b‖², accumulated a
+     * batch of poses at a time; A itself (T n × nc) is never stored */
+    double *Gm = calloc((size_t)(nc * nc), sizeof(double)), *cv = calloc((size_t)nc, sizeof(double));
+    double *At = malloc(sizeof(double) * (size_t)(nc * n * POSE_BATCH));
+    double *bt = malloc(sizeof(double) * (size_t)(n * POSE_BATCH));
+    double *fn = malloc(sizeof(double) * (size_t)T), *score = malloc(sizeof(double) * (size_t)nc);
+    double *Gk = malloc(sizeof(double) * (size_t)kmax * kmax), *ck = malloc(sizeof(double) * (size_t)kmax);
+    double *x = calloc((size_t)kmax, sizeof(double));
+    double *L = metric ? malloc(sizeof(double) * (size_t)(n * n)) : NULL;
+    double *W = metric ? malloc(sizeof(double) * (size_t)(27 * nc * nb)) : NULL;
+    double *K9 = metric ? malloc(sizeof(double) * (size_t)(9 * nb * nb)) : NULL;
     int64_t *sel = malloc(sizeof(int64_t) * (size_t)kmax);
     bool *used = calloc((size_t)nc, sizeof(bool));
     int rc = -1;
-    if (!A || !b || !z || !Ft || !fc || !anorm || !r || !score || !G || !cv || !x || !Gk || !sel || !used) {
-        set_err(err, errlen, "cubature: out of memory (%lld poses × %lld dofs × %lld points)", (long long)T,
-                (long long)n, (long long)nc);
+    if (!Gm || !cv || !At || !bt || !fn || !score || !Gk || !ck || !x || !sel || !used || (metric && (!L || !W || !K9))) {
+        set_err(err, errlen, "cubature: out of memory (%lld points)", (long long)nc);
         goto done;
     }
-    uint64_t st = opt->seed * 0x2545F4914F6CDD1Dull + 17;
+    double fmaxn = 0;
     for (int64_t t = 0; t < T; t++) {
-        random_pose(o, &st, opt->amps[t / opt->poses_per_amp], z, Ft);
-        double *bt = b + t * n;
-        for (int64_t c = 0; c < nc; c++) {
-            point_force(o, c, z, fc);
-            memcpy(A + c * R + t * n, fc, sizeof(double) * (size_t)n);
-            cblas_daxpy((int)n, o->Vc[c], fc, 1, bt, 1);
-        }
-        /* every pose counts alike: divide its rows by ‖f(z_t)‖ (An et al. 2008, §4) */
-        double nrm = cblas_dnrm2((int)n, bt, 1), s = nrm > 0 ? 1 / nrm : 0;
-        cblas_dscal((int)n, s, bt, 1);
-        for (int64_t c = 0; c < nc; c++) cblas_dscal((int)n, s, A + c * R + t * n, 1);
+        sim_cubature_force(o, Z + t * n, 0, NULL, NULL, bt);
+        fn[t] = cblas_dnrm2((int)n, bt, 1);
+        fmaxn = fmax(fmaxn, fn[t]);
     }
-    for (int64_t c = 0; c < nc; c++) anorm[c] = cblas_dnrm2((int)R, A + c * R, 1);
-    double bnorm = cblas_dnrm2((int)R, b, 1);
-    memcpy(r, b, sizeof(double) * (size_t)R);
+    double bb = 0;
+    int64_t used_poses = 0;
+    int ld = (int)(n * POSE_BATCH);
+    for (int64_t t = 0; t < T;) {
+        int nbat = 0;
+        for (; t < T && nbat < POSE_BATCH; t++) {
+            if (!(fn[t] > POSE_FLOOR * fmaxn)) continue;
+            const double *zt = Z + t * n;
+            /* the batch's columns side by side: At is nc × (n · batch) row-major */
+            double *blk = At + nbat * n, *b1 = bt + nbat * n;
+#pragma omp parallel for schedule(static)
+            for (int64_t c = 0; c < nc; c++) point_force(o, c, zt, blk + c * ld);
+            /* the metric: rows L⁻¹ f, so that ‖L⁻¹ (f_S − f)‖² = δfᵀ (τ² K + M_r)⁻¹ δf */
+            if (metric) {
+                if (metric_factor(o, zt, opt->tau, L, W, K9)) {
+                    set_err(err, errlen, "cubature: the metric at training pose %lld is not positive definite",
+                            (long long)t);
+                    goto done;
+                }
+                cblas_dtrsm(CblasRowMajor, CblasRight, CblasLower, CblasTrans, CblasNonUnit, (int)nc, (int)n, 1.0, L, (int)n,
+                            blk, ld);
+            }
+            /* b_t = Σ_c V_c a_c; every pose counts alike: its rows divided by ‖b_t‖ (An et al.
+             * 2008, §4) */
+            cblas_dgemv(CblasRowMajor, CblasTrans, (int)nc, (int)n, 1.0, blk, ld, o->Vc, 1, 0.0, b1, 1);
+            double s = 1 / cblas_dnrm2((int)n, b1, 1);
+            cblas_dscal((int)n, s, b1, 1);
+            for (int64_t c = 0; c < nc; c++) cblas_dscal((int)n, s, blk + c * ld, 1);
+            nbat++, used_poses++;
+        }
+        if (!nbat) break;
+        int w = (int)(n * nbat);
+        cblas_dsyrk(CblasRowMajor, CblasUpper, CblasNoTrans, (int)nc, w, 1.0, At, ld, 1.0, Gm, (int)nc);
+        cblas_dgemv(CblasRowMajor, CblasNoTrans, (int)nc, w, 1.0, At, ld, bt, 1, 1.0, cv, 1);
+        bb += cblas_ddot(w, bt, 1, bt, 1);
+    }
+    if (!used_poses) {
+        set_err(err, errlen, "cubature: every training pose is at rest");
+        goto done;
+    }
+    for (int64_t a = 0; a < nc; a++) /* dsyrk filled the upper triangle */
+        for (int64_t c = 0; c < a; c++) Gm[a * nc + c] = Gm[c * nc + a];
     int k = 0;
     double res = 1;
     while (k < kmax) {
-        /* the candidate best aligned with the residual */
-        cblas_dgemv(CblasRowMajor, CblasNoTrans, (int)nc, (int)R, 1.0, A, (int)R, r, 1, 0.0, score, 1);
+        /* the candidate best aligned with the residual: (Aᵀ r)_c / ‖a_c‖, Aᵀ r = cv − Gm_S x */
+        memcpy(score, cv, sizeof(double) * (size_t)nc);
+        for (int a = 0; a < k; a++) cblas_daxpy((int)nc, -x[a], Gm + sel[a] * nc, 1, score, 1);
         int64_t best = -1;
         double bs = 0;
-        for (int64_t c = 0; c < nc; c++)
-            if (!used[c] && anorm[c] > 0 && score[c] / anorm[c] > bs) bs = score[c] / anorm[c], best = c;
+        for (int64_t c = 0; c < nc; c++) {
+            double d = Gm[c * nc + c];
+            if (!used[c] && d > 0 && score[c] / sqrt(d) > bs) bs = score[c] / sqrt(d), best = c;
+        }
         if (best < 0) break;
         used[best] = true;
         sel[k] = best;
-        for (int a = 0; a <= k; a++) { /* the new Gram row/column */
-            double g = cblas_ddot((int)R, A + sel[a] * R, 1, A + best * R, 1);
-            G[(size_t)a * kmax + k] = G[(size_t)k * kmax + a] = g;
-        }
-        cv[k] = cblas_ddot((int)R, A + best * R, 1, b, 1);
         x[k] = 0;
         k++;
-        for (int a = 0; a < k; a++)
-            for (int c2 = 0; c2 < k; c2++) Gk[(size_t)a * k + c2] = G[(size_t)a * kmax + c2];
-        if (sim_nnls_gram(k, Gk, cv, x) < 0) {
+        /* Lawson–Hanson over the chosen columns, warm-started from the last weights */
+        if (nnls_subset(nc, Gm, cv, bb, &k, sel, x, used, Gk, ck, &res)) {
             set_err(err, errlen, "cubature: NNLS failed at %d points", k);
             goto done;
         }
-        /* drop points whose weight went to zero (they may come back later) */
-        int kk = 0;
-        for (int a = 0; a < k; a++) {
-            if (x[a] > 0) {
-                sel[kk] = sel[a], x[kk] = x[a], cv[kk] = cv[a];
-                kk++;
-            } else
-                used[sel[a]] = false;
-        }
-        if (kk != k) { /* rare: rebuild the kept Gram block */
-            for (int a = 0; a < kk; a++)
-                for (int c2 = 0; c2 < kk; c2++)
-                    G[(size_t)a * kmax + c2] = cblas_ddot((int)R, A + sel[a] * R, 1, A + sel[c2] * R, 1);
-            k = kk;
-        }
-        memcpy(r, b, sizeof(double) * (size_t)R);
-        for (int a = 0; a < k; a++) cblas_daxpy((int)R, -x[a], A + sel[a] * R, 1, r, 1);
-        res = cblas_dnrm2((int)R, r, 1) / bnorm;
         if (res <= opt->tol) break;
     }
     out->k = k;
@@ -269,13 +482,65 @@ int sim_cubature_optimize(const SimObject *o, const SimCubatureOptions *opt, Sim
     memcpy(out->idx, sel, sizeof(int64_t) * (size_t)k);
     memcpy(out->w, x, sizeof(double) * (size_t)k);
     out->train_err = res;
+    out->poses = used_poses;
     clock_gettime(CLOCK_MONOTONIC, &ts1);
     out->seconds = (double)(ts1.tv_sec - ts0.tv_sec) + 1e-9 * (double)(ts1.tv_nsec - ts0.tv_nsec);
     rc = 0;
 done:
-    free(A), free(b), free(z), free(Ft), free(fc), free(anorm), free(r), free(score), free(G), free(cv), free(x);
-    free(Gk), free(sel), free(used);
+    free(Gm), free(cv), free(At), free(bt), free(fn), free(score), free(Gk), free(ck), free(x), free(L), free(W), free(K9);
+    free(sel), free(used);
     return rc;
+}
+
+int sim_cubature_optimize(SimObject *o, const SimCubatureOptions *opt, SimCubature *out, char *err, size_t errlen) {
+    memset(out, 0, sizeof *out);
+    struct timespec ts0, ts1;
+    clock_gettime(CLOCK_MONOTONIC, &ts0);
+    int64_t Tr = (int64_t)opt->poses_per_amp * opt->namps, Td = 0, n = o->n;
+    double *Zd = NULL;
+    if (sim_cubature_drop_poses(o, opt, opt->seed, &Zd, &Td, err, errlen)) return -1;
+    clock_gettime(CLOCK_MONOTONIC, &ts1);
+    double run_s = (double)(ts1.tv_sec - ts0.tv_sec) + 1e-9 * (double)(ts1.tv_nsec - ts0.tv_nsec);
+    double *Z = malloc(sizeof(double) * (size_t)((Tr + Td > 0 ? Tr + Td : 1) * n));
+    if (!Z || sim_cubature_random_poses(o, opt, opt->seed, Z)) {
+        free(Z), free(Zd);
+        set_err(err, errlen, "cubature: out of memory");
+        return -1;
+    }
+    if (Td) memcpy(Z + Tr * n, Zd, sizeof(double) * (size_t)(Td * n));
+    free(Zd);
+    int rc = sim_cubature_optimize_poses(o, opt, Tr + Td, Z, out, err, errlen);
+    free(Z);
+    if (rc) return rc;
+    out->run_seconds = run_s;
+    out->seconds += run_s;
+    return 0;
+}
+
+void sim_cubature_pose_error(const SimObject *o, const SimCubature *c, int64_t T, const double *Z, double *max_rel,
+                             double *mean_rel) {
+    int64_t n = o->n;
+    double *f = malloc(sizeof(double) * (size_t)(n * (T ? T : 1))), *fs = malloc(sizeof(double) * (size_t)n);
+    *max_rel = *mean_rel = NAN;
+    if (!f || !fs) goto done;
+    double fmaxn = 0, mx = 0, sum = 0;
+    for (int64_t t = 0; t < T; t++) {
+        sim_cubature_force(o, Z + t * n, 0, NULL, NULL, f + t * n);
+        fmaxn = fmax(fmaxn, cblas_dnrm2((int)n, f + t * n, 1));
+    }
+    int64_t cnt = 0;
+    for (int64_t t = 0; t < T; t++) {
+        const double *ft = f + t * n;
+        double nf = cblas_dnrm2((int)n, ft, 1);
+        if (!(nf > POSE_FLOOR * fmaxn)) continue; /* at rest: roundoff against roundoff */
+        sim_cubature_force(o, Z + t * n, c->k, c->idx, c->w, fs);
+        cblas_daxpy((int)n, -1.0, ft, 1, fs, 1);
+        double rel = cblas_dnrm2((int)n, fs, 1) / nf;
+        mx = fmax(mx, rel), sum += rel, cnt++;
+    }
+    *max_rel = mx, *mean_rel = cnt ? sum / (double)cnt : 0;
+done:
+    free(f), free(fs);
 }
 
 void sim_cubature_heldout_error(const SimObject *o, const SimCubature *c, const SimCubatureOptions *opt, int poses,

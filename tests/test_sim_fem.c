@@ -113,32 +113,58 @@ static void cactus(int handles, int cres, double height, SimObject *o) {
 }
 
 /* An et al.'s criterion: the optimized set reproduces the full set's reduced forces on poses it
- * was not trained on within 1%, with far fewer points and non-negative weights; and the drop
- * (impact and first rebound) follows the full set's trajectory within 1% of the motion. */
+ * was not trained on within 1% (random poses, and the poses of turned drops from another rotation
+ * stream), with far fewer points and non-negative weights; and the drop of the object in its
+ * own scene (impact, squash and rebound: none of the training runs) follows the full set's
+ * trajectory within 1% of the motion. */
 TEST(sim_cubature_heldout_forces_and_drop_within_1pc) {
     SimObject o, full;
     cactus(8, 20, 0.6, &o);
     cactus(8, 20, 0.6, &full);
-    SimCubatureOptions co;
-    sim_cubature_defaults(&co);
-    co.poses_per_amp = 4, co.max_points = 200, co.tol = 3e-4;
-    SimCubature cub;
-    char err[256];
-    int rc = sim_cubature_optimize(&o, &co, &cub, err, sizeof err);
-    CHECK_MSG(rc == 0, "%s", err);
-    if (rc) return;
-    double mx, mean;
-    sim_cubature_heldout_error(&o, &cub, &co, 4, &mx, &mean);
-    printf("    cubature: %lld of %lld points, training residual %.3g, held-out max %.3g mean %.3g (%.1f s)\n",
-           (long long)cub.k, (long long)o.nc, cub.train_err, mx, mean, cub.seconds);
-    CHECK(cub.k > 0 && cub.k <= co.max_points && cub.k < o.nc / 2);
-    for (int64_t e = 0; e < cub.k; e++) CHECK(cub.w[e] >= 0);
-    CHECK_MSG(mx < 0.01, "held-out force error %g", mx);
-    CHECK(sim_object_set_cubature(&o, cub.k, cub.idx, cub.w, err, sizeof err) == 0);
     SimPlane floor = {.normal = {0, 1, 0}, .offset = 0, .stiffness = 1e6};
     o.gravity[1] = full.gravity[1] = -9.81;
+    char err[256];
     CHECK(sim_object_add_plane(&o, &floor, err, sizeof err) == 0);
     CHECK(sim_object_add_plane(&full, &floor, err, sizeof err) == 0);
+    SimCubatureOptions co;
+    sim_cubature_defaults(&co);
+    /* 420 candidate points, 108 dofs: fewer and shorter training drops than the bench's object
+     * gets, a smaller budget. Measured over 30 steps (rotation seeds 1–3): 130 points 0.41–0.53%,
+     * 160 points 0.14–0.25% */
+    co.drops = 4, co.drop_steps = 40, co.max_points = 160;
+    if (test_quick()) /* valgrind: two short drops, fewer random poses (a full step there takes ~1.5 s) */
+        co.drops = 2, co.drop_steps = 20, co.poses_per_amp = 2, co.tol = 1e-3;
+    SimCubature cub;
+    int rc = sim_cubature_optimize(&o, &co, &cub, err, sizeof err);
+    CHECK_MSG(rc == 0, "%s", err);
+    if (rc) {
+        sim_object_free(&o), sim_object_free(&full);
+        return;
+    }
+    /* the training runs leave the object as it was */
+    CHECK(o.t == 0 && o.ne == 0 && o.gravity[1] == -9.81 && o.planes[0].normal[1] == 1 && o.planes[0].offset == 0);
+    double zmax = 0;
+    for (int64_t q = 0; q < o.n; q++) zmax = fmax(zmax, fabs(o.z[q]) + fabs(o.zdot[q]));
+    CHECK(zmax == 0);
+    double mx, mean, dmx, dmean;
+    sim_cubature_heldout_error(&o, &cub, &co, 4, &mx, &mean);
+    SimCubatureOptions ho = co;
+    ho.drops = test_quick() ? 1 : 2;
+    double *Zh = NULL;
+    int64_t Th = 0;
+    CHECK(sim_cubature_drop_poses(&o, &ho, co.seed + 1000, &Zh, &Th, err, sizeof err) == 0);
+    sim_cubature_pose_error(&o, &cub, Th, Zh, &dmx, &dmean);
+    free(Zh);
+    printf("    cubature: %lld of %lld points, %lld training poses, training residual %.3g, held-out max (mean) "
+           "random %.3g (%.3g), drops %.3g (%.3g) over %lld poses (%.1f s, %.1f s of it the drops)\n",
+           (long long)cub.k, (long long)o.nc, (long long)cub.poses, cub.train_err, mx, mean, dmx, dmean, (long long)Th,
+           cub.seconds, cub.run_seconds);
+    CHECK(cub.k > 0 && cub.k <= co.max_points && cub.k < o.nc / 2);
+    CHECK(Th > 0 && cub.poses > co.poses_per_amp * co.namps);
+    for (int64_t e = 0; e < cub.k; e++) CHECK(cub.w[e] >= 0);
+    CHECK_MSG(mx < 0.01, "held-out force error (random poses) %g", mx);
+    CHECK_MSG(dmx < 0.01, "held-out force error (drop poses) %g", dmx);
+    CHECK(sim_object_set_cubature(&o, cub.k, cub.idx, cub.w, err, sizeof err) == 0);
     o.newton.tol = full.newton.tol = 1e-12, o.newton.max_iters = full.newton.max_iters = 20;
     double *x = malloc(sizeof(double) * 3 * (size_t)o.nv), *xf = malloc(sizeof(double) * 3 * (size_t)o.nv);
     double dev = 0, amp = 0;
@@ -156,14 +182,48 @@ TEST(sim_cubature_heldout_forces_and_drop_within_1pc) {
         }
     }
     printf("    drop, optimized vs full set: max deviation %.3g m of a %.3g m motion (%.2g)\n", dev, amp, dev / amp);
-    /* The target is 1%; measured 1.5% here (2.7% over 45 steps) with held-out forces within
-     * 0.07%: the impact on the stiff penalty floor amplifies any difference (the full set alone,
-     * solved to tol 1e-10 instead of 1e-13, deviates by 2.5% on the drop of bench_sim.c). The
-     * bound below catches a broken set, not the 1% target; bench/bench_sim.c reports the figure. */
-    CHECK_MSG(dev < 0.03 * amp, "trajectory deviation %g of %g", dev, amp);
+    /* Before the turned training drops and the metric (random poses only, Euclidean, 132 points)
+     * this was 1.5% (4.2% on the bench's 60-frame drop, where the set now gives about 0.6%). */
+    CHECK_MSG(dev < 0.01 * amp, "trajectory deviation %g of %g", dev, amp);
     free(x), free(xf);
     sim_cubature_free(&cub);
     sim_object_free(&o), sim_object_free(&full);
+}
+
+/* The training runs restore an object that already has a set installed and has moved. */
+TEST(sim_cubature_drop_poses_restore_the_object) {
+    SimObject o;
+    cactus(4, 12, 0.3, &o);
+    SimPlane floor = {.normal = {0, 1, 0}, .offset = 0, .stiffness = 1e6};
+    o.gravity[1] = -9.81;
+    char err[256];
+    CHECK(sim_object_add_plane(&o, &floor, err, sizeof err) == 0);
+    int64_t idx[3] = {0, 5, 9};
+    double w[3] = {0.1, 0.2, 0.3};
+    CHECK(sim_object_set_cubature(&o, 3, idx, w, err, sizeof err) == 0);
+    CHECK(sim_object_step(&o, 0.01, err, sizeof err) == 0);
+    double *z = malloc(sizeof(double) * (size_t)o.n), *zd = malloc(sizeof(double) * (size_t)o.n), t = o.t;
+    memcpy(z, o.z, sizeof(double) * (size_t)o.n), memcpy(zd, o.zdot, sizeof(double) * (size_t)o.n);
+    SimCubatureOptions co;
+    sim_cubature_defaults(&co);
+    co.drops = 2, co.drop_steps = 4, co.drop_every = 2;
+    double *Z = NULL;
+    int64_t T = 0;
+    CHECK(sim_cubature_drop_poses(&o, &co, 3, &Z, &T, err, sizeof err) == 0);
+    CHECK(T == 4);
+    CHECK(!memcmp(z, o.z, sizeof(double) * (size_t)o.n) && !memcmp(zd, o.zdot, sizeof(double) * (size_t)o.n));
+    CHECK(o.t == t && o.gravity[0] == 0 && o.gravity[1] == -9.81 && o.gravity[2] == 0);
+    CHECK(o.nplanes == 1 && o.planes[0].normal[1] == 1 && o.planes[0].offset == 0);
+    CHECK(o.ne == 3 && o.eidx[1] == 5 && o.ew[2] == 0.3);
+    /* the poses moved (the runs fell from other orientations), each differs from the next */
+    if (T == 4)
+        for (int64_t k = 0; k + 1 < T; k++) CHECK(memcmp(Z + k * o.n, Z + (k + 1) * o.n, sizeof(double) * (size_t)o.n));
+    free(Z), free(z), free(zd);
+    /* no runs asked: no poses */
+    co.drops = 0;
+    CHECK(sim_cubature_drop_poses(&o, &co, 3, &Z, &T, err, sizeof err) == 0);
+    CHECK(T == 0 && Z == NULL);
+    sim_object_free(&o);
 }
 
 /* a unit cube split into 5 tets (one central, four corners) */
