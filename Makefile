@@ -115,12 +115,13 @@ bench: deps
 	@bash bench/run_sim.sh ./$(BUILD)/anima-bench-sim
 
 # also builds ./anima: the `anima fit` tests run it (traced by --trace-children) and skip without it;
-# system programs the tests start (sh, grep, python3) are not traced
+# of the system programs the tests start, grep and python3 are not traced (sh is: the programs
+# it starts, ./anima among them, are only traced through it)
 valgrind: deps
 	@$(MAKE) --no-print-directory all $(BUILD)/anima-tests
 	OMP_NUM_THREADS=1 ANIMA_TEST_QUICK=1 valgrind --leak-check=full --error-exitcode=1 --errors-for-leak-kinds=definite,possible \
 	  --suppressions=tests/valgrind.supp --trace-children=yes \
-	  --trace-children-skip='/usr/*,/bin/*,/sbin/*' -q ./$(BUILD)/anima-tests
+	  --trace-children-skip='*/grep,*/python3*' -q ./$(BUILD)/anima-tests
 
 test-cuda: deps
 	@$(MAKE) --no-print-directory all $(BUILD)/anima-tests
