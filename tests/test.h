@@ -19,6 +19,10 @@ bool test_cuda(void);  /* --cuda: the parity suite */
  * third-party library's, which LeakSanitizer's short stacks cannot tell apart from ours, turns
  * that check off for itself, saying why; valgrind still checks it with tests/valgrind.supp. */
 void test_no_leak_check(const char *why);
+/* Runs the shell command cmd (add 2>&1 for stderr) with its stdout into out (NUL-terminated,
+ * at most n − 1 bytes); returns its exit status, 128 + signal when killed, -1 when it could not
+ * start. */
+int test_run_capture(const char *cmd, char *out, size_t n);
 
 #define TEST(name)                                                              \
     static void test_##name(void);                                              \

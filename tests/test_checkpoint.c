@@ -92,14 +92,7 @@ static int run_python(const char *dir, const char *script, char *out, size_t n) 
     fputs(script, f);
     fclose(f);
     snprintf(cmd, sizeof cmd, "/usr/bin/python3 %s 2>&1", path); /* errors into the report */
-    fflush(NULL);
-    FILE *pp = popen(cmd, "r");
-    if (!pp) return -1;
-    size_t got = 0, r;
-    while ((r = fread(out + got, 1, n - 1 - got, pp)) > 0) got += r;
-    out[got] = 0;
-    int st = pclose(pp);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+    return test_run_capture(cmd, out, n);
 }
 
 /* Values printed by Python as float.hex(), separated by spaces, after "<tag> " on its own line. */

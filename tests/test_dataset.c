@@ -312,13 +312,7 @@ static bool have_dataset(void) {
 static int run_dataset(const char *args, char *out, size_t n) {
     char cmd[4096];
     snprintf(cmd, sizeof cmd, "OMP_NUM_THREADS=2 %s dataset %s 2>&1", anima_bin(), args);
-    fflush(NULL);
-    FILE *p = popen(cmd, "r");
-    size_t got = 0, r;
-    while (got + 1 < n && (r = fread(out + got, 1, n - 1 - got, p)) > 0) got += r;
-    out[got] = 0;
-    int st = pclose(p);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    return test_run_capture(cmd, out, n);
 }
 
 TEST(dataset_cli_make_and_show) {

@@ -22,13 +22,7 @@ static int run(const char *args, char *out, size_t n) {
     /* 2 threads unless the caller chose: `make valgrind` runs with 1, since valgrind serializes
      * threads and libgomp's spin-waiting then costs minutes */
     snprintf(cmd, sizeof cmd, "OMP_NUM_THREADS=${OMP_NUM_THREADS:-2} %s demo %s 2>&1", anima_bin(), args);
-    fflush(NULL);
-    FILE *p = popen(cmd, "r");
-    size_t got = 0, r;
-    while (got + 1 < n && (r = fread(out + got, 1, n - 1 - got, p)) > 0) got += r;
-    out[got] = 0;
-    int st = pclose(p);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    return test_run_capture(cmd, out, n);
 }
 
 static void need_demo(void) {

@@ -47,6 +47,23 @@ void test_no_leak_check(const char *why) {
     no_leak_check = true;
 }
 
+int test_run_capture(const char *cmd, char *out, size_t n) {
+    fflush(NULL);
+    FILE *p = popen(cmd, "r");
+    if (!p) {
+        if (n) out[0] = 0;
+        return -1;
+    }
+    size_t got = 0, r;
+    while (got + 1 < n && (r = fread(out + got, 1, n - 1 - got, p)) > 0) got += r;
+    if (n) out[got] = 0;
+    char sink[4096]; /* the rest, so the command never blocks on a full pipe */
+    while (fread(sink, 1, sizeof sink, p) > 0) {
+    }
+    int st = pclose(p);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : WIFSIGNALED(st) ? 128 + WTERMSIG(st) : -1;
+}
+
 void test_fail_at(const char *file, int line, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);

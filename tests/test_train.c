@@ -267,13 +267,7 @@ static bool have_fit(void) {
 static int fit(const char *args, char *out, size_t n) {
     char cmd[4096];
     snprintf(cmd, sizeof cmd, "./anima fit --no-progress %s 2>&1", args);
-    fflush(NULL);
-    FILE *p = popen(cmd, "r");
-    size_t got = 0, r;
-    while ((r = fread(out + got, 1, n - 1 - got, p)) > 0) got += r;
-    out[got] = 0;
-    int st = pclose(p);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    return test_run_capture(cmd, out, n);
 }
 
 static void fit_params(NnParams *p) {
