@@ -325,14 +325,15 @@ static int parse_root(Ctx *c, const cJSON *root, SimScene *sc) {
         return -1;
     sim_newton_defaults(&sc->newton);
     const cJSON *nw = cJSON_GetObjectItemCaseSensitive(root, "newton");
-    static const char *const nkeys[] = {"max_iters", "tol", "armijo", "max_hessians", "reuse_ratio", NULL};
+    static const char *const nkeys[] = {"max_iters", "tol", "armijo", "max_hessians", "reuse_ratio", "elastic_lag", NULL};
     if (nw && check_keys(c, nw, "newton", nkeys)) return -1;
     int64_t it, nh;
     if (get_int(c, nw, "newton", "max_iters", sc->newton.max_iters, 1, 1000, &it) ||
         get_num(c, nw, "newton", "tol", sc->newton.tol, 0, 1, &sc->newton.tol) ||
         get_num(c, nw, "newton", "armijo", sc->newton.armijo, 0, 0.5, &sc->newton.armijo) ||
         get_int(c, nw, "newton", "max_hessians", sc->newton.max_hessians, 1, 1000, &nh) ||
-        get_num(c, nw, "newton", "reuse_ratio", sc->newton.reuse_ratio, 0, 1, &sc->newton.reuse_ratio))
+        get_num(c, nw, "newton", "reuse_ratio", sc->newton.reuse_ratio, 0, 1, &sc->newton.reuse_ratio) ||
+        get_num(c, nw, "newton", "elastic_lag", sc->newton.elastic_lag, 0, 1, &sc->newton.elastic_lag))
         return -1;
     sc->newton.max_iters = (int)it;
     sc->newton.max_hessians = (int)nh;

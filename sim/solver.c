@@ -47,15 +47,19 @@ struct SimPrepared {
     /* contact points */
     int64_t np;
     const double *Xp, *Bp;
+    /* the lagged elastic Hessian (SimNewtonOptions.elastic_lag): Σ_c V_c (dF/dz)ᵀ Ĥ_c (dF/dz), n × n,
+     * unscaled; valid once assembled, stale when the last iteration that used it contracted poorly */
+    double *Kel;
+    bool kel_valid, kel_stale;
     /* scratch */
-    double *Ft, *PT, *W, *K, *H, *g, *Hr, *gr, *dz, *zt, *up, *Aact, *Sact, *tmp;
+    double *Ft, *PT, *W, *K, *H, *g, *gt, *Hr, *gr, *dz, *zt, *up, *Aact, *Sact, *tmp;
 };
 
 static void prep_free(struct SimPrepared *p) {
     if (!p) return;
     free(p->N), free(p->zp_rate), free(p->Lm), free(p->pen_S), free(p->pen_s), free(p->pen_n);
-    free(p->drag_S), free(p->drag_s), free(p->drag_g), free(p->force_m);
-    free(p->Ft), free(p->PT), free(p->W), free(p->K), free(p->H), free(p->g), free(p->Hr), free(p->gr);
+    free(p->drag_S), free(p->drag_s), free(p->drag_g), free(p->force_m), free(p->Kel);
+    free(p->Ft), free(p->PT), free(p->W), free(p->K), free(p->H), free(p->g), free(p->gt), free(p->Hr), free(p->gr);
     free(p->dz), free(p->zt), free(p->up), free(p->Aact), free(p->Sact), free(p->tmp);
     free(p);
 }
@@ -67,6 +71,7 @@ void sim_newton_defaults(SimNewtonOptions *o) {
     o->max_backtracks = 30;
     o->max_hessians = 50;
     o->reuse_ratio = 0;
+    o->elastic_lag = 0.5;
 }
 
 SimPose sim_pose_identity(void) {
@@ -793,7 +798,9 @@ int sim_object_prepare(SimObject *o, char *err, size_t errlen) {
     p->W = malloc(sizeof(double) * (size_t)(3 * chunk * NPAIR * nb));
     p->K = malloc(sizeof(double) * (size_t)(NPAIR * nb * nb));
     p->H = malloc(sizeof(double) * (size_t)(n * n));
+    p->Kel = malloc(sizeof(double) * (size_t)(n * n));
     p->g = malloc(sizeof(double) * (size_t)n);
+    p->gt = malloc(sizeof(double) * (size_t)n);
     p->Hr = malloc(sizeof(double) * (size_t)(9 * r * r + 1));
     p->gr = malloc(sizeof(double) * (size_t)(3 * r + 1));
     p->dz = malloc(sizeof(double) * (size_t)n);
@@ -802,7 +809,7 @@ int sim_object_prepare(SimObject *o, char *err, size_t errlen) {
     p->Aact = malloc(sizeof(double) * (size_t)(p->np * nb));
     p->Sact = malloc(sizeof(double) * (size_t)(nb * nb));
     p->tmp = malloc(sizeof(double) * (size_t)(n * n + 1));
-    if (!p->Ft || !p->PT || !p->W || !p->K || !p->H || !p->g || !p->Hr || !p->gr || !p->dz || !p->zt || !p->up ||
+    if (!p->Ft || !p->PT || !p->W || !p->K || !p->H || !p->Kel || !p->g || !p->gt || !p->Hr || !p->gr || !p->dz || !p->zt || !p->up ||
         !p->Aact || !p->Sact || !p->tmp)
         goto oom;
     return 0;
@@ -951,16 +958,20 @@ static double external(const SimObject *o, struct SimPrepared *p, const double *
     double Ec = 0;
     if (o->nplanes) {
         int64_t np = p->np;
-        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)np, 3, (int)nb, 1.0, p->Bp, (int)nb, z, (int)nb, 0.0,
-                    p->up, 3);
         for (int pl = 0; pl < o->nplanes; pl++) {
             const SimPlane *P = &o->planes[pl];
             int64_t na = 0;
-            double *gv = p->tmp; /* Σ_active d_p b_p */
+            double *gv = p->tmp, *nz = p->tmp + nb, *dist = p->up; /* Σ_active d_p b_p; Σ_i n_i z⁽ⁱ⁾ */
+            /* signed distances n·x_p − h = n·X_p − h + b_pᵀ (Σ_i n_i z⁽ⁱ⁾): one matrix-vector product */
+            for (int64_t q = 0; q < nb; q++)
+                nz[q] = P->normal[0] * z[q] + P->normal[1] * z[nb + q] + P->normal[2] * z[2 * nb + q];
+            for (int64_t q = 0; q < np; q++)
+                dist[q] = P->normal[0] * p->Xp[3 * q] + P->normal[1] * p->Xp[3 * q + 1] + P->normal[2] * p->Xp[3 * q + 2] -
+                          P->offset;
+            cblas_dgemv(CblasRowMajor, CblasNoTrans, (int)np, (int)nb, 1.0, p->Bp, (int)nb, nz, 1, 1.0, dist, 1);
             if (g) memset(gv, 0, sizeof(double) * (size_t)nb);
             for (int64_t q = 0; q < np; q++) {
-                double d = -P->offset;
-                for (int i = 0; i < 3; i++) d += P->normal[i] * (p->Xp[3 * q + i] + p->up[3 * q + i]);
+                double d = dist[q];
                 if (d >= 0) continue;
                 Ec += P->stiffness * d * d;
                 if (g) cblas_daxpy((int)nb, d, p->Bp + q * nb, 1, gv, 1);
@@ -1009,6 +1020,23 @@ static double objective(const SimObject *o, struct SimPrepared *p, const double 
     E += dt2 * elastic(o, p, z, dt2, g, H, nproj);
     E += dt2 * external(o, p, z, t, dt2, g, H, NULL);
     return E;
+}
+
+/* The step Hessian with a lagged elastic term (SimNewtonOptions.elastic_lag) into p->H:
+ * M ⊗ I + dt² (K_el + the external terms at z), K_el reassembled at z first when `fresh`. */
+static void lagged_hessian(const SimObject *o, struct SimPrepared *p, const double *z, double dt, double t, bool fresh,
+                           double *H, int *nproj) {
+    int64_t nb = o->nb, n = o->n;
+    double dt2 = dt * dt;
+    if (fresh || !p->kel_valid) {
+        memset(p->Kel, 0, sizeof(double) * (size_t)(n * n));
+        elastic(o, p, z, 1.0, NULL, p->Kel, nproj);
+        p->kel_valid = true, p->kel_stale = false;
+    }
+    for (int64_t k = 0; k < n * n; k++) H[k] = dt2 * p->Kel[k];
+    for (int i = 0; i < 3; i++)
+        for (int64_t a = 0; a < nb; a++) cblas_daxpy((int)nb, 1.0, o->Mb + a * nb, 1, H + (i * nb + a) * n + i * nb, 1);
+    external(o, p, z, t, dt2, NULL, H, NULL);
 }
 
 /* the reduced gradient Nᵀ g per block (or a copy) */
@@ -1090,6 +1118,7 @@ int sim_object_step(SimObject *o, double dt, char *err, size_t errlen) {
         memcpy(z, ztil, sizeof(double) * (size_t)n);
     double E = objective(o, p, z, ztil, dt, t1, p->g, NULL, NULL);
     double prev_bound = INFINITY, last_alpha = 1;
+    bool lag = o->newton.elastic_lag > 0;
     for (int it = 0; it < o->newton.max_iters; it++) {
         reduce_g(o, p, p->g, p->gr);
         double bound = mass_bound(o, p, p->gr);
@@ -1099,17 +1128,28 @@ int sim_object_step(SimObject *o, double dt, char *err, size_t errlen) {
             break;
         }
         st.iters++;
-        /* a new Hessian on the first iteration, and later when the last step needed backtracking
-         * or shrank the gradient's size gᵀM⁻¹g by less than reuse_ratio, within max_hessians;
-         * otherwise a chord step with the last factor Lh (solver.h) */
-        bool fresh = it == 0 || (st.hessians < o->newton.max_hessians &&
-                                 (last_alpha < 1 || bound > o->newton.reuse_ratio * prev_bound));
+        bool poor = last_alpha < 1 || bound > (lag ? o->newton.elastic_lag : o->newton.reuse_ratio) * prev_bound;
+        bool fresh;
+        if (lag) {
+            /* the elastic term anew when none is kept, when the last iteration that used it
+             * backtracked or shrank gᵀM⁻¹g by less than elastic_lag (in this step or the last),
+             * within max_hessians; the rest of the Hessian is exact and refactored every time */
+            if (it > 0) p->kel_stale = poor;
+            bool fresh_el = !p->kel_valid || (p->kel_stale && st.hessians < o->newton.max_hessians);
+            lagged_hessian(o, p, z, dt, t1, fresh_el, p->H, &st.projected);
+            st.hessians += fresh_el;
+            fresh = true;
+        } else {
+            /* a new Hessian on the first iteration, and later when the last step needed backtracking
+             * or shrank the gradient's size gᵀM⁻¹g by less than reuse_ratio, within max_hessians;
+             * otherwise a chord step with the last factor Lh (solver.h) */
+            fresh = it == 0 || (st.hessians < o->newton.max_hessians && poor);
+            if (fresh) objective(o, p, z, ztil, dt, t1, NULL, p->H, &st.projected), st.hessians++;
+        }
         prev_bound = bound;
         if (fresh) {
-            objective(o, p, z, ztil, dt, t1, NULL, p->H, &st.projected);
             reduce_H(o, p, p->H, p->Hr);
             int retries = chol_shifted(Lh, p->Hr, (int)nr, 1e-14);
-            st.hessians++;
             if (retries < 0) {
                 st.failures++;
                 break;
@@ -1130,7 +1170,8 @@ int sim_object_step(SimObject *o, double dt, char *err, size_t errlen) {
         int bt = 0;
         for (; bt <= o->newton.max_backtracks; bt++, alpha *= 0.5) {
             for (int64_t k = 0; k < n; k++) p->zt[k] = z[k] + alpha * p->dz[k];
-            Et = objective(o, p, p->zt, ztil, dt, t1, NULL, NULL, NULL);
+            /* the gradient with the energy: a trial that passes is the next iterate */
+            Et = objective(o, p, p->zt, ztil, dt, t1, p->gt, NULL, NULL);
             if (Et <= E + o->newton.armijo * alpha * dec) break;
         }
         if (bt > o->newton.max_backtracks) {
@@ -1139,7 +1180,8 @@ int sim_object_step(SimObject *o, double dt, char *err, size_t errlen) {
         }
         last_alpha = alpha;
         memcpy(z, p->zt, sizeof(double) * (size_t)n);
-        E = objective(o, p, z, ztil, dt, t1, p->g, NULL, NULL);
+        double *gswap = p->g;
+        p->g = p->gt, p->gt = gswap, E = Et;
         if (fabs(dec) < o->newton.tol * scale) {
             st.converged = true;
             break;
@@ -1225,6 +1267,13 @@ double sim_object_objective(SimObject *o, const double *z, const double *ztil, d
     if (!o->prep && sim_object_prepare(o, NULL, 0)) return NAN;
     if (g) memset(g, 0, sizeof(double) * (size_t)o->n);
     return objective(o, o->prep, z, ztil, dt, t, g, H, H ? &o->last.projected : NULL);
+}
+
+bool sim_object_lagged_hessian(SimObject *o, const double *z, double dt, double t, bool fresh, double *H) {
+    if (!o->prep && sim_object_prepare(o, NULL, 0)) return false;
+    bool assembled = fresh || !o->prep->kel_valid;
+    lagged_hessian(o, o->prep, z, dt, t, fresh, H, &o->last.projected);
+    return assembled;
 }
 
 int64_t sim_object_subspace(SimObject *o, const double **N, const double **zp_rate, const double **Lm) {

@@ -52,6 +52,7 @@ struct SimWorldScratch {
     int64_t nact, act_cap;
     double *U;                 /* contact Hessian scratch */
     int *comp;                 /* component of each object */
+    bool kel_stale;            /* the objects' lagged elastic Hessians want reassembly (solver.h) */
 };
 
 static void scratch_free(struct SimWorldScratch *s, int nbodies) {
@@ -391,6 +392,21 @@ static double objects_energy(SimWorld *w, const double *Z, const double *Ztil, d
     return E;
 }
 
+/* H's diagonal blocks: each object's step Hessian with its elastic term lagged (solver.h:
+ * SimNewtonOptions.elastic_lag), reassembled when `fresh`; returns whether any was reassembled */
+static bool objects_hessian_lagged(SimWorld *w, const double *Z, double dt, double t, bool fresh, double *H) {
+    struct SimWorldScratch *s = w->ws;
+    bool any = false;
+    memset(H, 0, sizeof(double) * (size_t)(s->ntot * s->ntot));
+    for (int k = 0; k < w->nobj; k++) {
+        const ObjInfo *oi = &s->oi[k];
+        any |= sim_object_lagged_hessian(&w->obj[k], Z + oi->off, dt, t, fresh, s->Hk);
+        for (int64_t a = 0; a < oi->n; a++)
+            memcpy(H + (oi->off + a) * s->ntot + oi->off, s->Hk + a * oi->n, sizeof(double) * (size_t)oi->n);
+    }
+    return any;
+}
+
 static void reduce_g(const SimWorld *w, const double *g, double *gr) {
     const struct SimWorldScratch *s = w->ws;
     for (int k = 0; k < w->nobj; k++) {
@@ -638,7 +654,7 @@ int sim_world_step(SimWorld *w, double dt, char *err, size_t errlen) {
     int64_t N = s->ntot;
     double t1 = w->t + dt, scale = 0, dt2 = dt * dt;
     int max_iters = 0, max_bt = 0, max_hessians = 1 << 30;
-    double tol = INFINITY, armijo = 1, reuse_ratio = INFINITY;
+    double tol = INFINITY, armijo = 1, reuse_ratio = INFINITY, lag = INFINITY;
     for (int k = 0; k < w->nobj; k++) {
         SimObject *o = &w->obj[k];
         const ObjInfo *oi = &s->oi[k];
@@ -648,6 +664,7 @@ int sim_world_step(SimWorld *w, double dt, char *err, size_t errlen) {
         tol = fmin(tol, o->newton.tol), armijo = fmin(armijo, o->newton.armijo);
         /* Hessian reuse as the single-object solver (solver.h), as cautious as the most cautious object */
         reuse_ratio = fmin(reuse_ratio, o->newton.reuse_ratio);
+        lag = fmin(lag, o->newton.elastic_lag);
         if (o->newton.max_hessians < max_hessians) max_hessians = o->newton.max_hessians;
         memcpy(s->z0 + oi->off, o->z, sizeof(double) * (size_t)oi->n);
         for (int64_t q = 0; q < oi->n; q++) s->ztil[oi->off + q] = o->z[q] + dt * o->zdot[q];
@@ -696,13 +713,27 @@ int sim_world_step(SimWorld *w, double dt, char *err, size_t errlen) {
             st->converged = true;
             break;
         }
-        /* a new Hessian unless the last step was a full one that shrank gᵀM⁻¹g by reuse_ratio
-         * (then a chord step with the last factors: still descent, the Armijo and CCD guards hold) */
-        bool fresh = it == 0 || (st->hessians < max_hessians && (last_alpha < 1 || bound > reuse_ratio * prev_bound));
+        bool lagged = lag > 0, poor = last_alpha < 1 || bound > (lagged ? lag : reuse_ratio) * prev_bound, fresh,
+             fresh_el = false;
+        if (lagged) {
+            /* every object lags its elastic Hessian (solver.h): reassembled when the last iteration
+             * that used them backtracked or contracted by less than `lag`; the barrier, inertia and
+             * controls exact, the system refactored every iteration */
+            if (it > 0) s->kel_stale = poor;
+            fresh_el = s->kel_stale && st->hessians < max_hessians;
+            fresh = true;
+        } else /* a new Hessian unless the last step was a full one that shrank gᵀM⁻¹g by reuse_ratio
+                * (then a chord step with the last factors: still descent, the Armijo and CCD guards hold) */
+            fresh = it == 0 || (st->hessians < max_hessians && poor);
         prev_bound = bound;
         int rc = 0;
+        bool assembled = !lagged;
         for (int exact = contact; fresh; exact--) {
-            objects_energy(w, s->z, s->ztil, dt, t1, NULL, s->H);
+            if (lagged) {
+                if (objects_hessian_lagged(w, s->z, dt, t1, fresh_el, s->H)) assembled = true, s->kel_stale = false;
+                fresh_el = false;
+            } else
+                objects_energy(w, s->z, s->ztil, dt, t1, NULL, s->H);
             for (int k = 0; k < w->nobj; k++) s->comp[k] = k;
             if (contact && barrier_hessian(w, dt2, exact, s->H)) goto oom;
             int shifted;
@@ -712,7 +743,7 @@ int sim_world_step(SimWorld *w, double dt, char *err, size_t errlen) {
             if (!(exact && (rc > 0 || shifted))) break;
             st->projected++;
         }
-        if (fresh) st->hessians++;
+        if (fresh && assembled) st->hessians++;
         st->iters++;
         if (!fresh) rc = solve_components(w, false, &st->components, NULL);
         if (rc < 0) goto oom;

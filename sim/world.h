@@ -45,7 +45,8 @@ void sim_contact_defaults(SimContactOptions *c);
 
 typedef struct {
     int iters, failures;    /* Newton iterations; iterations without descent or line search */
-    int hessians;           /* Hessians assembled and factored (iters minus chord steps) */
+    int hessians;           /* elastic Hessians assembled (iters minus chord steps; with
+                               elastic_lag, the iterations that reassembled them) */
     int projected;          /* of those, rebuilt with the projected barrier Hessian because the
                                exact one did not factor without a shift (world.c) */
     int ccd_limited;        /* iterations (and the initial guess) whose step CCD shortened */

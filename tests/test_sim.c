@@ -611,6 +611,44 @@ TEST(sim_drop_every_category_energy_bounded) {
         }
 }
 
+/* The lagged elastic Hessian (solver.h: elastic_lag) against plain Newton on the drop's fall and
+ * impact: both at the default tol, each compared with a tight plain-Newton run (tol 1e-13). The
+ * lagged one must be as close to it as plain Newton (within 2×) on far fewer elastic Hessians. */
+TEST(sim_lagged_elastic_hessian_matches_newton) {
+    int steps = test_quick() ? 12 : 40;
+    double lag[3] = {0, 0, 0.5}, tol[3] = {1e-13, 1e-10, 1e-10}, dev[3] = {0}, motion = 0;
+    int hess[3] = {0}, fails[3] = {0};
+    SimObject o[3];
+    for (int k = 0; k < 3; k++) {
+        o[k] = drop_object("rbf", 8, 16, 0.35);
+        o[k].newton.elastic_lag = lag[k], o[k].newton.tol = tol[k];
+    }
+    int64_t nv = o[0].nv;
+    double *x = malloc(sizeof(double) * 3 * (size_t)nv * 3);
+    char err[256];
+    for (int s = 0; s < steps; s++) {
+        for (int k = 0; k < 3; k++) {
+            CHECK_MSG(sim_object_step(&o[k], 0.01, err, sizeof err) == 0, "%s", err);
+            hess[k] += o[k].last.hessians, fails[k] += o[k].last.failures;
+            sim_object_vertices(&o[k], x + (size_t)k * 3 * (size_t)nv);
+        }
+        for (int64_t v = 0; v < 3 * nv; v++) {
+            motion = fmax(motion, fabs(x[v] - o[0].Xv[v]));
+            for (int k = 1; k < 3; k++) dev[k] = fmax(dev[k], fabs(x[(size_t)k * 3 * (size_t)nv + (size_t)v] - x[v]));
+        }
+    }
+    printf("    %d steps, motion %.3g m: plain Newton dev %.2e at %d Hessians, elastic_lag 0.5 dev %.2e at %d Hessians "
+           "(reference %d); failures %d %d\n",
+           steps, motion, dev[1] / motion, hess[1], dev[2] / motion, hess[2], hess[0], fails[1], fails[2]);
+    CHECK(motion > 0.05);                /* it fell and hit the floor */
+    CHECK(dev[2] <= 2 * dev[1] + 1e-9);  /* as accurate as plain Newton */
+    CHECK(dev[2] < 1e-2 * motion);
+    CHECK(2 * hess[2] < hess[1]);        /* on fewer than half the Hessians */
+    CHECK(fails[1] == 0 && fails[2] == 0);
+    for (int k = 0; k < 3; k++) sim_object_free(&o[k]);
+    free(x);
+}
+
 static int cmp_d(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return x < y ? -1 : x > y;
