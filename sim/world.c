@@ -463,12 +463,13 @@ static void reduce_H_block(const SimWorld *w, int a, int b) {
         }
 }
 
-/* Cholesky with a growing diagonal shift on failure (as the single-object solver); -1: none */
-static int chol_shifted(double *A, const double *src, int n) {
+/* Cholesky with a growing diagonal shift on failure (as the single-object solver), at most
+ * `attempts` factorizations; -1: none */
+static int chol_shifted(double *A, const double *src, int n, int attempts) {
     double tr = 0;
     for (int i = 0; i < n; i++) tr += src[(size_t)i * n + i];
     double shift = 1e-14 * fmax(tr / n, 1e-300);
-    for (int attempt = 0; attempt < 8; attempt++) {
+    for (int attempt = 0; attempt < attempts; attempt++) {
         memcpy(A, src, sizeof(double) * (size_t)n * n);
         for (int i = 0; i < n; i++) A[(size_t)i * n + i] += shift;
         int info = 0;
@@ -483,7 +484,7 @@ static int chol_shifted(double *A, const double *src, int n) {
  * refactor, each component's block of Hr is factored into Lh (one after another: Σ dim² ≤ NR²);
  * without, the factors of the last refactor are reused (a chord step: s->comp, which fixes the
  * components, is only rebuilt with a new Hessian, so the blocks line up). */
-static int solve_components(SimWorld *w, bool refactor, int *ncomp, int *shifted) {
+static int solve_components(SimWorld *w, bool refactor, int attempts, int *ncomp, int *shifted) {
     struct SimWorldScratch *s = w->ws;
     int64_t NR = s->nred, off = 0;
     *ncomp = 0;
@@ -518,7 +519,7 @@ static int solve_components(SimWorld *w, bool refactor, int *ncomp, int *shifted
             }
         }
         if (refactor) {
-            int tries = chol_shifted(L, S, (int)dim);
+            int tries = chol_shifted(L, S, (int)dim, attempts);
             if (tries < 0) {
                 rc = 1;
                 break;
@@ -713,12 +714,14 @@ int sim_world_step(SimWorld *w, double dt, char *err, size_t errlen) {
             st->converged = true;
             break;
         }
-        bool lagged = lag > 0, poor = last_alpha < 1 || bound > (lagged ? lag : reuse_ratio) * prev_bound, fresh,
-             fresh_el = false;
+        bool lagged = lag > 0, fresh, fresh_el = false;
+        bool poor = (!lagged && last_alpha < 1) || bound > (lagged ? lag : reuse_ratio) * prev_bound;
         if (lagged) {
             /* every object lags its elastic Hessian (solver.h): reassembled when the last iteration
-             * that used them backtracked or contracted by less than `lag`; the barrier, inertia and
-             * controls exact, the system refactored every iteration */
+             * that used them contracted gᵀM⁻¹g by less than `lag` (a backtrack alone, which the
+             * barrier causes often and a new elastic term does not cure, is not enough: pile 23%
+             * less time); the barrier, inertia and controls exact, the system refactored every
+             * iteration */
             if (it > 0) s->kel_stale = poor;
             fresh_el = s->kel_stale && st->hessians < max_hessians;
             fresh = true;
@@ -737,7 +740,9 @@ int sim_world_step(SimWorld *w, double dt, char *err, size_t errlen) {
             for (int k = 0; k < w->nobj; k++) s->comp[k] = k;
             if (contact && barrier_hessian(w, dt2, exact, s->H)) goto oom;
             int shifted;
-            rc = solve_components(w, true, &st->components, &shifted);
+            /* the exact Hessian gets one factorization: a shift would send it to the projected
+             * one anyway, so only the projected one retries with shifts */
+            rc = solve_components(w, true, exact ? 1 : 8, &st->components, &shifted);
             if (rc < 0) goto oom;
             /* the exact barrier Hessian made the system indefinite: the projected one instead */
             if (!(exact && (rc > 0 || shifted))) break;
@@ -745,7 +750,7 @@ int sim_world_step(SimWorld *w, double dt, char *err, size_t errlen) {
         }
         if (fresh && assembled) st->hessians++;
         st->iters++;
-        if (!fresh) rc = solve_components(w, false, &st->components, NULL);
+        if (!fresh) rc = solve_components(w, false, 0, &st->components, NULL);
         if (rc < 0) goto oom;
         if (rc > 0) {
             st->failures++;
@@ -814,9 +819,10 @@ int sim_world_step(SimWorld *w, double dt, char *err, size_t errlen) {
     w->t = t1;
     st->seconds = now() - t0;
     if (getenv("ANIMA_WORLD_DEBUG"))
-        fprintf(stderr, "\nworld t=%.3f it %d fail %d ccd %d comps %d cand %lld act %lld dmin %.3g beta %.3g ms %.1f\n", w->t,
-                st->iters, st->failures, st->ccd_limited, st->components, (long long)st->candidates, (long long)st->active,
-                st->min_distance, st->rigid_beta, 1e3 * st->seconds);
+        fprintf(stderr,
+                "\nworld t=%.3f it %d hess %d proj %d fail %d ccd %d comps %d cand %lld act %lld dmin %.3g beta %.3g ms %.1f\n",
+                w->t, st->iters, st->hessians, st->projected, st->failures, st->ccd_limited, st->components,
+                (long long)st->candidates, (long long)st->active, st->min_distance, st->rigid_beta, 1e3 * st->seconds);
     for (int k = 0; k < w->nobj; k++) {
         SimStepStats *os = &w->obj[k].last;
         os->iters = st->iters, os->failures = st->failures, os->converged = st->converged;
