@@ -313,8 +313,9 @@ int main(int argc, char **argv) {
         }
         if (!ncontact) die("pile", "no frame had contact pairs");
         printf("info sim_pile %d objects, %lld cubature points in all, %d of %d frames in contact, %.1f Newton iterations "
-               "and %.1f Hessians per contact frame, min pair distance %.3g m\n",
-               sc.nobjects, (long long)pts, ncontact, steps, (double)iters / ncontact, (double)hess / ncontact, dmin);
+               "and %.1f Hessians per contact frame, min pair distance %.3g m (d̂ %.3g m, κ %.3g)\n",
+               sc.nobjects, (long long)pts, ncontact, steps, (double)iters / ncontact, (double)hess / ncontact, dmin,
+               world.dhat, world.kappa);
         printf("case sim_pile %.4f %d\ncpu sim_pile %.4f\n", median(cw, ncontact), ncontact, median(cc, ncontact));
         free(cw), free(cc);
         sim_world_free(&world);
