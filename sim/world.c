@@ -706,6 +706,7 @@ int sim_world_step(SimWorld *w, double dt, char *err, size_t errlen) {
     }
     SimWorldStats *st = &w->last;
     double prev_bound = INFINITY, last_alpha = 1;
+    bool refreshed = false, refresh_ok = true;
     for (int it = 0; it < max_iters; it++) {
         reduce_g(w, s->g, s->gr);
         double bound = mass_bound(w);
@@ -723,7 +724,12 @@ int sim_world_step(SimWorld *w, double dt, char *err, size_t errlen) {
              * less time); the barrier, inertia and controls exact, the system refactored every
              * iteration */
             if (it > 0) s->kel_stale = poor;
-            fresh_el = s->kel_stale && st->hessians < max_hessians;
+            /* a reassembly followed by another poor iteration says the lag is not what slows
+             * this step (the barrier's non-convexity is): no more reassemblies in it (pile: 4.0
+             * → 1.2 per contact frame, 15% less time) */
+            if (it > 0 && poor && refreshed) refresh_ok = false;
+            fresh_el = s->kel_stale && refresh_ok && st->hessians < max_hessians;
+            refreshed = fresh_el;
             fresh = true;
         } else /* a new Hessian unless the last step was a full one that shrank gᵀM⁻¹g by reuse_ratio
                 * (then a chord step with the last factors: still descent, the Armijo and CCD guards hold) */
