@@ -39,12 +39,14 @@ typedef struct {
     const double *N, *zp, *Lm; /* exact-Dirichlet subspace (N NULL: none) */
     int64_t np;                /* contact points */
     const double *Xp, *Bp;
+    double *Bpr;               /* np × r: the rows b_pᵀ N in the reduced coordinates (NULL: Bp) */
 } ObjInfo;
 
 struct SimWorldScratch {
     ObjInfo *oi;
+    int nobj;
     int64_t ntot, nred, maxn;
-    double *z0, *z, *ztil, *g, *dz, *zt, *H, *Hk, *Hr, *gr, *dy, *Lh, *sub, *tmp;
+    double *z0, *z, *ztil, *g, *dz, *zt, *Hk, *Hr, *gr, *dy, *Lh, *sub, *tmp;
     double **x, **dx;          /* per body (deformables, then rigid bodies): positions, step */
     SimContactBody *bodies;
     SimContactSet cand;        /* broad-phase candidates of the current step */
@@ -57,7 +59,9 @@ struct SimWorldScratch {
 
 static void scratch_free(struct SimWorldScratch *s, int nbodies) {
     if (!s) return;
-    free(s->oi), free(s->z0), free(s->z), free(s->ztil), free(s->g), free(s->dz), free(s->zt), free(s->H), free(s->Hk);
+    if (s->oi)
+        for (int k = 0; k < s->nobj; k++) free(s->oi[k].Bpr);
+    free(s->oi), free(s->z0), free(s->z), free(s->ztil), free(s->g), free(s->dz), free(s->zt), free(s->Hk);
     free(s->Hr), free(s->gr), free(s->dy), free(s->Lh), free(s->sub), free(s->tmp);
     if (s->x)
         for (int b = 0; b < nbodies; b++) free(s->x[b]), free(s->dx[b]);
@@ -159,6 +163,13 @@ int sim_world_init(SimWorld *w, SimObject *objs, int nobj, SimRigid *rigids, int
         oi->np = o->nv ? o->nv : o->nc;
         oi->Xp = o->nv ? o->Xv : o->Xc;
         oi->Bp = o->nv ? o->Bv : o->Bc;
+        s->nobj = k + 1;
+        if (oi->N) {
+            oi->Bpr = malloc(sizeof(double) * (size_t)(oi->np * oi->r));
+            if (!oi->Bpr) goto oom;
+            cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)oi->np, (int)oi->r, (int)oi->nb, 1.0, oi->Bp, (int)oi->nb,
+                        oi->N, (int)oi->r, 0.0, oi->Bpr, (int)oi->r);
+        }
         s->x[k] = malloc(sizeof(double) * 3 * (size_t)(oi->np + 1));
         s->dx[k] = malloc(sizeof(double) * 3 * (size_t)(oi->np + 1));
         if (!s->x[k] || !s->dx[k]) goto oom;
@@ -180,11 +191,11 @@ int sim_world_init(SimWorld *w, SimObject *objs, int nobj, SimRigid *rigids, int
     size_t n = (size_t)off + 1, nr = (size_t)roff + 1;
     s->z0 = malloc(sizeof(double) * n), s->z = malloc(sizeof(double) * n), s->ztil = malloc(sizeof(double) * n);
     s->g = malloc(sizeof(double) * n), s->dz = malloc(sizeof(double) * n), s->zt = malloc(sizeof(double) * n);
-    s->H = malloc(sizeof(double) * n * n), s->Hk = malloc(sizeof(double) * (size_t)(maxn * maxn));
+    s->Hk = malloc(sizeof(double) * (size_t)(maxn * maxn));
     s->Hr = malloc(sizeof(double) * nr * nr), s->gr = malloc(sizeof(double) * nr), s->dy = malloc(sizeof(double) * nr);
     s->Lh = malloc(sizeof(double) * nr * nr), s->sub = malloc(sizeof(double) * nr * nr);
     s->tmp = malloc(sizeof(double) * (size_t)(maxn * maxn + 3 * maxn + roff + 1));
-    if (!s->z0 || !s->z || !s->ztil || !s->g || !s->dz || !s->zt || !s->H || !s->Hk || !s->Hr || !s->gr || !s->dy ||
+    if (!s->z0 || !s->z || !s->ztil || !s->g || !s->dz || !s->zt || !s->Hk || !s->Hr || !s->gr || !s->dy ||
         !s->Lh || !s->sub || !s->tmp)
         goto oom;
     w->dhat = w->contact.dhat > 0 ? w->contact.dhat : 1.5 * spacing;
@@ -196,6 +207,9 @@ oom:
     set_err(err, errlen, "sim world: out of memory");
     return -1;
 }
+
+/* the contact points' rows in the reduced coordinates (np × r) */
+static const double *obj_rows(const ObjInfo *oi) { return oi->Bpr ? oi->Bpr : oi->Bp; }
 
 /* ---- contact energy, gradient, Hessian over a pair list --------------------------------------- */
 
@@ -288,9 +302,10 @@ static void pair_coefficients(const SimWorld *w, double scale, double d, bool ta
     *c -= *tg / (d * d);
 }
 
-static int barrier_hessian(SimWorld *w, double scale, bool tangential, double *H) {
+/* added to Hr (the reduced Newton matrix, NR × NR) from the rows b_pᵀ N of the contact points */
+static int barrier_hessian(SimWorld *w, double scale, bool tangential, double *Hr) {
     struct SimWorldScratch *s = w->ws;
-    int64_t N = s->ntot, nb_max = 0, np_max = 0;
+    int64_t NR = s->nred, nb_max = 0, np_max = 0;
     int nbodies = w->nobj + w->nrigid;
     for (int k = 0; k < w->nobj; k++) nb_max = s->oi[k].nb > nb_max ? s->oi[k].nb : nb_max, np_max = s->oi[k].np > np_max ? s->oi[k].np : np_max;
     int64_t rows = (s->nact > np_max ? s->nact : np_max) + 1;
@@ -318,7 +333,7 @@ static int barrier_hessian(SimWorld *w, double scale, bool tangential, double *H
             pair_coefficients(w, scale, d, tangential, &c, &tg);
             if (slot[pt] < 0) {
                 slot[pt] = (int)P;
-                memcpy(U + P * A->nb, A->Bp + pt * A->nb, sizeof(double) * (size_t)A->nb);
+                memcpy(U + P * A->r, obj_rows(A) + pt * A->r, sizeof(double) * (size_t)A->r);
                 memset(C + 6 * P, 0, sizeof(double) * 6);
                 P++;
             }
@@ -327,12 +342,12 @@ static int barrier_hessian(SimWorld *w, double scale, bool tangential, double *H
         if (!P) continue;
         for (int e = 0; e < 6; e++) {
             for (int64_t p = 0; p < P; p++)
-                for (int64_t j = 0; j < A->nb; j++) Y[p * A->nb + j] = C[6 * p + e] * U[p * A->nb + j];
-            cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)A->nb, (int)A->nb, (int)P, 1.0, U, (int)A->nb, Y,
-                        (int)A->nb, 0.0, K, (int)A->nb);
+                for (int64_t j = 0; j < A->r; j++) Y[p * A->r + j] = C[6 * p + e] * U[p * A->r + j];
+            cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)A->r, (int)A->r, (int)P, 1.0, U, (int)A->r, Y,
+                        (int)A->r, 0.0, K, (int)A->r);
             int i = PI_[e], ii = PJ_[e];
-            add_block(H + (A->off + i * A->nb) * N + A->off + ii * A->nb, N, K, A->nb, A->nb, 1, false);
-            if (i != ii) add_block(H + (A->off + ii * A->nb) * N + A->off + i * A->nb, N, K, A->nb, A->nb, 1, true);
+            add_block(Hr + (A->roff + i * A->r) * NR + A->roff + ii * A->r, NR, K, A->r, A->r, 1, false);
+            if (i != ii) add_block(Hr + (A->roff + ii * A->r) * NR + A->roff + i * A->r, NR, K, A->r, A->r, 1, true);
         }
     }
     free(slot);
@@ -347,24 +362,24 @@ static int barrier_hessian(SimWorld *w, double scale, bool tangential, double *H
                 pair_geom(s, q, 0, r, &d);
                 double c, tg;
                 pair_coefficients(w, scale, d, tangential, &c, &tg);
-                memcpy(U + k * A->nb, A->Bp + q->p * A->nb, sizeof(double) * (size_t)A->nb);
-                memcpy(V + k * B->nb, B->Bp + q->q * B->nb, sizeof(double) * (size_t)B->nb);
+                memcpy(U + k * A->r, obj_rows(A) + q->p * A->r, sizeof(double) * (size_t)A->r);
+                memcpy(V + k * B->r, obj_rows(B) + q->q * B->r, sizeof(double) * (size_t)B->r);
                 for (int e = 0; e < 6; e++) wv[6 * k + e] = c * r[PI_[e]] * r[PJ_[e]] + (PI_[e] == PJ_[e] ? tg : 0);
                 k++;
             }
             if (!k) continue;
             for (int e = 0; e < 6; e++) {
                 for (int64_t p = 0; p < k; p++)
-                    for (int64_t j = 0; j < B->nb; j++) Y[p * B->nb + j] = wv[6 * p + e] * V[p * B->nb + j];
-                cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)A->nb, (int)B->nb, (int)k, 1.0, U, (int)A->nb, Y,
-                            (int)B->nb, 0.0, K, (int)B->nb);
+                    for (int64_t j = 0; j < B->r; j++) Y[p * B->r + j] = wv[6 * p + e] * V[p * B->r + j];
+                cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)A->r, (int)B->r, (int)k, 1.0, U, (int)A->r, Y,
+                            (int)B->r, 0.0, K, (int)B->r);
                 int i = PI_[e], ii = PJ_[e];
                 /* H_ab(i, i') = H_ab(i', i) = −K; H_ba = H_abᵀ */
-                add_block(H + (A->off + i * A->nb) * N + B->off + ii * B->nb, N, K, A->nb, B->nb, -1, false);
-                add_block(H + (B->off + ii * B->nb) * N + A->off + i * A->nb, N, K, B->nb, A->nb, -1, true);
+                add_block(Hr + (A->roff + i * A->r) * NR + B->roff + ii * B->r, NR, K, A->r, B->r, -1, false);
+                add_block(Hr + (B->roff + ii * B->r) * NR + A->roff + i * A->r, NR, K, B->r, A->r, -1, true);
                 if (i != ii) {
-                    add_block(H + (A->off + ii * A->nb) * N + B->off + i * B->nb, N, K, A->nb, B->nb, -1, false);
-                    add_block(H + (B->off + i * B->nb) * N + A->off + ii * A->nb, N, K, B->nb, A->nb, -1, true);
+                    add_block(Hr + (A->roff + ii * A->r) * NR + B->roff + i * B->r, NR, K, A->r, B->r, -1, false);
+                    add_block(Hr + (B->roff + i * B->r) * NR + A->roff + ii * A->r, NR, K, B->r, A->r, -1, true);
                 }
             }
             int ca = s->comp[a], cb = s->comp[b];
@@ -377,32 +392,51 @@ static int barrier_hessian(SimWorld *w, double scale, bool tangential, double *H
 
 /* ---- the objects' part ---------------------------------------------------------------------- */
 
-static double objects_energy(SimWorld *w, const double *Z, const double *Ztil, double dt, double t, double *g,
-                             double *H) {
+static double objects_energy(SimWorld *w, const double *Z, const double *Ztil, double dt, double t, double *g) {
     struct SimWorldScratch *s = w->ws;
     double E = 0;
-    if (H) memset(H, 0, sizeof(double) * (size_t)(s->ntot * s->ntot));
     for (int k = 0; k < w->nobj; k++) {
         const ObjInfo *oi = &s->oi[k];
-        E += sim_object_objective(&w->obj[k], Z + oi->off, Ztil + oi->off, dt, t, g ? g + oi->off : NULL, H ? s->Hk : NULL);
-        if (H)
-            for (int64_t a = 0; a < oi->n; a++)
-                memcpy(H + (oi->off + a) * s->ntot + oi->off, s->Hk + a * oi->n, sizeof(double) * (size_t)oi->n);
+        E += sim_object_objective(&w->obj[k], Z + oi->off, Ztil + oi->off, dt, t, g ? g + oi->off : NULL, NULL);
     }
     return E;
 }
 
-/* H's diagonal blocks: each object's step Hessian with its elastic term lagged (solver.h:
- * SimNewtonOptions.elastic_lag), reassembled when `fresh`; returns whether any was reassembled */
-static bool objects_hessian_lagged(SimWorld *w, const double *Z, double dt, double t, bool fresh, double *H) {
+/* Hr's diagonal block of object k from its step Hessian in s->Hk: (I ⊗ N)ᵀ H_k (I ⊗ N), as
+ * T = H_k (I ⊗ N) (n × 3r) then (I ⊗ N)ᵀ T */
+static void reduce_object_block(const SimWorld *w, int k) {
     struct SimWorldScratch *s = w->ws;
-    bool any = false;
-    memset(H, 0, sizeof(double) * (size_t)(s->ntot * s->ntot));
+    const ObjInfo *A = &s->oi[k];
+    int64_t NR = s->nred, n = A->n, nb = A->nb, r = A->r;
+    double *out = s->Hr + A->roff * NR + A->roff;
+    if (!A->N) {
+        for (int64_t q = 0; q < n; q++) memcpy(out + q * NR, s->Hk + q * n, sizeof(double) * (size_t)n);
+        return;
+    }
+    double *T = s->tmp;
+    for (int ii = 0; ii < 3; ii++)
+        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)n, (int)r, (int)nb, 1.0, s->Hk + ii * nb, (int)n, A->N,
+                    (int)r, 0.0, T + ii * r, (int)(3 * r));
+    for (int i = 0; i < 3; i++)
+        cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)r, (int)(3 * r), (int)nb, 1.0, A->N, (int)r,
+                    T + i * nb * 3 * r, (int)(3 * r), 0.0, out + i * r * NR, (int)NR);
+}
+
+/* The objects' part of the reduced Newton matrix: Hr zeroed, each object's step Hessian (its
+ * elastic term lagged when `lagged`, solver.h, reassembled when `fresh`) reduced into its
+ * diagonal block. Returns whether any elastic Hessian was assembled. */
+static bool objects_hessian(SimWorld *w, const double *Z, const double *Ztil, double dt, double t, bool lagged,
+                            bool fresh) {
+    struct SimWorldScratch *s = w->ws;
+    bool any = !lagged;
+    memset(s->Hr, 0, sizeof(double) * (size_t)(s->nred * s->nred));
     for (int k = 0; k < w->nobj; k++) {
         const ObjInfo *oi = &s->oi[k];
-        any |= sim_object_lagged_hessian(&w->obj[k], Z + oi->off, dt, t, fresh, s->Hk);
-        for (int64_t a = 0; a < oi->n; a++)
-            memcpy(H + (oi->off + a) * s->ntot + oi->off, s->Hk + a * oi->n, sizeof(double) * (size_t)oi->n);
+        if (lagged)
+            any |= sim_object_lagged_hessian(&w->obj[k], Z + oi->off, dt, t, fresh, s->Hk);
+        else
+            sim_object_objective(&w->obj[k], Z + oi->off, Ztil + oi->off, dt, t, NULL, s->Hk);
+        reduce_object_block(w, k);
     }
     return any;
 }
@@ -433,34 +467,6 @@ static void expand(const SimWorld *w, const double *dy, double *dz) {
             cblas_dgemv(CblasRowMajor, CblasNoTrans, (int)oi->nb, (int)oi->r, 1.0, oi->N, (int)oi->r, dy + oi->roff + i * oi->r,
                         1, 0.0, dz + oi->off + i * oi->nb, 1);
     }
-}
-
-/* Hr block (a, b) = (I ⊗ N_a)ᵀ H_ab (I ⊗ N_b), for the object pairs in one component */
-static void reduce_H_block(const SimWorld *w, int a, int b) {
-    struct SimWorldScratch *s = w->ws;
-    const ObjInfo *A = &s->oi[a], *B = &s->oi[b];
-    int64_t N = s->ntot, NR = s->nred;
-    for (int i = 0; i < 3; i++)
-        for (int ii = 0; ii < 3; ii++) {
-            const double *Hb = s->H + (A->off + i * A->nb) * N + B->off + ii * B->nb;
-            double *out = s->Hr + (A->roff + i * A->r) * NR + B->roff + ii * B->r;
-            if (!A->N && !B->N) {
-                for (int64_t q = 0; q < A->nb; q++) memcpy(out + q * NR, Hb + q * N, sizeof(double) * (size_t)B->nb);
-                continue;
-            }
-            /* T = H_blk N_b (nb_a × r_b), out = N_aᵀ T */
-            double *T = s->tmp;
-            if (B->N)
-                cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)A->nb, (int)B->r, (int)B->nb, 1.0, Hb, (int)N, B->N,
-                            (int)B->r, 0.0, T, (int)B->r);
-            else
-                for (int64_t q = 0; q < A->nb; q++) memcpy(T + q * B->r, Hb + q * N, sizeof(double) * (size_t)B->nb);
-            if (A->N)
-                cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)A->r, (int)B->r, (int)A->nb, 1.0, A->N, (int)A->r, T,
-                            (int)B->r, 0.0, out, (int)NR);
-            else
-                for (int64_t q = 0; q < A->nb; q++) memcpy(out + q * NR, T + q * B->r, sizeof(double) * (size_t)B->r);
-        }
 }
 
 /* Cholesky with a growing diagonal shift on failure (as the single-object solver), at most
@@ -501,9 +507,6 @@ static int solve_components(SimWorld *w, bool refactor, int attempts, int *ncomp
         (*ncomp)++;
         double *L = s->Lh + off, *S = s->sub, *rhs = s->tmp;
         off += dim * dim;
-        if (refactor)
-            for (int u = 0; u < nm; u++)
-                for (int v = 0; v < nm; v++) reduce_H_block(w, members[u], members[v]);
         /* gather the component's rows/columns (and factor), solve */
         int64_t ru = 0;
         for (int u = 0; u < nm; u++) {
@@ -699,7 +702,7 @@ int sim_world_step(SimWorld *w, double dt, char *err, size_t errlen) {
     /* the candidates of the swept guess hold every pair within d̂ at z (contact.h) */
     if (contact && collect_active(w)) goto oom;
     if (contact) w->last.min_distance = fmin(w->last.min_distance, sim_contact_min_distance(s->bodies, &s->cand, 0));
-    double E = objects_energy(w, s->z, s->ztil, dt, t1, s->g, NULL);
+    double E = objects_energy(w, s->z, s->ztil, dt, t1, s->g);
     if (contact) {
         E += dt2 * barrier_energy(w, s->act, s->nact, 0, NULL);
         barrier_gradient(w, dt2, s->g);
@@ -738,13 +741,13 @@ int sim_world_step(SimWorld *w, double dt, char *err, size_t errlen) {
         int rc = 0;
         bool assembled = !lagged;
         for (int exact = contact; fresh; exact--) {
-            if (lagged) {
-                if (objects_hessian_lagged(w, s->z, dt, t1, fresh_el, s->H)) assembled = true, s->kel_stale = false;
-                fresh_el = false;
-            } else
-                objects_energy(w, s->z, s->ztil, dt, t1, NULL, s->H);
+            if (objects_hessian(w, s->z, s->ztil, dt, t1, lagged, fresh_el)) {
+                assembled = true;
+                if (lagged) s->kel_stale = false;
+            }
+            fresh_el = false;
             for (int k = 0; k < w->nobj; k++) s->comp[k] = k;
-            if (contact && barrier_hessian(w, dt2, exact, s->H)) goto oom;
+            if (contact && barrier_hessian(w, dt2, exact, s->Hr)) goto oom;
             int shifted;
             /* the exact Hessian gets one factorization: a shift would send it to the projected
              * one anyway, so only the projected one retries with shifts */
@@ -782,7 +785,7 @@ int sim_world_step(SimWorld *w, double dt, char *err, size_t errlen) {
         int bt = 0;
         for (; bt <= max_bt; bt++, alpha *= 0.5) {
             for (int64_t q = 0; q < N; q++) s->zt[q] = s->z[q] + alpha * s->dz[q];
-            Et = objects_energy(w, s->zt, s->ztil, dt, t1, NULL, NULL);
+            Et = objects_energy(w, s->zt, s->ztil, dt, t1, NULL);
             if (contact) Et += dt2 * barrier_energy(w, s->cand.pairs, s->cand.n, alpha, &dmin);
             if (Et <= E + armijo * alpha * dec) break;
         }
@@ -798,7 +801,7 @@ int sim_world_step(SimWorld *w, double dt, char *err, size_t errlen) {
             st->min_distance = fmin(st->min_distance, dmin);
             if (collect_active(w)) goto oom;
         }
-        E = objects_energy(w, s->z, s->ztil, dt, t1, s->g, NULL);
+        E = objects_energy(w, s->z, s->ztil, dt, t1, s->g);
         if (contact) {
             E += dt2 * barrier_energy(w, s->act, s->nact, 0, NULL);
             barrier_gradient(w, dt2, s->g);
