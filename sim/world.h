@@ -12,7 +12,10 @@
  * couple the blocks of the objects a pair joins. Newton solves each connected component of that
  * coupling graph by its own dense Cholesky, so objects out of contact cost what they cost alone.
  * Exact Dirichlet regions are honoured by the same change of variables as the single-object
- * solver (z = t zp + (I₃ ⊗ N) y).
+ * solver (z = t zp + (I₃ ⊗ N) y), and the matrix is assembled in those reduced coordinates: each
+ * object's block reduced once, the contact terms built from the rows b_pᵀ N directly. With
+ * elastic_lag (solver.h, the default) each object's elastic term is lagged as in the
+ * single-object solver; contact and inertia are exact and the system refactored every iteration.
  *
  * Line search (IPC §4.2): the step Δ is first capped by point–point CCD so that no pair's
  * distance falls below min_sep × its current value anywhere on [0, α_max] (positions are linear
