@@ -51,6 +51,10 @@ struct SimPrepared {
      * unscaled; valid once assembled, stale when the last iteration that used it contracted poorly */
     double *Kel;
     bool kel_valid, kel_stale;
+    /* the last Cholesky factor Lh of the reduced matrix Hf (3r × 3r each): a bitwise equal matrix,
+     * common with the lagged elastic term (free flight, an unchanged contact set), reuses it */
+    double *Lh, *Hf;
+    bool lh_valid;
     /* scratch */
     double *Ft, *PT, *W, *K, *H, *g, *gt, *Hr, *gr, *dz, *zt, *up, *Aact, *Sact, *tmp;
 };
@@ -58,7 +62,7 @@ struct SimPrepared {
 static void prep_free(struct SimPrepared *p) {
     if (!p) return;
     free(p->N), free(p->zp_rate), free(p->Lm), free(p->pen_S), free(p->pen_s), free(p->pen_n);
-    free(p->drag_S), free(p->drag_s), free(p->drag_g), free(p->force_m), free(p->Kel);
+    free(p->drag_S), free(p->drag_s), free(p->drag_g), free(p->force_m), free(p->Kel), free(p->Lh), free(p->Hf);
     free(p->Ft), free(p->PT), free(p->W), free(p->K), free(p->H), free(p->g), free(p->gt), free(p->Hr), free(p->gr);
     free(p->dz), free(p->zt), free(p->up), free(p->Aact), free(p->Sact), free(p->tmp);
     free(p);
@@ -799,6 +803,8 @@ int sim_object_prepare(SimObject *o, char *err, size_t errlen) {
     p->K = malloc(sizeof(double) * (size_t)(NPAIR * nb * nb));
     p->H = malloc(sizeof(double) * (size_t)(n * n));
     p->Kel = malloc(sizeof(double) * (size_t)(n * n));
+    p->Lh = malloc(sizeof(double) * (size_t)(9 * r * r + 1));
+    p->Hf = malloc(sizeof(double) * (size_t)(9 * r * r + 1));
     p->g = malloc(sizeof(double) * (size_t)n);
     p->gt = malloc(sizeof(double) * (size_t)n);
     p->Hr = malloc(sizeof(double) * (size_t)(9 * r * r + 1));
@@ -809,7 +815,7 @@ int sim_object_prepare(SimObject *o, char *err, size_t errlen) {
     p->Aact = malloc(sizeof(double) * (size_t)(p->np * nb));
     p->Sact = malloc(sizeof(double) * (size_t)(nb * nb));
     p->tmp = malloc(sizeof(double) * (size_t)(n * n + 1));
-    if (!p->Ft || !p->PT || !p->W || !p->K || !p->H || !p->Kel || !p->g || !p->gt || !p->Hr || !p->gr || !p->dz || !p->zt || !p->up ||
+    if (!p->Ft || !p->PT || !p->W || !p->K || !p->H || !p->Kel || !p->Lh || !p->Hf || !p->g || !p->gt || !p->Hr || !p->gr || !p->dz || !p->zt || !p->up ||
         !p->Aact || !p->Sact || !p->tmp)
         goto oom;
     return 0;
@@ -1102,9 +1108,9 @@ int sim_object_step(SimObject *o, double dt, char *err, size_t errlen) {
     SimStepStats st = {0};
     /* z̃ = z₀ + dt ż₀ (inertial prediction), projected onto the constraint's affine subspace at t1 */
     double *ztil = malloc(sizeof(double) * (size_t)n), *z = malloc(sizeof(double) * (size_t)n);
-    double *dy = malloc(sizeof(double) * (size_t)(nr + 1)), *Lh = malloc(sizeof(double) * (size_t)(nr * nr + 1));
-    if (!ztil || !z || !dy || !Lh) {
-        free(ztil), free(z), free(dy), free(Lh);
+    double *dy = malloc(sizeof(double) * (size_t)(nr + 1)), *Lh = p->Lh;
+    if (!ztil || !z || !dy) {
+        free(ztil), free(z), free(dy);
         set_err(err, errlen, "sim: out of memory");
         return -1;
     }
@@ -1149,7 +1155,13 @@ int sim_object_step(SimObject *o, double dt, char *err, size_t errlen) {
         prev_bound = bound;
         if (fresh) {
             reduce_H(o, p, p->H, p->Hr);
-            int retries = chol_shifted(Lh, p->Hr, (int)nr, 1e-14);
+            size_t bytes = sizeof(double) * (size_t)(nr * nr);
+            int retries = 0;
+            if (!(p->lh_valid && !memcmp(p->Hr, p->Hf, bytes))) {
+                retries = chol_shifted(Lh, p->Hr, (int)nr, 1e-14);
+                memcpy(p->Hf, p->Hr, bytes);
+                p->lh_valid = retries >= 0;
+            }
             if (retries < 0) {
                 st.failures++;
                 break;
@@ -1187,7 +1199,7 @@ int sim_object_step(SimObject *o, double dt, char *err, size_t errlen) {
             break;
         }
     }
-    free(dy), free(Lh);
+    free(dy);
     for (int64_t k = 0; k < n; k++)
         if (!isfinite(z[k])) {
             free(ztil), free(z);
