@@ -283,11 +283,6 @@ static void barrier_gradient(const SimWorld *w, double scale, double *g) {
  * coupling in comp. */
 static const int PI_[6] = {0, 0, 0, 1, 1, 2}, PJ_[6] = {0, 1, 2, 1, 2, 2};
 
-static void add_block(double *H, int64_t ld, const double *K, int64_t nr, int64_t nc, double sgn, bool trans) {
-    for (int64_t r = 0; r < nr; r++)
-        for (int64_t c = 0; c < nc; c++) H[r * ld + c] += sgn * (trans ? K[c * nr + r] : K[r * nc + c]);
-}
-
 /* The pair barrier's Hessian in 3D, κ[b″ n nᵀ + (b′/d)(I − n nᵀ)]: with tangential false the
  * second term (negative: b′ < 0 inside d̂) is dropped, the per-pair PSD projection; with it the
  * exact Hessian. The exact one converges quadratically where the projected one crawls (resting
@@ -302,91 +297,126 @@ static void pair_coefficients(const SimWorld *w, double scale, double d, bool ta
     *c -= *tg / (d * d);
 }
 
-/* added to Hr (the reduced Newton matrix, NR × NR) from the rows b_pᵀ N of the contact points */
-static int barrier_hessian(SimWorld *w, double scale, bool tangential, double *Hr) {
+/* Adds K6 (r_a × 6 r_b: the six blocks (i, i') of one coupling, side by side) to Hr's block of
+ * objects (a, b) with sign sgn; the (i', i) blocks are the transposes (b == a: the block's own). */
+static void scatter6(const struct SimWorldScratch *s, const ObjInfo *A, const ObjInfo *B, const double *K6, double sgn) {
+    int64_t NR = s->nred, ra = A->r, rb = B->r;
+    for (int e = 0; e < 6; e++) {
+        int i = PI_[e], ii = PJ_[e];
+        double *blk = s->Hr + (A->roff + i * ra) * NR + B->roff + ii * rb;
+        for (int64_t x = 0; x < ra; x++)
+            for (int64_t y = 0; y < rb; y++) blk[x * NR + y] += sgn * K6[x * 6 * rb + e * rb + y];
+        if (i == ii) continue;
+        blk = s->Hr + (A->roff + ii * ra) * NR + B->roff + i * rb;
+        for (int64_t x = 0; x < ra; x++)
+            for (int64_t y = 0; y < rb; y++) blk[x * NR + y] += sgn * K6[x * 6 * rb + e * rb + y];
+    }
+}
+
+/* The transposes: Hr's block (b, a) gets sgn · K6ᵀ blockwise (K6 as built for the block (a, b)). */
+static void scatter6_transposed(const struct SimWorldScratch *s, const ObjInfo *B, const ObjInfo *A, const double *K6,
+                                double sgn) {
+    int64_t NR = s->nred, ra = A->r, rb = B->r;
+    for (int e = 0; e < 6; e++) {
+        int i = PI_[e], ii = PJ_[e];
+        /* (a, i ; b, ii) block K_e lands transposed at (b, ii ; a, i), and at (b, i ; a, ii) when i ≠ ii */
+        for (int pass = 0; pass < (i == ii ? 1 : 2); pass++) {
+            int bi = pass ? i : ii, ai = pass ? ii : i;
+            double *blk = s->Hr + (B->roff + bi * rb) * NR + A->roff + ai * ra;
+            for (int64_t y = 0; y < rb; y++)
+                for (int64_t x = 0; x < ra; x++) blk[y * NR + x] += sgn * K6[x * 6 * rb + e * rb + y];
+        }
+    }
+}
+
+/* The pair barrier's Hessian added to Hr (the reduced Newton matrix, NR × NR), built from the
+ * contact points' rows u_p = Nᵀ b_p. A pair (p of a, q of b) with 3 × 3 coefficient C adds
+ * C ⊗ u_p u_pᵀ to block (a, a), C ⊗ v_q v_qᵀ to (b, b) and −C ⊗ u_p v_qᵀ to (a, b). Per object
+ * the self terms are summed per point first (Σ over its pairs of C), the coupling terms per
+ * point of a (Σ over its partners in b of C v_q), so each block is one product Uᵀ Y with one
+ * row per distinct point: Y = [C_e u] (self) or [Σ C_e v] (coupling), e over the six (i ≤ i'). */
+static int barrier_hessian(SimWorld *w, double scale, bool tangential) {
     struct SimWorldScratch *s = w->ws;
-    int64_t NR = s->nred, nb_max = 0, np_max = 0;
+    int64_t r_max = 1, np_max = 1;
     int nbodies = w->nobj + w->nrigid;
-    for (int k = 0; k < w->nobj; k++) nb_max = s->oi[k].nb > nb_max ? s->oi[k].nb : nb_max, np_max = s->oi[k].np > np_max ? s->oi[k].np : np_max;
-    int64_t rows = (s->nact > np_max ? s->nact : np_max) + 1;
-    /* scratch: C (np_max × 6), point index (np_max), U, V, Y (rows × nb_max), K (nb_max²), w (rows × 6) */
-    size_t need_u = (size_t)(rows * nb_max * 3 + nb_max * nb_max + rows * 6 + np_max * 6);
+    for (int k = 0; k < w->nobj; k++) {
+        if (s->oi[k].r > r_max) r_max = s->oi[k].r;
+        if (s->oi[k].np > np_max) np_max = s->oi[k].np;
+    }
+    /* scratch: U (np_max × r), Y (np_max × 6r), K6 (r × 6r), per pair coefficients (nact × 6) */
+    size_t need_u = (size_t)(np_max * r_max * 7 + 6 * r_max * r_max + 6 * (s->nact + 1));
     double *U = realloc(s->U, sizeof(double) * need_u);
     if (!U) return -1;
     s->U = U;
-    double *V = U + rows * nb_max, *Y = V + rows * nb_max, *K = Y + rows * nb_max, *wv = K + nb_max * nb_max,
-           *C = wv + rows * 6;
+    double *Y = U + np_max * r_max, *K6 = Y + 6 * np_max * r_max, *cf = K6 + 6 * r_max * r_max;
     int *slot = malloc(sizeof(int) * (size_t)(np_max + 1));
     if (!slot) return -1;
-    /* per-pair weights c/d² (so c n nᵀ = (c/d²) r rᵀ) */
+    for (int64_t t = 0; t < s->nact; t++) {
+        double r[3], d, c, tg;
+        pair_geom(s, &s->act[t], 0, r, &d);
+        pair_coefficients(w, scale, d, tangential, &c, &tg);
+        for (int e = 0; e < 6; e++) cf[6 * t + e] = c * r[PI_[e]] * r[PJ_[e]] + (PI_[e] == PJ_[e] ? tg : 0);
+    }
     for (int a = 0; a < w->nobj; a++) {
         const ObjInfo *A = &s->oi[a];
+        const double *Ra = obj_rows(A);
+        int64_t ra = A->r;
+        /* (a, a): every pair touching a, summed per point */
         for (int64_t p = 0; p < A->np; p++) slot[p] = -1;
         int64_t P = 0;
         for (int64_t t = 0; t < s->nact; t++) {
             const SimContactPair *q = &s->act[t];
             if (q->a != a && q->b != a) continue;
             int64_t pt = q->a == a ? q->p : q->q;
-            double r[3], d;
-            pair_geom(s, q, 0, r, &d);
-            double c, tg;
-            pair_coefficients(w, scale, d, tangential, &c, &tg);
             if (slot[pt] < 0) {
                 slot[pt] = (int)P;
-                memcpy(U + P * A->r, obj_rows(A) + pt * A->r, sizeof(double) * (size_t)A->r);
-                memset(C + 6 * P, 0, sizeof(double) * 6);
+                memcpy(U + P * ra, Ra + pt * ra, sizeof(double) * (size_t)ra);
+                memset(Y + P * 6 * ra, 0, sizeof(double) * 6 * (size_t)ra);
                 P++;
             }
-            for (int e = 0; e < 6; e++) C[6 * slot[pt] + e] += c * r[PI_[e]] * r[PJ_[e]] + (PI_[e] == PJ_[e] ? tg : 0);
+            double *y = Y + slot[pt] * 6 * ra;
+            const double *u = Ra + pt * ra;
+            for (int e = 0; e < 6; e++)
+                for (int64_t j = 0; j < ra; j++) y[e * ra + j] += cf[6 * t + e] * u[j];
         }
         if (!P) continue;
-        for (int e = 0; e < 6; e++) {
-            for (int64_t p = 0; p < P; p++)
-                for (int64_t j = 0; j < A->r; j++) Y[p * A->r + j] = C[6 * p + e] * U[p * A->r + j];
-            cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)A->r, (int)A->r, (int)P, 1.0, U, (int)A->r, Y,
-                        (int)A->r, 0.0, K, (int)A->r);
-            int i = PI_[e], ii = PJ_[e];
-            add_block(Hr + (A->roff + i * A->r) * NR + A->roff + ii * A->r, NR, K, A->r, A->r, 1, false);
-            if (i != ii) add_block(Hr + (A->roff + ii * A->r) * NR + A->roff + i * A->r, NR, K, A->r, A->r, 1, true);
-        }
-    }
-    free(slot);
-    for (int a = 0; a < w->nobj; a++)
+        cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)ra, (int)(6 * ra), (int)P, 1.0, U, (int)ra, Y,
+                    (int)(6 * ra), 0.0, K6, (int)(6 * ra));
+        scatter6(s, A, A, K6, 1);
+        /* (a, b), b > a deformable: summed per point of a */
         for (int b = a + 1; b < w->nobj && b < nbodies; b++) {
-            const ObjInfo *A = &s->oi[a], *B = &s->oi[b];
-            int64_t k = 0;
+            const ObjInfo *B = &s->oi[b];
+            const double *Rb = obj_rows(B);
+            int64_t rb = B->r;
+            for (int64_t p = 0; p < A->np; p++) slot[p] = -1;
+            P = 0;
             for (int64_t t = 0; t < s->nact; t++) {
                 const SimContactPair *q = &s->act[t];
                 if (q->a != a || q->b != b) continue;
-                double r[3], d;
-                pair_geom(s, q, 0, r, &d);
-                double c, tg;
-                pair_coefficients(w, scale, d, tangential, &c, &tg);
-                memcpy(U + k * A->r, obj_rows(A) + q->p * A->r, sizeof(double) * (size_t)A->r);
-                memcpy(V + k * B->r, obj_rows(B) + q->q * B->r, sizeof(double) * (size_t)B->r);
-                for (int e = 0; e < 6; e++) wv[6 * k + e] = c * r[PI_[e]] * r[PJ_[e]] + (PI_[e] == PJ_[e] ? tg : 0);
-                k++;
-            }
-            if (!k) continue;
-            for (int e = 0; e < 6; e++) {
-                for (int64_t p = 0; p < k; p++)
-                    for (int64_t j = 0; j < B->r; j++) Y[p * B->r + j] = wv[6 * p + e] * V[p * B->r + j];
-                cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)A->r, (int)B->r, (int)k, 1.0, U, (int)A->r, Y,
-                            (int)B->r, 0.0, K, (int)B->r);
-                int i = PI_[e], ii = PJ_[e];
-                /* H_ab(i, i') = H_ab(i', i) = −K; H_ba = H_abᵀ */
-                add_block(Hr + (A->roff + i * A->r) * NR + B->roff + ii * B->r, NR, K, A->r, B->r, -1, false);
-                add_block(Hr + (B->roff + ii * B->r) * NR + A->roff + i * A->r, NR, K, B->r, A->r, -1, true);
-                if (i != ii) {
-                    add_block(Hr + (A->roff + ii * A->r) * NR + B->roff + i * B->r, NR, K, A->r, B->r, -1, false);
-                    add_block(Hr + (B->roff + i * B->r) * NR + A->roff + ii * A->r, NR, K, B->r, A->r, -1, true);
+                if (slot[q->p] < 0) {
+                    slot[q->p] = (int)P;
+                    memcpy(U + P * ra, Ra + q->p * ra, sizeof(double) * (size_t)ra);
+                    memset(Y + P * 6 * rb, 0, sizeof(double) * 6 * (size_t)rb);
+                    P++;
                 }
+                double *y = Y + slot[q->p] * 6 * rb;
+                const double *v = Rb + q->q * rb;
+                for (int e = 0; e < 6; e++)
+                    for (int64_t j = 0; j < rb; j++) y[e * rb + j] += cf[6 * t + e] * v[j];
             }
+            if (!P) continue;
+            cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)ra, (int)(6 * rb), (int)P, 1.0, U, (int)ra, Y,
+                        (int)(6 * rb), 0.0, K6, (int)(6 * rb));
+            /* H_ab(i, i') = H_ab(i', i) = −K; H_ba = H_abᵀ */
+            scatter6(s, A, B, K6, -1);
+            scatter6_transposed(s, B, A, K6, -1);
             int ca = s->comp[a], cb = s->comp[b];
             if (ca != cb)
                 for (int o = 0; o < w->nobj; o++)
                     if (s->comp[o] == cb) s->comp[o] = ca;
         }
+    }
+    free(slot);
     return 0;
 }
 
@@ -747,7 +777,7 @@ int sim_world_step(SimWorld *w, double dt, char *err, size_t errlen) {
             }
             fresh_el = false;
             for (int k = 0; k < w->nobj; k++) s->comp[k] = k;
-            if (contact && barrier_hessian(w, dt2, exact, s->Hr)) goto oom;
+            if (contact && barrier_hessian(w, dt2, exact)) goto oom;
             int shifted;
             /* the exact Hessian gets one factorization: a shift would send it to the projected
              * one anyway, so only the projected one retries with shifts */
