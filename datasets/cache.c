@@ -1,10 +1,6 @@
 /* datasets/cache.c — the HDF5 dataset cache (layout in cache.h): an atomic writer (temporary
- * file + fsync + rename, like optim/checkpoint.c) and a reader that validates every dataset
- * before handing out arrays. */
-#include <dirent.h>
-#include <errno.h>
-#include <fcntl.h>
-#include <signal.h>
+ * file + fsync + rename, tensor/h5file.h, as for checkpoints) and a reader that validates every
+ * dataset before handing out arrays. */
 #include <hdf5.h>
 #include <math.h>
 #include <stdarg.h>
@@ -14,6 +10,7 @@
 #include <unistd.h>
 
 #include "datasets/cache.h"
+#include "tensor/h5file.h"
 #include "tensor/tensor.h"
 
 /* a corrupt header could claim any size; no dataset of a real cache comes near this */
@@ -31,9 +28,6 @@ static int set_err(char *err, size_t n, const char *fmt, ...) {
     return -1;
 }
 
-/* HDF5 prints its own error stack by default; ours name the file and the object instead */
-static void quiet_hdf5(void) { H5Eset_auto2(H5E_DEFAULT, NULL, NULL); }
-
 void ds_shape_record_free(DsShapeRecord *r) {
     if (!r) return;
     ds_mesh_free(&r->mesh);
@@ -45,7 +39,7 @@ void ds_shape_record_free(DsShapeRecord *r) {
 }
 
 bool ds_cache_is_hdf5(const char *path) {
-    quiet_hdf5();
+    tensor_h5_quiet();
     if (access(path, R_OK) != 0) return false;
     return H5Fis_hdf5(path) > 0;
 }
@@ -57,14 +51,6 @@ struct DsCacheWriter {
     hid_t file, shapes;
     int64_t count;
 };
-
-static int attr_i64(hid_t loc, const char *name, int64_t v) {
-    hid_t sp = H5Screate(H5S_SCALAR), a = H5Acreate2(loc, name, H5T_NATIVE_INT64, sp, H5P_DEFAULT, H5P_DEFAULT);
-    herr_t st = a < 0 ? -1 : H5Awrite(a, H5T_NATIVE_INT64, &v);
-    if (a >= 0) H5Aclose(a);
-    H5Sclose(sp);
-    return st < 0 ? -1 : 0;
-}
 
 static int attr_f64(hid_t loc, const char *name, double v) {
     hid_t sp = H5Screate(H5S_SCALAR), a = H5Acreate2(loc, name, H5T_NATIVE_DOUBLE, sp, H5P_DEFAULT, H5P_DEFAULT);
@@ -79,19 +65,6 @@ static int attr_f32v(hid_t loc, const char *name, const float *v, hsize_t n) {
     herr_t st = a < 0 ? -1 : H5Awrite(a, H5T_NATIVE_FLOAT, v);
     if (a >= 0) H5Aclose(a);
     H5Sclose(sp);
-    return st < 0 ? -1 : 0;
-}
-
-static int attr_str(hid_t loc, const char *name, const char *s) {
-    if (!s) s = "";
-    hid_t ty = H5Tcopy(H5T_C_S1);
-    H5Tset_size(ty, strlen(s) + 1);
-    H5Tset_cset(ty, H5T_CSET_UTF8);
-    hid_t sp = H5Screate(H5S_SCALAR), a = H5Acreate2(loc, name, ty, sp, H5P_DEFAULT, H5P_DEFAULT);
-    herr_t st = a < 0 ? -1 : H5Awrite(a, ty, s);
-    if (a >= 0) H5Aclose(a);
-    H5Sclose(sp);
-    H5Tclose(ty);
     return st < 0 ? -1 : 0;
 }
 
@@ -130,82 +103,27 @@ static int write_i32(hid_t loc, const char *name, int64_t rows, int64_t cols, co
     return write_ds(loc, name, H5T_STD_I32LE, H5T_NATIVE_INT32, rows, cols, data);
 }
 
-static int fsync_path(const char *path) {
-    int fd = open(path, O_RDONLY);
-    if (fd < 0) return -1;
-    int r = fsync(fd);
-    close(fd);
-    return r;
-}
-
-/* A rename is durable once its directory is synced; best effort, as in optim/checkpoint.c. */
-static void fsync_dir(const char *path) {
-    char dir[4096];
-    const char *slash = strrchr(path, '/');
-    if (!slash) snprintf(dir, sizeof dir, ".");
-    else if (slash == path) snprintf(dir, sizeof dir, "/");
-    else snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
-    int fd = open(dir, O_RDONLY | O_DIRECTORY);
-    if (fd < 0) return;
-    fsync(fd);
-    close(fd);
-}
-
-/* A run killed by SIGKILL (or a crash) leaves "<path>.tmp-<pid>", up to a gigabyte for a big
- * corpus. Remove those whose writer is gone (kill(pid, 0) fails with ESRCH); a live writer's
- * temporary is left alone. As in optim/checkpoint.c. */
-static void remove_stale_temps(const char *path) {
-    char dir[4096], prefix[4096];
-    const char *slash = strrchr(path, '/'), *base = slash ? slash + 1 : path;
-    if (!slash) snprintf(dir, sizeof dir, ".");
-    else if (slash == path) snprintf(dir, sizeof dir, "/");
-    else snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
-    snprintf(prefix, sizeof prefix, "%s.tmp-", base);
-    size_t np = strlen(prefix);
-    DIR *d = opendir(dir);
-    if (!d) return;
-    struct dirent *e;
-    while ((e = readdir(d))) {
-        if (strncmp(e->d_name, prefix, np)) continue;
-        char *end;
-        long pid = strtol(e->d_name + np, &end, 10);
-        if (*end || pid <= 0 || pid == (long)getpid()) continue;
-        if (kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue;
-        char full[8300];
-        snprintf(full, sizeof full, "%s/%s", dir, e->d_name);
-        unlink(full);
-    }
-    closedir(d);
-}
-
 DsCacheWriter *ds_cache_writer_open(const char *path, const DsCacheInfo *info, char *err, size_t errlen) {
-    quiet_hdf5();
-    remove_stale_temps(path);
     DsCacheWriter *w = calloc(1, sizeof *w);
     if (!w) {
         set_err(err, errlen, "%s: out of memory", path);
         return NULL;
     }
     snprintf(w->path, sizeof w->path, "%s", path);
-    snprintf(w->tmp, sizeof w->tmp, "%s.tmp-%ld", path, (long)getpid());
-    /* the HDF5 1.10 format checksums its metadata, so damage is refused at open instead of
-     * being parsed (optim/checkpoint.c explains what the 1.0 format did under ASan) */
-    hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
-    H5Pset_libver_bounds(fapl, H5F_LIBVER_V110, H5F_LIBVER_LATEST);
-    w->file = H5Fcreate(w->tmp, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
-    H5Pclose(fapl);
+    w->file = tensor_h5_save_begin(path, w->tmp, sizeof w->tmp, err, errlen);
     if (w->file < 0) {
-        set_err(err, errlen, "%s: cannot create the temporary file %s (%s)", path, w->tmp, strerror(errno));
         free(w);
         return NULL;
     }
-    int bad = attr_str(w->file, "format", DS_CACHE_FORMAT);
-    bad |= attr_str(w->file, "split", info->split) | attr_str(w->file, "kind", info->kind);
-    bad |= attr_str(w->file, "rig", info->rig) | attr_str(w->file, "categories", info->categories);
-    bad |= attr_str(w->file, "command", info->command);
-    bad |= attr_i64(w->file, "seed", (int64_t)info->seed) | attr_i64(w->file, "total", info->total);
-    bad |= attr_i64(w->file, "grid", info->grid) | attr_i64(w->file, "cubature_res", info->cubature_res);
-    bad |= attr_i64(w->file, "n_surface", info->n_surface) | attr_i64(w->file, "n_sharp", info->n_sharp);
+    int bad = tensor_h5_attr_str(w->file, "format", DS_CACHE_FORMAT);
+    bad |= tensor_h5_attr_str(w->file, "split", info->split) | tensor_h5_attr_str(w->file, "kind", info->kind);
+    bad |= tensor_h5_attr_str(w->file, "rig", info->rig) | tensor_h5_attr_str(w->file, "categories", info->categories);
+    bad |= tensor_h5_attr_str(w->file, "command", info->command);
+    bad |= tensor_h5_attr_i64(w->file, "seed", (int64_t)info->seed) | tensor_h5_attr_i64(w->file, "total", info->total);
+    bad |= tensor_h5_attr_i64(w->file, "grid", info->grid);
+    bad |= tensor_h5_attr_i64(w->file, "cubature_res", info->cubature_res);
+    bad |= tensor_h5_attr_i64(w->file, "n_surface", info->n_surface);
+    bad |= tensor_h5_attr_i64(w->file, "n_sharp", info->n_sharp);
     w->shapes = H5Gcreate2(w->file, "shapes", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
     if (bad || w->shapes < 0) {
         set_err(err, errlen, "%s: writing the file header failed", path);
@@ -222,11 +140,12 @@ int ds_cache_write_shape(DsCacheWriter *w, const char *id, const char *category,
     DsTransform x = xf ? *xf : pp->xf;
     hid_t g = H5Gcreate2(w->shapes, id, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
     if (g < 0) return set_err(err, errlen, "%s: cannot create /shapes/%s (duplicate id?)", w->path, id);
-    int bad = attr_str(g, "category", category) | attr_str(g, "source", source);
-    bad |= attr_i64(g, "seed", (int64_t)seed) | attr_i64(g, "index", index) | attr_f64(g, "t", t);
+    int bad = tensor_h5_attr_str(g, "category", category) | tensor_h5_attr_str(g, "source", source);
+    bad |= tensor_h5_attr_i64(g, "seed", (int64_t)seed) | tensor_h5_attr_i64(g, "index", index) | attr_f64(g, "t", t);
     bad |= attr_f32v(g, "center", x.center, 3) | attr_f64(g, "scale", x.scale);
-    bad |= attr_i64(g, "watertight", pp->check.watertight) | attr_i64(g, "manifold", pp->check.manifold);
-    bad |= attr_i64(g, "genus", pp->check.genus);
+    bad |= tensor_h5_attr_i64(g, "watertight", pp->check.watertight);
+    bad |= tensor_h5_attr_i64(g, "manifold", pp->check.manifold);
+    bad |= tensor_h5_attr_i64(g, "genus", pp->check.genus);
     bad |= attr_f64(g, "area", pp->check.area) | attr_f64(g, "volume", pp->check.volume);
 
     hid_t gm = H5Gcreate2(g, "mesh", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
@@ -263,7 +182,7 @@ int ds_cache_write_shape(DsCacheWriter *w, const char *id, const char *category,
     hid_t gc = H5Gcreate2(g, "cubature", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
     bad |= gc < 0 || write_i32(gc, "cells", c->n, 0, cells) || write_f32(gc, "volumes", c->n, 0, c->w);
     if (gc >= 0) {
-        bad |= attr_i64(gc, "res", c->res) | attr_f64(gc, "volume", c->volume);
+        bad |= tensor_h5_attr_i64(gc, "res", c->res) | attr_f64(gc, "volume", c->volume);
         H5Gclose(gc);
     }
     free(cells);
@@ -300,19 +219,9 @@ int ds_cache_write_shape(DsCacheWriter *w, const char *id, const char *category,
 
 int ds_cache_writer_close(DsCacheWriter *w, bool ok, char *err, size_t errlen) {
     if (!w) return -1;
-    if (ok) ok = attr_i64(w->file, "count", w->count) == 0;
+    if (ok) ok = tensor_h5_attr_i64(w->file, "count", w->count) == 0;
     if (w->shapes >= 0) H5Gclose(w->shapes);
-    if (H5Fclose(w->file) < 0) ok = false;
-    int rc = 0;
-    if (!ok || fsync_path(w->tmp) != 0) {
-        unlink(w->tmp);
-        rc = err ? set_err(err, errlen, "%s: writing the cache failed (disk full or not writable?)", w->path) : -1;
-    } else if (rename(w->tmp, w->path) != 0) {
-        rc = set_err(err, errlen, "%s: cannot rename %s into place (%s)", w->path, w->tmp, strerror(errno));
-        unlink(w->tmp);
-    } else {
-        fsync_dir(w->path);
-    }
+    int rc = tensor_h5_save_end(w->file, w->tmp, w->path, ok, "cache", err, errlen);
     free(w);
     return rc;
 }
@@ -393,35 +302,8 @@ struct DsCache {
     char *split, *kind, *rig, *categories, *command;
 };
 
-/* A string attribute (fixed or variable length) as a malloc'd C string, NULL if absent/bad. */
-static char *read_attr_str(hid_t loc, const char *name) {
-    if (H5Aexists(loc, name) <= 0) return NULL;
-    hid_t a = H5Aopen(loc, name, H5P_DEFAULT);
-    if (a < 0) return NULL;
-    hid_t ty = H5Aget_type(a);
-    char *s = NULL;
-    if (ty >= 0 && H5Tget_class(ty) == H5T_STRING) {
-        if (H5Tis_variable_str(ty) > 0) {
-            char *v = NULL;
-            hid_t mt = H5Tcopy(H5T_C_S1);
-            H5Tset_size(mt, H5T_VARIABLE);
-            if (H5Aread(a, mt, &v) >= 0 && v) {
-                s = strdup(v);
-                H5free_memory(v);
-            }
-            H5Tclose(mt);
-        } else {
-            size_t n = H5Tget_size(ty);
-            if (n > 0 && n < MAX_ATTR_STR && (s = calloc(n + 1, 1)) && H5Aread(a, ty, s) < 0) {
-                free(s);
-                s = NULL;
-            }
-        }
-    }
-    if (ty >= 0) H5Tclose(ty);
-    H5Aclose(a);
-    return s;
-}
+/* A string attribute as a malloc'd C string, NULL if absent or bad. */
+static char *read_attr_str(hid_t loc, const char *name) { return tensor_h5_attr_read_str(loc, name, MAX_ATTR_STR); }
 
 /* A scalar or n-vector numeric attribute converted to double; false if absent or mis-shaped. */
 static bool read_attr_num(hid_t loc, const char *name, double *v, hsize_t n) {
@@ -476,20 +358,8 @@ static herr_t collect_name(hid_t g, const char *name, const H5L_info_t *info, vo
 static char *dup_or_empty(char *s) { return s ? s : strdup(""); }
 
 DsCache *ds_cache_open(const char *path, char *err, size_t errlen) {
-    quiet_hdf5();
-    if (access(path, R_OK) != 0) {
-        set_err(err, errlen, "%s: cannot read (%s)", path, strerror(errno));
-        return NULL;
-    }
-    if (H5Fis_hdf5(path) <= 0) {
-        set_err(err, errlen, "%s: not an HDF5 file (expected an anima dataset cache)", path);
-        return NULL;
-    }
-    hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
-    if (f < 0) {
-        set_err(err, errlen, "%s: HDF5 cannot open it (truncated or corrupt?)", path);
-        return NULL;
-    }
+    hid_t f = tensor_h5_open_read(path, "dataset cache", err, errlen);
+    if (f < 0) return NULL;
     char *fmt = read_attr_str(f, "format");
     if (!fmt || strcmp(fmt, DS_CACHE_FORMAT)) {
         set_err(err, errlen, "%s: root attribute 'format' is %s%s%s, expected \"%s\" (not an anima dataset cache)", path,

@@ -1,19 +1,16 @@
-/* optim/checkpoint.c — HDF5 save (temporary file + fsync + rename) and checked load. Parameters
- * and optimizer state may live on a GPU (training with nn_params_mirror): a save copies each
- * tensor to the host as it writes it, a load stages on the host and copies into the device. */
-#include <dirent.h>
-#include <errno.h>
-#include <fcntl.h>
-#include <signal.h>
+/* optim/checkpoint.c — HDF5 save (temporary file + fsync + rename, tensor/h5file.h) and checked
+ * load. Parameters and optimizer state may live on a GPU (training with nn_params_mirror): a
+ * save copies each tensor to the host as it writes it, a load stages on the host and copies
+ * into the device. */
 #include <hdf5.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "checkpoint.h"
 #include "tensor/backend.h"
+#include "tensor/h5file.h"
 
 #define FORMAT_TAG "anima-checkpoint-1"
 
@@ -25,8 +22,6 @@ static void set_err(char *err, size_t n, const char *fmt, ...) {
     vsnprintf(err, n, fmt, ap);
     va_end(ap);
 }
-
-static void quiet_hdf5(void) { H5Eset_auto2(H5E_DEFAULT, NULL, NULL); }
 
 static hid_t h5_type(TensorDType dt) { return dt == TENSOR_F64 ? H5T_NATIVE_DOUBLE : H5T_NATIVE_FLOAT; }
 
@@ -59,98 +54,11 @@ static int write_tensor(hid_t loc, const char *name, const Tensor *t) {
     return st < 0 ? -1 : 0;
 }
 
-static int attr_i64(hid_t loc, const char *name, int64_t v) {
-    hid_t sp = H5Screate(H5S_SCALAR), a = H5Acreate2(loc, name, H5T_NATIVE_INT64, sp, H5P_DEFAULT, H5P_DEFAULT);
-    herr_t st = a < 0 ? -1 : H5Awrite(a, H5T_NATIVE_INT64, &v);
-    if (a >= 0) H5Aclose(a);
-    H5Sclose(sp);
-    return st < 0 ? -1 : 0;
-}
-
-static int attr_str(hid_t loc, const char *name, const char *s) {
-    hid_t ty = H5Tcopy(H5T_C_S1);
-    H5Tset_size(ty, strlen(s) + 1);
-    H5Tset_cset(ty, H5T_CSET_UTF8);
-    hid_t sp = H5Screate(H5S_SCALAR), a = H5Acreate2(loc, name, ty, sp, H5P_DEFAULT, H5P_DEFAULT);
-    herr_t st = a < 0 ? -1 : H5Awrite(a, ty, s);
-    if (a >= 0) H5Aclose(a);
-    H5Sclose(sp);
-    H5Tclose(ty);
-    return st < 0 ? -1 : 0;
-}
-
-static int fsync_path(const char *path) {
-    int fd = open(path, O_RDONLY);
-    if (fd < 0) return -1;
-    int r = fsync(fd);
-    close(fd);
-    return r;
-}
-
-/* dirname of path into buf ("." when it has no slash) */
-static void dir_of(const char *path, char *buf, size_t n) {
-    const char *slash = strrchr(path, '/');
-    if (!slash) snprintf(buf, n, ".");
-    else if (slash == path) snprintf(buf, n, "/");
-    else snprintf(buf, n, "%.*s", (int)(slash - path), path);
-}
-
-/* A rename is durable only once its directory is synced (power loss, not kills: a killed
- * process's rename is already visible to everyone). Best effort. */
-static void fsync_dir(const char *path) {
-    char dir[4096];
-    dir_of(path, dir, sizeof dir);
-    int fd = open(dir, O_RDONLY | O_DIRECTORY);
-    if (fd < 0) return;
-    fsync(fd);
-    close(fd);
-}
-
-/* A save killed mid-write leaves "<path>.tmp-<pid>" behind. Remove those whose writer is gone
- * (kill(pid, 0) fails with ESRCH), so repeated kills do not pile up large files; a temporary of
- * a live process (another writer) is left alone. */
-static void remove_stale_temps(const char *path) {
-    char dir[4096], prefix[4096];
-    dir_of(path, dir, sizeof dir);
-    const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
-    snprintf(prefix, sizeof prefix, "%s.tmp-", base);
-    size_t np = strlen(prefix);
-    DIR *d = opendir(dir);
-    if (!d) return;
-    struct dirent *e;
-    while ((e = readdir(d))) {
-        if (strncmp(e->d_name, prefix, np)) continue;
-        char *end;
-        long pid = strtol(e->d_name + np, &end, 10);
-        if (*end || pid <= 0 || pid == (long)getpid()) continue;
-        if (kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue;
-        char full[8192];
-        snprintf(full, sizeof full, "%s/%s", dir, e->d_name);
-        unlink(full);
-    }
-    closedir(d);
-}
-
 int optim_checkpoint_save(const char *path, const NnParams *p, const Optim *o, const OptimCheckpointMeta *meta,
                           char *err, size_t errlen) {
-    quiet_hdf5();
-    remove_stale_temps(path);
     char tmp[4096];
-    snprintf(tmp, sizeof tmp, "%s.tmp-%ld", path, (long)getpid());
-    /* The HDF5 1.10 file format: its superblock, object headers (where attributes and the
-     * chunk index of a one-chunk dataset live) and indexes carry checksums, so a damaged file
-     * is refused at open or read instead of being parsed. HDF5 1.10's parser is not safe on
-     * damaged files of the default (1.0) format: under ASan, random byte flips gave a
-     * use-after-free reading attributes, and with the 1.8 format (v1 B-tree chunk index,
-     * no checksum) a heap overflow in H5Dread. Readers need HDF5 ≥ 1.10 (h5py 3 has it). */
-    hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
-    H5Pset_libver_bounds(fapl, H5F_LIBVER_V110, H5F_LIBVER_LATEST);
-    hid_t f = H5Fcreate(tmp, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
-    H5Pclose(fapl);
-    if (f < 0) {
-        set_err(err, errlen, "%s: cannot create the temporary file %s (%s)", path, tmp, strerror(errno));
-        return -1;
-    }
+    hid_t f = tensor_h5_save_begin(path, tmp, sizeof tmp, err, errlen);
+    if (f < 0) return -1;
     TensorScope *s = tensor_scope_begin();
     int bad = 0;
     hid_t gp = H5Gcreate2(f, "params", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
@@ -158,7 +66,7 @@ int optim_checkpoint_save(const char *path, const NnParams *p, const Optim *o, c
     H5Gclose(gp);
     if (o && o->exp_avg && !bad) {
         hid_t go = H5Gcreate2(f, "optim", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
-        bad |= attr_i64(go, "kind", o->cfg.kind) | attr_i64(go, "step", o->step);
+        bad |= tensor_h5_attr_i64(go, "kind", o->cfg.kind) | tensor_h5_attr_i64(go, "step", o->step);
         const char *names[2] = {"exp_avg", "exp_avg_sq"};
         Tensor *state[2] = {o->exp_avg, o->exp_avg_sq};
         for (int k = 0; k < 2 && !bad; k++) {
@@ -175,28 +83,17 @@ int optim_checkpoint_save(const char *path, const NnParams *p, const Optim *o, c
         H5Gclose(go);
     }
     if (!bad) {
-        bad |= attr_str(f, "format", FORMAT_TAG);
+        bad |= tensor_h5_attr_str(f, "format", FORMAT_TAG);
         if (meta) {
-            bad |= attr_i64(f, "step", meta->step);
-            bad |= attr_i64(f, "rng_seed", (int64_t)meta->rng.seed) | attr_i64(f, "rng_stream", (int64_t)meta->rng.stream) |
-                   attr_i64(f, "rng_offset", (int64_t)meta->rng.offset);
-            if (meta->config_json) bad |= attr_str(f, "config", meta->config_json);
+            bad |= tensor_h5_attr_i64(f, "step", meta->step);
+            bad |= tensor_h5_attr_i64(f, "rng_seed", (int64_t)meta->rng.seed) |
+                   tensor_h5_attr_i64(f, "rng_stream", (int64_t)meta->rng.stream) |
+                   tensor_h5_attr_i64(f, "rng_offset", (int64_t)meta->rng.offset);
+            if (meta->config_json) bad |= tensor_h5_attr_str(f, "config", meta->config_json);
         }
     }
     tensor_scope_end(s);
-    if (H5Fclose(f) < 0) bad = 1;
-    if (bad || fsync_path(tmp) != 0) {
-        unlink(tmp);
-        set_err(err, errlen, "%s: writing the checkpoint failed (disk full or not writable?)", path);
-        return -1;
-    }
-    if (rename(tmp, path) != 0) {
-        set_err(err, errlen, "%s: cannot rename %s into place (%s)", path, tmp, strerror(errno));
-        unlink(tmp);
-        return -1;
-    }
-    fsync_dir(path);
-    return 0;
+    return tensor_h5_save_end(f, tmp, path, !bad, "checkpoint", err, errlen);
 }
 
 /* ---- load ------------------------------------------------------------------------------ */
@@ -297,32 +194,6 @@ static bool read_attr_i64(hid_t loc, const char *name, int64_t *v) {
     return ok;
 }
 
-static char *read_attr_str(hid_t loc, const char *name) {
-    if (H5Aexists(loc, name) <= 0) return NULL;
-    hid_t a = H5Aopen(loc, name, H5P_DEFAULT), ty = H5Aget_type(a);
-    char *s = NULL;
-    if (H5Tis_variable_str(ty) > 0) {
-        char *v = NULL;
-        hid_t mt = H5Tcopy(H5T_C_S1);
-        H5Tset_size(mt, H5T_VARIABLE);
-        if (H5Aread(a, mt, &v) >= 0 && v) {
-            s = strdup(v);
-            H5free_memory(v);
-        }
-        H5Tclose(mt);
-    } else {
-        size_t n = H5Tget_size(ty);
-        s = calloc(n + 1, 1);
-        if (s && H5Aread(a, ty, s) < 0) {
-            free(s);
-            s = NULL;
-        }
-    }
-    H5Tclose(ty);
-    H5Aclose(a);
-    return s;
-}
-
 /* Appends to a bounded message buffer. */
 static void add(char *buf, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static void add(char *buf, size_t n, const char *fmt, ...) {
@@ -336,21 +207,9 @@ static void add(char *buf, size_t n, const char *fmt, ...) {
 
 int optim_checkpoint_load(const char *path, NnParams *p, Optim *o, bool strict, OptimCheckpointMeta *meta,
                           char *err, size_t errlen) {
-    quiet_hdf5();
     if (meta) meta->config_json = NULL; /* defined even when the load fails */
-    if (access(path, R_OK) != 0) {
-        set_err(err, errlen, "%s: cannot read (%s)", path, strerror(errno));
-        return -1;
-    }
-    if (H5Fis_hdf5(path) <= 0) {
-        set_err(err, errlen, "%s: not an HDF5 file (expected an anima checkpoint)", path);
-        return -1;
-    }
-    hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
-    if (f < 0) {
-        set_err(err, errlen, "%s: HDF5 cannot open it (truncated or corrupt?)", path);
-        return -1;
-    }
+    hid_t f = tensor_h5_open_read(path, "checkpoint", err, errlen);
+    if (f < 0) return -1;
     if (H5Lexists(f, "params", H5P_DEFAULT) <= 0) {
         H5Fclose(f);
         set_err(err, errlen, "%s: no /params group (expected an anima checkpoint)", path);
@@ -469,7 +328,7 @@ int optim_checkpoint_load(const char *path, NnParams *p, Optim *o, bool strict, 
         meta->rng.seed = read_attr_i64(f, "rng_seed", &v) ? (uint64_t)v : 0;
         meta->rng.stream = read_attr_i64(f, "rng_stream", &v) ? (uint64_t)v : 0;
         meta->rng.offset = read_attr_i64(f, "rng_offset", &v) ? (uint64_t)v : 0;
-        meta->config_json = read_attr_str(f, "config");
+        meta->config_json = tensor_h5_attr_read_str(f, "config", SIZE_MAX);
     }
     H5Fclose(f);
     return rc;

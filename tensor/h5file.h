@@ -1,0 +1,40 @@
+/* tensor/h5file.h — what the HDF5 files of the upper layers (optim/ checkpoints, datasets/
+ * caches) share: the atomic save (a temporary "<path>.tmp-<pid>", flushed to disk and renamed
+ * over <path>; temporaries of dead writers removed), the checked open for reading, and scalar
+ * and string attributes. It sits here, the lowest layer both may use; each file's layout and
+ * its checks stay with its owner. Input errors return -1 (or NULL) with a message naming the
+ * file in err, as DESIGN.md asks. */
+#ifndef ANIMA_TENSOR_H5FILE_H
+#define ANIMA_TENSOR_H5FILE_H
+
+#include <hdf5.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* HDF5 prints its own error stack by default; ours name the file and the object instead. */
+void tensor_h5_quiet(void);
+
+/* Starts a save of path: removes the temporaries of dead writers, names the temporary into tmp
+ * and creates it in the HDF5 1.10 format (checksummed metadata). The file, or -1 with a
+ * message in err. */
+hid_t tensor_h5_save_begin(const char *path, char *tmp, size_t tmplen, char *err, size_t errlen);
+
+/* Ends a save: closes f and, when ok and the close and flush succeed, renames tmp over path;
+ * otherwise removes tmp. what names the file in the message ("checkpoint"). 0 or -1. */
+int tensor_h5_save_end(hid_t f, const char *tmp, const char *path, bool ok, const char *what, char *err,
+                       size_t errlen);
+
+/* Opens path read-only after checking that it is readable and HDF5; what names the expected
+ * kind in the message ("checkpoint": "expected an anima checkpoint"). The file, or -1. */
+hid_t tensor_h5_open_read(const char *path, const char *what, char *err, size_t errlen);
+
+/* Write a scalar attribute on loc (a file, group or dataset); 0 or -1. A NULL string is written as "". */
+int tensor_h5_attr_i64(hid_t loc, const char *name, int64_t v);
+int tensor_h5_attr_str(hid_t loc, const char *name, const char *s);
+
+/* A string attribute (fixed or variable length) as a malloc'd C string; NULL when absent, not
+ * a string, or a fixed length of max bytes or more (a corrupt header could claim any size). */
+char *tensor_h5_attr_read_str(hid_t loc, const char *name, size_t max);
+
+#endif
