@@ -111,6 +111,19 @@ static void bw_minmax(const TensorNode *n, Tensor *g, const bool *need, Tensor *
 static void bw_maximum(const TensorNode *n, Tensor *g, const bool *need, Tensor **gin) { bw_minmax(n, g, need, gin, true); }
 static void bw_minimum(const TensorNode *n, Tensor *g, const bool *need, Tensor **gin) { bw_minmax(n, g, need, gin, false); }
 
+/* out = g gelu'(x). d/dg = gelu'(x), so the gradient is gelu_backward(gy, x) again; d/dx =
+ * g gelu''(x), gelu''(x) = 2φ(x) + x φ'(x) = φ(x) (2 - x²) */
+static void bw_gelu_backward(const TensorNode *n, Tensor *gy, const bool *need, Tensor **gin) {
+    Tensor *g = IN(0), *x = IN(1);
+    if (need[0]) gin[0] = to_shape(tensor_gelu_backward(gy, x), g);
+    if (need[1]) {
+        Tensor *x2 = tensor_mul(x, x);
+        Tensor *pdf = tensor_mul(tensor_exp(tensor_mul(x2, sc(x, -0.5))), sc(x, 0.3989422804014327));
+        Tensor *d2 = tensor_mul(pdf, tensor_rsub_scalar(x2, 2));
+        gin[1] = to_shape(tensor_mul(tensor_mul(gy, g), d2), x);
+    }
+}
+
 static void bw_where(const TensorNode *n, Tensor *g, const bool *need, Tensor **gin) {
     Tensor *z = sc(g, 0);
     if (need[1]) gin[1] = to_shape(tensor_where(IN(0), g, z), IN(1));
@@ -137,12 +150,7 @@ static void bw_unary(const TensorNode *n, Tensor *g, const bool *need, Tensor **
     case TENSOR_OP_ELU:
         gin[0] = tensor_where(tensor_gt(x, sc(x, 0)), g, tensor_mul(g, tensor_add(y, sc(y, n->fattr[0]))));
         return;
-    case TENSOR_OP_GELU: { /* Φ(x) + x φ(x) */
-        Tensor *cdf = tensor_mul(tensor_add(tensor_erf(tensor_mul(x, sc(x, M_SQRT1_2))), sc(x, 1)), sc(x, 0.5));
-        Tensor *pdf = tensor_mul(tensor_exp(tensor_mul(tensor_mul(x, x), sc(x, -0.5))), sc(x, 0.3989422804014327));
-        d = tensor_add(cdf, tensor_mul(x, pdf));
-        break;
-    }
+    case TENSOR_OP_GELU: gin[0] = tensor_gelu_backward(g, x); return; /* g (Φ(x) + x φ(x)), one pass */
     case TENSOR_OP_GELU_TANH: { /* 0.5(1+t) + 0.5 x (1-t²) c (1 + 3k x²), t = tanh(c(x + k x³)) */
         const double c = 0.7978845608028654, k = 0.044715;
         Tensor *x2 = tensor_mul(x, x);
@@ -336,6 +344,7 @@ static const AgBackwardFn table[TENSOR_OP_COUNT] = {
     [TENSOR_OP_POW] = bw_pow,
     [TENSOR_OP_MAXIMUM] = bw_maximum,
     [TENSOR_OP_MINIMUM] = bw_minimum,
+    [TENSOR_OP_GELU_BACKWARD] = bw_gelu_backward,
     [TENSOR_OP_WHERE] = bw_where,
     [TENSOR_OP_NEG] = bw_unary,
     [TENSOR_OP_ABS] = bw_unary,

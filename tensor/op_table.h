@@ -31,6 +31,7 @@
     OP(POW, "pow", TENSOR_OPK_PRIMITIVE)                    \
     OP(MAXIMUM, "maximum", TENSOR_OPK_PRIMITIVE)            \
     OP(MINIMUM, "minimum", TENSOR_OPK_PRIMITIVE)            \
+    OP(GELU_BACKWARD, "gelu_backward", TENSOR_OPK_PRIMITIVE) \
     OP(EQ, "eq", TENSOR_OPK_NONDIFF)                        \
     OP(NE, "ne", TENSOR_OPK_NONDIFF)                        \
     OP(LT, "lt", TENSOR_OPK_NONDIFF)                        \

@@ -35,6 +35,8 @@ Tensor *tensor_div(Tensor *a, Tensor *b);
 Tensor *tensor_pow(Tensor *a, Tensor *b);
 Tensor *tensor_maximum(Tensor *a, Tensor *b); /* ties split the gradient evenly */
 Tensor *tensor_minimum(Tensor *a, Tensor *b);
+/* g · gelu'(x) = g (Φ(x) + x φ(x)), the exact (erf) gelu's backward in one pass (aten::gelu_backward) */
+Tensor *tensor_gelu_backward(Tensor *g, Tensor *x);
 Tensor *tensor_eq(Tensor *a, Tensor *b); /* comparisons give 1/0 in the inputs' dtype */
 Tensor *tensor_ne(Tensor *a, Tensor *b);
 Tensor *tensor_lt(Tensor *a, Tensor *b);
@@ -125,6 +127,7 @@ Tensor *tensor_scatter_add(Tensor *x, int dim, Tensor *index, Tensor *src);
 #define tensor_pow(...) TENSOR_AT_(tensor_pow, __VA_ARGS__)
 #define tensor_maximum(...) TENSOR_AT_(tensor_maximum, __VA_ARGS__)
 #define tensor_minimum(...) TENSOR_AT_(tensor_minimum, __VA_ARGS__)
+#define tensor_gelu_backward(...) TENSOR_AT_(tensor_gelu_backward, __VA_ARGS__)
 #define tensor_eq(...) TENSOR_AT_(tensor_eq, __VA_ARGS__)
 #define tensor_ne(...) TENSOR_AT_(tensor_ne, __VA_ARGS__)
 #define tensor_lt(...) TENSOR_AT_(tensor_lt, __VA_ARGS__)

@@ -26,6 +26,7 @@ Tensor *tensor_div(Tensor *a, Tensor *b) { return binary(TENSOR_OP_DIV, a, b); }
 Tensor *tensor_pow(Tensor *a, Tensor *b) { return binary(TENSOR_OP_POW, a, b); }
 Tensor *tensor_maximum(Tensor *a, Tensor *b) { return binary(TENSOR_OP_MAXIMUM, a, b); }
 Tensor *tensor_minimum(Tensor *a, Tensor *b) { return binary(TENSOR_OP_MINIMUM, a, b); }
+Tensor *tensor_gelu_backward(Tensor *g, Tensor *x) { return binary(TENSOR_OP_GELU_BACKWARD, g, x); }
 Tensor *tensor_eq(Tensor *a, Tensor *b) { return binary(TENSOR_OP_EQ, a, b); }
 Tensor *tensor_ne(Tensor *a, Tensor *b) { return binary(TENSOR_OP_NE, a, b); }
 Tensor *tensor_lt(Tensor *a, Tensor *b) { return binary(TENSOR_OP_LT, a, b); }

@@ -45,6 +45,27 @@ TEST(second_derivative_tanh_mul_matmul) {
     CHECK(r.max_ref > 1e-3);
 }
 
+/* gelu's backward is the fused gelu_backward op: its create_graph gradient must differentiate
+ * again (H(x) = <d sum(gelu(x) w) / dx, v>, gradchecked against finite differences) */
+static Tensor *fn_gelu_hv(int n, Tensor *const *in, void *user) {
+    (void)n;
+    SecondCtx *c = user;
+    Tensor *L = tensor_sum_all(tensor_mul(tensor_gelu(in[0]), c->w2)), *g;
+    ag_grad(1, &L, NULL, 1, in, &g, true);
+    return tensor_sum_all(tensor_mul(g, c->v));
+}
+
+TEST(second_derivative_gelu) {
+    Tensor *x = tensor_mul_scalar(tensor_detach(leaf64(TENSOR_SHAPE(3, 4), 6)), 3); /* [-3, 3] */
+    tensor_requires_grad(x, true);
+    SecondCtx c = {tensor_detach(leaf64(TENSOR_SHAPE(3, 4), 7)), tensor_detach(leaf64(TENSOR_SHAPE(3, 4), 8)), NULL};
+    AgGradcheckReport r;
+    bool ok = ag_gradcheck(fn_gelu_hv, 1, &x, &c, 1e-6, 1e-6, 1e-5, &r);
+    CHECK_MSG(ok, "gelu second derivative: elem %lld analytic %.10g numeric %.10g", (long long)r.bad_index,
+              r.analytic, r.numeric);
+    CHECK(r.max_ref > 1e-3);
+}
+
 TEST(backward_accumulates_and_zero_grad) {
     Tensor *x = leaf64(TENSOR_SHAPE(3), 1);
     for (int k = 0; k < 2; k++) ag_backward(tensor_sum_all(tensor_mul(x, x)), NULL, false);

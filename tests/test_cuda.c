@@ -241,6 +241,7 @@ static Tensor *f_binary(Tensor *const *in, const void *ctx) {
     case TENSOR_OP_POW: return tensor_pow(a, b);
     case TENSOR_OP_MAXIMUM: return tensor_maximum(a, b);
     case TENSOR_OP_MINIMUM: return tensor_minimum(b, a);
+    case TENSOR_OP_GELU_BACKWARD: return tensor_gelu_backward(b, a);
     case TENSOR_OP_EQ: return tensor_eq(a, tensor_contiguous(a));
     case TENSOR_OP_NE: return tensor_ne(a, b);
     case TENSOR_OP_LT: return tensor_lt(a, b);

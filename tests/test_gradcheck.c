@@ -53,6 +53,7 @@ FN(f_div) { UNUSED; return tensor_div(X(0), X(1)); }
 FN(f_pow) { UNUSED; return tensor_pow(X(0), X(1)); }
 FN(f_maximum) { UNUSED; return tensor_maximum(X(0), X(1)); }
 FN(f_minimum) { UNUSED; return tensor_minimum(X(0), X(1)); }
+FN(f_gelu_backward) { UNUSED; return tensor_gelu_backward(X(0), X(1)); }
 FN(f_where) {
     UNUSED;
     Tensor *c = tensor_gt(tensor_detach(X(0)), tensor_scalar(0, TENSOR_F64));
@@ -150,6 +151,7 @@ static const GcCase cases[] = {
     {"pow", f_pow, 2, {{S2(2, 3), 0.5, 2}, {S1(3), -1.5, 2}}},
     {"maximum", f_maximum, 2, {{S2(2, 3), -1, 1}, {S2(2, 3), -1, 1}}},
     {"minimum", f_minimum, 2, {{S2(2, 3), -1, 1}, {S1(3), -1, 1}}},
+    {"gelu_backward", f_gelu_backward, 2, {{S2(3, 1), -1, 1}, {S2(1, 4), -3, 3}}}, /* both broadcast */
     {"where", f_where, 3, {{S2(2, 3), -1, 1, false, true}, {S2(2, 3), -1, 1}, {S1(3), -1, 1}}},
     {"neg", f_neg, 1, {{S2(2, 3), -1, 1}}},
     {"abs", f_abs, 1, {{S2(2, 3), 0.1, 1, true}}},

@@ -96,6 +96,7 @@ BIN_CASES(div)
 BIN_CASES(pow)
 BIN_CASES(maximum)
 BIN_CASES(minimum)
+BIN_CASES(gelu_backward)
 CASE(pow, square) { ONE(tensor_pow(in[0], in[1])); }
 CASE(maximum, ties) { ONE(tensor_maximum(in[0], in[1])); }
 CASE(minimum, ties) { ONE(tensor_minimum(in[0], in[1])); }
@@ -226,7 +227,7 @@ static const OracleCase cases[] = {
     ENTRY(flatten, inner), ENTRY(flatten, perm),
     BIN_ENTRIES(add), BIN_ENTRIES(sub), BIN_ENTRIES(mul), BIN_ENTRIES(div), BIN_ENTRIES(pow),
     BIN_ENTRIES(maximum), BIN_ENTRIES(minimum), ENTRY(pow, square), ENTRY(maximum, ties),
-    ENTRY(minimum, ties),
+    ENTRY(minimum, ties), BIN_ENTRIES(gelu_backward),
     CMP_ENTRIES(eq), CMP_ENTRIES(ne), CMP_ENTRIES(lt), CMP_ENTRIES(le), CMP_ENTRIES(gt),
     CMP_ENTRIES(ge), ENTRY(eq, i64), ENTRY(ne, i64), ENTRY(where, bcast), ENTRY(where, full),
     UN_ENTRIES(neg), UN_ENTRIES(abs), UN_ENTRIES(sign), UN_ENTRIES(exp), UN_ENTRIES(log),

@@ -29,7 +29,17 @@
         }                                                                                      \
     } while (0)
 
-#define DEFINE_BINARY_ROW(TT, SFX, POW)                                                           \
+/* gelu_backward: g (Φ(x) + x φ(x)), φ(x) = e^(-x²/2) / √(2π) (the derivative of x Φ(x); Φ as
+ * the forward gelu computes it). always_inline: ROW_LOOP expands it four times, and GCC would
+ * otherwise keep one out-of-line scalar copy, which stops the loops from vectorizing. */
+__attribute__((always_inline)) static inline float gelu_bw_f32(float g, float x) {
+    return g * (am_normcdff(x) + x * 0.3989422804014327f * am_expf(-0.5f * x * x));
+}
+__attribute__((always_inline)) static inline double gelu_bw_f64(double g, double x) {
+    return g * (0.5 * erfc(-x * 0.70710678118654752) + x * 0.3989422804014327 * exp(-0.5 * x * x));
+}
+
+#define DEFINE_BINARY_ROW(TT, SFX, POW, GELU_BW)                                                  \
     CPU_CLONES static void binary_row_##SFX(TensorOpId op, TT *restrict o, const TT *restrict a, int64_t sa, \
                                  const TT *restrict b, int64_t sb, int64_t n) {                  \
         typedef TT T;                                                                           \
@@ -41,6 +51,7 @@
         case TENSOR_OP_POW: ROW_LOOP(y == (T)2 ? x * x : POW(x, y)); break;                     \
         case TENSOR_OP_MAXIMUM: ROW_LOOP((x != x || x > y) ? x : y); break;                     \
         case TENSOR_OP_MINIMUM: ROW_LOOP((x != x || x < y) ? x : y); break;                     \
+        case TENSOR_OP_GELU_BACKWARD: ROW_LOOP(GELU_BW(x, y)); break;                           \
         case TENSOR_OP_EQ: ROW_LOOP((T)(x == y)); break;                                        \
         case TENSOR_OP_NE: ROW_LOOP((T)(x != y)); break;                                        \
         case TENSOR_OP_LT: ROW_LOOP((T)(x < y)); break;                                         \
@@ -51,10 +62,11 @@
         }                                                                                       \
     }
 
-DEFINE_BINARY_ROW(float, f32, powf)
-DEFINE_BINARY_ROW(double, f64, pow)
+DEFINE_BINARY_ROW(float, f32, powf, gelu_bw_f32)
+DEFINE_BINARY_ROW(double, f64, pow, gelu_bw_f64)
 #define ipow_unused(x, y) (x)
-DEFINE_BINARY_ROW(int64_t, i64, ipow_unused)
+#define gelu_bw_unused(g, x) ((void)(x), (g)) /* never: tensor_gelu_backward refuses i64 */
+DEFINE_BINARY_ROW(int64_t, i64, ipow_unused, gelu_bw_unused)
 
 /* Rows are cut into pieces of at most CPU_PIECE elements so that one long row (a tensor times
  * a scalar, a bias over a few rows) still splits across threads. */

@@ -112,6 +112,15 @@ __device__ __forceinline__ float cu_pow(float x, float y) { return powf(x, y); }
 __device__ __forceinline__ double cu_pow(double x, double y) { return pow(x, y); }
 __device__ __forceinline__ int64_t cu_pow(int64_t x, int64_t) { return x; } /* as the CPU's ipow_unused */
 
+/* gelu_backward: g (Φ(x) + x φ(x)), Φ as the forward gelu computes it (gelu_bw_f32/f64 of the CPU) */
+__device__ __forceinline__ float cu_gelu_bw(float g, float x) {
+    return g * (normcdff(x) + x * 0.3989422804014327f * expf(-0.5f * x * x));
+}
+__device__ __forceinline__ double cu_gelu_bw(double g, double x) {
+    return g * (0.5 * erfc(-x * 0.70710678118654752) + x * 0.3989422804014327 * exp(-0.5 * x * x));
+}
+__device__ __forceinline__ int64_t cu_gelu_bw(int64_t g, int64_t) { return g; } /* never: i64 is refused */
+
 /* binary_row in tensor/cpu/cpu_elementwise.c: maximum/minimum propagate a NaN in x (and in y
  * through the comparison being false), pow special-cases y == 2. */
 template <typename T>
@@ -124,6 +133,7 @@ __device__ __forceinline__ T bin_op(TensorOpId op, T x, T y) {
     case TENSOR_OP_POW: return y == (T)2 ? x * x : cu_pow(x, y);
     case TENSOR_OP_MAXIMUM: return (x != x || x > y) ? x : y;
     case TENSOR_OP_MINIMUM: return (x != x || x < y) ? x : y;
+    case TENSOR_OP_GELU_BACKWARD: return cu_gelu_bw(x, y);
     case TENSOR_OP_EQ: return (T)(x == y);
     case TENSOR_OP_NE: return (T)(x != y);
     case TENSOR_OP_LT: return (T)(x < y);
@@ -159,8 +169,8 @@ static void binary_t(TensorOpId op, Tensor *out, const Tensor *a, const Tensor *
 void cu_binary(TensorOpId op, Tensor *out, const Tensor *a, const Tensor *b) {
     switch (op) {
     case TENSOR_OP_ADD: case TENSOR_OP_SUB: case TENSOR_OP_MUL: case TENSOR_OP_DIV: case TENSOR_OP_POW:
-    case TENSOR_OP_MAXIMUM: case TENSOR_OP_MINIMUM: case TENSOR_OP_EQ: case TENSOR_OP_NE: case TENSOR_OP_LT:
-    case TENSOR_OP_LE: case TENSOR_OP_GT: case TENSOR_OP_GE: break;
+    case TENSOR_OP_MAXIMUM: case TENSOR_OP_MINIMUM: case TENSOR_OP_GELU_BACKWARD: case TENSOR_OP_EQ: case TENSOR_OP_NE:
+    case TENSOR_OP_LT: case TENSOR_OP_LE: case TENSOR_OP_GT: case TENSOR_OP_GE: break;
     default: tensor_fail(tensor_op_table[op].name, "not a binary op");
     }
     switch (out->dtype) {

@@ -41,6 +41,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 OUT_DIR = sys.argv[1] if len(sys.argv) > 1 else os.path.join(HERE, "fixtures")
 
 rng = np.random.default_rng(20240611)
+# Cases added after the first fixtures draw their inputs and weights from a generator of their
+# own (gen=rng_late), so that the arrays of every earlier case, and blocks.afx, stay unchanged.
+rng_late = np.random.default_rng(20250610)
 
 
 def f32(a):
@@ -48,8 +51,8 @@ def f32(a):
     return np.asarray(a, dtype=np.float32).astype(np.float64)
 
 
-def rn(*shape, scale=1.0):
-    return f32(rng.standard_normal(shape) * scale)
+def rn(*shape, scale=1.0, gen=None):
+    return f32((gen or rng).standard_normal(shape) * scale)
 
 
 def uni(lo, hi, *shape):
@@ -112,12 +115,13 @@ def to_np(t):
 CASES = []
 
 
-def case(name, inputs, fn, grad=None):
-    """grad: indices of inputs to differentiate; None = every float input; [] = forward only"""
-    CASES.append((name, inputs, fn, grad))
+def case(name, inputs, fn, grad=None, gen=None):
+    """grad: indices of inputs to differentiate; None = every float input; [] = forward only;
+    gen: the generator of the weights (None: rng)"""
+    CASES.append((name, inputs, fn, grad, gen))
 
 
-def run_case(w, name, inputs, fn, grad):
+def run_case(w, name, inputs, fn, grad, gen):
     if grad is None:
         grad = [k for k, a in enumerate(inputs) if np.asarray(a).dtype == np.float64]
     ts = []
@@ -136,7 +140,7 @@ def run_case(w, name, inputs, fn, grad):
     for j, o in enumerate(outs):
         w.add(f"{name}/out{j}", to_np(o))
         if grad:
-            wt = torch.tensor(rn(*o.shape), dtype=F64)
+            wt = torch.tensor(rn(*o.shape, gen=gen), dtype=F64)
             w.add(f"{name}/w{j}", wt.numpy())
             loss = loss + (o * wt).sum()
     if grad:
@@ -190,6 +194,13 @@ tie_a = quantized(3, 4)
 tie_b = quantized(3, 4)
 case("maximum.ties", [tie_a, tie_b], torch.maximum)
 case("minimum.ties", [tie_a, tie_b], torch.minimum)
+# gelu_backward(g, x) = g (Φ(x) + x φ(x)), exact erf gelu (approximate="none"); the grads are
+# torch's double backward of gelu
+gelu_bw = torch.ops.aten.gelu_backward
+for var, (ga, gb) in {"same": ((3, 4), (3, 4)), "bcast": ((2, 1, 4), (3, 1)), "scalar": ((3, 4), ()),
+                      "strided": ((4, 3), (3, 8))}.items():
+    fn = (lambda g, x: gelu_bw(g.t(), x[:, ::2])) if var == "strided" else gelu_bw
+    case(f"gelu_backward.{var}", [rn(*ga, gen=rng_late), rn(*gb, scale=2.5, gen=rng_late)], fn, gen=rng_late)
 
 CMP = {"eq": torch.eq, "ne": torch.ne, "lt": torch.lt, "le": torch.le, "gt": torch.gt, "ge": torch.ge}
 for op, fn in CMP.items():
