@@ -297,8 +297,9 @@ static void pair_coefficients(const SimWorld *w, double scale, double d, bool ta
     *c -= *tg / (d * d);
 }
 
-/* Adds K6 (r_a × 6 r_b: the six blocks (i, i') of one coupling, side by side) to Hr's block of
- * objects (a, b) with sign sgn; the (i', i) blocks are the transposes (b == a: the block's own). */
+/* Adds sgn · K6 (r_a × 6 r_b: the six K_e, e = (i ≤ i'), side by side) to Hr's block of objects
+ * (a, b): K_e at coordinate blocks (i, i') and (i', i) alike, as the pairs' 3 × 3 coefficients
+ * C are symmetric (Σ C_ii' u vᵀ = Σ C_i'i u vᵀ). */
 static void scatter6(const struct SimWorldScratch *s, const ObjInfo *A, const ObjInfo *B, const double *K6, double sgn) {
     int64_t NR = s->nred, ra = A->r, rb = B->r;
     for (int e = 0; e < 6; e++) {
