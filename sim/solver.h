@@ -125,7 +125,9 @@ typedef struct {
  * elastic part, so descent and the stop test are as above. Same drop, 60 steps against the tol
  * 1e-13 plain-Newton run: plain Newton tol 1e-10 1.6e-3 at 3.28 Hessians/step; elastic_lag 0.5
  * 9.0e-4 at 0.47 Hessians and 4.1 iterations/step, 5.6× less time; 0.1 1.2e-3 at 0.73; tol 1e-12
- * with 0.5 1.1e-4 at 0.50. When it is on, reuse_ratio is not used (every iteration refactors). */
+ * with 0.5 1.1e-4 at 0.50. When it is on, reuse_ratio is not used (every iteration refactors,
+ * except that a matrix bitwise equal to the last one factored, as in free flight or under an
+ * unchanged contact set, reuses its factor). */
 typedef struct {
     int max_iters;      /* Newton iterations per step (50) */
     double tol;         /* |Δzᵀg| < tol · M L² stops (1e-10) */
