@@ -20,4 +20,8 @@ int cmd_mesh(int argc, char **argv);
 int cmd_sim(int argc, char **argv);
 int cmd_physskin(int argc, char **argv);
 
+/* mkdir -p: creates dir and its missing parents (0777 before umask). 0, or -1 with errno set
+ * (ENAMETOOLONG for a path of 4096 bytes or more). */
+int cmd_make_dirs(const char *dir);
+
 #endif

@@ -94,21 +94,6 @@ static bool parse_u64(const char *opt, const char *s, uint64_t *out) {
     return true;
 }
 
-static int make_dirs(const char *dir) {
-    char buf[4096];
-    snprintf(buf, sizeof buf, "%s", dir);
-    for (char *p = buf + 1;; p++) {
-        if (*p == '/' || !*p) {
-            char c = *p;
-            *p = 0;
-            if (mkdir(buf, 0777) != 0 && errno != EEXIST) return -1;
-            if (!c) break;
-            *p = c;
-        }
-    }
-    return 0;
-}
-
 static volatile sig_atomic_t g_signal;
 static void on_signal(int sig) { g_signal = sig; }
 
@@ -508,7 +493,7 @@ static int cmd_make(int argc, char **argv) {
         fprintf(stderr, NAME ": --real takes no --family or --categories\n");
         return 2;
     }
-    if (make_dirs(a.out) != 0) {
+    if (cmd_make_dirs(a.out) != 0) {
         fprintf(stderr, NAME ": cannot create the output directory %s (%s)\n", a.out, strerror(errno));
         return 1;
     }

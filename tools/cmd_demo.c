@@ -95,21 +95,6 @@ static double now(void) {
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
-static int make_dirs(const char *dir) {
-    char buf[4096];
-    snprintf(buf, sizeof buf, "%s", dir);
-    for (char *p = buf + 1;; p++) {
-        if (*p == '/' || !*p) {
-            char c = *p;
-            *p = 0;
-            if (mkdir(buf, 0777) != 0 && errno != EEXIST) return -1;
-            if (!c) break;
-            *p = c;
-        }
-    }
-    return 0;
-}
-
 /* a progress bar for stage 3, only on a terminal: logs and tests get the stage lines alone */
 static void sim_progress(void *ctx, int64_t step, int64_t steps, const SimObject *objs, int n) {
     (void)objs, (void)n;
@@ -215,7 +200,7 @@ int cmd_demo(int argc, char **argv) {
         snprintf(what, sizeof what, "procedural %s of seed %d (not in the training corpus)", DEMO_CATEGORY,
                  DEMO_SEED);
     }
-    if (make_dirs(out)) {
+    if (cmd_make_dirs(out)) {
         snprintf(err, sizeof err, "%s: cannot create the output directory (%s)", out, strerror(errno));
         goto fail;
     }

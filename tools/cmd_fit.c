@@ -171,22 +171,6 @@ static int usage(FILE *f, int rc) {
     return rc;
 }
 
-/* mkdir -p */
-static int make_dirs(const char *dir) {
-    char buf[4096];
-    snprintf(buf, sizeof buf, "%s", dir);
-    for (char *p = buf + 1;; p++) {
-        if (*p == '/' || !*p) {
-            char c = *p;
-            *p = 0;
-            if (mkdir(buf, 0777) != 0 && errno != EEXIST) return -1;
-            if (!c) break;
-            *p = c;
-        }
-    }
-    return 0;
-}
-
 /* The model's weights as the device parameters of nn_params_mirror: dst's parameter i is the
  * mirror of host parameter i. */
 static void mlp_on(Mlp *dev, const Mlp *host, const NnParams *hp, const NnParams *dp) {
@@ -285,7 +269,7 @@ int cmd_fit_comm(int argc, char **argv, OptimComm *comm) {
         if (is_main) fprintf(stderr, "anima fit: --device cuda on %d ranks needs NCCL, which did not start\n", nranks);
         return 2;
     }
-    if (is_main && make_dirs(out) != 0) {
+    if (is_main && cmd_make_dirs(out) != 0) {
         fprintf(stderr, "anima fit: cannot create the output directory %s (%s)\n", out, strerror(errno));
         rc = 2;
     }

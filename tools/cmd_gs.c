@@ -119,21 +119,6 @@ static int usage(FILE *f, int rc) {
     return rc;
 }
 
-static int make_dirs(const char *dir) { /* mkdir -p */
-    char buf[4096];
-    if (snprintf(buf, sizeof buf, "%s", dir) >= (int)sizeof buf) return errno = ENAMETOOLONG, -1;
-    for (char *p = buf + 1;; p++) {
-        if (*p == '/' || !*p) {
-            char c = *p;
-            *p = 0;
-            if (mkdir(buf, 0777) != 0 && errno != EEXIST) return -1;
-            if (!c) break;
-            *p = c;
-        }
-    }
-    return 0;
-}
-
 static double now(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -298,7 +283,7 @@ static int gs_fit_main(int argc, char **argv) {
         fprintf(stderr, "anima gs fit: %s\n", err);
         return 2;
     }
-    if (make_dirs(renders) != 0) {
+    if (cmd_make_dirs(renders) != 0) {
         ds_mesh_free(&mesh);
         fprintf(stderr, "anima gs fit: cannot create the output directory %s (%s)\n", renders, strerror(errno));
         return 2;

@@ -46,21 +46,6 @@ static int usage(FILE *f, int rc) {
     return rc;
 }
 
-static int make_dirs(const char *dir) {
-    char buf[4096];
-    snprintf(buf, sizeof buf, "%s", dir);
-    for (char *p = buf + 1;; p++) {
-        if (*p == '/' || !*p) {
-            char c = *p;
-            *p = 0;
-            if (mkdir(buf, 0777) != 0 && errno != EEXIST) return -1;
-            if (!c) break;
-            *p = c;
-        }
-    }
-    return 0;
-}
-
 static int cmd_train(int argc, char **argv) {
     const char *config_path = NULL, *out = "runs/physskin", *data = NULL;
     bool resume = false;
@@ -108,7 +93,7 @@ static int cmd_train(int argc, char **argv) {
         fprintf(stderr, "anima physskin train: %s\n", err);
         return 2;
     }
-    if (make_dirs(out) != 0) {
+    if (cmd_make_dirs(out) != 0) {
         fprintf(stderr, "anima physskin train: cannot create the output directory %s (%s)\n", out, strerror(errno));
         return 2;
     }
@@ -269,7 +254,7 @@ static int cmd_skin(int argc, char **argv) {
         }
         const char *dirs[3] = {out, ply, png};
         for (int k = 0; k < 3 && n; k++)
-            if (dirs[k] && make_dirs(dirs[k]) != 0) {
+            if (dirs[k] && cmd_make_dirs(dirs[k]) != 0) {
                 fprintf(stderr, "anima physskin skin: cannot create the output folder %s (%s)\n", dirs[k],
                         strerror(errno));
                 rc = 1, n = 0;
