@@ -190,7 +190,7 @@ int ds_bvh_read(const char *path, DsBvh *b, char *err, size_t errlen) {
     memset(b, 0, sizeof *b);
     uint8_t *data;
     size_t size;
-    if (mesh_slurp(path, &data, &size, err, errlen)) return -1;
+    if (mesh_slurp(path, 0, NULL, &data, &size, err, errlen)) return -1;
     int rc = ds_bvh_read_mem(path, data, size, b, err, errlen);
     free(data);
     return rc;

@@ -160,7 +160,7 @@ int ds_gaussians_read(const char *path, DsGaussians *g, char *err, size_t errlen
     memset(g, 0, sizeof *g);
     uint8_t *data;
     size_t size;
-    if (mesh_slurp(path, &data, &size, err, errlen)) return -1;
+    if (mesh_slurp(path, 0, NULL, &data, &size, err, errlen)) return -1;
     int rc = ds_gaussians_read_mem(path, data, size, g, err, errlen);
     free(data);
     return rc;

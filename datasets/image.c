@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "datasets/image.h"
+#include "datasets/mesh_internal.h"
 
 static int img_err(char *err, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static int img_err(char *err, size_t n, const char *fmt, ...) {
@@ -189,31 +190,10 @@ int ds_image_read_mem(const char *name, const uint8_t *data, size_t size, DsImag
 
 int ds_image_read(const char *path, DsImage *img, char *err, size_t errlen) {
     memset(img, 0, sizeof *img);
-    FILE *f = fopen(path, "rb");
-    if (!f) return img_err(err, errlen, "%s: cannot open: %s", path, strerror(errno));
-    struct stat st;
-    if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
-        fclose(f);
-        return img_err(err, errlen, "%s: not a regular file", path);
-    }
+    uint8_t *buf;
+    size_t n;
     /* compressed data is never larger than the pixel limit plus generous chunk overhead */
-    if ((uint64_t)st.st_size > 2 * (uint64_t)DS_IMAGE_MAX_BYTES) {
-        fclose(f);
-        return img_err(err, errlen, "%s: file too large for an image (%lld bytes)", path, (long long)st.st_size);
-    }
-    size_t n = (size_t)st.st_size;
-    uint8_t *buf = malloc(n ? n : 1);
-    if (!buf) {
-        fclose(f);
-        return img_err(err, errlen, "%s: out of memory reading %zu bytes", path, n);
-    }
-    size_t got = fread(buf, 1, n, f);
-    int bad = ferror(f);
-    fclose(f);
-    if (bad || got != n) {
-        free(buf);
-        return img_err(err, errlen, "%s: read error after %zu of %zu bytes", path, got, n);
-    }
+    if (mesh_slurp(path, 2 * (size_t)DS_IMAGE_MAX_BYTES, "an image", &buf, &n, err, errlen)) return -1;
     int rc = ds_image_read_mem(path, buf, n, img, err, errlen);
     free(buf);
     return rc;

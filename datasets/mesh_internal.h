@@ -162,7 +162,9 @@ int mesh_write_ply(const char *path, const DsMesh *m, bool ascii, char *err, siz
 int mesh_write_off(const char *path, const DsMesh *m, char *err, size_t errlen);
 int mesh_write_stl(const char *path, const DsMesh *m, bool ascii, char *err, size_t errlen);
 
-/* Reads a whole file into memory (bounded by `max` bytes). */
-int mesh_slurp(const char *path, uint8_t **data, size_t *size, char *err, size_t errlen);
+/* Reads a whole regular file into memory (malloc'd *data of *size bytes); a file over `max`
+ * bytes (0: no bound) is refused with "<path>: file too large for <what> (N bytes)". The image
+ * reader uses it too. 0, or -1 with err naming the file. */
+int mesh_slurp(const char *path, size_t max, const char *what, uint8_t **data, size_t *size, char *err, size_t errlen);
 
 #endif

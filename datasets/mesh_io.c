@@ -261,7 +261,7 @@ void dedup_free(VertexDedup *d) {
 
 /* ---- files --------------------------------------------------------------------------------- */
 
-int mesh_slurp(const char *path, uint8_t **data, size_t *size, char *err, size_t errlen) {
+int mesh_slurp(const char *path, size_t max, const char *what, uint8_t **data, size_t *size, char *err, size_t errlen) {
     *data = NULL, *size = 0;
     FILE *f = fopen(path, "rb");
     if (!f) return mesh_err(err, errlen, "%s: cannot open: %s", path, strerror(errno));
@@ -269,6 +269,10 @@ int mesh_slurp(const char *path, uint8_t **data, size_t *size, char *err, size_t
     if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
         fclose(f);
         return mesh_err(err, errlen, "%s: not a regular file", path);
+    }
+    if (max && (uint64_t)st.st_size > (uint64_t)max) {
+        fclose(f);
+        return mesh_err(err, errlen, "%s: file too large for %s (%lld bytes)", path, what, (long long)st.st_size);
     }
     size_t n = (size_t)st.st_size;
     uint8_t *buf = malloc(n ? n : 1);
@@ -354,7 +358,7 @@ int ds_mesh_read(const char *path, DsMesh *m, char *err, size_t errlen) {
     memset(m, 0, sizeof *m);
     uint8_t *data;
     size_t size;
-    if (mesh_slurp(path, &data, &size, err, errlen)) return -1;
+    if (mesh_slurp(path, 0, NULL, &data, &size, err, errlen)) return -1;
     int rc = ds_mesh_read_mem(path, data, size, m, err, errlen);
     free(data);
     return rc;

@@ -232,6 +232,16 @@ TEST(image_truncated_and_not_png) {
     CHECK_MSG(strstr(err, txt) && strstr(err, "not a PNG"), "'%s'", err);
     printf("    not png:   %s\n", err);
     remove(txt);
+    /* a file larger than any image could be (sparse: no disk used) is refused before reading */
+    char big[256];
+    tmp_path(big, sizeof big, "huge");
+    f = fopen(big, "wb");
+    CHECK(f && ftruncate(fileno(f), (off_t)(2 * DS_IMAGE_MAX_BYTES + 1)) == 0);
+    if (f) fclose(f);
+    CHECK(ds_image_read(big, &b, err, sizeof err) == -1);
+    CHECK_MSG(strstr(err, big) && strstr(err, "too large for an image"), "'%s'", err);
+    printf("    too large: %s\n", err);
+    remove(big);
     /* missing file and a directory */
     CHECK(ds_image_read("/nonexistent/anima.png", &b, err, sizeof err) == -1);
     CHECK_MSG(strstr(err, "/nonexistent/anima.png"), "'%s'", err);
