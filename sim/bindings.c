@@ -211,51 +211,12 @@ static double det3(const double A[9]) {
 }
 
 void sim_polar3(const double A[9], double R[9], double S[9]) {
-    /* AᵀA = V Σ² Vᵀ; U = A V Σ⁻¹ (columns), completed by a cross product when Σ is rank deficient */
-    double AtA[9], lam[3], V[9];
+    /* A = U Σ Vᵀ with U, V rotations and σ₂ signed: R = U Vᵀ, S = V Σ Vᵀ */
+    double U[9], sig[3], V[9], Vt[9], D[9];
+    sim_svd3_signed(A, U, sig, V);
     for (int i = 0; i < 3; i++)
-        for (int j = 0; j < 3; j++) AtA[3 * i + j] = A[i] * A[j] + A[3 + i] * A[3 + j] + A[6 + i] * A[6 + j];
-    sim_jacobi_eigen(3, AtA, lam, V);
-    /* order σ descending */
-    int ord[3] = {0, 1, 2};
-    for (int a = 0; a < 3; a++)
-        for (int b = a + 1; b < 3; b++)
-            if (lam[ord[b]] > lam[ord[a]]) {
-                int t = ord[a];
-                ord[a] = ord[b], ord[b] = t;
-            }
-    double Vs[9], sig[3];
-    for (int c = 0; c < 3; c++) {
-        sig[c] = sqrt(fmax(lam[ord[c]], 0));
-        for (int i = 0; i < 3; i++) Vs[3 * i + c] = V[3 * i + ord[c]];
-    }
-    if (det3(Vs) < 0)
-        for (int i = 0; i < 3; i++) Vs[3 * i + 2] = -Vs[3 * i + 2];
-    double U[9];
-    for (int c = 0; c < 2; c++) {
-        double u[3], l = 0;
-        for (int i = 0; i < 3; i++) u[i] = A[3 * i] * Vs[c] + A[3 * i + 1] * Vs[3 + c] + A[3 * i + 2] * Vs[6 + c], l += u[i] * u[i];
-        l = sqrt(l);
-        if (l > 1e-300)
-            for (int i = 0; i < 3; i++) U[3 * i + c] = u[i] / l;
-        else /* degenerate: any unit vector orthogonal to the previous column */
-            for (int i = 0; i < 3; i++) U[3 * i + c] = (i == c);
-    }
-    /* orthonormalize column 1 against column 0, then column 2 = 0 × 1 (det U = +1) */
-    double d01 = U[0] * U[1] + U[3] * U[4] + U[6] * U[7], l1 = 0;
-    for (int i = 0; i < 3; i++) U[3 * i + 1] -= d01 * U[3 * i], l1 += U[3 * i + 1] * U[3 * i + 1];
-    l1 = sqrt(l1);
-    for (int i = 0; i < 3; i++) U[3 * i + 1] /= l1;
-    U[2] = U[3] * U[7] - U[6] * U[4], U[5] = U[6] * U[1] - U[0] * U[7], U[8] = U[0] * U[4] - U[3] * U[1];
-    /* with det U = det V = +1, A = U diag(σ₀, σ₁, ±σ₂) Vᵀ: the sign carries det A */
-    if (det3(A) < 0) sig[2] = -sig[2];
-    double Vt[9];
-    for (int i = 0; i < 3; i++)
-        for (int j = 0; j < 3; j++) Vt[3 * i + j] = Vs[3 * j + i];
+        for (int j = 0; j < 3; j++) Vt[3 * i + j] = V[3 * j + i], D[3 * i + j] = V[3 * i + j] * sig[j];
     mat3_mul(U, Vt, R);
-    double D[9] = {0};
-    for (int c = 0; c < 3; c++)
-        for (int i = 0; i < 3; i++) D[3 * i + c] = Vs[3 * i + c] * sig[c];
     mat3_mul(D, Vt, S);
 }
 

@@ -117,9 +117,7 @@ int sim_psd_project9(double H[81]) {
     return 1;
 }
 
-/* Signed SVD of a 3×3 F: U, V rotations (row-major, singular vectors as columns), σ sorted
- * descending with σ₂ carrying det F's sign. */
-static void svd3_signed(const double F[9], double U[9], double sig[3], double V[9]) {
+void sim_svd3_signed(const double F[9], double U[9], double sig[3], double V[9]) {
     double A[9], lam[3], Q[9];
     for (int i = 0; i < 3; i++)
         for (int j = 0; j < 3; j++) {
@@ -176,7 +174,7 @@ static void svd3_signed(const double F[9], double U[9], double sig[3], double V[
 
 int sim_snh_hessian_psd(const double F[9], double mu, double lam, double H[81]) {
     double U[9], s[3], V[9];
-    svd3_signed(F, U, s, V);
+    sim_svd3_signed(F, U, s, V);
     double J = s[0] * s[1] * s[2], sc = lam * (J - 1) - mu;
     double lamk[9], Dm[9][9]; /* eigenvalues and the D matrices (row-major 3×3) in the SVD frame */
     memset(Dm, 0, sizeof Dm);

@@ -44,6 +44,11 @@ int sim_psd_project9(double H[81]);
  * of clamped eigenvalues. Agrees with sim_snh's H followed by sim_psd_project9 (tested). */
 int sim_snh_hessian_psd(const double F[9], double mu, double lam, double H[81]);
 
+/* Signed SVD of a 3×3 F = U diag(σ) Vᵀ: U, V rotations (row-major, singular vectors as
+ * columns), σ sorted descending with σ₂ carrying det F's sign; a rank-deficient F still gets
+ * rotations (completed by cross products). */
+void sim_svd3_signed(const double F[9], double U[9], double sig[3], double V[9]);
+
 /* Symmetric eigen-decomposition of an n×n (n ≤ 16) matrix by cyclic Jacobi: A is destroyed,
  * lam gets the eigenvalues, Q (row-major, may be NULL) the eigenvectors as columns. */
 void sim_jacobi_eigen(int n, double *A, double *lam, double *Q);

@@ -340,9 +340,13 @@ TEST(sim_world_rigid_ball_on_deformable) {
 
 TEST(sim_polar_decomposition) {
     uint64_t s = 21;
-    for (int t = 0; t < 100; t++) {
+    /* random (some with det < 0), then rank 2 (a flat Gaussian), rank 1, zero, a reflection */
+    const double fixed[5][9] = {{1, 0.2, 0, 0.3, 1, 0, 0, 0, 0}, {0, 0, 0, 0, 0, 0, 0.3, 0.4, 0},
+                                {0, 0, 0, 0, 0, 0, 0, 0, 0}, {1, 0, 0, 0, 1, 0, 0, 0, -2},
+                                {0, 1, 0, 1, 0, 0, 0, 0, 1}};
+    for (int t = 0; t < 105; t++) {
         double A[9], R[9], S[9];
-        for (int k = 0; k < 9; k++) A[k] = (k % 4 == 0) + 0.8 * (2 * urand(&s) - 1);
+        for (int k = 0; k < 9; k++) A[k] = t < 100 ? (k % 4 == 0) + 0.8 * (2 * urand(&s) - 1) : fixed[t - 100][k];
         sim_polar3(A, R, S);
         for (int i = 0; i < 3; i++)
             for (int j = 0; j < 3; j++) {
