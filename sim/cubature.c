@@ -2,24 +2,15 @@
  * greedy cubature optimization; see cubature.h. */
 #include <math.h>
 #include <stdbool.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "sim/cubature.h"
+#include "sim/internal.h"
 #include "sim/lapack.h"
 #include "sim/material.h"
-
-static void set_err(char *err, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void set_err(char *err, size_t n, const char *fmt, ...) {
-    if (!err || !n) return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, n, fmt, ap);
-    va_end(ap);
-}
 
 /* ---- NNLS --------------------------------------------------------------------------------------- */
 
@@ -247,7 +238,7 @@ int sim_cubature_drop_poses(SimObject *o, const SimCubatureOptions *opt, uint64_
     }
     if (!Z || !z0 || !zd0 || !x || !planes0 || !clear || (ne0 && (!eidx0 || !ew0))) {
         free(Z), free(z0), free(zd0), free(x), free(planes0), free(clear), free(eidx0), free(ew0);
-        set_err(err, errlen, "cubature: out of memory (%lld training poses)", (long long)cap);
+        sim_set_err(err, errlen, "cubature: out of memory (%lld training poses)", (long long)cap);
         return -1;
     }
     /* the state the runs start from and that is restored after them */
@@ -298,7 +289,7 @@ int sim_cubature_drop_poses(SimObject *o, const SimCubatureOptions *opt, uint64_
     o->t = t0, memcpy(o->gravity, g0, sizeof g0), o->last = last0;
     if (np_planes) memcpy(o->planes, planes0, sizeof(SimPlane) * (size_t)np_planes);
     if (ne0 && sim_object_set_cubature(o, ne0, eidx0, ew0, serr, sizeof serr)) {
-        set_err(err, errlen, "cubature: %s", serr);
+        sim_set_err(err, errlen, "cubature: %s", serr);
         rc = -1;
     }
     free(z0), free(zd0), free(x), free(planes0), free(clear), free(eidx0), free(ew0);
@@ -376,7 +367,7 @@ int sim_cubature_optimize_poses(const SimObject *o, const SimCubatureOptions *op
     int64_t n = o->n, nc = o->nc, nb = o->nb;
     int kmax = opt->max_points < nc ? opt->max_points : (int)nc;
     if (T < 1 || kmax < 1) {
-        set_err(err, errlen, "cubature: need at least one pose and one point");
+        sim_set_err(err, errlen, "cubature: need at least one pose and one point");
         return -1;
     }
     bool metric = opt->tau > 0;
@@ -396,7 +387,7 @@ int sim_cubature_optimize_poses(const SimObject *o, const SimCubatureOptions *op
     bool *used = calloc((size_t)nc, sizeof(bool));
     int rc = -1;
     if (!Gm || !cv || !At || !bt || !fn || !score || !Gk || !ck || !x || !sel || !used || (metric && (!L || !W || !K9))) {
-        set_err(err, errlen, "cubature: out of memory (%lld points)", (long long)nc);
+        sim_set_err(err, errlen, "cubature: out of memory (%lld points)", (long long)nc);
         goto done;
     }
     double fmaxn = 0;
@@ -420,7 +411,7 @@ int sim_cubature_optimize_poses(const SimObject *o, const SimCubatureOptions *op
             /* the metric: rows L⁻¹ f, so that ‖L⁻¹ (f_S − f)‖² = δfᵀ (τ² K + M_r)⁻¹ δf */
             if (metric) {
                 if (metric_factor(o, zt, opt->tau, L, W, K9)) {
-                    set_err(err, errlen, "cubature: the metric at training pose %lld is not positive definite",
+                    sim_set_err(err, errlen, "cubature: the metric at training pose %lld is not positive definite",
                             (long long)t);
                     goto done;
                 }
@@ -442,7 +433,7 @@ int sim_cubature_optimize_poses(const SimObject *o, const SimCubatureOptions *op
         bb += cblas_ddot(w, bt, 1, bt, 1);
     }
     if (!used_poses) {
-        set_err(err, errlen, "cubature: every training pose is at rest");
+        sim_set_err(err, errlen, "cubature: every training pose is at rest");
         goto done;
     }
     for (int64_t a = 0; a < nc; a++) /* dsyrk filled the upper triangle */
@@ -466,7 +457,7 @@ int sim_cubature_optimize_poses(const SimObject *o, const SimCubatureOptions *op
         k++;
         /* Lawson–Hanson over the chosen columns, warm-started from the last weights */
         if (nnls_subset(nc, Gm, cv, bb, &k, sel, x, used, Gk, ck, &res)) {
-            set_err(err, errlen, "cubature: NNLS failed at %d points", k);
+            sim_set_err(err, errlen, "cubature: NNLS failed at %d points", k);
             goto done;
         }
         if (res <= opt->tol) break;
@@ -476,7 +467,7 @@ int sim_cubature_optimize_poses(const SimObject *o, const SimCubatureOptions *op
     out->w = malloc(sizeof(double) * (size_t)(k ? k : 1));
     if (!out->idx || !out->w) {
         sim_cubature_free(out);
-        set_err(err, errlen, "cubature: out of memory");
+        sim_set_err(err, errlen, "cubature: out of memory");
         goto done;
     }
     memcpy(out->idx, sel, sizeof(int64_t) * (size_t)k);
@@ -504,7 +495,7 @@ int sim_cubature_optimize(SimObject *o, const SimCubatureOptions *opt, SimCubatu
     double *Z = malloc(sizeof(double) * (size_t)((Tr + Td > 0 ? Tr + Td : 1) * n));
     if (!Z || sim_cubature_random_poses(o, opt, opt->seed, Z)) {
         free(Z), free(Zd);
-        set_err(err, errlen, "cubature: out of memory");
+        sim_set_err(err, errlen, "cubature: out of memory");
         return -1;
     }
     if (Td) memcpy(Z + Tr * n, Zd, sizeof(double) * (size_t)(Td * n));

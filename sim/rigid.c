@@ -1,20 +1,11 @@
 /* sim/rigid.c — rigid bodies: mass properties, symplectic Euler, plane impulses (rigid.h). */
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "sim/internal.h"
 #include "sim/rigid.h"
-
-static void set_err(char *err, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void set_err(char *err, size_t n, const char *fmt, ...) {
-    if (!err || !n) return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, n, fmt, ap);
-    va_end(ap);
-}
 
 static void mat3_mul(const double A[9], const double B[9], double C[9]) {
     for (int i = 0; i < 3; i++)
@@ -55,7 +46,7 @@ void sim_rigid_free(SimRigid *r) {
 int sim_rigid_init(SimRigid *r, const DsMesh *mesh, double density, const SimPose *pose, char *err, size_t errlen) {
     memset(r, 0, sizeof *r);
     if (!(density > 0) || mesh->nv < 4 || mesh->nf < 4) {
-        set_err(err, errlen, "rigid body: need density > 0 and a closed mesh (got %lld vertices, %lld faces)",
+        sim_set_err(err, errlen, "rigid body: need density > 0 and a closed mesh (got %lld vertices, %lld faces)",
                 (long long)mesh->nv, (long long)mesh->nf);
         return -1;
     }
@@ -64,7 +55,7 @@ int sim_rigid_init(SimRigid *r, const DsMesh *mesh, double density, const SimPos
     r->faces = malloc(sizeof(int32_t) * 3 * (size_t)r->nf);
     if (!r->Xb || !r->faces) {
         sim_rigid_free(r);
-        set_err(err, errlen, "rigid body: out of memory");
+        sim_set_err(err, errlen, "rigid body: out of memory");
         return -1;
     }
     /* the mesh scaled and rotated (not translated) */
@@ -91,7 +82,7 @@ int sim_rigid_init(SimRigid *r, const DsMesh *mesh, double density, const SimPos
     }
     if (!(V > 0)) {
         sim_rigid_free(r);
-        set_err(err, errlen, "rigid body: the mesh encloses volume %g (must be closed and outward-oriented)", V);
+        sim_set_err(err, errlen, "rigid body: the mesh encloses volume %g (must be closed and outward-oriented)", V);
         return -1;
     }
     double com[3] = {m1[0] / V, m1[1] / V, m1[2] / V};
@@ -103,7 +94,7 @@ int sim_rigid_init(SimRigid *r, const DsMesh *mesh, double density, const SimPos
     for (int i = 0; i < 9; i++) r->Ib[i] = density * ((i % 4 == 0) * trC - C[i]);
     if (mat3_inv(r->Ib, r->Ib_inv)) {
         sim_rigid_free(r);
-        set_err(err, errlen, "rigid body: singular inertia tensor");
+        sim_set_err(err, errlen, "rigid body: singular inertia tensor");
         return -1;
     }
     for (int64_t v = 0; v < r->nv; v++)

@@ -1,23 +1,14 @@
 /* sim/skinning.c — the procedural skinning sources, and the skinning file under sim_ names. */
 #include <math.h>
 #include <stdbool.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "datasets/geometry.h"
 #include "datasets/procedural.h"
+#include "sim/internal.h"
 #include "sim/skinning.h"
-
-static void set_err(char *err, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void set_err(char *err, size_t n, const char *fmt, ...) {
-    if (!err || !n) return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, n, fmt, ap);
-    va_end(ap);
-}
 
 /* the file functions are datasets/skinning_file.h's, under the simulator's prefix */
 void sim_skinning_free(SimSkinning *s) { ds_skinning_free(s); }
@@ -117,11 +108,11 @@ int sim_skinning_procedural(const SimProceduralOptions *o, SimSkinning *s, char 
     memset(s, 0, sizeof *s);
     bool rbf = !strcmp(o->kind, "rbf");
     if (!rbf && strcmp(o->kind, "bones")) {
-        set_err(err, errlen, "procedural skinning: kind \"%s\" is not \"bones\" or \"rbf\"", o->kind);
+        sim_set_err(err, errlen, "procedural skinning: kind \"%s\" is not \"bones\" or \"rbf\"", o->kind);
         return -1;
     }
     if (o->cubature_res < 4 || o->cubature_res > 256) {
-        set_err(err, errlen, "procedural skinning: cubature_res %d out of range [4, 256]", o->cubature_res);
+        sim_set_err(err, errlen, "procedural skinning: cubature_res %d out of range [4, 256]", o->cubature_res);
         return -1;
     }
     DsProceduralShape sh;
@@ -133,7 +124,7 @@ int sim_skinning_procedural(const SimProceduralOptions *o, SimSkinning *s, char 
     }
     int m = rbf ? o->handles : sh.nbones - 1;
     if (m < 1 || (rbf && m > cub.n)) {
-        set_err(err, errlen, "procedural skinning: %s gives %d handles (%s %d, %lld cubature points)", o->category, m,
+        sim_set_err(err, errlen, "procedural skinning: %s gives %d handles (%s %d, %lld cubature points)", o->category, m,
                 rbf ? "asked for" : "bones", rbf ? o->handles : sh.nbones, (long long)cub.n);
         ds_cubature_free(&cub), ds_procedural_free(&sh);
         return -1;
@@ -151,7 +142,7 @@ int sim_skinning_procedural(const SimProceduralOptions *o, SimSkinning *s, char 
     int rc = -1;
     if (!s->cub_x || !s->cub_vol || !s->cub_w || !s->cub_dw || !s->vert_x || !s->vert_w || !s->vert_dw || !s->faces ||
         (rbf && !centers)) {
-        set_err(err, errlen, "procedural skinning: out of memory");
+        sim_set_err(err, errlen, "procedural skinning: out of memory");
         goto done;
     }
     for (int64_t i = 0; i < 3 * s->nc; i++) s->cub_x[i] = cub.x[i];
@@ -165,7 +156,7 @@ int sim_skinning_procedural(const SimProceduralOptions *o, SimSkinning *s, char 
             for (int i = 0; i < 3; i++) cen[i] += s->cub_x[3 * c + i] / (double)s->nc;
         double *d2 = malloc(sizeof(double) * (size_t)s->nc);
         if (!d2) {
-            set_err(err, errlen, "procedural skinning: out of memory");
+            sim_set_err(err, errlen, "procedural skinning: out of memory");
             goto done;
         }
         int64_t pick = 0;
@@ -204,7 +195,7 @@ int sim_skinning_procedural(const SimProceduralOptions *o, SimSkinning *s, char 
     } else {
         if (bone_weights(&sh, o->sigma, s->nc, s->cub_x, m, s->cub_w, s->cub_dw) ||
             bone_weights(&sh, o->sigma, s->nv, s->vert_x, m, s->vert_w, s->vert_dw)) {
-            set_err(err, errlen, "procedural skinning: out of memory");
+            sim_set_err(err, errlen, "procedural skinning: out of memory");
             goto done;
         }
         snprintf(s->source, sizeof s->source, "procedural %s seed %llu, bone weights (%d of %d bones)", o->category,

@@ -1,29 +1,13 @@
 /* sim/world.c — the coupled multi-object step with IPC contact (see world.h). */
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "sim/contact.h"
+#include "sim/internal.h"
 #include "sim/lapack.h"
 #include "sim/world.h"
-
-static void set_err(char *err, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void set_err(char *err, size_t n, const char *fmt, ...) {
-    if (!err || !n) return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, n, fmt, ap);
-    va_end(ap);
-}
-
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 void sim_contact_defaults(SimContactOptions *c) {
     c->enabled = true;
@@ -123,7 +107,7 @@ int sim_world_init(SimWorld *w, SimObject *objs, int nobj, SimRigid *rigids, int
     if (c) w->contact = *c;
     else sim_contact_defaults(&w->contact);
     if (!(w->contact.min_sep > 0 && w->contact.min_sep < 1)) {
-        set_err(err, errlen, "contact: min_sep must be in (0, 1) (got %g)", w->contact.min_sep);
+        sim_set_err(err, errlen, "contact: min_sep must be in (0, 1) (got %g)", w->contact.min_sep);
         return -1;
     }
     w->planes = malloc(sizeof(SimPlane) * (size_t)(nplanes + 1));
@@ -135,7 +119,7 @@ int sim_world_init(SimWorld *w, SimObject *objs, int nobj, SimRigid *rigids, int
         SimPlane q = planes[p];
         double l = sqrt(q.normal[0] * q.normal[0] + q.normal[1] * q.normal[1] + q.normal[2] * q.normal[2]);
         if (!(l > 0)) {
-            set_err(err, errlen, "planes[%d]: zero normal", p);
+            sim_set_err(err, errlen, "planes[%d]: zero normal", p);
             return -1;
         }
         for (int i = 0; i < 3; i++) q.normal[i] /= l;
@@ -204,7 +188,7 @@ int sim_world_init(SimWorld *w, SimObject *objs, int nobj, SimRigid *rigids, int
     w->kappa = w->contact.stiffness > 0 ? w->contact.stiffness : heavy * gmax / (24 * w->dhat);
     return 0;
 oom:
-    set_err(err, errlen, "sim world: out of memory");
+    sim_set_err(err, errlen, "sim world: out of memory");
     return -1;
 }
 
@@ -659,9 +643,9 @@ static void rigid_reaction(SimWorld *w) {
 /* ---- the step ------------------------------------------------------------------------------- */
 
 int sim_world_step(SimWorld *w, double dt, char *err, size_t errlen) {
-    double t0 = now();
+    double t0 = sim_now();
     if (!(dt > 0)) {
-        set_err(err, errlen, "sim: dt must be > 0 (got %g)", dt);
+        sim_set_err(err, errlen, "sim: dt must be > 0 (got %g)", dt);
         return -1;
     }
     memset(&w->last, 0, sizeof w->last);
@@ -674,7 +658,7 @@ int sim_world_step(SimWorld *w, double dt, char *err, size_t errlen) {
         w->last.converged = st->converged;
         w->last.decrement = st->decrement, w->last.components = 1;
         w->t += dt;
-        w->last.seconds = now() - t0;
+        w->last.seconds = sim_now() - t0;
         return 0;
     }
     struct SimWorldScratch *s = w->ws;
@@ -683,7 +667,7 @@ int sim_world_step(SimWorld *w, double dt, char *err, size_t errlen) {
     if (!w->nobj) {
         w->t += dt;
         w->last.converged = true;
-        w->last.seconds = now() - t0;
+        w->last.seconds = sim_now() - t0;
         return 0;
     }
     int64_t N = s->ntot;
@@ -844,7 +828,7 @@ int sim_world_step(SimWorld *w, double dt, char *err, size_t errlen) {
     }
     for (int64_t q = 0; q < N; q++)
         if (!isfinite(s->z[q])) {
-            set_err(err, errlen, "sim: the state became non-finite at t = %g", t1);
+            sim_set_err(err, errlen, "sim: the state became non-finite at t = %g", t1);
             return -1;
         }
     st->active = s->nact;
@@ -857,7 +841,7 @@ int sim_world_step(SimWorld *w, double dt, char *err, size_t errlen) {
     }
     if (contact) rigid_reaction(w);
     w->t = t1;
-    st->seconds = now() - t0;
+    st->seconds = sim_now() - t0;
     if (getenv("ANIMA_WORLD_DEBUG"))
         fprintf(stderr,
                 "\nworld t=%.3f it %d hess %d proj %d fail %d ccd %d comps %d cand %lld act %lld dmin %.3g beta %.3g ms %.1f\n",
@@ -870,7 +854,7 @@ int sim_world_step(SimWorld *w, double dt, char *err, size_t errlen) {
     }
     return 0;
 oom:
-    set_err(err, errlen, "sim world: out of memory");
+    sim_set_err(err, errlen, "sim world: out of memory");
     return -1;
 }
 
