@@ -258,23 +258,48 @@ static void bw_log_softmax(const TensorNode *n, Tensor *g, const bool *need, Ten
     gin[0] = tensor_sub(g, tensor_mul(tensor_exp(OUT), tensor_sum(g, 1, &dim, true)));
 }
 
-/* x̂ = (x - μ) r, r = (σ² + ε)^-1/2; dx = r (ĝ - mean(ĝ) - x̂ mean(ĝ x̂)), ĝ = g w */
+/* x̂ = (x - μ) r, r = (σ² + ε)^-1/2; dx = r (ĝ - mean(ĝ) - x̂ mean(ĝ x̂)), ĝ = g w, in one fused
+ * op (layer_norm_backward); dw = Σ g x̂ over the rows, x̂ being layer_norm without w and b */
 static void bw_layer_norm(const TensorNode *n, Tensor *g, const bool *need, Tensor **gin) {
     Tensor *x = IN(0), *w = IN(1), *b = IN(2);
-    int nn = (int)n->iattr[0], dims[TENSOR_MAX_DIMS];
-    for (int i = 0; i < nn; i++) dims[i] = x->ndim - nn + i;
-    Tensor *xc = tensor_sub(x, tensor_mean(x, nn, dims, true));
-    Tensor *var = tensor_mean(tensor_mul(xc, xc), nn, dims, true);
-    Tensor *r = tensor_rsqrt(tensor_add(var, sc(x, n->fattr[0])));
-    Tensor *xh = tensor_mul(xc, r);
-    if (need[0]) {
-        Tensor *gh = w ? tensor_mul(g, w) : g;
-        Tensor *t = tensor_sub(gh, tensor_mean(gh, nn, dims, true));
-        t = tensor_sub(t, tensor_mul(xh, tensor_mean(tensor_mul(gh, xh), nn, dims, true)));
-        gin[0] = tensor_mul(r, t);
+    int nn = (int)n->iattr[0];
+    double eps = n->fattr[0];
+    if (need[0]) gin[0] = tensor_layer_norm_backward(g, x, nn, w, eps);
+    if (w && need[1]) {
+        Tensor *xh = tensor_layer_norm(x, nn, NULL, NULL, eps);
+        gin[1] = tensor_sum_to(tensor_mul(g, xh), w->ndim, w->shape);
     }
-    if (w && need[1]) gin[1] = tensor_sum_to(tensor_mul(g, xh), w->ndim, w->shape);
     if (b && need[2]) gin[2] = tensor_sum_to(g, b->ndim, b->shape);
+}
+
+/* y = r P(ĝ), P(h) = h - mean(h) - x̂ mean(h x̂) (symmetric), ĝ = g w, per row of n elements;
+ * v the gradient of y. Means over the row:
+ *   d/dĝ = r P(v), which is layer_norm_backward(v, x) without w, so d/dg = w r P(v) and
+ *   d/dw = Σ_rows g r P(v);
+ *   d/dx = -r² x̂ (mean(v ĝ) - mean(v) mean(ĝ) - mean(v x̂) mean(ĝ x̂))
+ *          - r (mean(v x̂) y + mean(ĝ x̂) r P(v)),
+ * from dx̂/dx = r P (the same symmetric P) and dr/dx = -r² x̂ / n. */
+static void bw_layer_norm_backward(const TensorNode *n, Tensor *v, const bool *need, Tensor **gin) {
+    Tensor *g = IN(0), *x = IN(1), *w = IN(2);
+    int nn = (int)n->iattr[0], dims[TENSOR_MAX_DIMS];
+    double eps = n->fattr[0];
+    for (int i = 0; i < nn; i++) dims[i] = x->ndim - nn + i;
+    Tensor *pv = tensor_layer_norm_backward(v, x, nn, NULL, eps); /* r P(v) */
+    if (need[0]) gin[0] = w ? tensor_mul(pv, w) : pv;
+    if (w && need[2]) gin[2] = tensor_sum_to(tensor_mul(g, pv), w->ndim, w->shape);
+    if (need[1]) {
+        Tensor *xc = tensor_sub(x, tensor_mean(x, nn, dims, true));
+        Tensor *r = tensor_rsqrt(tensor_add(tensor_mean(tensor_mul(xc, xc), nn, dims, true), sc(x, eps)));
+        Tensor *xh = tensor_mul(xc, r);
+        Tensor *gh = w ? tensor_mul(g, w) : g;
+        Tensor *mvx = tensor_mean(tensor_mul(v, xh), nn, dims, true);
+        Tensor *mgx = tensor_mean(tensor_mul(gh, xh), nn, dims, true);
+        Tensor *c = tensor_sub(tensor_mean(tensor_mul(v, gh), nn, dims, true),
+                               tensor_mul(tensor_mean(v, nn, dims, true), tensor_mean(gh, nn, dims, true)));
+        c = tensor_sub(c, tensor_mul(mvx, mgx));
+        Tensor *t = tensor_add(tensor_mul(tensor_mul(r, xh), c), tensor_add(tensor_mul(mvx, OUT), tensor_mul(mgx, pv)));
+        gin[1] = tensor_neg(tensor_mul(r, t));
+    }
 }
 
 /* ---- joining and indexing -------------------------------------------------------------------- */
@@ -371,6 +396,7 @@ static const AgBackwardFn table[TENSOR_OP_COUNT] = {
     [TENSOR_OP_SOFTMAX] = bw_softmax,
     [TENSOR_OP_LOG_SOFTMAX] = bw_log_softmax,
     [TENSOR_OP_LAYER_NORM] = bw_layer_norm,
+    [TENSOR_OP_LAYER_NORM_BACKWARD] = bw_layer_norm_backward,
     [TENSOR_OP_CAT] = bw_cat,
     [TENSOR_OP_INDEX_SELECT] = bw_index_select,
     [TENSOR_OP_GATHER] = bw_gather,

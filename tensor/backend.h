@@ -56,6 +56,10 @@ typedef struct TensorBackend {
     void (*softmax)(Tensor *out, const Tensor *x, int64_t rows, int64_t cols, bool log);
     void (*layer_norm)(Tensor *out, const Tensor *x, const Tensor *w, const Tensor *b,
                        int64_t rows, int64_t cols, double eps); /* x contiguous; w/b NULL or contiguous */
+    /* layer_norm's input gradient (tensor_layer_norm_backward): g, x contiguous (rows, cols),
+     * w NULL or contiguous (cols) */
+    void (*layer_norm_backward)(Tensor *out, const Tensor *g, const Tensor *x, const Tensor *w,
+                                int64_t rows, int64_t cols, double eps);
     /* x contiguous (A, N, C) -> out (A, K, C) picking index[K] along N */
     void (*index_select)(Tensor *out, const Tensor *x, const int64_t *index, int64_t A, int64_t N,
                          int64_t K, int64_t C);

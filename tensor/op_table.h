@@ -73,6 +73,7 @@
     OP(SOFTMAX, "softmax", TENSOR_OPK_PRIMITIVE)            \
     OP(LOG_SOFTMAX, "log_softmax", TENSOR_OPK_PRIMITIVE)    \
     OP(LAYER_NORM, "layer_norm", TENSOR_OPK_PRIMITIVE)      \
+    OP(LAYER_NORM_BACKWARD, "layer_norm_backward", TENSOR_OPK_PRIMITIVE) \
     /* joining and indexing */                              \
     OP(CAT, "cat", TENSOR_OPK_PRIMITIVE)                    \
     OP(STACK, "stack", TENSOR_OPK_COMPOSITE)                \

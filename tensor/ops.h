@@ -93,6 +93,11 @@ Tensor *tensor_softmax(Tensor *x, int dim);
 Tensor *tensor_log_softmax(Tensor *x, int dim);
 /* Normalizes over the last `nnorm` dims; weight/bias (shape of those dims) may be NULL. */
 Tensor *tensor_layer_norm(Tensor *x, int nnorm, Tensor *weight, Tensor *bias, double eps);
+/* layer_norm's input gradient in one pass per row (aten::native_layer_norm_backward's first
+ * output): r (ĝ - mean(ĝ) - x̂ mean(ĝ x̂)), ĝ = g w, x̂ = (x - μ) r, r = (σ² + ε)^-1/2 over the
+ * last `nnorm` dims, μ and r recomputed as tensor_layer_norm computes them; g has x's shape,
+ * weight (shape of those dims) may be NULL. */
+Tensor *tensor_layer_norm_backward(Tensor *g, Tensor *x, int nnorm, Tensor *weight, double eps);
 
 /* ---- joining and indexing (index tensors are i64) ----------------------------------------- */
 Tensor *tensor_cat(int n, Tensor *const *xs, int dim);
@@ -149,6 +154,7 @@ Tensor *tensor_scatter_add(Tensor *x, int dim, Tensor *index, Tensor *src);
 #define tensor_softmax(...) TENSOR_AT_(tensor_softmax, __VA_ARGS__)
 #define tensor_log_softmax(...) TENSOR_AT_(tensor_log_softmax, __VA_ARGS__)
 #define tensor_layer_norm(...) TENSOR_AT_(tensor_layer_norm, __VA_ARGS__)
+#define tensor_layer_norm_backward(...) TENSOR_AT_(tensor_layer_norm_backward, __VA_ARGS__)
 #define tensor_cat(...) TENSOR_AT_(tensor_cat, __VA_ARGS__)
 #define tensor_stack(...) TENSOR_AT_(tensor_stack, __VA_ARGS__)
 #define tensor_split(...) TENSOR_AT_(tensor_split, __VA_ARGS__)

@@ -66,6 +66,35 @@ TEST(second_derivative_gelu) {
     CHECK(r.max_ref > 1e-3);
 }
 
+/* layer_norm's input gradient is the fused layer_norm_backward op: its create_graph gradients
+ * (with respect to x, w and b) must differentiate again, and its own backward too (the
+ * gradcheck of the op covers second derivatives; this one reaches third through H) */
+static Tensor *fn_layer_norm_hv(int n, Tensor *const *in, void *user) {
+    (void)n;
+    SecondCtx *c = user;
+    Tensor *y = tensor_layer_norm(in[0], 1, in[1], in[2], 1e-5);
+    Tensor *L = tensor_sum_all(tensor_mul(tensor_mul(y, y), c->w2)), *g[3];
+    ag_grad(1, &L, NULL, 3, in, g, true);
+    Tensor *H = tensor_add(tensor_sum_all(tensor_mul(g[0], c->v)), tensor_sum_all(tensor_mul(g[1], c->u)));
+    return tensor_add(H, tensor_sum_all(tensor_mul(g[2], c->u)));
+}
+
+TEST(second_derivative_layer_norm) {
+    Tensor *x = tensor_mul_scalar(tensor_detach(leaf64(TENSOR_SHAPE(3, 5), 9)), 2);
+    Tensor *w = tensor_add_scalar(tensor_detach(leaf64(TENSOR_SHAPE(5), 10)), 1.5);
+    Tensor *b = leaf64(TENSOR_SHAPE(5), 11);
+    tensor_requires_grad(x, true);
+    tensor_requires_grad(w, true);
+    SecondCtx c = {tensor_detach(leaf64(TENSOR_SHAPE(3, 5), 12)), tensor_detach(leaf64(TENSOR_SHAPE(3, 5), 13)),
+                   tensor_detach(leaf64(TENSOR_SHAPE(5), 14))};
+    Tensor *in[3] = {x, w, b};
+    AgGradcheckReport r;
+    bool ok = ag_gradcheck(fn_layer_norm_hv, 3, in, &c, 1e-6, 1e-6, 1e-5, &r);
+    CHECK_MSG(ok, "layer_norm second derivative: input %d elem %lld analytic %.10g numeric %.10g", r.bad_input,
+              (long long)r.bad_index, r.analytic, r.numeric);
+    CHECK(r.max_ref > 1e-3);
+}
+
 TEST(backward_accumulates_and_zero_grad) {
     Tensor *x = leaf64(TENSOR_SHAPE(3), 1);
     for (int k = 0; k < 2; k++) ag_backward(tensor_sum_all(tensor_mul(x, x)), NULL, false);

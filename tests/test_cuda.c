@@ -474,6 +474,14 @@ static Tensor *f_layer_norm(Tensor *const *in, const void *ctx) {
     return tensor_layer_norm(in[0], 1, in[1], NULL, 1e-3);
 }
 
+/* layer_norm_backward on its own (its gradients: layer_norm's double backward, on the device) */
+static Tensor *f_layer_norm_backward(Tensor *const *in, const void *ctx) {
+    int c = *(const int *)ctx;
+    if (c == 0) return tensor_layer_norm_backward(in[0], in[1], 1, in[2], 1e-5);
+    return tensor_layer_norm_backward(tensor_permute(in[0], TENSOR_DIMS(1, 0, 2)),
+                                      tensor_permute(in[1], TENSOR_DIMS(1, 0, 2)), 2, NULL, 1e-3);
+}
+
 TEST(cuda_softmax_layer_norm) {
     need_device();
     for (int t = 0; t < 2; t++) {
@@ -489,6 +497,9 @@ TEST(cuda_softmax_layer_norm) {
         parity("layer_norm w b", f_layer_norm, &c0, 3, ln, 7);
         parity("layer_norm 2 dims permuted", f_layer_norm, &c1, 1, ln, 1);
         parity("layer_norm w", f_layer_norm, &c2, 2, ln, 3);
+        Tensor *lnb[3] = {rn(dt, TENSOR_SHAPE(4, 6, 300)), ln[0], ln[1]};
+        parity("layer_norm_backward w", f_layer_norm_backward, &c0, 3, lnb, 7);
+        parity("layer_norm_backward 2 dims permuted", f_layer_norm_backward, &c1, 2, lnb, 3);
     }
 }
 

@@ -95,6 +95,11 @@ FN(f_inv3) { UNUSED; return tensor_inv3(X(0)); }
 FN(f_softmax) { UNUSED; return tensor_softmax(X(0), 1); }
 FN(f_log_softmax) { UNUSED; return tensor_log_softmax(X(0), -1); }
 FN(f_layer_norm) { UNUSED; return tensor_layer_norm(X(0), 2, X(1), X(2), 1e-5); }
+FN(f_layer_norm_backward) { UNUSED; return tensor_layer_norm_backward(X(0), X(1), 2, X(2), 1e-5); }
+FN(f_layer_norm_backward_plain) {
+    UNUSED;
+    return tensor_layer_norm_backward(X(0), tensor_transpose(X(1), 0, 1), 1, NULL, 1e-3);
+}
 FN(f_cat) {
     UNUSED;
     Tensor *xs[2] = {X(0), X(1)};
@@ -181,6 +186,10 @@ static const GcCase cases[] = {
     {"softmax", f_softmax, 1, {{S3(2, 4, 3), -2, 2}}},
     {"log_softmax", f_log_softmax, 1, {{S2(3, 5), -2, 2}}},
     {"layer_norm", f_layer_norm, 3, {{S3(2, 3, 4), -2, 2}, {S2(3, 4), 0.5, 1.5}, {S2(3, 4), -1, 1}}},
+    /* g, x, w: layer_norm's second derivatives; then without w, x transposed */
+    {"layer_norm_backward", f_layer_norm_backward, 3,
+     {{S3(2, 3, 4), -1, 1}, {S3(2, 3, 4), -2, 2}, {S2(3, 4), 0.5, 1.5}}},
+    {"layer_norm_backward", f_layer_norm_backward_plain, 2, {{S2(3, 5), -1, 1}, {S2(5, 3), -2, 2}}},
     {"cat", f_cat, 2, {{S2(2, 3), -1, 1}, {S2(2, 2), -1, 1}}},
     {"stack", f_stack, 2, {{S2(2, 3), -1, 1}, {S2(2, 3), -1, 1}}},
     {"split", f_split, 1, {{S2(2, 5), -1, 1}}},

@@ -190,6 +190,11 @@ SOFTMAX_CASES(log_softmax)
 CASE(layer_norm, w_b_2d) { ONE(tensor_layer_norm(in[0], 2, in[1], in[2], 1e-5)); }
 CASE(layer_norm, plain) { ONE(tensor_layer_norm(in[0], 1, NULL, NULL, 1e-5)); }
 CASE(layer_norm, w_only) { ONE(tensor_layer_norm(in[0], 1, in[1], NULL, 1e-3)); }
+CASE(layer_norm_backward, w_2d) { ONE(tensor_layer_norm_backward(in[0], in[1], 2, in[2], 1e-5)); }
+CASE(layer_norm_backward, plain) { ONE(tensor_layer_norm_backward(in[0], in[1], 1, NULL, 1e-5)); }
+CASE(layer_norm_backward, strided) {
+    ONE(tensor_layer_norm_backward(T01(in[0]), EVERY_OTHER_COL(in[1], 12), 1, in[2], 1e-3));
+}
 
 /* joining and indexing */
 CASE(cat, dim1) { ONE(tensor_cat(3, in, 1)); }
@@ -243,7 +248,8 @@ static const OracleCase cases[] = {
     ENTRY(matmul, dot), ENTRY(matmul, strided), ENTRY(det3, batch), ENTRY(det3, single),
     ENTRY(inv3, batch), ENTRY(inv3, single),
     SOFTMAX_ENTRIES(softmax), SOFTMAX_ENTRIES(log_softmax), ENTRY(layer_norm, w_b_2d),
-    ENTRY(layer_norm, plain), ENTRY(layer_norm, w_only),
+    ENTRY(layer_norm, plain), ENTRY(layer_norm, w_only), ENTRY(layer_norm_backward, w_2d),
+    ENTRY(layer_norm_backward, plain), ENTRY(layer_norm_backward, strided),
     ENTRY(cat, dim1), ENTRY(cat, strided), ENTRY(stack, dim1), ENTRY(stack, neg), ENTRY(split, dim1),
     ENTRY(index_select, dim1), ENTRY(index_select, dim0), ENTRY(gather, dim1),
     ENTRY(gather, dim0_small), ENTRY(scatter_add, dim1), ENTRY(scatter_add, bigsrc),

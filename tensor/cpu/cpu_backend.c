@@ -30,6 +30,7 @@ const TensorBackend tensor_backend_cpu = {
     .matmul = cpu_matmul,
     .softmax = cpu_softmax,
     .layer_norm = cpu_layer_norm,
+    .layer_norm_backward = cpu_layer_norm_backward,
     .index_select = cpu_index_select,
     .gather = cpu_gather,
     .scatter_add = cpu_scatter_add,

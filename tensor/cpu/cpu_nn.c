@@ -1,5 +1,5 @@
-/* tensor/cpu/cpu_nn.c — row-wise softmax / log_softmax and layer_norm. One pass for the
- * statistics, one for the output; rows are split across threads. */
+/* tensor/cpu/cpu_nn.c — row-wise softmax / log_softmax, layer_norm and layer_norm's input
+ * gradient. One pass for the statistics, one for the output; rows are split across threads. */
 /* no errno from libm calls, no trap semantics: lets the loops below vectorize; a*b+c contracted
  * to FMA (ISO C mode, -std=c11, otherwise keeps them apart) */
 #pragma GCC optimize("no-math-errno", "no-trapping-math", "fp-contract=fast")
@@ -93,5 +93,60 @@ void cpu_layer_norm(Tensor *out, const Tensor *x, const Tensor *w, const Tensor 
             ln_row_f32((float *)po + r * cols, (const float *)px + r * cols, pw, pb, cols, eps);
         else
             ln_row_f64((double *)po + r * cols, (const double *)px + r * cols, pw, pb, cols, eps);
+    }
+}
+
+/* layer_norm's input gradient, one row: μ and r as ln_row computes them (double, two passes,
+ * rounded to T), x̂ = (x - μ) r in T as the forward; mean(ĝ) and mean(ĝ x̂) accumulated in
+ * double; dx = r (ĝ - mean(ĝ) - x̂ mean(ĝ x̂)), ĝ = g w (the derivative of ln_row's output with
+ * respect to x: x̂'s Jacobian r (I - 1/n - x̂ x̂ᵀ / n) is symmetric). */
+#define DEFINE_LN_BW(T, SFX)                                                                         \
+    CPU_CLONES static void ln_bw_row_##SFX(T *restrict o, const T *restrict g, const T *restrict x,  \
+                                           const T *w, int64_t n, double eps) {                      \
+        double s = 0, ss = 0;                                                                        \
+        _Pragma("omp simd reduction(+ : s)") for (int64_t i = 0; i < n; i++) s += x[i];             \
+        double mean = s / (double)n;                                                                 \
+        _Pragma("omp simd reduction(+ : ss)") for (int64_t i = 0; i < n; i++) {                     \
+            double d = x[i] - mean;                                                                  \
+            ss += d * d;                                                                             \
+        }                                                                                            \
+        T mu = (T)mean, rstd = (T)(1.0 / sqrt(ss / (double)n + eps));                                \
+        double sg = 0, sgx = 0;                                                                      \
+        if (w) {                                                                                     \
+            _Pragma("omp simd reduction(+ : sg, sgx)") for (int64_t i = 0; i < n; i++) {            \
+                T gh = g[i] * w[i];                                                                  \
+                sg += gh;                                                                            \
+                sgx += gh * ((x[i] - mu) * rstd);                                                    \
+            }                                                                                        \
+        } else {                                                                                     \
+            _Pragma("omp simd reduction(+ : sg, sgx)") for (int64_t i = 0; i < n; i++) {            \
+                sg += g[i];                                                                          \
+                sgx += g[i] * ((x[i] - mu) * rstd);                                                  \
+            }                                                                                        \
+        }                                                                                            \
+        T mg = (T)(sg / (double)n), mgx = (T)(sgx / (double)n);                                      \
+        if (w) {                                                                                     \
+            _Pragma("omp simd") for (int64_t i = 0; i < n; i++) o[i] =                              \
+                rstd * (g[i] * w[i] - mg - (x[i] - mu) * rstd * mgx);                                \
+        } else {                                                                                     \
+            _Pragma("omp simd") for (int64_t i = 0; i < n; i++) o[i] =                              \
+                rstd * (g[i] - mg - (x[i] - mu) * rstd * mgx);                                       \
+        }                                                                                            \
+    }
+DEFINE_LN_BW(float, f32)
+DEFINE_LN_BW(double, f64)
+
+void cpu_layer_norm_backward(Tensor *out, const Tensor *g, const Tensor *x, const Tensor *w, int64_t rows,
+                             int64_t cols, double eps) {
+    void *po = tensor_data_ptr(out);
+    const void *pg = tensor_data_ptr(g), *px = tensor_data_ptr(x), *pw = w ? tensor_data_ptr(w) : NULL;
+#pragma omp parallel for schedule(static) if (rows * cols >= CPU_PAR_MIN && rows > 1)
+    for (int64_t r = 0; r < rows; r++) {
+        if (out->dtype == TENSOR_F32)
+            ln_bw_row_f32((float *)po + r * cols, (const float *)pg + r * cols, (const float *)px + r * cols, pw,
+                          cols, eps);
+        else
+            ln_bw_row_f64((double *)po + r * cols, (const double *)pg + r * cols, (const double *)px + r * cols,
+                          pw, cols, eps);
     }
 }

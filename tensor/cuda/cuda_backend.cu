@@ -156,6 +156,7 @@ extern "C" const TensorBackend *tensor_backend_cuda(void) {
         t.matmul = cu_matmul;
         t.softmax = cu_softmax;
         t.layer_norm = cu_layer_norm;
+        t.layer_norm_backward = cu_layer_norm_backward;
         t.index_select = cu_index_select;
         t.gather = cu_gather;
         t.scatter_add = cu_scatter_add;

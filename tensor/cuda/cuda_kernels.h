@@ -80,6 +80,8 @@ void cu_matmul(Tensor *out, const Tensor *a, const Tensor *b);
 void cu_softmax(Tensor *out, const Tensor *x, int64_t rows, int64_t cols, bool log);
 void cu_layer_norm(Tensor *out, const Tensor *x, const Tensor *w, const Tensor *b, int64_t rows, int64_t cols,
                    double eps);
+void cu_layer_norm_backward(Tensor *out, const Tensor *g, const Tensor *x, const Tensor *w, int64_t rows, int64_t cols,
+                            double eps);
 void cu_index_select(Tensor *out, const Tensor *x, const int64_t *index, int64_t A, int64_t N, int64_t K, int64_t C);
 void cu_gather(Tensor *out, const Tensor *x, int dim, const Tensor *index);
 void cu_scatter_add(Tensor *out, int dim, const Tensor *index, const Tensor *src);

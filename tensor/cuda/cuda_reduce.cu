@@ -1,7 +1,8 @@
 /* tensor/cuda/cuda_reduce.cu — sum / max / min / argmax over the middle axis of (A, R, C),
- * row-wise softmax / log_softmax and layer_norm. As on the CPU (tensor/cpu/cpu_reduce.c,
- * cpu_nn.c), sums accumulate in double for reductions and layer_norm statistics, max/min take
- * the first NaN when there is one (NaN propagates) and argmax the first index of the maximum. */
+ * row-wise softmax / log_softmax, layer_norm and its input gradient. As on the CPU
+ * (tensor/cpu/cpu_reduce.c, cpu_nn.c), sums accumulate in double for reductions and layer_norm
+ * statistics, max/min take the first NaN when there is one (NaN propagates) and argmax the
+ * first index of the maximum. */
 #include <math.h>
 
 #include "cuda_kernels.h"
@@ -332,4 +333,51 @@ void cu_layer_norm(Tensor *out, const Tensor *x, const Tensor *w, const Tensor *
                                                    w ? (const double *)tensor_data_ptr(w) : NULL,
                                                    b ? (const double *)tensor_data_ptr(b) : NULL, rows, cols, eps);
     cu_check("layer_norm", cudaGetLastError());
+}
+
+/* ---- layer_norm_backward: ln_bw_row of cpu_nn.c — μ and r as k_layer_norm computes them,
+ * mean(ĝ) and mean(ĝ x̂) in double, then dx = r (ĝ - mean(ĝ) - x̂ mean(ĝ x̂)), ĝ = g w, in the
+ * tensor's type ------------------------------------------------------------------------------ */
+
+template <typename T>
+__global__ void k_layer_norm_backward(T *o, const T *g, const T *x, const T *w, int64_t rows, int64_t n, double eps) {
+    for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+        const T *xr = x + row * n, *gr = g + row * n;
+        T *orow = o + row * n;
+        double s = 0, ss = 0;
+        for (int64_t i = threadIdx.x; i < n; i += blockDim.x) s += (double)xr[i];
+        double mean = block_reduce(s, AddD()) / (double)n;
+        for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
+            double d = (double)xr[i] - mean;
+            ss += d * d;
+        }
+        ss = block_reduce(ss, AddD());
+        T mu = (T)mean, rstd = (T)(1.0 / sqrt(ss / (double)n + eps));
+        double sg = 0, sgx = 0;
+        for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
+            T gh = w ? gr[i] * w[i] : gr[i];
+            sg += (double)gh;
+            sgx += (double)(gh * ((xr[i] - mu) * rstd));
+        }
+        T mg = (T)(block_reduce(sg, AddD()) / (double)n), mgx = (T)(block_reduce(sgx, AddD()) / (double)n);
+        for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
+            T gh = w ? gr[i] * w[i] : gr[i];
+            orow[i] = rstd * (gh - mg - (xr[i] - mu) * rstd * mgx);
+        }
+    }
+}
+
+void cu_layer_norm_backward(Tensor *out, const Tensor *g, const Tensor *x, const Tensor *w, int64_t rows, int64_t cols,
+                            double eps) {
+    if (rows <= 0 || cols <= 0) return;
+    unsigned grid = (unsigned)(rows < CU_MAX_BLOCKS ? rows : CU_MAX_BLOCKS);
+    if (out->dtype == TENSOR_F32)
+        k_layer_norm_backward<float><<<grid, CU_THREADS>>>(
+            (float *)tensor_data_ptr(out), (const float *)tensor_data_ptr(g), (const float *)tensor_data_ptr(x),
+            w ? (const float *)tensor_data_ptr(w) : NULL, rows, cols, eps);
+    else
+        k_layer_norm_backward<double><<<grid, CU_THREADS>>>(
+            (double *)tensor_data_ptr(out), (const double *)tensor_data_ptr(g), (const double *)tensor_data_ptr(x),
+            w ? (const double *)tensor_data_ptr(w) : NULL, rows, cols, eps);
+    cu_check("layer_norm_backward", cudaGetLastError());
 }

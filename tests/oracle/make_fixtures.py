@@ -44,6 +44,9 @@ rng = np.random.default_rng(20240611)
 # Cases added after the first fixtures draw their inputs and weights from a generator of their
 # own (gen=rng_late), so that the arrays of every earlier case, and blocks.afx, stay unchanged.
 rng_late = np.random.default_rng(20250610)
+# (rng_late's weights are drawn when the cases run, after every case is defined, so a case
+# defined later draws from yet another generator: gen=rng_ln)
+rng_ln = np.random.default_rng(20251130)
 
 
 def f32(a):
@@ -286,6 +289,27 @@ case("layer_norm.w_b_2d", [rn(3, 4, 5, scale=2.0), f32(1 + rn(4, 5) * 0.2), rn(4
      lambda x, w, b: F.layer_norm(x, (4, 5), w, b, 1e-5))
 case("layer_norm.plain", [rn(3, 6, scale=2.0)], lambda x: F.layer_norm(x, (6,), None, None, 1e-5))
 case("layer_norm.w_only", [rn(2, 3, 6), f32(1 + rn(6) * 0.2)], lambda x, w: F.layer_norm(x, (6,), w, None, 1e-3))
+# layer_norm_backward(g, x, w): layer_norm's input gradient, aten.native_layer_norm_backward's
+# first output (mean and rstd from native_layer_norm of x, detached: torch's double backward of
+# the op differentiates through them itself); the grads are torch's double backward of layer_norm
+ln_bw = torch.ops.aten.native_layer_norm_backward
+
+
+def ln_backward(g, x, shape, w, eps):
+    _, mean, rstd = torch.native_layer_norm(x.detach(), shape, None, None, eps)
+    return ln_bw(g, x, shape, mean, rstd, w, None, [True, w is not None, False])[0]
+
+
+def rl(*shape, scale=1.0):
+    return rn(*shape, scale=scale, gen=rng_ln)
+
+
+case("layer_norm_backward.w_2d", [rl(3, 4, 5), rl(3, 4, 5, scale=2.0), f32(1 + rl(4, 5) * 0.2)],
+     lambda g, x, w: ln_backward(g, x, (4, 5), w, 1e-5), gen=rng_ln)
+case("layer_norm_backward.plain", [rl(3, 6), f32(rl(3, 6, scale=2.0) + 1.5)],
+     lambda g, x: ln_backward(g, x, (6,), None, 1e-5), gen=rng_ln)
+case("layer_norm_backward.strided", [rl(6, 4), rl(4, 12, scale=1.5), f32(1 + rl(6) * 0.2)],
+     lambda g, x, w: ln_backward(g.t(), x[:, ::2], (6,), w, 1e-3), gen=rng_ln)
 
 # ---- joining and indexing ----------------------------------------------------------------------
 case("cat.dim1", [rn(2, 3), rn(2, 2), rn(2, 1)], lambda a, b, c: torch.cat([a, b, c], 1))
