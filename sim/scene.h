@@ -7,8 +7,9 @@
  * the key path ("objects[0].material.E"). Keys (defaults in brackets):
  *
  *   dt [0.01] (s), steps [200], gravity [[0, -9.81, 0]] (m/s²)
- *   newton: {max_iters [50], tol [1e-10], armijo [1e-4], max_hessians [50], reuse_ratio [0]}
- *           (sim/solver.h: SimNewtonOptions; reuse_ratio > 0 allows chord steps)
+ *   newton: {max_iters [50], tol [1e-10], armijo [1e-4], max_hessians [50], reuse_ratio [0],
+ *            elastic_lag [0.5]} (sim/solver.h: SimNewtonOptions; elastic_lag 0 assembles the
+ *           elastic Hessian with every Hessian; reuse_ratio > 0 then allows chord steps)
  *   objects: [ {                                   (at least one; stepped together by sim/world.h,
  *       skinning: {source ["procedural"] | "file",   coupled by IPC contact)
  *                  file (source "file": a skinning file, datasets/skinning_file.h, e.g.
