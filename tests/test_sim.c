@@ -729,6 +729,7 @@ TEST(sim_scene_errors_name_the_key) {
         {"{\"objects\": [{}], \"bogus\": 1}", "unknown key 'bogus'"},
         {"{\"objects\": []}", "'objects'"},
         {"{\"objects\": [{}], \"fixed\": [{\"object\": 3}]}", "'fixed[0].object'"},
+        {"{\"objects\": [{}], \"newton\": {\"elastic_lag\": 2}}", "'newton.elastic_lag'"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         SimScene sc;
