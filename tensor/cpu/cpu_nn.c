@@ -57,9 +57,11 @@ void cpu_softmax(Tensor *out, const Tensor *x, int64_t rows, int64_t cols, bool 
     }
 }
 
-#define DEFINE_LN(T, SFX)                                                                            \
-    CPU_CLONES static void ln_row_##SFX(T *restrict o, const T *restrict x, const T *w, const T *b, int64_t n, \
-                             double eps) {                                                           \
+/* one row's μ and r = (σ² + ε)^-1/2: double sums, two passes, rounded to T (the forward and the
+ * backward must see the same values) */
+#define DEFINE_LN_STATS(T, SFX)                                                                      \
+    __attribute__((always_inline)) static inline void ln_stats_##SFX(const T *restrict x, int64_t n, double eps, \
+                                                                     T *mu, T *rstd) {              \
         double s = 0, ss = 0;                                                                        \
         _Pragma("omp simd reduction(+ : s)") for (int64_t i = 0; i < n; i++) s += x[i];             \
         double mean = s / (double)n;                                                                 \
@@ -67,7 +69,16 @@ void cpu_softmax(Tensor *out, const Tensor *x, int64_t rows, int64_t cols, bool 
             double d = x[i] - mean;                                                                  \
             ss += d * d;                                                                             \
         }                                                                                            \
-        T mu = (T)mean, rstd = (T)(1.0 / sqrt(ss / (double)n + eps));                                \
+        *mu = (T)mean, *rstd = (T)(1.0 / sqrt(ss / (double)n + eps));                                \
+    }
+DEFINE_LN_STATS(float, f32)
+DEFINE_LN_STATS(double, f64)
+
+#define DEFINE_LN(T, SFX)                                                                            \
+    CPU_CLONES static void ln_row_##SFX(T *restrict o, const T *restrict x, const T *w, const T *b, int64_t n, \
+                             double eps) {                                                           \
+        T mu, rstd;                                                                                  \
+        ln_stats_##SFX(x, n, eps, &mu, &rstd);                                                       \
         if (w && b) {                                                                                \
             _Pragma("omp simd") for (int64_t i = 0; i < n; i++) o[i] = (x[i] - mu) * rstd * w[i] + b[i]; \
         } else {                                                                                     \
@@ -103,14 +114,8 @@ void cpu_layer_norm(Tensor *out, const Tensor *x, const Tensor *w, const Tensor 
 #define DEFINE_LN_BW(T, SFX)                                                                         \
     CPU_CLONES static void ln_bw_row_##SFX(T *restrict o, const T *restrict g, const T *restrict x,  \
                                            const T *w, int64_t n, double eps) {                      \
-        double s = 0, ss = 0;                                                                        \
-        _Pragma("omp simd reduction(+ : s)") for (int64_t i = 0; i < n; i++) s += x[i];             \
-        double mean = s / (double)n;                                                                 \
-        _Pragma("omp simd reduction(+ : ss)") for (int64_t i = 0; i < n; i++) {                     \
-            double d = x[i] - mean;                                                                  \
-            ss += d * d;                                                                             \
-        }                                                                                            \
-        T mu = (T)mean, rstd = (T)(1.0 / sqrt(ss / (double)n + eps));                                \
+        T mu, rstd;                                                                                  \
+        ln_stats_##SFX(x, n, eps, &mu, &rstd);                                                       \
         double sg = 0, sgx = 0;                                                                      \
         if (w) {                                                                                     \
             _Pragma("omp simd reduction(+ : sg, sgx)") for (int64_t i = 0; i < n; i++) {            \

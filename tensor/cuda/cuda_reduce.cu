@@ -297,20 +297,28 @@ void cu_softmax(Tensor *out, const Tensor *x, int64_t rows, int64_t cols, bool l
 /* ---- layer_norm: ln_row of cpu_nn.c — mean and variance in double (two passes), then
  * (x - μ) · (σ² + ε)^-1/2 · w + b in the tensor's type ----------------------------------- */
 
+/* one row's μ and r = (σ² + ε)^-1/2 over the block: double sums, two passes, rounded to T (the
+ * forward and the backward must see the same values) */
+template <typename T>
+__device__ void ln_stats(const T *xr, int64_t n, double eps, T *mu, T *rstd) {
+    double s = 0, ss = 0;
+    for (int64_t i = threadIdx.x; i < n; i += blockDim.x) s += (double)xr[i];
+    double mean = block_reduce(s, AddD()) / (double)n;
+    for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
+        double d = (double)xr[i] - mean;
+        ss += d * d;
+    }
+    ss = block_reduce(ss, AddD());
+    *mu = (T)mean, *rstd = (T)(1.0 / sqrt(ss / (double)n + eps));
+}
+
 template <typename T>
 __global__ void k_layer_norm(T *o, const T *x, const T *w, const T *b, int64_t rows, int64_t n, double eps) {
     for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
         const T *xr = x + row * n;
         T *orow = o + row * n;
-        double s = 0, ss = 0;
-        for (int64_t i = threadIdx.x; i < n; i += blockDim.x) s += (double)xr[i];
-        double mean = block_reduce(s, AddD()) / (double)n;
-        for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
-            double d = (double)xr[i] - mean;
-            ss += d * d;
-        }
-        ss = block_reduce(ss, AddD());
-        T mu = (T)mean, rstd = (T)(1.0 / sqrt(ss / (double)n + eps));
+        T mu, rstd;
+        ln_stats(xr, n, eps, &mu, &rstd);
         for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
             T v = (xr[i] - mu) * rstd;
             if (w) v *= w[i];
@@ -344,15 +352,8 @@ __global__ void k_layer_norm_backward(T *o, const T *g, const T *x, const T *w, 
     for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
         const T *xr = x + row * n, *gr = g + row * n;
         T *orow = o + row * n;
-        double s = 0, ss = 0;
-        for (int64_t i = threadIdx.x; i < n; i += blockDim.x) s += (double)xr[i];
-        double mean = block_reduce(s, AddD()) / (double)n;
-        for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
-            double d = (double)xr[i] - mean;
-            ss += d * d;
-        }
-        ss = block_reduce(ss, AddD());
-        T mu = (T)mean, rstd = (T)(1.0 / sqrt(ss / (double)n + eps));
+        T mu, rstd;
+        ln_stats(xr, n, eps, &mu, &rstd);
         double sg = 0, sgx = 0;
         for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
             T gh = w ? gr[i] * w[i] : gr[i];
