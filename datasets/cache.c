@@ -68,31 +68,15 @@ static int attr_f32v(hid_t loc, const char *name, const float *v, hsize_t n) {
     return st < 0 ? -1 : 0;
 }
 
-/* A dataset of rows × cols (cols 0: 1-D) elements of mem_type. Non-empty ones are chunked with
- * byte shuffle + deflate 1 (marching-cubes meshes and sorted cell indices shrink ~2×, constant
- * volumes to nothing, at a few ms per shape) and Fletcher-32 (checked on every read). Empty
- * ones stay contiguous: chunks cannot have a zero extent. */
+/* A dataset of rows × cols (cols 0: 1-D) elements of mem_type, checksummed (tensor/h5file.h)
+ * with byte shuffle + deflate 1 (marching-cubes meshes and sorted cell indices shrink ~2×,
+ * constant volumes to nothing, at a few ms per shape), in chunks of ≤ 256k elements: big enough
+ * for deflate, small enough to read a part. */
 static int write_ds(hid_t loc, const char *name, hid_t file_type, hid_t mem_type, int64_t rows, int64_t cols,
                     const void *data) {
-    int rank = cols > 0 ? 2 : 1;
-    hsize_t dims[2] = {(hsize_t)rows, (hsize_t)(cols > 0 ? cols : 1)};
-    hid_t space = H5Screate_simple(rank, dims, NULL);
-    hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
-    if (rows > 0) {
-        /* chunks of ≤ 256k elements: big enough for deflate, small enough to read a part */
-        hsize_t per_row = dims[1], chunk[2] = {dims[0], dims[1]};
-        if (chunk[0] * per_row > ((hsize_t)1 << 18)) chunk[0] = (((hsize_t)1 << 18) + per_row - 1) / per_row;
-        H5Pset_chunk(dcpl, rank, chunk);
-        H5Pset_shuffle(dcpl);
-        H5Pset_deflate(dcpl, 1);
-        H5Pset_fletcher32(dcpl);
-    }
-    hid_t ds = H5Dcreate2(loc, name, file_type, space, H5P_DEFAULT, dcpl, H5P_DEFAULT);
-    H5Pclose(dcpl);
-    herr_t st = ds < 0 ? -1 : rows > 0 ? H5Dwrite(ds, mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data) : 0;
-    if (ds >= 0) H5Dclose(ds);
-    H5Sclose(space);
-    return st < 0 ? -1 : 0;
+    hsize_t dims[2] = {(hsize_t)rows, (hsize_t)cols};
+    return tensor_h5_write_checked(loc, name, file_type, mem_type, cols > 0 ? 2 : 1, dims, data,
+                                   ((size_t)1 << 18) * H5Tget_size(file_type), true);
 }
 
 static int write_f32(hid_t loc, const char *name, int64_t rows, int64_t cols, const float *data) {

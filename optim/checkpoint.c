@@ -25,33 +25,16 @@ static void set_err(char *err, size_t n, const char *fmt, ...) {
 
 static hid_t h5_type(TensorDType dt) { return dt == TENSOR_F64 ? H5T_NATIVE_DOUBLE : H5T_NATIVE_FLOAT; }
 
+/* Checksummed (tensor/h5file.h: a flipped or truncated byte in a tensor fails the load instead
+ * of loading garbage), in chunks cut along dim 0 to stay under 64 MiB (HDF5's limit is 4 GiB). */
 static int write_tensor(hid_t loc, const char *name, const Tensor *t) {
     hsize_t dims[TENSOR_MAX_DIMS];
     for (int i = 0; i < t->ndim; i++) dims[i] = (hsize_t)t->shape[i];
-    hid_t space = t->ndim ? H5Screate_simple(t->ndim, dims, NULL) : H5Screate(H5S_SCALAR);
-    /* Fletcher-32 checksums on the data (HDF5 verifies them on every read, h5py included): a
-     * flipped or truncated byte in a tensor then fails the load instead of loading garbage.
-     * The filter needs chunked storage; chunks are cut along dim 0 to stay under 64 MiB (HDF5's
-     * limit is 4 GiB). Scalars and empty tensors stay contiguous, without a checksum. */
-    hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
-    int64_t numel = tensor_numel(t);
-    if (t->ndim > 0 && numel > 0) {
-        hsize_t chunk[TENSOR_MAX_DIMS];
-        for (int i = 0; i < t->ndim; i++) chunk[i] = dims[i];
-        size_t row = (size_t)numel / (size_t)dims[0] * tensor_dtype_size(t->dtype), cap = (size_t)64 << 20;
-        if (row * dims[0] > cap) chunk[0] = row >= cap ? 1 : cap / row;
-        H5Pset_chunk(dcpl, t->ndim, chunk);
-        H5Pset_fletcher32(dcpl);
-    }
-    hid_t ds = H5Dcreate2(loc, name, h5_type(t->dtype), space, H5P_DEFAULT, dcpl, H5P_DEFAULT);
-    H5Pclose(dcpl);
     bool grad = tensor_grad_set_enabled(false);
     Tensor *c = tensor_to(tensor_contiguous((Tensor *)t), TENSOR_CPU); /* the caller's scope frees it */
     tensor_grad_set_enabled(grad);
-    herr_t st = ds < 0 ? -1 : H5Dwrite(ds, h5_type(t->dtype), H5S_ALL, H5S_ALL, H5P_DEFAULT, tensor_data_ptr(c));
-    if (ds >= 0) H5Dclose(ds);
-    H5Sclose(space);
-    return st < 0 ? -1 : 0;
+    return tensor_h5_write_checked(loc, name, h5_type(t->dtype), h5_type(t->dtype), t->ndim, dims, tensor_data_ptr(c),
+                                   (size_t)64 << 20, false);
 }
 
 int optim_checkpoint_save(const char *path, const NnParams *p, const Optim *o, const OptimCheckpointMeta *meta,

@@ -106,6 +106,32 @@ int tensor_h5_save_end(hid_t f, const char *tmp, const char *path, bool ok, cons
     return 0;
 }
 
+/* ---- datasets ---------------------------------------------------------------------------- */
+
+int tensor_h5_write_checked(hid_t loc, const char *name, hid_t file_type, hid_t mem_type, int rank, const hsize_t *dims,
+                            const void *data, size_t chunk_bytes, bool deflate) {
+    hsize_t numel = 1;
+    for (int i = 0; i < rank; i++) numel *= dims[i];
+    hid_t space = rank ? H5Screate_simple(rank, dims, NULL) : H5Screate(H5S_SCALAR);
+    hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE), lcpl = H5Pcreate(H5P_LINK_CREATE);
+    H5Pset_create_intermediate_group(lcpl, 1);
+    if (rank > 0 && numel > 0) {
+        hsize_t chunk[H5S_MAX_RANK];
+        for (int i = 0; i < rank; i++) chunk[i] = dims[i];
+        size_t row = (size_t)(numel / dims[0]) * H5Tget_size(file_type);
+        if (row * dims[0] > chunk_bytes) chunk[0] = row >= chunk_bytes ? 1 : chunk_bytes / row;
+        H5Pset_chunk(dcpl, rank, chunk);
+        if (deflate) H5Pset_shuffle(dcpl), H5Pset_deflate(dcpl, 1);
+        H5Pset_fletcher32(dcpl);
+    }
+    hid_t ds = H5Dcreate2(loc, name, file_type, space, lcpl, dcpl, H5P_DEFAULT);
+    H5Pclose(dcpl), H5Pclose(lcpl);
+    herr_t st = ds < 0 ? -1 : numel > 0 ? H5Dwrite(ds, mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data) : 0;
+    if (ds >= 0) H5Dclose(ds);
+    H5Sclose(space);
+    return st < 0 ? -1 : 0;
+}
+
 /* ---- reading ----------------------------------------------------------------------------- */
 
 hid_t tensor_h5_open_read(const char *path, const char *what, char *err, size_t errlen) {

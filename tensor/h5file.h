@@ -29,6 +29,15 @@ int tensor_h5_save_end(hid_t f, const char *tmp, const char *path, bool ok, cons
  * kind in the message ("checkpoint": "expected an anima checkpoint"). The file, or -1. */
 hid_t tensor_h5_open_read(const char *path, const char *what, char *err, size_t errlen);
 
+/* A dataset name under loc (intermediate groups created) of `rank` dims (0: a scalar) holding
+ * data (in mem_type), stored as file_type. Non-empty ones are chunked along dim 0 into pieces of
+ * at most chunk_bytes (the whole dataset when it is smaller; at least one row) and carry a
+ * Fletcher-32 checksum that HDF5 verifies on every read (h5py included), so a damaged byte fails
+ * the read instead of loading garbage; with deflate, byte shuffle + deflate level 1 come first.
+ * Scalars and empty datasets stay contiguous (a chunk cannot have a zero extent). 0 or -1. */
+int tensor_h5_write_checked(hid_t loc, const char *name, hid_t file_type, hid_t mem_type, int rank, const hsize_t *dims,
+                            const void *data, size_t chunk_bytes, bool deflate);
+
 /* Write a scalar attribute on loc (a file, group or dataset); 0 or -1. A NULL string is written as "". */
 int tensor_h5_attr_i64(hid_t loc, const char *name, int64_t v);
 int tensor_h5_attr_str(hid_t loc, const char *name, const char *s);
