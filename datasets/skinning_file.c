@@ -7,11 +7,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "datasets/camera.h"
 #include "datasets/raster.h"
 #include "datasets/skinning_file.h"
+#include "tensor/h5file.h"
 
 static void set_err(char *err, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static void set_err(char *err, size_t n, const char *fmt, ...) {
@@ -84,27 +84,9 @@ int ds_skinning_validate(const DsSkinning *s, const char *what, char *err, size_
 
 /* ---- writing ----------------------------------------------------------------------------------- */
 
+/* checksummed, in chunks of at most 64 MiB (tensor/h5file.h) */
 static int write_ds(hid_t f, const char *name, hid_t type, int nd, const hsize_t *dims, const void *data) {
-    hid_t lcpl = H5Pcreate(H5P_LINK_CREATE);
-    H5Pset_create_intermediate_group(lcpl, 1);
-    hid_t sp = H5Screate_simple(nd, dims, NULL);
-    hid_t ds = H5Dcreate2(f, name, type, sp, lcpl, H5P_DEFAULT, H5P_DEFAULT);
-    herr_t st = ds < 0 ? -1 : H5Dwrite(ds, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data);
-    if (ds >= 0) H5Dclose(ds);
-    H5Sclose(sp);
-    H5Pclose(lcpl);
-    return st < 0 ? -1 : 0;
-}
-
-static int write_attr_str(hid_t loc, const char *name, const char *s) {
-    hid_t ty = H5Tcopy(H5T_C_S1);
-    H5Tset_size(ty, strlen(s) + 1);
-    hid_t sp = H5Screate(H5S_SCALAR), a = H5Acreate2(loc, name, ty, sp, H5P_DEFAULT, H5P_DEFAULT);
-    herr_t st = a < 0 ? -1 : H5Awrite(a, ty, s);
-    if (a >= 0) H5Aclose(a);
-    H5Sclose(sp);
-    H5Tclose(ty);
-    return st < 0 ? -1 : 0;
+    return tensor_h5_write_checked(f, name, type, type, nd, dims, data, (size_t)64 << 20, false);
 }
 
 /* n = 0: a scalar attribute */
@@ -120,19 +102,14 @@ static int write_attr(hid_t loc, const char *name, hid_t type, int n, const void
 
 int ds_skinning_write(const char *path, const DsSkinning *s, char *err, size_t errlen) {
     if (ds_skinning_validate(s, path, err, errlen)) return -1;
-    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
     char tmp[4096];
-    snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
-    hid_t f = H5Fcreate(tmp, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
-    if (f < 0) {
-        set_err(err, errlen, "%s: cannot create (does the directory exist?)", tmp);
-        return -1;
-    }
+    hid_t f = tensor_h5_save_begin(path, tmp, sizeof tmp, err, errlen);
+    if (f < 0) return -1;
     int rc = 0;
     hsize_t m = (hsize_t)s->m, c = (hsize_t)s->nc, v = (hsize_t)s->nv;
-    rc |= write_attr_str(f, "format", DS_SKINNING_FORMAT);
-    rc |= write_attr_str(f, "source", s->source);
-    rc |= write_attr(f, "handles", H5T_NATIVE_INT64, 0, &s->m);
+    rc |= tensor_h5_attr_str(f, "format", DS_SKINNING_FORMAT);
+    rc |= tensor_h5_attr_str(f, "source", s->source);
+    rc |= tensor_h5_attr_i64(f, "handles", s->m);
     if (s->has_frame) rc |= write_attr(f, "center", H5T_NATIVE_DOUBLE, 3, s->center) |
                             write_attr(f, "scale", H5T_NATIVE_DOUBLE, 0, &s->scale);
     rc |= write_ds(f, "/cubature/points", H5T_NATIVE_DOUBLE, 2, (hsize_t[]){c, 3}, s->cub_x);
@@ -145,13 +122,7 @@ int ds_skinning_write(const char *path, const DsSkinning *s, char *err, size_t e
         if (s->vert_dw) rc |= write_ds(f, "/vertices/grads", H5T_NATIVE_DOUBLE, 3, (hsize_t[]){v, m, 3}, s->vert_dw);
     }
     if (s->nf) rc |= write_ds(f, "/mesh/faces", H5T_NATIVE_INT32, 2, (hsize_t[]){(hsize_t)s->nf, 3}, s->faces);
-    rc |= H5Fclose(f) < 0;
-    if (rc || rename(tmp, path)) {
-        unlink(tmp);
-        set_err(err, errlen, "%s: write failed", path);
-        return -1;
-    }
-    return 0;
+    return tensor_h5_save_end(f, tmp, path, rc == 0, "skinning file", err, errlen);
 }
 
 /* ---- reading ----------------------------------------------------------------------------------- */
@@ -213,34 +184,12 @@ static int read_ds(hid_t f, const char *path, const char *name, hid_t type, size
     return 0;
 }
 
-/* A string attribute into buf (truncated to n − 1 characters); fixed-length or variable-length
- * (h5py writes the latter), so files from Python producers read too. buf is "" when the
- * attribute is absent or not a string. */
+/* A string attribute into buf (truncated to n − 1 characters; fixed or variable length, so
+ * files from Python producers read too); "" when absent or not a string. */
 static void read_attr_str(hid_t f, const char *name, char *buf, size_t n) {
-    buf[0] = 0;
-    if (H5Aexists(f, name) <= 0) return;
-    hid_t a = H5Aopen(f, name, H5P_DEFAULT);
-    hid_t ty = H5Aget_type(a);
-    if (H5Tget_class(ty) == H5T_STRING) {
-        if (H5Tis_variable_str(ty) > 0) {
-            char *p = NULL;
-            hid_t mt = H5Tcopy(H5T_C_S1);
-            H5Tset_size(mt, H5T_VARIABLE);
-            if (H5Aread(a, mt, &p) >= 0 && p) snprintf(buf, n, "%s", p);
-            if (p) H5free_memory(p);
-            H5Tclose(mt);
-        } else {
-            size_t sz = H5Tget_size(ty);
-            char *tmp = calloc(sz + 1, 1);
-            hid_t mt = H5Tcopy(H5T_C_S1);
-            H5Tset_size(mt, sz + 1);
-            if (tmp && H5Aread(a, mt, tmp) >= 0) snprintf(buf, n, "%s", tmp);
-            free(tmp);
-            H5Tclose(mt);
-        }
-    }
-    H5Tclose(ty);
-    H5Aclose(a);
+    char *v = tensor_h5_attr_read_str(f, name, 4096);
+    snprintf(buf, n, "%s", v ? v : "");
+    free(v);
 }
 
 /* A numeric attribute of exactly n elements; 1 when absent, -1 when malformed. */
@@ -260,16 +209,8 @@ static int read_attr_num(hid_t f, const char *name, hid_t type, int64_t n, void 
 
 int ds_skinning_read(const char *path, DsSkinning *s, char *err, size_t errlen) {
     memset(s, 0, sizeof *s);
-    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
-    if (access(path, R_OK) != 0) {
-        set_err(err, errlen, "%s: cannot open (no such file or not readable)", path);
-        return -1;
-    }
-    hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
-    if (f < 0) {
-        set_err(err, errlen, "%s: cannot open as HDF5", path);
-        return -1;
-    }
+    hid_t f = tensor_h5_open_read(path, "skinning file", err, errlen);
+    if (f < 0) return -1;
     int rc = -1;
     /* the format tag first: a checkpoint or any other HDF5 file passed by mistake says so */
     char fmt[64];

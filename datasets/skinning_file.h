@@ -23,7 +23,10 @@
  *   /mesh/faces        (F, 3)    int32 triangles into /vertices/points, optional
  *
  * Floats may be stored as f32 or f64 (HDF5 converts on read); the writer stores f64 because the
- * simulator's Newton solve is in f64 and a round trip must be exact. All coordinates are in one
+ * simulator's Newton solve is in f64 and a round trip must be exact. It writes as checkpoints are
+ * written (tensor/h5file.h): to a temporary, flushed and renamed into place, in the HDF5 1.10
+ * format (checksummed metadata) with a Fletcher-32 checksum on every dataset, so a damaged file is
+ * refused, naming it, rather than read. All coordinates are in one
  * frame, the one the weights and gradients were evaluated in (for PhysSkin: the normalized
  * [-1,1]³ frame the network saw, so a scene's pose means the same thing for every object).
  * Rows of the weights need not sum to one. Readers check every shape, finiteness, V_c ≥ 0 and
