@@ -12,21 +12,11 @@
 #include "datasets/cache.h"
 #include "tensor/h5file.h"
 #include "tensor/tensor.h"
+#include "tensor/errbuf.h"
 
 /* a corrupt header could claim any size; no dataset of a real cache comes near this */
 #define MAX_ELEMS ((hsize_t)1 << 28)
 #define MAX_ATTR_STR ((size_t)1 << 16)
-
-static int set_err(char *err, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int set_err(char *err, size_t n, const char *fmt, ...) {
-    if (err && n) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, n, fmt, ap);
-        va_end(ap);
-    }
-    return -1;
-}
 
 void ds_shape_record_free(DsShapeRecord *r) {
     if (!r) return;
@@ -90,7 +80,7 @@ static int write_i32(hid_t loc, const char *name, int64_t rows, int64_t cols, co
 DsCacheWriter *ds_cache_writer_open(const char *path, const DsCacheInfo *info, char *err, size_t errlen) {
     DsCacheWriter *w = calloc(1, sizeof *w);
     if (!w) {
-        set_err(err, errlen, "%s: out of memory", path);
+        tensor_errf(err, errlen, "%s: out of memory", path);
         return NULL;
     }
     snprintf(w->path, sizeof w->path, "%s", path);
@@ -110,7 +100,7 @@ DsCacheWriter *ds_cache_writer_open(const char *path, const DsCacheInfo *info, c
     bad |= tensor_h5_attr_i64(w->file, "n_sharp", info->n_sharp);
     w->shapes = H5Gcreate2(w->file, "shapes", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
     if (bad || w->shapes < 0) {
-        set_err(err, errlen, "%s: writing the file header failed", path);
+        tensor_errf(err, errlen, "%s: writing the file header failed", path);
         ds_cache_writer_close(w, false, NULL, 0);
         return NULL;
     }
@@ -123,7 +113,7 @@ int ds_cache_write_shape(DsCacheWriter *w, const char *id, const char *category,
     const DsMesh *m = &pp->mesh;
     DsTransform x = xf ? *xf : pp->xf;
     hid_t g = H5Gcreate2(w->shapes, id, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
-    if (g < 0) return set_err(err, errlen, "%s: cannot create /shapes/%s (duplicate id?)", w->path, id);
+    if (g < 0) return tensor_errf(err, errlen, "%s: cannot create /shapes/%s (duplicate id?)", w->path, id);
     int bad = tensor_h5_attr_str(g, "category", category) | tensor_h5_attr_str(g, "source", source);
     bad |= tensor_h5_attr_i64(g, "seed", (int64_t)seed) | tensor_h5_attr_i64(g, "index", index) | attr_f64(g, "t", t);
     bad |= attr_f32v(g, "center", x.center, 3) | attr_f64(g, "scale", x.scale);
@@ -152,7 +142,7 @@ int ds_cache_write_shape(DsCacheWriter *w, const char *id, const char *category,
     int32_t *cells = malloc(sizeof(int32_t) * (size_t)(c->n + 1));
     if (!cells) {
         H5Gclose(g);
-        return set_err(err, errlen, "%s: out of memory", w->path);
+        return tensor_errf(err, errlen, "%s: out of memory", w->path);
     }
     for (int64_t i = 0; i < c->n; i++) {
         int64_t ijk[3];
@@ -196,7 +186,7 @@ int ds_cache_write_shape(DsCacheWriter *w, const char *id, const char *category,
 
     if (weights && nbones > 0) bad |= write_f32(g, "weights", m->nv, nbones, weights);
     H5Gclose(g);
-    if (bad) return set_err(err, errlen, "%s: writing /shapes/%s failed (disk full?)", w->path, id);
+    if (bad) return tensor_errf(err, errlen, "%s: writing /shapes/%s failed (disk full?)", w->path, id);
     w->count++;
     return 0;
 }
@@ -346,7 +336,7 @@ DsCache *ds_cache_open(const char *path, char *err, size_t errlen) {
     if (f < 0) return NULL;
     char *fmt = read_attr_str(f, "format");
     if (!fmt || strcmp(fmt, DS_CACHE_FORMAT)) {
-        set_err(err, errlen, "%s: root attribute 'format' is %s%s%s, expected \"%s\" (not an anima dataset cache)", path,
+        tensor_errf(err, errlen, "%s: root attribute 'format' is %s%s%s, expected \"%s\" (not an anima dataset cache)", path,
                 fmt ? "\"" : "", fmt ? fmt : "missing", fmt ? "\"" : "", DS_CACHE_FORMAT);
         free(fmt);
         H5Fclose(f);
@@ -355,7 +345,7 @@ DsCache *ds_cache_open(const char *path, char *err, size_t errlen) {
     free(fmt);
     hid_t shapes = H5Lexists(f, "shapes", H5P_DEFAULT) > 0 ? H5Gopen2(f, "shapes", H5P_DEFAULT) : -1;
     if (shapes < 0) {
-        set_err(err, errlen, "%s: no /shapes group (truncated or corrupt cache)", path);
+        tensor_errf(err, errlen, "%s: no /shapes group (truncated or corrupt cache)", path);
         H5Fclose(f);
         return NULL;
     }
@@ -363,7 +353,7 @@ DsCache *ds_cache_open(const char *path, char *err, size_t errlen) {
     herr_t it = H5Literate(shapes, H5_INDEX_NAME, H5_ITER_INC, NULL, collect_name, &l);
     DsCache *c = calloc(1, sizeof *c);
     if (it < 0 || l.oom || !c) {
-        set_err(err, errlen, "%s: cannot list /shapes (%s)", path, l.oom || !c ? "out of memory" : "corrupt index");
+        tensor_errf(err, errlen, "%s: cannot list /shapes (%s)", path, l.oom || !c ? "out of memory" : "corrupt index");
         for (int64_t i = 0; i < l.n; i++) free(l.names[i]);
         free(l.names);
         free(c);
@@ -388,7 +378,7 @@ DsCache *ds_cache_open(const char *path, char *err, size_t errlen) {
     int64_t count = attr_int_or(f, "count", -1);
     if (count != l.n) {
         /* the writer sets count last, just before the rename: a mismatch is a damaged file */
-        set_err(err, errlen, "%s: root attribute 'count' is %lld but /shapes holds %lld groups (corrupt cache)", path,
+        tensor_errf(err, errlen, "%s: root attribute 'count' is %lld but /shapes holds %lld groups (corrupt cache)", path,
                 (long long)count, (long long)l.n);
         ds_cache_close(c);
         return NULL;
@@ -515,7 +505,7 @@ static int read_shape(DsCache *c, const char *id, bool meta_only, DsShapeRecord 
     memset(r, 0, sizeof *r);
     Where w = {c->path, id, err, errlen};
     hid_t g = H5Gopen2(c->shapes, id, H5P_DEFAULT);
-    if (g < 0) return set_err(err, errlen, "%s: /shapes/%s: not a group", c->path, id);
+    if (g < 0) return tensor_errf(err, errlen, "%s: /shapes/%s: not a group", c->path, id);
     snprintf(r->id, sizeof r->id, "%s", id);
     int rc = -1;
     char *s = read_attr_str(g, "category");
@@ -711,7 +701,7 @@ out:
 int ds_cache_read_shape(DsCache *c, int64_t i, DsShapeRecord *out, char *err, size_t errlen) {
     memset(out, 0, sizeof *out);
     if (i < 0 || i >= c->n)
-        return set_err(err, errlen, "%s: shape %lld out of range (the file holds %lld)", c->path, (long long)i,
+        return tensor_errf(err, errlen, "%s: shape %lld out of range (the file holds %lld)", c->path, (long long)i,
                        (long long)c->n);
     return read_shape(c, c->ids[i], false, out, err, errlen);
 }
@@ -719,7 +709,7 @@ int ds_cache_read_shape(DsCache *c, int64_t i, DsShapeRecord *out, char *err, si
 int ds_cache_read_meta(DsCache *c, int64_t i, DsShapeRecord *out, char *err, size_t errlen) {
     memset(out, 0, sizeof *out);
     if (i < 0 || i >= c->n)
-        return set_err(err, errlen, "%s: shape %lld out of range (the file holds %lld)", c->path, (long long)i,
+        return tensor_errf(err, errlen, "%s: shape %lld out of range (the file holds %lld)", c->path, (long long)i,
                        (long long)c->n);
     return read_shape(c, c->ids[i], true, out, err, errlen);
 }
@@ -728,7 +718,7 @@ int ds_cache_read_shape_id(DsCache *c, const char *id, DsShapeRecord *out, char 
     memset(out, 0, sizeof *out);
     for (int64_t i = 0; i < c->n; i++)
         if (!strcmp(c->ids[i], id)) return read_shape(c, id, false, out, err, errlen);
-    return set_err(err, errlen, "%s: no shape '%s' (the file holds %lld%s%s%s)", c->path, id, (long long)c->n,
+    return tensor_errf(err, errlen, "%s: no shape '%s' (the file holds %lld%s%s%s)", c->path, id, (long long)c->n,
                    c->n ? ": " : "", c->n ? c->ids[0] : "", c->n > 1 ? " ..." : "");
 }
 

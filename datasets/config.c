@@ -2,21 +2,12 @@
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "config.h"
-
-static void set_err(char *err, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void set_err(char *err, size_t n, const char *fmt, ...) {
-    if (!err || !n) return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, n, fmt, ap);
-    va_end(ap);
-}
+#include "tensor/errbuf.h"
 
 static const char *type_name(DsConfigType t) {
     switch (t) {
@@ -61,7 +52,7 @@ static int fill_object(const DsConfigField *schema, const cJSON *obj, const char
     if (obj && !cJSON_IsObject(obj)) {
         char got[80];
         describe(obj, got, sizeof got);
-        set_err(err, errlen, "%s: key '%s': expected an object, got %s", src, *path ? path : "(top level)", got);
+        tensor_errf(err, errlen, "%s: key '%s': expected an object, got %s", src, *path ? path : "(top level)", got);
         return -1;
     }
     /* unknown keys first: a typo should not be hidden behind a default */
@@ -72,7 +63,7 @@ static int fill_object(const DsConfigField *schema, const cJSON *obj, const char
             if (!strcmp(d->string, c->string)) {
                 char kp[512];
                 join(kp, sizeof kp, path, c->string);
-                set_err(err, errlen, "%s: key '%s' given twice", src, kp);
+                tensor_errf(err, errlen, "%s: key '%s' given twice", src, kp);
                 return -1;
             }
         const DsConfigField *f = schema;
@@ -82,7 +73,7 @@ static int fill_object(const DsConfigField *schema, const cJSON *obj, const char
             join(kp, sizeof kp, path, c->string);
             for (f = schema; f->key; f++)
                 snprintf(known + strlen(known), sizeof known - strlen(known), "%s%s", f == schema ? "" : ", ", f->key);
-            set_err(err, errlen, "%s: unknown key '%s' (known here: %s)", src, kp, known);
+            tensor_errf(err, errlen, "%s: unknown key '%s' (known here: %s)", src, kp, known);
             return -1;
         }
     }
@@ -97,7 +88,7 @@ static int fill_object(const DsConfigField *schema, const cJSON *obj, const char
         cJSON *def = NULL;
         if (!v) {
             if (!f->def) {
-                set_err(err, errlen, "%s: missing required key '%s' (%s%s%s)", src, kp, type_name(f->type),
+                tensor_errf(err, errlen, "%s: missing required key '%s' (%s%s%s)", src, kp, type_name(f->type),
                         f->help ? ": " : "", f->help ? f->help : "");
                 return -1;
             }
@@ -146,12 +137,12 @@ static int assign(const DsConfigField *f, const cJSON *v, const char *src, const
                 char opts[256] = "";
                 for (c = f->choices; *c; c++)
                     snprintf(opts + strlen(opts), sizeof opts - strlen(opts), "%s\"%s\"", c == f->choices ? "" : ", ", *c);
-                set_err(err, errlen, "%s: key '%s': expected one of %s, got %s", src, kp, opts, got);
+                tensor_errf(err, errlen, "%s: key '%s': expected one of %s, got %s", src, kp, opts, got);
                 return -1;
             }
         }
         if (strlen(s) + 1 > f->size) {
-            set_err(err, errlen, "%s: key '%s': string longer than %zu characters", src, kp, f->size - 1);
+            tensor_errf(err, errlen, "%s: key '%s': string longer than %zu characters", src, kp, f->size - 1);
             return -1;
         }
         memcpy(dst, s, strlen(s) + 1);
@@ -160,10 +151,10 @@ static int assign(const DsConfigField *f, const cJSON *v, const char *src, const
     case DS_CFG_OBJECT: break;
     }
 wrong_type:
-    set_err(err, errlen, "%s: key '%s': expected %s, got %s", src, kp, type_name(f->type), got);
+    tensor_errf(err, errlen, "%s: key '%s': expected %s, got %s", src, kp, type_name(f->type), got);
     return -1;
 out_of_range:
-    set_err(err, errlen, "%s: key '%s': expected %s in [%g, %g], got %s", src, kp, type_name(f->type), f->min, f->max, got);
+    tensor_errf(err, errlen, "%s: key '%s': expected %s in [%g, %g], got %s", src, kp, type_name(f->type), f->min, f->max, got);
     return -1;
 }
 
@@ -185,7 +176,7 @@ int ds_config_parse(const char *text, const char *source, const DsConfigField *s
         const char *at = end ? end : cJSON_GetErrorPtr();
         int line = 0, col = 0;
         if (at) locate(text, at, &line, &col);
-        set_err(err, errlen, "%s:%d:%d: invalid JSON near '%.20s'", source, line, col, at ? at : "");
+        tensor_errf(err, errlen, "%s:%d:%d: invalid JSON near '%.20s'", source, line, col, at ? at : "");
         return -1;
     }
     int rc = fill_object(schema, root, source, "", out, err, errlen);
@@ -196,7 +187,7 @@ int ds_config_parse(const char *text, const char *source, const DsConfigField *s
 int ds_config_load(const char *path, const DsConfigField *schema, void *out, char *err, size_t errlen) {
     FILE *f = fopen(path, "rb");
     if (!f) {
-        set_err(err, errlen, "%s: cannot open (%s)", path, strerror(errno));
+        tensor_errf(err, errlen, "%s: cannot open (%s)", path, strerror(errno));
         return -1;
     }
     size_t cap = 1 << 16, n = 0;
@@ -208,7 +199,7 @@ int ds_config_load(const char *path, const DsConfigField *schema, void *out, cha
             if (cap > ((size_t)64 << 20)) {
                 free(buf);
                 fclose(f);
-                set_err(err, errlen, "%s: larger than 64 MiB, not a config", path);
+                tensor_errf(err, errlen, "%s: larger than 64 MiB, not a config", path);
                 return -1;
             }
             cap *= 2;
@@ -220,7 +211,7 @@ int ds_config_load(const char *path, const DsConfigField *schema, void *out, cha
     buf[n] = 0;
     if (strlen(buf) != n) {
         free(buf);
-        set_err(err, errlen, "%s: contains a NUL byte, not a JSON text", path);
+        tensor_errf(err, errlen, "%s: contains a NUL byte, not a JSON text", path);
         return -1;
     }
     int rc = ds_config_parse(n ? buf : "{}", path, schema, out, err, errlen);
@@ -231,7 +222,7 @@ int ds_config_load(const char *path, const DsConfigField *schema, void *out, cha
 int ds_config_set(const char *assignment, const DsConfigField *schema, void *out, char *err, size_t errlen) {
     const char *eq = strchr(assignment, '=');
     if (!eq || eq == assignment) {
-        set_err(err, errlen, "override '%s': expected key.path=value", assignment);
+        tensor_errf(err, errlen, "override '%s': expected key.path=value", assignment);
         return -1;
     }
     char key[512];
@@ -243,7 +234,7 @@ int ds_config_set(const char *assignment, const DsConfigField *schema, void *out
         const DsConfigField *f = s;
         while (f->key && (strcmp(f->key, part) || f->type != DS_CFG_OBJECT)) f++;
         if (!f->key) {
-            set_err(err, errlen, "override '%s': no object '%s' in the schema", assignment, part);
+            tensor_errf(err, errlen, "override '%s': no object '%s' in the schema", assignment, part);
             return -1;
         }
         base += f->offset;
@@ -253,7 +244,7 @@ int ds_config_set(const char *assignment, const DsConfigField *schema, void *out
     const DsConfigField *f = s;
     while (f->key && strcmp(f->key, part)) f++;
     if (!f->key || f->type == DS_CFG_OBJECT) {
-        set_err(err, errlen, "override '%s': unknown key '%.*s'", assignment, (int)(eq - assignment), assignment);
+        tensor_errf(err, errlen, "override '%s': unknown key '%.*s'", assignment, (int)(eq - assignment), assignment);
         return -1;
     }
     cJSON *v = parse_value(f, eq + 1);

@@ -12,12 +12,12 @@
 #include <stdio.h>
 
 #include "datasets/mesh.h"
+#include "tensor/errbuf.h"
 
 /* Largest vertex or face count a reader accepts: indices are int32 and counts must fit
  * int32-indexed arrays. Counts also have to be possible for the input's size (checked apart). */
 #define MESH_MAX_COUNT ((int64_t)INT32_MAX)
 
-int mesh_err(char *err, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* "<name>:<line>: <problem>", returning -1 */
 int line_err(char *err, size_t n, const char *name, int64_t line, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));

@@ -11,16 +11,6 @@
 
 #include "datasets/mesh_internal.h"
 
-int mesh_err(char *err, size_t n, const char *fmt, ...) {
-    if (err && n) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, n, fmt, ap);
-        va_end(ap);
-    }
-    return -1;
-}
-
 int line_err(char *err, size_t n, const char *name, int64_t line, const char *fmt, ...) {
     if (err && n) {
         int k = snprintf(err, n, "%s:%lld: ", name, (long long)line);
@@ -264,28 +254,28 @@ void dedup_free(VertexDedup *d) {
 int mesh_slurp(const char *path, size_t max, const char *what, uint8_t **data, size_t *size, char *err, size_t errlen) {
     *data = NULL, *size = 0;
     FILE *f = fopen(path, "rb");
-    if (!f) return mesh_err(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+    if (!f) return tensor_errf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
     struct stat st;
     if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
         fclose(f);
-        return mesh_err(err, errlen, "%s: not a regular file", path);
+        return tensor_errf(err, errlen, "%s: not a regular file", path);
     }
     if (max && (uint64_t)st.st_size > (uint64_t)max) {
         fclose(f);
-        return mesh_err(err, errlen, "%s: file too large for %s (%lld bytes)", path, what, (long long)st.st_size);
+        return tensor_errf(err, errlen, "%s: file too large for %s (%lld bytes)", path, what, (long long)st.st_size);
     }
     size_t n = (size_t)st.st_size;
     uint8_t *buf = malloc(n ? n : 1);
     if (!buf) {
         fclose(f);
-        return mesh_err(err, errlen, "%s: out of memory reading %zu bytes", path, n);
+        return tensor_errf(err, errlen, "%s: out of memory reading %zu bytes", path, n);
     }
     size_t got = fread(buf, 1, n, f);
     int bad = ferror(f);
     fclose(f);
     if (bad || got != n) {
         free(buf);
-        return mesh_err(err, errlen, "%s: read error after %zu of %zu bytes", path, got, n);
+        return tensor_errf(err, errlen, "%s: read error after %zu of %zu bytes", path, got, n);
     }
     *data = buf, *size = n;
     return 0;
@@ -294,9 +284,9 @@ int mesh_slurp(const char *path, size_t max, const char *what, uint8_t **data, s
 int mesh_out_open(MeshOut *o, const char *path, char *err, size_t errlen) {
     o->path = path;
     if ((size_t)snprintf(o->tmp, sizeof o->tmp, "%s.tmp.%ld", path, (long)getpid()) >= sizeof o->tmp)
-        return mesh_err(err, errlen, "%s: path too long", path);
+        return tensor_errf(err, errlen, "%s: path too long", path);
     o->f = fopen(o->tmp, "wb");
-    if (!o->f) return mesh_err(err, errlen, "%s: cannot create: %s", o->tmp, strerror(errno));
+    if (!o->f) return tensor_errf(err, errlen, "%s: cannot create: %s", o->tmp, strerror(errno));
     return 0;
 }
 
@@ -309,7 +299,7 @@ int mesh_out_close(MeshOut *o, bool ok, char *err, size_t errlen) {
         int e = errno;
         remove(o->tmp);
         if (!ok) return -1; /* the caller already set err */
-        return mesh_err(err, errlen, "%s: write failed: %s", o->path, strerror(e));
+        return tensor_errf(err, errlen, "%s: write failed: %s", o->path, strerror(e));
     }
     return 0;
 }
@@ -342,14 +332,14 @@ int ds_mesh_read_mem(const char *name, const uint8_t *data, size_t size, DsMesh 
     else if (!strcasecmp(ext, "ply")) rc = mesh_read_ply(name, data, size, m, err, errlen);
     else if (!strcasecmp(ext, "off")) rc = mesh_read_off(name, data, size, m, err, errlen);
     else if (!strcasecmp(ext, "stl")) rc = mesh_read_stl(name, data, size, m, err, errlen);
-    else return mesh_err(err, errlen, "%s: unknown mesh format '.%s' (anima reads .obj .ply .off .stl)", name, ext);
+    else return tensor_errf(err, errlen, "%s: unknown mesh format '.%s' (anima reads .obj .ply .off .stl)", name, ext);
     if (rc) {
         ds_mesh_free(m);
         return -1;
     }
     if (m->nv == 0) {
         ds_mesh_free(m);
-        return mesh_err(err, errlen, "%s: no vertices", name);
+        return tensor_errf(err, errlen, "%s: no vertices", name);
     }
     return 0;
 }
@@ -367,12 +357,12 @@ int ds_mesh_read(const char *path, DsMesh *m, char *err, size_t errlen) {
 int ds_mesh_write(const char *path, const DsMesh *m, bool ascii, char *err, size_t errlen) {
     for (int64_t i = 0; i < 3 * m->nf; i++)
         if (m->f[i] < 0 || m->f[i] >= m->nv)
-            return mesh_err(err, errlen, "%s: face %lld refers to vertex %d of %lld", path, (long long)(i / 3),
+            return tensor_errf(err, errlen, "%s: face %lld refers to vertex %d of %lld", path, (long long)(i / 3),
                             m->f[i], (long long)m->nv);
     const char *ext = ext_of(path);
     if (!strcasecmp(ext, "obj")) return mesh_write_obj(path, m, err, errlen);
     if (!strcasecmp(ext, "ply")) return mesh_write_ply(path, m, ascii, err, errlen);
     if (!strcasecmp(ext, "off")) return mesh_write_off(path, m, err, errlen);
     if (!strcasecmp(ext, "stl")) return mesh_write_stl(path, m, ascii, err, errlen);
-    return mesh_err(err, errlen, "%s: unknown mesh format '.%s' (anima writes .obj .ply .off .stl)", path, ext);
+    return tensor_errf(err, errlen, "%s: unknown mesh format '.%s' (anima writes .obj .ply .off .stl)", path, ext);
 }

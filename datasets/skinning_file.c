@@ -2,7 +2,6 @@
  * and the colored preview. */
 #include <hdf5.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,15 +11,7 @@
 #include "datasets/raster.h"
 #include "datasets/skinning_file.h"
 #include "tensor/h5file.h"
-
-static void set_err(char *err, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void set_err(char *err, size_t n, const char *fmt, ...) {
-    if (!err || !n) return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, n, fmt, ap);
-    va_end(ap);
-}
+#include "tensor/errbuf.h"
 
 void ds_skinning_free(DsSkinning *s) {
     free(s->cub_x), free(s->cub_vol), free(s->cub_w), free(s->cub_dw);
@@ -36,7 +27,7 @@ static int all_finite(const double *a, int64_t n) {
 
 int ds_skinning_validate(const DsSkinning *s, const char *what, char *err, size_t errlen) {
     if (s->m < 1 || s->nc < 1) {
-        set_err(err, errlen, "%s: needs at least one handle and one cubature point (got m = %lld, C = %lld)", what,
+        tensor_errf(err, errlen, "%s: needs at least one handle and one cubature point (got m = %lld, C = %lld)", what,
                 (long long)s->m, (long long)s->nc);
         return -1;
     }
@@ -52,31 +43,31 @@ int ds_skinning_validate(const DsSkinning *s, const char *what, char *err, size_
     };
     for (size_t i = 0; i < sizeof arrays / sizeof *arrays; i++) {
         if (arrays[i].n && !arrays[i].a) {
-            set_err(err, errlen, "%s: %s missing", what, arrays[i].name);
+            tensor_errf(err, errlen, "%s: %s missing", what, arrays[i].name);
             return -1;
         }
         if (arrays[i].n && !all_finite(arrays[i].a, arrays[i].n)) {
-            set_err(err, errlen, "%s: %s holds a NaN or infinity", what, arrays[i].name);
+            tensor_errf(err, errlen, "%s: %s holds a NaN or infinity", what, arrays[i].name);
             return -1;
         }
     }
     for (int64_t c = 0; c < s->nc; c++)
         if (s->cub_vol[c] < 0) {
-            set_err(err, errlen, "%s: /cubature/volumes[%lld] = %g is negative", what, (long long)c, s->cub_vol[c]);
+            tensor_errf(err, errlen, "%s: /cubature/volumes[%lld] = %g is negative", what, (long long)c, s->cub_vol[c]);
             return -1;
         }
     if (s->nf && !s->faces) {
-        set_err(err, errlen, "%s: /mesh/faces missing", what);
+        tensor_errf(err, errlen, "%s: /mesh/faces missing", what);
         return -1;
     }
     for (int64_t f = 0; f < s->nf * 3; f++)
         if (s->faces[f] < 0 || s->faces[f] >= s->nv) {
-            set_err(err, errlen, "%s: /mesh/faces[%lld] = %d is outside [0, %lld)", what, (long long)(f / 3), s->faces[f],
+            tensor_errf(err, errlen, "%s: /mesh/faces[%lld] = %d is outside [0, %lld)", what, (long long)(f / 3), s->faces[f],
                     (long long)s->nv);
             return -1;
         }
     if (s->has_frame && (!(s->scale > 0) || !isfinite(s->scale) || !all_finite(s->center, 3))) {
-        set_err(err, errlen, "%s: attributes center/scale are not finite with scale > 0 (scale %g)", what, s->scale);
+        tensor_errf(err, errlen, "%s: attributes center/scale are not finite with scale > 0 (scale %g)", what, s->scale);
         return -1;
     }
     return 0;
@@ -134,12 +125,12 @@ static int read_ds(hid_t f, const char *path, const char *name, hid_t type, size
     *out = NULL;
     if (H5Lexists(f, name, H5P_DEFAULT) <= 0 || H5Oexists_by_name(f, name, H5P_DEFAULT) <= 0) {
         if (optional) return 1;
-        set_err(err, errlen, "%s: dataset %s missing", path, name);
+        tensor_errf(err, errlen, "%s: dataset %s missing", path, name);
         return -1;
     }
     hid_t ds = H5Dopen2(f, name, H5P_DEFAULT);
     if (ds < 0) {
-        set_err(err, errlen, "%s: %s is not a dataset", path, name);
+        tensor_errf(err, errlen, "%s: %s is not a dataset", path, name);
         return -1;
     }
     hid_t sp = H5Dget_space(ds);
@@ -149,14 +140,14 @@ static int read_ds(hid_t f, const char *path, const char *name, hid_t type, size
     H5Sclose(sp);
     if (got != nd) {
         H5Dclose(ds);
-        set_err(err, errlen, "%s: %s has rank %d, expected %d", path, name, got, nd);
+        tensor_errf(err, errlen, "%s: %s has rank %d, expected %d", path, name, got, nd);
         return -1;
     }
     size_t total = 1;
     for (int k = 0; k < nd; k++) {
         if (dims[k] >= 0 && (int64_t)d[k] != dims[k]) {
             H5Dclose(ds);
-            set_err(err, errlen, "%s: %s has extent %llu along dimension %d, expected %lld", path, name,
+            tensor_errf(err, errlen, "%s: %s has extent %llu along dimension %d, expected %lld", path, name,
                     (unsigned long long)d[k], k, (long long)dims[k]);
             return -1;
         }
@@ -169,7 +160,7 @@ static int read_ds(hid_t f, const char *path, const char *name, hid_t type, size
     bool want_float = type == H5T_NATIVE_DOUBLE;
     if ((want_float && cls != H5T_FLOAT && cls != H5T_INTEGER) || (!want_float && cls != H5T_INTEGER)) {
         H5Dclose(ds);
-        set_err(err, errlen, "%s: %s has the wrong element type (expected %s)", path, name,
+        tensor_errf(err, errlen, "%s: %s has the wrong element type (expected %s)", path, name,
                 want_float ? "floats" : "integers");
         return -1;
     }
@@ -177,7 +168,7 @@ static int read_ds(hid_t f, const char *path, const char *name, hid_t type, size
     if (!*out || (total && H5Dread(ds, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, *out) < 0)) {
         H5Dclose(ds);
         free(*out), *out = NULL;
-        set_err(err, errlen, "%s: cannot read %s", path, name);
+        tensor_errf(err, errlen, "%s: cannot read %s", path, name);
         return -1;
     }
     H5Dclose(ds);
@@ -216,21 +207,21 @@ int ds_skinning_read(const char *path, DsSkinning *s, char *err, size_t errlen) 
     char fmt[64];
     read_attr_str(f, "format", fmt, sizeof fmt);
     if (strcmp(fmt, DS_SKINNING_FORMAT)) {
-        set_err(err, errlen, "%s: attribute format is \"%s\", expected \"%s\" (not a skinning file)", path, fmt,
+        tensor_errf(err, errlen, "%s: attribute format is \"%s\", expected \"%s\" (not a skinning file)", path, fmt,
                 DS_SKINNING_FORMAT);
         goto done;
     }
     int64_t m = -1;
     if (read_attr_num(f, "handles", H5T_NATIVE_INT64, 1, &m)) m = -1;
     if (m < 1 || m > 4096) {
-        set_err(err, errlen, "%s: attribute handles missing or out of range [1, 4096] (got %lld)", path, (long long)m);
+        tensor_errf(err, errlen, "%s: attribute handles missing or out of range [1, 4096] (got %lld)", path, (long long)m);
         goto done;
     }
     read_attr_str(f, "source", s->source, sizeof s->source);
     int rc_c = read_attr_num(f, "center", H5T_NATIVE_DOUBLE, 3, s->center);
     int rc_s = read_attr_num(f, "scale", H5T_NATIVE_DOUBLE, 1, &s->scale);
     if (rc_c < 0 || rc_s < 0 || rc_c != rc_s) {
-        set_err(err, errlen, "%s: attributes center (3 numbers) and scale (1 number) must come together%s", path,
+        tensor_errf(err, errlen, "%s: attributes center (3 numbers) and scale (1 number) must come together%s", path,
                 rc_c < 0 || rc_s < 0 ? " and be numeric of that size" : "");
         goto done;
     }
@@ -308,7 +299,7 @@ void ds_skinning_colors(const DsSkinning *s, float *rgb) {
 int ds_skinning_mesh(const DsSkinning *s, DsMesh *out, char *err, size_t errlen) {
     memset(out, 0, sizeof *out);
     if (!s->nv || !s->nf) {
-        set_err(err, errlen, "skinning (%s): no mesh to color (%lld vertices, %lld faces)", s->source, (long long)s->nv,
+        tensor_errf(err, errlen, "skinning (%s): no mesh to color (%lld vertices, %lld faces)", s->source, (long long)s->nv,
                 (long long)s->nf);
         return -1;
     }
@@ -317,7 +308,7 @@ int ds_skinning_mesh(const DsSkinning *s, DsMesh *out, char *err, size_t errlen)
     out->f = malloc(sizeof(int32_t) * 3 * (size_t)s->nf);
     if (!out->v || !out->color || !out->f) {
         ds_mesh_free(out);
-        set_err(err, errlen, "skinning: out of memory");
+        tensor_errf(err, errlen, "skinning: out of memory");
         return -1;
     }
     out->nv = s->nv, out->nf = s->nf;

@@ -11,17 +11,9 @@
 #include "checkpoint.h"
 #include "tensor/backend.h"
 #include "tensor/h5file.h"
+#include "tensor/errbuf.h"
 
 #define FORMAT_TAG "anima-checkpoint-1"
-
-static void set_err(char *err, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void set_err(char *err, size_t n, const char *fmt, ...) {
-    if (!err || !n) return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, n, fmt, ap);
-    va_end(ap);
-}
 
 static hid_t h5_type(TensorDType dt) { return dt == TENSOR_F64 ? H5T_NATIVE_DOUBLE : H5T_NATIVE_FLOAT; }
 
@@ -195,7 +187,7 @@ int optim_checkpoint_load(const char *path, NnParams *p, Optim *o, bool strict, 
     if (f < 0) return -1;
     if (H5Lexists(f, "params", H5P_DEFAULT) <= 0) {
         H5Fclose(f);
-        set_err(err, errlen, "%s: no /params group (expected an anima checkpoint)", path);
+        tensor_errf(err, errlen, "%s: no /params group (expected an anima checkpoint)", path);
         return -1;
     }
     hid_t gp = H5Gopen2(f, "params", H5P_DEFAULT);
@@ -233,15 +225,15 @@ int optim_checkpoint_load(const char *path, NnParams *p, Optim *o, bool strict, 
     Staged stage = {0};
     int64_t ostep = -1;
     if (*report && strict) {
-        set_err(err, errlen, "%s: checkpoint does not match the model: %s(non-strict loading takes what matches)", path, report);
+        tensor_errf(err, errlen, "%s: checkpoint does not match the model: %s(non-strict loading takes what matches)", path, report);
         rc = -1;
     } else {
-        if (err && errlen) set_err(err, errlen, "%s%s", *report ? "partial load: " : "", report);
+        if (err && errlen) tensor_errf(err, errlen, "%s%s", *report ? "partial load: " : "", report);
         for (int i = 0; i < p->n && rc == 0; i++) {
             if (!match[i]) continue;
             hid_t ds = H5Dopen2(gp, p->items[i].name, H5P_DEFAULT);
             if (stage_read(&stage, ds, p->items[i].value) != 0) {
-                set_err(err, errlen, "%s: reading /params/%s failed (truncated file?)", path, p->items[i].name);
+                tensor_errf(err, errlen, "%s: reading /params/%s failed (truncated file?)", path, p->items[i].name);
                 rc = -1;
             }
             H5Dclose(ds);
@@ -252,7 +244,7 @@ int optim_checkpoint_load(const char *path, NnParams *p, Optim *o, bool strict, 
             read_attr_i64(go, "kind", &kind);
             read_attr_i64(go, "step", &step);
             if (kind != o->cfg.kind) {
-                set_err(err, errlen, "%s: optimizer state is of kind %lld, the run uses kind %d", path, (long long)kind,
+                tensor_errf(err, errlen, "%s: optimizer state is of kind %lld, the run uses kind %d", path, (long long)kind,
                         (int)o->cfg.kind);
                 rc = -1;
             }
@@ -264,7 +256,7 @@ int optim_checkpoint_load(const char *path, NnParams *p, Optim *o, bool strict, 
                 if (H5Lexists(go, names[k], H5P_DEFAULT) <= 0) {
                     /* strict: a state missing for a matched model would silently restart it */
                     if (strict) {
-                        set_err(err, errlen, "%s: /optim/%s is missing", path, names[k]);
+                        tensor_errf(err, errlen, "%s: /optim/%s is missing", path, names[k]);
                         rc = -1;
                     }
                     continue;
@@ -278,7 +270,7 @@ int optim_checkpoint_load(const char *path, NnParams *p, Optim *o, bool strict, 
                     if (!match[i]) continue;
                     if (H5Lexists(g, p->items[i].name, H5P_DEFAULT) <= 0) {
                         if (strict) {
-                            set_err(err, errlen, "%s: /optim/%s/%s is missing", path, names[k], p->items[i].name);
+                            tensor_errf(err, errlen, "%s: /optim/%s/%s is missing", path, names[k], p->items[i].name);
                             rc = -1;
                         }
                         continue;
@@ -286,7 +278,7 @@ int optim_checkpoint_load(const char *path, NnParams *p, Optim *o, bool strict, 
                     hid_t ds = H5Dopen2(g, p->items[i].name, H5P_DEFAULT);
                     char why[512];
                     if (ds < 0 || describe_mismatch(ds, dst, why, sizeof why) || stage_read(&stage, ds, dst) != 0) {
-                        set_err(err, errlen, "%s: /optim/%s/%s: bad optimizer state", path, names[k], p->items[i].name);
+                        tensor_errf(err, errlen, "%s: /optim/%s/%s: bad optimizer state", path, names[k], p->items[i].name);
                         rc = -1;
                     }
                     if (ds >= 0) H5Dclose(ds);

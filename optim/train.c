@@ -3,13 +3,13 @@
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "train.h"
+#include "tensor/errbuf.h"
 
 /* Set by the handler, read between steps: the only thing a handler may safely do. */
 static volatile sig_atomic_t g_signal;
@@ -22,15 +22,6 @@ static double now_s(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static void set_err(char *err, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void set_err(char *err, size_t n, const char *fmt, ...) {
-    if (!err || !n) return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, n, fmt, ap);
-    va_end(ap);
 }
 
 /* ---- data order -------------------------------------------------------------------------- */
@@ -78,13 +69,13 @@ static void json_num(FILE *f, double v) {
  * kept part is written to a temporary name and renamed, like checkpoints. */
 static int trim_log(const char *path, int64_t upto, char *err, size_t errlen) {
     FILE *f = fopen(path, "rb");
-    if (!f) return errno == ENOENT ? 0 : (set_err(err, errlen, "%s: cannot read (%s)", path, strerror(errno)), -1);
+    if (!f) return errno == ENOENT ? 0 : (tensor_errf(err, errlen, "%s: cannot read (%s)", path, strerror(errno)), -1);
     char tmp[4096];
     snprintf(tmp, sizeof tmp, "%s.tmp-%ld", path, (long)getpid());
     FILE *o = fopen(tmp, "wb");
     if (!o) {
         fclose(f);
-        set_err(err, errlen, "%s: cannot write (%s)", tmp, strerror(errno));
+        tensor_errf(err, errlen, "%s: cannot write (%s)", tmp, strerror(errno));
         return -1;
     }
     char *line = NULL;
@@ -100,7 +91,7 @@ static int trim_log(const char *path, int64_t upto, char *err, size_t errlen) {
     free(line);
     fclose(f);
     if (fflush(o) != 0 || fsync(fileno(o)) != 0 || fclose(o) != 0 || rename(tmp, path) != 0) {
-        set_err(err, errlen, "%s: cannot rewrite the log (%s)", path, strerror(errno));
+        tensor_errf(err, errlen, "%s: cannot rewrite the log (%s)", path, strerror(errno));
         unlink(tmp);
         return -1;
     }
@@ -218,8 +209,8 @@ int optim_train_init(OptimTrain *t, const OptimTrainOptions *opt, NnParams *p, O
             t->metrics = NULL;
             free(t->resumed_config);
             t->resumed_config = NULL;
-            if (t->is_main) set_err(err, errlen, "%s: another rank failed to start (its message is above)", t->opt.name);
-            else set_err(err, errlen, "%s", "");
+            if (t->is_main) tensor_errf(err, errlen, "%s: another rank failed to start (its message is above)", t->opt.name);
+            else tensor_errf(err, errlen, "%s", "");
         }
         return -1;
     }
@@ -244,7 +235,7 @@ static int init_local(OptimTrain *t, NnParams *p, Optim *o, char *err, size_t er
     t->saved_step = -1;
     if (t->opt.resume) {
         if (!t->opt.ckpt_path) {
-            set_err(err, errlen, "%s: --resume needs a checkpoint path", t->opt.name);
+            tensor_errf(err, errlen, "%s: --resume needs a checkpoint path", t->opt.name);
             return -1;
         }
         OptimCheckpointMeta meta = {0};
@@ -260,7 +251,7 @@ static int init_local(OptimTrain *t, NnParams *p, Optim *o, char *err, size_t er
         if (t->opt.resume && trim_log(t->opt.metrics_path, t->step, err, errlen)) goto fail;
         t->metrics = fopen(t->opt.metrics_path, t->opt.resume ? "ab" : "wb");
         if (!t->metrics) {
-            set_err(err, errlen, "%s: cannot open for writing (%s)", t->opt.metrics_path, strerror(errno));
+            tensor_errf(err, errlen, "%s: cannot open for writing (%s)", t->opt.metrics_path, strerror(errno));
             goto fail;
         }
     }

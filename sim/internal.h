@@ -4,8 +4,7 @@
 
 #include <stddef.h>
 
-/* printf into err (n bytes, truncated; nothing when err is NULL or n is 0) */
-void sim_set_err(char *err, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+#include "tensor/errbuf.h"
 
 /* monotonic seconds */
 double sim_now(void);

@@ -107,7 +107,7 @@ int sim_world_init(SimWorld *w, SimObject *objs, int nobj, SimRigid *rigids, int
     if (c) w->contact = *c;
     else sim_contact_defaults(&w->contact);
     if (!(w->contact.min_sep > 0 && w->contact.min_sep < 1)) {
-        sim_set_err(err, errlen, "contact: min_sep must be in (0, 1) (got %g)", w->contact.min_sep);
+        tensor_errf(err, errlen, "contact: min_sep must be in (0, 1) (got %g)", w->contact.min_sep);
         return -1;
     }
     w->planes = malloc(sizeof(SimPlane) * (size_t)(nplanes + 1));
@@ -119,7 +119,7 @@ int sim_world_init(SimWorld *w, SimObject *objs, int nobj, SimRigid *rigids, int
         SimPlane q = planes[p];
         double l = sqrt(q.normal[0] * q.normal[0] + q.normal[1] * q.normal[1] + q.normal[2] * q.normal[2]);
         if (!(l > 0)) {
-            sim_set_err(err, errlen, "planes[%d]: zero normal", p);
+            tensor_errf(err, errlen, "planes[%d]: zero normal", p);
             return -1;
         }
         for (int i = 0; i < 3; i++) q.normal[i] /= l;
@@ -188,7 +188,7 @@ int sim_world_init(SimWorld *w, SimObject *objs, int nobj, SimRigid *rigids, int
     w->kappa = w->contact.stiffness > 0 ? w->contact.stiffness : heavy * gmax / (24 * w->dhat);
     return 0;
 oom:
-    sim_set_err(err, errlen, "sim world: out of memory");
+    tensor_errf(err, errlen, "sim world: out of memory");
     return -1;
 }
 
@@ -645,7 +645,7 @@ static void rigid_reaction(SimWorld *w) {
 int sim_world_step(SimWorld *w, double dt, char *err, size_t errlen) {
     double t0 = sim_now();
     if (!(dt > 0)) {
-        sim_set_err(err, errlen, "sim: dt must be > 0 (got %g)", dt);
+        tensor_errf(err, errlen, "sim: dt must be > 0 (got %g)", dt);
         return -1;
     }
     memset(&w->last, 0, sizeof w->last);
@@ -828,7 +828,7 @@ int sim_world_step(SimWorld *w, double dt, char *err, size_t errlen) {
     }
     for (int64_t q = 0; q < N; q++)
         if (!isfinite(s->z[q])) {
-            sim_set_err(err, errlen, "sim: the state became non-finite at t = %g", t1);
+            tensor_errf(err, errlen, "sim: the state became non-finite at t = %g", t1);
             return -1;
         }
     st->active = s->nact;
@@ -854,7 +854,7 @@ int sim_world_step(SimWorld *w, double dt, char *err, size_t errlen) {
     }
     return 0;
 oom:
-    sim_set_err(err, errlen, "sim world: out of memory");
+    tensor_errf(err, errlen, "sim world: out of memory");
     return -1;
 }
 
