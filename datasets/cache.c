@@ -337,7 +337,7 @@ DsCache *ds_cache_open(const char *path, char *err, size_t errlen) {
     char *fmt = read_attr_str(f, "format");
     if (!fmt || strcmp(fmt, DS_CACHE_FORMAT)) {
         tensor_errf(err, errlen, "%s: root attribute 'format' is %s%s%s, expected \"%s\" (not an anima dataset cache)", path,
-                fmt ? "\"" : "", fmt ? fmt : "missing", fmt ? "\"" : "", DS_CACHE_FORMAT);
+                    fmt ? "\"" : "", fmt ? fmt : "missing", fmt ? "\"" : "", DS_CACHE_FORMAT);
         free(fmt);
         H5Fclose(f);
         return NULL;
@@ -379,7 +379,7 @@ DsCache *ds_cache_open(const char *path, char *err, size_t errlen) {
     if (count != l.n) {
         /* the writer sets count last, just before the rename: a mismatch is a damaged file */
         tensor_errf(err, errlen, "%s: root attribute 'count' is %lld but /shapes holds %lld groups (corrupt cache)", path,
-                (long long)count, (long long)l.n);
+                    (long long)count, (long long)l.n);
         ds_cache_close(c);
         return NULL;
     }
@@ -702,7 +702,7 @@ int ds_cache_read_shape(DsCache *c, int64_t i, DsShapeRecord *out, char *err, si
     memset(out, 0, sizeof *out);
     if (i < 0 || i >= c->n)
         return tensor_errf(err, errlen, "%s: shape %lld out of range (the file holds %lld)", c->path, (long long)i,
-                       (long long)c->n);
+                           (long long)c->n);
     return read_shape(c, c->ids[i], false, out, err, errlen);
 }
 
@@ -710,7 +710,7 @@ int ds_cache_read_meta(DsCache *c, int64_t i, DsShapeRecord *out, char *err, siz
     memset(out, 0, sizeof *out);
     if (i < 0 || i >= c->n)
         return tensor_errf(err, errlen, "%s: shape %lld out of range (the file holds %lld)", c->path, (long long)i,
-                       (long long)c->n);
+                           (long long)c->n);
     return read_shape(c, c->ids[i], true, out, err, errlen);
 }
 
@@ -719,7 +719,7 @@ int ds_cache_read_shape_id(DsCache *c, const char *id, DsShapeRecord *out, char 
     for (int64_t i = 0; i < c->n; i++)
         if (!strcmp(c->ids[i], id)) return read_shape(c, id, false, out, err, errlen);
     return tensor_errf(err, errlen, "%s: no shape '%s' (the file holds %lld%s%s%s)", c->path, id, (long long)c->n,
-                   c->n ? ": " : "", c->n ? c->ids[0] : "", c->n > 1 ? " ..." : "");
+                       c->n ? ": " : "", c->n ? c->ids[0] : "", c->n > 1 ? " ..." : "");
 }
 
 #define STREAM_CUBATURE 0x43554241ull /* "CUBA" */

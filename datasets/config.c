@@ -89,7 +89,7 @@ static int fill_object(const DsConfigField *schema, const cJSON *obj, const char
         if (!v) {
             if (!f->def) {
                 tensor_errf(err, errlen, "%s: missing required key '%s' (%s%s%s)", src, kp, type_name(f->type),
-                        f->help ? ": " : "", f->help ? f->help : "");
+                            f->help ? ": " : "", f->help ? f->help : "");
                 return -1;
             }
             def = parse_value(f, f->def);

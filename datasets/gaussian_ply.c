@@ -105,7 +105,7 @@ int ds_gaussians_read_mem(const char *name, const uint8_t *data, size_t size, Ds
         if (!rest_seen[j]) degree = -1;
     if (degree < 0) {
         tensor_errf(err, errlen, "%s: %d f_rest properties; f_rest_0..f_rest_(3(K-1)-1) with K = 4, 9 or 16 (or none) expected",
-                 name, nrest);
+                    name, nrest);
         goto done;
     }
     if (ds_gaussians_alloc(g, ve->count, degree)) {

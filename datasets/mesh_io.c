@@ -358,7 +358,7 @@ int ds_mesh_write(const char *path, const DsMesh *m, bool ascii, char *err, size
     for (int64_t i = 0; i < 3 * m->nf; i++)
         if (m->f[i] < 0 || m->f[i] >= m->nv)
             return tensor_errf(err, errlen, "%s: face %lld refers to vertex %d of %lld", path, (long long)(i / 3),
-                            m->f[i], (long long)m->nv);
+                               m->f[i], (long long)m->nv);
     const char *ext = ext_of(path);
     if (!strcasecmp(ext, "obj")) return mesh_write_obj(path, m, err, errlen);
     if (!strcasecmp(ext, "ply")) return mesh_write_ply(path, m, ascii, err, errlen);

@@ -32,7 +32,7 @@ static int read_binary(const char *name, const uint8_t *data, size_t size, DsMes
     uint64_t nt = le32(data + 80);
     if ((size - 84) / 50 < nt)
         return tensor_errf(err, errlen, "%s: byte 80: binary STL says %llu triangles, which need %llu bytes; the file has %zu",
-                        name, (unsigned long long)nt, (unsigned long long)(84 + 50 * nt), size);
+                           name, (unsigned long long)nt, (unsigned long long)(84 + 50 * nt), size);
     Vec v, tris;
     vec_init(&v, sizeof(float));
     vec_init(&tris, sizeof(int32_t));
@@ -50,7 +50,7 @@ static int read_binary(const char *name, const uint8_t *data, size_t size, DsMes
                 p[j] = lef32(rec + 12 + 12 * k + 4 * j);
                 if (!isfinite(p[j])) {
                     tensor_errf(err, errlen, "%s: byte %llu: triangle %llu has a non-finite coordinate", name,
-                             (unsigned long long)(84 + 50 * i + 12 + 12 * k + 4 * j), (unsigned long long)i);
+                                (unsigned long long)(84 + 50 * i + 12 + 12 * k + 4 * j), (unsigned long long)i);
                     goto done;
                 }
             }

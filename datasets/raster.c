@@ -345,17 +345,17 @@ int ds_raster_render(const DsMesh *m, const DsCamera *cam, const DsRasterOptions
     if (cam->width <= 0 || cam->height <= 0 || (int64_t)cam->width * ss > DS_IMAGE_MAX_SIDE ||
         (int64_t)cam->height * ss > DS_IMAGE_MAX_SIDE)
         return tensor_errf(err, errlen, "raster: image %d x %d (x%d supersampling) out of range (1..%d a side)", cam->width,
-                     cam->height, ss, DS_IMAGE_MAX_SIDE);
+                           cam->height, ss, DS_IMAGE_MAX_SIDE);
     if (!(cam->fx > 0) || !(cam->fy > 0) || !isfinite(cam->fx) || !isfinite(cam->fy) || !isfinite(cam->cx) ||
         !isfinite(cam->cy))
         return tensor_errf(err, errlen, "raster: bad intrinsics fx %g fy %g cx %g cy %g", cam->fx, cam->fy, cam->cx,
-                     cam->cy);
+                           cam->cy);
     if (!(cam->znear > 0) || !(cam->zfar > cam->znear))
         return tensor_errf(err, errlen, "raster: need 0 < znear < zfar, got znear %g zfar %g", cam->znear, cam->zfar);
     for (int64_t i = 0; i < 3 * m->nf; i++)
         if (m->f[i] < 0 || m->f[i] >= m->nv)
             return tensor_errf(err, errlen, "raster: face %lld has vertex index %d (mesh has %lld vertices)",
-                         (long long)(i / 3), m->f[i], (long long)m->nv);
+                               (long long)(i / 3), m->f[i], (long long)m->nv);
 
     Setup s = {.m = m, .o = o, .W = cam->width * ss, .H = cam->height * ss};
     memcpy(s.R, cam->R, sizeof s.R);

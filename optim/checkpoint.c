@@ -245,7 +245,7 @@ int optim_checkpoint_load(const char *path, NnParams *p, Optim *o, bool strict, 
             read_attr_i64(go, "step", &step);
             if (kind != o->cfg.kind) {
                 tensor_errf(err, errlen, "%s: optimizer state is of kind %lld, the run uses kind %d", path, (long long)kind,
-                        (int)o->cfg.kind);
+                            (int)o->cfg.kind);
                 rc = -1;
             }
             const char *names[2] = {"exp_avg", "exp_avg_sq"};
