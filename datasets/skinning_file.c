@@ -28,7 +28,7 @@ static int all_finite(const double *a, int64_t n) {
 int ds_skinning_validate(const DsSkinning *s, const char *what, char *err, size_t errlen) {
     if (s->m < 1 || s->nc < 1) {
         tensor_errf(err, errlen, "%s: needs at least one handle and one cubature point (got m = %lld, C = %lld)", what,
-                (long long)s->m, (long long)s->nc);
+                    (long long)s->m, (long long)s->nc);
         return -1;
     }
     const struct {
@@ -63,7 +63,7 @@ int ds_skinning_validate(const DsSkinning *s, const char *what, char *err, size_
     for (int64_t f = 0; f < s->nf * 3; f++)
         if (s->faces[f] < 0 || s->faces[f] >= s->nv) {
             tensor_errf(err, errlen, "%s: /mesh/faces[%lld] = %d is outside [0, %lld)", what, (long long)(f / 3), s->faces[f],
-                    (long long)s->nv);
+                        (long long)s->nv);
             return -1;
         }
     if (s->has_frame && (!(s->scale > 0) || !isfinite(s->scale) || !all_finite(s->center, 3))) {
@@ -148,7 +148,7 @@ static int read_ds(hid_t f, const char *path, const char *name, hid_t type, size
         if (dims[k] >= 0 && (int64_t)d[k] != dims[k]) {
             H5Dclose(ds);
             tensor_errf(err, errlen, "%s: %s has extent %llu along dimension %d, expected %lld", path, name,
-                    (unsigned long long)d[k], k, (long long)dims[k]);
+                        (unsigned long long)d[k], k, (long long)dims[k]);
             return -1;
         }
         dims[k] = (int64_t)d[k];
@@ -161,7 +161,7 @@ static int read_ds(hid_t f, const char *path, const char *name, hid_t type, size
     if ((want_float && cls != H5T_FLOAT && cls != H5T_INTEGER) || (!want_float && cls != H5T_INTEGER)) {
         H5Dclose(ds);
         tensor_errf(err, errlen, "%s: %s has the wrong element type (expected %s)", path, name,
-                want_float ? "floats" : "integers");
+                    want_float ? "floats" : "integers");
         return -1;
     }
     *out = malloc(esize * (total ? total : 1));
@@ -175,8 +175,8 @@ static int read_ds(hid_t f, const char *path, const char *name, hid_t type, size
     return 0;
 }
 
-/* A string attribute into buf (truncated to n − 1 characters; fixed or variable length, so
- * files from Python producers read too); "" when absent or not a string. */
+/* A fixed-length string attribute into buf (truncated to n − 1 characters); "" when absent,
+ * not a string or a variable-length one (tensor/h5file.h). */
 static void read_attr_str(hid_t f, const char *name, char *buf, size_t n) {
     char *v = tensor_h5_attr_read_str(f, name, 4096);
     snprintf(buf, n, "%s", v ? v : "");
@@ -206,9 +206,16 @@ int ds_skinning_read(const char *path, DsSkinning *s, char *err, size_t errlen) 
     /* the format tag first: a checkpoint or any other HDF5 file passed by mistake says so */
     char fmt[64];
     read_attr_str(f, "format", fmt, sizeof fmt);
+    if (!fmt[0] && tensor_h5_attr_is_vlen_str(f, "format")) {
+        tensor_errf(err, errlen,
+                    "%s: attribute format is a variable-length string, which is not read (HDF5 keeps those in "
+                    "an unchecked heap); write it fixed-length (h5py: f.attrs['format'] = np.bytes_(\"%s\"))",
+                    path, DS_SKINNING_FORMAT);
+        goto done;
+    }
     if (strcmp(fmt, DS_SKINNING_FORMAT)) {
         tensor_errf(err, errlen, "%s: attribute format is \"%s\", expected \"%s\" (not a skinning file)", path, fmt,
-                DS_SKINNING_FORMAT);
+                    DS_SKINNING_FORMAT);
         goto done;
     }
     int64_t m = -1;
@@ -222,7 +229,7 @@ int ds_skinning_read(const char *path, DsSkinning *s, char *err, size_t errlen) 
     int rc_s = read_attr_num(f, "scale", H5T_NATIVE_DOUBLE, 1, &s->scale);
     if (rc_c < 0 || rc_s < 0 || rc_c != rc_s) {
         tensor_errf(err, errlen, "%s: attributes center (3 numbers) and scale (1 number) must come together%s", path,
-                rc_c < 0 || rc_s < 0 ? " and be numeric of that size" : "");
+                    rc_c < 0 || rc_s < 0 ? " and be numeric of that size" : "");
         goto done;
     }
     s->has_frame = rc_c == 0;
@@ -300,7 +307,7 @@ int ds_skinning_mesh(const DsSkinning *s, DsMesh *out, char *err, size_t errlen)
     memset(out, 0, sizeof *out);
     if (!s->nv || !s->nf) {
         tensor_errf(err, errlen, "skinning (%s): no mesh to color (%lld vertices, %lld faces)", s->source, (long long)s->nv,
-                (long long)s->nf);
+                    (long long)s->nf);
         return -1;
     }
     out->v = malloc(sizeof(float) * 3 * (size_t)s->nv);

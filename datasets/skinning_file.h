@@ -26,7 +26,10 @@
  * simulator's Newton solve is in f64 and a round trip must be exact. It writes as checkpoints are
  * written (tensor/h5file.h): to a temporary, flushed and renamed into place, in the HDF5 1.10
  * format (checksummed metadata) with a Fletcher-32 checksum on every dataset, so a damaged file is
- * refused, naming it, rather than read. All coordinates are in one
+ * refused, naming it, rather than read. Readers accept the 1.10 format or newer with fixed-length
+ * string attributes only (tensor/h5file.h: libhdf5 reads damaged older formats and variable-length
+ * strings out of bounds); from h5py: h5py.File(path, 'w', libver=('v110', 'latest')) and
+ * f.attrs['format'] = np.bytes_("anima-skinning-1"). All coordinates are in one
  * frame, the one the weights and gradients were evaluated in (for PhysSkin: the normalized
  * [-1,1]³ frame the network saw, so a scene's pose means the same thing for every object).
  * Rows of the weights need not sum to one. Readers check every shape, finiteness, V_c ≥ 0 and

@@ -25,7 +25,9 @@ hid_t tensor_h5_save_begin(const char *path, char *tmp, size_t tmplen, char *err
 int tensor_h5_save_end(hid_t f, const char *tmp, const char *path, bool ok, const char *what, char *err,
                        size_t errlen);
 
-/* Opens path read-only after checking that it is readable and HDF5; what names the expected
+/* Opens path read-only after checking that it is readable, HDF5, and in the 1.10 format or newer
+ * (superblock version ≥ 3: checksummed metadata; older formats are refused with a message saying
+ * how to re-save, because libhdf5 reads damaged ones out of bounds); what names the expected
  * kind in the message ("checkpoint": "expected an anima checkpoint"). The file, or -1. */
 hid_t tensor_h5_open_read(const char *path, const char *what, char *err, size_t errlen);
 
@@ -42,8 +44,11 @@ int tensor_h5_write_checked(hid_t loc, const char *name, hid_t file_type, hid_t 
 int tensor_h5_attr_i64(hid_t loc, const char *name, int64_t v);
 int tensor_h5_attr_str(hid_t loc, const char *name, const char *s);
 
-/* A string attribute (fixed or variable length) as a malloc'd C string; NULL when absent, not
- * a string, or a fixed length of max bytes or more (a corrupt header could claim any size). */
+/* A fixed-length string attribute as a malloc'd C string; NULL when absent, not a string, a
+ * variable-length string (kept in HDF5's unchecked global heap: not read), or max bytes or more
+ * (a corrupt header could claim any size). h5py writes fixed-length ones from np.bytes_(...). */
 char *tensor_h5_attr_read_str(hid_t loc, const char *name, size_t max);
+/* Whether the attribute is a variable-length string (h5py's default for a str): for messages. */
+bool tensor_h5_attr_is_vlen_str(hid_t loc, const char *name);
 
 #endif

@@ -249,12 +249,20 @@ TEST(dataset_cache_rejects_damage) {
     /* Fletcher-32 on the data and the v1.10 metadata checksums catch nearly all flips */
     CHECK_MSG(failed >= 20, "only %d of 24 damaged files were refused", failed);
 
-    /* an HDF5 file that is not a cache */
+    /* an HDF5 file that is not a cache (in the 1.10 format, so that the content is looked at) */
     snprintf(bad, sizeof bad, "%s/other.h5", dir);
-    hid_t h = H5Fcreate(bad, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+    H5Pset_libver_bounds(fapl, H5F_LIBVER_V110, H5F_LIBVER_LATEST);
+    hid_t h = H5Fcreate(bad, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
     H5Gclose(H5Gcreate2(h, "params", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
     H5Fclose(h);
-    CHECK(!ds_cache_open(bad, err, sizeof err) && strstr(err, "not an anima dataset cache"));
+    CHECK_MSG(!ds_cache_open(bad, err, sizeof err) && strstr(err, "not an anima dataset cache"), "%s", err);
+    /* the same in HDF5's default (pre-1.10) format: refused before libhdf5 parses it */
+    h = H5Fcreate(bad, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    H5Gclose(H5Gcreate2(h, "params", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
+    H5Fclose(h);
+    H5Pclose(fapl);
+    CHECK_MSG(!ds_cache_open(bad, err, sizeof err) && strstr(err, bad) && strstr(err, "older than 1.10"), "%s", err);
     free(data);
     rm_rf(dir);
 }

@@ -110,6 +110,42 @@ static void nan_volume(hid_t f) {
     H5Dclose(ds);
 }
 
+/* the format tag as h5py writes a str: a variable-length UTF-8 string */
+static void vlen_format(hid_t f) {
+    const char *v = DS_SKINNING_FORMAT;
+    H5Adelete(f, "format");
+    hid_t ty = H5Tcopy(H5T_C_S1);
+    H5Tset_size(ty, H5T_VARIABLE);
+    H5Tset_cset(ty, H5T_CSET_UTF8);
+    hid_t sp = H5Screate(H5S_SCALAR), a = H5Acreate2(f, "format", ty, sp, H5P_DEFAULT, H5P_DEFAULT);
+    H5Awrite(a, ty, &v);
+    H5Aclose(a), H5Sclose(sp), H5Tclose(ty);
+}
+
+/* What libhdf5 cannot read safely when damaged is refused up front, with a message that says how
+ * to write the file instead (tests/fuzz/fuzz_skinning.c found the variable-length case within
+ * seconds: H5HG_read copied out of bounds): a variable-length string attribute, and a file in a
+ * format older than 1.10. */
+TEST(skinning_file_refuses_unchecked_hdf5) {
+    char path[128], err[1024];
+    tmp_path(path, sizeof path, "vlen");
+    damaged(path, vlen_format);
+    DsSkinning s;
+    CHECK(ds_skinning_read(path, &s, err, sizeof err) != 0);
+    CHECK_MSG(strstr(err, path) && strstr(err, "variable-length") && strstr(err, "np.bytes_"), "%s", err);
+    /* HDF5's default format (superblock 0), whatever it holds */
+    hid_t f = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    hid_t ty = H5Tcopy(H5T_C_S1);
+    H5Tset_size(ty, sizeof DS_SKINNING_FORMAT);
+    hid_t sp = H5Screate(H5S_SCALAR), a = H5Acreate2(f, "format", ty, sp, H5P_DEFAULT, H5P_DEFAULT);
+    H5Awrite(a, ty, DS_SKINNING_FORMAT);
+    H5Aclose(a), H5Sclose(sp), H5Tclose(ty);
+    H5Fclose(f);
+    CHECK(ds_skinning_read(path, &s, err, sizeof err) != 0);
+    CHECK_MSG(strstr(err, path) && strstr(err, "older than 1.10") && strstr(err, "libver"), "%s", err);
+    unlink(path);
+}
+
 TEST(skinning_file_errors_name_file_and_dataset) {
     char path[128], err[1024];
     tmp_path(path, sizeof path, "err");

@@ -84,8 +84,9 @@ def pt_to_h5(src, dst, key=None, strip="", prefix="", f64=False):
         arrays[out] = np.ascontiguousarray(t.detach().to(dt).numpy())
 
     def write(path):
-        # as anima writes them: the 1.8 format (checksummed metadata) and Fletcher-32 on the data
-        with h5py.File(path, "w", libver=("v108", "latest")) as f:
+        # as anima writes them: the 1.10 format (checksummed metadata; anima refuses older ones)
+        # and Fletcher-32 on the data
+        with h5py.File(path, "w", libver=("v110", "latest")) as f:
             f.attrs["format"] = np.bytes_(FORMAT_TAG)  # a fixed-length string
             g = f.create_group("params")
             for name, a in arrays.items():
