@@ -137,8 +137,9 @@ clean:
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
 
 # fuzz: libFuzzer harnesses for the file readers (tests/fuzz/fuzz_*.c), built with clang,
-# ASan and UBSan against the reader sources alone (they need only libc). Run them with
-# tests/fuzz/run.sh [seconds]; crashers go into tests/fuzz/corpus/<reader>/.
+# ASan and UBSan against the reader sources alone (the mesh readers need only libc; a harness
+# names what else it links below). Run them with tests/fuzz/run.sh [seconds]; crashers go into
+# tests/fuzz/corpus/<reader>/.
 FUZZ_CC    ?= clang
 FUZZ_LIB   := $(wildcard tensor/errbuf.c datasets/mesh_io.c datasets/mesh_obj.c datasets/mesh_ply.c datasets/mesh_ply_format.c \
                 datasets/mesh_off.c datasets/mesh_stl.c datasets/gaussian_ply.c datasets/bvh.c)
@@ -151,11 +152,15 @@ fuzz:
 	  { SUDO=""; [ "$$(id -u)" -ne 0 ] && SUDO=sudo; $$SUDO apt-get install -y -qq clang libclang-rt-14-dev >/dev/null; }
 	@$(MAKE) --no-print-directory $(FUZZ_BIN)
 
-# a harness for another reader names its sources and libraries here (FUZZ_SRC_<harness>)
+# a harness for another reader names its sources, flags and libraries here (FUZZ_SRC_<harness>)
 FUZZ_SRC_fuzz_png    := datasets/image.c
 FUZZ_LDLIBS_fuzz_png := -lpng
+# the skinning file (HDF5): the reader and what its previews link (camera, raster, PNG)
+FUZZ_SRC_fuzz_skinning    := datasets/skinning_file.c tensor/h5file.c datasets/camera.c datasets/raster.c datasets/image.c
+FUZZ_CFLAGS_fuzz_skinning := -I/usr/include/hdf5/serial
+FUZZ_LDLIBS_fuzz_skinning := -L/usr/lib/x86_64-linux-gnu/hdf5/serial -lhdf5 -lpng
 
 .SECONDEXPANSION:
 $(BUILD)/fuzz/%: tests/fuzz/%.c $(FUZZ_LIB) $$(FUZZ_SRC_$$*) datasets/mesh_internal.h datasets/mesh.h
 	@mkdir -p $(dir $@)
-	$(FUZZ_CC) $(FUZZ_FLAGS) -o $@ $< $(FUZZ_LIB) $(FUZZ_SRC_$*) -lm $(FUZZ_LDLIBS_$*)
+	$(FUZZ_CC) $(FUZZ_FLAGS) $(FUZZ_CFLAGS_$*) -o $@ $< $(FUZZ_LIB) $(FUZZ_SRC_$*) -lm $(FUZZ_LDLIBS_$*)

@@ -19,6 +19,7 @@ for r in "${readers[@]}"; do
   work=$BUILD/fuzz/work/$r
   mkdir -p "$work"
   log=$BUILD/fuzz/$r.log
+  LSAN_OPTIONS=suppressions=tests/fuzz/lsan.supp:print_suppressions=0 \
   "$bin" "$work" "tests/fuzz/corpus/$r" -max_total_time="$secs" -rss_limit_mb=2048 -timeout=10 \
     -artifact_prefix="$BUILD/fuzz/crash-$r-" -print_final_stats=1 >"$log" 2>&1
   st=$?
