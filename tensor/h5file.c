@@ -167,9 +167,9 @@ hid_t tensor_h5_open_read(const char *path, const char *what, char *err, size_t 
     int sb = superblock_version(path);
     if (sb < 3) {
         SET_ERR("%s: HDF5 format older than 1.10 (superblock version %d), whose metadata has no "
-                "checksums and is not read; re-save it in the 1.10 format (h5py: h5py.File(path, 'w', "
-                "libver=('v110', 'latest')); C: H5Pset_libver_bounds(fapl, H5F_LIBVER_V110, "
-                "H5F_LIBVER_LATEST))", path, sb);
+                "checksums and is not read; write the %s again with this anima, or save it in the 1.10 "
+                "format (h5py: h5py.File(path, 'w', libver=('v110', 'latest')); C: "
+                "H5Pset_libver_bounds(fapl, H5F_LIBVER_V110, H5F_LIBVER_LATEST))", path, sb, what);
         return -1;
     }
     hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
