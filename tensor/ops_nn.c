@@ -53,6 +53,15 @@ static int64_t ln_check(const char *name, Tensor *x, int nnorm, Tensor *w, Tenso
     return cols;
 }
 
+/* the tape node of either layer-norm op, with its normalized width and ε */
+static void ln_record(TensorOpId op, Tensor *out, Tensor *in[3], int nnorm, double eps) {
+    TensorNode *n = tensor_node_record(op, out, 3, in);
+    if (n) {
+        n->iattr[0] = nnorm;
+        n->fattr[0] = eps;
+    }
+}
+
 Tensor *tensor_layer_norm(Tensor *x, int nnorm, Tensor *w, Tensor *b, double eps) {
     int64_t cols = ln_check("layer_norm", x, nnorm, w, b);
     Tensor *c = tensor_contig_raw(x);
@@ -61,11 +70,7 @@ Tensor *tensor_layer_norm(Tensor *x, int nnorm, Tensor *w, Tensor *b, double eps
     tensor_be("layer_norm", x)->layer_norm(out, c, w ? tensor_contig_raw(w) : NULL, b ? tensor_contig_raw(b) : NULL,
                                            rows, cols, eps);
     Tensor *in[3] = {x, w, b};
-    TensorNode *n = tensor_node_record(TENSOR_OP_LAYER_NORM, out, 3, in);
-    if (n) {
-        n->iattr[0] = nnorm;
-        n->fattr[0] = eps;
-    }
+    ln_record(TENSOR_OP_LAYER_NORM, out, in, nnorm, eps);
     return out;
 }
 
@@ -86,10 +91,6 @@ Tensor *tensor_layer_norm_backward(Tensor *g, Tensor *x, int nnorm, Tensor *w, d
     be->layer_norm_backward(out, tensor_contig_raw(g), tensor_contig_raw(x), w ? tensor_contig_raw(w) : NULL, rows,
                             cols, eps);
     Tensor *in[3] = {g, x, w};
-    TensorNode *n = tensor_node_record(TENSOR_OP_LAYER_NORM_BACKWARD, out, 3, in);
-    if (n) {
-        n->iattr[0] = nnorm;
-        n->fattr[0] = eps;
-    }
+    ln_record(TENSOR_OP_LAYER_NORM_BACKWARD, out, in, nnorm, eps);
     return out;
 }
