@@ -30,7 +30,7 @@ double sim_barrier_pair_curvature(double d, double dhat) {
 }
 
 void sim_contact_set_free(SimContactSet *s) {
-    free(s->pairs), free(s->keys), free(s->ent), free(s->count), free(s->cell), free(s->use);
+    free(s->pairs), free(s->keys), free(s->ent), free(s->count), free(s->cell), free(s->use), free(s->box);
     memset(s, 0, sizeof *s);
 }
 
@@ -66,41 +66,43 @@ static uint64_t cell_key(int64_t ix, int64_t iy, int64_t iz) {
 int sim_contact_broad_phase(const SimContactBody *bodies, int nbodies, double margin, SimContactSet *out) {
     out->n = 0;
     if (nbodies < 2) return 0;
-    /* bodies' swept, inflated bounding boxes */
-    double (*blo)[3] = malloc(sizeof(double[3]) * (size_t)nbodies), (*bhi)[3] = malloc(sizeof(double[3]) * (size_t)nbodies);
-    if (!blo || !bhi) {
-        free(blo), free(bhi);
-        return -1;
-    }
     int64_t total = 0;
-    for (int b = 0; b < nbodies; b++) {
-        for (int i = 0; i < 3; i++) blo[b][i] = INFINITY, bhi[b][i] = -INFINITY;
-        for (int64_t p = 0; p < bodies[b].np; p++) {
-            double lo[3], hi[3];
-            point_box(&bodies[b], p, margin, lo, hi);
-            for (int i = 0; i < 3; i++) blo[b][i] = fmin(blo[b][i], lo[i]), bhi[b][i] = fmax(bhi[b][i], hi[i]);
-        }
-        total += bodies[b].np;
-    }
-    /* which points can meet another body at all (its box overlaps that body's box) */
+    for (int b = 0; b < nbodies; b++) total += bodies[b].np;
+    /* every point's swept, inflated box once (lo, hi), and the bodies' boxes */
+    double (*blo)[3] = malloc(sizeof(double[3]) * (size_t)nbodies), (*bhi)[3] = malloc(sizeof(double[3]) * (size_t)nbodies);
+    int64_t *boff = malloc(sizeof(int64_t) * (size_t)(nbodies + 1));
+    if (!blo || !bhi || !boff) goto oom;
     if (out->use_cap < total) {
         unsigned char *u = realloc(out->use, (size_t)total + 1);
-        if (!u) goto oom;
-        out->use = u, out->use_cap = total;
+        if (u) out->use = u;
+        double *bx = realloc(out->box, sizeof(double) * 6 * (size_t)(total + 1));
+        if (bx) out->box = bx;
+        if (!u || !bx) goto oom;
+        out->use_cap = total;
     }
-    int64_t ninsert = 0, off = 0;
+    int64_t off = 0;
+    for (int b = 0; b < nbodies; off += bodies[b].np, b++) {
+        boff[b] = off;
+        for (int i = 0; i < 3; i++) blo[b][i] = INFINITY, bhi[b][i] = -INFINITY;
+        for (int64_t p = 0; p < bodies[b].np; p++) {
+            double *bx = out->box + 6 * (off + p);
+            point_box(&bodies[b], p, margin, bx, bx + 3);
+            for (int i = 0; i < 3; i++) blo[b][i] = fmin(blo[b][i], bx[i]), bhi[b][i] = fmax(bhi[b][i], bx[3 + i]);
+        }
+    }
+    /* which points can meet another body at all (its box overlaps that body's box) */
+    int64_t ninsert = 0;
     double ext = 2 * margin;
-    for (int a = 0; a < nbodies; off += bodies[a].np, a++) {
+    for (int a = 0; a < nbodies; a++) {
         for (int64_t p = 0; p < bodies[a].np; p++) {
-            double lo[3], hi[3];
-            point_box(&bodies[a], p, margin, lo, hi);
+            const double *lo = out->box + 6 * (boff[a] + p), *hi = lo + 3;
             unsigned char u = 0;
             for (int b = 0; b < nbodies && !u; b++) {
                 if (b == a || (bodies[a].is_static && bodies[b].is_static)) continue;
                 u = lo[0] <= bhi[b][0] && hi[0] >= blo[b][0] && lo[1] <= bhi[b][1] && hi[1] >= blo[b][1] &&
                     lo[2] <= bhi[b][2] && hi[2] >= blo[b][2];
             }
-            out->use[off + p] = u;
+            out->use[boff[a] + p] = u;
             if (u) {
                 ninsert++;
                 for (int i = 0; i < 3; i++) ext = fmax(ext, hi[i] - lo[i]);
@@ -108,7 +110,7 @@ int sim_contact_broad_phase(const SimContactBody *bodies, int nbodies, double ma
         }
     }
     if (!ninsert) {
-        free(blo), free(bhi);
+        free(blo), free(bhi), free(boff);
         return 0;
     }
     /* cells at least as large as any box: a box covers ≤ 2 cells per axis, ≤ 8 in all */
@@ -124,21 +126,12 @@ int sim_contact_broad_phase(const SimContactBody *bodies, int nbodies, double ma
         if (!k || !c || !e) goto oom;
         out->ent_cap = cap;
     }
-    int64_t T = 1;
-    while (T < 2 * cap) T <<= 1;
-    if (out->table_cap < T + 1) {
-        int64_t *c = realloc(out->count, sizeof(int64_t) * (size_t)(T + 1));
-        if (!c) goto oom;
-        out->count = c, out->table_cap = T + 1;
-    }
     /* entries: key, (cell x, y, z, body, point) */
     int64_t ne = 0;
-    off = 0;
     for (int a = 0; a < nbodies; a++) {
         for (int64_t p = 0; p < bodies[a].np; p++) {
-            if (!out->use[off + p]) continue;
-            double lo[3], hi[3];
-            point_box(&bodies[a], p, margin, lo, hi);
+            if (!out->use[boff[a] + p]) continue;
+            const double *lo = out->box + 6 * (boff[a] + p), *hi = lo + 3;
             int64_t c0[3], c1[3];
             for (int i = 0; i < 3; i++) c0[i] = (int64_t)floor(lo[i] * inv), c1[i] = (int64_t)floor(hi[i] * inv);
             for (int64_t ix = c0[0]; ix <= c1[0]; ix++)
@@ -150,7 +143,13 @@ int sim_contact_broad_phase(const SimContactBody *bodies, int nbodies, double ma
                         ne++;
                     }
         }
-        off += bodies[a].np;
+    }
+    int64_t T = 1;
+    while (T < 2 * ne) T <<= 1;
+    if (out->table_cap < T + 1) {
+        int64_t *c = realloc(out->count, sizeof(int64_t) * (size_t)(T + 1));
+        if (!c) goto oom;
+        out->count = c, out->table_cap = T + 1;
     }
     /* counting sort by bucket */
     memset(out->count, 0, sizeof(int64_t) * (size_t)(T + 1));
@@ -163,14 +162,12 @@ int sim_contact_broad_phase(const SimContactBody *bodies, int nbodies, double ma
         int64_t end = out->count[t];
         for (int64_t u = start; u < end; u++) {
             const int32_t *cu = out->cell + 5 * out->ent[u];
+            const double *la = out->box + 6 * (boff[cu[3]] + cu[4]), *ha = la + 3;
             for (int64_t v = u + 1; v < end; v++) {
                 const int32_t *cv = out->cell + 5 * out->ent[v];
                 if (cu[3] == cv[3] || cu[0] != cv[0] || cu[1] != cv[1] || cu[2] != cv[2]) continue;
-                const SimContactBody *A = &bodies[cu[3]], *Bb = &bodies[cv[3]];
-                if (A->is_static && Bb->is_static) continue;
-                double la[3], ha[3], lb[3], hb[3];
-                point_box(A, cu[4], margin, la, ha);
-                point_box(Bb, cv[4], margin, lb, hb);
+                if (bodies[cu[3]].is_static && bodies[cv[3]].is_static) continue;
+                const double *lb = out->box + 6 * (boff[cv[3]] + cv[4]), *hb = lb + 3;
                 int ok = 1;
                 for (int i = 0; i < 3 && ok; i++) {
                     ok = la[i] <= hb[i] && lb[i] <= ha[i];
@@ -182,10 +179,10 @@ int sim_contact_broad_phase(const SimContactBody *bodies, int nbodies, double ma
         }
         start = end;
     }
-    free(blo), free(bhi);
+    free(blo), free(bhi), free(boff);
     return 0;
 oom:
-    free(blo), free(bhi);
+    free(blo), free(bhi), free(boff);
     return -1;
 }
 

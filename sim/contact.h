@@ -48,6 +48,7 @@ typedef struct {
     int32_t *cell;
     int64_t ent_cap, table_cap;
     unsigned char *use;
+    double *box;      /* per point: its swept, inflated box (lo, hi) */
     int64_t use_cap;
 } SimContactSet;
 
