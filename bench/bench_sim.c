@@ -295,7 +295,7 @@ int main(int argc, char **argv) {
         SimWorld world = {0};
         if (sim_world_init(&world, objs, sc.nobjects, NULL, 0, sc.planes, sc.nplanes, &sc.contact, err, sizeof err))
             die("world", err);
-        int steps = (int)sc.steps, ncontact = 0, iters = 0, hess = 0;
+        int steps = (int)sc.steps, ncontact = 0, iters = 0, hess = 0, fact = 0, prods = 0;
         double *cw = malloc(sizeof(double) * (size_t)steps), *cc = malloc(sizeof(double) * (size_t)steps), dmin = INFINITY;
         int64_t pts = 0;
         for (int k = 0; k < sc.nobjects; k++) pts += objs[k].nc;
@@ -305,16 +305,21 @@ int main(int argc, char **argv) {
             double w1 = 1e3 * (wall_s() - w0), c1 = 1e3 * (cpu_s() - c0);
             dmin = fmin(dmin, world.last.min_distance);
             if (getenv("BENCH_VERBOSE"))
-                printf("frame %d: %.1f ms, %d iterations, %d Hessians, %d CCD-limited, %lld candidates, %lld active, converged %d\n", f,
-                       c1, world.last.iters, world.last.hessians, world.last.ccd_limited, (long long)world.last.candidates,
+                printf("frame %d: %.1f ms, %d iterations, %d Hessians, %d factorizations, %d CG products (%d negative), %d CCD-limited, "
+                       "%lld candidates, %lld active, converged %d\n", f, c1, world.last.iters, world.last.hessians,
+                       world.last.factorizations, world.last.cg_products, world.last.negative, world.last.ccd_limited,
+                       (long long)world.last.candidates,
                        (long long)world.last.active, world.last.converged);
             if (world.last.active > 0 || world.last.candidates > 0)
-                cw[ncontact] = w1, cc[ncontact] = c1, ncontact++, iters += world.last.iters, hess += world.last.hessians;
+                cw[ncontact] = w1, cc[ncontact] = c1, ncontact++, iters += world.last.iters, hess += world.last.hessians,
+                fact += world.last.factorizations, prods += world.last.cg_products;
         }
         if (!ncontact) die("pile", "no frame had contact pairs");
         printf("info sim_pile %d objects, %lld cubature points in all, %d of %d frames in contact, %.1f Newton iterations "
-               "and %.1f Hessians per contact frame, min pair distance %.3g m (d̂ %.3g m, κ %.3g)\n",
-               sc.nobjects, (long long)pts, ncontact, steps, (double)iters / ncontact, (double)hess / ncontact, dmin,
+               "(%.1f CG products each), %.1f elastic Hessians and %.1f factorizations per contact frame, min pair distance "
+               "%.3g m (d̂ %.3g m, κ %.3g)\n",
+               sc.nobjects, (long long)pts, ncontact, steps, (double)iters / ncontact, (double)prods / fmax(iters, 1),
+               (double)hess / ncontact, (double)fact / ncontact, dmin,
                world.dhat, world.kappa);
         printf("case sim_pile %.4f %d\ncpu sim_pile %.4f\n", median(cw, ncontact), ncontact, median(cc, ncontact));
         free(cw), free(cc);

@@ -20,6 +20,8 @@ void sim_contact_defaults(SimContactOptions *c) {
 typedef struct {
     int64_t nb, n, r, m;       /* blocks, 3nb, subspace dim per coordinate, 3r */
     int64_t off, roff;         /* offsets in Z and in the reduced vector */
+    int64_t hoff, poff, uoff;  /* offsets of its block in Hob, of its points and of their rows in the
+                                  contact scratch */
     const double *N, *zp, *Lm; /* exact-Dirichlet subspace (N NULL: none) */
     int64_t np;                /* contact points */
     const double *Xp, *Bp;
@@ -38,6 +40,17 @@ struct SimWorldScratch {
     int64_t nact, act_cap;
     double *U;                 /* contact Hessian scratch */
     int *comp;                 /* component of each object */
+    /* Newton directions by conjugate gradients on the exact Hessian, preconditioned by a
+     * factorization of the PSD one (see sim_world_step) */
+    double *Hob;               /* each object's reduced diagonal block (m × m), without contact */
+    double *cg;                /* 5 vectors of nred: x, r, z, p, q */
+    int *slot;                 /* per contact point (poff-indexed): its row in Ug, or −1 */
+    int64_t *npt;              /* per object: its points in active pairs */
+    double *Ug, *Dg, *Fg;      /* those points' rows (× r), displacements and forces (× 3) */
+    int64_t *pslot;            /* per active pair: the rows of its two points */
+    double *cfx;               /* per active pair: the six coefficients of its exact 3 × 3 Hessian */
+    int64_t pair_cap;
+    bool have_factor;          /* Lh holds the factors of a PSD Newton matrix over comp */
     bool kel_stale;            /* the objects' lagged elastic Hessians want reassembly (solver.h) */
 };
 
@@ -50,6 +63,7 @@ static void scratch_free(struct SimWorldScratch *s, int nbodies) {
     if (s->x)
         for (int b = 0; b < nbodies; b++) free(s->x[b]), free(s->dx[b]);
     free(s->x), free(s->dx), free(s->bodies), free(s->act), free(s->U), free(s->comp);
+    free(s->Hob), free(s->cg), free(s->slot), free(s->npt), free(s->Ug), free(s->Dg), free(s->Fg), free(s->pslot), free(s->cfx);
     sim_contact_set_free(&s->cand);
     free(s);
 }
@@ -132,7 +146,7 @@ int sim_world_init(SimWorld *w, SimObject *objs, int nobj, SimRigid *rigids, int
     s->bodies = calloc((size_t)(nbodies + 1), sizeof *s->bodies);
     s->comp = calloc((size_t)(nobj + 1), sizeof(int));
     if (!s->oi || !s->x || !s->dx || !s->bodies || !s->comp) goto oom;
-    int64_t off = 0, roff = 0, maxn = 1;
+    int64_t off = 0, roff = 0, maxn = 1, hoff = 0, poff = 0, uoff = 0;
     double spacing = 0, heavy = 0, gmax = 9.81;
     for (int k = 0; k < nobj; k++) {
         SimObject *o = &objs[k];
@@ -141,12 +155,14 @@ int sim_world_init(SimWorld *w, SimObject *objs, int nobj, SimRigid *rigids, int
         oi->nb = o->nb, oi->n = o->n;
         oi->r = sim_object_subspace(o, &oi->N, &oi->zp, &oi->Lm);
         oi->m = 3 * oi->r;
-        oi->off = off, oi->roff = roff;
-        off += oi->n, roff += oi->m;
+        oi->off = off, oi->roff = roff, oi->hoff = hoff;
+        off += oi->n, roff += oi->m, hoff += oi->m * oi->m;
         if (oi->n > maxn) maxn = oi->n;
         oi->np = o->nv ? o->nv : o->nc;
         oi->Xp = o->nv ? o->Xv : o->Xc;
         oi->Bp = o->nv ? o->Bv : o->Bc;
+        oi->poff = poff, oi->uoff = uoff;
+        poff += oi->np, uoff += oi->np * oi->r;
         s->nobj = k + 1;
         if (oi->N) {
             oi->Bpr = malloc(sizeof(double) * (size_t)(oi->np * oi->r));
@@ -182,6 +198,11 @@ int sim_world_init(SimWorld *w, SimObject *objs, int nobj, SimRigid *rigids, int
     if (!s->z0 || !s->z || !s->ztil || !s->g || !s->dz || !s->zt || !s->Hk || !s->Hr || !s->gr || !s->dy ||
         !s->Lh || !s->sub || !s->tmp)
         goto oom;
+    s->Hob = malloc(sizeof(double) * (size_t)(hoff + 1)), s->cg = malloc(sizeof(double) * 5 * nr);
+    s->slot = malloc(sizeof(int) * (size_t)(poff + 1)), s->npt = calloc((size_t)nobj + 1, sizeof(int64_t));
+    s->Ug = malloc(sizeof(double) * (size_t)(uoff + 1));
+    s->Dg = malloc(sizeof(double) * 3 * (size_t)(poff + 1)), s->Fg = malloc(sizeof(double) * 3 * (size_t)(poff + 1));
+    if (!s->Hob || !s->cg || !s->slot || !s->npt || !s->Ug || !s->Dg || !s->Fg) goto oom;
     w->dhat = w->contact.dhat > 0 ? w->contact.dhat : 1.5 * spacing;
     if (!(w->dhat > 0)) w->dhat = 1e-2;
     /* −b′(d̂/2) = d̂ (1 + 2 ln 2) / 2 ≈ 1.19 d̂ per pair; 24 pairs carry the heaviest weight */
@@ -270,8 +291,8 @@ static const int PI_[6] = {0, 0, 0, 1, 1, 2}, PJ_[6] = {0, 1, 2, 1, 2, 2};
 /* The pair barrier's Hessian in 3D, κ[b″ n nᵀ + (b′/d)(I − n nᵀ)]: with tangential false the
  * second term (negative: b′ < 0 inside d̂) is dropped, the per-pair PSD projection; with it the
  * exact Hessian. The exact one converges quadratically where the projected one crawls (resting
- * contact: full Newton steps shrinking the decrement by only 0.5–0.75 each), and the step keeps
- * it whenever the whole system, with the mass and elastic terms, still factors without a shift. */
+ * contact: full Newton steps shrinking the decrement by only 0.5–0.75 each); the projected one
+ * always factors. The step factors the projected one and solves with the exact one by CG (below). */
 static void pair_coefficients(const SimWorld *w, double scale, double d, bool tangential, double *c, double *tg) {
     *c = scale * w->kappa * sim_barrier_pair_curvature(d, w->dhat) / (d * d), *tg = 0;
     if (!tangential) return;
@@ -417,15 +438,15 @@ static double objects_energy(SimWorld *w, const double *Z, const double *Ztil, d
     return E;
 }
 
-/* Hr's diagonal block of object k from its step Hessian in s->Hk: (I ⊗ N)ᵀ H_k (I ⊗ N), as
+/* Object k's reduced block (Hob) from its step Hessian in s->Hk: (I ⊗ N)ᵀ H_k (I ⊗ N), as
  * T = H_k (I ⊗ N) (n × 3r) then (I ⊗ N)ᵀ T */
 static void reduce_object_block(const SimWorld *w, int k) {
     struct SimWorldScratch *s = w->ws;
     const ObjInfo *A = &s->oi[k];
-    int64_t NR = s->nred, n = A->n, nb = A->nb, r = A->r;
-    double *out = s->Hr + A->roff * NR + A->roff;
+    int64_t NR = A->m, n = A->n, nb = A->nb, r = A->r;
+    double *out = s->Hob + A->hoff;
     if (!A->N) {
-        for (int64_t q = 0; q < n; q++) memcpy(out + q * NR, s->Hk + q * n, sizeof(double) * (size_t)n);
+        memcpy(out, s->Hk, sizeof(double) * (size_t)(n * n));
         return;
     }
     double *T = s->tmp;
@@ -437,14 +458,13 @@ static void reduce_object_block(const SimWorld *w, int k) {
                     T + i * nb * 3 * r, (int)(3 * r), 0.0, out + i * r * NR, (int)NR);
 }
 
-/* The objects' part of the reduced Newton matrix: Hr zeroed, each object's step Hessian (its
- * elastic term lagged when `lagged`, solver.h, reassembled when `fresh`) reduced into its
- * diagonal block. Returns whether any elastic Hessian was assembled. */
+/* The objects' part of the reduced Newton matrix: each object's step Hessian (its elastic term
+ * lagged when `lagged`, solver.h, reassembled when `fresh`) reduced into its block of Hob.
+ * Returns whether any elastic Hessian was assembled. */
 static bool objects_hessian(SimWorld *w, const double *Z, const double *Ztil, double dt, double t, bool lagged,
                             bool fresh) {
     struct SimWorldScratch *s = w->ws;
     bool any = !lagged;
-    memset(s->Hr, 0, sizeof(double) * (size_t)(s->nred * s->nred));
     for (int k = 0; k < w->nobj; k++) {
         const ObjInfo *oi = &s->oi[k];
         if (lagged)
@@ -501,11 +521,12 @@ static int chol_shifted(double *A, const double *src, int n, int attempts) {
     return -1;
 }
 
-/* Newton direction per connected component: dy = −Hr⁻¹ gr restricted to each component. With
- * refactor, each component's block of Hr is factored into Lh (one after another: Σ dim² ≤ NR²);
- * without, the factors of the last refactor are reused (a chord step: s->comp, which fixes the
- * components, is only rebuilt with a new Hessian, so the blocks line up). */
-static int solve_components(SimWorld *w, bool refactor, int attempts, int *ncomp, int *shifted) {
+/* x = Hr⁻¹ b per connected component (x may be b). With refactor, each component's block of Hr is
+ * factored into Lh (one after another: Σ dim² ≤ NR²); without, the factors of the last refactor
+ * are reused (s->comp, which fixes the components, is only rebuilt with a new factorization, so
+ * the blocks line up). */
+static int solve_components(SimWorld *w, bool refactor, int attempts, int *ncomp, int *shifted, const double *b,
+                            double *x) {
     struct SimWorldScratch *s = w->ws;
     int64_t NR = s->nred, off = 0;
     *ncomp = 0;
@@ -533,7 +554,7 @@ static int solve_components(SimWorld *w, bool refactor, int attempts, int *ncomp
                     memcpy(S + ru * dim + rv, s->Hr + (A->roff + i) * NR + B->roff, sizeof(double) * (size_t)B->m);
                     rv += B->m;
                 }
-                rhs[ru] = -s->gr[A->roff + i];
+                rhs[ru] = b[A->roff + i];
             }
         }
         if (refactor) {
@@ -544,17 +565,196 @@ static int solve_components(SimWorld *w, bool refactor, int attempts, int *ncomp
             }
             if (shifted) *shifted += tries;
         }
-        int d = (int)dim, one = 1, info = 0;
-        dpotrs_("L", &d, &one, L, &d, rhs, &d, &info, 1);
+        /* two triangular solves (dpotrs would pack L for a matrix right-hand side) */
+        cblas_dtrsv(CblasColMajor, CblasLower, CblasNoTrans, CblasNonUnit, (int)dim, L, (int)dim, rhs, 1);
+        cblas_dtrsv(CblasColMajor, CblasLower, CblasTrans, CblasNonUnit, (int)dim, L, (int)dim, rhs, 1);
         ru = 0;
         for (int u = 0; u < nm; u++) {
             const ObjInfo *A = &s->oi[members[u]];
-            memcpy(s->dy + A->roff, rhs + ru, sizeof(double) * (size_t)A->m);
+            memcpy(x + A->roff, rhs + ru, sizeof(double) * (size_t)A->m);
             ru += A->m;
         }
     }
     free(members);
     return rc;
+}
+
+/* CG's relative residual (in the preconditioner's norm) and products per Newton direction */
+#define CG_ETA 1e-2
+#define CG_MAX 16
+
+/* ---- Newton directions: conjugate gradients on the exact Hessian ------------------------------
+ *
+ * The exact pair-barrier Hessian is often indefinite (its tangential term, −κ|b′|/d, is of the
+ * size of the lightest subspace directions' inertia), and assembling it costs as much as a
+ * factorization. So the direction comes from preconditioned CG on the exact matrix, applied
+ * without assembling it (hess_apply: the objects' blocks times v, plus Σ_pairs J_pᵀ C_p J_p v
+ * through the pairs' points, O(pairs · r)), with the Cholesky factors of the PSD matrix (the
+ * per-pair projected barrier, which always factors) as the preconditioner. Where the exact
+ * Hessian is positive definite, CG converges to its Newton step; where CG meets negative
+ * curvature it stops at the last iterate, still a descent direction (Steihaug 1983), or on the
+ * first iteration takes the preconditioned gradient step. The factors are kept across
+ * iterations and steps while CG converges quickly with them, and refreshed when it does not. */
+
+/* The active pairs' exact Hessians in factored form for hess_apply: each object's points in an
+ * active pair gathered (their rows in Ug), per pair the two rows and the six coefficients. */
+static int contact_prepare(SimWorld *w, double scale) {
+    struct SimWorldScratch *s = w->ws;
+    if (s->nact > s->pair_cap) {
+        int64_t cap = s->nact + s->nact / 2 + 64;
+        int64_t *ps = realloc(s->pslot, sizeof(int64_t) * 2 * (size_t)cap);
+        if (ps) s->pslot = ps;
+        double *cf = realloc(s->cfx, sizeof(double) * 6 * (size_t)cap);
+        if (cf) s->cfx = cf;
+        if (!ps || !cf) return -1;
+        s->pair_cap = cap;
+    }
+    for (int k = 0; k < w->nobj; k++) {
+        const ObjInfo *A = &s->oi[k];
+        for (int64_t p = 0; p < A->np; p++) s->slot[A->poff + p] = -1;
+        s->npt[k] = 0;
+    }
+    for (int64_t t = 0; t < s->nact; t++) {
+        const SimContactPair *q = &s->act[t];
+        for (int side = 0; side < 2; side++) {
+            int body = side ? q->b : q->a;
+            int64_t pt = side ? q->q : q->p;
+            if (body >= w->nobj) {
+                s->pslot[2 * t + side] = -1;
+                continue;
+            }
+            const ObjInfo *A = &s->oi[body];
+            int *sl = &s->slot[A->poff + pt];
+            if (*sl < 0) {
+                *sl = (int)s->npt[body]++;
+                memcpy(s->Ug + A->uoff + *sl * A->r, obj_rows(A) + pt * A->r, sizeof(double) * (size_t)A->r);
+            }
+            s->pslot[2 * t + side] = *sl;
+        }
+        double r[3], d, c, tg;
+        pair_geom(s, q, 0, r, &d);
+        pair_coefficients(w, scale, d, true, &c, &tg);
+        for (int e = 0; e < 6; e++) s->cfx[6 * t + e] = c * r[PI_[e]] * r[PJ_[e]] + (PI_[e] == PJ_[e] ? tg : 0);
+    }
+    return 0;
+}
+
+/* out = H v with H the exact reduced Newton matrix: the objects' blocks (Hob) and the pairs'
+ * C ⊗ [u; −v][u; −v]ᵀ, through the displacements J_p v of the pairs' points. */
+static void hess_apply(const SimWorld *w, const double *v, double *out) {
+    const struct SimWorldScratch *s = w->ws;
+    for (int k = 0; k < w->nobj; k++) {
+        const ObjInfo *A = &s->oi[k];
+        cblas_dsymv(CblasRowMajor, CblasUpper, (int)A->m, 1.0, s->Hob + A->hoff, (int)A->m, v + A->roff, 1, 0.0,
+                    out + A->roff, 1);
+    }
+    if (!s->nact) return;
+    for (int k = 0; k < w->nobj; k++) {
+        const ObjInfo *A = &s->oi[k];
+        int64_t P = s->npt[k];
+        if (!P) continue;
+        /* D = Ug Vᵀ (P × 3), v's coordinate blocks the rows of V (3 × r): plain loops, as BLAS
+         * would pack Ug for these skinny products */
+        const double *v0 = v + A->roff, *v1 = v0 + A->r, *v2 = v1 + A->r;
+        for (int64_t p = 0; p < P; p++) {
+            const double *u = s->Ug + A->uoff + p * A->r;
+            double d0 = 0, d1 = 0, d2 = 0;
+#pragma omp simd reduction(+ : d0, d1, d2)
+            for (int64_t j = 0; j < A->r; j++) d0 += u[j] * v0[j], d1 += u[j] * v1[j], d2 += u[j] * v2[j];
+            double *D = s->Dg + 3 * (A->poff + p), *F = s->Fg + 3 * (A->poff + p);
+            D[0] = d0, D[1] = d1, D[2] = d2, F[0] = F[1] = F[2] = 0;
+        }
+    }
+    for (int64_t t = 0; t < s->nact; t++) {
+        const SimContactPair *q = &s->act[t];
+        int64_t sa = s->pslot[2 * t], sb = s->pslot[2 * t + 1];
+        const double *c = s->cfx + 6 * t, *da = s->Dg + 3 * (s->oi[q->a].poff + sa);
+        double dd[3] = {da[0], da[1], da[2]};
+        if (sb >= 0) {
+            const double *db = s->Dg + 3 * (s->oi[q->b].poff + sb);
+            for (int i = 0; i < 3; i++) dd[i] -= db[i];
+        }
+        double f[3] = {c[0] * dd[0] + c[1] * dd[1] + c[2] * dd[2], c[1] * dd[0] + c[3] * dd[1] + c[4] * dd[2],
+                       c[2] * dd[0] + c[4] * dd[1] + c[5] * dd[2]};
+        double *fa = s->Fg + 3 * (s->oi[q->a].poff + sa);
+        for (int i = 0; i < 3; i++) fa[i] += f[i];
+        if (sb >= 0) {
+            double *fb = s->Fg + 3 * (s->oi[q->b].poff + sb);
+            for (int i = 0; i < 3; i++) fb[i] -= f[i];
+        }
+    }
+    for (int k = 0; k < w->nobj; k++) {
+        const ObjInfo *A = &s->oi[k];
+        int64_t P = s->npt[k];
+        if (!P) continue;
+        /* out's 3 × r += Fᵀ Ug */
+        double *o0 = out + A->roff, *o1 = o0 + A->r, *o2 = o1 + A->r;
+        for (int64_t p = 0; p < P; p++) {
+            const double *u = s->Ug + A->uoff + p * A->r, *F = s->Fg + 3 * (A->poff + p);
+#pragma omp simd
+            for (int64_t j = 0; j < A->r; j++) o0[j] += F[0] * u[j], o1[j] += F[1] * u[j], o2[j] += F[2] * u[j];
+        }
+    }
+}
+
+/* Factors the PSD Newton matrix: the objects' blocks plus the projected pair Hessians (which also
+ * fixes the components), with growing shifts if even that does not factor. 0, 1: no factor, -1: oom. */
+static int factor_psd(SimWorld *w, double scale, bool contact, int *ncomp) {
+    struct SimWorldScratch *s = w->ws;
+    int64_t NR = s->nred;
+    memset(s->Hr, 0, sizeof(double) * (size_t)(NR * NR));
+    for (int k = 0; k < w->nobj; k++) {
+        const ObjInfo *A = &s->oi[k];
+        for (int64_t i = 0; i < A->m; i++)
+            memcpy(s->Hr + (A->roff + i) * NR + A->roff, s->Hob + A->hoff + i * A->m, sizeof(double) * (size_t)A->m);
+        s->comp[k] = k;
+    }
+    if (contact && barrier_hessian(w, scale, false)) return -1;
+    /* factors only: the right-hand side is a dummy */
+    int rc = solve_components(w, true, 8, ncomp, NULL, s->cg, s->cg);
+    s->have_factor = rc == 0;
+    return rc;
+}
+
+/* dy ≈ −H⁻¹ gr by preconditioned CG (see above), to a relative residual eta in the preconditioner's
+ * norm, at most kmax products. Returns the products used; *slow when it did not get there (or
+ * met negative curvature at once), *negative when it met negative curvature. */
+static int newton_direction(SimWorld *w, double eta, int kmax, bool *slow, bool *negative) {
+    struct SimWorldScratch *s = w->ws;
+    int64_t NR = s->nred;
+    double *x = s->cg, *r = x + NR, *z = r + NR, *p = z + NR, *q = p + NR;
+    int nc;
+    *slow = true, *negative = false;
+    for (int64_t i = 0; i < NR; i++) r[i] = -s->gr[i], x[i] = 0;
+    solve_components(w, false, 0, &nc, NULL, r, z);
+    memcpy(p, z, sizeof(double) * (size_t)NR);
+    double rz = cblas_ddot((int)NR, r, 1, z, 1), rz0 = rz;
+    int k = 0;
+    while (k < kmax && rz > 0) {
+        hess_apply(w, p, q);
+        k++;
+        double pq = cblas_ddot((int)NR, p, 1, q, 1);
+        if (!(pq > 0)) {
+            *negative = true;
+            if (k == 1) memcpy(x, p, sizeof(double) * (size_t)NR); /* the preconditioned gradient step */
+            else *slow = false;
+            break;
+        }
+        double a = rz / pq;
+        cblas_daxpy((int)NR, a, p, 1, x, 1);
+        cblas_daxpy((int)NR, -a, q, 1, r, 1);
+        solve_components(w, false, 0, &nc, NULL, r, z);
+        double rz1 = cblas_ddot((int)NR, r, 1, z, 1);
+        if (rz1 <= eta * eta * rz0) {
+            *slow = false;
+            break;
+        }
+        for (int64_t i = 0; i < NR; i++) p[i] = z[i] + (rz1 / rz) * p[i];
+        rz = rz1;
+    }
+    if (rz0 == 0) *slow = false;
+    memcpy(s->dy, x, sizeof(double) * (size_t)NR);
+    return k;
 }
 
 /* Σ_k grᵀ M_r,k⁻¹ gr: the gradient's size in the mass metric, the stop test. With the projected
@@ -739,8 +939,7 @@ int sim_world_step(SimWorld *w, double dt, char *err, size_t errlen) {
             /* every object lags its elastic Hessian (solver.h): reassembled when the last iteration
              * that used them contracted gᵀM⁻¹g by less than `lag` (a backtrack alone, which the
              * barrier causes often and a new elastic term does not cure, is not enough: pile 23%
-             * less time); the barrier, inertia and controls exact, the system refactored every
-             * iteration */
+             * less time); the barrier, inertia and controls exact */
             if (it > 0) s->kel_stale = poor;
             /* a reassembly followed by another poor iteration says the lag is not what slows
              * this step (the barrier's non-convexity is): no more reassemblies in it (pile: 4.0
@@ -754,27 +953,32 @@ int sim_world_step(SimWorld *w, double dt, char *err, size_t errlen) {
             fresh = it == 0 || (st->hessians < max_hessians && poor);
         prev_bound = bound;
         int rc = 0;
-        bool assembled = !lagged;
-        for (int exact = contact; fresh; exact--) {
+        if (fresh) {
             if (objects_hessian(w, s->z, s->ztil, dt, t1, lagged, fresh_el)) {
-                assembled = true;
+                st->hessians++;
                 if (lagged) s->kel_stale = false;
             }
-            fresh_el = false;
-            for (int k = 0; k < w->nobj; k++) s->comp[k] = k;
-            if (contact && barrier_hessian(w, dt2, exact)) goto oom;
-            int shifted;
-            /* the exact Hessian gets one factorization: a shift would send it to the projected
-             * one anyway, so only the projected one retries with shifts */
-            rc = solve_components(w, true, exact ? 1 : 8, &st->components, &shifted);
-            if (rc < 0) goto oom;
-            /* the exact barrier Hessian made the system indefinite: the projected one instead */
-            if (!(exact && (rc > 0 || shifted))) break;
-            st->projected++;
+            if (contact && contact_prepare(w, dt2)) goto oom;
+            /* without the lag every Hessian is factored (plain Newton); with it the factors are
+             * kept while CG converges quickly with them, and a slow CG refactors and runs again */
+            bool refactor = !lagged || !s->have_factor;
+            for (;;) {
+                if (refactor) {
+                    rc = factor_psd(w, dt2, contact, &st->components);
+                    if (rc) break;
+                    st->factorizations++;
+                }
+                bool slow, negative;
+                st->cg_products += newton_direction(w, CG_ETA, CG_MAX, &slow, &negative);
+                st->negative += negative;
+                if (!slow || refactor) break;
+                refactor = true;
+            }
+        } else { /* a chord step: the last factors as they are */
+            for (int64_t i = 0; i < s->nred; i++) s->dy[i] = -s->gr[i];
+            rc = s->have_factor ? solve_components(w, false, 0, &st->components, NULL, s->dy, s->dy) : 1;
         }
-        if (fresh && assembled) st->hessians++;
         st->iters++;
-        if (!fresh) rc = solve_components(w, false, 0, &st->components, NULL);
         if (rc < 0) goto oom;
         if (rc > 0) {
             st->failures++;
@@ -844,8 +1048,8 @@ int sim_world_step(SimWorld *w, double dt, char *err, size_t errlen) {
     st->seconds = sim_now() - t0;
     if (getenv("ANIMA_WORLD_DEBUG"))
         fprintf(stderr,
-                "\nworld t=%.3f it %d hess %d proj %d fail %d ccd %d comps %d cand %lld act %lld dmin %.3g beta %.3g ms %.1f\n",
-                w->t, st->iters, st->hessians, st->projected, st->failures, st->ccd_limited, st->components,
+                "\nworld t=%.3f it %d hess %d fact %d fail %d ccd %d comps %d cand %lld act %lld dmin %.3g beta %.3g ms %.1f\n",
+                w->t, st->iters, st->hessians, st->factorizations, st->failures, st->ccd_limited, st->components,
                 (long long)st->candidates, (long long)st->active, st->min_distance, st->rigid_beta, 1e3 * st->seconds);
     for (int k = 0; k < w->nobj; k++) {
         SimStepStats *os = &w->obj[k].last;
@@ -906,4 +1110,41 @@ double sim_world_min_distance(const SimWorld *w) {
         m = sim_contact_min_distance(w->ws->bodies, &set, 0);
     sim_contact_set_free(&set);
     return m;
+}
+
+double sim_world_hessian_product_error(SimWorld *w, double dt) {
+    struct SimWorldScratch *s = w->ws;
+    int64_t NR = s->nred, N = s->ntot;
+    double *v = malloc(sizeof(double) * (size_t)(3 * NR + N + 1));
+    int *comp = malloc(sizeof(int) * (size_t)(w->nobj + 1));
+    if (!v || !comp) {
+        free(v), free(comp);
+        return INFINITY;
+    }
+    double *h1 = v + NR, *h2 = h1 + NR, *Z = h2 + NR, err = 0, big = 0;
+    for (int k = 0; k < w->nobj; k++) memcpy(Z + s->oi[k].off, w->obj[k].z, sizeof(double) * (size_t)s->oi[k].n);
+    memcpy(comp, s->comp, sizeof(int) * (size_t)w->nobj);
+    /* the pairs within d̂ now (a broad phase of the static bodies), the objects' blocks */
+    set_bodies(w, Z, NULL);
+    if (sim_contact_broad_phase(s->bodies, w->nobj + w->nrigid, 0.5 * w->dhat, &s->cand) || collect_active(w) ||
+        contact_prepare(w, dt * dt)) {
+        free(v), free(comp);
+        return INFINITY;
+    }
+    objects_hessian(w, Z, Z, dt, w->t, true, false);
+    /* the assembled exact matrix */
+    memset(s->Hr, 0, sizeof(double) * (size_t)(NR * NR));
+    for (int k = 0; k < w->nobj; k++) {
+        const ObjInfo *A = &s->oi[k];
+        for (int64_t i = 0; i < A->m; i++)
+            memcpy(s->Hr + (A->roff + i) * NR + A->roff, s->Hob + A->hoff + i * A->m, sizeof(double) * (size_t)A->m);
+    }
+    if (barrier_hessian(w, dt * dt, true)) err = INFINITY;
+    for (int64_t i = 0; i < NR; i++) v[i] = sin(1.7 * (double)i + 0.3);
+    cblas_dgemv(CblasRowMajor, CblasNoTrans, (int)NR, (int)NR, 1.0, s->Hr, (int)NR, v, 1, 0.0, h1, 1);
+    hess_apply(w, v, h2);
+    for (int64_t i = 0; i < NR; i++) err = fmax(err, fabs(h1[i] - h2[i])), big = fmax(big, fabs(h1[i]));
+    memcpy(s->comp, comp, sizeof(int) * (size_t)w->nobj);
+    free(v), free(comp);
+    return err / fmax(big, 1e-300);
 }

@@ -185,7 +185,8 @@ TEST(sim_world_pile_keeps_every_pair_distance_positive) {
     SimPlane floor = {.normal = {0, 1, 0}, .offset = 0, .stiffness = 1e6};
     CHECK_MSG(sim_world_init(&w, objs, 3, NULL, 0, &floor, 1, &co, err, sizeof err) == 0, "%s", err);
     double e0 = sim_world_energy(&w), emax = e0, dmin = INFINITY, bmin = INFINITY;
-    int steps = test_quick() ? 60 : 150, failures = 0, contacts = 0;
+    int steps = test_quick() ? 60 : 150, failures = 0, contacts = 0, factorizations = 0, products = 0, iters = 0;
+    double hv = 0; /* the matrix-free exact Hessian against the assembled one */
     double *cpu = malloc(sizeof(double) * (size_t)steps);
     for (int s = 0; s < steps; s++) {
         struct timespec a, b;
@@ -197,6 +198,8 @@ TEST(sim_world_pile_keeps_every_pair_distance_positive) {
         if (rc) break;
         failures += w.last.failures;
         contacts += w.last.active > 0;
+        factorizations += w.last.factorizations, products += w.last.cg_products, iters += w.last.iters;
+        if (w.last.active > 0 && s % 10 == 0) hv = fmax(hv, sim_world_hessian_product_error(&w, 0.01));
         /* the solver's own record (every accepted iterate) and an independent brute force */
         CHECK_MSG(w.last.min_distance > 0, "step %d: pair distance %g", s, w.last.min_distance);
         double bd = brute_min_distance(objs, 3);
@@ -213,8 +216,11 @@ TEST(sim_world_pile_keeps_every_pair_distance_positive) {
         for (int64_t v = 0; v < objs[k].nv; v++) lowest = fmin(lowest, x[3 * v + 1]);
     }
     printf("    pile: 3 boxes, d̂ %.3g m, κ %.3g N/m; min pair distance %.3g m (brute force %.3g), steps in contact %d, "
-           "Newton failures %d, E0 %.4g J max %.4g J, lowest vertex %.3g m; CPU ms/step median %.2f p90 %.2f\n",
-           w.dhat, w.kappa, dmin, bmin, contacts, failures, e0, emax, lowest, cpu[steps / 2], cpu[steps * 9 / 10]);
+           "Newton failures %d, E0 %.4g J max %.4g J, lowest vertex %.3g m; CPU ms/step median %.2f p90 %.2f; "
+           "%d Newton iterations, %d factorizations, %d CG products; matrix-free Hessian off by %.2g\n",
+           w.dhat, w.kappa, dmin, bmin, contacts, failures, e0, emax, lowest, cpu[steps / 2], cpu[steps * 9 / 10], iters,
+           factorizations, products, hv);
+    CHECK(hv < 1e-10);
     CHECK(contacts > steps / 3);
     CHECK(emax <= e0 + 1e-6 * fabs(e0) + 1e-9); /* implicit Euler with a conservative barrier dissipates */
     CHECK(lowest > -0.02);
@@ -316,7 +322,7 @@ TEST(sim_world_rigid_ball_on_deformable) {
     SimWorld w;
     CHECK_MSG(sim_world_init(&w, &jelly, 1, &ball, 1, &floor, 1, NULL, err, sizeof err) == 0, "%s", err);
     int touched = 0;
-    double dmin = INFINITY, emax = -INFINITY;
+    double dmin = INFINITY, emax = -INFINITY, hv = 0;
     for (int s = 0; s < 120; s++) {
         CHECK_MSG(sim_world_step(&w, 0.01, err, sizeof err) == 0, "%s", err);
         CHECK_MSG(w.last.min_distance > 0, "step %d: %g", s, w.last.min_distance);
@@ -324,13 +330,16 @@ TEST(sim_world_rigid_ball_on_deformable) {
         CHECK_MSG(d > 0, "step %d: distance now %g", s, d);
         dmin = fmin(dmin, fmin(d, w.last.min_distance));
         touched += w.last.active > 0;
+        /* pairs with a rigid point: one side only in the matrix-free product */
+        if (w.last.active > 0 && s % 10 == 0) hv = fmax(hv, sim_world_hessian_product_error(&w, 0.01));
         double e = sim_world_energy(&w);
         CHECK(isfinite(e));
         emax = fmax(emax, e);
     }
     printf("    ball on jelly: ball at y %.3f (top of the jelly at rest 0.2), min distance %.3g m, steps in contact %d, "
-           "max energy %.3g J\n",
-           ball.c[1], dmin, touched, emax);
+           "max energy %.3g J, matrix-free Hessian off by %.2g\n",
+           ball.c[1], dmin, touched, emax, hv);
+    CHECK(hv < 1e-10);
     CHECK(touched > 20);
     CHECK(ball.c[1] > 0.2 && ball.c[1] < 0.35); /* it landed on the jelly and stayed on it */
     sim_world_free(&w);
