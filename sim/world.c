@@ -32,7 +32,7 @@ struct SimWorldScratch {
     ObjInfo *oi;
     int nobj;
     int64_t ntot, nred, maxn;
-    double *z0, *z, *ztil, *g, *dz, *zt, *Hk, *Hr, *gr, *dy, *Lh, *sub, *tmp;
+    double *z0, *z, *ztil, *g, *gt, *dz, *zt, *Hk, *Hr, *gr, *dy, *Lh, *sub, *tmp;
     double **x, **dx;          /* per body (deformables, then rigid bodies): positions, step */
     SimContactBody *bodies;
     SimContactSet cand;        /* broad-phase candidates of the current step */
@@ -58,7 +58,7 @@ static void scratch_free(struct SimWorldScratch *s, int nbodies) {
     if (!s) return;
     if (s->oi)
         for (int k = 0; k < s->nobj; k++) free(s->oi[k].Bpr);
-    free(s->oi), free(s->z0), free(s->z), free(s->ztil), free(s->g), free(s->dz), free(s->zt), free(s->Hk);
+    free(s->oi), free(s->z0), free(s->z), free(s->ztil), free(s->g), free(s->gt), free(s->dz), free(s->zt), free(s->Hk);
     free(s->Hr), free(s->gr), free(s->dy), free(s->Lh), free(s->sub), free(s->tmp);
     if (s->x)
         for (int b = 0; b < nbodies; b++) free(s->x[b]), free(s->dx[b]);
@@ -190,12 +190,12 @@ int sim_world_init(SimWorld *w, SimObject *objs, int nobj, SimRigid *rigids, int
     s->ntot = off, s->nred = roff, s->maxn = maxn;
     size_t n = (size_t)off + 1, nr = (size_t)roff + 1;
     s->z0 = malloc(sizeof(double) * n), s->z = malloc(sizeof(double) * n), s->ztil = malloc(sizeof(double) * n);
-    s->g = malloc(sizeof(double) * n), s->dz = malloc(sizeof(double) * n), s->zt = malloc(sizeof(double) * n);
+    s->g = malloc(sizeof(double) * n), s->gt = malloc(sizeof(double) * n), s->dz = malloc(sizeof(double) * n), s->zt = malloc(sizeof(double) * n);
     s->Hk = malloc(sizeof(double) * (size_t)(maxn * maxn));
     s->Hr = malloc(sizeof(double) * nr * nr), s->gr = malloc(sizeof(double) * nr), s->dy = malloc(sizeof(double) * nr);
     s->Lh = malloc(sizeof(double) * nr * nr), s->sub = malloc(sizeof(double) * nr * nr);
     s->tmp = malloc(sizeof(double) * (size_t)(maxn * maxn + 3 * maxn + roff + 1));
-    if (!s->z0 || !s->z || !s->ztil || !s->g || !s->dz || !s->zt || !s->Hk || !s->Hr || !s->gr || !s->dy ||
+    if (!s->z0 || !s->z || !s->ztil || !s->g || !s->gt || !s->dz || !s->zt || !s->Hk || !s->Hr || !s->gr || !s->dy ||
         !s->Lh || !s->sub || !s->tmp)
         goto oom;
     s->Hob = malloc(sizeof(double) * (size_t)(hoff + 1)), s->cg = malloc(sizeof(double) * 5 * nr);
@@ -1000,11 +1000,12 @@ int sim_world_step(SimWorld *w, double dt, char *err, size_t errlen) {
             alpha = sim_contact_ccd(s->bodies, &s->cand, w->contact.min_sep);
             if (alpha < 1) st->ccd_limited++;
         }
-        double Et = NAN, dmin = INFINITY;
+        /* the first trial also takes the objects' gradient (most are accepted) */
+        double Et = NAN, Eo = NAN, dmin = INFINITY;
         int bt = 0;
         for (; bt <= max_bt; bt++, alpha *= 0.5) {
             for (int64_t q = 0; q < N; q++) s->zt[q] = s->z[q] + alpha * s->dz[q];
-            Et = objects_energy(w, s->zt, s->ztil, dt, t1, NULL);
+            Et = Eo = objects_energy(w, s->zt, s->ztil, dt, t1, bt == 0 ? s->gt : NULL);
             if (contact) Et += dt2 * barrier_energy(w, s->cand.pairs, s->cand.n, alpha, &dmin);
             if (Et <= E + armijo * alpha * dec) break;
         }
@@ -1020,7 +1021,11 @@ int sim_world_step(SimWorld *w, double dt, char *err, size_t errlen) {
             st->min_distance = fmin(st->min_distance, dmin);
             if (collect_active(w)) goto oom;
         }
-        E = objects_energy(w, s->z, s->ztil, dt, t1, s->g);
+        if (bt == 0) {
+            double *t = s->g;
+            s->g = s->gt, s->gt = t, E = Eo;
+        } else
+            E = objects_energy(w, s->z, s->ztil, dt, t1, s->g);
         if (contact) {
             E += dt2 * barrier_energy(w, s->act, s->nact, 0, NULL);
             barrier_gradient(w, dt2, s->g);
@@ -1131,7 +1136,7 @@ double sim_world_hessian_product_error(SimWorld *w, double dt) {
         free(v), free(comp);
         return INFINITY;
     }
-    objects_hessian(w, Z, Z, dt, w->t, true, false);
+    objects_hessian(w, Z, Z, dt, w->t, true, NULL);
     /* the assembled exact matrix */
     memset(s->Hr, 0, sizeof(double) * (size_t)(NR * NR));
     for (int k = 0; k < w->nobj; k++) {
