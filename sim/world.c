@@ -102,16 +102,29 @@ static double nn_spacing(int64_t np, const double *x) {
     return m;
 }
 
+/* D = R Vᵀ (n × 3) for the rows R (n × m) and V's three coordinate blocks (3 × m, row-major):
+ * plain loops, as BLAS would pack R for so skinny a product; D += when accumulate */
+static void rows_times_coords(int64_t n, int64_t m, const double *R, const double *V, double *D, bool accumulate) {
+    const double *v0 = V, *v1 = V + m, *v2 = V + 2 * m;
+    for (int64_t p = 0; p < n; p++) {
+        const double *u = R + p * m;
+        double d0 = 0, d1 = 0, d2 = 0;
+#pragma omp simd reduction(+ : d0, d1, d2)
+        for (int64_t j = 0; j < m; j++) d0 += u[j] * v0[j], d1 += u[j] * v1[j], d2 += u[j] * v2[j];
+        double *d = D + 3 * p;
+        if (accumulate) d[0] += d0, d[1] += d1, d[2] += d2;
+        else d[0] = d0, d[1] = d1, d[2] = d2;
+    }
+}
+
 /* x = Xp + Bp z per coordinate (np × 3) */
 static void obj_points(const ObjInfo *oi, const double *z, double *x) {
-    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)oi->np, 3, (int)oi->nb, 1.0, oi->Bp, (int)oi->nb, z,
-                (int)oi->nb, 0.0, x, 3);
-    for (int64_t k = 0; k < 3 * oi->np; k++) x[k] += oi->Xp[k];
+    memcpy(x, oi->Xp, sizeof(double) * 3 * (size_t)oi->np);
+    rows_times_coords(oi->np, oi->nb, oi->Bp, z, x, true);
 }
 
 static void obj_disp(const ObjInfo *oi, const double *dz, double *dx) {
-    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)oi->np, 3, (int)oi->nb, 1.0, oi->Bp, (int)oi->nb, dz,
-                (int)oi->nb, 0.0, dx, 3);
+    rows_times_coords(oi->np, oi->nb, oi->Bp, dz, dx, false);
 }
 
 int sim_world_init(SimWorld *w, SimObject *objs, int nobj, SimRigid *rigids, int nrigid, const SimPlane *planes,
@@ -445,10 +458,6 @@ static void reduce_object_block(const SimWorld *w, int k) {
     const ObjInfo *A = &s->oi[k];
     int64_t NR = A->m, n = A->n, nb = A->nb, r = A->r;
     double *out = s->Hob + A->hoff;
-    if (!A->N) {
-        memcpy(out, s->Hk, sizeof(double) * (size_t)(n * n));
-        return;
-    }
     double *T = s->tmp;
     for (int ii = 0; ii < 3; ii++)
         cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)n, (int)r, (int)nb, 1.0, s->Hk + ii * nb, (int)n, A->N,
@@ -467,11 +476,12 @@ static bool objects_hessian(SimWorld *w, const double *Z, const double *Ztil, do
     bool any = !lagged;
     for (int k = 0; k < w->nobj; k++) {
         const ObjInfo *oi = &s->oi[k];
+        double *H = oi->N ? s->Hk : s->Hob + oi->hoff; /* no subspace: the block itself */
         if (lagged)
-            any |= sim_object_lagged_hessian(&w->obj[k], Z + oi->off, dt, t, fresh, s->Hk);
+            any |= sim_object_lagged_hessian(&w->obj[k], Z + oi->off, dt, t, fresh, H);
         else
-            sim_object_objective(&w->obj[k], Z + oi->off, Ztil + oi->off, dt, t, NULL, s->Hk);
-        reduce_object_block(w, k);
+            sim_object_objective(&w->obj[k], Z + oi->off, Ztil + oi->off, dt, t, NULL, H);
+        if (oi->N) reduce_object_block(w, k);
     }
     return any;
 }
@@ -653,17 +663,9 @@ static void hess_apply(const SimWorld *w, const double *v, double *out) {
         const ObjInfo *A = &s->oi[k];
         int64_t P = s->npt[k];
         if (!P) continue;
-        /* D = Ug Vᵀ (P × 3), v's coordinate blocks the rows of V (3 × r): plain loops, as BLAS
-         * would pack Ug for these skinny products */
-        const double *v0 = v + A->roff, *v1 = v0 + A->r, *v2 = v1 + A->r;
-        for (int64_t p = 0; p < P; p++) {
-            const double *u = s->Ug + A->uoff + p * A->r;
-            double d0 = 0, d1 = 0, d2 = 0;
-#pragma omp simd reduction(+ : d0, d1, d2)
-            for (int64_t j = 0; j < A->r; j++) d0 += u[j] * v0[j], d1 += u[j] * v1[j], d2 += u[j] * v2[j];
-            double *D = s->Dg + 3 * (A->poff + p), *F = s->Fg + 3 * (A->poff + p);
-            D[0] = d0, D[1] = d1, D[2] = d2, F[0] = F[1] = F[2] = 0;
-        }
+        /* the points' displacements D = Ug Vᵀ (P × 3), forces zeroed */
+        rows_times_coords(P, A->r, s->Ug + A->uoff, v + A->roff, s->Dg + 3 * A->poff, false);
+        memset(s->Fg + 3 * A->poff, 0, sizeof(double) * 3 * (size_t)P);
     }
     for (int64_t t = 0; t < s->nact; t++) {
         const SimContactPair *q = &s->act[t];
