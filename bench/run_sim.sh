@@ -6,7 +6,8 @@
 # Threads: BENCH_SIM_THREADS, default 1. A reduced frame is a few hundred small BLAS calls and
 # point loops (n = 204 at 16 handles); on the 2-core development VM a passive OpenMP wake-up costs
 # ~46 µs, so a second thread does not pay: drop 3.7 ms with 2 spinning threads vs 4.3 with one,
-# 25 ms with 2 passive ones; the pile 72 vs 75 ms. The FEM baseline's CHOLMOD runs with the same.
+# 25 ms with 2 passive ones; the pile 47 ms either way (CG directions, Nov 30). The FEM
+# baseline's CHOLMOD runs with the same.
 set -euo pipefail
 bin=${1:?usage: run_sim.sh ANIMA_BENCH_SIM}
 cd "$(dirname "$0")/.."
