@@ -1,15 +1,21 @@
-/* sim/contact.h — point-pair IPC contact between bodies (physskin.md §7, paper Eq. 15; Li et al.
- * 2020, "Incremental Potential Contact", §4): the log barrier, a spatial-hash broad phase over
- * swept point boxes, and point–point continuous collision detection along a linear step.
+/* sim/contact.h — IPC contact between bodies (physskin.md §7, paper Eq. 15; Li et al. 2020,
+ * "Incremental Potential Contact", §4): the log barrier on point–triangle and point–point
+ * distances, a spatial-hash broad phase over swept boxes, and continuous collision detection
+ * along a linear step (exact for point pairs, additive for point–triangle pairs).
  *
- * Bodies are point sets: a deformable object's contact points (its binding vertices, or its
- * cubature points when it has none) or a rigid body's mesh vertices. Pairs are only formed
- * between points of different bodies (no self-contact) and never between two static bodies.
+ * Bodies are point sets, with the surface triangles over them when they have a surface: a
+ * deformable object's binding vertices and mesh (or its cubature points, no triangles, when it
+ * has no mesh) or a rigid body's mesh. Each point of one body meets the triangles of every other
+ * body that has them; two point sets without triangles meet point to point. Points alone are not
+ * enough between surfaces: the barrier between points stays finite, so a heavy, fast body pushes
+ * its points between the other's (the pile scene's falling mug went through the other mug, with
+ * hundreds of vertices inside it). No self-contact; never two static bodies.
  *
  * Why swept boxes: every point moves linearly in the line-search parameter α ∈ [0, 1] (x = X +
  * B z is linear in z, and the step is z + α Δz), so the box of x and x + Δx holds the whole
- * segment. Inflating each box by d̂/2 gives a candidate set that is complete for the whole line
- * search: a pair whose inflated boxes do not overlap stays farther apart than d̂ at every α, so it
+ * segment, and the box over a triangle's corners' segments holds the triangle for all α.
+ * Inflating each box by d̂/2 gives a candidate set that is complete for the whole line search:
+ * a pair whose inflated boxes do not overlap stays farther apart than d̂ at every α, so it
  * contributes no barrier energy and cannot collide. One broad phase per Newton iteration then
  * serves both the CCD bound and every Armijo trial. */
 #ifndef ANIMA_SIM_CONTACT_H
@@ -32,11 +38,16 @@ typedef struct {
     const double *x;  /* np × 3 world positions at α = 0 */
     const double *dx; /* np × 3 displacement over the step (x(α) = x + α dx), or NULL: static */
     int is_static;    /* a body never paired with another static body (rigid bodies in the solve) */
+    int64_t nf;       /* its surface triangles over the points (0: a point cloud) */
+    const int32_t *faces;
 } SimContactBody;
 
+/* A point–point pair (f < 0: points p of a and q of b, a < b) or a point–triangle pair (f ≥ 0:
+ * point p of a and triangle f of b, any a ≠ b; q unused). */
 typedef struct {
-    int32_t a, b;     /* bodies, a < b */
-    int32_t p, q;     /* points in a and b */
+    int32_t a, b;
+    int32_t p, q;
+    int32_t f;
 } SimContactPair;
 
 typedef struct {
@@ -54,17 +65,34 @@ typedef struct {
 
 void sim_contact_set_free(SimContactSet *s);
 
-/* Broad phase: all pairs (a < b, not both static) whose swept boxes, inflated by `margin` each,
- * overlap; each pair once. Spatial hash with counting sort: cells of side max(2 margin, the
- * largest swept extent), so a box covers at most 2 cells per axis; points outside every other
+/* Broad phase: all pairs of different bodies, not both static, whose swept boxes, inflated by
+ * `margin` each, overlap, each once: a point against each triangle of another body that has
+ * triangles (the triangle's box over its corners' sweeps), and two points unless both bodies
+ * have triangles (then their point–triangle pairs, which include the closest corners, cover
+ * them: points alone would let a fast body push its points between the other's, the barrier
+ * between points staying finite). Spatial hash with counting sort: cells of side max(2 margin,
+ * the largest box), so a box covers at most 2 cells per axis; entities outside every other
  * body's (inflated, swept) bounding box are not inserted at all. 0, or -1 out of memory. */
 int sim_contact_broad_phase(const SimContactBody *bodies, int nbodies, double margin, SimContactSet *out);
+
+/* The closest point of triangle (a, b, c) to p, as barycentric weights w (Σ w = 1, w ≥ 0: the
+ * face, an edge or a vertex); returns the distance. */
+double sim_point_triangle(const double p[3], const double a[3], const double b[3], const double c[3], double w[3]);
+
+/* A pair's separation at α: r = x_p − Σ_j w_j y_j (y the other body's point, w = (1, 0, 0), or the
+ * triangle's corners with the closest point's weights), its length returned; w and the corner
+ * indices (idx, −1 where unused) filled when given. */
+double sim_contact_pair_vector(const SimContactBody *bodies, const SimContactPair *q, double alpha, double r[3],
+                               double w[3], int32_t idx[3]);
 
 /* Point–point CCD (exact for linear trajectories): the largest α ≤ 1 such that along [0, α]
  * every pair's distance stays ≥ s × its distance at α = 0 (s = min_sep ∈ (0, 1)), i.e. the
  * smaller root of ‖r + α Δr‖² = s²‖r‖². IPC caps the step at a fraction of the time of impact
  * the same way (Li et al. 2020 §4.2, "filtered line search"). Returns 1 when nothing limits. */
 double sim_contact_ccd(const SimContactBody *bodies, const SimContactSet *set, double min_sep);
+/* Point–triangle pairs take additive CCD (Li, Kaufman, Jiang 2021): advance α by (d − s d₀)/l with
+ * l ≥ the rate at which the distance can shrink (|Δx_p| + max_j |Δy_j|), which can never step
+ * past the first α where d = s d₀; conservative, at most 64 advances per pair. */
 
 /* The smallest pair distance over the set at α (INFINITY when empty). */
 double sim_contact_min_distance(const SimContactBody *bodies, const SimContactSet *set, double alpha);

@@ -20,8 +20,7 @@ void sim_contact_defaults(SimContactOptions *c) {
 typedef struct {
     int64_t nb, n, r, m;       /* blocks, 3nb, subspace dim per coordinate, 3r */
     int64_t off, roff;         /* offsets in Z and in the reduced vector */
-    int64_t hoff, poff, uoff;  /* offsets of its block in Hob, of its points and of their rows in the
-                                  contact scratch */
+    int64_t hoff;              /* offset of its block in Hob */
     const double *N, *zp, *Lm; /* exact-Dirichlet subspace (N NULL: none) */
     int64_t np;                /* contact points */
     const double *Xp, *Bp;
@@ -37,6 +36,8 @@ struct SimWorldScratch {
     SimContactBody *bodies;
     SimContactSet cand;        /* broad-phase candidates of the current step */
     SimContactPair *act;       /* pairs within d̂ at the current iterate */
+    double *ageo;              /* per active pair: r (3), d, the other side's weights (3) */
+    int32_t *aidx;             /* per active pair: the other side's points (3, −1 unused) */
     int64_t nact, act_cap;
     double *U;                 /* contact Hessian scratch */
     int *comp;                 /* component of each object */
@@ -44,10 +45,8 @@ struct SimWorldScratch {
      * factorization of the PSD one (see sim_world_step) */
     double *Hob;               /* each object's reduced diagonal block (m × m), without contact */
     double *cg;                /* 5 vectors of nred: x, r, z, p, q */
-    int *slot;                 /* per contact point (poff-indexed): its row in Ug, or −1 */
-    int64_t *npt;              /* per object: its points in active pairs */
-    double *Ug, *Dg, *Fg;      /* those points' rows (× r), displacements and forces (× 3) */
-    int64_t *pslot;            /* per active pair: the rows of its two points */
+    int64_t rmax;              /* the largest subspace dimension per coordinate */
+    double *Ug;                /* per active pair: its two reduced rows, rmax apart */
     double *cfx;               /* per active pair: the six coefficients of its exact 3 × 3 Hessian */
     int64_t pair_cap;
     bool have_factor;          /* Lh holds the factors of a PSD Newton matrix over comp */
@@ -62,8 +61,8 @@ static void scratch_free(struct SimWorldScratch *s, int nbodies) {
     free(s->Hr), free(s->gr), free(s->dy), free(s->Lh), free(s->sub), free(s->tmp);
     if (s->x)
         for (int b = 0; b < nbodies; b++) free(s->x[b]), free(s->dx[b]);
-    free(s->x), free(s->dx), free(s->bodies), free(s->act), free(s->U), free(s->comp);
-    free(s->Hob), free(s->cg), free(s->slot), free(s->npt), free(s->Ug), free(s->Dg), free(s->Fg), free(s->pslot), free(s->cfx);
+    free(s->x), free(s->dx), free(s->bodies), free(s->act), free(s->ageo), free(s->aidx), free(s->U), free(s->comp);
+    free(s->Hob), free(s->cg), free(s->Ug), free(s->cfx);
     sim_contact_set_free(&s->cand);
     free(s);
 }
@@ -159,7 +158,7 @@ int sim_world_init(SimWorld *w, SimObject *objs, int nobj, SimRigid *rigids, int
     s->bodies = calloc((size_t)(nbodies + 1), sizeof *s->bodies);
     s->comp = calloc((size_t)(nobj + 1), sizeof(int));
     if (!s->oi || !s->x || !s->dx || !s->bodies || !s->comp) goto oom;
-    int64_t off = 0, roff = 0, maxn = 1, hoff = 0, poff = 0, uoff = 0;
+    int64_t off = 0, roff = 0, maxn = 1, hoff = 0, rmax = 1;
     double spacing = 0, heavy = 0, gmax = 9.81;
     for (int k = 0; k < nobj; k++) {
         SimObject *o = &objs[k];
@@ -174,8 +173,7 @@ int sim_world_init(SimWorld *w, SimObject *objs, int nobj, SimRigid *rigids, int
         oi->np = o->nv ? o->nv : o->nc;
         oi->Xp = o->nv ? o->Xv : o->Xc;
         oi->Bp = o->nv ? o->Bv : o->Bc;
-        oi->poff = poff, oi->uoff = uoff;
-        poff += oi->np, uoff += oi->np * oi->r;
+        if (oi->r > rmax) rmax = oi->r;
         s->nobj = k + 1;
         if (oi->N) {
             oi->Bpr = malloc(sizeof(double) * (size_t)(oi->np * oi->r));
@@ -212,10 +210,8 @@ int sim_world_init(SimWorld *w, SimObject *objs, int nobj, SimRigid *rigids, int
         !s->Lh || !s->sub || !s->tmp)
         goto oom;
     s->Hob = malloc(sizeof(double) * (size_t)(hoff + 1)), s->cg = malloc(sizeof(double) * 5 * nr);
-    s->slot = malloc(sizeof(int) * (size_t)(poff + 1)), s->npt = calloc((size_t)nobj + 1, sizeof(int64_t));
-    s->Ug = malloc(sizeof(double) * (size_t)(uoff + 1));
-    s->Dg = malloc(sizeof(double) * 3 * (size_t)(poff + 1)), s->Fg = malloc(sizeof(double) * 3 * (size_t)(poff + 1));
-    if (!s->Hob || !s->cg || !s->slot || !s->npt || !s->Ug || !s->Dg || !s->Fg) goto oom;
+    s->rmax = rmax;
+    if (!s->Hob || !s->cg) goto oom;
     w->dhat = w->contact.dhat > 0 ? w->contact.dhat : 1.5 * spacing;
     if (!(w->dhat > 0)) w->dhat = 1e-2;
     /* −b′(d̂/2) = d̂ (1 + 2 ln 2) / 2 ≈ 1.19 d̂ per pair; 24 pairs carry the heaviest weight */
@@ -232,11 +228,7 @@ static const double *obj_rows(const ObjInfo *oi) { return oi->Bpr ? oi->Bpr : oi
 /* ---- contact energy, gradient, Hessian over a pair list --------------------------------------- */
 
 static void pair_geom(const struct SimWorldScratch *s, const SimContactPair *q, double alpha, double r[3], double *d) {
-    const double *xa = s->x[q->a] + 3 * q->p, *xb = s->x[q->b] + 3 * q->q;
-    const double *da = s->bodies[q->a].dx ? s->bodies[q->a].dx + 3 * q->p : NULL;
-    const double *db = s->bodies[q->b].dx ? s->bodies[q->b].dx + 3 * q->q : NULL;
-    for (int i = 0; i < 3; i++) r[i] = xa[i] - xb[i] + alpha * ((da ? da[i] : 0) - (db ? db[i] : 0));
-    *d = sqrt(r[0] * r[0] + r[1] * r[1] + r[2] * r[2]);
+    *d = sim_contact_pair_vector(s->bodies, q, alpha, r, NULL, NULL);
 }
 
 /* κ Σ b over the pairs at α (bodies' x + α dx) */
@@ -269,50 +261,96 @@ static int collect_active(SimWorld *w) {
         }
         s->act[s->nact++] = s->cand.pairs[k];
     }
+    double *g = realloc(s->ageo, sizeof(double) * 7 * (size_t)(s->nact + 1));
+    if (g) s->ageo = g;
+    int32_t *ix = realloc(s->aidx, sizeof(int32_t) * 3 * (size_t)(s->nact + 1));
+    if (ix) s->aidx = ix;
+    if (!g || !ix) return -1;
+    for (int64_t t = 0; t < s->nact; t++) {
+        double *ge = s->ageo + 7 * t;
+        ge[3] = sim_contact_pair_vector(s->bodies, &s->act[t], 0, ge, ge + 4, s->aidx + 3 * t);
+    }
     return 0;
 }
 
-/* scale · ∇(κ Σ b) over the active pairs added to g (Z-sized) */
+/* an active pair's row on one side: its point's (side 0), or the weighted sum of the other
+ * body's points (side 1: a point, or the triangle's corners at the closest point's weights);
+ * reduced: the rows in the reduced coordinates (r long), else the full ones (nb long) */
+static void pair_row(const SimWorld *w, int64_t t, int side, bool reduced, double *row) {
+    const struct SimWorldScratch *s = w->ws;
+    const SimContactPair *q = &s->act[t];
+    const ObjInfo *oi = &s->oi[side ? q->b : q->a];
+    const double *R = reduced ? obj_rows(oi) : oi->Bp;
+    int64_t len = reduced ? oi->r : oi->nb;
+    if (!side) {
+        memcpy(row, R + q->p * len, sizeof(double) * (size_t)len);
+        return;
+    }
+    const double *wt = s->ageo + 7 * t + 4;
+    const int32_t *ix = s->aidx + 3 * t;
+    memset(row, 0, sizeof(double) * (size_t)len);
+    for (int k = 0; k < 3; k++)
+        if (ix[k] >= 0 && wt[k] != 0) cblas_daxpy((int)len, wt[k], R + ix[k] * len, 1, row, 1);
+}
+
+/* scale · ∇(κ Σ b) over the active pairs added to g (Z-sized): ∂/∂x_p = κ b′ r/d on the point,
+ * −w_j that on the other side's points */
 static void barrier_gradient(const SimWorld *w, double scale, double *g) {
     const struct SimWorldScratch *s = w->ws;
-    for (int64_t k = 0; k < s->nact; k++) {
-        const SimContactPair *q = &s->act[k];
-        double r[3], d, db;
-        pair_geom(s, q, 0, r, &d);
+    double *row = s->tmp;
+    for (int64_t t = 0; t < s->nact; t++) {
+        const SimContactPair *q = &s->act[t];
+        const double *r = s->ageo + 7 * t, d = r[3];
+        double db;
         sim_barrier(d, w->dhat, &db, NULL);
-        double f = scale * w->kappa * db / d; /* ∂/∂x_p = κ b′ r/d, ∂/∂x_q = −that */
+        double f = scale * w->kappa * db / d;
         for (int side = 0; side < 2; side++) {
             int body = side ? q->b : q->a;
             if (body >= w->nobj) continue;
             const ObjInfo *oi = &s->oi[body];
-            const double *bp = oi->Bp + (side ? q->q : q->p) * oi->nb;
+            pair_row(w, t, side, false, row);
             double sg = side ? -f : f;
-            for (int i = 0; i < 3; i++) cblas_daxpy((int)oi->nb, sg * r[i], bp, 1, g + oi->off + i * oi->nb, 1);
+            for (int i = 0; i < 3; i++) cblas_daxpy((int)oi->nb, sg * r[i], row, 1, g + oi->off + i * oi->nb, 1);
         }
     }
 }
 
-/* scale · (PSD pair Hessians) added to H (Z × Z). A pair contributes c n nᵀ ⊗ [b_p; −b_q][b_p; −b_q]ᵀ
- * (c = κ max(b″, 0), contact.h; z grouped by coordinate, solver.h), so the (i, i') coordinate
- * block of the object-a diagonal is Σ_p C_p[i][i'] b_p b_pᵀ with C_p = Σ_(pairs at p) c n nᵀ — summed
- * per point first, then one weighted Bᵀ diag(C_ii') B product per block (6 by symmetry) — and the
- * cross block (a, b) is −Σ_pairs c n_i n_i' b_p b_qᵀ = −Uᵀ diag(w_ii') V over that body pair's
- * rows. Blocked products of nb-sized blocks, not per-pair (3nb)² updates. Records the object
- * coupling in comp. */
+/* the six (i ≤ i') coordinate pairs of a symmetric 3 × 3 block; z is grouped by coordinate
+ * (solver.h), so a pair's 3 × 3 coefficient C enters the (i, i') coordinate blocks as C_ii' */
 static const int PI_[6] = {0, 0, 0, 1, 1, 2}, PJ_[6] = {0, 1, 2, 1, 2, 2};
 
-/* The pair barrier's Hessian in 3D, κ[b″ n nᵀ + (b′/d)(I − n nᵀ)]: with tangential false the
- * second term (negative: b′ < 0 inside d̂) is dropped, the per-pair PSD projection; with it the
- * exact Hessian. The exact one converges quadratically where the projected one crawls (resting
- * contact: full Newton steps shrinking the decrement by only 0.5–0.75 each); the projected one
- * always factors. The step factors the projected one and solves with the exact one by CG (below). */
-static void pair_coefficients(const SimWorld *w, double scale, double d, bool tangential, double *c, double *tg) {
-    *c = scale * w->kappa * sim_barrier_pair_curvature(d, w->dhat) / (d * d), *tg = 0;
-    if (!tangential) return;
-    double db;
-    sim_barrier(d, w->dhat, &db, NULL);
-    *tg = scale * w->kappa * db / d; /* (b′/d) I − (b′/d³) r rᵀ */
-    *c -= *tg / (d * d);
+/* The six coefficients (e = (i ≤ i')) of active pair t's 3 × 3 Hessian block C, scaled:
+ * κ b″ n nᵀ + (b′/d) P with n = r/d and P the tangential curvature of the distance to the
+ * closest feature, the other side held at that feature: I − n nᵀ for a point (a point pair, or a
+ * triangle's corner), I − n nᵀ − e eᵀ for a triangle's edge (direction e), 0 for its face. With
+ * tangential false, P = 0: the per-pair PSD projection (b′ < 0 inside d̂). The exact one
+ * converges quadratically where the projected one crawls (resting contact: full Newton steps
+ * shrinking the decrement by only 0.5–0.75 each); the projected one always factors. The step
+ * factors the projected one and solves with the exact one by CG (below). */
+static void pair_coefficients(const SimWorld *w, double scale, int64_t t, bool tangential, double cf[6]) {
+    const struct SimWorldScratch *s = w->ws;
+    const double *r = s->ageo + 7 * t, d = r[3], *wt = r + 4;
+    double c = scale * w->kappa * sim_barrier_pair_curvature(d, w->dhat) / (d * d), tg = 0, e[3] = {0, 0, 0};
+    int nz = 0, k0 = -1, k1 = -1;
+    for (int k = 0; k < 3; k++)
+        if (s->aidx[3 * t + k] >= 0 && wt[k] > 0) k0 < 0 ? (k0 = k) : (k1 = k), nz++;
+    if (tangential && nz < 3) {
+        double db;
+        sim_barrier(d, w->dhat, &db, NULL);
+        tg = scale * w->kappa * db / d;
+        if (nz == 2) { /* the edge's direction */
+            const double *xb = s->x[s->act[t].b];
+            double l = 0;
+            for (int i = 0; i < 3; i++) e[i] = xb[3 * s->aidx[3 * t + k1] + i] - xb[3 * s->aidx[3 * t + k0] + i], l += e[i] * e[i];
+            l = sqrt(l);
+            for (int i = 0; i < 3; i++) e[i] = l > 0 ? e[i] / l : 0;
+        }
+    }
+    for (int q = 0; q < 6; q++) {
+        int i = PI_[q], ii = PJ_[q];
+        double P = (i == ii) - r[i] * r[ii] / (d * d) - e[i] * e[ii];
+        cf[q] = c * r[i] * r[ii] + tg * P;
+    }
 }
 
 /* Adds sgn · K6 (r_a × 6 r_b: the six K_e, e = (i ≤ i'), side by side) to Hr's block of objects
@@ -348,80 +386,58 @@ static void scatter6_transposed(const struct SimWorldScratch *s, const ObjInfo *
     }
 }
 
-/* The pair barrier's Hessian added to Hr (the reduced Newton matrix, NR × NR), built from the
- * contact points' rows u_p = Nᵀ b_p. A pair (p of a, q of b) with 3 × 3 coefficient C adds
- * C ⊗ u_p u_pᵀ to block (a, a), C ⊗ v_q v_qᵀ to (b, b) and −C ⊗ u_p v_qᵀ to (a, b). Per object
- * the self terms are summed per point first (Σ over its pairs of C), the coupling terms per
- * point of a (Σ over its partners in b of C v_q), so each block is one product Uᵀ Y with one
- * row per distinct point: Y = [C_e u] (self) or [Σ C_e v] (coupling), e over the six (i ≤ i'). */
+/* The pair barrier's Hessian added to Hr (the reduced Newton matrix, NR × NR). A pair with 3 × 3
+ * coefficient C and rows u (its point's) and v (the other side's: a point, or the triangle's
+ * corners weighted at the closest point — the weights held fixed, so the Hessian is the pinned
+ * closest point's, exact for point pairs) adds C ⊗ u uᵀ to its point's object block, C ⊗ v vᵀ to
+ * the other's and −C ⊗ u vᵀ between them. Per object (and per object pair) one product Uᵀ Y
+ * over the pairs' rows, Y = [C_e u] for the six e = (i ≤ i'). Records the coupling in comp. */
 static int barrier_hessian(SimWorld *w, double scale, bool tangential) {
     struct SimWorldScratch *s = w->ws;
-    int64_t r_max = 1, np_max = 1;
-    int nbodies = w->nobj + w->nrigid;
-    for (int k = 0; k < w->nobj; k++) {
+    int64_t r_max = 1, n = s->nact + 1;
+    for (int k = 0; k < w->nobj; k++)
         if (s->oi[k].r > r_max) r_max = s->oi[k].r;
-        if (s->oi[k].np > np_max) np_max = s->oi[k].np;
-    }
-    /* scratch: U (np_max × r), Y (np_max × 6r), K6 (r × 6r), per pair coefficients (nact × 6) */
-    size_t need_u = (size_t)(np_max * r_max * 7 + 6 * r_max * r_max + 6 * (s->nact + 1));
+    /* scratch: U (n × r), Y (n × 6r), K6 (r × 6r), per pair coefficients (n × 6), a row (r) */
+    size_t need_u = (size_t)(n * r_max * 7 + 6 * r_max * r_max + 6 * n + r_max);
     double *U = realloc(s->U, sizeof(double) * need_u);
     if (!U) return -1;
     s->U = U;
-    double *Y = U + np_max * r_max, *K6 = Y + 6 * np_max * r_max, *cf = K6 + 6 * r_max * r_max;
-    int *slot = malloc(sizeof(int) * (size_t)(np_max + 1));
-    if (!slot) return -1;
+    double *Y = U + n * r_max, *K6 = Y + 6 * n * r_max, *cf = K6 + 6 * r_max * r_max, *vrow = cf + 6 * n;
     for (int64_t t = 0; t < s->nact; t++) {
-        double r[3], d, c, tg;
-        pair_geom(s, &s->act[t], 0, r, &d);
-        pair_coefficients(w, scale, d, tangential, &c, &tg);
-        for (int e = 0; e < 6; e++) cf[6 * t + e] = c * r[PI_[e]] * r[PJ_[e]] + (PI_[e] == PJ_[e] ? tg : 0);
+        pair_coefficients(w, scale, t, tangential, cf + 6 * t);
     }
     for (int a = 0; a < w->nobj; a++) {
         const ObjInfo *A = &s->oi[a];
-        const double *Ra = obj_rows(A);
-        int64_t ra = A->r;
-        /* (a, a): every pair touching a, summed per point */
-        for (int64_t p = 0; p < A->np; p++) slot[p] = -1;
-        int64_t P = 0;
+        int64_t ra = A->r, P = 0;
+        /* (a, a): every pair with a side in a */
         for (int64_t t = 0; t < s->nact; t++) {
             const SimContactPair *q = &s->act[t];
             if (q->a != a && q->b != a) continue;
-            int64_t pt = q->a == a ? q->p : q->q;
-            if (slot[pt] < 0) {
-                slot[pt] = (int)P;
-                memcpy(U + P * ra, Ra + pt * ra, sizeof(double) * (size_t)ra);
-                memset(Y + P * 6 * ra, 0, sizeof(double) * 6 * (size_t)ra);
-                P++;
-            }
-            double *y = Y + slot[pt] * 6 * ra;
-            const double *u = Ra + pt * ra;
+            double *u = U + P * ra, *y = Y + P * 6 * ra;
+            pair_row(w, t, q->a == a ? 0 : 1, true, u);
             for (int e = 0; e < 6; e++)
-                for (int64_t j = 0; j < ra; j++) y[e * ra + j] += cf[6 * t + e] * u[j];
+                for (int64_t j = 0; j < ra; j++) y[e * ra + j] = cf[6 * t + e] * u[j];
+            P++;
         }
         if (!P) continue;
         cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)ra, (int)(6 * ra), (int)P, 1.0, U, (int)ra, Y,
                     (int)(6 * ra), 0.0, K6, (int)(6 * ra));
         scatter6(s, A, A, K6, 1);
-        /* (a, b), b > a deformable: summed per point of a */
-        for (int b = a + 1; b < w->nobj && b < nbodies; b++) {
+        /* (a, b), b > a deformable */
+        for (int b = a + 1; b < w->nobj; b++) {
             const ObjInfo *B = &s->oi[b];
-            const double *Rb = obj_rows(B);
             int64_t rb = B->r;
-            for (int64_t p = 0; p < A->np; p++) slot[p] = -1;
             P = 0;
             for (int64_t t = 0; t < s->nact; t++) {
                 const SimContactPair *q = &s->act[t];
-                if (q->a != a || q->b != b) continue;
-                if (slot[q->p] < 0) {
-                    slot[q->p] = (int)P;
-                    memcpy(U + P * ra, Ra + q->p * ra, sizeof(double) * (size_t)ra);
-                    memset(Y + P * 6 * rb, 0, sizeof(double) * 6 * (size_t)rb);
-                    P++;
-                }
-                double *y = Y + slot[q->p] * 6 * rb;
-                const double *v = Rb + q->q * rb;
+                if (!((q->a == a && q->b == b) || (q->a == b && q->b == a))) continue;
+                int sa = q->a == a ? 0 : 1;
+                double *y = Y + P * 6 * rb;
+                pair_row(w, t, sa, true, U + P * ra);
+                pair_row(w, t, 1 - sa, true, vrow);
                 for (int e = 0; e < 6; e++)
-                    for (int64_t j = 0; j < rb; j++) y[e * rb + j] += cf[6 * t + e] * v[j];
+                    for (int64_t j = 0; j < rb; j++) y[e * rb + j] = cf[6 * t + e] * vrow[j];
+                P++;
             }
             if (!P) continue;
             cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)ra, (int)(6 * rb), (int)P, 1.0, U, (int)ra, Y,
@@ -435,7 +451,6 @@ static int barrier_hessian(SimWorld *w, double scale, bool tangential) {
                     if (s->comp[o] == cb) s->comp[o] = ca;
         }
     }
-    free(slot);
     return 0;
 }
 
@@ -606,51 +621,30 @@ static int solve_components(SimWorld *w, bool refactor, int attempts, int *ncomp
  * first iteration takes the preconditioned gradient step. The factors are kept across
  * iterations and steps while CG converges quickly with them, and refreshed when it does not. */
 
-/* The active pairs' exact Hessians in factored form for hess_apply: each object's points in an
- * active pair gathered (their rows in Ug), per pair the two rows and the six coefficients. */
+/* The active pairs' exact Hessians in factored form for hess_apply: per pair its two rows
+ * (reduced, r_max apart; none for a rigid side) and the six coefficients. */
 static int contact_prepare(SimWorld *w, double scale) {
     struct SimWorldScratch *s = w->ws;
     if (s->nact > s->pair_cap) {
         int64_t cap = s->nact + s->nact / 2 + 64;
-        int64_t *ps = realloc(s->pslot, sizeof(int64_t) * 2 * (size_t)cap);
-        if (ps) s->pslot = ps;
+        double *ug = realloc(s->Ug, sizeof(double) * 2 * (size_t)(cap * s->rmax));
+        if (ug) s->Ug = ug;
         double *cf = realloc(s->cfx, sizeof(double) * 6 * (size_t)cap);
         if (cf) s->cfx = cf;
-        if (!ps || !cf) return -1;
+        if (!ug || !cf) return -1;
         s->pair_cap = cap;
-    }
-    for (int k = 0; k < w->nobj; k++) {
-        const ObjInfo *A = &s->oi[k];
-        for (int64_t p = 0; p < A->np; p++) s->slot[A->poff + p] = -1;
-        s->npt[k] = 0;
     }
     for (int64_t t = 0; t < s->nact; t++) {
         const SimContactPair *q = &s->act[t];
-        for (int side = 0; side < 2; side++) {
-            int body = side ? q->b : q->a;
-            int64_t pt = side ? q->q : q->p;
-            if (body >= w->nobj) {
-                s->pslot[2 * t + side] = -1;
-                continue;
-            }
-            const ObjInfo *A = &s->oi[body];
-            int *sl = &s->slot[A->poff + pt];
-            if (*sl < 0) {
-                *sl = (int)s->npt[body]++;
-                memcpy(s->Ug + A->uoff + *sl * A->r, obj_rows(A) + pt * A->r, sizeof(double) * (size_t)A->r);
-            }
-            s->pslot[2 * t + side] = *sl;
-        }
-        double r[3], d, c, tg;
-        pair_geom(s, q, 0, r, &d);
-        pair_coefficients(w, scale, d, true, &c, &tg);
-        for (int e = 0; e < 6; e++) s->cfx[6 * t + e] = c * r[PI_[e]] * r[PJ_[e]] + (PI_[e] == PJ_[e] ? tg : 0);
+        for (int side = 0; side < 2; side++)
+            if ((side ? q->b : q->a) < w->nobj) pair_row(w, t, side, true, s->Ug + (2 * t + side) * s->rmax);
+        pair_coefficients(w, scale, t, true, s->cfx + 6 * t);
     }
     return 0;
 }
 
-/* out = H v with H the exact reduced Newton matrix: the objects' blocks (Hob) and the pairs'
- * C ⊗ [u; −v][u; −v]ᵀ, through the displacements J_p v of the pairs' points. */
+/* out = H v with H the exact reduced Newton matrix: the objects' blocks (Hob) and each pair's
+ * C ⊗ [u; −v][u; −v]ᵀ through its two rows. */
 static void hess_apply(const SimWorld *w, const double *v, double *out) {
     const struct SimWorldScratch *s = w->ws;
     for (int k = 0; k < w->nobj; k++) {
@@ -658,43 +652,32 @@ static void hess_apply(const SimWorld *w, const double *v, double *out) {
         cblas_dsymv(CblasRowMajor, CblasUpper, (int)A->m, 1.0, s->Hob + A->hoff, (int)A->m, v + A->roff, 1, 0.0,
                     out + A->roff, 1);
     }
-    if (!s->nact) return;
-    for (int k = 0; k < w->nobj; k++) {
-        const ObjInfo *A = &s->oi[k];
-        int64_t P = s->npt[k];
-        if (!P) continue;
-        /* the points' displacements D = Ug Vᵀ (P × 3), forces zeroed */
-        rows_times_coords(P, A->r, s->Ug + A->uoff, v + A->roff, s->Dg + 3 * A->poff, false);
-        memset(s->Fg + 3 * A->poff, 0, sizeof(double) * 3 * (size_t)P);
-    }
     for (int64_t t = 0; t < s->nact; t++) {
         const SimContactPair *q = &s->act[t];
-        int64_t sa = s->pslot[2 * t], sb = s->pslot[2 * t + 1];
-        const double *c = s->cfx + 6 * t, *da = s->Dg + 3 * (s->oi[q->a].poff + sa);
-        double dd[3] = {da[0], da[1], da[2]};
-        if (sb >= 0) {
-            const double *db = s->Dg + 3 * (s->oi[q->b].poff + sb);
-            for (int i = 0; i < 3; i++) dd[i] -= db[i];
+        double dd[3] = {0, 0, 0};
+        for (int side = 0; side < 2; side++) {
+            int body = side ? q->b : q->a;
+            if (body >= w->nobj) continue;
+            const ObjInfo *A = &s->oi[body];
+            const double *u = s->Ug + (2 * t + side) * s->rmax, *v0 = v + A->roff, *v1 = v0 + A->r, *v2 = v1 + A->r;
+            double d0 = 0, d1 = 0, d2 = 0;
+#pragma omp simd reduction(+ : d0, d1, d2)
+            for (int64_t j = 0; j < A->r; j++) d0 += u[j] * v0[j], d1 += u[j] * v1[j], d2 += u[j] * v2[j];
+            double sg = side ? -1 : 1;
+            dd[0] += sg * d0, dd[1] += sg * d1, dd[2] += sg * d2;
         }
+        const double *c = s->cfx + 6 * t;
         double f[3] = {c[0] * dd[0] + c[1] * dd[1] + c[2] * dd[2], c[1] * dd[0] + c[3] * dd[1] + c[4] * dd[2],
                        c[2] * dd[0] + c[4] * dd[1] + c[5] * dd[2]};
-        double *fa = s->Fg + 3 * (s->oi[q->a].poff + sa);
-        for (int i = 0; i < 3; i++) fa[i] += f[i];
-        if (sb >= 0) {
-            double *fb = s->Fg + 3 * (s->oi[q->b].poff + sb);
-            for (int i = 0; i < 3; i++) fb[i] -= f[i];
-        }
-    }
-    for (int k = 0; k < w->nobj; k++) {
-        const ObjInfo *A = &s->oi[k];
-        int64_t P = s->npt[k];
-        if (!P) continue;
-        /* out's 3 × r += Fᵀ Ug */
-        double *o0 = out + A->roff, *o1 = o0 + A->r, *o2 = o1 + A->r;
-        for (int64_t p = 0; p < P; p++) {
-            const double *u = s->Ug + A->uoff + p * A->r, *F = s->Fg + 3 * (A->poff + p);
+        for (int side = 0; side < 2; side++) {
+            int body = side ? q->b : q->a;
+            if (body >= w->nobj) continue;
+            const ObjInfo *A = &s->oi[body];
+            const double *u = s->Ug + (2 * t + side) * s->rmax;
+            double *o0 = out + A->roff, *o1 = o0 + A->r, *o2 = o1 + A->r, sg = side ? -1 : 1;
+            double f0 = sg * f[0], f1 = sg * f[1], f2 = sg * f[2];
 #pragma omp simd
-            for (int64_t j = 0; j < A->r; j++) o0[j] += F[0] * u[j], o1[j] += F[1] * u[j], o2[j] += F[2] * u[j];
+            for (int64_t j = 0; j < A->r; j++) o0[j] += f0 * u[j], o1[j] += f1 * u[j], o2[j] += f2 * u[j];
         }
     }
 }
@@ -777,6 +760,22 @@ static double mass_bound(const SimWorld *w) {
     return b;
 }
 
+/* body b (deformables, then rigid bodies) for the contact layer: its points, and the surface
+ * triangles over them (a deformable's binding mesh; none when its contact points are the
+ * cubature points) */
+static SimContactBody body_of(const SimWorld *w, int b, const double *x, const double *dx, int is_static) {
+    SimContactBody B = {.x = x, .dx = dx, .is_static = is_static};
+    if (b < w->nobj) {
+        const SimObject *o = &w->obj[b];
+        B.np = w->ws->oi[b].np;
+        if (o->nv && o->faces) B.nf = o->nf, B.faces = o->faces;
+    } else {
+        const SimRigid *rb = &w->rigid[b - w->nobj];
+        B.np = rb->nv, B.nf = rb->nf, B.faces = rb->faces;
+    }
+    return B;
+}
+
 /* bodies with the deformables at Z (+ dZ when given) and the rigid bodies static at their pose */
 static void set_bodies(SimWorld *w, const double *Z, const double *dZ) {
     struct SimWorldScratch *s = w->ws;
@@ -784,10 +783,9 @@ static void set_bodies(SimWorld *w, const double *Z, const double *dZ) {
         const ObjInfo *oi = &s->oi[k];
         obj_points(oi, Z + oi->off, s->x[k]);
         if (dZ) obj_disp(oi, dZ + oi->off, s->dx[k]);
-        s->bodies[k] = (SimContactBody){.np = oi->np, .x = s->x[k], .dx = dZ ? s->dx[k] : NULL};
+        s->bodies[k] = body_of(w, k, s->x[k], dZ ? s->dx[k] : NULL, 0);
     }
-    for (int r = 0; r < w->nrigid; r++)
-        s->bodies[w->nobj + r] = (SimContactBody){.np = w->rigid[r].nv, .x = s->x[w->nobj + r], .dx = NULL, .is_static = 1};
+    for (int r = 0; r < w->nrigid; r++) s->bodies[w->nobj + r] = body_of(w, w->nobj + r, s->x[w->nobj + r], NULL, 1);
 }
 
 /* ---- rigid bodies: velocity, CCD-limited move, reaction ------------------------------------- */
@@ -805,12 +803,12 @@ static int rigid_advance(SimWorld *w, double dt) {
             if (!bd) return -1;
             for (int k = 0; k < w->nobj; k++) {
                 obj_points(&s->oi[k], w->obj[k].z, s->x[k]);
-                bd[k] = (SimContactBody){.np = s->oi[k].np, .x = s->x[k], .is_static = 1};
+                bd[k] = body_of(w, k, s->x[k], NULL, 1);
             }
             double *xr = s->x[w->nobj + r], *dxr = s->dx[w->nobj + r];
             sim_rigid_vertices(rb, xr);
             sim_rigid_trial_displacement(rb, dt, dxr);
-            bd[w->nobj] = (SimContactBody){.np = rb->nv, .x = xr, .dx = dxr, .is_static = 0};
+            bd[w->nobj] = body_of(w, w->nobj + r, xr, dxr, 0);
             int rc = sim_contact_broad_phase(bd, w->nobj + 1, 0.5 * w->dhat, &s->cand);
             if (!rc) beta = sim_contact_ccd(bd, &s->cand, w->contact.min_sep);
             free(bd);
@@ -827,18 +825,29 @@ static int rigid_advance(SimWorld *w, double dt) {
 static void rigid_reaction(SimWorld *w) {
     struct SimWorldScratch *s = w->ws;
     for (int r = 0; r < w->nrigid; r++) memset(w->rigid[r].force, 0, sizeof(double) * 3), memset(w->rigid[r].torque, 0, sizeof(double) * 3);
-    for (int64_t k = 0; k < s->nact; k++) {
-        const SimContactPair *q = &s->act[k];
-        if (q->b < w->nobj) continue;
-        SimRigid *rb = &w->rigid[q->b - w->nobj];
-        double r[3], d, db;
-        pair_geom(s, q, 0, r, &d);
+    for (int64_t t = 0; t < s->nact; t++) {
+        const SimContactPair *q = &s->act[t];
+        const double *r = s->ageo + 7 * t, d = r[3], *wt = r + 4;
+        double db;
         sim_barrier(d, w->dhat, &db, NULL);
-        /* force on the rigid point x_q: −∂(κ b)/∂x_q = κ b′ r / d (b′ < 0: pushes it away from x_p) */
-        double f[3], arm[3], tq[3];
-        for (int i = 0; i < 3; i++) f[i] = w->kappa * db * r[i] / d, arm[i] = s->x[q->b][3 * q->q + i] - rb->c[i];
-        tq[0] = arm[1] * f[2] - arm[2] * f[1], tq[1] = arm[2] * f[0] - arm[0] * f[2], tq[2] = arm[0] * f[1] - arm[1] * f[0];
-        for (int i = 0; i < 3; i++) rb->force[i] += f[i], rb->torque[i] += tq[i];
+        /* F = ∂(κ b)/∂x_p = κ b′ r/d: the point gets −F, the other side's points +w_j F (b′ < 0:
+         * both pushed apart) */
+        for (int side = 0; side < 2; side++) {
+            int body = side ? q->b : q->a;
+            if (body < w->nobj) continue;
+            SimRigid *rb = &w->rigid[body - w->nobj];
+            for (int k = 0; k < (side ? 3 : 1); k++) {
+                int32_t pt = side ? s->aidx[3 * t + k] : q->p;
+                double c = side ? wt[k] : -1;
+                if (pt < 0 || c == 0) continue;
+                double f[3], arm[3];
+                for (int i = 0; i < 3; i++) f[i] = c * w->kappa * db * r[i] / d, arm[i] = s->x[body][3 * pt + i] - rb->c[i];
+                rb->force[0] += f[0], rb->force[1] += f[1], rb->force[2] += f[2];
+                rb->torque[0] += arm[1] * f[2] - arm[2] * f[1];
+                rb->torque[1] += arm[2] * f[0] - arm[0] * f[2];
+                rb->torque[2] += arm[0] * f[1] - arm[1] * f[0];
+            }
+        }
     }
 }
 
@@ -1086,11 +1095,11 @@ static void bodies_now(const SimWorld *w) {
     struct SimWorldScratch *s = w->ws;
     for (int k = 0; k < w->nobj; k++) {
         obj_points(&s->oi[k], w->obj[k].z, s->x[k]);
-        s->bodies[k] = (SimContactBody){.np = s->oi[k].np, .x = s->x[k]};
+        s->bodies[k] = body_of(w, k, s->x[k], NULL, 0);
     }
     for (int r = 0; r < w->nrigid; r++) {
         sim_rigid_vertices(&w->rigid[r], s->x[w->nobj + r]);
-        s->bodies[w->nobj + r] = (SimContactBody){.np = w->rigid[r].nv, .x = s->x[w->nobj + r], .is_static = 1};
+        s->bodies[w->nobj + r] = body_of(w, w->nobj + r, s->x[w->nobj + r], NULL, 1);
     }
 }
 

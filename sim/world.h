@@ -1,11 +1,12 @@
 /* sim/world.h — several deformable objects and rigid bodies stepped together (issue 7 item 3):
- * one Newton system for all deformables, coupled by point-pair IPC contact (sim/contact.h), with
- * the rigid bodies (sim/rigid.h) as prescribed geometry.
+ * one Newton system for all deformables, coupled by IPC contact (sim/contact.h: points against
+ * the other bodies' triangles), with the rigid bodies (sim/rigid.h) as prescribed geometry.
  *
  * The coupled step. With Z = [z_1; ...; z_K] (each object's z as in sim/solver.h), minimize
- *   E(Z) = Σ_k E_k(z_k) + dt² κ Σ_(p,q) b(‖x_p − x_q‖)
+ *   E(Z) = Σ_k E_k(z_k) + dt² κ Σ_(p,T) b(d(x_p, T))
  * where E_k is object k's own step objective (inertia, elastic, gravity, planes, drags, ...) and
- * the sum runs over contact-point pairs of different bodies closer than d̂ (Li et al. 2020, IPC,
+ * the sum runs over the pairs of a contact point and another body's triangle T (or point, for
+ * bodies without a surface) closer than d̂ (Li et al. 2020, IPC,
  * Eq. 4 and §4: the barrier is an energy added to the incremental potential, so implicit Euler
  * with contact is still an unconstrained minimization). The Hessian is block diagonal in the
  * objects (each block its object's M_r + dt²(elastic + external)) plus the contact terms, which
@@ -24,10 +25,12 @@
  * elastic_lag (solver.h, the default) each object's elastic term is lagged as in the
  * single-object solver; contact and inertia are exact. Without it, every Hessian is factored.
  *
- * Line search (IPC §4.2): the step Δ is first capped by point–point CCD so that no pair's
+ * Line search (IPC §4.2): the step Δ is first capped by CCD (contact.h) so that no pair's
  * distance falls below min_sep × its current value anywhere on [0, α_max] (positions are linear
  * in α); every Armijo trial then lies inside that interval, so no accepted iterate ever has a
- * pair distance ≤ 0. The initial guess (the inertial prediction z̃) is filtered the same way from
+ * pair distance ≤ 0: no point ever crosses another body's surface. A pair's Hessian is taken with
+ * the closest point of the triangle held fixed (exact for point pairs; for a face the normal
+ * term alone, for an edge the curvature across it). The initial guess (the inertial prediction z̃) is filtered the same way from
  * the previous, feasible state. The energy of a trial counts only the broad-phase candidates of
  * the swept step, which contain every pair that can come within d̂ at any α ∈ [0, 1].
  *
