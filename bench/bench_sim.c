@@ -284,8 +284,9 @@ int main(int argc, char **argv) {
     }
     if (wanted(argc, argv, "sim_pile")) {
         /* three deformables piling up (scenes/pile.json): one coupled Newton system with IPC
-         * point-pair contact between them and the floor by penalty. Timed: the frames with at
-         * least one contact pair within reach (free flight costs what the objects cost alone). */
+         * contact between them (points against triangles) and the floor by penalty. Timed: the
+         * frames with at least one contact pair within reach (free flight costs what the objects
+         * cost alone). */
         SimScene sc;
         char err[512];
         const char *scene = getenv("BENCH_PILE_SCENE") ? getenv("BENCH_PILE_SCENE") : "scenes/pile.json";

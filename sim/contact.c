@@ -30,7 +30,7 @@ double sim_barrier_pair_curvature(double d, double dhat) {
 }
 
 void sim_contact_set_free(SimContactSet *s) {
-    free(s->pairs), free(s->keys), free(s->ent), free(s->count), free(s->cell), free(s->use), free(s->box);
+    free(s->pairs), free(s->keys), free(s->ent), free(s->count), free(s->cell), free(s->use), free(s->box), free(s->bucket);
     memset(s, 0, sizeof *s);
 }
 
@@ -174,34 +174,51 @@ int sim_contact_broad_phase(const SimContactBody *bodies, int nbodies, double ma
     for (int64_t e = 0; e < ne; e++) out->ent[out->count[out->keys[e] & (uint64_t)(T - 1)]++] = e;
     /* count[t] is now the end of bucket t; its start is count[t − 1] (0 for t = 0). Pairs: a point
      * and another body's triangle; two points of different bodies unless both bodies have
-     * triangles (then the point–triangle pairs cover them) */
+     * triangles (then the point–triangle pairs cover them). Each bucket is gathered into its
+     * points and its triangles first, so the triangles are only compared with points. */
+    int faceless = 0;
+    for (int b = 0; b < nbodies; b++) faceless |= !(bodies[b].faces && bodies[b].nf);
+    if (out->bucket_cap < ne) {
+        int64_t *bk = realloc(out->bucket, sizeof(int64_t) * (size_t)(ne + 1));
+        if (!bk) goto oom;
+        out->bucket = bk, out->bucket_cap = ne;
+    }
     int64_t start = 0;
     for (int64_t t = 0; t < T; t++) {
-        int64_t end = out->count[t];
+        int64_t end = out->count[t], k = end - start, npt = 0, ntri = 0;
+        if (k < 2) {
+            start = end;
+            continue;
+        }
+        int64_t *pts = out->bucket + start, *tris = out->bucket + end; /* points up, triangles down */
         for (int64_t u = start; u < end; u++) {
-            const int32_t *cu = out->cell + 5 * out->ent[u];
+            const int32_t *c = out->cell + 5 * out->ent[u];
+            if (c[4] >= bodies[c[3]].np) tris[-1 - ntri++] = out->ent[u];
+            else pts[npt++] = out->ent[u];
+        }
+        for (int64_t i = 0; i < npt; i++) {
+            const int32_t *cu = out->cell + 5 * pts[i];
             const SimContactBody *A = &bodies[cu[3]];
-            int tri_u = cu[4] >= A->np;
             const double *la = out->box + 6 * (eoff[cu[3]] + cu[4]), *ha = la + 3;
-            for (int64_t v = u + 1; v < end; v++) {
-                const int32_t *cv = out->cell + 5 * out->ent[v];
+            /* against the triangles, then (only where a body has none) the other points */
+            for (int64_t j = 0; j < ntri + (faceless ? npt : 0); j++) {
+                int tri = j < ntri;
+                if (!tri && j - ntri <= i) continue;
+                const int32_t *cv = out->cell + 5 * (tri ? tris[-1 - j] : pts[j - ntri]);
                 if (cu[3] == cv[3] || cu[0] != cv[0] || cu[1] != cv[1] || cu[2] != cv[2]) continue;
                 const SimContactBody *Bb = &bodies[cv[3]];
                 if (A->is_static && Bb->is_static) continue;
-                int tri_v = cv[4] >= Bb->np;
-                if (tri_u && tri_v) continue;
-                if (!tri_u && !tri_v && A->faces && A->nf && Bb->faces && Bb->nf) continue;
+                if (!tri && A->faces && A->nf && Bb->faces && Bb->nf) continue;
                 const double *lb = out->box + 6 * (eoff[cv[3]] + cv[4]), *hb = lb + 3;
                 int ok = 1;
-                for (int i = 0; i < 3 && ok; i++) {
-                    ok = la[i] <= hb[i] && lb[i] <= ha[i];
+                for (int d = 0; d < 3 && ok; d++) {
+                    ok = la[d] <= hb[d] && lb[d] <= ha[d];
                     /* report once: in the cell holding the corner max(lo_a, lo_b) of the overlap */
-                    if (ok) ok = (int64_t)floor(fmax(la[i], lb[i]) * inv) == cu[i];
+                    if (ok) ok = (int64_t)floor(fmax(la[d], lb[d]) * inv) == cu[d];
                 }
                 if (!ok) continue;
-                int rc = tri_u   ? push_pair(out, cv[3], cv[4], cu[3], -1, (int32_t)(cu[4] - A->np))
-                         : tri_v ? push_pair(out, cu[3], cu[4], cv[3], -1, (int32_t)(cv[4] - Bb->np))
-                                 : push_pair(out, cu[3], cu[4], cv[3], cv[4], -1);
+                int rc = tri ? push_pair(out, cu[3], cu[4], cv[3], -1, (int32_t)(cv[4] - Bb->np))
+                             : push_pair(out, cu[3], cu[4], cv[3], cv[4], -1);
                 if (rc) goto oom;
             }
         }

@@ -59,8 +59,9 @@ typedef struct {
     int32_t *cell;
     int64_t ent_cap, table_cap;
     unsigned char *use;
-    double *box;      /* per point: its swept, inflated box (lo, hi) */
+    double *box;      /* per point and triangle: its swept, inflated box (lo, hi) */
     int64_t use_cap;
+    int64_t *bucket, bucket_cap; /* one bucket's entries, points and triangles apart */
 } SimContactSet;
 
 void sim_contact_set_free(SimContactSet *s);
