@@ -64,13 +64,16 @@ static uint64_t cell_key(int64_t ix, int64_t iy, int64_t iz) {
     return h ^ (h >> 32);
 }
 
+/* a body's triangles (0 without a surface) */
+static int64_t body_tris(const SimContactBody *B) { return B->faces ? B->nf : 0; }
+
 /* Entities: every body's points, then the triangles of the bodies that have them; boxes in
  * out->box (6 per entity: lo, hi), entity e of body b at eoff[b] + e (points first). */
 int sim_contact_broad_phase(const SimContactBody *bodies, int nbodies, double margin, SimContactSet *out) {
     out->n = 0;
     if (nbodies < 2) return 0;
     int64_t total = 0;
-    for (int b = 0; b < nbodies; b++) total += bodies[b].np + (bodies[b].faces ? bodies[b].nf : 0);
+    for (int b = 0; b < nbodies; b++) total += bodies[b].np + body_tris(&bodies[b]);
     double (*blo)[3] = malloc(sizeof(double[3]) * (size_t)nbodies), (*bhi)[3] = malloc(sizeof(double[3]) * (size_t)nbodies);
     int64_t *eoff = malloc(sizeof(int64_t) * (size_t)(nbodies + 1));
     if (!blo || !bhi || !eoff) goto oom;
@@ -94,7 +97,7 @@ int sim_contact_broad_phase(const SimContactBody *bodies, int nbodies, double ma
             for (int i = 0; i < 3; i++) blo[b][i] = fmin(blo[b][i], bx[i]), bhi[b][i] = fmax(bhi[b][i], bx[3 + i]);
         }
         off += B->np;
-        for (int64_t f = 0; B->faces && f < B->nf; f++) {
+        for (int64_t f = 0; f < body_tris(B); f++) {
             double *bx = out->box + 6 * (off + f);
             for (int i = 0; i < 3; i++) bx[i] = INFINITY, bx[3 + i] = -INFINITY;
             for (int k = 0; k < 3; k++) {
@@ -102,13 +105,13 @@ int sim_contact_broad_phase(const SimContactBody *bodies, int nbodies, double ma
                 for (int i = 0; i < 3; i++) bx[i] = fmin(bx[i], c[i]), bx[3 + i] = fmax(bx[3 + i], c[3 + i]);
             }
         }
-        off += B->faces ? B->nf : 0;
+        off += body_tris(B);
     }
     /* which entities can meet another body at all (their box overlaps that body's box) */
     int64_t ninsert = 0;
     double ext = 2 * margin;
     for (int a = 0; a < nbodies; a++) {
-        int64_t ne_a = bodies[a].np + (bodies[a].faces ? bodies[a].nf : 0);
+        int64_t ne_a = bodies[a].np + body_tris(&bodies[a]);
         for (int64_t e = 0; e < ne_a; e++) {
             const double *lo = out->box + 6 * (eoff[a] + e), *hi = lo + 3;
             unsigned char u = 0;
@@ -144,7 +147,7 @@ int sim_contact_broad_phase(const SimContactBody *bodies, int nbodies, double ma
     /* cell entries: key, (cell x, y, z, body, entity) */
     int64_t ne = 0;
     for (int a = 0; a < nbodies; a++) {
-        int64_t ne_a = bodies[a].np + (bodies[a].faces ? bodies[a].nf : 0);
+        int64_t ne_a = bodies[a].np + body_tris(&bodies[a]);
         for (int64_t e = 0; e < ne_a; e++) {
             if (!out->use[eoff[a] + e]) continue;
             const double *lo = out->box + 6 * (eoff[a] + e), *hi = lo + 3;
@@ -177,7 +180,7 @@ int sim_contact_broad_phase(const SimContactBody *bodies, int nbodies, double ma
      * triangles (then the point–triangle pairs cover them). Each bucket is gathered into its
      * points and its triangles first, so the triangles are only compared with points. */
     int faceless = 0;
-    for (int b = 0; b < nbodies; b++) faceless |= !(bodies[b].faces && bodies[b].nf);
+    for (int b = 0; b < nbodies; b++) faceless |= !body_tris(&bodies[b]);
     if (out->bucket_cap < ne) {
         int64_t *bk = realloc(out->bucket, sizeof(int64_t) * (size_t)(ne + 1));
         if (!bk) goto oom;
@@ -208,7 +211,7 @@ int sim_contact_broad_phase(const SimContactBody *bodies, int nbodies, double ma
                 if (cu[3] == cv[3] || cu[0] != cv[0] || cu[1] != cv[1] || cu[2] != cv[2]) continue;
                 const SimContactBody *Bb = &bodies[cv[3]];
                 if (A->is_static && Bb->is_static) continue;
-                if (!tri && A->faces && A->nf && Bb->faces && Bb->nf) continue;
+                if (!tri && body_tris(A) && body_tris(Bb)) continue;
                 const double *lb = out->box + 6 * (eoff[cv[3]] + cv[4]), *hb = lb + 3;
                 int ok = 1;
                 for (int d = 0; d < 3 && ok; d++) {

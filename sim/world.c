@@ -256,16 +256,16 @@ static int collect_active(SimWorld *w) {
         if (s->nact == s->act_cap) {
             int64_t cap = s->act_cap ? 2 * s->act_cap : 256;
             SimContactPair *a = realloc(s->act, sizeof *a * (size_t)cap);
-            if (!a) return -1;
-            s->act = a, s->act_cap = cap;
+            if (a) s->act = a;
+            double *g = realloc(s->ageo, sizeof(double) * 7 * (size_t)cap);
+            if (g) s->ageo = g;
+            int32_t *ix = realloc(s->aidx, sizeof(int32_t) * 3 * (size_t)cap);
+            if (ix) s->aidx = ix;
+            if (!a || !g || !ix) return -1;
+            s->act_cap = cap;
         }
         s->act[s->nact++] = s->cand.pairs[k];
     }
-    double *g = realloc(s->ageo, sizeof(double) * 7 * (size_t)(s->nact + 1));
-    if (g) s->ageo = g;
-    int32_t *ix = realloc(s->aidx, sizeof(int32_t) * 3 * (size_t)(s->nact + 1));
-    if (ix) s->aidx = ix;
-    if (!g || !ix) return -1;
     for (int64_t t = 0; t < s->nact; t++) {
         double *ge = s->ageo + 7 * t;
         ge[3] = sim_contact_pair_vector(s->bodies, &s->act[t], 0, ge, ge + 4, s->aidx + 3 * t);
@@ -386,7 +386,8 @@ static void scatter6_transposed(const struct SimWorldScratch *s, const ObjInfo *
     }
 }
 
-/* The pair barrier's Hessian added to Hr (the reduced Newton matrix, NR × NR). A pair with 3 × 3
+/* The pair barrier's Hessian added to Hr (the reduced Newton matrix, NR × NR), from the pairs'
+ * rows that contact_prepare stored. A pair with 3 × 3
  * coefficient C and rows u (its point's) and v (the other side's: a point, or the triangle's
  * corners weighted at the closest point — the weights held fixed, so the Hessian is the pinned
  * closest point's, exact for point pairs) adds C ⊗ u uᵀ to its point's object block, C ⊗ v vᵀ to
@@ -394,15 +395,13 @@ static void scatter6_transposed(const struct SimWorldScratch *s, const ObjInfo *
  * over the pairs' rows, Y = [C_e u] for the six e = (i ≤ i'). Records the coupling in comp. */
 static int barrier_hessian(SimWorld *w, double scale, bool tangential) {
     struct SimWorldScratch *s = w->ws;
-    int64_t r_max = 1, n = s->nact + 1;
-    for (int k = 0; k < w->nobj; k++)
-        if (s->oi[k].r > r_max) r_max = s->oi[k].r;
-    /* scratch: U (n × r), Y (n × 6r), K6 (r × 6r), per pair coefficients (n × 6), a row (r) */
-    size_t need_u = (size_t)(n * r_max * 7 + 6 * r_max * r_max + 6 * n + r_max);
+    int64_t r_max = s->rmax, n = s->nact + 1;
+    /* scratch: U (n × r), Y (n × 6r), K6 (r × 6r), per pair coefficients (n × 6) */
+    size_t need_u = (size_t)(n * r_max * 7 + 6 * r_max * r_max + 6 * n);
     double *U = realloc(s->U, sizeof(double) * need_u);
     if (!U) return -1;
     s->U = U;
-    double *Y = U + n * r_max, *K6 = Y + 6 * n * r_max, *cf = K6 + 6 * r_max * r_max, *vrow = cf + 6 * n;
+    double *Y = U + n * r_max, *K6 = Y + 6 * n * r_max, *cf = K6 + 6 * r_max * r_max;
     for (int64_t t = 0; t < s->nact; t++) {
         pair_coefficients(w, scale, t, tangential, cf + 6 * t);
     }
@@ -414,7 +413,7 @@ static int barrier_hessian(SimWorld *w, double scale, bool tangential) {
             const SimContactPair *q = &s->act[t];
             if (q->a != a && q->b != a) continue;
             double *u = U + P * ra, *y = Y + P * 6 * ra;
-            pair_row(w, t, q->a == a ? 0 : 1, true, u);
+            memcpy(u, s->Ug + (2 * t + (q->a == a ? 0 : 1)) * r_max, sizeof(double) * (size_t)ra);
             for (int e = 0; e < 6; e++)
                 for (int64_t j = 0; j < ra; j++) y[e * ra + j] = cf[6 * t + e] * u[j];
             P++;
@@ -433,10 +432,10 @@ static int barrier_hessian(SimWorld *w, double scale, bool tangential) {
                 if (!((q->a == a && q->b == b) || (q->a == b && q->b == a))) continue;
                 int sa = q->a == a ? 0 : 1;
                 double *y = Y + P * 6 * rb;
-                pair_row(w, t, sa, true, U + P * ra);
-                pair_row(w, t, 1 - sa, true, vrow);
+                const double *v = s->Ug + (2 * t + 1 - sa) * r_max;
+                memcpy(U + P * ra, s->Ug + (2 * t + sa) * r_max, sizeof(double) * (size_t)ra);
                 for (int e = 0; e < 6; e++)
-                    for (int64_t j = 0; j < rb; j++) y[e * rb + j] = cf[6 * t + e] * vrow[j];
+                    for (int64_t j = 0; j < rb; j++) y[e * rb + j] = cf[6 * t + e] * v[j];
                 P++;
             }
             if (!P) continue;
@@ -659,12 +658,9 @@ static void hess_apply(const SimWorld *w, const double *v, double *out) {
             int body = side ? q->b : q->a;
             if (body >= w->nobj) continue;
             const ObjInfo *A = &s->oi[body];
-            const double *u = s->Ug + (2 * t + side) * s->rmax, *v0 = v + A->roff, *v1 = v0 + A->r, *v2 = v1 + A->r;
-            double d0 = 0, d1 = 0, d2 = 0;
-#pragma omp simd reduction(+ : d0, d1, d2)
-            for (int64_t j = 0; j < A->r; j++) d0 += u[j] * v0[j], d1 += u[j] * v1[j], d2 += u[j] * v2[j];
-            double sg = side ? -1 : 1;
-            dd[0] += sg * d0, dd[1] += sg * d1, dd[2] += sg * d2;
+            double ds[3], sg = side ? -1 : 1;
+            rows_times_coords(1, A->r, s->Ug + (2 * t + side) * s->rmax, v + A->roff, ds, false);
+            dd[0] += sg * ds[0], dd[1] += sg * ds[1], dd[2] += sg * ds[2];
         }
         const double *c = s->cfx + 6 * t;
         double f[3] = {c[0] * dd[0] + c[1] * dd[1] + c[2] * dd[2], c[1] * dd[0] + c[3] * dd[1] + c[4] * dd[2],
@@ -682,9 +678,8 @@ static void hess_apply(const SimWorld *w, const double *v, double *out) {
     }
 }
 
-/* Factors the PSD Newton matrix: the objects' blocks plus the projected pair Hessians (which also
- * fixes the components), with growing shifts if even that does not factor. 0, 1: no factor, -1: oom. */
-static int factor_psd(SimWorld *w, double scale, bool contact, int *ncomp) {
+/* Hr = the objects' blocks (Hob) on its diagonal, each object its own component */
+static void hr_from_objects(SimWorld *w) {
     struct SimWorldScratch *s = w->ws;
     int64_t NR = s->nred;
     memset(s->Hr, 0, sizeof(double) * (size_t)(NR * NR));
@@ -694,6 +689,13 @@ static int factor_psd(SimWorld *w, double scale, bool contact, int *ncomp) {
             memcpy(s->Hr + (A->roff + i) * NR + A->roff, s->Hob + A->hoff + i * A->m, sizeof(double) * (size_t)A->m);
         s->comp[k] = k;
     }
+}
+
+/* Factors the PSD Newton matrix: the objects' blocks plus the projected pair Hessians (which also
+ * fixes the components), with growing shifts if even that does not factor. 0, 1: no factor, -1: oom. */
+static int factor_psd(SimWorld *w, double scale, bool contact, int *ncomp) {
+    struct SimWorldScratch *s = w->ws;
+    hr_from_objects(w);
     if (contact && barrier_hessian(w, scale, false)) return -1;
     /* factors only: the right-hand side is a dummy */
     int rc = solve_components(w, true, 8, ncomp, NULL, s->cg, s->cg);
@@ -1147,14 +1149,9 @@ double sim_world_hessian_product_error(SimWorld *w, double dt) {
         free(v), free(comp);
         return INFINITY;
     }
-    objects_hessian(w, Z, Z, dt, w->t, true, NULL);
+    objects_hessian(w, Z, Z, dt, w->t, true, false);
     /* the assembled exact matrix */
-    memset(s->Hr, 0, sizeof(double) * (size_t)(NR * NR));
-    for (int k = 0; k < w->nobj; k++) {
-        const ObjInfo *A = &s->oi[k];
-        for (int64_t i = 0; i < A->m; i++)
-            memcpy(s->Hr + (A->roff + i) * NR + A->roff, s->Hob + A->hoff + i * A->m, sizeof(double) * (size_t)A->m);
-    }
+    hr_from_objects(w);
     if (barrier_hessian(w, dt * dt, true)) err = INFINITY;
     for (int64_t i = 0; i < NR; i++) v[i] = sin(1.7 * (double)i + 0.3);
     cblas_dgemv(CblasRowMajor, CblasNoTrans, (int)NR, (int)NR, 1.0, s->Hr, (int)NR, v, 1, 0.0, h1, 1);
