@@ -153,9 +153,10 @@ $(BUILD)/pic/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -fPIC -DTENSOR_NO_SITE -c $< -o $@
 
-# linked against every library it uses, so a program needs only -lanima (anima.pc's Libs)
+# linked against every library it uses (--no-undefined checks that), so a program needs only
+# -lanima (anima.pc's Libs)
 $(BUILD)/libanima.so: $(PIC_OBJ)
-	$(CC) $(CFLAGS) -shared -Wl,-soname,libanima.so -o $@ $^ $(LDLIBS)
+	$(CC) $(CFLAGS) -shared -Wl,-soname,libanima.so -Wl,--no-undefined -o $@ $^ $(LDLIBS)
 
 shared: $(BUILD)/libanima.so
 
