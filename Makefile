@@ -14,12 +14,15 @@ MPI_INC  := $(shell mpicc --showme:compile 2>/dev/null)
 MPI_LIB  := $(shell mpicc --showme:link 2>/dev/null)
 BLAS_DIR := $(firstword $(wildcard /usr/lib/x86_64-linux-gnu/openblas-openmp) /usr/lib/x86_64-linux-gnu)
 BLAS_INC := $(firstword $(wildcard /usr/include/x86_64-linux-gnu/openblas-openmp) /usr/include/x86_64-linux-gnu)
+# the one include dir the public headers need (tensor/h5file.h includes <hdf5.h>); anima.pc has it
+HDF5_INC := -I/usr/include/hdf5/serial
 
-CFLAGS  := -std=c11 -O2 $(ARCH) -g -Wall -Wextra -Werror -Wno-missing-field-initializers -fopenmp -D_GNU_SOURCE -MMD -MP -I. -I$(BLAS_INC) -I/usr/include/hdf5/serial -I/usr/include/suitesparse $(MPI_INC)
+CFLAGS  := -std=c11 -O2 $(ARCH) -g -Wall -Wextra -Werror -Wno-missing-field-initializers -fopenmp -D_GNU_SOURCE -MMD -MP -I. -I$(BLAS_INC) $(HDF5_INC) -I/usr/include/suitesparse $(MPI_INC)
 LDLIBS  := -L$(BLAS_DIR) -Wl,-rpath,$(BLAS_DIR) -lopenblas -L/usr/lib/x86_64-linux-gnu/hdf5/serial -lhdf5 -lcjson -lpng -lcholmod $(MPI_LIB) -fopenmp -lm
 ifeq ($(SANITIZE),1)
 override BUILD := $(BUILD)-san
-CFLAGS  += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+SAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+CFLAGS  += $(SAN_FLAGS)
 LDLIBS  += -fsanitize=address,undefined
 endif
 
@@ -43,7 +46,7 @@ TEST_SRC := $(wildcard tests/*.c)
 # bench/bench_sim.c is a program of its own (bench/run_sim.sh), not one of anima-bench's cases
 BENCH_SRC := $(filter-out bench/bench_sim.c,$(wildcard bench/*.c))
 
-.PHONY: all test demo bench valgrind clean deps test-cuda bench-cuda FORCE
+.PHONY: all test demo bench valgrind clean deps test-cuda bench-cuda install uninstall shared FORCE
 all: $(BUILD)/libanima.a anima
 
 $(BUILD)/libanima.a: $(LIB_OBJ)
@@ -100,8 +103,11 @@ bench-cuda:
 deps:
 	@bash tools/install-deps.sh
 
+# the installed tree at $(BUILD)/install-test is what tests/examples.sh builds examples/ against
 test: deps
-	@$(MAKE) --no-print-directory all $(BUILD)/anima-tests $(BUILD)/anima-mpi-tests
+	@$(MAKE) --no-print-directory all $(BUILD)/anima-tests $(BUILD)/anima-mpi-tests $(BUILD)/libanima.so
+	@rm -rf $(BUILD)/install-test && $(MAKE) --no-print-directory install PREFIX=$(abspath $(BUILD)/install-test) \
+	  > $(BUILD)/install-test.log 2>&1 || { cat $(BUILD)/install-test.log; exit 1; }
 	@bash datasets/fetch-real.sh > $(BUILD)/fetch-real.log 2>&1 || echo "note: datasets/fetch-real.sh failed (see $(BUILD)/fetch-real.log); tests that need real meshes skip" 
 	@BUILD=$(BUILD) bash tests/run.sh
 
@@ -133,6 +139,67 @@ test-cuda: deps
 
 clean:
 	rm -rf build build-san build-vg build-cuda anima
+
+# ---- install: using anima from one's own program (examples/) -------------------------------
+# $(DESTDIR)$(PREFIX)/lib/libanima.{a,so}, lib/pkgconfig/anima.pc, bin/anima and the public
+# headers under include/anima/ in the repository's layout (they include each other as
+# "tensor/tensor.h"; anima.pc's Cflags point there). The shared library is built from the same
+# sources compiled position-independent into $(BUILD)/pic/, so libanima.a, the tests and the
+# benches keep non-PIC code; the CUDA objects are PIC already and are shared by both.
+PREFIX  ?= /usr/local
+PIC_OBJ := $(LIB_SRC:%.c=$(BUILD)/pic/%.o) $(CUDA_OBJ)
+
+$(BUILD)/pic/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -fPIC -DTENSOR_NO_SITE -c $< -o $@
+
+# linked against every library it uses (--no-undefined checks that), so a program needs only
+# -lanima (anima.pc's Libs)
+$(BUILD)/libanima.so: $(PIC_OBJ)
+	$(CC) $(CFLAGS) -shared -Wl,-soname,libanima.so -Wl,--no-undefined -o $@ $^ $(LDLIBS)
+
+shared: $(BUILD)/libanima.so
+
+# Headers are public unless listed here: the op front-ends' and backends' seams (tensor/
+# internal.h, backend.h, cpu/, cuda/), the sources' shared internals, the LAPACK declarations
+# and the Gaussian rasterizer's kernel-side math. base/ is the layer below tensor/.
+HDR_DIRS    := base tensor autograd nn optim datasets sim $(wildcard models/*)
+HDR_PRIVATE := %internal.h tensor/backend.h sim/lapack.h models/gaussians/gs_math.h models/gaussians/raster_core.h
+PUBLIC_HDR  := $(filter-out $(HDR_PRIVATE),$(foreach d,$(HDR_DIRS),$(wildcard $(d)/*.h)))
+
+# anima.pc is written from the variables the build itself compiles and links with: Libs.private
+# is LDLIBS (a static link needs all of it), Cflags the HDF5 include dir the headers need (and
+# the sanitizers, in a SANITIZE=1 build, whose libraries need them in the program too); the
+# variable cuda says whether the library was built with CUDA.
+define ANIMA_PC
+prefix=$(PREFIX)
+exec_prefix=$${prefix}
+libdir=$${exec_prefix}/lib
+includedir=$${prefix}/include
+cuda=$(CUDA)
+
+Name: anima
+Description: tensors with autograd, neural nets, optimizers, PhysSkin and Gaussian models, a reduced elastic simulator
+Version: 0.1.0
+Cflags: -I$${includedir}/anima $(HDF5_INC) $(SAN_FLAGS)
+Libs: -L$${libdir} -lanima
+Libs.private: $(LDLIBS)
+endef
+export ANIMA_PC
+
+install: $(BUILD)/libanima.a $(BUILD)/libanima.so $(BUILD)/anima
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include/anima
+	install -m 644 $(BUILD)/libanima.a $(DESTDIR)$(PREFIX)/lib/libanima.a
+	install -m 755 $(BUILD)/libanima.so $(DESTDIR)$(PREFIX)/lib/libanima.so
+	install -m 755 $(BUILD)/anima $(DESTDIR)$(PREFIX)/bin/anima
+	@for h in $(PUBLIC_HDR); do install -D -m 644 $$h $(DESTDIR)$(PREFIX)/include/anima/$$h || exit 1; done
+	@echo "installed $(words $(PUBLIC_HDR)) headers under $(DESTDIR)$(PREFIX)/include/anima"
+	printf '%s\n' "$$ANIMA_PC" > $(DESTDIR)$(PREFIX)/lib/pkgconfig/anima.pc
+
+uninstall:
+	rm -f $(DESTDIR)$(PREFIX)/lib/libanima.a $(DESTDIR)$(PREFIX)/lib/libanima.so \
+	  $(DESTDIR)$(PREFIX)/lib/pkgconfig/anima.pc $(DESTDIR)$(PREFIX)/bin/anima
+	rm -rf $(DESTDIR)$(PREFIX)/include/anima
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
 

@@ -221,8 +221,11 @@ int optim_train_init(OptimTrain *t, const OptimTrainOptions *opt, NnParams *p, O
     sa.sa_handler = on_signal;
     sigemptyset(&sa.sa_mask);
     sa.sa_flags = SA_RESETHAND;
-    sigaction(SIGINT, &sa, &t->old_int);
-    sigaction(SIGTERM, &sa, &t->old_term);
+    struct sigaction old[2];
+    _Static_assert(sizeof old <= sizeof t->old_actions, "OptimTrain.old_actions is too small for two struct sigaction");
+    sigaction(SIGINT, &sa, &old[0]);
+    sigaction(SIGTERM, &sa, &old[1]);
+    memcpy(t->old_actions, old, sizeof old);
     t->t_start = now_s();
     return 0;
 }
@@ -320,8 +323,10 @@ int optim_train_finish(OptimTrain *t) {
     }
     if (t->metrics && fclose(t->metrics) != 0) rc = 1;
     t->metrics = NULL;
-    sigaction(SIGINT, &t->old_int, NULL);
-    sigaction(SIGTERM, &t->old_term, NULL);
+    struct sigaction old[2];
+    memcpy(old, t->old_actions, sizeof old);
+    sigaction(SIGINT, &old[0], NULL);
+    sigaction(SIGTERM, &old[1], NULL);
     free(t->resumed_config);
     t->resumed_config = NULL;
     if (sig) {

@@ -69,7 +69,9 @@ typedef struct {
     int error;          /* a checkpoint or log write failed: finish returns 1 */
     bool is_main;       /* rank 0 (or no communicator): the rank that prints and writes */
     int stop_signal;    /* the signal every rank agreed to stop on (several ranks), 0 if none */
-    struct sigaction old_int, old_term;
+    /* the SIGINT and SIGTERM actions to restore: two struct sigaction, held as bytes so that
+     * this header compiles in strict C11 (struct sigaction is POSIX, behind feature macros) */
+    _Alignas(16) unsigned char old_actions[512];
 } OptimTrain;
 
 /* Opens the log, installs the signal handlers and, with opt->resume, loads the checkpoint into

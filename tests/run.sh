@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # tests/run.sh — every suite, then one total: the unit tests (one process, each test forked),
-# the data-parallel tests under `mpirun -np 2`. The last line is "N passed, N failed".
+# the data-parallel tests under `mpirun -np 2`, and the examples built against the installed
+# tree (tests/examples.sh; `make test` installs it first). The last line is "N passed, N failed".
 set -u
 cd "$(dirname "$0")/.."
 build=${BUILD:-build}
@@ -34,5 +35,6 @@ if command -v mpirun >/dev/null; then
 else
   echo "FAIL mpi: mpirun not found (tools/install-deps.sh installs openmpi-bin)"; total_fail=$((total_fail + 1))
 fi
+run_suite examples env BUILD="$build" bash tests/examples.sh
 echo "$total_pass passed, $total_fail failed"
 [ "$total_fail" -eq 0 ]
