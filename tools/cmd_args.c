@@ -1,0 +1,159 @@
+/* tools/cmd_args.c — table-driven argv for the subcommands. */
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tools/cmd_args.h"
+
+static void usage_line(const CmdArgSpec *spec, FILE *f) {
+    fprintf(f, "usage: %s %s\n", spec->cmd, spec->usage ? spec->usage : "[options]");
+}
+
+int cmd_args_fail(const CmdArgSpec *spec, FILE *errf, const char *fmt, ...) {
+    if (!errf) return CMD_ARGS_BAD;
+    fprintf(errf, "%s: ", spec->cmd);
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(errf, fmt, ap);
+    va_end(ap);
+    fputc('\n', errf);
+    usage_line(spec, errf);
+    fprintf(errf, "(%s --help lists the options)\n", spec->cmd);
+    return CMD_ARGS_BAD;
+}
+
+/* what a number option expects, for messages and the help */
+static void expects(const CmdArg *a, char *buf, size_t n) {
+    const char *what = a->kind == CMD_ARG_INT ? "an integer" : "a number";
+    if (a->min < a->max) snprintf(buf, n, "%s in [%g, %g]", what, a->min, a->max);
+    else if (a->max < a->min && a->min == 1 && a->kind == CMD_ARG_INT) snprintf(buf, n, "a positive integer");
+    else if (a->max < a->min && a->min == 0) snprintf(buf, n, "a non-negative %s", what + (what[1] == 'n' ? 3 : 2));
+    else if (a->max < a->min) snprintf(buf, n, "%s >= %g", what, a->min);
+    else snprintf(buf, n, "%s", what);
+}
+
+static bool in_bounds(const CmdArg *a, double v) {
+    if (a->min < a->max) return v >= a->min && v <= a->max;
+    if (a->max < a->min) return v >= a->min;
+    return true;
+}
+
+static int take(const CmdArgSpec *spec, const CmdArg *a, const char *v, FILE *errf) {
+    char want[96];
+    switch (a->kind) {
+    case CMD_ARG_INT: {
+        char *end;
+        errno = 0;
+        long long x = strtoll(v, &end, 10);
+        if (end == v || *end || errno || !in_bounds(a, (double)x)) {
+            expects(a, want, sizeof want);
+            return cmd_args_fail(spec, errf, "%s expects %s, got '%s'", a->name, want, v);
+        }
+        *(int64_t *)a->dst = x;
+        return 0;
+    }
+    case CMD_ARG_DOUBLE: {
+        char *end;
+        double x = strtod(v, &end);
+        if (end == v || *end || !isfinite(x) || !in_bounds(a, x)) {
+            expects(a, want, sizeof want);
+            return cmd_args_fail(spec, errf, "%s expects %s, got '%s'", a->name, want, v);
+        }
+        *(double *)a->dst = x;
+        return 0;
+    }
+    case CMD_ARG_CHOICE: {
+        const char *const *c = a->choices;
+        while (*c && strcmp(*c, v)) c++;
+        if (!*c) {
+            char list[256] = "";
+            for (c = a->choices; *c; c++)
+                snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", c == a->choices ? "" : c[1] ? ", " : " or ", *c);
+            return cmd_args_fail(spec, errf, "%s expects %s, got '%s'", a->name, list, v);
+        }
+        *(const char **)a->dst = v;
+        return 0;
+    }
+    case CMD_ARG_LIST: {
+        CmdArgList *l = a->dst;
+        if (l->n == (int)(sizeof l->v / sizeof *l->v))
+            return cmd_args_fail(spec, errf, "more than %d %s arguments", l->n, a->name);
+        l->v[l->n++] = v;
+        return 0;
+    }
+    case CMD_ARG_STRING: *(const char **)a->dst = v; return 0;
+    case CMD_ARG_FLAG: break;
+    }
+    return 0;
+}
+
+int cmd_args_parse(const CmdArgSpec *spec, int argc, char **argv, int first, FILE *errf, const char **pos,
+                   int *npos) {
+    int np = 0, nargs = 0;
+    while (spec->args[nargs].name) nargs++;
+    bool seen[128] = {false};
+    for (int i = first; i < argc; i++) {
+        const char *s = argv[i];
+        if (!strcmp(s, "-h") || !strcmp(s, "--help")) {
+            cmd_args_help(spec, stdout);
+            return CMD_ARGS_HELP;
+        }
+        if (s[0] != '-' || !s[1]) {
+            if (np >= spec->max_pos) return cmd_args_fail(spec, errf, "unexpected argument '%s'", s);
+            pos[np++] = s;
+            continue;
+        }
+        const CmdArg *a = spec->args;
+        while (a->name && strcmp(a->name, s)) a++;
+        if (!a->name) return cmd_args_fail(spec, errf, "unknown argument '%s'", s);
+        if (a - spec->args < 128) seen[a - spec->args] = true;
+        if (a->kind == CMD_ARG_FLAG) {
+            *(bool *)a->dst = true;
+            continue;
+        }
+        if (i + 1 >= argc) return cmd_args_fail(spec, errf, "%s needs a value", s);
+        if (take(spec, a, argv[++i], errf)) return CMD_ARGS_BAD;
+    }
+    for (int k = 0; k < nargs && k < 128; k++)
+        if (spec->args[k].required && !seen[k]) return cmd_args_fail(spec, errf, "%s is required", spec->args[k].name);
+    if (np < spec->min_pos) return cmd_args_fail(spec, errf, "missing arguments");
+    if (npos) *npos = np;
+    return CMD_ARGS_OK;
+}
+
+void cmd_args_help(const CmdArgSpec *spec, FILE *f) {
+    usage_line(spec, f);
+    if (spec->about) fprintf(f, "%s\n", spec->about);
+    fprintf(f, "options:\n");
+    for (const CmdArg *a = spec->args; a->name; a++) {
+        char left[64], want[96] = "";
+        snprintf(left, sizeof left, "%s%s%s", a->name, a->kind == CMD_ARG_FLAG ? "" : " ",
+                 a->kind == CMD_ARG_FLAG ? "" : a->meta ? a->meta : "VALUE");
+        if (a->kind == CMD_ARG_INT || a->kind == CMD_ARG_DOUBLE) {
+            if (a->min != 0 || a->max != 0) expects(a, want, sizeof want);
+        } else if (a->kind == CMD_ARG_CHOICE) {
+            snprintf(want, sizeof want, "one of");
+            for (const char *const *c = a->choices; *c; c++)
+                snprintf(want + strlen(want), sizeof want - strlen(want), " %s", *c);
+        }
+        fprintf(f, "  %-22s %s%s%s%s%s%s\n", left, a->help ? a->help : "", *want ? " (" : "", want, *want ? ")" : "",
+                a->required ? " [required]" : "", a->kind == CMD_ARG_LIST ? " [repeatable]" : "");
+    }
+    fprintf(f, "  %-22s %s\n", "-h, --help", "this help");
+    if (spec->footer) fprintf(f, "%s", spec->footer);
+}
+
+int cmd_args_config(const CmdArgSpec *spec, FILE *errf, const char *path, const CmdArgList *sets,
+                    const DsConfigField *schema, void *cfg) {
+    char err[8192];
+    int rc = path ? ds_config_load(path, schema, cfg, err, sizeof err)
+                  : ds_config_parse(NULL, "defaults", schema, cfg, err, sizeof err);
+    for (int i = 0; sets && i < sets->n && rc == 0; i++) rc = ds_config_set(sets->v[i], schema, cfg, err, sizeof err);
+    if (rc) {
+        if (errf) fprintf(errf, "%s: %s\n", spec->cmd, err);
+        return CMD_ARGS_BAD;
+    }
+    return 0;
+}
