@@ -97,7 +97,7 @@ int cmd_args_parse(const CmdArgSpec *spec, int argc, char **argv, int first, FIL
     for (int i = first; i < argc; i++) {
         const char *s = argv[i];
         if (!strcmp(s, "-h") || !strcmp(s, "--help")) {
-            cmd_args_help(spec, stdout);
+            if (errf) cmd_args_help(spec, stdout);
             return CMD_ARGS_HELP;
         }
         if (s[0] != '-' || !s[1]) {

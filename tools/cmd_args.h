@@ -52,7 +52,8 @@ enum { CMD_ARGS_OK = 0, CMD_ARGS_HELP = 1, CMD_ARGS_BAD = 2 };
 
 /* Reads argv[first..argc): options by the table, the rest into pos (npos of them). -h/--help
  * prints the help to stdout: CMD_ARGS_HELP (exit 0). A bad argument prints its message and the
- * usage line to errf (NULL: silent, for MPI ranks other than 0): CMD_ARGS_BAD (exit 2). */
+ * usage line to errf: CMD_ARGS_BAD (exit 2). errf NULL: silent, help included (MPI ranks other
+ * than 0). */
 int cmd_args_parse(const CmdArgSpec *spec, int argc, char **argv, int first, FILE *errf, const char **pos,
                    int *npos);
 void cmd_args_help(const CmdArgSpec *spec, FILE *f);
