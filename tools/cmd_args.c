@@ -76,10 +76,18 @@ static int take(const CmdArgSpec *spec, const CmdArg *a, const char *v, FILE *er
         *(const char **)a->dst = v;
         return 0;
     }
-    case CMD_ARG_LIST: {
+    case CMD_ARG_LIST:
+    case CMD_ARG_KEY: {
         CmdArgList *l = a->dst;
         if (l->n == (int)(sizeof l->v / sizeof *l->v))
-            return cmd_args_fail(spec, errf, "more than %d %s arguments", l->n, a->name);
+            return cmd_args_fail(spec, errf, "more than %d config overrides", l->n);
+        if (a->kind == CMD_ARG_KEY) {
+            size_t room = sizeof l->buf - l->used;
+            int k = snprintf(l->buf + l->used, room, "%s=%s", a->key, v);
+            if (k < 0 || (size_t)k >= room) return cmd_args_fail(spec, errf, "%s: value too long", a->name);
+            v = l->buf + l->used;
+            l->used += (size_t)k + 1;
+        }
         l->v[l->n++] = v;
         return 0;
     }
@@ -138,6 +146,7 @@ void cmd_args_help(const CmdArgSpec *spec, FILE *f) {
             for (const char *const *c = a->choices; *c; c++)
                 snprintf(want + strlen(want), sizeof want - strlen(want), " %s", *c);
         }
+        if (a->kind == CMD_ARG_KEY) snprintf(want, sizeof want, "--set %s=%s", a->key, a->meta ? a->meta : "VALUE");
         fprintf(f, "  %-22s %s%s%s%s%s%s\n", left, a->help ? a->help : "", *want ? " (" : "", want, *want ? ")" : "",
                 a->required ? " [required]" : "", a->kind == CMD_ARG_LIST ? " [repeatable]" : "");
     }

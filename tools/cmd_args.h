@@ -19,11 +19,14 @@ typedef enum {
     CMD_ARG_STRING, /* const char *: the argument itself */
     CMD_ARG_CHOICE, /* const char *, one of choices */
     CMD_ARG_LIST,   /* CmdArgList: every occurrence, in order (--set key=value) */
+    CMD_ARG_KEY,    /* CmdArgList: a shortcut for --set key=VALUE (key: the config key) */
 } CmdArgKind;
 
 typedef struct {
     const char *v[64];
     int n;
+    char buf[4096]; /* the "key=value" texts of CMD_ARG_KEY options */
+    size_t used;
 } CmdArgList;
 
 typedef struct {
@@ -37,6 +40,7 @@ typedef struct {
     double min, max;
     const char *const *choices; /* CMD_ARG_CHOICE: NULL-terminated */
     bool required;
+    const char *key; /* CMD_ARG_KEY: the config key it sets */
 } CmdArg;
 
 typedef struct {
