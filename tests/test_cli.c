@@ -47,6 +47,9 @@ TEST(cli_bad_arguments_exit_2_naming_them) {
         {"fit --stop-after 2.5", {"anima fit: --stop-after expects a positive integer", "'2.5'", "usage"}},
         {"fit --device tpu", {"anima fit: --device expects cpu or cuda", "'tpu'", "usage"}},
         {"fit --frobnicate", {"anima fit: unknown argument '--frobnicate'", "usage: anima fit", "--help"}},
+        {"gs fit --iters", {"anima gs fit: --iters needs a value", "usage: anima gs fit", "--help"}},
+        {"gs fit --set train.iters=0", {"anima gs fit:", "'train.iters'", "got 0"}},
+        {"gs draw", {"anima gs: unknown subcommand 'draw'", "usage: anima gs", "--help"}},
         {"mesh convert a.ply", {"anima mesh convert: missing arguments", "usage: anima mesh convert IN OUT", "--help"}},
         {"mesh convert a.ply b.ply --binary", {"anima mesh convert: unknown argument '--binary'", "usage", "--help"}},
     };
@@ -67,6 +70,7 @@ TEST(cli_help_lists_every_option) {
         {"sim skinning", {"--category", "--kind", "--handles", "--seed", "--cubature-res", "--mesh-res", "--normalize"}},
         {"fit", {"--config", "--out", "--resume", "--set", "--stop-after", "--no-progress", "--device"}},
         {"mesh convert", {"--ascii"}},
+        {"gs fit", {"--config", "--mesh", "--views", "--test-views", "--size", "--iters", "--out", "--set"}},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         char args[256];
