@@ -18,25 +18,42 @@ int cmd_args_fail(const CmdArgSpec *spec, FILE *errf, const char *fmt, ...) {
     va_start(ap, fmt);
     vfprintf(errf, fmt, ap);
     va_end(ap);
-    fputc('\n', errf);
+    fprintf(errf, " (see %s --help)\n", spec->cmd);
     usage_line(spec, errf);
-    fprintf(errf, "(%s --help lists the options)\n", spec->cmd);
     return CMD_ARGS_BAD;
+}
+
+/* a bound as the option's kind writes it: counts as integers (1000000, not 1e+06) */
+static void bound(const CmdArg *a, double v, char *buf, size_t n) {
+    if (a->kind == CMD_ARG_DOUBLE) snprintf(buf, n, "%g", v);
+    else snprintf(buf, n, "%lld", (long long)v);
 }
 
 /* what a number option expects, for messages and the help */
 static void expects(const CmdArg *a, char *buf, size_t n) {
-    const char *what = a->kind == CMD_ARG_INT ? "an integer" : "a number";
-    if (a->min < a->max) snprintf(buf, n, "%s in [%g, %g]", what, a->min, a->max);
-    else if (a->max < a->min && a->min == 1 && a->kind == CMD_ARG_INT) snprintf(buf, n, "a positive integer");
-    else if (a->max < a->min && a->min == 0) snprintf(buf, n, "a non-negative %s", what + (what[1] == 'n' ? 3 : 2));
-    else if (a->max < a->min) snprintf(buf, n, "%s >= %g", what, a->min);
+    char lo[32], hi[32];
+    bound(a, a->min, lo, sizeof lo);
+    bound(a, a->max, hi, sizeof hi);
+    if (a->kind == CMD_ARG_UINT) {
+        snprintf(buf, n, "a non-negative integer");
+        return;
+    }
+    if (a->kind == CMD_ARG_SIZE) {
+        snprintf(buf, n, "WxH in [%s, %s]", lo, hi);
+        return;
+    }
+    const char *what = a->kind == CMD_ARG_INT ? "an integer" : "a number", *bare = what + (what[1] == 'n' ? 3 : 2);
+    if (a->min < a->max) snprintf(buf, n, "%s in %c%s, %s]", what, a->above_min ? '(' : '[', lo, hi);
+    else if (a->max < a->min && a->min == 0) snprintf(buf, n, "a %s %s", a->above_min ? "positive" : "non-negative", bare);
+    else if (a->max < a->min && a->min == 1 && a->kind == CMD_ARG_INT && !a->above_min) snprintf(buf, n, "a positive integer");
+    else if (a->max < a->min) snprintf(buf, n, "%s %s %s", what, a->above_min ? ">" : ">=", lo);
     else snprintf(buf, n, "%s", what);
 }
 
 static bool in_bounds(const CmdArg *a, double v) {
-    if (a->min < a->max) return v >= a->min && v <= a->max;
-    if (a->max < a->min) return v >= a->min;
+    bool lo = a->above_min ? v > a->min : v >= a->min;
+    if (a->min < a->max) return lo && v <= a->max;
+    if (a->max < a->min) return lo;
     return true;
 }
 
@@ -52,6 +69,26 @@ static int take(const CmdArgSpec *spec, const CmdArg *a, const char *v, FILE *er
             return cmd_args_fail(spec, errf, "%s expects %s, got '%s'", a->name, want, v);
         }
         *(int64_t *)a->dst = x;
+        return 0;
+    }
+    case CMD_ARG_UINT: {
+        char *end;
+        errno = 0;
+        unsigned long long x = strtoull(v, &end, 10);
+        if (end == v || *end || errno || v[0] == '-') {
+            expects(a, want, sizeof want);
+            return cmd_args_fail(spec, errf, "%s expects %s, got '%s'", a->name, want, v);
+        }
+        *(uint64_t *)a->dst = x;
+        return 0;
+    }
+    case CMD_ARG_SIZE: {
+        int w, h, k = 0;
+        if (sscanf(v, "%dx%d%n", &w, &h, &k) != 2 || v[k] || !in_bounds(a, w) || !in_bounds(a, h)) {
+            expects(a, want, sizeof want);
+            return cmd_args_fail(spec, errf, "%s expects %s, got '%s'", a->name, want, v);
+        }
+        ((int *)a->dst)[0] = w, ((int *)a->dst)[1] = h;
         return 0;
     }
     case CMD_ARG_DOUBLE: {
@@ -139,8 +176,8 @@ void cmd_args_help(const CmdArgSpec *spec, FILE *f) {
         char left[64], want[96] = "";
         snprintf(left, sizeof left, "%s%s%s", a->name, a->kind == CMD_ARG_FLAG ? "" : " ",
                  a->kind == CMD_ARG_FLAG ? "" : a->meta ? a->meta : "VALUE");
-        if (a->kind == CMD_ARG_INT || a->kind == CMD_ARG_DOUBLE) {
-            if (a->min != 0 || a->max != 0) expects(a, want, sizeof want);
+        if (a->kind == CMD_ARG_INT || a->kind == CMD_ARG_DOUBLE || a->kind == CMD_ARG_SIZE) {
+            if (a->min != 0 || a->max != 0 || a->above_min) expects(a, want, sizeof want);
         } else if (a->kind == CMD_ARG_CHOICE) {
             snprintf(want, sizeof want, "one of");
             for (const char *const *c = a->choices; *c; c++)

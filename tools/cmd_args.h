@@ -1,8 +1,8 @@
 /* tools/cmd_args.h — the subcommands' argv, read from one table of options per command: the same
  * --help layout, the same --set handling for commands with a JSON config (datasets/config.h), and
- * the same messages ("anima sim: unknown argument '--foo'", "anima fit: --steps expects a positive
- * integer, got 'x'", "anima gs: --out needs a value"), each followed by the usage line; a bad
- * argument exits 2. */
+ * the same messages ("anima sim: unknown argument '--foo' (see anima sim --help)", "anima fit:
+ * --steps expects a positive integer, got 'x' (see ...)", "anima gs: --out needs a value (see ...)"),
+ * each followed by the usage line; a bad argument exits 2. */
 #ifndef ANIMA_TOOLS_CMD_ARGS_H
 #define ANIMA_TOOLS_CMD_ARGS_H
 
@@ -15,11 +15,13 @@
 typedef enum {
     CMD_ARG_FLAG,   /* bool: set true */
     CMD_ARG_INT,    /* int64_t */
+    CMD_ARG_UINT,   /* uint64_t, the whole range (seeds); min/max unused */
     CMD_ARG_DOUBLE, /* double, finite */
     CMD_ARG_STRING, /* const char *: the argument itself */
     CMD_ARG_CHOICE, /* const char *, one of choices */
     CMD_ARG_LIST,   /* CmdArgList: every occurrence, in order (--set key=value) */
     CMD_ARG_KEY,    /* CmdArgList: a shortcut for --set key=VALUE (key: the config key) */
+    CMD_ARG_SIZE,   /* int[2]: "WxH", each of the two within min..max */
 } CmdArgKind;
 
 typedef struct {
@@ -41,6 +43,7 @@ typedef struct {
     const char *const *choices; /* CMD_ARG_CHOICE: NULL-terminated */
     bool required;
     const char *key; /* CMD_ARG_KEY: the config key it sets */
+    bool above_min;  /* numbers: the lower bound is exclusive (min 0: positive) */
 } CmdArg;
 
 typedef struct {
@@ -61,7 +64,7 @@ enum { CMD_ARGS_OK = 0, CMD_ARGS_HELP = 1, CMD_ARGS_BAD = 2 };
 int cmd_args_parse(const CmdArgSpec *spec, int argc, char **argv, int first, FILE *errf, const char **pos,
                    int *npos);
 void cmd_args_help(const CmdArgSpec *spec, FILE *f);
-/* "anima x: <message>" and the usage line on errf (NULL: nothing); returns CMD_ARGS_BAD. */
+/* "anima x: <message> (see anima x --help)" and the usage line on errf (NULL: nothing); returns CMD_ARGS_BAD. */
 int cmd_args_fail(const CmdArgSpec *spec, FILE *errf, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* A config from path (NULL: all defaults), then each --set in order; errors go to errf as
