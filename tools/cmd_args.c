@@ -168,6 +168,28 @@ int cmd_args_parse(const CmdArgSpec *spec, int argc, char **argv, int first, FIL
     return CMD_ARGS_OK;
 }
 
+/* text from column col on, wrapped at word boundaries under that column: a terminal's 100 columns */
+static void wrap(FILE *f, const char *text, size_t col) {
+    const size_t width = 100;
+    size_t at = col;
+    fputc(' ', f);
+    for (const char *p = text; *p;) {
+        while (*p == ' ') p++;
+        size_t n = strcspn(p, " ");
+        if (!n) break;
+        if (at > col && at + 1 + n > width) {
+            fprintf(f, "\n%*s", (int)col, "");
+            at = col;
+        } else if (at > col) {
+            fputc(' ', f);
+            at++;
+        }
+        fwrite(p, 1, n, f);
+        at += n, p += n;
+    }
+    fputc('\n', f);
+}
+
 void cmd_args_help(const CmdArgSpec *spec, FILE *f) {
     usage_line(spec, f);
     if (spec->about) fprintf(f, "%s\n", spec->about);
@@ -184,8 +206,12 @@ void cmd_args_help(const CmdArgSpec *spec, FILE *f) {
                 snprintf(want + strlen(want), sizeof want - strlen(want), " %s", *c);
         }
         if (a->kind == CMD_ARG_KEY) snprintf(want, sizeof want, "--set %s=%s", a->key, a->meta ? a->meta : "VALUE");
-        fprintf(f, "  %-22s %s%s%s%s%s%s\n", left, a->help ? a->help : "", *want ? " (" : "", want, *want ? ")" : "",
-                a->required ? " [required]" : "", a->kind == CMD_ARG_LIST ? " [repeatable]" : "");
+        char text[1024];
+        snprintf(text, sizeof text, "%s%s%s%s%s%s", a->help ? a->help : "", *want ? " (" : "", want, *want ? ")" : "",
+                 a->required ? " [required]" : "", a->kind == CMD_ARG_LIST ? " [repeatable]" : "");
+        if (strlen(left) > 22) fprintf(f, "  %s\n%24s", left, ""); /* a long one: its text under the others' */
+        else fprintf(f, "  %-22s", left);
+        wrap(f, text, 25);
     }
     fprintf(f, "  %-22s %s\n", "-h, --help", "this help");
     if (spec->footer) fprintf(f, "%s", spec->footer);
