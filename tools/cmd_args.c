@@ -198,7 +198,8 @@ void cmd_args_help(const CmdArgSpec *spec, FILE *f) {
         char left[64], want[96] = "";
         snprintf(left, sizeof left, "%s%s%s", a->name, a->kind == CMD_ARG_FLAG ? "" : " ",
                  a->kind == CMD_ARG_FLAG ? "" : a->meta ? a->meta : "VALUE");
-        if (a->kind == CMD_ARG_INT || a->kind == CMD_ARG_DOUBLE || a->kind == CMD_ARG_SIZE) {
+        if (a->kind == CMD_ARG_UINT) expects(a, want, sizeof want);
+        else if (a->kind == CMD_ARG_INT || a->kind == CMD_ARG_DOUBLE || a->kind == CMD_ARG_SIZE) {
             if (a->min != 0 || a->max != 0 || a->above_min) expects(a, want, sizeof want);
         } else if (a->kind == CMD_ARG_CHOICE) {
             snprintf(want, sizeof want, "one of");
