@@ -1,7 +1,7 @@
-/* tests/test_cli.c — the subcommands' arguments (tools/cmd_args.h) through ./anima (or $ANIMA):
- * every command says the same things the same way — an unknown option, a missing value, a bad
- * number — exits 2, and its --help lists every option of its table. Skips (77) when the program
- * is not built. */
+/* tests/test_cli.c — the arguments of the program and its subcommands (tools/cmd_args.h) through
+ * ./anima (or $ANIMA): every command says the same things the same way — an unknown command or
+ * option, a missing value, a bad number — exits 2, and its --help lists every option of its
+ * table. Skips (77) when the program is not built. */
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -52,6 +52,33 @@ TEST(cli_bad_arguments_exit_2_naming_them) {
         {"gs draw", {"anima gs: unknown subcommand 'draw'", "usage: anima gs", "--help"}},
         {"mesh convert a.ply", {"anima mesh convert: missing arguments", "usage: anima mesh convert IN OUT", "--help"}},
         {"mesh convert a.ply b.ply --binary", {"anima mesh convert: unknown argument '--binary'", "usage", "--help"}},
+        {"frobnicate", {"anima: unknown command 'frobnicate' (see anima --help)", "usage: anima <command>", "--help"}},
+        {"--frobnicate", {"anima: unknown argument '--frobnicate'", "usage: anima <command>", "--help"}},
+        {"physskin", {"anima physskin: missing arguments", "usage: anima physskin train|skin|eval", "--help"}},
+        {"physskin fly", {"anima physskin: unknown subcommand 'fly'", "usage: anima physskin", "--help"}},
+        {"physskin train --config x.json", {"anima physskin train: --data is required", "usage: anima physskin train", "--help"}},
+        {"physskin train --data procedural --stop-after 0", {"anima physskin train: --stop-after expects a positive integer", "'0'", "usage"}},
+        {"physskin train --data procedural --set", {"anima physskin train: --set needs a value", "usage", "--help"}},
+        {"physskin train --data procedural --epochs 3", {"anima physskin train: unknown argument '--epochs'", "usage", "--help"}},
+        {"physskin skin --ckpt a.h5 --mesh b.obj", {"anima physskin skin: --out is required", "usage: anima physskin skin", "--help"}},
+        {"physskin skin --ckpt a.h5 --mesh b.obj --out c.h5 --size 8x8", {"anima physskin skin: --size expects WxH in [16, 8192]", "'8x8'", "usage"}},
+        {"physskin skin --ckpt a.h5 --mesh b.obj --out c.h5 --cubature -1", {"anima physskin skin: --cubature expects a non-negative integer", "'-1'", "usage"}},
+        {"physskin eval --ckpt a.h5", {"anima physskin eval: --data is required", "usage: anima physskin eval", "--help"}},
+        {"physskin eval --ckpt a.h5 --data procedural --baseline-lr 0", {"anima physskin eval: --baseline-lr expects a positive number", "'0'", "usage"}},
+        {"physskin eval --ckpt a.h5 --data procedural --shapes", {"anima physskin eval: --shapes needs a value", "usage", "--help"}},
+        {"dataset", {"anima dataset: missing arguments", "usage: anima dataset make|show", "--help"}},
+        {"dataset frobnicate", {"anima dataset: unknown subcommand 'frobnicate'", "usage: anima dataset", "--help"}},
+        {"dataset make --count abc", {"anima dataset make: --count expects an integer in [1, 999999]", "'abc'", "usage: anima dataset make"}},
+        {"dataset make --seed -1", {"anima dataset make: --seed expects a non-negative integer", "'-1'", "usage"}},
+        {"dataset make --grid", {"anima dataset make: --grid needs a value", "usage", "--help"}},
+        {"dataset make --categories dragon", {"anima dataset make: unknown category 'dragon'", "usage", "--help"}},
+        {"dataset make extra", {"anima dataset make: unexpected argument 'extra'", "usage", "--help"}},
+        {"dataset show", {"anima dataset show: missing arguments", "usage: anima dataset show FILE|DIR", "--help"}},
+        {"dataset show a.h5 --cubature-res 2", {"anima dataset show: --cubature-res expects an integer in [4, 1024]", "'2'", "usage"}},
+        {"demo --foo", {"anima demo: unknown argument '--foo'", "usage: anima demo", "--help"}},
+        {"demo --steps 0", {"anima demo: --steps expects an integer in [1, 1000000]", "'0'", "usage"}},
+        {"demo --size 640", {"anima demo: --size expects WxH in [16, 8192]", "'640'", "usage"}},
+        {"demo --every", {"anima demo: --every needs a value", "usage", "--help"}},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         int rc = run(cases[i].args, out, sizeof out);
@@ -71,10 +98,21 @@ TEST(cli_help_lists_every_option) {
         {"fit", {"--config", "--out", "--resume", "--set", "--stop-after", "--no-progress", "--device"}},
         {"mesh convert", {"--ascii"}},
         {"gs fit", {"--config", "--mesh", "--views", "--test-views", "--size", "--iters", "--out", "--set"}},
+        {"", {"commands:", "dataset", "demo", "fit", "gs", "mesh", "sim", "physskin"}},
+        {"physskin", {"usage: anima physskin train|skin|eval"}},
+        {"physskin train", {"--config", "--data", "--out", "--resume", "--set", "--stop-after", "--no-progress"}},
+        {"physskin skin", {"--ckpt", "--mesh", "--out", "--ply", "--png", "--cubature", "--size"}},
+        {"physskin eval", {"--ckpt", "--data", "--shapes", "--baselines", "--ablations", "--json", "--baseline-steps", "--quiet"}},
+        {"physskin eval", {"--baseline-hidden", "--baseline-layers", "--baseline-freqs", "--baseline-lr"}},
+        {"dataset", {"make", "show"}},
+        {"dataset make", {"--categories", "--count", "--seed", "--out", "--grid", "--surface", "--sharp", "--cubature-res"}},
+        {"dataset make", {"--family", "--real", "--no-progress"}},
+        {"dataset show", {"--shape", "--check", "--ply", "--field", "--cubature-res"}},
+        {"demo", {"--out", "--ckpt", "--mesh", "--steps", "--every", "--size", "--mlp"}},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         char args[256];
-        snprintf(args, sizeof args, "%s --help", cases[i].cmd);
+        snprintf(args, sizeof args, "%s%s--help", cases[i].cmd, *cases[i].cmd ? " " : "");
         int rc = run(args, out, sizeof out);
         CHECK_MSG(rc == 0, "'%s': exit %d: %s", args, rc, out);
         CHECK_OUT(out, "usage: anima", "options:", "-h, --help");
