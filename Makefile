@@ -79,7 +79,7 @@ $(BUILD)/anima-tests: $(TEST_SRC:%.c=$(BUILD)/app/%.o) $(BUILD)/libanima.a
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
 # the data-parallel suites, with `anima fit`'s command function (tests/mpi/test_fit_dp.c)
-$(BUILD)/anima-mpi-tests: $(patsubst %.c,$(BUILD)/app/%.o,$(wildcard tests/mpi/*.c)) $(BUILD)/app/tools/cmd_fit.o $(BUILD)/app/tools/cmd_util.o $(BUILD)/libanima.a
+$(BUILD)/anima-mpi-tests: $(patsubst %.c,$(BUILD)/app/%.o,$(wildcard tests/mpi/*.c)) $(BUILD)/app/tools/cmd_fit.o $(BUILD)/app/tools/cmd_util.o $(BUILD)/app/tools/cmd_args.o $(BUILD)/libanima.a
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
 $(BUILD)/anima-bench: $(BENCH_SRC:%.c=$(BUILD)/app/%.o) $(BUILD)/libanima.a

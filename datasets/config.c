@@ -16,9 +16,37 @@ static const char *type_name(DsConfigType t) {
     case DS_CFG_BOOL: return "true or false";
     case DS_CFG_STRING: return "a string";
     case DS_CFG_OBJECT: return "an object";
+    case DS_CFG_VEC3: return "an array of 3 numbers";
+    case DS_CFG_ARRAY: return "an array of objects";
     }
     return "?";
 }
+
+const char DS_CFG_KEEP[] = "(keep)";
+
+/* what a field expects, with an array's bounds on its length */
+static void type_desc(const DsConfigField *f, char *buf, size_t n) {
+    if (f->type == DS_CFG_ARRAY && f->min <= f->max && f->min > 0) {
+        if (f->max >= 1e9) snprintf(buf, n, "an array of at least %g objects", f->min);
+        else snprintf(buf, n, "an array of %g to %g objects", f->min, f->max);
+    } else
+        snprintf(buf, n, "%s", type_name(f->type));
+}
+
+/* Frees what the reader allocated under the fields [schema, end) (end NULL: all of them). */
+static void free_fields(const DsConfigField *schema, const DsConfigField *end, char *base) {
+    for (const DsConfigField *f = schema; f->key && f != end; f++) {
+        if (f->type == DS_CFG_OBJECT) free_fields(f->fields, NULL, base + f->offset);
+        if (f->type != DS_CFG_ARRAY) continue;
+        char **arr = (char **)(base + f->offset);
+        int *count = (int *)(base + f->count_offset);
+        for (int i = 0; *arr && i < *count; i++) free_fields(f->fields, NULL, *arr + (size_t)i * f->elem_size);
+        free(*arr);
+        *arr = NULL, *count = 0;
+    }
+}
+
+void ds_config_free(const DsConfigField *schema, void *cfg) { free_fields(schema, NULL, cfg); }
 
 static void describe(const cJSON *v, char *buf, size_t n) {
     char *s = cJSON_PrintUnformatted(v);
@@ -81,23 +109,31 @@ static int fill_object(const DsConfigField *schema, const cJSON *obj, const char
         char kp[512];
         join(kp, sizeof kp, path, f->key);
         const cJSON *v = obj ? cJSON_GetObjectItemCaseSensitive(obj, f->key) : NULL;
+        if (f->present) *(bool *)(base + f->present - 1) = v != NULL;
         if (f->type == DS_CFG_OBJECT) {
-            if (fill_object(f->fields, v, src, kp, base + f->offset, err, errlen)) return -1;
+            if (fill_object(f->fields, v, src, kp, base + f->offset, err, errlen)) goto fail;
             continue;
         }
         cJSON *def = NULL;
         if (!v) {
+            if (f->def == DS_CFG_KEEP) continue;
             if (!f->def) {
-                tensor_errf(err, errlen, "%s: missing required key '%s' (%s%s%s)", src, kp, type_name(f->type),
-                            f->help ? ": " : "", f->help ? f->help : "");
-                return -1;
+                char what[96];
+                type_desc(f, what, sizeof what);
+                tensor_errf(err, errlen, "%s: missing required key '%s' (%s%s%s)", src, kp, what, f->help ? ": " : "",
+                            f->help ? f->help : "");
+                goto fail;
             }
             def = parse_value(f, f->def);
             v = def;
         }
         int rc = assign(f, v, def ? "the schema's default" : src, kp, base, err, errlen);
         cJSON_Delete(def);
-        if (rc) return -1;
+        if (rc) {
+        fail:
+            free_fields(schema, f, base); /* the arrays of the fields before this one */
+            return -1;
+        }
     }
     return 0;
 }
@@ -148,10 +184,47 @@ static int assign(const DsConfigField *f, const cJSON *v, const char *src, const
         memcpy(dst, s, strlen(s) + 1);
         return 0;
     }
+    case DS_CFG_VEC3: {
+        double x[3];
+        if (!cJSON_IsArray(v) || cJSON_GetArraySize(v) != 3) goto wrong_type;
+        for (int i = 0; i < 3; i++) {
+            const cJSON *e = cJSON_GetArrayItem(v, i);
+            if (!cJSON_IsNumber(e) || !isfinite(e->valuedouble)) goto wrong_type;
+            x[i] = e->valuedouble;
+            if (ranged && (x[i] < f->min || x[i] > f->max)) goto out_of_range;
+        }
+        memcpy(dst, x, sizeof x);
+        return 0;
+    }
+    case DS_CFG_ARRAY: {
+        if (!cJSON_IsArray(v)) goto wrong_type;
+        int n = cJSON_GetArraySize(v);
+        if (ranged && (n < f->min || n > f->max)) goto wrong_type;
+        char *arr = calloc((size_t)n + 1, f->elem_size);
+        if (!arr) {
+            tensor_errf(err, errlen, "%s: key '%s': out of memory", src, kp);
+            return -1;
+        }
+        int i = 0;
+        for (const cJSON *e = v->child; e; e = e->next, i++) {
+            char ep[512];
+            snprintf(ep, sizeof ep, "%s[%d]", kp, i);
+            if (fill_object(f->fields, e, src, ep, arr + (size_t)i * f->elem_size, err, errlen)) {
+                for (int j = 0; j < i; j++) free_fields(f->fields, NULL, arr + (size_t)j * f->elem_size);
+                free(arr);
+                return -1;
+            }
+        }
+        *(char **)dst = arr;
+        *(int *)(base + f->count_offset) = n;
+        return 0;
+    }
     case DS_CFG_OBJECT: break;
     }
+    char what[96];
 wrong_type:
-    tensor_errf(err, errlen, "%s: key '%s': expected %s, got %s", src, kp, type_name(f->type), got);
+    type_desc(f, what, sizeof what);
+    tensor_errf(err, errlen, "%s: key '%s': expected %s, got %s", src, kp, what, got);
     return -1;
 out_of_range:
     tensor_errf(err, errlen, "%s: key '%s': expected %s in [%g, %g], got %s", src, kp, type_name(f->type), f->min, f->max, got);
@@ -243,6 +316,11 @@ int ds_config_set(const char *assignment, const DsConfigField *schema, void *out
     }
     const DsConfigField *f = s;
     while (f->key && strcmp(f->key, part)) f++;
+    if (f->key && f->type == DS_CFG_ARRAY) {
+        tensor_errf(err, errlen, "override '%s': key '%.*s' is an array of objects, set in the file", assignment,
+                    (int)(eq - assignment), assignment);
+        return -1;
+    }
     if (!f->key || f->type == DS_CFG_OBJECT) {
         tensor_errf(err, errlen, "override '%s': unknown key '%.*s'", assignment, (int)(eq - assignment), assignment);
         return -1;
@@ -253,6 +331,18 @@ int ds_config_set(const char *assignment, const DsConfigField *schema, void *out
     int rc = assign(f, v, "command line", kp, base, err, errlen);
     cJSON_Delete(v);
     return rc;
+}
+
+/* cJSON prints %.15g and accepts it when it is within an epsilon, so 0.1 + 0.2 would come back
+ * as 0.3: print the shortest form that reads back exactly (the config stored in a checkpoint
+ * must reproduce the run) */
+static cJSON *number_json(double d) {
+    char num[32];
+    for (int prec = 15; prec <= 17; prec++) {
+        snprintf(num, sizeof num, "%.*g", prec, d);
+        if (strtod(num, NULL) == d) break;
+    }
+    return cJSON_CreateRaw(num);
 }
 
 static cJSON *to_json(const DsConfigField *schema, const char *base) {
@@ -266,22 +356,22 @@ static cJSON *to_json(const DsConfigField *schema, const char *base) {
             cJSON_AddRawToObject(o, f->key, num);
             break;
         }
-        case DS_CFG_FLOAT: {
-            /* cJSON prints %.15g and accepts it when it is within an epsilon, so 0.1 + 0.2
-             * would come back as 0.3: print the shortest form that reads back exactly (the
-             * config stored in a checkpoint must reproduce the run) */
-            char num[32];
-            double d = *(const double *)p;
-            for (int prec = 15; prec <= 17; prec++) {
-                snprintf(num, sizeof num, "%.*g", prec, d);
-                if (strtod(num, NULL) == d) break;
-            }
-            cJSON_AddRawToObject(o, f->key, num);
-            break;
-        }
+        case DS_CFG_FLOAT: cJSON_AddItemToObject(o, f->key, number_json(*(const double *)p)); break;
         case DS_CFG_BOOL: cJSON_AddBoolToObject(o, f->key, *(const bool *)p); break;
         case DS_CFG_STRING: cJSON_AddStringToObject(o, f->key, (const char *)p); break;
         case DS_CFG_OBJECT: cJSON_AddItemToObject(o, f->key, to_json(f->fields, base + f->offset)); break;
+        case DS_CFG_VEC3: {
+            cJSON *a = cJSON_AddArrayToObject(o, f->key);
+            for (int i = 0; i < 3; i++) cJSON_AddItemToArray(a, number_json(((const double *)p)[i]));
+            break;
+        }
+        case DS_CFG_ARRAY: {
+            cJSON *a = cJSON_AddArrayToObject(o, f->key);
+            const char *arr = *(const char *const *)p;
+            int n = *(const int *)(base + f->count_offset);
+            for (int i = 0; i < n; i++) cJSON_AddItemToArray(a, to_json(f->fields, arr + (size_t)i * f->elem_size));
+            break;
+        }
         }
     }
     return o;

@@ -1,5 +1,4 @@
-/* sim/scene.c — scene files (schema-checked JSON) and the scene runner. */
-#include <cjson/cJSON.h>
+/* sim/scene.c — scene files (read against a datasets/config.h schema) and the scene runner. */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -9,425 +8,338 @@
 #include <time.h>
 
 #include "datasets/camera.h"
+#include "datasets/config.h"
 #include "datasets/mesh.h"
 #include "datasets/raster.h"
 #include "sim/bindings.h"
 #include "sim/internal.h"
 #include "sim/scene.h"
 
-/* ---- a small schema walker with datasets/config.c's messages --------------------------------- */
-
-typedef struct {
-    const char *src;
-    char *err;
-    size_t errlen;
-} Ctx;
-
-static void describe(const cJSON *v, char *buf, size_t n) {
-    char *s = cJSON_PrintUnformatted(v);
-    snprintf(buf, n, "%s", s ? s : "?");
-    if (strlen(buf) > 60) strcpy(buf + 57, "...");
-    free(s);
-}
-
-/* "path.key" (or "key" at the top level), truncated to n − 1 characters */
-static void kp(char *out, size_t n, const char *path, const char *key) {
-    size_t k = 0;
-    for (const char *s = path; *s && k + 1 < n; s++) out[k++] = *s;
-    if (*path && k + 1 < n) out[k++] = '.';
-    for (const char *s = key; *s && k + 1 < n; s++) out[k++] = *s;
-    out[k] = 0;
-}
-
-static int wrong(Ctx *c, const char *path, const char *key, const char *expected, const cJSON *v) {
-    char k[256], got[80];
-    kp(k, sizeof k, path, key);
-    describe(v, got, sizeof got);
-    tensor_errf(c->err, c->errlen, "%s: key '%s': expected %s, got %s", c->src, k, expected, got);
-    return -1;
-}
-
-static int check_keys(Ctx *c, const cJSON *obj, const char *path, const char *const *known) {
-    if (!cJSON_IsObject(obj)) {
-        char got[80];
-        describe(obj, got, sizeof got);
-        tensor_errf(c->err, c->errlen, "%s: key '%s': expected an object, got %s", c->src, *path ? path : "(top level)", got);
-        return -1;
-    }
-    for (const cJSON *e = obj->child; e; e = e->next) {
-        for (const cJSON *d = obj->child; d != e; d = d->next)
-            if (!strcmp(d->string, e->string)) {
-                char k[256];
-                kp(k, sizeof k, path, e->string);
-                tensor_errf(c->err, c->errlen, "%s: key '%s' given twice", c->src, k);
-                return -1;
-            }
-        const char *const *p = known;
-        while (*p && strcmp(*p, e->string)) p++;
-        if (!*p) {
-            char k[256], list[512] = "";
-            kp(k, sizeof k, path, e->string);
-            for (p = known; *p; p++) snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", p == known ? "" : ", ", *p);
-            tensor_errf(c->err, c->errlen, "%s: unknown key '%s' (known here: %s)", c->src, k, list);
-            return -1;
-        }
-    }
-    return 0;
-}
+/* ---- the schema ------------------------------------------------------------------------------- */
 
 /* fixed[].falloff when absent, × the object's rest diagonal (sim/solver.h: SimDirichlet.falloff; the
  * sag tip moved by 2% between 0.1 and 0.3) */
 #define SIM_SCENE_FALLOFF 0.2
-static int get_num(Ctx *c, const cJSON *o, const char *path, const char *key, double def, double lo, double hi,
-                   double *out) {
-    const cJSON *v = o ? cJSON_GetObjectItemCaseSensitive(o, key) : NULL;
-    if (!v) {
-        if (isnan(def)) {
-            char k[256];
-            kp(k, sizeof k, path, key);
-            tensor_errf(c->err, c->errlen, "%s: missing required key '%s' (a number)", c->src, k);
-            return -1;
-        }
-        *out = def;
-        return 0;
-    }
-    if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble)) return wrong(c, path, key, "a number", v);
-    if (v->valuedouble < lo || v->valuedouble > hi) {
-        char e[96];
-        snprintf(e, sizeof e, "a number in [%g, %g]", lo, hi);
-        return wrong(c, path, key, e, v);
-    }
-    *out = v->valuedouble;
-    return 0;
-}
-
-static int get_int(Ctx *c, const cJSON *o, const char *path, const char *key, int64_t def, int64_t lo, int64_t hi,
-                   int64_t *out) {
-    const cJSON *v = o ? cJSON_GetObjectItemCaseSensitive(o, key) : NULL;
-    if (!v) {
-        *out = def;
-        return 0;
-    }
-    char e[96];
-    snprintf(e, sizeof e, "an integer in [%lld, %lld]", (long long)lo, (long long)hi);
-    if (!cJSON_IsNumber(v) || v->valuedouble != floor(v->valuedouble) || v->valuedouble < (double)lo ||
-        v->valuedouble > (double)hi)
-        return wrong(c, path, key, e, v);
-    *out = (int64_t)v->valuedouble;
-    return 0;
-}
-
-static int get_bool(Ctx *c, const cJSON *o, const char *path, const char *key, bool def, bool *out) {
-    const cJSON *v = o ? cJSON_GetObjectItemCaseSensitive(o, key) : NULL;
-    if (!v) {
-        *out = def;
-        return 0;
-    }
-    if (!cJSON_IsBool(v)) return wrong(c, path, key, "true or false", v);
-    *out = cJSON_IsTrue(v);
-    return 0;
-}
-
-/* def NULL: required */
-static int get_vec3(Ctx *c, const cJSON *o, const char *path, const char *key, const double *def, double out[3]) {
-    const cJSON *v = o ? cJSON_GetObjectItemCaseSensitive(o, key) : NULL;
-    if (!v) {
-        if (!def) {
-            char k[256];
-            kp(k, sizeof k, path, key);
-            tensor_errf(c->err, c->errlen, "%s: missing required key '%s' (an array of 3 numbers)", c->src, k);
-            return -1;
-        }
-        memcpy(out, def, sizeof(double) * 3);
-        return 0;
-    }
-    if (!cJSON_IsArray(v) || cJSON_GetArraySize(v) != 3) return wrong(c, path, key, "an array of 3 numbers", v);
-    for (int i = 0; i < 3; i++) {
-        const cJSON *e = cJSON_GetArrayItem(v, i);
-        if (!cJSON_IsNumber(e) || !isfinite(e->valuedouble)) return wrong(c, path, key, "an array of 3 numbers", v);
-        out[i] = e->valuedouble;
-    }
-    return 0;
-}
-
-static int get_str(Ctx *c, const cJSON *o, const char *path, const char *key, const char *def,
-                   const char *const *choices, char *out, size_t size) {
-    const cJSON *v = o ? cJSON_GetObjectItemCaseSensitive(o, key) : NULL;
-    const char *s = def;
-    if (v) {
-        if (!cJSON_IsString(v)) return wrong(c, path, key, "a string", v);
-        s = v->valuestring;
-    }
-    if (choices) {
-        const char *const *p = choices;
-        while (*p && strcmp(*p, s)) p++;
-        if (!*p) {
-            char e[256] = "one of ";
-            for (p = choices; *p; p++) snprintf(e + strlen(e), sizeof e - strlen(e), "%s\"%s\"", p == choices ? "" : ", ", *p);
-            return wrong(c, path, key, e, v);
-        }
-    }
-    if (strlen(s) + 1 > size) return wrong(c, path, key, "a shorter string", v);
-    memcpy(out, s, strlen(s) + 1);
-    return 0;
-}
-
-/* an optional array of objects: *n elements (0 when absent) */
-static int get_array(Ctx *c, const cJSON *o, const char *key, const cJSON **arr, int *n, int min_n) {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
-    *arr = v, *n = 0;
-    if (!v) {
-        if (min_n > 0) {
-            tensor_errf(c->err, c->errlen, "%s: missing required key '%s' (an array of at least %d objects)", c->src, key,
-                    min_n);
-            return -1;
-        }
-        return 0;
-    }
-    if (!cJSON_IsArray(v) || cJSON_GetArraySize(v) < min_n) {
-        char e[64];
-        snprintf(e, sizeof e, "an array of at least %d objects", min_n);
-        return wrong(c, "", key, e, v);
-    }
-    *n = cJSON_GetArraySize(v);
-    return 0;
-}
-
 #define BIG 1e30
+#define BIG_TEXT "1e30"
 
-static int parse_object(Ctx *c, const cJSON *e, const char *path, SimSceneObject *o) {
-    static const char *const keys[] = {"skinning", "material", "pose", "color", "gaussians", NULL};
-    static const char *const sk_keys[] = {"source", "file", "category", "seed", "kind", "handles", "cubature_res",
-                                          "mesh_res", "sigma", "rbf_radius", "normalize", NULL};
-    static const char *const sources[] = {"procedural", "file", NULL}, *const kinds[] = {"bones", "rbf", NULL};
-    static const char *const mat_keys[] = {"E", "nu", "rho", NULL}, *const pose_keys[] = {"scale", "translate", "rotate_deg", NULL};
-    if (check_keys(c, e, path, keys)) return -1;
-    char p[256];
-    const cJSON *s = cJSON_GetObjectItemCaseSensitive(e, "skinning");
-    kp(p, sizeof p, path, "skinning");
-    if (s && check_keys(c, s, p, sk_keys)) return -1;
-    if (get_str(c, s, p, "source", "procedural", sources, o->source, sizeof o->source) ||
-        get_str(c, s, p, "file", "", NULL, o->file, sizeof o->file) ||
-        get_str(c, s, p, "category", "cactus", NULL, o->category, sizeof o->category) ||
-        get_int(c, s, p, "seed", 1, 0, INT64_MAX / 2, &o->seed) ||
-        get_str(c, s, p, "kind", "bones", kinds, o->kind, sizeof o->kind) ||
-        get_int(c, s, p, "handles", 16, 1, 256, &o->handles) ||
-        get_int(c, s, p, "cubature_res", 24, 4, 256, &o->cubature_res) ||
-        get_int(c, s, p, "mesh_res", 48, 16, 512, &o->mesh_res) || get_num(c, s, p, "sigma", 0, 0, 10, &o->sigma) ||
-        get_num(c, s, p, "rbf_radius", 0, 0, 100, &o->rbf_radius) ||
-        get_bool(c, s, p, "normalize", true, &o->normalize))
-        return -1;
-    if (!strcmp(o->source, "file") && !*o->file) {
-        tensor_errf(c->err, c->errlen, "%s: key '%s.file': required when source is \"file\"", c->src, p);
-        return -1;
-    }
-    const cJSON *m = cJSON_GetObjectItemCaseSensitive(e, "material");
-    kp(p, sizeof p, path, "material");
-    if (m && check_keys(c, m, p, mat_keys)) return -1;
-    if (get_num(c, m, p, "E", 5e4, 1e-6, 1e15, &o->material.E) ||
-        get_num(c, m, p, "nu", 0.3, -0.99, 0.499, &o->material.nu) ||
-        get_num(c, m, p, "rho", 1000, 1e-6, 1e8, &o->material.rho))
-        return -1;
-    const cJSON *q = cJSON_GetObjectItemCaseSensitive(e, "pose");
-    kp(p, sizeof p, path, "pose");
-    if (q && check_keys(c, q, p, pose_keys)) return -1;
-    static const double t0[3] = {0, 1, 0}, zero[3] = {0, 0, 0}, col[3] = {0.8, 0.45, 0.3};
-    if (get_num(c, q, p, "scale", 0.5, 1e-9, 1e9, &o->scale) || get_vec3(c, q, p, "translate", t0, o->translate) ||
-        get_vec3(c, q, p, "rotate_deg", zero, o->rotate_deg) || get_vec3(c, e, path, "color", col, o->color) ||
-        get_str(c, e, path, "gaussians", "", NULL, o->gaussians, sizeof o->gaussians))
-        return -1;
-    return 0;
+/* What the file says where SimScene holds something else: the schema's integers are int64_t,
+ * shapes and modes are strings, and region keys are only meaningful for some shapes (their
+ * presence is checked once the shape is known). */
+typedef struct {
+    int64_t object;
+    char shape[8], mode[8];
+    double fraction;
+    SimDirichlet d;
+    bool has_lo, has_hi, has_center, has_radius, has_falloff;
+} FixedIn;
+
+typedef struct {
+    int64_t object;
+    SimDrag d;
+} DragIn;
+
+typedef struct {
+    int64_t object;
+    char shape[8];
+    SimForceField f;
+    bool has_lo, has_hi, has_center, has_radius;
+} ForceIn;
+
+typedef struct {
+    SimScene sc; /* everything the file states as SimScene stores it */
+    struct {
+        int64_t max_iters, max_hessians;
+        double tol, armijo, reuse_ratio, elastic_lag;
+    } newton;
+    FixedIn *fixed;
+    DragIn *drags;
+    ForceIn *forces;
+    int nfixed, ndrags, nforces;
+} SceneFile;
+
+#define NUM(k, off, def, lo, hi) {k, DS_CFG_FLOAT, off, def, lo, hi}
+#define INT(k, off, def, lo, hi) {k, DS_CFG_INT, off, def, lo, hi}
+#define BOOL(k, off, def) {k, DS_CFG_BOOL, off, def, 1, 0}
+#define STR(k, off, def, sz, ch) {k, DS_CFG_STRING, off, def, 1, 0, .size = sz, .choices = ch}
+#define VEC(k, off, def) {k, DS_CFG_VEC3, off, def, 1, 0}
+/* optional: absent leaves zero and the flag false */
+#define OPT_VEC(k, T, m, flag) {k, DS_CFG_VEC3, offsetof(T, m), DS_CFG_KEEP, 1, 0, .present = DS_CFG_PRESENT(T, flag)}
+#define OBJ(k, off, f) {k, DS_CFG_OBJECT, off, .fields = f}
+#define ARR(k, T, m, n, E, f, lo) \
+    {k, DS_CFG_ARRAY, offsetof(T, m), "[]", lo, 1e9, .fields = f, .elem_size = sizeof(E), .count_offset = offsetof(T, n)}
+
+static const char *const SOURCES[] = {"procedural", "file", NULL}, *const KINDS[] = {"bones", "rbf", NULL};
+static const char *const RIGID_SHAPES[] = {"sphere", "box", "mesh", NULL};
+static const char *const FIX_SHAPES[] = {"top", "bottom", "box", "sphere", NULL}, *const MODES[] = {"exact", "penalty", NULL};
+static const char *const FORCE_SHAPES[] = {"all", "box", "sphere", NULL}, *const MESH_FORMATS[] = {"ply", "obj", "none", NULL};
+
+/* "skinning" and "pose" are flat in SimSceneObject: their objects sit at offset 0 and their
+ * keys at the members' offsets */
+#define O(m) offsetof(SimSceneObject, m)
+#define OSZ(m) sizeof(((SimSceneObject *)0)->m)
+static const DsConfigField SKINNING[] = {
+    STR("source", O(source), "procedural", OSZ(source), SOURCES),
+    STR("file", O(file), "", OSZ(file), NULL),
+    STR("category", O(category), "cactus", OSZ(category), NULL),
+    INT("seed", O(seed), "1", 0, 9e15), /* larger integers are not exact in JSON */
+    STR("kind", O(kind), "bones", OSZ(kind), KINDS),
+    INT("handles", O(handles), "16", 1, 256),
+    INT("cubature_res", O(cubature_res), "24", 4, 256),
+    INT("mesh_res", O(mesh_res), "48", 16, 512),
+    NUM("sigma", O(sigma), "0", 0, 10),
+    NUM("rbf_radius", O(rbf_radius), "0", 0, 100),
+    BOOL("normalize", O(normalize), "true"),
+    {0}};
+static const DsConfigField MATERIAL[] = {
+    NUM("E", offsetof(SimMaterial, E), "5e4", 1e-6, 1e15),
+    NUM("nu", offsetof(SimMaterial, nu), "0.3", -0.99, 0.499),
+    NUM("rho", offsetof(SimMaterial, rho), "1000", 1e-6, 1e8),
+    {0}};
+static const DsConfigField POSE[] = {
+    NUM("scale", O(scale), "0.5", 1e-9, 1e9),
+    VEC("translate", O(translate), "[0, 1, 0]"),
+    VEC("rotate_deg", O(rotate_deg), "[0, 0, 0]"),
+    {0}};
+static const DsConfigField OBJECT[] = {
+    OBJ("skinning", 0, SKINNING),
+    OBJ("material", O(material), MATERIAL),
+    OBJ("pose", 0, POSE),
+    VEC("color", O(color), "[0.8, 0.45, 0.3]"),
+    STR("gaussians", O(gaussians), "", OSZ(gaussians), NULL),
+    {0}};
+#undef O
+#undef OSZ
+
+static const DsConfigField PLANE[] = {
+    VEC("normal", offsetof(SimPlane, normal), "[0, 1, 0]"),
+    NUM("offset", offsetof(SimPlane, offset), "0", -BIG, BIG),
+    NUM("stiffness", offsetof(SimPlane, stiffness), "1e6", 0, BIG),
+    {0}};
+
+/* the object index is checked against the number of objects once they are read */
+#define OBJECT_INDEX(T) INT("object", offsetof(T, object), "0", 1, 0)
+
+static const DsConfigField FIXED[] = {
+    OBJECT_INDEX(FixedIn),
+    STR("shape", offsetof(FixedIn, shape), "top", 8, FIX_SHAPES),
+    NUM("fraction", offsetof(FixedIn, fraction), "0.15", 0, 1),
+    OPT_VEC("lo", FixedIn, d.region.lo, has_lo),
+    OPT_VEC("hi", FixedIn, d.region.hi, has_hi),
+    OPT_VEC("center", FixedIn, d.region.center, has_center),
+    {"radius", DS_CFG_FLOAT, offsetof(FixedIn, d.region.radius), DS_CFG_KEEP, 0, BIG,
+     .present = DS_CFG_PRESENT(FixedIn, has_radius)},
+    VEC("velocity", offsetof(FixedIn, d.velocity), "[0, 0, 0]"),
+    STR("mode", offsetof(FixedIn, mode), "exact", 8, MODES),
+    NUM("stiffness", offsetof(FixedIn, d.stiffness), "1e7", 0, BIG),
+    {"falloff", DS_CFG_FLOAT, offsetof(FixedIn, d.falloff), DS_CFG_KEEP, 0, BIG,
+     .present = DS_CFG_PRESENT(FixedIn, has_falloff)},
+    {0}};
+
+static const DsConfigField DRAG[] = {
+    OBJECT_INDEX(DragIn),
+    VEC("grab", offsetof(DragIn, d.grab), NULL),
+    NUM("radius", offsetof(DragIn, d.radius), "0.1", 1e-9, BIG),
+    NUM("stiffness", offsetof(DragIn, d.stiffness), "1e4", 0, BIG),
+    VEC("target", offsetof(DragIn, d.target), NULL),
+    NUM("t0", offsetof(DragIn, d.t0), "0", 0, BIG),
+    NUM("t1", offsetof(DragIn, d.t1), "0.5", 0, BIG),
+    NUM("t_release", offsetof(DragIn, d.t_release), BIG_TEXT, 0, BIG),
+    {0}};
+
+static const DsConfigField FORCE[] = {
+    OBJECT_INDEX(ForceIn),
+    VEC("accel", offsetof(ForceIn, f.accel), NULL),
+    NUM("t0", offsetof(ForceIn, f.t0), "0", 0, BIG),
+    NUM("t1", offsetof(ForceIn, f.t1), BIG_TEXT, 0, BIG),
+    STR("shape", offsetof(ForceIn, shape), "all", 8, FORCE_SHAPES),
+    OPT_VEC("lo", ForceIn, f.region.lo, has_lo),
+    OPT_VEC("hi", ForceIn, f.region.hi, has_hi),
+    OPT_VEC("center", ForceIn, f.region.center, has_center),
+    {"radius", DS_CFG_FLOAT, offsetof(ForceIn, f.region.radius), DS_CFG_KEEP, 0, BIG,
+     .present = DS_CFG_PRESENT(ForceIn, has_radius)},
+    {0}};
+
+#define R(m) offsetof(SimSceneRigid, m)
+static const DsConfigField RIGID[] = {
+    STR("shape", R(shape), "sphere", sizeof(((SimSceneRigid *)0)->shape), RIGID_SHAPES),
+    NUM("radius", R(radius), "0.1", 1e-6, 1e6),
+    INT("subdiv", R(subdiv), "3", 0, 5),
+    VEC("half", R(half), "[0.1, 0.1, 0.1]"),
+    STR("file", R(file), "", sizeof(((SimSceneRigid *)0)->file), NULL),
+    NUM("density", R(density), "1000", 1e-6, 1e8),
+    NUM("scale", R(scale), "1", 1e-9, 1e9),
+    VEC("translate", R(translate), "[0, 1, 0]"),
+    VEC("rotate_deg", R(rotate_deg), "[0, 0, 0]"),
+    VEC("velocity", R(velocity), "[0, 0, 0]"),
+    VEC("angular_velocity", R(angular_velocity), "[0, 0, 0]"),
+    NUM("restitution", R(restitution), "0.3", 0, 1),
+    NUM("friction", R(friction), "0.5", 0, 10),
+    VEC("color", R(color), "[0.6, 0.6, 0.65]"),
+    {0}};
+#undef R
+
+/* absent: sim_newton_defaults, filled in before reading */
+#define N(m) offsetof(SceneFile, newton.m) - offsetof(SceneFile, newton)
+static const DsConfigField NEWTON[] = {
+    {"max_iters", DS_CFG_INT, N(max_iters), DS_CFG_KEEP, 1, 1000},
+    {"tol", DS_CFG_FLOAT, N(tol), DS_CFG_KEEP, 0, 1},
+    {"armijo", DS_CFG_FLOAT, N(armijo), DS_CFG_KEEP, 0, 0.5},
+    {"max_hessians", DS_CFG_INT, N(max_hessians), DS_CFG_KEEP, 1, 1000},
+    {"reuse_ratio", DS_CFG_FLOAT, N(reuse_ratio), DS_CFG_KEEP, 0, 1},
+    {"elastic_lag", DS_CFG_FLOAT, N(elastic_lag), DS_CFG_KEEP, 0, 1},
+    {0}};
+#undef N
+
+#define C(m) offsetof(SimContactOptions, m)
+static const DsConfigField CONTACT[] = {
+    BOOL("enabled", C(enabled), "true"),
+    NUM("dhat", C(dhat), "0", 0, 100),
+    NUM("stiffness", C(stiffness), "0", 0, BIG),
+    NUM("min_sep", C(min_sep), "0.2", 0.01, 0.9),
+    {0}};
+#undef C
+
+#define OUT(m) offsetof(SceneFile, sc.output.m) - offsetof(SceneFile, sc.output)
+static const DsConfigField OUTPUT[] = {
+    INT("every", OUT(every), "5", 1, 1000000),
+    STR("mesh", OUT(mesh), "ply", 8, MESH_FORMATS),
+    BOOL("png", OUT(png), "true"),
+    INT("width", OUT(width), "480", 16, 8192),
+    INT("height", OUT(height), "360", 16, 8192),
+    {"eye", DS_CFG_VEC3, OUT(eye), DS_CFG_KEEP, 1, 0, .present = OUT(has_eye) + 1},
+    {"target", DS_CFG_VEC3, OUT(target), DS_CFG_KEEP, 1, 0, .present = OUT(has_target) + 1},
+    NUM("fov", OUT(fov), "40", 1, 170),
+    {0}};
+#undef OUT
+
+#define S(m) offsetof(SceneFile, sc.m)
+static const DsConfigField SCENE[] = {
+    NUM("dt", S(dt), "0.01", 1e-6, 1),
+    INT("steps", S(steps), "200", 1, 100000000),
+    VEC("gravity", S(gravity), "[0, -9.81, 0]"),
+    OBJ("newton", offsetof(SceneFile, newton), NEWTON),
+    {"objects", DS_CFG_ARRAY, S(objects), NULL, 1, 1e9, .fields = OBJECT, .elem_size = sizeof(SimSceneObject),
+     .count_offset = S(nobjects)},
+    ARR("planes", SceneFile, sc.planes, sc.nplanes, SimPlane, PLANE, 0),
+    ARR("fixed", SceneFile, fixed, nfixed, FixedIn, FIXED, 0),
+    ARR("drags", SceneFile, drags, ndrags, DragIn, DRAG, 0),
+    ARR("forces", SceneFile, forces, nforces, ForceIn, FORCE, 0),
+    OBJ("output", S(output), OUTPUT),
+    OBJ("contact", S(contact), CONTACT),
+    ARR("rigids", SceneFile, sc.rigids, sc.nrigids, SimSceneRigid, RIGID, 0),
+    {0}};
+#undef S
+
+/* ---- what the schema cannot say: cross-key rules, then SimScene's own layout ---------------- */
+
+static int key_err(const char *src, int i, const char *array, const char *key, const char *what, char *err,
+                   size_t errlen) {
+    tensor_errf(err, errlen, "%s: key '%s[%d].%s': %s", src, array, i, key, what);
+    return -1;
 }
 
-static int parse_region(Ctx *c, const cJSON *e, const char *path, const char *shape, SimRegion *r) {
+static int missing(const char *src, int i, const char *array, const char *key, const char *what, char *err,
+                   size_t errlen) {
+    tensor_errf(err, errlen, "%s: missing required key '%s[%d].%s' (%s)", src, array, i, key, what);
+    return -1;
+}
+
+static int object_index(const char *src, const char *array, int i, int64_t k, int nobjects, char *err,
+                        size_t errlen) {
+    if (k >= 0 && k < nobjects) return 0;
+    char what[96];
+    snprintf(what, sizeof what, "expected an integer in [0, %d], got %lld", nobjects - 1, (long long)k);
+    return key_err(src, i, array, "object", what, err, errlen);
+}
+
+/* box: lo and hi; sphere: center and radius; else the whole object */
+static int region(const char *src, const char *array, int i, const char *shape, const SimRegion *in, bool lo, bool hi,
+                  bool center, bool radius, SimRegion *out, char *err, size_t errlen) {
+    memset(out, 0, sizeof *out);
     if (!strcmp(shape, "box")) {
-        r->kind = SIM_REGION_BOX;
-        if (get_vec3(c, e, path, "lo", NULL, r->lo) || get_vec3(c, e, path, "hi", NULL, r->hi)) return -1;
+        if (!lo) return missing(src, i, array, "lo", "an array of 3 numbers", err, errlen);
+        if (!hi) return missing(src, i, array, "hi", "an array of 3 numbers", err, errlen);
+        out->kind = SIM_REGION_BOX;
+        memcpy(out->lo, in->lo, sizeof out->lo), memcpy(out->hi, in->hi, sizeof out->hi);
     } else if (!strcmp(shape, "sphere")) {
-        r->kind = SIM_REGION_SPHERE;
-        if (get_vec3(c, e, path, "center", NULL, r->center) || get_num(c, e, path, "radius", NAN, 0, BIG, &r->radius))
-            return -1;
+        if (!center) return missing(src, i, array, "center", "an array of 3 numbers", err, errlen);
+        if (!radius) return missing(src, i, array, "radius", "a number", err, errlen);
+        out->kind = SIM_REGION_SPHERE;
+        memcpy(out->center, in->center, sizeof out->center);
+        out->radius = in->radius;
     } else
-        r->kind = SIM_REGION_ALL;
+        out->kind = SIM_REGION_ALL;
     return 0;
 }
 
-static int object_index(Ctx *c, const cJSON *e, const char *path, int nobjects, int *out) {
-    int64_t k;
-    if (get_int(c, e, path, "object", 0, 0, nobjects - 1, &k)) return -1;
-    *out = (int)k;
-    return 0;
-}
-
-/* ---- contact and rigid bodies (sim/world.h, sim/rigid.h) ---- */
-static int parse_contact_rigids(Ctx *c, const cJSON *root, SimScene *sc) {
-    const cJSON *ct = cJSON_GetObjectItemCaseSensitive(root, "contact");
-    static const char *const ckeys[] = {"enabled", "dhat", "stiffness", "min_sep", NULL};
-    if (ct && check_keys(c, ct, "contact", ckeys)) return -1;
-    sim_contact_defaults(&sc->contact);
-    if (get_bool(c, ct, "contact", "enabled", true, &sc->contact.enabled) ||
-        get_num(c, ct, "contact", "dhat", 0, 0, 100, &sc->contact.dhat) ||
-        get_num(c, ct, "contact", "stiffness", 0, 0, BIG, &sc->contact.stiffness) ||
-        get_num(c, ct, "contact", "min_sep", 0.2, 0.01, 0.9, &sc->contact.min_sep))
-        return -1;
-    const cJSON *arr;
-    int n;
-    if (get_array(c, root, "rigids", &arr, &n, 0)) return -1;
-    sc->rigids = calloc((size_t)n + 1, sizeof *sc->rigids);
-    if (!sc->rigids) return -1;
-    sc->nrigids = n;
-    static const char *const rkeys[] = {"shape", "radius", "subdiv", "half", "file", "density", "scale", "translate",
-                                        "rotate_deg", "velocity", "angular_velocity", "restitution", "friction",
-                                        "color", NULL};
-    static const char *const rshapes[] = {"sphere", "box", "mesh", NULL};
-    static const double zero[3] = {0, 0, 0}, up[3] = {0, 1, 0}, h0[3] = {0.1, 0.1, 0.1}, grey[3] = {0.6, 0.6, 0.65};
-    for (int i = 0; i < n; i++) {
-        const cJSON *e = cJSON_GetArrayItem(arr, i);
-        SimSceneRigid *r = &sc->rigids[i];
-        char p[64];
-        snprintf(p, sizeof p, "rigids[%d]", i);
-        if (check_keys(c, e, p, rkeys) || get_str(c, e, p, "shape", "sphere", rshapes, r->shape, sizeof r->shape) ||
-            get_num(c, e, p, "radius", 0.1, 1e-6, 1e6, &r->radius) || get_int(c, e, p, "subdiv", 3, 0, 5, &r->subdiv) ||
-            get_vec3(c, e, p, "half", h0, r->half) || get_str(c, e, p, "file", "", NULL, r->file, sizeof r->file) ||
-            get_num(c, e, p, "density", 1000, 1e-6, 1e8, &r->density) || get_num(c, e, p, "scale", 1, 1e-9, 1e9, &r->scale) ||
-            get_vec3(c, e, p, "translate", up, r->translate) || get_vec3(c, e, p, "rotate_deg", zero, r->rotate_deg) ||
-            get_vec3(c, e, p, "velocity", zero, r->velocity) ||
-            get_vec3(c, e, p, "angular_velocity", zero, r->angular_velocity) ||
-            get_num(c, e, p, "restitution", 0.3, 0, 1, &r->restitution) ||
-            get_num(c, e, p, "friction", 0.5, 0, 10, &r->friction) || get_vec3(c, e, p, "color", grey, r->color))
-            return -1;
-        if (!strcmp(r->shape, "mesh") && !*r->file) {
-            tensor_errf(c->err, c->errlen, "%s: key '%s.file': required when shape is \"mesh\"", c->src, p);
+static int resolve(const char *src, SceneFile *in, SimScene *sc, char *err, size_t errlen) {
+    char what[160];
+    for (int i = 0; i < sc->nobjects; i++)
+        if (!strcmp(sc->objects[i].source, "file") && !*sc->objects[i].file) {
+            tensor_errf(err, errlen, "%s: key 'objects[%d].skinning.file': required when source is \"file\"", src, i);
             return -1;
         }
-        for (int k = 0; k < 3; k++)
-            if (!(r->half[k] > 0)) return wrong(c, p, "half", "three positive numbers", cJSON_GetObjectItemCaseSensitive(e, "half"));
+    for (int i = 0; i < sc->nplanes; i++) {
+        const double *n = sc->planes[i].normal;
+        if (n[0] == 0 && n[1] == 0 && n[2] == 0)
+            return key_err(src, i, "planes", "normal", "expected a nonzero vector, got [0,0,0]", err, errlen);
     }
-    return 0;
-}
-
-static int parse_root(Ctx *c, const cJSON *root, SimScene *sc) {
-    static const char *const keys[] = {"dt", "steps", "gravity", "newton", "objects", "planes", "fixed", "drags",
-                                       "forces", "output", "contact", "rigids", NULL};
-    if (check_keys(c, root, "", keys)) return -1;
-    static const double g0[3] = {0, -9.81, 0};
-    if (get_num(c, root, "", "dt", 0.01, 1e-6, 1, &sc->dt) || get_int(c, root, "", "steps", 200, 1, 100000000, &sc->steps) ||
-        get_vec3(c, root, "", "gravity", g0, sc->gravity))
+    for (int i = 0; i < sc->nrigids; i++) {
+        const SimSceneRigid *r = &sc->rigids[i];
+        if (!strcmp(r->shape, "mesh") && !*r->file)
+            return key_err(src, i, "rigids", "file", "required when shape is \"mesh\"", err, errlen);
+        if (!(r->half[0] > 0 && r->half[1] > 0 && r->half[2] > 0)) {
+            snprintf(what, sizeof what, "expected three positive numbers, got [%g,%g,%g]", r->half[0], r->half[1], r->half[2]);
+            return key_err(src, i, "rigids", "half", what, err, errlen);
+        }
+    }
+    sc->fixed = calloc((size_t)in->nfixed + 1, sizeof *sc->fixed);
+    sc->drags = calloc((size_t)in->ndrags + 1, sizeof *sc->drags);
+    sc->drag_object = calloc((size_t)in->ndrags + 1, sizeof(int));
+    sc->forces = calloc((size_t)in->nforces + 1, sizeof *sc->forces);
+    sc->force_object = calloc((size_t)in->nforces + 1, sizeof(int));
+    if (!sc->fixed || !sc->drags || !sc->drag_object || !sc->forces || !sc->force_object) {
+        tensor_errf(err, errlen, "%s: out of memory", src);
         return -1;
-    sim_newton_defaults(&sc->newton);
-    const cJSON *nw = cJSON_GetObjectItemCaseSensitive(root, "newton");
-    static const char *const nkeys[] = {"max_iters", "tol", "armijo", "max_hessians", "reuse_ratio", "elastic_lag", NULL};
-    if (nw && check_keys(c, nw, "newton", nkeys)) return -1;
-    int64_t it, nh;
-    if (get_int(c, nw, "newton", "max_iters", sc->newton.max_iters, 1, 1000, &it) ||
-        get_num(c, nw, "newton", "tol", sc->newton.tol, 0, 1, &sc->newton.tol) ||
-        get_num(c, nw, "newton", "armijo", sc->newton.armijo, 0, 0.5, &sc->newton.armijo) ||
-        get_int(c, nw, "newton", "max_hessians", sc->newton.max_hessians, 1, 1000, &nh) ||
-        get_num(c, nw, "newton", "reuse_ratio", sc->newton.reuse_ratio, 0, 1, &sc->newton.reuse_ratio) ||
-        get_num(c, nw, "newton", "elastic_lag", sc->newton.elastic_lag, 0, 1, &sc->newton.elastic_lag))
-        return -1;
-    sc->newton.max_iters = (int)it;
-    sc->newton.max_hessians = (int)nh;
-    const cJSON *arr;
-    int n;
-    char p[256];
-    if (get_array(c, root, "objects", &arr, &n, 1)) return -1;
-    sc->objects = calloc((size_t)n, sizeof *sc->objects);
-    if (!sc->objects) return -1;
-    sc->nobjects = n;
-    for (int i = 0; i < n; i++) {
-        snprintf(p, sizeof p, "objects[%d]", i);
-        if (parse_object(c, cJSON_GetArrayItem(arr, i), p, &sc->objects[i])) return -1;
     }
-    if (get_array(c, root, "planes", &arr, &n, 0)) return -1;
-    sc->planes = calloc((size_t)n + 1, sizeof *sc->planes);
-    sc->nplanes = n;
-    static const char *const pkeys[] = {"normal", "offset", "stiffness", NULL};
-    static const double up[3] = {0, 1, 0};
-    for (int i = 0; i < n; i++) {
-        const cJSON *e = cJSON_GetArrayItem(arr, i);
-        SimPlane *pl = &sc->planes[i];
-        snprintf(p, sizeof p, "planes[%d]", i);
-        if (check_keys(c, e, p, pkeys) || get_vec3(c, e, p, "normal", up, pl->normal) ||
-            get_num(c, e, p, "offset", 0, -BIG, BIG, &pl->offset) || get_num(c, e, p, "stiffness", 1e6, 0, BIG, &pl->stiffness))
-            return -1;
-        if (pl->normal[0] == 0 && pl->normal[1] == 0 && pl->normal[2] == 0)
-            return wrong(c, p, "normal", "a nonzero vector", cJSON_GetObjectItemCaseSensitive(e, "normal"));
+    sc->nfixed = in->nfixed, sc->ndrags = in->ndrags, sc->nforces = in->nforces;
+    for (int i = 0; i < in->nfixed; i++) {
+        const FixedIn *f = &in->fixed[i];
+        SimSceneFixed *o = &sc->fixed[i];
+        if (object_index(src, "fixed", i, f->object, sc->nobjects, err, errlen)) return -1;
+        o->object = (int)f->object;
+        o->shape = !strcmp(f->shape, "top") ? SIM_FIX_TOP : !strcmp(f->shape, "bottom") ? SIM_FIX_BOTTOM
+                 : !strcmp(f->shape, "box") ? SIM_FIX_BOX : SIM_FIX_SPHERE;
+        o->fraction = f->fraction;
+        o->d = f->d;
+        o->d.penalty = !strcmp(f->mode, "penalty");
+        if (!f->has_falloff) o->d.falloff = -1; /* resolved against the object's size in build_objects */
+        if (o->shape == SIM_FIX_BOX || o->shape == SIM_FIX_SPHERE) {
+            if (region(src, "fixed", i, f->shape, &f->d.region, f->has_lo, f->has_hi, f->has_center, f->has_radius,
+                       &o->d.region, err, errlen))
+                return -1;
+        } else
+            memset(&o->d.region, 0, sizeof o->d.region); /* top/bottom: set when the object exists */
     }
-    if (get_array(c, root, "fixed", &arr, &n, 0)) return -1;
-    sc->fixed = calloc((size_t)n + 1, sizeof *sc->fixed);
-    sc->nfixed = n;
-    static const char *const fkeys[] = {"object", "shape", "fraction", "lo", "hi", "center", "radius", "velocity",
-                                        "mode", "stiffness", "falloff", NULL};
-    static const char *const fshapes[] = {"top", "bottom", "box", "sphere", NULL}, *const modes[] = {"exact", "penalty", NULL};
-    for (int i = 0; i < n; i++) {
-        const cJSON *e = cJSON_GetArrayItem(arr, i);
-        SimSceneFixed *f = &sc->fixed[i];
-        char shape[8], mode[8];
-        static const double zero[3] = {0, 0, 0};
-        snprintf(p, sizeof p, "fixed[%d]", i);
-        if (check_keys(c, e, p, fkeys) || object_index(c, e, p, sc->nobjects, &f->object) ||
-            get_str(c, e, p, "shape", "top", fshapes, shape, sizeof shape) ||
-            get_num(c, e, p, "fraction", 0.15, 0, 1, &f->fraction) || get_vec3(c, e, p, "velocity", zero, f->d.velocity) ||
-            get_str(c, e, p, "mode", "exact", modes, mode, sizeof mode) ||
-            get_num(c, e, p, "stiffness", 1e7, 0, BIG, &f->d.stiffness) ||
-            get_num(c, e, p, "falloff", -1, 0, BIG, &f->d.falloff))
-            return -1;
-        f->shape = !strcmp(shape, "top") ? SIM_FIX_TOP : !strcmp(shape, "bottom") ? SIM_FIX_BOTTOM
-                 : !strcmp(shape, "box") ? SIM_FIX_BOX : SIM_FIX_SPHERE;
-        f->d.penalty = !strcmp(mode, "penalty");
-        if ((f->shape == SIM_FIX_BOX || f->shape == SIM_FIX_SPHERE) && parse_region(c, e, p, shape, &f->d.region)) return -1;
+    for (int i = 0; i < in->ndrags; i++) {
+        if (object_index(src, "drags", i, in->drags[i].object, sc->nobjects, err, errlen)) return -1;
+        sc->drag_object[i] = (int)in->drags[i].object;
+        sc->drags[i] = in->drags[i].d;
     }
-    if (get_array(c, root, "drags", &arr, &n, 0)) return -1;
-    sc->drags = calloc((size_t)n + 1, sizeof *sc->drags);
-    sc->drag_object = calloc((size_t)n + 1, sizeof(int));
-    sc->ndrags = n;
-    static const char *const dkeys[] = {"object", "grab", "radius", "stiffness", "target", "t0", "t1", "t_release", NULL};
-    for (int i = 0; i < n; i++) {
-        const cJSON *e = cJSON_GetArrayItem(arr, i);
-        SimDrag *d = &sc->drags[i];
-        snprintf(p, sizeof p, "drags[%d]", i);
-        if (check_keys(c, e, p, dkeys) || object_index(c, e, p, sc->nobjects, &sc->drag_object[i]) ||
-            get_vec3(c, e, p, "grab", NULL, d->grab) || get_num(c, e, p, "radius", 0.1, 1e-9, BIG, &d->radius) ||
-            get_num(c, e, p, "stiffness", 1e4, 0, BIG, &d->stiffness) || get_vec3(c, e, p, "target", NULL, d->target) ||
-            get_num(c, e, p, "t0", 0, 0, BIG, &d->t0) || get_num(c, e, p, "t1", 0.5, 0, BIG, &d->t1) ||
-            get_num(c, e, p, "t_release", BIG, 0, BIG, &d->t_release))
+    for (int i = 0; i < in->nforces; i++) {
+        const ForceIn *f = &in->forces[i];
+        if (object_index(src, "forces", i, f->object, sc->nobjects, err, errlen)) return -1;
+        sc->force_object[i] = (int)f->object;
+        sc->forces[i] = f->f;
+        if (region(src, "forces", i, f->shape, &f->f.region, f->has_lo, f->has_hi, f->has_center, f->has_radius,
+                   &sc->forces[i].region, err, errlen))
             return -1;
     }
-    if (get_array(c, root, "forces", &arr, &n, 0)) return -1;
-    sc->forces = calloc((size_t)n + 1, sizeof *sc->forces);
-    sc->force_object = calloc((size_t)n + 1, sizeof(int));
-    sc->nforces = n;
-    static const char *const xkeys[] = {"object", "accel", "t0", "t1", "shape", "lo", "hi", "center", "radius", NULL};
-    static const char *const xshapes[] = {"all", "box", "sphere", NULL};
-    for (int i = 0; i < n; i++) {
-        const cJSON *e = cJSON_GetArrayItem(arr, i);
-        SimForceField *f = &sc->forces[i];
-        char shape[8];
-        snprintf(p, sizeof p, "forces[%d]", i);
-        if (check_keys(c, e, p, xkeys) || object_index(c, e, p, sc->nobjects, &sc->force_object[i]) ||
-            get_vec3(c, e, p, "accel", NULL, f->accel) || get_num(c, e, p, "t0", 0, 0, BIG, &f->t0) ||
-            get_num(c, e, p, "t1", BIG, 0, BIG, &f->t1) || get_str(c, e, p, "shape", "all", xshapes, shape, sizeof shape) ||
-            parse_region(c, e, p, shape, &f->region))
-            return -1;
-    }
-    if (parse_contact_rigids(c, root, sc)) return -1;
-    const cJSON *out = cJSON_GetObjectItemCaseSensitive(root, "output");
-    static const char *const okeys[] = {"every", "mesh", "png", "width", "height", "eye", "target", "fov", NULL};
-    static const char *const mfmt[] = {"ply", "obj", "none", NULL};
-    if (out && check_keys(c, out, "output", okeys)) return -1;
-    if (get_int(c, out, "output", "every", 5, 1, 1000000, &sc->output.every) ||
-        get_str(c, out, "output", "mesh", "ply", mfmt, sc->output.mesh, sizeof sc->output.mesh) ||
-        get_bool(c, out, "output", "png", true, &sc->output.png) ||
-        get_int(c, out, "output", "width", 480, 16, 8192, &sc->output.width) ||
-        get_int(c, out, "output", "height", 360, 16, 8192, &sc->output.height) ||
-        get_num(c, out, "output", "fov", 40, 1, 170, &sc->output.fov))
-        return -1;
-    sc->output.has_eye = out && cJSON_GetObjectItemCaseSensitive(out, "eye");
-    sc->output.has_target = out && cJSON_GetObjectItemCaseSensitive(out, "target");
-    if ((sc->output.has_eye && get_vec3(c, out, "output", "eye", NULL, sc->output.eye)) ||
-        (sc->output.has_target && get_vec3(c, out, "output", "target", NULL, sc->output.target)))
-        return -1;
+    sc->newton.max_iters = (int)in->newton.max_iters;
+    sc->newton.max_hessians = (int)in->newton.max_hessians;
+    sc->newton.tol = in->newton.tol, sc->newton.armijo = in->newton.armijo;
+    sc->newton.reuse_ratio = in->newton.reuse_ratio, sc->newton.elastic_lag = in->newton.elastic_lag;
     return 0;
 }
 
@@ -437,51 +349,33 @@ void sim_scene_free(SimScene *sc) {
     memset(sc, 0, sizeof *sc);
 }
 
-int sim_scene_parse(const char *text, const char *source, SimScene *sc, char *err, size_t errlen) {
+/* text NULL: the file at `source` */
+static int scene_read(const char *text, const char *source, SimScene *sc, char *err, size_t errlen) {
+    SceneFile in;
+    memset(&in, 0, sizeof in);
     memset(sc, 0, sizeof *sc);
     if (err && errlen) *err = 0;
-    const char *end = NULL;
-    cJSON *root = cJSON_ParseWithOpts(text ? text : "", &end, true);
-    if (!root) {
-        int line = 1, col = 1;
-        for (const char *q = text; q && end && q < end && *q; q++) {
-            if (*q == '\n') line++, col = 1;
-            else col++;
-        }
-        tensor_errf(err, errlen, "%s:%d:%d: invalid JSON", source, line, col);
-        return -1;
-    }
-    Ctx c = {source, err, errlen};
-    int rc = parse_root(&c, root, sc);
-    cJSON_Delete(root);
-    if (rc) {
-        if (err && !*err) tensor_errf(err, errlen, "%s: out of memory", source);
-        sim_scene_free(sc);
-    }
+    sim_newton_defaults(&in.sc.newton);
+    sim_contact_defaults(&in.sc.contact);
+    in.newton.max_iters = in.sc.newton.max_iters, in.newton.max_hessians = in.sc.newton.max_hessians;
+    in.newton.tol = in.sc.newton.tol, in.newton.armijo = in.sc.newton.armijo;
+    in.newton.reuse_ratio = in.sc.newton.reuse_ratio, in.newton.elastic_lag = in.sc.newton.elastic_lag;
+    int rc = text ? ds_config_parse(text, source, SCENE, &in, err, errlen)
+                  : ds_config_load(source, SCENE, &in, err, errlen);
+    if (rc) return -1;
+    *sc = in.sc;
+    rc = resolve(source, &in, sc, err, errlen);
+    free(in.fixed), free(in.drags), free(in.forces);
+    if (rc) sim_scene_free(sc);
     return rc;
 }
 
+int sim_scene_parse(const char *text, const char *source, SimScene *sc, char *err, size_t errlen) {
+    return scene_read(text ? text : "", source, sc, err, errlen);
+}
+
 int sim_scene_load(const char *path, SimScene *sc, char *err, size_t errlen) {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        tensor_errf(err, errlen, "%s: cannot open (%s)", path, strerror(errno));
-        return -1;
-    }
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *text = malloc((size_t)(n > 0 ? n : 0) + 1);
-    if (!text || (n > 0 && fread(text, 1, (size_t)n, f) != (size_t)n)) {
-        fclose(f), free(text);
-        tensor_errf(err, errlen, "%s: cannot read", path);
-        return -1;
-    }
-    fclose(f);
-    text[n > 0 ? n : 0] = 0;
-    if (err && errlen) *err = 0;
-    int rc = sim_scene_parse(text, path, sc, err, errlen);
-    free(text);
-    return rc;
+    return scene_read(NULL, path, sc, err, errlen);
 }
 
 /* ---- building and running ---------------------------------------------------------------------- */

@@ -2,9 +2,9 @@
  * contact planes, fixed regions, drags, force fields, time stepping and output; and the runner
  * that steps them and writes per-frame meshes (PLY/OBJ) and PNG renders.
  *
- * datasets/config.h has no arrays or vectors, so scenes are read here with the same rules and
- * messages: unknown keys, wrong types and out-of-range values are errors naming the file and
- * the key path ("objects[0].material.E"). Keys (defaults in brackets):
+ * Scenes are read against a datasets/config.h schema (sim/scene.c): unknown keys, wrong types
+ * and out-of-range values are errors naming the file and the key path ("objects[0].material.E").
+ * Keys (defaults in brackets):
  *
  *   dt [0.01] (s), steps [200], gravity [[0, -9.81, 0]] (m/s²)
  *   newton: {max_iters [50], tol [1e-10], armijo [1e-4], max_hessians [50], reuse_ratio [0],

@@ -176,3 +176,87 @@ TEST(config_json_round_trip) {
     free(json);
     free(json2);
 }
+
+/* vec3 fields and arrays of objects (the scene schema of sim/scene.c is built from them) */
+typedef struct {
+    double position[3];
+    int64_t id;
+    double pivot[3];
+    bool has_pivot;
+} Item;
+
+typedef struct {
+    double gravity[3];
+    Item *items;
+    int nitems;
+} Scene;
+
+static const DsConfigField ITEM[] = {
+    {"position", DS_CFG_VEC3, offsetof(Item, position), NULL, 1, 0},
+    {"id", DS_CFG_INT, offsetof(Item, id), "0", 0, 9},
+    {"pivot", DS_CFG_VEC3, offsetof(Item, pivot), DS_CFG_KEEP, -1, 1, .present = DS_CFG_PRESENT(Item, has_pivot)},
+    {0}};
+static const DsConfigField SCENE[] = {
+    {"gravity", DS_CFG_VEC3, offsetof(Scene, gravity), "[0, -9.81, 0]", 1, 0},
+    {"items", DS_CFG_ARRAY, offsetof(Scene, items), NULL, 1, 4, .fields = ITEM, .elem_size = sizeof(Item),
+     .count_offset = offsetof(Scene, nitems)},
+    {0}};
+
+static int parse_scene(const char *text, Scene *s, char *err) {
+    memset(s, 0, sizeof *s);
+    return ds_config_parse(text, "scene.json", SCENE, s, err, 512);
+}
+
+TEST(config_arrays_and_vec3) {
+    Scene s;
+    char err[512] = "";
+    CHECK_MSG(parse_scene("{\"items\": [{\"position\": [1, 2, 3]}, {\"position\": [4, 5, 6], \"id\": 7, "
+                          "\"pivot\": [0.5, 0, -1]}]}",
+                          &s, err) == 0,
+              "%s", err);
+    CHECK(s.gravity[0] == 0 && s.gravity[1] == -9.81 && s.gravity[2] == 0);
+    CHECK(s.nitems == 2 && s.items[0].position[2] == 3 && s.items[0].id == 0 && !s.items[0].has_pivot);
+    CHECK(s.items[1].position[0] == 4 && s.items[1].id == 7 && s.items[1].has_pivot && s.items[1].pivot[2] == -1);
+    /* round trip through JSON */
+    char *json = ds_config_to_json(SCENE, &s);
+    Scene t;
+    CHECK_MSG(parse_scene(json, &t, err) == 0, "%s", err);
+    CHECK(t.nitems == 2 && t.items[1].id == 7 && t.items[1].position[1] == 5 && t.gravity[1] == -9.81);
+    free(json);
+    ds_config_free(SCENE, &t);
+    CHECK(t.items == NULL && t.nitems == 0);
+    ds_config_free(SCENE, &s);
+    /* every error names the file and the key with the element's index */
+    const struct {
+        const char *json;
+        const char *needles[3];
+    } bad[] = {
+        {"{\"items\": [{\"position\": [1, 2, 3]}, {\"position\": [1, 2]}]}",
+         {"scene.json", "'items[1].position'", "3 numbers"}},
+        {"{\"items\": [{\"position\": [1, \"a\", 3]}]}", {"scene.json", "'items[0].position'", "[1,\"a\",3]"}},
+        {"{\"items\": [{\"position\": [1, 2, 3], \"colour\": 1}]}", {"scene.json", "unknown key 'items[0].colour'", "id"}},
+        {"{\"items\": [{\"position\": [1, 2, 3]}, 5]}", {"scene.json", "'items[1]'", "an object"}},
+        {"{\"items\": [{}]}", {"scene.json", "missing required key 'items[0].position'", "3 numbers"}},
+        {"{\"items\": [{\"position\": [1, 2, 3], \"id\": 12}]}", {"scene.json", "'items[0].id'", "got 12"}},
+        {"{\"items\": [{\"position\": [1, 2, 3], \"pivot\": [0, 2, 0]}]}", {"scene.json", "'items[0].pivot'", "[-1, 1]"}},
+        {"{\"items\": []}", {"scene.json", "'items'", "1 to 4 objects"}},
+        {"{\"items\": {}}", {"scene.json", "'items'", "objects"}},
+        {"{}", {"scene.json", "missing required key 'items'", "objects"}},
+        {"{\"gravity\": 1, \"items\": [{\"position\": [1, 2, 3]}]}", {"scene.json", "'gravity'", "3 numbers"}},
+        /* an error after an array was read leaves nothing allocated (the leak checks would say) */
+        {"{\"items\": [{\"position\": [1, 2, 3]}], \"gravity\": [1]}", {"scene.json", "'gravity'", "3 numbers"}},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        CHECK_MSG(parse_scene(bad[i].json, &s, err) != 0, "case %zu parsed", i);
+        for (int k = 0; k < 3; k++) CHECK_MSG(strstr(err, bad[i].needles[k]), "case %zu: '%s' lacks '%s'", i, err, bad[i].needles[k]);
+        CHECK(s.items == NULL);
+    }
+    /* --set reaches vectors, not arrays of objects */
+    CHECK(parse_scene("{\"items\": [{\"position\": [1, 2, 3]}]}", &s, err) == 0);
+    CHECK(ds_config_set("gravity=[0, 0, -1]", SCENE, &s, err, sizeof err) == 0 && s.gravity[2] == -1);
+    CHECK(ds_config_set("gravity=[0, 0]", SCENE, &s, err, sizeof err) != 0);
+    CHECK_ERR(err, "'gravity'", "3 numbers");
+    CHECK(ds_config_set("items=[]", SCENE, &s, err, sizeof err) != 0);
+    CHECK_ERR(err, "items", "array of objects");
+    ds_config_free(SCENE, &s);
+}

@@ -1,8 +1,10 @@
-/* tools/anima.c — the anima program: dispatches subcommands to thin files (tools/cmd_*.c). */
+/* tools/anima.c — the anima program: dispatches subcommands to thin files (tools/cmd_*.c), with
+ * the help and messages of tools/cmd_args.h. */
 #include <stdio.h>
 #include <string.h>
 
 #include "tools/cmd.h"
+#include "tools/cmd_args.h"
 
 static const AnimaCommand commands[] = {
     {"dataset", "training corpus: make --count N --out DIR, show FILE [--ply OUT --field F]", cmd_dataset},
@@ -11,23 +13,28 @@ static const AnimaCommand commands[] = {
     {"gs", "3D Gaussian Splatting: fit --mesh FILE|procedural:<category> --out DIR", cmd_gs},
     {"mesh", "mesh files: info FILE..., convert IN OUT [--ascii]", cmd_mesh},
     {"sim", "reduced elastic simulation: --scene FILE.json --out DIR; skinning OUT.h5", cmd_sim},
-    {"physskin", "neural skinning fields (PhysSkin++): train, skin", cmd_physskin},
+    {"physskin", "neural skinning fields (PhysSkin++): train, skin, eval", cmd_physskin},
 };
 
-static void usage(FILE *f) {
-    fprintf(f, "usage: anima <command> [options]\n\ncommands:\n");
-    for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
-        fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].help);
-}
-
 int main(int argc, char **argv) {
-    if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
-        usage(argc < 2 ? stderr : stdout);
-        return argc < 2 ? 2 : 0;
+    enum { N = sizeof commands / sizeof *commands };
+    char footer[2048] = "commands:\n";
+    for (size_t i = 0; i < N; i++)
+        snprintf(footer + strlen(footer), sizeof footer - strlen(footer), "  %-10s %s\n", commands[i].name,
+                 commands[i].help);
+    static const CmdArg none[] = {{0}};
+    const CmdArgSpec spec = {"anima", "<command> [options]", "anima <command> --help: that command's options", none,
+                             footer, 1, 1};
+    if (argc < 2) { /* a bare `anima`: what there is to run, where a user looks first */
+        cmd_args_help(&spec, stderr);
+        return 2;
     }
-    for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
+    for (size_t i = 0; i < N; i++)
         if (!strcmp(argv[1], commands[i].name)) return commands[i].run(argc - 1, argv + 1);
-    fprintf(stderr, "anima: unknown command '%s'\n", argv[1]);
-    usage(stderr);
+    /* not a command: -h/--help, an unknown option, or an unknown command */
+    const char *pos[1];
+    int prc = cmd_args_parse(&spec, 2, argv, 1, stderr, pos, NULL);
+    if (prc == CMD_ARGS_HELP) return 0;
+    if (prc == CMD_ARGS_OK) cmd_args_fail(&spec, stderr, "unknown command '%s'", pos[0]);
     return 2;
 }

@@ -29,31 +29,21 @@
 #include "datasets/mesh.h"
 #include "datasets/procedural.h"
 #include "tools/cmd.h"
+#include "tools/cmd_args.h"
 
 #define NAME "anima dataset"
 #define MAX_CATS 64
 
 static const char *const SPLITS[3] = {"train", "val", "test"};
 
-static int usage(FILE *f, int rc) {
-    fprintf(f,
-            "usage: anima dataset make [--categories a,b,...] [--count N] [--seed S] [--out DIR] [--grid G]\n"
-            "                          [--surface N] [--sharp N] [--cubature-res R] [--family CATEGORY]\n"
-            "                          [--no-progress]\n"
-            "       anima dataset make --real DIR [--out DIR] [--surface N] [--sharp N] [--cubature-res R]\n"
-            "       anima dataset show FILE|DIR [--shape ID] [--check] [--ply OUT.ply --field F]\n"
-            "make: procedural shapes (default: every category, round robin) preprocessed as in PhysSkin++\n"
-            "      (surface samples, sharp-edge samples, interior cubature grid) into DIR/train.h5, val.h5,\n"
-            "      test.h5 (80/10/10 by a seeded hash); --real DIR: every .obj/.ply/.off/.stl in DIR into\n"
-            "      OUT/real.h5 (winding-number classification, no rig).\n"
-            "  --count N (100)  --seed S (0)  --out DIR (data/corpus)  --grid G (128: marching-cubes cells\n"
-            "  along the longest side)  --surface N (4096)  --sharp N (4096)  --cubature-res R (128)\n"
-            "  --family CATEGORY: one deformable family, shape i at t = i/(N-1) of seed S\n"
-            "show: counts, bounding box, watertight/manifold, volume, genus; for caches shapes per category\n"
-            "      and split (all splits when given DIR). --check reads and validates every shape.\n"
-            "  --field mesh|surface|sharp|cubature|weights:<bone name or index> (default mesh)\n");
-    return rc;
-}
+static const CmdArg NO_ARGS[] = {{0}};
+static const CmdArgSpec DATASET = {
+    "anima dataset", "make|show [options]", "the training corpus (anima dataset make --help, anima dataset show --help)",
+    NO_ARGS,
+    "subcommands:\n"
+    "  make   the HDF5 training corpus from the procedural shape families, or a cache of a folder of real meshes\n"
+    "  show   a summary of a cache or of any mesh file, and a PLY of one of its fields\n",
+    1, 1};
 
 /* ---- small helpers --------------------------------------------------------------------------- */
 
@@ -68,30 +58,6 @@ static double cpu_s(void) {
     getrusage(RUSAGE_SELF, &ru);
     return (double)ru.ru_utime.tv_sec + 1e-6 * (double)ru.ru_utime.tv_usec + (double)ru.ru_stime.tv_sec +
            1e-6 * (double)ru.ru_stime.tv_usec;
-}
-
-static bool parse_i64(const char *opt, const char *s, int64_t lo, int64_t hi, int64_t *out) {
-    char *end;
-    errno = 0;
-    long long v = strtoll(s, &end, 10);
-    if (errno || end == s || *end || v < lo || v > hi) {
-        fprintf(stderr, NAME ": %s expects an integer in [%lld, %lld], got '%s'\n", opt, (long long)lo, (long long)hi, s);
-        return false;
-    }
-    *out = v;
-    return true;
-}
-
-static bool parse_u64(const char *opt, const char *s, uint64_t *out) {
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (errno || end == s || *end || s[0] == '-') {
-        fprintf(stderr, NAME ": %s expects a non-negative integer, got '%s'\n", opt, s);
-        return false;
-    }
-    *out = v;
-    return true;
 }
 
 static volatile sig_atomic_t g_signal;
@@ -416,83 +382,61 @@ static int cmd_make(int argc, char **argv) {
                   .out = "data/corpus", .progress = -1};
     int nall;
     const char *const *all = ds_procedural_categories(&nall);
-    char *catlist = NULL;
+    const char *catlist = NULL;
+    bool no_progress = false;
     size_t used = snprintf(a.command, sizeof a.command, "anima dataset");
     for (int i = 0; i < argc && used < sizeof a.command; i++)
         used += snprintf(a.command + used, sizeof a.command - used, " %s", argv[i]);
-    for (int i = 1; i < argc; i++) {
-        const char *o = argv[i];
-        bool has = i + 1 < argc;
-        if (!strcmp(o, "-h") || !strcmp(o, "--help")) return usage(stdout, 0);
-        else if (!strcmp(o, "--no-progress")) a.progress = 0;
-        else if (!has) {
-            bool known = !strcmp(o, "--categories") || !strcmp(o, "--count") || !strcmp(o, "--seed") ||
-                         !strcmp(o, "--out") || !strcmp(o, "--grid") || !strcmp(o, "--surface") ||
-                         !strcmp(o, "--sharp") || !strcmp(o, "--cubature-res") || !strcmp(o, "--family") ||
-                         !strcmp(o, "--real");
-            fprintf(stderr, known ? NAME ": %s needs a value\n" : NAME ": unknown argument '%s'\n", o);
-            return usage(stderr, 2);
-        } else if (!strcmp(o, "--categories")) catlist = argv[++i];
-        else if (!strcmp(o, "--count")) {
-            /* ids are the index in 6 digits, so that name order is corpus order */
-            if (!parse_i64(o, argv[++i], 1, 999999, &a.count)) return 2;
-        } else if (!strcmp(o, "--seed")) {
-            if (!parse_u64(o, argv[++i], &a.seed)) return 2;
-        } else if (!strcmp(o, "--grid")) {
-            /* procedural.c keeps parts and gaps ≥ 3 cells wide from 48 cells up; below that a
-             * shape may fuse or tear, which the watertight count at the end reports */
-            if (!parse_i64(o, argv[++i], 16, 512, &a.grid)) return 2;
-        } else if (!strcmp(o, "--surface")) {
-            if (!parse_i64(o, argv[++i], 1, 10000000, &a.surface)) return 2;
-        } else if (!strcmp(o, "--sharp")) {
-            if (!parse_i64(o, argv[++i], 0, 10000000, &a.sharp)) return 2;
-        } else if (!strcmp(o, "--cubature-res")) {
-            if (!parse_i64(o, argv[++i], 4, 1024, &a.cubature_res)) return 2;
-        } else if (!strcmp(o, "--out")) a.out = argv[++i];
-        else if (!strcmp(o, "--family")) a.family = argv[++i];
-        else if (!strcmp(o, "--real")) a.real = argv[++i];
-        else {
-            fprintf(stderr, NAME ": unknown argument '%s'\n", o);
-            return usage(stderr, 2);
-        }
-    }
-    char catbuf[1024];
+    const CmdArg args[] = {
+        {"--categories", CMD_ARG_STRING, &catlist, "a,b,...", "procedural categories (default: all, round robin)"},
+        /* ids are the index in 6 digits, so that name order is corpus order */
+        {"--count", CMD_ARG_INT, &a.count, "N", "shapes (default 100)", 1, 999999},
+        {"--seed", CMD_ARG_UINT, &a.seed, "S", "corpus seed (default 0)"},
+        {"--out", CMD_ARG_STRING, &a.out, "DIR", "default data/corpus"},
+        /* procedural.c keeps parts and gaps >= 3 cells wide from 48 cells up; below that a shape
+         * may fuse or tear, which the watertight count at the end reports */
+        {"--grid", CMD_ARG_INT, &a.grid, "G", "marching-cubes cells along the longest side (default 128)", 16, 512},
+        {"--surface", CMD_ARG_INT, &a.surface, "N", "surface samples (default 4096)", 1, 10000000},
+        {"--sharp", CMD_ARG_INT, &a.sharp, "N", "sharp-edge samples (default 4096)", 0, 10000000},
+        {"--cubature-res", CMD_ARG_INT, &a.cubature_res, "R", "interior cubature grid (default 128)", 4, 1024},
+        {"--family", CMD_ARG_STRING, &a.family, "CATEGORY", "one deformable family: shape i at t = i/(N-1) of seed S"},
+        {"--real", CMD_ARG_STRING, &a.real, "DIR", "every .obj/.ply/.off/.stl in DIR into OUT/real.h5 instead"},
+        {"--no-progress", CMD_ARG_FLAG, &no_progress, NULL, "no progress display on stderr"},
+        {0}};
+    const CmdArgSpec spec = {
+        "anima dataset make", "[--categories a,b,...] [--count N] [--seed S] [--out DIR] [options] | --real DIR [options]",
+        "procedural shapes preprocessed as in PhysSkin++ (surface samples, sharp-edge samples, interior\n"
+        "cubature grid) into DIR/train.h5, val.h5, test.h5 (80/10/10 by a seeded hash); --real DIR: every\n"
+        "mesh file in DIR into OUT/real.h5 (winding-number classification, no rig)",
+        args};
+    int prc = cmd_args_parse(&spec, argc, argv, 1, stderr, NULL, NULL);
+    if (prc) return prc == CMD_ARGS_HELP ? 0 : 2;
+    if (no_progress) a.progress = 0;
+    char catbuf[1024], known[1024] = "";
+    for (int j = 0; j < nall; j++) snprintf(known + strlen(known), sizeof known - strlen(known), " %s", all[j]);
     if (catlist) {
         snprintf(catbuf, sizeof catbuf, "%s", catlist);
         for (char *tok = strtok(catbuf, ","); tok; tok = strtok(NULL, ",")) {
             int k = 0;
             while (k < nall && strcmp(all[k], tok)) k++;
-            if (k == nall || a.ncat == MAX_CATS) {
-                fprintf(stderr, NAME ": unknown category '%s' (known:", tok);
-                for (int j = 0; j < nall; j++) fprintf(stderr, " %s", all[j]);
-                fprintf(stderr, ")\n");
-                return 2;
-            }
+            if (k == nall || a.ncat == MAX_CATS)
+                return cmd_args_fail(&spec, stderr, "unknown category '%s' (known:%s)", tok, known);
             bool dup = false;
             for (int j = 0; j < a.ncat; j++) dup |= a.categories[j] == all[k];
             if (!dup) a.categories[a.ncat++] = all[k];
         }
-        if (!a.ncat) {
-            fprintf(stderr, NAME ": --categories is empty\n");
-            return 2;
-        }
+        if (!a.ncat) return cmd_args_fail(&spec, stderr, "--categories is empty");
     } else {
         for (int k = 0; k < nall && k < MAX_CATS; k++) a.categories[a.ncat++] = all[k];
     }
     if (a.family) {
         int k = 0;
         while (k < nall && strcmp(all[k], a.family)) k++;
-        if (k == nall) {
-            fprintf(stderr, NAME ": --family: unknown category '%s'\n", a.family);
-            return 2;
-        }
+        if (k == nall) return cmd_args_fail(&spec, stderr, "--family: unknown category '%s' (known:%s)", a.family, known);
         a.family = all[k];
         a.categories[0] = all[k], a.ncat = 1;
     }
-    if (a.real && (a.family || catlist)) {
-        fprintf(stderr, NAME ": --real takes no --family or --categories\n");
-        return 2;
-    }
+    if (a.real && (a.family || catlist)) return cmd_args_fail(&spec, stderr, "--real takes no --family or --categories");
     if (cmd_make_dirs(a.out) != 0) {
         fprintf(stderr, NAME ": cannot create the output directory %s (%s)\n", a.out, strerror(errno));
         return 1;
@@ -796,39 +740,29 @@ static int show_dir(const char *dir, const ShowArgs *a) {
 
 static int cmd_show(int argc, char **argv) {
     ShowArgs a = {.field = "mesh", .cubature_res = 64};
-    const char *file = NULL;
-    for (int i = 1; i < argc; i++) {
-        const char *o = argv[i];
-        bool has = i + 1 < argc;
-        if (!strcmp(o, "-h") || !strcmp(o, "--help")) return usage(stdout, 0);
-        else if (!strcmp(o, "--check")) a.check = true;
-        else if (!strcmp(o, "--shape") && has) a.shape = argv[++i];
-        else if (!strcmp(o, "--ply") && has) a.ply = argv[++i];
-        else if (!strcmp(o, "--field") && has) a.field = argv[++i];
-        else if (!strcmp(o, "--cubature-res") && has) {
-            if (!parse_i64(o, argv[++i], 4, 1024, &a.cubature_res)) return 2;
-        } else if (o[0] != '-' && !file) file = o;
-        else {
-            bool known = !strcmp(o, "--shape") || !strcmp(o, "--ply") || !strcmp(o, "--field") ||
-                         !strcmp(o, "--cubature-res");
-            fprintf(stderr, known ? NAME ": %s needs a value\n" : NAME ": unexpected argument '%s'\n", o);
-            return usage(stderr, 2);
-        }
-    }
-    if (!file) {
-        fprintf(stderr, NAME ": show needs a FILE\n");
-        return usage(stderr, 2);
-    }
+    const CmdArg args[] = {
+        {"--shape", CMD_ARG_STRING, &a.shape, "ID", "one shape of a cache file, by id (default: the summary)"},
+        {"--check", CMD_ARG_FLAG, &a.check, NULL, "read and validate every shape"},
+        {"--ply", CMD_ARG_STRING, &a.ply, "OUT.ply", "writes a field of the shape (a cache's first, or --shape) or mesh"},
+        {"--field", CMD_ARG_STRING, &a.field, "F", "mesh|surface|sharp|cubature|weights:<bone name or index> (default mesh)"},
+        {"--cubature-res", CMD_ARG_INT, &a.cubature_res, "R", "the cubature grid of a mesh file's fields (default 64)", 4,
+         1024},
+        {0}};
+    const CmdArgSpec spec = {"anima dataset show", "FILE|DIR [--shape ID] [--check] [--ply OUT.ply --field F]",
+                             "counts, bounding box, watertight/manifold, volume, genus; for caches shapes per category\n"
+                             "and split (all splits when given DIR)",
+                             args, NULL, 1, 1};
+    const char *file;
+    int prc = cmd_args_parse(&spec, argc, argv, 1, stderr, &file, NULL);
+    if (prc) return prc == CMD_ARGS_HELP ? 0 : 2;
     struct stat st;
     if (stat(file, &st) != 0) {
         fprintf(stderr, NAME ": %s: cannot open (%s)\n", file, strerror(errno));
         return 1;
     }
     if (S_ISDIR(st.st_mode)) {
-        if (a.shape || a.ply) {
-            fprintf(stderr, NAME ": --shape and --ply take a cache file (DIR/train.h5 ...), not a folder\n");
-            return 2;
-        }
+        if (a.shape || a.ply)
+            return cmd_args_fail(&spec, stderr, "--shape and --ply take a cache file (DIR/train.h5 ...), not a folder");
         return show_dir(file, &a);
     }
     /* HDF5 by its signature, not its name: a cache renamed .dat is still a cache, and a .h5
@@ -839,18 +773,16 @@ static int cmd_show(int argc, char **argv) {
         fprintf(stderr, NAME ": %s: not an HDF5 file (bad signature: truncated or not a cache)\n", file);
         return 1;
     }
-    if (a.shape) {
-        fprintf(stderr, NAME ": --shape takes a cache file; %s is a mesh file\n", file);
-        return 2;
-    }
+    if (a.shape) return cmd_args_fail(&spec, stderr, "--shape takes a cache file; %s is a mesh file", file);
     return show_mesh(file, &a);
 }
 
 int cmd_dataset(int argc, char **argv) {
-    if (argc < 2) return usage(stderr, 2);
-    if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) return usage(stdout, 0);
-    if (!strcmp(argv[1], "make")) return cmd_make(argc - 1, argv + 1);
-    if (!strcmp(argv[1], "show")) return cmd_show(argc - 1, argv + 1);
-    fprintf(stderr, NAME ": unknown subcommand '%s' (make, show)\n", argv[1]);
-    return usage(stderr, 2);
+    if (argc >= 2 && !strcmp(argv[1], "make")) return cmd_make(argc - 1, argv + 1);
+    if (argc >= 2 && !strcmp(argv[1], "show")) return cmd_show(argc - 1, argv + 1);
+    const char *pos[1];
+    int prc = cmd_args_parse(&DATASET, argc, argv, 1, stderr, pos, NULL);
+    if (prc == CMD_ARGS_HELP) return 0;
+    if (prc == CMD_ARGS_OK) cmd_args_fail(&DATASET, stderr, "unknown subcommand '%s'", pos[0]);
+    return 2;
 }

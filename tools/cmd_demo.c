@@ -34,6 +34,7 @@
 #include "models/physskin/infer.h"
 #include "sim/scene.h"
 #include "tools/cmd.h"
+#include "tools/cmd_args.h"
 
 #define DEMO_CKPT "models/physskin/pretrained/small.h5"
 #define DEMO_MESH "data/real/bunny.ply"
@@ -107,53 +108,35 @@ static void sim_progress(void *ctx, int64_t step, int64_t steps, const SimObject
     if (step == steps) fprintf(stderr, "\r%60s\r", "");
 }
 
-static int usage(FILE *f, int rc) {
-    fprintf(f, "usage: anima demo [--out DIR] [--ckpt CKPT] [--mesh FILE] [--steps N] [--every K] [--size WxH]\n"
-               "       anima demo --mlp [--steps N]\n"
-               "  --out DIR    where everything goes (default runs/demo): skinning.h5, skinned.{ply,png},\n"
-               "               scene.json, frames/frame_NNNNN.{ply,png}\n"
-               "  --ckpt CKPT  the PhysSkin checkpoint (default " DEMO_CKPT ")\n"
-               "  --mesh FILE  the shape to skin (default " DEMO_MESH " when present, else the\n"
-               "               procedural " DEMO_CATEGORY " of seed %d, outside the training corpus;\n"
-               "               --mesh procedural: that shape even when the bunny is there)\n"
-               "  --steps N    simulation steps of 0.01 s (default 150); --every K: a frame every K steps (5)\n"
-               "  --size WxH   frame size (default 640x480)\n"
-               "  --mlp        the original demo: fit a small MLP with Adam (--steps: its steps, default 600)\n",
-            DEMO_SEED);
-    return rc;
-}
-
 int cmd_demo(int argc, char **argv) {
     const char *out = "runs/demo", *ckpt = DEMO_CKPT, *mesh_path = NULL;
-    long steps = -1, every = 5;
-    int w = 640, h = 480;
+    int64_t steps_arg = -1, every_arg = 5;
+    int size[2] = {640, 480};
     bool mlp = false;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        bool has_val = i + 1 < argc;
-        char *end;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) return usage(stdout, 0);
-        else if (!strcmp(a, "--mlp")) mlp = true;
-        else if (!strcmp(a, "--out") && has_val) out = argv[++i];
-        else if (!strcmp(a, "--ckpt") && has_val) ckpt = argv[++i];
-        else if (!strcmp(a, "--mesh") && has_val) mesh_path = argv[++i];
-        else if ((!strcmp(a, "--steps") || !strcmp(a, "--every")) && has_val) {
-            long v = strtol(argv[++i], &end, 10);
-            if (*end || end == argv[i] || v <= 0 || v > 1000000) {
-                fprintf(stderr, "anima demo: %s expects a positive integer, got '%s'\n", a, argv[i]);
-                return 2;
-            }
-            *(!strcmp(a, "--steps") ? &steps : &every) = v;
-        } else if (!strcmp(a, "--size") && has_val) {
-            if (sscanf(argv[++i], "%dx%d", &w, &h) != 2 || w < 16 || h < 16 || w > 8192 || h > 8192) {
-                fprintf(stderr, "anima demo: --size expects WxH in [16, 8192], got '%s'\n", argv[i]);
-                return 2;
-            }
-        } else {
-            fprintf(stderr, "anima demo: unknown argument or missing value '%s'\n", a);
-            return usage(stderr, 2);
-        }
-    }
+    char mesh_help[256];
+    snprintf(mesh_help, sizeof mesh_help,
+             "the shape to skin (default " DEMO_MESH " when present, else the procedural " DEMO_CATEGORY
+             " of seed %d, outside the training corpus; procedural: that shape even when the bunny is there)",
+             DEMO_SEED);
+    const CmdArg args[] = {
+        {"--out", CMD_ARG_STRING, &out, "DIR",
+         "where everything goes (default runs/demo): skinning.h5, skinned.{ply,png}, scene.json, "
+         "frames/frame_NNNNN.{ply,png}"},
+        {"--ckpt", CMD_ARG_STRING, &ckpt, "CKPT", "the PhysSkin checkpoint (default " DEMO_CKPT ")"},
+        {"--mesh", CMD_ARG_STRING, &mesh_path, "FILE", mesh_help},
+        {"--steps", CMD_ARG_INT, &steps_arg, "N", "simulation steps of 0.01 s (default 150); with --mlp its steps (600)", 1,
+         1000000},
+        {"--every", CMD_ARG_INT, &every_arg, "K", "a frame every K steps (default 5)", 1, 1000000},
+        {"--size", CMD_ARG_SIZE, size, "WxH", "frame size (default 640x480)", 16, 8192},
+        {"--mlp", CMD_ARG_FLAG, &mlp, NULL, "the original demo: fit a small MLP with Adam"},
+        {0}};
+    const CmdArgSpec spec = {"anima demo", "[--out DIR] [--ckpt CKPT] [--mesh FILE] [--steps N] [--mlp] [options]",
+                             "pretrained PhysSkin skins an unseen shape, dropped on the floor with a ball: frames",
+                             args};
+    int prc = cmd_args_parse(&spec, argc, argv, 1, stderr, NULL, NULL);
+    if (prc) return prc == CMD_ARGS_HELP ? 0 : 2;
+    int w = size[0], h = size[1];
+    long steps = (long)steps_arg, every = (long)every_arg;
     if (mlp) return demo_mlp(steps > 0 ? (int)steps : 600);
     if (steps < 0) steps = 150;
     double t_all = now(), t0 = t_all;

@@ -39,6 +39,7 @@
 #include "optim/train.h"
 #include "tensor/backend.h"
 #include "tools/cmd.h"
+#include "tools/cmd_args.h"
 
 typedef struct {
     int64_t seed;
@@ -156,21 +157,6 @@ static void make_data(const FitConfig *c, TensorDType dt, Tensor **x, Tensor **y
     *y = tensor_add(f, tensor_mul_scalar(tensor_randn_with(&gy, TENSOR_SHAPE(n, 1), dt), c->data.noise));
 }
 
-static int usage(FILE *f, int rc) {
-    fprintf(f, "usage: anima fit [--config FILE] [--out DIR] [--resume] [--set key.path=value ...]\n"
-               "                 [--stop-after N] [--no-progress] [--device cpu|cuda]\n"
-               "  --config FILE   JSON config (configs/fit-mlp.json); defaults for absent keys\n"
-               "  --out DIR       writes DIR/ckpt.h5 and DIR/metrics.jsonl (default runs/fit)\n"
-               "  --resume        continue from DIR/ckpt.h5 (bit-identical to an uninterrupted run)\n"
-               "  --set k=v       override a config key, e.g. --set optim.lr=1e-3 (repeatable)\n"
-               "  --stop-after N  checkpoint and stop after N steps of this run (time-limited jobs)\n"
-               "  --no-progress   no progress display on stderr\n"
-               "  --device D      cpu (default) or cuda: train on the GPU (params, grads, optimizer there)\n"
-               "SIGINT/SIGTERM finish the current step, checkpoint and exit 130/143.\n"
-               "Data parallel: mpirun -np N anima fit ... (data.batch is the global batch; rank 0 writes).\n");
-    return rc;
-}
-
 /* The model's weights as the device parameters of nn_params_mirror: dst's parameter i is the
  * mirror of host parameter i. */
 static void mlp_on(Mlp *dev, const Mlp *host, const NnParams *hp, const NnParams *dp) {
@@ -198,62 +184,41 @@ int cmd_fit(int argc, char **argv) {
 }
 
 int cmd_fit_comm(int argc, char **argv, OptimComm *comm) {
-    const char *config_path = NULL, *out = "runs/fit";
-    bool resume = false, cuda = false;
-    int progress = -1;
+    const char *config_path = NULL, *out = "runs/fit", *device = "cpu";
+    bool resume = false, no_progress = false;
     int64_t stop_after = 0;
-    const char *sets[64];
-    int nsets = 0;
+    CmdArgList sets = {.n = 0};
     int rank = comm ? optim_comm_rank(comm) : 0, nranks = comm ? optim_comm_size(comm) : 1;
     bool is_main = rank == 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        bool has_val = i + 1 < argc;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) return is_main ? usage(stdout, 0) : 0;
-        else if (!strcmp(a, "--config") && has_val) config_path = argv[++i];
-        else if (!strcmp(a, "--out") && has_val) out = argv[++i];
-        else if (!strcmp(a, "--resume")) resume = true;
-        else if (!strcmp(a, "--no-progress")) progress = 0;
-        else if (!strcmp(a, "--device") && has_val) {
-            const char *d = argv[++i];
-            if (strcmp(d, "cpu") && strcmp(d, "cuda")) {
-                if (is_main) fprintf(stderr, "anima fit: --device expects cpu or cuda, got '%s'\n", d);
-                return 2;
-            }
-            cuda = !strcmp(d, "cuda");
-        } else if (!strcmp(a, "--set") && has_val) {
-            if (nsets == 64) {
-                if (is_main) fprintf(stderr, "anima fit: more than 64 --set overrides\n");
-                return 2;
-            }
-            sets[nsets++] = argv[++i];
-        } else if (!strcmp(a, "--stop-after") && has_val) {
-            char *end;
-            stop_after = strtoll(argv[++i], &end, 10);
-            if (*end || end == argv[i] || stop_after <= 0) {
-                if (is_main) fprintf(stderr, "anima fit: --stop-after expects a positive integer, got '%s'\n", argv[i]);
-                return 2;
-            }
-        } else {
-            bool known = !strcmp(a, "--config") || !strcmp(a, "--out") || !strcmp(a, "--set") || !strcmp(a, "--device");
-            if (!is_main) return 2; /* every rank has the same arguments: rank 0 says it */
-            fprintf(stderr, known ? "anima fit: %s needs a value\n" : "anima fit: unknown argument '%s'\n", a);
-            return usage(stderr, 2);
-        }
-    }
+    static const char *const DEVICES[] = {"cpu", "cuda", NULL};
+    const CmdArg args[] = {
+        {"--config", CMD_ARG_STRING, &config_path, "FILE", "JSON config (configs/fit-mlp.json); defaults for absent keys"},
+        {"--out", CMD_ARG_STRING, &out, "DIR", "writes DIR/ckpt.h5 and DIR/metrics.jsonl (default runs/fit)"},
+        {"--resume", CMD_ARG_FLAG, &resume, NULL, "continue from DIR/ckpt.h5 (bit-identical to an uninterrupted run)"},
+        {"--set", CMD_ARG_LIST, &sets, "k=v", "override a config key, e.g. --set optim.lr=1e-3"},
+        {"--stop-after", CMD_ARG_INT, &stop_after, "N", "checkpoint and stop after N steps of this run (time-limited jobs)",
+         1, -1},
+        {"--no-progress", CMD_ARG_FLAG, &no_progress, NULL, "no progress display on stderr"},
+        {"--device", CMD_ARG_CHOICE, &device, "D", "cpu (default) or cuda: train on the GPU (params, grads, optimizer there)",
+         .choices = DEVICES},
+        {0}};
+    const CmdArgSpec spec = {"anima fit", "[--config FILE] [--out DIR] [--resume] [--set key.path=value ...] [options]",
+                             "fits an MLP from a JSON config (checkpoints, metrics log, --resume)", args,
+                             "SIGINT/SIGTERM finish the current step, checkpoint and exit 130/143.\n"
+                             "Data parallel: mpirun -np N anima fit ... (data.batch is the global batch; rank 0 writes).\n"};
+    /* every rank has the same arguments: rank 0 says what is wrong */
+    int prc = cmd_args_parse(&spec, argc, argv, 1, is_main ? stderr : NULL, NULL, NULL);
+    if (prc) return prc == CMD_ARGS_HELP ? 0 : 2;
+    bool cuda = !strcmp(device, "cuda");
+    int progress = no_progress ? 0 : -1;
 
     /* Every check below before the training loop is a pure function of the arguments and the
      * files, so all ranks take the same early return and none is left waiting in a collective
      * (optim_train_init then agrees on its own outcome across ranks). */
     FitConfig cfg;
     char err[8192];
-    int rc = config_path ? ds_config_load(config_path, FIT_SCHEMA, &cfg, err, sizeof err)
-                         : ds_config_parse(NULL, "defaults", FIT_SCHEMA, &cfg, err, sizeof err);
-    for (int i = 0; i < nsets && rc == 0; i++) rc = ds_config_set(sets[i], FIT_SCHEMA, &cfg, err, sizeof err);
-    if (rc) {
-        if (is_main) fprintf(stderr, "anima fit: %s\n", err);
-        return 2;
-    }
+    if (cmd_args_config(&spec, is_main ? stderr : NULL, config_path, &sets, FIT_SCHEMA, &cfg)) return 2;
+    int rc = 0;
     if (cfg.data.batch < nranks) {
         if (is_main)
             fprintf(stderr, "anima fit: data.batch = %lld is the global batch; it must be at least the %d ranks\n",

@@ -25,6 +25,7 @@
 #include "models/gaussians/fit.h"
 #include "optim/train.h"
 #include "tools/cmd.h"
+#include "tools/cmd_args.h"
 
 typedef struct {
     int64_t seed;
@@ -103,21 +104,10 @@ static const DsConfigField GS_SCHEMA[] = {
     {"train", DS_CFG_OBJECT, offsetof(GsCmdConfig, train), .fields = TRAIN_FIELDS},
     {0}};
 
-static int usage(FILE *f, int rc) {
-    fprintf(f,
-            "usage: anima gs fit [--config FILE] [--mesh FILE|procedural:<category>[:seed]] [--views N]\n"
-            "                    [--test-views N] [--size PX] [--iters K] [--out DIR] [--set key.path=value ...]\n"
-            "                    [--no-progress]\n"
-            "  fits 3D Gaussians (random init in the mesh's box) to renders of the mesh and writes\n"
-            "  DIR/gaussians.ply (standard 3DGS PLY), DIR/renders/*.png (render | target),\n"
-            "  DIR/metrics.jsonl and DIR/config.json; prints the held-out PSNR.\n"
-            "  --config FILE  JSON config (configs/gs-fit.json); defaults for absent keys\n"
-            "  --mesh, --views, --test-views, --size, --iters: shortcuts for scene.mesh, scene.views,\n"
-            "                 scene.test_views, scene.size, train.iters\n"
-            "  --out DIR      default runs/gs-fit\n"
-            "  --set k=v      override a config key, e.g. --set model.isotropic=true (repeatable)\n");
-    return rc;
-}
+static const char GS_FIT_ABOUT[] =
+    "fits 3D Gaussians (random init in the mesh's box) to renders of the mesh and writes\n"
+    "DIR/gaussians.ply (standard 3DGS PLY), DIR/renders/*.png (render | target),\n"
+    "DIR/metrics.jsonl and DIR/config.json; prints the held-out PSNR.";
 
 static double now(void) {
     struct timespec ts;
@@ -212,62 +202,28 @@ static int write_text(const char *path, const char *text, char *err, size_t errl
 
 static int gs_fit_main(int argc, char **argv) {
     const char *config_path = NULL, *out = "runs/gs-fit";
-    int progress = -1;
-    const char *sets[80];
-    char shortcut[8][1100];
-    int nsets = 0, nshort = 0;
-    static const struct {
-        const char *flag, *key;
-    } shortcuts[] = {{"--mesh", "scene.mesh"},   {"--views", "scene.views"}, {"--test-views", "scene.test_views"},
-                     {"--size", "scene.size"},   {"--iters", "train.iters"}};
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        bool has_val = i + 1 < argc;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) return usage(stdout, 0);
-        if (!strcmp(a, "--no-progress")) {
-            progress = 0;
-            continue;
-        }
-        bool done = false;
-        for (size_t k = 0; k < sizeof shortcuts / sizeof *shortcuts && !done; k++)
-            if (!strcmp(a, shortcuts[k].flag) && has_val) {
-                if (nshort == 8 || nsets == 80) {
-                    fprintf(stderr, "anima gs fit: too many overrides\n");
-                    return 2;
-                }
-                /* the value as a JSON string for the mesh, as a bare number otherwise */
-                const char *v = argv[++i];
-                if (k == 0) snprintf(shortcut[nshort], sizeof shortcut[nshort], "%s=\"%s\"", shortcuts[k].key, v);
-                else snprintf(shortcut[nshort], sizeof shortcut[nshort], "%s=%s", shortcuts[k].key, v);
-                sets[nsets++] = shortcut[nshort++];
-                done = true;
-            }
-        if (done) continue;
-        if (!strcmp(a, "--config") && has_val) config_path = argv[++i];
-        else if (!strcmp(a, "--out") && has_val) out = argv[++i];
-        else if (!strcmp(a, "--set") && has_val) {
-            if (nsets == 80) {
-                fprintf(stderr, "anima gs fit: too many --set overrides\n");
-                return 2;
-            }
-            sets[nsets++] = argv[++i];
-        } else {
-            bool known = !strcmp(a, "--config") || !strcmp(a, "--out") || !strcmp(a, "--set");
-            for (size_t k = 0; k < sizeof shortcuts / sizeof *shortcuts; k++) known |= !strcmp(a, shortcuts[k].flag);
-            fprintf(stderr, known ? "anima gs fit: %s needs a value\n" : "anima gs fit: unknown argument '%s'\n", a);
-            return usage(stderr, 2);
-        }
-    }
-
+    bool no_progress = false;
+    CmdArgList sets = {.n = 0};
+    const CmdArg args[] = {
+        {"--config", CMD_ARG_STRING, &config_path, "FILE", "JSON config (configs/gs-fit.json); defaults for absent keys"},
+        {"--mesh", CMD_ARG_KEY, &sets, "FILE|procedural:<category>[:seed]", "the mesh to fit", .key = "scene.mesh"},
+        {"--views", CMD_ARG_KEY, &sets, "N", "training views", .key = "scene.views"},
+        {"--test-views", CMD_ARG_KEY, &sets, "N", "held-out views", .key = "scene.test_views"},
+        {"--size", CMD_ARG_KEY, &sets, "PX", "render size", .key = "scene.size"},
+        {"--iters", CMD_ARG_KEY, &sets, "K", "optimization steps", .key = "train.iters"},
+        {"--out", CMD_ARG_STRING, &out, "DIR", "default runs/gs-fit"},
+        {"--set", CMD_ARG_LIST, &sets, "k=v", "override a config key, e.g. --set model.isotropic=true"},
+        {"--no-progress", CMD_ARG_FLAG, &no_progress, NULL, "no progress display on stderr"},
+        {0}};
+    const CmdArgSpec spec = {"anima gs fit", "[--config FILE] [--mesh FILE|procedural:<category>[:seed]] [options]",
+                             GS_FIT_ABOUT, args};
+    int prc = cmd_args_parse(&spec, argc, argv, 1, stderr, NULL, NULL);
+    if (prc) return prc == CMD_ARGS_HELP ? 0 : 2;
+    int progress = no_progress ? 0 : -1;
     GsCmdConfig cfg;
     char err[8192];
-    int rc = config_path ? ds_config_load(config_path, GS_SCHEMA, &cfg, err, sizeof err)
-                         : ds_config_parse(NULL, "defaults", GS_SCHEMA, &cfg, err, sizeof err);
-    for (int i = 0; i < nsets && rc == 0; i++) rc = ds_config_set(sets[i], GS_SCHEMA, &cfg, err, sizeof err);
-    if (rc) {
-        fprintf(stderr, "anima gs fit: %s\n", err);
-        return 2;
-    }
+    if (cmd_args_config(&spec, stderr, config_path, &sets, GS_SCHEMA, &cfg)) return 2;
+    int rc;
     char renders[4096], log_path[4096], ply_path[4096], cfg_path[4096];
     if (strlen(out) > 4000) {
         fprintf(stderr, "anima gs fit: --out: path too long\n");
@@ -394,8 +350,12 @@ static int gs_fit_main(int argc, char **argv) {
 }
 
 int cmd_gs(int argc, char **argv) {
-    if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) return usage(argc < 2 ? stderr : stdout, argc < 2 ? 2 : 0);
-    if (!strcmp(argv[1], "fit")) return gs_fit_main(argc - 1, argv + 1);
-    fprintf(stderr, "anima gs: unknown subcommand '%s'\n", argv[1]);
-    return usage(stderr, 2);
+    if (argc >= 2 && !strcmp(argv[1], "fit")) return gs_fit_main(argc - 1, argv + 1);
+    static const CmdArg none[] = {{0}};
+    const CmdArgSpec spec = {"anima gs", "fit [options]", "3D Gaussian Splatting (anima gs fit --help)", none, NULL, 1, 1};
+    const char *pos[1];
+    int prc = cmd_args_parse(&spec, argc, argv, 1, stderr, pos, NULL);
+    if (prc == CMD_ARGS_HELP) return 0;
+    if (prc == CMD_ARGS_OK) cmd_args_fail(&spec, stderr, "unknown subcommand '%s'", pos[0]);
+    return 2;
 }

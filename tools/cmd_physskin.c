@@ -30,66 +30,33 @@
 #include "models/physskin/infer.h"
 #include "models/physskin/train.h"
 #include "tools/cmd.h"
-
-static int usage(FILE *f, int rc) {
-    fprintf(f, "usage: anima physskin train --config FILE --data SRC [--out DIR] [--resume] [--set k=v ...]\n"
-               "                            [--stop-after N] [--no-progress]\n"
-               "  --config FILE   JSON config (configs/physskin-{paper,small,tiny}.json)\n"
-               "  --data SRC      a dataset directory, or procedural:<category>,... (procedural: all)\n"
-               "  --out DIR       writes DIR/ckpt.h5 and DIR/metrics.jsonl (default runs/physskin)\n"
-               "  --resume        continue from DIR/ckpt.h5\n"
-               "  --set k=v       override a config key, e.g. --set loss.combine=sum (repeatable)\n"
-               "  --stop-after N  checkpoint and stop after N steps of this run\n"
-               "  --no-progress   no progress display on stderr\n"
-               "Run under mpirun -np N for data parallelism (shapes sharded over ranks).\n"
-               "SIGINT/SIGTERM finish the current step, checkpoint and exit 130/143.\n");
-    return rc;
-}
+#include "tools/cmd_args.h"
 
 static int cmd_train(int argc, char **argv) {
     const char *config_path = NULL, *out = "runs/physskin", *data = NULL;
-    bool resume = false;
-    int progress = -1;
+    bool resume = false, no_progress = false;
     int64_t stop_after = 0;
-    const char *sets[64];
-    int nsets = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        bool has_val = i + 1 < argc;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) return usage(stdout, 0);
-        else if (!strcmp(a, "--config") && has_val) config_path = argv[++i];
-        else if (!strcmp(a, "--data") && has_val) data = argv[++i];
-        else if (!strcmp(a, "--out") && has_val) out = argv[++i];
-        else if (!strcmp(a, "--resume")) resume = true;
-        else if (!strcmp(a, "--no-progress")) progress = 0;
-        else if (!strcmp(a, "--set") && has_val) {
-            if (nsets == 64) {
-                fprintf(stderr, "anima physskin train: more than 64 --set overrides\n");
-                return 2;
-            }
-            sets[nsets++] = argv[++i];
-        } else if (!strcmp(a, "--stop-after") && has_val) {
-            char *end;
-            stop_after = strtoll(argv[++i], &end, 10);
-            if (*end || end == argv[i] || stop_after <= 0) {
-                fprintf(stderr, "anima physskin train: --stop-after expects a positive integer, got '%s'\n", argv[i]);
-                return 2;
-            }
-        } else {
-            bool known = !strcmp(a, "--config") || !strcmp(a, "--out") || !strcmp(a, "--set") ||
-                         !strcmp(a, "--data") || !strcmp(a, "--stop-after");
-            fprintf(stderr, known ? "anima physskin train: %s needs a value\n"
-                                  : "anima physskin train: unknown argument '%s'\n", a);
-            return usage(stderr, 2);
-        }
-    }
-    if (!data) {
-        fprintf(stderr, "anima physskin train: --data is required\n");
-        return usage(stderr, 2);
-    }
+    CmdArgList sets = {.n = 0};
+    const CmdArg args[] = {
+        {"--config", CMD_ARG_STRING, &config_path, "FILE", "JSON config (configs/physskin-{paper,small,tiny}.json)"},
+        {"--data", CMD_ARG_STRING, &data, "SRC", "a dataset directory, or procedural:<category>,... (procedural: all)",
+         .required = true},
+        {"--out", CMD_ARG_STRING, &out, "DIR", "writes DIR/ckpt.h5 and DIR/metrics.jsonl (default runs/physskin)"},
+        {"--resume", CMD_ARG_FLAG, &resume, NULL, "continue from DIR/ckpt.h5"},
+        {"--set", CMD_ARG_LIST, &sets, "k=v", "override a config key, e.g. --set loss.combine=sum"},
+        {"--stop-after", CMD_ARG_INT, &stop_after, "N", "checkpoint and stop after N steps of this run", 1, -1},
+        {"--no-progress", CMD_ARG_FLAG, &no_progress, NULL, "no progress display on stderr"},
+        {0}};
+    const CmdArgSpec spec = {"anima physskin train", "--config FILE --data SRC [--out DIR] [--resume] [--set k=v ...] [options]",
+                             "trains a PhysSkin++ skinning field (models/physskin/train.h)", args,
+                             "Run under mpirun -np N for data parallelism (shapes sharded over ranks).\n"
+                             "SIGINT/SIGTERM finish the current step, checkpoint and exit 130/143.\n"};
+    int prc = cmd_args_parse(&spec, argc, argv, 1, stderr, NULL, NULL);
+    if (prc) return prc == CMD_ARGS_HELP ? 0 : 2;
+    int progress = no_progress ? 0 : -1;
     PsConfig cfg;
     char err[8192];
-    if (ps_config_load(&cfg, config_path, nsets, sets, err, sizeof err)) {
+    if (ps_config_load(&cfg, config_path, sets.n, sets.v, err, sizeof err)) {
         fprintf(stderr, "anima physskin train: %s\n", err);
         return 2;
     }
@@ -105,18 +72,6 @@ static int cmd_train(int argc, char **argv) {
     tensor_runtime_shutdown();
     return rc;
 }
-
-static const char *SKIN_USAGE =
-    "usage: anima physskin skin --ckpt CKPT --mesh IN --out OUT.h5 [--ply OUT.ply] [--png OUT.png]\n"
-    "                           [--cubature N] [--size WxH]\n"
-    "  --mesh IN       a mesh file (OBJ, PLY, OFF, STL), or a folder: every mesh file in it\n"
-    "  --out OUT.h5    the skinning file (datasets/skinning_file.h) that `anima sim` scenes load\n"
-    "                  as skinning {source: \"file\"}; with a folder: a folder, OUT/<name>.h5\n"
-    "  --ply OUT.ply   the mesh (its file's frame) colored by handle; with a folder: a folder\n"
-    "  --png OUT.png   that mesh rendered from a 3/4 view; with a folder: a folder\n"
-    "  --cubature N    cubature points (default: the checkpoint's data.n_cubature; 0: all)\n"
-    "  --size WxH      the render's size (default 640x480)\n"
-    "Exit 1 when any input or the checkpoint is bad (each error names its file).\n";
 
 static bool is_mesh_file(const char *name) {
     const char *dot = strrchr(name, '.');
@@ -173,40 +128,27 @@ done:
 static int cmd_skin(int argc, char **argv) {
     const char *ckpt = NULL, *mesh = NULL, *out = NULL, *ply = NULL, *png = NULL;
     int64_t ncub = -1;
-    int w = 640, h = 480;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        bool has_val = i + 1 < argc;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            fputs(SKIN_USAGE, stdout);
-            return 0;
-        } else if (!strcmp(a, "--ckpt") && has_val) ckpt = argv[++i];
-        else if (!strcmp(a, "--mesh") && has_val) mesh = argv[++i];
-        else if (!strcmp(a, "--out") && has_val) out = argv[++i];
-        else if (!strcmp(a, "--ply") && has_val) ply = argv[++i];
-        else if (!strcmp(a, "--png") && has_val) png = argv[++i];
-        else if (!strcmp(a, "--size") && has_val) {
-            if (sscanf(argv[++i], "%dx%d", &w, &h) != 2 || w < 16 || h < 16 || w > 8192 || h > 8192) {
-                fprintf(stderr, "anima physskin skin: --size expects WxH in [16, 8192], got '%s'\n", argv[i]);
-                return 2;
-            }
-        } else if (!strcmp(a, "--cubature") && has_val) {
-            char *end;
-            ncub = strtoll(argv[++i], &end, 10);
-            if (*end || end == argv[i] || ncub < 0) {
-                fprintf(stderr, "anima physskin skin: --cubature expects a count, got '%s'\n", argv[i]);
-                return 2;
-            }
-        } else {
-            fprintf(stderr, "anima physskin skin: unknown argument or missing value '%s'\n", a);
-            fputs(SKIN_USAGE, stderr);
-            return 2;
-        }
-    }
-    if (!ckpt || !mesh || !out) {
-        fputs(SKIN_USAGE, stderr);
-        return 2;
-    }
+    int size[2] = {640, 480};
+    const CmdArg args[] = {
+        {"--ckpt", CMD_ARG_STRING, &ckpt, "CKPT", "the checkpoint (anima physskin train)", .required = true},
+        {"--mesh", CMD_ARG_STRING, &mesh, "IN", "a mesh file (OBJ, PLY, OFF, STL), or a folder: every mesh file in it",
+         .required = true},
+        {"--out", CMD_ARG_STRING, &out, "OUT.h5",
+         "the skinning file (datasets/skinning_file.h) that `anima sim` scenes load as skinning {source: \"file\"}; "
+         "with a folder: a folder, OUT/<name>.h5",
+         .required = true},
+        {"--ply", CMD_ARG_STRING, &ply, "OUT.ply", "the mesh (its file's frame) colored by handle; with a folder: a folder"},
+        {"--png", CMD_ARG_STRING, &png, "OUT.png", "that mesh rendered from a 3/4 view; with a folder: a folder"},
+        {"--cubature", CMD_ARG_INT, &ncub, "N", "cubature points (default: the checkpoint's data.n_cubature; 0: all)", 0,
+         -1},
+        {"--size", CMD_ARG_SIZE, size, "WxH", "the render's size (default 640x480)", 16, 8192},
+        {0}};
+    const CmdArgSpec spec = {"anima physskin skin", "--ckpt CKPT --mesh IN --out OUT.h5 [options]",
+                             "skins a mesh (or every mesh of a folder) with a trained checkpoint", args,
+                             "Exit 1 when any input or the checkpoint is bad (each error names its file).\n"};
+    int prc = cmd_args_parse(&spec, argc, argv, 1, stderr, NULL, NULL);
+    if (prc) return prc == CMD_ARGS_HELP ? 0 : 2;
+    int w = size[0], h = size[1];
     struct stat st;
     if (stat(mesh, &st) != 0) {
         fprintf(stderr, "anima physskin skin: %s: %s\n", mesh, strerror(errno));
@@ -285,75 +227,34 @@ out:
 }
 
 /* `anima physskin eval` (models/physskin/eval.h): the §5 metrics table over held-out shapes */
-static const char *EVAL_USAGE =
-    "usage: anima physskin eval --ckpt CKPT --data SRC [--shapes N] [--baselines] [--ablations C1,C2,...]\n"
-    "                           [--json OUT] [--baseline-steps N] [--baseline-hidden H] [--baseline-layers L]\n"
-    "                           [--baseline-freqs K] [--baseline-lr LR] [--quiet]\n"
-    "  --data SRC        procedural[:cat,...] (corpus indices past the checkpoint's training range),\n"
-    "                    real:DIR (every mesh file in DIR, e.g. data/real), or a dataset directory\n"
-    "                    from `anima dataset make` (its test.h5)\n"
-    "  --shapes N        at most N shapes (default 16)\n"
-    "  --baselines       add per-object optimization (a small MLP per shape, same losses) and the\n"
-    "                    procedural rig weights\n"
-    "  --ablations LIST  more checkpoints, one row each, named by how their config differs\n"
-    "  --json OUT        per-shape values and the target checks\n"
-    "  --baseline-*      the per-object MLP's budget and size (defaults: 300 steps, 3 layers of 64,\n"
-    "                    4 Fourier frequencies, lr 1e-2)\n";
-
-static int parse_i64(const char *flag, const char *s, int64_t min, int64_t *out) {
-    char *end;
-    long long v = strtoll(s, &end, 10);
-    if (*end || end == s || v < min) {
-        fprintf(stderr, "anima physskin eval: %s expects an integer ≥ %lld, got '%s'\n", flag, (long long)min, s);
-        return -1;
-    }
-    *out = v;
-    return 0;
-}
-
 static int cmd_eval(int argc, char **argv) {
     PsEvalArgs a = {.shapes = 16, .baseline = ps_baseline_defaults()};
-    for (int i = 1; i < argc; i++) {
-        const char *f = argv[i];
-        bool has_val = i + 1 < argc;
-        int64_t v;
-        if (!strcmp(f, "-h") || !strcmp(f, "--help")) {
-            fputs(EVAL_USAGE, stdout);
-            return 0;
-        } else if (!strcmp(f, "--baselines")) a.baselines = true;
-        else if (!strcmp(f, "--quiet")) a.quiet = true;
-        else if (!has_val) {
-            fprintf(stderr, "anima physskin eval: unknown argument or missing value '%s'\n%s", f, EVAL_USAGE);
-            return 2;
-        } else if (!strcmp(f, "--ckpt")) a.ckpt = argv[++i];
-        else if (!strcmp(f, "--data")) a.data = argv[++i];
-        else if (!strcmp(f, "--ablations")) a.ablations = argv[++i];
-        else if (!strcmp(f, "--json")) a.json = argv[++i];
-        else if (!strcmp(f, "--baseline-lr")) {
-            char *end;
-            a.baseline.lr = strtod(argv[++i], &end);
-            if (*end || end == argv[i] || !(a.baseline.lr > 0)) {
-                fprintf(stderr, "anima physskin eval: --baseline-lr expects a positive number, got '%s'\n", argv[i]);
-                return 2;
-            }
-        } else if (!strcmp(f, "--shapes") || !strcmp(f, "--baseline-steps") || !strcmp(f, "--baseline-hidden") ||
-                   !strcmp(f, "--baseline-layers") || !strcmp(f, "--baseline-freqs")) {
-            bool freqs = !strcmp(f, "--baseline-freqs"), layers = !strcmp(f, "--baseline-layers");
-            if (parse_i64(f, argv[++i], freqs || layers ? 0 : 1, &v)) return 2;
-            if (!strcmp(f, "--shapes")) a.shapes = v;
-            else if (!strcmp(f, "--baseline-steps")) a.baseline.steps = v;
-            else if (!strcmp(f, "--baseline-hidden")) a.baseline.hidden = v;
-            else if (layers) a.baseline.layers = v;
-            else a.baseline.n_freqs = (int)(v < 32 ? v : 32);
-        } else {
-            fprintf(stderr, "anima physskin eval: unknown argument '%s'\n%s", f, EVAL_USAGE);
-            return 2;
-        }
-    }
-    if (!a.ckpt || !a.data) {
-        fprintf(stderr, "anima physskin eval: --ckpt and --data are required\n%s", EVAL_USAGE);
-        return 2;
-    }
+    int64_t freqs = a.baseline.n_freqs;
+    const CmdArg args[] = {
+        {"--ckpt", CMD_ARG_STRING, &a.ckpt, "CKPT", "the checkpoint to evaluate", .required = true},
+        {"--data", CMD_ARG_STRING, &a.data, "SRC",
+         "procedural[:cat,...] (corpus indices past the checkpoint's training range), real:DIR (every mesh file in DIR, "
+         "e.g. data/real), or a dataset directory from `anima dataset make` (its test.h5)",
+         .required = true},
+        {"--shapes", CMD_ARG_INT, &a.shapes, "N", "at most N shapes (default 16)", 1, -1},
+        {"--baselines", CMD_ARG_FLAG, &a.baselines, NULL,
+         "add per-object optimization (a small MLP per shape, same losses) and the procedural rig weights"},
+        {"--ablations", CMD_ARG_STRING, &a.ablations, "C1,C2,...",
+         "more checkpoints, one row each, named by how their config differs"},
+        {"--json", CMD_ARG_STRING, &a.json, "OUT", "per-shape values and the target checks"},
+        {"--baseline-steps", CMD_ARG_INT, &a.baseline.steps, "N", "the per-object MLP's steps (default 300)", 1, -1},
+        {"--baseline-hidden", CMD_ARG_INT, &a.baseline.hidden, "H", "its width (default 64)", 1, -1},
+        {"--baseline-layers", CMD_ARG_INT, &a.baseline.layers, "L", "its hidden layers (default 3)", 0, -1},
+        {"--baseline-freqs", CMD_ARG_INT, &freqs, "K", "its Fourier frequencies (default 4; at most 32 are used)", 0, -1},
+        {"--baseline-lr", CMD_ARG_DOUBLE, &a.baseline.lr, "LR", "its Adam rate (default 1e-2)", 0, -1,
+         .above_min = true},
+        {"--quiet", CMD_ARG_FLAG, &a.quiet, NULL, "no per-shape progress on stderr"},
+        {0}};
+    const CmdArgSpec spec = {"anima physskin eval", "--ckpt CKPT --data SRC [options]",
+                             "the skinning-matrix metrics over held-out shapes (models/physskin/eval.h)", args};
+    int prc = cmd_args_parse(&spec, argc, argv, 1, stderr, NULL, NULL);
+    if (prc) return prc == CMD_ARGS_HELP ? 0 : 2;
+    a.baseline.n_freqs = (int)(freqs < 32 ? freqs : 32);
     char err[8192];
     int rc = ps_eval(&a, stdout, err, sizeof err);
     if (rc) fprintf(stderr, "anima physskin eval: %s\n", err);
@@ -362,14 +263,16 @@ static int cmd_eval(int argc, char **argv) {
 }
 
 int cmd_physskin(int argc, char **argv) {
-    if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
-        FILE *f = argc < 2 ? stderr : stdout;
-        fprintf(f, "usage: anima physskin train|skin|eval [options]   (anima physskin <sub> --help)\n");
-        return argc < 2 ? 2 : 0;
-    }
-    if (!strcmp(argv[1], "train")) return cmd_train(argc - 1, argv + 1);
-    if (!strcmp(argv[1], "skin")) return cmd_skin(argc - 1, argv + 1);
-    if (!strcmp(argv[1], "eval")) return cmd_eval(argc - 1, argv + 1);
-    fprintf(stderr, "anima physskin: unknown subcommand '%s'\n", argv[1]);
+    if (argc >= 2 && !strcmp(argv[1], "train")) return cmd_train(argc - 1, argv + 1);
+    if (argc >= 2 && !strcmp(argv[1], "skin")) return cmd_skin(argc - 1, argv + 1);
+    if (argc >= 2 && !strcmp(argv[1], "eval")) return cmd_eval(argc - 1, argv + 1);
+    static const CmdArg none[] = {{0}};
+    const CmdArgSpec spec = {"anima physskin", "train|skin|eval [options]",
+                             "neural skinning fields (PhysSkin++): anima physskin <train|skin|eval> --help", none, NULL,
+                             1, 1};
+    const char *pos[1];
+    int prc = cmd_args_parse(&spec, argc, argv, 1, stderr, pos, NULL);
+    if (prc == CMD_ARGS_HELP) return 0;
+    if (prc == CMD_ARGS_OK) cmd_args_fail(&spec, stderr, "unknown subcommand '%s'", pos[0]);
     return 2;
 }

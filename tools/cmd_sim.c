@@ -13,14 +13,7 @@
 #include "sim/scene.h"
 #include "sim/skinning.h"
 #include "tools/cmd.h"
-
-static int usage(void) {
-    fprintf(stderr,
-            "usage: anima sim --scene FILE.json --out DIR [--steps N] [--quiet]\n"
-            "       anima sim skinning OUT.h5 [--category NAME] [--kind bones|rbf] [--handles N] [--seed S]\n"
-            "                                 [--cubature-res R] [--mesh-res R] [--normalize 0|1]\n");
-    return 2;
-}
+#include "tools/cmd_args.h"
 
 /* Progress on stderr: a bar redrawn in place on a terminal, otherwise a plain line every 10%
  * (logs and pipes get lines, not carriage returns); both with the rate, the ETA and Newton's
@@ -59,23 +52,31 @@ static void progress(void *ctx, int64_t step, int64_t steps, const SimObject *ob
                 objs[0].last.iters, fail);
 }
 
+static const char *const KINDS[] = {"bones", "rbf", NULL}, *const ZERO_ONE[] = {"0", "1", NULL};
+
 static int cmd_skinning(int argc, char **argv) {
-    if (argc < 3) return usage();
     SimProceduralOptions o;
     sim_procedural_defaults(&o);
     o.normalize = true; /* as scenes: rbf weights summing to one (sim/skinning.h) */
-    for (int i = 3; i < argc; i++) {
-        if (i + 1 >= argc) return usage();
-        const char *k = argv[i], *v = argv[++i];
-        if (!strcmp(k, "--category")) o.category = v;
-        else if (!strcmp(k, "--kind")) o.kind = v;
-        else if (!strcmp(k, "--handles")) o.handles = atoi(v);
-        else if (!strcmp(k, "--seed")) o.seed = strtoull(v, NULL, 10);
-        else if (!strcmp(k, "--cubature-res")) o.cubature_res = atoi(v);
-        else if (!strcmp(k, "--mesh-res")) o.mesh_res = atoi(v);
-        else if (!strcmp(k, "--normalize") && (!strcmp(v, "0") || !strcmp(v, "1"))) o.normalize = v[0] == '1';
-        else return usage();
-    }
+    int64_t handles = o.handles, seed = (int64_t)o.seed, cub = o.cubature_res, mres = o.mesh_res;
+    const char *normalize = "1";
+    const CmdArg args[] = {
+        {"--category", CMD_ARG_STRING, &o.category, "NAME", "procedural shape category (datasets/procedural.h)"},
+        {"--kind", CMD_ARG_CHOICE, &o.kind, "K", "weights: bones or rbf", .choices = KINDS},
+        {"--handles", CMD_ARG_INT, &handles, "N", "skinning handles", 1, -1},
+        {"--seed", CMD_ARG_INT, &seed, "S", "shape seed", 0, -1},
+        {"--cubature-res", CMD_ARG_INT, &cub, "R", "cubature grid resolution", 1, -1},
+        {"--mesh-res", CMD_ARG_INT, &mres, "R", "surface mesh grid resolution", 1, -1},
+        {"--normalize", CMD_ARG_CHOICE, &normalize, "0|1", "rbf: weights summing to one", .choices = ZERO_ONE},
+        {0}};
+    const CmdArgSpec spec = {"anima sim skinning", "OUT.h5 [options]",
+                             "writes a skinning file (datasets/skinning_file.h) from a procedural shape", args, NULL, 1, 1};
+    const char *pos[1];
+    int rc = cmd_args_parse(&spec, argc, argv, 2, stderr, pos, NULL);
+    if (rc) return rc == CMD_ARGS_HELP ? 0 : 2;
+    argv[2] = (char *)pos[0];
+    o.handles = (int)handles, o.seed = (uint64_t)seed, o.cubature_res = (int)cub, o.mesh_res = (int)mres;
+    o.normalize = normalize[0] == '1';
     char err[1024];
     SimSkinning s;
     if (sim_skinning_procedural(&o, &s, err, sizeof err) || sim_skinning_write(argv[2], &s, err, sizeof err)) {
@@ -91,24 +92,19 @@ static int cmd_skinning(int argc, char **argv) {
 int cmd_sim(int argc, char **argv) {
     if (argc >= 2 && !strcmp(argv[1], "skinning")) return cmd_skinning(argc, argv);
     const char *scene = NULL, *out = NULL;
-    long long steps = -1;
-    Progress pg = {.tty = isatty(STDERR_FILENO)};
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--scene") && i + 1 < argc) scene = argv[++i];
-        else if (!strcmp(argv[i], "--out") && i + 1 < argc) out = argv[++i];
-        else if (!strcmp(argv[i], "--steps") && i + 1 < argc) {
-            char *end;
-            const char *v = argv[++i];
-            steps = strtoll(v, &end, 10);
-            if (end == v || *end || steps < 1) {
-                fprintf(stderr, "anima sim: --steps: expected a whole number >= 1, got '%s'\n", v);
-                return 2;
-            }
-        } else if (!strcmp(argv[i], "--quiet")) pg.quiet = 1;
-        else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) return usage(), 0;
-        else return usage();
-    }
-    if (!scene || !out) return usage();
+    int64_t steps = -1;
+    bool quiet = false;
+    const CmdArg args[] = {
+        {"--scene", CMD_ARG_STRING, &scene, "FILE.json", "the scene (sim/scene.h; scenes/*.json)", .required = true},
+        {"--out", CMD_ARG_STRING, &out, "DIR", "frames go here (created if missing)", .required = true},
+        {"--steps", CMD_ARG_INT, &steps, "N", "steps to run instead of the scene's", 1, -1},
+        {"--quiet", CMD_ARG_FLAG, &quiet, NULL, "no progress on stderr"},
+        {0}};
+    const CmdArgSpec spec = {"anima sim", "--scene FILE.json --out DIR [options]", "runs a scene and writes its frames",
+                             args, "  anima sim skinning OUT.h5 [options] writes a skinning file (anima sim skinning --help)\n"};
+    int prc = cmd_args_parse(&spec, argc, argv, 1, stderr, NULL, NULL);
+    if (prc) return prc == CMD_ARGS_HELP ? 0 : 2;
+    Progress pg = {.tty = isatty(STDERR_FILENO), .quiet = quiet};
     char err[2048];
     SimScene sc;
     if (sim_scene_load(scene, &sc, err, sizeof err)) {

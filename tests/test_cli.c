@@ -1,0 +1,121 @@
+/* tests/test_cli.c — the arguments of the program and its subcommands (tools/cmd_args.h) through
+ * ./anima (or $ANIMA): every command says the same things the same way — an unknown command or
+ * option, a missing value, a bad number — exits 2, and its --help lists every option of its
+ * table. Skips (77) when the program is not built. */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "test.h"
+
+static const char *anima_bin(void) {
+    const char *b = getenv("ANIMA");
+    return b && *b ? b : "./anima";
+}
+
+static int run(const char *args, char *out, size_t n) {
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "OMP_NUM_THREADS=1 %s %s 2>&1", anima_bin(), args);
+    return test_run_capture(cmd, out, n);
+}
+
+static void need_anima(void) {
+    if (access(anima_bin(), X_OK) != 0) {
+        printf("    skipped: %s not built\n", anima_bin());
+        _exit(77);
+    }
+}
+
+#define CHECK_OUT(out, ...)                                                                      \
+    do {                                                                                         \
+        const char *needles_[] = {__VA_ARGS__};                                                  \
+        for (size_t k_ = 0; k_ < sizeof needles_ / sizeof *needles_; k_++)                       \
+            CHECK_MSG(strstr(out, needles_[k_]), "output lacks '%s':\n%s", needles_[k_], out);   \
+    } while (0)
+
+TEST(cli_bad_arguments_exit_2_naming_them) {
+    need_anima();
+    char out[16384];
+    const struct {
+        const char *args, *needles[3];
+    } cases[] = {
+        {"sim --scene scenes/drop.json --out /tmp/x --foo", {"anima sim: unknown argument '--foo'", "usage: anima sim", "--help"}},
+        {"sim --scene", {"anima sim: --scene needs a value", "usage: anima sim", "--help"}},
+        {"sim --scene scenes/drop.json --out /tmp/x --steps x", {"anima sim: --steps expects a positive integer", "'x'", "usage"}},
+        {"sim --out /tmp/x", {"anima sim: --scene is required", "usage", "--help"}},
+        {"sim skinning /tmp/x.h5 --kind cone", {"anima sim skinning: --kind expects bones or rbf", "'cone'", "usage"}},
+        {"fit --stop-after 2.5", {"anima fit: --stop-after expects a positive integer", "'2.5'", "usage"}},
+        {"fit --device tpu", {"anima fit: --device expects cpu or cuda", "'tpu'", "usage"}},
+        {"fit --frobnicate", {"anima fit: unknown argument '--frobnicate'", "usage: anima fit", "--help"}},
+        {"gs fit --iters", {"anima gs fit: --iters needs a value", "usage: anima gs fit", "--help"}},
+        {"gs fit --set train.iters=0", {"anima gs fit:", "'train.iters'", "got 0"}},
+        {"gs draw", {"anima gs: unknown subcommand 'draw'", "usage: anima gs", "--help"}},
+        {"mesh convert a.ply", {"anima mesh convert: missing arguments", "usage: anima mesh convert IN OUT", "--help"}},
+        {"mesh convert a.ply b.ply --binary", {"anima mesh convert: unknown argument '--binary'", "usage", "--help"}},
+        {"frobnicate", {"anima: unknown command 'frobnicate' (see anima --help)", "usage: anima <command>", "--help"}},
+        {"--frobnicate", {"anima: unknown argument '--frobnicate'", "usage: anima <command>", "--help"}},
+        {"physskin", {"anima physskin: missing arguments", "usage: anima physskin train|skin|eval", "--help"}},
+        {"physskin fly", {"anima physskin: unknown subcommand 'fly'", "usage: anima physskin", "--help"}},
+        {"physskin train --config x.json", {"anima physskin train: --data is required", "usage: anima physskin train", "--help"}},
+        {"physskin train --data procedural --stop-after 0", {"anima physskin train: --stop-after expects a positive integer", "'0'", "usage"}},
+        {"physskin train --data procedural --set", {"anima physskin train: --set needs a value", "usage", "--help"}},
+        {"physskin train --data procedural --epochs 3", {"anima physskin train: unknown argument '--epochs'", "usage", "--help"}},
+        {"physskin skin --ckpt a.h5 --mesh b.obj", {"anima physskin skin: --out is required", "usage: anima physskin skin", "--help"}},
+        {"physskin skin --ckpt a.h5 --mesh b.obj --out c.h5 --size 8x8", {"anima physskin skin: --size expects WxH in [16, 8192]", "'8x8'", "usage"}},
+        {"physskin skin --ckpt a.h5 --mesh b.obj --out c.h5 --cubature -1", {"anima physskin skin: --cubature expects a non-negative integer", "'-1'", "usage"}},
+        {"physskin eval --ckpt a.h5", {"anima physskin eval: --data is required", "usage: anima physskin eval", "--help"}},
+        {"physskin eval --ckpt a.h5 --data procedural --baseline-lr 0", {"anima physskin eval: --baseline-lr expects a positive number", "'0'", "usage"}},
+        {"physskin eval --ckpt a.h5 --data procedural --shapes", {"anima physskin eval: --shapes needs a value", "usage", "--help"}},
+        {"dataset", {"anima dataset: missing arguments", "usage: anima dataset make|show", "--help"}},
+        {"dataset frobnicate", {"anima dataset: unknown subcommand 'frobnicate'", "usage: anima dataset", "--help"}},
+        {"dataset make --count abc", {"anima dataset make: --count expects an integer in [1, 999999]", "'abc'", "usage: anima dataset make"}},
+        {"dataset make --seed -1", {"anima dataset make: --seed expects a non-negative integer", "'-1'", "usage"}},
+        {"dataset make --grid", {"anima dataset make: --grid needs a value", "usage", "--help"}},
+        {"dataset make --categories dragon", {"anima dataset make: unknown category 'dragon'", "usage", "--help"}},
+        {"dataset make extra", {"anima dataset make: unexpected argument 'extra'", "usage", "--help"}},
+        {"dataset show", {"anima dataset show: missing arguments", "usage: anima dataset show FILE|DIR", "--help"}},
+        {"dataset show a.h5 --cubature-res 2", {"anima dataset show: --cubature-res expects an integer in [4, 1024]", "'2'", "usage"}},
+        {"demo --foo", {"anima demo: unknown argument '--foo'", "usage: anima demo", "--help"}},
+        {"demo --steps 0", {"anima demo: --steps expects an integer in [1, 1000000]", "'0'", "usage"}},
+        {"demo --size 640", {"anima demo: --size expects WxH in [16, 8192]", "'640'", "usage"}},
+        {"demo --every", {"anima demo: --every needs a value", "usage", "--help"}},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        int rc = run(cases[i].args, out, sizeof out);
+        CHECK_MSG(rc == 2, "'%s': exit %d (want 2): %s", cases[i].args, rc, out);
+        CHECK_OUT(out, cases[i].needles[0], cases[i].needles[1], cases[i].needles[2]);
+    }
+}
+
+TEST(cli_help_lists_every_option) {
+    need_anima();
+    char out[16384];
+    const struct {
+        const char *cmd, *options[8];
+    } cases[] = {
+        {"sim", {"--scene", "--out", "--steps", "--quiet"}},
+        {"sim skinning", {"--category", "--kind", "--handles", "--seed", "--cubature-res", "--mesh-res", "--normalize"}},
+        {"fit", {"--config", "--out", "--resume", "--set", "--stop-after", "--no-progress", "--device"}},
+        {"mesh convert", {"--ascii"}},
+        {"gs fit", {"--config", "--mesh", "--views", "--test-views", "--size", "--iters", "--out", "--set"}},
+        {"", {"commands:", "dataset", "demo", "fit", "gs", "mesh", "sim", "physskin"}},
+        {"physskin", {"usage: anima physskin train|skin|eval"}},
+        {"physskin train", {"--config", "--data", "--out", "--resume", "--set", "--stop-after", "--no-progress"}},
+        {"physskin skin", {"--ckpt", "--mesh", "--out", "--ply", "--png", "--cubature", "--size"}},
+        {"physskin eval", {"--ckpt", "--data", "--shapes", "--baselines", "--ablations", "--json", "--baseline-steps", "--quiet"}},
+        {"physskin eval", {"--baseline-hidden", "--baseline-layers", "--baseline-freqs", "--baseline-lr"}},
+        {"dataset", {"make", "show"}},
+        {"dataset make", {"--categories", "--count", "--seed", "--out", "--grid", "--surface", "--sharp", "--cubature-res"}},
+        {"dataset make", {"--family", "--real", "--no-progress"}},
+        {"dataset show", {"--shape", "--check", "--ply", "--field", "--cubature-res"}},
+        {"demo", {"--out", "--ckpt", "--mesh", "--steps", "--every", "--size", "--mlp"}},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char args[256];
+        snprintf(args, sizeof args, "%s%s--help", cases[i].cmd, *cases[i].cmd ? " " : "");
+        int rc = run(args, out, sizeof out);
+        CHECK_MSG(rc == 0, "'%s': exit %d: %s", args, rc, out);
+        CHECK_OUT(out, "usage: anima", "options:", "-h, --help");
+        for (int k = 0; k < 8 && cases[i].options[k]; k++) CHECK_OUT(out, cases[i].options[k]);
+    }
+}
