@@ -2,12 +2,11 @@
 #include <math.h>
 #include <string.h>
 
+#include "models/physskin/neohookean.h"
 #include "sim/material.h"
 
 void sim_lame(const SimMaterial *m, double *mu, double *lam_psi) {
-    double E = m->E, nu = m->nu;
-    *mu = E / (2 * (1 + nu));
-    *lam_psi = E * nu / ((1 + nu) * (1 - 2 * nu)) + *mu;
+    ps_lame(m->E, m->nu, true, mu, lam_psi);
 }
 
 /* Levi-Civita ε_abc for indices in {0, 1, 2} */
@@ -44,7 +43,7 @@ double sim_snh(const double F[9], double mu, double lam, double P[9], double H[8
                     }
             }
     }
-    return 0.5 * mu * (trc - 3) + 0.5 * lam * (J - 1) * (J - 1) - mu * (J - 1);
+    return ps_neohookean_psi(trc, J, mu, lam);
 }
 
 void sim_jacobi_eigen(int n, double *A, double *lam, double *Q) {

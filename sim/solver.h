@@ -252,6 +252,28 @@ SimEnergy sim_object_energy(const SimObject *o);
  * energy. */
 double sim_object_elastic(const SimObject *o, const double *z, double *grad, double *hess);
 
+/* The step objective's terms, each with value, gradient and Hessian in one shape (solver.c):
+ *   INERTIA    ½ Σ_i (z⁽ⁱ⁾ − z̃⁽ⁱ⁾)ᵀ M_b (z⁽ⁱ⁾ − z̃⁽ⁱ⁾)
+ *   ELASTIC    Σ_c V_c Ψ(F_c(z)) (Hessian PSD-projected unless no_projection)
+ *   GRAVITY    −Σ ρ V a·u, gravity and the force fields active at t
+ *   DRAG       ½ k Σ_c g_c ‖u_c − d(t)‖² over the drags held at t
+ *   DIRICHLET  k Σ_p ‖u_p − v t‖² over the penalty fixed regions
+ *   PLANES     k Σ_p min(0, n·x_p − h)² over the contact points (Gauss–Newton exact off the kink)
+ * The objective is INERTIA + dt² (the rest); world.h adds the IPC barrier. */
+typedef enum {
+    SIM_TERM_INERTIA,
+    SIM_TERM_ELASTIC,
+    SIM_TERM_GRAVITY,
+    SIM_TERM_DRAG,
+    SIM_TERM_DIRICHLET,
+    SIM_TERM_PLANES,
+    SIM_NTERMS
+} SimTerm;
+/* One term alone at z (ztil: the inertial target, used by INERTIA; t: time), unscaled; g (n) and H
+ * (n × n) are overwritten with its gradient and Hessian when given. Prepares the object if
+ * needed (NAN when that fails). For the derivative checks of tests/test_sim_energy.c. */
+double sim_object_term(SimObject *o, SimTerm term, const double *z, const double *ztil, double t, double *g, double *H);
+
 /* ---- for sim/world.c (coupled multi-object steps) ---------------------------------------------
  * The step objective E(z) above at z with inertial target ztil (n each), at time t; g (n) and H
  * (n × n, row-major, PSD-projected) are overwritten when given. Prepares the object if needed
