@@ -1146,6 +1146,19 @@ static double mass_bound(const SimObject *o, struct SimPrepared *p, const double
     return cblas_ddot(3 * r, gr, 1, x, 1);
 }
 
+void sim_object_predict(SimObject *o, double dt, double t1, double *ztil, double *z, double *tmp_n, double *tmp_r) {
+    struct SimPrepared *p = o->prep;
+    int64_t n = o->n;
+    for (int64_t k = 0; k < n; k++) ztil[k] = o->z[k] + dt * o->zdot[k];
+    if (p->N) {
+        for (int64_t k = 0; k < n; k++) tmp_n[k] = ztil[k] - t1 * p->zp_rate[k];
+        reduce_g(o, p, tmp_n, tmp_r);
+        expand(o, p, tmp_r, z);
+        for (int64_t k = 0; k < n; k++) z[k] += t1 * p->zp_rate[k];
+    } else
+        memcpy(z, ztil, sizeof(double) * (size_t)n);
+}
+
 /* ---- the step: one object as a problem of the Newton driver (sim/newton.h) ------------------ */
 
 typedef struct {
@@ -1217,7 +1230,6 @@ int sim_object_step(SimObject *o, double dt, char *err, size_t errlen) {
     int64_t n = o->n, nr = 3 * p->r;
     double t1 = o->t + dt;
     SimStepStats st = {0};
-    /* z̃ = z₀ + dt ż₀ (inertial prediction), projected onto the constraint's affine subspace at t1 */
     double *ztil = malloc(sizeof(double) * (size_t)n), *z = malloc(sizeof(double) * (size_t)n);
     double *dy = malloc(sizeof(double) * (size_t)(nr + 1));
     if (!ztil || !z || !dy) {
@@ -1225,14 +1237,7 @@ int sim_object_step(SimObject *o, double dt, char *err, size_t errlen) {
         tensor_errf(err, errlen, "sim: out of memory");
         return -1;
     }
-    for (int64_t k = 0; k < n; k++) ztil[k] = o->z[k] + dt * o->zdot[k];
-    if (p->N) {
-        for (int64_t k = 0; k < n; k++) p->dz[k] = ztil[k] - t1 * p->zp_rate[k];
-        reduce_g(o, p, p->dz, dy);
-        expand(o, p, dy, z);
-        for (int64_t k = 0; k < n; k++) z[k] += t1 * p->zp_rate[k];
-    } else
-        memcpy(z, ztil, sizeof(double) * (size_t)n);
+    sim_object_predict(o, dt, t1, ztil, z, p->dz, dy);
     double E = objective(o, p, z, ztil, dt, t1, p->g, NULL, NULL);
     ObjectStep ctx = {.o = o, .p = p, .ztil = ztil, .dt = dt, .t1 = t1, .dy = dy, .st = &st};
     SimNewtonProblem P = {.ctx = &ctx, .n = n, .z = z, .g = p->g, .gt = p->gt, .zt = p->zt, .dz = p->dz,

@@ -284,6 +284,9 @@ double sim_object_objective(SimObject *o, const double *z, const double *ztil, d
  * the one kept from the last assembly unless `fresh` (or none is kept), when it is assembled at z
  * and kept; inertia and the external terms are exact at z. Returns whether it assembled. */
 bool sim_object_lagged_hessian(SimObject *o, const double *z, double dt, double t, bool fresh, double *H);
+/* The step's initial guess: z̃ = z + dt ż (ztil, n) and z̃ projected onto the exact-Dirichlet
+ * subspace at time t1 (z, n); tmp_n (n) and tmp_r (3r) are scratch. The object must be prepared. */
+void sim_object_predict(SimObject *o, double dt, double t1, double *ztil, double *z, double *tmp_n, double *tmp_r);
 /* The exact-Dirichlet and observable subspace: z⁽ⁱ⁾ = t · zp_rate⁽ⁱ⁾ + N y⁽ⁱ⁾ (N nb × r, NULL when
  * unconstrained and nothing is cut;
  * zp_rate 3 × nb) and Lm, the Cholesky factor (LAPACK lower, r × r) of Nᵀ M_b N. Returns r (-1 when

@@ -1000,20 +1000,7 @@ int sim_world_step(SimWorld *w, double dt, char *err, size_t errlen) {
         lag = fmin(lag, o->newton.elastic_lag);
         if (o->newton.max_hessians < max_hessians) max_hessians = o->newton.max_hessians;
         memcpy(s->z0 + oi->off, o->z, sizeof(double) * (size_t)oi->n);
-        for (int64_t q = 0; q < oi->n; q++) s->ztil[oi->off + q] = o->z[q] + dt * o->zdot[q];
-        /* the prediction projected onto the exact-Dirichlet subspace at t1 */
-        double *zc = s->zt + oi->off;
-        if (oi->N) {
-            for (int64_t q = 0; q < oi->n; q++) s->dz[q] = s->ztil[oi->off + q] - t1 * oi->zp[q];
-            for (int i = 0; i < 3; i++)
-                cblas_dgemv(CblasRowMajor, CblasTrans, (int)oi->nb, (int)oi->r, 1.0, oi->N, (int)oi->r, s->dz + i * oi->nb, 1,
-                            0.0, s->dy + i * oi->r, 1);
-            for (int i = 0; i < 3; i++)
-                cblas_dgemv(CblasRowMajor, CblasNoTrans, (int)oi->nb, (int)oi->r, 1.0, oi->N, (int)oi->r, s->dy + i * oi->r, 1,
-                            0.0, zc + i * oi->nb, 1);
-            for (int64_t q = 0; q < oi->n; q++) zc[q] += t1 * oi->zp[q];
-        } else
-            memcpy(zc, s->ztil + oi->off, sizeof(double) * (size_t)oi->n);
+        sim_object_predict(o, dt, t1, s->ztil + oi->off, s->zt + oi->off, s->dz, s->dy);
     }
     /* initial guess: z̃ filtered by CCD from the feasible z₀ (IPC §4.2) */
     for (int64_t q = 0; q < N; q++) s->dz[q] = s->zt[q] - s->z0[q];
@@ -1057,17 +1044,15 @@ int sim_world_step(SimWorld *w, double dt, char *err, size_t errlen) {
     st->iters = res.iters, st->hessians = res.hessians, st->failures = res.failures, st->converged = res.converged;
     st->decrement = res.decrement;
     if (res.line_search_failed) set_bodies(w, s->z, NULL);
-    for (int64_t q = 0; q < N; q++)
-        if (!isfinite(s->z[q])) {
-            tensor_errf(err, errlen, "sim: the state became non-finite at t = %g", t1);
-            return -1;
-        }
+    if (!sim_newton_finite(N, s->z)) {
+        tensor_errf(err, errlen, "sim: the state became non-finite at t = %g", t1);
+        return -1;
+    }
     st->active = s->nact;
     for (int k = 0; k < w->nobj; k++) {
         SimObject *o = &w->obj[k];
         const ObjInfo *oi = &s->oi[k];
-        for (int64_t q = 0; q < oi->n; q++) o->zdot[q] = (s->z[oi->off + q] - o->z[q]) / dt;
-        memcpy(o->z, s->z + oi->off, sizeof(double) * (size_t)oi->n);
+        sim_newton_velocity(oi->n, s->z + oi->off, dt, o->z, o->zdot);
         o->t = t1;
     }
     if (contact) rigid_reaction(w);
