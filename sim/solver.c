@@ -900,12 +900,11 @@ typedef struct {
 } TermAt;
 
 /* inertia: ½ Σ_i (z⁽ⁱ⁾ − z̃⁽ⁱ⁾)ᵀ M_b (z⁽ⁱ⁾ − z̃⁽ⁱ⁾) */
-static void term_inertia(const SimObject *o, struct SimPrepared *p, const double *z, const TermAt *at, double *Eacc, double *g,
-                         double *H) {
+static void term_inertia(const SimObject *o, struct SimPrepared *p, const double *z, const TermAt *at,
+                         double *Eacc, double *g, double *H) {
     int64_t nb = o->nb, n = o->n;
-    double t = at->t, scale = at->scale, E = *Eacc;
+    double scale = at->scale, E = *Eacc;
     double *d = p->tmp + n, *Md = p->tmp + n + nb; /* δ⁽ⁱ⁾ = z⁽ⁱ⁾ − z̃⁽ⁱ⁾, M δ⁽ⁱ⁾ */
-    (void)t;
     for (int i = 0; i < 3; i++) {
         for (int64_t q = 0; q < nb; q++) d[q] = z[i * nb + q] - at->ztil[i * nb + q];
         cblas_dsymv(CblasRowMajor, CblasUpper, (int)nb, 1.0, o->Mb, (int)nb, d, 1, 0.0, Md, 1);
@@ -920,14 +919,14 @@ static void term_inertia(const SimObject *o, struct SimPrepared *p, const double
 }
 
 /* elastic: Σ_c V_c Ψ(F_c(z)) (the gradient and the PSD-projected Hessian: elastic above) */
-static void term_elastic(const SimObject *o, struct SimPrepared *p, const double *z, const TermAt *at, double *Eacc,
-                         double *g, double *H) {
+static void term_elastic(const SimObject *o, struct SimPrepared *p, const double *z, const TermAt *at,
+                         double *Eacc, double *g, double *H) {
     *Eacc += elastic(o, p, z, at->scale, g, H, at->nproj);
 }
 
 /* gravity and force fields: linear, −Σ ρV a·u */
-static void term_gravity(const SimObject *o, struct SimPrepared *p, const double *z, const TermAt *at, double *Eacc, double *g,
-                         double *H) {
+static void term_gravity(const SimObject *o, struct SimPrepared *p, const double *z, const TermAt *at,
+                         double *Eacc, double *g, double *H) {
     int64_t nb = o->nb, n = o->n;
     double t = at->t, scale = at->scale, E = *Eacc;
     (void)H, (void)n;
@@ -947,8 +946,8 @@ static void term_gravity(const SimObject *o, struct SimPrepared *p, const double
 }
 
 /* drags: ½ k Σ g_c ‖u_c − d(t)‖² */
-static void term_drag(const SimObject *o, struct SimPrepared *p, const double *z, const TermAt *at, double *Eacc, double *g,
-                      double *H) {
+static void term_drag(const SimObject *o, struct SimPrepared *p, const double *z, const TermAt *at,
+                      double *Eacc, double *g, double *H) {
     int64_t nb = o->nb, n = o->n;
     double t = at->t, scale = at->scale, E = *Eacc;
     /* drags: ½ k Σ g_c ‖u_c − d‖² = ½ k Σ_i (zᵢᵀ S zᵢ − 2 dᵢ sᵀzᵢ + dᵢ² Σg) */
@@ -975,8 +974,8 @@ static void term_drag(const SimObject *o, struct SimPrepared *p, const double *z
 }
 
 /* penalty Dirichlet: k Σ_p ‖u_p − ū‖², ū = v t */
-static void term_dirichlet(const SimObject *o, struct SimPrepared *p, const double *z, const TermAt *at, double *Eacc, double *g,
-                           double *H) {
+static void term_dirichlet(const SimObject *o, struct SimPrepared *p, const double *z, const TermAt *at,
+                           double *Eacc, double *g, double *H) {
     int64_t nb = o->nb, n = o->n;
     double t = at->t, scale = at->scale, E = *Eacc;
     for (int d = 0; d < o->ndirichlet; d++) {
@@ -1000,8 +999,8 @@ static void term_dirichlet(const SimObject *o, struct SimPrepared *p, const doub
 }
 
 /* planes: k Σ_p min(0, n·x_p − h)² over the contact points (paper Eq. 14) */
-static void term_planes(const SimObject *o, struct SimPrepared *p, const double *z, const TermAt *at, double *Eacc, double *g,
-                        double *H) {
+static void term_planes(const SimObject *o, struct SimPrepared *p, const double *z, const TermAt *at,
+                        double *Eacc, double *g, double *H) {
     int64_t nb = o->nb, n = o->n;
     double scale = at->scale, E = *Eacc;
     if (o->nplanes) {

@@ -16,6 +16,8 @@
  * by Newton with a PSD-projected Hessian, a dense Cholesky (LAPACK dpotrf/dpotrs), Armijo
  * backtracking, and the stop |Δzᵀg| < tol · M L² (M the object's mass, L its rest bounding-box
  * diagonal: E is an energy × dt², kg m², so the test is dimensionless). Then ż = (z − z₀)/dt.
+ * The loop is sim/newton.h's driver (shared with world.h's coupled step); solver.c supplies the
+ * problem, and the terms of E one by one (SimTerm below).
  *
  * All positions are world coordinates of the rest shape (the object's pose is applied when it is
  * built). f64 throughout. */
