@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/mat3.h"
 #include "sim/contact.h"
 #include "sim/internal.h"
 #include "sim/lapack.h"
@@ -846,9 +847,9 @@ static void rigid_reaction(SimWorld *w) {
                 double f[3], arm[3];
                 for (int i = 0; i < 3; i++) f[i] = c * w->kappa * db * r[i] / d, arm[i] = s->x[body][3 * pt + i] - rb->c[i];
                 rb->force[0] += f[0], rb->force[1] += f[1], rb->force[2] += f[2];
-                rb->torque[0] += arm[1] * f[2] - arm[2] * f[1];
-                rb->torque[1] += arm[2] * f[0] - arm[0] * f[2];
-                rb->torque[2] += arm[0] * f[1] - arm[1] * f[0];
+                double tq[3];
+                base_vec3_cross(arm, f, tq);
+                rb->torque[0] += tq[0], rb->torque[1] += tq[1], rb->torque[2] += tq[2];
             }
         }
     }
