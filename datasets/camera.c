@@ -3,15 +3,11 @@
 #include <math.h>
 #include <string.h>
 
+#include "base/mat3.h"
 #include "datasets/camera.h"
 
 static void sub3(const double a[3], const double b[3], double out[3]) {
     for (int i = 0; i < 3; i++) out[i] = a[i] - b[i];
-}
-
-static void cross3(const double a[3], const double b[3], double out[3]) {
-    double c[3] = {a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]};
-    memcpy(out, c, sizeof c);
 }
 
 static double norm3(const double a[3]) { return sqrt(a[0] * a[0] + a[1] * a[1] + a[2] * a[2]); }
@@ -36,17 +32,17 @@ DsCamera ds_camera_look_at(const double eye[3], const double target[3], const do
     double z[3], x[3], y[3];
     sub3(target, eye, z);
     if (!normalize3(z)) z[0] = 0, z[1] = 0, z[2] = 1; /* eye on the target: any direction will do */
-    cross3(z, up, x);
+    base_vec3_cross(z, up, x);
     if (!(norm3(x) > 1e-9 * norm3(up)) || !normalize3(x)) {
         /* up (anti)parallel to the view direction, or zero: take the world axis least aligned
          * with the view, so cameras at the poles of a sphere still get a valid frame */
         double alt[3] = {0, 0, 0};
         int k = fabs(z[0]) < fabs(z[1]) ? (fabs(z[0]) < fabs(z[2]) ? 0 : 2) : (fabs(z[1]) < fabs(z[2]) ? 1 : 2);
         alt[k] = 1;
-        cross3(z, alt, x);
+        base_vec3_cross(z, alt, x);
         normalize3(x);
     }
-    cross3(z, x, y); /* down = forward × right, so that right × down = forward */
+    base_vec3_cross(z, x, y); /* down = forward × right, so that right × down = forward */
     for (int i = 0; i < 3; i++) c.R[i] = x[i], c.R[3 + i] = y[i], c.R[6 + i] = z[i];
     for (int r = 0; r < 3; r++) c.t[r] = -(c.R[3 * r] * eye[0] + c.R[3 * r + 1] * eye[1] + c.R[3 * r + 2] * eye[2]);
     return c;

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/mat3.h"
 #include "sim/bindings.h"
 #include "sim/internal.h"
 #include "sim/lapack.h"
@@ -192,23 +193,14 @@ void sim_binding_eval(const SimBinding *b, const double *z, double *x, double *F
 
 /* ---- polar decomposition and Gaussians ------------------------------------------------------ */
 
-static void mat3_mul(const double A[9], const double B[9], double C[9]) {
-    for (int i = 0; i < 3; i++)
-        for (int j = 0; j < 3; j++) C[3 * i + j] = A[3 * i] * B[j] + A[3 * i + 1] * B[3 + j] + A[3 * i + 2] * B[6 + j];
-}
-
-static double det3(const double A[9]) {
-    return A[0] * (A[4] * A[8] - A[5] * A[7]) - A[1] * (A[3] * A[8] - A[5] * A[6]) + A[2] * (A[3] * A[7] - A[4] * A[6]);
-}
-
 void sim_polar3(const double A[9], double R[9], double S[9]) {
     /* A = U Σ Vᵀ with U, V rotations and σ₂ signed: R = U Vᵀ, S = V Σ Vᵀ */
     double U[9], sig[3], V[9], Vt[9], D[9];
     sim_svd3_signed(A, U, sig, V);
     for (int i = 0; i < 3; i++)
         for (int j = 0; j < 3; j++) Vt[3 * i + j] = V[3 * j + i], D[3 * i + j] = V[3 * i + j] * sig[j];
-    mat3_mul(U, Vt, R);
-    mat3_mul(D, Vt, S);
+    base_mat3_mul(U, Vt, R);
+    base_mat3_mul(D, Vt, S);
 }
 
 static void quat_to_R(const double q0[4], double R[9]) {
@@ -241,17 +233,17 @@ void sim_gaussian_transform(const double A[9], const double q0[4], const double 
     quat_to_R(q0, R0);
     for (int i = 0; i < 3; i++)
         for (int j = 0; j < 3; j++) T[3 * i + j] = R0[3 * i + j] * s0[j]; /* R₀ D₀ */
-    mat3_mul(A, T, M);
+    base_mat3_mul(A, T, M);
     sim_polar3(M, RM, SM);
     /* S_M is symmetric; a negative eigenvalue (det M < 0, an inverted Gaussian) flips its
      * eigenvector, which leaves σ² and so Σ unchanged */
     double Sc[9];
     memcpy(Sc, SM, sizeof Sc);
     sim_jacobi_eigen(3, Sc, lam, V);
-    if (det3(V) < 0)
+    if (base_mat3_det(V) < 0)
         for (int i = 0; i < 3; i++) V[3 * i + 2] = -V[3 * i + 2];
     double Rg[9];
-    mat3_mul(RM, V, Rg);
+    base_mat3_mul(RM, V, Rg);
     for (int c = 0; c < 3; c++) s[c] = fabs(lam[c]);
     R_to_quat(Rg, q);
 }
@@ -305,7 +297,7 @@ void sim_gaussians_update(SimGaussianBinding *gb, const SimObject *o) {
 #pragma omp parallel for schedule(static)
     for (int64_t p = 0; p < n; p++) {
         double A[9], q0[4], s0[3], q[4], s[3];
-        mat3_mul(F + 9 * p, sR, A); /* object frame → world rest → deformed */
+        base_mat3_mul(F + 9 * p, sR, A); /* object frame → world rest → deformed */
         for (int i = 0; i < 4; i++) q0[i] = gb->rest.rot[4 * p + i];
         for (int i = 0; i < 3; i++) s0[i] = exp(gb->rest.scale[3 * p + i]);
         if (!(q0[0] * q0[0] + q0[1] * q0[1] + q0[2] * q0[2] + q0[3] * q0[3] > 0)) q0[0] = 1;

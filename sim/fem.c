@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/mat3.h"
 #include "sim/fem.h"
 #include "sim/internal.h"
 
@@ -120,12 +121,8 @@ out:
 
 /* ---- setup ------------------------------------------------------------------------------------- */
 
-static double det3(const double A[9]) {
-    return A[0] * (A[4] * A[8] - A[5] * A[7]) - A[1] * (A[3] * A[8] - A[5] * A[6]) + A[2] * (A[3] * A[7] - A[4] * A[6]);
-}
-
 static void inv3(const double A[9], double B[9]) {
-    double d = det3(A);
+    double d = base_mat3_det(A);
     B[0] = (A[4] * A[8] - A[5] * A[7]) / d, B[1] = (A[2] * A[7] - A[1] * A[8]) / d, B[2] = (A[1] * A[5] - A[2] * A[4]) / d;
     B[3] = (A[5] * A[6] - A[3] * A[8]) / d, B[4] = (A[0] * A[8] - A[2] * A[6]) / d, B[5] = (A[2] * A[3] - A[0] * A[5]) / d;
     B[6] = (A[3] * A[7] - A[4] * A[6]) / d, B[7] = (A[1] * A[6] - A[0] * A[7]) / d, B[8] = (A[0] * A[4] - A[1] * A[3]) / d;
@@ -187,7 +184,7 @@ int sim_fem_init(SimFem *f, const double *nodes, int64_t nn, const int32_t *tets
         double Dm[9];
         for (int i = 0; i < 3; i++)
             for (int k = 0; k < 3; k++) Dm[3 * i + k] = nodes[3 * T[k + 1] + i] - nodes[3 * T[0] + i];
-        double d = det3(Dm);
+        double d = base_mat3_det(Dm);
         if (d < 0) { /* positively oriented, so J = det F > 0 at rest */
             int32_t s = T[1];
             T[1] = T[2], T[2] = s;

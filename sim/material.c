@@ -2,12 +2,12 @@
 #include <math.h>
 #include <string.h>
 
+#include "base/mat3.h"
+#include "models/physskin/neohookean.h"
 #include "sim/material.h"
 
 void sim_lame(const SimMaterial *m, double *mu, double *lam_psi) {
-    double E = m->E, nu = m->nu;
-    *mu = E / (2 * (1 + nu));
-    *lam_psi = E * nu / ((1 + nu) * (1 - 2 * nu)) + *mu;
+    ps_lame(m->E, m->nu, true, mu, lam_psi);
 }
 
 /* Levi-Civita ε_abc for indices in {0, 1, 2} */
@@ -44,7 +44,7 @@ double sim_snh(const double F[9], double mu, double lam, double P[9], double H[8
                     }
             }
     }
-    return 0.5 * mu * (trc - 3) + 0.5 * lam * (J - 1) * (J - 1) - mu * (J - 1);
+    return ps_neohookean_psi(trc, J, mu, lam);
 }
 
 void sim_jacobi_eigen(int n, double *A, double *lam, double *Q) {
@@ -135,8 +135,7 @@ void sim_svd3_signed(const double F[9], double U[9], double sig[3], double V[9])
     for (int i = 0; i < 3; i++)
         for (int c = 0; c < 3; c++) V[3 * i + c] = Q[3 * i + ord[c]];
     /* V a rotation */
-    double dv = V[0] * (V[4] * V[8] - V[5] * V[7]) - V[1] * (V[3] * V[8] - V[5] * V[6]) + V[2] * (V[3] * V[7] - V[4] * V[6]);
-    if (dv < 0)
+    if (base_mat3_det(V) < 0)
         for (int i = 0; i < 3; i++) V[3 * i + 2] = -V[3 * i + 2];
     /* u_c = F v_c / |F v_c| for the two largest; u₂ = u₀ × u₁ makes U a rotation, and σ₂ = u₂ᵀ F v₂
      * then carries the sign of det F */
@@ -164,7 +163,7 @@ void sim_svd3_signed(const double F[9], double U[9], double sig[3], double V[9])
         double ne = sqrt(e[0] * e[0] + e[1] * e[1] + e[2] * e[2]);
         for (int i = 0; i < 3; i++) u1[i] = e[i] / ne;
     }
-    u2[0] = u0[1] * u1[2] - u0[2] * u1[1], u2[1] = u0[2] * u1[0] - u0[0] * u1[2], u2[2] = u0[0] * u1[1] - u0[1] * u1[0];
+    base_vec3_cross(u0, u1, u2);
     for (int i = 0; i < 3; i++) U[3 * i] = u0[i], U[3 * i + 1] = u1[i], U[3 * i + 2] = u2[i];
     for (int c = 0; c < 3; c++) {
         sig[c] = 0;

@@ -4,21 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/mat3.h"
 #include "sim/internal.h"
 #include "sim/rigid.h"
-
-static void mat3_mul(const double A[9], const double B[9], double C[9]) {
-    for (int i = 0; i < 3; i++)
-        for (int j = 0; j < 3; j++) C[3 * i + j] = A[3 * i] * B[j] + A[3 * i + 1] * B[3 + j] + A[3 * i + 2] * B[6 + j];
-}
-
-static void mat3_vec(const double A[9], const double x[3], double y[3]) {
-    for (int i = 0; i < 3; i++) y[i] = A[3 * i] * x[0] + A[3 * i + 1] * x[1] + A[3 * i + 2] * x[2];
-}
-
-static void cross(const double a[3], const double b[3], double c[3]) {
-    c[0] = a[1] * b[2] - a[2] * b[1], c[1] = a[2] * b[0] - a[0] * b[2], c[2] = a[0] * b[1] - a[1] * b[0];
-}
 
 static int mat3_inv(const double A[9], double B[9]) {
     double c0 = A[4] * A[8] - A[5] * A[7], c1 = A[5] * A[6] - A[3] * A[8], c2 = A[3] * A[7] - A[4] * A[6];
@@ -71,7 +59,7 @@ int sim_rigid_init(SimRigid *r, const DsMesh *mesh, double density, const SimPos
     for (int64_t f = 0; f < r->nf; f++) {
         const double *a = r->Xb + 3 * r->faces[3 * f], *b = r->Xb + 3 * r->faces[3 * f + 1], *c = r->Xb + 3 * r->faces[3 * f + 2];
         double bc[3];
-        cross(b, c, bc);
+        base_vec3_cross(b, c, bc);
         double v = (a[0] * bc[0] + a[1] * bc[1] + a[2] * bc[2]) / 6;
         double s[3] = {a[0] + b[0] + c[0], a[1] + b[1] + c[1], a[2] + b[2] + c[2]};
         V += v;
@@ -110,7 +98,7 @@ void sim_rigid_vertices(const SimRigid *r, double *x) {
     double R[9];
     sim_quat_to_R(r->q, R);
     for (int64_t v = 0; v < r->nv; v++) {
-        mat3_vec(R, r->Xb + 3 * v, x + 3 * v);
+        base_mat3_vec(R, r->Xb + 3 * v, x + 3 * v);
         for (int i = 0; i < 3; i++) x[3 * v + i] += r->c[i];
     }
 }
@@ -119,8 +107,8 @@ static void world_inertia(const SimRigid *r, const double R[9], double I[9], dou
     double T[9], Rt[9];
     for (int i = 0; i < 3; i++)
         for (int j = 0; j < 3; j++) Rt[3 * i + j] = R[3 * j + i];
-    if (I) mat3_mul(R, r->Ib, T), mat3_mul(T, Rt, I);
-    if (Iinv) mat3_mul(R, r->Ib_inv, T), mat3_mul(T, Rt, Iinv);
+    if (I) base_mat3_mul(R, r->Ib, T), base_mat3_mul(T, Rt, I);
+    if (Iinv) base_mat3_mul(R, r->Ib_inv, T), base_mat3_mul(T, Rt, Iinv);
 }
 
 void sim_rigid_update_velocity(SimRigid *r, const SimPlane *planes, int nplanes, double dt) {
@@ -128,10 +116,10 @@ void sim_rigid_update_velocity(SimRigid *r, const SimPlane *planes, int nplanes,
     sim_quat_to_R(r->q, R);
     world_inertia(r, R, I, Iinv);
     for (int i = 0; i < 3; i++) r->v[i] += dt * (r->gravity[i] + r->force[i] / r->mass);
-    mat3_vec(I, r->w, Iw);
-    cross(r->w, Iw, gyro);
+    base_mat3_vec(I, r->w, Iw);
+    base_vec3_cross(r->w, Iw, gyro);
     for (int i = 0; i < 3; i++) tq[i] = r->torque[i] - gyro[i];
-    mat3_vec(Iinv, tq, dw);
+    base_mat3_vec(Iinv, tq, dw);
     for (int i = 0; i < 3; i++) r->w[i] += dt * dw[i];
     /* sequential impulses on the vertices whose end position would be below a plane: the
      * normal impulse makes the approach speed −e × its value (e = 0 at low speed, so a resting
@@ -143,17 +131,17 @@ void sim_rigid_update_velocity(SimRigid *r, const SimPlane *planes, int nplanes,
             const double *n = planes[pl].normal;
             for (int64_t k = 0; k < r->nv; k++) {
                 double rv[3], x[3], vp[3], wr[3];
-                mat3_vec(R, r->Xb + 3 * k, rv);
+                base_mat3_vec(R, r->Xb + 3 * k, rv);
                 for (int i = 0; i < 3; i++) x[i] = r->c[i] + rv[i];
-                cross(r->w, rv, wr);
+                base_vec3_cross(r->w, rv, wr);
                 for (int i = 0; i < 3; i++) vp[i] = r->v[i] + wr[i];
                 double gap = n[0] * x[0] + n[1] * x[1] + n[2] * x[2] - planes[pl].offset;
                 double vn = n[0] * vp[0] + n[1] * vp[1] + n[2] * vp[2];
                 if (gap + dt * vn >= 0 || vn >= 0) continue;
                 /* effective mass along a direction u: 1/m + (r × u)ᵀ I⁻¹ (r × u) */
                 double rn[3], Irn[3], e = -vn > 0.1 ? r->restitution : 0;
-                cross(rv, n, rn);
-                mat3_vec(Iinv, rn, Irn);
+                base_vec3_cross(rv, n, rn);
+                base_mat3_vec(Iinv, rn, Irn);
                 double kn = 1 / r->mass + rn[0] * Irn[0] + rn[1] * Irn[1] + rn[2] * Irn[2];
                 double jn = -(1 + e) * vn / kn, J[3];
                 double vt[3] = {vp[0] - vn * n[0], vp[1] - vn * n[1], vp[2] - vn * n[2]};
@@ -161,15 +149,15 @@ void sim_rigid_update_velocity(SimRigid *r, const SimPlane *planes, int nplanes,
                 if (vtl > 1e-12) {
                     for (int i = 0; i < 3; i++) t[i] = vt[i] / vtl;
                     double rt[3], Irt[3];
-                    cross(rv, t, rt);
-                    mat3_vec(Iinv, rt, Irt);
+                    base_vec3_cross(rv, t, rt);
+                    base_mat3_vec(Iinv, rt, Irt);
                     double kt = 1 / r->mass + rt[0] * Irt[0] + rt[1] * Irt[1] + rt[2] * Irt[2];
                     jt = fmin(vtl / kt, r->friction * jn);
                 }
                 for (int i = 0; i < 3; i++) J[i] = jn * n[i] - jt * t[i];
                 double rJ[3], dW[3];
-                cross(rv, J, rJ);
-                mat3_vec(Iinv, rJ, dW);
+                base_vec3_cross(rv, J, rJ);
+                base_mat3_vec(Iinv, rJ, dW);
                 for (int i = 0; i < 3; i++) r->v[i] += J[i] / r->mass, r->w[i] += dW[i];
                 any = 1;
             }
@@ -199,8 +187,8 @@ void sim_rigid_trial_displacement(const SimRigid *r, double dt, double *dx) {
     sim_quat_to_R(t.q, R1);
     for (int64_t v = 0; v < r->nv; v++) {
         double a[3], b[3];
-        mat3_vec(R0, r->Xb + 3 * v, a);
-        mat3_vec(R1, r->Xb + 3 * v, b);
+        base_mat3_vec(R0, r->Xb + 3 * v, a);
+        base_mat3_vec(R1, r->Xb + 3 * v, b);
         for (int i = 0; i < 3; i++) dx[3 * v + i] = b[i] - a[i] + dt * r->v[i];
     }
 }
@@ -215,7 +203,7 @@ void sim_rigid_move(SimRigid *r, const SimPlane *planes, int nplanes, double dt,
         double lowest = INFINITY;
         for (int64_t k = 0; k < r->nv; k++) {
             double rv[3];
-            mat3_vec(R, r->Xb + 3 * k, rv);
+            base_mat3_vec(R, r->Xb + 3 * k, rv);
             lowest = fmin(lowest, n[0] * (r->c[0] + rv[0]) + n[1] * (r->c[1] + rv[1]) + n[2] * (r->c[2] + rv[2]) - planes[pl].offset);
         }
         if (lowest < 0)
@@ -227,7 +215,7 @@ double sim_rigid_energy(const SimRigid *r) {
     double R[9], I[9], Iw[3];
     sim_quat_to_R(r->q, R);
     world_inertia(r, R, I, NULL);
-    mat3_vec(I, r->w, Iw);
+    base_mat3_vec(I, r->w, Iw);
     double e = 0.5 * r->mass * (r->v[0] * r->v[0] + r->v[1] * r->v[1] + r->v[2] * r->v[2]);
     e += 0.5 * (r->w[0] * Iw[0] + r->w[1] * Iw[1] + r->w[2] * Iw[2]);
     e -= r->mass * (r->gravity[0] * r->c[0] + r->gravity[1] * r->c[1] + r->gravity[2] * r->c[2]);

@@ -7,6 +7,7 @@
 
 #include "sim/internal.h"
 #include "sim/lapack.h"
+#include "sim/newton.h"
 #include "sim/solver.h"
 
 #define NPAIR 6
@@ -887,13 +888,48 @@ static void drag_offset(const SimDrag *d, double t, double off[3]) {
     for (int i = 0; i < 3; i++) off[i] = s * (d->target[i] - d->grab[i]);
 }
 
-/* Everything but the elastic term and the inertia, unscaled: external potentials at z and time t,
- * with their gradient and Hessian added (× scale) when given. */
-static double external(const SimObject *o, struct SimPrepared *p, const double *z, double t, double scale, double *g,
-                       double *H, double *contact_out) {
+/* ---- the energy terms (IPC habit): each adds its value at z, unscaled, to *E, and scale × its
+ * gradient and Hessian to g (n) and H (n × n) when they are given. Adding into a running sum
+ * keeps the objective's floating-point order; sim_object_term evaluates one alone (the tests'
+ * derivative checks). ---- */
+
+typedef struct {
+    const double *ztil; /* the inertial prediction (the inertia term) */
+    double t, scale;    /* time (the controls' schedules); the factor on g and H */
+    int *nproj;         /* the elastic term: Hessians projected (may be NULL) */
+} TermAt;
+
+/* inertia: ½ Σ_i (z⁽ⁱ⁾ − z̃⁽ⁱ⁾)ᵀ M_b (z⁽ⁱ⁾ − z̃⁽ⁱ⁾) */
+static void term_inertia(const SimObject *o, struct SimPrepared *p, const double *z, const TermAt *at,
+                         double *Eacc, double *g, double *H) {
     int64_t nb = o->nb, n = o->n;
-    double E = 0;
-    /* gravity and force fields: linear, −Σ ρV a·u */
+    double scale = at->scale, E = *Eacc;
+    double *d = p->tmp + n, *Md = p->tmp + n + nb; /* δ⁽ⁱ⁾ = z⁽ⁱ⁾ − z̃⁽ⁱ⁾, M δ⁽ⁱ⁾ */
+    for (int i = 0; i < 3; i++) {
+        for (int64_t q = 0; q < nb; q++) d[q] = z[i * nb + q] - at->ztil[i * nb + q];
+        cblas_dsymv(CblasRowMajor, CblasUpper, (int)nb, 1.0, o->Mb, (int)nb, d, 1, 0.0, Md, 1);
+        E += 0.5 * cblas_ddot((int)nb, d, 1, Md, 1);
+        if (g)
+            for (int64_t q = 0; q < nb; q++) g[i * nb + q] += scale * Md[q];
+        if (H)
+            for (int64_t a = 0; a < nb; a++)
+                for (int64_t b = 0; b < nb; b++) H[(i * nb + a) * n + i * nb + b] += scale * o->Mb[a * nb + b];
+    }
+    *Eacc = E;
+}
+
+/* elastic: Σ_c V_c Ψ(F_c(z)) (the gradient and the PSD-projected Hessian: elastic above) */
+static void term_elastic(const SimObject *o, struct SimPrepared *p, const double *z, const TermAt *at,
+                         double *Eacc, double *g, double *H) {
+    *Eacc += elastic(o, p, z, at->scale, g, H, at->nproj);
+}
+
+/* gravity and force fields: linear, −Σ ρV a·u */
+static void term_gravity(const SimObject *o, struct SimPrepared *p, const double *z, const TermAt *at,
+                         double *Eacc, double *g, double *H) {
+    int64_t nb = o->nb, n = o->n;
+    double t = at->t, scale = at->scale, E = *Eacc;
+    (void)H, (void)n;
     for (int i = 0; i < 3; i++) {
         const double *zi = z + i * nb;
         double e = -o->gravity[i] * cblas_ddot((int)nb, o->mvec, 1, zi, 1);
@@ -906,6 +942,14 @@ static double external(const SimObject *o, struct SimPrepared *p, const double *
         }
         E += e;
     }
+    *Eacc = E;
+}
+
+/* drags: ½ k Σ g_c ‖u_c − d(t)‖² */
+static void term_drag(const SimObject *o, struct SimPrepared *p, const double *z, const TermAt *at,
+                      double *Eacc, double *g, double *H) {
+    int64_t nb = o->nb, n = o->n;
+    double t = at->t, scale = at->scale, E = *Eacc;
     /* drags: ½ k Σ g_c ‖u_c − d‖² = ½ k Σ_i (zᵢᵀ S zᵢ − 2 dᵢ sᵀzᵢ + dᵢ² Σg) */
     for (int d = 0; d < o->ndrags; d++) {
         const SimDrag *dr = &o->drags[d];
@@ -926,7 +970,14 @@ static double external(const SimObject *o, struct SimPrepared *p, const double *
                     for (int64_t b = 0; b < nb; b++) H[(i * nb + a) * n + i * nb + b] += scale * dr->stiffness * S[a * nb + b];
         }
     }
-    /* penalty Dirichlet: k Σ_p ‖u_p − ū‖², ū = v t */
+    *Eacc = E;
+}
+
+/* penalty Dirichlet: k Σ_p ‖u_p − ū‖², ū = v t */
+static void term_dirichlet(const SimObject *o, struct SimPrepared *p, const double *z, const TermAt *at,
+                           double *Eacc, double *g, double *H) {
+    int64_t nb = o->nb, n = o->n;
+    double t = at->t, scale = at->scale, E = *Eacc;
     for (int d = 0; d < o->ndirichlet; d++) {
         const SimDirichlet *dd = &o->dirichlet[d];
         if (!dd->penalty) continue;
@@ -944,8 +995,14 @@ static double external(const SimObject *o, struct SimPrepared *p, const double *
                     for (int64_t b = 0; b < nb; b++) H[(i * nb + a) * n + i * nb + b] += scale * 2 * dd->stiffness * S[a * nb + b];
         }
     }
-    /* planes: k Σ_p min(0, n·x_p − h)² over the contact points (paper Eq. 14) */
-    double Ec = 0;
+    *Eacc = E;
+}
+
+/* planes: k Σ_p min(0, n·x_p − h)² over the contact points (paper Eq. 14) */
+static void term_planes(const SimObject *o, struct SimPrepared *p, const double *z, const TermAt *at,
+                        double *Eacc, double *g, double *H) {
+    int64_t nb = o->nb, n = o->n;
+    double scale = at->scale, E = *Eacc;
     if (o->nplanes) {
         int64_t np = p->np;
         for (int pl = 0; pl < o->nplanes; pl++) {
@@ -963,7 +1020,7 @@ static double external(const SimObject *o, struct SimPrepared *p, const double *
             for (int64_t q = 0; q < np; q++) {
                 double d = dist[q];
                 if (d >= 0) continue;
-                Ec += P->stiffness * d * d;
+                E += P->stiffness * d * d;
                 if (g) cblas_daxpy((int)nb, d, p->Bp + q * nb, 1, gv, 1);
                 if (H) memcpy(p->Aact + na * nb, p->Bp + q * nb, sizeof(double) * (size_t)nb);
                 na++;
@@ -988,6 +1045,19 @@ static double external(const SimObject *o, struct SimPrepared *p, const double *
             }
         }
     }
+    *Eacc = E;
+}
+
+/* Everything but the elastic term and the inertia, unscaled: external potentials at z and time t,
+ * with their gradient and Hessian added (× scale) when given; the planes' part also alone. */
+static double external(const SimObject *o, struct SimPrepared *p, const double *z, double t, double scale, double *g,
+                       double *H, double *contact_out) {
+    TermAt at = {.t = t, .scale = scale};
+    double E = 0, Ec = 0;
+    term_gravity(o, p, z, &at, &E, g, H);
+    term_drag(o, p, z, &at, &E, g, H);
+    term_dirichlet(o, p, z, &at, &E, g, H);
+    term_planes(o, p, z, &at, &Ec, g, H);
     if (contact_out) *contact_out = Ec;
     return E + Ec;
 }
@@ -995,19 +1065,15 @@ static double external(const SimObject *o, struct SimPrepared *p, const double *
 /* The step objective E(z) (solver.h); g (n) and H (n × n) are overwritten when given. */
 static double objective(const SimObject *o, struct SimPrepared *p, const double *z, const double *zt, double dt,
                         double t, double *g, double *H, int *nproj) {
-    int64_t nb = o->nb, n = o->n;
-    double E = 0, dt2 = dt * dt;
+    int64_t n = o->n;
+    double E = 0, Eel = 0, dt2 = dt * dt;
+    if (g) memset(g, 0, sizeof(double) * (size_t)n);
     if (H) memset(H, 0, sizeof(double) * (size_t)(n * n));
-    for (int i = 0; i < 3; i++) {
-        double *d = p->tmp + n; /* δ⁽ⁱ⁾ = z⁽ⁱ⁾ − z̃⁽ⁱ⁾ */
-        for (int64_t q = 0; q < nb; q++) d[q] = z[i * nb + q] - zt[i * nb + q];
-        double *Md = g ? g + i * nb : p->tmp + n + nb;
-        cblas_dsymv(CblasRowMajor, CblasUpper, (int)nb, 1.0, o->Mb, (int)nb, d, 1, 0.0, Md, 1);
-        E += 0.5 * cblas_ddot((int)nb, d, 1, Md, 1);
-        if (H)
-            for (int64_t a = 0; a < nb; a++) memcpy(H + (i * nb + a) * n + i * nb, o->Mb + a * nb, sizeof(double) * (size_t)nb);
-    }
-    E += dt2 * elastic(o, p, z, dt2, g, H, nproj);
+    TermAt at = {.ztil = zt, .t = t, .scale = 1.0};
+    term_inertia(o, p, z, &at, &E, g, H);
+    at.scale = dt2, at.nproj = nproj;
+    term_elastic(o, p, z, &at, &Eel, g, H);
+    E += dt2 * Eel;
     E += dt2 * external(o, p, z, t, dt2, g, H, NULL);
     return E;
 }
@@ -1079,6 +1145,79 @@ static double mass_bound(const SimObject *o, struct SimPrepared *p, const double
     return cblas_ddot(3 * r, gr, 1, x, 1);
 }
 
+void sim_object_predict(SimObject *o, double dt, double t1, double *ztil, double *z, double *tmp_n, double *tmp_r) {
+    struct SimPrepared *p = o->prep;
+    int64_t n = o->n;
+    for (int64_t k = 0; k < n; k++) ztil[k] = o->z[k] + dt * o->zdot[k];
+    if (p->N) {
+        for (int64_t k = 0; k < n; k++) tmp_n[k] = ztil[k] - t1 * p->zp_rate[k];
+        reduce_g(o, p, tmp_n, tmp_r);
+        expand(o, p, tmp_r, z);
+        for (int64_t k = 0; k < n; k++) z[k] += t1 * p->zp_rate[k];
+    } else
+        memcpy(z, ztil, sizeof(double) * (size_t)n);
+}
+
+/* ---- the step: one object as a problem of the Newton driver (sim/newton.h) ------------------ */
+
+typedef struct {
+    SimObject *o;
+    struct SimPrepared *p;
+    const double *ztil;
+    double dt, t1;
+    double *dy; /* 3r: the reduced step */
+    SimStepStats *st;
+} ObjectStep;
+
+static double os_measure(void *ctx, const double *g) {
+    ObjectStep *s = ctx;
+    reduce_g(s->o, s->p, g, s->p->gr);
+    return mass_bound(s->o, s->p, s->p->gr);
+}
+
+static int os_hessian(void *ctx, const double *z, bool lagged, bool fresh_el) {
+    ObjectStep *s = ctx;
+    if (lagged) {
+        bool assembled = fresh_el || !s->p->kel_valid;
+        lagged_hessian(s->o, s->p, z, s->dt, s->t1, fresh_el, s->p->H, &s->st->projected);
+        return assembled;
+    }
+    objective(s->o, s->p, z, s->ztil, s->dt, s->t1, NULL, s->p->H, &s->st->projected);
+    return 1;
+}
+
+/* a dense Cholesky of the reduced matrix; a bitwise equal matrix (free flight with the lagged
+ * elastic term) reuses the last factor */
+static int os_direction(void *ctx, bool fresh, bool lagged, double *dz) {
+    ObjectStep *s = ctx;
+    struct SimPrepared *p = s->p;
+    int64_t nr = 3 * p->r;
+    (void)lagged;
+    if (fresh) {
+        reduce_H(s->o, p, p->H, p->Hr);
+        size_t bytes = sizeof(double) * (size_t)(nr * nr);
+        int retries = 0;
+        if (!(p->lh_valid && !memcmp(p->Hr, p->Hf, bytes))) {
+            retries = chol_shifted(p->Lh, p->Hr, (int)nr, 1e-14);
+            memcpy(p->Hf, p->Hr, bytes);
+            p->lh_valid = retries >= 0;
+        }
+        if (retries < 0) return 1;
+        s->st->chol_retries += retries;
+    }
+    for (int64_t k = 0; k < nr; k++) s->dy[k] = -p->gr[k];
+    int nrhs = 1, info = 0, nri = (int)nr;
+    dpotrs_("L", &nri, &nrhs, p->Lh, &nri, s->dy, &nri, &info, 1);
+    expand(s->o, p, s->dy, dz);
+    return 0;
+}
+
+static double os_trial(void *ctx, const double *zt, double alpha, double *gt) {
+    ObjectStep *s = ctx;
+    (void)alpha;
+    return objective(s->o, s->p, zt, s->ztil, s->dt, s->t1, gt, NULL, NULL);
+}
+
 int sim_object_step(SimObject *o, double dt, char *err, size_t errlen) {
     double t0 = sim_now();
     if (!o->prep && sim_object_prepare(o, err, errlen)) return -1;
@@ -1087,114 +1226,39 @@ int sim_object_step(SimObject *o, double dt, char *err, size_t errlen) {
         tensor_errf(err, errlen, "sim: dt must be > 0 (got %g)", dt);
         return -1;
     }
-    int64_t nb = o->nb, n = o->n, r = p->r, nr = 3 * r;
-    double t1 = o->t + dt, scale = o->mass * o->diag * o->diag;
+    int64_t n = o->n, nr = 3 * p->r;
+    double t1 = o->t + dt;
     SimStepStats st = {0};
-    /* z̃ = z₀ + dt ż₀ (inertial prediction), projected onto the constraint's affine subspace at t1 */
     double *ztil = malloc(sizeof(double) * (size_t)n), *z = malloc(sizeof(double) * (size_t)n);
-    double *dy = malloc(sizeof(double) * (size_t)(nr + 1)), *Lh = p->Lh;
+    double *dy = malloc(sizeof(double) * (size_t)(nr + 1));
     if (!ztil || !z || !dy) {
         free(ztil), free(z), free(dy);
         tensor_errf(err, errlen, "sim: out of memory");
         return -1;
     }
-    for (int64_t k = 0; k < n; k++) ztil[k] = o->z[k] + dt * o->zdot[k];
-    if (p->N) {
-        for (int64_t k = 0; k < n; k++) p->dz[k] = ztil[k] - t1 * p->zp_rate[k];
-        reduce_g(o, p, p->dz, dy);
-        expand(o, p, dy, z);
-        for (int64_t k = 0; k < n; k++) z[k] += t1 * p->zp_rate[k];
-    } else
-        memcpy(z, ztil, sizeof(double) * (size_t)n);
+    sim_object_predict(o, dt, t1, ztil, z, p->dz, dy);
     double E = objective(o, p, z, ztil, dt, t1, p->g, NULL, NULL);
-    double prev_bound = INFINITY, last_alpha = 1;
-    bool lag = o->newton.elastic_lag > 0;
-    for (int it = 0; it < o->newton.max_iters; it++) {
-        reduce_g(o, p, p->g, p->gr);
-        double bound = mass_bound(o, p, p->gr);
-        st.decrement = bound / scale;
-        if (bound < o->newton.tol * scale) {
-            st.converged = true;
-            break;
-        }
-        st.iters++;
-        bool poor = last_alpha < 1 || bound > (lag ? o->newton.elastic_lag : o->newton.reuse_ratio) * prev_bound;
-        bool fresh;
-        if (lag) {
-            /* the elastic term anew when none is kept, when the last iteration that used it
-             * backtracked or shrank gᵀM⁻¹g by less than elastic_lag (in this step or the last),
-             * within max_hessians; the rest of the Hessian is exact and refactored every time */
-            if (it > 0) p->kel_stale = poor;
-            bool fresh_el = !p->kel_valid || (p->kel_stale && st.hessians < o->newton.max_hessians);
-            lagged_hessian(o, p, z, dt, t1, fresh_el, p->H, &st.projected);
-            st.hessians += fresh_el;
-            fresh = true;
-        } else {
-            /* a new Hessian on the first iteration, and later when the last step needed backtracking
-             * or shrank the gradient's size gᵀM⁻¹g by less than reuse_ratio, within max_hessians;
-             * otherwise a chord step with the last factor Lh (solver.h) */
-            fresh = it == 0 || (st.hessians < o->newton.max_hessians && poor);
-            if (fresh) objective(o, p, z, ztil, dt, t1, NULL, p->H, &st.projected), st.hessians++;
-        }
-        prev_bound = bound;
-        if (fresh) {
-            reduce_H(o, p, p->H, p->Hr);
-            size_t bytes = sizeof(double) * (size_t)(nr * nr);
-            int retries = 0;
-            if (!(p->lh_valid && !memcmp(p->Hr, p->Hf, bytes))) {
-                retries = chol_shifted(Lh, p->Hr, (int)nr, 1e-14);
-                memcpy(p->Hf, p->Hr, bytes);
-                p->lh_valid = retries >= 0;
-            }
-            if (retries < 0) {
-                st.failures++;
-                break;
-            }
-            st.chol_retries += retries;
-        }
-        for (int64_t k = 0; k < nr; k++) dy[k] = -p->gr[k];
-        int nrhs = 1, info = 0, nri = (int)nr;
-        dpotrs_("L", &nri, &nrhs, Lh, &nri, dy, &nri, &info, 1);
-        expand(o, p, dy, p->dz);
-        double dec = cblas_ddot((int)n, p->dz, 1, p->g, 1);
-        st.decrement = fabs(dec) / scale;
-        if (!(dec < 0)) { /* no descent direction: report, do not hide */
-            st.failures++;
-            break;
-        }
-        double alpha = 1, Et = NAN;
-        int bt = 0;
-        for (; bt <= o->newton.max_backtracks; bt++, alpha *= 0.5) {
-            for (int64_t k = 0; k < n; k++) p->zt[k] = z[k] + alpha * p->dz[k];
-            /* the gradient with the energy: a trial that passes is the next iterate */
-            Et = objective(o, p, p->zt, ztil, dt, t1, p->gt, NULL, NULL);
-            if (Et <= E + o->newton.armijo * alpha * dec) break;
-        }
-        if (bt > o->newton.max_backtracks) {
-            st.failures++;
-            break;
-        }
-        last_alpha = alpha;
-        memcpy(z, p->zt, sizeof(double) * (size_t)n);
-        double *gswap = p->g;
-        p->g = p->gt, p->gt = gswap, E = Et;
-        if (fabs(dec) < o->newton.tol * scale) {
-            st.converged = true;
-            break;
-        }
-    }
+    ObjectStep ctx = {.o = o, .p = p, .ztil = ztil, .dt = dt, .t1 = t1, .dy = dy, .st = &st};
+    SimNewtonProblem P = {.ctx = &ctx, .n = n, .z = z, .g = p->g, .gt = p->gt, .zt = p->zt, .dz = p->dz,
+                          .measure = os_measure, .hessian = os_hessian, .direction = os_direction, .trial = os_trial};
+    SimNewtonPolicy pol = {.max_iters = o->newton.max_iters, .max_backtracks = o->newton.max_backtracks,
+                           .max_hessians = o->newton.max_hessians, .tol = o->newton.tol, .armijo = o->newton.armijo,
+                           .reuse_ratio = o->newton.reuse_ratio, .elastic_lag = o->newton.elastic_lag,
+                           .scale = o->mass * o->diag * o->diag, .grad_every_trial = true, .backtrack_is_poor = true};
+    SimNewtonResult res;
+    sim_newton_solve(&P, &pol, E, &p->kel_stale, &res); /* no callback here fails hard */
+    p->g = P.g, p->gt = P.gt;
+    st.iters = res.iters, st.hessians = res.hessians, st.failures = res.failures, st.converged = res.converged;
+    st.decrement = res.decrement;
     free(dy);
-    for (int64_t k = 0; k < n; k++)
-        if (!isfinite(z[k])) {
-            free(ztil), free(z);
-            tensor_errf(err, errlen, "sim: the state became non-finite at t = %g", t1);
-            return -1;
-        }
-    for (int64_t k = 0; k < n; k++) o->zdot[k] = (z[k] - o->z[k]) / dt;
-    memcpy(o->z, z, sizeof(double) * (size_t)n);
+    if (!sim_newton_finite(n, z)) {
+        free(ztil), free(z);
+        tensor_errf(err, errlen, "sim: the state became non-finite at t = %g", t1);
+        return -1;
+    }
+    sim_newton_velocity(n, z, dt, o->z, o->zdot);
     o->t = t1;
     free(ztil), free(z);
-    (void)nb;
     st.seconds = sim_now() - t0;
     o->last = st;
     return 0;
@@ -1253,6 +1317,20 @@ double sim_object_elastic(const SimObject *o, const double *z, double *grad, dou
     if (grad) memset(grad, 0, sizeof(double) * (size_t)o->n);
     if (hess) memset(hess, 0, sizeof(double) * (size_t)(o->n * o->n));
     return elastic(o, o->prep, z, 1.0, grad, hess, NULL);
+}
+
+double sim_object_term(SimObject *o, SimTerm term, const double *z, const double *ztil, double t, double *g, double *H) {
+    if (!o->prep && sim_object_prepare(o, NULL, 0)) return NAN;
+    if (g) memset(g, 0, sizeof(double) * (size_t)o->n);
+    if (H) memset(H, 0, sizeof(double) * (size_t)(o->n * o->n));
+    static void (*const fn[SIM_NTERMS])(const SimObject *, struct SimPrepared *, const double *, const TermAt *, double *,
+                                        double *, double *) = {term_inertia, term_elastic, term_gravity, term_drag,
+                                                               term_dirichlet, term_planes};
+    if ((int)term < 0 || term >= SIM_NTERMS) return NAN;
+    TermAt at = {.ztil = ztil, .t = t, .scale = 1.0};
+    double E = 0;
+    fn[term](o, o->prep, z, &at, &E, g, H);
+    return E;
 }
 
 /* ---- for sim/world.c (the coupled multi-object step): the step objective and the exact-Dirichlet

@@ -16,6 +16,8 @@
  * by Newton with a PSD-projected Hessian, a dense Cholesky (LAPACK dpotrf/dpotrs), Armijo
  * backtracking, and the stop |Δzᵀg| < tol · M L² (M the object's mass, L its rest bounding-box
  * diagonal: E is an energy × dt², kg m², so the test is dimensionless). Then ż = (z − z₀)/dt.
+ * The loop is sim/newton.h's driver (shared with world.h's coupled step); solver.c supplies the
+ * problem, and the terms of E one by one (SimTerm below).
  *
  * All positions are world coordinates of the rest shape (the object's pose is applied when it is
  * built). f64 throughout. */
@@ -252,6 +254,28 @@ SimEnergy sim_object_energy(const SimObject *o);
  * energy. */
 double sim_object_elastic(const SimObject *o, const double *z, double *grad, double *hess);
 
+/* The step objective's terms, each with value, gradient and Hessian in one shape (solver.c):
+ *   INERTIA    ½ Σ_i (z⁽ⁱ⁾ − z̃⁽ⁱ⁾)ᵀ M_b (z⁽ⁱ⁾ − z̃⁽ⁱ⁾)
+ *   ELASTIC    Σ_c V_c Ψ(F_c(z)) (Hessian PSD-projected unless no_projection)
+ *   GRAVITY    −Σ ρ V a·u, gravity and the force fields active at t
+ *   DRAG       ½ k Σ_c g_c ‖u_c − d(t)‖² over the drags held at t
+ *   DIRICHLET  k Σ_p ‖u_p − v t‖² over the penalty fixed regions
+ *   PLANES     k Σ_p min(0, n·x_p − h)² over the contact points (Gauss–Newton exact off the kink)
+ * The objective is INERTIA + dt² (the rest); world.h adds the IPC barrier. */
+typedef enum {
+    SIM_TERM_INERTIA,
+    SIM_TERM_ELASTIC,
+    SIM_TERM_GRAVITY,
+    SIM_TERM_DRAG,
+    SIM_TERM_DIRICHLET,
+    SIM_TERM_PLANES,
+    SIM_NTERMS
+} SimTerm;
+/* One term alone at z (ztil: the inertial target, used by INERTIA; t: time), unscaled; g (n) and H
+ * (n × n) are overwritten with its gradient and Hessian when given. Prepares the object if
+ * needed (NAN when that fails). For the derivative checks of tests/test_sim_energy.c. */
+double sim_object_term(SimObject *o, SimTerm term, const double *z, const double *ztil, double t, double *g, double *H);
+
 /* ---- for sim/world.c (coupled multi-object steps) ---------------------------------------------
  * The step objective E(z) above at z with inertial target ztil (n each), at time t; g (n) and H
  * (n × n, row-major, PSD-projected) are overwritten when given. Prepares the object if needed
@@ -262,6 +286,9 @@ double sim_object_objective(SimObject *o, const double *z, const double *ztil, d
  * the one kept from the last assembly unless `fresh` (or none is kept), when it is assembled at z
  * and kept; inertia and the external terms are exact at z. Returns whether it assembled. */
 bool sim_object_lagged_hessian(SimObject *o, const double *z, double dt, double t, bool fresh, double *H);
+/* The step's initial guess: z̃ = z + dt ż (ztil, n) and z̃ projected onto the exact-Dirichlet
+ * subspace at time t1 (z, n); tmp_n (n) and tmp_r (3r) are scratch. The object must be prepared. */
+void sim_object_predict(SimObject *o, double dt, double t1, double *ztil, double *z, double *tmp_n, double *tmp_r);
 /* The exact-Dirichlet and observable subspace: z⁽ⁱ⁾ = t · zp_rate⁽ⁱ⁾ + N y⁽ⁱ⁾ (N nb × r, NULL when
  * unconstrained and nothing is cut;
  * zp_rate 3 × nb) and Lm, the Cholesky factor (LAPACK lower, r × r) of Nᵀ M_b N. Returns r (-1 when

@@ -4,9 +4,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/mat3.h"
 #include "sim/contact.h"
 #include "sim/internal.h"
 #include "sim/lapack.h"
+#include "sim/newton.h"
 #include "sim/world.h"
 
 void sim_contact_defaults(SimContactOptions *c) {
@@ -845,12 +847,112 @@ static void rigid_reaction(SimWorld *w) {
                 double f[3], arm[3];
                 for (int i = 0; i < 3; i++) f[i] = c * w->kappa * db * r[i] / d, arm[i] = s->x[body][3 * pt + i] - rb->c[i];
                 rb->force[0] += f[0], rb->force[1] += f[1], rb->force[2] += f[2];
-                rb->torque[0] += arm[1] * f[2] - arm[2] * f[1];
-                rb->torque[1] += arm[2] * f[0] - arm[0] * f[2];
-                rb->torque[2] += arm[0] * f[1] - arm[1] * f[0];
+                double tq[3];
+                base_vec3_cross(arm, f, tq);
+                rb->torque[0] += tq[0], rb->torque[1] += tq[1], rb->torque[2] += tq[2];
             }
         }
     }
+}
+
+/* ---- the coupled step as a problem of the Newton driver (sim/newton.h) ---------------------- */
+
+typedef struct {
+    SimWorld *w;
+    double dt, t1;
+    bool contact;
+    double Eo, dmin; /* the last trial's objects' energy and smallest pair distance */
+} WorldStep;
+
+static double ws_measure(void *ctx, const double *g) {
+    WorldStep *c = ctx;
+    reduce_g(c->w, g, c->w->ws->gr);
+    return mass_bound(c->w);
+}
+
+/* every object's block (its elastic term lagged, solver.h), then the active pairs' factored
+ * exact Hessians for the CG products */
+static int ws_hessian(void *ctx, const double *z, bool lagged, bool fresh_el) {
+    WorldStep *c = ctx;
+    SimWorld *w = c->w;
+    int assembled = objects_hessian(w, z, w->ws->ztil, c->dt, c->t1, lagged, fresh_el);
+    if (c->contact && contact_prepare(w, c->dt * c->dt)) return -1;
+    return assembled;
+}
+
+/* without the lag every Hessian is factored (plain Newton); with it the factors are kept while
+ * CG converges quickly with them, and a slow CG refactors and runs again. Not fresh: a chord
+ * step with the last factors as they are. */
+static int ws_direction(void *ctx, bool fresh, bool lagged, double *dz) {
+    WorldStep *c = ctx;
+    SimWorld *w = c->w;
+    struct SimWorldScratch *s = w->ws;
+    SimWorldStats *st = &w->last;
+    int rc = 0;
+    if (fresh) {
+        bool refactor = !lagged || !s->have_factor;
+        for (;;) {
+            if (refactor) {
+                rc = factor_psd(w, c->dt * c->dt, c->contact, &st->components);
+                if (rc) break;
+                st->factorizations++;
+            }
+            bool slow, negative;
+            st->cg_products += newton_direction(w, CG_ETA, CG_MAX, &slow, &negative);
+            st->negative += negative;
+            if (!slow || refactor) break;
+            refactor = true;
+        }
+    } else {
+        for (int64_t i = 0; i < s->nred; i++) s->dy[i] = -s->gr[i];
+        rc = s->have_factor ? solve_components(w, false, 0, &st->components, NULL, s->dy, s->dy) : 1;
+    }
+    if (rc) return rc;
+    expand(w, s->dy, dz);
+    return 0;
+}
+
+/* CCD: the fraction of the step no pair's distance falls below min_sep × its current value in */
+static int ws_step_bound(void *ctx, const double *z, const double *dz, double *alpha) {
+    WorldStep *c = ctx;
+    SimWorld *w = c->w;
+    struct SimWorldScratch *s = w->ws;
+    set_bodies(w, z, dz);
+    if (sim_contact_broad_phase(s->bodies, w->nobj + w->nrigid, 0.5 * w->dhat, &s->cand)) return -1;
+    w->last.candidates = s->cand.n;
+    *alpha = sim_contact_ccd(s->bodies, &s->cand, w->contact.min_sep);
+    if (*alpha < 1) w->last.ccd_limited++;
+    return 0;
+}
+
+/* the objects' energies (and gradients, on the first trial: most are accepted) and the barrier
+ * over the swept step's candidates */
+static double ws_trial(void *ctx, const double *zt, double alpha, double *gt) {
+    WorldStep *c = ctx;
+    SimWorld *w = c->w;
+    double Et = c->Eo = objects_energy(w, zt, w->ws->ztil, c->dt, c->t1, gt);
+    c->dmin = INFINITY;
+    if (c->contact) Et += c->dt * c->dt * barrier_energy(w, w->ws->cand.pairs, w->ws->cand.n, alpha, &c->dmin);
+    return Et;
+}
+
+/* the new active set, and E, g with the barrier over it */
+static int ws_accept(void *ctx, const double *z, bool have_grad, double Et, double *E, double *g) {
+    WorldStep *c = ctx;
+    SimWorld *w = c->w;
+    struct SimWorldScratch *s = w->ws;
+    (void)Et;
+    set_bodies(w, z, NULL);
+    if (c->contact) {
+        w->last.min_distance = fmin(w->last.min_distance, c->dmin);
+        if (collect_active(w)) return -1;
+    }
+    *E = have_grad ? c->Eo : objects_energy(w, z, s->ztil, c->dt, c->t1, g);
+    if (c->contact) {
+        *E += c->dt * c->dt * barrier_energy(w, s->act, s->nact, 0, NULL);
+        barrier_gradient(w, c->dt * c->dt, g);
+    }
+    return 0;
 }
 
 /* ---- the step ------------------------------------------------------------------------------- */
@@ -899,20 +1001,7 @@ int sim_world_step(SimWorld *w, double dt, char *err, size_t errlen) {
         lag = fmin(lag, o->newton.elastic_lag);
         if (o->newton.max_hessians < max_hessians) max_hessians = o->newton.max_hessians;
         memcpy(s->z0 + oi->off, o->z, sizeof(double) * (size_t)oi->n);
-        for (int64_t q = 0; q < oi->n; q++) s->ztil[oi->off + q] = o->z[q] + dt * o->zdot[q];
-        /* the prediction projected onto the exact-Dirichlet subspace at t1 */
-        double *zc = s->zt + oi->off;
-        if (oi->N) {
-            for (int64_t q = 0; q < oi->n; q++) s->dz[q] = s->ztil[oi->off + q] - t1 * oi->zp[q];
-            for (int i = 0; i < 3; i++)
-                cblas_dgemv(CblasRowMajor, CblasTrans, (int)oi->nb, (int)oi->r, 1.0, oi->N, (int)oi->r, s->dz + i * oi->nb, 1,
-                            0.0, s->dy + i * oi->r, 1);
-            for (int i = 0; i < 3; i++)
-                cblas_dgemv(CblasRowMajor, CblasNoTrans, (int)oi->nb, (int)oi->r, 1.0, oi->N, (int)oi->r, s->dy + i * oi->r, 1,
-                            0.0, zc + i * oi->nb, 1);
-            for (int64_t q = 0; q < oi->n; q++) zc[q] += t1 * oi->zp[q];
-        } else
-            memcpy(zc, s->ztil + oi->off, sizeof(double) * (size_t)oi->n);
+        sim_object_predict(o, dt, t1, s->ztil + oi->off, s->zt + oi->off, s->dz, s->dy);
     }
     /* initial guess: z̃ filtered by CCD from the feasible z₀ (IPC §4.2) */
     for (int64_t q = 0; q < N; q++) s->dz[q] = s->zt[q] - s->z0[q];
@@ -935,130 +1024,36 @@ int sim_world_step(SimWorld *w, double dt, char *err, size_t errlen) {
         E += dt2 * barrier_energy(w, s->act, s->nact, 0, NULL);
         barrier_gradient(w, dt2, s->g);
     }
+    WorldStep ctx = {.w = w, .dt = dt, .t1 = t1, .contact = contact};
+    SimNewtonProblem P = {.ctx = &ctx, .n = N, .z = s->z, .g = s->g, .gt = s->gt, .zt = s->zt, .dz = s->dz,
+                          .measure = ws_measure, .hessian = ws_hessian, .direction = ws_direction,
+                          .step_bound = contact ? ws_step_bound : NULL, .trial = ws_trial, .accept = ws_accept};
+    /* Hessian reuse as the single-object solver (solver.h), as cautious as the most cautious object;
+     * with the lag, a backtrack alone (which the barrier causes often and a new elastic term does
+     * not cure) does not stale the elastic term: pile 23% less time; and a reassembly followed by
+     * another poor iteration says the lag is not what slows this step (the barrier's
+     * non-convexity is): no more reassemblies in it (pile: 4.0 → 1.2 per contact frame, 15% less
+     * time) */
+    SimNewtonPolicy pol = {.max_iters = max_iters, .max_backtracks = max_bt, .max_hessians = max_hessians, .tol = tol,
+                           .armijo = armijo, .reuse_ratio = reuse_ratio, .elastic_lag = lag, .scale = scale,
+                           .grad_every_trial = false, .backtrack_is_poor = false, .one_refresh = true};
+    SimNewtonResult res;
+    int nrc = sim_newton_solve(&P, &pol, E, &s->kel_stale, &res);
+    s->g = P.g, s->gt = P.gt;
+    if (nrc) goto oom;
     SimWorldStats *st = &w->last;
-    double prev_bound = INFINITY, last_alpha = 1;
-    bool refreshed = false, refresh_ok = true;
-    for (int it = 0; it < max_iters; it++) {
-        reduce_g(w, s->g, s->gr);
-        double bound = mass_bound(w);
-        st->decrement = bound / scale;
-        if (bound < tol * scale) {
-            st->converged = true;
-            break;
-        }
-        bool lagged = lag > 0, fresh, fresh_el = false;
-        bool poor = (!lagged && last_alpha < 1) || bound > (lagged ? lag : reuse_ratio) * prev_bound;
-        if (lagged) {
-            /* every object lags its elastic Hessian (solver.h): reassembled when the last iteration
-             * that used them contracted gᵀM⁻¹g by less than `lag` (a backtrack alone, which the
-             * barrier causes often and a new elastic term does not cure, is not enough: pile 23%
-             * less time); the barrier, inertia and controls exact */
-            if (it > 0) s->kel_stale = poor;
-            /* a reassembly followed by another poor iteration says the lag is not what slows
-             * this step (the barrier's non-convexity is): no more reassemblies in it (pile: 4.0
-             * → 1.2 per contact frame, 15% less time) */
-            if (it > 0 && poor && refreshed) refresh_ok = false;
-            fresh_el = s->kel_stale && refresh_ok && st->hessians < max_hessians;
-            refreshed = fresh_el;
-            fresh = true;
-        } else /* a new Hessian unless the last step was a full one that shrank gᵀM⁻¹g by reuse_ratio
-                * (then a chord step with the last factors: still descent, the Armijo and CCD guards hold) */
-            fresh = it == 0 || (st->hessians < max_hessians && poor);
-        prev_bound = bound;
-        int rc = 0;
-        if (fresh) {
-            if (objects_hessian(w, s->z, s->ztil, dt, t1, lagged, fresh_el)) {
-                st->hessians++;
-                if (lagged) s->kel_stale = false;
-            }
-            if (contact && contact_prepare(w, dt2)) goto oom;
-            /* without the lag every Hessian is factored (plain Newton); with it the factors are
-             * kept while CG converges quickly with them, and a slow CG refactors and runs again */
-            bool refactor = !lagged || !s->have_factor;
-            for (;;) {
-                if (refactor) {
-                    rc = factor_psd(w, dt2, contact, &st->components);
-                    if (rc) break;
-                    st->factorizations++;
-                }
-                bool slow, negative;
-                st->cg_products += newton_direction(w, CG_ETA, CG_MAX, &slow, &negative);
-                st->negative += negative;
-                if (!slow || refactor) break;
-                refactor = true;
-            }
-        } else { /* a chord step: the last factors as they are */
-            for (int64_t i = 0; i < s->nred; i++) s->dy[i] = -s->gr[i];
-            rc = s->have_factor ? solve_components(w, false, 0, &st->components, NULL, s->dy, s->dy) : 1;
-        }
-        st->iters++;
-        if (rc < 0) goto oom;
-        if (rc > 0) {
-            st->failures++;
-            break;
-        }
-        expand(w, s->dy, s->dz);
-        double dec = cblas_ddot((int)N, s->dz, 1, s->g, 1);
-        st->decrement = fabs(dec) / scale;
-        if (!(dec < 0)) { /* no descent direction: reported, not hidden */
-            st->failures++;
-            break;
-        }
-        /* CCD bound on the step, then Armijo inside it */
-        double alpha = 1;
-        if (contact) {
-            set_bodies(w, s->z, s->dz);
-            if (sim_contact_broad_phase(s->bodies, w->nobj + w->nrigid, 0.5 * w->dhat, &s->cand)) goto oom;
-            st->candidates = s->cand.n;
-            alpha = sim_contact_ccd(s->bodies, &s->cand, w->contact.min_sep);
-            if (alpha < 1) st->ccd_limited++;
-        }
-        /* the first trial also takes the objects' gradient (most are accepted) */
-        double Et = NAN, Eo = NAN, dmin = INFINITY;
-        int bt = 0;
-        for (; bt <= max_bt; bt++, alpha *= 0.5) {
-            for (int64_t q = 0; q < N; q++) s->zt[q] = s->z[q] + alpha * s->dz[q];
-            Et = Eo = objects_energy(w, s->zt, s->ztil, dt, t1, bt == 0 ? s->gt : NULL);
-            if (contact) Et += dt2 * barrier_energy(w, s->cand.pairs, s->cand.n, alpha, &dmin);
-            if (Et <= E + armijo * alpha * dec) break;
-        }
-        if (bt > max_bt) {
-            st->failures++;
-            set_bodies(w, s->z, NULL);
-            break;
-        }
-        last_alpha = alpha;
-        memcpy(s->z, s->zt, sizeof(double) * (size_t)N);
-        set_bodies(w, s->z, NULL);
-        if (contact) {
-            st->min_distance = fmin(st->min_distance, dmin);
-            if (collect_active(w)) goto oom;
-        }
-        if (bt == 0) {
-            double *t = s->g;
-            s->g = s->gt, s->gt = t, E = Eo;
-        } else
-            E = objects_energy(w, s->z, s->ztil, dt, t1, s->g);
-        if (contact) {
-            E += dt2 * barrier_energy(w, s->act, s->nact, 0, NULL);
-            barrier_gradient(w, dt2, s->g);
-        }
-        if (fabs(dec) < tol * scale) {
-            st->converged = true;
-            break;
-        }
+    st->iters = res.iters, st->hessians = res.hessians, st->failures = res.failures, st->converged = res.converged;
+    st->decrement = res.decrement;
+    if (res.line_search_failed) set_bodies(w, s->z, NULL);
+    if (!sim_newton_finite(N, s->z)) {
+        tensor_errf(err, errlen, "sim: the state became non-finite at t = %g", t1);
+        return -1;
     }
-    for (int64_t q = 0; q < N; q++)
-        if (!isfinite(s->z[q])) {
-            tensor_errf(err, errlen, "sim: the state became non-finite at t = %g", t1);
-            return -1;
-        }
     st->active = s->nact;
     for (int k = 0; k < w->nobj; k++) {
         SimObject *o = &w->obj[k];
         const ObjInfo *oi = &s->oi[k];
-        for (int64_t q = 0; q < oi->n; q++) o->zdot[q] = (s->z[oi->off + q] - o->z[q]) / dt;
-        memcpy(o->z, s->z + oi->off, sizeof(double) * (size_t)oi->n);
+        sim_newton_velocity(oi->n, s->z + oi->off, dt, o->z, o->zdot);
         o->t = t1;
     }
     if (contact) rigid_reaction(w);

@@ -34,6 +34,13 @@
  * the previous, feasible state. The energy of a trial counts only the broad-phase candidates of
  * the swept step, which contain every pair that can come within d̂ at any α ∈ [0, 1].
  *
+ * The Newton loop itself (stop test, Hessian policy, Armijo, velocity update) is sim/newton.h's,
+ * shared with sim_object_step; world.c supplies the coupled problem (CG directions, CCD bound,
+ * the barrier re-evaluated over each new active set). A single object with no rigid bodies takes
+ * sim_object_step's problem (a dense Cholesky, every Armijo trial with its gradient): the two
+ * differ in the direction and in two policy switches (SimNewtonPolicy), so a world of one run
+ * through the coupled problem would move the drop's trajectory and cost more per frame.
+ *
  * Momentum: the barrier is translation invariant, so its forces on a pair's two bodies cancel
  * and total linear momentum is conserved up to the Newton tolerance when no external force acts. */
 #ifndef ANIMA_SIM_WORLD_H

@@ -3,16 +3,11 @@
 
 #include "losses.h"
 
-void ps_lame(double youngs, double poisson, bool plus_mu, double *mu, double *lambda) {
-    *mu = youngs / (2 * (1 + poisson));
-    *lambda = youngs * poisson / ((1 + poisson) * (1 - 2 * poisson));
-    if (plus_mu) *lambda += *mu;
-}
-
 static Tensor *on(Tensor *t, const Tensor *like) {
     return tensor_device(like) != TENSOR_CPU ? tensor_to(t, tensor_device(like)) : t;
 }
 
+/* ps_neohookean_psi (neohookean.h) on tensors */
 Tensor *ps_psi_neohookean(Tensor *F, double mu, double lambda) {
     Tensor *ic = tensor_sum(tensor_mul(F, F), TENSOR_DIMS(-2, -1), false); /* tr FᵀF */
     Tensor *jm1 = tensor_add_scalar(tensor_det3(F), -1.0);

@@ -9,16 +9,10 @@
 
 #include "autograd/autograd.h"
 #include "config.h"
+#include "neohookean.h"
 
-/* Lamé parameters from E, ν (physskin.md §2). With plus_mu the returned λ is λ + μ: the stable
- * neo-Hookean Ψ below linearizes at F = I to μ|ε|² + (λ_Ψ − μ)/2 (tr ε)², so λ_Ψ = λ + μ makes
- * its small-strain response the Lamé material's (Smith, de Goes, Kim 2018, "Stable
- * Neo-Hookean Flesh Simulation" §3.4; kaolin's simulator does this, its training does not).
- * We default to plus_mu so training and the simulator see the same material. */
-void ps_lame(double youngs, double poisson, bool plus_mu, double *mu, double *lambda);
-
-/* Stable neo-Hookean (physskin.md §2): Ψ = μ/2 (tr FᵀF − 3) + λ/2 (J − 1)² − μ (J − 1),
- * J = det F. F (..., 3, 3) -> (...). Ψ(I) = 0 and P(I) = ∂Ψ/∂F(I) = 0 for any μ, λ. */
+/* ps_lame and the scalar law: neohookean.h. ps_psi_neohookean evaluates ps_neohookean_psi on
+ * tensors, term by term: F (..., 3, 3) -> Ψ (...). */
 Tensor *ps_psi_neohookean(Tensor *F, double mu, double lambda);
 /* Linear elasticity: Ψ = μ tr(εᵀε) + λ/2 (tr ε)², ε = (F + Fᵀ)/2 − I (warm start). */
 Tensor *ps_psi_linear(Tensor *F, double mu, double lambda);

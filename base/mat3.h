@@ -1,0 +1,34 @@
+/* base/mat3.h — small 3×3 and 3-vector arithmetic on plain double arrays, header only: the
+ * products, determinant and cross product that sim/ (rigid bodies, bindings, the FEM baseline)
+ * and datasets/ (cameras) each used to carry a private copy of.
+ *
+ * Matrices are row-major double[9]. Every function evaluates the same expression, in the same
+ * order, as the copies it replaces, so callers' results are unchanged bit for bit (the build uses
+ * -std=c11, which keeps the compiler from contracting a·b + c into an FMA). The outputs may alias
+ * the inputs only where a function says so. */
+#ifndef ANIMA_BASE_MAT3_H
+#define ANIMA_BASE_MAT3_H
+
+/* C = A B (C must not alias A or B) */
+static inline void base_mat3_mul(const double A[9], const double B[9], double C[9]) {
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 3; j++) C[3 * i + j] = A[3 * i] * B[j] + A[3 * i + 1] * B[3 + j] + A[3 * i + 2] * B[6 + j];
+}
+
+/* y = A x (y must not alias x) */
+static inline void base_mat3_vec(const double A[9], const double x[3], double y[3]) {
+    for (int i = 0; i < 3; i++) y[i] = A[3 * i] * x[0] + A[3 * i + 1] * x[1] + A[3 * i + 2] * x[2];
+}
+
+/* det A, expanded along the first row */
+static inline double base_mat3_det(const double A[9]) {
+    return A[0] * (A[4] * A[8] - A[5] * A[7]) - A[1] * (A[3] * A[8] - A[5] * A[6]) + A[2] * (A[3] * A[7] - A[4] * A[6]);
+}
+
+/* c = a × b (c may alias a or b) */
+static inline void base_vec3_cross(const double a[3], const double b[3], double c[3]) {
+    double t0 = a[1] * b[2] - a[2] * b[1], t1 = a[2] * b[0] - a[0] * b[2], t2 = a[0] * b[1] - a[1] * b[0];
+    c[0] = t0, c[1] = t1, c[2] = t2;
+}
+
+#endif
