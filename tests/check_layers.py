@@ -188,6 +188,9 @@ def objects(build):
                 if not f.endswith(".o"):
                     continue
                 path = os.path.join(d, f)
+                key = os.path.relpath(path, build)[:-2]
+                if not any(os.path.isfile(os.path.join(ROOT, key + e)) for e in (".c", ".cu")):
+                    continue  # left over from a source that moved or went away
                 out = subprocess.run(["nm", path], capture_output=True, text=True).stdout
                 defined, undefined, strong = set(), set(), set()
                 for line in out.splitlines():
@@ -198,7 +201,7 @@ def objects(build):
                         defined.add(p[2])
                         if p[1] in "TDBRCGS":
                             strong.add(p[2])
-                res[os.path.relpath(path, build)[:-2]] = (defined, undefined, strong)
+                res[key] = (defined, undefined, strong)
     return res
 
 
