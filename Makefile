@@ -208,7 +208,7 @@ uninstall:
 # names what else it links below). Run them with tests/fuzz/run.sh [seconds]; crashers go into
 # tests/fuzz/corpus/<reader>/.
 FUZZ_CC    ?= clang
-FUZZ_LIB   := $(wildcard tensor/errbuf.c datasets/mesh_io.c datasets/mesh_obj.c datasets/mesh_ply.c datasets/mesh_ply_format.c \
+FUZZ_LIB   := $(wildcard tensor/errbuf.c datasets/mesh_io.c datasets/mesh_file.c datasets/mesh_obj.c datasets/mesh_ply.c datasets/mesh_ply_format.c \
                 datasets/mesh_off.c datasets/mesh_stl.c datasets/gaussian_ply.c datasets/bvh.c)
 FUZZ_BIN   := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(wildcard tests/fuzz/fuzz_*.c))
 FUZZ_FLAGS := -std=c11 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
@@ -228,6 +228,6 @@ FUZZ_CFLAGS_fuzz_skinning := -I/usr/include/hdf5/serial
 FUZZ_LDLIBS_fuzz_skinning := -L/usr/lib/x86_64-linux-gnu/hdf5/serial -lhdf5 -lpng
 
 .SECONDEXPANSION:
-$(BUILD)/fuzz/%: tests/fuzz/%.c $(FUZZ_LIB) $$(FUZZ_SRC_$$*) datasets/mesh_internal.h datasets/mesh.h
+$(BUILD)/fuzz/%: tests/fuzz/%.c $(FUZZ_LIB) $$(FUZZ_SRC_$$*) datasets/mesh_internal.h datasets/mesh_formats.h datasets/mesh.h
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_FLAGS) $(FUZZ_CFLAGS_$*) -o $@ $< $(FUZZ_LIB) $(FUZZ_SRC_$*) -lm $(FUZZ_LDLIBS_$*)

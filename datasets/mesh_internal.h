@@ -1,7 +1,8 @@
 /* datasets/mesh_internal.h — what the mesh readers and writers share and nobody else needs:
  * error formatting, a text scanner that counts lines, strict number parsing, growable arrays,
  * the generic PLY header/value layer (the mesh PLY and the 3DGS PLY readers both sit on it),
- * and writing through a temporary file. Not a public header. */
+ * and writing through a temporary file (defined in mesh_io.c and mesh_ply_format.c). The
+ * per-format readers and writers are in mesh_formats.h. Not a public header. */
 #ifndef ANIMA_DATASETS_MESH_INTERNAL_H
 #define ANIMA_DATASETS_MESH_INTERNAL_H
 
@@ -150,17 +151,6 @@ int mesh_out_open(MeshOut *o, const char *path, char *err, size_t errlen);
 int mesh_out_close(MeshOut *o, bool ok, char *err, size_t errlen);
 void put_f32_le(FILE *f, float x);
 void put_i32_le(FILE *f, int32_t x);
-
-/* ---- the readers and writers (one file per format) ---------------------------------------- */
-
-int mesh_read_obj(const char *name, const uint8_t *d, size_t n, DsMesh *m, char *err, size_t errlen);
-int mesh_read_ply(const char *name, const uint8_t *d, size_t n, DsMesh *m, char *err, size_t errlen);
-int mesh_read_off(const char *name, const uint8_t *d, size_t n, DsMesh *m, char *err, size_t errlen);
-int mesh_read_stl(const char *name, const uint8_t *d, size_t n, DsMesh *m, char *err, size_t errlen);
-int mesh_write_obj(const char *path, const DsMesh *m, char *err, size_t errlen);
-int mesh_write_ply(const char *path, const DsMesh *m, bool ascii, char *err, size_t errlen);
-int mesh_write_off(const char *path, const DsMesh *m, char *err, size_t errlen);
-int mesh_write_stl(const char *path, const DsMesh *m, bool ascii, char *err, size_t errlen);
 
 /* Reads a whole regular file into memory (malloc'd *data of *size bytes); a file over `max`
  * bytes (0: no bound) is refused with "<path>: file too large for <what> (N bytes)". The image

@@ -1,6 +1,7 @@
-/* datasets/mesh_io.c — the mesh IO entry points (format by extension) and the helpers every
- * reader shares: strict tokens and numbers, growable arrays, vertex deduplication, writing
- * through a temporary file. */
+/* datasets/mesh_io.c — the helpers every mesh reader and writer shares (mesh_internal.h): strict
+ * tokens and numbers, growable arrays, vertex deduplication, reading a whole file, writing
+ * through a temporary file. The entry points that pick a format are above the format files, in
+ * mesh_file.c. */
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
@@ -315,54 +316,4 @@ void put_i32_le(FILE *f, int32_t x) {
     uint32_t b = (uint32_t)x;
     uint8_t c[4] = {(uint8_t)b, (uint8_t)(b >> 8), (uint8_t)(b >> 16), (uint8_t)(b >> 24)};
     fwrite(c, 1, 4, f);
-}
-
-/* ---- entry points -------------------------------------------------------------------------- */
-
-static const char *ext_of(const char *name) {
-    const char *slash = strrchr(name, '/'), *dot = strrchr(name, '.');
-    return dot && (!slash || dot > slash) ? dot + 1 : "";
-}
-
-int ds_mesh_read_mem(const char *name, const uint8_t *data, size_t size, DsMesh *m, char *err, size_t errlen) {
-    memset(m, 0, sizeof *m);
-    const char *ext = ext_of(name);
-    int rc;
-    if (!strcasecmp(ext, "obj")) rc = mesh_read_obj(name, data, size, m, err, errlen);
-    else if (!strcasecmp(ext, "ply")) rc = mesh_read_ply(name, data, size, m, err, errlen);
-    else if (!strcasecmp(ext, "off")) rc = mesh_read_off(name, data, size, m, err, errlen);
-    else if (!strcasecmp(ext, "stl")) rc = mesh_read_stl(name, data, size, m, err, errlen);
-    else return tensor_errf(err, errlen, "%s: unknown mesh format '.%s' (anima reads .obj .ply .off .stl)", name, ext);
-    if (rc) {
-        ds_mesh_free(m);
-        return -1;
-    }
-    if (m->nv == 0) {
-        ds_mesh_free(m);
-        return tensor_errf(err, errlen, "%s: no vertices", name);
-    }
-    return 0;
-}
-
-int ds_mesh_read(const char *path, DsMesh *m, char *err, size_t errlen) {
-    memset(m, 0, sizeof *m);
-    uint8_t *data;
-    size_t size;
-    if (mesh_slurp(path, 0, NULL, &data, &size, err, errlen)) return -1;
-    int rc = ds_mesh_read_mem(path, data, size, m, err, errlen);
-    free(data);
-    return rc;
-}
-
-int ds_mesh_write(const char *path, const DsMesh *m, bool ascii, char *err, size_t errlen) {
-    for (int64_t i = 0; i < 3 * m->nf; i++)
-        if (m->f[i] < 0 || m->f[i] >= m->nv)
-            return tensor_errf(err, errlen, "%s: face %lld refers to vertex %d of %lld", path, (long long)(i / 3),
-                               m->f[i], (long long)m->nv);
-    const char *ext = ext_of(path);
-    if (!strcasecmp(ext, "obj")) return mesh_write_obj(path, m, err, errlen);
-    if (!strcasecmp(ext, "ply")) return mesh_write_ply(path, m, ascii, err, errlen);
-    if (!strcasecmp(ext, "off")) return mesh_write_off(path, m, err, errlen);
-    if (!strcasecmp(ext, "stl")) return mesh_write_stl(path, m, ascii, err, errlen);
-    return tensor_errf(err, errlen, "%s: unknown mesh format '.%s' (anima writes .obj .ply .off .stl)", path, ext);
 }

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "datasets/mesh_formats.h"
 #include "datasets/mesh_internal.h"
 
 typedef struct {

@@ -12,6 +12,7 @@
  * Out: plain OFF, positions and triangles. */
 #include <string.h>
 
+#include "datasets/mesh_formats.h"
 #include "datasets/mesh_internal.h"
 
 /* Next line with something on it other than a comment; the comment is cut off. */

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "datasets/mesh_formats.h"
 #include "datasets/mesh_internal.h"
 
 enum { P_X, P_Y, P_Z, P_NX, P_NY, P_NZ, P_R, P_G, P_B, P_VALUE, P_COUNT };

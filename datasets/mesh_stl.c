@@ -16,6 +16,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "datasets/mesh_formats.h"
 #include "datasets/mesh_internal.h"
 
 static uint32_t le32(const uint8_t *p) { return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24; }

@@ -39,7 +39,7 @@
 #include <string.h>
 
 #include "autograd/custom.h"
-#include "functional.h"
+#include "attention.h"
 #include "tensor/backend.h"
 
 /* Query × key tile: 64 × 128 scores = 32 KiB in f32, with the 64 × d output tile and a K/V
@@ -390,6 +390,29 @@ Tensor *nn_attention_tiled(Tensor *q, Tensor *k, Tensor *v, int heads) {
     AttCtx c = {.heads = heads};
     Tensor *in[3] = {q, k, v};
     return ag_custom_apply(&att_op, 3, in, &c, sizeof c);
+}
+
+/* ---- the naive path ----------------------------------------------------------------------- */
+
+/* (B, T, C) -> (B, h, T, d): heads become a batch dim of the matmuls */
+static Tensor *split_heads(Tensor *x, int heads) {
+    int64_t B = x->shape[0], T = x->shape[1], C = x->shape[2];
+    Tensor *r = tensor_reshape(x, 4, (int64_t[]){B, T, heads, C / heads});
+    return tensor_permute(r, 4, (int[]){0, 2, 1, 3});
+}
+
+Tensor *nn_attention_naive(Tensor *q, Tensor *k, Tensor *v, int heads) {
+    nn_attention_check("nn_attention", q, k, v, heads);
+    int64_t B = q->shape[0], Tq = q->shape[1], C = q->shape[2], d = C / heads;
+    Tensor *qh = split_heads(q, heads), *kh = split_heads(k, heads), *vh = split_heads(v, heads);
+    /* softmax(Q Kᵀ / √d) V (Vaswani et al. 2017, eq. 1); √d keeps the logits' variance O(1) */
+    Tensor *s = tensor_matmul(qh, tensor_transpose(kh, -1, -2));
+    s = tensor_mul_scalar(s, 1.0 / sqrt((double)d));
+    Tensor *p = tensor_softmax(s, -1);
+    if (vh->dtype == TENSOR_BF16) p = tensor_cast(p, TENSOR_BF16); /* s and p are f32 */
+    Tensor *o = tensor_matmul(p, vh);
+    o = tensor_permute(o, 4, (int[]){0, 2, 1, 3});
+    return tensor_reshape(o, 3, (int64_t[]){B, Tq, C});
 }
 
 /* ---- dispatch ------------------------------------------------------------------------------- */

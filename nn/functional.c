@@ -43,13 +43,6 @@ Tensor *nn_linear(Tensor *x, Tensor *w, Tensor *b) {
     return tensor_reshape(y, x->ndim, shape);
 }
 
-/* (B, T, C) -> (B, h, T, d): heads become a batch dim of the matmuls */
-static Tensor *split_heads(Tensor *x, int heads) {
-    int64_t B = x->shape[0], T = x->shape[1], C = x->shape[2];
-    Tensor *r = tensor_reshape(x, 4, (int64_t[]){B, T, heads, C / heads});
-    return tensor_permute(r, 4, (int[]){0, 2, 1, 3});
-}
-
 Tensor *nn_attention(Tensor *q, Tensor *k, Tensor *v, int heads) {
     nn_attention_check("nn_attention", q, k, v, heads);
     /* one cast each: q, k, v are often narrow views of one fused projection, and a bf16 tensor
@@ -57,20 +50,6 @@ Tensor *nn_attention(Tensor *q, Tensor *k, Tensor *v, int heads) {
     q = autocast(q), k = autocast(k), v = autocast(v);
     bool tiled = nn_attention_wants_tiled(q, k) && nn_attention_tiled_supports(q, heads);
     return tiled ? nn_attention_tiled(q, k, v, heads) : nn_attention_naive(q, k, v, heads);
-}
-
-Tensor *nn_attention_naive(Tensor *q, Tensor *k, Tensor *v, int heads) {
-    nn_attention_check("nn_attention", q, k, v, heads);
-    int64_t B = q->shape[0], Tq = q->shape[1], C = q->shape[2], d = C / heads;
-    Tensor *qh = split_heads(q, heads), *kh = split_heads(k, heads), *vh = split_heads(v, heads);
-    /* softmax(Q Kᵀ / √d) V (Vaswani et al. 2017, eq. 1); √d keeps the logits' variance O(1) */
-    Tensor *s = tensor_matmul(qh, tensor_transpose(kh, -1, -2));
-    s = tensor_mul_scalar(s, 1.0 / sqrt((double)d));
-    Tensor *p = tensor_softmax(s, -1);
-    if (vh->dtype == TENSOR_BF16) p = tensor_cast(p, TENSOR_BF16); /* s and p are f32 */
-    Tensor *o = tensor_matmul(p, vh);
-    o = tensor_permute(o, 4, (int[]){0, 2, 1, 3});
-    return tensor_reshape(o, 3, (int64_t[]){B, Tq, C});
 }
 
 static Tensor *ln(Tensor *x, Tensor *w, Tensor *b) { return tensor_layer_norm(x, 1, w, b, NN_LN_EPS); }

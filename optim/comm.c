@@ -86,12 +86,10 @@ static void scale(Tensor *t, double s) {
 
 void optim_comm_mean_scale(OptimComm *c, Tensor *flat) { scale(flat, 1.0 / c->size); }
 
-/* nothing to reduce: one process, unless it is a one-rank NCCL world (optim_comm_init_nccl_one),
- * whose reductions do go through NCCL so that the path can be checked against the CPU */
-static bool trivial(const OptimComm *c) { return !c || (c->size == 1 && c->kind != OPTIM_COMM_NCCL); }
+bool optim_comm_trivial(const OptimComm *c) { return !c || (c->size == 1 && c->kind != OPTIM_COMM_NCCL); }
 
 void optim_comm_allreduce_mean(OptimComm *c, Tensor *flat, size_t bucket_bytes) {
-    if (trivial(c) || (c->size == 1 && tensor_device(flat) != TENSOR_CUDA)) return;
+    if (optim_comm_trivial(c) || (c->size == 1 && tensor_device(flat) != TENSOR_CUDA)) return;
     if (!tensor_is_contiguous(flat) || flat->dtype == TENSOR_I64)
         tensor_fail("optim_comm_allreduce_mean", "needs a contiguous float buffer");
     if (c->kind == OPTIM_COMM_NCCL && tensor_device(flat) == TENSOR_CUDA) {
@@ -120,21 +118,6 @@ void optim_comm_allreduce_mean(OptimComm *c, Tensor *flat, size_t bucket_bytes) 
 void optim_comm_allreduce_grads(OptimComm *c, NnParams *p) {
     if (!p->packed) tensor_fail("optim_comm_allreduce_grads", "pack the parameters first (nn_params_pack)");
     optim_comm_allreduce_mean(c, p->flat_grad, c->bucket_bytes);
-}
-
-void optim_comm_backward(OptimComm *c, NnParams *p, Tensor *loss, bool retain_graph) {
-    if (trivial(c)) {
-        ag_backward(loss, NULL, retain_graph);
-        return;
-    }
-    if (!c->overlap) {
-        ag_backward(loss, NULL, retain_graph);
-        optim_comm_allreduce_grads(c, p);
-        return;
-    }
-    OptimCommReducer *r = optim_comm_reducer_begin(c, p, c->bucket_bytes);
-    ag_backward(loss, NULL, retain_graph);
-    optim_comm_reducer_finish(r, NULL);
 }
 
 void optim_comm_broadcast(OptimComm *c, Tensor *flat, int root) {

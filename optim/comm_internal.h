@@ -1,4 +1,5 @@
-/* optim/comm_internal.h — the communicator's state, shared by comm.c and comm_nccl.c. */
+/* optim/comm_internal.h — the communicator's state, shared by comm.c, comm_nccl.c and
+ * comm_reducer.c. */
 #ifndef ANIMA_OPTIM_COMM_INTERNAL_H
 #define ANIMA_OPTIM_COMM_INTERNAL_H
 
@@ -14,6 +15,11 @@ struct OptimComm {
     size_t bucket_bytes;          /* optim_comm_set_buckets */
     bool overlap;
 };
+
+/* Nothing to reduce: no communicator, or one process, unless it is a one-rank NCCL world
+ * (optim_comm_init_nccl_one), whose reductions do go through NCCL so that the path can be
+ * checked against the CPU. */
+bool optim_comm_trivial(const OptimComm *c);
 
 /* flat *= 1 / ranks, with grad mode off: the mean's last step */
 void optim_comm_mean_scale(OptimComm *c, Tensor *flat);

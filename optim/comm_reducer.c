@@ -140,7 +140,7 @@ static void make_buckets(OptimCommReducer *r) {
 }
 
 OptimCommReducer *optim_comm_reducer_begin(OptimComm *c, NnParams *p, size_t bucket_bytes) {
-    if (!c || (c->size == 1 && c->kind != OPTIM_COMM_NCCL)) return NULL; /* as comm.c's trivial() */
+    if (optim_comm_trivial(c)) return NULL;
     if (!p->packed) tensor_fail("optim_comm_reducer_begin", "pack the parameters first (nn_params_pack)");
     OptimCommReducer *r = xcalloc(1, sizeof *r);
     r->c = c;
@@ -197,4 +197,21 @@ void optim_comm_reducer_finish(OptimCommReducer *r, OptimCommReducerStats *stats
     free(r->b_pending);
     free(r->req);
     free(r);
+}
+
+/* backward with the gradient all-reduce: overlapped through a reducer when the communicator
+ * asks for it (here, above the reducer, so that comm.c does not depend on this file) */
+void optim_comm_backward(OptimComm *c, NnParams *p, Tensor *loss, bool retain_graph) {
+    if (optim_comm_trivial(c)) {
+        ag_backward(loss, NULL, retain_graph);
+        return;
+    }
+    if (!c->overlap) {
+        ag_backward(loss, NULL, retain_graph);
+        optim_comm_allreduce_grads(c, p);
+        return;
+    }
+    OptimCommReducer *r = optim_comm_reducer_begin(c, p, c->bucket_bytes);
+    ag_backward(loss, NULL, retain_graph);
+    optim_comm_reducer_finish(r, NULL);
 }

@@ -279,7 +279,7 @@ int sim_object_set_cubature(SimObject *o, int64_t k, const int64_t *idx, const d
         prep_free(o->prep), o->prep = NULL;                                                            \
         return 0;                                                                                      \
     }
-ADD_CONTROL(add_dirichlet_entry, SimDirichlet, dirichlet, ndirichlet)
+static ADD_CONTROL(add_dirichlet_entry, SimDirichlet, dirichlet, ndirichlet)
 
 /* ---- fixed regions' falloff (solver.h: SimDirichlet.falloff) ----------------------------------- */
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# tests/run.sh — every suite, then one total: the unit tests (one process, each test forked),
-# the data-parallel tests under `mpirun -np 2`, and the examples built against the installed
-# tree (tests/examples.sh; `make test` installs it first). The last line is "N passed, N failed".
+# tests/run.sh — every suite, then one total: the layering checks (tests/check_layers.py: include
+# and object-reference layers and cycles), the unit tests (one process, each test forked), the
+# data-parallel tests under `mpirun -np 2`, and the examples built against the installed tree
+# (tests/examples.sh; `make test` installs it first). The last line is "N passed, N failed".
 set -u
 cd "$(dirname "$0")/.."
 build=${BUILD:-build}
@@ -27,6 +28,7 @@ run_suite() { # name, command...
   total_pass=$((total_pass + p)); total_fail=$((total_fail + f))
   [ "$rc" -ne 0 ] && [ "$f" -eq 0 ] && { echo "FAIL $name exited $rc"; total_fail=$((total_fail + 1)); }
 }
+run_suite layers python3 tests/check_layers.py "$build"
 run_suite unit "./$build/anima-tests"
 if command -v mpirun >/dev/null; then
   # OpenMPI's own components leak at MPI_Finalize; our code's leaks are covered by the unit

@@ -59,7 +59,7 @@ struct GsCudaScratch { /* pool blocks of one call, released together */
 
 /* ---- 1. preprocess ------------------------------------------------------------------------- */
 
-__global__ void k_preprocess(GsRasterInputs in, double3 cam, int tiles_x, int tiles_y, float4 *splat,
+static __global__ void k_preprocess(GsRasterInputs in, double3 cam, int tiles_x, int tiles_y, float4 *splat,
                              int32_t *radius, int4 *rect, int64_t *counts) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= in.n) return;
@@ -80,7 +80,7 @@ __global__ void k_preprocess(GsRasterInputs in, double3 cam, int tiles_x, int ti
 
 /* Depths are > znear > 0: positive floats, whose bit patterns order like the values. The depth is
  * (float)z exactly as the CPU rounds it, so both sort identically. */
-__global__ void k_keys(int n, int tiles_x, const int4 *rect, const int64_t *incl, const float4 *splat, uint64_t *keys,
+static __global__ void k_keys(int n, int tiles_x, const int4 *rect, const int64_t *incl, const float4 *splat, uint64_t *keys,
                        int32_t *vals) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
@@ -100,7 +100,7 @@ __global__ void k_keys(int n, int tiles_x, const int4 *rect, const int64_t *incl
 
 /* tile_start[t] = first entry whose tile is >= t, for t in [0, n_tiles]; entry e writes the slots
  * (tile(e − 1), tile(e)], the last entry also (tile(total − 1), n_tiles] — each slot once. */
-__global__ void k_ranges(int64_t total, int n_tiles, const uint64_t *keys, int64_t *tile_start) {
+static __global__ void k_ranges(int64_t total, int n_tiles, const uint64_t *keys, int64_t *tile_start) {
     CU_LOOP(e, total) {
         int t = (int)(keys[e] >> 32);
         int tp = e == 0 ? -1 : (int)(keys[e - 1] >> 32);
@@ -116,7 +116,7 @@ __global__ void k_ranges(int64_t total, int n_tiles, const uint64_t *keys, int64
 #define GS_ALPHA_MIN_F ((float)GS_ALPHA_MIN)
 #define GS_T_MIN_F ((float)GS_T_MIN)
 
-__global__ void __launch_bounds__(GS_BLOCK)
+static __global__ void __launch_bounds__(GS_BLOCK)
     k_render(int W, int H, int tiles_x, const int64_t *tile_start, const int32_t *entry_gauss, const float4 *splat,
              float3 bg, double *out, double *T_final, int32_t *n_contrib) {
     __shared__ float4 s_a[GS_BLOCK], s_b[GS_BLOCK], s_c[GS_BLOCK];
@@ -177,7 +177,7 @@ __global__ void __launch_bounds__(GS_BLOCK)
 
 /* ---- 7. pixel backward ----------------------------------------------------------------------- */
 
-__global__ void __launch_bounds__(GS_BLOCK)
+static __global__ void __launch_bounds__(GS_BLOCK)
     k_render_backward(int W, int H, int tiles_x, const int64_t *tile_start, const int32_t *entry_gauss,
                       const float4 *splat, float3 bg, const double *gout, const double *T_final,
                       const int32_t *n_contrib, float *gsplat) {
@@ -276,7 +276,7 @@ __global__ void __launch_bounds__(GS_BLOCK)
 
 /* ---- 8. per-Gaussian backward ------------------------------------------------------------------ */
 
-__global__ void k_backward_gauss(GsRasterInputs in, double3 cam, const int32_t *radius, const float *gsplat,
+static __global__ void k_backward_gauss(GsRasterInputs in, double3 cam, const int32_t *radius, const float *gsplat,
                                  GsRasterGrads gr) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= in.n) return;
@@ -303,7 +303,7 @@ __global__ void k_backward_gauss(GsRasterInputs in, double3 cam, const int32_t *
         for (int k = 0; k < nc; k++) gc[k] = 0;
 }
 
-__global__ void k_i32_to_i64(const int32_t *src, int64_t *dst, int n) {
+static __global__ void k_i32_to_i64(const int32_t *src, int64_t *dst, int n) {
     CU_LOOP(i, n) dst[i] = src[i];
 }
 

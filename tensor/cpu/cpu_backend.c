@@ -1,13 +1,9 @@
 /* tensor/cpu/cpu_backend.c — the CPU backend's kernel table and device lookup. */
 #include <stdlib.h>
 #include <string.h>
-#include <omp.h>
 
 #include "../internal.h"
 #include "cpu.h"
-
-int cpu_threads_in_team(void) { return omp_get_num_threads(); }
-int cpu_thread_id(void) { return omp_get_thread_num(); }
 
 static void *host_alloc(size_t n) { return malloc(n); }
 static void host_copy(void *dst, const void *src, size_t n) { memcpy(dst, src, n); }

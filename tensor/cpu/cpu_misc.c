@@ -1,10 +1,15 @@
-/* tensor/cpu/cpu_misc.c — random numbers, index_select / gather / scatter_add, and the
- * closed-form batched 3×3 determinant and inverse. */
+/* tensor/cpu/cpu_misc.c — random numbers, index_select / gather / scatter_add, the
+ * closed-form batched 3×3 determinant and inverse, and the OpenMP team queries the other
+ * kernel files share (kept here, below them, rather than in the backend's table file). */
 #include <math.h>
+#include <omp.h>
 #include <string.h>
 
 #include "cpu.h"
 #include "cpu_iter.h"
+
+int cpu_threads_in_team(void) { return omp_get_num_threads(); }
+int cpu_thread_id(void) { return omp_get_thread_num(); }
 
 /* Element i uses Philox counter offset + i/2: words (0,1) for even i, (2,3) for odd i. Uniform
  * f32 takes the top 24 bits of the first word, f64 53 bits of both; normals are Box–Muller on

@@ -44,10 +44,10 @@ __global__ void k_cast(TO *o, const FROM *x, int64_t n) {
 }
 
 /* bf16: round to nearest even, NaN kept (tensor_bf16_from_f32 on the CPU); widening is exact */
-__global__ void k_cast_f32_bf16(__nv_bfloat16 *o, const float *x, int64_t n) {
+static __global__ void k_cast_f32_bf16(__nv_bfloat16 *o, const float *x, int64_t n) {
     CU_LOOP(i, n) o[i] = __float2bfloat16_rn(x[i]);
 }
-__global__ void k_cast_bf16_f32(float *o, const __nv_bfloat16 *x, int64_t n) {
+static __global__ void k_cast_bf16_f32(float *o, const __nv_bfloat16 *x, int64_t n) {
     CU_LOOP(i, n) o[i] = __bfloat162float(x[i]);
 }
 
@@ -263,13 +263,13 @@ __device__ __forceinline__ double un_f64(TensorOpId op, double x, double p0, dou
     }
 }
 
-__global__ void k_unary_f32(TensorOpId op, float *o, const float *x, float p0, float p1, int64_t n) {
+static __global__ void k_unary_f32(TensorOpId op, float *o, const float *x, float p0, float p1, int64_t n) {
     CU_LOOP(i, n) o[i] = un_f32(op, x[i], p0, p1);
 }
-__global__ void k_unary_f64(TensorOpId op, double *o, const double *x, double p0, double p1, int64_t n) {
+static __global__ void k_unary_f64(TensorOpId op, double *o, const double *x, double p0, double p1, int64_t n) {
     CU_LOOP(i, n) o[i] = un_f64(op, x[i], p0, p1);
 }
-__global__ void k_unary_i64(TensorOpId op, int64_t *o, const int64_t *x, int64_t n) {
+static __global__ void k_unary_i64(TensorOpId op, int64_t *o, const int64_t *x, int64_t n) {
     CU_LOOP(i, n) {
         int64_t v = x[i];
         o[i] = op == TENSOR_OP_NEG ? -v : op == TENSOR_OP_ABS ? (v < 0 ? -v : v) : (int64_t)((v > 0) - (v < 0));

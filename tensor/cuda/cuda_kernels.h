@@ -23,7 +23,7 @@ extern "C" {
 /* Aborts through tensor_fail (one line naming the op) when a CUDA call failed. */
 void cu_check(const char *op, cudaError_t err);
 
-/* Device memory from the caching pool (cuda_backend.cu); scratch for pointer arrays etc. */
+/* Device memory from the caching pool (cuda_runtime.cu); scratch for pointer arrays etc. */
 void *cu_pool_alloc(size_t nbytes);
 void cu_pool_release(void *p);
 

@@ -243,7 +243,7 @@ void cu_reduce(TensorOpId op, Tensor *out, const Tensor *x, int64_t A, int64_t R
 
 /* ---- softmax: softmax_row_f32/f64 of cpu_nn.c, a block per row ----------------------------- */
 
-__global__ void k_softmax_f32(float *o, const float *x, int64_t rows, int64_t n, bool lg) {
+static __global__ void k_softmax_f32(float *o, const float *x, int64_t rows, int64_t n, bool lg) {
     for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
         const float *xr = x + row * n;
         float *orow = o + row * n;
@@ -264,7 +264,7 @@ __global__ void k_softmax_f32(float *o, const float *x, int64_t rows, int64_t n,
     }
 }
 
-__global__ void k_softmax_f64(double *o, const double *x, int64_t rows, int64_t n, bool lg) {
+static __global__ void k_softmax_f64(double *o, const double *x, int64_t rows, int64_t n, bool lg) {
     for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
         const double *xr = x + row * n;
         double *orow = o + row * n;
