@@ -23,7 +23,7 @@ CFLAGS  += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-re
 LDLIBS  += -fsanitize=address,undefined
 endif
 
-LIB_DIRS := tensor tensor/cpu autograd nn optim datasets sim $(wildcard models/*)
+LIB_DIRS := base tensor tensor/cpu autograd nn optim datasets sim $(wildcard models/*)
 LIB_SRC  := $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c))
 ifeq ($(CUDA),1)
 CUDA_SRC := $(wildcard tensor/cuda/*.cu) $(wildcard models/*/*.cu)
@@ -141,7 +141,7 @@ clean:
 # names what else it links below). Run them with tests/fuzz/run.sh [seconds]; crashers go into
 # tests/fuzz/corpus/<reader>/.
 FUZZ_CC    ?= clang
-FUZZ_LIB   := $(wildcard tensor/errbuf.c datasets/mesh_io.c datasets/mesh_obj.c datasets/mesh_ply.c datasets/mesh_ply_format.c \
+FUZZ_LIB   := $(wildcard base/errbuf.c datasets/mesh_io.c datasets/mesh_obj.c datasets/mesh_ply.c datasets/mesh_ply_format.c \
                 datasets/mesh_off.c datasets/mesh_stl.c datasets/gaussian_ply.c datasets/bvh.c)
 FUZZ_BIN   := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(wildcard tests/fuzz/fuzz_*.c))
 FUZZ_FLAGS := -std=c11 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
@@ -156,7 +156,7 @@ fuzz:
 FUZZ_SRC_fuzz_png    := datasets/image.c
 FUZZ_LDLIBS_fuzz_png := -lpng
 # the skinning file (HDF5): the reader and what its previews link (camera, raster, PNG)
-FUZZ_SRC_fuzz_skinning    := datasets/skinning_file.c tensor/h5file.c datasets/camera.c datasets/raster.c datasets/image.c
+FUZZ_SRC_fuzz_skinning    := datasets/skinning_file.c base/h5file.c datasets/camera.c datasets/raster.c datasets/image.c
 FUZZ_CFLAGS_fuzz_skinning := -I/usr/include/hdf5/serial
 FUZZ_LDLIBS_fuzz_skinning := -L/usr/lib/x86_64-linux-gnu/hdf5/serial -lhdf5 -lpng
 

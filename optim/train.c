@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "train.h"
-#include "tensor/errbuf.h"
+#include "base/errbuf.h"
 
 /* Set by the handler, read between steps: the only thing a handler may safely do. */
 static volatile sig_atomic_t g_signal;
@@ -69,13 +69,13 @@ static void json_num(FILE *f, double v) {
  * kept part is written to a temporary name and renamed, like checkpoints. */
 static int trim_log(const char *path, int64_t upto, char *err, size_t errlen) {
     FILE *f = fopen(path, "rb");
-    if (!f) return errno == ENOENT ? 0 : (tensor_errf(err, errlen, "%s: cannot read (%s)", path, strerror(errno)), -1);
+    if (!f) return errno == ENOENT ? 0 : (base_errf(err, errlen, "%s: cannot read (%s)", path, strerror(errno)), -1);
     char tmp[4096];
     snprintf(tmp, sizeof tmp, "%s.tmp-%ld", path, (long)getpid());
     FILE *o = fopen(tmp, "wb");
     if (!o) {
         fclose(f);
-        tensor_errf(err, errlen, "%s: cannot write (%s)", tmp, strerror(errno));
+        base_errf(err, errlen, "%s: cannot write (%s)", tmp, strerror(errno));
         return -1;
     }
     char *line = NULL;
@@ -91,7 +91,7 @@ static int trim_log(const char *path, int64_t upto, char *err, size_t errlen) {
     free(line);
     fclose(f);
     if (fflush(o) != 0 || fsync(fileno(o)) != 0 || fclose(o) != 0 || rename(tmp, path) != 0) {
-        tensor_errf(err, errlen, "%s: cannot rewrite the log (%s)", path, strerror(errno));
+        base_errf(err, errlen, "%s: cannot rewrite the log (%s)", path, strerror(errno));
         unlink(tmp);
         return -1;
     }
@@ -209,8 +209,8 @@ int optim_train_init(OptimTrain *t, const OptimTrainOptions *opt, NnParams *p, O
             t->metrics = NULL;
             free(t->resumed_config);
             t->resumed_config = NULL;
-            if (t->is_main) tensor_errf(err, errlen, "%s: another rank failed to start (its message is above)", t->opt.name);
-            else tensor_errf(err, errlen, "%s", "");
+            if (t->is_main) base_errf(err, errlen, "%s: another rank failed to start (its message is above)", t->opt.name);
+            else base_errf(err, errlen, "%s", "");
         }
         return -1;
     }
@@ -235,7 +235,7 @@ static int init_local(OptimTrain *t, NnParams *p, Optim *o, char *err, size_t er
     t->saved_step = -1;
     if (t->opt.resume) {
         if (!t->opt.ckpt_path) {
-            tensor_errf(err, errlen, "%s: --resume needs a checkpoint path", t->opt.name);
+            base_errf(err, errlen, "%s: --resume needs a checkpoint path", t->opt.name);
             return -1;
         }
         OptimCheckpointMeta meta = {0};
@@ -251,7 +251,7 @@ static int init_local(OptimTrain *t, NnParams *p, Optim *o, char *err, size_t er
         if (t->opt.resume && trim_log(t->opt.metrics_path, t->step, err, errlen)) goto fail;
         t->metrics = fopen(t->opt.metrics_path, t->opt.resume ? "ab" : "wb");
         if (!t->metrics) {
-            tensor_errf(err, errlen, "%s: cannot open for writing (%s)", t->opt.metrics_path, strerror(errno));
+            base_errf(err, errlen, "%s: cannot open for writing (%s)", t->opt.metrics_path, strerror(errno));
             goto fail;
         }
     }

@@ -4,7 +4,7 @@
 
 #include <stddef.h>
 
-#include "tensor/errbuf.h"
+#include "base/errbuf.h"
 
 /* monotonic seconds */
 double sim_now(void);

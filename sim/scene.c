@@ -43,7 +43,7 @@ static int wrong(Ctx *c, const char *path, const char *key, const char *expected
     char k[256], got[80];
     kp(k, sizeof k, path, key);
     describe(v, got, sizeof got);
-    tensor_errf(c->err, c->errlen, "%s: key '%s': expected %s, got %s", c->src, k, expected, got);
+    base_errf(c->err, c->errlen, "%s: key '%s': expected %s, got %s", c->src, k, expected, got);
     return -1;
 }
 
@@ -51,7 +51,7 @@ static int check_keys(Ctx *c, const cJSON *obj, const char *path, const char *co
     if (!cJSON_IsObject(obj)) {
         char got[80];
         describe(obj, got, sizeof got);
-        tensor_errf(c->err, c->errlen, "%s: key '%s': expected an object, got %s", c->src, *path ? path : "(top level)", got);
+        base_errf(c->err, c->errlen, "%s: key '%s': expected an object, got %s", c->src, *path ? path : "(top level)", got);
         return -1;
     }
     for (const cJSON *e = obj->child; e; e = e->next) {
@@ -59,7 +59,7 @@ static int check_keys(Ctx *c, const cJSON *obj, const char *path, const char *co
             if (!strcmp(d->string, e->string)) {
                 char k[256];
                 kp(k, sizeof k, path, e->string);
-                tensor_errf(c->err, c->errlen, "%s: key '%s' given twice", c->src, k);
+                base_errf(c->err, c->errlen, "%s: key '%s' given twice", c->src, k);
                 return -1;
             }
         const char *const *p = known;
@@ -68,7 +68,7 @@ static int check_keys(Ctx *c, const cJSON *obj, const char *path, const char *co
             char k[256], list[512] = "";
             kp(k, sizeof k, path, e->string);
             for (p = known; *p; p++) snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", p == known ? "" : ", ", *p);
-            tensor_errf(c->err, c->errlen, "%s: unknown key '%s' (known here: %s)", c->src, k, list);
+            base_errf(c->err, c->errlen, "%s: unknown key '%s' (known here: %s)", c->src, k, list);
             return -1;
         }
     }
@@ -85,7 +85,7 @@ static int get_num(Ctx *c, const cJSON *o, const char *path, const char *key, do
         if (isnan(def)) {
             char k[256];
             kp(k, sizeof k, path, key);
-            tensor_errf(c->err, c->errlen, "%s: missing required key '%s' (a number)", c->src, k);
+            base_errf(c->err, c->errlen, "%s: missing required key '%s' (a number)", c->src, k);
             return -1;
         }
         *out = def;
@@ -135,7 +135,7 @@ static int get_vec3(Ctx *c, const cJSON *o, const char *path, const char *key, c
         if (!def) {
             char k[256];
             kp(k, sizeof k, path, key);
-            tensor_errf(c->err, c->errlen, "%s: missing required key '%s' (an array of 3 numbers)", c->src, k);
+            base_errf(c->err, c->errlen, "%s: missing required key '%s' (an array of 3 numbers)", c->src, k);
             return -1;
         }
         memcpy(out, def, sizeof(double) * 3);
@@ -178,7 +178,7 @@ static int get_array(Ctx *c, const cJSON *o, const char *key, const cJSON **arr,
     *arr = v, *n = 0;
     if (!v) {
         if (min_n > 0) {
-            tensor_errf(c->err, c->errlen, "%s: missing required key '%s' (an array of at least %d objects)", c->src, key,
+            base_errf(c->err, c->errlen, "%s: missing required key '%s' (an array of at least %d objects)", c->src, key,
                     min_n);
             return -1;
         }
@@ -218,7 +218,7 @@ static int parse_object(Ctx *c, const cJSON *e, const char *path, SimSceneObject
         get_bool(c, s, p, "normalize", true, &o->normalize))
         return -1;
     if (!strcmp(o->source, "file") && !*o->file) {
-        tensor_errf(c->err, c->errlen, "%s: key '%s.file': required when source is \"file\"", c->src, p);
+        base_errf(c->err, c->errlen, "%s: key '%s.file': required when source is \"file\"", c->src, p);
         return -1;
     }
     const cJSON *m = cJSON_GetObjectItemCaseSensitive(e, "material");
@@ -297,7 +297,7 @@ static int parse_contact_rigids(Ctx *c, const cJSON *root, SimScene *sc) {
             get_num(c, e, p, "friction", 0.5, 0, 10, &r->friction) || get_vec3(c, e, p, "color", grey, r->color))
             return -1;
         if (!strcmp(r->shape, "mesh") && !*r->file) {
-            tensor_errf(c->err, c->errlen, "%s: key '%s.file': required when shape is \"mesh\"", c->src, p);
+            base_errf(c->err, c->errlen, "%s: key '%s.file': required when shape is \"mesh\"", c->src, p);
             return -1;
         }
         for (int k = 0; k < 3; k++)
@@ -448,14 +448,14 @@ int sim_scene_parse(const char *text, const char *source, SimScene *sc, char *er
             if (*q == '\n') line++, col = 1;
             else col++;
         }
-        tensor_errf(err, errlen, "%s:%d:%d: invalid JSON", source, line, col);
+        base_errf(err, errlen, "%s:%d:%d: invalid JSON", source, line, col);
         return -1;
     }
     Ctx c = {source, err, errlen};
     int rc = parse_root(&c, root, sc);
     cJSON_Delete(root);
     if (rc) {
-        if (err && !*err) tensor_errf(err, errlen, "%s: out of memory", source);
+        if (err && !*err) base_errf(err, errlen, "%s: out of memory", source);
         sim_scene_free(sc);
     }
     return rc;
@@ -464,7 +464,7 @@ int sim_scene_parse(const char *text, const char *source, SimScene *sc, char *er
 int sim_scene_load(const char *path, SimScene *sc, char *err, size_t errlen) {
     FILE *f = fopen(path, "rb");
     if (!f) {
-        tensor_errf(err, errlen, "%s: cannot open (%s)", path, strerror(errno));
+        base_errf(err, errlen, "%s: cannot open (%s)", path, strerror(errno));
         return -1;
     }
     fseek(f, 0, SEEK_END);
@@ -473,7 +473,7 @@ int sim_scene_load(const char *path, SimScene *sc, char *err, size_t errlen) {
     char *text = malloc((size_t)(n > 0 ? n : 0) + 1);
     if (!text || (n > 0 && fread(text, 1, (size_t)n, f) != (size_t)n)) {
         fclose(f), free(text);
-        tensor_errf(err, errlen, "%s: cannot read", path);
+        base_errf(err, errlen, "%s: cannot read", path);
         return -1;
     }
     fclose(f);
@@ -505,7 +505,7 @@ static int build_objects(const SimScene *sc, const char *scene_dir, SimObject *o
             if (so->file[0] == '/' || !scene_dir) snprintf(path, sizeof path, "%s", so->file);
             else snprintf(path, sizeof path, "%s/%s", scene_dir, so->file);
             if (sim_skinning_read(path, &sk, e2, sizeof e2)) {
-                tensor_errf(err, errlen, "objects[%d].skinning: %s", k, e2);
+                base_errf(err, errlen, "objects[%d].skinning: %s", k, e2);
                 goto fail;
             }
         } else {
@@ -515,7 +515,7 @@ static int build_objects(const SimScene *sc, const char *scene_dir, SimObject *o
             po.handles = (int)so->handles, po.cubature_res = (int)so->cubature_res, po.mesh_res = (int)so->mesh_res;
             po.sigma = (float)so->sigma, po.rbf_radius = so->rbf_radius, po.normalize = so->normalize;
             if (sim_skinning_procedural(&po, &sk, e2, sizeof e2)) {
-                tensor_errf(err, errlen, "objects[%d].skinning: %s", k, e2);
+                base_errf(err, errlen, "objects[%d].skinning: %s", k, e2);
                 goto fail;
             }
         }
@@ -526,7 +526,7 @@ static int build_objects(const SimScene *sc, const char *scene_dir, SimObject *o
         int rc = sim_object_init(&objs[k], &sk, &so->material, &pose, e2, sizeof e2);
         if (rc) {
             sim_skinning_free(&sk);
-            tensor_errf(err, errlen, "objects[%d]: %s", k, e2);
+            base_errf(err, errlen, "objects[%d]: %s", k, e2);
             goto fail;
         }
         if (gauss && so->gaussians[0]) {
@@ -536,7 +536,7 @@ static int build_objects(const SimScene *sc, const char *scene_dir, SimObject *o
         }
         sim_skinning_free(&sk);
         if (rc) {
-            tensor_errf(err, errlen, "objects[%d].gaussians: %s", k, e2);
+            base_errf(err, errlen, "objects[%d].gaussians: %s", k, e2);
             goto fail;
         }
         SimObject *o = &objs[k];
@@ -544,7 +544,7 @@ static int build_objects(const SimScene *sc, const char *scene_dir, SimObject *o
         o->newton = sc->newton;
         for (int i = 0; i < sc->nplanes; i++)
             if (sim_object_add_plane(o, &sc->planes[i], e2, sizeof e2)) {
-                tensor_errf(err, errlen, "planes[%d]: %s", i, e2);
+                base_errf(err, errlen, "planes[%d]: %s", i, e2);
                 goto fail;
             }
         for (int i = 0; i < sc->nfixed; i++) {
@@ -563,22 +563,22 @@ static int build_objects(const SimScene *sc, const char *scene_dir, SimObject *o
                 else d.region.hi[1] = lo + f->fraction * (hi - lo);
             }
             if (sim_object_add_dirichlet(o, &d, e2, sizeof e2)) {
-                tensor_errf(err, errlen, "fixed[%d]: %s", i, e2);
+                base_errf(err, errlen, "fixed[%d]: %s", i, e2);
                 goto fail;
             }
         }
         for (int i = 0; i < sc->ndrags; i++)
             if (sc->drag_object[i] == k && sim_object_add_drag(o, &sc->drags[i], e2, sizeof e2)) {
-                tensor_errf(err, errlen, "drags[%d]: %s", i, e2);
+                base_errf(err, errlen, "drags[%d]: %s", i, e2);
                 goto fail;
             }
         for (int i = 0; i < sc->nforces; i++)
             if (sc->force_object[i] == k && sim_object_add_force(o, &sc->forces[i], e2, sizeof e2)) {
-                tensor_errf(err, errlen, "forces[%d]: %s", i, e2);
+                base_errf(err, errlen, "forces[%d]: %s", i, e2);
                 goto fail;
             }
         if (sim_object_prepare(o, e2, sizeof e2)) {
-            tensor_errf(err, errlen, "objects[%d]: %s", k, e2);
+            base_errf(err, errlen, "objects[%d]: %s", k, e2);
             goto fail;
         }
     }
@@ -608,12 +608,12 @@ int sim_scene_build_rigids(const SimScene *sc, const char *scene_dir, SimRigid *
             scene_path(scene_dir, r->file, path, sizeof path);
             rc = ds_mesh_read(path, &m, e2, sizeof e2);
             if (rc) {
-                tensor_errf(err, errlen, "rigids[%d].file: %s", i, e2);
+                base_errf(err, errlen, "rigids[%d].file: %s", i, e2);
                 goto fail;
             }
         }
         if (rc) {
-            tensor_errf(err, errlen, "rigids[%d]: out of memory", i);
+            base_errf(err, errlen, "rigids[%d]: out of memory", i);
             goto fail;
         }
         SimPose pose = sim_pose_identity();
@@ -623,7 +623,7 @@ int sim_scene_build_rigids(const SimScene *sc, const char *scene_dir, SimRigid *
         rc = sim_rigid_init(&rigids[i], &m, r->density, &pose, e2, sizeof e2);
         ds_mesh_free(&m);
         if (rc) {
-            tensor_errf(err, errlen, "rigids[%d]: %s", i, e2);
+            base_errf(err, errlen, "rigids[%d]: %s", i, e2);
             goto fail;
         }
         SimRigid *rb = &rigids[i];
@@ -730,7 +730,7 @@ static int write_frame(const SimScene *sc, const SimObject *objs, const SimRigid
     if (strcmp(sc->output.mesh, "none")) {
         DsMesh m;
         if (frame_mesh(sc, objs, rigids, false, center, extent, &m)) {
-            tensor_errf(err, errlen, "sim: out of memory writing frame %lld", (long long)frame);
+            base_errf(err, errlen, "sim: out of memory writing frame %lld", (long long)frame);
             return -1;
         }
         snprintf(path, sizeof path, "%s/frame_%05lld.%s", outdir, (long long)frame, sc->output.mesh);
@@ -741,7 +741,7 @@ static int write_frame(const SimScene *sc, const SimObject *objs, const SimRigid
     if (sc->output.png) {
         DsMesh m;
         if (frame_mesh(sc, objs, rigids, true, center, extent, &m)) {
-            tensor_errf(err, errlen, "sim: out of memory rendering frame %lld", (long long)frame);
+            base_errf(err, errlen, "sim: out of memory rendering frame %lld", (long long)frame);
             return -1;
         }
         DsRasterOptions ro = ds_raster_options_default();
@@ -766,7 +766,7 @@ int sim_scene_run(const SimScene *sc, const char *scene_dir, const char *outdir,
     memset(report, 0, sizeof *report);
     report->min_distance = INFINITY;
     if (mkdir(outdir, 0777) && errno != EEXIST) {
-        tensor_errf(err, errlen, "%s: cannot create the output directory (%s)", outdir, strerror(errno));
+        base_errf(err, errlen, "%s: cannot create the output directory (%s)", outdir, strerror(errno));
         return -1;
     }
     SimObject *objs = calloc((size_t)sc->nobjects, sizeof *objs);
@@ -775,7 +775,7 @@ int sim_scene_run(const SimScene *sc, const char *scene_dir, const char *outdir,
     double *ms = malloc(sizeof(double) * (size_t)sc->steps * 2);
     if (!objs || !gauss || !rigids || !ms) {
         free(objs), free(gauss), free(rigids), free(ms);
-        tensor_errf(err, errlen, "sim: out of memory");
+        base_errf(err, errlen, "sim: out of memory");
         return -1;
     }
     double *cpu = ms + sc->steps;

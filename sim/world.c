@@ -133,7 +133,7 @@ int sim_world_init(SimWorld *w, SimObject *objs, int nobj, SimRigid *rigids, int
     if (c) w->contact = *c;
     else sim_contact_defaults(&w->contact);
     if (!(w->contact.min_sep > 0 && w->contact.min_sep < 1)) {
-        tensor_errf(err, errlen, "contact: min_sep must be in (0, 1) (got %g)", w->contact.min_sep);
+        base_errf(err, errlen, "contact: min_sep must be in (0, 1) (got %g)", w->contact.min_sep);
         return -1;
     }
     w->planes = malloc(sizeof(SimPlane) * (size_t)(nplanes + 1));
@@ -145,7 +145,7 @@ int sim_world_init(SimWorld *w, SimObject *objs, int nobj, SimRigid *rigids, int
         SimPlane q = planes[p];
         double l = sqrt(q.normal[0] * q.normal[0] + q.normal[1] * q.normal[1] + q.normal[2] * q.normal[2]);
         if (!(l > 0)) {
-            tensor_errf(err, errlen, "planes[%d]: zero normal", p);
+            base_errf(err, errlen, "planes[%d]: zero normal", p);
             return -1;
         }
         for (int i = 0; i < 3; i++) q.normal[i] /= l;
@@ -218,7 +218,7 @@ int sim_world_init(SimWorld *w, SimObject *objs, int nobj, SimRigid *rigids, int
     w->kappa = w->contact.stiffness > 0 ? w->contact.stiffness : heavy * gmax / (24 * w->dhat);
     return 0;
 oom:
-    tensor_errf(err, errlen, "sim world: out of memory");
+    base_errf(err, errlen, "sim world: out of memory");
     return -1;
 }
 
@@ -858,7 +858,7 @@ static void rigid_reaction(SimWorld *w) {
 int sim_world_step(SimWorld *w, double dt, char *err, size_t errlen) {
     double t0 = sim_now();
     if (!(dt > 0)) {
-        tensor_errf(err, errlen, "sim: dt must be > 0 (got %g)", dt);
+        base_errf(err, errlen, "sim: dt must be > 0 (got %g)", dt);
         return -1;
     }
     memset(&w->last, 0, sizeof w->last);
@@ -1050,7 +1050,7 @@ int sim_world_step(SimWorld *w, double dt, char *err, size_t errlen) {
     }
     for (int64_t q = 0; q < N; q++)
         if (!isfinite(s->z[q])) {
-            tensor_errf(err, errlen, "sim: the state became non-finite at t = %g", t1);
+            base_errf(err, errlen, "sim: the state became non-finite at t = %g", t1);
             return -1;
         }
     st->active = s->nact;
@@ -1076,7 +1076,7 @@ int sim_world_step(SimWorld *w, double dt, char *err, size_t errlen) {
     }
     return 0;
 oom:
-    tensor_errf(err, errlen, "sim world: out of memory");
+    base_errf(err, errlen, "sim world: out of memory");
     return -1;
 }
 
