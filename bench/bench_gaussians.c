@@ -18,8 +18,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "base/clock.h"
 #include "models/gaussians/rasterize.h"
 
 enum { GSB_N = 100000, GSB_SIZE = 512, GSB_MAX_STEPS = 512 };
@@ -33,18 +33,12 @@ typedef struct {
     double t[GSB_MAX_STEPS];
 } GsBenchCtx;
 
-static double gsb_now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 static void step_gs(void *p) {
     GsBenchCtx *c = p;
-    double t0 = gsb_now();
+    double t0 = base_now();
     GsRenderOut r = gs_render(&c->g, &c->cam, NULL);
     if (c->backward) ag_backward(r.image, c->gy, false);
-    if (c->steps < GSB_MAX_STEPS) c->t[c->steps] = gsb_now() - t0;
+    if (c->steps < GSB_MAX_STEPS) c->t[c->steps] = base_now() - t0;
     c->steps++;
 }
 

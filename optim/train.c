@@ -5,10 +5,10 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "train.h"
+#include "base/clock.h"
 #include "base/errbuf.h"
 
 /* Set by the handler, read between steps: the only thing a handler may safely do. */
@@ -17,12 +17,6 @@ static volatile sig_atomic_t g_signal;
 static void on_signal(int sig) { g_signal = sig; }
 
 int optim_train_signal(void) { return (int)g_signal; }
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 /* ---- data order -------------------------------------------------------------------------- */
 
@@ -106,7 +100,7 @@ static void log_line(OptimTrain *t, double loss, double lr, int nextra, const Op
     fputs(",\"lr\":", f);
     json_num(f, lr);
     fputs(",\"time\":", f);
-    json_num(f, now_s() - t->t_start);
+    json_num(f, base_now() - t->t_start);
     for (int i = 0; i < nextra; i++) {
         /* names are the caller's identifiers; escape the two characters that would break JSON */
         fputs(",\"", f);
@@ -136,7 +130,7 @@ static void fmt_duration(char *buf, size_t n, double s) {
 
 static void progress(OptimTrain *t, bool force) {
     if (t->opt.progress == 0) return;
-    double now = now_s(), el = now - t->t_start;
+    double now = base_now(), el = now - t->t_start;
     bool last = t->step >= t->opt.total_steps;
     double rate = el > 0 ? (double)(t->step - t->start_step) / el : 0;
     char eta[32];
@@ -223,7 +217,7 @@ int optim_train_init(OptimTrain *t, const OptimTrainOptions *opt, NnParams *p, O
     sa.sa_flags = SA_RESETHAND;
     sigaction(SIGINT, &sa, &t->old_int);
     sigaction(SIGTERM, &sa, &t->old_term);
-    t->t_start = now_s();
+    t->t_start = base_now();
     return 0;
 }
 

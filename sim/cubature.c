@@ -5,7 +5,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "sim/cubature.h"
 #include "sim/internal.h"
@@ -362,8 +361,7 @@ static int nnls_subset(int64_t nc, const double *Gm, const double *cv, double bb
 int sim_cubature_optimize_poses(const SimObject *o, const SimCubatureOptions *opt, int64_t T, const double *Z,
                                 SimCubature *out, char *err, size_t errlen) {
     memset(out, 0, sizeof *out);
-    struct timespec ts0, ts1;
-    clock_gettime(CLOCK_MONOTONIC, &ts0);
+    double t0 = base_now();
     int64_t n = o->n, nc = o->nc, nb = o->nb;
     int kmax = opt->max_points < nc ? opt->max_points : (int)nc;
     if (T < 1 || kmax < 1) {
@@ -474,8 +472,7 @@ int sim_cubature_optimize_poses(const SimObject *o, const SimCubatureOptions *op
     memcpy(out->w, x, sizeof(double) * (size_t)k);
     out->train_err = res;
     out->poses = used_poses;
-    clock_gettime(CLOCK_MONOTONIC, &ts1);
-    out->seconds = (double)(ts1.tv_sec - ts0.tv_sec) + 1e-9 * (double)(ts1.tv_nsec - ts0.tv_nsec);
+    out->seconds = base_now() - t0;
     rc = 0;
 done:
     free(Gm), free(cv), free(At), free(bt), free(fn), free(score), free(Gk), free(ck), free(x), free(L), free(W), free(K9);
@@ -485,13 +482,11 @@ done:
 
 int sim_cubature_optimize(SimObject *o, const SimCubatureOptions *opt, SimCubature *out, char *err, size_t errlen) {
     memset(out, 0, sizeof *out);
-    struct timespec ts0, ts1;
-    clock_gettime(CLOCK_MONOTONIC, &ts0);
+    double t0 = base_now();
     int64_t Tr = (int64_t)opt->poses_per_amp * opt->namps, Td = 0, n = o->n;
     double *Zd = NULL;
     if (sim_cubature_drop_poses(o, opt, opt->seed, &Zd, &Td, err, errlen)) return -1;
-    clock_gettime(CLOCK_MONOTONIC, &ts1);
-    double run_s = (double)(ts1.tv_sec - ts0.tv_sec) + 1e-9 * (double)(ts1.tv_nsec - ts0.tv_nsec);
+    double run_s = base_now() - t0;
     double *Z = malloc(sizeof(double) * (size_t)((Tr + Td > 0 ? Tr + Td : 1) * n));
     if (!Z || sim_cubature_random_poses(o, opt, opt->seed, Z)) {
         free(Z), free(Zd);

@@ -472,7 +472,7 @@ static double objective(SimFem *f, const double *x, double dt, double *g, bool h
 }
 
 int sim_fem_step(SimFem *f, double dt, char *err, size_t errlen) {
-    double t0 = sim_now();
+    double t0 = base_now();
     if (!f->sol && build_solver(f, err, errlen)) return -1;
     struct SimFemSolver *s = f->sol;
     int64_t n3 = 3 * f->nn;
@@ -544,7 +544,7 @@ int sim_fem_step(SimFem *f, double dt, char *err, size_t errlen) {
     memcpy(f->x, x, sizeof(double) * (size_t)n3);
     free(x);
     f->t += dt;
-    st.seconds = sim_now() - t0;
+    st.seconds = base_now() - t0;
     f->last = st;
     return 0;
 }

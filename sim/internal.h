@@ -4,9 +4,7 @@
 
 #include <stddef.h>
 
+#include "base/clock.h"
 #include "base/errbuf.h"
-
-/* monotonic seconds */
-double sim_now(void);
 
 #endif

@@ -6,7 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 
 #include "datasets/camera.h"
 #include "datasets/mesh.h"
@@ -817,11 +816,9 @@ int sim_scene_run(const SimScene *sc, const char *scene_dir, const char *outdir,
     if (write_frame(sc, objs, rigids, gauss, outdir, 0, &cam, center, extent, err, errlen)) goto done;
     report->frames = 1;
     for (int64_t s = 1; s <= sc->steps; s++) {
-        struct timespec c0, c1;
-        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c0);
+        double c0 = base_cpu_now();
         if (sim_world_step(&world, sc->dt, err, errlen)) goto done;
-        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c1);
-        cpu[s - 1] = 1e3 * ((double)(c1.tv_sec - c0.tv_sec) + 1e-9 * (double)(c1.tv_nsec - c0.tv_nsec));
+        cpu[s - 1] = 1e3 * (base_cpu_now() - c0);
         const SimWorldStats *st = &world.last;
         double step_ms = 1e3 * st->seconds;
         report->newton_iters += st->iters;

@@ -1080,7 +1080,7 @@ static double mass_bound(const SimObject *o, struct SimPrepared *p, const double
 }
 
 int sim_object_step(SimObject *o, double dt, char *err, size_t errlen) {
-    double t0 = sim_now();
+    double t0 = base_now();
     if (!o->prep && sim_object_prepare(o, err, errlen)) return -1;
     struct SimPrepared *p = o->prep;
     if (!(dt > 0)) {
@@ -1195,7 +1195,7 @@ int sim_object_step(SimObject *o, double dt, char *err, size_t errlen) {
     o->t = t1;
     free(ztil), free(z);
     (void)nb;
-    st.seconds = sim_now() - t0;
+    st.seconds = base_now() - t0;
     o->last = st;
     return 0;
 }

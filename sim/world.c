@@ -856,7 +856,7 @@ static void rigid_reaction(SimWorld *w) {
 /* ---- the step ------------------------------------------------------------------------------- */
 
 int sim_world_step(SimWorld *w, double dt, char *err, size_t errlen) {
-    double t0 = sim_now();
+    double t0 = base_now();
     if (!(dt > 0)) {
         base_errf(err, errlen, "sim: dt must be > 0 (got %g)", dt);
         return -1;
@@ -871,7 +871,7 @@ int sim_world_step(SimWorld *w, double dt, char *err, size_t errlen) {
         w->last.converged = st->converged;
         w->last.decrement = st->decrement, w->last.components = 1;
         w->t += dt;
-        w->last.seconds = sim_now() - t0;
+        w->last.seconds = base_now() - t0;
         return 0;
     }
     struct SimWorldScratch *s = w->ws;
@@ -880,7 +880,7 @@ int sim_world_step(SimWorld *w, double dt, char *err, size_t errlen) {
     if (!w->nobj) {
         w->t += dt;
         w->last.converged = true;
-        w->last.seconds = sim_now() - t0;
+        w->last.seconds = base_now() - t0;
         return 0;
     }
     int64_t N = s->ntot;
@@ -1063,7 +1063,7 @@ int sim_world_step(SimWorld *w, double dt, char *err, size_t errlen) {
     }
     if (contact) rigid_reaction(w);
     w->t = t1;
-    st->seconds = sim_now() - t0;
+    st->seconds = base_now() - t0;
     if (getenv("ANIMA_WORLD_DEBUG"))
         fprintf(stderr,
                 "\nworld t=%.3f it %d hess %d fact %d fail %d ccd %d comps %d cand %lld act %lld dmin %.3g beta %.3g ms %.1f\n",

@@ -21,9 +21,9 @@
 #include <strings.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "base/clock.h"
 #include "datasets/cache.h"
 #include "datasets/geometry.h"
 #include "datasets/mesh.h"
@@ -56,12 +56,6 @@ static int usage(FILE *f, int rc) {
 }
 
 /* ---- small helpers --------------------------------------------------------------------------- */
-
-static double now_s(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
 
 static double cpu_s(void) {
     struct rusage ru;
@@ -113,7 +107,7 @@ static void fmt_duration(char *buf, size_t n, double s) {
 
 static void progress(Progress *p, bool force) {
     if (!p->on) return;
-    double now = now_s(), el = now - p->t0, rate = el > 0 ? (double)p->done / el : 0;
+    double now = base_now(), el = now - p->t0, rate = el > 0 ? (double)p->done / el : 0;
     bool last = p->done >= p->total;
     char eta[32];
     fmt_duration(eta, sizeof eta, rate > 0 ? (double)(p->total - p->done) / rate : NAN);
@@ -207,7 +201,7 @@ static int make_procedural(const MakeArgs *a) {
             return 1;
         }
     }
-    Progress pr = {.total = a->count, .t0 = now_s(), .tty = isatty(STDERR_FILENO), .on = a->progress != 0};
+    Progress pr = {.total = a->count, .t0 = base_now(), .tty = isatty(STDERR_FILENO), .on = a->progress != 0};
     MakeStats st = {0};
     double cpu0 = cpu_s();
     volatile int failed = 0;
@@ -275,7 +269,7 @@ static int make_procedural(const MakeArgs *a) {
         return 128 + g_signal;
     }
     if (rc) return rc;
-    double wall = now_s() - pr.t0, cpu = cpu_s() - cpu0;
+    double wall = base_now() - pr.t0, cpu = cpu_s() - cpu0;
     int64_t bytes = 0;
     for (int s = 0; s < 3; s++) bytes += file_size(paths[s]);
     printf("%lld shapes in %.1f s wall, %.1f s CPU (%d threads, %.2f shapes/s); %s/{train,val,test}.h5, %.1f MB\n",
@@ -336,7 +330,7 @@ static int make_real(const MakeArgs *a) {
         free(names);
         return 1;
     }
-    double t0 = now_s(), cpu0 = cpu_s();
+    double t0 = base_now(), cpu0 = cpu_s();
     int made = 0, skipped = 0, rc = 0;
     /* one mesh at a time with the winding-number grid parallel inside: real meshes are few and
      * uneven (a 12-triangle cube next to a 70k-triangle bunny) */
@@ -363,7 +357,7 @@ static int make_real(const MakeArgs *a) {
         o.n_surface = a->surface, o.n_dense = 0, o.n_sharp = a->sharp, o.grid_res = (int)a->cubature_res;
         o.seed = ds_corpus_shape_seed(a->seed, i);
         DsPreprocessed pp;
-        double t1 = now_s();
+        double t1 = base_now();
         if (ds_preprocess(&m, &o, &pp, e2, sizeof e2)) {
             printf("skipped  %s: %s\n", full, e2);
             ds_mesh_free(&m);
@@ -383,7 +377,7 @@ static int make_real(const MakeArgs *a) {
             printf("%-8s %s: %lld vertices, %lld triangles, %s%s, %lld cubature points (%.3g vs mesh %.3g), %.2f s\n",
                    "cached", full, (long long)pp.mesh.nv, (long long)pp.mesh.nf,
                    pp.check.watertight ? "watertight" : "not watertight", flipped ? ", was inside-out (flipped)" : "", (long long)pp.cubature.n, pp.cubature.volume,
-                   pp.check.volume, now_s() - t1);
+                   pp.check.volume, base_now() - t1);
             made++;
         }
         fflush(stdout); /* a line per mesh as it happens, also into a log file */
@@ -407,7 +401,7 @@ static int make_real(const MakeArgs *a) {
         return 1;
     }
     printf("%d meshes (%d skipped) in %.1f s wall, %.1f s CPU; %s (no rig weights: real meshes carry none)\n", made,
-           skipped, now_s() - t0, cpu_s() - cpu0, path);
+           skipped, base_now() - t0, cpu_s() - cpu0, path);
     return 0;
 }
 

@@ -11,8 +11,8 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "base/clock.h"
 #include "eval.h"
 #include "losses.h"
 #include "nn/modules.h"
@@ -86,12 +86,6 @@ static void mlp_with_grad(const Mlp *m, Tensor *x, bool exact, double delta, Ten
     (void)B;
 }
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 void ps_baseline_fit(const PsShape *s, const PsConfig *c, const PsBaselineOptions *o, const float *x, int64_t nv,
                      float *w, double *loss, double *train_s) {
     int64_t k = c->model.handles;
@@ -122,7 +116,7 @@ void ps_baseline_fit(const PsShape *s, const PsConfig *c, const PsBaselineOption
     /* the loader's PsData view of this one shape (ps_batch_make only reads it) */
     PsData one = {.total = 1, .begin = 0, .n = 1, .shapes = (PsShape *)s};
     int64_t idx0 = 0;
-    double t0 = now_s();
+    double t0 = base_now();
     for (int64_t step = 0; step < o->steps; step++) {
         TensorScope *sc = tensor_scope_begin();
         TensorRng g = {.seed = o->seed, .stream = 0xba5e1ull, .offset = (uint64_t)step << 32};
@@ -152,7 +146,7 @@ void ps_baseline_fit(const PsShape *s, const PsConfig *c, const PsBaselineOption
         if (loss) loss[step] = tensor_item(total);
         tensor_scope_end(sc);
     }
-    if (train_s) *train_s = now_s() - t0;
+    if (train_s) *train_s = base_now() - t0;
     /* the field at the requested points, in chunks (bounded activations) */
     bool prev = ag_no_grad_begin();
     for (int64_t s0 = 0; s0 < nv; s0 += 4096) {

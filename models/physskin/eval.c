@@ -7,9 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "base/clock.h"
 #include "datasets/cache.h"
 #include "datasets/geometry.h"
 #include "datasets/procedural.h"
@@ -36,12 +36,6 @@ static void shape_free(EvalShape *e) {
     free(e->s.surface), free(e->s.surface_normal), free(e->s.cubature);
     free(e->verts), free(e->rig);
     memset(e, 0, sizeof *e);
-}
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 static float *dup_floats(const float *x, int64_t n) {
@@ -285,7 +279,7 @@ static void model_free(Loaded *l) {
  * (the pool is i.i.d. area samples, so its first n are a uniform draw), then W at the
  * vertices; returns the wall time of exactly that (no file I/O, no preprocessing) */
 static double model_infer(const Loaded *l, const EvalShape *e, float *w) {
-    double t0 = now_s();
+    double t0 = base_now();
     TensorScope *sc = tensor_scope_begin();
     bool prev = ag_no_grad_begin();
     int64_t ns = l->c.data.n_surface, k = l->m.m;
@@ -311,7 +305,7 @@ static double model_infer(const Loaded *l, const EvalShape *e, float *w) {
     }
     ag_no_grad_end(prev);
     tensor_scope_end(sc);
-    return now_s() - t0;
+    return base_now() - t0;
 }
 
 /* ---- rows ----------------------------------------------------------------------------------- */
@@ -526,12 +520,12 @@ int ps_eval(const PsEvalArgs *a, FILE *out, char *err, size_t errlen) {
     bool procedural = !strncmp(a->data, "procedural", 10), real = !strncmp(a->data, "real:", 5);
     EvalShape *es = NULL;
     int64_t n = 0;
-    double t0 = now_s();
+    double t0 = base_now();
     int rc = procedural ? load_procedural(a->data, &ref, want, &es, &n, err, errlen)
              : real     ? load_real(a->data + 5, &ref, want, a->quiet, &es, &n, err, errlen)
                         : load_cache(a->data, want, &es, &n, err, errlen);
     if (rc) return -1;
-    double t_data = now_s() - t0;
+    double t_data = base_now() - t0;
     int64_t vmin = es[0].nv, vmax = es[0].nv;
     for (int64_t i = 0; i < n; i++) vmin = es[i].nv < vmin ? es[i].nv : vmin, vmax = es[i].nv > vmax ? es[i].nv : vmax;
     if (!a->quiet)
