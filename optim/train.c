@@ -1,4 +1,4 @@
-/* optim/train.c — progress display, JSONL log, signal-safe stop, checkpoints and resume for a
+/* optim/train.c — progress reports, JSONL log, signal-safe stop, checkpoints and resume for a
  * training loop (see train.h for the calling pattern). */
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -122,42 +122,11 @@ static void log_line(OptimTrain *t, double loss, double lr, int nextra, const Op
 
 /* ---- progress ------------------------------------------------------------------------------ */
 
-static void fmt_duration(char *buf, size_t n, double s) {
-    if (!isfinite(s) || s < 0) snprintf(buf, n, "?");
-    else if (s < 3600) snprintf(buf, n, "%d:%02d", (int)s / 60, (int)s % 60);
-    else snprintf(buf, n, "%d:%02d:%02d", (int)s / 3600, (int)s / 60 % 60, (int)s % 60);
-}
-
-static void progress(OptimTrain *t, bool force) {
-    if (t->opt.progress == 0) return;
-    double now = base_now(), el = now - t->t_start;
-    bool last = t->step >= t->opt.total_steps;
-    double rate = el > 0 ? (double)(t->step - t->start_step) / el : 0;
-    char eta[32];
-    fmt_duration(eta, sizeof eta, rate > 0 ? (double)(t->opt.total_steps - t->step) / rate : NAN);
-    if (t->tty) {
-        /* redraw at most 10 times a second: terminals are slow and the bar is for eyes */
-        if (!force && !last && now - t->t_draw < 0.1) return;
-        t->t_draw = now;
-        int width = 24, fill = t->opt.total_steps ? (int)(width * t->step / t->opt.total_steps) : width;
-        char bar[32];
-        for (int i = 0; i < width; i++) bar[i] = i < fill ? '=' : i == fill ? '>' : ' ';
-        bar[width] = 0;
-        fprintf(stderr, "\r\033[K%s [%s] %lld/%lld  %.1f steps/s  ETA %s  loss %.6g", t->opt.name, bar,
-                (long long)t->step, (long long)t->opt.total_steps, rate, eta, t->last_loss);
-        t->bar_drawn = true;
-    } else {
-        if (!force && !last && t->step % t->opt.log_every) return;
-        fprintf(stderr, "%s: step %lld/%lld  loss %.6g  lr %.3g  %.1f steps/s  ETA %s\n", t->opt.name,
-                (long long)t->step, (long long)t->opt.total_steps, t->last_loss, t->last_lr, rate, eta);
-    }
-    fflush(stderr);
-}
-
-/* Before any other message: end the bar's line so the message starts on its own. */
-static void bar_break(OptimTrain *t) {
-    if (t->bar_drawn) fputc('\n', stderr);
-    t->bar_drawn = false;
+static void report(OptimTrain *t, OptimProgressEvent ev) {
+    if (!t->opt.progress) return;
+    OptimProgress p = {ev, t->opt.name, t->step, t->start_step, t->opt.total_steps, t->opt.log_every, t->last_loss,
+                       t->last_lr};
+    t->opt.progress(&p, t->opt.progress_user);
 }
 
 /* ---- checkpoints and the loop ---------------------------------------------------------------- */
@@ -191,7 +160,7 @@ int optim_train_init(OptimTrain *t, const OptimTrainOptions *opt, NnParams *p, O
     if (!t->is_main) {
         /* one writer and one display: rank 0's */
         t->opt.metrics_path = NULL;
-        t->opt.progress = 0;
+        t->opt.progress = NULL;
     }
     t->rng = rng;
     int rc = init_local(t, p, o, err, errlen);
@@ -218,6 +187,7 @@ int optim_train_init(OptimTrain *t, const OptimTrainOptions *opt, NnParams *p, O
     sigaction(SIGINT, &sa, &t->old_int);
     sigaction(SIGTERM, &sa, &t->old_term);
     t->t_start = base_now();
+    report(t, OPTIM_PROGRESS_BEGIN);
     return 0;
 }
 
@@ -249,7 +219,6 @@ static int init_local(OptimTrain *t, NnParams *p, Optim *o, char *err, size_t er
             goto fail;
         }
     }
-    if (t->opt.progress < 0) t->opt.progress = 1, t->tty = isatty(STDERR_FILENO);
     return 0;
 fail:
     free(t->resumed_config);
@@ -284,12 +253,12 @@ void optim_train_step_end(OptimTrain *t, double loss, double lr, int nextra, con
     t->last_lr = lr;
     bool last = t->step >= t->opt.total_steps;
     if (t->step % t->opt.log_every == 0 || last) log_line(t, loss, lr, nextra, extra);
-    progress(t, false);
+    report(t, OPTIM_PROGRESS_STEP);
     /* the final checkpoint is finish's job (it also covers an interrupted run) */
     if (t->opt.ckpt_every > 0 && t->step % t->opt.ckpt_every == 0 && !last) {
         char err[1024];
         if (optim_train_save(t, err, sizeof err)) {
-            bar_break(t);
+            report(t, OPTIM_PROGRESS_BREAK);
             fprintf(stderr, "%s: %s\n", t->opt.name, err);
             t->error = 1; /* stop: training on without checkpoints would waste the run */
         }
@@ -302,8 +271,7 @@ int optim_train_finish(OptimTrain *t) {
     /* several ranks: the agreed signal (a signal that came during the last step was never
      * shared; then this rank's own) */
     int sig = t->stop_signal ? t->stop_signal : (int)g_signal;
-    if (t->bar_drawn) progress(t, true);
-    bar_break(t);
+    report(t, OPTIM_PROGRESS_END);
     int rc = t->error ? 1 : 0;
     if (t->saved_step != t->step && t->opt.ckpt_path && t->is_main) {
         char err[1024];

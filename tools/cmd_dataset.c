@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "base/clock.h"
+#include "base/progress.h"
 #include "datasets/cache.h"
 #include "datasets/geometry.h"
 #include "datasets/mesh.h"
@@ -91,53 +92,6 @@ static bool parse_u64(const char *opt, const char *s, uint64_t *out) {
 static volatile sig_atomic_t g_signal;
 static void on_signal(int sig) { g_signal = sig; }
 
-/* ---- progress (the bar of optim/train.c, for shapes) ------------------------------------------ */
-
-typedef struct {
-    int64_t done, total;
-    double t0, t_draw, t_line;
-    bool tty, drawn, on;
-} Progress;
-
-static void fmt_duration(char *buf, size_t n, double s) {
-    if (!isfinite(s) || s < 0) snprintf(buf, n, "?");
-    else if (s < 3600) snprintf(buf, n, "%d:%02d", (int)s / 60, (int)s % 60);
-    else snprintf(buf, n, "%d:%02d:%02d", (int)s / 3600, (int)s / 60 % 60, (int)s % 60);
-}
-
-static void progress(Progress *p, bool force) {
-    if (!p->on) return;
-    double now = base_now(), el = now - p->t0, rate = el > 0 ? (double)p->done / el : 0;
-    bool last = p->done >= p->total;
-    char eta[32];
-    fmt_duration(eta, sizeof eta, rate > 0 ? (double)(p->total - p->done) / rate : NAN);
-    if (p->tty) {
-        /* at most 10 redraws a second: terminals are slow and the bar is for eyes */
-        if (!force && !last && now - p->t_draw < 0.1) return;
-        p->t_draw = now;
-        int width = 24, fill = p->total ? (int)(width * p->done / p->total) : width;
-        char bar[32];
-        for (int i = 0; i < width; i++) bar[i] = i < fill ? '=' : i == fill ? '>' : ' ';
-        bar[width] = 0;
-        fprintf(stderr, "\r\033[K" NAME " [%s] %lld/%lld shapes  %.2f shapes/s  ETA %s", bar, (long long)p->done,
-                (long long)p->total, rate, eta);
-        p->drawn = true;
-    } else {
-        /* logs: a line every 10 s or 10%, whichever comes first, and the last */
-        bool tenth = p->total >= 10 && p->done % (p->total / 10) == 0;
-        if (!force && !last && !tenth && now - p->t_line < 10) return;
-        p->t_line = now;
-        fprintf(stderr, NAME ": %lld/%lld shapes  %.2f shapes/s  ETA %s\n", (long long)p->done, (long long)p->total,
-                rate, eta);
-    }
-    fflush(stderr);
-}
-
-static void progress_break(Progress *p) {
-    if (p->drawn) fputc('\n', stderr);
-    p->drawn = false;
-}
-
 /* ---- make ------------------------------------------------------------------------------------ */
 
 typedef struct {
@@ -201,7 +155,11 @@ static int make_procedural(const MakeArgs *a) {
             return 1;
         }
     }
-    Progress pr = {.total = a->count, .t0 = base_now(), .tty = isatty(STDERR_FILENO), .on = a->progress != 0};
+    /* logs: a line every 10 s or 10%, whichever comes first, and the last */
+    BaseProgress pr = {.out = stderr, .name = NAME, .unit = "shapes", .count_suffix = " shapes", .rate_digits = 2,
+                       .tty = isatty(STDERR_FILENO)};
+    base_progress_begin(&pr, 0);
+    int64_t done = 0;
     MakeStats st = {0};
     double cpu0 = cpu_s();
     volatile int failed = 0;
@@ -244,15 +202,15 @@ static int make_procedural(const MakeArgs *a) {
                 st.verts += pp.mesh.nv, st.faces += pp.mesh.nf, st.cub += pp.cubature.n;
                 double ve = fabs(pp.cubature.volume - pp.check.volume) / fmax(fabs(pp.check.volume), 1e-12);
                 if (ve > st.max_vol_err) st.max_vol_err = ve;
-                pr.done++;
-                progress(&pr, false);
+                done++;
+                if (a->progress != 0) base_progress_update(&pr, done, a->count, 0, 0, false);
             }
         }
         /* both are zeroed on failure, so freeing is always safe */
         ds_preprocessed_free(&pp);
         ds_procedural_free(&shape);
     }
-    progress_break(&pr);
+    base_progress_break(&pr);
     bool ok = !failed && !g_signal;
     int rc = 0;
     for (int s = 0; s < 3; s++)

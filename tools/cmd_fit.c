@@ -323,9 +323,11 @@ int cmd_fit_comm(int argc, char **argv, OptimComm *comm) {
     Tensor *x, *y;
     make_data(&cfg, dt, &x, &y);
 
+    BaseProgress display;
     OptimTrainOptions to = {.name = "anima fit", .total_steps = cfg.train.steps, .log_every = cfg.train.log_every,
                             .ckpt_every = cfg.train.ckpt_every, .ckpt_path = ckpt_path, .metrics_path = log_path,
-                            .config_json = cfg_json, .resume = resume, .progress = progress,
+                            .config_json = cfg_json, .resume = resume, .progress = cmd_train_progress(&display, progress),
+                            .progress_user = &display,
                             .stop_after = stop_after, .comm = comm};
     OptimTrain tl;
     /* stream 3: the loop's own draws (input jitter); saved and restored with the checkpoint */

@@ -328,8 +328,10 @@ static int gs_fit_main(int argc, char **argv) {
             cfg.scene.mesh, scene.n_train, scene.n_test, (long long)cfg.scene.size, (long long)cfg.scene.size,
             (long long)fc.n, fc.isotropic ? "isotropic" : "anisotropic", fc.sh_degree, psnr0);
 
+    BaseProgress display;
     OptimTrainOptions to = {.name = "anima gs fit", .total_steps = cfg.train.iters, .log_every = cfg.train.log_every,
-                            .metrics_path = log_path, .config_json = cfg_json, .progress = progress};
+                            .metrics_path = log_path, .config_json = cfg_json,
+                            .progress = cmd_train_progress(&display, progress), .progress_user = &display};
     OptimTrain tl;
     /* no checkpoints (ckpt_path NULL): the params handed over are only what the loop would save */
     if (optim_train_init(&tl, &to, &fit.group[GS_FIT_MEANS], &fit.optim[GS_FIT_MEANS],

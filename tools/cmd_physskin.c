@@ -98,8 +98,10 @@ static int cmd_train(int argc, char **argv) {
         return 2;
     }
     char *cfg_json = ds_config_to_json(PS_CONFIG_SCHEMA, &cfg);
+    BaseProgress display;
     PsTrainArgs ta = {.cfg = &cfg, .cfg_json = cfg_json, .data = data, .out_dir = out, .resume = resume,
-                      .progress = progress, .stop_after = stop_after};
+                      .progress = cmd_train_progress(&display, progress), .progress_user = &display,
+                      .stop_after = stop_after};
     int rc = ps_train(&ta);
     free(cfg_json);
     tensor_runtime_shutdown();

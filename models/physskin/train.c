@@ -74,7 +74,7 @@ int ps_train(const PsTrainArgs *a) {
         optim_comm_finalize(comm);
         return 1;
     }
-    if (rank == 0 && a->progress != 0)
+    if (rank == 0 && a->progress)
         fprintf(stderr, NAME ": %lld shapes (%lld on rank 0) ready in %.1f s\n", (long long)total,
                 (long long)data.n, base_now() - t0);
 
@@ -102,7 +102,8 @@ int ps_train(const PsTrainArgs *a) {
     OptimTrainOptions to = {.name = NAME, .total_steps = c->train.steps, .log_every = c->train.log_every,
                             .ckpt_every = c->train.ckpt_every, .ckpt_path = rank == 0 ? ckpt : NULL,
                             .metrics_path = rank == 0 ? log : NULL, .config_json = a->cfg_json,
-                            .resume = a->resume && rank == 0, .progress = rank == 0 ? a->progress : 0,
+                            .resume = a->resume && rank == 0, .progress = rank == 0 ? a->progress : NULL,
+                            .progress_user = a->progress_user,
                             .stop_after = rank == 0 ? a->stop_after : 0}; /* the others follow rank 0 */
     OptimTrain tl;
     bad = optim_train_init(&tl, &to, &params, &opt, (TensorRng){.seed = (uint64_t)c->seed, .stream = 3}, err,
@@ -191,7 +192,7 @@ int ps_train(const PsTrainArgs *a) {
     if (mconfig) optim_mconfig_free(&mc);
     bool done = tl.step >= c->train.steps;
     int rc = optim_train_finish(&tl);
-    if (rank == 0 && a->progress != 0 && n_steps > 0)
+    if (rank == 0 && a->progress && n_steps > 0)
         fprintf(stderr, NAME ": %s at step %lld; %.3f s per step over %lld steps on %d rank(s); %s\n",
                 done ? "done" : "stopped", (long long)tl.step, t_steps / (double)n_steps, (long long)n_steps, size,
                 ckpt);
