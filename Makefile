@@ -141,7 +141,7 @@ clean:
 # names what else it links below). Run them with tests/fuzz/run.sh [seconds]; crashers go into
 # tests/fuzz/corpus/<reader>/.
 FUZZ_CC    ?= clang
-FUZZ_LIB   := $(wildcard base/errbuf.c datasets/mesh_io.c datasets/mesh_obj.c datasets/mesh_ply.c datasets/mesh_ply_format.c \
+FUZZ_LIB   := $(wildcard base/errbuf.c base/alloc.c datasets/mesh_io.c datasets/mesh_obj.c datasets/mesh_ply.c datasets/mesh_ply_format.c \
                 datasets/mesh_off.c datasets/mesh_stl.c datasets/gaussian_ply.c datasets/bvh.c)
 FUZZ_BIN   := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(wildcard tests/fuzz/fuzz_*.c))
 FUZZ_FLAGS := -std=c11 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \

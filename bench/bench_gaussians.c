@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/alloc.h"
 #include "base/clock.h"
 #include "models/gaussians/rasterize.h"
 
@@ -105,8 +106,7 @@ void bench_gaussians_cases(int argc, char **argv, bool (*wanted)(int, char **, c
     for (int b = 0; b < 2; b++) {
         if (!wanted(argc, argv, names[b])) continue;
         TensorScope *s = tensor_scope_begin();
-        GsBenchCtx *c = malloc(sizeof *c);
-        if (!c) abort();
+        GsBenchCtx *c = base_malloc(sizeof *c);
         gsb_init(c, b == 1);
         run_case(names[b], step_gs, c);
         gsb_report(names[b], c);

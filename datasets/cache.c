@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/alloc.h"
 #include "datasets/cache.h"
 #include "base/h5file.h"
 #include "tensor/tensor.h"
@@ -729,8 +730,7 @@ void ds_shape_sample_cubature(const DsShapeRecord *r, int64_t n, uint64_t seed, 
     if (n > N) n = N;
     if (n <= 0) return;
     /* Floyd's algorithm: n distinct indices in O(n) draws with a bitmap of N bits */
-    uint8_t *used = calloc((size_t)(N + 7) / 8, 1);
-    if (!used) abort();
+    uint8_t *used = base_calloc((size_t)(N + 7) / 8, 1);
     int64_t k = 0;
     for (int64_t j = N - n; j < N; j++) {
         uint32_t rr[4];

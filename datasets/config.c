@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/alloc.h"
 #include "config.h"
 #include "base/errbuf.h"
 
@@ -191,9 +192,9 @@ int ds_config_load(const char *path, const DsConfigField *schema, void *out, cha
         return -1;
     }
     size_t cap = 1 << 16, n = 0;
-    char *buf = malloc(cap);
+    char *buf = base_malloc(cap);
     size_t r;
-    while (buf && (r = fread(buf + n, 1, cap - n - 1, f)) > 0) {
+    while ((r = fread(buf + n, 1, cap - n - 1, f)) > 0) {
         n += r;
         if (n + 1 >= cap) {
             if (cap > ((size_t)64 << 20)) {
@@ -203,11 +204,10 @@ int ds_config_load(const char *path, const DsConfigField *schema, void *out, cha
                 return -1;
             }
             cap *= 2;
-            buf = realloc(buf, cap);
+            buf = base_realloc(buf, cap);
         }
     }
     fclose(f);
-    if (!buf) abort();
     buf[n] = 0;
     if (strlen(buf) != n) {
         free(buf);

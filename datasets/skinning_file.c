@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/alloc.h"
 #include "datasets/camera.h"
 #include "datasets/raster.h"
 #include "datasets/skinning_file.h"
@@ -284,9 +285,8 @@ static void hsv_rgb(double h, double s, double v, float out[3]) {
 
 void ds_skinning_colors(const DsSkinning *s, float *rgb) {
     int64_t m = s->m;
-    double *mx = calloc((size_t)m + 1, sizeof *mx);
-    float(*hue)[3] = malloc(sizeof *hue * (size_t)(m + 1));
-    if (!mx || !hue) abort();
+    double *mx = base_calloc((size_t)m + 1, sizeof *mx);
+    float(*hue)[3] = base_malloc(sizeof *hue * (size_t)(m + 1));
     for (int64_t k = 0; k < m; k++) hsv_rgb(0.61803398875 * (double)k, 0.75, 0.95, hue[k]);
     for (int64_t v = 0; v < s->nv; v++)
         for (int64_t k = 0; k < m; k++) mx[k] = fmax(mx[k], fabs(s->vert_w[v * m + k]));

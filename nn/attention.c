@@ -39,6 +39,7 @@
 #include <string.h>
 
 #include "autograd/custom.h"
+#include "base/alloc.h"
 #include "functional.h"
 #include "tensor/backend.h"
 
@@ -65,8 +66,7 @@ typedef struct {
 } AttArgs;
 
 static void *att_alloc(size_t n) {
-    void *p = malloc(n ? n : 1);
-    if (!p) abort();
+    void *p = base_malloc(n ? n : 1);
     return p;
 }
 

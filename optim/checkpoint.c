@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/alloc.h"
 #include "checkpoint.h"
 #include "tensor/backend.h"
 #include "base/h5file.h"
@@ -83,8 +84,7 @@ static herr_t collect_name(hid_t g, const char *name, const H5L_info_t *info, vo
     NameList *l = data;
     if (l->n == l->cap) {
         l->cap = l->cap ? 2 * l->cap : 64;
-        l->names = realloc(l->names, sizeof *l->names * (size_t)l->cap);
-        if (!l->names) abort();
+        l->names = base_realloc(l->names, sizeof *l->names * (size_t)l->cap);
     }
     l->names[l->n++] = strdup(name);
     return 0;
@@ -128,16 +128,14 @@ typedef struct {
 
 static int stage_read(Staged *st, hid_t ds, Tensor *dst) {
     size_t nbytes = (size_t)tensor_numel(dst) * tensor_dtype_size(dst->dtype);
-    void *buf = malloc(nbytes ? nbytes : 1);
-    if (!buf) abort();
+    void *buf = base_malloc(nbytes ? nbytes : 1);
     if (ds < 0 || H5Dread(ds, h5_type(dst->dtype), H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0) {
         free(buf);
         return -1;
     }
     if (st->n == st->cap) {
         st->cap = st->cap ? 2 * st->cap : 64;
-        st->items = realloc(st->items, sizeof *st->items * (size_t)st->cap);
-        if (!st->items) abort();
+        st->items = base_realloc(st->items, sizeof *st->items * (size_t)st->cap);
     }
     st->items[st->n].dst = dst;
     st->items[st->n++].buf = buf;
@@ -195,8 +193,7 @@ int optim_checkpoint_load(const char *path, NnParams *p, Optim *o, bool strict, 
     H5Literate(gp, H5_INDEX_NAME, H5_ITER_NATIVE, NULL, collect_name, &in_file);
     char missing[2048] = "", unexpected[2048] = "", mismatched[4096] = "";
     int n_missing = 0, n_unexpected = 0, n_mismatched = 0;
-    bool *match = calloc((size_t)(p->n ? p->n : 1), sizeof *match);
-    if (!match) abort();
+    bool *match = base_calloc((size_t)(p->n ? p->n : 1), sizeof *match);
     for (int i = 0; i < p->n; i++) {
         const char *name = p->items[i].name;
         if (H5Lexists(gp, name, H5P_DEFAULT) <= 0) {

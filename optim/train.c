@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/alloc.h"
 #include "train.h"
 #include "base/clock.h"
 #include "base/errbuf.h"
@@ -26,8 +27,7 @@ int optim_train_signal(void) { return (int)g_signal; }
 void optim_data_order(uint64_t seed, int64_t step, int64_t n, int64_t batch, int64_t *out) {
     if (n <= 0 || batch <= 0) tensor_fail("optim_data_order", "n = %lld and batch = %lld must be positive",
                                           (long long)n, (long long)batch);
-    int64_t *perm = malloc(sizeof *perm * (size_t)n);
-    if (!perm) abort();
+    int64_t *perm = base_malloc(sizeof *perm * (size_t)n);
     int64_t epoch = -1;
     for (int64_t j = 0; j < batch; j++) {
         int64_t pos = step * batch + j; /* position in the endless sequence of epochs */

@@ -23,6 +23,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/alloc.h"
 #include "base/clock.h"
 #include "base/progress.h"
 #include "datasets/cache.h"
@@ -268,11 +269,10 @@ static int make_real(const MakeArgs *a) {
         if (e->d_name[0] == '.' || !is_mesh_name(e->d_name)) continue;
         if (n == cap) {
             cap = cap ? 2 * cap : 64;
-            char **p = realloc(names, sizeof *p * (size_t)cap);
-            if (!p) abort();
+            char **p = base_realloc(names, sizeof *p * (size_t)cap);
             names = p;
         }
-        if (!(names[n++] = strdup(e->d_name))) abort();
+        names[n++] = base_strdup(e->d_name);
     }
     closedir(d);
     qsort(names, (size_t)n, sizeof *names, cmp_str);
@@ -513,9 +513,8 @@ static int write_field(const char *out, const char *field, const DsMesh *mesh, i
             fprintf(stderr, ")\n");
             return 2;
         }
-        tmp = malloc(sizeof(float) * (size_t)(mesh->nv + 1));
-        col = malloc(sizeof(float) * 3 * (size_t)(mesh->nv + 1));
-        if (!tmp || !col) abort();
+        tmp = base_malloc(sizeof(float) * (size_t)(mesh->nv + 1));
+        col = base_malloc(sizeof(float) * 3 * (size_t)(mesh->nv + 1));
         for (int64_t i = 0; i < mesh->nv; i++) tmp[i] = weights[i * nbones + bi], colormap(tmp[i], col + 3 * i);
         m = (DsMesh){.nv = mesh->nv, .nf = mesh->nf, .v = mesh->v, .n = mesh->n, .f = mesh->f, .scalar = tmp, .color = col};
     } else {

@@ -18,6 +18,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "base/alloc.h"
 #include "base/clock.h"
 #include "datasets/config.h"
 #include "datasets/image.h"
@@ -143,16 +144,14 @@ static int load_mesh(const GsCmdConfig *c, DsMesh *m, char *err, size_t errlen) 
         *m = s.mesh;
         s.mesh = (DsMesh){0};
         free(m->color);
-        m->color = malloc(sizeof(float) * 3 * (size_t)m->nv);
-        if (!m->color) abort();
+        m->color = base_malloc(sizeof(float) * 3 * (size_t)m->nv);
         gs_fit_vertex_colors(m, s.weights, s.nbones, m->color);
         ds_procedural_free(&s);
         return 0;
     }
     if (ds_mesh_read(spec, m, err, errlen)) return -1;
     if (!m->color) {
-        m->color = malloc(sizeof(float) * 3 * (size_t)(m->nv ? m->nv : 1));
-        if (!m->color) abort();
+        m->color = base_malloc(sizeof(float) * 3 * (size_t)(m->nv ? m->nv : 1));
         gs_fit_vertex_colors(m, NULL, 0, m->color);
     }
     return 0;

@@ -24,6 +24,7 @@
 #include <strings.h>
 #include <sys/stat.h>
 
+#include "base/alloc.h"
 #include "datasets/mesh.h"
 #include "datasets/skinning_file.h"
 #include "models/physskin/eval.h"
@@ -240,12 +241,10 @@ static int cmd_skin(int argc, char **argv) {
             if (e->d_name[0] == '.' || !is_mesh_file(e->d_name)) continue;
             if (n == cap) {
                 cap = cap ? 2 * cap : 16;
-                char **nn = realloc(names, cap * sizeof *names);
-                if (!nn) abort();
+                char **nn = base_realloc(names, cap * sizeof *names);
                 names = nn;
             }
-            names[n] = strdup(e->d_name);
-            if (!names[n]) abort();
+            names[n] = base_strdup(e->d_name);
             n++;
         }
         closedir(d);

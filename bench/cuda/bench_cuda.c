@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "autograd/autograd.h"
+#include "base/alloc.h"
 #include "base/clock.h"
 #include "datasets/camera.h"
 #include "models/gaussians/rasterize.h"
@@ -57,8 +58,7 @@ static void run_case(const char *name, StepFn step, void *ctx, const Tensor *any
     }
     int n = (int)(budget / (t_warm > 1e-6 ? t_warm : 1e-6));
     n = n < 5 ? 5 : n > 2000 ? 2000 : n;
-    double *t = malloc(sizeof(double) * (size_t)n);
-    if (!t) abort();
+    double *t = base_malloc(sizeof(double) * (size_t)n);
     for (int i = 0; i < n; i++) {
         TensorScope *s = tensor_scope_begin();
         double t0 = base_now();

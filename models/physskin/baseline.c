@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/alloc.h"
 #include "base/clock.h"
 #include "eval.h"
 #include "losses.h"
@@ -57,8 +58,7 @@ static void mlp_with_grad(const Mlp *m, Tensor *x, bool exact, double delta, Ten
         Tensor *xr = tensor_requires_grad(tensor_clone(x), true);
         Tensor *wo = mlp_forward(m, xr);
         int64_t k = wo->shape[2];
-        Tensor **g = malloc(sizeof *g * (size_t)k);
-        if (!g) abort();
+        Tensor **g = base_malloc(sizeof *g * (size_t)k);
         for (int64_t j = 0; j < k; j++) {
             Tensor *s = tensor_sum_all(tensor_narrow(wo, 2, j, 1)), *gj = NULL;
             ag_grad(1, &s, NULL, 1, &xr, &gj, true);
@@ -93,8 +93,7 @@ void ps_baseline_fit(const PsShape *s, const PsConfig *c, const PsBaselineOption
     NnParams p;
     nn_params_init(&p, outer, TENSOR_F32, o->seed);
     Mlp m = {.n_freqs = o->n_freqs, .layers = (int)o->layers, .act = parse_act(c->model.activation)};
-    m.lin = calloc((size_t)m.layers + 1, sizeof *m.lin);
-    if (!m.lin) abort();
+    m.lin = base_calloc((size_t)m.layers + 1, sizeof *m.lin);
     char pre[64];
     int64_t in = o->n_freqs > 0 ? nn_fourier_embed_dim(3, o->n_freqs) : 3;
     for (int i = 0; i <= m.layers; i++) {

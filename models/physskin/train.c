@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/alloc.h"
 #include "base/clock.h"
 #include "optim/comm.h"
 #include "optim/train.h"
@@ -131,8 +132,7 @@ int ps_train(const PsTrainArgs *a) {
         if (wts[i] > 0) active[K++] = i;
     OptimMConfig mc;
     if (mconfig) optim_mconfig_init(&mc, &params, K, c->optim.beta1);
-    int64_t *idx = malloc(sizeof *idx * (size_t)B);
-    if (!idx) abort();
+    int64_t *idx = base_malloc(sizeof *idx * (size_t)B);
     double t_steps = 0;
     int64_t n_steps = 0;
     for (;;) {
