@@ -1,8 +1,8 @@
 /* optim/train.h — the parts of a training loop every command repeats: progress reported to a
- * callback (tools/ draws it with base/progress.h; the loop draws nothing), a JSONL metrics log, SIGINT /
- * SIGTERM turned into "finish this step, checkpoint, exit 128+signal", periodic and final
- * checkpoints (optim/checkpoint.h), `--resume` that continues bit-identically, and the data
- * order as a pure function of (seed, step), so a resumed run draws the same minibatches.
+ * callback (tools/ draws it with base/progress.h; the loop draws nothing), a JSONL metrics log,
+ * SIGINT / SIGTERM turned into "finish this step, checkpoint, exit 128+signal", periodic and
+ * final checkpoints (optim/checkpoint.h), `--resume` that continues bit-identically, and the
+ * data order as a pure function of (seed, step), so a resumed run draws the same minibatches.
  *
  *   OptimTrain tl;
  *   if (optim_train_init(&tl, &opts, &params, &opt, rng, err, sizeof err)) ...exit 1/2
