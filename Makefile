@@ -14,7 +14,7 @@ MPI_INC  := $(shell mpicc --showme:compile 2>/dev/null)
 MPI_LIB  := $(shell mpicc --showme:link 2>/dev/null)
 BLAS_DIR := $(firstword $(wildcard /usr/lib/x86_64-linux-gnu/openblas-openmp) /usr/lib/x86_64-linux-gnu)
 BLAS_INC := $(firstword $(wildcard /usr/include/x86_64-linux-gnu/openblas-openmp) /usr/include/x86_64-linux-gnu)
-# the one include dir the public headers need (tensor/h5file.h includes <hdf5.h>); anima.pc has it
+# the one include dir the public headers need (base/h5file.h includes <hdf5.h>); anima.pc has it
 HDF5_INC := -I/usr/include/hdf5/serial
 
 CFLAGS  := -std=c11 -O2 $(ARCH) -g -Wall -Wextra -Werror -Wno-missing-field-initializers -fopenmp -D_GNU_SOURCE -MMD -MP -I. -I$(BLAS_INC) $(HDF5_INC) -I/usr/include/suitesparse $(MPI_INC)
@@ -26,7 +26,7 @@ CFLAGS  += $(SAN_FLAGS)
 LDLIBS  += -fsanitize=address,undefined
 endif
 
-LIB_DIRS := tensor tensor/cpu autograd nn optim datasets sim $(wildcard models/*)
+LIB_DIRS := base tensor tensor/cpu autograd nn optim datasets sim $(wildcard models/*)
 LIB_SRC  := $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c))
 ifeq ($(CUDA),1)
 CUDA_SRC := $(wildcard tensor/cuda/*.cu) $(wildcard models/*/*.cu)
@@ -208,7 +208,7 @@ uninstall:
 # names what else it links below). Run them with tests/fuzz/run.sh [seconds]; crashers go into
 # tests/fuzz/corpus/<reader>/.
 FUZZ_CC    ?= clang
-FUZZ_LIB   := $(wildcard tensor/errbuf.c datasets/mesh_io.c datasets/mesh_file.c datasets/mesh_obj.c datasets/mesh_ply.c datasets/mesh_ply_format.c \
+FUZZ_LIB   := $(wildcard base/errbuf.c base/alloc.c datasets/mesh_io.c datasets/mesh_file.c datasets/mesh_obj.c datasets/mesh_ply.c datasets/mesh_ply_format.c \
                 datasets/mesh_off.c datasets/mesh_stl.c datasets/gaussian_ply.c datasets/bvh.c)
 FUZZ_BIN   := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(wildcard tests/fuzz/fuzz_*.c))
 FUZZ_FLAGS := -std=c11 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
@@ -223,7 +223,7 @@ fuzz:
 FUZZ_SRC_fuzz_png    := datasets/image.c
 FUZZ_LDLIBS_fuzz_png := -lpng
 # the skinning file (HDF5): the reader and what its previews link (camera, raster, PNG)
-FUZZ_SRC_fuzz_skinning    := datasets/skinning_file.c tensor/h5file.c datasets/camera.c datasets/raster.c datasets/image.c
+FUZZ_SRC_fuzz_skinning    := datasets/skinning_file.c base/h5file.c datasets/camera.c datasets/raster.c datasets/image.c
 FUZZ_CFLAGS_fuzz_skinning := -I/usr/include/hdf5/serial
 FUZZ_LDLIBS_fuzz_skinning := -L/usr/lib/x86_64-linux-gnu/hdf5/serial -lhdf5 -lpng
 

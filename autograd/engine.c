@@ -5,6 +5,7 @@
 
 #include "../tensor/internal.h"
 #include "autograd.h"
+#include "base/alloc.h"
 #include "custom.h"
 
 static uint64_t epoch;
@@ -17,8 +18,7 @@ typedef struct {
 static void vec_push(NodeVec *s, TensorNode *x) {
     if (s->n == s->cap) {
         s->cap = s->cap ? 2 * s->cap : 256;
-        s->v = realloc(s->v, sizeof *s->v * (size_t)s->cap);
-        if (!s->v) abort();
+        s->v = base_realloc(s->v, sizeof *s->v * (size_t)s->cap);
     }
     s->v[s->n++] = x;
 }
@@ -115,8 +115,7 @@ typedef struct {
 static void leaf_push(LeafVec *s, Tensor *leaf, int64_t last, int slot) {
     if (s->n == s->cap) {
         s->cap = s->cap ? 2 * s->cap : 64;
-        s->v = realloc(s->v, sizeof *s->v * (size_t)s->cap);
-        if (!s->v) abort();
+        s->v = base_realloc(s->v, sizeof *s->v * (size_t)s->cap);
     }
     s->v[s->n++] = (LeafLast){leaf, last, slot};
 }

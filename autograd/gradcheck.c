@@ -3,6 +3,7 @@
 #include <stdlib.h>
 
 #include "../tensor/internal.h"
+#include "base/alloc.h"
 #include "gradcheck.h"
 
 static double project(AgFn f, int n, Tensor *const *inputs, void *user, Tensor *w) {
@@ -25,8 +26,7 @@ bool ag_gradcheck(AgFn f, int n, Tensor *const *inputs, void *user, double eps, 
     TensorRng rng = {.seed = 1234, .stream = 7};
     Tensor *w = tensor_randn_with(&rng, y->ndim, y->shape, TENSOR_F64);
     Tensor *L = tensor_sum_all(tensor_mul(tensor_cast(y, TENSOR_F64), w));
-    Tensor **grads = calloc((size_t)n, sizeof *grads);
-    if (!grads) abort();
+    Tensor **grads = base_calloc((size_t)n, sizeof *grads);
     if (L->requires_grad) ag_grad(1, &L, NULL, n, inputs, grads, false);
     bool ok = true;
     for (int i = 0; i < n && ok; i++) {

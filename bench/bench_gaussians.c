@@ -18,8 +18,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "base/alloc.h"
+#include "base/clock.h"
 #include "models/gaussians/rasterize.h"
 
 enum { GSB_N = 100000, GSB_SIZE = 512, GSB_MAX_STEPS = 512 };
@@ -33,18 +34,12 @@ typedef struct {
     double t[GSB_MAX_STEPS];
 } GsBenchCtx;
 
-static double gsb_now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 static void step_gs(void *p) {
     GsBenchCtx *c = p;
-    double t0 = gsb_now();
+    double t0 = base_now();
     GsRenderOut r = gs_render(&c->g, &c->cam, NULL);
     if (c->backward) ag_backward(r.image, c->gy, false);
-    if (c->steps < GSB_MAX_STEPS) c->t[c->steps] = gsb_now() - t0;
+    if (c->steps < GSB_MAX_STEPS) c->t[c->steps] = base_now() - t0;
     c->steps++;
 }
 
@@ -111,8 +106,7 @@ void bench_gaussians_cases(int argc, char **argv, bool (*wanted)(int, char **, c
     for (int b = 0; b < 2; b++) {
         if (!wanted(argc, argv, names[b])) continue;
         TensorScope *s = tensor_scope_begin();
-        GsBenchCtx *c = malloc(sizeof *c);
-        if (!c) abort();
+        GsBenchCtx *c = base_malloc(sizeof *c);
         gsb_init(c, b == 1);
         run_case(names[b], step_gs, c);
         gsb_report(names[b], c);

@@ -10,16 +10,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "autograd/autograd.h"
+#include "base/clock.h"
 #include "nn/functional.h"
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
@@ -34,9 +28,9 @@ static void run_case(const char *name, StepFn step, void *ctx) {
     double t_warm = 1e9;
     for (int i = 0; i < 3; i++) {
         TensorScope *s = tensor_scope_begin();
-        double t0 = now_s();
+        double t0 = base_now();
         step(ctx);
-        double dt = now_s() - t0;
+        double dt = base_now() - t0;
         tensor_scope_end(s);
         if (dt < t_warm) t_warm = dt;
         if (getenv("BENCH_VERBOSE")) fprintf(stderr, "warm-up %s %.2f ms\n", name, dt * 1e3);
@@ -46,9 +40,9 @@ static void run_case(const char *name, StepFn step, void *ctx) {
     double *t = malloc(sizeof(double) * (size_t)n);
     for (int i = 0; i < n; i++) {
         TensorScope *s = tensor_scope_begin();
-        double t0 = now_s();
+        double t0 = base_now();
         step(ctx);
-        t[i] = now_s() - t0;
+        t[i] = base_now() - t0;
         tensor_scope_end(s);
     }
     qsort(t, (size_t)n, sizeof *t, cmp_double);

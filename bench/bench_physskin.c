@@ -29,6 +29,7 @@
 #include <string.h>
 #include <sys/resource.h>
 
+#include "base/alloc.h"
 #include "models/physskin/train.h"
 #include "optim/optim.h"
 
@@ -129,8 +130,7 @@ static double max_rss_mib(void) {
 
 /* the model, optimizer and batch of the case (exits on a bad config) */
 static PsBenchCtx *psb_init(void) {
-    PsBenchCtx *c = calloc(1, sizeof *c);
-    if (!c) abort();
+    PsBenchCtx *c = base_calloc(1, sizeof *c);
     char err[1024];
     const char *cfg = getenv("PHYSSKIN_CONFIG") ? getenv("PHYSSKIN_CONFIG") : "configs/physskin-small.json";
     if (ps_config_load(&c->cfg, cfg, 0, NULL, err, sizeof err)) {

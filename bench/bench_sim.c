@@ -25,24 +25,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "base/clock.h"
 #include "sim/cubature.h"
 #include "sim/fem.h"
 #include "sim/scene.h"
 #include "sim/solver.h"
 #include "sim/world.h"
 
-static double wall_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-static double cpu_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 static int cmp_d(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return x < y ? -1 : x > y;
@@ -87,9 +77,9 @@ static void run_frames(SimObject *o, int frames, double *wall, double *cpu, doub
     char err[256];
     *hessians = 0;
     for (int f = 0; f < frames; f++) {
-        double w0 = wall_s(), c0 = cpu_s();
+        double w0 = base_now(), c0 = base_cpu_now();
         if (sim_object_step(o, 0.01, err, sizeof err)) die("step", err);
-        wall[f] = 1e3 * (wall_s() - w0), cpu[f] = 1e3 * (cpu_s() - c0);
+        wall[f] = 1e3 * (base_now() - w0), cpu[f] = 1e3 * (base_cpu_now() - c0);
         *hessians += o->last.hessians;
         if (traj) sim_object_vertices(o, traj + (size_t)f * 3 * (size_t)o->nv);
     }
@@ -179,13 +169,13 @@ int main(int argc, char **argv) {
         double *nodes;
         int32_t *tets;
         int64_t nn, nt;
-        double t0 = wall_s();
+        double t0 = base_now();
         /* radius-edge bound 3: 21k nodes on this mesh, the tip within 3% of the 1.5 mesh's (48k
          * nodes, 10 s a step); BENCH_FEM_QUALITY overrides */
         double quality = getenv("BENCH_FEM_QUALITY") ? atof(getenv("BENCH_FEM_QUALITY")) : 3.0;
         if (sim_fem_tetrahedralize(o.Xv, o.nv, o.faces, o.nf, quality, 0, &nodes, &nn, &tets, &nt, err, sizeof err))
             die("tetgen", err);
-        double t_tet = wall_s() - t0;
+        double t_tet = base_now() - t0;
         SimFem fem;
         if (sim_fem_init(&fem, nodes, nn, tets, nt, &sc.objects[0].material, err, sizeof err)) die("fem", err);
         free(nodes), free(tets);
@@ -198,17 +188,17 @@ int main(int argc, char **argv) {
         int fr = frames < 30 ? frames : 30, ff = 4;
         double red_ms = NAN, fem_ms = NAN;
         for (int f = 0; f < fr; f++) {
-            double w0 = wall_s(), c0 = cpu_s();
+            double w0 = base_now(), c0 = base_cpu_now();
             if (sim_object_step(&o, sc.dt, err, sizeof err)) die("step", err);
-            wall[f] = 1e3 * (wall_s() - w0), cpu[f] = 1e3 * (cpu_s() - c0);
+            wall[f] = 1e3 * (base_now() - w0), cpu[f] = 1e3 * (base_cpu_now() - c0);
         }
         red_ms = median(wall, fr);
         printf("case sim_sag_reduced %.4f %d\ncpu sim_sag_reduced %.4f\n", red_ms, fr, median(cpu, fr));
         int fem_it = 0;
         for (int f = 0; f < ff; f++) {
-            double w0 = wall_s(), c0 = cpu_s();
+            double w0 = base_now(), c0 = base_cpu_now();
             if (sim_fem_step(&fem, sc.dt, err, sizeof err)) die("fem step", err);
-            wall[f] = 1e3 * (wall_s() - w0), cpu[f] = 1e3 * (cpu_s() - c0);
+            wall[f] = 1e3 * (base_now() - w0), cpu[f] = 1e3 * (base_cpu_now() - c0);
             fem_it += fem.last.iters;
         }
         fem_ms = median(wall, ff);
@@ -301,9 +291,9 @@ int main(int argc, char **argv) {
         int64_t pts = 0;
         for (int k = 0; k < sc.nobjects; k++) pts += objs[k].nc;
         for (int f = 0; f < steps; f++) {
-            double w0 = wall_s(), c0 = cpu_s();
+            double w0 = base_now(), c0 = base_cpu_now();
             if (sim_world_step(&world, sc.dt, err, sizeof err)) die("pile step", err);
-            double w1 = 1e3 * (wall_s() - w0), c1 = 1e3 * (cpu_s() - c0);
+            double w1 = 1e3 * (base_now() - w0), c1 = 1e3 * (base_cpu_now() - c0);
             dmin = fmin(dmin, world.last.min_distance);
             if (getenv("BENCH_VERBOSE"))
                 printf("frame %d: %.1f ms, %d iterations, %d Hessians, %d factorizations, %d CG products (%d negative), %d CCD-limited, "

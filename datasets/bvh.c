@@ -60,7 +60,7 @@ int ds_bvh_read_mem(const char *name, const uint8_t *data, size_t size, DsBvh *b
     } while (0)
     for (size_t i = 0; i < size && i < 65536; i++)
         if (!data[i]) {
-            tensor_errf(err, errlen, "%s: byte %zu: NUL byte: not a text BVH file", name, i);
+            base_errf(err, errlen, "%s: byte %zu: NUL byte: not a text BVH file", name, i);
             goto done;
         }
     if (!lex_next(&lx, &t) || !tok_eq(t, "HIERARCHY")) FAIL("not a BVH file ('HIERARCHY' expected first)");

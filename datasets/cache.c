@@ -1,5 +1,5 @@
 /* datasets/cache.c — the HDF5 dataset cache (layout in cache.h): an atomic writer (temporary
- * file + fsync + rename, tensor/h5file.h, as for checkpoints) and a reader that validates every
+ * file + fsync + rename, base/h5file.h, as for checkpoints) and a reader that validates every
  * dataset before handing out arrays. */
 #include <hdf5.h>
 #include <math.h>
@@ -9,10 +9,11 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/alloc.h"
 #include "datasets/cache.h"
-#include "tensor/h5file.h"
+#include "base/h5file.h"
 #include "tensor/tensor.h"
-#include "tensor/errbuf.h"
+#include "base/errbuf.h"
 
 /* a corrupt header could claim any size; no dataset of a real cache comes near this */
 #define MAX_ELEMS ((hsize_t)1 << 28)
@@ -29,7 +30,7 @@ void ds_shape_record_free(DsShapeRecord *r) {
 }
 
 bool ds_cache_is_hdf5(const char *path) {
-    tensor_h5_quiet();
+    base_h5_quiet();
     if (access(path, R_OK) != 0) return false;
     return H5Fis_hdf5(path) > 0;
 }
@@ -58,15 +59,15 @@ static int attr_f32v(hid_t loc, const char *name, const float *v, hsize_t n) {
     return st < 0 ? -1 : 0;
 }
 
-/* A dataset of rows × cols (cols 0: 1-D) elements of mem_type, checksummed (tensor/h5file.h)
+/* A dataset of rows × cols (cols 0: 1-D) elements of mem_type, checksummed (base/h5file.h)
  * with byte shuffle + deflate 1 (marching-cubes meshes and sorted cell indices shrink ~2×,
  * constant volumes to nothing, at a few ms per shape), in chunks of ≤ 256k elements: big enough
  * for deflate, small enough to read a part. */
 static int write_ds(hid_t loc, const char *name, hid_t file_type, hid_t mem_type, int64_t rows, int64_t cols,
                     const void *data) {
     hsize_t dims[2] = {(hsize_t)rows, (hsize_t)cols};
-    return tensor_h5_write_checked(loc, name, file_type, mem_type, cols > 0 ? 2 : 1, dims, data,
-                                   ((size_t)1 << 18) * H5Tget_size(file_type), true);
+    return base_h5_write_checked(loc, name, file_type, mem_type, cols > 0 ? 2 : 1, dims, data,
+                                 ((size_t)1 << 18) * H5Tget_size(file_type), true);
 }
 
 static int write_f32(hid_t loc, const char *name, int64_t rows, int64_t cols, const float *data) {
@@ -80,27 +81,27 @@ static int write_i32(hid_t loc, const char *name, int64_t rows, int64_t cols, co
 DsCacheWriter *ds_cache_writer_open(const char *path, const DsCacheInfo *info, char *err, size_t errlen) {
     DsCacheWriter *w = calloc(1, sizeof *w);
     if (!w) {
-        tensor_errf(err, errlen, "%s: out of memory", path);
+        base_errf(err, errlen, "%s: out of memory", path);
         return NULL;
     }
     snprintf(w->path, sizeof w->path, "%s", path);
-    w->file = tensor_h5_save_begin(path, w->tmp, sizeof w->tmp, err, errlen);
+    w->file = base_h5_save_begin(path, w->tmp, sizeof w->tmp, err, errlen);
     if (w->file < 0) {
         free(w);
         return NULL;
     }
-    int bad = tensor_h5_attr_str(w->file, "format", DS_CACHE_FORMAT);
-    bad |= tensor_h5_attr_str(w->file, "split", info->split) | tensor_h5_attr_str(w->file, "kind", info->kind);
-    bad |= tensor_h5_attr_str(w->file, "rig", info->rig) | tensor_h5_attr_str(w->file, "categories", info->categories);
-    bad |= tensor_h5_attr_str(w->file, "command", info->command);
-    bad |= tensor_h5_attr_i64(w->file, "seed", (int64_t)info->seed) | tensor_h5_attr_i64(w->file, "total", info->total);
-    bad |= tensor_h5_attr_i64(w->file, "grid", info->grid);
-    bad |= tensor_h5_attr_i64(w->file, "cubature_res", info->cubature_res);
-    bad |= tensor_h5_attr_i64(w->file, "n_surface", info->n_surface);
-    bad |= tensor_h5_attr_i64(w->file, "n_sharp", info->n_sharp);
+    int bad = base_h5_attr_str(w->file, "format", DS_CACHE_FORMAT);
+    bad |= base_h5_attr_str(w->file, "split", info->split) | base_h5_attr_str(w->file, "kind", info->kind);
+    bad |= base_h5_attr_str(w->file, "rig", info->rig) | base_h5_attr_str(w->file, "categories", info->categories);
+    bad |= base_h5_attr_str(w->file, "command", info->command);
+    bad |= base_h5_attr_i64(w->file, "seed", (int64_t)info->seed) | base_h5_attr_i64(w->file, "total", info->total);
+    bad |= base_h5_attr_i64(w->file, "grid", info->grid);
+    bad |= base_h5_attr_i64(w->file, "cubature_res", info->cubature_res);
+    bad |= base_h5_attr_i64(w->file, "n_surface", info->n_surface);
+    bad |= base_h5_attr_i64(w->file, "n_sharp", info->n_sharp);
     w->shapes = H5Gcreate2(w->file, "shapes", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
     if (bad || w->shapes < 0) {
-        tensor_errf(err, errlen, "%s: writing the file header failed", path);
+        base_errf(err, errlen, "%s: writing the file header failed", path);
         ds_cache_writer_close(w, false, NULL, 0);
         return NULL;
     }
@@ -113,13 +114,13 @@ int ds_cache_write_shape(DsCacheWriter *w, const char *id, const char *category,
     const DsMesh *m = &pp->mesh;
     DsTransform x = xf ? *xf : pp->xf;
     hid_t g = H5Gcreate2(w->shapes, id, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
-    if (g < 0) return tensor_errf(err, errlen, "%s: cannot create /shapes/%s (duplicate id?)", w->path, id);
-    int bad = tensor_h5_attr_str(g, "category", category) | tensor_h5_attr_str(g, "source", source);
-    bad |= tensor_h5_attr_i64(g, "seed", (int64_t)seed) | tensor_h5_attr_i64(g, "index", index) | attr_f64(g, "t", t);
+    if (g < 0) return base_errf(err, errlen, "%s: cannot create /shapes/%s (duplicate id?)", w->path, id);
+    int bad = base_h5_attr_str(g, "category", category) | base_h5_attr_str(g, "source", source);
+    bad |= base_h5_attr_i64(g, "seed", (int64_t)seed) | base_h5_attr_i64(g, "index", index) | attr_f64(g, "t", t);
     bad |= attr_f32v(g, "center", x.center, 3) | attr_f64(g, "scale", x.scale);
-    bad |= tensor_h5_attr_i64(g, "watertight", pp->check.watertight);
-    bad |= tensor_h5_attr_i64(g, "manifold", pp->check.manifold);
-    bad |= tensor_h5_attr_i64(g, "genus", pp->check.genus);
+    bad |= base_h5_attr_i64(g, "watertight", pp->check.watertight);
+    bad |= base_h5_attr_i64(g, "manifold", pp->check.manifold);
+    bad |= base_h5_attr_i64(g, "genus", pp->check.genus);
     bad |= attr_f64(g, "area", pp->check.area) | attr_f64(g, "volume", pp->check.volume);
 
     hid_t gm = H5Gcreate2(g, "mesh", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
@@ -142,7 +143,7 @@ int ds_cache_write_shape(DsCacheWriter *w, const char *id, const char *category,
     int32_t *cells = malloc(sizeof(int32_t) * (size_t)(c->n + 1));
     if (!cells) {
         H5Gclose(g);
-        return tensor_errf(err, errlen, "%s: out of memory", w->path);
+        return base_errf(err, errlen, "%s: out of memory", w->path);
     }
     for (int64_t i = 0; i < c->n; i++) {
         int64_t ijk[3];
@@ -156,7 +157,7 @@ int ds_cache_write_shape(DsCacheWriter *w, const char *id, const char *category,
     hid_t gc = H5Gcreate2(g, "cubature", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
     bad |= gc < 0 || write_i32(gc, "cells", c->n, 0, cells) || write_f32(gc, "volumes", c->n, 0, c->w);
     if (gc >= 0) {
-        bad |= tensor_h5_attr_i64(gc, "res", c->res) | attr_f64(gc, "volume", c->volume);
+        bad |= base_h5_attr_i64(gc, "res", c->res) | attr_f64(gc, "volume", c->volume);
         H5Gclose(gc);
     }
     free(cells);
@@ -186,16 +187,16 @@ int ds_cache_write_shape(DsCacheWriter *w, const char *id, const char *category,
 
     if (weights && nbones > 0) bad |= write_f32(g, "weights", m->nv, nbones, weights);
     H5Gclose(g);
-    if (bad) return tensor_errf(err, errlen, "%s: writing /shapes/%s failed (disk full?)", w->path, id);
+    if (bad) return base_errf(err, errlen, "%s: writing /shapes/%s failed (disk full?)", w->path, id);
     w->count++;
     return 0;
 }
 
 int ds_cache_writer_close(DsCacheWriter *w, bool ok, char *err, size_t errlen) {
     if (!w) return -1;
-    if (ok) ok = tensor_h5_attr_i64(w->file, "count", w->count) == 0;
+    if (ok) ok = base_h5_attr_i64(w->file, "count", w->count) == 0;
     if (w->shapes >= 0) H5Gclose(w->shapes);
-    int rc = tensor_h5_save_end(w->file, w->tmp, w->path, ok, "cache", err, errlen);
+    int rc = base_h5_save_end(w->file, w->tmp, w->path, ok, "cache", err, errlen);
     free(w);
     return rc;
 }
@@ -277,7 +278,7 @@ struct DsCache {
 };
 
 /* A string attribute as a malloc'd C string, NULL if absent or bad. */
-static char *read_attr_str(hid_t loc, const char *name) { return tensor_h5_attr_read_str(loc, name, MAX_ATTR_STR); }
+static char *read_attr_str(hid_t loc, const char *name) { return base_h5_attr_read_str(loc, name, MAX_ATTR_STR); }
 
 /* A scalar or n-vector numeric attribute converted to double; false if absent or mis-shaped. */
 static bool read_attr_num(hid_t loc, const char *name, double *v, hsize_t n) {
@@ -332,12 +333,12 @@ static herr_t collect_name(hid_t g, const char *name, const H5L_info_t *info, vo
 static char *dup_or_empty(char *s) { return s ? s : strdup(""); }
 
 DsCache *ds_cache_open(const char *path, char *err, size_t errlen) {
-    hid_t f = tensor_h5_open_read(path, "dataset cache", err, errlen);
+    hid_t f = base_h5_open_read(path, "dataset cache", err, errlen);
     if (f < 0) return NULL;
     char *fmt = read_attr_str(f, "format");
     if (!fmt || strcmp(fmt, DS_CACHE_FORMAT)) {
-        tensor_errf(err, errlen, "%s: root attribute 'format' is %s%s%s, expected \"%s\" (not an anima dataset cache)", path,
-                    fmt ? "\"" : "", fmt ? fmt : "missing", fmt ? "\"" : "", DS_CACHE_FORMAT);
+        base_errf(err, errlen, "%s: root attribute 'format' is %s%s%s, expected \"%s\" (not an anima dataset cache)", path,
+                  fmt ? "\"" : "", fmt ? fmt : "missing", fmt ? "\"" : "", DS_CACHE_FORMAT);
         free(fmt);
         H5Fclose(f);
         return NULL;
@@ -345,7 +346,7 @@ DsCache *ds_cache_open(const char *path, char *err, size_t errlen) {
     free(fmt);
     hid_t shapes = H5Lexists(f, "shapes", H5P_DEFAULT) > 0 ? H5Gopen2(f, "shapes", H5P_DEFAULT) : -1;
     if (shapes < 0) {
-        tensor_errf(err, errlen, "%s: no /shapes group (truncated or corrupt cache)", path);
+        base_errf(err, errlen, "%s: no /shapes group (truncated or corrupt cache)", path);
         H5Fclose(f);
         return NULL;
     }
@@ -353,7 +354,7 @@ DsCache *ds_cache_open(const char *path, char *err, size_t errlen) {
     herr_t it = H5Literate(shapes, H5_INDEX_NAME, H5_ITER_INC, NULL, collect_name, &l);
     DsCache *c = calloc(1, sizeof *c);
     if (it < 0 || l.oom || !c) {
-        tensor_errf(err, errlen, "%s: cannot list /shapes (%s)", path, l.oom || !c ? "out of memory" : "corrupt index");
+        base_errf(err, errlen, "%s: cannot list /shapes (%s)", path, l.oom || !c ? "out of memory" : "corrupt index");
         for (int64_t i = 0; i < l.n; i++) free(l.names[i]);
         free(l.names);
         free(c);
@@ -378,8 +379,8 @@ DsCache *ds_cache_open(const char *path, char *err, size_t errlen) {
     int64_t count = attr_int_or(f, "count", -1);
     if (count != l.n) {
         /* the writer sets count last, just before the rename: a mismatch is a damaged file */
-        tensor_errf(err, errlen, "%s: root attribute 'count' is %lld but /shapes holds %lld groups (corrupt cache)", path,
-                    (long long)count, (long long)l.n);
+        base_errf(err, errlen, "%s: root attribute 'count' is %lld but /shapes holds %lld groups (corrupt cache)", path,
+                  (long long)count, (long long)l.n);
         ds_cache_close(c);
         return NULL;
     }
@@ -505,7 +506,7 @@ static int read_shape(DsCache *c, const char *id, bool meta_only, DsShapeRecord 
     memset(r, 0, sizeof *r);
     Where w = {c->path, id, err, errlen};
     hid_t g = H5Gopen2(c->shapes, id, H5P_DEFAULT);
-    if (g < 0) return tensor_errf(err, errlen, "%s: /shapes/%s: not a group", c->path, id);
+    if (g < 0) return base_errf(err, errlen, "%s: /shapes/%s: not a group", c->path, id);
     snprintf(r->id, sizeof r->id, "%s", id);
     int rc = -1;
     char *s = read_attr_str(g, "category");
@@ -701,16 +702,16 @@ out:
 int ds_cache_read_shape(DsCache *c, int64_t i, DsShapeRecord *out, char *err, size_t errlen) {
     memset(out, 0, sizeof *out);
     if (i < 0 || i >= c->n)
-        return tensor_errf(err, errlen, "%s: shape %lld out of range (the file holds %lld)", c->path, (long long)i,
-                           (long long)c->n);
+        return base_errf(err, errlen, "%s: shape %lld out of range (the file holds %lld)", c->path, (long long)i,
+                         (long long)c->n);
     return read_shape(c, c->ids[i], false, out, err, errlen);
 }
 
 int ds_cache_read_meta(DsCache *c, int64_t i, DsShapeRecord *out, char *err, size_t errlen) {
     memset(out, 0, sizeof *out);
     if (i < 0 || i >= c->n)
-        return tensor_errf(err, errlen, "%s: shape %lld out of range (the file holds %lld)", c->path, (long long)i,
-                           (long long)c->n);
+        return base_errf(err, errlen, "%s: shape %lld out of range (the file holds %lld)", c->path, (long long)i,
+                         (long long)c->n);
     return read_shape(c, c->ids[i], true, out, err, errlen);
 }
 
@@ -718,8 +719,8 @@ int ds_cache_read_shape_id(DsCache *c, const char *id, DsShapeRecord *out, char 
     memset(out, 0, sizeof *out);
     for (int64_t i = 0; i < c->n; i++)
         if (!strcmp(c->ids[i], id)) return read_shape(c, id, false, out, err, errlen);
-    return tensor_errf(err, errlen, "%s: no shape '%s' (the file holds %lld%s%s%s)", c->path, id, (long long)c->n,
-                       c->n ? ": " : "", c->n ? c->ids[0] : "", c->n > 1 ? " ..." : "");
+    return base_errf(err, errlen, "%s: no shape '%s' (the file holds %lld%s%s%s)", c->path, id, (long long)c->n,
+                     c->n ? ": " : "", c->n ? c->ids[0] : "", c->n > 1 ? " ..." : "");
 }
 
 #define STREAM_CUBATURE 0x43554241ull /* "CUBA" */
@@ -729,8 +730,7 @@ void ds_shape_sample_cubature(const DsShapeRecord *r, int64_t n, uint64_t seed, 
     if (n > N) n = N;
     if (n <= 0) return;
     /* Floyd's algorithm: n distinct indices in O(n) draws with a bitmap of N bits */
-    uint8_t *used = calloc((size_t)(N + 7) / 8, 1);
-    if (!used) abort();
+    uint8_t *used = base_calloc((size_t)(N + 7) / 8, 1);
     int64_t k = 0;
     for (int64_t j = N - n; j < N; j++) {
         uint32_t rr[4];

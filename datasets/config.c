@@ -6,8 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/alloc.h"
 #include "config.h"
-#include "tensor/errbuf.h"
+#include "base/errbuf.h"
 
 static const char *type_name(DsConfigType t) {
     switch (t) {
@@ -80,7 +81,7 @@ static int fill_object(const DsConfigField *schema, const cJSON *obj, const char
     if (obj && !cJSON_IsObject(obj)) {
         char got[80];
         describe(obj, got, sizeof got);
-        tensor_errf(err, errlen, "%s: key '%s': expected an object, got %s", src, *path ? path : "(top level)", got);
+        base_errf(err, errlen, "%s: key '%s': expected an object, got %s", src, *path ? path : "(top level)", got);
         return -1;
     }
     /* unknown keys first: a typo should not be hidden behind a default */
@@ -91,7 +92,7 @@ static int fill_object(const DsConfigField *schema, const cJSON *obj, const char
             if (!strcmp(d->string, c->string)) {
                 char kp[512];
                 join(kp, sizeof kp, path, c->string);
-                tensor_errf(err, errlen, "%s: key '%s' given twice", src, kp);
+                base_errf(err, errlen, "%s: key '%s' given twice", src, kp);
                 return -1;
             }
         const DsConfigField *f = schema;
@@ -101,7 +102,7 @@ static int fill_object(const DsConfigField *schema, const cJSON *obj, const char
             join(kp, sizeof kp, path, c->string);
             for (f = schema; f->key; f++)
                 snprintf(known + strlen(known), sizeof known - strlen(known), "%s%s", f == schema ? "" : ", ", f->key);
-            tensor_errf(err, errlen, "%s: unknown key '%s' (known here: %s)", src, kp, known);
+            base_errf(err, errlen, "%s: unknown key '%s' (known here: %s)", src, kp, known);
             return -1;
         }
     }
@@ -120,7 +121,7 @@ static int fill_object(const DsConfigField *schema, const cJSON *obj, const char
             if (!f->def) {
                 char what[96];
                 type_desc(f, what, sizeof what);
-                tensor_errf(err, errlen, "%s: missing required key '%s' (%s%s%s)", src, kp, what, f->help ? ": " : "",
+                base_errf(err, errlen, "%s: missing required key '%s' (%s%s%s)", src, kp, what, f->help ? ": " : "",
                             f->help ? f->help : "");
                 goto fail;
             }
@@ -173,12 +174,12 @@ static int assign(const DsConfigField *f, const cJSON *v, const char *src, const
                 char opts[256] = "";
                 for (c = f->choices; *c; c++)
                     snprintf(opts + strlen(opts), sizeof opts - strlen(opts), "%s\"%s\"", c == f->choices ? "" : ", ", *c);
-                tensor_errf(err, errlen, "%s: key '%s': expected one of %s, got %s", src, kp, opts, got);
+                base_errf(err, errlen, "%s: key '%s': expected one of %s, got %s", src, kp, opts, got);
                 return -1;
             }
         }
         if (strlen(s) + 1 > f->size) {
-            tensor_errf(err, errlen, "%s: key '%s': string longer than %zu characters", src, kp, f->size - 1);
+            base_errf(err, errlen, "%s: key '%s': string longer than %zu characters", src, kp, f->size - 1);
             return -1;
         }
         memcpy(dst, s, strlen(s) + 1);
@@ -202,7 +203,7 @@ static int assign(const DsConfigField *f, const cJSON *v, const char *src, const
         if (ranged && (n < f->min || n > f->max)) goto wrong_type;
         char *arr = calloc((size_t)n + 1, f->elem_size);
         if (!arr) {
-            tensor_errf(err, errlen, "%s: key '%s': out of memory", src, kp);
+            base_errf(err, errlen, "%s: key '%s': out of memory", src, kp);
             return -1;
         }
         int i = 0;
@@ -224,10 +225,10 @@ static int assign(const DsConfigField *f, const cJSON *v, const char *src, const
     char what[96];
 wrong_type:
     type_desc(f, what, sizeof what);
-    tensor_errf(err, errlen, "%s: key '%s': expected %s, got %s", src, kp, what, got);
+    base_errf(err, errlen, "%s: key '%s': expected %s, got %s", src, kp, what, got);
     return -1;
 out_of_range:
-    tensor_errf(err, errlen, "%s: key '%s': expected %s in [%g, %g], got %s", src, kp, type_name(f->type), f->min, f->max, got);
+    base_errf(err, errlen, "%s: key '%s': expected %s in [%g, %g], got %s", src, kp, type_name(f->type), f->min, f->max, got);
     return -1;
 }
 
@@ -249,7 +250,7 @@ int ds_config_parse(const char *text, const char *source, const DsConfigField *s
         const char *at = end ? end : cJSON_GetErrorPtr();
         int line = 0, col = 0;
         if (at) locate(text, at, &line, &col);
-        tensor_errf(err, errlen, "%s:%d:%d: invalid JSON near '%.20s'", source, line, col, at ? at : "");
+        base_errf(err, errlen, "%s:%d:%d: invalid JSON near '%.20s'", source, line, col, at ? at : "");
         return -1;
     }
     int rc = fill_object(schema, root, source, "", out, err, errlen);
@@ -260,31 +261,30 @@ int ds_config_parse(const char *text, const char *source, const DsConfigField *s
 int ds_config_load(const char *path, const DsConfigField *schema, void *out, char *err, size_t errlen) {
     FILE *f = fopen(path, "rb");
     if (!f) {
-        tensor_errf(err, errlen, "%s: cannot open (%s)", path, strerror(errno));
+        base_errf(err, errlen, "%s: cannot open (%s)", path, strerror(errno));
         return -1;
     }
     size_t cap = 1 << 16, n = 0;
-    char *buf = malloc(cap);
+    char *buf = base_malloc(cap);
     size_t r;
-    while (buf && (r = fread(buf + n, 1, cap - n - 1, f)) > 0) {
+    while ((r = fread(buf + n, 1, cap - n - 1, f)) > 0) {
         n += r;
         if (n + 1 >= cap) {
             if (cap > ((size_t)64 << 20)) {
                 free(buf);
                 fclose(f);
-                tensor_errf(err, errlen, "%s: larger than 64 MiB, not a config", path);
+                base_errf(err, errlen, "%s: larger than 64 MiB, not a config", path);
                 return -1;
             }
             cap *= 2;
-            buf = realloc(buf, cap);
+            buf = base_realloc(buf, cap);
         }
     }
     fclose(f);
-    if (!buf) abort();
     buf[n] = 0;
     if (strlen(buf) != n) {
         free(buf);
-        tensor_errf(err, errlen, "%s: contains a NUL byte, not a JSON text", path);
+        base_errf(err, errlen, "%s: contains a NUL byte, not a JSON text", path);
         return -1;
     }
     int rc = ds_config_parse(n ? buf : "{}", path, schema, out, err, errlen);
@@ -295,7 +295,7 @@ int ds_config_load(const char *path, const DsConfigField *schema, void *out, cha
 int ds_config_set(const char *assignment, const DsConfigField *schema, void *out, char *err, size_t errlen) {
     const char *eq = strchr(assignment, '=');
     if (!eq || eq == assignment) {
-        tensor_errf(err, errlen, "override '%s': expected key.path=value", assignment);
+        base_errf(err, errlen, "override '%s': expected key.path=value", assignment);
         return -1;
     }
     char key[512];
@@ -307,7 +307,7 @@ int ds_config_set(const char *assignment, const DsConfigField *schema, void *out
         const DsConfigField *f = s;
         while (f->key && (strcmp(f->key, part) || f->type != DS_CFG_OBJECT)) f++;
         if (!f->key) {
-            tensor_errf(err, errlen, "override '%s': no object '%s' in the schema", assignment, part);
+            base_errf(err, errlen, "override '%s': no object '%s' in the schema", assignment, part);
             return -1;
         }
         base += f->offset;
@@ -317,12 +317,12 @@ int ds_config_set(const char *assignment, const DsConfigField *schema, void *out
     const DsConfigField *f = s;
     while (f->key && strcmp(f->key, part)) f++;
     if (f->key && f->type == DS_CFG_ARRAY) {
-        tensor_errf(err, errlen, "override '%s': key '%.*s' is an array of objects, set in the file", assignment,
+        base_errf(err, errlen, "override '%s': key '%.*s' is an array of objects, set in the file", assignment,
                     (int)(eq - assignment), assignment);
         return -1;
     }
     if (!f->key || f->type == DS_CFG_OBJECT) {
-        tensor_errf(err, errlen, "override '%s': unknown key '%.*s'", assignment, (int)(eq - assignment), assignment);
+        base_errf(err, errlen, "override '%s': unknown key '%.*s'", assignment, (int)(eq - assignment), assignment);
         return -1;
     }
     cJSON *v = parse_value(f, eq + 1);

@@ -64,18 +64,18 @@ int ds_gaussians_read_mem(const char *name, const uint8_t *data, size_t size, Ds
     for (int i = 0; i < h.nelems; i++)
         if (!strcmp(h.elems[i].name, "vertex")) {
             if (ve) {
-                tensor_errf(err, errlen, "%s: two 'vertex' elements", name);
+                base_errf(err, errlen, "%s: two 'vertex' elements", name);
                 goto done;
             }
             ve = &h.elems[i];
         }
     if (!ve) {
-        tensor_errf(err, errlen, "%s: no 'vertex' element (a 3D Gaussian PLY has one)", name);
+        base_errf(err, errlen, "%s: no 'vertex' element (a 3D Gaussian PLY has one)", name);
         goto done;
     }
     role = malloc(sizeof(int) * (size_t)(ve->nprops ? ve->nprops : 1));
     if (!role) {
-        tensor_errf(err, errlen, "%s: out of memory", name);
+        base_errf(err, errlen, "%s: out of memory", name);
         goto done;
     }
     bool seen[R_FIXED] = {false}, rest_seen[45] = {false};
@@ -84,11 +84,11 @@ int ds_gaussians_read_mem(const char *name, const uint8_t *data, size_t size, Ds
         const PlyProp *pp = &ve->props[p];
         int r = role_of(pp->name);
         if (r == -2 || r >= R_REST + 45) {
-            tensor_errf(err, errlen, "%s: property '%s': f_rest_j needs 0 <= j < 45 (SH degree 3 at most)", name, pp->name);
+            base_errf(err, errlen, "%s: property '%s': f_rest_j needs 0 <= j < 45 (SH degree 3 at most)", name, pp->name);
             goto done;
         }
         if (r >= 0 && pp->is_list) {
-            tensor_errf(err, errlen, "%s: property '%s' is a list (a scalar was expected)", name, pp->name);
+            base_errf(err, errlen, "%s: property '%s' is a list (a scalar was expected)", name, pp->name);
             goto done;
         }
         role[p] = r;
@@ -97,19 +97,19 @@ int ds_gaussians_read_mem(const char *name, const uint8_t *data, size_t size, Ds
     }
     for (int r = 0; r < R_FIXED; r++)
         if (!seen[r]) {
-            tensor_errf(err, errlen, "%s: element 'vertex' lacks property '%s' (not a 3D Gaussian PLY?)", name, fixed_names[r]);
+            base_errf(err, errlen, "%s: element 'vertex' lacks property '%s' (not a 3D Gaussian PLY?)", name, fixed_names[r]);
             goto done;
         }
     int degree = nrest == 0 ? 0 : nrest == 9 ? 1 : nrest == 24 ? 2 : nrest == 45 ? 3 : -1;
     for (int j = 0; j < nrest && degree >= 0; j++)
         if (!rest_seen[j]) degree = -1;
     if (degree < 0) {
-        tensor_errf(err, errlen, "%s: %d f_rest properties; f_rest_0..f_rest_(3(K-1)-1) with K = 4, 9 or 16 (or none) expected",
-                    name, nrest);
+        base_errf(err, errlen, "%s: %d f_rest properties; f_rest_0..f_rest_(3(K-1)-1) with K = 4, 9 or 16 (or none) expected",
+                  name, nrest);
         goto done;
     }
     if (ds_gaussians_alloc(g, ve->count, degree)) {
-        tensor_errf(err, errlen, "%s: out of memory for %lld Gaussians", name, (long long)ve->count);
+        base_errf(err, errlen, "%s: out of memory for %lld Gaussians", name, (long long)ve->count);
         goto done;
     }
     int K = ds_gaussians_sh_count(degree);
@@ -131,7 +131,7 @@ int ds_gaussians_read_mem(const char *name, const uint8_t *data, size_t size, Ds
                     char w[4200];
                     rd.pos = at, rd.line = line;
                     ply_where(&rd, w, sizeof w);
-                    tensor_errf(err, errlen, "%s: Gaussian %lld: %s is not a finite float", w, (long long)i, e->props[p].name);
+                    base_errf(err, errlen, "%s: Gaussian %lld: %s is not a finite float", w, (long long)i, e->props[p].name);
                     goto done;
                 }
                 float f = (float)x;
@@ -167,7 +167,7 @@ int ds_gaussians_read(const char *path, DsGaussians *g, char *err, size_t errlen
 }
 
 int ds_gaussians_write(const char *path, const DsGaussians *g, char *err, size_t errlen) {
-    if (g->sh_degree < 0 || g->sh_degree > 3) return tensor_errf(err, errlen, "%s: SH degree %d (0..3)", path, g->sh_degree);
+    if (g->sh_degree < 0 || g->sh_degree > 3) return base_errf(err, errlen, "%s: SH degree %d (0..3)", path, g->sh_degree);
     int K = ds_gaussians_sh_count(g->sh_degree), nrest = 3 * (K - 1);
     MeshOut o;
     if (mesh_out_open(&o, path, err, errlen)) return -1;

@@ -10,8 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "base/clock.h"
 #include "datasets/geometry.h"
 
 void ds_grid_center(int res, int64_t cell, float p[3]) {
@@ -128,12 +128,6 @@ void ds_preprocessed_free(DsPreprocessed *p) {
     memset(p, 0, sizeof *p);
 }
 
-static double now(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
 int ds_preprocess(const DsMesh *in, const DsPreprocessOptions *o, DsPreprocessed *out, char *err, size_t errlen) {
     memset(out, 0, sizeof *out);
     if (in->nv <= 0 || in->nf <= 0) {
@@ -171,10 +165,10 @@ int ds_preprocess(const DsMesh *in, const DsPreprocessOptions *o, DsPreprocessed
         ds_sample_surface(&out->mesh, o->n_dense, s1, out->dense, out->dense_normal, NULL))
         goto oom;
     out->n_sharp = ds_sample_sharp_edges(&out->mesh, o->n_sharp, o->sharp_angle_deg, s2, out->sharp, out->sharp_normal);
-    double t0 = now();
+    double t0 = base_now();
     int rc = o->sdf ? ds_cubature_sdf(o->sdf, o->sdf_ctx, o->grid_res, &out->cubature, err, errlen)
                     : ds_cubature_winding(&out->mesh, o->grid_res, &out->cubature, err, errlen);
-    out->seconds_winding = now() - t0;
+    out->seconds_winding = base_now() - t0;
     if (rc) {
         ds_preprocessed_free(out);
         return -1;

@@ -18,13 +18,13 @@
 
 #include "datasets/image.h"
 #include "datasets/mesh_internal.h"
-#include "tensor/errbuf.h"
+#include "base/errbuf.h"
 
 static int check_dims(const char *what, int w, int h, int channels, char *err, size_t errlen) {
     if (w <= 0 || h <= 0 || w > DS_IMAGE_MAX_SIDE || h > DS_IMAGE_MAX_SIDE)
-        return tensor_errf(err, errlen, "%s: bad image size %d x %d (1..%d each)", what, w, h, DS_IMAGE_MAX_SIDE);
+        return base_errf(err, errlen, "%s: bad image size %d x %d (1..%d each)", what, w, h, DS_IMAGE_MAX_SIDE);
     if (channels < 1 || channels > 4)
-        return tensor_errf(err, errlen, "%s: bad channel count %d (1..4)", what, channels);
+        return base_errf(err, errlen, "%s: bad channel count %d (1..4)", what, channels);
     return 0;
 }
 
@@ -32,7 +32,7 @@ int ds_image_init(DsImage *img, int w, int h, int channels, char *err, size_t er
     memset(img, 0, sizeof *img);
     if (check_dims("image", w, h, channels, err, errlen)) return -1;
     img->data = calloc((size_t)w * (size_t)h * (size_t)channels, 1);
-    if (!img->data) return tensor_errf(err, errlen, "image: out of memory for %d x %d x %d", w, h, channels);
+    if (!img->data) return base_errf(err, errlen, "image: out of memory for %d x %d x %d", w, h, channels);
     img->w = w, img->h = h, img->channels = channels;
     return 0;
 }
@@ -41,7 +41,7 @@ int ds_imagef_init(DsImageF *img, int w, int h, int channels, char *err, size_t 
     memset(img, 0, sizeof *img);
     if (check_dims("image", w, h, channels, err, errlen)) return -1;
     img->data = calloc((size_t)w * (size_t)h * (size_t)channels, sizeof(float));
-    if (!img->data) return tensor_errf(err, errlen, "image: out of memory for %d x %d x %d", w, h, channels);
+    if (!img->data) return base_errf(err, errlen, "image: out of memory for %d x %d x %d", w, h, channels);
     img->w = w, img->h = h, img->channels = channels;
     return 0;
 }
@@ -157,13 +157,13 @@ static int decode(PngCtx *c, png_structp png, png_infop info, DsImage *img) {
 int ds_image_read_mem(const char *name, const uint8_t *data, size_t size, DsImage *img, char *err, size_t errlen) {
     memset(img, 0, sizeof *img);
     if (size < 8 || png_sig_cmp(data, 0, 8))
-        return tensor_errf(err, errlen, "%s: not a PNG file (%s)", name, size < 8 ? "too short" : "bad signature");
+        return base_errf(err, errlen, "%s: not a PNG file (%s)", name, size < 8 ? "too short" : "bad signature");
     PngCtx c = {.name = name, .data = data, .size = size};
     png_structp png = png_create_read_struct(PNG_LIBPNG_VER_STRING, &c, on_error, on_warning);
     png_infop info = png ? png_create_info_struct(png) : NULL;
     if (!info) {
         png_destroy_read_struct(&png, NULL, NULL);
-        return tensor_errf(err, errlen, "%s: out of memory", name);
+        return base_errf(err, errlen, "%s: out of memory", name);
     }
     int rc = decode(&c, png, info, img);
     png_destroy_read_struct(&png, &info, NULL);
@@ -171,7 +171,7 @@ int ds_image_read_mem(const char *name, const uint8_t *data, size_t size, DsImag
     if (rc) {
         free(c.pixels);
         memset(img, 0, sizeof *img);
-        return tensor_errf(err, errlen, "%s: bad PNG: %s", name, c.msg);
+        return base_errf(err, errlen, "%s: bad PNG: %s", name, c.msg);
     }
     img->data = c.pixels;
     return 0;
@@ -203,23 +203,23 @@ static int encode(PngCtx *c, png_structp png, png_infop info, FILE *f, const DsI
 
 int ds_image_write(const char *path, const DsImage *img, char *err, size_t errlen) {
     if (check_dims(path, img->w, img->h, img->channels, err, errlen)) return -1;
-    if (!img->data) return tensor_errf(err, errlen, "%s: image has no data", path);
+    if (!img->data) return base_errf(err, errlen, "%s: image has no data", path);
     /* pid and a counter: two threads or processes writing the same path never share a temp */
     static atomic_uint seq;
     char tmp[4096];
     if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp.%ld.%u", path, (long)getpid(), atomic_fetch_add(&seq, 1)) >=
         sizeof tmp)
-        return tensor_errf(err, errlen, "%s: path too long", path);
+        return base_errf(err, errlen, "%s: path too long", path);
     PngCtx c = {.name = path};
     c.rows = malloc((size_t)img->h * sizeof *c.rows);
-    if (!c.rows) return tensor_errf(err, errlen, "%s: out of memory", path);
+    if (!c.rows) return base_errf(err, errlen, "%s: out of memory", path);
     size_t stride = (size_t)img->w * (size_t)img->channels;
     for (int y = 0; y < img->h; y++) c.rows[y] = (png_bytep)(img->data + (size_t)y * stride);
     FILE *f = fopen(tmp, "wb");
     if (!f) {
         int e = errno;
         free(c.rows);
-        return tensor_errf(err, errlen, "%s: cannot create: %s", tmp, strerror(e));
+        return base_errf(err, errlen, "%s: cannot create: %s", tmp, strerror(e));
     }
     png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, &c, on_error, on_warning);
     png_infop info = png ? png_create_info_struct(png) : NULL;
@@ -234,8 +234,8 @@ int ds_image_write(const char *path, const DsImage *img, char *err, size_t errle
     if (!rc && rename(tmp, path) != 0) rc = -1, e = errno;
     if (rc) {
         remove(tmp);
-        if (e) return tensor_errf(err, errlen, "%s: write failed: %s", path, strerror(e));
-        return tensor_errf(err, errlen, "%s: write failed: %s", path, c.msg);
+        if (e) return base_errf(err, errlen, "%s: write failed: %s", path, strerror(e));
+        return base_errf(err, errlen, "%s: write failed: %s", path, c.msg);
     }
     return 0;
 }
@@ -251,7 +251,7 @@ int ds_imagef_read(const char *path, DsImageF *img, char *err, size_t errlen) {
 
 int ds_imagef_write(const char *path, const DsImageF *img, char *err, size_t errlen) {
     if (check_dims(path, img->w, img->h, img->channels, err, errlen)) return -1;
-    if (!img->data) return tensor_errf(err, errlen, "%s: image has no data", path);
+    if (!img->data) return base_errf(err, errlen, "%s: image has no data", path);
     DsImage u;
     if (ds_imagef_to_u8(img, &u, err, errlen)) return -1;
     int rc = ds_image_write(path, &u, err, errlen);

@@ -22,14 +22,14 @@ int ds_mesh_read_mem(const char *name, const uint8_t *data, size_t size, DsMesh 
     else if (!strcasecmp(ext, "ply")) rc = mesh_read_ply(name, data, size, m, err, errlen);
     else if (!strcasecmp(ext, "off")) rc = mesh_read_off(name, data, size, m, err, errlen);
     else if (!strcasecmp(ext, "stl")) rc = mesh_read_stl(name, data, size, m, err, errlen);
-    else return tensor_errf(err, errlen, "%s: unknown mesh format '.%s' (anima reads .obj .ply .off .stl)", name, ext);
+    else return base_errf(err, errlen, "%s: unknown mesh format '.%s' (anima reads .obj .ply .off .stl)", name, ext);
     if (rc) {
         ds_mesh_free(m);
         return -1;
     }
     if (m->nv == 0) {
         ds_mesh_free(m);
-        return tensor_errf(err, errlen, "%s: no vertices", name);
+        return base_errf(err, errlen, "%s: no vertices", name);
     }
     return 0;
 }
@@ -47,12 +47,12 @@ int ds_mesh_read(const char *path, DsMesh *m, char *err, size_t errlen) {
 int ds_mesh_write(const char *path, const DsMesh *m, bool ascii, char *err, size_t errlen) {
     for (int64_t i = 0; i < 3 * m->nf; i++)
         if (m->f[i] < 0 || m->f[i] >= m->nv)
-            return tensor_errf(err, errlen, "%s: face %lld refers to vertex %d of %lld", path, (long long)(i / 3),
+            return base_errf(err, errlen, "%s: face %lld refers to vertex %d of %lld", path, (long long)(i / 3),
                                m->f[i], (long long)m->nv);
     const char *ext = ext_of(path);
     if (!strcasecmp(ext, "obj")) return mesh_write_obj(path, m, err, errlen);
     if (!strcasecmp(ext, "ply")) return mesh_write_ply(path, m, ascii, err, errlen);
     if (!strcasecmp(ext, "off")) return mesh_write_off(path, m, err, errlen);
     if (!strcasecmp(ext, "stl")) return mesh_write_stl(path, m, ascii, err, errlen);
-    return tensor_errf(err, errlen, "%s: unknown mesh format '.%s' (anima writes .obj .ply .off .stl)", path, ext);
+    return base_errf(err, errlen, "%s: unknown mesh format '.%s' (anima writes .obj .ply .off .stl)", path, ext);
 }

@@ -13,7 +13,7 @@
 #include <stdio.h>
 
 #include "datasets/mesh.h"
-#include "tensor/errbuf.h"
+#include "base/errbuf.h"
 
 /* Largest vertex or face count a reader accepts: indices are int32 and counts must fit
  * int32-indexed arrays. Counts also have to be possible for the input's size (checked apart). */

@@ -255,28 +255,28 @@ void dedup_free(VertexDedup *d) {
 int mesh_slurp(const char *path, size_t max, const char *what, uint8_t **data, size_t *size, char *err, size_t errlen) {
     *data = NULL, *size = 0;
     FILE *f = fopen(path, "rb");
-    if (!f) return tensor_errf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+    if (!f) return base_errf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
     struct stat st;
     if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
         fclose(f);
-        return tensor_errf(err, errlen, "%s: not a regular file", path);
+        return base_errf(err, errlen, "%s: not a regular file", path);
     }
     if (max && (uint64_t)st.st_size > (uint64_t)max) {
         fclose(f);
-        return tensor_errf(err, errlen, "%s: file too large for %s (%lld bytes)", path, what, (long long)st.st_size);
+        return base_errf(err, errlen, "%s: file too large for %s (%lld bytes)", path, what, (long long)st.st_size);
     }
     size_t n = (size_t)st.st_size;
     uint8_t *buf = malloc(n ? n : 1);
     if (!buf) {
         fclose(f);
-        return tensor_errf(err, errlen, "%s: out of memory reading %zu bytes", path, n);
+        return base_errf(err, errlen, "%s: out of memory reading %zu bytes", path, n);
     }
     size_t got = fread(buf, 1, n, f);
     int bad = ferror(f);
     fclose(f);
     if (bad || got != n) {
         free(buf);
-        return tensor_errf(err, errlen, "%s: read error after %zu of %zu bytes", path, got, n);
+        return base_errf(err, errlen, "%s: read error after %zu of %zu bytes", path, got, n);
     }
     *data = buf, *size = n;
     return 0;
@@ -285,9 +285,9 @@ int mesh_slurp(const char *path, size_t max, const char *what, uint8_t **data, s
 int mesh_out_open(MeshOut *o, const char *path, char *err, size_t errlen) {
     o->path = path;
     if ((size_t)snprintf(o->tmp, sizeof o->tmp, "%s.tmp.%ld", path, (long)getpid()) >= sizeof o->tmp)
-        return tensor_errf(err, errlen, "%s: path too long", path);
+        return base_errf(err, errlen, "%s: path too long", path);
     o->f = fopen(o->tmp, "wb");
-    if (!o->f) return tensor_errf(err, errlen, "%s: cannot create: %s", o->tmp, strerror(errno));
+    if (!o->f) return base_errf(err, errlen, "%s: cannot create: %s", o->tmp, strerror(errno));
     return 0;
 }
 
@@ -300,7 +300,7 @@ int mesh_out_close(MeshOut *o, bool ok, char *err, size_t errlen) {
         int e = errno;
         remove(o->tmp);
         if (!ok) return -1; /* the caller already set err */
-        return tensor_errf(err, errlen, "%s: write failed: %s", o->path, strerror(e));
+        return base_errf(err, errlen, "%s: write failed: %s", o->path, strerror(e));
     }
     return 0;
 }

@@ -33,13 +33,13 @@ static int corner_index(Tok t, int64_t count, const char *what, const char *name
                         char *err, size_t errlen) {
     int64_t i;
     char b[40];
-    if (!tok_int64(t, &i)) return tensor_errf(err, errlen, "%s:%lld: bad %s index '%s'", name, (long long)line, what,
-                                              tok_show(t, b, sizeof b));
-    if (i == 0) return tensor_errf(err, errlen, "%s:%lld: %s index 0 (OBJ indices start at 1)", name, (long long)line, what);
+    if (!tok_int64(t, &i)) return base_errf(err, errlen, "%s:%lld: bad %s index '%s'", name, (long long)line, what,
+                                            tok_show(t, b, sizeof b));
+    if (i == 0) return base_errf(err, errlen, "%s:%lld: %s index 0 (OBJ indices start at 1)", name, (long long)line, what);
     int64_t k = i > 0 ? i - 1 : count + i;
     if (k < 0 || k >= count)
-        return tensor_errf(err, errlen, "%s:%lld: %s index %lld out of range (%lld defined so far)", name, (long long)line,
-                           what, (long long)i, (long long)count);
+        return base_errf(err, errlen, "%s:%lld: %s index %lld out of range (%lld defined so far)", name, (long long)line,
+                         what, (long long)i, (long long)count);
     *out = (int32_t)k;
     return 0;
 }

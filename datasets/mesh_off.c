@@ -46,11 +46,11 @@ int mesh_read_off(const char *name, const uint8_t *data, size_t size, DsMesh *m,
 #define OOM() FAIL("out of memory")
     for (size_t i = 0; i < size && i < 4096; i++)
         if (!data[i]) {
-            tensor_errf(err, errlen, "%s: byte %zu: NUL byte: not a text OFF file (binary OFF is not supported)", name, i);
+            base_errf(err, errlen, "%s: byte %zu: NUL byte: not a text OFF file (binary OFF is not supported)", name, i);
             goto done;
         }
     if (!content_line(&c, &ln)) {
-        tensor_errf(err, errlen, "%s: empty file (an OFF header was expected)", name);
+        base_errf(err, errlen, "%s: empty file (an OFF header was expected)", name);
         goto done;
     }
     rest = ln;

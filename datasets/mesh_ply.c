@@ -53,7 +53,7 @@ int mesh_read_ply(const char *name, const uint8_t *data, size_t size, DsMesh *m,
         char m_[512];                                \
         snprintf(m_, sizeof m_, __VA_ARGS__);        \
         ply_where(&r, w, sizeof w);                  \
-        tensor_errf(err, errlen, "%s: %s", w, m_);      \
+        base_errf(err, errlen, "%s: %s", w, m_);      \
         goto done;                                   \
     } while (0)
 #define OOM() FAIL("out of memory")
@@ -63,17 +63,17 @@ int mesh_read_ply(const char *name, const uint8_t *data, size_t size, DsMesh *m,
     for (int i = 0; i < h.nelems; i++)
         if (!strcmp(h.elems[i].name, "vertex")) {
             if (nv_declared >= 0) {
-                tensor_errf(err, errlen, "%s: two 'vertex' elements", name);
+                base_errf(err, errlen, "%s: two 'vertex' elements", name);
                 goto done;
             }
             nv_declared = h.elems[i].count;
         }
     if (nv_declared < 0) {
-        tensor_errf(err, errlen, "%s: no 'vertex' element", name);
+        base_errf(err, errlen, "%s: no 'vertex' element", name);
         goto done;
     }
     if (nv_declared > MESH_MAX_COUNT) {
-        tensor_errf(err, errlen, "%s: %lld vertices (at most %lld)", name, (long long)nv_declared, (long long)MESH_MAX_COUNT);
+        base_errf(err, errlen, "%s: %lld vertices (at most %lld)", name, (long long)nv_declared, (long long)MESH_MAX_COUNT);
         goto done;
     }
 
@@ -89,7 +89,7 @@ int mesh_read_ply(const char *name, const uint8_t *data, size_t size, DsMesh *m,
                                                  (role_names[k][1] && !strcmp(e->props[p].name, role_names[k][1]))))
                         if (role_of[k] < 0) role_of[k] = p;
             if (role_of[P_X] < 0 || role_of[P_Y] < 0 || role_of[P_Z] < 0) {
-                tensor_errf(err, errlen, "%s: element 'vertex' lacks x, y or z", name);
+                base_errf(err, errlen, "%s: element 'vertex' lacks x, y or z", name);
                 goto done;
             }
             bool has_n = role_of[P_NX] >= 0 && role_of[P_NY] >= 0 && role_of[P_NZ] >= 0;
@@ -120,7 +120,7 @@ int mesh_read_ply(const char *name, const uint8_t *data, size_t size, DsMesh *m,
                     if (role[p] <= P_NZ && !(fabs(val[role[p]]) <= 3.4028234663852886e38)) {
                         r.pos = at;
                         ply_where(&r, w, sizeof w);
-                        tensor_errf(err, errlen, "%s: vertex %zu: %s is not a finite float", w, i, pp->name);
+                        base_errf(err, errlen, "%s: vertex %zu: %s is not a finite float", w, i, pp->name);
                         goto vfail;
                     }
                     if (role[p] >= P_R && role[p] <= P_B) val[role[p]] *= color_scale(pp->type);
@@ -149,18 +149,18 @@ int mesh_read_ply(const char *name, const uint8_t *data, size_t size, DsMesh *m,
         int list = -1;
         if (!strcmp(e->name, "face")) {
             if (seen_face) {
-                tensor_errf(err, errlen, "%s: two 'face' elements", name);
+                base_errf(err, errlen, "%s: two 'face' elements", name);
                 goto done;
             }
             seen_face = true;
             for (int p = 0; p < e->nprops && list < 0; p++)
                 if (!strcmp(e->props[p].name, "vertex_indices") || !strcmp(e->props[p].name, "vertex_index")) list = p;
             if (list < 0 && e->count) {
-                tensor_errf(err, errlen, "%s: element 'face' has no 'vertex_indices' property", name);
+                base_errf(err, errlen, "%s: element 'face' has no 'vertex_indices' property", name);
                 goto done;
             }
             if (list >= 0 && !e->props[list].is_list) {
-                tensor_errf(err, errlen, "%s: face property '%s' is not a list", name, e->props[list].name);
+                base_errf(err, errlen, "%s: face property '%s' is not a list", name, e->props[list].name);
                 goto done;
             }
         }

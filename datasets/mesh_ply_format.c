@@ -59,7 +59,7 @@ int ply_header_parse(const char *name, const uint8_t *data, size_t size, PlyHead
         goto fail;                                        \
     } while (0)
     if (size == 0) {
-        tensor_errf(err, errlen, "%s: empty file (not a PLY file)", name);
+        base_errf(err, errlen, "%s: empty file (not a PLY file)", name);
         goto fail;
     }
     if (!line_next(&c, &ln) || (rest = ln, !tok_next(&rest, &t)) || !tok_eq(t, "ply") || tok_next(&rest, &t))
@@ -173,7 +173,7 @@ void ply_where(const PlyReader *r, char *buf, size_t n) {
 static int reader_err(const PlyReader *r, char *err, size_t errlen, const char *what, PlyType t) {
     char w[4200];
     ply_where(r, w, sizeof w);
-    return tensor_errf(err, errlen, "%s: %s (reading a %s)", w, what, ply_type_name(t));
+    return base_errf(err, errlen, "%s: %s (reading a %s)", w, what, ply_type_name(t));
 }
 
 int ply_read_value(PlyReader *r, PlyType t, double *out, char *err, size_t errlen) {

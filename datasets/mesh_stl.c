@@ -29,18 +29,18 @@ static float lef32(const uint8_t *p) {
 }
 
 static int read_binary(const char *name, const uint8_t *data, size_t size, DsMesh *m, char *err, size_t errlen) {
-    if (size < 84) return tensor_errf(err, errlen, "%s: byte %zu: binary STL shorter than its 84-byte header", name, size);
+    if (size < 84) return base_errf(err, errlen, "%s: byte %zu: binary STL shorter than its 84-byte header", name, size);
     uint64_t nt = le32(data + 80);
     if ((size - 84) / 50 < nt)
-        return tensor_errf(err, errlen, "%s: byte 80: binary STL says %llu triangles, which need %llu bytes; the file has %zu",
-                           name, (unsigned long long)nt, (unsigned long long)(84 + 50 * nt), size);
+        return base_errf(err, errlen, "%s: byte 80: binary STL says %llu triangles, which need %llu bytes; the file has %zu",
+                         name, (unsigned long long)nt, (unsigned long long)(84 + 50 * nt), size);
     Vec v, tris;
     vec_init(&v, sizeof(float));
     vec_init(&tris, sizeof(int32_t));
     VertexDedup d;
     int rc = -1;
     if (!dedup_init(&d, &v, (size_t)nt * 3 / 2) || !vec_reserve(&tris, 3 * (size_t)nt)) {
-        tensor_errf(err, errlen, "%s: out of memory for %llu triangles", name, (unsigned long long)nt);
+        base_errf(err, errlen, "%s: out of memory for %llu triangles", name, (unsigned long long)nt);
         goto done;
     }
     for (uint64_t i = 0; i < nt; i++) {
@@ -50,14 +50,14 @@ static int read_binary(const char *name, const uint8_t *data, size_t size, DsMes
             for (int j = 0; j < 3; j++) {
                 p[j] = lef32(rec + 12 + 12 * k + 4 * j);
                 if (!isfinite(p[j])) {
-                    tensor_errf(err, errlen, "%s: byte %llu: triangle %llu has a non-finite coordinate", name,
-                                (unsigned long long)(84 + 50 * i + 12 + 12 * k + 4 * j), (unsigned long long)i);
+                    base_errf(err, errlen, "%s: byte %llu: triangle %llu has a non-finite coordinate", name,
+                              (unsigned long long)(84 + 50 * i + 12 + 12 * k + 4 * j), (unsigned long long)i);
                     goto done;
                 }
             }
             int32_t id = dedup_add(&d, p);
             if (id < 0) {
-                tensor_errf(err, errlen, "%s: out of memory", name);
+                base_errf(err, errlen, "%s: out of memory", name);
                 goto done;
             }
             ((int32_t *)tris.data)[tris.len++] = id;
@@ -92,7 +92,7 @@ static int read_ascii(const char *name, const uint8_t *data, size_t size, DsMesh
         goto done;                                        \
     } while (0)
     if (!dedup_init(&d, &v, size / 64)) {
-        tensor_errf(err, errlen, "%s: out of memory", name);
+        base_errf(err, errlen, "%s: out of memory", name);
         return -1;
     }
     while (line_next(&c, &ln)) {
@@ -165,7 +165,7 @@ int mesh_read_stl(const char *name, const uint8_t *data, size_t size, DsMesh *m,
 }
 
 int mesh_write_stl(const char *path, const DsMesh *m, bool ascii, char *err, size_t errlen) {
-    if (!ascii && m->nf > (int64_t)UINT32_MAX) return tensor_errf(err, errlen, "%s: too many triangles for binary STL", path);
+    if (!ascii && m->nf > (int64_t)UINT32_MAX) return base_errf(err, errlen, "%s: too many triangles for binary STL", path);
     MeshOut o;
     if (mesh_out_open(&o, path, err, errlen)) return -1;
     FILE *f = o.f;

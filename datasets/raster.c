@@ -17,7 +17,7 @@
 #include <string.h>
 
 #include "datasets/raster.h"
-#include "tensor/errbuf.h"
+#include "base/errbuf.h"
 
 #define SUBPIX 256       /* fixed point: 1/256 pixel, as GPUs use (8 sub-pixel bits) */
 #define GUARD 8192.0     /* guard band in pixels: keeps fixed-point products far from overflow */
@@ -341,21 +341,21 @@ int ds_raster_render(const DsMesh *m, const DsCamera *cam, const DsRasterOptions
     DsRasterOptions defaults = ds_raster_options_default();
     const DsRasterOptions *o = opts ? opts : &defaults;
     int ss = o->supersample;
-    if (ss < 1 || ss > 16) return tensor_errf(err, errlen, "raster: supersample %d out of range (1..16)", ss);
+    if (ss < 1 || ss > 16) return base_errf(err, errlen, "raster: supersample %d out of range (1..16)", ss);
     if (cam->width <= 0 || cam->height <= 0 || (int64_t)cam->width * ss > DS_IMAGE_MAX_SIDE ||
         (int64_t)cam->height * ss > DS_IMAGE_MAX_SIDE)
-        return tensor_errf(err, errlen, "raster: image %d x %d (x%d supersampling) out of range (1..%d a side)", cam->width,
-                           cam->height, ss, DS_IMAGE_MAX_SIDE);
+        return base_errf(err, errlen, "raster: image %d x %d (x%d supersampling) out of range (1..%d a side)", cam->width,
+                         cam->height, ss, DS_IMAGE_MAX_SIDE);
     if (!(cam->fx > 0) || !(cam->fy > 0) || !isfinite(cam->fx) || !isfinite(cam->fy) || !isfinite(cam->cx) ||
         !isfinite(cam->cy))
-        return tensor_errf(err, errlen, "raster: bad intrinsics fx %g fy %g cx %g cy %g", cam->fx, cam->fy, cam->cx,
-                           cam->cy);
+        return base_errf(err, errlen, "raster: bad intrinsics fx %g fy %g cx %g cy %g", cam->fx, cam->fy, cam->cx,
+                         cam->cy);
     if (!(cam->znear > 0) || !(cam->zfar > cam->znear))
-        return tensor_errf(err, errlen, "raster: need 0 < znear < zfar, got znear %g zfar %g", cam->znear, cam->zfar);
+        return base_errf(err, errlen, "raster: need 0 < znear < zfar, got znear %g zfar %g", cam->znear, cam->zfar);
     for (int64_t i = 0; i < 3 * m->nf; i++)
         if (m->f[i] < 0 || m->f[i] >= m->nv)
-            return tensor_errf(err, errlen, "raster: face %lld has vertex index %d (mesh has %lld vertices)",
-                               (long long)(i / 3), m->f[i], (long long)m->nv);
+            return base_errf(err, errlen, "raster: face %lld has vertex index %d (mesh has %lld vertices)",
+                             (long long)(i / 3), m->f[i], (long long)m->nv);
 
     Setup s = {.m = m, .o = o, .W = cam->width * ss, .H = cam->height * ss};
     memcpy(s.R, cam->R, sizeof s.R);
@@ -381,13 +381,13 @@ int ds_raster_render(const DsMesh *m, const DsCamera *cam, const DsRasterOptions
     int64_t *band_list = NULL;
     int rc = 0;
     if (!tg.rgb || !tg.z || !tg.hit || !first || !band_start) {
-        rc = tensor_errf(err, errlen, "raster: out of memory for a %d x %d render", s.W, s.H);
+        rc = base_errf(err, errlen, "raster: out of memory for a %d x %d render", s.W, s.H);
         goto done;
     }
     if (o->normals == DS_NORMALS_VERTEX && !o->unlit) {
         if (m->n) s.vn = m->n;
         else if (m->nv > 0 && !(s.vn = vn_alloc = vertex_normals(m))) {
-            rc = tensor_errf(err, errlen, "raster: out of memory for vertex normals");
+            rc = base_errf(err, errlen, "raster: out of memory for vertex normals");
             goto done;
         }
     }
@@ -413,7 +413,7 @@ int ds_raster_render(const DsMesh *m, const DsCamera *cam, const DsRasterOptions
     int64_t ntri = first[m->nf];
     tris = malloc((size_t)(ntri ? ntri : 1) * sizeof *tris);
     if (!tris) {
-        rc = tensor_errf(err, errlen, "raster: out of memory for %lld triangles", (long long)ntri);
+        rc = base_errf(err, errlen, "raster: out of memory for %lld triangles", (long long)ntri);
         goto done;
     }
 #pragma omp parallel for schedule(static) if (par_faces)
@@ -427,7 +427,7 @@ int ds_raster_render(const DsMesh *m, const DsCamera *cam, const DsRasterOptions
     int64_t *fill = calloc((size_t)nbands, sizeof *fill);
     if (!band_list || !fill) {
         free(fill);
-        rc = tensor_errf(err, errlen, "raster: out of memory for binning");
+        rc = base_errf(err, errlen, "raster: out of memory for binning");
         goto done;
     }
     for (int64_t i = 0; i < ntri; i++)
@@ -450,7 +450,7 @@ int ds_raster_render(const DsMesh *m, const DsCamera *cam, const DsRasterOptions
     out->alpha = malloc((size_t)W * (size_t)H * sizeof(float));
     if (!out->rgb || !out->depth || !out->alpha) {
         ds_render_free(out);
-        rc = tensor_errf(err, errlen, "raster: out of memory for a %d x %d image", W, H);
+        rc = base_errf(err, errlen, "raster: out of memory for a %d x %d image", W, H);
         goto done;
     }
     float inv = 1.0f / (float)(ss * ss);

@@ -7,11 +7,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/alloc.h"
 #include "datasets/camera.h"
 #include "datasets/raster.h"
 #include "datasets/skinning_file.h"
-#include "tensor/h5file.h"
-#include "tensor/errbuf.h"
+#include "base/h5file.h"
+#include "base/errbuf.h"
 
 void ds_skinning_free(DsSkinning *s) {
     free(s->cub_x), free(s->cub_vol), free(s->cub_w), free(s->cub_dw);
@@ -27,8 +28,8 @@ static int all_finite(const double *a, int64_t n) {
 
 int ds_skinning_validate(const DsSkinning *s, const char *what, char *err, size_t errlen) {
     if (s->m < 1 || s->nc < 1) {
-        tensor_errf(err, errlen, "%s: needs at least one handle and one cubature point (got m = %lld, C = %lld)", what,
-                    (long long)s->m, (long long)s->nc);
+        base_errf(err, errlen, "%s: needs at least one handle and one cubature point (got m = %lld, C = %lld)", what,
+                  (long long)s->m, (long long)s->nc);
         return -1;
     }
     const struct {
@@ -43,31 +44,31 @@ int ds_skinning_validate(const DsSkinning *s, const char *what, char *err, size_
     };
     for (size_t i = 0; i < sizeof arrays / sizeof *arrays; i++) {
         if (arrays[i].n && !arrays[i].a) {
-            tensor_errf(err, errlen, "%s: %s missing", what, arrays[i].name);
+            base_errf(err, errlen, "%s: %s missing", what, arrays[i].name);
             return -1;
         }
         if (arrays[i].n && !all_finite(arrays[i].a, arrays[i].n)) {
-            tensor_errf(err, errlen, "%s: %s holds a NaN or infinity", what, arrays[i].name);
+            base_errf(err, errlen, "%s: %s holds a NaN or infinity", what, arrays[i].name);
             return -1;
         }
     }
     for (int64_t c = 0; c < s->nc; c++)
         if (s->cub_vol[c] < 0) {
-            tensor_errf(err, errlen, "%s: /cubature/volumes[%lld] = %g is negative", what, (long long)c, s->cub_vol[c]);
+            base_errf(err, errlen, "%s: /cubature/volumes[%lld] = %g is negative", what, (long long)c, s->cub_vol[c]);
             return -1;
         }
     if (s->nf && !s->faces) {
-        tensor_errf(err, errlen, "%s: /mesh/faces missing", what);
+        base_errf(err, errlen, "%s: /mesh/faces missing", what);
         return -1;
     }
     for (int64_t f = 0; f < s->nf * 3; f++)
         if (s->faces[f] < 0 || s->faces[f] >= s->nv) {
-            tensor_errf(err, errlen, "%s: /mesh/faces[%lld] = %d is outside [0, %lld)", what, (long long)(f / 3), s->faces[f],
+            base_errf(err, errlen, "%s: /mesh/faces[%lld] = %d is outside [0, %lld)", what, (long long)(f / 3), s->faces[f],
                         (long long)s->nv);
             return -1;
         }
     if (s->has_frame && (!(s->scale > 0) || !isfinite(s->scale) || !all_finite(s->center, 3))) {
-        tensor_errf(err, errlen, "%s: attributes center/scale are not finite with scale > 0 (scale %g)", what, s->scale);
+        base_errf(err, errlen, "%s: attributes center/scale are not finite with scale > 0 (scale %g)", what, s->scale);
         return -1;
     }
     return 0;
@@ -75,9 +76,9 @@ int ds_skinning_validate(const DsSkinning *s, const char *what, char *err, size_
 
 /* ---- writing ----------------------------------------------------------------------------------- */
 
-/* checksummed, in chunks of at most 64 MiB (tensor/h5file.h) */
+/* checksummed, in chunks of at most 64 MiB (base/h5file.h) */
 static int write_ds(hid_t f, const char *name, hid_t type, int nd, const hsize_t *dims, const void *data) {
-    return tensor_h5_write_checked(f, name, type, type, nd, dims, data, (size_t)64 << 20, false);
+    return base_h5_write_checked(f, name, type, type, nd, dims, data, (size_t)64 << 20, false);
 }
 
 /* n = 0: a scalar attribute */
@@ -94,13 +95,13 @@ static int write_attr(hid_t loc, const char *name, hid_t type, int n, const void
 int ds_skinning_write(const char *path, const DsSkinning *s, char *err, size_t errlen) {
     if (ds_skinning_validate(s, path, err, errlen)) return -1;
     char tmp[4096];
-    hid_t f = tensor_h5_save_begin(path, tmp, sizeof tmp, err, errlen);
+    hid_t f = base_h5_save_begin(path, tmp, sizeof tmp, err, errlen);
     if (f < 0) return -1;
     int rc = 0;
     hsize_t m = (hsize_t)s->m, c = (hsize_t)s->nc, v = (hsize_t)s->nv;
-    rc |= tensor_h5_attr_str(f, "format", DS_SKINNING_FORMAT);
-    rc |= tensor_h5_attr_str(f, "source", s->source);
-    rc |= tensor_h5_attr_i64(f, "handles", s->m);
+    rc |= base_h5_attr_str(f, "format", DS_SKINNING_FORMAT);
+    rc |= base_h5_attr_str(f, "source", s->source);
+    rc |= base_h5_attr_i64(f, "handles", s->m);
     if (s->has_frame) rc |= write_attr(f, "center", H5T_NATIVE_DOUBLE, 3, s->center) |
                             write_attr(f, "scale", H5T_NATIVE_DOUBLE, 0, &s->scale);
     rc |= write_ds(f, "/cubature/points", H5T_NATIVE_DOUBLE, 2, (hsize_t[]){c, 3}, s->cub_x);
@@ -113,7 +114,7 @@ int ds_skinning_write(const char *path, const DsSkinning *s, char *err, size_t e
         if (s->vert_dw) rc |= write_ds(f, "/vertices/grads", H5T_NATIVE_DOUBLE, 3, (hsize_t[]){v, m, 3}, s->vert_dw);
     }
     if (s->nf) rc |= write_ds(f, "/mesh/faces", H5T_NATIVE_INT32, 2, (hsize_t[]){(hsize_t)s->nf, 3}, s->faces);
-    return tensor_h5_save_end(f, tmp, path, rc == 0, "skinning file", err, errlen);
+    return base_h5_save_end(f, tmp, path, rc == 0, "skinning file", err, errlen);
 }
 
 /* ---- reading ----------------------------------------------------------------------------------- */
@@ -125,12 +126,12 @@ static int read_ds(hid_t f, const char *path, const char *name, hid_t type, size
     *out = NULL;
     if (H5Lexists(f, name, H5P_DEFAULT) <= 0 || H5Oexists_by_name(f, name, H5P_DEFAULT) <= 0) {
         if (optional) return 1;
-        tensor_errf(err, errlen, "%s: dataset %s missing", path, name);
+        base_errf(err, errlen, "%s: dataset %s missing", path, name);
         return -1;
     }
     hid_t ds = H5Dopen2(f, name, H5P_DEFAULT);
     if (ds < 0) {
-        tensor_errf(err, errlen, "%s: %s is not a dataset", path, name);
+        base_errf(err, errlen, "%s: %s is not a dataset", path, name);
         return -1;
     }
     hid_t sp = H5Dget_space(ds);
@@ -140,15 +141,15 @@ static int read_ds(hid_t f, const char *path, const char *name, hid_t type, size
     H5Sclose(sp);
     if (got != nd) {
         H5Dclose(ds);
-        tensor_errf(err, errlen, "%s: %s has rank %d, expected %d", path, name, got, nd);
+        base_errf(err, errlen, "%s: %s has rank %d, expected %d", path, name, got, nd);
         return -1;
     }
     size_t total = 1;
     for (int k = 0; k < nd; k++) {
         if (dims[k] >= 0 && (int64_t)d[k] != dims[k]) {
             H5Dclose(ds);
-            tensor_errf(err, errlen, "%s: %s has extent %llu along dimension %d, expected %lld", path, name,
-                        (unsigned long long)d[k], k, (long long)dims[k]);
+            base_errf(err, errlen, "%s: %s has extent %llu along dimension %d, expected %lld", path, name,
+                      (unsigned long long)d[k], k, (long long)dims[k]);
             return -1;
         }
         dims[k] = (int64_t)d[k];
@@ -160,15 +161,15 @@ static int read_ds(hid_t f, const char *path, const char *name, hid_t type, size
     bool want_float = type == H5T_NATIVE_DOUBLE;
     if ((want_float && cls != H5T_FLOAT && cls != H5T_INTEGER) || (!want_float && cls != H5T_INTEGER)) {
         H5Dclose(ds);
-        tensor_errf(err, errlen, "%s: %s has the wrong element type (expected %s)", path, name,
-                    want_float ? "floats" : "integers");
+        base_errf(err, errlen, "%s: %s has the wrong element type (expected %s)", path, name,
+                  want_float ? "floats" : "integers");
         return -1;
     }
     *out = malloc(esize * (total ? total : 1));
     if (!*out || (total && H5Dread(ds, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, *out) < 0)) {
         H5Dclose(ds);
         free(*out), *out = NULL;
-        tensor_errf(err, errlen, "%s: cannot read %s", path, name);
+        base_errf(err, errlen, "%s: cannot read %s", path, name);
         return -1;
     }
     H5Dclose(ds);
@@ -176,9 +177,9 @@ static int read_ds(hid_t f, const char *path, const char *name, hid_t type, size
 }
 
 /* A fixed-length string attribute into buf (truncated to n − 1 characters); "" when absent,
- * not a string or a variable-length one (tensor/h5file.h). */
+ * not a string or a variable-length one (base/h5file.h). */
 static void read_attr_str(hid_t f, const char *name, char *buf, size_t n) {
-    char *v = tensor_h5_attr_read_str(f, name, 4096);
+    char *v = base_h5_attr_read_str(f, name, 4096);
     snprintf(buf, n, "%s", v ? v : "");
     free(v);
 }
@@ -200,36 +201,36 @@ static int read_attr_num(hid_t f, const char *name, hid_t type, int64_t n, void 
 
 int ds_skinning_read(const char *path, DsSkinning *s, char *err, size_t errlen) {
     memset(s, 0, sizeof *s);
-    hid_t f = tensor_h5_open_read(path, "skinning file", err, errlen);
+    hid_t f = base_h5_open_read(path, "skinning file", err, errlen);
     if (f < 0) return -1;
     int rc = -1;
     /* the format tag first: a checkpoint or any other HDF5 file passed by mistake says so */
     char fmt[64];
     read_attr_str(f, "format", fmt, sizeof fmt);
-    if (!fmt[0] && tensor_h5_attr_is_vlen_str(f, "format")) {
-        tensor_errf(err, errlen,
-                    "%s: attribute format is a variable-length string, which is not read (HDF5 keeps those in "
-                    "an unchecked heap); write it fixed-length (h5py: f.attrs['format'] = np.bytes_(\"%s\"))",
-                    path, DS_SKINNING_FORMAT);
+    if (!fmt[0] && base_h5_attr_is_vlen_str(f, "format")) {
+        base_errf(err, errlen,
+                  "%s: attribute format is a variable-length string, which is not read (HDF5 keeps those in "
+                  "an unchecked heap); write it fixed-length (h5py: f.attrs['format'] = np.bytes_(\"%s\"))",
+                  path, DS_SKINNING_FORMAT);
         goto done;
     }
     if (strcmp(fmt, DS_SKINNING_FORMAT)) {
-        tensor_errf(err, errlen, "%s: attribute format is \"%s\", expected \"%s\" (not a skinning file)", path, fmt,
-                    DS_SKINNING_FORMAT);
+        base_errf(err, errlen, "%s: attribute format is \"%s\", expected \"%s\" (not a skinning file)", path, fmt,
+                  DS_SKINNING_FORMAT);
         goto done;
     }
     int64_t m = -1;
     if (read_attr_num(f, "handles", H5T_NATIVE_INT64, 1, &m)) m = -1;
     if (m < 1 || m > 4096) {
-        tensor_errf(err, errlen, "%s: attribute handles missing or out of range [1, 4096] (got %lld)", path, (long long)m);
+        base_errf(err, errlen, "%s: attribute handles missing or out of range [1, 4096] (got %lld)", path, (long long)m);
         goto done;
     }
     read_attr_str(f, "source", s->source, sizeof s->source);
     int rc_c = read_attr_num(f, "center", H5T_NATIVE_DOUBLE, 3, s->center);
     int rc_s = read_attr_num(f, "scale", H5T_NATIVE_DOUBLE, 1, &s->scale);
     if (rc_c < 0 || rc_s < 0 || rc_c != rc_s) {
-        tensor_errf(err, errlen, "%s: attributes center (3 numbers) and scale (1 number) must come together%s", path,
-                    rc_c < 0 || rc_s < 0 ? " and be numeric of that size" : "");
+        base_errf(err, errlen, "%s: attributes center (3 numbers) and scale (1 number) must come together%s", path,
+                  rc_c < 0 || rc_s < 0 ? " and be numeric of that size" : "");
         goto done;
     }
     s->has_frame = rc_c == 0;
@@ -284,9 +285,8 @@ static void hsv_rgb(double h, double s, double v, float out[3]) {
 
 void ds_skinning_colors(const DsSkinning *s, float *rgb) {
     int64_t m = s->m;
-    double *mx = calloc((size_t)m + 1, sizeof *mx);
-    float(*hue)[3] = malloc(sizeof *hue * (size_t)(m + 1));
-    if (!mx || !hue) abort();
+    double *mx = base_calloc((size_t)m + 1, sizeof *mx);
+    float(*hue)[3] = base_malloc(sizeof *hue * (size_t)(m + 1));
     for (int64_t k = 0; k < m; k++) hsv_rgb(0.61803398875 * (double)k, 0.75, 0.95, hue[k]);
     for (int64_t v = 0; v < s->nv; v++)
         for (int64_t k = 0; k < m; k++) mx[k] = fmax(mx[k], fabs(s->vert_w[v * m + k]));
@@ -306,8 +306,8 @@ void ds_skinning_colors(const DsSkinning *s, float *rgb) {
 int ds_skinning_mesh(const DsSkinning *s, DsMesh *out, char *err, size_t errlen) {
     memset(out, 0, sizeof *out);
     if (!s->nv || !s->nf) {
-        tensor_errf(err, errlen, "skinning (%s): no mesh to color (%lld vertices, %lld faces)", s->source, (long long)s->nv,
-                    (long long)s->nf);
+        base_errf(err, errlen, "skinning (%s): no mesh to color (%lld vertices, %lld faces)", s->source, (long long)s->nv,
+                  (long long)s->nf);
         return -1;
     }
     out->v = malloc(sizeof(float) * 3 * (size_t)s->nv);
@@ -315,7 +315,7 @@ int ds_skinning_mesh(const DsSkinning *s, DsMesh *out, char *err, size_t errlen)
     out->f = malloc(sizeof(int32_t) * 3 * (size_t)s->nf);
     if (!out->v || !out->color || !out->f) {
         ds_mesh_free(out);
-        tensor_errf(err, errlen, "skinning: out of memory");
+        base_errf(err, errlen, "skinning: out of memory");
         return -1;
     }
     out->nv = s->nv, out->nf = s->nf;

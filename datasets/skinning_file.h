@@ -24,10 +24,10 @@
  *
  * Floats may be stored as f32 or f64 (HDF5 converts on read); the writer stores f64 because the
  * simulator's Newton solve is in f64 and a round trip must be exact. It writes as checkpoints are
- * written (tensor/h5file.h): to a temporary, flushed and renamed into place, in the HDF5 1.10
+ * written (base/h5file.h): to a temporary, flushed and renamed into place, in the HDF5 1.10
  * format (checksummed metadata) with a Fletcher-32 checksum on every dataset, so a damaged file is
  * refused, naming it, rather than read. Readers accept the 1.10 format or newer with fixed-length
- * string attributes only (tensor/h5file.h: libhdf5 reads damaged older formats and variable-length
+ * string attributes only (base/h5file.h: libhdf5 reads damaged older formats and variable-length
  * strings out of bounds); from h5py: h5py.File(path, 'w', libver=('v110', 'latest')) and
  * f.attrs['format'] = np.bytes_("anima-skinning-1"). All coordinates are in one
  * frame, the one the weights and gradients were evaluated in (for PhysSkin: the normalized

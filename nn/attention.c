@@ -40,6 +40,7 @@
 
 #include "autograd/custom.h"
 #include "attention.h"
+#include "base/alloc.h"
 #include "tensor/backend.h"
 
 /* Query × key tile: 64 × 128 scores = 32 KiB in f32, with the 64 × d output tile and a K/V
@@ -65,8 +66,7 @@ typedef struct {
 } AttArgs;
 
 static void *att_alloc(size_t n) {
-    void *p = malloc(n ? n : 1);
-    if (!p) abort();
+    void *p = base_malloc(n ? n : 1);
     return p;
 }
 

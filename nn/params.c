@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/alloc.h"
 #include "params.h"
 
 void nn_params_init(NnParams *p, TensorScope *scope, TensorDType dtype, uint64_t seed) {
@@ -67,8 +68,7 @@ Tensor *nn_param(NnParams *p, const char *prefix, const char *name, int ndim, co
     tensor_requires_grad(t, true);
     if (p->n == p->cap) {
         p->cap = p->cap ? 2 * p->cap : 32;
-        p->items = realloc(p->items, sizeof *p->items * (size_t)p->cap);
-        if (!p->items) abort();
+        p->items = base_realloc(p->items, sizeof *p->items * (size_t)p->cap);
     }
     p->items[p->n].name = strdup(full);
     p->items[p->n++].value = t;
@@ -132,8 +132,7 @@ void nn_params_mirror(NnParams *dst, const NnParams *src, TensorDevice dev) {
     if (dst->flat == src->flat) dst->flat = tensor_clone(src->flat); /* same device: still a copy */
     dst->flat_grad = tensor_zeros_like(dst->flat);
     dst->cap = src->n ? src->n : 1;
-    dst->items = malloc(sizeof *dst->items * (size_t)dst->cap);
-    if (!dst->items) abort();
+    dst->items = base_malloc(sizeof *dst->items * (size_t)dst->cap);
     int64_t off = 0;
     for (int i = 0; i < src->n; i++) {
         const Tensor *t = src->items[i].value;
@@ -141,8 +140,7 @@ void nn_params_mirror(NnParams *dst, const NnParams *src, TensorDevice dev) {
         tensor_requires_grad(v, true);
         /* backward accumulates into an existing ->grad in place: into the flat buffer */
         v->grad = tensor_view_at(dst->flat_grad, t->ndim, t->shape, off);
-        dst->items[i].name = strdup(src->items[i].name);
-        if (!dst->items[i].name) abort();
+        dst->items[i].name = base_strdup(src->items[i].name);
         dst->items[i].value = v;
         off += tensor_numel(t);
     }

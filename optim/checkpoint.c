@@ -1,4 +1,4 @@
-/* optim/checkpoint.c — HDF5 save (temporary file + fsync + rename, tensor/h5file.h) and checked
+/* optim/checkpoint.c — HDF5 save (temporary file + fsync + rename, base/h5file.h) and checked
  * load. Parameters and optimizer state may live on a GPU (training with nn_params_mirror): a
  * save copies each tensor to the host as it writes it, a load stages on the host and copies
  * into the device. */
@@ -8,16 +8,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/alloc.h"
 #include "checkpoint.h"
 #include "tensor/backend.h"
-#include "tensor/h5file.h"
-#include "tensor/errbuf.h"
+#include "base/h5file.h"
+#include "base/errbuf.h"
 
 #define FORMAT_TAG "anima-checkpoint-1"
 
 static hid_t h5_type(TensorDType dt) { return dt == TENSOR_F64 ? H5T_NATIVE_DOUBLE : H5T_NATIVE_FLOAT; }
 
-/* Checksummed (tensor/h5file.h: a flipped or truncated byte in a tensor fails the load instead
+/* Checksummed (base/h5file.h: a flipped or truncated byte in a tensor fails the load instead
  * of loading garbage), in chunks cut along dim 0 to stay under 64 MiB (HDF5's limit is 4 GiB). */
 static int write_tensor(hid_t loc, const char *name, const Tensor *t) {
     hsize_t dims[TENSOR_MAX_DIMS];
@@ -25,14 +26,14 @@ static int write_tensor(hid_t loc, const char *name, const Tensor *t) {
     bool grad = tensor_grad_set_enabled(false);
     Tensor *c = tensor_to(tensor_contiguous((Tensor *)t), TENSOR_CPU); /* the caller's scope frees it */
     tensor_grad_set_enabled(grad);
-    return tensor_h5_write_checked(loc, name, h5_type(t->dtype), h5_type(t->dtype), t->ndim, dims, tensor_data_ptr(c),
-                                   (size_t)64 << 20, false);
+    return base_h5_write_checked(loc, name, h5_type(t->dtype), h5_type(t->dtype), t->ndim, dims, tensor_data_ptr(c),
+                                 (size_t)64 << 20, false);
 }
 
 int optim_checkpoint_save(const char *path, const NnParams *p, const Optim *o, const OptimCheckpointMeta *meta,
                           char *err, size_t errlen) {
     char tmp[4096];
-    hid_t f = tensor_h5_save_begin(path, tmp, sizeof tmp, err, errlen);
+    hid_t f = base_h5_save_begin(path, tmp, sizeof tmp, err, errlen);
     if (f < 0) return -1;
     TensorScope *s = tensor_scope_begin();
     int bad = 0;
@@ -41,7 +42,7 @@ int optim_checkpoint_save(const char *path, const NnParams *p, const Optim *o, c
     H5Gclose(gp);
     if (o && o->exp_avg && !bad) {
         hid_t go = H5Gcreate2(f, "optim", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
-        bad |= tensor_h5_attr_i64(go, "kind", o->cfg.kind) | tensor_h5_attr_i64(go, "step", o->step);
+        bad |= base_h5_attr_i64(go, "kind", o->cfg.kind) | base_h5_attr_i64(go, "step", o->step);
         const char *names[2] = {"exp_avg", "exp_avg_sq"};
         Tensor *state[2] = {o->exp_avg, o->exp_avg_sq};
         for (int k = 0; k < 2 && !bad; k++) {
@@ -58,17 +59,17 @@ int optim_checkpoint_save(const char *path, const NnParams *p, const Optim *o, c
         H5Gclose(go);
     }
     if (!bad) {
-        bad |= tensor_h5_attr_str(f, "format", FORMAT_TAG);
+        bad |= base_h5_attr_str(f, "format", FORMAT_TAG);
         if (meta) {
-            bad |= tensor_h5_attr_i64(f, "step", meta->step);
-            bad |= tensor_h5_attr_i64(f, "rng_seed", (int64_t)meta->rng.seed) |
-                   tensor_h5_attr_i64(f, "rng_stream", (int64_t)meta->rng.stream) |
-                   tensor_h5_attr_i64(f, "rng_offset", (int64_t)meta->rng.offset);
-            if (meta->config_json) bad |= tensor_h5_attr_str(f, "config", meta->config_json);
+            bad |= base_h5_attr_i64(f, "step", meta->step);
+            bad |= base_h5_attr_i64(f, "rng_seed", (int64_t)meta->rng.seed) |
+                   base_h5_attr_i64(f, "rng_stream", (int64_t)meta->rng.stream) |
+                   base_h5_attr_i64(f, "rng_offset", (int64_t)meta->rng.offset);
+            if (meta->config_json) bad |= base_h5_attr_str(f, "config", meta->config_json);
         }
     }
     tensor_scope_end(s);
-    return tensor_h5_save_end(f, tmp, path, !bad, "checkpoint", err, errlen);
+    return base_h5_save_end(f, tmp, path, !bad, "checkpoint", err, errlen);
 }
 
 /* ---- load ------------------------------------------------------------------------------ */
@@ -83,8 +84,7 @@ static herr_t collect_name(hid_t g, const char *name, const H5L_info_t *info, vo
     NameList *l = data;
     if (l->n == l->cap) {
         l->cap = l->cap ? 2 * l->cap : 64;
-        l->names = realloc(l->names, sizeof *l->names * (size_t)l->cap);
-        if (!l->names) abort();
+        l->names = base_realloc(l->names, sizeof *l->names * (size_t)l->cap);
     }
     l->names[l->n++] = strdup(name);
     return 0;
@@ -128,16 +128,14 @@ typedef struct {
 
 static int stage_read(Staged *st, hid_t ds, Tensor *dst) {
     size_t nbytes = (size_t)tensor_numel(dst) * tensor_dtype_size(dst->dtype);
-    void *buf = malloc(nbytes ? nbytes : 1);
-    if (!buf) abort();
+    void *buf = base_malloc(nbytes ? nbytes : 1);
     if (ds < 0 || H5Dread(ds, h5_type(dst->dtype), H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0) {
         free(buf);
         return -1;
     }
     if (st->n == st->cap) {
         st->cap = st->cap ? 2 * st->cap : 64;
-        st->items = realloc(st->items, sizeof *st->items * (size_t)st->cap);
-        if (!st->items) abort();
+        st->items = base_realloc(st->items, sizeof *st->items * (size_t)st->cap);
     }
     st->items[st->n].dst = dst;
     st->items[st->n++].buf = buf;
@@ -183,11 +181,11 @@ static void add(char *buf, size_t n, const char *fmt, ...) {
 int optim_checkpoint_load(const char *path, NnParams *p, Optim *o, bool strict, OptimCheckpointMeta *meta,
                           char *err, size_t errlen) {
     if (meta) meta->config_json = NULL; /* defined even when the load fails */
-    hid_t f = tensor_h5_open_read(path, "checkpoint", err, errlen);
+    hid_t f = base_h5_open_read(path, "checkpoint", err, errlen);
     if (f < 0) return -1;
     if (H5Lexists(f, "params", H5P_DEFAULT) <= 0) {
         H5Fclose(f);
-        tensor_errf(err, errlen, "%s: no /params group (expected an anima checkpoint)", path);
+        base_errf(err, errlen, "%s: no /params group (expected an anima checkpoint)", path);
         return -1;
     }
     hid_t gp = H5Gopen2(f, "params", H5P_DEFAULT);
@@ -195,8 +193,7 @@ int optim_checkpoint_load(const char *path, NnParams *p, Optim *o, bool strict, 
     H5Literate(gp, H5_INDEX_NAME, H5_ITER_NATIVE, NULL, collect_name, &in_file);
     char missing[2048] = "", unexpected[2048] = "", mismatched[4096] = "";
     int n_missing = 0, n_unexpected = 0, n_mismatched = 0;
-    bool *match = calloc((size_t)(p->n ? p->n : 1), sizeof *match);
-    if (!match) abort();
+    bool *match = base_calloc((size_t)(p->n ? p->n : 1), sizeof *match);
     for (int i = 0; i < p->n; i++) {
         const char *name = p->items[i].name;
         if (H5Lexists(gp, name, H5P_DEFAULT) <= 0) {
@@ -225,15 +222,15 @@ int optim_checkpoint_load(const char *path, NnParams *p, Optim *o, bool strict, 
     Staged stage = {0};
     int64_t ostep = -1;
     if (*report && strict) {
-        tensor_errf(err, errlen, "%s: checkpoint does not match the model: %s(non-strict loading takes what matches)", path, report);
+        base_errf(err, errlen, "%s: checkpoint does not match the model: %s(non-strict loading takes what matches)", path, report);
         rc = -1;
     } else {
-        if (err && errlen) tensor_errf(err, errlen, "%s%s", *report ? "partial load: " : "", report);
+        if (err && errlen) base_errf(err, errlen, "%s%s", *report ? "partial load: " : "", report);
         for (int i = 0; i < p->n && rc == 0; i++) {
             if (!match[i]) continue;
             hid_t ds = H5Dopen2(gp, p->items[i].name, H5P_DEFAULT);
             if (stage_read(&stage, ds, p->items[i].value) != 0) {
-                tensor_errf(err, errlen, "%s: reading /params/%s failed (truncated file?)", path, p->items[i].name);
+                base_errf(err, errlen, "%s: reading /params/%s failed (truncated file?)", path, p->items[i].name);
                 rc = -1;
             }
             H5Dclose(ds);
@@ -244,8 +241,8 @@ int optim_checkpoint_load(const char *path, NnParams *p, Optim *o, bool strict, 
             read_attr_i64(go, "kind", &kind);
             read_attr_i64(go, "step", &step);
             if (kind != o->cfg.kind) {
-                tensor_errf(err, errlen, "%s: optimizer state is of kind %lld, the run uses kind %d", path, (long long)kind,
-                            (int)o->cfg.kind);
+                base_errf(err, errlen, "%s: optimizer state is of kind %lld, the run uses kind %d", path, (long long)kind,
+                          (int)o->cfg.kind);
                 rc = -1;
             }
             const char *names[2] = {"exp_avg", "exp_avg_sq"};
@@ -256,7 +253,7 @@ int optim_checkpoint_load(const char *path, NnParams *p, Optim *o, bool strict, 
                 if (H5Lexists(go, names[k], H5P_DEFAULT) <= 0) {
                     /* strict: a state missing for a matched model would silently restart it */
                     if (strict) {
-                        tensor_errf(err, errlen, "%s: /optim/%s is missing", path, names[k]);
+                        base_errf(err, errlen, "%s: /optim/%s is missing", path, names[k]);
                         rc = -1;
                     }
                     continue;
@@ -270,7 +267,7 @@ int optim_checkpoint_load(const char *path, NnParams *p, Optim *o, bool strict, 
                     if (!match[i]) continue;
                     if (H5Lexists(g, p->items[i].name, H5P_DEFAULT) <= 0) {
                         if (strict) {
-                            tensor_errf(err, errlen, "%s: /optim/%s/%s is missing", path, names[k], p->items[i].name);
+                            base_errf(err, errlen, "%s: /optim/%s/%s is missing", path, names[k], p->items[i].name);
                             rc = -1;
                         }
                         continue;
@@ -278,7 +275,7 @@ int optim_checkpoint_load(const char *path, NnParams *p, Optim *o, bool strict, 
                     hid_t ds = H5Dopen2(g, p->items[i].name, H5P_DEFAULT);
                     char why[512];
                     if (ds < 0 || describe_mismatch(ds, dst, why, sizeof why) || stage_read(&stage, ds, dst) != 0) {
-                        tensor_errf(err, errlen, "%s: /optim/%s/%s: bad optimizer state", path, names[k], p->items[i].name);
+                        base_errf(err, errlen, "%s: /optim/%s/%s: bad optimizer state", path, names[k], p->items[i].name);
                         rc = -1;
                     }
                     if (ds >= 0) H5Dclose(ds);
@@ -303,7 +300,7 @@ int optim_checkpoint_load(const char *path, NnParams *p, Optim *o, bool strict, 
         meta->rng.seed = read_attr_i64(f, "rng_seed", &v) ? (uint64_t)v : 0;
         meta->rng.stream = read_attr_i64(f, "rng_stream", &v) ? (uint64_t)v : 0;
         meta->rng.offset = read_attr_i64(f, "rng_offset", &v) ? (uint64_t)v : 0;
-        meta->config_json = tensor_h5_attr_read_str(f, "config", SIZE_MAX);
+        meta->config_json = base_h5_attr_read_str(f, "config", SIZE_MAX);
     }
     H5Fclose(f);
     return rc;

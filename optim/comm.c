@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/alloc.h"
 #include "comm.h"
 #include "comm_internal.h"
 
@@ -12,8 +13,7 @@ static bool launched_by_mpirun(void) {
 }
 
 OptimComm *optim_comm_init(bool want_nccl) {
-    OptimComm *c = calloc(1, sizeof *c);
-    if (!c) abort();
+    OptimComm *c = base_calloc(1, sizeof *c);
     c->kind = OPTIM_COMM_SINGLE;
     c->size = 1;
     c->bucket_bytes = OPTIM_COMM_BUCKET_BYTES;
@@ -37,8 +37,7 @@ OptimComm *optim_comm_init(bool want_nccl) {
 }
 
 OptimComm *optim_comm_init_nccl_one(void) {
-    OptimComm *c = calloc(1, sizeof *c);
-    if (!c) abort();
+    OptimComm *c = base_calloc(1, sizeof *c);
     c->kind = OPTIM_COMM_SINGLE;
     c->size = 1;
     c->bucket_bytes = OPTIM_COMM_BUCKET_BYTES;
@@ -101,8 +100,7 @@ void optim_comm_allreduce_mean(OptimComm *c, Tensor *flat, size_t bucket_bytes) 
         int64_t per = bucket_bytes ? (int64_t)bucket_bytes / es : n;
         if (per < 1) per = 1;
         int64_t nb = (n + per - 1) / per;
-        MPI_Request *req = malloc(sizeof *req * (size_t)(nb ? nb : 1));
-        if (!req) abort();
+        MPI_Request *req = base_malloc(sizeof *req * (size_t)(nb ? nb : 1));
         char *base = tensor_data_ptr(flat);
         /* post every bucket, then wait: the library can pipeline them */
         for (int64_t b = 0; b < nb; b++) {

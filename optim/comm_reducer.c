@@ -5,6 +5,7 @@
 #include <mpi.h>
 #include <stdlib.h>
 
+#include "base/alloc.h"
 #include "comm.h"
 #include "comm_internal.h"
 
@@ -32,8 +33,7 @@ struct OptimCommReducer {
 };
 
 static void *xcalloc(size_t n, size_t size) {
-    void *p = calloc(n ? n : 1, size);
-    if (!p) abort();
+    void *p = base_calloc(n ? n : 1, size);
     return p;
 }
 

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/alloc.h"
 #include "optim.h"
 #include "tensor/backend.h"
 
@@ -143,9 +144,8 @@ void optim_mconfig_init(OptimMConfig *m, NnParams *p, int k, double beta1) {
     memset(m, 0, sizeof *m);
     m->k = k;
     m->beta1 = beta1;
-    m->moment = calloc((size_t)k, sizeof *m->moment);
-    m->count = calloc((size_t)k, sizeof *m->count);
-    if (!m->moment || !m->count) abort();
+    m->moment = base_calloc((size_t)k, sizeof *m->moment);
+    m->count = base_calloc((size_t)k, sizeof *m->count);
     TensorScope *prev = tensor_scope_switch(p->scope);
     bool grad = tensor_grad_set_enabled(false);
     for (int i = 0; i < k; i++) m->moment[i] = tensor_zeros_like(p->flat); /* on the params' device */

@@ -1,15 +1,16 @@
-/* optim/train.c — progress display, JSONL log, signal-safe stop, checkpoints and resume for a
+/* optim/train.c — progress reports, JSONL log, signal-safe stop, checkpoints and resume for a
  * training loop (see train.h for the calling pattern). */
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "base/alloc.h"
 #include "train.h"
-#include "tensor/errbuf.h"
+#include "base/clock.h"
+#include "base/errbuf.h"
 
 /* Set by the handler, read between steps: the only thing a handler may safely do. */
 static volatile sig_atomic_t g_signal;
@@ -17,12 +18,6 @@ static volatile sig_atomic_t g_signal;
 static void on_signal(int sig) { g_signal = sig; }
 
 int optim_train_signal(void) { return (int)g_signal; }
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 /* ---- data order -------------------------------------------------------------------------- */
 
@@ -32,8 +27,7 @@ static double now_s(void) {
 void optim_data_order(uint64_t seed, int64_t step, int64_t n, int64_t batch, int64_t *out) {
     if (n <= 0 || batch <= 0) tensor_fail("optim_data_order", "n = %lld and batch = %lld must be positive",
                                           (long long)n, (long long)batch);
-    int64_t *perm = malloc(sizeof *perm * (size_t)n);
-    if (!perm) abort();
+    int64_t *perm = base_malloc(sizeof *perm * (size_t)n);
     int64_t epoch = -1;
     for (int64_t j = 0; j < batch; j++) {
         int64_t pos = step * batch + j; /* position in the endless sequence of epochs */
@@ -69,13 +63,13 @@ static void json_num(FILE *f, double v) {
  * kept part is written to a temporary name and renamed, like checkpoints. */
 static int trim_log(const char *path, int64_t upto, char *err, size_t errlen) {
     FILE *f = fopen(path, "rb");
-    if (!f) return errno == ENOENT ? 0 : (tensor_errf(err, errlen, "%s: cannot read (%s)", path, strerror(errno)), -1);
+    if (!f) return errno == ENOENT ? 0 : (base_errf(err, errlen, "%s: cannot read (%s)", path, strerror(errno)), -1);
     char tmp[4096];
     snprintf(tmp, sizeof tmp, "%s.tmp-%ld", path, (long)getpid());
     FILE *o = fopen(tmp, "wb");
     if (!o) {
         fclose(f);
-        tensor_errf(err, errlen, "%s: cannot write (%s)", tmp, strerror(errno));
+        base_errf(err, errlen, "%s: cannot write (%s)", tmp, strerror(errno));
         return -1;
     }
     char *line = NULL;
@@ -91,7 +85,7 @@ static int trim_log(const char *path, int64_t upto, char *err, size_t errlen) {
     free(line);
     fclose(f);
     if (fflush(o) != 0 || fsync(fileno(o)) != 0 || fclose(o) != 0 || rename(tmp, path) != 0) {
-        tensor_errf(err, errlen, "%s: cannot rewrite the log (%s)", path, strerror(errno));
+        base_errf(err, errlen, "%s: cannot rewrite the log (%s)", path, strerror(errno));
         unlink(tmp);
         return -1;
     }
@@ -106,7 +100,7 @@ static void log_line(OptimTrain *t, double loss, double lr, int nextra, const Op
     fputs(",\"lr\":", f);
     json_num(f, lr);
     fputs(",\"time\":", f);
-    json_num(f, now_s() - t->t_start);
+    json_num(f, base_now() - t->t_start);
     for (int i = 0; i < nextra; i++) {
         /* names are the caller's identifiers; escape the two characters that would break JSON */
         fputs(",\"", f);
@@ -128,42 +122,11 @@ static void log_line(OptimTrain *t, double loss, double lr, int nextra, const Op
 
 /* ---- progress ------------------------------------------------------------------------------ */
 
-static void fmt_duration(char *buf, size_t n, double s) {
-    if (!isfinite(s) || s < 0) snprintf(buf, n, "?");
-    else if (s < 3600) snprintf(buf, n, "%d:%02d", (int)s / 60, (int)s % 60);
-    else snprintf(buf, n, "%d:%02d:%02d", (int)s / 3600, (int)s / 60 % 60, (int)s % 60);
-}
-
-static void progress(OptimTrain *t, bool force) {
-    if (t->opt.progress == 0) return;
-    double now = now_s(), el = now - t->t_start;
-    bool last = t->step >= t->opt.total_steps;
-    double rate = el > 0 ? (double)(t->step - t->start_step) / el : 0;
-    char eta[32];
-    fmt_duration(eta, sizeof eta, rate > 0 ? (double)(t->opt.total_steps - t->step) / rate : NAN);
-    if (t->tty) {
-        /* redraw at most 10 times a second: terminals are slow and the bar is for eyes */
-        if (!force && !last && now - t->t_draw < 0.1) return;
-        t->t_draw = now;
-        int width = 24, fill = t->opt.total_steps ? (int)(width * t->step / t->opt.total_steps) : width;
-        char bar[32];
-        for (int i = 0; i < width; i++) bar[i] = i < fill ? '=' : i == fill ? '>' : ' ';
-        bar[width] = 0;
-        fprintf(stderr, "\r\033[K%s [%s] %lld/%lld  %.1f steps/s  ETA %s  loss %.6g", t->opt.name, bar,
-                (long long)t->step, (long long)t->opt.total_steps, rate, eta, t->last_loss);
-        t->bar_drawn = true;
-    } else {
-        if (!force && !last && t->step % t->opt.log_every) return;
-        fprintf(stderr, "%s: step %lld/%lld  loss %.6g  lr %.3g  %.1f steps/s  ETA %s\n", t->opt.name,
-                (long long)t->step, (long long)t->opt.total_steps, t->last_loss, t->last_lr, rate, eta);
-    }
-    fflush(stderr);
-}
-
-/* Before any other message: end the bar's line so the message starts on its own. */
-static void bar_break(OptimTrain *t) {
-    if (t->bar_drawn) fputc('\n', stderr);
-    t->bar_drawn = false;
+static void report(OptimTrain *t, OptimProgressEvent ev) {
+    if (!t->opt.progress) return;
+    OptimProgress p = {ev, t->opt.name, t->step, t->start_step, t->opt.total_steps, t->opt.log_every, t->last_loss,
+                       t->last_lr};
+    t->opt.progress(&p, t->opt.progress_user);
 }
 
 /* ---- checkpoints and the loop ---------------------------------------------------------------- */
@@ -197,7 +160,7 @@ int optim_train_init(OptimTrain *t, const OptimTrainOptions *opt, NnParams *p, O
     if (!t->is_main) {
         /* one writer and one display: rank 0's */
         t->opt.metrics_path = NULL;
-        t->opt.progress = 0;
+        t->opt.progress = NULL;
     }
     t->rng = rng;
     int rc = init_local(t, p, o, err, errlen);
@@ -209,8 +172,8 @@ int optim_train_init(OptimTrain *t, const OptimTrainOptions *opt, NnParams *p, O
             t->metrics = NULL;
             free(t->resumed_config);
             t->resumed_config = NULL;
-            if (t->is_main) tensor_errf(err, errlen, "%s: another rank failed to start (its message is above)", t->opt.name);
-            else tensor_errf(err, errlen, "%s", "");
+            if (t->is_main) base_errf(err, errlen, "%s: another rank failed to start (its message is above)", t->opt.name);
+            else base_errf(err, errlen, "%s", "");
         }
         return -1;
     }
@@ -226,7 +189,8 @@ int optim_train_init(OptimTrain *t, const OptimTrainOptions *opt, NnParams *p, O
     sigaction(SIGINT, &sa, &old[0]);
     sigaction(SIGTERM, &sa, &old[1]);
     memcpy(t->old_actions, old, sizeof old);
-    t->t_start = now_s();
+    t->t_start = base_now();
+    report(t, OPTIM_PROGRESS_BEGIN);
     return 0;
 }
 
@@ -238,7 +202,7 @@ static int init_local(OptimTrain *t, NnParams *p, Optim *o, char *err, size_t er
     t->saved_step = -1;
     if (t->opt.resume) {
         if (!t->opt.ckpt_path) {
-            tensor_errf(err, errlen, "%s: --resume needs a checkpoint path", t->opt.name);
+            base_errf(err, errlen, "%s: --resume needs a checkpoint path", t->opt.name);
             return -1;
         }
         OptimCheckpointMeta meta = {0};
@@ -254,11 +218,10 @@ static int init_local(OptimTrain *t, NnParams *p, Optim *o, char *err, size_t er
         if (t->opt.resume && trim_log(t->opt.metrics_path, t->step, err, errlen)) goto fail;
         t->metrics = fopen(t->opt.metrics_path, t->opt.resume ? "ab" : "wb");
         if (!t->metrics) {
-            tensor_errf(err, errlen, "%s: cannot open for writing (%s)", t->opt.metrics_path, strerror(errno));
+            base_errf(err, errlen, "%s: cannot open for writing (%s)", t->opt.metrics_path, strerror(errno));
             goto fail;
         }
     }
-    if (t->opt.progress < 0) t->opt.progress = 1, t->tty = isatty(STDERR_FILENO);
     return 0;
 fail:
     free(t->resumed_config);
@@ -293,12 +256,12 @@ void optim_train_step_end(OptimTrain *t, double loss, double lr, int nextra, con
     t->last_lr = lr;
     bool last = t->step >= t->opt.total_steps;
     if (t->step % t->opt.log_every == 0 || last) log_line(t, loss, lr, nextra, extra);
-    progress(t, false);
+    report(t, OPTIM_PROGRESS_STEP);
     /* the final checkpoint is finish's job (it also covers an interrupted run) */
     if (t->opt.ckpt_every > 0 && t->step % t->opt.ckpt_every == 0 && !last) {
         char err[1024];
         if (optim_train_save(t, err, sizeof err)) {
-            bar_break(t);
+            report(t, OPTIM_PROGRESS_BREAK);
             fprintf(stderr, "%s: %s\n", t->opt.name, err);
             t->error = 1; /* stop: training on without checkpoints would waste the run */
         }
@@ -311,8 +274,7 @@ int optim_train_finish(OptimTrain *t) {
     /* several ranks: the agreed signal (a signal that came during the last step was never
      * shared; then this rank's own) */
     int sig = t->stop_signal ? t->stop_signal : (int)g_signal;
-    if (t->bar_drawn) progress(t, true);
-    bar_break(t);
+    report(t, OPTIM_PROGRESS_END);
     int rc = t->error ? 1 : 0;
     if (t->saved_step != t->step && t->opt.ckpt_path && t->is_main) {
         char err[1024];

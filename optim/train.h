@@ -1,8 +1,8 @@
-/* optim/train.h — the parts of a training loop every command repeats: a progress display
- * (a bar redrawn in place on a terminal, plain lines otherwise), a JSONL metrics log, SIGINT /
- * SIGTERM turned into "finish this step, checkpoint, exit 128+signal", periodic and final
- * checkpoints (optim/checkpoint.h), `--resume` that continues bit-identically, and the data
- * order as a pure function of (seed, step), so a resumed run draws the same minibatches.
+/* optim/train.h — the parts of a training loop every command repeats: progress reported to a
+ * callback (tools/ draws it with base/progress.h; the loop draws nothing), a JSONL metrics log,
+ * SIGINT / SIGTERM turned into "finish this step, checkpoint, exit 128+signal", periodic and
+ * final checkpoints (optim/checkpoint.h), `--resume` that continues bit-identically, and the
+ * data order as a pure function of (seed, step), so a resumed run draws the same minibatches.
  *
  *   OptimTrain tl;
  *   if (optim_train_init(&tl, &opts, &params, &opt, rng, err, sizeof err)) ...exit 1/2
@@ -26,6 +26,26 @@
 #include "checkpoint.h"
 #include "comm.h"
 
+/* What the loop tells its progress callback, and when. */
+typedef enum {
+    OPTIM_PROGRESS_BEGIN, /* end of optim_train_init: the run's clock starts at step */
+    OPTIM_PROGRESS_STEP,  /* after every step */
+    OPTIM_PROGRESS_BREAK, /* a message follows on stderr: end a line drawn in place */
+    OPTIM_PROGRESS_END,   /* optim_train_finish, before its messages: the last redraw */
+} OptimProgressEvent;
+
+typedef struct {
+    OptimProgressEvent event;
+    const char *name;    /* the options' name */
+    int64_t step;        /* steps completed */
+    int64_t start_step;  /* where this run began */
+    int64_t total_steps;
+    int64_t log_every;   /* the JSONL cadence (≥ 1): the cadence of plain progress lines */
+    double loss, lr;     /* the last step's (0 before any) */
+} OptimProgress;
+
+typedef void (*OptimProgressFn)(const OptimProgress *p, void *user);
+
 typedef struct {
     const char *name;          /* "anima fit": prefixes messages */
     int64_t total_steps;       /* the run ends when step reaches it */
@@ -35,7 +55,8 @@ typedef struct {
     const char *metrics_path;  /* NULL: no JSONL log */
     const char *config_json;   /* stored in every checkpoint (may be NULL) */
     bool resume;               /* load ckpt_path first (strict) and continue from its step */
-    int progress;              /* -1: auto (bar on a TTY, lines otherwise), 0: off, 1: lines */
+    OptimProgressFn progress;  /* NULL: no progress reported; called on rank 0 only */
+    void *progress_user;       /* passed to progress */
     int64_t stop_after;        /* > 0: stop like on a signal after this many steps of this run,
                                   but finish with 0 (time-limited jobs, tests) */
     OptimComm *comm;           /* NULL (or one rank): a single process. Several ranks: every rank
@@ -62,9 +83,9 @@ typedef struct {
     char *resumed_config; /* the config JSON stored in the resumed checkpoint (or NULL) */
     /* internal */
     FILE *metrics;
-    bool tty, bar_drawn, finished;
+    bool finished;
     int64_t saved_step; /* step of the last checkpoint written (-1: none) */
-    double t_start, t_draw;
+    double t_start;
     double last_loss, last_lr;
     int error;          /* a checkpoint or log write failed: finish returns 1 */
     bool is_main;       /* rank 0 (or no communicator): the rank that prints and writes */
@@ -83,7 +104,7 @@ int optim_train_init(OptimTrain *t, const OptimTrainOptions *opt, NnParams *p, O
 /* True while a step should run: step < total, no signal seen, stop_after not reached. With
  * several ranks every rank must call it once per step (it all-reduces the stop flags). */
 bool optim_train_next(OptimTrain *t);
-/* Closes a step: step++, logs, redraws progress, checkpoints when due. extra may be NULL. */
+/* Closes a step: step++, logs, reports progress, checkpoints when due. extra may be NULL. */
 void optim_train_step_end(OptimTrain *t, double loss, double lr, int nextra, const OptimMetric *extra);
 /* Final checkpoint (unless this step's is written), closes the log, restores the handlers.
  * Returns the process exit status: 0 done (or stop_after), 128+signal when interrupted, 1 when

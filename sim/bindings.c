@@ -138,7 +138,7 @@ int sim_binding_init(SimBinding *b, const SimObject *o, const SimPose *pose, int
     b->G = malloc(sizeof(double) * 3 * (size_t)((n + 1) * nb));
     if (!b->X || !b->B || !b->G) {
         sim_binding_free(b);
-        tensor_errf(err, errlen, "binding: out of memory for %lld points", (long long)n);
+        base_errf(err, errlen, "binding: out of memory for %lld points", (long long)n);
         return -1;
     }
     const double s = pose->scale, *R = pose->R;
@@ -263,12 +263,12 @@ int sim_gaussians_bind(SimGaussianBinding *gb, const char *path, const SimSkinni
     double *dw = malloc(sizeof(double) * 3 * (size_t)((n + 1) * m));
     int rc = -1;
     if (!X || !w || !dw || ds_gaussians_alloc(&gb->out, n, gb->rest.sh_degree)) {
-        tensor_errf(err, errlen, "%s: out of memory binding %lld Gaussians", path, (long long)n);
+        base_errf(err, errlen, "%s: out of memory binding %lld Gaussians", path, (long long)n);
         goto done;
     }
     for (int64_t k = 0; k < 3 * n; k++) X[k] = gb->rest.xyz[k];
     if (sim_skinning_interpolate(sk, n, X, w, dw)) {
-        tensor_errf(err, errlen, "%s: out of memory interpolating weights", path);
+        base_errf(err, errlen, "%s: out of memory interpolating weights", path);
         goto done;
     }
     if (sim_binding_init(&gb->bind, o, pose, n, X, w, dw, err, errlen)) goto done;

@@ -5,7 +5,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "sim/cubature.h"
 #include "sim/internal.h"
@@ -238,7 +237,7 @@ int sim_cubature_drop_poses(SimObject *o, const SimCubatureOptions *opt, uint64_
     }
     if (!Z || !z0 || !zd0 || !x || !planes0 || !clear || (ne0 && (!eidx0 || !ew0))) {
         free(Z), free(z0), free(zd0), free(x), free(planes0), free(clear), free(eidx0), free(ew0);
-        tensor_errf(err, errlen, "cubature: out of memory (%lld training poses)", (long long)cap);
+        base_errf(err, errlen, "cubature: out of memory (%lld training poses)", (long long)cap);
         return -1;
     }
     /* the state the runs start from and that is restored after them */
@@ -289,7 +288,7 @@ int sim_cubature_drop_poses(SimObject *o, const SimCubatureOptions *opt, uint64_
     o->t = t0, memcpy(o->gravity, g0, sizeof g0), o->last = last0;
     if (np_planes) memcpy(o->planes, planes0, sizeof(SimPlane) * (size_t)np_planes);
     if (ne0 && sim_object_set_cubature(o, ne0, eidx0, ew0, serr, sizeof serr)) {
-        tensor_errf(err, errlen, "cubature: %s", serr);
+        base_errf(err, errlen, "cubature: %s", serr);
         rc = -1;
     }
     free(z0), free(zd0), free(x), free(planes0), free(clear), free(eidx0), free(ew0);
@@ -362,12 +361,11 @@ static int nnls_subset(int64_t nc, const double *Gm, const double *cv, double bb
 int sim_cubature_optimize_poses(const SimObject *o, const SimCubatureOptions *opt, int64_t T, const double *Z,
                                 SimCubature *out, char *err, size_t errlen) {
     memset(out, 0, sizeof *out);
-    struct timespec ts0, ts1;
-    clock_gettime(CLOCK_MONOTONIC, &ts0);
+    double t0 = base_now();
     int64_t n = o->n, nc = o->nc, nb = o->nb;
     int kmax = opt->max_points < nc ? opt->max_points : (int)nc;
     if (T < 1 || kmax < 1) {
-        tensor_errf(err, errlen, "cubature: need at least one pose and one point");
+        base_errf(err, errlen, "cubature: need at least one pose and one point");
         return -1;
     }
     bool metric = opt->tau > 0;
@@ -387,7 +385,7 @@ int sim_cubature_optimize_poses(const SimObject *o, const SimCubatureOptions *op
     bool *used = calloc((size_t)nc, sizeof(bool));
     int rc = -1;
     if (!Gm || !cv || !At || !bt || !fn || !score || !Gk || !ck || !x || !sel || !used || (metric && (!L || !W || !K9))) {
-        tensor_errf(err, errlen, "cubature: out of memory (%lld points)", (long long)nc);
+        base_errf(err, errlen, "cubature: out of memory (%lld points)", (long long)nc);
         goto done;
     }
     double fmaxn = 0;
@@ -411,7 +409,7 @@ int sim_cubature_optimize_poses(const SimObject *o, const SimCubatureOptions *op
             /* the metric: rows L⁻¹ f, so that ‖L⁻¹ (f_S − f)‖² = δfᵀ (τ² K + M_r)⁻¹ δf */
             if (metric) {
                 if (metric_factor(o, zt, opt->tau, L, W, K9)) {
-                    tensor_errf(err, errlen, "cubature: the metric at training pose %lld is not positive definite",
+                    base_errf(err, errlen, "cubature: the metric at training pose %lld is not positive definite",
                             (long long)t);
                     goto done;
                 }
@@ -433,7 +431,7 @@ int sim_cubature_optimize_poses(const SimObject *o, const SimCubatureOptions *op
         bb += cblas_ddot(w, bt, 1, bt, 1);
     }
     if (!used_poses) {
-        tensor_errf(err, errlen, "cubature: every training pose is at rest");
+        base_errf(err, errlen, "cubature: every training pose is at rest");
         goto done;
     }
     for (int64_t a = 0; a < nc; a++) /* dsyrk filled the upper triangle */
@@ -457,7 +455,7 @@ int sim_cubature_optimize_poses(const SimObject *o, const SimCubatureOptions *op
         k++;
         /* Lawson–Hanson over the chosen columns, warm-started from the last weights */
         if (nnls_subset(nc, Gm, cv, bb, &k, sel, x, used, Gk, ck, &res)) {
-            tensor_errf(err, errlen, "cubature: NNLS failed at %d points", k);
+            base_errf(err, errlen, "cubature: NNLS failed at %d points", k);
             goto done;
         }
         if (res <= opt->tol) break;
@@ -467,15 +465,14 @@ int sim_cubature_optimize_poses(const SimObject *o, const SimCubatureOptions *op
     out->w = malloc(sizeof(double) * (size_t)(k ? k : 1));
     if (!out->idx || !out->w) {
         sim_cubature_free(out);
-        tensor_errf(err, errlen, "cubature: out of memory");
+        base_errf(err, errlen, "cubature: out of memory");
         goto done;
     }
     memcpy(out->idx, sel, sizeof(int64_t) * (size_t)k);
     memcpy(out->w, x, sizeof(double) * (size_t)k);
     out->train_err = res;
     out->poses = used_poses;
-    clock_gettime(CLOCK_MONOTONIC, &ts1);
-    out->seconds = (double)(ts1.tv_sec - ts0.tv_sec) + 1e-9 * (double)(ts1.tv_nsec - ts0.tv_nsec);
+    out->seconds = base_now() - t0;
     rc = 0;
 done:
     free(Gm), free(cv), free(At), free(bt), free(fn), free(score), free(Gk), free(ck), free(x), free(L), free(W), free(K9);
@@ -485,17 +482,15 @@ done:
 
 int sim_cubature_optimize(SimObject *o, const SimCubatureOptions *opt, SimCubature *out, char *err, size_t errlen) {
     memset(out, 0, sizeof *out);
-    struct timespec ts0, ts1;
-    clock_gettime(CLOCK_MONOTONIC, &ts0);
+    double t0 = base_now();
     int64_t Tr = (int64_t)opt->poses_per_amp * opt->namps, Td = 0, n = o->n;
     double *Zd = NULL;
     if (sim_cubature_drop_poses(o, opt, opt->seed, &Zd, &Td, err, errlen)) return -1;
-    clock_gettime(CLOCK_MONOTONIC, &ts1);
-    double run_s = (double)(ts1.tv_sec - ts0.tv_sec) + 1e-9 * (double)(ts1.tv_nsec - ts0.tv_nsec);
+    double run_s = base_now() - t0;
     double *Z = malloc(sizeof(double) * (size_t)((Tr + Td > 0 ? Tr + Td : 1) * n));
     if (!Z || sim_cubature_random_poses(o, opt, opt->seed, Z)) {
         free(Z), free(Zd);
-        tensor_errf(err, errlen, "cubature: out of memory");
+        base_errf(err, errlen, "cubature: out of memory");
         return -1;
     }
     if (Td) memcpy(Z + Tr * n, Zd, sizeof(double) * (size_t)(Td * n));

@@ -17,14 +17,14 @@ int sim_fem_tetrahedralize(const double *V, int64_t nv, const int32_t *F, int64_
     *nodes = NULL, *tets = NULL, *nn = *nt = 0;
     char dir[] = "/tmp/anima_tetgen_XXXXXX", path[512], cmd[1024];
     if (!mkdtemp(dir)) {
-        tensor_errf(err, errlen, "fem: cannot create a temporary directory");
+        base_errf(err, errlen, "fem: cannot create a temporary directory");
         return -1;
     }
     int rc = -1;
     snprintf(path, sizeof path, "%s/surf.off", dir);
     FILE *fp = fopen(path, "w");
     if (!fp) {
-        tensor_errf(err, errlen, "fem: cannot write %s", path);
+        base_errf(err, errlen, "fem: cannot write %s", path);
         goto out;
     }
     fprintf(fp, "OFF\n%lld %lld 0\n", (long long)nv, (long long)nf);
@@ -41,7 +41,7 @@ int sim_fem_tetrahedralize(const double *V, int64_t nv, const int32_t *F, int64_
     snprintf(cmd, sizeof cmd, "tetgen -p%s%sQ '%s' > '%s/log' 2>&1", q, vol, path, dir);
     int st = system(cmd);
     if (st != 0) {
-        tensor_errf(err, errlen, "fem: `tetgen` failed (exit %d; is Debian's tetgen installed? tools/install-deps.sh)", st);
+        base_errf(err, errlen, "fem: `tetgen` failed (exit %d; is Debian's tetgen installed? tools/install-deps.sh)", st);
         goto out;
     }
     /* .node: "<n> 3 <attrs> <marker>", then "<i> x y z ..."; .ele: "<n> 4 <attrs>", "<i> a b c d" */
@@ -50,7 +50,7 @@ int sim_fem_tetrahedralize(const double *V, int64_t nv, const int32_t *F, int64_
     long long n = 0, dim = 0, na = 0, nm = 0;
     if (!fp || fscanf(fp, "%lld %lld %lld %lld", &n, &dim, &na, &nm) != 4 || dim != 3 || n < 4) {
         if (fp) fclose(fp);
-        tensor_errf(err, errlen, "fem: cannot read tetgen's %s", path);
+        base_errf(err, errlen, "fem: cannot read tetgen's %s", path);
         goto out;
     }
     *nodes = malloc(sizeof(double) * 3 * (size_t)n);
@@ -68,7 +68,7 @@ int sim_fem_tetrahedralize(const double *V, int64_t nv, const int32_t *F, int64_
     }
     fclose(fp);
     if (*nn != n) {
-        tensor_errf(err, errlen, "fem: tetgen's %s is truncated", path);
+        base_errf(err, errlen, "fem: tetgen's %s is truncated", path);
         goto out;
     }
     snprintf(path, sizeof path, "%s/surf.1.ele", dir);
@@ -76,7 +76,7 @@ int sim_fem_tetrahedralize(const double *V, int64_t nv, const int32_t *F, int64_
     long long m = 0, npt = 0;
     if (!fp || fscanf(fp, "%lld %lld %lld", &m, &npt, &na) != 3 || npt != 4 || m < 1) {
         if (fp) fclose(fp);
-        tensor_errf(err, errlen, "fem: cannot read tetgen's %s", path);
+        base_errf(err, errlen, "fem: cannot read tetgen's %s", path);
         goto out;
     }
     *tets = malloc(sizeof(int32_t) * 4 * (size_t)m);
@@ -97,14 +97,14 @@ int sim_fem_tetrahedralize(const double *V, int64_t nv, const int32_t *F, int64_
     }
     fclose(fp);
     if (*nt != m) {
-        tensor_errf(err, errlen, "fem: tetgen's %s is truncated or indexes past the nodes", path);
+        base_errf(err, errlen, "fem: tetgen's %s is truncated or indexes past the nodes", path);
         goto out;
     }
     /* the input vertices must come first (the comparison reads them by index) */
     for (int64_t i = 0; i < nv && i < *nn; i++)
         for (int k = 0; k < 3; k++)
             if (fabs((*nodes)[3 * i + k] - V[3 * i + k]) > 1e-9 * (1 + fabs(V[3 * i + k]))) {
-                tensor_errf(err, errlen, "fem: tetgen reordered the input vertices (vertex %lld)", (long long)i);
+                base_errf(err, errlen, "fem: tetgen reordered the input vertices (vertex %lld)", (long long)i);
                 goto out;
             }
     rc = 0;
@@ -156,7 +156,7 @@ int sim_fem_init(SimFem *f, const double *nodes, int64_t nn, const int32_t *tets
                  char *err, size_t errlen) {
     memset(f, 0, sizeof *f);
     if (!(mat->E > 0) || !(mat->nu > -1 && mat->nu < 0.5) || !(mat->rho > 0)) {
-        tensor_errf(err, errlen, "fem: material needs E > 0, -1 < nu < 0.5, rho > 0");
+        base_errf(err, errlen, "fem: material needs E > 0, -1 < nu < 0.5, rho > 0");
         return -1;
     }
     f->nn = nn, f->nt = nt;
@@ -169,7 +169,7 @@ int sim_fem_init(SimFem *f, const double *nodes, int64_t nn, const int32_t *tets
     f->vol = malloc(sizeof(double) * (size_t)nt), f->fixed = calloc((size_t)nn, sizeof(bool));
     if (!f->X || !f->x || !f->v || !f->mass || !f->tets || !f->Dminv || !f->vol || !f->fixed) {
         sim_fem_free(f);
-        tensor_errf(err, errlen, "fem: out of memory");
+        base_errf(err, errlen, "fem: out of memory");
         return -1;
     }
     memcpy(f->X, nodes, sizeof(double) * 3 * (size_t)nn);
@@ -196,7 +196,7 @@ int sim_fem_init(SimFem *f, const double *nodes, int64_t nn, const int32_t *tets
         }
         if (!(d > 0)) {
             sim_fem_free(f);
-            tensor_errf(err, errlen, "fem: tet %lld is degenerate", (long long)t);
+            base_errf(err, errlen, "fem: tet %lld is degenerate", (long long)t);
             return -1;
         }
         inv3(Dm, f->Dminv + 9 * t);
@@ -217,7 +217,7 @@ int64_t sim_fem_fix(SimFem *f, const SimRegion *r) {
 int sim_fem_add_plane(SimFem *f, const SimPlane *p, char *err, size_t errlen) {
     double l = sqrt(p->normal[0] * p->normal[0] + p->normal[1] * p->normal[1] + p->normal[2] * p->normal[2]);
     if (!(l > 0) || f->nplanes >= 8) {
-        tensor_errf(err, errlen, "fem: a plane needs a nonzero normal (and at most 8 planes)");
+        base_errf(err, errlen, "fem: a plane needs a nonzero normal (and at most 8 planes)");
         return -1;
     }
     SimPlane q = *p;
@@ -388,12 +388,12 @@ static int build_solver(SimFem *f, char *err, size_t errlen) {
     /* one symbolic analysis (AMD/METIS ordering, supernodes) for every step */
     s->L = cholmod_analyze(s->K, &s->cm);
     if (!s->L) {
-        tensor_errf(err, errlen, "fem: CHOLMOD's analysis failed (status %d)", s->cm.status);
+        base_errf(err, errlen, "fem: CHOLMOD's analysis failed (status %d)", s->cm.status);
         return -1;
     }
     return 0;
 oom:
-    tensor_errf(err, errlen, "fem: out of memory building the sparse system");
+    base_errf(err, errlen, "fem: out of memory building the sparse system");
     return -1;
 }
 
@@ -469,7 +469,7 @@ static double objective(SimFem *f, const double *x, double dt, double *g, bool h
 }
 
 int sim_fem_step(SimFem *f, double dt, char *err, size_t errlen) {
-    double t0 = sim_now();
+    double t0 = base_now();
     if (!f->sol && build_solver(f, err, errlen)) return -1;
     struct SimFemSolver *s = f->sol;
     int64_t n3 = 3 * f->nn;
@@ -480,7 +480,7 @@ int sim_fem_step(SimFem *f, double dt, char *err, size_t errlen) {
     cholmod_dense *rhs = cholmod_allocate_dense((size_t)s->ndof, 1, (size_t)s->ndof, CHOLMOD_REAL, &s->cm);
     if (!x || !rhs) {
         free(x), cholmod_free_dense(&rhs, &s->cm);
-        tensor_errf(err, errlen, "fem: out of memory");
+        base_errf(err, errlen, "fem: out of memory");
         return -1;
     }
     memcpy(x, s->xtil, sizeof(double) * (size_t)n3);
@@ -534,14 +534,14 @@ int sim_fem_step(SimFem *f, double dt, char *err, size_t errlen) {
     for (int64_t k = 0; k < n3; k++)
         if (!isfinite(x[k])) {
             free(x);
-            tensor_errf(err, errlen, "fem: the state became non-finite at t = %g", f->t + dt);
+            base_errf(err, errlen, "fem: the state became non-finite at t = %g", f->t + dt);
             return -1;
         }
     for (int64_t k = 0; k < n3; k++) f->v[k] = (x[k] - f->x[k]) / dt;
     memcpy(f->x, x, sizeof(double) * (size_t)n3);
     free(x);
     f->t += dt;
-    st.seconds = sim_now() - t0;
+    st.seconds = base_now() - t0;
     f->last = st;
     return 0;
 }

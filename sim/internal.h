@@ -4,9 +4,7 @@
 
 #include <stddef.h>
 
-#include "tensor/errbuf.h"
-
-/* monotonic seconds */
-double sim_now(void);
+#include "base/clock.h"
+#include "base/errbuf.h"
 
 #endif

@@ -34,7 +34,7 @@ void sim_rigid_free(SimRigid *r) {
 int sim_rigid_init(SimRigid *r, const DsMesh *mesh, double density, const SimPose *pose, char *err, size_t errlen) {
     memset(r, 0, sizeof *r);
     if (!(density > 0) || mesh->nv < 4 || mesh->nf < 4) {
-        tensor_errf(err, errlen, "rigid body: need density > 0 and a closed mesh (got %lld vertices, %lld faces)",
+        base_errf(err, errlen, "rigid body: need density > 0 and a closed mesh (got %lld vertices, %lld faces)",
                 (long long)mesh->nv, (long long)mesh->nf);
         return -1;
     }
@@ -43,7 +43,7 @@ int sim_rigid_init(SimRigid *r, const DsMesh *mesh, double density, const SimPos
     r->faces = malloc(sizeof(int32_t) * 3 * (size_t)r->nf);
     if (!r->Xb || !r->faces) {
         sim_rigid_free(r);
-        tensor_errf(err, errlen, "rigid body: out of memory");
+        base_errf(err, errlen, "rigid body: out of memory");
         return -1;
     }
     /* the mesh scaled and rotated (not translated) */
@@ -70,7 +70,7 @@ int sim_rigid_init(SimRigid *r, const DsMesh *mesh, double density, const SimPos
     }
     if (!(V > 0)) {
         sim_rigid_free(r);
-        tensor_errf(err, errlen, "rigid body: the mesh encloses volume %g (must be closed and outward-oriented)", V);
+        base_errf(err, errlen, "rigid body: the mesh encloses volume %g (must be closed and outward-oriented)", V);
         return -1;
     }
     double com[3] = {m1[0] / V, m1[1] / V, m1[2] / V};
@@ -82,7 +82,7 @@ int sim_rigid_init(SimRigid *r, const DsMesh *mesh, double density, const SimPos
     for (int i = 0; i < 9; i++) r->Ib[i] = density * ((i % 4 == 0) * trC - C[i]);
     if (mat3_inv(r->Ib, r->Ib_inv)) {
         sim_rigid_free(r);
-        tensor_errf(err, errlen, "rigid body: singular inertia tensor");
+        base_errf(err, errlen, "rigid body: singular inertia tensor");
         return -1;
     }
     for (int64_t v = 0; v < r->nv; v++)

@@ -5,7 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 
 #include "datasets/camera.h"
 #include "datasets/config.h"
@@ -235,13 +234,13 @@ static const DsConfigField SCENE[] = {
 
 static int key_err(const char *src, int i, const char *array, const char *key, const char *what, char *err,
                    size_t errlen) {
-    tensor_errf(err, errlen, "%s: key '%s[%d].%s': %s", src, array, i, key, what);
+    base_errf(err, errlen, "%s: key '%s[%d].%s': %s", src, array, i, key, what);
     return -1;
 }
 
 static int missing(const char *src, int i, const char *array, const char *key, const char *what, char *err,
                    size_t errlen) {
-    tensor_errf(err, errlen, "%s: missing required key '%s[%d].%s' (%s)", src, array, i, key, what);
+    base_errf(err, errlen, "%s: missing required key '%s[%d].%s' (%s)", src, array, i, key, what);
     return -1;
 }
 
@@ -277,7 +276,7 @@ static int resolve(const char *src, SceneFile *in, SimScene *sc, char *err, size
     char what[160];
     for (int i = 0; i < sc->nobjects; i++)
         if (!strcmp(sc->objects[i].source, "file") && !*sc->objects[i].file) {
-            tensor_errf(err, errlen, "%s: key 'objects[%d].skinning.file': required when source is \"file\"", src, i);
+            base_errf(err, errlen, "%s: key 'objects[%d].skinning.file': required when source is \"file\"", src, i);
             return -1;
         }
     for (int i = 0; i < sc->nplanes; i++) {
@@ -300,7 +299,7 @@ static int resolve(const char *src, SceneFile *in, SimScene *sc, char *err, size
     sc->forces = calloc((size_t)in->nforces + 1, sizeof *sc->forces);
     sc->force_object = calloc((size_t)in->nforces + 1, sizeof(int));
     if (!sc->fixed || !sc->drags || !sc->drag_object || !sc->forces || !sc->force_object) {
-        tensor_errf(err, errlen, "%s: out of memory", src);
+        base_errf(err, errlen, "%s: out of memory", src);
         return -1;
     }
     sc->nfixed = in->nfixed, sc->ndrags = in->ndrags, sc->nforces = in->nforces;
@@ -399,7 +398,7 @@ static int build_objects(const SimScene *sc, const char *scene_dir, SimObject *o
             if (so->file[0] == '/' || !scene_dir) snprintf(path, sizeof path, "%s", so->file);
             else snprintf(path, sizeof path, "%s/%s", scene_dir, so->file);
             if (sim_skinning_read(path, &sk, e2, sizeof e2)) {
-                tensor_errf(err, errlen, "objects[%d].skinning: %s", k, e2);
+                base_errf(err, errlen, "objects[%d].skinning: %s", k, e2);
                 goto fail;
             }
         } else {
@@ -409,7 +408,7 @@ static int build_objects(const SimScene *sc, const char *scene_dir, SimObject *o
             po.handles = (int)so->handles, po.cubature_res = (int)so->cubature_res, po.mesh_res = (int)so->mesh_res;
             po.sigma = (float)so->sigma, po.rbf_radius = so->rbf_radius, po.normalize = so->normalize;
             if (sim_skinning_procedural(&po, &sk, e2, sizeof e2)) {
-                tensor_errf(err, errlen, "objects[%d].skinning: %s", k, e2);
+                base_errf(err, errlen, "objects[%d].skinning: %s", k, e2);
                 goto fail;
             }
         }
@@ -420,7 +419,7 @@ static int build_objects(const SimScene *sc, const char *scene_dir, SimObject *o
         int rc = sim_object_init(&objs[k], &sk, &so->material, &pose, e2, sizeof e2);
         if (rc) {
             sim_skinning_free(&sk);
-            tensor_errf(err, errlen, "objects[%d]: %s", k, e2);
+            base_errf(err, errlen, "objects[%d]: %s", k, e2);
             goto fail;
         }
         if (gauss && so->gaussians[0]) {
@@ -430,7 +429,7 @@ static int build_objects(const SimScene *sc, const char *scene_dir, SimObject *o
         }
         sim_skinning_free(&sk);
         if (rc) {
-            tensor_errf(err, errlen, "objects[%d].gaussians: %s", k, e2);
+            base_errf(err, errlen, "objects[%d].gaussians: %s", k, e2);
             goto fail;
         }
         SimObject *o = &objs[k];
@@ -438,7 +437,7 @@ static int build_objects(const SimScene *sc, const char *scene_dir, SimObject *o
         o->newton = sc->newton;
         for (int i = 0; i < sc->nplanes; i++)
             if (sim_object_add_plane(o, &sc->planes[i], e2, sizeof e2)) {
-                tensor_errf(err, errlen, "planes[%d]: %s", i, e2);
+                base_errf(err, errlen, "planes[%d]: %s", i, e2);
                 goto fail;
             }
         for (int i = 0; i < sc->nfixed; i++) {
@@ -457,22 +456,22 @@ static int build_objects(const SimScene *sc, const char *scene_dir, SimObject *o
                 else d.region.hi[1] = lo + f->fraction * (hi - lo);
             }
             if (sim_object_add_dirichlet(o, &d, e2, sizeof e2)) {
-                tensor_errf(err, errlen, "fixed[%d]: %s", i, e2);
+                base_errf(err, errlen, "fixed[%d]: %s", i, e2);
                 goto fail;
             }
         }
         for (int i = 0; i < sc->ndrags; i++)
             if (sc->drag_object[i] == k && sim_object_add_drag(o, &sc->drags[i], e2, sizeof e2)) {
-                tensor_errf(err, errlen, "drags[%d]: %s", i, e2);
+                base_errf(err, errlen, "drags[%d]: %s", i, e2);
                 goto fail;
             }
         for (int i = 0; i < sc->nforces; i++)
             if (sc->force_object[i] == k && sim_object_add_force(o, &sc->forces[i], e2, sizeof e2)) {
-                tensor_errf(err, errlen, "forces[%d]: %s", i, e2);
+                base_errf(err, errlen, "forces[%d]: %s", i, e2);
                 goto fail;
             }
         if (sim_object_prepare(o, e2, sizeof e2)) {
-            tensor_errf(err, errlen, "objects[%d]: %s", k, e2);
+            base_errf(err, errlen, "objects[%d]: %s", k, e2);
             goto fail;
         }
     }
@@ -502,12 +501,12 @@ int sim_scene_build_rigids(const SimScene *sc, const char *scene_dir, SimRigid *
             scene_path(scene_dir, r->file, path, sizeof path);
             rc = ds_mesh_read(path, &m, e2, sizeof e2);
             if (rc) {
-                tensor_errf(err, errlen, "rigids[%d].file: %s", i, e2);
+                base_errf(err, errlen, "rigids[%d].file: %s", i, e2);
                 goto fail;
             }
         }
         if (rc) {
-            tensor_errf(err, errlen, "rigids[%d]: out of memory", i);
+            base_errf(err, errlen, "rigids[%d]: out of memory", i);
             goto fail;
         }
         SimPose pose = sim_pose_identity();
@@ -517,7 +516,7 @@ int sim_scene_build_rigids(const SimScene *sc, const char *scene_dir, SimRigid *
         rc = sim_rigid_init(&rigids[i], &m, r->density, &pose, e2, sizeof e2);
         ds_mesh_free(&m);
         if (rc) {
-            tensor_errf(err, errlen, "rigids[%d]: %s", i, e2);
+            base_errf(err, errlen, "rigids[%d]: %s", i, e2);
             goto fail;
         }
         SimRigid *rb = &rigids[i];
@@ -624,7 +623,7 @@ static int write_frame(const SimScene *sc, const SimObject *objs, const SimRigid
     if (strcmp(sc->output.mesh, "none")) {
         DsMesh m;
         if (frame_mesh(sc, objs, rigids, false, center, extent, &m)) {
-            tensor_errf(err, errlen, "sim: out of memory writing frame %lld", (long long)frame);
+            base_errf(err, errlen, "sim: out of memory writing frame %lld", (long long)frame);
             return -1;
         }
         snprintf(path, sizeof path, "%s/frame_%05lld.%s", outdir, (long long)frame, sc->output.mesh);
@@ -635,7 +634,7 @@ static int write_frame(const SimScene *sc, const SimObject *objs, const SimRigid
     if (sc->output.png) {
         DsMesh m;
         if (frame_mesh(sc, objs, rigids, true, center, extent, &m)) {
-            tensor_errf(err, errlen, "sim: out of memory rendering frame %lld", (long long)frame);
+            base_errf(err, errlen, "sim: out of memory rendering frame %lld", (long long)frame);
             return -1;
         }
         DsRasterOptions ro = ds_raster_options_default();
@@ -660,7 +659,7 @@ int sim_scene_run(const SimScene *sc, const char *scene_dir, const char *outdir,
     memset(report, 0, sizeof *report);
     report->min_distance = INFINITY;
     if (mkdir(outdir, 0777) && errno != EEXIST) {
-        tensor_errf(err, errlen, "%s: cannot create the output directory (%s)", outdir, strerror(errno));
+        base_errf(err, errlen, "%s: cannot create the output directory (%s)", outdir, strerror(errno));
         return -1;
     }
     SimObject *objs = calloc((size_t)sc->nobjects, sizeof *objs);
@@ -669,7 +668,7 @@ int sim_scene_run(const SimScene *sc, const char *scene_dir, const char *outdir,
     double *ms = malloc(sizeof(double) * (size_t)sc->steps * 2);
     if (!objs || !gauss || !rigids || !ms) {
         free(objs), free(gauss), free(rigids), free(ms);
-        tensor_errf(err, errlen, "sim: out of memory");
+        base_errf(err, errlen, "sim: out of memory");
         return -1;
     }
     double *cpu = ms + sc->steps;
@@ -711,11 +710,9 @@ int sim_scene_run(const SimScene *sc, const char *scene_dir, const char *outdir,
     if (write_frame(sc, objs, rigids, gauss, outdir, 0, &cam, center, extent, err, errlen)) goto done;
     report->frames = 1;
     for (int64_t s = 1; s <= sc->steps; s++) {
-        struct timespec c0, c1;
-        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c0);
+        double c0 = base_cpu_now();
         if (sim_world_step(&world, sc->dt, err, errlen)) goto done;
-        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c1);
-        cpu[s - 1] = 1e3 * ((double)(c1.tv_sec - c0.tv_sec) + 1e-9 * (double)(c1.tv_nsec - c0.tv_nsec));
+        cpu[s - 1] = 1e3 * (base_cpu_now() - c0);
         const SimWorldStats *st = &world.last;
         double step_ms = 1e3 * st->seconds;
         report->newton_iters += st->iters;

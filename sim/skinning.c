@@ -108,11 +108,11 @@ int sim_skinning_procedural(const SimProceduralOptions *o, SimSkinning *s, char 
     memset(s, 0, sizeof *s);
     bool rbf = !strcmp(o->kind, "rbf");
     if (!rbf && strcmp(o->kind, "bones")) {
-        tensor_errf(err, errlen, "procedural skinning: kind \"%s\" is not \"bones\" or \"rbf\"", o->kind);
+        base_errf(err, errlen, "procedural skinning: kind \"%s\" is not \"bones\" or \"rbf\"", o->kind);
         return -1;
     }
     if (o->cubature_res < 4 || o->cubature_res > 256) {
-        tensor_errf(err, errlen, "procedural skinning: cubature_res %d out of range [4, 256]", o->cubature_res);
+        base_errf(err, errlen, "procedural skinning: cubature_res %d out of range [4, 256]", o->cubature_res);
         return -1;
     }
     DsProceduralShape sh;
@@ -124,7 +124,7 @@ int sim_skinning_procedural(const SimProceduralOptions *o, SimSkinning *s, char 
     }
     int m = rbf ? o->handles : sh.nbones - 1;
     if (m < 1 || (rbf && m > cub.n)) {
-        tensor_errf(err, errlen, "procedural skinning: %s gives %d handles (%s %d, %lld cubature points)", o->category, m,
+        base_errf(err, errlen, "procedural skinning: %s gives %d handles (%s %d, %lld cubature points)", o->category, m,
                 rbf ? "asked for" : "bones", rbf ? o->handles : sh.nbones, (long long)cub.n);
         ds_cubature_free(&cub), ds_procedural_free(&sh);
         return -1;
@@ -142,7 +142,7 @@ int sim_skinning_procedural(const SimProceduralOptions *o, SimSkinning *s, char 
     int rc = -1;
     if (!s->cub_x || !s->cub_vol || !s->cub_w || !s->cub_dw || !s->vert_x || !s->vert_w || !s->vert_dw || !s->faces ||
         (rbf && !centers)) {
-        tensor_errf(err, errlen, "procedural skinning: out of memory");
+        base_errf(err, errlen, "procedural skinning: out of memory");
         goto done;
     }
     for (int64_t i = 0; i < 3 * s->nc; i++) s->cub_x[i] = cub.x[i];
@@ -156,7 +156,7 @@ int sim_skinning_procedural(const SimProceduralOptions *o, SimSkinning *s, char 
             for (int i = 0; i < 3; i++) cen[i] += s->cub_x[3 * c + i] / (double)s->nc;
         double *d2 = malloc(sizeof(double) * (size_t)s->nc);
         if (!d2) {
-            tensor_errf(err, errlen, "procedural skinning: out of memory");
+            base_errf(err, errlen, "procedural skinning: out of memory");
             goto done;
         }
         int64_t pick = 0;
@@ -195,7 +195,7 @@ int sim_skinning_procedural(const SimProceduralOptions *o, SimSkinning *s, char 
     } else {
         if (bone_weights(&sh, o->sigma, s->nc, s->cub_x, m, s->cub_w, s->cub_dw) ||
             bone_weights(&sh, o->sigma, s->nv, s->vert_x, m, s->vert_w, s->vert_dw)) {
-            tensor_errf(err, errlen, "procedural skinning: out of memory");
+            base_errf(err, errlen, "procedural skinning: out of memory");
             goto done;
         }
         snprintf(s->source, sizeof s->source, "procedural %s seed %llu, bone weights (%d of %d bones)", o->category,

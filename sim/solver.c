@@ -144,12 +144,12 @@ int sim_object_init(SimObject *o, const SimSkinning *sk, const SimMaterial *mat,
     memset(o, 0, sizeof *o);
     if (sim_skinning_validate(sk, "skinning", err, errlen)) return -1;
     if (!(mat->E > 0) || !(mat->nu > -1 && mat->nu < 0.5) || !(mat->rho > 0)) {
-        tensor_errf(err, errlen, "material: need E > 0, -1 < nu < 0.5, rho > 0 (got E = %g, nu = %g, rho = %g)", mat->E,
+        base_errf(err, errlen, "material: need E > 0, -1 < nu < 0.5, rho > 0 (got E = %g, nu = %g, rho = %g)", mat->E,
                 mat->nu, mat->rho);
         return -1;
     }
     if (!(pose->scale > 0)) {
-        tensor_errf(err, errlen, "pose: scale must be > 0 (got %g)", pose->scale);
+        base_errf(err, errlen, "pose: scale must be > 0 (got %g)", pose->scale);
         return -1;
     }
     int64_t m = sk->m, nb = 4 * (m + 1), nc = sk->nc, nv = sk->nv;
@@ -173,7 +173,7 @@ int sim_object_init(SimObject *o, const SimSkinning *sk, const SimMaterial *mat,
         !o->zdot || !sq) {
         free(sq);
         sim_object_free(o);
-        tensor_errf(err, errlen, "sim: out of memory for %lld cubature points and %lld handles", (long long)nc,
+        base_errf(err, errlen, "sim: out of memory for %lld cubature points and %lld handles", (long long)nc,
                 (long long)m);
         return -1;
     }
@@ -182,7 +182,7 @@ int sim_object_init(SimObject *o, const SimSkinning *sk, const SimMaterial *mat,
     double *dw = malloc(sizeof(double) * 3 * (size_t)m);
     if (!dw) {
         free(sq), sim_object_free(o);
-        tensor_errf(err, errlen, "sim: out of memory");
+        base_errf(err, errlen, "sim: out of memory");
         return -1;
     }
     for (int64_t c = 0; c < nc; c++) {
@@ -228,7 +228,7 @@ int sim_object_init(SimObject *o, const SimSkinning *sk, const SimMaterial *mat,
                    (hi[2] - lo[2]) * (hi[2] - lo[2]));
     if (!(o->diag > 0)) o->diag = 1;
     if (!(o->mass > 0)) {
-        tensor_errf(err, errlen, "skinning: the cubature volumes sum to zero (no mass)");
+        base_errf(err, errlen, "skinning: the cubature volumes sum to zero (no mass)");
         sim_object_free(o);
         return -1;
     }
@@ -237,12 +237,12 @@ int sim_object_init(SimObject *o, const SimSkinning *sk, const SimMaterial *mat,
 
 int sim_object_set_cubature(SimObject *o, int64_t k, const int64_t *idx, const double *w, char *err, size_t errlen) {
     if (k < 0 || k > o->nc) {
-        tensor_errf(err, errlen, "cubature: %lld points asked of %lld", (long long)k, (long long)o->nc);
+        base_errf(err, errlen, "cubature: %lld points asked of %lld", (long long)k, (long long)o->nc);
         return -1;
     }
     for (int64_t e = 0; e < k; e++)
         if (idx[e] < 0 || idx[e] >= o->nc || !(w[e] >= 0) || !isfinite(w[e])) {
-            tensor_errf(err, errlen, "cubature: point %lld (index %lld, weight %g) out of range or negative", (long long)e,
+            base_errf(err, errlen, "cubature: point %lld (index %lld, weight %g) out of range or negative", (long long)e,
                     (long long)idx[e], w[e]);
             return -1;
         }
@@ -256,7 +256,7 @@ int sim_object_set_cubature(SimObject *o, int64_t k, const int64_t *idx, const d
     if (!o->eidx || !o->ew || !o->Ge) {
         free(o->eidx), free(o->ew), free(o->Ge);
         o->eidx = NULL, o->ew = o->Ge = NULL;
-        tensor_errf(err, errlen, "sim: out of memory");
+        base_errf(err, errlen, "sim: out of memory");
         return -1;
     }
     memcpy(o->eidx, idx, sizeof(int64_t) * (size_t)k);
@@ -271,7 +271,7 @@ int sim_object_set_cubature(SimObject *o, int64_t k, const int64_t *idx, const d
     int fn(SimObject *o, const T *x, char *err, size_t errlen) {                                       \
         T *a = realloc(o->arr, sizeof(T) * (size_t)(o->cnt + 1));                                      \
         if (!a) {                                                                                      \
-            tensor_errf(err, errlen, "sim: out of memory");                                                \
+            base_errf(err, errlen, "sim: out of memory");                                                \
             return -1;                                                                                 \
         }                                                                                              \
         o->arr = a;                                                                                    \
@@ -341,12 +341,12 @@ void sim_falloff_rows(int64_t m, int64_t nb, double phi, const double dphi[3], d
 
 int sim_object_add_dirichlet(SimObject *o, const SimDirichlet *d, char *err, size_t errlen) {
     if (!(d->falloff >= 0)) {
-        tensor_errf(err, errlen, "fixed region: falloff must be >= 0 (got %g)", d->falloff);
+        base_errf(err, errlen, "fixed region: falloff must be >= 0 (got %g)", d->falloff);
         return -1;
     }
     double *sq = has_falloff(d) ? malloc(sizeof(double) * (size_t)(o->nc * o->nb)) : NULL;
     if (has_falloff(d) && !sq) {
-        tensor_errf(err, errlen, "sim: out of memory");
+        base_errf(err, errlen, "sim: out of memory");
         return -1;
     }
     if (add_dirichlet_entry(o, d, err, errlen)) {
@@ -375,12 +375,12 @@ ADD_CONTROL(sim_object_add_force, SimForceField, forces, nforces)
 int sim_object_add_plane(SimObject *o, const SimPlane *p, char *err, size_t errlen) {
     double l = sqrt(p->normal[0] * p->normal[0] + p->normal[1] * p->normal[1] + p->normal[2] * p->normal[2]);
     if (!(l > 0) || !(p->stiffness >= 0)) {
-        tensor_errf(err, errlen, "plane: the normal must be nonzero and the stiffness ≥ 0");
+        base_errf(err, errlen, "plane: the normal must be nonzero and the stiffness ≥ 0");
         return -1;
     }
     SimPlane *a = realloc(o->planes, sizeof(SimPlane) * (size_t)(o->nplanes + 1));
     if (!a) {
-        tensor_errf(err, errlen, "sim: out of memory");
+        base_errf(err, errlen, "sim: out of memory");
         return -1;
     }
     o->planes = a;
@@ -615,7 +615,7 @@ int sim_object_prepare(SimObject *o, char *err, size_t errlen) {
     for (int d = 0; d < o->ndirichlet; d++) {
         int64_t k = region_rows(o, &o->dirichlet[d], NULL, NULL);
         if (k == 0) {
-            tensor_errf(err, errlen, "fixed region %d holds no cubature or binding point", d);
+            base_errf(err, errlen, "fixed region %d holds no cubature or binding point", d);
             return -1;
         }
         if (!o->dirichlet[d].penalty) ns += k;
@@ -670,7 +670,7 @@ int sim_object_prepare(SimObject *o, char *err, size_t errlen) {
             free(work);
             if (!work || info) {
                 free(C), free(vel), free(S), free(U), free(VT), free(zr), free(No);
-                tensor_errf(err, errlen, "fixed regions: SVD of the %lld constrained rows failed (info %d)", (long long)ns,
+                base_errf(err, errlen, "fixed regions: SVD of the %lld constrained rows failed (info %d)", (long long)ns,
                         info);
                 return -1;
             }
@@ -728,7 +728,7 @@ int sim_object_prepare(SimObject *o, char *err, size_t errlen) {
         memcpy(Mr, o->Mb, sizeof(double) * (size_t)(nb * nb));
     if (r && chol_shifted(p->Lm, Mr, (int)r, 1e-12) < 0) {
         free(Mr), free(tmp);
-        tensor_errf(err, errlen, "sim: the reduced mass matrix is not positive definite (degenerate weights?)");
+        base_errf(err, errlen, "sim: the reduced mass matrix is not positive definite (degenerate weights?)");
         return -1;
     }
     free(Mr), free(tmp);
@@ -762,7 +762,7 @@ int sim_object_prepare(SimObject *o, char *err, size_t errlen) {
     }
     for (int d = 0; d < o->ndrags; d++) {
         if (!(o->drags[d].radius > 0)) {
-            tensor_errf(err, errlen, "drag %d: radius must be > 0", d);
+            base_errf(err, errlen, "drag %d: radius must be > 0", d);
             return -1;
         }
         double *s = region_pullback(o, NULL, w_drag, &o->drags[d], p->drag_S + d * nb * nb, &p->drag_g[d]);
@@ -806,7 +806,7 @@ int sim_object_prepare(SimObject *o, char *err, size_t errlen) {
     return 0;
 oom:
     prep_free(o->prep), o->prep = NULL;
-    tensor_errf(err, errlen, "sim: out of memory preparing the controls");
+    base_errf(err, errlen, "sim: out of memory preparing the controls");
     return -1;
 }
 
@@ -1219,11 +1219,11 @@ static double os_trial(void *ctx, const double *zt, double alpha, double *gt) {
 }
 
 int sim_object_step(SimObject *o, double dt, char *err, size_t errlen) {
-    double t0 = sim_now();
+    double t0 = base_now();
     if (!o->prep && sim_object_prepare(o, err, errlen)) return -1;
     struct SimPrepared *p = o->prep;
     if (!(dt > 0)) {
-        tensor_errf(err, errlen, "sim: dt must be > 0 (got %g)", dt);
+        base_errf(err, errlen, "sim: dt must be > 0 (got %g)", dt);
         return -1;
     }
     int64_t n = o->n, nr = 3 * p->r;
@@ -1233,7 +1233,7 @@ int sim_object_step(SimObject *o, double dt, char *err, size_t errlen) {
     double *dy = malloc(sizeof(double) * (size_t)(nr + 1));
     if (!ztil || !z || !dy) {
         free(ztil), free(z), free(dy);
-        tensor_errf(err, errlen, "sim: out of memory");
+        base_errf(err, errlen, "sim: out of memory");
         return -1;
     }
     sim_object_predict(o, dt, t1, ztil, z, p->dz, dy);
@@ -1253,13 +1253,13 @@ int sim_object_step(SimObject *o, double dt, char *err, size_t errlen) {
     free(dy);
     if (!sim_newton_finite(n, z)) {
         free(ztil), free(z);
-        tensor_errf(err, errlen, "sim: the state became non-finite at t = %g", t1);
+        base_errf(err, errlen, "sim: the state became non-finite at t = %g", t1);
         return -1;
     }
     sim_newton_velocity(n, z, dt, o->z, o->zdot);
     o->t = t1;
     free(ztil), free(z);
-    st.seconds = sim_now() - t0;
+    st.seconds = base_now() - t0;
     o->last = st;
     return 0;
 }

@@ -135,7 +135,7 @@ int sim_world_init(SimWorld *w, SimObject *objs, int nobj, SimRigid *rigids, int
     if (c) w->contact = *c;
     else sim_contact_defaults(&w->contact);
     if (!(w->contact.min_sep > 0 && w->contact.min_sep < 1)) {
-        tensor_errf(err, errlen, "contact: min_sep must be in (0, 1) (got %g)", w->contact.min_sep);
+        base_errf(err, errlen, "contact: min_sep must be in (0, 1) (got %g)", w->contact.min_sep);
         return -1;
     }
     w->planes = malloc(sizeof(SimPlane) * (size_t)(nplanes + 1));
@@ -147,7 +147,7 @@ int sim_world_init(SimWorld *w, SimObject *objs, int nobj, SimRigid *rigids, int
         SimPlane q = planes[p];
         double l = sqrt(q.normal[0] * q.normal[0] + q.normal[1] * q.normal[1] + q.normal[2] * q.normal[2]);
         if (!(l > 0)) {
-            tensor_errf(err, errlen, "planes[%d]: zero normal", p);
+            base_errf(err, errlen, "planes[%d]: zero normal", p);
             return -1;
         }
         for (int i = 0; i < 3; i++) q.normal[i] /= l;
@@ -220,7 +220,7 @@ int sim_world_init(SimWorld *w, SimObject *objs, int nobj, SimRigid *rigids, int
     w->kappa = w->contact.stiffness > 0 ? w->contact.stiffness : heavy * gmax / (24 * w->dhat);
     return 0;
 oom:
-    tensor_errf(err, errlen, "sim world: out of memory");
+    base_errf(err, errlen, "sim world: out of memory");
     return -1;
 }
 
@@ -958,9 +958,9 @@ static int ws_accept(void *ctx, const double *z, bool have_grad, double Et, doub
 /* ---- the step ------------------------------------------------------------------------------- */
 
 int sim_world_step(SimWorld *w, double dt, char *err, size_t errlen) {
-    double t0 = sim_now();
+    double t0 = base_now();
     if (!(dt > 0)) {
-        tensor_errf(err, errlen, "sim: dt must be > 0 (got %g)", dt);
+        base_errf(err, errlen, "sim: dt must be > 0 (got %g)", dt);
         return -1;
     }
     memset(&w->last, 0, sizeof w->last);
@@ -973,7 +973,7 @@ int sim_world_step(SimWorld *w, double dt, char *err, size_t errlen) {
         w->last.converged = st->converged;
         w->last.decrement = st->decrement, w->last.components = 1;
         w->t += dt;
-        w->last.seconds = sim_now() - t0;
+        w->last.seconds = base_now() - t0;
         return 0;
     }
     struct SimWorldScratch *s = w->ws;
@@ -982,7 +982,7 @@ int sim_world_step(SimWorld *w, double dt, char *err, size_t errlen) {
     if (!w->nobj) {
         w->t += dt;
         w->last.converged = true;
-        w->last.seconds = sim_now() - t0;
+        w->last.seconds = base_now() - t0;
         return 0;
     }
     int64_t N = s->ntot;
@@ -1046,7 +1046,7 @@ int sim_world_step(SimWorld *w, double dt, char *err, size_t errlen) {
     st->decrement = res.decrement;
     if (res.line_search_failed) set_bodies(w, s->z, NULL);
     if (!sim_newton_finite(N, s->z)) {
-        tensor_errf(err, errlen, "sim: the state became non-finite at t = %g", t1);
+        base_errf(err, errlen, "sim: the state became non-finite at t = %g", t1);
         return -1;
     }
     st->active = s->nact;
@@ -1058,7 +1058,7 @@ int sim_world_step(SimWorld *w, double dt, char *err, size_t errlen) {
     }
     if (contact) rigid_reaction(w);
     w->t = t1;
-    st->seconds = sim_now() - t0;
+    st->seconds = base_now() - t0;
     if (getenv("ANIMA_WORLD_DEBUG"))
         fprintf(stderr,
                 "\nworld t=%.3f it %d hess %d fact %d fail %d ccd %d comps %d cand %lld act %lld dmin %.3g beta %.3g ms %.1f\n",
@@ -1071,7 +1071,7 @@ int sim_world_step(SimWorld *w, double dt, char *err, size_t errlen) {
     }
     return 0;
 oom:
-    tensor_errf(err, errlen, "sim world: out of memory");
+    base_errf(err, errlen, "sim world: out of memory");
     return -1;
 }
 

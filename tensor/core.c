@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/alloc.h"
 #include "internal.h"
 
 /* ---- errors and call sites ---------------------------------------------------------------- */
@@ -153,8 +154,7 @@ size_t tensor_scope_bytes(const TensorScope *s) { return s->bytes; }
 
 TensorScope *tensor_scope_begin(void) {
     TensorScope *parent = tensor_scope_current();
-    TensorScope *s = malloc(sizeof *s);
-    if (!s) abort();
+    TensorScope *s = base_malloc(sizeof *s);
     *s = (TensorScope){.parent = parent, .live = true};
     scope_now = s;
     return s;
@@ -466,8 +466,7 @@ void tensor_print(const Tensor *t, const char *name) {
     int64_t n = tensor_numel(t);
     printf("%s: %s %s%s\n", name ? name : "tensor", tensor_dtype_name(t->dtype), tensor_shape_str(t, b),
            t->requires_grad ? " requires_grad" : "");
-    double *v = malloc(sizeof(double) * (size_t)(n ? n : 1));
-    if (!v) abort();
+    double *v = base_malloc(sizeof(double) * (size_t)(n ? n : 1));
     tensor_to_f64_array(t, v);
     int64_t row = t->ndim ? t->shape[t->ndim - 1] : 1;
     for (int64_t i = 0; i < n && i < 64; i++)

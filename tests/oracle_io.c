@@ -3,6 +3,7 @@
  * checked for overflow, so a truncated or corrupted file gives a message instead of a crash.
  * Element bytes are copied as they are: the hosts we run on (x86-64, aarch64) are
  * little-endian like the files. */
+#include "base/alloc.h"
 #include "tests/oracle_io.h"
 
 #include <errno.h>
@@ -176,8 +177,7 @@ Tensor *oracle_tensor(const OracleArray *a, TensorDType dt) {
         memcpy(tensor_data_ptr(t), a->data, (size_t)a->numel * 8);
         return t;
     }
-    double *v = malloc(sizeof(double) * (size_t)(a->numel ? a->numel : 1));
-    if (!v) abort();
+    double *v = base_malloc(sizeof(double) * (size_t)(a->numel ? a->numel : 1));
     memcpy(v, a->data, (size_t)a->numel * 8);
     Tensor *t = tensor_from_f64(a->ndim, a->shape, dt, v);
     free(v);

@@ -4,17 +4,11 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "base/clock.h"
 #include "datasets/geometry.h"
 #include "tensor/tensor.h"
 #include "tests/test.h"
-
-static double now_s(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
 
 /* uniform in [-1,1]³ from philox, reproducible */
 static void rand_points(uint64_t seed, int64_t n, float *p) {
@@ -270,9 +264,9 @@ TEST(geom_volume_grid_128) {
     } cases[3] = {{"sphere", &s, 4.0 / 3 * M_PI * 0.512}, {"torus", &t, 2 * M_PI * M_PI * 0.6 * 0.09}, {"box", &b, 1.2 * 0.9 * 0.6}};
     for (int i = 0; i < 3; i++) {
         DsCubature c;
-        double t0 = now_s();
+        double t0 = base_now();
         CHECK(ds_cubature_winding(cases[i].m, res, &c, err, sizeof err) == 0);
-        double dt = now_s() - t0;
+        double dt = base_now() - t0;
         double mesh_vol = ds_mesh_signed_volume(cases[i].m);
         printf("    %s: %d³ grid vs %lld triangles in %.2f s; volume %.5f (analytic %.5f, mesh %.5f, rel %.2e)\n",
                cases[i].name, res, (long long)cases[i].m->nf, dt, c.volume, cases[i].exact, mesh_vol,

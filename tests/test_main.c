@@ -4,9 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "base/clock.h"
 #include "tensor/backend.h"
 #include "tests/test.h"
 
@@ -140,8 +140,7 @@ int main(int argc, char **argv) {
         if (filter && !strstr(tests[i].name, filter)) continue;
         bool is_cuda = !strncmp(tests[i].name, "cuda_", 5);
         if (is_cuda != cuda) continue;
-        struct timespec t0, t1;
-        clock_gettime(CLOCK_MONOTONIC, &t0);
+        double t0 = base_now();
         fflush(NULL);
         pid_t pid = fork();
         if (pid == 0) {
@@ -156,8 +155,7 @@ int main(int argc, char **argv) {
         }
         int st = 0;
         waitpid(pid, &st, 0);
-        clock_gettime(CLOCK_MONOTONIC, &t1);
-        double ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
+        double ms = (base_now() - t0) * 1e3;
         if (WIFEXITED(st) && WEXITSTATUS(st) == 77) {
             skipped++;
             printf("skip %-40s (%s)\n", tests[i].name, tests[i].file);

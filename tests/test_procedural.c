@@ -5,16 +5,10 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "base/clock.h"
 #include "datasets/procedural.h"
 #include "tests/test.h"
-
-static double now_s(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
 
 /* 0 when the shape passes every structural check; otherwise a description in msg */
 static int shape_problem(const DsProceduralShape *s, char *msg, size_t len) {
@@ -56,7 +50,7 @@ TEST(procedural_categories_watertight) {
     const char *const *cats = ds_procedural_categories(&ncat);
     CHECK(ncat >= 8);
     int nseed = test_quick() ? 10 : 100, res = 48;
-    double t0 = now_s();
+    double t0 = base_now();
     for (int c = 0; c < ncat; c++) {
         int bad = 0;
         long nf = 0;
@@ -81,27 +75,27 @@ TEST(procedural_categories_watertight) {
         }
         printf("    %-10s %d/%d ok, %ld triangles on average\n", cats[c], nseed - bad, nseed, nf / nseed);
     }
-    printf("    %d shapes at %d cells in %.1f s\n", ncat * nseed, res, now_s() - t0);
+    printf("    %d shapes at %d cells in %.1f s\n", ncat * nseed, res, base_now() - t0);
 }
 
 TEST(procedural_high_res_timing) {
     int res = test_quick() ? 64 : 128;
     DsProceduralShape sh;
     char err[256], msg[256];
-    double t0 = now_s();
+    double t0 = base_now();
     CHECK_MSG(ds_procedural_make("humanoid", 7, res, &sh, err, sizeof err) == 0, "%s", err);
-    double dt = now_s() - t0;
+    double dt = base_now() - t0;
     CHECK_MSG(shape_problem(&sh, msg, sizeof msg) == 0, "%s", msg);
     printf("    humanoid at %d cells: %.3f s, %lld vertices, %d bones\n", res, dt, (long long)sh.mesh.nv, sh.nbones);
     /* cubature from the exact SDF vs from the winding number of the mesh */
     DsCubature a, b;
     int g = test_quick() ? 32 : 64;
-    t0 = now_s();
+    t0 = base_now();
     CHECK(ds_cubature_sdf(ds_procedural_sdf, &sh, g, &a, err, sizeof err) == 0);
-    double ts = now_s() - t0;
-    t0 = now_s();
+    double ts = base_now() - t0;
+    t0 = base_now();
     CHECK(ds_cubature_winding(&sh.mesh, g, &b, err, sizeof err) == 0);
-    double tw = now_s() - t0;
+    double tw = base_now() - t0;
     printf("    cubature %d³: sdf %lld pts (%.3f s), winding %lld pts (%.3f s)\n", g, (long long)a.n, ts, (long long)b.n, tw);
     CHECK(llabs((long long)(a.n - b.n)) <= a.n / 50 + 2);
     ds_cubature_free(&a), ds_cubature_free(&b);

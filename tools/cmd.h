@@ -2,6 +2,9 @@
 #ifndef ANIMA_CMD_H
 #define ANIMA_CMD_H
 
+#include "base/progress.h"
+#include "optim/train.h"
+
 typedef struct {
     const char *name;
     const char *help;
@@ -23,5 +26,10 @@ int cmd_physskin(int argc, char **argv);
 /* mkdir -p: creates dir and its missing parents (0777 before umask). 0, or -1 with errno set
  * (ENAMETOOLONG for a path of 4096 bytes or more). */
 int cmd_make_dirs(const char *dir);
+
+/* The training commands' progress display, for OptimTrainOptions.progress with d as its user
+ * pointer (d must outlive the loop). mode -1: a bar on a terminal, lines otherwise; 1: lines;
+ * 0: none (returns NULL). */
+OptimProgressFn cmd_train_progress(BaseProgress *d, int mode);
 
 #endif

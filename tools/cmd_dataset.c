@@ -21,9 +21,11 @@
 #include <strings.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "base/alloc.h"
+#include "base/clock.h"
+#include "base/progress.h"
 #include "datasets/cache.h"
 #include "datasets/geometry.h"
 #include "datasets/mesh.h"
@@ -47,12 +49,6 @@ static const CmdArgSpec DATASET = {
 
 /* ---- small helpers --------------------------------------------------------------------------- */
 
-static double now_s(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
 static double cpu_s(void) {
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
@@ -62,53 +58,6 @@ static double cpu_s(void) {
 
 static volatile sig_atomic_t g_signal;
 static void on_signal(int sig) { g_signal = sig; }
-
-/* ---- progress (the bar of optim/train.c, for shapes) ------------------------------------------ */
-
-typedef struct {
-    int64_t done, total;
-    double t0, t_draw, t_line;
-    bool tty, drawn, on;
-} Progress;
-
-static void fmt_duration(char *buf, size_t n, double s) {
-    if (!isfinite(s) || s < 0) snprintf(buf, n, "?");
-    else if (s < 3600) snprintf(buf, n, "%d:%02d", (int)s / 60, (int)s % 60);
-    else snprintf(buf, n, "%d:%02d:%02d", (int)s / 3600, (int)s / 60 % 60, (int)s % 60);
-}
-
-static void progress(Progress *p, bool force) {
-    if (!p->on) return;
-    double now = now_s(), el = now - p->t0, rate = el > 0 ? (double)p->done / el : 0;
-    bool last = p->done >= p->total;
-    char eta[32];
-    fmt_duration(eta, sizeof eta, rate > 0 ? (double)(p->total - p->done) / rate : NAN);
-    if (p->tty) {
-        /* at most 10 redraws a second: terminals are slow and the bar is for eyes */
-        if (!force && !last && now - p->t_draw < 0.1) return;
-        p->t_draw = now;
-        int width = 24, fill = p->total ? (int)(width * p->done / p->total) : width;
-        char bar[32];
-        for (int i = 0; i < width; i++) bar[i] = i < fill ? '=' : i == fill ? '>' : ' ';
-        bar[width] = 0;
-        fprintf(stderr, "\r\033[K" NAME " [%s] %lld/%lld shapes  %.2f shapes/s  ETA %s", bar, (long long)p->done,
-                (long long)p->total, rate, eta);
-        p->drawn = true;
-    } else {
-        /* logs: a line every 10 s or 10%, whichever comes first, and the last */
-        bool tenth = p->total >= 10 && p->done % (p->total / 10) == 0;
-        if (!force && !last && !tenth && now - p->t_line < 10) return;
-        p->t_line = now;
-        fprintf(stderr, NAME ": %lld/%lld shapes  %.2f shapes/s  ETA %s\n", (long long)p->done, (long long)p->total,
-                rate, eta);
-    }
-    fflush(stderr);
-}
-
-static void progress_break(Progress *p) {
-    if (p->drawn) fputc('\n', stderr);
-    p->drawn = false;
-}
 
 /* ---- make ------------------------------------------------------------------------------------ */
 
@@ -173,7 +122,11 @@ static int make_procedural(const MakeArgs *a) {
             return 1;
         }
     }
-    Progress pr = {.total = a->count, .t0 = now_s(), .tty = isatty(STDERR_FILENO), .on = a->progress != 0};
+    /* logs: a line every 10 s or 10%, whichever comes first, and the last */
+    BaseProgress pr = {.out = stderr, .name = NAME, .unit = "shapes", .count_suffix = " shapes", .rate_digits = 2,
+                       .tty = isatty(STDERR_FILENO)};
+    base_progress_begin(&pr, 0);
+    int64_t done = 0;
     MakeStats st = {0};
     double cpu0 = cpu_s();
     volatile int failed = 0;
@@ -216,15 +169,15 @@ static int make_procedural(const MakeArgs *a) {
                 st.verts += pp.mesh.nv, st.faces += pp.mesh.nf, st.cub += pp.cubature.n;
                 double ve = fabs(pp.cubature.volume - pp.check.volume) / fmax(fabs(pp.check.volume), 1e-12);
                 if (ve > st.max_vol_err) st.max_vol_err = ve;
-                pr.done++;
-                progress(&pr, false);
+                done++;
+                if (a->progress != 0) base_progress_update(&pr, done, a->count, 0, 0, false);
             }
         }
         /* both are zeroed on failure, so freeing is always safe */
         ds_preprocessed_free(&pp);
         ds_procedural_free(&shape);
     }
-    progress_break(&pr);
+    base_progress_break(&pr);
     bool ok = !failed && !g_signal;
     int rc = 0;
     for (int s = 0; s < 3; s++)
@@ -241,7 +194,7 @@ static int make_procedural(const MakeArgs *a) {
         return 128 + g_signal;
     }
     if (rc) return rc;
-    double wall = now_s() - pr.t0, cpu = cpu_s() - cpu0;
+    double wall = base_now() - pr.t0, cpu = cpu_s() - cpu0;
     int64_t bytes = 0;
     for (int s = 0; s < 3; s++) bytes += file_size(paths[s]);
     printf("%lld shapes in %.1f s wall, %.1f s CPU (%d threads, %.2f shapes/s); %s/{train,val,test}.h5, %.1f MB\n",
@@ -282,11 +235,10 @@ static int make_real(const MakeArgs *a) {
         if (e->d_name[0] == '.' || !is_mesh_name(e->d_name)) continue;
         if (n == cap) {
             cap = cap ? 2 * cap : 64;
-            char **p = realloc(names, sizeof *p * (size_t)cap);
-            if (!p) abort();
+            char **p = base_realloc(names, sizeof *p * (size_t)cap);
             names = p;
         }
-        if (!(names[n++] = strdup(e->d_name))) abort();
+        names[n++] = base_strdup(e->d_name);
     }
     closedir(d);
     qsort(names, (size_t)n, sizeof *names, cmp_str);
@@ -302,7 +254,7 @@ static int make_real(const MakeArgs *a) {
         free(names);
         return 1;
     }
-    double t0 = now_s(), cpu0 = cpu_s();
+    double t0 = base_now(), cpu0 = cpu_s();
     int made = 0, skipped = 0, rc = 0;
     /* one mesh at a time with the winding-number grid parallel inside: real meshes are few and
      * uneven (a 12-triangle cube next to a 70k-triangle bunny) */
@@ -329,7 +281,7 @@ static int make_real(const MakeArgs *a) {
         o.n_surface = a->surface, o.n_dense = 0, o.n_sharp = a->sharp, o.grid_res = (int)a->cubature_res;
         o.seed = ds_corpus_shape_seed(a->seed, i);
         DsPreprocessed pp;
-        double t1 = now_s();
+        double t1 = base_now();
         if (ds_preprocess(&m, &o, &pp, e2, sizeof e2)) {
             printf("skipped  %s: %s\n", full, e2);
             ds_mesh_free(&m);
@@ -349,7 +301,7 @@ static int make_real(const MakeArgs *a) {
             printf("%-8s %s: %lld vertices, %lld triangles, %s%s, %lld cubature points (%.3g vs mesh %.3g), %.2f s\n",
                    "cached", full, (long long)pp.mesh.nv, (long long)pp.mesh.nf,
                    pp.check.watertight ? "watertight" : "not watertight", flipped ? ", was inside-out (flipped)" : "", (long long)pp.cubature.n, pp.cubature.volume,
-                   pp.check.volume, now_s() - t1);
+                   pp.check.volume, base_now() - t1);
             made++;
         }
         fflush(stdout); /* a line per mesh as it happens, also into a log file */
@@ -373,7 +325,7 @@ static int make_real(const MakeArgs *a) {
         return 1;
     }
     printf("%d meshes (%d skipped) in %.1f s wall, %.1f s CPU; %s (no rig weights: real meshes carry none)\n", made,
-           skipped, now_s() - t0, cpu_s() - cpu0, path);
+           skipped, base_now() - t0, cpu_s() - cpu0, path);
     return 0;
 }
 
@@ -505,9 +457,8 @@ static int write_field(const char *out, const char *field, const DsMesh *mesh, i
             fprintf(stderr, ")\n");
             return 2;
         }
-        tmp = malloc(sizeof(float) * (size_t)(mesh->nv + 1));
-        col = malloc(sizeof(float) * 3 * (size_t)(mesh->nv + 1));
-        if (!tmp || !col) abort();
+        tmp = base_malloc(sizeof(float) * (size_t)(mesh->nv + 1));
+        col = base_malloc(sizeof(float) * 3 * (size_t)(mesh->nv + 1));
         for (int64_t i = 0; i < mesh->nv; i++) tmp[i] = weights[i * nbones + bi], colormap(tmp[i], col + 3 * i);
         m = (DsMesh){.nv = mesh->nv, .nf = mesh->nf, .v = mesh->v, .n = mesh->n, .f = mesh->f, .scalar = tmp, .color = col};
     } else {

@@ -24,10 +24,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "autograd/autograd.h"
+#include "base/clock.h"
 #include "datasets/mesh.h"
 #include "datasets/procedural.h"
 #include "datasets/skinning_file.h"
@@ -90,12 +90,6 @@ static int demo_mlp(int steps) {
     return last < first ? 0 : 1;
 }
 
-static double now(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
 /* a progress bar for stage 3, only on a terminal: logs and tests get the stage lines alone */
 static void sim_progress(void *ctx, int64_t step, int64_t steps, const SimObject *objs, int n) {
     (void)objs, (void)n;
@@ -139,7 +133,7 @@ int cmd_demo(int argc, char **argv) {
     long steps = (long)steps_arg, every = (long)every_arg;
     if (mlp) return demo_mlp(steps > 0 ? (int)steps : 600);
     if (steps < 0) steps = 150;
-    double t_all = now(), t0 = t_all;
+    double t_all = base_now(), t0 = t_all;
     char err[8192], path[4096], frames[4096];
 
     /* 1: the checkpoint */
@@ -154,11 +148,11 @@ int cmd_demo(int argc, char **argv) {
     }
     printf("[1/4] checkpoint %s: %lld handles, %lld latents of width %lld (%.1f s)\n", ckpt,
            (long long)sk.cfg.model.handles, (long long)sk.cfg.model.latents, (long long)sk.cfg.model.width,
-           now() - t0);
+           base_now() - t0);
     fflush(stdout);
 
     /* 2: skin a shape the network never saw */
-    t0 = now();
+    t0 = base_now();
     DsMesh mesh = {0};
     DsSkinning s = {0};
     DsMesh colored = {0};
@@ -198,7 +192,7 @@ int cmd_demo(int argc, char **argv) {
     if (ds_skinning_render_png(&s, path, w, h, err, sizeof err)) goto fail;
     printf("[2/4] skinned %s: %lld vertices, %lld cubature points; orthogonality error %.3f, condition number "
            "%.1f, spectral balance %.3f -> %s/skinning.h5, %s/skinned.{ply,png} (%.1f s)\n",
-           what, (long long)s.nv, (long long)s.nc, met.orth_err, met.cond, met.balance, out, out, now() - t0);
+           what, (long long)s.nv, (long long)s.nc, met.orth_err, met.cond, met.balance, out, out, base_now() - t0);
     fflush(stdout);
     /* the network's activations are no longer needed while the simulator runs */
     ps_skinner_free(&sk);
@@ -208,7 +202,7 @@ int cmd_demo(int argc, char **argv) {
      * at least 0.35 m above the floor; the ball falls 0.7 m higher and lands on it. E = 6e5 Pa
      * (firm rubber): thin parts (the bunny's ears) bend visibly under the ball and spring back,
      * where 2e5 lets the whole shape slump. */
-    t0 = now();
+    t0 = base_now();
     char scene[4096];
     snprintf(scene, sizeof scene,
              "{\n"
@@ -248,13 +242,13 @@ int cmd_demo(int argc, char **argv) {
     printf("      done: %.2f ms per step (median), Newton %.2f iterations per step, %lld failures; smallest contact "
            "distance %.3g m (%.1f s)\n",
            r.ms_median, r.steps ? (double)r.newton_iters / (double)r.steps : 0, (long long)r.newton_failures,
-           r.min_distance, now() - t0);
+           r.min_distance, base_now() - t0);
 
     /* 4: where it all is */
     printf("[4/4] %lld frames in %s/: frame_00000..%05lld.ply (meshes) and .png (renders); the colored skinning "
            "in %s/skinned.png; rerun or edit the scene with: anima sim --scene %s/scene.json --out DIR\n",
            (long long)r.frames, frames, (long long)(r.frames - 1), out, out);
-    printf("anima demo: done in %.1f s\n", now() - t_all);
+    printf("anima demo: done in %.1f s\n", base_now() - t_all);
     rc = 0;
     goto done;
 fail:

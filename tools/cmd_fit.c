@@ -34,6 +34,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "base/alloc.h"
 #include "datasets/config.h"
 #include "nn/functional.h"
 #include "optim/train.h"
@@ -288,9 +289,11 @@ int cmd_fit_comm(int argc, char **argv, OptimComm *comm) {
     Tensor *x, *y;
     make_data(&cfg, dt, &x, &y);
 
+    BaseProgress display;
     OptimTrainOptions to = {.name = "anima fit", .total_steps = cfg.train.steps, .log_every = cfg.train.log_every,
                             .ckpt_every = cfg.train.ckpt_every, .ckpt_path = ckpt_path, .metrics_path = log_path,
-                            .config_json = cfg_json, .resume = resume, .progress = progress,
+                            .config_json = cfg_json, .resume = resume, .progress = cmd_train_progress(&display, progress),
+                            .progress_user = &display,
                             .stop_after = stop_after, .comm = comm};
     OptimTrain tl;
     /* stream 3: the loop's own draws (input jitter); saved and restored with the checkpoint */
@@ -319,8 +322,7 @@ int cmd_fit_comm(int argc, char **argv, OptimComm *comm) {
     int64_t b0 = 0, b1 = B;
     if (comm) optim_comm_shard(comm, B, &b0, &b1);
     const double shard_scale = (double)(b1 - b0) * nranks / (double)B;
-    int64_t *idx = malloc(sizeof *idx * (size_t)B);
-    if (!idx) abort();
+    int64_t *idx = base_malloc(sizeof *idx * (size_t)B);
     while (optim_train_next(&tl)) {
         TensorScope *s = tensor_scope_begin();
         /* the whole global batch's order on every rank: the same indices as one process */

@@ -17,8 +17,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 
+#include "base/alloc.h"
+#include "base/clock.h"
 #include "datasets/config.h"
 #include "datasets/image.h"
 #include "datasets/procedural.h"
@@ -109,12 +110,6 @@ static const char GS_FIT_ABOUT[] =
     "DIR/gaussians.ply (standard 3DGS PLY), DIR/renders/*.png (render | target),\n"
     "DIR/metrics.jsonl and DIR/config.json; prints the held-out PSNR.";
 
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + 1e-9 * ts.tv_nsec;
-}
-
 /* The mesh to fit, with vertex colors: procedural shapes are colored by their skinning weights
  * (each body part its own hue), files keep theirs or are colored by normal. */
 static int load_mesh(const GsCmdConfig *c, DsMesh *m, char *err, size_t errlen) {
@@ -139,16 +134,14 @@ static int load_mesh(const GsCmdConfig *c, DsMesh *m, char *err, size_t errlen) 
         *m = s.mesh;
         s.mesh = (DsMesh){0};
         free(m->color);
-        m->color = malloc(sizeof(float) * 3 * (size_t)m->nv);
-        if (!m->color) abort();
+        m->color = base_malloc(sizeof(float) * 3 * (size_t)m->nv);
         gs_fit_vertex_colors(m, s.weights, s.nbones, m->color);
         ds_procedural_free(&s);
         return 0;
     }
     if (ds_mesh_read(spec, m, err, errlen)) return -1;
     if (!m->color) {
-        m->color = malloc(sizeof(float) * 3 * (size_t)(m->nv ? m->nv : 1));
-        if (!m->color) abort();
+        m->color = base_malloc(sizeof(float) * 3 * (size_t)(m->nv ? m->nv : 1));
         gs_fit_vertex_colors(m, NULL, 0, m->color);
     }
     return 0;
@@ -233,7 +226,7 @@ static int gs_fit_main(int argc, char **argv) {
     snprintf(log_path, sizeof log_path, "%.4000s/metrics.jsonl", out);
     snprintf(ply_path, sizeof ply_path, "%.4000s/gaussians.ply", out);
     snprintf(cfg_path, sizeof cfg_path, "%.4000s/config.json", out);
-    double t0 = now();
+    double t0 = base_now();
     DsMesh mesh; /* input errors first, before anything is written */
     if (load_mesh(&cfg, &mesh, err, sizeof err)) {
         fprintf(stderr, "anima gs fit: %s\n", err);
@@ -284,14 +277,16 @@ static int gs_fit_main(int argc, char **argv) {
     GsFit fit;
     gs_fit_init(&fit, &fc, lo, hi, scene.extent);
     double psnr0 = gs_fit_eval(&fit, &scene, true);
-    double t_setup = now() - t0;
+    double t_setup = base_now() - t0;
     fprintf(stderr, "anima gs fit: %s, %d training + %d held-out views at %lldx%lld, %lld Gaussians (%s, SH %d); "
                     "held-out PSNR at init %.2f dB\n",
             cfg.scene.mesh, scene.n_train, scene.n_test, (long long)cfg.scene.size, (long long)cfg.scene.size,
             (long long)fc.n, fc.isotropic ? "isotropic" : "anisotropic", fc.sh_degree, psnr0);
 
+    BaseProgress display;
     OptimTrainOptions to = {.name = "anima gs fit", .total_steps = cfg.train.iters, .log_every = cfg.train.log_every,
-                            .metrics_path = log_path, .config_json = cfg_json, .progress = progress};
+                            .metrics_path = log_path, .config_json = cfg_json,
+                            .progress = cmd_train_progress(&display, progress), .progress_user = &display};
     OptimTrain tl;
     /* no checkpoints (ckpt_path NULL): the params handed over are only what the loop would save */
     if (optim_train_init(&tl, &to, &fit.group[GS_FIT_MEANS], &fit.optim[GS_FIT_MEANS],
@@ -303,7 +298,7 @@ static int gs_fit_main(int argc, char **argv) {
         tensor_runtime_shutdown();
         return 1;
     }
-    double t_train = now();
+    double t_train = base_now();
     while (optim_train_next(&tl)) {
         int64_t v;
         /* 3DGS pops views off a reshuffled stack: every view once per epoch */
@@ -317,7 +312,7 @@ static int gs_fit_main(int argc, char **argv) {
         optim_train_step_end(&tl, loss, lr, 3, extra);
     }
     bool finished = tl.step >= cfg.train.iters;
-    double t_loop = now() - t_train;
+    double t_loop = base_now() - t_train;
     rc = optim_train_finish(&tl);
 
     double psnr_test = gs_fit_eval(&fit, &scene, true), psnr_train = gs_fit_eval(&fit, &scene, false);
@@ -332,7 +327,7 @@ static int gs_fit_main(int argc, char **argv) {
     printf("%s after %lld iterations: held-out PSNR %.2f dB (%d views; %.2f dB at init), training PSNR %.2f dB; "
            "%.1f s (setup %.1f s, %.1f ms/iteration)\n",
            finished ? "done" : "stopped", (long long)fit.step, psnr_test, scene.n_test, psnr0, psnr_train,
-           now() - t0, t_setup, fit.step ? 1e3 * t_loop / (double)fit.step : 0.0);
+           base_now() - t0, t_setup, fit.step ? 1e3 * t_loop / (double)fit.step : 0.0);
     printf("held-out PSNR per view:");
     for (int v = 0; v < scene.n_test; v++) {
         TensorScope *sc = tensor_scope_begin();

@@ -24,6 +24,7 @@
 #include <strings.h>
 #include <sys/stat.h>
 
+#include "base/alloc.h"
 #include "datasets/mesh.h"
 #include "datasets/skinning_file.h"
 #include "models/physskin/eval.h"
@@ -65,8 +66,10 @@ static int cmd_train(int argc, char **argv) {
         return 2;
     }
     char *cfg_json = ds_config_to_json(PS_CONFIG_SCHEMA, &cfg);
+    BaseProgress display;
     PsTrainArgs ta = {.cfg = &cfg, .cfg_json = cfg_json, .data = data, .out_dir = out, .resume = resume,
-                      .progress = progress, .stop_after = stop_after};
+                      .progress = cmd_train_progress(&display, progress), .progress_user = &display,
+                      .stop_after = stop_after};
     int rc = ps_train(&ta);
     free(cfg_json);
     tensor_runtime_shutdown();
@@ -180,12 +183,10 @@ static int cmd_skin(int argc, char **argv) {
             if (e->d_name[0] == '.' || !is_mesh_file(e->d_name)) continue;
             if (n == cap) {
                 cap = cap ? 2 * cap : 16;
-                char **nn = realloc(names, cap * sizeof *names);
-                if (!nn) abort();
+                char **nn = base_realloc(names, cap * sizeof *names);
                 names = nn;
             }
-            names[n] = strdup(e->d_name);
-            if (!names[n]) abort();
+            names[n] = base_strdup(e->d_name);
             n++;
         }
         closedir(d);

@@ -7,9 +7,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "base/clock.h"
 #include "sim/scene.h"
 #include "sim/skinning.h"
 #include "tools/cmd.h"
@@ -24,19 +24,13 @@ typedef struct {
     int64_t last_line;
 } Progress;
 
-static double wall_now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 static void progress(void *ctx, int64_t step, int64_t steps, const SimObject *objs, int n) {
     (void)n;
     Progress *pg = ctx;
     if (pg->quiet) return;
     if (pg->tty ? step % 5 && step != steps : step != steps && (step - pg->last_line) * 10 < steps) return;
     pg->last_line = step;
-    double el = wall_now() - pg->t0, rate = el > 0 ? (double)step / el : 0, eta = rate > 0 ? (double)(steps - step) / rate : 0;
+    double el = base_now() - pg->t0, rate = el > 0 ? (double)step / el : 0, eta = rate > 0 ? (double)(steps - step) / rate : 0;
     const char *fail = objs[0].last.failures ? "  FAILURE" : "";
     if (pg->tty) {
         int width = 30, fill = (int)(width * step / steps);
@@ -116,7 +110,7 @@ int cmd_sim(int argc, char **argv) {
     snprintf(dirbuf, sizeof dirbuf, "%s", scene);
     const char *dir = dirname(dirbuf);
     SimRunReport r;
-    pg.t0 = wall_now();
+    pg.t0 = base_now();
     if (sim_scene_run(&sc, dir, out, progress, &pg, &r, err, sizeof err)) {
         if (!pg.quiet && pg.tty) fputc('\n', stderr);
         fprintf(stderr, "anima sim: %s\n", err);

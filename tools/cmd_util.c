@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "tools/cmd.h"
 
@@ -18,4 +19,24 @@ int cmd_make_dirs(const char *dir) {
         }
     }
     return 0;
+}
+
+static void train_progress(const OptimProgress *p, void *user) {
+    BaseProgress *d = user;
+    switch (p->event) {
+    case OPTIM_PROGRESS_BEGIN:
+        d->name = p->name;
+        d->every = p->log_every;
+        base_progress_begin(d, p->start_step);
+        break;
+    case OPTIM_PROGRESS_STEP: base_progress_update(d, p->step, p->total_steps, p->loss, p->lr, false); break;
+    case OPTIM_PROGRESS_BREAK: base_progress_break(d); break;
+    case OPTIM_PROGRESS_END: base_progress_finish(d, p->step, p->total_steps, p->loss, p->lr); break;
+    }
+}
+
+OptimProgressFn cmd_train_progress(BaseProgress *d, int mode) {
+    *d = (BaseProgress){.out = stderr, .unit = "steps", .line_prefix = "step ", .rate_digits = 1,
+                        .tty = mode < 0 && isatty(STDERR_FILENO), .show_loss = true};
+    return mode ? train_progress : NULL;
 }

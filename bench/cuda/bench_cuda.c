@@ -19,19 +19,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "autograd/autograd.h"
+#include "base/alloc.h"
+#include "base/clock.h"
 #include "datasets/camera.h"
 #include "models/gaussians/rasterize.h"
 #include "nn/functional.h"
 #include "tensor/backend.h"
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
@@ -54,22 +49,21 @@ static void run_case(const char *name, StepFn step, void *ctx, const Tensor *any
     sync_on(any); /* the inputs' uploads are done */
     for (int i = 0; i < 3; i++) {
         TensorScope *s = tensor_scope_begin();
-        double t0 = now_s();
+        double t0 = base_now();
         sync_on(step(ctx));
-        double dt = now_s() - t0;
+        double dt = base_now() - t0;
         tensor_scope_end(s);
         if (dt < t_warm) t_warm = dt;
         if (getenv("BENCH_VERBOSE")) fprintf(stderr, "warm-up %s %.3f ms\n", name, dt * 1e3);
     }
     int n = (int)(budget / (t_warm > 1e-6 ? t_warm : 1e-6));
     n = n < 5 ? 5 : n > 2000 ? 2000 : n;
-    double *t = malloc(sizeof(double) * (size_t)n);
-    if (!t) abort();
+    double *t = base_malloc(sizeof(double) * (size_t)n);
     for (int i = 0; i < n; i++) {
         TensorScope *s = tensor_scope_begin();
-        double t0 = now_s();
+        double t0 = base_now();
         sync_on(step(ctx));
-        t[i] = now_s() - t0;
+        t[i] = base_now() - t0;
         tensor_scope_end(s); /* blocks go back to the pool; no device sync */
     }
     qsort(t, (size_t)n, sizeof *t, cmp_double);

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/alloc.h"
 #include "fit.h"
 #include "loss.h"
 
@@ -163,10 +164,9 @@ static void copy_gaussian(GsFit *f, int g, int64_t dst, int64_t src) {
 int64_t gs_fit_relocate(GsFit *f) {
     int64_t n = f->cfg.n;
     float *o = tensor_f32(f->opacities);
-    double *cdf = malloc(sizeof(double) * (size_t)n);
-    int64_t *live = malloc(sizeof(int64_t) * (size_t)n), *dead = malloc(sizeof(int64_t) * (size_t)n);
-    int *copies = calloc((size_t)n, sizeof(int));
-    if (!cdf || !live || !dead || !copies) abort();
+    double *cdf = base_malloc(sizeof(double) * (size_t)n);
+    int64_t *live = base_malloc(sizeof(int64_t) * (size_t)n), *dead = base_malloc(sizeof(int64_t) * (size_t)n);
+    int *copies = base_calloc((size_t)n, sizeof(int));
     int64_t nl = 0, nd = 0;
     double acc = 0;
     for (int64_t i = 0; i < n; i++) {
@@ -179,8 +179,7 @@ int64_t gs_fit_relocate(GsFit *f) {
         return f->relocated = 0;
     }
     Draw d = {.seed = f->rng.seed, .stream = f->rng.stream, .counter = f->rng.offset};
-    int64_t *src = malloc(sizeof(int64_t) * (size_t)nd);
-    if (!src) abort();
+    int64_t *src = base_malloc(sizeof(int64_t) * (size_t)nd);
     for (int64_t k = 0; k < nd; k++) {
         /* a live Gaussian drawn in proportion to its opacity (3DGS-MCMC: multinomial on o) */
         double u = draw_u(&d) * acc;
@@ -309,8 +308,7 @@ double gs_psnr(const Tensor *img, const Tensor *ref) {
     int64_t n = tensor_numel(img);
     if (n != tensor_numel(ref) || n == 0) tensor_fail("gs_psnr", "images differ in size (%lld vs %lld)",
                                                       (long long)n, (long long)tensor_numel(ref));
-    double *a = malloc(sizeof(double) * (size_t)n), *b = malloc(sizeof(double) * (size_t)n);
-    if (!a || !b) abort();
+    double *a = base_malloc(sizeof(double) * (size_t)n), *b = base_malloc(sizeof(double) * (size_t)n);
     tensor_to_f64_array(img, a);
     tensor_to_f64_array(ref, b);
     double se = 0;
@@ -359,8 +357,7 @@ static void hsv(double h, double s, double v, float rgb[3]) {
 
 void gs_fit_vertex_colors(const DsMesh *m, const float *weights, int nbones, float *rgb) {
     if (weights && nbones > 0) {
-        float *pal = malloc(sizeof(float) * 3 * (size_t)nbones);
-        if (!pal) abort();
+        float *pal = base_malloc(sizeof(float) * 3 * (size_t)nbones);
         /* hues a golden angle apart, so neighboring bones differ clearly */
         for (int b = 0; b < nbones; b++) hsv(0.618033988749895 * b + 0.08, 0.6, 0.9, pal + 3 * b);
         for (int64_t i = 0; i < m->nv; i++)
@@ -376,8 +373,7 @@ void gs_fit_vertex_colors(const DsMesh *m, const float *weights, int nbones, flo
     float *nrm = m->n;
     float *own = NULL;
     if (!nrm) {
-        own = calloc((size_t)m->nv * 3 + 1, sizeof(float));
-        if (!own) abort();
+        own = base_calloc((size_t)m->nv * 3 + 1, sizeof(float));
         for (int64_t t = 0; t < m->nf; t++) {
             const int32_t *f = m->f + 3 * t;
             if (f[0] < 0 || f[1] < 0 || f[2] < 0 || f[0] >= m->nv || f[1] >= m->nv || f[2] >= m->nv) continue;
@@ -429,13 +425,12 @@ int gs_fit_scene_make(const DsMesh *m, int n_train, int n_test, int size, double
     double dist = 1.05 * r / sin(0.5 * fov_deg * M_PI / 180);
     s->extent = 1.1 * dist;
     int n = n_train + n_test;
-    DsCamera *all = malloc(sizeof(DsCamera) * (size_t)n);
-    s->train = malloc(sizeof(DsCamera) * (size_t)n_train);
-    s->test = malloc(sizeof(DsCamera) * (size_t)(n_test ? n_test : 1));
-    s->train_img = calloc((size_t)n_train, sizeof(Tensor *));
-    s->train_alpha = calloc((size_t)n_train, sizeof(Tensor *));
-    s->test_img = calloc((size_t)(n_test ? n_test : 1), sizeof(Tensor *));
-    if (!all || !s->train || !s->test || !s->train_img || !s->train_alpha || !s->test_img) abort();
+    DsCamera *all = base_malloc(sizeof(DsCamera) * (size_t)n);
+    s->train = base_malloc(sizeof(DsCamera) * (size_t)n_train);
+    s->test = base_malloc(sizeof(DsCamera) * (size_t)(n_test ? n_test : 1));
+    s->train_img = base_calloc((size_t)n_train, sizeof(Tensor *));
+    s->train_alpha = base_calloc((size_t)n_train, sizeof(Tensor *));
+    s->test_img = base_calloc((size_t)(n_test ? n_test : 1), sizeof(Tensor *));
     ds_camera_sphere(n, dist, c, size, size, fov_deg, all);
     /* held out: every (n / n_test)-th camera, offset by half a stride so the poles stay in training */
     int stride = n_test ? n / n_test : 0;

@@ -8,6 +8,7 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "base/alloc.h"
 #include "loss.h"
 
 static void check_pair(const char *op, const Tensor *a, const Tensor *b) {
@@ -25,8 +26,7 @@ static Tensor *window_matrix(int64_t n, const Tensor *like) {
     int h = GS_SSIM_WINDOW / 2;
     for (int k = 0; k < GS_SSIM_WINDOW; k++) sum += g[k] = exp(-(double)((k - h) * (k - h)) / (2 * GS_SSIM_SIGMA * GS_SSIM_SIGMA));
     for (int k = 0; k < GS_SSIM_WINDOW; k++) g[k] /= sum;
-    double *m = calloc((size_t)(n * n), sizeof(double));
-    if (!m) abort();
+    double *m = base_calloc((size_t)(n * n), sizeof(double));
     for (int64_t i = 0; i < n; i++)
         for (int64_t k = i - h; k <= i + h; k++)
             if (k >= 0 && k < n) m[i * n + k] = g[k - i + h];

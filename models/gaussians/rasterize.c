@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "autograd/custom.h"
+#include "base/alloc.h"
 #include "raster_core.h"
 #include "rasterize.h"
 
@@ -93,8 +94,7 @@ static const double *as_f64(const Tensor *t, double **owned) {
     *owned = NULL;
     if (t->dtype == TENSOR_F64 && tensor_is_contiguous(t)) return tensor_f64(t);
     int64_t n = tensor_numel(t);
-    double *p = malloc(sizeof(double) * (size_t)(n ? n : 1));
-    if (!p) abort();
+    double *p = base_malloc(sizeof(double) * (size_t)(n ? n : 1));
     if (t->dtype == TENSOR_F32 && tensor_is_contiguous(t) && tensor_device(t) == TENSOR_CPU) {
         const float *f = tensor_f32(t);
         for (int64_t i = 0; i < n; i++) p[i] = f[i];
@@ -135,8 +135,7 @@ static Tensor *gs_op_forward(void *vctx, int n, Tensor *const *x) {
     TensorDType dt = x[IN_MEANS]->dtype;
     Tensor *out = tensor_empty(TENSOR_SHAPE(in.height, in.width, GS_OUT_N), dt);
     size_t npx = (size_t)in.width * in.height * GS_OUT_N;
-    double *buf = dt == TENSOR_F64 ? tensor_f64(out) : malloc(sizeof(double) * npx);
-    if (!buf) abort();
+    double *buf = dt == TENSOR_F64 ? tensor_f64(out) : base_malloc(sizeof(double) * npx);
     ctx->be->forward(&in, &ctx->st, buf);
     if (dt != TENSOR_F64) {
         float *o = tensor_f32(out);
@@ -172,11 +171,9 @@ static void gs_op_backward(void *vctx, int n, Tensor *const *x, Tensor *out, Ten
     double **slot[5] = {&g.means, &g.scales, &g.opacities, &g.colors, &g.quats};
     for (int k = 0; k < n; k++)
         if (need[k]) {
-            *slot[k] = malloc(sizeof(double) * (size_t)(tensor_numel(x[k]) ? tensor_numel(x[k]) : 1));
-            if (!*slot[k]) abort();
+            *slot[k] = base_malloc(sizeof(double) * (size_t)(tensor_numel(x[k]) ? tensor_numel(x[k]) : 1));
         }
-    g.mean2d = malloc(sizeof(double) * 2 * (size_t)(in.n ? in.n : 1));
-    if (!g.mean2d) abort();
+    g.mean2d = base_malloc(sizeof(double) * 2 * (size_t)(in.n ? in.n : 1));
     ctx->be->backward(&in, &ctx->st, go, &g);
     for (int k = 0; k < n; k++)
         if (need[k]) grad_in[k] = grad_tensor(x[k], *slot[k]);

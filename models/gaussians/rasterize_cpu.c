@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/alloc.h"
 #include "gs_math.h"
 #include "raster_core.h"
 
@@ -26,13 +27,11 @@
 #define GS_PAR_MIN 2048
 
 static void *xmalloc(size_t n) {
-    void *p = malloc(n ? n : 1);
-    if (!p) abort();
+    void *p = base_malloc(n ? n : 1);
     return p;
 }
 static void *xcalloc(size_t n, size_t size) {
-    void *p = calloc(n ? n : 1, size);
-    if (!p) abort();
+    void *p = base_calloc(n ? n : 1, size);
     return p;
 }
 

@@ -11,8 +11,9 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "base/alloc.h"
+#include "base/clock.h"
 #include "eval.h"
 #include "losses.h"
 #include "nn/modules.h"
@@ -57,8 +58,7 @@ static void mlp_with_grad(const Mlp *m, Tensor *x, bool exact, double delta, Ten
         Tensor *xr = tensor_requires_grad(tensor_clone(x), true);
         Tensor *wo = mlp_forward(m, xr);
         int64_t k = wo->shape[2];
-        Tensor **g = malloc(sizeof *g * (size_t)k);
-        if (!g) abort();
+        Tensor **g = base_malloc(sizeof *g * (size_t)k);
         for (int64_t j = 0; j < k; j++) {
             Tensor *s = tensor_sum_all(tensor_narrow(wo, 2, j, 1)), *gj = NULL;
             ag_grad(1, &s, NULL, 1, &xr, &gj, true);
@@ -86,12 +86,6 @@ static void mlp_with_grad(const Mlp *m, Tensor *x, bool exact, double delta, Ten
     (void)B;
 }
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 void ps_baseline_fit(const PsShape *s, const PsConfig *c, const PsBaselineOptions *o, const float *x, int64_t nv,
                      float *w, double *loss, double *train_s) {
     int64_t k = c->model.handles;
@@ -99,8 +93,7 @@ void ps_baseline_fit(const PsShape *s, const PsConfig *c, const PsBaselineOption
     NnParams p;
     nn_params_init(&p, outer, TENSOR_F32, o->seed);
     Mlp m = {.n_freqs = o->n_freqs, .layers = (int)o->layers, .act = parse_act(c->model.activation)};
-    m.lin = calloc((size_t)m.layers + 1, sizeof *m.lin);
-    if (!m.lin) abort();
+    m.lin = base_calloc((size_t)m.layers + 1, sizeof *m.lin);
     char pre[64];
     int64_t in = o->n_freqs > 0 ? nn_fourier_embed_dim(3, o->n_freqs) : 3;
     for (int i = 0; i <= m.layers; i++) {
@@ -122,7 +115,7 @@ void ps_baseline_fit(const PsShape *s, const PsConfig *c, const PsBaselineOption
     /* the loader's PsData view of this one shape (ps_batch_make only reads it) */
     PsData one = {.total = 1, .begin = 0, .n = 1, .shapes = (PsShape *)s};
     int64_t idx0 = 0;
-    double t0 = now_s();
+    double t0 = base_now();
     for (int64_t step = 0; step < o->steps; step++) {
         TensorScope *sc = tensor_scope_begin();
         TensorRng g = {.seed = o->seed, .stream = 0xba5e1ull, .offset = (uint64_t)step << 32};
@@ -152,7 +145,7 @@ void ps_baseline_fit(const PsShape *s, const PsConfig *c, const PsBaselineOption
         if (loss) loss[step] = tensor_item(total);
         tensor_scope_end(sc);
     }
-    if (train_s) *train_s = now_s() - t0;
+    if (train_s) *train_s = base_now() - t0;
     /* the field at the requested points, in chunks (bounded activations) */
     bool prev = ag_no_grad_begin();
     for (int64_t s0 = 0; s0 < nv; s0 += 4096) {

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "base/alloc.h"
 #include "data.h"
 #include "datasets/cache.h"
 #include "datasets/geometry.h"
@@ -146,8 +147,7 @@ int ps_data_load(PsData *d, const char *source, const PsConfig *c, int64_t begin
         return -1;
     }
     d->begin = begin, d->n = end - begin;
-    d->shapes = calloc((size_t)d->n, sizeof *d->shapes);
-    if (!d->shapes) abort();
+    d->shapes = base_calloc((size_t)d->n, sizeof *d->shapes);
     if (strncmp(source, PROC, strlen(PROC))) return load_cache(d, source, err, errlen);
     char names[32][32];
     int ncat = parse_categories(source, names, 32, err, errlen);
@@ -205,8 +205,7 @@ static void sample_indices(TensorRng *g, int64_t n, int64_t k, int64_t *out) {
         return;
     }
     if (2 * k <= n) {
-        unsigned char *seen = calloc((size_t)n / 8 + 1, 1);
-        if (!seen) abort();
+        unsigned char *seen = base_calloc((size_t)n / 8 + 1, 1);
         for (int64_t i = 0; i < k;) {
             int64_t j = draw_below(g, n);
             if (seen[j >> 3] & (1u << (j & 7))) continue;
@@ -216,8 +215,7 @@ static void sample_indices(TensorRng *g, int64_t n, int64_t k, int64_t *out) {
         free(seen);
         return;
     }
-    int64_t *p = malloc(sizeof *p * (size_t)n);
-    if (!p) abort();
+    int64_t *p = base_malloc(sizeof *p * (size_t)n);
     for (int64_t i = 0; i < n; i++) p[i] = i;
     for (int64_t i = 0; i < k; i++) {
         int64_t j = i + draw_below(g, n - i), t = p[i];
@@ -230,10 +228,9 @@ static void sample_indices(TensorRng *g, int64_t n, int64_t k, int64_t *out) {
 void ps_batch_make(const PsData *d, const int64_t *idx, int64_t B, const PsConfig *c, TensorRng *g, TensorDType dt,
                    PsBatch *out) {
     int64_t Ns = c->data.n_surface, C = c->data.n_cubature, m = c->model.handles;
-    double *pts = malloc(sizeof(double) * (size_t)(B * Ns * 3)), *nrm = malloc(sizeof(double) * (size_t)(B * Ns * 3));
-    double *x = malloc(sizeof(double) * (size_t)(B * C * 3)), *v = malloc(sizeof(double) * (size_t)(B * C));
-    int64_t *sel = malloc(sizeof(int64_t) * (size_t)(Ns > C ? Ns : C));
-    if (!pts || !nrm || !x || !v || !sel) abort();
+    double *pts = base_malloc(sizeof(double) * (size_t)(B * Ns * 3)), *nrm = base_malloc(sizeof(double) * (size_t)(B * Ns * 3));
+    double *x = base_malloc(sizeof(double) * (size_t)(B * C * 3)), *v = base_malloc(sizeof(double) * (size_t)(B * C));
+    int64_t *sel = base_malloc(sizeof(int64_t) * (size_t)(Ns > C ? Ns : C));
     for (int64_t b = 0; b < B; b++) {
         const PsShape *s = &d->shapes[idx[b]];
         sample_indices(g, s->n_surface, Ns, sel);

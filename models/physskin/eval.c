@@ -7,9 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "base/alloc.h"
+#include "base/clock.h"
 #include "datasets/cache.h"
 #include "datasets/geometry.h"
 #include "datasets/procedural.h"
@@ -38,15 +39,8 @@ static void shape_free(EvalShape *e) {
     memset(e, 0, sizeof *e);
 }
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 static float *dup_floats(const float *x, int64_t n) {
-    float *y = malloc(sizeof(float) * (size_t)(n > 0 ? n : 1));
-    if (!y) abort();
+    float *y = base_malloc(sizeof(float) * (size_t)(n > 0 ? n : 1));
     if (n > 0) memcpy(y, x, sizeof(float) * (size_t)n);
     return y;
 }
@@ -91,8 +85,7 @@ static int load_procedural(const char *src, const PsConfig *c, int64_t count, Ev
     if (ps_data_count(src, c, &dummy, err, errlen)) return -1; /* validates the category list */
     char names[32][32];
     int ncat = categories(src, names, 32);
-    EvalShape *es = calloc((size_t)count, sizeof *es);
-    if (!es) abort();
+    EvalShape *es = base_calloc((size_t)count, sizeof *es);
     DsCorpusOptions co = {.grid = (int)c->data.mesh_res, .cubature_res = (int)c->data.cubature_res,
                           .n_surface = c->data.pool_surface, .n_sharp = 0};
     int failed = 0;
@@ -154,15 +147,13 @@ static int load_real(const char *dir, const PsConfig *c, int64_t count, bool qui
             continue;
         if (nf == cap) {
             cap = cap ? 2 * cap : 64;
-            files = realloc(files, sizeof *files * (size_t)cap);
-            if (!files) abort();
+            files = base_realloc(files, sizeof *files * (size_t)cap);
         }
         files[nf++] = strdup(de->d_name);
     }
     closedir(d);
     qsort(files, (size_t)nf, sizeof *files, cmp_str);
-    EvalShape *es = calloc((size_t)(nf > 0 ? nf : 1), sizeof *es);
-    if (!es) abort();
+    EvalShape *es = base_calloc((size_t)(nf > 0 ? nf : 1), sizeof *es);
     int64_t k = 0, min_nv = 4 * c->model.handles;
     for (int64_t i = 0; i < nf && k < count; i++) {
         char path[4400], e[1024];
@@ -213,8 +204,7 @@ static int load_cache(const char *src, int64_t count, EvalShape **out, int64_t *
     DsCache *cache = ds_cache_open(path, err, errlen);
     if (!cache) return -1;
     int64_t total = ds_cache_count(cache), m = total < count ? total : count;
-    EvalShape *es = calloc((size_t)(m > 0 ? m : 1), sizeof *es);
-    if (!es) abort();
+    EvalShape *es = base_calloc((size_t)(m > 0 ? m : 1), sizeof *es);
     int rc = 0;
     for (int64_t i = 0; i < m && rc == 0; i++) {
         DsShapeRecord r;
@@ -285,7 +275,7 @@ static void model_free(Loaded *l) {
  * (the pool is i.i.d. area samples, so its first n are a uniform draw), then W at the
  * vertices; returns the wall time of exactly that (no file I/O, no preprocessing) */
 static double model_infer(const Loaded *l, const EvalShape *e, float *w) {
-    double t0 = now_s();
+    double t0 = base_now();
     TensorScope *sc = tensor_scope_begin();
     bool prev = ag_no_grad_begin();
     int64_t ns = l->c.data.n_surface, k = l->m.m;
@@ -311,7 +301,7 @@ static double model_infer(const Loaded *l, const EvalShape *e, float *w) {
     }
     ag_no_grad_end(prev);
     tensor_scope_end(sc);
-    return now_s() - t0;
+    return base_now() - t0;
 }
 
 /* ---- rows ----------------------------------------------------------------------------------- */
@@ -329,9 +319,8 @@ static void row_init(Row *r, RowKind kind, const char *name, int64_t n) {
     memset(r, 0, sizeof *r);
     r->kind = kind;
     snprintf(r->name, sizeof r->name, "%s", name);
-    r->orth = malloc(sizeof(double) * (size_t)n), r->cond = malloc(sizeof(double) * (size_t)n);
-    r->bal = malloc(sizeof(double) * (size_t)n), r->t = malloc(sizeof(double) * (size_t)n);
-    if (!r->orth || !r->cond || !r->bal || !r->t) abort();
+    r->orth = base_malloc(sizeof(double) * (size_t)n), r->cond = base_malloc(sizeof(double) * (size_t)n);
+    r->bal = base_malloc(sizeof(double) * (size_t)n), r->t = base_malloc(sizeof(double) * (size_t)n);
     for (int64_t i = 0; i < n; i++) r->orth[i] = r->cond[i] = r->bal[i] = r->t[i] = NAN;
 }
 
@@ -437,8 +426,7 @@ static int eval_model_row(const char *ckpt, Row *r, RowKind kind, const PsConfig
     row_init(r, kind, name, n);
     int64_t k = l.m.m;
     for (int64_t i = 0; i < n; i++) {
-        float *w = malloc(sizeof(float) * (size_t)(es[i].nv * k));
-        if (!w) abort();
+        float *w = base_malloc(sizeof(float) * (size_t)(es[i].nv * k));
         if (i == 0) model_infer(&l, &es[0], w); /* warm-up: first-touch allocations, thread start */
         double t = model_infer(&l, &es[i], w);
         row_set(r, i, w, es[i].nv, k, t);
@@ -526,12 +514,12 @@ int ps_eval(const PsEvalArgs *a, FILE *out, char *err, size_t errlen) {
     bool procedural = !strncmp(a->data, "procedural", 10), real = !strncmp(a->data, "real:", 5);
     EvalShape *es = NULL;
     int64_t n = 0;
-    double t0 = now_s();
+    double t0 = base_now();
     int rc = procedural ? load_procedural(a->data, &ref, want, &es, &n, err, errlen)
              : real     ? load_real(a->data + 5, &ref, want, a->quiet, &es, &n, err, errlen)
                         : load_cache(a->data, want, &es, &n, err, errlen);
     if (rc) return -1;
-    double t_data = now_s() - t0;
+    double t_data = base_now() - t0;
     int64_t vmin = es[0].nv, vmax = es[0].nv;
     for (int64_t i = 0; i < n; i++) vmin = es[i].nv < vmin ? es[i].nv : vmin, vmax = es[i].nv > vmax ? es[i].nv : vmax;
     if (!a->quiet)
@@ -543,8 +531,7 @@ int ps_eval(const PsEvalArgs *a, FILE *out, char *err, size_t errlen) {
     char *abl = a->ablations && *a->ablations ? strdup(a->ablations) : NULL;
     for (char *p = abl; p && *p; p++) nabl += *p == ',';
     if (abl) nabl++;
-    Row *rows = calloc((size_t)(3 + nabl), sizeof *rows);
-    if (!rows) abort();
+    Row *rows = base_calloc((size_t)(3 + nabl), sizeof *rows);
     int nrows = 0;
     rc = eval_model_row(a->ckpt, &rows[nrows], ROW_MODEL, &ref, es, n, procedural, a->quiet, err, errlen);
     if (rc == 0) nrows++;
@@ -557,8 +544,7 @@ int ps_eval(const PsEvalArgs *a, FILE *out, char *err, size_t errlen) {
         row_init(base, ROW_BASELINE, name, n);
         int64_t k = ref.model.handles;
         for (int64_t i = 0; i < n; i++) {
-            float *w = malloc(sizeof(float) * (size_t)(es[i].nv * k));
-            if (!w) abort();
+            float *w = base_malloc(sizeof(float) * (size_t)(es[i].nv * k));
             double ts;
             ps_baseline_fit(&es[i].s, &ref, &a->baseline, es[i].verts, es[i].nv, w, NULL, &ts);
             row_set(base, i, w, es[i].nv, k, ts);

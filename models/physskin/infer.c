@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/alloc.h"
 #include "data.h"
 #include "datasets/geometry.h"
 #include "infer.h"
@@ -86,9 +87,8 @@ static void sym_eigenvalues(double *a, int64_t k, double *ev) {
 }
 
 void ps_skin_metrics(const float *W, int64_t n, int64_t k, PsSkinMetrics *out) {
-    double *g = calloc((size_t)(k * k), sizeof *g), *nrm = calloc((size_t)k, sizeof *nrm);
-    double *ev = calloc((size_t)k, sizeof *ev);
-    if (!g || !nrm || !ev) abort();
+    double *g = base_calloc((size_t)(k * k), sizeof *g), *nrm = base_calloc((size_t)k, sizeof *nrm);
+    double *ev = base_calloc((size_t)k, sizeof *ev);
     for (int64_t i = 0; i < n; i++)
         for (int64_t a = 0; a < k; a++)
             for (int64_t b = a; b < k; b++) g[a * k + b] += (double)W[i * k + a] * W[i * k + b];
@@ -145,8 +145,7 @@ void ps_skinner_free(PsSkinner *s) {
 }
 
 static void *xmalloc(size_t n) {
-    void *p = malloc(n ? n : 1);
-    if (!p) abort();
+    void *p = base_malloc(n ? n : 1);
     return p;
 }
 

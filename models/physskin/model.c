@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/alloc.h"
 #include "model.h"
 
 static NnActivation parse_act(const char *s) {
@@ -29,8 +30,7 @@ void ps_model_init(PsModel *m, NnParams *p, const PsConfig *c) {
     m->query = nn_param(p, "encoder", "query", TENSOR_SHAPE(m->M, d), NN_INIT_NORMAL, 0.02);
     nn_linear_init(&m->input_proj, p, "encoder.input_proj", pe + 3, d, true);
     nn_cross_block_init(&m->cross_attn, p, "encoder.cross_attn", d, d, m->heads, hid, qb);
-    m->resblocks = calloc((size_t)m->layers + 1, sizeof *m->resblocks);
-    if (!m->resblocks) abort();
+    m->resblocks = base_calloc((size_t)m->layers + 1, sizeof *m->resblocks);
     for (int i = 0; i < m->layers; i++) {
         snprintf(pre, sizeof pre, "encoder.self_attn.resblocks.%d", i);
         nn_self_block_init(&m->resblocks[i], p, pre, d, m->heads, hid, qb);
@@ -43,8 +43,7 @@ void ps_model_init(PsModel *m, NnParams *p, const PsConfig *c) {
     nn_cross_block_init(&m->point_attn, p, "decoder.point_attn", d, d, m->heads, hid, qb);
     int64_t hh = c->model.head_hidden;
     nn_linear_init(&m->head_in, p, "decoder.head.in_proj", d + pe, hh, true);
-    m->head = calloc((size_t)m->head_blocks + 1, sizeof *m->head);
-    if (!m->head) abort();
+    m->head = base_calloc((size_t)m->head_blocks + 1, sizeof *m->head);
     for (int i = 0; i < m->head_blocks; i++) {
         snprintf(pre, sizeof pre, "decoder.head.blocks.%d", i);
         nn_res_block_init(&m->head[i], p, pre, hh, hh, m->act);

@@ -11,8 +11,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "base/alloc.h"
+#include "base/clock.h"
 #include "optim/comm.h"
 #include "optim/train.h"
 #include "train.h"
@@ -27,12 +28,6 @@ void ps_step_losses(const PsModel *m, const PsBatch *b, const PsConfig *c, PsLos
                         &w, &gw);
     PsLossOptions o = ps_loss_options(c);
     ps_losses(&o, w, gw, b->x, b->v, b->z, out);
-}
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 /* rank 0's state to every rank after a resume: parameters, moments, step counters */
@@ -71,7 +66,7 @@ int ps_train(const PsTrainArgs *a) {
     if (rank == 0 && B * size != c->train.batch)
         fprintf(stderr, NAME ": note: train.batch %lld over %d ranks: %lld shapes per rank per step\n",
                 (long long)c->train.batch, size, (long long)B);
-    double t0 = now_s();
+    double t0 = base_now();
     PsData data;
     int bad = ps_data_load(&data, a->data, c, begin, end, err, sizeof err) != 0;
     if (size > 1) bad = optim_comm_allreduce_sum_scalar(comm, bad) > 0;
@@ -80,9 +75,9 @@ int ps_train(const PsTrainArgs *a) {
         optim_comm_finalize(comm);
         return 1;
     }
-    if (rank == 0 && a->progress != 0)
+    if (rank == 0 && a->progress)
         fprintf(stderr, NAME ": %lld shapes (%lld on rank 0) ready in %.1f s\n", (long long)total,
-                (long long)data.n, now_s() - t0);
+                (long long)data.n, base_now() - t0);
 
     /* model and optimizer */
     NnParams params;
@@ -108,7 +103,8 @@ int ps_train(const PsTrainArgs *a) {
     OptimTrainOptions to = {.name = NAME, .total_steps = c->train.steps, .log_every = c->train.log_every,
                             .ckpt_every = c->train.ckpt_every, .ckpt_path = rank == 0 ? ckpt : NULL,
                             .metrics_path = rank == 0 ? log : NULL, .config_json = a->cfg_json,
-                            .resume = a->resume && rank == 0, .progress = rank == 0 ? a->progress : 0,
+                            .resume = a->resume && rank == 0, .progress = rank == 0 ? a->progress : NULL,
+                            .progress_user = a->progress_user,
                             .stop_after = rank == 0 ? a->stop_after : 0}; /* the others follow rank 0 */
     OptimTrain tl;
     bad = optim_train_init(&tl, &to, &params, &opt, (TensorRng){.seed = (uint64_t)c->seed, .stream = 3}, err,
@@ -136,8 +132,7 @@ int ps_train(const PsTrainArgs *a) {
         if (wts[i] > 0) active[K++] = i;
     OptimMConfig mc;
     if (mconfig) optim_mconfig_init(&mc, &params, K, c->optim.beta1);
-    int64_t *idx = malloc(sizeof *idx * (size_t)B);
-    if (!idx) abort();
+    int64_t *idx = base_malloc(sizeof *idx * (size_t)B);
     double t_steps = 0;
     int64_t n_steps = 0;
     for (;;) {
@@ -145,7 +140,7 @@ int ps_train(const PsTrainArgs *a) {
         /* every rank stops together (a signal may reach them in different steps) */
         if (size > 1) go = optim_comm_allreduce_sum_scalar(comm, go ? 1 : 0) == size;
         if (!go) break;
-        double ts = now_s();
+        double ts = base_now();
         TensorScope *s = tensor_scope_begin();
         optim_data_order((uint64_t)c->seed + 0x9e3779b97f4a7c15ull * (uint64_t)rank, tl.step, data.n, B, idx);
         TensorRng g = {.seed = (uint64_t)c->seed, .stream = 0x5053000ull + (uint64_t)rank,
@@ -188,7 +183,7 @@ int ps_train(const PsTrainArgs *a) {
         if (size > 1)
             for (int i = 0; i < 4; i++) v[i] = optim_comm_allreduce_sum_scalar(comm, v[i]) / size;
         tensor_scope_end(s);
-        double dts = now_s() - ts;
+        double dts = base_now() - ts;
         t_steps += dts, n_steps++;
         OptimMetric ex[5] = {{"pot", v[1]}, {"orth", v[2]}, {"smooth", v[3]}, {"grad_norm", gn}, {"step_s", dts}};
         optim_train_step_end(&tl, v[0], lr, 5, ex);
@@ -197,7 +192,7 @@ int ps_train(const PsTrainArgs *a) {
     if (mconfig) optim_mconfig_free(&mc);
     bool done = tl.step >= c->train.steps;
     int rc = optim_train_finish(&tl);
-    if (rank == 0 && a->progress != 0 && n_steps > 0)
+    if (rank == 0 && a->progress && n_steps > 0)
         fprintf(stderr, NAME ": %s at step %lld; %.3f s per step over %lld steps on %d rank(s); %s\n",
                 done ? "done" : "stopped", (long long)tl.step, t_steps / (double)n_steps, (long long)n_steps, size,
                 ckpt);

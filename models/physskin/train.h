@@ -8,6 +8,7 @@
 #include "data.h"
 #include "losses.h"
 #include "model.h"
+#include "optim/train.h"
 
 /* encoder → handles → W, ∇W at batch->x (by c->loss.grad) → PISSL terms */
 void ps_step_losses(const PsModel *m, const PsBatch *b, const PsConfig *c, PsLosses *out);
@@ -18,7 +19,8 @@ typedef struct {
     const char *data;       /* --data: a cache directory or procedural:<categories> */
     const char *out_dir;    /* ckpt.h5 and metrics.jsonl go here (created by the caller) */
     bool resume;
-    int progress;           /* optim/train.h's convention */
+    OptimProgressFn progress; /* optim/train.h's callback (NULL: quiet), with its user pointer */
+    void *progress_user;
     int64_t stop_after;
 } PsTrainArgs;
 

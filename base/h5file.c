@@ -1,4 +1,4 @@
-/* tensor/h5file.c — the HDF5 file helpers shared by optim/checkpoint.c and datasets/cache.c
+/* base/h5file.c — the HDF5 file helpers shared by optim/checkpoint.c and datasets/cache.c
  * (h5file.h). */
 #include <dirent.h>
 #include <errno.h>
@@ -9,12 +9,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "tensor/h5file.h"
+#include "base/h5file.h"
 
 /* the message into the caller's err, which may be NULL (datasets/cache.c's cleanup passes none) */
 #define SET_ERR(...) ((err && errlen) ? (void)snprintf(err, errlen, __VA_ARGS__) : (void)0)
 
-void tensor_h5_quiet(void) { H5Eset_auto2(H5E_DEFAULT, NULL, NULL); }
+void base_h5_quiet(void) { H5Eset_auto2(H5E_DEFAULT, NULL, NULL); }
 
 /* ---- saving ------------------------------------------------------------------------------ */
 
@@ -71,8 +71,8 @@ static void remove_stale_temps(const char *path) {
     closedir(d);
 }
 
-hid_t tensor_h5_save_begin(const char *path, char *tmp, size_t tmplen, char *err, size_t errlen) {
-    tensor_h5_quiet();
+hid_t base_h5_save_begin(const char *path, char *tmp, size_t tmplen, char *err, size_t errlen) {
+    base_h5_quiet();
     remove_stale_temps(path);
     snprintf(tmp, tmplen, "%s.tmp-%ld", path, (long)getpid());
     /* The HDF5 1.10 file format: its superblock, object headers (where attributes and the
@@ -89,8 +89,8 @@ hid_t tensor_h5_save_begin(const char *path, char *tmp, size_t tmplen, char *err
     return f;
 }
 
-int tensor_h5_save_end(hid_t f, const char *tmp, const char *path, bool ok, const char *what, char *err,
-                       size_t errlen) {
+int base_h5_save_end(hid_t f, const char *tmp, const char *path, bool ok, const char *what, char *err,
+                     size_t errlen) {
     if (H5Fclose(f) < 0) ok = false;
     if (!ok || fsync_path(tmp) != 0) {
         unlink(tmp);
@@ -108,8 +108,8 @@ int tensor_h5_save_end(hid_t f, const char *tmp, const char *path, bool ok, cons
 
 /* ---- datasets ---------------------------------------------------------------------------- */
 
-int tensor_h5_write_checked(hid_t loc, const char *name, hid_t file_type, hid_t mem_type, int rank, const hsize_t *dims,
-                            const void *data, size_t chunk_bytes, bool deflate) {
+int base_h5_write_checked(hid_t loc, const char *name, hid_t file_type, hid_t mem_type, int rank, const hsize_t *dims,
+                          const void *data, size_t chunk_bytes, bool deflate) {
     hsize_t numel = 1;
     for (int i = 0; i < rank; i++) numel *= dims[i];
     hid_t space = rank ? H5Screate_simple(rank, dims, NULL) : H5Screate(H5S_SCALAR);
@@ -150,8 +150,8 @@ static int superblock_version(const char *path) {
     return v;
 }
 
-hid_t tensor_h5_open_read(const char *path, const char *what, char *err, size_t errlen) {
-    tensor_h5_quiet();
+hid_t base_h5_open_read(const char *path, const char *what, char *err, size_t errlen) {
+    base_h5_quiet();
     if (access(path, R_OK) != 0) {
         SET_ERR("%s: cannot read (%s)", path, strerror(errno));
         return -1;
@@ -162,7 +162,7 @@ hid_t tensor_h5_open_read(const char *path, const char *what, char *err, size_t 
     }
     /* Superblock 3 is the HDF5 1.10 format, the first whose metadata all carry checksums. The
      * older ones are refused before libhdf5 parses them: on damaged files of those formats it
-     * reads out of bounds (found by byte flips under ASan, see tensor_h5_save_begin, and by
+     * reads out of bounds (found by byte flips under ASan, see base_h5_save_begin, and by
      * tests/fuzz/fuzz_skinning.c). */
     int sb = superblock_version(path);
     if (sb < 3) {
@@ -179,7 +179,7 @@ hid_t tensor_h5_open_read(const char *path, const char *what, char *err, size_t 
 
 /* ---- attributes -------------------------------------------------------------------------- */
 
-int tensor_h5_attr_i64(hid_t loc, const char *name, int64_t v) {
+int base_h5_attr_i64(hid_t loc, const char *name, int64_t v) {
     hid_t sp = H5Screate(H5S_SCALAR), a = H5Acreate2(loc, name, H5T_NATIVE_INT64, sp, H5P_DEFAULT, H5P_DEFAULT);
     herr_t st = a < 0 ? -1 : H5Awrite(a, H5T_NATIVE_INT64, &v);
     if (a >= 0) H5Aclose(a);
@@ -187,7 +187,7 @@ int tensor_h5_attr_i64(hid_t loc, const char *name, int64_t v) {
     return st < 0 ? -1 : 0;
 }
 
-int tensor_h5_attr_str(hid_t loc, const char *name, const char *s) {
+int base_h5_attr_str(hid_t loc, const char *name, const char *s) {
     if (!s) s = "";
     hid_t ty = H5Tcopy(H5T_C_S1);
     H5Tset_size(ty, strlen(s) + 1);
@@ -200,7 +200,7 @@ int tensor_h5_attr_str(hid_t loc, const char *name, const char *s) {
     return st < 0 ? -1 : 0;
 }
 
-char *tensor_h5_attr_read_str(hid_t loc, const char *name, size_t max) {
+char *base_h5_attr_read_str(hid_t loc, const char *name, size_t max) {
     if (H5Aexists(loc, name) <= 0) return NULL;
     hid_t a = H5Aopen(loc, name, H5P_DEFAULT);
     if (a < 0) return NULL;
@@ -221,7 +221,7 @@ char *tensor_h5_attr_read_str(hid_t loc, const char *name, size_t max) {
     return s;
 }
 
-bool tensor_h5_attr_is_vlen_str(hid_t loc, const char *name) {
+bool base_h5_attr_is_vlen_str(hid_t loc, const char *name) {
     if (H5Aexists(loc, name) <= 0) return false;
     hid_t a = H5Aopen(loc, name, H5P_DEFAULT);
     if (a < 0) return false;

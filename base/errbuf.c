@@ -1,10 +1,10 @@
-/* tensor/errbuf.c — see errbuf.h. */
+/* base/errbuf.c — see errbuf.h. */
 #include <stdarg.h>
 #include <stdio.h>
 
-#include "tensor/errbuf.h"
+#include "base/errbuf.h"
 
-int tensor_errf(char *err, size_t n, const char *fmt, ...) {
+int base_errf(char *err, size_t n, const char *fmt, ...) {
     if (err && n) {
         va_list ap;
         va_start(ap, fmt);

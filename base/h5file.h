@@ -1,11 +1,11 @@
-/* tensor/h5file.h — what the HDF5 files of the upper layers (optim/ checkpoints, datasets/
+/* base/h5file.h — what the HDF5 files of the upper layers (optim/ checkpoints, datasets/
  * caches) share: the atomic save (a temporary "<path>.tmp-<pid>", flushed to disk and renamed
  * over <path>; temporaries of dead writers removed), the checked open for reading, and scalar
  * and string attributes. It sits here, the lowest layer both may use; each file's layout and
  * its checks stay with its owner. Input errors return -1 (or NULL) with a message naming the
  * file in err, as DESIGN.md asks. */
-#ifndef ANIMA_TENSOR_H5FILE_H
-#define ANIMA_TENSOR_H5FILE_H
+#ifndef ANIMA_BASE_H5FILE_H
+#define ANIMA_BASE_H5FILE_H
 
 #include <hdf5.h>
 #include <stdbool.h>
@@ -13,23 +13,23 @@
 #include <stdint.h>
 
 /* HDF5 prints its own error stack by default; ours name the file and the object instead. */
-void tensor_h5_quiet(void);
+void base_h5_quiet(void);
 
 /* Starts a save of path: removes the temporaries of dead writers, names the temporary into tmp
  * and creates it in the HDF5 1.10 format (checksummed metadata). The file, or -1 with a
  * message in err. */
-hid_t tensor_h5_save_begin(const char *path, char *tmp, size_t tmplen, char *err, size_t errlen);
+hid_t base_h5_save_begin(const char *path, char *tmp, size_t tmplen, char *err, size_t errlen);
 
 /* Ends a save: closes f and, when ok and the close and flush succeed, renames tmp over path;
  * otherwise removes tmp. what names the file in the message ("checkpoint"). 0 or -1. */
-int tensor_h5_save_end(hid_t f, const char *tmp, const char *path, bool ok, const char *what, char *err,
-                       size_t errlen);
+int base_h5_save_end(hid_t f, const char *tmp, const char *path, bool ok, const char *what, char *err,
+                     size_t errlen);
 
 /* Opens path read-only after checking that it is readable, HDF5, and in the 1.10 format or newer
  * (superblock version ≥ 3: checksummed metadata; older formats are refused with a message saying
  * how to re-save, because libhdf5 reads damaged ones out of bounds); what names the expected
  * kind in the message ("checkpoint": "expected an anima checkpoint"). The file, or -1. */
-hid_t tensor_h5_open_read(const char *path, const char *what, char *err, size_t errlen);
+hid_t base_h5_open_read(const char *path, const char *what, char *err, size_t errlen);
 
 /* A dataset name under loc (intermediate groups created) of `rank` dims (0: a scalar) holding
  * data (in mem_type), stored as file_type. Non-empty ones are chunked along dim 0 into pieces of
@@ -37,18 +37,18 @@ hid_t tensor_h5_open_read(const char *path, const char *what, char *err, size_t 
  * Fletcher-32 checksum that HDF5 verifies on every read (h5py included), so a damaged byte fails
  * the read instead of loading garbage; with deflate, byte shuffle + deflate level 1 come first.
  * Scalars and empty datasets stay contiguous (a chunk cannot have a zero extent). 0 or -1. */
-int tensor_h5_write_checked(hid_t loc, const char *name, hid_t file_type, hid_t mem_type, int rank, const hsize_t *dims,
-                            const void *data, size_t chunk_bytes, bool deflate);
+int base_h5_write_checked(hid_t loc, const char *name, hid_t file_type, hid_t mem_type, int rank, const hsize_t *dims,
+                          const void *data, size_t chunk_bytes, bool deflate);
 
 /* Write a scalar attribute on loc (a file, group or dataset); 0 or -1. A NULL string is written as "". */
-int tensor_h5_attr_i64(hid_t loc, const char *name, int64_t v);
-int tensor_h5_attr_str(hid_t loc, const char *name, const char *s);
+int base_h5_attr_i64(hid_t loc, const char *name, int64_t v);
+int base_h5_attr_str(hid_t loc, const char *name, const char *s);
 
 /* A fixed-length string attribute as a malloc'd C string; NULL when absent, not a string, a
  * variable-length string (kept in HDF5's unchecked global heap: not read), or max bytes or more
  * (a corrupt header could claim any size). h5py writes fixed-length ones from np.bytes_(...). */
-char *tensor_h5_attr_read_str(hid_t loc, const char *name, size_t max);
+char *base_h5_attr_read_str(hid_t loc, const char *name, size_t max);
 /* Whether the attribute is a variable-length string (h5py's default for a str): for messages. */
-bool tensor_h5_attr_is_vlen_str(hid_t loc, const char *name);
+bool base_h5_attr_is_vlen_str(hid_t loc, const char *name);
 
 #endif

@@ -1,0 +1,154 @@
+/* tests/test_base.c — base/: the clocks, the duration format, the progress display's plain
+ * lines, the error buffer's truncation and the checked allocator's message. */
+#include <signal.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "base/alloc.h"
+#include "base/clock.h"
+#include "base/errbuf.h"
+#include "base/progress.h"
+#include "tests/test.h"
+
+TEST(base_clock_monotonic) {
+    double t0 = base_now(), c0 = base_cpu_now();
+    double prev = t0;
+    volatile double sink = 0;
+    for (int i = 0; i < 2000000; i++) {
+        sink += (double)i * 1e-9;
+        if (i % 1000 == 0) {
+            double t = base_now();
+            CHECK(t >= prev);
+            prev = t;
+        }
+    }
+    CHECK(base_now() > t0);
+    /* the loop above burns CPU: the process clock moved, by no more than the threads allow */
+    CHECK(base_cpu_now() > c0);
+    usleep(20000);
+    CHECK(base_now() - t0 >= 0.02);
+}
+
+TEST(base_format_duration) {
+    struct {
+        double s;
+        const char *want;
+    } cases[] = {{0, "0:00"},         {59.9, "0:59"},      {61, "1:01"},      {3599, "59:59"}, {3600, "1:00:00"},
+                 {3725, "1:02:05"},   {90061, "25:01:01"}, {-1, "?"},         {NAN, "?"},      {INFINITY, "?"}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char buf[32];
+        base_format_duration(buf, sizeof buf, cases[i].s);
+        CHECK_MSG(!strcmp(buf, cases[i].want), "%g s: \"%s\", want \"%s\"", cases[i].s, buf, cases[i].want);
+    }
+    char small[4];
+    base_format_duration(small, sizeof small, 3725);
+    CHECK(!strcmp(small, "1:0")); /* truncated, still terminated */
+}
+
+/* Plain lines (not a terminal): the cadence and the text of each line. */
+TEST(base_progress_lines) {
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    CHECK(f != NULL);
+    if (!f) return;
+    BaseProgress p = {.out = f, .name = "fit", .unit = "steps", .line_prefix = "step ", .rate_digits = 1,
+                      .show_loss = true, .every = 4};
+    base_progress_begin(&p, 0);
+    for (int64_t s = 1; s <= 10; s++) base_progress_update(&p, s, 10, 0.5, 1e-3, false);
+    base_progress_finish(&p, 10, 10, 0.5, 1e-3); /* nothing more: no bar on the line */
+    fclose(f);
+    /* steps 4, 8 (the cadence) and 10 (the last) */
+    int lines = 0;
+    for (const char *c = text; *c; c++) lines += *c == '\n';
+    CHECK_MSG(lines == 3, "%d lines:\n%s", lines, text);
+    CHECK_MSG(!strncmp(text, "fit: step 4/10  loss 0.5  lr 0.001  ", 36), "%s", text);
+    CHECK(strstr(text, "fit: step 8/10  loss 0.5") != NULL);
+    CHECK(strstr(text, "fit: step 10/10  loss 0.5") != NULL);
+    CHECK(strstr(text, " steps/s  ETA ") != NULL);
+    CHECK(strstr(text, "\033") == NULL && strchr(text, '\r') == NULL);
+    free(text);
+
+    /* every 0: a line at each tenth of the total (the corpus builder), a count suffix, no loss */
+    f = open_memstream(&text, &len);
+    CHECK(f != NULL);
+    if (!f) return;
+    p = (BaseProgress){.out = f, .name = "ds", .unit = "shapes", .count_suffix = " shapes", .rate_digits = 2};
+    base_progress_begin(&p, 0);
+    for (int64_t s = 1; s <= 20; s++) base_progress_update(&p, s, 20, 0, 0, false);
+    base_progress_break(&p);
+    fclose(f);
+    lines = 0;
+    for (const char *c = text; *c; c++) lines += *c == '\n';
+    /* the first update (10 s since "never") and the tenths 2, 4, ..., 20 */
+    CHECK_MSG(lines == 11, "%d lines:\n%s", lines, text);
+    CHECK_MSG(!strncmp(text, "ds: 1/20 shapes  ", 17), "%s", text);
+    CHECK(strstr(text, "ds: 20/20 shapes  ") != NULL && strstr(text, " shapes/s  ETA ") != NULL);
+    CHECK(strstr(text, "loss") == NULL);
+    free(text);
+}
+
+/* On a terminal: a bar redrawn in place; break ends its line once. */
+TEST(base_progress_bar) {
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    CHECK(f != NULL);
+    if (!f) return;
+    BaseProgress p = {.out = f, .name = "fit", .unit = "steps", .rate_digits = 1, .tty = true, .show_loss = true};
+    base_progress_begin(&p, 0);
+    base_progress_update(&p, 5, 10, 0.25, 0, true);
+    base_progress_finish(&p, 10, 10, 0.125, 0);
+    base_progress_break(&p);
+    fclose(f);
+    CHECK_MSG(strstr(text, "\r\033[Kfit [============>           ] 5/10  ") != NULL, "%s", text);
+    CHECK_MSG(strstr(text, "\r\033[Kfit [========================] 10/10  ") != NULL, "%s", text);
+    CHECK(strstr(text, "  loss 0.125\n") != NULL);
+    size_t n = strlen(text);
+    CHECK(n > 0 && text[n - 1] == '\n' && (n < 2 || text[n - 2] != '\n'));
+    free(text);
+}
+
+TEST(base_errf_truncates) {
+    char err[8];
+    memset(err, 'x', sizeof err);
+    CHECK(base_errf(err, sizeof err, "%s: %d", "abcdef", 42) == -1);
+    CHECK(!strcmp(err, "abcdef:"));
+    CHECK(base_errf(NULL, 0, "ignored %d", 1) == -1);
+    char one[1] = {'x'};
+    CHECK(base_errf(one, 1, "anything") == -1 && one[0] == 0);
+    char keep[4] = "abc";
+    CHECK(base_errf(keep, 0, "zzz") == -1 && !strcmp(keep, "abc")); /* n 0: untouched */
+}
+
+TEST(base_alloc_checked) {
+    char *s = base_strdup("anima");
+    CHECK(!strcmp(s, "anima"));
+    s = base_realloc(s, 64);
+    CHECK(!strcmp(s, "anima"));
+    free(s);
+    int *z = base_calloc(16, sizeof *z);
+    for (int i = 0; i < 16; i++) CHECK(z[i] == 0);
+    free(z);
+    free(base_malloc(0)); /* 0 bytes: a pointer all the same, NULL only on failure */
+}
+
+static void oom(void *arg) {
+    (void)arg;
+    free(base_malloc(SIZE_MAX / 2));
+}
+
+TEST(base_alloc_oom_message) {
+#ifdef __SANITIZE_ADDRESS__
+    printf("    skipped: AddressSanitizer reports an impossible size itself instead of returning NULL\n");
+    exit(77);
+#endif
+    char buf[1024];
+    int st = test_run_child(oom, NULL, buf, sizeof buf);
+    CHECK_MSG(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT, "status %d: %s", st, buf);
+    CHECK_MSG(strstr(buf, "anima: out of memory allocating ") != NULL, "%s", buf);
+    CHECK_MSG(strstr(buf, " bytes at tests/test_base.c:") != NULL, "%s", buf);
+}
