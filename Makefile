@@ -26,7 +26,7 @@ CFLAGS  += $(SAN_FLAGS)
 LDLIBS  += -fsanitize=address,undefined
 endif
 
-LIB_DIRS := base tensor tensor/cpu autograd nn optim datasets sim $(wildcard models/*)
+LIB_DIRS := base tensor tensor/cpu autograd nn optim datasets datasets/mesh datasets/geometry datasets/render datasets/corpus sim $(wildcard models/*)
 LIB_SRC  := $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c))
 ifeq ($(CUDA),1)
 CUDA_SRC := $(wildcard tensor/cuda/*.cu) $(wildcard models/*/*.cu)
@@ -163,8 +163,8 @@ shared: $(BUILD)/libanima.so
 # Headers are public unless listed here: the op front-ends' and backends' seams (tensor/
 # internal.h, backend.h, cpu/, cuda/), the sources' shared internals, the LAPACK declarations
 # and the Gaussian rasterizer's kernel-side math. base/ is the layer below tensor/.
-HDR_DIRS    := base tensor autograd nn optim datasets sim $(wildcard models/*)
-HDR_PRIVATE := %internal.h tensor/backend.h sim/lapack.h models/gaussians/gs_math.h models/gaussians/raster_core.h
+HDR_DIRS    := base tensor autograd nn optim datasets datasets/mesh datasets/geometry datasets/render datasets/corpus sim $(wildcard models/*)
+HDR_PRIVATE := %internal.h tensor/backend.h sim/lapack.h models/gaussians/gs_math.h models/gaussians/raster_core.h datasets/mesh/mesh_formats.h
 PUBLIC_HDR  := $(filter-out $(HDR_PRIVATE),$(foreach d,$(HDR_DIRS),$(wildcard $(d)/*.h)))
 
 # anima.pc is written from the variables the build itself compiles and links with: Libs.private
@@ -208,8 +208,8 @@ uninstall:
 # names what else it links below). Run them with tests/fuzz/run.sh [seconds]; crashers go into
 # tests/fuzz/corpus/<reader>/.
 FUZZ_CC    ?= clang
-FUZZ_LIB   := $(wildcard base/errbuf.c base/alloc.c datasets/mesh_io.c datasets/mesh_file.c datasets/mesh_obj.c datasets/mesh_ply.c datasets/mesh_ply_format.c \
-                datasets/mesh_off.c datasets/mesh_stl.c datasets/gaussian_ply.c datasets/bvh.c)
+FUZZ_LIB   := $(wildcard base/errbuf.c base/alloc.c datasets/mesh/mesh_io.c datasets/mesh/mesh_file.c datasets/mesh/mesh_obj.c datasets/mesh/mesh_ply.c datasets/mesh/mesh_ply_format.c \
+                datasets/mesh/mesh_off.c datasets/mesh/mesh_stl.c datasets/mesh/gaussian_ply.c datasets/mesh/bvh.c)
 FUZZ_BIN   := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(wildcard tests/fuzz/fuzz_*.c))
 FUZZ_FLAGS := -std=c11 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
               -fno-omit-frame-pointer -D_GNU_SOURCE -DTENSOR_NO_SITE -I.
@@ -220,14 +220,14 @@ fuzz:
 	@$(MAKE) --no-print-directory $(FUZZ_BIN)
 
 # a harness for another reader names its sources, flags and libraries here (FUZZ_SRC_<harness>)
-FUZZ_SRC_fuzz_png    := datasets/image.c
+FUZZ_SRC_fuzz_png    := datasets/render/image.c
 FUZZ_LDLIBS_fuzz_png := -lpng
 # the skinning file (HDF5): the reader and what its previews link (camera, raster, PNG)
-FUZZ_SRC_fuzz_skinning    := datasets/skinning_file.c base/h5file.c datasets/camera.c datasets/raster.c datasets/image.c
+FUZZ_SRC_fuzz_skinning    := datasets/corpus/skinning_file.c base/h5file.c datasets/render/camera.c datasets/render/raster.c datasets/render/image.c
 FUZZ_CFLAGS_fuzz_skinning := -I/usr/include/hdf5/serial
 FUZZ_LDLIBS_fuzz_skinning := -L/usr/lib/x86_64-linux-gnu/hdf5/serial -lhdf5 -lpng
 
 .SECONDEXPANSION:
-$(BUILD)/fuzz/%: tests/fuzz/%.c $(FUZZ_LIB) $$(FUZZ_SRC_$$*) datasets/mesh_internal.h datasets/mesh_formats.h datasets/mesh.h
+$(BUILD)/fuzz/%: tests/fuzz/%.c $(FUZZ_LIB) $$(FUZZ_SRC_$$*) datasets/mesh/mesh_internal.h datasets/mesh/mesh_formats.h datasets/mesh/mesh.h
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_FLAGS) $(FUZZ_CFLAGS_$*) -o $@ $< $(FUZZ_LIB) $(FUZZ_SRC_$*) -lm $(FUZZ_LDLIBS_$*)

@@ -1,4 +1,4 @@
-/* base/h5file.c — the HDF5 file helpers shared by optim/checkpoint.c and datasets/cache.c
+/* base/h5file.c — the HDF5 file helpers shared by optim/checkpoint.c and datasets/corpus/cache.c
  * (h5file.h). */
 #include <dirent.h>
 #include <errno.h>
@@ -11,7 +11,7 @@
 
 #include "base/h5file.h"
 
-/* the message into the caller's err, which may be NULL (datasets/cache.c's cleanup passes none) */
+/* the message into the caller's err, which may be NULL (datasets/corpus/cache.c's cleanup passes none) */
 #define SET_ERR(...) ((err && errlen) ? (void)snprintf(err, errlen, __VA_ARGS__) : (void)0)
 
 void base_h5_quiet(void) { H5Eset_auto2(H5E_DEFAULT, NULL, NULL); }

@@ -1,7 +1,7 @@
 /* examples/skin_mesh.c — a trained PhysSkin checkpoint skins a mesh: load it once
  * (models/physskin/infer.h), read a mesh file or make a procedural humanoid, evaluate the
  * skinning fields at its vertices and at cubature points, print what came out and optionally
- * write the skinning file that `anima sim` scenes load (datasets/skinning_file.h).
+ * write the skinning file that `anima sim` scenes load (datasets/corpus/skinning_file.h).
  *
  *   skin_mesh CKPT [MESH|-] [OUT.h5]      e.g. skin_mesh models/physskin/pretrained/small.h5
  *
@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "datasets/procedural.h"
+#include "datasets/geometry/procedural.h"
 #include "models/physskin/infer.h"
 
 int main(int argc, char **argv) {

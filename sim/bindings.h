@@ -20,7 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "datasets/gaussian_ply.h"
+#include "datasets/mesh/gaussian_ply.h"
 #include "sim/skinning.h"
 #include "sim/solver.h"
 

@@ -16,7 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "datasets/mesh.h"
+#include "datasets/mesh/mesh.h"
 #include "sim/solver.h"
 
 typedef struct {

@@ -6,10 +6,10 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "datasets/camera.h"
+#include "datasets/render/camera.h"
 #include "datasets/config.h"
-#include "datasets/mesh.h"
-#include "datasets/raster.h"
+#include "datasets/mesh/mesh.h"
+#include "datasets/render/raster.h"
 #include "sim/bindings.h"
 #include "sim/internal.h"
 #include "sim/scene.h"

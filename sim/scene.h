@@ -12,7 +12,7 @@
  *           elastic Hessian with every Hessian; reuse_ratio > 0 then allows chord steps)
  *   objects: [ {                                   (at least one; stepped together by sim/world.h,
  *       skinning: {source ["procedural"] | "file",   coupled by IPC contact)
- *                  file (source "file": a skinning file, datasets/skinning_file.h, e.g.
+ *                  file (source "file": a skinning file, datasets/corpus/skinning_file.h, e.g.
  *                        from `anima physskin skin`; relative to the scene's folder),
  *                  category ["cactus"], seed [1], kind ["bones"] | "rbf", handles [16],
  *                  cubature_res [24], mesh_res [48], sigma [0], rbf_radius [0],

@@ -5,12 +5,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "datasets/geometry.h"
-#include "datasets/procedural.h"
+#include "datasets/geometry/geometry.h"
+#include "datasets/geometry/procedural.h"
 #include "sim/internal.h"
 #include "sim/skinning.h"
 
-/* the file functions are datasets/skinning_file.h's, under the simulator's prefix */
+/* the file functions are datasets/corpus/skinning_file.h's, under the simulator's prefix */
 void sim_skinning_free(SimSkinning *s) { ds_skinning_free(s); }
 int sim_skinning_validate(const SimSkinning *s, const char *what, char *err, size_t errlen) {
     return ds_skinning_validate(s, what, err, errlen);

@@ -7,7 +7,7 @@
  * (physskin.md §1: w ≡ 1, ∇w = 0) itself, so a source never has to.
  *
  * The file format ("anima-skinning-1": cubature points, volumes, weights, gradients; vertices;
- * faces; the normalization back to the mesh file's frame) is owned by datasets/skinning_file.h;
+ * faces; the normalization back to the mesh file's frame) is owned by datasets/corpus/skinning_file.h;
  * SimSkinning is that struct, and the sim_skinning_* file functions below are its functions
  * under the simulator's prefix, so the solver, the scene runner and `anima physskin skin` read
  * and write one format through one reader. */
@@ -18,17 +18,17 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "datasets/skinning_file.h"
+#include "datasets/corpus/skinning_file.h"
 
 #define SIM_SKINNING_FORMAT DS_SKINNING_FORMAT
 
 /* m learned handles (the constant handle is not included), nc cubature points, nv binding
- * points, nf triangles: see datasets/skinning_file.h */
+ * points, nf triangles: see datasets/corpus/skinning_file.h */
 typedef DsSkinning SimSkinning;
 
 void sim_skinning_free(SimSkinning *s); /* frees the arrays, zeroes the struct */
 
-/* ds_skinning_read/write/validate (datasets/skinning_file.h): 0, or -1 with err naming the file
+/* ds_skinning_read/write/validate (datasets/corpus/skinning_file.h): 0, or -1 with err naming the file
  * and the dataset. */
 int sim_skinning_read(const char *path, SimSkinning *s, char *err, size_t errlen);
 int sim_skinning_write(const char *path, const SimSkinning *s, char *err, size_t errlen);
@@ -37,7 +37,7 @@ int sim_skinning_validate(const SimSkinning *s, const char *what, char *err, siz
 /* ---- builders (stand-in skinning sources until the neural one exists) --------------------- */
 
 typedef struct {
-    const char *category; /* datasets/procedural.h category */
+    const char *category; /* datasets/geometry/procedural.h category */
     uint64_t seed;
     int mesh_res;         /* marching-cubes grid (≥ 16) */
     int cubature_res;     /* interior grid res³ over [-1,1]³ (ds_cubature_sdf) */

@@ -46,7 +46,7 @@ USES = {
     "sim": {"base", "tensor", "datasets", "models"},
 }
 SOURCE_EXT = (".c", ".h", ".cu")
-PREFIX_CHECK = False
+PREFIX_CHECK = True
 # A backend's kernels inside tensor/ keep their own short prefix (cpu_, cu_): they are the
 # backend table's entries, named after the backend, and never called from outside tensor/.
 PREFIXES = {

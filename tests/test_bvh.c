@@ -6,7 +6,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "datasets/bvh.h"
+#include "datasets/mesh/bvh.h"
 #include "tests/test.h"
 
 #define ASSIMP_BVH "/usr/share/assimp/models/BVH"

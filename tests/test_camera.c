@@ -3,7 +3,7 @@
  * and Fibonacci spheres all look at their target, and projection tells front from behind. */
 #include <string.h>
 
-#include "datasets/camera.h"
+#include "datasets/render/camera.h"
 #include "tests/test.h"
 
 static double dist3(const double a[3], const double b[3]) {

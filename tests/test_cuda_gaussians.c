@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "datasets/camera.h"
+#include "datasets/render/camera.h"
 #include "models/gaussians/rasterize.h"
 #include "tensor/backend.h"
 #include "tests/test.h"

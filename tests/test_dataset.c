@@ -1,4 +1,4 @@
-/* tests/test_dataset.c — the HDF5 dataset cache (datasets/cache.h) and `anima dataset`: a tiny
+/* tests/test_dataset.c — the HDF5 dataset cache (datasets/corpus/cache.h) and `anima dataset`: a tiny
  * corpus written and read back (counts, splits, fields, volumes, rig weights, surface samples on
  * the surface), the reader's validation of damaged files, and the command's exit codes and
  * messages. The command tests run ./anima (or $ANIMA) and skip when it is not built. */
@@ -12,7 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "datasets/cache.h"
+#include "datasets/corpus/cache.h"
 #include "tests/test.h"
 
 static void tmpdir_make(char *dir) {

@@ -7,7 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "datasets/skinning_file.h"
+#include "datasets/corpus/skinning_file.h"
 #include "test.h"
 
 #define DEMO_CKPT "models/physskin/pretrained/small.h5"

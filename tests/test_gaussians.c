@@ -24,7 +24,7 @@
 /* ---- helpers ---------------------------------------------------------------------------- */
 
 /* OpenCV look-at (x right, y down, z forward), world up (0, 1, 0); kept local so this file does
- * not depend on datasets/camera.c. */
+ * not depend on datasets/render/camera.c. */
 static DsCamera test_camera(int w, int h, double f, const double eye[3], const double target[3]) {
     DsCamera c = {0};
     c.width = w, c.height = h, c.fx = c.fy = f, c.cx = 0.5 * w, c.cy = 0.5 * h, c.znear = 0.01, c.zfar = 100;

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "base/clock.h"
-#include "datasets/geometry.h"
+#include "datasets/geometry/geometry.h"
 #include "tensor/tensor.h"
 #include "tests/test.h"
 

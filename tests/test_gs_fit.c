@@ -13,7 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "datasets/procedural.h"
+#include "datasets/geometry/procedural.h"
 #include "models/gaussians/fit.h"
 #include "optim/train.h"
 #include "tests/test.h"

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "datasets/image.h"
+#include "datasets/render/image.h"
 #include "tests/test.h"
 
 static void tmp_path(char *buf, size_t n, const char *tag) {

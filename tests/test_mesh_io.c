@@ -8,8 +8,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "datasets/gaussian_ply.h"
-#include "datasets/mesh.h"
+#include "datasets/mesh/gaussian_ply.h"
+#include "datasets/mesh/mesh.h"
 #include "tests/test.h"
 
 #define ASSIMP_DIR "/usr/share/assimp/models"

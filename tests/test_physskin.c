@@ -324,13 +324,13 @@ TEST(physskin_train_resume_bit_identical) {
     CHECK(system(cmd) == 0);
 }
 
-#include "datasets/geometry.h"
-#include "datasets/skinning_file.h"
+#include "datasets/geometry/geometry.h"
+#include "datasets/corpus/skinning_file.h"
 #include "models/physskin/infer.h"
 #include "sim/solver.h"
 
 /* `skin` on a sphere of radius 1.5 centered at (2, 0, -1), read back with the simulator's reader:
- * the file is the skinning file (datasets/skinning_file.h) in the normalized frame, and its
+ * the file is the skinning file (datasets/corpus/skinning_file.h) in the normalized frame, and its
  * center/scale lead back to the mesh file's frame (vertices as given, cubature inside the
  * sphere, volumes summing to its volume); the simulator then drops it on a floor for a few
  * steps without a Newton failure or a NaN. */

@@ -9,7 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "datasets/cache.h"
+#include "datasets/corpus/cache.h"
 #include "models/physskin/eval.h"
 #include "models/physskin/train.h"
 #include "tests/test.h"

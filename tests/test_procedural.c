@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "base/clock.h"
-#include "datasets/procedural.h"
+#include "datasets/geometry/procedural.h"
 #include "tests/test.h"
 
 /* 0 when the shape passes every structural check; otherwise a description in msg */

@@ -9,7 +9,7 @@
 #include <unistd.h>
 #include <valgrind/valgrind.h>
 
-#include "datasets/raster.h"
+#include "datasets/render/raster.h"
 #include "tests/test.h"
 
 /* ---- meshes built in the test ---------------------------------------------------------------- */

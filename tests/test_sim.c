@@ -12,7 +12,7 @@
 #include "sim/material.h"
 #include "sim/scene.h"
 #include "sim/skinning.h"
-#include "datasets/procedural.h"
+#include "datasets/geometry/procedural.h"
 #include "sim/bindings.h"
 #include "sim/solver.h"
 #include "tests/test.h"

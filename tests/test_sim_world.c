@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "base/clock.h"
-#include "datasets/geometry.h"
+#include "datasets/geometry/geometry.h"
 #include "sim/bindings.h"
 #include "sim/contact.h"
 #include "sim/rigid.h"

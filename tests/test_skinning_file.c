@@ -1,4 +1,4 @@
-/* tests/test_skinning_file.c — the skinning file (datasets/skinning_file.h): an exact round trip
+/* tests/test_skinning_file.c — the skinning file (datasets/corpus/skinning_file.h): an exact round trip
  * of every array and attribute (the frame included), the simulator's reader on the same file,
  * and errors that name the file and the dataset for each way a file can be wrong. */
 #include <hdf5.h>
@@ -6,7 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "datasets/skinning_file.h"
+#include "datasets/corpus/skinning_file.h"
 #include "sim/skinning.h"
 #include "test.h"
 

@@ -1,4 +1,4 @@
-/* tools/cmd_dataset.c — `anima dataset make` builds the HDF5 training corpus (datasets/cache.h)
+/* tools/cmd_dataset.c — `anima dataset make` builds the HDF5 training corpus (datasets/corpus/cache.h)
  * from the procedural shape families, or a cache of a folder of real meshes; `anima dataset
  * show` summarizes a cache or any mesh file and writes a PLY of one of its fields.
  *
@@ -26,10 +26,10 @@
 #include "base/alloc.h"
 #include "base/clock.h"
 #include "base/progress.h"
-#include "datasets/cache.h"
-#include "datasets/geometry.h"
-#include "datasets/mesh.h"
-#include "datasets/procedural.h"
+#include "datasets/corpus/cache.h"
+#include "datasets/geometry/geometry.h"
+#include "datasets/mesh/mesh.h"
+#include "datasets/geometry/procedural.h"
 #include "tools/cmd.h"
 #include "tools/cmd_args.h"
 

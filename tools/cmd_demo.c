@@ -6,7 +6,7 @@
  *   2. skin the shape: --mesh FILE, else data/real/bunny.ply when datasets/fetch-real.sh has
  *      fetched it, else a procedural shape whose seed lies outside the training corpus (the
  *      small preset trains on seeds 0..63, models/physskin/data.c) → DIR/skinning.h5 (the
- *      skinning file, datasets/skinning_file.h) + DIR/skinned.{ply,png} colored by handle
+ *      skinning file, datasets/corpus/skinning_file.h) + DIR/skinned.{ply,png} colored by handle
  *   3. simulate: the skinned shape falls onto a floor plane and a rigid ball lands on it (IPC
  *      contact between them, sim/world.h), through the same scene runner as `anima sim`, with
  *      the scene written next to the frames (DIR/scene.json) so it can be rerun and edited
@@ -28,9 +28,9 @@
 
 #include "autograd/autograd.h"
 #include "base/clock.h"
-#include "datasets/mesh.h"
-#include "datasets/procedural.h"
-#include "datasets/skinning_file.h"
+#include "datasets/mesh/mesh.h"
+#include "datasets/geometry/procedural.h"
+#include "datasets/corpus/skinning_file.h"
 #include "models/physskin/infer.h"
 #include "sim/scene.h"
 #include "tools/cmd.h"

@@ -4,7 +4,7 @@
  *                [--test-views N] [--size PX] [--iters K] [--out DIR] [--set key.path=value ...]
  *                [--no-progress]
  *
- * fit: renders the mesh from views on a sphere with the mesh rasterizer (datasets/raster.h),
+ * fit: renders the mesh from views on a sphere with the mesh rasterizer (datasets/render/raster.h),
  * fits Gaussians initialized at random in its bounding box (models/gaussians/fit.h), prints the
  * PSNR on the held-out views and writes DIR/gaussians.ply (the standard 3DGS PLY, raw values —
  * loadable by the common 3DGS viewers), DIR/renders/{train,test}_NN.png (render | target side
@@ -21,8 +21,8 @@
 #include "base/alloc.h"
 #include "base/clock.h"
 #include "datasets/config.h"
-#include "datasets/image.h"
-#include "datasets/procedural.h"
+#include "datasets/render/image.h"
+#include "datasets/geometry/procedural.h"
 #include "models/gaussians/fit.h"
 #include "optim/train.h"
 #include "tools/cmd.h"

@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "datasets/mesh.h"
+#include "datasets/mesh/mesh.h"
 #include "tools/cmd.h"
 #include "tools/cmd_args.h"
 

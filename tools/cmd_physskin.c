@@ -8,7 +8,7 @@
  *
  * SRC is a dataset directory from `anima dataset make` or procedural:<category>,... (shapes
  * generated on the fly). Under `mpirun -np N` the shapes are sharded over the ranks. `skin`
- * writes the skinning file the simulator reads (datasets/skinning_file.h: weights and spatial
+ * writes the skinning file the simulator reads (datasets/corpus/skinning_file.h: weights and spatial
  * gradients at N cubature points and at the vertices, volumes, faces, the normalization),
  * optionally the mesh colored by handle (PLY) and a render of it (PNG); given a folder it loads
  * the checkpoint once and skins every mesh file in it (models/physskin/infer.h).
@@ -25,8 +25,8 @@
 #include <sys/stat.h>
 
 #include "base/alloc.h"
-#include "datasets/mesh.h"
-#include "datasets/skinning_file.h"
+#include "datasets/mesh/mesh.h"
+#include "datasets/corpus/skinning_file.h"
 #include "models/physskin/eval.h"
 #include "models/physskin/infer.h"
 #include "models/physskin/train.h"
@@ -137,7 +137,7 @@ static int cmd_skin(int argc, char **argv) {
         {"--mesh", CMD_ARG_STRING, &mesh, "IN", "a mesh file (OBJ, PLY, OFF, STL), or a folder: every mesh file in it",
          .required = true},
         {"--out", CMD_ARG_STRING, &out, "OUT.h5",
-         "the skinning file (datasets/skinning_file.h) that `anima sim` scenes load as skinning {source: \"file\"}; "
+         "the skinning file (datasets/corpus/skinning_file.h) that `anima sim` scenes load as skinning {source: \"file\"}; "
          "with a folder: a folder, OUT/<name>.h5",
          .required = true},
         {"--ply", CMD_ARG_STRING, &ply, "OUT.ply", "the mesh (its file's frame) colored by handle; with a folder: a folder"},

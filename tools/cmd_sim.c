@@ -1,6 +1,6 @@
 /* tools/cmd_sim.c — `anima sim --scene FILE.json --out DIR [--steps N] [--quiet]`: run a scene
  * (sim/scene.h) and write its frames; and `anima sim skinning OUT.h5 [options]`: write a
- * skinning file (datasets/skinning_file.h) from a procedural shape, the format `anima physskin
+ * skinning file (datasets/corpus/skinning_file.h) from a procedural shape, the format `anima physskin
  * skin` writes from the network. Bad scene fields exit 1 with the file and key path. */
 #include <libgen.h>
 #include <math.h>
@@ -55,7 +55,7 @@ static int cmd_skinning(int argc, char **argv) {
     int64_t handles = o.handles, seed = (int64_t)o.seed, cub = o.cubature_res, mres = o.mesh_res;
     const char *normalize = "1";
     const CmdArg args[] = {
-        {"--category", CMD_ARG_STRING, &o.category, "NAME", "procedural shape category (datasets/procedural.h)"},
+        {"--category", CMD_ARG_STRING, &o.category, "NAME", "procedural shape category (datasets/geometry/procedural.h)"},
         {"--kind", CMD_ARG_CHOICE, &o.kind, "K", "weights: bones or rbf", .choices = KINDS},
         {"--handles", CMD_ARG_INT, &handles, "N", "skinning handles", 1, -1},
         {"--seed", CMD_ARG_INT, &seed, "S", "shape seed", 0, -1},
@@ -64,7 +64,7 @@ static int cmd_skinning(int argc, char **argv) {
         {"--normalize", CMD_ARG_CHOICE, &normalize, "0|1", "rbf: weights summing to one", .choices = ZERO_ONE},
         {0}};
     const CmdArgSpec spec = {"anima sim skinning", "OUT.h5 [options]",
-                             "writes a skinning file (datasets/skinning_file.h) from a procedural shape", args, NULL, 1, 1};
+                             "writes a skinning file (datasets/corpus/skinning_file.h) from a procedural shape", args, NULL, 1, 1};
     const char *pos[1];
     int rc = cmd_args_parse(&spec, argc, argv, 2, stderr, pos, NULL);
     if (rc) return rc == CMD_ARGS_HELP ? 0 : 2;

@@ -23,7 +23,7 @@
 #include "autograd/autograd.h"
 #include "base/alloc.h"
 #include "base/clock.h"
-#include "datasets/camera.h"
+#include "datasets/render/camera.h"
 #include "models/gaussians/rasterize.h"
 #include "nn/functional.h"
 #include "tensor/backend.h"

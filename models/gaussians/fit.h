@@ -1,8 +1,8 @@
 /* models/gaussians/fit.h — fitting 3D Gaussians to posed images: the optimization loop of 3D
  * Gaussian Splatting (Kerbl et al. 2023, §5 and the reference implementation's defaults) over the
  * differentiable rasterizer (rasterize.h) and the photometric loss (loss.h), plus the synthetic
- * multi-view scene it is tested on (a mesh rendered by datasets/raster.h) and the export to the
- * standard Gaussian PLY (datasets/gaussian_ply.h).
+ * multi-view scene it is tested on (a mesh rendered by datasets/render/raster.h) and the export to the
+ * standard Gaussian PLY (datasets/mesh/gaussian_ply.h).
  *
  * What it does, and why:
  * - Gaussians start uniformly at random inside a box (no SfM points exist for a synthetic mesh),
@@ -34,10 +34,10 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "datasets/camera.h"
-#include "datasets/gaussian_ply.h"
-#include "datasets/mesh.h"
-#include "datasets/raster.h"
+#include "datasets/render/camera.h"
+#include "datasets/mesh/gaussian_ply.h"
+#include "datasets/mesh/mesh.h"
+#include "datasets/render/raster.h"
 #include "models/gaussians/rasterize.h"
 #include "optim/optim.h"
 

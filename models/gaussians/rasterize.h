@@ -11,7 +11,7 @@
  *  - colors (N, K, 3) are SH coefficients of degree sqrt(K) − 1 ∈ {0..3}, coefficient-major
  *    (colors[i][k][c]), evaluated along the direction camera center → mean:
  *    rgb = max(0, Σ_k Y_k f_k + 0.5); colors (N, 3) are plain RGB, used as given (no clamp);
- *  - camera: datasets/camera.h (OpenCV: x right, y down, z forward; pixel (i, j) sampled at
+ *  - camera: datasets/render/camera.h (OpenCV: x right, y down, z forward; pixel (i, j) sampled at
  *    (i + 0.5, j + 0.5)); Gaussians with camera z <= znear (0.01 when the camera's is <= 0) are
  *    culled and get zero gradient;
  *  - image = Σ_i c_i α_i T_i + T_final · background; alpha = 1 − T_final;
@@ -25,7 +25,7 @@
 #define ANIMA_MODELS_GAUSSIANS_RASTERIZE_H
 
 #include "autograd/autograd.h"
-#include "datasets/camera.h"
+#include "datasets/render/camera.h"
 
 typedef struct {
     Tensor *means;     /* (N, 3) world positions */

@@ -7,9 +7,9 @@
 
 #include "base/alloc.h"
 #include "data.h"
-#include "datasets/cache.h"
-#include "datasets/geometry.h"
-#include "datasets/procedural.h"
+#include "datasets/corpus/cache.h"
+#include "datasets/geometry/geometry.h"
+#include "datasets/geometry/procedural.h"
 #include "tensor/ops.h"
 
 #define PROC "procedural"

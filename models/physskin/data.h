@@ -7,7 +7,7 @@
  * Sources (`--data`): "procedural:<cat>,<cat>,..." (or "procedural" for all categories)
  * generates data.shapes shapes with ds_procedural_make + ds_preprocess on small grids
  * (data.mesh_res, data.cubature_res); a directory from `anima dataset make` (its train.h5) or
- * a cache file is read with datasets/cache.h — both fill the same PsShape. */
+ * a cache file is read with datasets/corpus/cache.h — both fill the same PsShape. */
 #ifndef ANIMA_MODELS_PHYSSKIN_DATA_H
 #define ANIMA_MODELS_PHYSSKIN_DATA_H
 

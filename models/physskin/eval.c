@@ -11,9 +11,9 @@
 
 #include "base/alloc.h"
 #include "base/clock.h"
-#include "datasets/cache.h"
-#include "datasets/geometry.h"
-#include "datasets/procedural.h"
+#include "datasets/corpus/cache.h"
+#include "datasets/geometry/geometry.h"
+#include "datasets/geometry/procedural.h"
 #include "eval.h"
 #include "model.h"
 #include "optim/checkpoint.h"

@@ -7,7 +7,7 @@
  *    checkpoint's loss section, ConFIG or sum) minimized for one shape from scratch by a small
  *    MLP, Fourier features → MLP → m weights (Simplicits, Modi et al. 2024, trains one such
  *    field per object); its time per shape is training time;
- *  - the procedural rig weights each procedural shape ships with (datasets/procedural.h),
+ *  - the procedural rig weights each procedural shape ships with (datasets/geometry/procedural.h),
  *    nv × nbones (nbones varies with the shape, so K in the metrics is the bone count).
  *
  * Held-out shapes:

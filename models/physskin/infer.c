@@ -7,7 +7,7 @@
 
 #include "base/alloc.h"
 #include "data.h"
-#include "datasets/geometry.h"
+#include "datasets/geometry/geometry.h"
 #include "infer.h"
 #include "model.h"
 #include "optim/checkpoint.h"

@@ -5,8 +5,8 @@
 #define ANIMA_MODELS_PHYSSKIN_INFER_H
 
 #include "config.h"
-#include "datasets/mesh.h"
-#include "datasets/skinning_file.h"
+#include "datasets/mesh/mesh.h"
+#include "datasets/corpus/skinning_file.h"
 #include "model.h"
 
 /* The config stored in a checkpoint written by `anima physskin train`; 0 or -1 with err. */
@@ -41,7 +41,7 @@ void ps_skinner_free(PsSkinner *s);
 
 /* Normalizes and samples the mesh like the training data (data.n_surface encoder points, a
  * data.cubature_res grid of interior candidates), evaluates the fields and fills `out` in the
- * skinning file's layout (datasets/skinning_file.h), in the normalized frame the network saw
+ * skinning file's layout (datasets/corpus/skinning_file.h), in the normalized frame the network saw
  * (x_n = (x − center)·scale, stored as out->center/scale so the mesh file's frame can be
  * recovered):
  *   cubature: n = n_cubature points drawn evenly from the candidates (all when n ≤ 0 or more

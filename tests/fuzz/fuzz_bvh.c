@@ -3,7 +3,7 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "datasets/bvh.h"
+#include "datasets/mesh/bvh.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {

@@ -1,7 +1,7 @@
 /* tests/fuzz/fuzz_gsply.c — libFuzzer harness for the 3D Gaussian Splatting PLY reader. */
 #include <stdlib.h>
 
-#include "datasets/gaussian_ply.h"
+#include "datasets/mesh/gaussian_ply.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {

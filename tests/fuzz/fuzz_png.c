@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "datasets/image.h"
+#include "datasets/render/image.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {

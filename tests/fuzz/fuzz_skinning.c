@@ -1,5 +1,5 @@
 /* tests/fuzz/fuzz_skinning.c — libFuzzer harness for the skinning file reader (HDF5,
- * datasets/skinning_file.h), the file a scene names for each object: any bytes must give a
+ * datasets/corpus/skinning_file.h), the file a scene names for each object: any bytes must give a
  * valid skinning or an error message naming the file, never a crash or a sanitizer report.
  * HDF5 reads from a path, so each input is written to a file of this process first. libhdf5
  * itself is not instrumented: ASan checks the reader's own code, and a crash inside the library
@@ -10,7 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "datasets/skinning_file.h"
+#include "datasets/corpus/skinning_file.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
