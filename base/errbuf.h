@@ -1,5 +1,5 @@
-/* base/errbuf.h — the one way input errors are reported (DESIGN.md, Errors): a message printed
- * into the caller's buffer. Every layer above uses it, so it sits in the lowest one. */
+/* base/errbuf.h — the one way input errors are reported (docs/architecture.md, Errors): a message
+ * printed into the caller's buffer. Every layer above uses it, so it sits in the lowest one. */
 #ifndef ANIMA_BASE_ERRBUF_H
 #define ANIMA_BASE_ERRBUF_H
 

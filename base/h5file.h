@@ -3,7 +3,7 @@
  * over <path>; temporaries of dead writers removed), the checked open for reading, and scalar
  * and string attributes. It sits here, the lowest layer both may use; each file's layout and
  * its checks stay with its owner. Input errors return -1 (or NULL) with a message naming the
- * file in err, as DESIGN.md asks. */
+ * file in err, as docs/architecture.md asks. */
 #ifndef ANIMA_BASE_H5FILE_H
 #define ANIMA_BASE_H5FILE_H
 

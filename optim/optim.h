@@ -1,7 +1,7 @@
 /* optim/optim.h — optimizers over a model's flat parameter and gradient buffers (nn/params.h):
  * SGD with momentum, Adam, AdamW (decoupled weight decay), the warm-up + cosine learning-rate
  * schedule, global gradient-norm clipping, and ConFIG / M-ConFIG for combining per-loss
- * gradients (../shared/notes/physskin.md §4). Update rules follow PyTorch's torch.optim so
+ * gradients (docs/physskin.md §4). Update rules follow PyTorch's torch.optim so
  * trajectories can be compared step for step. */
 #ifndef ANIMA_OPTIM_H
 #define ANIMA_OPTIM_H

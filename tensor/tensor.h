@@ -4,7 +4,7 @@
  *
  * Memory: every tensor is allocated from the current scope (an arena). Ending a scope frees
  * everything made inside it at once; tensor_keep() copies a result out to the enclosing scope.
- * User code never frees a tensor. See ../shared/notes/DESIGN.md, "Memory by scopes". */
+ * User code never frees a tensor. See docs/architecture.md, "Memory by scopes". */
 #ifndef ANIMA_TENSOR_H
 #define ANIMA_TENSOR_H
 

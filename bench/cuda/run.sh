@@ -6,7 +6,7 @@
 # Without a CUDA device (the binary's --probe asks anima's CUDA backend, i.e. the CUDA runtime;
 # a binary built without CUDA answers no) it prints "skipped: no CUDA device" and exits 0.
 # The gs_* cases (Gaussian rasterizer, 1080p) have no torch side (nan there); after the table
-# they are compared with the published figures (../shared/notes/gaussianimate.md §1).
+# they are compared with the published figures (docs/gaussianimate.md §1).
 set -euo pipefail
 bin=${1:?usage: run.sh ANIMA_BENCH_CUDA [case ...]}
 shift

@@ -4,7 +4,7 @@
  * the screen radius, and the view-dependent color from real spherical harmonics. Plain C on
  * doubles with no allocation; compiled by nvcc, every function is also a device function
  * (GS_HD), so the CUDA backend (rasterize_cuda.cu) runs this very code per Gaussian.
- * Equations: ../shared/notes/gaussianimate.md §1, forward steps 1–4 and the backward paragraph. */
+ * Equations: docs/gaussianimate.md §1, forward steps 1–4 and the backward paragraph. */
 #ifndef ANIMA_MODELS_GAUSSIANS_GS_MATH_H
 #define ANIMA_MODELS_GAUSSIANS_GS_MATH_H
 

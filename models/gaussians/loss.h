@@ -1,5 +1,5 @@
 /* models/gaussians/loss.h — the photometric loss of 3D Gaussian Splatting
- * (../shared/notes/gaussianimate.md §2): L = (1 − λ) L1 + λ (1 − SSIM), λ = 0.2.
+ * (docs/gaussianimate.md §2): L = (1 − λ) L1 + λ (1 − SSIM), λ = 0.2.
  *
  * Images are (H, W, C) — the rasterizer's layout — of one float dtype. SSIM follows the 3DGS
  * reference (Kerbl et al. 2023, after Wang et al. 2004): an 11×11 Gaussian window (σ = 1.5,

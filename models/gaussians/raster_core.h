@@ -5,7 +5,7 @@
  * pointer; the scalars are host values. rasterize.c is the Tensor glue:
  * it converts the inputs, calls a backend through GsRasterBackend and registers the custom op.
  *
- * Algorithm and conventions: ../shared/notes/gaussianimate.md §1 (EWA splatting, Zwicker et al.
+ * Algorithm and conventions: docs/gaussianimate.md §1 (EWA splatting, Zwicker et al.
  * 2001; tile rasterizer of Kerbl et al. 2023). Camera: datasets/render/camera.h (OpenCV pinhole, pixel
  * (i, j) sampled at (i + 0.5, j + 0.5)). */
 #ifndef ANIMA_MODELS_GAUSSIANS_RASTER_CORE_H

@@ -1,7 +1,7 @@
 /* models/gaussians/rasterize.h — the differentiable 3D Gaussian rasterizer as a custom autograd
  * op (autograd/custom.h): render Gaussians through a pinhole camera into an RGB image, an alpha
  * (accumulated opacity) and a depth map, with hand-written gradients for every Gaussian input, so
- * ag_backward runs through it. Algorithm: ../shared/notes/gaussianimate.md §1 (EWA splatting,
+ * ag_backward runs through it. Algorithm: docs/gaussianimate.md §1 (EWA splatting,
  * Zwicker et al. 2001; tile-based rasterizer of Kerbl et al. 2023). The backend seam (CPU and
  * CUDA backends) is raster_core.h.
  *

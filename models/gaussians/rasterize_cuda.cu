@@ -1,5 +1,5 @@
 /* models/gaussians/rasterize_cuda.cu — the CUDA backend of the tile rasterizer (raster_core.h's
- * GsRasterBackend over device arrays; algorithm: ../shared/notes/gaussianimate.md §1, the tile
+ * GsRasterBackend over device arrays; algorithm: docs/gaussianimate.md §1, the tile
  * rasterizer of Kerbl et al. 2023 §6; rasterize_cpu.c is the reference it must match).
  *
  * Forward

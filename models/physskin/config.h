@@ -1,7 +1,7 @@
 /* models/physskin/config.h — the PhysSkin++ configuration (model sizes, data, PISSL losses,
  * optimizer, training) as one struct with its JSON schema (datasets/config.h). The presets are
- * configs/physskin-{paper,small,tiny}.json. Every choice the paper leaves open (../shared/notes/
- * physskin.md says which) is a key here, so ablations are config edits. */
+ * configs/physskin-{paper,small,tiny}.json. Every choice the paper leaves open (docs/physskin.md
+ * says which) is a key here, so ablations are config edits. */
 #ifndef ANIMA_MODELS_PHYSSKIN_CONFIG_H
 #define ANIMA_MODELS_PHYSSKIN_CONFIG_H
 

@@ -1,5 +1,5 @@
 /* models/physskin/eval.h — evaluation of trained skinning fields (PhysSkin++ §IV-B, §IV-C;
- * ../shared/notes/physskin.md §5): the three skinning-matrix metrics over held-out shapes for a
+ * docs/physskin.md §5): the three skinning-matrix metrics over held-out shapes for a
  * checkpoint, its ablations and two baselines, as one markdown table (`anima physskin eval`).
  *
  * Baselines:

@@ -1,5 +1,5 @@
 /* models/physskin/losses.h — the physics-informed self-supervised losses (PISSL, PhysSkin++
- * §III-C; ../shared/notes/physskin.md §1, §2, §4): the deformation gradient of the LBS
+ * §III-C; docs/physskin.md §1, §2, §4): the deformation gradient of the LBS
  * subspace as a batched tensor pipeline, stable neo-Hookean (and linear) energy densities, the
  * on-the-fly column normalization, and the potential / orthogonality / smoothness terms. All
  * are tensor ops, so they are differentiable to the network parameters (and again, for the

@@ -1,5 +1,5 @@
 /* models/physskin/model.h — the neural skinning fields autoencoder (PhysSkin++ §III-B, §IV-A;
- * ../shared/notes/physskin.md §3).
+ * docs/physskin.md §3).
  *
  * Encoder (Michelangelo's perceiver, names as its state_dict): Fourier features of the surface
  * points (K frequencies, 3(2K+1) values) and the 3 normal components → encoder.input_proj →
