@@ -23,6 +23,8 @@ void test_no_leak_check(const char *why);
  * at most n − 1 bytes); returns its exit status, 128 + signal when killed, -1 when it could not
  * start. */
 int test_run_capture(const char *cmd, char *out, size_t n);
+/* The anima program the command-line tests run: $ANIMA when set, else ./anima. */
+const char *test_anima_bin(void);
 
 #define TEST(name)                                                              \
     static void test_##name(void);                                              \

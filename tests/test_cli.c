@@ -8,20 +8,15 @@
 
 #include "test.h"
 
-static const char *anima_bin(void) {
-    const char *b = getenv("ANIMA");
-    return b && *b ? b : "./anima";
-}
-
 static int run(const char *args, char *out, size_t n) {
     char cmd[4096];
-    snprintf(cmd, sizeof cmd, "OMP_NUM_THREADS=1 %s %s 2>&1", anima_bin(), args);
+    snprintf(cmd, sizeof cmd, "OMP_NUM_THREADS=1 %s %s 2>&1", test_anima_bin(), args);
     return test_run_capture(cmd, out, n);
 }
 
 static void need_anima(void) {
-    if (access(anima_bin(), X_OK) != 0) {
-        printf("    skipped: %s not built\n", anima_bin());
+    if (access(test_anima_bin(), X_OK) != 0) {
+        printf("    skipped: %s not built\n", test_anima_bin());
         _exit(77);
     }
 }

@@ -305,21 +305,16 @@ TEST(dataset_cache_validates_content) {
 
 /* ---- the command ------------------------------------------------------------------------------ */
 
-static const char *anima_bin(void) {
-    const char *b = getenv("ANIMA");
-    return b && *b ? b : "./anima";
-}
-
 static bool have_dataset(void) {
     char cmd[512];
-    snprintf(cmd, sizeof cmd, "%s dataset --help >/dev/null 2>&1", anima_bin());
-    return access(anima_bin(), X_OK) == 0 && system(cmd) == 0;
+    snprintf(cmd, sizeof cmd, "%s dataset --help >/dev/null 2>&1", test_anima_bin());
+    return access(test_anima_bin(), X_OK) == 0 && system(cmd) == 0;
 }
 
 /* Runs `anima dataset ARGS` with stdout+stderr into out; returns the exit status. */
 static int run_dataset(const char *args, char *out, size_t n) {
     char cmd[4096];
-    snprintf(cmd, sizeof cmd, "OMP_NUM_THREADS=2 %s dataset %s 2>&1", anima_bin(), args);
+    snprintf(cmd, sizeof cmd, "OMP_NUM_THREADS=2 %s dataset %s 2>&1", test_anima_bin(), args);
     return test_run_capture(cmd, out, n);
 }
 

@@ -12,22 +12,17 @@
 
 #define DEMO_CKPT "models/physskin/pretrained/small.h5"
 
-static const char *anima_bin(void) {
-    const char *b = getenv("ANIMA");
-    return b && *b ? b : "./anima";
-}
-
 static int run(const char *args, char *out, size_t n) {
     char cmd[4096];
     /* 2 threads unless the caller chose: `make valgrind` runs with 1, since valgrind serializes
      * threads and libgomp's spin-waiting then costs minutes */
-    snprintf(cmd, sizeof cmd, "OMP_NUM_THREADS=${OMP_NUM_THREADS:-2} %s demo %s 2>&1", anima_bin(), args);
+    snprintf(cmd, sizeof cmd, "OMP_NUM_THREADS=${OMP_NUM_THREADS:-2} %s demo %s 2>&1", test_anima_bin(), args);
     return test_run_capture(cmd, out, n);
 }
 
 static void need_demo(void) {
-    if (access(anima_bin(), X_OK) != 0 || access(DEMO_CKPT, R_OK) != 0) {
-        printf("    skipped: %s not built or %s missing\n", anima_bin(), DEMO_CKPT);
+    if (access(test_anima_bin(), X_OK) != 0 || access(DEMO_CKPT, R_OK) != 0) {
+        printf("    skipped: %s not built or %s missing\n", test_anima_bin(), DEMO_CKPT);
         fflush(stdout);
         _exit(77);
     }

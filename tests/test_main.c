@@ -47,6 +47,11 @@ void test_no_leak_check(const char *why) {
     no_leak_check = true;
 }
 
+const char *test_anima_bin(void) {
+    const char *b = getenv("ANIMA");
+    return b && *b ? b : "./anima";
+}
+
 int test_run_capture(const char *cmd, char *out, size_t n) {
     fflush(NULL);
     FILE *p = popen(cmd, "r");
