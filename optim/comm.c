@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "base/alloc.h"
+#include "base/log.h"
 #include "comm.h"
 #include "comm_internal.h"
 
@@ -31,7 +32,7 @@ OptimComm *optim_comm_init(bool want_nccl) {
     MPI_Comm_size(MPI_COMM_WORLD, &c->size);
     c->kind = OPTIM_COMM_MPI;
     if (want_nccl && optim_comm_nccl_init(c) != 0) {
-        if (c->rank == 0) fprintf(stderr, "anima: NCCL unavailable (no GPU or built without CUDA); using MPI\n");
+        if (c->rank == 0) base_logf(BASE_LOG_WARN, "anima: NCCL unavailable (no GPU or built without CUDA); using MPI");
     }
     return c;
 }

@@ -11,6 +11,7 @@
 #include "train.h"
 #include "base/clock.h"
 #include "base/errbuf.h"
+#include "base/log.h"
 
 /* Set by the handler, read between steps: the only thing a handler may safely do. */
 static volatile sig_atomic_t g_signal;
@@ -92,6 +93,8 @@ static int trim_log(const char *path, int64_t upto, char *err, size_t errlen) {
     return 0;
 }
 
+static void report(OptimTrain *t, OptimProgressEvent ev);
+
 static void log_line(OptimTrain *t, double loss, double lr, int nextra, const OptimMetric *extra) {
     if (!t->metrics) return;
     FILE *f = t->metrics;
@@ -114,8 +117,10 @@ static void log_line(OptimTrain *t, double loss, double lr, int nextra, const Op
     fputs("}\n", f);
     /* one complete line per flush: a reader (or a kill) sees whole records */
     if (fflush(f) != 0 || ferror(f)) {
-        fprintf(stderr, "%s: %s: writing the metrics log failed (%s)\n", t->opt.name, t->opt.metrics_path,
-                strerror(errno));
+        int e = errno; /* before the callback's own writes */
+        report(t, OPTIM_PROGRESS_BREAK);
+        base_logf(BASE_LOG_ERROR, "%s: %s: writing the metrics log failed (%s)", t->opt.name, t->opt.metrics_path,
+                  strerror(e));
         t->error = 1;
     }
 }
@@ -208,8 +213,8 @@ static int init_local(OptimTrain *t, NnParams *p, Optim *o, char *err, size_t er
         OptimCheckpointMeta meta = {0};
         if (optim_checkpoint_load(t->opt.ckpt_path, p, o, true, &meta, err, errlen)) return -1;
         if (t->is_main && o && meta.step > 0 && o->step == 0)
-            fprintf(stderr, "%s: warning: %s holds no optimizer state; the optimizer restarts from zero\n",
-                    t->opt.name, t->opt.ckpt_path);
+            base_logf(BASE_LOG_WARN, "%s: warning: %s holds no optimizer state; the optimizer restarts from zero",
+                      t->opt.name, t->opt.ckpt_path);
         t->step = t->start_step = t->saved_step = meta.step;
         t->rng = meta.rng;
         t->resumed_config = meta.config_json;
@@ -262,7 +267,7 @@ void optim_train_step_end(OptimTrain *t, double loss, double lr, int nextra, con
         char err[1024];
         if (optim_train_save(t, err, sizeof err)) {
             report(t, OPTIM_PROGRESS_BREAK);
-            fprintf(stderr, "%s: %s\n", t->opt.name, err);
+            base_logf(BASE_LOG_ERROR, "%s: %s", t->opt.name, err);
             t->error = 1; /* stop: training on without checkpoints would waste the run */
         }
     }
@@ -279,7 +284,7 @@ int optim_train_finish(OptimTrain *t) {
     if (t->saved_step != t->step && t->opt.ckpt_path && t->is_main) {
         char err[1024];
         if (optim_train_save(t, err, sizeof err)) {
-            fprintf(stderr, "%s: %s\n", t->opt.name, err);
+            base_logf(BASE_LOG_ERROR, "%s: %s", t->opt.name, err);
             rc = 1;
         }
     }
@@ -293,14 +298,15 @@ int optim_train_finish(OptimTrain *t) {
     t->resumed_config = NULL;
     if (sig) {
         if (!t->is_main) return rc ? rc : 128 + sig;
-        fprintf(stderr, "%s: %s at step %lld/%lld", t->opt.name, sig == SIGINT ? "interrupted (SIGINT)" : "terminated (SIGTERM)",
-                (long long)t->step, (long long)t->opt.total_steps);
-        if (t->opt.ckpt_path && rc == 0) fprintf(stderr, "; checkpoint %s; continue with --resume", t->opt.ckpt_path);
-        fputc('\n', stderr);
+        bool ckpt = t->opt.ckpt_path && rc == 0;
+        base_logf(BASE_LOG_INFO, "%s: %s at step %lld/%lld%s%s%s", t->opt.name,
+                  sig == SIGINT ? "interrupted (SIGINT)" : "terminated (SIGTERM)", (long long)t->step,
+                  (long long)t->opt.total_steps, ckpt ? "; checkpoint " : "", ckpt ? t->opt.ckpt_path : "",
+                  ckpt ? "; continue with --resume" : "");
         return rc ? rc : 128 + sig; /* the shell's convention for death by signal */
     }
     if (t->is_main && t->opt.stop_after > 0 && t->step < t->opt.total_steps && rc == 0)
-        fprintf(stderr, "%s: stopped after %lld steps at step %lld/%lld; continue with --resume\n", t->opt.name,
+        base_logf(BASE_LOG_INFO, "%s: stopped after %lld steps at step %lld/%lld; continue with --resume", t->opt.name,
                 (long long)(t->step - t->start_step), (long long)t->step, (long long)t->opt.total_steps);
     return rc;
 }

@@ -1,8 +1,9 @@
 /* optim/train.h — the parts of a training loop every command repeats: progress reported to a
- * callback (tools/ draws it with base/progress.h; the loop draws nothing), a JSONL metrics log,
- * SIGINT / SIGTERM turned into "finish this step, checkpoint, exit 128+signal", periodic and
- * final checkpoints (optim/checkpoint.h), `--resume` that continues bit-identically, and the
- * data order as a pure function of (seed, step), so a resumed run draws the same minibatches.
+ * callback (tools/ draws it with base/progress.h; the loop draws nothing; warnings and stop
+ * messages go to base/log.h's sink), a JSONL metrics log, SIGINT / SIGTERM turned into "finish
+ * this step, checkpoint, exit 128+signal", periodic and final checkpoints (optim/checkpoint.h),
+ * `--resume` that continues bit-identically, and the data order as a pure function of (seed,
+ * step), so a resumed run draws the same minibatches.
  *
  *   OptimTrain tl;
  *   if (optim_train_init(&tl, &opts, &params, &opt, rng, err, sizeof err)) ...exit 1/2
@@ -30,7 +31,7 @@
 typedef enum {
     OPTIM_PROGRESS_BEGIN, /* end of optim_train_init: the run's clock starts at step */
     OPTIM_PROGRESS_STEP,  /* after every step */
-    OPTIM_PROGRESS_BREAK, /* a message follows on stderr: end a line drawn in place */
+    OPTIM_PROGRESS_BREAK, /* a message follows (base/log.h): end a line drawn in place */
     OPTIM_PROGRESS_END,   /* optim_train_finish, before its messages: the last redraw */
 } OptimProgressEvent;
 
@@ -60,7 +61,7 @@ typedef struct {
     int64_t stop_after;        /* > 0: stop like on a signal after this many steps of this run,
                                   but finish with 0 (time-limited jobs, tests) */
     OptimComm *comm;           /* NULL (or one rank): a single process. Several ranks: every rank
-                                  runs the loop with the same options; only rank 0 prints, writes
+                                  runs the loop with the same options; only rank 0 reports, writes
                                   the log and checkpoints; every rank reads the checkpoint on
                                   resume; a signal, or a failed write on rank 0, stops every rank
                                   on the same step (optim_train_next is collective then). */
@@ -108,7 +109,7 @@ bool optim_train_next(OptimTrain *t);
 void optim_train_step_end(OptimTrain *t, double loss, double lr, int nextra, const OptimMetric *extra);
 /* Final checkpoint (unless this step's is written), closes the log, restores the handlers.
  * Returns the process exit status: 0 done (or stop_after), 128+signal when interrupted, 1 when
- * a checkpoint or log write failed (the message is on stderr). */
+ * a checkpoint or log write failed (the message went to base/log.h's sink). */
 int optim_train_finish(OptimTrain *t);
 /* The signal that interrupted the loop, 0 if none. */
 int optim_train_signal(void);

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/log.h"
 #include "base/mat3.h"
 #include "sim/contact.h"
 #include "sim/internal.h"
@@ -1059,11 +1060,11 @@ int sim_world_step(SimWorld *w, double dt, char *err, size_t errlen) {
     if (contact) rigid_reaction(w);
     w->t = t1;
     st->seconds = base_now() - t0;
-    if (getenv("ANIMA_WORLD_DEBUG"))
-        fprintf(stderr,
-                "\nworld t=%.3f it %d hess %d fact %d fail %d ccd %d comps %d cand %lld act %lld dmin %.3g beta %.3g ms %.1f\n",
-                w->t, st->iters, st->hessians, st->factorizations, st->failures, st->ccd_limited, st->components,
-                (long long)st->candidates, (long long)st->active, st->min_distance, st->rigid_beta, 1e3 * st->seconds);
+    if (getenv("ANIMA_WORLD_DEBUG")) /* the leading newline ends a progress line drawn in place */
+        base_logf(BASE_LOG_DEBUG,
+                  "\nworld t=%.3f it %d hess %d fact %d fail %d ccd %d comps %d cand %lld act %lld dmin %.3g beta %.3g ms %.1f",
+                  w->t, st->iters, st->hessians, st->factorizations, st->failures, st->ccd_limited, st->components,
+                  (long long)st->candidates, (long long)st->active, st->min_distance, st->rigid_beta, 1e3 * st->seconds);
     for (int k = 0; k < w->nobj; k++) {
         SimStepStats *os = &w->obj[k].last;
         os->iters = st->iters, os->failures = st->failures, os->converged = st->converged;

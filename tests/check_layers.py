@@ -12,7 +12,7 @@ Layers, lowest first; each may use itself and what its line lists:
     sim       base tensor datasets models
     tests bench tools examples: everything
 
-Five checks, each one test in the closing "N passed, N failed" line (tests/run.sh counts it):
+Six checks, each one test in the closing "N passed, N failed" line (tests/run.sh counts it):
   1. include layers:  no #include "..." reaches a layer the including file's layer may not use;
   2. include cycles:  the #include graph among the files of one folder has no cycle;
   3. object layers:   no library object refers to a symbol defined in a layer it may not use;
@@ -21,7 +21,10 @@ Five checks, each one test in the closing "N passed, N failed" line (tests/run.s
   5. prefixes:        every global symbol a library object defines carries its layer's prefix
                       (PREFIXES below; C++ names are read demangled, weak and template
                       instances of the C++ and CUDA libraries are not ours). Enforced once
-                      PREFIX_CHECK is on (the issue-15 renames turn it on).
+                      PREFIX_CHECK is on (the issue-15 renames turn it on);
+  6. no printing:     no library object refers to stderr, stdout or printf and its kin: the
+                      library reports through base/log.h's sink and per-call callbacks, only
+                      the programs print (QUIET_EXEMPT lists the abort paths that must).
 A folder is a directory: tensor/, tensor/cpu/ and tensor/cuda/ are three (a backend's kernels
 and the tensor core they run under depend on each other through the backend table by design).
 Checks 3 and 4 read the objects under the build directory (argument 1, default build) and are
@@ -62,6 +65,11 @@ PREFIXES = {
     "models/gaussians": ("gs_",),
     "sim": ("sim_",),
 }
+# The objects that may write to stderr/stdout themselves: the one-line messages of the abort
+# paths (tensor_fail, an exhausted allocator), which must be seen whatever the sink, and
+# tensor_print, whose job is printing.
+QUIET_EXEMPT = {"base/alloc", "tensor/core"}
+PRINTING = {"stderr", "stdout", "printf", "__printf_chk", "vprintf", "__vprintf_chk", "puts", "putchar", "perror"}
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
 
 
@@ -263,6 +271,9 @@ def main():
         report("prefixes", bad)
     else:
         print(f"(prefixes: not enforced yet, {len(bad)} unprefixed)")
+
+    report("no printing", [f"{k}.o uses {', '.join(sorted(objs[k][1] & PRINTING))}" for k in sorted(objs)
+                           if k not in QUIET_EXEMPT and objs[k][1] & PRINTING])
 
     print(f"{passed} passed, {failed} failed")
     return 1 if failed else 0

@@ -59,7 +59,7 @@ TEST(physskin_eval_tiny_table) {
     size_t len = 0;
     FILE *out = open_memstream(&buf, &len);
     PsEvalArgs a = {.ckpt = ck, .data = "procedural:chair,snake", .shapes = 2, .baselines = true,
-                    .baseline = ps_baseline_defaults(), .ablations = ck, .json = js, .quiet = true};
+                    .baseline = ps_baseline_defaults(), .ablations = ck, .json = js};
     a.baseline.steps = 3;
     int rc = ps_eval(&a, out, err, sizeof err);
     fclose(out);

@@ -17,6 +17,7 @@ static const AnimaCommand commands[] = {
 };
 
 int main(int argc, char **argv) {
+    base_log_set_sink(cmd_log_stderr, NULL); /* the library's messages reach the user here */
     enum { N = sizeof commands / sizeof *commands };
     char footer[2048] = "commands:\n";
     for (size_t i = 0; i < N; i++)

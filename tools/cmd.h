@@ -2,6 +2,7 @@
 #ifndef ANIMA_CMD_H
 #define ANIMA_CMD_H
 
+#include "base/log.h"
 #include "base/progress.h"
 #include "optim/train.h"
 
@@ -26,6 +27,10 @@ int cmd_physskin(int argc, char **argv);
 /* mkdir -p: creates dir and its missing parents (0777 before umask). 0, or -1 with errno set
  * (ENAMETOOLONG for a path of 4096 bytes or more). */
 int cmd_make_dirs(const char *dir);
+
+/* The anima program's log sink (base/log.h), installed by main: every message on stderr, one
+ * line each, as the library printed them before it had a sink. */
+void cmd_log_stderr(void *user, BaseLogLevel level, const char *msg);
 
 /* The training commands' progress display, for OptimTrainOptions.progress with d as its user
  * pointer (d must outlive the loop). mode -1: a bar on a terminal, lines otherwise; 1: lines;

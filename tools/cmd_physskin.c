@@ -227,9 +227,29 @@ out:
     return rc;
 }
 
+/* ps_eval's progress on stderr: the notes and one line per method and shape */
+static void eval_progress(const PsEvalProgress *p, void *user) {
+    (void)user;
+    switch (p->event) {
+    case PS_EVAL_SKIPPED: fprintf(stderr, "anima physskin eval: skipping %s: %s\n", p->file, p->reason); break;
+    case PS_EVAL_READY:
+        fprintf(stderr, "anima physskin eval: %lld shapes (%lld–%lld vertices) ready in %.1f s\n", (long long)p->shapes,
+                (long long)p->min_vertices, (long long)p->max_vertices, p->seconds);
+        break;
+    case PS_EVAL_SHAPE:
+        /* inference in milliseconds, the baseline's per-shape training in seconds */
+        fprintf(stderr, "  %-34.34s %-24.24s orth %.4f cond %8.3g bal %.4f  ", p->method, p->shape, p->orth, p->cond,
+                p->balance);
+        if (p->training_time) fprintf(stderr, "%.2f s\n", p->seconds);
+        else fprintf(stderr, "%.1f ms\n", 1e3 * p->seconds);
+        break;
+    }
+}
+
 /* `anima physskin eval` (models/physskin/eval.h): the §5 metrics table over held-out shapes */
 static int cmd_eval(int argc, char **argv) {
-    PsEvalArgs a = {.shapes = 16, .baseline = ps_baseline_defaults()};
+    PsEvalArgs a = {.shapes = 16, .baseline = ps_baseline_defaults(), .progress = eval_progress};
+    bool quiet = false;
     int64_t freqs = a.baseline.n_freqs;
     const CmdArg args[] = {
         {"--ckpt", CMD_ARG_STRING, &a.ckpt, "CKPT", "the checkpoint to evaluate", .required = true},
@@ -249,13 +269,14 @@ static int cmd_eval(int argc, char **argv) {
         {"--baseline-freqs", CMD_ARG_INT, &freqs, "K", "its Fourier frequencies (default 4; at most 32 are used)", 0, -1},
         {"--baseline-lr", CMD_ARG_DOUBLE, &a.baseline.lr, "LR", "its Adam rate (default 1e-2)", 0, -1,
          .above_min = true},
-        {"--quiet", CMD_ARG_FLAG, &a.quiet, NULL, "no per-shape progress on stderr"},
+        {"--quiet", CMD_ARG_FLAG, &quiet, NULL, "no per-shape progress on stderr"},
         {0}};
     const CmdArgSpec spec = {"anima physskin eval", "--ckpt CKPT --data SRC [options]",
                              "the skinning-matrix metrics over held-out shapes (models/physskin/eval.h)", args};
     int prc = cmd_args_parse(&spec, argc, argv, 1, stderr, NULL, NULL);
     if (prc) return prc == CMD_ARGS_HELP ? 0 : 2;
     a.baseline.n_freqs = (int)(freqs < 32 ? freqs : 32);
+    if (quiet) a.progress = NULL;
     char err[8192];
     int rc = ps_eval(&a, stdout, err, sizeof err);
     if (rc) fprintf(stderr, "anima physskin eval: %s\n", err);

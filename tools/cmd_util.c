@@ -21,6 +21,11 @@ int cmd_make_dirs(const char *dir) {
     return 0;
 }
 
+void cmd_log_stderr(void *user, BaseLogLevel level, const char *msg) {
+    (void)user, (void)level; /* every level: the messages carry their own "note:", "warning:" */
+    fprintf(stderr, "%s\n", msg);
+}
+
 static void train_progress(const OptimProgress *p, void *user) {
     BaseProgress *d = user;
     switch (p->event) {

@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "datasets/geometry/geometry.h"
+#include "tensor/tensor.h"
 
 #define MAX_TRI 12
 
@@ -60,9 +61,9 @@ static int shared_corner(int e0, int e1) {
     return -1;
 }
 
-static void table_fail(int cs, const char *what) {
-    fprintf(stderr, "marching cubes: table generation failed for case %d: %s\n", cs, what);
-    abort();
+/* a broken derivation rule is a programmer error: the tensor layer's abort path, one line */
+_Noreturn static void table_fail(int cs, const char *what) {
+    tensor_fail("marching cubes", "table generation failed for case %d: %s", cs, what);
 }
 
 static void build_table(void) {

@@ -129,10 +129,15 @@ static int load_procedural(const char *src, const PsConfig *c, int64_t count, Ev
     return 0;
 }
 
+/* the progress callback, when one is installed */
+static void tell(const PsEvalArgs *a, PsEvalProgress p) {
+    if (a->progress) a->progress(&p, a->progress_user);
+}
+
 static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
-static int load_real(const char *dir, const PsConfig *c, int64_t count, bool quiet, EvalShape **out, int64_t *n,
-                     char *err, size_t errlen) {
+static int load_real(const PsEvalArgs *a, const char *dir, const PsConfig *c, int64_t count, EvalShape **out,
+                     int64_t *n, char *err, size_t errlen) {
     DIR *d = opendir(dir);
     if (!d) {
         snprintf(err, errlen, "--data real:%s: cannot open the directory (run datasets/fetch-real.sh?)", dir);
@@ -165,11 +170,10 @@ static int load_real(const char *dir, const PsConfig *c, int64_t count, bool qui
         o.n_surface = c->data.pool_surface, o.n_dense = 0, o.n_sharp = 0, o.grid_res = (int)c->data.cubature_res;
         o.seed = 0;
         if (ds_mesh_read(path, &mesh, e, sizeof e) || ds_preprocess(&mesh, &o, &pp, e, sizeof e)) {
-            if (!quiet) fprintf(stderr, "anima physskin eval: skipping %s: %s\n", files[i], e);
+            tell(a, (PsEvalProgress){.event = PS_EVAL_SKIPPED, .file = files[i], .reason = e});
         } else if (pp.mesh.nv < min_nv || pp.n_surface < 1) {
-            if (!quiet)
-                fprintf(stderr, "anima physskin eval: skipping %s: %lld vertices (< 4·m = %lld)\n", files[i],
-                        (long long)pp.mesh.nv, (long long)min_nv);
+            snprintf(e, sizeof e, "%lld vertices (< 4·m = %lld)", (long long)pp.mesh.nv, (long long)min_nv);
+            tell(a, (PsEvalProgress){.event = PS_EVAL_SKIPPED, .file = files[i], .reason = e});
         } else {
             snprintf(es[k].name, sizeof es[k].name, "%.95s", files[i]);
             shape_from_pp(&es[k], "real", &pp);
@@ -410,7 +414,7 @@ static int check_held_out(const PsConfig *c, const char *ckpt, const EvalShape *
 }
 
 static int eval_model_row(const char *ckpt, Row *r, RowKind kind, const PsConfig *ref, const EvalShape *es, int64_t n,
-                          bool procedural, bool quiet, char *err, size_t errlen) {
+                          bool procedural, const PsEvalArgs *a, char *err, size_t errlen) {
     Loaded l;
     if (model_load(ckpt, &l, err, errlen)) return -1;
     if (procedural && check_held_out(&l.c, ckpt, es, n, err, errlen)) {
@@ -430,9 +434,8 @@ static int eval_model_row(const char *ckpt, Row *r, RowKind kind, const PsConfig
         if (i == 0) model_infer(&l, &es[0], w); /* warm-up: first-touch allocations, thread start */
         double t = model_infer(&l, &es[i], w);
         row_set(r, i, w, es[i].nv, k, t);
-        if (!quiet)
-            fprintf(stderr, "  %-34.34s %-24.24s orth %.4f cond %8.3g bal %.4f  %.1f ms\n", name, es[i].name,
-                    r->orth[i], r->cond[i], r->bal[i], 1e3 * t);
+        tell(a, (PsEvalProgress){.event = PS_EVAL_SHAPE, .method = name, .shape = es[i].name, .orth = r->orth[i],
+                                 .cond = r->cond[i], .balance = r->bal[i], .seconds = t});
         free(w);
     }
     model_free(&l);
@@ -516,15 +519,14 @@ int ps_eval(const PsEvalArgs *a, FILE *out, char *err, size_t errlen) {
     int64_t n = 0;
     double t0 = base_now();
     int rc = procedural ? load_procedural(a->data, &ref, want, &es, &n, err, errlen)
-             : real     ? load_real(a->data + 5, &ref, want, a->quiet, &es, &n, err, errlen)
+             : real     ? load_real(a, a->data + 5, &ref, want, &es, &n, err, errlen)
                         : load_cache(a->data, want, &es, &n, err, errlen);
     if (rc) return -1;
     double t_data = base_now() - t0;
     int64_t vmin = es[0].nv, vmax = es[0].nv;
     for (int64_t i = 0; i < n; i++) vmin = es[i].nv < vmin ? es[i].nv : vmin, vmax = es[i].nv > vmax ? es[i].nv : vmax;
-    if (!a->quiet)
-        fprintf(stderr, "anima physskin eval: %lld shapes (%lld–%lld vertices) ready in %.1f s\n", (long long)n,
-                (long long)vmin, (long long)vmax, t_data);
+    tell(a, (PsEvalProgress){.event = PS_EVAL_READY, .shapes = n, .min_vertices = vmin, .max_vertices = vmax,
+                             .seconds = t_data});
 
     /* rows: the model, the baselines, then the ablations */
     int nabl = 0;
@@ -533,7 +535,7 @@ int ps_eval(const PsEvalArgs *a, FILE *out, char *err, size_t errlen) {
     if (abl) nabl++;
     Row *rows = base_calloc((size_t)(3 + nabl), sizeof *rows);
     int nrows = 0;
-    rc = eval_model_row(a->ckpt, &rows[nrows], ROW_MODEL, &ref, es, n, procedural, a->quiet, err, errlen);
+    rc = eval_model_row(a->ckpt, &rows[nrows], ROW_MODEL, &ref, es, n, procedural, a, err, errlen);
     if (rc == 0) nrows++;
     Row *base = NULL;
     if (rc == 0 && a->baselines) {
@@ -548,9 +550,9 @@ int ps_eval(const PsEvalArgs *a, FILE *out, char *err, size_t errlen) {
             double ts;
             ps_baseline_fit(&es[i].s, &ref, &a->baseline, es[i].verts, es[i].nv, w, NULL, &ts);
             row_set(base, i, w, es[i].nv, k, ts);
-            if (!a->quiet)
-                fprintf(stderr, "  %-34.34s %-24.24s orth %.4f cond %8.3g bal %.4f  %.2f s\n", "per-object MLP",
-                        es[i].name, base->orth[i], base->cond[i], base->bal[i], ts);
+            tell(a, (PsEvalProgress){.event = PS_EVAL_SHAPE, .method = "per-object MLP", .shape = es[i].name,
+                                     .training_time = true, .orth = base->orth[i], .cond = base->cond[i],
+                                     .balance = base->bal[i], .seconds = ts});
             free(w);
         }
         bool any_rig = false;
@@ -564,7 +566,7 @@ int ps_eval(const PsEvalArgs *a, FILE *out, char *err, size_t errlen) {
     }
     for (char *p = abl, *save = NULL; rc == 0 && p; p = NULL) {
         for (char *tok = strtok_r(p, ",", &save); tok && rc == 0; tok = strtok_r(NULL, ",", &save)) {
-            rc = eval_model_row(tok, &rows[nrows], ROW_ABLATION, &ref, es, n, procedural, a->quiet, err, errlen);
+            rc = eval_model_row(tok, &rows[nrows], ROW_ABLATION, &ref, es, n, procedural, a, err, errlen);
             if (rc == 0) nrows++;
         }
     }

@@ -18,7 +18,7 @@
  *    evaluates and refuses a checkpoint whose training range covers an evaluation seed.
  *  - "real:DIR": every mesh file of DIR (e.g. data/real after datasets/fetch-real.sh; never in
  *    the procedural training data), sorted by name; files that fail to load or preprocess, or
- *    have fewer than 4·m vertices (the metrics need N ≫ K), are skipped with a note.
+ *    have fewer than 4·m vertices (the metrics need N ≫ K), are skipped (PS_EVAL_SKIPPED).
  *  - DIR or FILE.h5 from `anima dataset make`: DIR/test.h5 (the held-out split; training reads
  *    train.h5), else DIR/real.h5; rig weights when the cache stores them.
  * Every metric is taken at the mesh vertices of the normalized shape, as `anima physskin skin`
@@ -57,6 +57,24 @@ void ps_baseline_fit(const PsShape *s, const PsConfig *c, const PsBaselineOption
 
 /* ---- evaluation ----------------------------------------------------------------------------- */
 
+/* What ps_eval tells its progress callback as it goes (the numbers; tools/ formats them). */
+typedef enum {
+    PS_EVAL_SKIPPED, /* real:DIR: a file left out (unreadable, or too few vertices): file, reason */
+    PS_EVAL_READY,   /* the shapes are loaded: shapes, min/max_vertices, seconds (loading) */
+    PS_EVAL_SHAPE,   /* one method on one shape: method, shape, orth, cond, balance, seconds */
+} PsEvalEvent;
+
+typedef struct {
+    PsEvalEvent event;
+    const char *file, *reason;           /* SKIPPED: the file's name in the folder, why */
+    int64_t shapes, min_vertices, max_vertices; /* READY */
+    const char *method, *shape;          /* SHAPE: the row ("per-object MLP" for the baseline) */
+    bool training_time;                  /* SHAPE: seconds is the baseline's training, not inference */
+    double orth, cond, balance, seconds;
+} PsEvalProgress;
+
+typedef void (*PsEvalProgressFn)(const PsEvalProgress *p, void *user);
+
 typedef struct {
     const char *ckpt;
     const char *data;       /* procedural[:cats] | real:DIR | DIR | FILE.h5 */
@@ -65,7 +83,8 @@ typedef struct {
     PsBaselineOptions baseline;
     const char *ablations;  /* comma-separated checkpoints, or NULL */
     const char *json;       /* per-shape values and the summary, or NULL */
-    bool quiet;             /* no per-shape progress on stderr */
+    PsEvalProgressFn progress; /* NULL: nothing reported (ps_eval prints nothing but the table) */
+    void *progress_user;       /* passed to progress */
 } PsEvalArgs;
 
 /* Loads the shapes, evaluates every method and prints the markdown table (and the target

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "base/alloc.h"
+#include "base/log.h"
 #include "data.h"
 #include "datasets/geometry/geometry.h"
 #include "infer.h"
@@ -234,9 +235,9 @@ int ps_skin_mesh(const char *ckpt, const char *mesh_path, const char *out, int64
     int rc = -1;
     if (ds_mesh_read(mesh_path, &mesh, err, errlen)) goto done;
     if (ps_skinner_run(&sk, &mesh, mesh_path, n_cubature, &s, &met, err, errlen)) goto done;
-    fprintf(stderr, "%s: %lld vertices, %lld cubature points, %lld handles; at the vertices: orthogonality error "
-                    "%.4g, condition number %.4g, spectral balance %.4f\n",
-            mesh_path, (long long)s.nv, (long long)s.nc, (long long)s.m, met.orth_err, met.cond, met.balance);
+    base_logf(BASE_LOG_INFO, "%s: %lld vertices, %lld cubature points, %lld handles; at the vertices: orthogonality "
+              "error %.4g, condition number %.4g, spectral balance %.4f",
+              mesh_path, (long long)s.nv, (long long)s.nc, (long long)s.m, met.orth_err, met.cond, met.balance);
     rc = ds_skinning_write(out, &s, err, errlen);
 done:
     ds_skinning_free(&s);

@@ -53,7 +53,8 @@ void ps_skinner_free(PsSkinner *s);
 int ps_skinner_run(PsSkinner *s, const DsMesh *mesh, const char *name, int64_t n_cubature, DsSkinning *out,
                    PsSkinMetrics *met, char *err, size_t errlen);
 
-/* Load, read the mesh file, run, write `out` (ds_skinning_write: atomically). */
+/* Load, read the mesh file, run, write `out` (ds_skinning_write: atomically); one summary line
+ * (counts and the metrics) goes to base/log.h's sink. */
 int ps_skin_mesh(const char *ckpt, const char *mesh, const char *out, int64_t n_cubature, char *err, size_t errlen);
 
 #endif

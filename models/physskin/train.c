@@ -14,6 +14,7 @@
 
 #include "base/alloc.h"
 #include "base/clock.h"
+#include "base/log.h"
 #include "optim/comm.h"
 #include "optim/train.h"
 #include "train.h"
@@ -51,12 +52,12 @@ int ps_train(const PsTrainArgs *a) {
     /* data: this rank's shard of the shapes */
     int64_t total, begin, end;
     if (ps_data_count(a->data, c, &total, err, sizeof err)) {
-        if (rank == 0) fprintf(stderr, NAME ": %s\n", err);
+        if (rank == 0) base_logf(BASE_LOG_ERROR, NAME ": %s", err);
         optim_comm_finalize(comm);
         return 2;
     }
     if (total < size) {
-        if (rank == 0) fprintf(stderr, NAME ": %lld shapes for %d ranks\n", (long long)total, size);
+        if (rank == 0) base_logf(BASE_LOG_ERROR, NAME ": %lld shapes for %d ranks", (long long)total, size);
         optim_comm_finalize(comm);
         return 2;
     }
@@ -64,20 +65,20 @@ int ps_train(const PsTrainArgs *a) {
     int64_t B = c->train.batch / size;
     if (B < 1) B = 1;
     if (rank == 0 && B * size != c->train.batch)
-        fprintf(stderr, NAME ": note: train.batch %lld over %d ranks: %lld shapes per rank per step\n",
-                (long long)c->train.batch, size, (long long)B);
+        base_logf(BASE_LOG_WARN, NAME ": note: train.batch %lld over %d ranks: %lld shapes per rank per step",
+                  (long long)c->train.batch, size, (long long)B);
     double t0 = base_now();
     PsData data;
     int bad = ps_data_load(&data, a->data, c, begin, end, err, sizeof err) != 0;
     if (size > 1) bad = optim_comm_allreduce_sum_scalar(comm, bad) > 0;
     if (bad) {
-        fprintf(stderr, NAME ": %s\n", err[0] ? err : "data failed on another rank");
+        base_logf(BASE_LOG_ERROR, NAME ": %s", err[0] ? err : "data failed on another rank");
         optim_comm_finalize(comm);
         return 1;
     }
-    if (rank == 0 && a->progress)
-        fprintf(stderr, NAME ": %lld shapes (%lld on rank 0) ready in %.1f s\n", (long long)total,
-                (long long)data.n, base_now() - t0);
+    if (rank == 0 && a->progress) /* a status line of the display (train.h) */
+        base_logf(BASE_LOG_INFO, NAME ": %lld shapes (%lld on rank 0) ready in %.1f s", (long long)total,
+                  (long long)data.n, base_now() - t0);
 
     /* model and optimizer */
     NnParams params;
@@ -111,7 +112,7 @@ int ps_train(const PsTrainArgs *a) {
                            sizeof err) != 0;
     if (size > 1) bad = optim_comm_allreduce_sum_scalar(comm, bad) > 0;
     if (bad) {
-        if (rank == 0) fprintf(stderr, NAME ": %s\n", err);
+        if (rank == 0) base_logf(BASE_LOG_ERROR, NAME ": %s", err);
         ps_data_free(&data);
         ps_model_free(&model);
         nn_params_free(&params);
@@ -121,8 +122,9 @@ int ps_train(const PsTrainArgs *a) {
     if (a->resume && size > 1) sync_from_root(comm, &params, &opt, &tl);
     if (a->resume && rank == 0) {
         if (tl.resumed_config && a->cfg_json && strcmp(tl.resumed_config, a->cfg_json))
-            fprintf(stderr, NAME ": note: the config differs from the one stored in %s; using the new one\n", ckpt);
-        fprintf(stderr, NAME ": resuming %s at step %lld\n", ckpt, (long long)tl.step);
+            base_logf(BASE_LOG_WARN, NAME ": note: the config differs from the one stored in %s; using the new one",
+                      ckpt);
+        base_logf(BASE_LOG_INFO, NAME ": resuming %s at step %lld", ckpt, (long long)tl.step);
     }
 
     PsLossOptions lo = ps_loss_options(c);
@@ -193,9 +195,9 @@ int ps_train(const PsTrainArgs *a) {
     bool done = tl.step >= c->train.steps;
     int rc = optim_train_finish(&tl);
     if (rank == 0 && a->progress && n_steps > 0)
-        fprintf(stderr, NAME ": %s at step %lld; %.3f s per step over %lld steps on %d rank(s); %s\n",
-                done ? "done" : "stopped", (long long)tl.step, t_steps / (double)n_steps, (long long)n_steps, size,
-                ckpt);
+        base_logf(BASE_LOG_INFO, NAME ": %s at step %lld; %.3f s per step over %lld steps on %d rank(s); %s",
+                  done ? "done" : "stopped", (long long)tl.step, t_steps / (double)n_steps, (long long)n_steps, size,
+                  ckpt);
     ps_data_free(&data);
     ps_model_free(&model);
     nn_params_free(&params);

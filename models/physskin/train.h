@@ -24,8 +24,9 @@ typedef struct {
     int64_t stop_after;
 } PsTrainArgs;
 
-/* Runs the loop; returns the process exit status (messages on stderr, prefixed
- * "anima physskin train"). */
+/* Runs the loop; returns the process exit status. Messages (errors, notes, "resuming") go to
+ * base/log.h's sink, prefixed "anima physskin train"; the status lines around the steps ("ready
+ * in", "done at step") only when a progress callback is installed: they belong to the display. */
 int ps_train(const PsTrainArgs *a);
 
 #endif
