@@ -1,5 +1,6 @@
-/* sim/solver.c — reduced implicit Euler by Newton (physskin.md §7); see solver.h for the
- * coordinates and the energy. */
+/* sim/solver.c — one object of reduced implicit Euler (physskin.md §7): its subspace, controls and
+ * step objective term by term; see solver.h for the coordinates and the energy. The Newton step
+ * itself is world.c's (sim_object_step: a world of one). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -166,6 +166,9 @@ int sim_world_init(SimWorld *w, SimObject *objs, int nobj, SimRigid *rigids, int
     if (!s->oi || !s->x || !s->dx || !s->bodies || !s->comp) goto oom;
     int64_t off = 0, roff = 0, maxn = 1, hoff = 0, rmax = 1;
     double spacing = 0, heavy = 0, gmax = 9.81;
+    /* a body alone has no pairs (sim_object_step's world of one): no reduced contact rows, no
+     * spacing for d̂ (O(256 np) a body, as much as several steps) */
+    const bool pairs = nbodies > 1;
     for (int k = 0; k < nobj; k++) {
         SimObject *o = &objs[k];
         if (!o->prep && sim_object_prepare(o, err, errlen)) return -1;
@@ -181,7 +184,7 @@ int sim_world_init(SimWorld *w, SimObject *objs, int nobj, SimRigid *rigids, int
         oi->Bp = o->nv ? o->Bv : o->Bc;
         if (oi->r > rmax) rmax = oi->r;
         s->nobj = k + 1;
-        if (oi->N) {
+        if (oi->N && pairs) {
             oi->Bpr = malloc(sizeof(double) * (size_t)(oi->np * oi->r));
             if (!oi->Bpr) goto oom;
             cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)oi->np, (int)oi->r, (int)oi->nb, 1.0, oi->Bp, (int)oi->nb,
@@ -191,7 +194,7 @@ int sim_world_init(SimWorld *w, SimObject *objs, int nobj, SimRigid *rigids, int
         s->dx[k] = malloc(sizeof(double) * 3 * (size_t)(oi->np + 1));
         if (!s->x[k] || !s->dx[k]) goto oom;
         obj_points(oi, o->z, s->x[k]);
-        spacing = fmax(spacing, nn_spacing(oi->np, s->x[k]));
+        if (pairs) spacing = fmax(spacing, nn_spacing(oi->np, s->x[k]));
         heavy = fmax(heavy, o->mass);
         gmax = fmax(gmax, sqrt(o->gravity[0] * o->gravity[0] + o->gravity[1] * o->gravity[1] + o->gravity[2] * o->gravity[2]));
     }
@@ -201,7 +204,7 @@ int sim_world_init(SimWorld *w, SimObject *objs, int nobj, SimRigid *rigids, int
         s->dx[nobj + r] = malloc(sizeof(double) * 3 * (size_t)(rb->nv + 1));
         if (!s->x[nobj + r] || !s->dx[nobj + r]) goto oom;
         sim_rigid_vertices(rb, s->x[nobj + r]);
-        spacing = fmax(spacing, nn_spacing(rb->nv, s->x[nobj + r]));
+        if (pairs) spacing = fmax(spacing, nn_spacing(rb->nv, s->x[nobj + r]));
         heavy = fmax(heavy, rb->mass);
     }
     s->ntot = off, s->nred = roff, s->maxn = maxn;
