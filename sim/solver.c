@@ -1079,7 +1079,9 @@ static void lagged_hessian(const SimObject *o, struct SimPrepared *p, const doub
         elastic(o, p, z, 1.0, NULL, p->Kel, nproj);
         p->kel_valid = true;
     }
-    for (int64_t k = 0; k < n * n; k++) H[k] = dt2 * p->Kel[k];
+    const double *Kel = p->Kel;
+#pragma omp simd
+    for (int64_t k = 0; k < n * n; k++) H[k] = dt2 * Kel[k];
     for (int i = 0; i < 3; i++)
         for (int64_t a = 0; a < nb; a++) cblas_daxpy((int)nb, 1.0, o->Mb + a * nb, 1, H + (i * nb + a) * n + i * nb, 1);
     external(o, p, z, t, dt2, NULL, H, NULL);
