@@ -1,8 +1,8 @@
 /* sim/newton.h — the one Newton driver of the implicit step (physskin.md §7, world.h): the stop
  * test, the Hessian policy (chord steps or a lagged elastic term), the line search (a step bound,
- * then Armijo backtracking) and the velocity update. sim_object_step (solver.c: one object, a
- * dense Cholesky) and sim_world_step (world.c: several objects with IPC contact, conjugate
- * gradients on the exact Hessian) are two problems over it.
+ * then Armijo backtracking) and the velocity update. Its one problem is sim_world_step's
+ * (world.c: objects with IPC contact, conjugate gradients on the exact Hessian; without contact a
+ * dense Cholesky per object); sim_object_step is that step on a world of one object.
  *
  * The problem is minimize E(z) over z ∈ ℝⁿ, given by callbacks on an opaque context:
  *   measure     gᵀ M⁻¹ g at the current gradient (M the reduced mass matrix, H ⪰ M): the stop

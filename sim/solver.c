@@ -1,5 +1,6 @@
-/* sim/solver.c — reduced implicit Euler by Newton (physskin.md §7); see solver.h for the
- * coordinates and the energy. */
+/* sim/solver.c — one object of reduced implicit Euler (physskin.md §7): its subspace, controls and
+ * step objective term by term; see solver.h for the coordinates and the energy. The Newton step
+ * itself is world.c's (sim_object_step: a world of one). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -7,7 +8,6 @@
 
 #include "sim/internal.h"
 #include "sim/lapack.h"
-#include "sim/newton.h"
 #include "sim/solver.h"
 
 #define NPAIR 6
@@ -35,21 +35,20 @@ struct SimPrepared {
     /* the lagged elastic Hessian (SimNewtonOptions.elastic_lag): Σ_c V_c (dF/dz)ᵀ Ĥ_c (dF/dz), n × n,
      * unscaled; valid once assembled, stale when the last iteration that used it contracted poorly */
     double *Kel;
-    bool kel_valid, kel_stale;
-    /* the last Cholesky factor Lh of the reduced matrix Hf (3r × 3r each): a bitwise equal matrix,
-     * common with the lagged elastic term (free flight, an unchanged contact set), reuses it */
-    double *Lh, *Hf;
-    bool lh_valid;
+    bool kel_valid;
+    /* sim_object_step's world of one (world.c), released with what it points into */
+    void *solo;
+    void (*solo_release)(void *);
     /* scratch */
-    double *Ft, *PT, *W, *K, *H, *g, *gt, *Hr, *gr, *dz, *zt, *up, *Aact, *Sact, *tmp;
+    double *Ft, *PT, *W, *K, *up, *Aact, *Sact, *tmp;
 };
 
 static void prep_free(struct SimPrepared *p) {
     if (!p) return;
+    if (p->solo) p->solo_release(p->solo);
     free(p->N), free(p->zp_rate), free(p->Lm), free(p->pen_S), free(p->pen_s), free(p->pen_n);
-    free(p->drag_S), free(p->drag_s), free(p->drag_g), free(p->force_m), free(p->Kel), free(p->Lh), free(p->Hf);
-    free(p->Ft), free(p->PT), free(p->W), free(p->K), free(p->H), free(p->g), free(p->gt), free(p->Hr), free(p->gr);
-    free(p->dz), free(p->zt), free(p->up), free(p->Aact), free(p->Sact), free(p->tmp);
+    free(p->drag_S), free(p->drag_s), free(p->drag_g), free(p->force_m), free(p->Kel);
+    free(p->Ft), free(p->PT), free(p->W), free(p->K), free(p->up), free(p->Aact), free(p->Sact), free(p->tmp);
     free(p);
 }
 
@@ -786,21 +785,12 @@ int sim_object_prepare(SimObject *o, char *err, size_t errlen) {
     p->PT = malloc(sizeof(double) * (size_t)(9 * nc));
     p->W = malloc(sizeof(double) * (size_t)(3 * chunk * NPAIR * nb));
     p->K = malloc(sizeof(double) * (size_t)(NPAIR * nb * nb));
-    p->H = malloc(sizeof(double) * (size_t)(n * n));
     p->Kel = malloc(sizeof(double) * (size_t)(n * n));
-    p->Lh = malloc(sizeof(double) * (size_t)(9 * r * r + 1));
-    p->Hf = malloc(sizeof(double) * (size_t)(9 * r * r + 1));
-    p->g = malloc(sizeof(double) * (size_t)n);
-    p->gt = malloc(sizeof(double) * (size_t)n);
-    p->Hr = malloc(sizeof(double) * (size_t)(9 * r * r + 1));
-    p->gr = malloc(sizeof(double) * (size_t)(3 * r + 1));
-    p->dz = malloc(sizeof(double) * (size_t)n);
-    p->zt = malloc(sizeof(double) * (size_t)n);
     p->up = malloc(sizeof(double) * (size_t)(3 * p->np));
     p->Aact = malloc(sizeof(double) * (size_t)(p->np * nb));
     p->Sact = malloc(sizeof(double) * (size_t)(nb * nb));
     p->tmp = malloc(sizeof(double) * (size_t)(n * n + 1));
-    if (!p->Ft || !p->PT || !p->W || !p->K || !p->H || !p->Kel || !p->Lh || !p->Hf || !p->g || !p->gt || !p->Hr || !p->gr || !p->dz || !p->zt || !p->up ||
+    if (!p->Ft || !p->PT || !p->W || !p->K || !p->Kel || !p->up ||
         !p->Aact || !p->Sact || !p->tmp)
         goto oom;
     return 0;
@@ -1078,7 +1068,7 @@ static double objective(const SimObject *o, struct SimPrepared *p, const double 
     return E;
 }
 
-/* The step Hessian with a lagged elastic term (SimNewtonOptions.elastic_lag) into p->H:
+/* The step Hessian with a lagged elastic term (SimNewtonOptions.elastic_lag) into H:
  * M ⊗ I + dt² (K_el + the external terms at z), K_el reassembled at z first when `fresh`. */
 static void lagged_hessian(const SimObject *o, struct SimPrepared *p, const double *z, double dt, double t, bool fresh,
                            double *H, int *nproj) {
@@ -1087,9 +1077,11 @@ static void lagged_hessian(const SimObject *o, struct SimPrepared *p, const doub
     if (fresh || !p->kel_valid) {
         memset(p->Kel, 0, sizeof(double) * (size_t)(n * n));
         elastic(o, p, z, 1.0, NULL, p->Kel, nproj);
-        p->kel_valid = true, p->kel_stale = false;
+        p->kel_valid = true;
     }
-    for (int64_t k = 0; k < n * n; k++) H[k] = dt2 * p->Kel[k];
+    const double *Kel = p->Kel;
+#pragma omp simd
+    for (int64_t k = 0; k < n * n; k++) H[k] = dt2 * Kel[k];
     for (int i = 0; i < 3; i++)
         for (int64_t a = 0; a < nb; a++) cblas_daxpy((int)nb, 1.0, o->Mb + a * nb, 1, H + (i * nb + a) * n + i * nb, 1);
     external(o, p, z, t, dt2, NULL, H, NULL);
@@ -1106,23 +1098,6 @@ static void reduce_g(const SimObject *o, const struct SimPrepared *p, const doub
         cblas_dgemv(CblasRowMajor, CblasTrans, (int)nb, (int)r, 1.0, p->N, (int)r, g + i * nb, 1, 0.0, gr + i * r, 1);
 }
 
-/* Hr = (I ⊗ N)ᵀ H (I ⊗ N), 3r × 3r */
-static void reduce_H(const SimObject *o, struct SimPrepared *p, const double *H, double *Hr) {
-    int64_t nb = o->nb, n = o->n, r = p->r, nr = 3 * r;
-    if (!p->N) {
-        memcpy(Hr, H, sizeof(double) * (size_t)(n * n));
-        return;
-    }
-    double *T = p->tmp; /* nb × r */
-    for (int i = 0; i < 3; i++)
-        for (int ii = 0; ii < 3; ii++) {
-            cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)nb, (int)r, (int)nb, 1.0, H + i * nb * n + ii * nb,
-                        (int)n, p->N, (int)r, 0.0, T, (int)r);
-            cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)r, (int)r, (int)nb, 1.0, p->N, (int)r, T, (int)r,
-                        0.0, Hr + i * r * nr + ii * r, (int)nr);
-        }
-}
-
 /* dz = (I ⊗ N) dy */
 static void expand(const SimObject *o, const struct SimPrepared *p, const double *dy, double *dz) {
     int64_t nb = o->nb, r = p->r;
@@ -1132,17 +1107,6 @@ static void expand(const SimObject *o, const struct SimPrepared *p, const double
     }
     for (int i = 0; i < 3; i++)
         cblas_dgemv(CblasRowMajor, CblasNoTrans, (int)nb, (int)r, 1.0, p->N, (int)r, dy + i * r, 1, 0.0, dz + i * nb, 1);
-}
-
-/* gᵀ M_r⁻¹ g in reduced coordinates: an upper bound on the Newton decrement gᵀ H⁻¹ g, because
- * H = M_r + dt²(PSD terms) ⪰ M_r. It lets a converged step skip the Hessian entirely. */
-static double mass_bound(const SimObject *o, struct SimPrepared *p, const double *gr) {
-    int r = (int)p->r, three = 3, info = 0;
-    if (!r) return 0;
-    double *x = p->tmp + o->n + 2 * o->nb;
-    memcpy(x, gr, sizeof(double) * 3 * (size_t)r);
-    dpotrs_("L", &r, &three, p->Lm, &r, x, &r, &info, 1);
-    return cblas_ddot(3 * r, gr, 1, x, 1);
 }
 
 void sim_object_predict(SimObject *o, double dt, double t1, double *ztil, double *z, double *tmp_n, double *tmp_r) {
@@ -1156,112 +1120,6 @@ void sim_object_predict(SimObject *o, double dt, double t1, double *ztil, double
         for (int64_t k = 0; k < n; k++) z[k] += t1 * p->zp_rate[k];
     } else
         memcpy(z, ztil, sizeof(double) * (size_t)n);
-}
-
-/* ---- the step: one object as a problem of the Newton driver (sim/newton.h) ------------------ */
-
-typedef struct {
-    SimObject *o;
-    struct SimPrepared *p;
-    const double *ztil;
-    double dt, t1;
-    double *dy; /* 3r: the reduced step */
-    SimStepStats *st;
-} ObjectStep;
-
-static double os_measure(void *ctx, const double *g) {
-    ObjectStep *s = ctx;
-    reduce_g(s->o, s->p, g, s->p->gr);
-    return mass_bound(s->o, s->p, s->p->gr);
-}
-
-static int os_hessian(void *ctx, const double *z, bool lagged, bool fresh_el) {
-    ObjectStep *s = ctx;
-    if (lagged) {
-        bool assembled = fresh_el || !s->p->kel_valid;
-        lagged_hessian(s->o, s->p, z, s->dt, s->t1, fresh_el, s->p->H, &s->st->projected);
-        return assembled;
-    }
-    objective(s->o, s->p, z, s->ztil, s->dt, s->t1, NULL, s->p->H, &s->st->projected);
-    return 1;
-}
-
-/* a dense Cholesky of the reduced matrix; a bitwise equal matrix (free flight with the lagged
- * elastic term) reuses the last factor */
-static int os_direction(void *ctx, bool fresh, bool lagged, double *dz) {
-    ObjectStep *s = ctx;
-    struct SimPrepared *p = s->p;
-    int64_t nr = 3 * p->r;
-    (void)lagged;
-    if (fresh) {
-        reduce_H(s->o, p, p->H, p->Hr);
-        size_t bytes = sizeof(double) * (size_t)(nr * nr);
-        int retries = 0;
-        if (!(p->lh_valid && !memcmp(p->Hr, p->Hf, bytes))) {
-            retries = chol_shifted(p->Lh, p->Hr, (int)nr, 1e-14);
-            memcpy(p->Hf, p->Hr, bytes);
-            p->lh_valid = retries >= 0;
-        }
-        if (retries < 0) return 1;
-        s->st->chol_retries += retries;
-    }
-    for (int64_t k = 0; k < nr; k++) s->dy[k] = -p->gr[k];
-    int nrhs = 1, info = 0, nri = (int)nr;
-    dpotrs_("L", &nri, &nrhs, p->Lh, &nri, s->dy, &nri, &info, 1);
-    expand(s->o, p, s->dy, dz);
-    return 0;
-}
-
-static double os_trial(void *ctx, const double *zt, double alpha, double *gt) {
-    ObjectStep *s = ctx;
-    (void)alpha;
-    return objective(s->o, s->p, zt, s->ztil, s->dt, s->t1, gt, NULL, NULL);
-}
-
-int sim_object_step(SimObject *o, double dt, char *err, size_t errlen) {
-    double t0 = base_now();
-    if (!o->prep && sim_object_prepare(o, err, errlen)) return -1;
-    struct SimPrepared *p = o->prep;
-    if (!(dt > 0)) {
-        base_errf(err, errlen, "sim: dt must be > 0 (got %g)", dt);
-        return -1;
-    }
-    int64_t n = o->n, nr = 3 * p->r;
-    double t1 = o->t + dt;
-    SimStepStats st = {0};
-    double *ztil = malloc(sizeof(double) * (size_t)n), *z = malloc(sizeof(double) * (size_t)n);
-    double *dy = malloc(sizeof(double) * (size_t)(nr + 1));
-    if (!ztil || !z || !dy) {
-        free(ztil), free(z), free(dy);
-        base_errf(err, errlen, "sim: out of memory");
-        return -1;
-    }
-    sim_object_predict(o, dt, t1, ztil, z, p->dz, dy);
-    double E = objective(o, p, z, ztil, dt, t1, p->g, NULL, NULL);
-    ObjectStep ctx = {.o = o, .p = p, .ztil = ztil, .dt = dt, .t1 = t1, .dy = dy, .st = &st};
-    SimNewtonProblem P = {.ctx = &ctx, .n = n, .z = z, .g = p->g, .gt = p->gt, .zt = p->zt, .dz = p->dz,
-                          .measure = os_measure, .hessian = os_hessian, .direction = os_direction, .trial = os_trial};
-    SimNewtonPolicy pol = {.max_iters = o->newton.max_iters, .max_backtracks = o->newton.max_backtracks,
-                           .max_hessians = o->newton.max_hessians, .tol = o->newton.tol, .armijo = o->newton.armijo,
-                           .reuse_ratio = o->newton.reuse_ratio, .elastic_lag = o->newton.elastic_lag,
-                           .scale = o->mass * o->diag * o->diag, .grad_every_trial = true, .backtrack_is_poor = true};
-    SimNewtonResult res;
-    sim_newton_solve(&P, &pol, E, &p->kel_stale, &res); /* no callback here fails hard */
-    p->g = P.g, p->gt = P.gt;
-    st.iters = res.iters, st.hessians = res.hessians, st.failures = res.failures, st.converged = res.converged;
-    st.decrement = res.decrement;
-    free(dy);
-    if (!sim_newton_finite(n, z)) {
-        free(ztil), free(z);
-        base_errf(err, errlen, "sim: the state became non-finite at t = %g", t1);
-        return -1;
-    }
-    sim_newton_velocity(n, z, dt, o->z, o->zdot);
-    o->t = t1;
-    free(ztil), free(z);
-    st.seconds = base_now() - t0;
-    o->last = st;
-    return 0;
 }
 
 /* ---- outputs ------------------------------------------------------------------------------------ */
@@ -1354,4 +1212,10 @@ int64_t sim_object_subspace(SimObject *o, const double **N, const double **zp_ra
     if (!o->prep && sim_object_prepare(o, NULL, 0)) return -1;
     *N = o->prep->N, *zp_rate = o->prep->zp_rate, *Lm = o->prep->Lm;
     return o->prep->r;
+}
+
+void *sim_object_solo(const SimObject *o) { return o->prep ? o->prep->solo : NULL; }
+
+void sim_object_set_solo(SimObject *o, void *solo, void (*release)(void *)) {
+    o->prep->solo = solo, o->prep->solo_release = release;
 }

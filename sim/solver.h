@@ -16,8 +16,9 @@
  * by Newton with a PSD-projected Hessian, a dense Cholesky (LAPACK dpotrf/dpotrs), Armijo
  * backtracking, and the stop |Δzᵀg| < tol · M L² (M the object's mass, L its rest bounding-box
  * diagonal: E is an energy × dt², kg m², so the test is dimensionless). Then ż = (z − z₀)/dt.
- * The loop is sim/newton.h's driver (shared with world.h's coupled step); solver.c supplies the
- * problem, and the terms of E one by one (SimTerm below).
+ * The step is world.h's with one object and nothing else (world.c): the one Newton problem over
+ * sim/newton.h's driver, which without contact factors the object's block directly; solver.c
+ * supplies the terms of E one by one (SimTerm below).
  *
  * All positions are world coordinates of the rest shape (the object's pose is applied when it is
  * built). f64 throughout. */
@@ -232,7 +233,8 @@ int sim_object_prepare(SimObject *o, char *err, size_t errlen);
  * space Newton runs in (3 r; n when nothing is fixed exactly). */
 void sim_object_constraint_info(const SimObject *o, int64_t *rows, int64_t *free_dims);
 
-/* One implicit Euler step of dt. 0; -1 with err set only on a hard error (non-finite state,
+/* One implicit Euler step of dt: sim_world_step on a world of this object alone (world.c; kept
+ * with the prepared controls). 0; -1 with err set only on a hard error (non-finite state,
  * allocation); Newton failures are counted in o->last, not errors. */
 int sim_object_step(SimObject *o, double dt, char *err, size_t errlen);
 
@@ -294,5 +296,9 @@ void sim_object_predict(SimObject *o, double dt, double t1, double *ztil, double
  * zp_rate 3 × nb) and Lm, the Cholesky factor (LAPACK lower, r × r) of Nᵀ M_b N. Returns r (-1 when
  * the object cannot be prepared). */
 int64_t sim_object_subspace(SimObject *o, const double **N, const double **zp_rate, const double **Lm);
+/* sim_object_step's world of one, kept with the prepared state it points into and released with it
+ * by `release` (so solver.c does not call into world.c); NULL before the first step. */
+void *sim_object_solo(const SimObject *o);
+void sim_object_set_solo(SimObject *o, void *solo, void (*release)(void *));
 
 #endif

@@ -53,6 +53,10 @@ struct SimWorldScratch {
     double *cfx;               /* per active pair: the six coefficients of its exact 3 × 3 Hessian */
     int64_t pair_cap;
     bool have_factor;          /* Lh holds the factors of a PSD Newton matrix over comp */
+    /* without contact (direct_direction): each object's factor in Lh at hoff, of the block kept
+     * in Hf (valid when hf_ok) */
+    double *Hf;
+    bool *hf_ok;
     bool kel_stale;            /* the objects' lagged elastic Hessians want reassembly (solver.h) */
 };
 
@@ -65,7 +69,7 @@ static void scratch_free(struct SimWorldScratch *s, int nbodies) {
     if (s->x)
         for (int b = 0; b < nbodies; b++) free(s->x[b]), free(s->dx[b]);
     free(s->x), free(s->dx), free(s->bodies), free(s->act), free(s->ageo), free(s->aidx), free(s->U), free(s->comp);
-    free(s->Hob), free(s->cg), free(s->Ug), free(s->cfx);
+    free(s->Hob), free(s->cg), free(s->Ug), free(s->cfx), free(s->Hf), free(s->hf_ok);
     sim_contact_set_free(&s->cand);
     free(s);
 }
@@ -163,6 +167,9 @@ int sim_world_init(SimWorld *w, SimObject *objs, int nobj, SimRigid *rigids, int
     if (!s->oi || !s->x || !s->dx || !s->bodies || !s->comp) goto oom;
     int64_t off = 0, roff = 0, maxn = 1, hoff = 0, rmax = 1;
     double spacing = 0, heavy = 0, gmax = 9.81;
+    /* a body alone has no pairs (sim_object_step's world of one): no reduced contact rows, no
+     * spacing for d̂ (O(256 np) a body, as much as several steps) */
+    const bool pairs = nbodies > 1;
     for (int k = 0; k < nobj; k++) {
         SimObject *o = &objs[k];
         if (!o->prep && sim_object_prepare(o, err, errlen)) return -1;
@@ -178,7 +185,7 @@ int sim_world_init(SimWorld *w, SimObject *objs, int nobj, SimRigid *rigids, int
         oi->Bp = o->nv ? o->Bv : o->Bc;
         if (oi->r > rmax) rmax = oi->r;
         s->nobj = k + 1;
-        if (oi->N) {
+        if (oi->N && pairs) {
             oi->Bpr = malloc(sizeof(double) * (size_t)(oi->np * oi->r));
             if (!oi->Bpr) goto oom;
             cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)oi->np, (int)oi->r, (int)oi->nb, 1.0, oi->Bp, (int)oi->nb,
@@ -188,7 +195,7 @@ int sim_world_init(SimWorld *w, SimObject *objs, int nobj, SimRigid *rigids, int
         s->dx[k] = malloc(sizeof(double) * 3 * (size_t)(oi->np + 1));
         if (!s->x[k] || !s->dx[k]) goto oom;
         obj_points(oi, o->z, s->x[k]);
-        spacing = fmax(spacing, nn_spacing(oi->np, s->x[k]));
+        if (pairs) spacing = fmax(spacing, nn_spacing(oi->np, s->x[k]));
         heavy = fmax(heavy, o->mass);
         gmax = fmax(gmax, sqrt(o->gravity[0] * o->gravity[0] + o->gravity[1] * o->gravity[1] + o->gravity[2] * o->gravity[2]));
     }
@@ -198,7 +205,7 @@ int sim_world_init(SimWorld *w, SimObject *objs, int nobj, SimRigid *rigids, int
         s->dx[nobj + r] = malloc(sizeof(double) * 3 * (size_t)(rb->nv + 1));
         if (!s->x[nobj + r] || !s->dx[nobj + r]) goto oom;
         sim_rigid_vertices(rb, s->x[nobj + r]);
-        spacing = fmax(spacing, nn_spacing(rb->nv, s->x[nobj + r]));
+        if (pairs) spacing = fmax(spacing, nn_spacing(rb->nv, s->x[nobj + r]));
         heavy = fmax(heavy, rb->mass);
     }
     s->ntot = off, s->nred = roff, s->maxn = maxn;
@@ -213,8 +220,9 @@ int sim_world_init(SimWorld *w, SimObject *objs, int nobj, SimRigid *rigids, int
         !s->Lh || !s->sub || !s->tmp)
         goto oom;
     s->Hob = malloc(sizeof(double) * (size_t)(hoff + 1)), s->cg = malloc(sizeof(double) * 5 * nr);
+    s->Hf = malloc(sizeof(double) * (size_t)(hoff + 1)), s->hf_ok = calloc((size_t)nobj + 1, sizeof(bool));
     s->rmax = rmax;
-    if (!s->Hob || !s->cg) goto oom;
+    if (!s->Hob || !s->cg || !s->Hf || !s->hf_ok) goto oom;
     w->dhat = w->contact.dhat > 0 ? w->contact.dhat : 1.5 * spacing;
     if (!(w->dhat > 0)) w->dhat = 1e-2;
     /* −b′(d̂/2) = d̂ (1 + 2 ln 2) / 2 ≈ 1.19 d̂ per pair; 24 pairs carry the heaviest weight */
@@ -468,20 +476,21 @@ static double objects_energy(SimWorld *w, const double *Z, const double *Ztil, d
     return E;
 }
 
-/* Object k's reduced block (Hob) from its step Hessian in s->Hk: (I ⊗ N)ᵀ H_k (I ⊗ N), as
- * T = H_k (I ⊗ N) (n × 3r) then (I ⊗ N)ᵀ T */
+/* Object k's reduced block (Hob) from its step Hessian in s->Hk: (I ⊗ N)ᵀ H_k (I ⊗ N), one
+ * coordinate block (i, i') at a time, T = H_ii' N (nb × r) then Nᵀ T: T stays in L1, where the
+ * whole H_k (I ⊗ N) at once (n × 3r, 300 KB at 16 handles) would not (sag: 3% a frame) */
 static void reduce_object_block(const SimWorld *w, int k) {
     struct SimWorldScratch *s = w->ws;
     const ObjInfo *A = &s->oi[k];
     int64_t NR = A->m, n = A->n, nb = A->nb, r = A->r;
-    double *out = s->Hob + A->hoff;
-    double *T = s->tmp;
-    for (int ii = 0; ii < 3; ii++)
-        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)n, (int)r, (int)nb, 1.0, s->Hk + ii * nb, (int)n, A->N,
-                    (int)r, 0.0, T + ii * r, (int)(3 * r));
+    double *out = s->Hob + A->hoff, *T = s->tmp;
     for (int i = 0; i < 3; i++)
-        cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)r, (int)(3 * r), (int)nb, 1.0, A->N, (int)r,
-                    T + i * nb * 3 * r, (int)(3 * r), 0.0, out + i * r * NR, (int)NR);
+        for (int ii = 0; ii < 3; ii++) {
+            cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)nb, (int)r, (int)nb, 1.0, s->Hk + i * nb * n + ii * nb,
+                        (int)n, A->N, (int)r, 0.0, T, (int)r);
+            cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)r, (int)r, (int)nb, 1.0, A->N, (int)r, T, (int)r, 0.0,
+                        out + i * r * NR + ii * r, (int)NR);
+        }
 }
 
 /* The objects' part of the reduced Newton matrix: each object's step Hessian (its elastic term
@@ -698,6 +707,7 @@ static void hr_from_objects(SimWorld *w) {
  * fixes the components), with growing shifts if even that does not factor. 0, 1: no factor, -1: oom. */
 static int factor_psd(SimWorld *w, double scale, bool contact, int *ncomp) {
     struct SimWorldScratch *s = w->ws;
+    memset(s->hf_ok, 0, sizeof(bool) * (size_t)w->nobj); /* Lh is about to hold other factors */
     hr_from_objects(w);
     if (contact && barrier_hessian(w, scale, false)) return -1;
     /* factors only: the right-hand side is a dummy */
@@ -881,16 +891,47 @@ static int ws_hessian(void *ctx, const double *z, bool lagged, bool fresh_el) {
     return assembled;
 }
 
-/* without the lag every Hessian is factored (plain Newton); with it the factors are kept while
- * CG converges quickly with them, and a slow CG refactors and runs again. Not fresh: a chord
- * step with the last factors as they are. */
+/* Without contact the Newton matrix is the objects' blocks, each PSD: dy = −H⁻¹ gr by a dense
+ * Cholesky per object, as exact as CG preconditioned by those factors (one product) and cheaper.
+ * Fresh: every block is factored, unless it is bitwise equal to the one last factored (free
+ * flight with the lagged elastic term, an unchanged set of plane contacts) and keeps its
+ * factor; not fresh: a chord step with the last factors. 0, 1: a block did not factor. */
+static int direct_direction(SimWorld *w, bool fresh) {
+    struct SimWorldScratch *s = w->ws;
+    for (int k = 0; k < w->nobj; k++) {
+        const ObjInfo *A = &s->oi[k];
+        int m = (int)A->m, nrhs = 1, info = 0;
+        double *Hb = s->Hob + A->hoff, *L = s->Lh + A->hoff, *F = s->Hf + A->hoff, *dy = s->dy + A->roff;
+        size_t bytes = sizeof(double) * (size_t)m * (size_t)m;
+        if (fresh && !(s->hf_ok[k] && !memcmp(Hb, F, bytes))) {
+            int tries = chol_shifted(L, Hb, m, 8);
+            memcpy(F, Hb, bytes);
+            s->hf_ok[k] = tries >= 0;
+            if (tries < 0) return 1;
+            w->obj[k].last.chol_retries += tries;
+            w->last.factorizations++;
+        }
+        if (!s->hf_ok[k]) return 1;
+        for (int i = 0; i < m; i++) dy[i] = -s->gr[A->roff + i];
+        dpotrs_("L", &m, &nrhs, L, &m, dy, &m, &info, 1);
+    }
+    w->last.components = w->nobj;
+    return 0;
+}
+
+/* Without contact: direct_direction. With it: without the lag every Hessian is factored (plain
+ * Newton); with it the factors are kept while CG converges quickly with them, and a slow CG
+ * refactors and runs again. Not fresh: a chord step with the last factors as they are. */
 static int ws_direction(void *ctx, bool fresh, bool lagged, double *dz) {
     WorldStep *c = ctx;
     SimWorld *w = c->w;
     struct SimWorldScratch *s = w->ws;
     SimWorldStats *st = &w->last;
     int rc = 0;
-    if (fresh) {
+    if (!c->contact) {
+        rc = direct_direction(w, fresh);
+        s->have_factor = false; /* Lh now holds the blocks' factors, not the CG preconditioner's */
+    } else if (fresh) {
         bool refactor = !lagged || !s->have_factor;
         for (;;) {
             if (refactor) {
@@ -967,18 +1008,9 @@ int sim_world_step(SimWorld *w, double dt, char *err, size_t errlen) {
     memset(&w->last, 0, sizeof w->last);
     w->last.min_distance = INFINITY;
     w->last.rigid_beta = 1;
-    if (w->nobj == 1 && w->nrigid == 0) { /* nothing to couple: the single-object solver as is */
-        if (sim_object_step(&w->obj[0], dt, err, errlen)) return -1;
-        const SimStepStats *st = &w->obj[0].last;
-        w->last.iters = st->iters, w->last.hessians = st->hessians, w->last.failures = st->failures;
-        w->last.converged = st->converged;
-        w->last.decrement = st->decrement, w->last.components = 1;
-        w->t += dt;
-        w->last.seconds = base_now() - t0;
-        return 0;
-    }
     struct SimWorldScratch *s = w->ws;
-    const bool contact = w->contact.enabled;
+    /* a body alone has nothing to touch: no pairs, no barrier, no CCD */
+    const bool contact = w->contact.enabled && w->nobj + w->nrigid > 1;
     if (rigid_advance(w, dt)) goto oom;
     if (!w->nobj) {
         w->t += dt;
@@ -1001,25 +1033,26 @@ int sim_world_step(SimWorld *w, double dt, char *err, size_t errlen) {
         reuse_ratio = fmin(reuse_ratio, o->newton.reuse_ratio);
         lag = fmin(lag, o->newton.elastic_lag);
         if (o->newton.max_hessians < max_hessians) max_hessians = o->newton.max_hessians;
+        memset(&o->last, 0, sizeof o->last);
         memcpy(s->z0 + oi->off, o->z, sizeof(double) * (size_t)oi->n);
         sim_object_predict(o, dt, t1, s->ztil + oi->off, s->zt + oi->off, s->dz, s->dy);
     }
-    /* initial guess: z̃ filtered by CCD from the feasible z₀ (IPC §4.2) */
-    for (int64_t q = 0; q < N; q++) s->dz[q] = s->zt[q] - s->z0[q];
-    double a0 = 1;
+    /* initial guess: z̃, with contact filtered by CCD from the feasible z₀ (IPC §4.2) */
     s->cand.n = 0, s->nact = 0;
     if (contact) {
+        for (int64_t q = 0; q < N; q++) s->dz[q] = s->zt[q] - s->z0[q];
         set_bodies(w, s->z0, s->dz);
         if (sim_contact_broad_phase(s->bodies, w->nobj + w->nrigid, 0.5 * w->dhat, &s->cand)) goto oom;
         w->last.min_distance = sim_contact_min_distance(s->bodies, &s->cand, 0);
-        a0 = sim_contact_ccd(s->bodies, &s->cand, w->contact.min_sep);
+        double a0 = sim_contact_ccd(s->bodies, &s->cand, w->contact.min_sep);
         if (a0 < 1) w->last.ccd_limited++;
-    }
-    for (int64_t q = 0; q < N; q++) s->z[q] = s->z0[q] + a0 * s->dz[q];
-    set_bodies(w, s->z, NULL);
-    /* the candidates of the swept guess hold every pair within d̂ at z (contact.h) */
-    if (contact && collect_active(w)) goto oom;
-    if (contact) w->last.min_distance = fmin(w->last.min_distance, sim_contact_min_distance(s->bodies, &s->cand, 0));
+        for (int64_t q = 0; q < N; q++) s->z[q] = s->z0[q] + a0 * s->dz[q];
+        set_bodies(w, s->z, NULL);
+        /* the candidates of the swept guess hold every pair within d̂ at z (contact.h) */
+        if (collect_active(w)) goto oom;
+        w->last.min_distance = fmin(w->last.min_distance, sim_contact_min_distance(s->bodies, &s->cand, 0));
+    } else
+        memcpy(s->z, s->zt, sizeof(double) * (size_t)N);
     double E = objects_energy(w, s->z, s->ztil, dt, t1, s->g);
     if (contact) {
         E += dt2 * barrier_energy(w, s->act, s->nact, 0, NULL);
@@ -1028,16 +1061,19 @@ int sim_world_step(SimWorld *w, double dt, char *err, size_t errlen) {
     WorldStep ctx = {.w = w, .dt = dt, .t1 = t1, .contact = contact};
     SimNewtonProblem P = {.ctx = &ctx, .n = N, .z = s->z, .g = s->g, .gt = s->gt, .zt = s->zt, .dz = s->dz,
                           .measure = ws_measure, .hessian = ws_hessian, .direction = ws_direction,
-                          .step_bound = contact ? ws_step_bound : NULL, .trial = ws_trial, .accept = ws_accept};
-    /* Hessian reuse as the single-object solver (solver.h), as cautious as the most cautious object;
-     * with the lag, a backtrack alone (which the barrier causes often and a new elastic term does
-     * not cure) does not stale the elastic term: pile 23% less time; and a reassembly followed by
-     * another poor iteration says the lag is not what slows this step (the barrier's
-     * non-convexity is): no more reassemblies in it (pile: 4.0 → 1.2 per contact frame, 15% less
-     * time) */
+                          .step_bound = contact ? ws_step_bound : NULL, .trial = ws_trial,
+                          .accept = contact ? ws_accept : NULL};
+    /* Hessian reuse as SimNewtonOptions says (solver.h), as cautious as the most cautious object.
+     * With contact, the barrier's: every Armijo trial but the first without its gradient (the
+     * barrier is re-evaluated over the new active set on acceptance anyway); with the lag, a
+     * backtrack alone (which the barrier causes often and a new elastic term does not cure) does
+     * not stale the elastic term: pile 23% less time; and a reassembly followed by another poor
+     * iteration says the lag is not what slows this step (the barrier's non-convexity is): no
+     * more reassemblies in it (pile: 4.0 → 1.2 per contact frame, 15% less time). Without it,
+     * the trial that passes brings its gradient, and a backtrack stales the elastic term. */
     SimNewtonPolicy pol = {.max_iters = max_iters, .max_backtracks = max_bt, .max_hessians = max_hessians, .tol = tol,
                            .armijo = armijo, .reuse_ratio = reuse_ratio, .elastic_lag = lag, .scale = scale,
-                           .grad_every_trial = false, .backtrack_is_poor = false, .one_refresh = true};
+                           .grad_every_trial = !contact, .backtrack_is_poor = !contact, .one_refresh = contact};
     SimNewtonResult res;
     int nrc = sim_newton_solve(&P, &pol, E, &s->kel_stale, &res);
     s->g = P.g, s->gt = P.gt;
@@ -1045,7 +1081,7 @@ int sim_world_step(SimWorld *w, double dt, char *err, size_t errlen) {
     SimWorldStats *st = &w->last;
     st->iters = res.iters, st->hessians = res.hessians, st->failures = res.failures, st->converged = res.converged;
     st->decrement = res.decrement;
-    if (res.line_search_failed) set_bodies(w, s->z, NULL);
+    if (contact && res.line_search_failed) set_bodies(w, s->z, NULL);
     if (!sim_newton_finite(N, s->z)) {
         base_errf(err, errlen, "sim: the state became non-finite at t = %g", t1);
         return -1;
@@ -1067,13 +1103,40 @@ int sim_world_step(SimWorld *w, double dt, char *err, size_t errlen) {
                   (long long)st->candidates, (long long)st->active, st->min_distance, st->rigid_beta, 1e3 * st->seconds);
     for (int k = 0; k < w->nobj; k++) {
         SimStepStats *os = &w->obj[k].last;
-        os->iters = st->iters, os->failures = st->failures, os->converged = st->converged;
+        os->iters = st->iters, os->hessians = st->hessians, os->failures = st->failures, os->converged = st->converged;
         os->decrement = st->decrement, os->seconds = k == 0 ? st->seconds : 0;
     }
     return 0;
 oom:
     base_errf(err, errlen, "sim world: out of memory");
     return -1;
+}
+
+/* ---- one object: a world of one ------------------------------------------------------------ */
+
+static void solo_release(void *p) {
+    sim_world_free(p);
+    free(p);
+}
+
+int sim_object_step(SimObject *o, double dt, char *err, size_t errlen) {
+    if (!o->prep && sim_object_prepare(o, err, errlen)) return -1;
+    SimWorld *w = sim_object_solo(o);
+    if (!w) {
+        w = calloc(1, sizeof *w);
+        if (!w) {
+            base_errf(err, errlen, "sim: out of memory");
+            return -1;
+        }
+        if (sim_world_init(w, o, 1, NULL, 0, NULL, 0, NULL, err, errlen)) {
+            solo_release(w);
+            return -1;
+        }
+        sim_object_set_solo(o, w, solo_release);
+    }
+    w->obj = o; /* the object may have moved since (a struct copy carries its prepared state) */
+    w->t = o->t;
+    return sim_world_step(w, dt, err, errlen);
 }
 
 /* ---- reports -------------------------------------------------------------------------------- */
