@@ -5,7 +5,7 @@
  * Why here: the law is PhysSkin's (physskin.md §2; the network's weights are trained so that
  * this energy is low on the subspace), and the simulator may include models' public headers
  * while models may not include sim. Header only and libc only, so sim takes no tensor
- * dependency from it. tests/test_sim.c checks that both stacks give the same Ψ and P. */
+ * dependency from it. tests/test_sim_energy.c checks that both stacks give the same Ψ and P. */
 #ifndef ANIMA_MODELS_PHYSSKIN_NEOHOOKEAN_H
 #define ANIMA_MODELS_PHYSSKIN_NEOHOOKEAN_H
 
