@@ -114,3 +114,17 @@ TEST(cli_help_lists_every_option) {
         for (int k = 0; k < 8 && cases[i].options[k]; k++) CHECK_OUT(out, cases[i].options[k]);
     }
 }
+
+/* --out names a folder that may not exist yet, parents included, as for the other commands */
+TEST(cli_sim_out_creates_parent_folders) {
+    need_anima();
+    char dir[] = "/tmp/anima-cli-XXXXXX", args[512], out[16384], frame[600];
+    CHECK(mkdtemp(dir) != NULL);
+    snprintf(args, sizeof args, "sim --scene scenes/drop.json --out %s/a/b --steps 1 --quiet", dir);
+    int rc = run(args, out, sizeof out);
+    CHECK_MSG(rc == 0, "exit %d:\n%s", rc, out);
+    snprintf(frame, sizeof frame, "%s/a/b/frame_00000.ply", dir);
+    CHECK_MSG(access(frame, R_OK) == 0, "%s missing:\n%s", frame, out);
+    snprintf(args, sizeof args, "rm -rf %s", dir);
+    CHECK(system(args) == 0);
+}

@@ -2,6 +2,7 @@
  * (sim/scene.h) and write its frames; and `anima sim skinning OUT.h5 [options]`: write a
  * skinning file (datasets/corpus/skinning_file.h) from a procedural shape, the format `anima physskin
  * skin` writes from the network. Bad scene fields exit 1 with the file and key path. */
+#include <errno.h>
 #include <libgen.h>
 #include <math.h>
 #include <stdio.h>
@@ -106,6 +107,11 @@ int cmd_sim(int argc, char **argv) {
         return 1;
     }
     if (steps > 0) sc.steps = steps;
+    if (cmd_make_dirs(out) != 0) { /* parents too, as the other commands' --out */
+        fprintf(stderr, "anima sim: cannot create the output directory %s (%s)\n", out, strerror(errno));
+        sim_scene_free(&sc);
+        return 1;
+    }
     char dirbuf[4096];
     snprintf(dirbuf, sizeof dirbuf, "%s", scene);
     const char *dir = dirname(dirbuf);
