@@ -9,6 +9,7 @@
 #include "base/mat3.h"
 #include "sim/fem.h"
 #include "sim/internal.h"
+#include "sim/newton.h"
 
 /* ---- TetGen ------------------------------------------------------------------------------------ */
 
@@ -136,7 +137,7 @@ struct SimFemSolver {
     int64_t *dof;        /* 3nn: free dof index or -1 */
     int64_t *tmap;       /* nt × 144: position in K->x of local entry (α, β), or -1 (not stored) */
     int64_t *diag3;      /* nn × 9: positions of the node's 3×3 diagonal block (upper part), or -1 */
-    double *g, *dx, *xt, *xtil;
+    double *g, *gt, *dx, *xt, *xtil;
 };
 
 void sim_fem_free(SimFem *f) {
@@ -146,7 +147,7 @@ void sim_fem_free(SimFem *f) {
         cholmod_free_factor(&s->L, &s->cm);
         cholmod_free_sparse(&s->K, &s->cm);
         cholmod_finish(&s->cm);
-        free(s->dof), free(s->tmap), free(s->diag3), free(s->g), free(s->dx), free(s->xt), free(s->xtil);
+        free(s->dof), free(s->tmap), free(s->diag3), free(s->g), free(s->gt), free(s->dx), free(s->xt), free(s->xtil);
         free(s);
     }
     memset(f, 0, sizeof *f);
@@ -290,9 +291,10 @@ static int build_solver(SimFem *f, char *err, size_t errlen) {
     s->cm.supernodal = CHOLMOD_SUPERNODAL;
     int64_t nn = f->nn, nt = f->nt;
     s->dof = malloc(sizeof(int64_t) * 3 * (size_t)nn);
-    s->g = malloc(sizeof(double) * 3 * (size_t)nn), s->dx = malloc(sizeof(double) * 3 * (size_t)nn);
+    s->g = malloc(sizeof(double) * 3 * (size_t)nn), s->gt = malloc(sizeof(double) * 3 * (size_t)nn);
+    s->dx = malloc(sizeof(double) * 3 * (size_t)nn);
     s->xt = malloc(sizeof(double) * 3 * (size_t)nn), s->xtil = malloc(sizeof(double) * 3 * (size_t)nn);
-    if (!s->dof || !s->g || !s->dx || !s->xt || !s->xtil) goto oom;
+    if (!s->dof || !s->g || !s->gt || !s->dx || !s->xt || !s->xtil) goto oom;
     int64_t nd = 0;
     for (int64_t i = 0; i < nn; i++)
         for (int k = 0; k < 3; k++) s->dof[3 * i + k] = f->fixed[i] ? -1 : nd++;
@@ -468,77 +470,97 @@ static double objective(SimFem *f, const double *x, double dt, double *g, bool h
     return E;
 }
 
+/* The step as a problem of the Newton driver (newton.h): a new sparse Hessian and its numeric
+ * factorization every iteration (no measure: the stop is on the Newton decrement Δxᵀg of each
+ * new direction, before its line search), the gradient with the first Armijo trial only. */
+typedef struct {
+    SimFem *f;
+    double dt;
+    cholmod_dense *rhs;
+    const SimNewtonProblem *P; /* its g: the driver swaps g and gt as it accepts */
+    int projected;
+} FemStep;
+
+static int fs_hessian(void *ctx, const double *x, bool lagged, bool fresh_el) {
+    (void)lagged, (void)fresh_el;
+    FemStep *c = ctx;
+    objective(c->f, x, c->dt, NULL, true, &c->projected);
+    return 1;
+}
+
+static int fs_direction(void *ctx, bool fresh, bool lagged, double *dx) {
+    (void)fresh, (void)lagged;
+    FemStep *c = ctx;
+    struct SimFemSolver *s = c->f->sol;
+    if (!cholmod_factorize(s->K, s->L, &s->cm) || s->cm.status != CHOLMOD_OK) return 1;
+    int64_t n3 = 3 * c->f->nn;
+    double *r = c->rhs->x;
+    const double *g = c->P->g;
+    for (int64_t k = 0; k < n3; k++)
+        if (s->dof[k] >= 0) r[s->dof[k]] = -g[k];
+    cholmod_dense *sol = cholmod_solve(CHOLMOD_A, s->L, c->rhs, &s->cm);
+    if (!sol) return 1;
+    const double *sx = sol->x;
+    for (int64_t k = 0; k < n3; k++) dx[k] = s->dof[k] >= 0 ? sx[s->dof[k]] : 0;
+    cholmod_free_dense(&sol, &s->cm);
+    return 0;
+}
+
+static double fs_trial(void *ctx, const double *xt, double alpha, double *gt) {
+    (void)alpha;
+    FemStep *c = ctx;
+    return objective(c->f, xt, c->dt, gt, false, NULL);
+}
+
+static int fs_accept(void *ctx, const double *x, bool have_grad, double Et, double *E, double *g) {
+    FemStep *c = ctx;
+    *E = have_grad ? Et : objective(c->f, x, c->dt, g, false, NULL);
+    return 0;
+}
+
 int sim_fem_step(SimFem *f, double dt, char *err, size_t errlen) {
     double t0 = base_now();
     if (!f->sol && build_solver(f, err, errlen)) return -1;
     struct SimFemSolver *s = f->sol;
     int64_t n3 = 3 * f->nn;
     SimStepStats st = {0};
-    double scale = f->total_mass * f->diag * f->diag;
     for (int64_t k = 0; k < n3; k++) s->xtil[k] = f->x[k] + (f->fixed[k / 3] ? 0 : dt * f->v[k]);
     double *x = malloc(sizeof(double) * (size_t)n3);
-    cholmod_dense *rhs = cholmod_allocate_dense((size_t)s->ndof, 1, (size_t)s->ndof, CHOLMOD_REAL, &s->cm);
-    if (!x || !rhs) {
-        free(x), cholmod_free_dense(&rhs, &s->cm);
+    FemStep ctx = {.f = f, .dt = dt};
+    ctx.rhs = cholmod_allocate_dense((size_t)s->ndof, 1, (size_t)s->ndof, CHOLMOD_REAL, &s->cm);
+    if (!x || !ctx.rhs) {
+        free(x), cholmod_free_dense(&ctx.rhs, &s->cm);
         base_errf(err, errlen, "fem: out of memory");
         return -1;
     }
     memcpy(x, s->xtil, sizeof(double) * (size_t)n3);
     double E = objective(f, x, dt, s->g, false, NULL);
-    for (int it = 0; it < f->newton.max_iters; it++) {
-        objective(f, x, dt, NULL, true, &st.projected);
-        st.iters++, st.hessians++;
-        if (!cholmod_factorize(s->K, s->L, &s->cm) || s->cm.status != CHOLMOD_OK) {
-            st.failures++;
-            break;
-        }
-        double *r = rhs->x;
-        for (int64_t k = 0; k < n3; k++)
-            if (s->dof[k] >= 0) r[s->dof[k]] = -s->g[k];
-        cholmod_dense *sol = cholmod_solve(CHOLMOD_A, s->L, rhs, &s->cm);
-        if (!sol) {
-            st.failures++;
-            break;
-        }
-        double dec = 0, *sx = sol->x;
-        for (int64_t k = 0; k < n3; k++) {
-            s->dx[k] = s->dof[k] >= 0 ? sx[s->dof[k]] : 0;
-            dec += s->dx[k] * s->g[k];
-        }
-        cholmod_free_dense(&sol, &s->cm);
-        st.decrement = fabs(dec) / scale;
-        if (!(dec < 0)) {
-            if (fabs(dec) < f->newton.tol * scale) st.converged = true;
-            else st.failures++;
-            break;
-        }
-        if (fabs(dec) < f->newton.tol * scale) { /* the same stop as the reduced solver */
-            st.converged = true;
-            break;
-        }
-        double alpha = 1, Et = NAN;
-        int bt = 0;
-        for (; bt <= f->newton.max_backtracks; bt++, alpha *= 0.5) {
-            for (int64_t k = 0; k < n3; k++) s->xt[k] = x[k] + alpha * s->dx[k];
-            Et = objective(f, s->xt, dt, NULL, false, NULL);
-            if (Et <= E + f->newton.armijo * alpha * dec) break;
-        }
-        if (bt > f->newton.max_backtracks) {
-            st.failures++;
-            break;
-        }
-        memcpy(x, s->xt, sizeof(double) * (size_t)n3);
-        E = objective(f, x, dt, s->g, false, NULL);
+    SimNewtonProblem P = {.ctx = &ctx, .n = n3, .z = x, .g = s->g, .gt = s->gt, .zt = s->xt, .dz = s->dx,
+                          .hessian = fs_hessian, .direction = fs_direction, .trial = fs_trial, .accept = fs_accept};
+    ctx.P = &P;
+    /* the options' iteration, backtracking, tolerance and Armijo numbers; a Hessian every
+     * iteration (reuse and lag are the reduced step's), the same |Δxᵀg| < tol · M L² as it */
+    SimNewtonPolicy pol = {.max_iters = f->newton.max_iters, .max_backtracks = f->newton.max_backtracks,
+                           .max_hessians = f->newton.max_iters, .tol = f->newton.tol, .armijo = f->newton.armijo,
+                           .scale = f->total_mass * f->diag * f->diag, .stop_on_direction = true};
+    SimNewtonResult res;
+    bool stale = false;
+    int nrc = sim_newton_solve(&P, &pol, E, &stale, &res);
+    s->g = P.g, s->gt = P.gt;
+    cholmod_free_dense(&ctx.rhs, &s->cm);
+    if (nrc) { /* none of the callbacks above reports one; kept should one come to */
+        free(x);
+        base_errf(err, errlen, "fem: the Newton solve failed at t = %g", f->t + dt);
+        return -1;
     }
-    cholmod_free_dense(&rhs, &s->cm);
-    for (int64_t k = 0; k < n3; k++)
-        if (!isfinite(x[k])) {
-            free(x);
-            base_errf(err, errlen, "fem: the state became non-finite at t = %g", f->t + dt);
-            return -1;
-        }
-    for (int64_t k = 0; k < n3; k++) f->v[k] = (x[k] - f->x[k]) / dt;
-    memcpy(f->x, x, sizeof(double) * (size_t)n3);
+    st.iters = res.iters, st.hessians = res.hessians, st.failures = res.failures, st.converged = res.converged;
+    st.decrement = res.decrement, st.projected = ctx.projected;
+    if (!sim_newton_finite(n3, x)) {
+        free(x);
+        base_errf(err, errlen, "fem: the state became non-finite at t = %g", f->t + dt);
+        return -1;
+    }
+    sim_newton_velocity(n3, x, dt, f->x, f->v);
     free(x);
     f->t += dt;
     st.seconds = base_now() - t0;

@@ -2,10 +2,12 @@
  * linear tetrahedral FEM on a TetGen tetrahedralization of the same surface mesh, the same
  * stable neo-Hookean material (sim/material.h, with its closed-form PSD projection per tet), the
  * same lumped mass (ρ V_t / 4 to each corner), gravity, penalty planes (k Σ min(0, n·x − h)²) and
- * exact Dirichlet (pinned nodes are removed from the unknowns), and the same implicit Euler by
- * Newton with Armijo backtracking and stop |Δxᵀg| < tol · M L² (sim/solver.h), where each Newton
- * system is solved by a supernodal sparse Cholesky (CHOLMOD; the symbolic analysis — fill-reducing
- * ordering and elimination tree — is done once, only the numeric factorization per iteration).
+ * exact Dirichlet (pinned nodes are removed from the unknowns), and the same implicit Euler on
+ * the same Newton driver (sim/newton.h: Armijo backtracking, the stop |Δxᵀg| < tol · M L², here
+ * tested on each new direction before its line search; a new Hessian every iteration, no lag),
+ * where each Newton system is solved by a supernodal sparse Cholesky (CHOLMOD; the symbolic
+ * analysis — fill-reducing ordering and elimination tree — is done once, only the numeric
+ * factorization per iteration).
  *
  * Per tet with rest corners X₀..X₃: Dm = [X₁−X₀, X₂−X₀, X₃−X₀], F = Ds Dm⁻¹ (Sifakis & Barbič
  * 2012, "FEM simulation of 3D deformable solids", §4), so ∂F_ij/∂x_{a,i'} = δ_ii' ∇N_a[j] with

@@ -12,14 +12,18 @@ int sim_newton_solve(SimNewtonProblem *P, const SimNewtonPolicy *o, double E0, b
     bool refreshed = false, refresh_ok = true;
     memset(r, 0, sizeof *r);
     for (int it = 0; it < o->max_iters; it++) {
-        double bound = P->measure(P->ctx, P->g);
-        r->decrement = bound / o->scale;
-        if (bound < o->tol * o->scale) {
-            r->converged = true;
-            break;
+        double bound = INFINITY;
+        if (P->measure) {
+            bound = P->measure(P->ctx, P->g);
+            r->decrement = bound / o->scale;
+            if (bound < o->tol * o->scale) {
+                r->converged = true;
+                break;
+            }
         }
         r->iters++;
-        bool poor = ((o->backtrack_is_poor || !lagged) && last_alpha < 1) ||
+        /* without a measure there is no contraction to watch: every iteration is poor */
+        bool poor = !P->measure || ((o->backtrack_is_poor || !lagged) && last_alpha < 1) ||
                     bound > (lagged ? o->elastic_lag : o->reuse_ratio) * prev_bound;
         bool fresh, fresh_el = false;
         if (lagged) {
@@ -51,6 +55,10 @@ int sim_newton_solve(SimNewtonProblem *P, const SimNewtonPolicy *o, double E0, b
         }
         double dec = cblas_ddot((int)n, P->dz, 1, P->g, 1);
         r->decrement = fabs(dec) / o->scale;
+        if (o->stop_on_direction && fabs(dec) < o->tol * o->scale) {
+            r->converged = true;
+            break;
+        }
         if (!(dec < 0)) { /* no descent direction: reported, not hidden */
             r->failures++;
             break;
@@ -81,7 +89,7 @@ int sim_newton_solve(SimNewtonProblem *P, const SimNewtonPolicy *o, double E0, b
             if (P->accept(P->ctx, P->z, have_grad, Et, &E, P->g)) return -1;
         } else
             E = Et;
-        if (fabs(dec) < o->tol * o->scale) {
+        if (!o->stop_on_direction && fabs(dec) < o->tol * o->scale) {
             r->converged = true;
             break;
         }

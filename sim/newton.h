@@ -1,12 +1,15 @@
 /* sim/newton.h — the one Newton driver of the implicit step (physskin.md §7, world.h): the stop
  * test, the Hessian policy (chord steps or a lagged elastic term), the line search (a step bound,
- * then Armijo backtracking) and the velocity update. Its one problem is sim_world_step's
+ * then Armijo backtracking) and the velocity update. Two problems run on it: sim_world_step's
  * (world.c: objects with IPC contact, conjugate gradients on the exact Hessian; without contact a
- * dense Cholesky per object); sim_object_step is that step on a world of one object.
+ * dense Cholesky per object; sim_object_step is that step on a world of one object), and the
+ * full-space FEM baseline's sim_fem_step (fem.c: a sparse CHOLMOD factorization every iteration,
+ * no measure, no lag, no CCD, the stop tested on the direction).
  *
  * The problem is minimize E(z) over z ∈ ℝⁿ, given by callbacks on an opaque context:
  *   measure     gᵀ M⁻¹ g at the current gradient (M the reduced mass matrix, H ⪰ M): the stop
  *               test's bound on the Newton decrement and the contraction the policy watches;
+ *               optional: without it every iteration counts as poor (a new Hessian each time);
  *   hessian     assemble the Newton matrix at z (with the elastic part lagged: reassembled only
  *               when fresh_el, or when none is kept);
  *   direction   dz ≈ −H⁻¹ g from the Hessian just assembled (fresh) or the last factors (a chord step);
@@ -16,7 +19,9 @@
  *               (world.c re-evaluates the barrier over the new active set); optional.
  *
  * The policy (SimNewtonOptions in solver.h says why these numbers):
- *   stop       when gᵀM⁻¹g < tol · scale, or when |Δzᵀg| < tol · scale after a step;
+ *   stop       when gᵀM⁻¹g < tol · scale, or when |Δzᵀg| < tol · scale after a step (with
+ *              stop_on_direction: on the new direction, before the line search, the step then
+ *              not taken);
  *   Hessian    without a lag: a new one on the first iteration and after a "poor" iteration
  *              (backtracked, or gᵀM⁻¹g shrank by less than reuse_ratio), within max_hessians,
  *              otherwise a chord step; with elastic_lag > 0: the Hessian is rebuilt every
@@ -38,7 +43,7 @@ typedef struct {
     /* the iterate, the gradient there, a trial point, its gradient, the step (n each); the
      * driver swaps g and gt on acceptance, so read them back after sim_newton_solve */
     double *z, *g, *gt, *zt, *dz;
-    double (*measure)(void *ctx, const double *g);
+    double (*measure)(void *ctx, const double *g); /* NULL: no gᵀM⁻¹g test, every iteration poor */
     /* 1: an elastic Hessian was assembled, 0: the kept one was used, -1: hard error */
     int (*hessian)(void *ctx, const double *z, bool lagged, bool fresh_el);
     /* 0, 1: no direction (counted as a failure, the solve stops), -1: hard error */
@@ -59,6 +64,7 @@ typedef struct {
     bool grad_every_trial; /* every Armijo trial takes the gradient (else the first only) */
     bool backtrack_is_poor;/* with the lag: a backtracking iteration stales the elastic term */
     bool one_refresh;      /* with the lag: no reassembly after a reassembly that did not help */
+    bool stop_on_direction;/* |Δzᵀg| < tol · scale tested before the line search (fem.c's stop) */
 } SimNewtonPolicy;
 
 typedef struct {

@@ -35,11 +35,12 @@
  * the swept step, which contain every pair that can come within d̂ at any α ∈ [0, 1].
  *
  * The Newton loop itself (stop test, Hessian policy, Armijo, velocity update) is sim/newton.h's;
- * world.c supplies the one problem over it (CG directions, CCD bound, the barrier re-evaluated
- * over each new active set). Without contact (disabled, or a body alone: sim_object_step is a world
- * of one) there is no barrier and the Newton matrix is the objects' PSD blocks: each is factored
- * and solved directly (dense Cholesky, a bitwise equal block keeping its factor), the trial that
- * passes brings its gradient and a backtrack stales the lagged elastic term (SimNewtonPolicy).
+ * world.c supplies the simulator's problem over it (CG directions, CCD bound, the barrier
+ * re-evaluated over each new active set; fem.c's FEM baseline is the other). Without contact
+ * (disabled, or a body alone: sim_object_step is a world of one) there is no barrier and the
+ * Newton matrix is the objects' PSD blocks: each is factored and solved directly (dense Cholesky,
+ * a bitwise equal block keeping its factor), the trial that passes brings its gradient and a
+ * backtrack stales the lagged elastic term (SimNewtonPolicy).
  * Measured against the object's own problem this replaced (Dec 1): every z of every step of the
  * drop, drag and sag scenes and of bench_sim's drop (150 steps) bit-identical, the pile's and the
  * ball-on-jelly's too; bench_sim CPU ms/frame, medians of 8 interleaved runs, before → after:
