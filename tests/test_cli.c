@@ -74,6 +74,12 @@ TEST(cli_bad_arguments_exit_2_naming_them) {
         {"demo --steps 0", {"anima demo: --steps expects an integer in [1, 1000000]", "'0'", "usage"}},
         {"demo --size 640", {"anima demo: --size expects WxH in [16, 8192]", "'640'", "usage"}},
         {"demo --every", {"anima demo: --every needs a value", "usage", "--help"}},
+        /* a directory or an empty file as the config is an error naming it, never {} (issue 17) */
+        {"physskin train --data procedural --config configs/", {"anima physskin train: configs/: is a directory, not a JSON config", "", ""}},
+        {"physskin train --data procedural --config /dev/null", {"anima physskin train: /dev/null: empty file, not a JSON config", "", ""}},
+        {"fit --config configs", {"anima fit: configs: is a directory, not a JSON config", "", ""}},
+        {"fit --config /dev/null", {"anima fit: /dev/null: empty file, not a JSON config", "", ""}},
+        {"gs fit --config configs/", {"anima gs fit: configs/: is a directory, not a JSON config", "", ""}},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         int rc = run(cases[i].args, out, sizeof out);
