@@ -3,6 +3,7 @@
  * option, a missing value, a bad number — exits 2, and its --help lists every option of its
  * table. Skips (77) when the program is not built. */
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -96,12 +97,13 @@ TEST(cli_help_lists_every_option) {
     } cases[] = {
         {"sim", {"--scene", "--out", "--steps", "--quiet"}},
         {"sim skinning", {"--category", "--kind", "--handles", "--seed", "--cubature-res", "--mesh-res", "--normalize"}},
-        {"fit", {"--config", "--out", "--resume", "--set", "--stop-after", "--no-progress", "--device"}},
+        {"fit", {"--config", "--out", "--resume", "--force", "--set", "--stop-after", "--no-progress", "--device"}},
         {"mesh convert", {"--ascii"}},
         {"gs fit", {"--config", "--mesh", "--views", "--test-views", "--size", "--iters", "--out", "--set"}},
+        {"gs fit", {"--force", "--no-progress"}},
         {"", {"commands:", "dataset", "demo", "fit", "gs", "mesh", "sim", "physskin"}},
         {"physskin", {"usage: anima physskin train|skin|eval"}},
-        {"physskin train", {"--config", "--data", "--out", "--resume", "--set", "--stop-after", "--no-progress"}},
+        {"physskin train", {"--config", "--data", "--out", "--resume", "--force", "--set", "--stop-after", "--no-progress"}},
         {"physskin skin", {"--ckpt", "--mesh", "--out", "--ply", "--png", "--cubature", "--size"}},
         {"physskin eval", {"--ckpt", "--data", "--shapes", "--baselines", "--ablations", "--json", "--baseline-steps", "--quiet"}},
         {"physskin eval", {"--baseline-hidden", "--baseline-layers", "--baseline-freqs", "--baseline-lr"}},
@@ -131,6 +133,63 @@ TEST(cli_sim_out_creates_parent_folders) {
     CHECK_MSG(rc == 0, "exit %d:\n%s", rc, out);
     snprintf(frame, sizeof frame, "%s/a/b/frame_00000.ply", dir);
     CHECK_MSG(access(frame, R_OK) == 0, "%s missing:\n%s", frame, out);
+    snprintf(args, sizeof args, "rm -rf %s", dir);
+    CHECK(system(args) == 0);
+}
+
+/* Commands that train, without --config, run a small preset and say which — never the paper's
+ * sizes by accident (physskin's schema defaults: 10,000 shapes, width 768, 100k steps); and a
+ * --out that already holds a run needs --resume or --force (issue 17 found 4 and 5). */
+TEST(cli_train_small_preset_and_existing_run) {
+    need_anima();
+    char dir[] = "/tmp/anima-cli-XXXXXX", args[1024], out[16384];
+    CHECK(mkdtemp(dir) != NULL);
+    /* the preset shows in a cross-field check: the small preset's width is 64 (the paper's 768; neither divides by 5) */
+    snprintf(args, sizeof args, "physskin train --data procedural:chair --out %s/ps --set model.heads=5", dir);
+    int rc = run(args, out, sizeof out);
+    CHECK_MSG(rc == 2 && strstr(out, "model.width 64 is not divisible"), "exit %d:\n%s", rc, out);
+    const struct {
+        const char *cmd, *sub, *extra, *preset, *files;
+        bool can_resume;
+    } cases[] = {
+        {"physskin train", "ps",
+         "--data procedural:chair --no-progress --set data.shapes=2 --set train.steps=2 --set train.batch=1 "
+         "--set data.mesh_res=16 --set data.cubature_res=8",
+         "anima physskin train: no --config, using the small preset (configs/physskin-small.json)", "(ckpt.h5, metrics.jsonl)",
+         true},
+        {"fit", "fit", "--no-progress --set train.steps=3 --set model.hidden=8",
+         "anima fit: no --config, using the small preset", "(ckpt.h5, metrics.jsonl)", true},
+        {"gs fit", "gs",
+         "--no-progress --iters 2 --size 16 --views 1 --test-views 1 --set model.n=20 --set scene.grid=16 "
+         "--set scene.supersample=1",
+         "anima gs fit: no --config, using the small preset", "(gaussians.ply, metrics.jsonl, config.json)", false},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        snprintf(args, sizeof args, "%s --out %s/%s %s", cases[i].cmd, dir, cases[i].sub, cases[i].extra);
+        rc = run(args, out, sizeof out);
+        CHECK_MSG(rc == 0, "'%s': exit %d:\n%s", args, rc, out);
+        CHECK_OUT(out, cases[i].preset);
+        /* again into the same directory: refused, naming what is there, nothing touched */
+        char want[512], log[512];
+        snprintf(log, sizeof log, "%s/%s/metrics.jsonl", dir, cases[i].sub);
+        struct stat st0, st1;
+        CHECK(stat(log, &st0) == 0);
+        rc = run(args, out, sizeof out);
+        snprintf(want, sizeof want, "anima %s: %s/%s already holds a run %s; pass %s--force to replace it", cases[i].cmd,
+                 dir, cases[i].sub, cases[i].files, cases[i].can_resume ? "--resume to continue it or " : "");
+        CHECK_MSG(rc == 2 && strstr(out, want), "'%s' again: exit %d (want 2 and '%s'):\n%s", args, rc, want, out);
+        CHECK(stat(log, &st1) == 0 && st1.st_size == st0.st_size && st1.st_mtime == st0.st_mtime &&
+              st1.st_ino == st0.st_ino);
+        /* --force replaces it; --resume continues it */
+        snprintf(args + strlen(args), sizeof args - strlen(args), " --force");
+        rc = run(args, out, sizeof out);
+        CHECK_MSG(rc == 0 && !strstr(out, "already holds"), "'%s': exit %d:\n%s", args, rc, out);
+        if (cases[i].can_resume) {
+            snprintf(args, sizeof args, "%s --out %s/%s %s --resume", cases[i].cmd, dir, cases[i].sub, cases[i].extra);
+            rc = run(args, out, sizeof out);
+            CHECK_MSG(rc == 0 && !strstr(out, "already holds"), "'%s': exit %d:\n%s", args, rc, out);
+        }
+    }
     snprintf(args, sizeof args, "rm -rf %s", dir);
     CHECK(system(args) == 0);
 }
