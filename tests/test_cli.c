@@ -193,3 +193,42 @@ TEST(cli_train_small_preset_and_existing_run) {
     snprintf(args, sizeof args, "rm -rf %s", dir);
     CHECK(system(args) == 0);
 }
+
+/* One exit code per class across the commands (issue 17): 2 for a usage or config error (the
+ * config includes sim's scene file), 1 for a runtime failure (a file that cannot be read or
+ * written, an output folder the OS refuses); interrupted runs exit 130/143
+ * (train_fit_cli_sigint, dataset_cli_*). */
+TEST(cli_exit_code_per_class) {
+    need_anima();
+    char out[16384];
+    const struct {
+        const char *args, *needle;
+        int code;
+    } cases[] = {
+        /* usage and config errors: 2 */
+        {"sim --scene scenes/drop.json --out /tmp/x --foo", "unknown argument '--foo'", 2},
+        {"sim --scene /nonexistent/scene.json --out /tmp/anima-x", "anima sim: /nonexistent/scene.json", 2},
+        {"sim --scene scenes --out /tmp/anima-x", "anima sim: scenes: is a directory, not a JSON config", 2},
+        {"sim --scene /dev/null --out /tmp/anima-x", "anima sim: /dev/null: empty file, not a JSON config", 2},
+        {"fit --config /nonexistent/fit.json", "anima fit: /nonexistent/fit.json: cannot open", 2},
+        {"gs fit --config /nonexistent/gs.json", "anima gs fit: /nonexistent/gs.json: cannot open", 2},
+        {"physskin train --data procedural --config /nonexistent/ps.json", "/nonexistent/ps.json: cannot open", 2},
+        {"physskin train --data procedural --set train.steps=0", "'train.steps'", 2},
+        /* runtime failures: 1 */
+        {"fit --no-progress --out /dev/null/run", "anima fit: cannot create the output directory /dev/null/run", 1},
+        {"gs fit --no-progress --out /dev/null/run", "anima gs fit: cannot create the output directory /dev/null/run", 1},
+        {"physskin train --data procedural --no-progress --out /dev/null/run",
+         "anima physskin train: cannot create the output directory /dev/null/run", 1},
+        {"sim --scene scenes/drop.json --quiet --out /dev/null/run", "anima sim: cannot create the output directory", 1},
+        {"dataset make --count 1 --no-progress --out /dev/null/run", "cannot create the output directory", 1},
+        {"physskin skin --ckpt /nonexistent/a.h5 --mesh /nonexistent/b.obj --out /tmp/anima-x.h5", "/nonexistent/b.obj", 1},
+        {"physskin eval --ckpt /nonexistent/a.h5 --data procedural --quiet", "/nonexistent/a.h5", 1},
+        {"mesh convert /nonexistent/a.obj /tmp/anima-x.ply", "/nonexistent/a.obj", 1},
+        {"dataset show /nonexistent/a.h5", "/nonexistent/a.h5", 1},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        int rc = run(cases[i].args, out, sizeof out);
+        CHECK_MSG(rc == cases[i].code, "'%s': exit %d (want %d): %s", cases[i].args, rc, cases[i].code, out);
+        CHECK_OUT(out, cases[i].needle);
+    }
+}

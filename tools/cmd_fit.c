@@ -247,10 +247,15 @@ int cmd_fit_comm(int argc, char **argv, OptimComm *comm) {
     if (is_main) rc = cmd_check_run_dir("anima fit", stderr, out, run_files, true, resume, force);
     if (is_main && !rc && cmd_make_dirs(out) != 0) {
         fprintf(stderr, "anima fit: cannot create the output directory %s (%s)\n", out, strerror(errno));
-        rc = 2;
+        rc = 1; /* a runtime failure (the OS refused), as for the other commands */
     }
-    /* the directory's creation is rank 0's alone: share its outcome */
-    if (comm && optim_comm_allreduce_sum_scalar(comm, rc ? 1 : 0) > 0) return 2;
+    /* the run directory's check and creation are rank 0's alone: share the outcome (2: a run is
+     * there, 1: it cannot be created) */
+    if (comm && nranks > 1) {
+        double r = optim_comm_allreduce_sum_scalar(comm, rc);
+        rc = r >= 2 ? 2 : r > 0 ? 1 : 0;
+    }
+    if (rc) return rc;
     char ckpt_path[4096], log_path[4096];
     snprintf(ckpt_path, sizeof ckpt_path, "%s/ckpt.h5", out);
     snprintf(log_path, sizeof log_path, "%s/metrics.jsonl", out);

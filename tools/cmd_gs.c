@@ -241,7 +241,7 @@ static int gs_fit_main(int argc, char **argv) {
     if (cmd_make_dirs(renders) != 0) {
         ds_mesh_free(&mesh);
         fprintf(stderr, "anima gs fit: cannot create the output directory %s (%s)\n", renders, strerror(errno));
-        return 2;
+        return 1; /* a runtime failure (the OS refused), as for the other commands */
     }
     char *cfg_json = ds_config_to_json(GS_SCHEMA, &cfg);
     if (write_text(cfg_path, cfg_json, err, sizeof err)) {

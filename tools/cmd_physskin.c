@@ -75,7 +75,7 @@ static int cmd_train(int argc, char **argv) {
     if (cmd_check_run_dir("anima physskin train", stderr, out, run_files, true, resume, force)) return 2;
     if (cmd_make_dirs(out) != 0) {
         fprintf(stderr, "anima physskin train: cannot create the output directory %s (%s)\n", out, strerror(errno));
-        return 2;
+        return 1; /* a runtime failure (the OS refused), as for the other commands */
     }
     char *cfg_json = ds_config_to_json(PS_CONFIG_SCHEMA, &cfg);
     BaseProgress display;
