@@ -190,6 +190,13 @@ TEST(cli_train_small_preset_and_existing_run) {
             CHECK_MSG(rc == 0 && !strstr(out, "already holds"), "'%s': exit %d:\n%s", args, rc, out);
         }
     }
+    /* the data preparation shows its progress too (it was silent for ~45 s on the paper preset) */
+    snprintf(args, sizeof args,
+             "physskin train --data procedural:chair --out %s/prep --set data.shapes=2 --set train.steps=1 "
+             "--set train.batch=1 --set data.mesh_res=16 --set data.cubature_res=8", dir);
+    rc = run(args, out, sizeof out);
+    CHECK_MSG(rc == 0, "'%s': exit %d:\n%s", args, rc, out);
+    CHECK_OUT(out, "anima physskin train: preparing data: 2/2 shapes");
     snprintf(args, sizeof args, "rm -rf %s", dir);
     CHECK(system(args) == 0);
 }

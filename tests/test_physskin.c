@@ -296,6 +296,33 @@ TEST(physskin_small_preset_built_in) {
     free(ja), free(jb);
 }
 
+typedef struct {
+    int64_t calls, last, total;
+    bool in_order;
+} DataHeard;
+
+static void heard_data(int64_t done, int64_t total, void *user) {
+    DataHeard *h = user;
+    h->in_order &= done == h->last + 1;
+    h->calls++, h->last = done, h->total = total;
+}
+
+/* preparing the data reports each shape, in order, one call at a time (issue 17: `physskin
+ * train` was silent for ~45 s while preparing) */
+TEST(physskin_data_load_reports_progress) {
+    PsConfig c;
+    char err[1024];
+    const char *sets[1] = {"data.shapes=3"};
+    CHECK_MSG(ps_config_load(&c, "configs/physskin-tiny.json", 1, sets, err, sizeof err) == 0, "%s", err);
+    PsData d;
+    DataHeard h = {.in_order = true};
+    CHECK_MSG(ps_data_load_progress(&d, "procedural:chair,snake", &c, 0, 3, heard_data, &h, err, sizeof err) == 0,
+              "%s", err);
+    CHECK_MSG(h.calls == 3 && h.last == 3 && h.total == 3 && h.in_order, "%lld calls, last %lld of %lld",
+              (long long)h.calls, (long long)h.last, (long long)h.total);
+    ps_data_free(&d);
+}
+
 static int train_run(const char *dir, int64_t steps, int64_t stop_after, bool resume) {
     PsConfig c;
     tiny_config(&c);

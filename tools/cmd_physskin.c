@@ -26,6 +26,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "base/alloc.h"
 #include "datasets/mesh/mesh.h"
@@ -35,6 +36,13 @@
 #include "models/physskin/train.h"
 #include "tools/cmd.h"
 #include "tools/cmd_args.h"
+
+/* preparing the data: the display counts shapes */
+static void data_progress(int64_t done, int64_t total, void *user) {
+    BaseProgress *d = user;
+    base_progress_update(d, done, total, 0, 0, done == total);
+    if (done == total) base_progress_break(d);
+}
 
 static int cmd_train(int argc, char **argv) {
     const char *config_path = NULL, *out = "runs/physskin", *data = NULL;
@@ -79,9 +87,14 @@ static int cmd_train(int argc, char **argv) {
     }
     char *cfg_json = ds_config_to_json(PS_CONFIG_SCHEMA, &cfg);
     BaseProgress display;
+    /* preparing the data takes a while (tens of seconds for the larger presets): shown too */
+    BaseProgress prep = {.out = stderr, .name = "anima physskin train: preparing data", .unit = "shapes",
+                         .count_suffix = " shapes", .rate_digits = 1, .tty = progress < 0 && isatty(STDERR_FILENO)};
     PsTrainArgs ta = {.cfg = &cfg, .cfg_json = cfg_json, .data = data, .out_dir = out, .resume = resume,
                       .progress = cmd_train_progress(&display, progress), .progress_user = &display,
-                      .stop_after = stop_after};
+                      .stop_after = stop_after, .data_progress = progress ? data_progress : NULL,
+                      .data_progress_user = &prep};
+    base_progress_begin(&prep, 0);
     int rc = ps_train(&ta);
     free(cfg_json);
     tensor_runtime_shutdown();
