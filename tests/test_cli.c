@@ -2,8 +2,10 @@
  * ./anima (or $ANIMA): every command says the same things the same way — an unknown command or
  * option, a missing value, a bad number — exits 2, and its --help lists every option of its
  * table. Skips (77) when the program is not built. */
+#include <signal.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -238,4 +240,51 @@ TEST(cli_exit_code_per_class) {
         CHECK_MSG(rc == cases[i].code, "'%s': exit %d (want %d): %s", cases[i].args, rc, cases[i].code, out);
         CHECK_OUT(out, cases[i].needle);
     }
+}
+
+/* Interrupted: SIGINT exits 130 and SIGTERM 143 from each training command, once its loop runs
+ * (the metrics log has a line) */
+TEST(cli_interrupted_exit_130_143) {
+    need_anima();
+    char dir[] = "/tmp/anima-cli-XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    const char *const cmds[][24] = {
+        {"fit", "--no-progress", "--set", "train.steps=100000000", "--set", "train.log_every=1", "--set",
+         "model.hidden=8", NULL},
+        {"physskin", "train", "--no-progress", "--data", "procedural:chair", "--config", "configs/physskin-tiny.json",
+         "--set", "train.steps=100000000", "--set", "train.log_every=1", NULL},
+        {"gs", "fit", "--no-progress", "--iters", "100000000", "--size", "16", "--views", "1", "--test-views", "1",
+         "--set", "model.n=20", "--set", "scene.grid=16", "--set", "scene.supersample=1", "--set",
+         "train.log_every=1", NULL},
+    };
+    const int sigs[2] = {SIGINT, SIGTERM};
+    for (size_t c = 0; c < sizeof cmds / sizeof *cmds; c++)
+        for (int k = 0; k < 2; k++) {
+            char out[512], log[600];
+            snprintf(out, sizeof out, "%s/%zu-%d", dir, c, k);
+            snprintf(log, sizeof log, "%s/metrics.jsonl", out);
+            const char *argv[32] = {"anima"};
+            int n = 1;
+            for (int i = 0; cmds[c][i]; i++) argv[n++] = cmds[c][i];
+            argv[n++] = "--out", argv[n++] = out, argv[n] = NULL;
+            fflush(NULL);
+            pid_t pid = fork();
+            if (pid == 0) {
+                if (!freopen("/dev/null", "w", stdout) || !freopen("/dev/null", "w", stderr)) _exit(126);
+                setenv("OMP_NUM_THREADS", "1", 1);
+                execv(test_anima_bin(), (char *const *)argv);
+                _exit(127);
+            }
+            struct stat st;
+            for (int i = 0; i < 3000 && (stat(log, &st) != 0 || st.st_size < 2); i++) usleep(10000);
+            kill(pid, sigs[k]);
+            int status;
+            waitpid(pid, &status, 0);
+            CHECK_MSG(WIFEXITED(status) && WEXITSTATUS(status) == 128 + sigs[k], "anima %s %s, signal %d: %s %d",
+                      cmds[c][0], cmds[c][1], sigs[k], WIFEXITED(status) ? "exit" : "killed by signal",
+                      WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
+        }
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    CHECK(system(cmd) == 0);
 }
