@@ -192,6 +192,18 @@ TEST(cli_train_small_preset_and_existing_run) {
             CHECK_MSG(rc == 0 && !strstr(out, "already holds"), "'%s': exit %d:\n%s", args, rc, out);
         }
     }
+    /* --resume without --config continues with the checkpoint's own config, not the small preset
+     * (whose model would not match the checkpoint) */
+    snprintf(args, sizeof args,
+             "physskin train --data procedural:chair --config configs/physskin-tiny.json --out %s/tiny --no-progress "
+             "--set train.steps=3 --stop-after 1", dir);
+    rc = run(args, out, sizeof out);
+    CHECK_MSG(rc == 0, "'%s': exit %d:\n%s", args, rc, out);
+    snprintf(args, sizeof args, "physskin train --data procedural:chair --out %s/tiny --no-progress --resume "
+             "--set train.steps=3", dir);
+    rc = run(args, out, sizeof out);
+    CHECK_MSG(rc == 0 && !strstr(out, "config differs"), "'%s': exit %d:\n%s", args, rc, out);
+    CHECK_OUT(out, "anima physskin train: no --config, resuming with the config stored in ", "/tiny/ckpt.h5");
     /* the data preparation shows its progress too (it was silent for ~45 s on the paper preset) */
     snprintf(args, sizeof args,
              "physskin train --data procedural:chair --out %s/prep --set data.shapes=2 --set train.steps=1 "

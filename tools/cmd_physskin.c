@@ -4,8 +4,9 @@
  *   anima physskin train [--config FILE] --data SRC --out DIR [--resume|--force] [--set k=v ...]
  *                        [--stop-after N] [--no-progress]
  *
- * Without --config it trains the small preset (configs/physskin-small.json, built in) and says
- * so; a DIR that holds a previous run needs --resume or --force.
+ * Without --config it trains the small preset (configs/physskin-small.json, built in), or with
+ * --resume the config DIR/ckpt.h5 stores, and says which; a DIR that holds a previous run needs
+ * --resume or --force.
  *
  *   anima physskin skin --ckpt CKPT --mesh IN|DIR --out OUT.h5|DIR [--ply OUT] [--png OUT] [--cubature N]
  *
@@ -71,13 +72,27 @@ static int cmd_train(int argc, char **argv) {
     PsConfig cfg;
     char err[8192];
     /* never the schema's defaults (the paper's sizes: 10,000 shapes, width 768, 100k steps) by
-     * accident: no --config is the small preset, and the run says so */
-    if (ps_config_load_text(&cfg, config_path ? config_path : "the small preset",
-                            config_path ? NULL : PS_CONFIG_SMALL_JSON, sets.n, sets.v, err, sizeof err)) {
+     * accident: no --config is the small preset, and the run says so; --resume without one
+     * continues with the config the checkpoint stores (its model's sizes) */
+    char stored[4200];
+    struct stat st;
+    bool from_ckpt = !config_path && resume && snprintf(stored, sizeof stored, "%s/ckpt.h5", out) < (int)sizeof stored &&
+                     stat(stored, &st) == 0;
+    int crc = 0;
+    if (from_ckpt) {
+        crc = ps_checkpoint_config(stored, &cfg, err, sizeof err);
+        for (int i = 0; i < sets.n && crc == 0; i++) crc = ds_config_set(sets.v[i], PS_CONFIG_SCHEMA, &cfg, err, sizeof err);
+        if (crc == 0) crc = ps_config_validate(&cfg, err, sizeof err);
+    } else
+        crc = ps_config_load_text(&cfg, config_path ? config_path : "the small preset",
+                                  config_path ? NULL : PS_CONFIG_SMALL_JSON, sets.n, sets.v, err, sizeof err);
+    if (crc) {
         fprintf(stderr, "anima physskin train: %s\n", err);
         return 2;
     }
-    if (!config_path)
+    if (from_ckpt)
+        fprintf(stderr, "anima physskin train: no --config, resuming with the config stored in %s\n", stored);
+    else if (!config_path)
         fprintf(stderr, "anima physskin train: no --config, using the small preset (configs/physskin-small.json)\n");
     static const char *const run_files[] = {"ckpt.h5", "metrics.jsonl", NULL};
     if (cmd_check_run_dir("anima physskin train", stderr, out, run_files, true, resume, force)) return 2;
