@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "base/alloc.h"
 #include "config.h"
@@ -264,6 +265,14 @@ int ds_config_load(const char *path, const DsConfigField *schema, void *out, cha
         base_errf(err, errlen, "%s: cannot open (%s)", path, strerror(errno));
         return -1;
     }
+    /* fopen of a directory succeeds on Linux and its fread fails (EISDIR): without these checks
+     * a directory, like an empty file, would read as {} and run on every default */
+    struct stat st;
+    if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
+        fclose(f);
+        base_errf(err, errlen, "%s: is a directory, not a JSON config", path);
+        return -1;
+    }
     size_t cap = 1 << 16, n = 0;
     char *buf = base_malloc(cap);
     size_t r;
@@ -280,6 +289,13 @@ int ds_config_load(const char *path, const DsConfigField *schema, void *out, cha
             buf = base_realloc(buf, cap);
         }
     }
+    if (ferror(f)) {
+        int e = errno;
+        free(buf);
+        fclose(f);
+        base_errf(err, errlen, "%s: cannot read (%s)", path, strerror(e));
+        return -1;
+    }
     fclose(f);
     buf[n] = 0;
     if (strlen(buf) != n) {
@@ -287,7 +303,12 @@ int ds_config_load(const char *path, const DsConfigField *schema, void *out, cha
         base_errf(err, errlen, "%s: contains a NUL byte, not a JSON text", path);
         return -1;
     }
-    int rc = ds_config_parse(n ? buf : "{}", path, schema, out, err, errlen);
+    if (!buf[strspn(buf, " \t\r\n")]) {
+        free(buf);
+        base_errf(err, errlen, "%s: empty file, not a JSON config", path);
+        return -1;
+    }
+    int rc = ds_config_parse(buf, path, schema, out, err, errlen);
     free(buf);
     return rc;
 }

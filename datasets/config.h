@@ -46,7 +46,8 @@ typedef struct DsConfigField {
 } DsConfigField;
 
 /* Fill out (a struct laid out as the schema says) from the file; 0, or -1 with err set (and no
- * array left allocated). */
+ * array left allocated). A directory, an empty (or all-whitespace) file and a read error are
+ * errors naming the path, never read as {}. */
 int ds_config_load(const char *path, const DsConfigField *schema, void *out, char *err, size_t errlen);
 /* The same from text; `source` names it in messages. text NULL or "" gives all defaults. */
 int ds_config_parse(const char *text, const char *source, const DsConfigField *schema, void *out, char *err,

@@ -2,7 +2,10 @@
  * ./anima (or $ANIMA): every command says the same things the same way — an unknown command or
  * option, a missing value, a bad number — exits 2, and its --help lists every option of its
  * table. Skips (77) when the program is not built. */
+#include <signal.h>
 #include <stdlib.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -74,6 +77,12 @@ TEST(cli_bad_arguments_exit_2_naming_them) {
         {"demo --steps 0", {"anima demo: --steps expects an integer in [1, 1000000]", "'0'", "usage"}},
         {"demo --size 640", {"anima demo: --size expects WxH in [16, 8192]", "'640'", "usage"}},
         {"demo --every", {"anima demo: --every needs a value", "usage", "--help"}},
+        /* a directory or an empty file as the config is an error naming it, never {} (issue 17) */
+        {"physskin train --data procedural --config configs/", {"anima physskin train: configs/: is a directory, not a JSON config", "", ""}},
+        {"physskin train --data procedural --config /dev/null", {"anima physskin train: /dev/null: empty file, not a JSON config", "", ""}},
+        {"fit --config configs", {"anima fit: configs: is a directory, not a JSON config", "", ""}},
+        {"fit --config /dev/null", {"anima fit: /dev/null: empty file, not a JSON config", "", ""}},
+        {"gs fit --config configs/", {"anima gs fit: configs/: is a directory, not a JSON config", "", ""}},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         int rc = run(cases[i].args, out, sizeof out);
@@ -90,12 +99,13 @@ TEST(cli_help_lists_every_option) {
     } cases[] = {
         {"sim", {"--scene", "--out", "--steps", "--quiet"}},
         {"sim skinning", {"--category", "--kind", "--handles", "--seed", "--cubature-res", "--mesh-res", "--normalize"}},
-        {"fit", {"--config", "--out", "--resume", "--set", "--stop-after", "--no-progress", "--device"}},
+        {"fit", {"--config", "--out", "--resume", "--force", "--set", "--stop-after", "--no-progress", "--device"}},
         {"mesh convert", {"--ascii"}},
         {"gs fit", {"--config", "--mesh", "--views", "--test-views", "--size", "--iters", "--out", "--set"}},
+        {"gs fit", {"--force", "--no-progress"}},
         {"", {"commands:", "dataset", "demo", "fit", "gs", "mesh", "sim", "physskin"}},
         {"physskin", {"usage: anima physskin train|skin|eval"}},
-        {"physskin train", {"--config", "--data", "--out", "--resume", "--set", "--stop-after", "--no-progress"}},
+        {"physskin train", {"--config", "--data", "--out", "--resume", "--force", "--set", "--stop-after", "--no-progress"}},
         {"physskin skin", {"--ckpt", "--mesh", "--out", "--ply", "--png", "--cubature", "--size"}},
         {"physskin eval", {"--ckpt", "--data", "--shapes", "--baselines", "--ablations", "--json", "--baseline-steps", "--quiet"}},
         {"physskin eval", {"--baseline-hidden", "--baseline-layers", "--baseline-freqs", "--baseline-lr"}},
@@ -127,4 +137,166 @@ TEST(cli_sim_out_creates_parent_folders) {
     CHECK_MSG(access(frame, R_OK) == 0, "%s missing:\n%s", frame, out);
     snprintf(args, sizeof args, "rm -rf %s", dir);
     CHECK(system(args) == 0);
+}
+
+/* Commands that train, without --config, run a small preset and say which — never the paper's
+ * sizes by accident (physskin's schema defaults: 10,000 shapes, width 768, 100k steps); and a
+ * --out that already holds a run needs --resume or --force (issue 17 found 4 and 5). */
+TEST(cli_train_small_preset_and_existing_run) {
+    need_anima();
+    char dir[] = "/tmp/anima-cli-XXXXXX", args[1024], out[16384];
+    CHECK(mkdtemp(dir) != NULL);
+    /* the preset shows in a cross-field check: the small preset's width is 64 (the paper's 768; neither divides by 5) */
+    snprintf(args, sizeof args, "physskin train --data procedural:chair --out %s/ps --set model.heads=5", dir);
+    int rc = run(args, out, sizeof out);
+    CHECK_MSG(rc == 2 && strstr(out, "model.width 64 is not divisible"), "exit %d:\n%s", rc, out);
+    const struct {
+        const char *cmd, *sub, *extra, *preset, *files;
+        bool can_resume;
+    } cases[] = {
+        {"physskin train", "ps",
+         "--data procedural:chair --no-progress --set data.shapes=2 --set train.steps=2 --set train.batch=1 "
+         "--set data.mesh_res=16 --set data.cubature_res=8",
+         "anima physskin train: no --config, using the small preset (configs/physskin-small.json)", "(ckpt.h5, metrics.jsonl)",
+         true},
+        {"fit", "fit", "--no-progress --set train.steps=3 --set model.hidden=8",
+         "anima fit: no --config, using the small preset", "(ckpt.h5, metrics.jsonl)", true},
+        {"gs fit", "gs",
+         "--no-progress --iters 2 --size 16 --views 1 --test-views 1 --set model.n=20 --set scene.grid=16 "
+         "--set scene.supersample=1",
+         "anima gs fit: no --config, using the small preset", "(gaussians.ply, metrics.jsonl, config.json)", false},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        snprintf(args, sizeof args, "%s --out %s/%s %s", cases[i].cmd, dir, cases[i].sub, cases[i].extra);
+        rc = run(args, out, sizeof out);
+        CHECK_MSG(rc == 0, "'%s': exit %d:\n%s", args, rc, out);
+        CHECK_OUT(out, cases[i].preset);
+        /* again into the same directory: refused, naming what is there, nothing touched */
+        char want[512], log[512];
+        snprintf(log, sizeof log, "%s/%s/metrics.jsonl", dir, cases[i].sub);
+        struct stat st0, st1;
+        CHECK(stat(log, &st0) == 0);
+        rc = run(args, out, sizeof out);
+        snprintf(want, sizeof want, "anima %s: %s/%s already holds a run %s; pass %s--force to replace it", cases[i].cmd,
+                 dir, cases[i].sub, cases[i].files, cases[i].can_resume ? "--resume to continue it or " : "");
+        CHECK_MSG(rc == 2 && strstr(out, want), "'%s' again: exit %d (want 2 and '%s'):\n%s", args, rc, want, out);
+        CHECK(stat(log, &st1) == 0 && st1.st_size == st0.st_size && st1.st_mtime == st0.st_mtime &&
+              st1.st_ino == st0.st_ino);
+        /* --force replaces it; --resume continues it */
+        snprintf(args + strlen(args), sizeof args - strlen(args), " --force");
+        rc = run(args, out, sizeof out);
+        CHECK_MSG(rc == 0 && !strstr(out, "already holds"), "'%s': exit %d:\n%s", args, rc, out);
+        if (cases[i].can_resume) {
+            snprintf(args, sizeof args, "%s --out %s/%s %s --resume", cases[i].cmd, dir, cases[i].sub, cases[i].extra);
+            rc = run(args, out, sizeof out);
+            CHECK_MSG(rc == 0 && !strstr(out, "already holds"), "'%s': exit %d:\n%s", args, rc, out);
+        }
+    }
+    /* --resume without --config continues with the checkpoint's own config, not the small preset
+     * (whose model would not match the checkpoint) */
+    snprintf(args, sizeof args,
+             "physskin train --data procedural:chair --config configs/physskin-tiny.json --out %s/tiny --no-progress "
+             "--set train.steps=3 --stop-after 1", dir);
+    rc = run(args, out, sizeof out);
+    CHECK_MSG(rc == 0, "'%s': exit %d:\n%s", args, rc, out);
+    snprintf(args, sizeof args, "physskin train --data procedural:chair --out %s/tiny --no-progress --resume "
+             "--set train.steps=3", dir);
+    rc = run(args, out, sizeof out);
+    CHECK_MSG(rc == 0 && !strstr(out, "config differs"), "'%s': exit %d:\n%s", args, rc, out);
+    CHECK_OUT(out, "anima physskin train: no --config, resuming with the config stored in ", "/tiny/ckpt.h5");
+    /* the data preparation shows its progress too (it was silent for ~45 s on the paper preset) */
+    snprintf(args, sizeof args,
+             "physskin train --data procedural:chair --out %s/prep --set data.shapes=2 --set train.steps=1 "
+             "--set train.batch=1 --set data.mesh_res=16 --set data.cubature_res=8", dir);
+    rc = run(args, out, sizeof out);
+    CHECK_MSG(rc == 0, "'%s': exit %d:\n%s", args, rc, out);
+    CHECK_OUT(out, "anima physskin train: preparing data: 2/2 shapes");
+    snprintf(args, sizeof args, "rm -rf %s", dir);
+    CHECK(system(args) == 0);
+}
+
+/* One exit code per class across the commands (issue 17): 2 for a usage or config error (the
+ * config includes sim's scene file), 1 for a runtime failure (a file that cannot be read or
+ * written, an output folder the OS refuses); interrupted runs exit 130/143
+ * (train_fit_cli_sigint, dataset_cli_*). */
+TEST(cli_exit_code_per_class) {
+    need_anima();
+    char out[16384];
+    const struct {
+        const char *args, *needle;
+        int code;
+    } cases[] = {
+        /* usage and config errors: 2 */
+        {"sim --scene scenes/drop.json --out /tmp/x --foo", "unknown argument '--foo'", 2},
+        {"sim --scene /nonexistent/scene.json --out /tmp/anima-x", "anima sim: /nonexistent/scene.json", 2},
+        {"sim --scene scenes --out /tmp/anima-x", "anima sim: scenes: is a directory, not a JSON config", 2},
+        {"sim --scene /dev/null --out /tmp/anima-x", "anima sim: /dev/null: empty file, not a JSON config", 2},
+        {"fit --config /nonexistent/fit.json", "anima fit: /nonexistent/fit.json: cannot open", 2},
+        {"gs fit --config /nonexistent/gs.json", "anima gs fit: /nonexistent/gs.json: cannot open", 2},
+        {"physskin train --data procedural --config /nonexistent/ps.json", "/nonexistent/ps.json: cannot open", 2},
+        {"physskin train --data procedural --set train.steps=0", "'train.steps'", 2},
+        /* runtime failures: 1 */
+        {"fit --no-progress --out /dev/null/run", "anima fit: cannot create the output directory /dev/null/run", 1},
+        {"gs fit --no-progress --out /dev/null/run", "anima gs fit: cannot create the output directory /dev/null/run", 1},
+        {"physskin train --data procedural --no-progress --out /dev/null/run",
+         "anima physskin train: cannot create the output directory /dev/null/run", 1},
+        {"sim --scene scenes/drop.json --quiet --out /dev/null/run", "anima sim: cannot create the output directory", 1},
+        {"dataset make --count 1 --no-progress --out /dev/null/run", "cannot create the output directory", 1},
+        {"physskin skin --ckpt /nonexistent/a.h5 --mesh /nonexistent/b.obj --out /tmp/anima-x.h5", "/nonexistent/b.obj", 1},
+        {"physskin eval --ckpt /nonexistent/a.h5 --data procedural --quiet", "/nonexistent/a.h5", 1},
+        {"mesh convert /nonexistent/a.obj /tmp/anima-x.ply", "/nonexistent/a.obj", 1},
+        {"dataset show /nonexistent/a.h5", "/nonexistent/a.h5", 1},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        int rc = run(cases[i].args, out, sizeof out);
+        CHECK_MSG(rc == cases[i].code, "'%s': exit %d (want %d): %s", cases[i].args, rc, cases[i].code, out);
+        CHECK_OUT(out, cases[i].needle);
+    }
+}
+
+/* Interrupted: SIGINT exits 130 and SIGTERM 143 from each training command, once its loop runs
+ * (the metrics log has a line) */
+TEST(cli_interrupted_exit_130_143) {
+    need_anima();
+    char dir[] = "/tmp/anima-cli-XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    const char *const cmds[][24] = {
+        {"fit", "--no-progress", "--set", "train.steps=100000000", "--set", "train.log_every=1", "--set",
+         "model.hidden=8", NULL},
+        {"physskin", "train", "--no-progress", "--data", "procedural:chair", "--config", "configs/physskin-tiny.json",
+         "--set", "train.steps=100000000", "--set", "train.log_every=1", NULL},
+        {"gs", "fit", "--no-progress", "--iters", "100000000", "--size", "16", "--views", "1", "--test-views", "1",
+         "--set", "model.n=20", "--set", "scene.grid=16", "--set", "scene.supersample=1", "--set",
+         "train.log_every=1", NULL},
+    };
+    const int sigs[2] = {SIGINT, SIGTERM};
+    for (size_t c = 0; c < sizeof cmds / sizeof *cmds; c++)
+        for (int k = 0; k < 2; k++) {
+            char out[512], log[600];
+            snprintf(out, sizeof out, "%s/%zu-%d", dir, c, k);
+            snprintf(log, sizeof log, "%s/metrics.jsonl", out);
+            const char *argv[32] = {"anima"};
+            int n = 1;
+            for (int i = 0; cmds[c][i]; i++) argv[n++] = cmds[c][i];
+            argv[n++] = "--out", argv[n++] = out, argv[n] = NULL;
+            fflush(NULL);
+            pid_t pid = fork();
+            if (pid == 0) {
+                if (!freopen("/dev/null", "w", stdout) || !freopen("/dev/null", "w", stderr)) _exit(126);
+                setenv("OMP_NUM_THREADS", "1", 1);
+                execv(test_anima_bin(), (char *const *)argv);
+                _exit(127);
+            }
+            struct stat st;
+            for (int i = 0; i < 3000 && (stat(log, &st) != 0 || st.st_size < 2); i++) usleep(10000);
+            kill(pid, sigs[k]);
+            int status;
+            waitpid(pid, &status, 0);
+            CHECK_MSG(WIFEXITED(status) && WEXITSTATUS(status) == 128 + sigs[k], "anima %s %s, signal %d: %s %d",
+                      cmds[c][0], cmds[c][1], sigs[k], WIFEXITED(status) ? "exit" : "killed by signal",
+                      WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
+        }
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    CHECK(system(cmd) == 0);
 }

@@ -132,6 +132,34 @@ TEST(config_bad_json_line_col) {
     CHECK_ERR(err, path, "cannot open");
 }
 
+/* a directory or an empty file given as a config is an error naming it, never {} (all
+ * defaults): issue 17 */
+TEST(config_load_refuses_directory_and_empty_file) {
+    Cfg c;
+    char err[512] = "", dir[] = "/tmp/anima-cfgdir-XXXXXX", path[128];
+    CHECK(mkdtemp(dir) != NULL);
+    CHECK(ds_config_load(dir, SCHEMA, &c, err, sizeof err) != 0);
+    CHECK_ERR(err, dir, "is a directory, not a JSON config");
+    const char *texts[] = {"", "  \n\t\n"};
+    for (int k = 0; k < 2; k++) {
+        snprintf(path, sizeof path, "%s/empty%d.json", dir, k);
+        FILE *f = fopen(path, "w");
+        CHECK(f && fputs(texts[k], f) >= 0 && fclose(f) == 0);
+        err[0] = 0;
+        CHECK(ds_config_load(path, SCHEMA, &c, err, sizeof err) != 0);
+        CHECK_ERR(err, path, "empty file, not a JSON config");
+        unlink(path);
+    }
+    /* "{}" written out is still all defaults */
+    snprintf(path, sizeof path, "%s/braces.json", dir);
+    FILE *f = fopen(path, "w");
+    CHECK(f && fputs("{\"steps\": 3}\n", f) >= 0 && fclose(f) == 0);
+    CHECK_MSG(ds_config_load(path, SCHEMA, &c, err, sizeof err) == 0, "%s", err);
+    CHECK(c.steps == 3);
+    unlink(path);
+    rmdir(dir);
+}
+
 TEST(config_set_override) {
     Cfg c;
     char err[512] = "";

@@ -277,6 +277,52 @@ TEST(physskin_presets_load) {
     CHECK(ps_data_load(&d, "/nonexistent/dir", &c, 0, 1, err, sizeof err) != 0 && strstr(err, "/nonexistent"));
 }
 
+/* the small preset built in (what `anima physskin train` runs without --config) is
+ * configs/physskin-small.json, byte for byte */
+TEST(physskin_small_preset_built_in) {
+    FILE *f = fopen("configs/physskin-small.json", "rb");
+    CHECK(f != NULL);
+    static char text[16384];
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[n] = 0;
+    CHECK_MSG(!strcmp(text, PS_CONFIG_SMALL_JSON), "PS_CONFIG_SMALL_JSON differs from configs/physskin-small.json");
+    PsConfig a, b;
+    char err[1024];
+    CHECK_MSG(ps_config_load(&a, "configs/physskin-small.json", 0, NULL, err, sizeof err) == 0, "%s", err);
+    CHECK_MSG(ps_config_load_text(&b, "the small preset", PS_CONFIG_SMALL_JSON, 0, NULL, err, sizeof err) == 0, "%s", err);
+    char *ja = ds_config_to_json(PS_CONFIG_SCHEMA, &a), *jb = ds_config_to_json(PS_CONFIG_SCHEMA, &b);
+    CHECK(!strcmp(ja, jb) && b.model.width == 64);
+    free(ja), free(jb);
+}
+
+typedef struct {
+    int64_t calls, last, total;
+    bool in_order;
+} DataHeard;
+
+static void heard_data(int64_t done, int64_t total, void *user) {
+    DataHeard *h = user;
+    h->in_order &= done == h->last + 1;
+    h->calls++, h->last = done, h->total = total;
+}
+
+/* preparing the data reports each shape, in order, one call at a time (issue 17: `physskin
+ * train` was silent for ~45 s while preparing) */
+TEST(physskin_data_load_reports_progress) {
+    PsConfig c;
+    char err[1024];
+    const char *sets[1] = {"data.shapes=3"};
+    CHECK_MSG(ps_config_load(&c, "configs/physskin-tiny.json", 1, sets, err, sizeof err) == 0, "%s", err);
+    PsData d;
+    DataHeard h = {.in_order = true};
+    CHECK_MSG(ps_data_load_progress(&d, "procedural:chair,snake", &c, 0, 3, heard_data, &h, err, sizeof err) == 0,
+              "%s", err);
+    CHECK_MSG(h.calls == 3 && h.last == 3 && h.total == 3 && h.in_order, "%lld calls, last %lld of %lld",
+              (long long)h.calls, (long long)h.last, (long long)h.total);
+    ps_data_free(&d);
+}
+
 static int train_run(const char *dir, int64_t steps, int64_t stop_after, bool resume) {
     PsConfig c;
     tiny_config(&c);

@@ -2,6 +2,9 @@
 #ifndef ANIMA_CMD_H
 #define ANIMA_CMD_H
 
+#include <stdbool.h>
+#include <stdio.h>
+
 #include "base/log.h"
 #include "base/progress.h"
 #include "optim/train.h"
@@ -27,6 +30,13 @@ int cmd_physskin(int argc, char **argv);
 /* mkdir -p: creates dir and its missing parents (0777 before umask). 0, or -1 with errno set
  * (ENAMETOOLONG for a path of 4096 bytes or more). */
 int cmd_make_dirs(const char *dir);
+
+/* A training command's --out: a directory that already holds a previous run (any of the NULL-
+ * terminated files in it) needs --resume (can_resume: the command has one) or --force. Returns
+ * 0 to go on, or 2 after saying on errf (NULL: silently) "anima x: DIR already holds a run
+ * (ckpt.h5, metrics.jsonl); pass --resume to continue it or --force to replace it". */
+int cmd_check_run_dir(const char *cmd, FILE *errf, const char *dir, const char *const *files, bool can_resume,
+                      bool resume, bool force);
 
 /* The anima program's log sink (base/log.h), installed by main: every message on stderr, one
  * line each, as the library printed them before it had a sink. */

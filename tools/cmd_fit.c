@@ -2,8 +2,11 @@
  * warm-up + cosine schedule and gradient clipping, through the training loop of optim/train.h
  * (progress, DIR/metrics.jsonl, DIR/ckpt.h5 with the config inside, SIGINT-safe, --resume).
  *
- *   anima fit [--config FILE] [--out DIR] [--resume] [--set key.path=value ...]
+ *   anima fit [--config FILE] [--out DIR] [--resume|--force] [--set key.path=value ...]
  *             [--stop-after N] [--no-progress] [--device cpu|cuda]
+ *
+ * Without --config: the schema's defaults, the small preset (and it says so); a DIR that holds
+ * a previous run needs --resume or --force.
  *   mpirun -np N anima fit ...     data parallel: the same arguments on every rank
  *
  * Data parallel (optim/comm.h): data.batch is the global batch; every rank draws the same
@@ -186,16 +189,17 @@ int cmd_fit(int argc, char **argv) {
 
 int cmd_fit_comm(int argc, char **argv, OptimComm *comm) {
     const char *config_path = NULL, *out = "runs/fit", *device = "cpu";
-    bool resume = false, no_progress = false;
+    bool resume = false, force = false, no_progress = false;
     int64_t stop_after = 0;
     CmdArgList sets = {.n = 0};
     int rank = comm ? optim_comm_rank(comm) : 0, nranks = comm ? optim_comm_size(comm) : 1;
     bool is_main = rank == 0;
     static const char *const DEVICES[] = {"cpu", "cuda", NULL};
     const CmdArg args[] = {
-        {"--config", CMD_ARG_STRING, &config_path, "FILE", "JSON config (configs/fit-mlp.json); defaults for absent keys"},
+        {"--config", CMD_ARG_STRING, &config_path, "FILE", "JSON config (configs/fit-mlp.json); defaults for absent keys (no file: the small preset)"},
         {"--out", CMD_ARG_STRING, &out, "DIR", "writes DIR/ckpt.h5 and DIR/metrics.jsonl (default runs/fit)"},
         {"--resume", CMD_ARG_FLAG, &resume, NULL, "continue from DIR/ckpt.h5 (bit-identical to an uninterrupted run)"},
+        {"--force", CMD_ARG_FLAG, &force, NULL, "replace the run DIR already holds (without it, or --resume, that is an error)"},
         {"--set", CMD_ARG_LIST, &sets, "k=v", "override a config key, e.g. --set optim.lr=1e-3"},
         {"--stop-after", CMD_ARG_INT, &stop_after, "N", "checkpoint and stop after N steps of this run (time-limited jobs)",
          1, -1},
@@ -203,7 +207,7 @@ int cmd_fit_comm(int argc, char **argv, OptimComm *comm) {
         {"--device", CMD_ARG_CHOICE, &device, "D", "cpu (default) or cuda: train on the GPU (params, grads, optimizer there)",
          .choices = DEVICES},
         {0}};
-    const CmdArgSpec spec = {"anima fit", "[--config FILE] [--out DIR] [--resume] [--set key.path=value ...] [options]",
+    const CmdArgSpec spec = {"anima fit", "[--config FILE] [--out DIR] [--resume|--force] [--set key.path=value ...] [options]",
                              "fits an MLP from a JSON config (checkpoints, metrics log, --resume)", args,
                              "SIGINT/SIGTERM finish the current step, checkpoint and exit 130/143.\n"
                              "Data parallel: mpirun -np N anima fit ... (data.batch is the global batch; rank 0 writes).\n"};
@@ -219,6 +223,10 @@ int cmd_fit_comm(int argc, char **argv, OptimComm *comm) {
     FitConfig cfg;
     char err[8192];
     if (cmd_args_config(&spec, is_main ? stderr : NULL, config_path, &sets, FIT_SCHEMA, &cfg)) return 2;
+    if (is_main && !config_path)
+        fprintf(stderr, "anima fit: no --config, using the small preset (the built-in defaults: a %lldx%lld MLP, %lld "
+                        "steps)\n",
+                (long long)cfg.model.depth, (long long)cfg.model.hidden, (long long)cfg.train.steps);
     int rc = 0;
     if (cfg.data.batch < nranks) {
         if (is_main)
@@ -235,12 +243,19 @@ int cmd_fit_comm(int argc, char **argv, OptimComm *comm) {
         if (is_main) fprintf(stderr, "anima fit: --device cuda on %d ranks needs NCCL, which did not start\n", nranks);
         return 2;
     }
-    if (is_main && cmd_make_dirs(out) != 0) {
+    static const char *const run_files[] = {"ckpt.h5", "metrics.jsonl", NULL};
+    if (is_main) rc = cmd_check_run_dir("anima fit", stderr, out, run_files, true, resume, force);
+    if (is_main && !rc && cmd_make_dirs(out) != 0) {
         fprintf(stderr, "anima fit: cannot create the output directory %s (%s)\n", out, strerror(errno));
-        rc = 2;
+        rc = 1; /* a runtime failure (the OS refused), as for the other commands */
     }
-    /* the directory's creation is rank 0's alone: share its outcome */
-    if (comm && optim_comm_allreduce_sum_scalar(comm, rc ? 1 : 0) > 0) return 2;
+    /* the run directory's check and creation are rank 0's alone: share the outcome (2: a run is
+     * there, 1: it cannot be created) */
+    if (comm && nranks > 1) {
+        double r = optim_comm_allreduce_sum_scalar(comm, rc);
+        rc = r >= 2 ? 2 : r > 0 ? 1 : 0;
+    }
+    if (rc) return rc;
     char ckpt_path[4096], log_path[4096];
     snprintf(ckpt_path, sizeof ckpt_path, "%s/ckpt.h5", out);
     snprintf(log_path, sizeof log_path, "%s/metrics.jsonl", out);

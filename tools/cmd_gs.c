@@ -2,14 +2,15 @@
  *
  *   anima gs fit [--config FILE] [--mesh FILE|procedural:<category>[:seed]] [--views N]
  *                [--test-views N] [--size PX] [--iters K] [--out DIR] [--set key.path=value ...]
- *                [--no-progress]
+ *                [--no-progress] [--force]
  *
  * fit: renders the mesh from views on a sphere with the mesh rasterizer (datasets/render/raster.h),
  * fits Gaussians initialized at random in its bounding box (models/gaussians/fit.h), prints the
  * PSNR on the held-out views and writes DIR/gaussians.ply (the standard 3DGS PLY, raw values —
  * loadable by the common 3DGS viewers), DIR/renders/{train,test}_NN.png (render | target side
  * by side), DIR/metrics.jsonl (one line per log step, held-out PSNR included) and
- * DIR/config.json (the full config used). */
+ * DIR/config.json (the full config used). Without --config: the schema's defaults (the same as
+ * configs/gs-fit.json), and it says so; a DIR that holds a previous fit needs --force. */
 #include <errno.h>
 #include <math.h>
 #include <stddef.h>
@@ -195,16 +196,17 @@ static int write_text(const char *path, const char *text, char *err, size_t errl
 
 static int gs_fit_main(int argc, char **argv) {
     const char *config_path = NULL, *out = "runs/gs-fit";
-    bool no_progress = false;
+    bool no_progress = false, force = false;
     CmdArgList sets = {.n = 0};
     const CmdArg args[] = {
-        {"--config", CMD_ARG_STRING, &config_path, "FILE", "JSON config (configs/gs-fit.json); defaults for absent keys"},
+        {"--config", CMD_ARG_STRING, &config_path, "FILE", "JSON config (configs/gs-fit.json); defaults for absent keys (no file: the small preset)"},
         {"--mesh", CMD_ARG_KEY, &sets, "FILE|procedural:<category>[:seed]", "the mesh to fit", .key = "scene.mesh"},
         {"--views", CMD_ARG_KEY, &sets, "N", "training views", .key = "scene.views"},
         {"--test-views", CMD_ARG_KEY, &sets, "N", "held-out views", .key = "scene.test_views"},
         {"--size", CMD_ARG_KEY, &sets, "PX", "render size", .key = "scene.size"},
         {"--iters", CMD_ARG_KEY, &sets, "K", "optimization steps", .key = "train.iters"},
         {"--out", CMD_ARG_STRING, &out, "DIR", "default runs/gs-fit"},
+        {"--force", CMD_ARG_FLAG, &force, NULL, "replace the fit DIR already holds (without it, that is an error)"},
         {"--set", CMD_ARG_LIST, &sets, "k=v", "override a config key, e.g. --set model.isotropic=true"},
         {"--no-progress", CMD_ARG_FLAG, &no_progress, NULL, "no progress display on stderr"},
         {0}};
@@ -216,6 +218,10 @@ static int gs_fit_main(int argc, char **argv) {
     GsCmdConfig cfg;
     char err[8192];
     if (cmd_args_config(&spec, stderr, config_path, &sets, GS_SCHEMA, &cfg)) return 2;
+    if (!config_path)
+        fprintf(stderr, "anima gs fit: no --config, using the small preset (the built-in defaults, as configs/gs-fit.json)\n");
+    static const char *const run_files[] = {"gaussians.ply", "metrics.jsonl", "config.json", NULL};
+    if (cmd_check_run_dir("anima gs fit", stderr, out, run_files, false, false, force)) return 2;
     int rc;
     char renders[4096], log_path[4096], ply_path[4096], cfg_path[4096];
     if (strlen(out) > 4000) {
@@ -235,7 +241,7 @@ static int gs_fit_main(int argc, char **argv) {
     if (cmd_make_dirs(renders) != 0) {
         ds_mesh_free(&mesh);
         fprintf(stderr, "anima gs fit: cannot create the output directory %s (%s)\n", renders, strerror(errno));
-        return 2;
+        return 1; /* a runtime failure (the OS refused), as for the other commands */
     }
     char *cfg_json = ds_config_to_json(GS_SCHEMA, &cfg);
     if (write_text(cfg_path, cfg_json, err, sizeof err)) {

@@ -1,8 +1,12 @@
 /* tools/cmd_physskin.c — `anima physskin`: the PhysSkin++ neural skinning fields
  * (models/physskin/).
  *
- *   anima physskin train --config FILE --data SRC --out DIR [--resume] [--set k=v ...]
+ *   anima physskin train [--config FILE] --data SRC --out DIR [--resume|--force] [--set k=v ...]
  *                        [--stop-after N] [--no-progress]
+ *
+ * Without --config it trains the small preset (configs/physskin-small.json, built in), or with
+ * --resume the config DIR/ckpt.h5 stores, and says which; a DIR that holds a previous run needs
+ * --resume or --force.
  *
  *   anima physskin skin --ckpt CKPT --mesh IN|DIR --out OUT.h5|DIR [--ply OUT] [--png OUT] [--cubature N]
  *
@@ -23,6 +27,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "base/alloc.h"
 #include "datasets/mesh/mesh.h"
@@ -33,22 +38,31 @@
 #include "tools/cmd.h"
 #include "tools/cmd_args.h"
 
+/* preparing the data: the display counts shapes */
+static void data_progress(int64_t done, int64_t total, void *user) {
+    BaseProgress *d = user;
+    base_progress_update(d, done, total, 0, 0, done == total);
+    if (done == total) base_progress_break(d);
+}
+
 static int cmd_train(int argc, char **argv) {
     const char *config_path = NULL, *out = "runs/physskin", *data = NULL;
-    bool resume = false, no_progress = false;
+    bool resume = false, force = false, no_progress = false;
     int64_t stop_after = 0;
     CmdArgList sets = {.n = 0};
     const CmdArg args[] = {
-        {"--config", CMD_ARG_STRING, &config_path, "FILE", "JSON config (configs/physskin-{paper,small,tiny}.json)"},
+        {"--config", CMD_ARG_STRING, &config_path, "FILE",
+         "JSON config (configs/physskin-{paper,small,tiny}.json; default: the small preset)"},
         {"--data", CMD_ARG_STRING, &data, "SRC", "a dataset directory, or procedural:<category>,... (procedural: all)",
          .required = true},
         {"--out", CMD_ARG_STRING, &out, "DIR", "writes DIR/ckpt.h5 and DIR/metrics.jsonl (default runs/physskin)"},
         {"--resume", CMD_ARG_FLAG, &resume, NULL, "continue from DIR/ckpt.h5"},
+        {"--force", CMD_ARG_FLAG, &force, NULL, "replace the run DIR already holds (without it, or --resume, that is an error)"},
         {"--set", CMD_ARG_LIST, &sets, "k=v", "override a config key, e.g. --set loss.combine=sum"},
         {"--stop-after", CMD_ARG_INT, &stop_after, "N", "checkpoint and stop after N steps of this run", 1, -1},
         {"--no-progress", CMD_ARG_FLAG, &no_progress, NULL, "no progress display on stderr"},
         {0}};
-    const CmdArgSpec spec = {"anima physskin train", "--config FILE --data SRC [--out DIR] [--resume] [--set k=v ...] [options]",
+    const CmdArgSpec spec = {"anima physskin train", "[--config FILE] --data SRC [--out DIR] [--resume|--force] [--set k=v ...] [options]",
                              "trains a PhysSkin++ skinning field (models/physskin/train.h)", args,
                              "Run under mpirun -np N for data parallelism (shapes sharded over ranks).\n"
                              "SIGINT/SIGTERM finish the current step, checkpoint and exit 130/143.\n"};
@@ -57,19 +71,45 @@ static int cmd_train(int argc, char **argv) {
     int progress = no_progress ? 0 : -1;
     PsConfig cfg;
     char err[8192];
-    if (ps_config_load(&cfg, config_path, sets.n, sets.v, err, sizeof err)) {
+    /* never the schema's defaults (the paper's sizes: 10,000 shapes, width 768, 100k steps) by
+     * accident: no --config is the small preset, and the run says so; --resume without one
+     * continues with the config the checkpoint stores (its model's sizes) */
+    char stored[4200];
+    struct stat st;
+    bool from_ckpt = !config_path && resume && snprintf(stored, sizeof stored, "%s/ckpt.h5", out) < (int)sizeof stored &&
+                     stat(stored, &st) == 0;
+    int crc = 0;
+    if (from_ckpt) {
+        crc = ps_checkpoint_config(stored, &cfg, err, sizeof err);
+        for (int i = 0; i < sets.n && crc == 0; i++) crc = ds_config_set(sets.v[i], PS_CONFIG_SCHEMA, &cfg, err, sizeof err);
+        if (crc == 0) crc = ps_config_validate(&cfg, err, sizeof err);
+    } else
+        crc = ps_config_load_text(&cfg, config_path ? config_path : "the small preset",
+                                  config_path ? NULL : PS_CONFIG_SMALL_JSON, sets.n, sets.v, err, sizeof err);
+    if (crc) {
         fprintf(stderr, "anima physskin train: %s\n", err);
         return 2;
     }
+    if (from_ckpt)
+        fprintf(stderr, "anima physskin train: no --config, resuming with the config stored in %s\n", stored);
+    else if (!config_path)
+        fprintf(stderr, "anima physskin train: no --config, using the small preset (configs/physskin-small.json)\n");
+    static const char *const run_files[] = {"ckpt.h5", "metrics.jsonl", NULL};
+    if (cmd_check_run_dir("anima physskin train", stderr, out, run_files, true, resume, force)) return 2;
     if (cmd_make_dirs(out) != 0) {
         fprintf(stderr, "anima physskin train: cannot create the output directory %s (%s)\n", out, strerror(errno));
-        return 2;
+        return 1; /* a runtime failure (the OS refused), as for the other commands */
     }
     char *cfg_json = ds_config_to_json(PS_CONFIG_SCHEMA, &cfg);
     BaseProgress display;
+    /* preparing the data takes a while (tens of seconds for the larger presets): shown too */
+    BaseProgress prep = {.out = stderr, .name = "anima physskin train: preparing data", .unit = "shapes",
+                         .count_suffix = " shapes", .rate_digits = 1, .tty = progress < 0 && isatty(STDERR_FILENO)};
     PsTrainArgs ta = {.cfg = &cfg, .cfg_json = cfg_json, .data = data, .out_dir = out, .resume = resume,
                       .progress = cmd_train_progress(&display, progress), .progress_user = &display,
-                      .stop_after = stop_after};
+                      .stop_after = stop_after, .data_progress = progress ? data_progress : NULL,
+                      .data_progress_user = &prep};
+    base_progress_begin(&prep, 0);
     int rc = ps_train(&ta);
     free(cfg_json);
     tensor_runtime_shutdown();

@@ -104,7 +104,7 @@ int cmd_sim(int argc, char **argv) {
     SimScene sc;
     if (sim_scene_load(scene, &sc, err, sizeof err)) {
         fprintf(stderr, "anima sim: %s\n", err);
-        return 1;
+        return 2; /* the scene is the command's config: a config error, as for the other commands */
     }
     if (steps > 0) sc.steps = steps;
     if (cmd_make_dirs(out) != 0) { /* parents too, as the other commands' --out */

@@ -1,6 +1,7 @@
 /* tools/cmd_util.c — what the subcommands share. */
 #include <errno.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -44,4 +45,20 @@ OptimProgressFn cmd_train_progress(BaseProgress *d, int mode) {
     *d = (BaseProgress){.out = stderr, .unit = "steps", .line_prefix = "step ", .rate_digits = 1,
                         .tty = mode < 0 && isatty(STDERR_FILENO), .show_loss = true};
     return mode ? train_progress : NULL;
+}
+
+int cmd_check_run_dir(const char *cmd, FILE *errf, const char *dir, const char *const *files, bool can_resume,
+                      bool resume, bool force) {
+    if (resume || force) return 0;
+    char found[512] = "", path[4200];
+    for (const char *const *f = files; *f; f++) {
+        struct stat st;
+        if (snprintf(path, sizeof path, "%s/%s", dir, *f) >= (int)sizeof path || stat(path, &st) != 0) continue;
+        snprintf(found + strlen(found), sizeof found - strlen(found), "%s%s", *found ? ", " : "", *f);
+    }
+    if (!*found) return 0;
+    if (errf)
+        fprintf(errf, "%s: %s already holds a run (%s); pass %s--force to replace it\n", cmd, dir, found,
+                can_resume ? "--resume to continue it or " : "");
+    return 2;
 }

@@ -109,8 +109,31 @@ int ps_config_validate(const PsConfig *c, char *err, size_t errlen) {
     return 0;
 }
 
+/* configs/physskin-small.json, verbatim (tests/test_physskin.c checks that the two agree) */
+const char PS_CONFIG_SMALL_JSON[] =
+    "{\n"
+    "  \"seed\": 0,\n"
+    "  \"model\": {\"latents\": 32, \"width\": 64, \"heads\": 4, \"layers\": 2, \"mlp_ratio\": 4, \"n_freqs\": 8,\n"
+    "            \"handles\": 8, \"head_hidden\": 64, \"head_blocks\": 2, \"activation\": \"gelu\", \"oni\": false,\n"
+    "            \"qkv_bias\": false, \"dtype\": \"f32\"},\n"
+    "  \"data\": {\"shapes\": 64, \"mesh_res\": 40, \"cubature_res\": 24, \"pool_surface\": 2048,\n"
+    "           \"n_surface\": 512, \"n_cubature\": 256, \"surface_fraction\": 0.25, \"n_z\": 64},\n"
+    "  \"loss\": {\"youngs\": 1e5, \"poisson\": 0.45, \"lambda_plus_mu\": true, \"energy\": \"neohookean\",\n"
+    "           \"z_sigma\": 0.1, \"grad\": \"fd\", \"fd_delta\": 1e-3, \"normalize\": true,\n"
+    "           \"w_pot\": 1, \"w_orth\": 1, \"w_smooth\": 1, \"combine\": \"config\"},\n"
+    "  \"optim\": {\"lr\": 5e-4, \"min_lr\": 5e-5, \"warmup_frac\": 0.01, \"weight_decay\": 0.01,\n"
+    "            \"beta1\": 0.9, \"beta2\": 0.999, \"eps\": 1e-8, \"clip\": 1.0},\n"
+    "  \"train\": {\"steps\": 1500, \"batch\": 4, \"log_every\": 20, \"ckpt_every\": 100}\n"
+    "}\n";
+
 int ps_config_load(PsConfig *c, const char *path, int nsets, const char *const *sets, char *err, size_t errlen) {
-    int rc = path ? ds_config_load(path, PS_CONFIG_SCHEMA, c, err, errlen)
+    return ps_config_load_text(c, path, NULL, nsets, sets, err, errlen);
+}
+
+int ps_config_load_text(PsConfig *c, const char *path, const char *text, int nsets, const char *const *sets,
+                        char *err, size_t errlen) {
+    int rc = text ? ds_config_parse(text, path ? path : "config", PS_CONFIG_SCHEMA, c, err, errlen)
+         : path   ? ds_config_load(path, PS_CONFIG_SCHEMA, c, err, errlen)
                   : ds_config_parse(NULL, "defaults", PS_CONFIG_SCHEMA, c, err, errlen);
     for (int i = 0; i < nsets && rc == 0; i++) rc = ds_config_set(sets[i], PS_CONFIG_SCHEMA, c, err, errlen);
     return rc ? rc : ps_config_validate(c, err, errlen);

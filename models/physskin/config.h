@@ -60,6 +60,13 @@ extern const DsConfigField PS_CONFIG_SCHEMA[];
 
 /* Defaults, then the file (NULL: none), then each "k=v" override; 0 or -1 with err. */
 int ps_config_load(PsConfig *c, const char *path, int nsets, const char *const *sets, char *err, size_t errlen);
+/* The same with the config's JSON text given (text NULL: read path as ps_config_load does);
+ * path then only names the text in messages. */
+int ps_config_load_text(PsConfig *c, const char *path, const char *text, int nsets, const char *const *sets,
+                        char *err, size_t errlen);
+/* The small preset, configs/physskin-small.json's text built in: what `anima physskin train`
+ * runs without --config (the schema's defaults are the paper's sizes, a multi-day run). */
+extern const char PS_CONFIG_SMALL_JSON[];
 /* Cross-field checks (width divisible by heads, n_surface ≤ pool, ...); 0 or -1 with err. */
 int ps_config_validate(const PsConfig *c, char *err, size_t errlen);
 

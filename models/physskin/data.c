@@ -109,7 +109,7 @@ static int load_procedural(PsShape *s, const char *category, uint64_t seed, cons
 }
 
 /* Shapes [d->begin, d->begin + d->n) of a cache (HDF5 is not thread-safe here: one by one). */
-static int load_cache(PsData *d, const char *source, char *err, size_t errlen) {
+static int load_cache(PsData *d, const char *source, PsDataProgressFn fn, void *user, char *err, size_t errlen) {
     char path[4096];
     if (cache_path(source, path, sizeof path, err, errlen)) return -1;
     DsCache *cache = ds_cache_open(path, err, errlen);
@@ -131,6 +131,7 @@ static int load_cache(PsData *d, const char *source, char *err, size_t errlen) {
             snprintf(err, errlen, "%s: shape %s has no surface samples", path, ds_cache_id(cache, d->begin + i));
             rc = -1;
         }
+        if (!rc && fn) fn(i + 1, d->n, user);
     }
     ds_cache_close(cache);
     if (rc) ps_data_free(d);
@@ -139,6 +140,11 @@ static int load_cache(PsData *d, const char *source, char *err, size_t errlen) {
 
 int ps_data_load(PsData *d, const char *source, const PsConfig *c, int64_t begin, int64_t end, char *err,
                  size_t errlen) {
+    return ps_data_load_progress(d, source, c, begin, end, NULL, NULL, err, errlen);
+}
+
+int ps_data_load_progress(PsData *d, const char *source, const PsConfig *c, int64_t begin, int64_t end,
+                          PsDataProgressFn fn, void *user, char *err, size_t errlen) {
     memset(d, 0, sizeof *d);
     if (ps_data_count(source, c, &d->total, err, errlen)) return -1;
     if (begin < 0 || end > d->total || begin >= end) {
@@ -148,10 +154,11 @@ int ps_data_load(PsData *d, const char *source, const PsConfig *c, int64_t begin
     }
     d->begin = begin, d->n = end - begin;
     d->shapes = base_calloc((size_t)d->n, sizeof *d->shapes);
-    if (strncmp(source, PROC, strlen(PROC))) return load_cache(d, source, err, errlen);
+    if (strncmp(source, PROC, strlen(PROC))) return load_cache(d, source, fn, user, err, errlen);
     char names[32][32];
     int ncat = parse_categories(source, names, 32, err, errlen);
     int failed = 0;
+    int64_t done = 0;
     char first_err[1024] = "";
     /* shapes are independent; the generators are thread-safe (plain arrays, Philox) */
 #pragma omp parallel for schedule(dynamic, 1)
@@ -166,6 +173,11 @@ int ps_data_load(PsData *d, const char *source, const PsConfig *c, int64_t begin
                                       names[g % ncat], e);
                 failed = 1;
             }
+        }
+        if (fn) {
+            /* one report at a time, in order (the callback draws) */
+#pragma omp critical(ps_data_progress)
+            fn(++done, d->n, user);
         }
     }
     if (failed) {

@@ -37,6 +37,12 @@ int ps_data_count(const char *source, const PsConfig *c, int64_t *count, char *e
 /* Loads shapes [begin, end) of the source (a rank's shard). 0 or -1 with err. */
 int ps_data_load(PsData *d, const char *source, const PsConfig *c, int64_t begin, int64_t end, char *err,
                  size_t errlen);
+/* Preparation's progress: done of total shapes of this shard, after each one; the calls come one
+ * at a time (never concurrently), done increasing by one from 1 to total. */
+typedef void (*PsDataProgressFn)(int64_t done, int64_t total, void *user);
+/* ps_data_load reporting its progress to fn (NULL: none) with user. */
+int ps_data_load_progress(PsData *d, const char *source, const PsConfig *c, int64_t begin, int64_t end,
+                          PsDataProgressFn fn, void *user, char *err, size_t errlen);
 void ps_data_free(PsData *d);
 
 typedef struct {

@@ -69,7 +69,8 @@ int ps_train(const PsTrainArgs *a) {
                   (long long)c->train.batch, size, (long long)B);
     double t0 = base_now();
     PsData data;
-    int bad = ps_data_load(&data, a->data, c, begin, end, err, sizeof err) != 0;
+    int bad = ps_data_load_progress(&data, a->data, c, begin, end, rank == 0 ? a->data_progress : NULL,
+                                    a->data_progress_user, err, sizeof err) != 0;
     if (size > 1) bad = optim_comm_allreduce_sum_scalar(comm, bad) > 0;
     if (bad) {
         base_logf(BASE_LOG_ERROR, NAME ": %s", err[0] ? err : "data failed on another rank");

@@ -22,6 +22,8 @@ typedef struct {
     OptimProgressFn progress; /* optim/train.h's callback (NULL: quiet), with its user pointer */
     void *progress_user;
     int64_t stop_after;
+    PsDataProgressFn data_progress; /* preparing the data (rank 0's shard; NULL: quiet), with its user */
+    void *data_progress_user;
 } PsTrainArgs;
 
 /* Runs the loop; returns the process exit status. Messages (errors, notes, "resuming") go to
