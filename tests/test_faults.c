@@ -82,6 +82,7 @@ typedef struct {
     const char *tmpdir;  /* where a temporary would be left ("." or a subdirectory) */
     const char *match;   /* the files the disk fills up for */
     const char *success; /* what only a successful run prints */
+    const char *named;   /* what the message names (NULL: final) */
 } FaultCase;
 
 /* The case at each fill point: refused, nothing half-written. With keep_previous, a good
@@ -111,7 +112,8 @@ static void check_case(const char *name, const FaultCase *c, const long *fills, 
         CHECK_MSG(rc == 1, "%s at %ld bytes %s: exit %d (want 1):\n%s", name, fills[i], what, rc, out);
         CHECK_MSG(!strstr(out, c->success), "%s at %ld bytes: claims success ('%s'):\n%s", name, fills[i], c->success, out);
         CHECK_MSG(strstr(out, "No space left on device"), "%s at %ld bytes: no OS error in:\n%s", name, fills[i], out);
-        CHECK_MSG(strstr(out, c->final), "%s at %ld bytes: no message naming %s:\n%s", name, fills[i], c->final, out);
+        const char *named = c->named ? c->named : c->final;
+        CHECK_MSG(strstr(out, named), "%s at %ld bytes: no message naming %s:\n%s", name, fills[i], named, out);
         size_t ncur = 0;
         char *cur = slurp(final, &ncur);
         if (prev) CHECK_MSG(cur && ncur == nprev && !memcmp(cur, prev, nprev), "%s at %ld bytes: %s changed (%zu bytes, was %zu)",
@@ -154,7 +156,7 @@ TEST(faults_physskin_skin_full_disk) {
     char cwd[2048];
     CHECK(getcwd(cwd, sizeof cwd) != NULL);
     snprintf(args, sizeof args, "physskin skin --ckpt %s/models/physskin/pretrained/small.h5 --mesh cube.obj --out b.h5", cwd);
-    FaultCase c = {args, "b.h5", ".", "b.h5", " -> "};
+    FaultCase c = {args, "b.h5", ".", "b.h5", " -> ", NULL};
     const long fills[] = {0, 4096, 32768, 49152};
     check_case("skin", &c, fills, 4, false, write_cube);
     check_case("skin-prev", &c, fills, 4, true, write_cube);
@@ -169,7 +171,23 @@ TEST(faults_fit_checkpoint_full_disk) {
     snprintf(args, sizeof args,
              "fit --config %s/configs/fit-mlp.json --out run --set train.steps=20 --set train.ckpt_every=20 --no-progress",
              cwd);
-    FaultCase c = {args, "run/ckpt.h5", "run", "ckpt.h5", "anima fit: done"};
+    FaultCase c = {args, "run/ckpt.h5", "run", "ckpt.h5", "anima fit: done", NULL};
     const long fills[] = {0, 4096, 16384};
     check_case("fit", &c, fills, 3, false, NULL);
+}
+
+/* found bug 3: `gs fit` printed "wrote …/gaussians.ply" after its write failed, and left
+ * config.json.tmp behind when config.json could not be written */
+TEST(faults_gs_fit_full_disk) {
+    need_tools();
+    static const char *args = "gs fit --mesh cube.obj --views 2 --test-views 1 --size 32 --iters 3 --out run --no-progress";
+    const long fills[] = {0, 4096, 400000};
+    FaultCase ply = {args, "run/gaussians.ply", "run", "gaussians.ply", "wrote ", NULL};
+    check_case("gs-ply", &ply, fills, 3, false, write_cube);
+    /* the renders: the last one is absent, the one that failed is named with the OS error */
+    FaultCase png = {args, "run/renders/test_00.png", "run/renders", ".png", "wrote ", ".png: write failed"};
+    check_case("gs-png", &png, fills, 2, false, write_cube);
+    /* everything under run/: config.json is the first file */
+    FaultCase all = {args, "run/config.json", "run", "run/", "wrote ", NULL};
+    check_case("gs-all", &all, fills, 1, false, write_cube);
 }
