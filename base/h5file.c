@@ -17,6 +17,12 @@
 
 void base_h5_quiet(void) { H5Eset_auto2(H5E_DEFAULT, NULL, NULL); }
 
+/* libhdf5 closes the ids left open at exit (H5_term_library, an atexit handler). A file whose
+ * close failed (see base_h5_save_end) is half torn down, and closing it there crashed the
+ * process after it had reported the failure (SEGV in H5F__close_cb, exit status 139). Every file
+ * anima opens is closed explicitly, so the handler is turned off before libhdf5 starts. */
+__attribute__((constructor)) static void no_term_at_exit(void) { H5dont_atexit(); }
+
 /* The OS error of the first failed call of the save in progress (0: none yet), for the one
  * message base_h5_save_end prints: "No space left on device", not whatever a later cleanup
  * call left in errno. Reset by base_h5_save_begin. */
@@ -36,6 +42,8 @@ static void divert(hid_t loc) {
     if (mem >= 0) close(mem);
     H5Fclose(f); /* the extra id only; the file stays open */
 }
+
+const char *base_h5_save_error(void) { return save_errno ? strerror(save_errno) : "unknown error"; }
 
 /* records the failure of a call on loc (errno), diverts its file; -1 */
 static int failed(hid_t loc) {
@@ -129,8 +137,12 @@ int base_h5_save_end(hid_t f, const char *tmp, const char *path, bool ok, const 
                      size_t errlen) {
     /* the flush writes the metadata and the chunks still cached (H5Dclose flushes a dataset's
      * chunks: a failure there already set ok = false through base_h5_write_checked) */
+    base_h5_quiet();
     if (!ok) divert(f); /* a failure the caller saw (an H5Gcreate2 of its own) */
     else if (H5Fflush(f, H5F_SCOPE_GLOBAL) < 0) ok = false, failed(f);
+    /* A close that fails after all (the flush above failed in the metadata cache, which libhdf5
+     * 1.10 then leaves inconsistent: "slist not empty") leaves f half torn down; closing it again
+     * crashes, so it is left as is, and libhdf5 does not close it at exit (no_term_at_exit). */
     if (H5Fclose(f) < 0) ok = false, failed(-1);
     if (ok && fsync_path(tmp) != 0) ok = false, failed(-1);
     if (!ok) {
@@ -152,6 +164,7 @@ int base_h5_save_end(hid_t f, const char *tmp, const char *path, bool ok, const 
 
 int base_h5_write_checked(hid_t loc, const char *name, hid_t file_type, hid_t mem_type, int rank, const hsize_t *dims,
                           const void *data, size_t chunk_bytes, bool deflate) {
+    base_h5_quiet(); /* per thread in a thread-safe libhdf5: a writer thread prints its own otherwise */
     hsize_t numel = 1;
     for (int i = 0; i < rank; i++) numel *= dims[i];
     hid_t space = rank ? H5Screate_simple(rank, dims, NULL) : H5Screate(H5S_SCALAR);
@@ -228,6 +241,7 @@ hid_t base_h5_open_read(const char *path, const char *what, char *err, size_t er
 /* ---- attributes -------------------------------------------------------------------------- */
 
 int base_h5_attr_i64(hid_t loc, const char *name, int64_t v) {
+    base_h5_quiet();
     hid_t sp = H5Screate(H5S_SCALAR), a = sp < 0 ? -1 : H5Acreate2(loc, name, H5T_NATIVE_INT64, sp, H5P_DEFAULT, H5P_DEFAULT);
     int st = a < 0 || H5Awrite(a, H5T_NATIVE_INT64, &v) < 0 ? failed(loc) : 0;
     if (a >= 0 && H5Aclose(a) < 0) st = failed(loc);
@@ -236,6 +250,7 @@ int base_h5_attr_i64(hid_t loc, const char *name, int64_t v) {
 }
 
 int base_h5_attr_str(hid_t loc, const char *name, const char *s) {
+    base_h5_quiet();
     if (!s) s = "";
     hid_t ty = H5Tcopy(H5T_C_S1);
     H5Tset_size(ty, strlen(s) + 1);

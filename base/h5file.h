@@ -28,6 +28,10 @@ hid_t base_h5_save_begin(const char *path, char *tmp, size_t tmplen, char *err, 
 int base_h5_save_end(hid_t f, const char *tmp, const char *path, bool ok, const char *what, char *err,
                      size_t errlen);
 
+/* The OS error of the save in progress's first failed call ("No space left on device"), for a
+ * caller's own message; "unknown error" when none was recorded. */
+const char *base_h5_save_error(void);
+
 /* Opens path read-only after checking that it is readable, HDF5, and in the 1.10 format or newer
  * (superblock version ≥ 3: checksummed metadata; older formats are refused with a message saying
  * how to re-save, because libhdf5 reads damaged ones out of bounds); what names the expected

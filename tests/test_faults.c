@@ -111,6 +111,7 @@ static void check_case(const char *name, const FaultCase *c, const long *fills, 
         const char *what = keep_previous ? "over a previous file" : "";
         CHECK_MSG(rc == 1, "%s at %ld bytes %s: exit %d (want 1):\n%s", name, fills[i], what, rc, out);
         CHECK_MSG(!strstr(out, c->success), "%s at %ld bytes: claims success ('%s'):\n%s", name, fills[i], c->success, out);
+        CHECK_MSG(!strstr(out, "HDF5-DIAG"), "%s at %ld bytes: libhdf5's own error stack printed:\n%s", name, fills[i], out);
         CHECK_MSG(strstr(out, "No space left on device"), "%s at %ld bytes: no OS error in:\n%s", name, fills[i], out);
         const char *named = c->named ? c->named : c->final;
         CHECK_MSG(strstr(out, named), "%s at %ld bytes: no message naming %s:\n%s", name, fills[i], named, out);
@@ -190,4 +191,42 @@ TEST(faults_gs_fit_full_disk) {
     /* everything under run/: config.json is the first file */
     FaultCase all = {args, "run/config.json", "run", "run/", "wrote ", NULL};
     check_case("gs-all", &all, fills, 1, false, write_cube);
+}
+
+/* found bug 2: `dataset make` crashed at exit and printed libhdf5's error stacks (from its writer
+ * thread) when a cache could not be written; the fill points reach train.h5, then val.h5 after
+ * a complete train.h5 (an empty cache: its failure is in the metadata flush) */
+TEST(faults_dataset_make_full_disk) {
+    need_tools();
+    static const char *args = "dataset make --count 2 --grid 16 --surface 64 --sharp 16 --cubature-res 8 --out ds --no-progress";
+    const long fills[] = {0, 4096, 8192, 16384};
+    FaultCase train = {args, "ds/train.h5", "ds", "ds/", "shapes/s)", NULL};
+    check_case("ds-train", &train, fills, 4, false, NULL);
+    const long later[] = {32768};
+    FaultCase rest = {args, "ds/test.h5", "ds", "ds/", "shapes/s)", "ds/val.h5"};
+    check_case("ds-rest", &rest, later, 1, false, NULL);
+}
+
+/* found bug 2: `physskin train` crashed at exit after "writing the checkpoint failed" */
+TEST(faults_physskin_train_full_disk) {
+    need_tools();
+    static char args[4096];
+    char cwd[2048];
+    CHECK(getcwd(cwd, sizeof cwd) != NULL);
+    snprintf(args, sizeof args, "physskin train --config %s/configs/physskin-tiny.json --data procedural:chair --out run", cwd);
+    const long fills[] = {0, 4096, 65536};
+    FaultCase c = {args, "run/ckpt.h5", "run", "ckpt.h5", "done at step", NULL};
+    check_case("pstrain", &c, fills, 3, false, NULL);
+}
+
+/* `anima sim`'s frames (PLY, PNG) on a full disk */
+TEST(faults_sim_full_disk) {
+    need_tools();
+    static char args[4096];
+    char cwd[2048];
+    CHECK(getcwd(cwd, sizeof cwd) != NULL);
+    snprintf(args, sizeof args, "sim --scene %s/scenes/drop.json --out run --steps 2 --quiet", cwd);
+    const long fills[] = {0, 4096};
+    FaultCase c = {args, "run/frame_00000.ply", "run", "run/", "frames in", NULL};
+    check_case("sim", &c, fills, 2, false, NULL);
 }
