@@ -230,3 +230,46 @@ TEST(faults_sim_full_disk) {
     FaultCase c = {args, "run/frame_00000.ply", "run", "run/", "frames in", NULL};
     check_case("sim", &c, fills, 2, false, NULL);
 }
+
+/* An output directory that cannot be written: chmod 555 when not root; as root (which ignores
+ * permissions) a regular file stands where the directory should be (ENOTDIR). Each command
+ * exits non-zero without crashing (1; fit and gs fit say 2 when they cannot create the output
+ * directory), naming the path, claims nothing and leaves nothing behind. */
+TEST(faults_unwritable_directory) {
+    need_tools();
+    char dir[256], ro[512], cmd[1024], out[65536], cwd[2048], args[4096];
+    CHECK(getcwd(cwd, sizeof cwd) != NULL);
+    snprintf(dir, sizeof dir, "/tmp/anima-faults-ro-%d", (int)getpid());
+    snprintf(ro, sizeof ro, "%s/ro", dir);
+    snprintf(cmd, sizeof cmd, "rm -rf %s && mkdir -p %s", dir, dir);
+    CHECK(system(cmd) == 0);
+    write_cube(dir);
+    bool root = geteuid() == 0;
+    if (root) {
+        printf("    running as root, which ignores chmod: a regular file stands in for the directory\n");
+        FILE *f = fopen(ro, "w");
+        CHECK(f && fclose(f) == 0);
+    } else {
+        CHECK(mkdir(ro, 0755) == 0 && chmod(ro, 0555) == 0);
+    }
+    const struct {
+        const char *fmt, *success, *named;
+    } cases[] = {
+        {"physskin skin --ckpt %s/models/physskin/pretrained/small.h5 --mesh cube.obj --out ro/b.h5", " -> ", "ro/b.h5"},
+        {"fit --config %s/configs/fit-mlp.json --out ro/run --set train.steps=5 --no-progress", "anima fit: done", "ro/run"},
+        {"gs fit --mesh cube.obj --views 2 --test-views 1 --size 32 --iters 2 --out ro/gs --no-progress", "wrote ", "ro/gs"},
+        {"sim --scene %s/scenes/drop.json --out ro/sim --steps 1 --quiet", "frames in", "ro/sim"},
+        {"dataset make --count 1 --grid 16 --surface 64 --sharp 16 --cubature-res 8 --out ro --no-progress", "shapes/s)", "ro/"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        snprintf(args, sizeof args, cases[i].fmt, cwd);
+        int rc = run_full(dir, "/nothing-matches/", 0, args, out, sizeof out);
+        CHECK_MSG(rc == 1 || rc == 2, "%s: exit %d (want 1 or 2):\n%s", args, rc, out);
+        CHECK_MSG(!strstr(out, cases[i].success), "%s: claims success:\n%s", args, out);
+        CHECK_MSG(strstr(out, cases[i].named), "%s: no message naming %s:\n%s", args, cases[i].named, out);
+        CHECK_MSG(!strstr(out, "HDF5-DIAG"), "%s: libhdf5's error stack:\n%s", args, out);
+        if (!root) CHECK_MSG(!find_temp(ro), "%s: temporary %s left in %s", args, find_temp(ro), ro);
+    }
+    snprintf(cmd, sizeof cmd, "chmod -R u+w %s; rm -rf %s", dir, dir);
+    CHECK(system(cmd) == 0);
+}
