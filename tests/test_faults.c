@@ -273,3 +273,68 @@ TEST(faults_unwritable_directory) {
     snprintf(cmd, sizeof cmd, "chmod -R u+w %s; rm -rf %s", dir, dir);
     CHECK(system(cmd) == 0);
 }
+
+/* A real full disk: a small tmpfs, filled but for `room` bytes, when the suite may mount one
+ * (root in a namespace that allows it); else skipped, saying why. The same checks as the shim's. */
+static bool tmpfs_mount(const char *mnt) {
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "mkdir -p %s && mount -t tmpfs -o size=4m tmpfs %s 2>/dev/null", mnt, mnt);
+    return system(cmd) == 0;
+}
+
+static void tmpfs_fill(const char *mnt, long room) {
+    char cmd[1024];
+    /* everything but `room` bytes: a filler written until the disk refuses, then cut back */
+    snprintf(cmd, sizeof cmd,
+             "cd %s && find . -mindepth 1 -delete; (dd if=/dev/zero of=filler bs=4096 2>/dev/null; true) && "
+             "sz=$(stat -c %%s filler) && truncate -s $((sz - %ld)) filler",
+             mnt, room);
+    CHECK(system(cmd) == 0);
+}
+
+TEST(faults_tmpfs_full_disk) {
+    need_tools();
+    char mnt[256], src[256], cmd[1024], out[65536], cwd[2048], args[4096], final[512];
+    CHECK(getcwd(cwd, sizeof cwd) != NULL);
+    snprintf(mnt, sizeof mnt, "/tmp/anima-faults-tmpfs-%d", (int)getpid());
+    if (geteuid() != 0 || !tmpfs_mount(mnt)) {
+        printf("    skipped: cannot mount a tmpfs here (not root, or no CAP_SYS_ADMIN); the LD_PRELOAD shim covers it\n");
+        rmdir(mnt);
+        _exit(77);
+    }
+    snprintf(src, sizeof src, "/tmp/anima-faults-tmpfs-src-%d", (int)getpid());
+    CHECK(mkdir(src, 0755) == 0);
+    write_cube(src);
+    const struct {
+        const char *fmt, *final, *success, *named;
+    } cases[] = {
+        {"physskin skin --ckpt %s/models/physskin/pretrained/small.h5 --mesh %s/cube.obj --out b.h5", "b.h5", " -> ", "b.h5"},
+        {"fit --config %s/configs/fit-mlp.json --out run --set train.steps=20 --set train.ckpt_every=20 --no-progress",
+         "run/ckpt.h5", "anima fit: done", "run/"},
+        {"gs fit --mesh %2$s/cube.obj --views 2 --test-views 1 --size 32 --iters 2 --out run --no-progress",
+         "run/gaussians.ply", "wrote ", "run/"},
+    };
+    const long rooms[] = {0, 4096, 16384, 40960};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
+        for (int k = 0; k < 4; k++) {
+            tmpfs_fill(mnt, rooms[k]);
+            snprintf(args, sizeof args, cases[i].fmt, cwd, src);
+            int rc = run_full(mnt, "/nothing-matches/", 0, args, out, sizeof out);
+            CHECK_MSG(rc == 1, "%s with %ld bytes free: exit %d (want 1):\n%s", args, rooms[k], rc, out);
+            CHECK_MSG(!strstr(out, cases[i].success), "%s with %ld bytes free: claims success:\n%s", args, rooms[k], out);
+            CHECK_MSG(strstr(out, cases[i].named) && strstr(out, "No space left on device"),
+                      "%s with %ld bytes free: no message naming %s and the OS error:\n%s", args, rooms[k], cases[i].named, out);
+            CHECK_MSG(!strstr(out, "HDF5-DIAG"), "%s: libhdf5's error stack:\n%s", args, out);
+            snprintf(final, sizeof final, "%s/%s", mnt, cases[i].final);
+            CHECK_MSG(access(final, F_OK) != 0, "%s with %ld bytes free: %s exists after a failed write", args, rooms[k], final);
+            const char *t = find_temp(mnt);
+            if (!t) {
+                char sub[512];
+                snprintf(sub, sizeof sub, "%s/run", mnt);
+                t = find_temp(sub);
+            }
+            CHECK_MSG(!t, "%s with %ld bytes free: temporary %s left behind", args, rooms[k], t);
+        }
+    snprintf(cmd, sizeof cmd, "umount %s && rmdir %s && rm -rf %s", mnt, mnt, src);
+    CHECK(system(cmd) == 0);
+}
