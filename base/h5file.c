@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,9 +20,20 @@ void base_h5_quiet(void) { H5Eset_auto2(H5E_DEFAULT, NULL, NULL); }
 
 /* libhdf5 closes the ids left open at exit (H5_term_library, an atexit handler). A file whose
  * close failed (see base_h5_save_end) is half torn down, and closing it there crashed the
- * process after it had reported the failure (SEGV in H5F__close_cb, exit status 139). Every file
- * anima opens is closed explicitly, so the handler is turned off before libhdf5 starts. */
-__attribute__((constructor)) static void no_term_at_exit(void) { H5dont_atexit(); }
+ * process after it had reported the failure (SEGV in H5F__close_cb, exit status 139). So once
+ * that happened, the process ends at exit with its status before libhdf5's handler runs (this
+ * one is registered after it): stdio flushed, the other handlers of a process that already
+ * failed skipped. Processes without a failed close keep libhdf5's teardown. */
+static void end_before_hdf5_teardown(int status, void *arg) {
+    (void)arg;
+    fflush(NULL);
+    _exit(status);
+}
+
+static void keep_hdf5_from_closing_at_exit(void) {
+    static atomic_flag registered = ATOMIC_FLAG_INIT;
+    if (!atomic_flag_test_and_set(&registered)) on_exit(end_before_hdf5_teardown, NULL);
+}
 
 /* The OS error of the first failed call of the save in progress (0: none yet), for the one
  * message base_h5_save_end prints: "No space left on device", not whatever a later cleanup
@@ -142,8 +154,11 @@ int base_h5_save_end(hid_t f, const char *tmp, const char *path, bool ok, const 
     else if (H5Fflush(f, H5F_SCOPE_GLOBAL) < 0) ok = false, failed(f);
     /* A close that fails after all (the flush above failed in the metadata cache, which libhdf5
      * 1.10 then leaves inconsistent: "slist not empty") leaves f half torn down; closing it again
-     * crashes, so it is left as is, and libhdf5 does not close it at exit (no_term_at_exit). */
-    if (H5Fclose(f) < 0) ok = false, failed(-1);
+     * crashes, so it is left as is, and libhdf5 does not close it at exit. */
+    if (H5Fclose(f) < 0) {
+        ok = false, failed(-1);
+        if (H5Iis_valid(f) > 0) keep_hdf5_from_closing_at_exit();
+    }
     if (ok && fsync_path(tmp) != 0) ok = false, failed(-1);
     if (!ok) {
         int e = save_errno ? save_errno : errno ? errno : EIO;

@@ -24,7 +24,8 @@ hid_t base_h5_save_begin(const char *path, char *tmp, size_t tmplen, char *err, 
  * close and the fsync succeeded, renames tmp over path; otherwise removes tmp (path is left as it
  * was) and says "<path>: writing the <what> failed (<the first OS error>)". The helpers below
  * record a failure of theirs and point the file at memory, so that closing it cannot fail half
- * done (libhdf5 1.10 crashes at exit after a failed H5Dclose/H5Fclose). 0 or -1. */
+ * done (libhdf5 1.10 crashes at exit after a failed H5Dclose/H5Fclose); a close that fails all the
+ * same (a failed metadata flush) ends the process at exit before libhdf5's teardown. 0 or -1. */
 int base_h5_save_end(hid_t f, const char *tmp, const char *path, bool ok, const char *what, char *err,
                      size_t errlen);
 
