@@ -28,6 +28,10 @@ static void need_tools(void) {
         printf("    skipped: %s or %s not built\n", test_anima_bin(), shim_path());
         _exit(77);
     }
+    if (test_quick()) { /* make valgrind: some 100 runs of ./anima, each ~40 s under memcheck */
+        printf("    skipped under ANIMA_TEST_QUICK (make valgrind): make test and SANITIZE=1 run them\n");
+        _exit(77);
+    }
 }
 
 static char *slurp(const char *path, size_t *n) {
