@@ -180,6 +180,20 @@ TEST(faults_fit_checkpoint_full_disk) {
     FaultCase c = {args, "run/ckpt.h5", "run", "ckpt.h5", "anima fit: done", NULL};
     const long fills[] = {0, 4096, 16384};
     check_case("fit", &c, fills, 3, false, NULL);
+    /* a periodic checkpoint that fails stops the run with one message, not a second attempt at
+     * the same step's save (which said "cannot create the temporary file" next) */
+    char dir[256], out[65536], a2[4200];
+    snprintf(dir, sizeof dir, "/tmp/anima-faults-fit1-%d", (int)getpid());
+    snprintf(a2, sizeof a2, "rm -rf %s && mkdir -p %s", dir, dir);
+    CHECK(system(a2) == 0);
+    snprintf(a2, sizeof a2, "fit --config %s/configs/fit-mlp.json --out run --set train.steps=20 --set train.ckpt_every=10 --no-progress",
+             cwd);
+    int rc = run_full(dir, "ckpt.h5", 4096, a2, out, sizeof out);
+    int n = 0;
+    for (const char *p = out; (p = strstr(p, "ckpt.h5")); p++) n++;
+    CHECK_MSG(rc == 1 && n == 1, "exit %d, %d messages naming ckpt.h5 (want 1):\n%s", rc, n, out);
+    snprintf(a2, sizeof a2, "rm -rf %s", dir);
+    CHECK(system(a2) == 0);
 }
 
 /* found bug 3: `gs fit` printed "wrote …/gaussians.ply" after its write failed, and left
