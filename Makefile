@@ -82,6 +82,12 @@ $(BUILD)/anima-tests: $(TEST_SRC:%.c=$(BUILD)/app/%.o) $(BUILD)/libanima.a
 $(BUILD)/anima-mpi-tests: $(patsubst %.c,$(BUILD)/app/%.o,$(wildcard tests/mpi/*.c)) $(BUILD)/app/tools/cmd_fit.o $(BUILD)/app/tools/cmd_util.o $(BUILD)/app/tools/cmd_args.o $(BUILD)/libanima.a
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
+# the full-disk shim tests/test_faults.c preloads (tests/faults/fullshim.c): not part of libanima,
+# and built without the sanitizers (it runs inside processes that may or may not have them)
+$(BUILD)/fullshim.so: tests/faults/fullshim.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -O2 -g -Wall -Wextra -Werror -D_GNU_SOURCE -shared -fPIC -o $@ $< -ldl
+
 $(BUILD)/anima-bench: $(BENCH_SRC:%.c=$(BUILD)/app/%.o) $(BUILD)/libanima.a
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
@@ -105,7 +111,7 @@ deps:
 
 # the installed tree at $(BUILD)/install-test is what tests/examples.sh builds examples/ against
 test: deps
-	@$(MAKE) --no-print-directory all $(BUILD)/anima-tests $(BUILD)/anima-mpi-tests $(BUILD)/libanima.so
+	@$(MAKE) --no-print-directory all $(BUILD)/anima-tests $(BUILD)/anima-mpi-tests $(BUILD)/libanima.so $(BUILD)/fullshim.so
 	@rm -rf $(BUILD)/install-test && $(MAKE) --no-print-directory install PREFIX=$(abspath $(BUILD)/install-test) \
 	  > $(BUILD)/install-test.log 2>&1 || { cat $(BUILD)/install-test.log; exit 1; }
 	@bash datasets/fetch-real.sh > $(BUILD)/fetch-real.log 2>&1 || echo "note: datasets/fetch-real.sh failed (see $(BUILD)/fetch-real.log); tests that need real meshes skip" 

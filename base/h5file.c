@@ -4,9 +4,11 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "base/h5file.h"
@@ -15,6 +17,52 @@
 #define SET_ERR(...) ((err && errlen) ? (void)snprintf(err, errlen, __VA_ARGS__) : (void)0)
 
 void base_h5_quiet(void) { H5Eset_auto2(H5E_DEFAULT, NULL, NULL); }
+
+/* libhdf5 closes the ids left open at exit (H5_term_library, an atexit handler). A file whose
+ * close failed (see base_h5_save_end) is half torn down, and closing it there crashed the
+ * process after it had reported the failure (SEGV in H5F__close_cb, exit status 139). So once
+ * that happened, the process ends at exit with its status before libhdf5's handler runs (this
+ * one is registered after it): stdio flushed, the other handlers of a process that already
+ * failed skipped. Processes without a failed close keep libhdf5's teardown. */
+static void end_before_hdf5_teardown(int status, void *arg) {
+    (void)arg;
+    fflush(NULL);
+    _exit(status);
+}
+
+static void keep_hdf5_from_closing_at_exit(void) {
+    static atomic_flag registered = ATOMIC_FLAG_INIT;
+    if (!atomic_flag_test_and_set(&registered)) on_exit(end_before_hdf5_teardown, NULL);
+}
+
+/* The OS error of the first failed call of the save in progress (0: none yet), for the one
+ * message base_h5_save_end prints: "No space left on device", not whatever a later cleanup
+ * call left in errno. Reset by base_h5_save_begin. */
+static _Thread_local int save_errno;
+
+/* A save that failed is not finished on its disk. A failed H5Dclose or H5Fclose (the flush
+ * they do hit a full disk) leaves the object half torn down with its id still valid, and
+ * libhdf5 1.10 crashes closing it again, at exit if not before (SEGV in H5F__close_cb from
+ * H5_term_library). So at the first failure, HDF5's descriptor of loc's file is pointed at an
+ * in-memory file, where every later write and the flushes closing does cannot fail; the save
+ * then ends as failed and its temporary is removed by name. */
+static void divert(hid_t loc) {
+    hid_t f = loc >= 0 ? H5Iget_file_id(loc) : -1;
+    if (f < 0) return;
+    int *fd = NULL, mem = memfd_create("anima-h5-discard", MFD_CLOEXEC);
+    if (mem >= 0 && H5Fget_vfd_handle(f, H5P_DEFAULT, (void **)&fd) >= 0 && fd && *fd >= 0) dup2(mem, *fd);
+    if (mem >= 0) close(mem);
+    H5Fclose(f); /* the extra id only; the file stays open */
+}
+
+const char *base_h5_save_error(void) { return save_errno ? strerror(save_errno) : "unknown error"; }
+
+/* records the failure of a call on loc (errno), diverts its file; -1 */
+static int failed(hid_t loc) {
+    if (!save_errno) save_errno = errno ? errno : EIO;
+    divert(loc);
+    return -1;
+}
 
 /* ---- saving ------------------------------------------------------------------------------ */
 
@@ -81,20 +129,41 @@ hid_t base_h5_save_begin(const char *path, char *tmp, size_t tmplen, char *err, 
      * damaged files of the default (1.0) format: under ASan, random byte flips gave a
      * use-after-free reading attributes, and with the 1.8 format (v1 B-tree chunk index,
      * no checksum) a heap overflow in H5Dread. Readers need HDF5 ≥ 1.10 (h5py 3 has it). */
+    save_errno = 0;
+    errno = 0;
     hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
-    H5Pset_libver_bounds(fapl, H5F_LIBVER_V110, H5F_LIBVER_LATEST);
-    hid_t f = H5Fcreate(tmp, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
-    H5Pclose(fapl);
-    if (f < 0) SET_ERR("%s: cannot create the temporary file %s (%s)", path, tmp, strerror(errno));
+    hid_t f = fapl < 0 || H5Pset_libver_bounds(fapl, H5F_LIBVER_V110, H5F_LIBVER_LATEST) < 0
+                  ? -1
+                  : H5Fcreate(tmp, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
+    int e = errno ? errno : EIO;
+    if (fapl >= 0) H5Pclose(fapl);
+    if (f < 0) {
+        /* H5Fcreate may have created the file before failing to write its superblock */
+        unlink(tmp);
+        SET_ERR("%s: cannot create the temporary file %s (%s)", path, tmp, strerror(e));
+    }
     return f;
 }
 
 int base_h5_save_end(hid_t f, const char *tmp, const char *path, bool ok, const char *what, char *err,
                      size_t errlen) {
-    if (H5Fclose(f) < 0) ok = false;
-    if (!ok || fsync_path(tmp) != 0) {
+    /* the flush writes the metadata and the chunks still cached (H5Dclose flushes a dataset's
+     * chunks: a failure there already set ok = false through base_h5_write_checked) */
+    base_h5_quiet();
+    if (!ok) divert(f); /* a failure the caller saw (an H5Gcreate2 of its own) */
+    else if (H5Fflush(f, H5F_SCOPE_GLOBAL) < 0) ok = false, failed(f);
+    /* A close that fails after all (the flush above failed in the metadata cache, which libhdf5
+     * 1.10 then leaves inconsistent: "slist not empty") leaves f half torn down; closing it again
+     * crashes, so it is left as is, and libhdf5 does not close it at exit. */
+    if (H5Fclose(f) < 0) {
+        ok = false, failed(-1);
+        if (H5Iis_valid(f) > 0) keep_hdf5_from_closing_at_exit();
+    }
+    if (ok && fsync_path(tmp) != 0) ok = false, failed(-1);
+    if (!ok) {
+        int e = save_errno ? save_errno : errno ? errno : EIO;
         unlink(tmp);
-        SET_ERR("%s: writing the %s failed (disk full or not writable?)", path, what);
+        SET_ERR("%s: writing the %s failed (%s); the previous file, if any, is unchanged", path, what, strerror(e));
         return -1;
     }
     if (rename(tmp, path) != 0) {
@@ -110,6 +179,7 @@ int base_h5_save_end(hid_t f, const char *tmp, const char *path, bool ok, const 
 
 int base_h5_write_checked(hid_t loc, const char *name, hid_t file_type, hid_t mem_type, int rank, const hsize_t *dims,
                           const void *data, size_t chunk_bytes, bool deflate) {
+    base_h5_quiet(); /* per thread in a thread-safe libhdf5: a writer thread prints its own otherwise */
     hsize_t numel = 1;
     for (int i = 0; i < rank; i++) numel *= dims[i];
     hid_t space = rank ? H5Screate_simple(rank, dims, NULL) : H5Screate(H5S_SCALAR);
@@ -124,12 +194,18 @@ int base_h5_write_checked(hid_t loc, const char *name, hid_t file_type, hid_t me
         if (deflate) H5Pset_shuffle(dcpl), H5Pset_deflate(dcpl, 1);
         H5Pset_fletcher32(dcpl);
     }
-    hid_t ds = H5Dcreate2(loc, name, file_type, space, lcpl, dcpl, H5P_DEFAULT);
-    H5Pclose(dcpl), H5Pclose(lcpl);
-    herr_t st = ds < 0 ? -1 : numel > 0 ? H5Dwrite(ds, mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data) : 0;
-    if (ds >= 0) H5Dclose(ds);
-    H5Sclose(space);
-    return st < 0 ? -1 : 0;
+    hid_t ds = space < 0 || dcpl < 0 || lcpl < 0 ? -1 : H5Dcreate2(loc, name, file_type, space, lcpl, dcpl, H5P_DEFAULT);
+    int st = ds < 0                                                                                  ? failed(loc)
+             : numel > 0 && H5Dwrite(ds, mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data) < 0 ? failed(loc)
+                                                                                             : 0;
+    /* the chunks still in the cache are written here, not by H5Dclose, whose failure on a full
+     * disk would leave the dataset half closed (see divert) */
+    if (ds >= 0 && !st && H5Dflush(ds) < 0) st = failed(loc);
+    if (ds >= 0 && H5Dclose(ds) < 0) st = failed(loc);
+    if (dcpl >= 0 && H5Pclose(dcpl) < 0) st = failed(loc);
+    if (lcpl >= 0 && H5Pclose(lcpl) < 0) st = failed(loc);
+    if (space >= 0 && H5Sclose(space) < 0) st = failed(loc);
+    return st;
 }
 
 /* ---- reading ----------------------------------------------------------------------------- */
@@ -180,24 +256,26 @@ hid_t base_h5_open_read(const char *path, const char *what, char *err, size_t er
 /* ---- attributes -------------------------------------------------------------------------- */
 
 int base_h5_attr_i64(hid_t loc, const char *name, int64_t v) {
-    hid_t sp = H5Screate(H5S_SCALAR), a = H5Acreate2(loc, name, H5T_NATIVE_INT64, sp, H5P_DEFAULT, H5P_DEFAULT);
-    herr_t st = a < 0 ? -1 : H5Awrite(a, H5T_NATIVE_INT64, &v);
-    if (a >= 0) H5Aclose(a);
-    H5Sclose(sp);
-    return st < 0 ? -1 : 0;
+    base_h5_quiet();
+    hid_t sp = H5Screate(H5S_SCALAR), a = sp < 0 ? -1 : H5Acreate2(loc, name, H5T_NATIVE_INT64, sp, H5P_DEFAULT, H5P_DEFAULT);
+    int st = a < 0 || H5Awrite(a, H5T_NATIVE_INT64, &v) < 0 ? failed(loc) : 0;
+    if (a >= 0 && H5Aclose(a) < 0) st = failed(loc);
+    if (sp >= 0 && H5Sclose(sp) < 0) st = failed(loc);
+    return st;
 }
 
 int base_h5_attr_str(hid_t loc, const char *name, const char *s) {
+    base_h5_quiet();
     if (!s) s = "";
     hid_t ty = H5Tcopy(H5T_C_S1);
     H5Tset_size(ty, strlen(s) + 1);
     H5Tset_cset(ty, H5T_CSET_UTF8);
-    hid_t sp = H5Screate(H5S_SCALAR), a = H5Acreate2(loc, name, ty, sp, H5P_DEFAULT, H5P_DEFAULT);
-    herr_t st = a < 0 ? -1 : H5Awrite(a, ty, s);
-    if (a >= 0) H5Aclose(a);
-    H5Sclose(sp);
-    H5Tclose(ty);
-    return st < 0 ? -1 : 0;
+    hid_t sp = H5Screate(H5S_SCALAR), a = ty < 0 || sp < 0 ? -1 : H5Acreate2(loc, name, ty, sp, H5P_DEFAULT, H5P_DEFAULT);
+    int st = a < 0 || H5Awrite(a, ty, s) < 0 ? failed(loc) : 0;
+    if (a >= 0 && H5Aclose(a) < 0) st = failed(loc);
+    if (sp >= 0 && H5Sclose(sp) < 0) st = failed(loc);
+    if (ty >= 0 && H5Tclose(ty) < 0) st = failed(loc);
+    return st;
 }
 
 char *base_h5_attr_read_str(hid_t loc, const char *name, size_t max) {

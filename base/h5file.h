@@ -20,10 +20,18 @@ void base_h5_quiet(void);
  * message in err. */
 hid_t base_h5_save_begin(const char *path, char *tmp, size_t tmplen, char *err, size_t errlen);
 
-/* Ends a save: closes f and, when ok and the close and flush succeed, renames tmp over path;
- * otherwise removes tmp. what names the file in the message ("checkpoint"). 0 or -1. */
+/* Ends a save: flushes and closes f and, when ok and every HDF5 call of the save, the flush, the
+ * close and the fsync succeeded, renames tmp over path; otherwise removes tmp (path is left as it
+ * was) and says "<path>: writing the <what> failed (<the first OS error>)". The helpers below
+ * record a failure of theirs and point the file at memory, so that closing it cannot fail half
+ * done (libhdf5 1.10 crashes at exit after a failed H5Dclose/H5Fclose); a close that fails all the
+ * same (a failed metadata flush) ends the process at exit before libhdf5's teardown. 0 or -1. */
 int base_h5_save_end(hid_t f, const char *tmp, const char *path, bool ok, const char *what, char *err,
                      size_t errlen);
+
+/* The OS error of the save in progress's first failed call ("No space left on device"), for a
+ * caller's own message; "unknown error" when none was recorded. */
+const char *base_h5_save_error(void);
 
 /* Opens path read-only after checking that it is readable, HDF5, and in the 1.10 format or newer
  * (superblock version ≥ 3: checksummed metadata; older formats are refused with a message saying

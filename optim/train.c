@@ -205,6 +205,7 @@ static int init_local(OptimTrain *t, NnParams *p, Optim *o, char *err, size_t er
     t->params = p;
     t->optim = o;
     t->saved_step = -1;
+    t->failed_step = -1;
     if (t->opt.resume) {
         if (!t->opt.ckpt_path) {
             base_errf(err, errlen, "%s: --resume needs a checkpoint path", t->opt.name);
@@ -269,6 +270,7 @@ void optim_train_step_end(OptimTrain *t, double loss, double lr, int nextra, con
             report(t, OPTIM_PROGRESS_BREAK);
             base_logf(BASE_LOG_ERROR, "%s: %s", t->opt.name, err);
             t->error = 1; /* stop: training on without checkpoints would waste the run */
+            t->failed_step = t->step;
         }
     }
 }
@@ -281,7 +283,9 @@ int optim_train_finish(OptimTrain *t) {
     int sig = t->stop_signal ? t->stop_signal : (int)g_signal;
     report(t, OPTIM_PROGRESS_END);
     int rc = t->error ? 1 : 0;
-    if (t->saved_step != t->step && t->opt.ckpt_path && t->is_main) {
+    /* not again for a step whose save just failed: the same state on the same disk, a second
+     * message about the same file */
+    if (t->saved_step != t->step && t->failed_step != t->step && t->opt.ckpt_path && t->is_main) {
         char err[1024];
         if (optim_train_save(t, err, sizeof err)) {
             base_logf(BASE_LOG_ERROR, "%s: %s", t->opt.name, err);

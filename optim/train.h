@@ -86,6 +86,7 @@ typedef struct {
     FILE *metrics;
     bool finished;
     int64_t saved_step; /* step of the last checkpoint written (-1: none) */
+    int64_t failed_step; /* step whose checkpoint could not be written (-1: none): not retried */
     double t_start;
     double last_loss, last_lr;
     int error;          /* a checkpoint or log write failed: finish returns 1 */

@@ -187,8 +187,17 @@ static int write_renders(const char *dir, const GsFit *f, const GsFitScene *s, c
 static int write_text(const char *path, const char *text, char *err, size_t errlen) {
     char tmp[4200];
     FILE *fp = snprintf(tmp, sizeof tmp, "%s.tmp", path) < (int)sizeof tmp ? fopen(tmp, "w") : NULL;
-    if (!fp || fputs(text, fp) < 0 || fclose(fp) != 0 || rename(tmp, path) != 0) {
+    if (!fp) {
         snprintf(err, errlen, "%s: cannot write (%s)", path, strerror(errno));
+        return -1;
+    }
+    bool ok = fputs(text, fp) >= 0 && fflush(fp) == 0 && fsync(fileno(fp)) == 0;
+    int e = errno;
+    if (fclose(fp) != 0 && ok) ok = false, e = errno;
+    if (ok && rename(tmp, path) != 0) ok = false, e = errno;
+    if (!ok) {
+        unlink(tmp);
+        snprintf(err, errlen, "%s: cannot write (%s)", path, strerror(e ? e : EIO));
         return -1;
     }
     return 0;
@@ -341,7 +350,7 @@ static int gs_fit_main(int argc, char **argv) {
         tensor_scope_end(sc);
     }
     printf(" dB\n");
-    printf("wrote %s, %s/{train,test}_NN.png, %s\n", ply_path, renders, log_path);
+    if (rc == 0) printf("wrote %s, %s/{train,test}_NN.png, %s\n", ply_path, renders, log_path);
     gs_fit_free(&fit);
     gs_fit_scene_free(&scene);
     tensor_scope_end(scope);

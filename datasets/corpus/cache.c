@@ -187,7 +187,7 @@ int ds_cache_write_shape(DsCacheWriter *w, const char *id, const char *category,
 
     if (weights && nbones > 0) bad |= write_f32(g, "weights", m->nv, nbones, weights);
     H5Gclose(g);
-    if (bad) return base_errf(err, errlen, "%s: writing /shapes/%s failed (disk full?)", w->path, id);
+    if (bad) return base_errf(err, errlen, "%s: writing /shapes/%s failed (%s)", w->path, id, base_h5_save_error());
     w->count++;
     return 0;
 }
@@ -195,7 +195,7 @@ int ds_cache_write_shape(DsCacheWriter *w, const char *id, const char *category,
 int ds_cache_writer_close(DsCacheWriter *w, bool ok, char *err, size_t errlen) {
     if (!w) return -1;
     if (ok) ok = base_h5_attr_i64(w->file, "count", w->count) == 0;
-    if (w->shapes >= 0) H5Gclose(w->shapes);
+    if (w->shapes >= 0 && H5Gclose(w->shapes) < 0) ok = false;
     int rc = base_h5_save_end(w->file, w->tmp, w->path, ok, "cache", err, errlen);
     free(w);
     return rc;

@@ -292,12 +292,15 @@ int ds_mesh_out_open(MeshOut *o, const char *path, char *err, size_t errlen) {
 }
 
 int ds_mesh_out_close(MeshOut *o, bool ok, char *err, size_t errlen) {
-    /* ferror catches a failed fwrite anywhere earlier; fclose catches the final flush (ENOSPC) */
-    bool bad = ferror(o->f) != 0;
-    if (fclose(o->f) != 0) bad = true;
+    /* fflush writes the last buffer, ferror catches a failed fwrite anywhere earlier (errno is
+     * still its error: successful calls leave errno alone), fsync the disk's own write-back
+     * (ENOSPC), fclose the rest */
+    bool bad = fflush(o->f) != 0 || ferror(o->f) != 0 || fsync(fileno(o->f)) != 0;
+    int e = bad ? (errno ? errno : EIO) : 0;
+    if (fclose(o->f) != 0 && !bad) bad = true, e = errno;
     o->f = NULL;
-    if (!ok || bad || rename(o->tmp, o->path) != 0) {
-        int e = errno;
+    if (ok && !bad && rename(o->tmp, o->path) != 0) bad = true, e = errno;
+    if (!ok || bad) {
         remove(o->tmp);
         if (!ok) return -1; /* the caller already set err */
         return base_errf(err, errlen, "%s: write failed: %s", o->path, strerror(e));

@@ -224,12 +224,14 @@ int ds_image_write(const char *path, const DsImage *img, char *err, size_t errle
     png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, &c, on_error, on_warning);
     png_infop info = png ? png_create_info_struct(png) : NULL;
     int rc = info ? encode(&c, png, info, f, img) : -1;
+    int enc_errno = errno; /* a short fwrite's (libpng only says "Write Error") */
     if (!info) snprintf(c.msg, sizeof c.msg, "out of memory");
     png_destroy_write_struct(&png, info ? &info : NULL);
     free(c.rows);
-    /* ferror catches a failed fwrite libpng did not see; fclose catches the final flush (ENOSPC) */
-    int e = 0;
-    if (!rc && ferror(f)) rc = -1, e = EIO;
+    /* fflush writes the last buffer, ferror catches a failed fwrite libpng did not see, fsync the
+     * disk's own write-back (ENOSPC) */
+    int e = rc && ferror(f) ? (enc_errno ? enc_errno : EIO) : 0;
+    if (!rc && (fflush(f) != 0 || ferror(f) || fsync(fileno(f)) != 0)) rc = -1, e = errno ? errno : EIO;
     if (fclose(f) != 0 && !rc) rc = -1, e = errno;
     if (!rc && rename(tmp, path) != 0) rc = -1, e = errno;
     if (rc) {

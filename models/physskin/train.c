@@ -195,7 +195,8 @@ int ps_train(const PsTrainArgs *a) {
     if (mconfig) optim_mconfig_free(&mc);
     bool done = tl.step >= c->train.steps;
     int rc = optim_train_finish(&tl);
-    if (rank == 0 && a->progress && n_steps > 0)
+    /* not after a failed final checkpoint: the line names a file that was not written */
+    if (rc == 0 && rank == 0 && a->progress && n_steps > 0)
         base_logf(BASE_LOG_INFO, NAME ": %s at step %lld; %.3f s per step over %lld steps on %d rank(s); %s",
                   done ? "done" : "stopped", (long long)tl.step, t_steps / (double)n_steps, (long long)n_steps, size,
                   ckpt);
