@@ -46,7 +46,7 @@ $(BUILD)/%.cu.o: $(BUILD)/cuemu-src/%.cu.cpp $(CUEMU_HDR)
 
 $(BUILD)/cuemu/%.o: tools/cuemu/%.cpp
 	@mkdir -p $(dir $@)
-	$(CXX) $(CUEMU_BASE) $(CUEMU_RT_DEFS) -c $< -o $@
+	$(CXX) $(CUEMU_BASE) -O2 $(CUEMU_RT_DEFS) -c $< -o $@
 
 $(BUILD)/tests/cuemu/%.o: tests/cuemu/%.cpp
 	@mkdir -p $(dir $@)

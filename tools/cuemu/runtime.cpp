@@ -600,9 +600,11 @@ void fiber_main(Fiber *f);
 } // namespace
 
 #ifndef CUEMU_UCONTEXT
-/* cuemu_switch(save, to): saves the callee-saved registers, the SSE and x87 control words and
- * the stack pointer into *save, and resumes the context whose stack pointer is `to`. A new
- * context starts in cuemu_fiber_start with the fiber in r12 and its entry in r13. */
+/* cuemu_switch(save, to): saves the callee-saved registers and the stack pointer into *save, and
+ * resumes the context whose stack pointer is `to`. A new context starts in cuemu_fiber_start
+ * with the fiber in r12 and its entry in r13. The SSE and x87 control words are not switched
+ * (their restore serializes the pipeline): CUDA threads share the launching thread's rounding
+ * mode, and no kernel changes it. */
 extern "C" void cuemu_switch(void **save, void *to);
 extern "C" void cuemu_fiber_start(void);
 asm(R"(
@@ -616,14 +618,8 @@ cuemu_switch:
     pushq %r13
     pushq %r14
     pushq %r15
-    subq $8, %rsp
-    stmxcsr (%rsp)
-    fnstcw 4(%rsp)
     movq %rsp, (%rdi)
     movq %rsi, %rsp
-    ldmxcsr (%rsp)
-    fldcw 4(%rsp)
-    addq $8, %rsp
     popq %r15
     popq %r14
     popq %r13
@@ -654,18 +650,16 @@ void fiber_init(Fiber *f) {
 #endif
 #ifndef CUEMU_UCONTEXT
     uintptr_t top = ((uintptr_t)(f->stack + stack_size)) & ~(uintptr_t)15;
-    uint64_t *sp = (uint64_t *)(top - 80);
-    uint32_t csr[2];
-    asm volatile("stmxcsr %0" : "=m"(csr[0]));
-    asm volatile("fnstcw %0" : "=m"(csr[1]));
-    memcpy(&sp[0], csr, 8);
-    sp[1] = 0;                        /* r15 */
-    sp[2] = 0;                        /* r14 */
-    sp[3] = (uint64_t)(uintptr_t)&fiber_main; /* r13 */
-    sp[4] = (uint64_t)(uintptr_t)f;   /* r12 */
-    sp[5] = 0;                        /* rbx */
-    sp[6] = 0;                        /* rbp */
-    sp[7] = (uint64_t)(uintptr_t)&cuemu_fiber_start;
+    /* popped by cuemu_switch: r15 r14 r13 r12 rbx rbp, then `ret` into cuemu_fiber_start with
+     * rsp = top - 16, so that its call leaves fiber_main the ABI's alignment */
+    uint64_t *sp = (uint64_t *)(top - 72);
+    sp[0] = 0;                                /* r15 */
+    sp[1] = 0;                                /* r14 */
+    sp[2] = (uint64_t)(uintptr_t)&fiber_main; /* r13 */
+    sp[3] = (uint64_t)(uintptr_t)f;           /* r12 */
+    sp[4] = 0;                                /* rbx */
+    sp[5] = 0;                                /* rbp */
+    sp[6] = (uint64_t)(uintptr_t)&cuemu_fiber_start;
     f->sp = sp;
 #else
     getcontext(&f->uc);
@@ -878,7 +872,7 @@ uint64_t cuemu::warp_collective(Collective kind, unsigned mask, uint64_t v, int 
                                 int line) {
     Fiber *f = cur;
     if (!f) cuemu_fail("%s at %s:%d called outside a kernel", coll_name(kind), file, line);
-    const char *name = coll_name(kind);
+#define name coll_name(kind)
     if (!(mask >> f->lane & 1))
         cuemu_fail("%s calls %s at %s:%d with mask 0x%08x, which does not include its own lane", who(f), name, file,
                    line, mask);
@@ -923,12 +917,14 @@ uint64_t cuemu::warp_collective(Collective kind, unsigned mask, uint64_t v, int 
     bool complete = (w.waiting & mask) == mask;
     if (complete) {
         w.waiting &= ~mask;
+        Fiber *lanes = &fibers[f->warp * 32];
         uint64_t vote = 0;
-        for (int l = 0; l < 32; l++)
-            if (mask >> l & 1) vote |= (uint64_t)(lane_fiber(f->warp, l)->val != 0) << l;
+        if (kind == ANY || kind == ALL || kind == BALLOT)
+            for (int l = 0; l < 32; l++)
+                if (mask >> l & 1) vote |= (uint64_t)(lanes[l].val != 0) << l;
         for (int l = 0; l < 32; l++) {
             if (!(mask >> l & 1)) continue;
-            Fiber *g = lane_fiber(f->warp, l);
+            Fiber *g = &lanes[l];
             int seg = l & ~(width - 1), in_seg = l & (width - 1), src = l;
             switch (kind) {
             case SHFL: src = seg + (arg & (width - 1)); break;
@@ -944,7 +940,7 @@ uint64_t cuemu::warp_collective(Collective kind, unsigned mask, uint64_t v, int 
                 if (src < 0 || src > 31 || !(mask >> src & 1))
                     cuemu_fail("%s at %s:%d: lane %d reads lane %d, which is outside the mask 0x%08x (undefined value)",
                                name, file, line, l, src, mask);
-                g->res = lane_fiber(f->warp, src)->val;
+                g->res = lanes[src].val;
             }
             g->state = READY;
         }
@@ -955,6 +951,7 @@ uint64_t cuemu::warp_collective(Collective kind, unsigned mask, uint64_t v, int 
     __tsan_acquire(&tsan_warp[f->warp & 31]);
 #endif
     return f->res;
+#undef name
 }
 
 void *cuemu::dynamic_shared(void) {
