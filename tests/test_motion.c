@@ -760,8 +760,8 @@ TEST(motion_bench_deterministic_by_seed) {
     tmpdir_remove(d1), tmpdir_remove(d2), tmpdir_remove(d3);
 }
 
-/* The command: a tiny run, its summary, an unknown motion (exit 2) and a BVH clip on a
- * non-humanoid (exit 1, naming the problem). */
+/* The command: a tiny run, its summary, an unknown motion (exit 2), a BVH file that is not there
+ * and an output folder that cannot be made (exit 1, naming them). */
 TEST(motion_cli) {
     char cmd[1200], out[8192], dir[256];
     if (access(test_anima_bin(), X_OK) != 0) _exit(77);
@@ -777,6 +777,10 @@ TEST(motion_cli) {
     snprintf(cmd, sizeof cmd, "%s dataset motion --category snake --out %s/u --motion x.bvh --frames 2 --views 2 2>&1",
              test_anima_bin(), dir);
     CHECK_MSG(test_run_capture(cmd, out, sizeof out) == 1 && strstr(out, "x.bvh"), "%s", out);
+    /* an output folder that cannot be made: exit 1, naming it */
+    snprintf(cmd, sizeof cmd, "%s dataset motion --category snake --out /dev/null/x --frames 2 --views 2 2>&1",
+             test_anima_bin());
+    CHECK_MSG(test_run_capture(cmd, out, sizeof out) == 1 && strstr(out, "/dev/null/x"), "%s", out);
     snprintf(cmd, sizeof cmd, "%s dataset motion --help 2>&1", test_anima_bin());
     CHECK_MSG(test_run_capture(cmd, out, sizeof out) == 0 && strstr(out, "cmu_01_01"), "%s", out);
     tmpdir_remove(dir);
