@@ -725,6 +725,14 @@ TEST(motion_bench_files_parse_and_agree) {
     CHECK(system(cmd) == 0);
     DsMotionGt g;
     CHECK(ds_motion_gt_load(gtp, &g, err, sizeof err) == -1 && strstr(err, "gt.h5"));
+    /* fewer views than holdout_every: the last view is held out, every split exists */
+    tiny_opts(&o, "snake", dir, 1);
+    o.views = 3, o.holdout_every = 6, o.frames = 2, o.heldout_motion = "none";
+    CHECK_MSG(ds_motion_bench_make(&o, &st, err, sizeof err) == 0, "%s", err);
+    CHECK(st.train_views == 2 && st.heldout_views == 1 && st.motions == 1);
+    DsDnerfSplit v;
+    CHECK_MSG(ds_dnerf_load(dir, "val", &v, err, sizeof err) == 0 && v.n == 1, "%s", err);
+    ds_dnerf_free(&v);
     tmpdir_remove(dir);
 }
 
@@ -760,7 +768,8 @@ TEST(motion_bench_deterministic_by_seed) {
     tmpdir_remove(d1), tmpdir_remove(d2), tmpdir_remove(d3);
 }
 
-/* The command: a tiny run, its summary, an unknown motion (exit 2), a BVH file that is not there
+/* The command: a tiny run (the held-out motion stays another clip when the training one is the
+ * held-out default), its summary, an unknown motion (exit 2), a BVH file that is not there
  * and an output folder that cannot be made (exit 1, naming them). */
 TEST(motion_cli) {
     char cmd[1200], out[8192], dir[256];
@@ -768,10 +777,12 @@ TEST(motion_cli) {
     tmpdir_make(dir, sizeof dir);
     snprintf(cmd, sizeof cmd,
              "OMP_NUM_THREADS=2 %s dataset motion --category snake --out %s/s --frames 3 --views 4 --size 24 --grid 24 "
-             "--holdout-every 2 --no-progress 2>&1",
+             "--holdout-every 2 --motion strike --no-progress 2>&1",
              test_anima_bin(), dir);
     CHECK_MSG(test_run_capture(cmd, out, sizeof out) == 0, "%s", out);
-    CHECK_MSG(strstr(out, "slither") && strstr(out, "strike") && strstr(out, "24 images"), "%s", out);
+    /* strike is the snake's held-out default: chosen for training, the held-out motion becomes
+     * slither, still a different clip */
+    CHECK_MSG(strstr(out, "train    strike") && strstr(out, "held-out slither") && strstr(out, "24 images"), "%s", out);
     snprintf(cmd, sizeof cmd, "%s dataset motion --category snake --out %s/t --motion moonwalk 2>&1", test_anima_bin(), dir);
     CHECK_MSG(test_run_capture(cmd, out, sizeof out) == 2 && strstr(out, "moonwalk"), "%s", out);
     snprintf(cmd, sizeof cmd, "%s dataset motion --category snake --out %s/u --motion x.bvh --frames 2 --views 2 2>&1",

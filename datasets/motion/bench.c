@@ -398,14 +398,16 @@ static int write_jsons(const DsMotionBenchOptions *o, const Posed *p, const char
     int F = p->m.nframes, Vw = o->views;
     DsDnerfFrameOut *fr = base_malloc(sizeof *fr * (size_t)F * (size_t)Vw);
     char(*names)[48] = base_malloc(sizeof *names * (size_t)F * (size_t)Vw);
+    /* the motion name may be a user's path: keep the JSON valid whatever it holds */
+    char mname[64];
+    textf(mname, sizeof mname, "%s", p->m.name);
+    for (char *c = mname; *c; c++)
+        if (*c == '"' || *c == '\\' || (unsigned char)*c < 0x20) *c = '_';
     char extra[1024];
     textf(extra, sizeof extra,
              "\"anima_format\": \"anima-motion-1\", \"category\": \"%s\", \"seed\": %llu, \"motion\": \"%s\", "
              "\"split_motion\": \"%s\", \"fps\": %.9g, \"num_frames\": %d",
-             p->m.name[0] ? o->category : "", (unsigned long long)o->seed, p->m.name, split, p->m.fps, F);
-    /* motion names are from the catalogue or a path: keep the JSON valid whatever they hold */
-    for (char *c = extra; *c; c++)
-        if (*c == '\\') *c = '/';
+             o->category, (unsigned long long)o->seed, mname, split, p->m.fps, F);
     static const char *which[3] = {"train", "val", "test"};
     int rc = 0;
     for (int k = 0; k < 3 && !rc; k++) {
@@ -437,6 +439,10 @@ int ds_motion_bench_make(const DsMotionBenchOptions *o, DsMotionBenchStats *st, 
                          o->frames, o->views, o->size, o->holdout_every);
     if (o->views > 99) return base_errf(err, errlen, "motion benchmark: %d views (at most 99)", o->views);
     if (o->frames > 9999) return base_errf(err, errlen, "motion benchmark: %d frames (at most 9999)", o->frames);
+    /* every path below is built in 4 kB buffers: refuse what would not fit rather than write
+     * somewhere else */
+    if (!o->out || !o->out[0] || strlen(o->out) > 3000)
+        return base_errf(err, errlen, "motion benchmark: output folder name empty or longer than 3000 bytes");
     DsProceduralShape shape;
     if (ds_procedural_make(o->category, o->seed, o->grid, &shape, err, errlen)) return -1;
     if (shape.nbones > DS_RIG_MAX_BONES) {
@@ -454,7 +460,16 @@ int ds_motion_bench_make(const DsMotionBenchOptions *o, DsMotionBenchStats *st, 
     const char *names[2] = {o->motion ? o->motion : ds_motion_default(o->category, false),
                             o->heldout_motion ? o->heldout_motion : ds_motion_default(o->category, true)};
     int nm = strcmp(names[1], "none") ? 2 : 1;
-    if (nm == 2 && !strcmp(names[0], names[1]) && !(o->motion && o->heldout_motion)) nm = 1;
+    /* a training motion chosen equal to the category's held-out default: the held-out motion
+     * becomes the training default (or a generic one), so it stays a different clip */
+    if (nm == 2 && !o->heldout_motion && !strcmp(names[0], names[1])) {
+        const char *alt[3] = {ds_motion_default(o->category, false), "wiggle", "sway"};
+        for (int k = 0; k < 3; k++)
+            if (strcmp(alt[k], names[0])) {
+                names[1] = alt[k];
+                break;
+            }
+    }
     Posed P[2];
     memset(P, 0, sizeof P);
     DsMotionOptions mo = {o->fps, o->bvh_dir, o->bvh_start};
@@ -516,6 +531,11 @@ int ds_motion_bench_make(const DsMotionBenchOptions *o, DsMotionBenchStats *st, 
         heldout[v] = v % o->holdout_every == o->holdout_every - 1;
         if (heldout[v]) st->heldout_views++;
         else st->train_views++;
+    }
+    if (st->heldout_views == 0) {
+        /* fewer views than holdout_every: the last one is held out, so val and test exist */
+        heldout[o->views - 1] = 1;
+        st->heldout_views = 1, st->train_views--;
     }
     dist = fmax(dist, 1.5 * R); /* never inside the character */
     for (int v = 0; v < o->views; v++) {

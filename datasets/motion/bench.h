@@ -42,11 +42,14 @@ typedef struct {
     const char *category;
     uint64_t seed;
     const char *motion;         /* NULL: ds_motion_default(category, false) */
-    const char *heldout_motion; /* NULL: ds_motion_default(category, true); "none": no held-out motion */
+    const char *heldout_motion; /* NULL: ds_motion_default(category, true), or when that is the
+                                   training motion the training default (else "wiggle"); "none":
+                                   no held-out motion */
     int frames, views, size;    /* per motion; cameras in all; image side in pixels */
     int grid;                   /* marching-cubes cells of the character (ds_procedural_make) */
     int supersample;            /* anti-aliased edges and alpha: s × s samples per pixel */
-    int holdout_every;          /* view i is held out when i % holdout_every == holdout_every − 1 */
+    int holdout_every;          /* view i is held out when i % holdout_every == holdout_every − 1
+                                   (with fewer views, the last one) */
     int val_every;              /* transforms_val.json keeps every val_every-th frame */
     double fps, fov_deg;
     bool lit;                   /* Lambert shading under a fixed light; false: the albedo (unlit) */
