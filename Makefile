@@ -245,6 +245,9 @@ FUZZ_LDLIBS_fuzz_png := -lpng
 FUZZ_SRC_fuzz_skinning    := datasets/corpus/skinning_file.c base/h5file.c datasets/render/camera.c datasets/render/raster.c datasets/render/image.c
 FUZZ_CFLAGS_fuzz_skinning := -I/usr/include/hdf5/serial
 FUZZ_LDLIBS_fuzz_skinning := -L/usr/lib/x86_64-linux-gnu/hdf5/serial -lhdf5 -lpng
+# the D-NeRF / nerfstudio transforms reader (issue 18) and the PNG reader it calls
+FUZZ_SRC_fuzz_dnerf    := datasets/motion/dnerf.c datasets/render/image.c datasets/render/camera.c
+FUZZ_LDLIBS_fuzz_dnerf := -lcjson -lpng
 
 .SECONDEXPANSION:
 $(BUILD)/fuzz/%: tests/fuzz/%.c $(FUZZ_LIB) $$(FUZZ_SRC_$$*) datasets/mesh/mesh_internal.h datasets/mesh/mesh_formats.h datasets/mesh/mesh.h
