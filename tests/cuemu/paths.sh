@@ -5,9 +5,11 @@
 #   fit             10 steps, loss and grad_norm: relative 1e-5 (f32; cuBLAS vs OpenBLAS
 #                   summation order, the CUDA reductions' tree order)
 #   fit, 2 ranks    mpirun -np 2 --device cuda (the NCCL path, emulated over MPI) against one
-#                   process --device cuda: relative 1e-5 (the shard losses are summed in another order)
+#                   process --device cuda: relative 1e-5 (the shard losses are summed in another
+#                   order); with the bucketed all-reduce overlapping backward, and without
 #   physskin train  the tiny preset, 2 steps, loss, pot, orth, smooth, grad_norm: relative 1e-4
-#                   (Neo-Hookean energies of ~1e5 in f32 through ConFIG)
+#                   (Neo-Hookean energies of ~1e5 in f32 through ConFIG); and on 2 ranks, NCCL on
+#                   the device against MPI on the CPU (the shapes are sharded, so not against 1 process)
 #   gs fit          6 steps at 32x32 with relocation every 2 steps and an opacity reset:
 #                   loss relative 1e-3, test PSNR within 0.01 dB, the same count relocated
 #                   (relocation thresholds opacities, so rounding differences grow after it)
@@ -75,6 +77,11 @@ if command -v mpirun > /dev/null; then
     if grep -q "2 ranks (NCCL)" "$tmp/fit_nccl.log"; then
       check "fit --device cuda, 2 ranks over NCCL vs 1 process" "$t" "$tmp/fit_cuda/metrics.jsonl" \
         "$tmp/fit_nccl/metrics.jsonl" "loss:1e-5 grad_norm:1e-5"
+      t=$(now) # the all-reduce after backward instead of the buckets overlapped with it
+      run fit_nccl_sync env ANIMA_COMM_OVERLAP=0 mpirun --oversubscribe --allow-run-as-root -np 2 "$anima" "${FIT[@]}" \
+        --device cuda &&
+        check "fit --device cuda, 2 ranks over NCCL, no overlap" "$t" "$tmp/fit_cuda/metrics.jsonl" \
+          "$tmp/fit_nccl_sync/metrics.jsonl" "loss:1e-5 grad_norm:1e-5"
     else
       echo "FAIL fit, 2 ranks: did not run over NCCL"; sed 's/^/    /' "$tmp/fit_nccl.log"; fail=$((fail + 1))
     fi
@@ -88,6 +95,16 @@ PS=(physskin train --config configs/physskin-tiny.json --data procedural: --set 
 run ps_cpu "$anima" "${PS[@]}" && run ps_cuda "$anima" "${PS[@]}" --device cuda &&
   check "physskin train --device cuda vs cpu" "$t" "$tmp/ps_cpu/metrics.jsonl" "$tmp/ps_cuda/metrics.jsonl" \
     "loss:1e-4 pot:1e-4 orth:1e-4 smooth:1e-4 grad_norm:1e-4"
+
+if command -v mpirun > /dev/null; then
+  # shapes are sharded over the ranks, so 2 ranks are compared with 2 ranks: NCCL on the device
+  # (per-loss gradients reduced, then ConFIG) against MPI on the host
+  t=$(now)
+  MPI=(mpirun --oversubscribe --allow-run-as-root -np 2)
+  run ps_mpi "${MPI[@]}" "$anima" "${PS[@]}" && run ps_nccl "${MPI[@]}" "$anima" "${PS[@]}" --device cuda &&
+    check "physskin train --device cuda, 2 ranks over NCCL vs MPI on the CPU" "$t" "$tmp/ps_mpi/metrics.jsonl" \
+      "$tmp/ps_nccl/metrics.jsonl" "loss:1e-4 pot:1e-4 orth:1e-4 smooth:1e-4 grad_norm:1e-4"
+fi
 
 t=$(now)
 GS=(gs fit --size 32 --views 2 --test-views 1 --iters 6 --set model.n=200 --set scene.grid=16
