@@ -36,5 +36,9 @@ for order in forward reverse random; do
   echo "   $order: $(( $(date +%s) - t0 )) s"
   [ $rc -ne 0 ] && ! grep -qE '^[0-9]+ passed, [1-9]' "$out" && { echo "FAIL cuda ($order) exited $rc"; fail=$((fail + 1)); }
 done
+echo "== the emulated cuBLAS, cub and NCCL, and ./anima's GPU-only paths (tests/cuemu/lib/run.sh)"
+t0=$(date +%s)
+BUILD=$build bash tests/cuemu/lib/run.sh > "$out" 2>&1; sed '$d' "$out"; count "$out" "libraries and paths"
+echo "   libraries and paths: $(( $(date +%s) - t0 )) s"
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
