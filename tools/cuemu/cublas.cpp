@@ -2,7 +2,7 @@
  * OpenBLAS. cuBLAS and cblas's CblasColMajor agree on the meaning of op, m, n, k and the leading
  * dimensions, so a call maps onto cblas_?gemm one matrix at a time; what cuBLAS adds is kept
  * here: its argument checks and status codes, beta == 0 meaning C is not read (cuBLAS documents
- * it; OpenBLAS is not relied on for it: C is zeroed first), the Ex entry points' data types,
+ * it; OpenBLAS is not relied on for it: C is not even copied then), the Ex entry points' data types,
  * strided and pointer-array batches, and pointer mode (alpha/beta on the device). The emulator
  * adds the check a GPU does not make: every matrix, pointer array and device scalar lies in
  * device memory over the exact extent read or written, else cuemu_fail names the call, the
@@ -142,7 +142,7 @@ static void require_mats(const Gemm &g, const void *A, const void *B, const void
 
 static CBLAS_TRANSPOSE cb_op(cublasOperation_t op) { return op == CUBLAS_OP_N ? CblasNoTrans : CblasTrans; }
 
-/* a rows x cols operand (leading dimension ld) as packed f32, rounded per the arithmetic */
+/* a rows x cols operand (leading dimension ld) as a packed host copy, rounded per the arithmetic */
 static void pack_f32(std::vector<float> &out, const void *p, cudaDataType_t t, int rows, int cols, int ld, Arith ar) {
     out.resize((size_t)rows * (size_t)cols);
     for (int j = 0; j < cols; j++)
@@ -154,44 +154,46 @@ static void pack_f32(std::vector<float> &out, const void *p, cudaDataType_t t, i
         }
 }
 
-/* C = alpha op(A) op(B) + beta C for one matrix; device memory is open (host access) */
+static void pack_f64(std::vector<double> &out, const double *p, int rows, int cols, int ld) {
+    out.resize((size_t)rows * (size_t)cols);
+    for (int j = 0; j < cols; j++)
+        memcpy(out.data() + (size_t)j * (size_t)rows, p + (size_t)j * (size_t)ld, sizeof(double) * (size_t)rows);
+}
+
+/* C = alpha op(A) op(B) + beta C for one matrix; device memory is open (host access).
+ * OpenBLAS only ever sees host copies: it may run the product on worker threads, and the
+ * emulator opens the device heap to the calling thread alone (any other thread touching it is
+ * reported as host code dereferencing device memory). The copies are made and written back here,
+ * on the calling thread; C is read only when beta != 0 (cuBLAS: C need not be initialized when
+ * beta is zero). */
 static void gemm_one(const Gemm &g, const void *A, const void *B, void *C) {
     const int m = g.m, n = g.n, k = g.k;
+    const int ar = g.ta == CUBLAS_OP_N ? m : k, ac = g.ta == CUBLAS_OP_N ? k : m;
+    const int br = g.tb == CUBLAS_OP_N ? k : n, bc = g.tb == CUBLAS_OP_N ? n : k;
     if (g.arith == ARITH_F64) {
-        double *c = (double *)C;
-        if (g.beta == 0) /* cuBLAS: C need not be initialized when beta is zero */
-            for (int j = 0; j < n; j++) memset(c + (size_t)j * (size_t)g.ldc, 0, sizeof(double) * (size_t)m);
-        if (reads_ab(g))
-            cblas_dgemm(CblasColMajor, cb_op(g.ta), cb_op(g.tb), m, n, k, g.alpha, (const double *)A, g.lda,
-                        (const double *)B, g.ldb, g.beta, c, g.ldc);
-        else if (g.beta != 0 && g.beta != 1)
+        std::vector<double> a, b, c((size_t)m * (size_t)n, 0.0);
+        double *dc = (double *)C;
+        if (g.beta != 0)
             for (int j = 0; j < n; j++)
-                for (int i = 0; i < m; i++) c[(size_t)j * (size_t)g.ldc + (size_t)i] *= g.beta;
+                memcpy(c.data() + (size_t)j * (size_t)m, dc + (size_t)j * (size_t)g.ldc, sizeof(double) * (size_t)m);
+        if (reads_ab(g)) {
+            pack_f64(a, (const double *)A, ar, ac, g.lda);
+            pack_f64(b, (const double *)B, br, bc, g.ldb);
+            cblas_dgemm(CblasColMajor, cb_op(g.ta), cb_op(g.tb), m, n, k, g.alpha, a.data(), ar, b.data(), br, g.beta,
+                        c.data(), m);
+        } else if (g.beta != 1)
+            for (double &v : c) v *= g.beta;
+        for (int j = 0; j < n; j++)
+            memcpy(dc + (size_t)j * (size_t)g.ldc, c.data() + (size_t)j * (size_t)m, sizeof(double) * (size_t)m);
         return;
     }
     const float alpha = (float)g.alpha, beta = (float)g.beta;
-    bool direct = g.arith == ARITH_F32 && g.at == CUDA_R_32F && g.bt == CUDA_R_32F && g.ct == CUDA_R_32F;
-    if (direct) {
-        float *c = (float *)C;
-        if (beta == 0)
-            for (int j = 0; j < n; j++) memset(c + (size_t)j * (size_t)g.ldc, 0, sizeof(float) * (size_t)m);
-        if (reads_ab(g))
-            cblas_sgemm(CblasColMajor, cb_op(g.ta), cb_op(g.tb), m, n, k, alpha, (const float *)A, g.lda,
-                        (const float *)B, g.ldb, beta, c, g.ldc);
-        else if (beta != 0 && beta != 1)
-            for (int j = 0; j < n; j++)
-                for (int i = 0; i < m; i++) c[(size_t)j * (size_t)g.ldc + (size_t)i] *= beta;
-        return;
-    }
-    /* 16-bit operands or output, or rounded operands: widen to packed f32, multiply, narrow */
     std::vector<float> a, b, c((size_t)m * (size_t)n, 0.0f);
     if (beta != 0)
         for (int j = 0; j < n; j++)
             for (int i = 0; i < m; i++)
                 c[(size_t)j * (size_t)m + (size_t)i] = load_f32(C, (size_t)j * (size_t)g.ldc + (size_t)i, g.ct);
     if (reads_ab(g)) {
-        int ar = g.ta == CUBLAS_OP_N ? m : k, ac = g.ta == CUBLAS_OP_N ? k : m;
-        int br = g.tb == CUBLAS_OP_N ? k : n, bc = g.tb == CUBLAS_OP_N ? n : k;
         pack_f32(a, A, g.at, ar, ac, g.lda, g.arith);
         pack_f32(b, B, g.bt, br, bc, g.ldb, g.arith);
         cblas_sgemm(CblasColMajor, cb_op(g.ta), cb_op(g.tb), m, n, k, alpha, a.data(), ar, b.data(), br, beta, c.data(),

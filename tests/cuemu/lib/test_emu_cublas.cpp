@@ -5,7 +5,8 @@
  * beta == 0 with C poisoned with NaN (cuBLAS does not read C then), k == 0, device pointer mode,
  * the TF32 math mode; the statuses cuBLAS returns for invalid arguments; and the emulator's
  * reports: a host pointer, a too-small buffer, a host pointer array, a host pointer inside a
- * device pointer array. */
+ * device pointer array; and products big enough for OpenBLAS's worker threads. */
+#include <cblas.h> /* openblas_set_num_threads */
 #include <cublas_v2.h>
 #include <math.h>
 #include <stdint.h>
@@ -396,6 +397,18 @@ static void test_reports(cublasHandle_t h) {
     cudaFree(dA), cudaFree(dB), cudaFree(dC), cudaFree(dCsmall), cudaFree(devArr), cudaFree(devB), cudaFree(devC);
 }
 
+/* Products large enough for OpenBLAS to split over worker threads: the emulator opens device
+ * memory to the calling thread only, so the shim must hand OpenBLAS host copies (a worker
+ * touching the device heap is reported as host code dereferencing device memory). */
+static void test_threaded_openblas(cublasHandle_t h) {
+    openblas_set_num_threads(4);
+    for (Kind kd : {K_S, K_D}) {
+        test_gemm(h, kd, CUBLAS_OP_N, CUBLAS_OP_T, 192, 160, 128, 1.0, 0.0);
+        test_gemm(h, kd, CUBLAS_OP_T, CUBLAS_OP_N, 160, 192, 144, 0.5, 0.5);
+    }
+    openblas_set_num_threads(1);
+}
+
 int main() {
     cublasHandle_t h;
     CHECK(cublasCreate(&h) == CUBLAS_STATUS_SUCCESS, "cublasCreate");
@@ -413,6 +426,7 @@ int main() {
     test_k0(h);
     test_device_pointer_mode(h);
     test_tf32_math_mode(h);
+    test_threaded_openblas(h);
     test_reports(h);
     CHECK(cublasDestroy(h) == CUBLAS_STATUS_SUCCESS, "cublasDestroy");
     return finish("cuemu cublas");
