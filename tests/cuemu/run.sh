@@ -29,7 +29,8 @@ echo "== cuemu checks (tests/cuemu)"
 for order in forward reverse random; do
   echo "== CUDA parity suite under the emulator, CUEMU_ORDER=$order$([ $order = random ] && echo " CUEMU_SEED=$seed")"
   t0=$(date +%s)
-  CUEMU_ORDER=$order CUEMU_SEED=$seed "./$build/anima-tests" --cuda > "$out" 2>&1
+  # the cuda_fit tests run `anima fit --device cuda`: this build's program, not the plain ./anima
+  ANIMA_CUDA_PROGRAM=./$build/anima CUEMU_ORDER=$order CUEMU_SEED=$seed "./$build/anima-tests" --cuda > "$out" 2>&1
   rc=$?
   grep -v '^ok \|^skip ' "$out" | sed '$d'
   count "$out" "cuda ($order)"
