@@ -164,6 +164,7 @@ test-cuda-emu-tsan:
 # paths of ./anima, tests/cuemu/paths.sh, by tests/cuemu/lib/run.sh). nccl.cpp speaks MPI.
 $(BUILD)/cuemu/nccl.o: CUEMU_BASE += $(MPI_INC)
 $(BUILD)/tests/cuemu/lib/test_emu_nccl.o: CUEMU_CXXFLAGS += $(MPI_INC)
+.PRECIOUS: $(BUILD)/tests/cuemu/lib/%.o
 $(BUILD)/cuemu-lib/%: $(BUILD)/tests/cuemu/lib/%.o $(CUEMU_OBJ)
 	@mkdir -p $(dir $@)
 	$(CXX) $(CUEMU_CXXFLAGS) -o $@ $^ $(LDLIBS)
