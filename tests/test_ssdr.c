@@ -1,0 +1,277 @@
+/* tests/test_ssdr.c — models/skelebones: Horn/Kabsch fits (a random rotation recovered, a mirrored
+ * target still gives a proper rotation), the simplex least squares against brute force, LBG-VQ
+ * on rigid pieces (labels equal the true segmentation up to renaming), and SSDR on sequences
+ * made by known linear blend skinning: a bent cylinder (2 bones) and a two-joint arm (3 bones),
+ * where the recovered rig must reproduce the motion to a small RMSE and the recovered weights
+ * must match the true ones. */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "models/skelebones/cluster.h"
+#include "models/skelebones/ssdr.h"
+#include "tests/test.h"
+
+static double urand(uint64_t *s) {
+    *s = *s * 6364136223846793005ULL + 1442695040888963407ULL;
+    return (double)(*s >> 11) / 9007199254740992.0;
+}
+
+static void quat_mat(double w, double x, double y, double z, double R[9]) {
+    double n = sqrt(w * w + x * x + y * y + z * z);
+    w /= n, x /= n, y /= n, z /= n;
+    R[0] = 1 - 2 * (y * y + z * z), R[1] = 2 * (x * y - w * z), R[2] = 2 * (x * z + w * y);
+    R[3] = 2 * (x * y + w * z), R[4] = 1 - 2 * (x * x + z * z), R[5] = 2 * (y * z - w * x);
+    R[6] = 2 * (x * z - w * y), R[7] = 2 * (y * z + w * x), R[8] = 1 - 2 * (x * x + y * y);
+}
+
+/* rotation by angle about z through the point (0, h, 0), as a 3 × 4 transform */
+static void rot_z_about(double angle, double h, double T[12]) {
+    double c = cos(angle), s = sin(angle);
+    double R[9] = {c, -s, 0, s, c, 0, 0, 0, 1};
+    for (int r = 0; r < 3; r++) {
+        for (int k = 0; k < 3; k++) T[r * 4 + k] = R[r * 3 + k];
+        T[r * 4 + 3] = (r == 1 ? h : 0) - R[r * 3 + 1] * h;
+    }
+}
+
+static void compose(const double A[12], const double B[12], double out[12]) { /* A ∘ B */
+    for (int r = 0; r < 3; r++) {
+        for (int c = 0; c < 4; c++) {
+            double s = c == 3 ? A[r * 4 + 3] : 0;
+            for (int k = 0; k < 3; k++) s += A[r * 4 + k] * B[k * 4 + c];
+            out[r * 4 + c] = s;
+        }
+    }
+}
+
+static double det3(const double *T) { /* of the 3 × 3 part of a 3 × 4 */
+    return T[0] * (T[5] * T[10] - T[6] * T[9]) - T[1] * (T[4] * T[10] - T[6] * T[8]) + T[2] * (T[4] * T[9] - T[5] * T[8]);
+}
+
+TEST(ssdr_kabsch_recovers_rotation) {
+    uint64_t s = 7;
+    enum { n = 40 };
+    double p[n * 3], q[n * 3], w[n], R[9], Tt[3] = {0.3, -1.2, 2.0}, out[12];
+    quat_mat(urand(&s) - 0.5, urand(&s) - 0.5, urand(&s) - 0.5, urand(&s) - 0.5, R);
+    for (int i = 0; i < n; i++) {
+        for (int c = 0; c < 3; c++) p[i * 3 + c] = 2 * urand(&s) - 1;
+        for (int r = 0; r < 3; r++) q[i * 3 + r] = R[r * 3] * p[i * 3] + R[r * 3 + 1] * p[i * 3 + 1] + R[r * 3 + 2] * p[i * 3 + 2] + Tt[r];
+        w[i] = 0.1 + urand(&s);
+    }
+    sb_kabsch(n, p, q, w, out);
+    for (int r = 0; r < 3; r++) {
+        for (int c = 0; c < 3; c++) CHECK_NEAR(out[r * 4 + c], R[r * 3 + c], 1e-9);
+        CHECK_NEAR(out[r * 4 + 3], Tt[r], 1e-9);
+    }
+    /* a mirrored target: the best proper rotation, never a reflection (det +1) */
+    for (int i = 0; i < n; i++) q[i * 3] = -p[i * 3], q[i * 3 + 1] = p[i * 3 + 1], q[i * 3 + 2] = p[i * 3 + 2];
+    sb_kabsch(n, p, q, NULL, out);
+    CHECK_NEAR(det3(out), 1.0, 1e-9);
+    /* a planar (degenerate) set still gives its rotation */
+    for (int i = 0; i < n; i++) {
+        p[i * 3 + 2] = 0;
+        for (int r = 0; r < 3; r++) q[i * 3 + r] = R[r * 3] * p[i * 3] + R[r * 3 + 1] * p[i * 3 + 1] + Tt[r];
+    }
+    sb_kabsch(n, p, q, NULL, out);
+    for (int r = 0; r < 3; r++)
+        for (int c = 0; c < 3; c++) CHECK_NEAR(out[r * 4 + c], R[r * 3 + c], 1e-8);
+}
+
+TEST(ssdr_simplex_lsq_matches_brute_force) {
+    /* 3 variables: the simplex is a triangle; compare with a fine grid search */
+    uint64_t s = 3;
+    for (int trial = 0; trial < 20; trial++) {
+        double A[5 * 3], G[9] = {0}, c[3] = {0}, b[5], w[3];
+        for (int k = 0; k < 15; k++) A[k] = 2 * urand(&s) - 1;
+        for (int k = 0; k < 5; k++) b[k] = 2 * urand(&s) - 1;
+        for (int j = 0; j < 3; j++) {
+            for (int k = 0; k < 3; k++)
+                for (int r = 0; r < 5; r++) G[j * 3 + k] += A[r * 3 + j] * A[r * 3 + k];
+            for (int r = 0; r < 5; r++) c[j] += A[r * 3 + j] * b[r];
+        }
+        CHECK(sb_simplex_lsq(3, G, c, NULL, w) == 0);
+        CHECK_NEAR(w[0] + w[1] + w[2], 1, 1e-12);
+        CHECK(w[0] >= 0 && w[1] >= 0 && w[2] >= 0);
+        double f = 0, best = INFINITY;
+        for (int j = 0; j < 3; j++) {
+            f -= 2 * c[j] * w[j];
+            for (int k = 0; k < 3; k++) f += w[j] * G[j * 3 + k] * w[k];
+        }
+        for (int a = 0; a <= 400; a++)
+            for (int bb = 0; a + bb <= 400; bb++) {
+                double x[3] = {a / 400.0, bb / 400.0, (400 - a - bb) / 400.0}, g = 0;
+                for (int j = 0; j < 3; j++) {
+                    g -= 2 * c[j] * x[j];
+                    for (int k = 0; k < 3; k++) g += x[j] * G[j * 3 + k] * x[k];
+                }
+                if (g < best) best = g;
+            }
+        CHECK_MSG(f <= best + 1e-12, "trial %d: active set %.12g above the grid's %.12g", trial, f, best);
+    }
+}
+
+/* rigid pieces: 3 boxes of points, each moving with its own random rigid motion */
+TEST(ssdr_lbgvq_labels_match_rigid_pieces) {
+    enum { P = 3, per = 60, N = P * per, F = 12 };
+    float *rest = malloc(N * 3 * sizeof(float)), *pos = malloc((size_t)F * N * 3 * sizeof(float));
+    int truth[N];
+    uint64_t s = 11;
+    for (int i = 0; i < N; i++) {
+        int piece = i / per;
+        truth[i] = piece;
+        rest[i * 3] = (float)(piece * 1.2 + urand(&s)), rest[i * 3 + 1] = (float)urand(&s), rest[i * 3 + 2] = (float)(0.5 * urand(&s));
+    }
+    for (int t = 0; t < F; t++)
+        for (int piece = 0; piece < P; piece++) {
+            double R[9], T[3];
+            quat_mat(1, 0.3 * (urand(&s) - 0.5), 0.3 * (urand(&s) - 0.5), 0.3 * (urand(&s) - 0.5), R);
+            for (int k = 0; k < 3; k++) T[k] = 0.2 * (urand(&s) - 0.5);
+            for (int i = piece * per; i < (piece + 1) * per; i++)
+                for (int r = 0; r < 3; r++)
+                    pos[((size_t)t * N + i) * 3 + r] =
+                        (float)(R[r * 3] * rest[i * 3] + R[r * 3 + 1] * rest[i * 3 + 1] + R[r * 3 + 2] * rest[i * 3 + 2] + T[r]);
+        }
+    SbClusterOptions o;
+    sb_cluster_defaults(&o);
+    o.bones = P;
+    SbClusters cl;
+    char err[256];
+    CHECK(sb_cluster_lbgvq(F, N, rest, pos, &o, &cl, err, sizeof err) == 0);
+    CHECK(cl.nbones == P);
+    /* the labels are the pieces up to renaming: a bijection between them */
+    int map[P];
+    for (int k = 0; k < P; k++) map[k] = -1;
+    int agree = 0;
+    for (int i = 0; i < N; i++) {
+        if (map[truth[i]] < 0) map[truth[i]] = cl.labels[i];
+        agree += map[truth[i]] == cl.labels[i];
+    }
+    CHECK_MSG(agree == N, "%d of %d labels agree", agree, N);
+    CHECK(map[0] != map[1] && map[1] != map[2] && map[0] != map[2]);
+    CHECK_MSG(cl.rmse < 1e-5, "rigid fit RMSE %g", cl.rmse);
+    sb_clusters_free(&cl);
+    free(rest), free(pos);
+}
+
+/* A sequence made by LBS of nb bones (transforms Tb: F × nb × 12, weights Wt: N × nb), and the
+ * checks SSDR must pass on it: RMSE under tol_rmse (of the height 2), the weights of the recovered
+ * bone most like each true bone within tol_w in the mean. */
+static void lbs_make(int F, int N, int nb, const float *rest, const double *Tb, const float *Wt, float *pos) {
+    for (int t = 0; t < F; t++)
+        for (int i = 0; i < N; i++)
+            for (int r = 0; r < 3; r++) {
+                double acc = 0;
+                for (int j = 0; j < nb; j++) {
+                    const double *T = Tb + ((size_t)t * nb + j) * 12;
+                    acc += Wt[i * nb + j] * (T[r * 4] * rest[i * 3] + T[r * 4 + 1] * rest[i * 3 + 1] + T[r * 4 + 2] * rest[i * 3 + 2] + T[r * 4 + 3]);
+                }
+                pos[((size_t)t * N + i) * 3 + r] = (float)acc;
+            }
+}
+
+static void ssdr_check(int F, int N, int nb, const float *rest, const float *pos, const float *Wt, double tol_rmse,
+                       double tol_w) {
+    SbClusterOptions co;
+    sb_cluster_defaults(&co);
+    co.bones = nb;
+    SbClusters cl;
+    char err[256];
+    CHECK(sb_cluster_lbgvq(F, N, rest, pos, &co, &cl, err, sizeof err) == 0);
+    CHECK(cl.nbones == nb);
+    SbSsdrOptions so;
+    sb_ssdr_defaults(&so);
+    so.iters = 20;
+    SbSkin sk;
+    CHECK(sb_ssdr(F, N, rest, pos, &cl, &so, &sk, err, sizeof err) == 0);
+    CHECK(sk.niters == 20);
+    for (int it = 1; it <= sk.niters; it++) CHECK_MSG(sk.rmse[it] <= sk.rmse[it - 1] * 1.02 + 1e-9, "RMSE rose at %d", it);
+    double rmse = sb_lbs_rmse(F, N, nb, rest, pos, sk.weights, sk.transforms);
+    CHECK_NEAR(rmse, sk.rmse[sk.niters], 1e-9);
+    CHECK_MSG(rmse < tol_rmse, "SSDR RMSE %g (clusters %g), wanted < %g", rmse, cl.rmse, tol_rmse);
+    CHECK_MSG(rmse < 0.5 * cl.rmse, "SSDR %g did not improve on the rigid clusters %g", rmse, cl.rmse);
+    for (int i = 0; i < N; i++) {
+        double sum = 0;
+        for (int j = 0; j < nb; j++) {
+            CHECK(sk.weights[i * nb + j] >= 0);
+            sum += sk.weights[i * nb + j];
+        }
+        CHECK_NEAR(sum, 1, 1e-5);
+    }
+    /* match every true bone to the recovered bone with the most overlapping weight */
+    for (int a = 0; a < nb; a++) {
+        int best = 0;
+        double bo = -1;
+        for (int b = 0; b < nb; b++) {
+            double ov = 0;
+            for (int i = 0; i < N; i++) ov += fmin(Wt[i * nb + a], sk.weights[i * nb + b]);
+            if (ov > bo) bo = ov, best = b;
+        }
+        double e = 0;
+        for (int i = 0; i < N; i++) e += fabs(Wt[i * nb + a] - sk.weights[i * nb + best]);
+        CHECK_MSG(e / N < tol_w, "true bone %d: mean weight error %g (recovered bone %d)", a, e / N, best);
+    }
+    sb_skin_free(&sk);
+    sb_clusters_free(&cl);
+}
+
+/* points on a cylinder of radius 0.25 along y in [0, 2] */
+static void cylinder(int N, uint64_t seed, float *rest) {
+    uint64_t s = seed;
+    for (int i = 0; i < N; i++) {
+        double th = 2 * M_PI * urand(&s), y = 2 * urand(&s);
+        rest[i * 3] = (float)(0.25 * cos(th)), rest[i * 3 + 1] = (float)y, rest[i * 3 + 2] = (float)(0.25 * sin(th));
+    }
+}
+
+static double smoothstep(double e0, double e1, double x) {
+    double t = (x - e0) / (e1 - e0);
+    t = t < 0 ? 0 : t > 1 ? 1 : t;
+    return t * t * (3 - 2 * t);
+}
+
+TEST(ssdr_bent_cylinder_two_bones) {
+    enum { N = 600, F = 16, nb = 2 };
+    float *rest = malloc(N * 3 * sizeof(float)), *pos = malloc((size_t)F * N * 3 * sizeof(float)), *Wt = malloc(N * nb * sizeof(float));
+    double *Tb = malloc((size_t)F * nb * 12 * sizeof(double));
+    cylinder(N, 5, rest);
+    for (int i = 0; i < N; i++) {
+        double w1 = smoothstep(0.8, 1.2, rest[i * 3 + 1]);
+        Wt[i * nb] = (float)(1 - w1), Wt[i * nb + 1] = (float)w1;
+    }
+    for (int t = 0; t < F; t++) {
+        double root[12], bend[12];
+        rot_z_about(0.1 * sin(0.4 * t), 0, root);
+        rot_z_about(1.2 * sin(0.5 * t + 0.3), 1.0, bend);
+        memcpy(Tb + ((size_t)t * nb) * 12, root, sizeof root);
+        compose(root, bend, Tb + ((size_t)t * nb + 1) * 12);
+    }
+    lbs_make(F, N, nb, rest, Tb, Wt, pos);
+    ssdr_check(F, N, nb, rest, pos, Wt, 2e-3, 0.05);
+    free(rest), free(pos), free(Wt), free(Tb);
+}
+
+TEST(ssdr_two_joint_arm_three_bones) {
+    enum { N = 900, F = 20, nb = 3 };
+    float *rest = malloc(N * 3 * sizeof(float)), *pos = malloc((size_t)F * N * 3 * sizeof(float)), *Wt = malloc(N * nb * sizeof(float));
+    double *Tb = malloc((size_t)F * nb * 12 * sizeof(double));
+    cylinder(N, 9, rest);
+    for (int i = 0; i < N; i++) { /* joints at y = 0.7 and 1.4 */
+        double a = smoothstep(0.55, 0.85, rest[i * 3 + 1]), b = smoothstep(1.25, 1.55, rest[i * 3 + 1]);
+        Wt[i * nb] = (float)(1 - a), Wt[i * nb + 1] = (float)(a - b), Wt[i * nb + 2] = (float)b;
+    }
+    for (int t = 0; t < F; t++) {
+        double root[12], j1[12], j2[12], b1[12];
+        rot_z_about(0.2 * sin(0.3 * t), 0, root);
+        rot_z_about(1.0 * sin(0.45 * t + 0.5), 0.7, j1);
+        rot_z_about(-1.1 * sin(0.7 * t + 1.1), 1.4, j2);
+        memcpy(Tb + ((size_t)t * nb) * 12, root, sizeof root);
+        compose(root, j1, b1);
+        memcpy(Tb + ((size_t)t * nb + 1) * 12, b1, sizeof b1);
+        compose(b1, j2, Tb + ((size_t)t * nb + 2) * 12);
+    }
+    lbs_make(F, N, nb, rest, Tb, Wt, pos);
+    ssdr_check(F, N, nb, rest, pos, Wt, 3e-3, 0.06);
+    free(rest), free(pos), free(Wt), free(Tb);
+}
