@@ -1,0 +1,123 @@
+/* models/skelebones/skelebones.c — the pipeline and its files (skelebones.h). */
+#include "models/skelebones/skelebones.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "base/errbuf.h"
+#include "base/h5file.h"
+#include "datasets/mesh/mesh.h"
+
+void sb_options_defaults(SbOptions *o) {
+    sb_cluster_defaults(&o->cluster);
+    sb_ssdr_defaults(&o->ssdr);
+}
+
+void sb_result_free(SbResult *r) {
+    sb_clusters_free(&r->clusters);
+    sb_skin_free(&r->skin);
+}
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+int sb_run(const SbTraj *t, const SbOptions *o, SbResult *r, char *err, size_t errlen) {
+    memset(r, 0, sizeof *r);
+    r->true_rmse = -1;
+    double t0 = now_s();
+    if (sb_cluster_lbgvq(t->nframes, t->npoints, t->rest, t->pos, &o->cluster, &r->clusters, err, errlen)) return -1;
+    double t1 = now_s();
+    if (sb_ssdr(t->nframes, t->npoints, t->rest, t->pos, &r->clusters, &o->ssdr, &r->skin, err, errlen)) {
+        sb_result_free(r);
+        return -1;
+    }
+    double t2 = now_s();
+    r->seconds_cluster = t1 - t0, r->seconds_ssdr = t2 - t1;
+    if (t->true_bones > 0)
+        r->true_rmse = sb_lbs_rmse(t->nframes, t->npoints, t->true_bones, t->rest, t->pos, t->true_weights, t->true_transforms);
+    return 0;
+}
+
+void sb_bone_color(int j, float rgb[3]) {
+    double h = fmod(0.13 + 0.618033988749895 * j, 1.0) * 6, s = 0.75, v = 0.95;
+    int k = (int)h;
+    double f = h - k, p = v * (1 - s), q = v * (1 - s * f), u = v * (1 - s * (1 - f));
+    double c[6][3] = {{v, u, p}, {q, v, p}, {p, v, u}, {p, q, v}, {u, p, v}, {v, p, q}};
+    for (int a = 0; a < 3; a++) rgb[a] = (float)c[k % 6][a];
+}
+
+int sb_rig_write(const char *path, const SbTraj *t, const SbResult *r, const char *command, char *err, size_t errlen) {
+    const SbSkin *s = &r->skin;
+    int F = s->nframes, B = s->nbones;
+    int64_t N = s->npoints;
+    char tmp[4200];
+    base_h5_quiet();
+    hid_t f = base_h5_save_begin(path, tmp, sizeof tmp, err, errlen);
+    if (f < 0) return -1;
+    float *T = malloc((size_t)F * B * 12 * sizeof(float) + 4);
+    bool ok = T != NULL;
+    if (ok)
+        for (int64_t k = 0; k < (int64_t)F * B * 12; k++) T[k] = (float)s->transforms[k];
+    hsize_t dr[2] = {(hsize_t)N, 3}, dl[1] = {(hsize_t)N}, dw[2] = {(hsize_t)N, (hsize_t)B},
+            dt[4] = {(hsize_t)F, (hsize_t)B, 3, 4}, dh[1] = {(hsize_t)s->niters + 1}, df[2] = {(hsize_t)t->nfaces, 3};
+    const size_t ch = 1 << 20;
+    ok = ok && base_h5_write_checked(f, "rest/points", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 2, dr, t->rest, ch, false) == 0;
+    ok = ok && base_h5_write_checked(f, "bones/labels", H5T_STD_I32LE, H5T_NATIVE_INT32, 1, dl, r->clusters.labels, ch, false) == 0;
+    ok = ok && base_h5_write_checked(f, "bones/weights", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 2, dw, s->weights, ch, true) == 0;
+    ok = ok && base_h5_write_checked(f, "bones/transforms", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 4, dt, T, ch, false) == 0;
+    ok = ok && base_h5_write_checked(f, "ssdr/rmse", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, 1, dh, s->rmse, ch, false) == 0;
+    if (t->faces && t->nfaces)
+        ok = ok && base_h5_write_checked(f, "rest/faces", H5T_STD_I32LE, H5T_NATIVE_INT32, 2, df, t->faces, ch, false) == 0;
+    char num[64];
+    ok = ok && base_h5_attr_str(f, "producer", "anima skelebones (models/skelebones: LBG-VQ + SSDR)") == 0;
+    ok = ok && base_h5_attr_str(f, "source", t->source) == 0;
+    ok = ok && base_h5_attr_str(f, "command", command) == 0;
+    ok = ok && base_h5_attr_str(f, "units", "those of the input positions") == 0;
+    ok = ok && base_h5_attr_str(f, "transforms", "rest -> frame t: v = R u + T, [R | T] row-major 3 x 4") == 0;
+    ok = ok && base_h5_attr_i64(f, "frames", F) == 0 && base_h5_attr_i64(f, "bones", B) == 0;
+    int64_t K = 0;
+    for (int64_t i = 0; i < N; i++) {
+        int64_t nz = 0;
+        for (int j = 0; j < B; j++) nz += s->weights[i * B + j] > 0;
+        if (nz > K) K = nz;
+    }
+    ok = ok && base_h5_attr_i64(f, "influences", K) == 0;
+    snprintf(num, sizeof num, "%.9g", s->rmse[s->niters]);
+    ok = ok && base_h5_attr_str(f, "rmse", num) == 0;
+    snprintf(num, sizeof num, "%.9g", r->clusters.rmse);
+    ok = ok && base_h5_attr_str(f, "cluster_rmse", num) == 0;
+    snprintf(num, sizeof num, "%.6g", r->seconds_cluster);
+    ok = ok && base_h5_attr_str(f, "seconds_cluster", num) == 0;
+    snprintf(num, sizeof num, "%.6g", r->seconds_ssdr);
+    ok = ok && base_h5_attr_str(f, "seconds_ssdr", num) == 0;
+    if (r->true_rmse >= 0) {
+        snprintf(num, sizeof num, "%.9g", r->true_rmse);
+        ok = ok && base_h5_attr_str(f, "true_rig_rmse", num) == 0;
+    }
+    free(T);
+    return base_h5_save_end(f, tmp, path, ok, "rig", err, errlen);
+}
+
+int sb_bones_ply(const char *path, const SbTraj *t, const SbResult *r, char *err, size_t errlen) {
+    int64_t N = t->npoints;
+    int B = r->skin.nbones;
+    DsMesh m = {0};
+    m.nv = N, m.nf = t->faces ? t->nfaces : 0;
+    m.v = t->rest, m.f = t->faces;
+    m.color = calloc((size_t)N * 3, sizeof(float));
+    if (!m.color) return base_errf(err, errlen, "%s: out of memory", path);
+    float rgb[SB_MAX_BONES][3];
+    for (int j = 0; j < B; j++) sb_bone_color(j, rgb[j]);
+    for (int64_t i = 0; i < N; i++)
+        for (int j = 0; j < B; j++)
+            for (int c = 0; c < 3; c++) m.color[i * 3 + c] += r->skin.weights[i * B + j] * rgb[j][c];
+    int rc = ds_mesh_write_ply(path, &m, DS_PLY_BINARY_LE, err, errlen);
+    free(m.color);
+    return rc;
+}

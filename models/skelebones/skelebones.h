@@ -1,0 +1,43 @@
+/* models/skelebones/skelebones.h — the skinning-decomposition pipeline on trajectories
+ * (traj.h): LBG-VQ clusters (cluster.h) → SSDR (ssdr.h), and its files:
+ * - rig.h5: rest/points (N × 3), bones/labels (N, the LBG-VQ rigid labels), bones/weights (N × B,
+ *   ≤ K non-zeros per row, rows summing to 1), bones/transforms (F × B × 3 × 4: rest → frame t,
+ *   [R | T], row-major), ssdr/rmse (iterations + 1), attributes: producer, source, frames,
+ *   bones, influences, rmse, cluster_rmse, seconds_cluster, seconds_ssdr, command, units
+ *   (those of the input positions); faces (T × 3) when the input has them;
+ * - a PLY of the rest shape colored by bone (each point the weight-blend of its bones' colors). */
+#ifndef ANIMA_MODELS_SKELEBONES_SKELEBONES_H
+#define ANIMA_MODELS_SKELEBONES_SKELEBONES_H
+
+#include <stddef.h>
+
+#include "models/skelebones/cluster.h"
+#include "models/skelebones/ssdr.h"
+#include "models/skelebones/traj.h"
+
+typedef struct {
+    SbClusterOptions cluster;
+    SbSsdrOptions ssdr;
+} SbOptions;
+
+void sb_options_defaults(SbOptions *o);
+
+typedef struct {
+    SbClusters clusters;
+    SbSkin skin;
+    double seconds_cluster, seconds_ssdr;
+    double true_rmse; /* the source's own rig (LBS of its weights and transforms) on these frames; −1 without one */
+} SbResult;
+
+/* Clusters and decomposes t. 0, or -1 with err. */
+int sb_run(const SbTraj *t, const SbOptions *o, SbResult *r, char *err, size_t errlen);
+void sb_result_free(SbResult *r);
+
+/* rig.h5 as above (command: recorded, may be NULL). 0, or -1 with err. */
+int sb_rig_write(const char *path, const SbTraj *t, const SbResult *r, const char *command, char *err, size_t errlen);
+/* The rest shape (with the input's faces, if any) colored by bone, binary PLY. 0, or -1 with err. */
+int sb_bones_ply(const char *path, const SbTraj *t, const SbResult *r, char *err, size_t errlen);
+/* The color of bone j of B (distinct hues by the golden ratio), rgb in [0, 1]. */
+void sb_bone_color(int j, float rgb[3]);
+
+#endif
