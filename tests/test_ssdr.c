@@ -275,3 +275,142 @@ TEST(ssdr_two_joint_arm_three_bones) {
     ssdr_check(F, N, nb, rest, pos, Wt, 3e-3, 0.06);
     free(rest), free(pos), free(Wt), free(Tb);
 }
+
+/* ---- trajectories in, the command ----------------------------------------------------------------- */
+
+#include <stdio.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "datasets/mesh/mesh.h"
+#include "models/skelebones/skelebones.h"
+#include "models/skelebones/traj.h"
+
+static void tmpdir_make(char *dir, size_t n) {
+    snprintf(dir, n, "/tmp/anima-test-ssdr-XXXXXX");
+    if (!mkdtemp(dir)) abort();
+}
+
+static void tmpdir_remove(const char *dir) {
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd) != 0) {
+        /* a leftover /tmp folder */
+    }
+}
+
+/* a bent-cylinder sequence as an SbTraj (2 true bones, faces: a few triangles) */
+static void bent_traj(SbTraj *t, int F, int N) {
+    memset(t, 0, sizeof *t);
+    t->nframes = F, t->npoints = N;
+    t->rest = malloc((size_t)N * 3 * sizeof(float));
+    t->pos = malloc((size_t)F * N * 3 * sizeof(float));
+    float *W = malloc((size_t)N * 2 * sizeof(float));
+    double *Tb = malloc((size_t)F * 2 * 12 * sizeof(double));
+    cylinder(N, 21, t->rest);
+    for (int i = 0; i < N; i++) {
+        double w1 = smoothstep(0.8, 1.2, t->rest[i * 3 + 1]);
+        W[i * 2] = (float)(1 - w1), W[i * 2 + 1] = (float)w1;
+    }
+    for (int f = 0; f < F; f++) {
+        rot_z_about(0, 0, Tb + (size_t)f * 24);
+        rot_z_about(1.0 * sin(0.5 * f), 1.0, Tb + (size_t)f * 24 + 12);
+    }
+    lbs_make(F, N, 2, t->rest, Tb, W, t->pos);
+    t->nfaces = N / 3;
+    t->faces = malloc((size_t)t->nfaces * 3 * sizeof(int32_t));
+    for (int64_t k = 0; k < t->nfaces * 3; k++) t->faces[k] = (int32_t)k;
+    t->true_bones = 2, t->true_weights = W, t->true_transforms = Tb;
+}
+
+TEST(ssdr_traj_h5_roundtrip_and_errors) {
+    char dir[64], path[128], err[512];
+    tmpdir_make(dir, sizeof dir);
+    SbTraj a, b;
+    bent_traj(&a, 6, 90);
+    snprintf(path, sizeof path, "%s/traj.h5", dir);
+    CHECK(sb_traj_write_h5(path, &a, err, sizeof err) == 0);
+    CHECK_MSG(sb_traj_read_h5(path, NULL, &b, err, sizeof err) == 0, "%s", err);
+    CHECK(b.nframes == 6 && b.npoints == 90 && b.nfaces == 30 && b.true_bones == 0);
+    CHECK(memcmp(a.pos, b.pos, 6 * 90 * 3 * sizeof(float)) == 0);
+    CHECK(memcmp(a.rest, b.rest, 90 * 3 * sizeof(float)) == 0);
+    CHECK(memcmp(a.faces, b.faces, 30 * 3 * sizeof(int32_t)) == 0);
+    sb_traj_keep_frames(&b, 3);
+    CHECK(b.nframes == 3);
+    sb_traj_free(&b);
+    /* another dataset name: absent → an error naming it */
+    CHECK(sb_traj_read_h5(path, "means", &b, err, sizeof err) == -1);
+    CHECK_MSG(strstr(err, "means") && strstr(err, path), "%s", err);
+    /* a file that is not HDF5 */
+    snprintf(path, sizeof path, "%s/bad.h5", dir);
+    FILE *f = fopen(path, "w");
+    fputs("not hdf5", f);
+    fclose(f);
+    CHECK(sb_traj_read_h5(path, NULL, &b, err, sizeof err) == -1);
+    CHECK_MSG(strstr(err, path) != NULL, "%s", err);
+    sb_traj_free(&a);
+    tmpdir_remove(dir);
+}
+
+TEST(ssdr_traj_mesh_folder) {
+    char dir[64], path[160], err[512];
+    tmpdir_make(dir, sizeof dir);
+    SbTraj a, b;
+    bent_traj(&a, 4, 60);
+    for (int f = 0; f < 4; f++) {
+        DsMesh m = {0};
+        m.nv = a.npoints, m.nf = a.nfaces, m.v = a.pos + (size_t)f * a.npoints * 3, m.f = a.faces;
+        snprintf(path, sizeof path, "%s/frame_%03d.%s", dir, f, f % 2 ? "ply" : "obj");
+        CHECK_MSG(ds_mesh_write(path, &m, false, err, sizeof err) == 0, "%s", err);
+    }
+    CHECK_MSG(sb_traj_read_meshes(dir, &b, err, sizeof err) == 0, "%s", err);
+    CHECK(b.nframes == 4 && b.npoints == 60 && b.nfaces == 20);
+    double md = 0;
+    for (int64_t k = 0; k < 4 * 60 * 3; k++) md = fmax(md, fabs(a.pos[k] - b.pos[k]));
+    CHECK_MSG(md < 1e-5, "frames differ by %g", md);
+    CHECK(memcmp(b.rest, b.pos, 60 * 3 * sizeof(float)) == 0); /* rest = the first frame */
+    sb_traj_free(&b);
+    /* a frame with other connectivity */
+    DsMesh m = {0};
+    m.nv = 30, m.nf = 10, m.v = a.pos, m.f = a.faces;
+    snprintf(path, sizeof path, "%s/frame_004.obj", dir);
+    CHECK(ds_mesh_write(path, &m, false, err, sizeof err) == 0);
+    CHECK(sb_traj_read_meshes(dir, &b, err, sizeof err) == -1);
+    CHECK_MSG(strstr(err, "frame_004.obj") && strstr(err, "connectivity"), "%s", err);
+    sb_traj_free(&a);
+    tmpdir_remove(dir);
+}
+
+TEST(ssdr_cli) {
+    char dir[64], path[160], cmd[1024], out[8192], err[512];
+    tmpdir_make(dir, sizeof dir);
+    SbTraj a;
+    bent_traj(&a, 8, 300);
+    snprintf(path, sizeof path, "%s/traj.h5", dir);
+    CHECK(sb_traj_write_h5(path, &a, err, sizeof err) == 0);
+    snprintf(cmd, sizeof cmd, "%s skelebones --traj %s --out %s/rig --bones 2 --iters 8 --no-progress 2>&1", test_anima_bin(),
+             path, dir);
+    int rc = test_run_capture(cmd, out, sizeof out);
+    CHECK_MSG(rc == 0, "rc %d: %s", rc, out);
+    double rmse = -1;
+    const char *p = strstr(out, " rmse ");
+    if (p) rmse = atof(p + 6);
+    CHECK_MSG(rmse >= 0 && rmse < 5e-3, "%s", out);
+    struct stat st;
+    snprintf(path, sizeof path, "%s/rig/rig.h5", dir);
+    CHECK(stat(path, &st) == 0 && st.st_size > 0);
+    snprintf(path, sizeof path, "%s/rig/bones.ply", dir);
+    DsMesh m;
+    CHECK_MSG(ds_mesh_read(path, &m, err, sizeof err) == 0, "%s", err);
+    CHECK(m.nv == 300 && m.color != NULL);
+    ds_mesh_free(&m);
+    /* argument errors: exit 2 naming the problem */
+    snprintf(cmd, sizeof cmd, "%s skelebones --out %s/x 2>&1", test_anima_bin(), dir);
+    CHECK(test_run_capture(cmd, out, sizeof out) == 2);
+    CHECK_MSG(strstr(out, "exactly one of") != NULL, "%s", out);
+    snprintf(cmd, sizeof cmd, "%s skelebones --traj %s/none.h5 --out %s/x 2>&1", test_anima_bin(), dir, dir);
+    CHECK(test_run_capture(cmd, out, sizeof out) == 1);
+    CHECK_MSG(strstr(out, "none.h5") != NULL, "%s", out);
+    sb_traj_free(&a);
+    tmpdir_remove(dir);
+}
