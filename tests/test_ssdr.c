@@ -414,3 +414,100 @@ TEST(ssdr_cli) {
     sb_traj_free(&a);
     tmpdir_remove(dir);
 }
+
+/* ---- IK ----------------------------------------------------------------------------------------- */
+
+#include "models/skelebones/ik.h"
+
+TEST(ssdr_ik_two_joint_arm) {
+    /* joints at y = 0, 0.7, 1.4 and a tip at 2.0; points on a cylinder bound to joints 0..2 */
+    enum { J = 4, F = 3, N = 120, per = 6 };
+    double X[J * 3] = {0, 0, 0, 0, 0.7, 0, 0, 1.4, 0, 0, 2.0, 0};
+    int32_t par[J] = {-1, 0, 1, 2};
+    SbTree tree = {J, X, par};
+    /* FK by hand: joint 1 bent 90° about z moves joint 2 to (−0.7, 0.7, 0) */
+    double rot[J * 4] = {1, 0, 0, 0, cos(M_PI / 4), 0, 0, sin(M_PI / 4), 1, 0, 0, 0, 1, 0, 0, 0}, zero[3] = {0}, pos[J * 3];
+    sb_fk(&tree, rot, zero, pos, NULL);
+    CHECK_NEAR(pos[6], -0.7, 1e-12);
+    CHECK_NEAR(pos[7], 0.7, 1e-12);
+    CHECK_NEAR(pos[9], -1.3, 1e-12);
+    float *U = malloc(N * 3 * sizeof(float)), *Wt = calloc(N * J, sizeof(float)), *V = malloc((size_t)F * N * 3 * sizeof(float));
+    cylinder(N, 4, U);
+    for (int i = 0; i < N; i++) {
+        double a = smoothstep(0.55, 0.85, U[i * 3 + 1]), b = smoothstep(1.25, 1.55, U[i * 3 + 1]);
+        Wt[i * J] = (float)(1 - a), Wt[i * J + 1] = (float)(a - b), Wt[i * J + 2] = (float)b;
+    }
+    double truth_rot[F * J * 4], truth_t[F * 3], truth_pos[F * J * 3];
+    double *nodes = malloc((size_t)F * (J - 1) * per * 3 * sizeof(double));
+    int64_t off[F + 1];
+    for (int t = 0; t < F; t++) {
+        double ang[3] = {0.2 * (t + 1), -0.5 * (t + 1), 0.4 * (t + 1)}; /* about z, x, z */
+        double *r = truth_rot + t * J * 4;
+        r[0] = cos(ang[0] / 2), r[1] = 0, r[2] = 0, r[3] = sin(ang[0] / 2);
+        r[4] = cos(ang[1] / 2), r[5] = sin(ang[1] / 2), r[6] = 0, r[7] = 0;
+        r[8] = cos(ang[2] / 2), r[9] = 0, r[10] = 0, r[11] = sin(ang[2] / 2);
+        r[12] = 1, r[13] = r[14] = r[15] = 0;
+        truth_t[t * 3] = 0.05 * t, truth_t[t * 3 + 1] = 0, truth_t[t * 3 + 2] = -0.03 * t;
+        double G[J * 9];
+        sb_fk(&tree, r, truth_t + t * 3, truth_pos + t * J * 3, G);
+        /* the frame's skeleton: samples along each segment */
+        off[t] = (int64_t)t * (J - 1) * per;
+        for (int j = 1; j < J; j++)
+            for (int k = 0; k < per; k++) {
+                double s = k / (double)(per - 1);
+                for (int c = 0; c < 3; c++)
+                    nodes[(off[t] + (j - 1) * per + k) * 3 + c] = (1 - s) * truth_pos[(t * J + par[j]) * 3 + c] + s * truth_pos[(t * J + j) * 3 + c];
+            }
+        for (int i = 0; i < N; i++)
+            for (int c = 0; c < 3; c++) {
+                double acc = 0;
+                for (int j = 0; j < J; j++) {
+                    double x = truth_pos[(t * J + j) * 3 + c];
+                    for (int k = 0; k < 3; k++) x += G[j * 9 + c * 3 + k] * (U[i * 3 + k] - X[j * 3 + k]);
+                    acc += Wt[i * J + j] * x;
+                }
+                V[((size_t)t * N + i) * 3 + c] = (float)acc;
+            }
+    }
+    off[F] = (int64_t)F * (J - 1) * per;
+    SbIkOptions o;
+    sb_ik_defaults(&o);
+    o.steps = 200;
+    SbIkResult r;
+    char err[256];
+    CHECK_MSG(sb_ik_solve(&tree, F, nodes, off, N, U, Wt, V, &o, &r, err, sizeof err) == 0, "%s", err);
+    double worst = 0;
+    for (int k = 0; k < F * J * 3; k++) worst = fmax(worst, fabs(r.positions[k] - truth_pos[k]));
+    CHECK_MSG(worst < 0.02, "joint error %g", worst);
+    /* the rotations themselves (the leaf's is free: only its sign convention and identity matter) */
+    for (int t = 0; t < F; t++)
+        for (int j = 0; j < 3; j++) {
+            double dot = 0;
+            for (int k = 0; k < 4; k++) dot += r.rotations[(t * J + j) * 4 + k] * truth_rot[(t * J + j) * 4 + k];
+            CHECK_MSG(fabs(dot) > 0.999, "frame %d joint %d: |<q, q_true>| = %g", t, j, fabs(dot));
+        }
+    /* the objective's floor at the truth: the points fit exactly, the Chamfer term keeps the
+     * nodes inside segments at their distance from the nearest joint */
+    for (int t = 0; t < F; t++) {
+        double floor = 0;
+        int M = (int)(off[t + 1] - off[t]);
+        for (int m = 0; m < M; m++) {
+            double best = INFINITY;
+            for (int j = 0; j < J; j++) {
+                double d = 0;
+                for (int c = 0; c < 3; c++) d += pow(nodes[(off[t] + m) * 3 + c] - truth_pos[(t * J + j) * 3 + c], 2);
+                best = fmin(best, d);
+            }
+            floor += best / M;
+        }
+        CHECK_MSG(r.loss[t] < floor + 1e-4, "frame %d loss %g, the truth's %g", t, r.loss[t], floor);
+    }
+    /* a bad tree is refused */
+    int32_t bad[J] = {-1, 2, 1, 2};
+    SbTree bt = {J, X, bad};
+    SbIkResult r2;
+    CHECK(sb_ik_solve(&bt, F, nodes, off, N, U, Wt, V, &o, &r2, err, sizeof err) == -1);
+    CHECK_MSG(strstr(err, "parent") != NULL, "%s", err);
+    sb_ik_result_free(&r);
+    free(U), free(Wt), free(V), free(nodes);
+}
