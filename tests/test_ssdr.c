@@ -404,6 +404,13 @@ TEST(ssdr_cli) {
     CHECK_MSG(ds_mesh_read(path, &m, err, sizeof err) == 0, "%s", err);
     CHECK(m.nv == 300 && m.color != NULL);
     ds_mesh_free(&m);
+    /* half the frames: the weights found there, bones refit on all frames */
+    snprintf(path, sizeof path, "%s/traj.h5", dir);
+    snprintf(cmd, sizeof cmd, "%s skelebones --traj %s --out %s/rig2 --bones 2 --iters 8 --frames-fraction 0.5 --no-progress 2>&1",
+             test_anima_bin(), path, dir);
+    CHECK(test_run_capture(cmd, out, sizeof out) == 0);
+    p = strstr(out, "all_frames_rmse ");
+    CHECK_MSG(strstr(out, "frames 4 ") && p && atof(p + 16) < 0.05, "%s", out);
     /* argument errors: exit 2 naming the problem */
     snprintf(cmd, sizeof cmd, "%s skelebones --out %s/x 2>&1", test_anima_bin(), dir);
     CHECK(test_run_capture(cmd, out, sizeof out) == 2);
@@ -510,4 +517,22 @@ TEST(ssdr_ik_two_joint_arm) {
     CHECK_MSG(strstr(err, "parent") != NULL, "%s", err);
     sb_ik_result_free(&r);
     free(U), free(Wt), free(V), free(nodes);
+}
+
+TEST(ssdr_fit_bones_with_true_weights) {
+    /* the true weights of an LBS sequence: the bones refit from a weighted-Kabsch start
+     * reproduce every frame (the measure the progressive runs use on unseen frames) */
+    SbTraj a;
+    bent_traj(&a, 10, 400);
+    double *T = malloc((size_t)10 * 2 * 12 * sizeof(double));
+    char err[256];
+    CHECK(sb_ssdr_fit_bones(10, 400, 2, a.rest, a.pos, a.true_weights, 5, T, err, sizeof err) == 0);
+    double rmse = sb_lbs_rmse(10, 400, 2, a.rest, a.pos, a.true_weights, T);
+    CHECK_MSG(rmse < 1e-4, "RMSE %g with the true weights", rmse);
+    /* one pass only stays worse than five: the passes do work */
+    double *T1 = malloc((size_t)10 * 2 * 12 * sizeof(double));
+    CHECK(sb_ssdr_fit_bones(10, 400, 2, a.rest, a.pos, a.true_weights, 1, T1, err, sizeof err) == 0);
+    CHECK(sb_lbs_rmse(10, 400, 2, a.rest, a.pos, a.true_weights, T1) >= rmse);
+    free(T), free(T1);
+    sb_traj_free(&a);
 }

@@ -3,6 +3,7 @@
  * DIR/bones.ply (models/skelebones/skelebones.h). */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "models/skelebones/skelebones.h"
@@ -60,7 +61,7 @@ int cmd_skelebones(int argc, char **argv) {
         fprintf(stderr, NAME ": %s\n", err);
         return 1;
     }
-    int keep = (int)ceil(fraction * t.nframes - 1e-9);
+    int all_frames = t.nframes, keep = (int)ceil(fraction * t.nframes - 1e-9);
     sb_traj_keep_frames(&t, keep < 1 ? 1 : keep);
     fprintf(stderr, NAME ": %s: %d frames, %lld points%s\n", t.source, t.nframes, (long long)t.npoints,
             t.true_bones ? " (with its true rig)" : "");
@@ -104,6 +105,16 @@ int cmd_skelebones(int argc, char **argv) {
                t.nframes, (long long)t.npoints, r.skin.nbones, r.skin.rmse[r.skin.niters], r.clusters.rmse,
                r.seconds_cluster + r.seconds_ssdr, r.seconds_cluster, r.seconds_ssdr);
         if (r.true_rmse >= 0) printf(" true_rig_rmse %.6g bones_true %d", r.true_rmse, t.true_bones);
+        if (all_frames > t.nframes) {
+            /* the weights found on the frames used, bones refit on every frame: how well the
+             * decomposition of part of the motion explains all of it */
+            double *T = malloc((size_t)all_frames * r.skin.nbones * 12 * sizeof(double));
+            if (T && sb_ssdr_fit_bones(all_frames, t.npoints, r.skin.nbones, t.rest, t.pos, r.skin.weights,
+                                       o.ssdr.bone_iters, T, err, sizeof err) == 0)
+                printf(" all_frames %d all_frames_rmse %.6g", all_frames,
+                       sb_lbs_rmse(all_frames, t.npoints, r.skin.nbones, t.rest, t.pos, r.skin.weights, T));
+            free(T);
+        }
         printf("\n");
     }
     sb_result_free(&r);

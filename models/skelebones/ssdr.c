@@ -196,6 +196,67 @@ static void update_bones_frame(int B, const float *rest, const float *W, double 
     }
 }
 
+/* Bone passes over every frame with the weights fixed (frames are independent: OpenMP over
+ * frames); support/nsupport/supbuf: scratch for the bones' supports (B pointers, B counts, N·K). */
+static void update_bones(int F, int64_t N, int B, const float *rest, const float *pos, const float *W, double *T,
+                         int passes, int64_t **support, int64_t *nsupport, int64_t *supbuf) {
+    int64_t used = 0;
+    for (int j = 0; j < B; j++) {
+        support[j] = supbuf + used, nsupport[j] = 0;
+        for (int64_t i = 0; i < N; i++)
+            if (W[i * B + j] > 0) support[j][nsupport[j]++] = i;
+        used += nsupport[j];
+    }
+#pragma omp parallel
+    {
+        double *res = malloc((size_t)N * 3 * sizeof(double));
+#pragma omp for schedule(dynamic)
+        for (int t = 0; t < F; t++) {
+            if (!res) continue;
+            double *Tt = T + (int64_t)t * B * 12;
+            const float *v = pos + (int64_t)t * N * 3;
+            for (int64_t i = 0; i < N; i++) {
+                double s[3] = {0, 0, 0}, x[3];
+                for (int j = 0; j < B; j++) {
+                    float w = W[i * B + j];
+                    if (w == 0) continue;
+                    xform(Tt + j * 12, rest + i * 3, x);
+                    for (int k = 0; k < 3; k++) s[k] += w * x[k];
+                }
+                for (int k = 0; k < 3; k++) res[i * 3 + k] = v[i * 3 + k] - s[k];
+            }
+            for (int pass = 0; pass < (passes < 1 ? 1 : passes); pass++)
+                update_bones_frame(B, rest, W, Tt, res, support, nsupport);
+        }
+        free(res);
+    }
+}
+
+int sb_ssdr_fit_bones(int F, int64_t N, int B, const float *rest, const float *pos, const float *W, int passes,
+                      double *T, char *err, size_t errlen) {
+    int64_t **support = calloc((size_t)B, sizeof(int64_t *)), *nsupport = calloc((size_t)B, sizeof(int64_t));
+    int64_t *supbuf = malloc((size_t)N * B * sizeof(int64_t) + 8);
+    double *p = malloc((size_t)N * 3 * sizeof(double)), *q = malloc((size_t)N * 3 * sizeof(double)),
+           *w = malloc((size_t)N * sizeof(double));
+    if (!support || !nsupport || !supbuf || !p || !q || !w) {
+        free(support), free(nsupport), free(supbuf), free(p), free(q), free(w);
+        snprintf(err, errlen, "SSDR: out of memory fitting bones (%lld points, %d bones)", (long long)N, B);
+        return -1;
+    }
+    /* start: each bone the weighted rigid fit of all points, its weights as the fit's weights */
+    for (int64_t i = 0; i < N * 3; i++) p[i] = rest[i];
+    for (int t = 0; t < F; t++) {
+        for (int64_t i = 0; i < N * 3; i++) q[i] = pos[(int64_t)t * N * 3 + i];
+        for (int j = 0; j < B; j++) {
+            for (int64_t i = 0; i < N; i++) w[i] = W[i * B + j];
+            sb_kabsch(N, p, q, w, T + ((int64_t)t * B + j) * 12);
+        }
+    }
+    update_bones(F, N, B, rest, pos, W, T, passes, support, nsupport, supbuf);
+    free(support), free(nsupport), free(supbuf), free(p), free(q), free(w);
+    return 0;
+}
+
 int sb_ssdr(int F, int64_t N, const float *rest, const float *pos, const SbClusters *init, const SbSsdrOptions *o,
             SbSkin *out, char *err, size_t errlen) {
     memset(out, 0, sizeof *out);
@@ -233,38 +294,7 @@ int sb_ssdr(int F, int64_t N, const float *rest, const float *pos, const SbClust
     int done = 0;
     if (o->progress && o->progress(o->user, 0, iters, hist[0])) goto finish;
     for (int it = 1; it <= iters; it++) {
-        /* the support of every bone (points with a non-zero weight) */
-        int64_t used = 0;
-        for (int j = 0; j < B; j++) {
-            support[j] = supbuf + used, nsupport[j] = 0;
-            for (int64_t i = 0; i < N; i++)
-                if (W[i * B + j] > 0) support[j][nsupport[j]++] = i;
-            used += nsupport[j];
-        }
-        /* bones: frames are independent */
-#pragma omp parallel
-        {
-            double *res = malloc((size_t)N * 3 * sizeof(double));
-#pragma omp for schedule(dynamic)
-            for (int t = 0; t < F; t++) {
-                if (!res) continue;
-                double *Tt = T + (int64_t)t * B * 12;
-                const float *v = pos + (int64_t)t * N * 3;
-                for (int64_t i = 0; i < N; i++) {
-                    double s[3] = {0, 0, 0}, x[3];
-                    for (int j = 0; j < B; j++) {
-                        float w = W[i * B + j];
-                        if (w == 0) continue;
-                        xform(Tt + j * 12, rest + i * 3, x);
-                        for (int k = 0; k < 3; k++) s[k] += w * x[k];
-                    }
-                    for (int k = 0; k < 3; k++) res[i * 3 + k] = v[i * 3 + k] - s[k];
-                }
-                for (int pass = 0; pass < (o->bone_iters < 1 ? 1 : o->bone_iters); pass++)
-                    update_bones_frame(B, rest, W, Tt, res, support, nsupport);
-            }
-            free(res);
-        }
+        update_bones(F, N, B, rest, pos, W, T, o->bone_iters, support, nsupport, supbuf);
         /* weights: per-pair sums over frames, then one program per point */
         memset(pair, 0, (size_t)B * B * 13 * sizeof(double));
 #pragma omp parallel for schedule(static)

@@ -56,6 +56,12 @@ int sb_ssdr(int nframes, int64_t npoints, const float *rest, const float *pos, c
             const SbSsdrOptions *o, SbSkin *out, char *err, size_t errlen);
 void sb_skin_free(SbSkin *s);
 
+/* The bone transforms of F frames for fixed weights W (N × B): per frame and bone a weighted
+ * Kabsch start, then `passes` Gauss–Seidel bone passes as in SSDR. Measures how weights found on
+ * some frames explain others (the progressive runs). T: F × B × 12 out. 0, or -1 with err. */
+int sb_ssdr_fit_bones(int nframes, int64_t npoints, int nbones, const float *rest, const float *pos, const float *W,
+                      int passes, double *T, char *err, size_t errlen);
+
 /* √(Σ_t Σ_i ‖v_i^t − Σ_j w_ij T_j^t u_i‖² / (F N)) of an LBS rig. */
 double sb_lbs_rmse(int nframes, int64_t npoints, int nbones, const float *rest, const float *pos,
                    const float *weights, const double *transforms);
