@@ -536,3 +536,22 @@ TEST(ssdr_fit_bones_with_true_weights) {
     free(T), free(T1);
     sb_traj_free(&a);
 }
+
+TEST(ssdr_random_start_deterministic) {
+    SbTraj a;
+    bent_traj(&a, 6, 200);
+    SbClusters c1, c2, c3;
+    char err[256];
+    CHECK(sb_cluster_random(6, 200, a.rest, a.pos, 4, 7, &c1, err, sizeof err) == 0);
+    CHECK(sb_cluster_random(6, 200, a.rest, a.pos, 4, 7, &c2, err, sizeof err) == 0);
+    CHECK(sb_cluster_random(6, 200, a.rest, a.pos, 4, 8, &c3, err, sizeof err) == 0);
+    CHECK(c1.nbones == 4 && memcmp(c1.labels, c2.labels, 200 * sizeof(int32_t)) == 0);
+    CHECK(memcmp(c1.labels, c3.labels, 200 * sizeof(int32_t)) != 0);
+    int used[4] = {0};
+    for (int i = 0; i < 200; i++) used[c1.labels[i]] = 1;
+    CHECK(used[0] && used[1] && used[2] && used[3]);
+    sb_clusters_free(&c3);
+    CHECK(sb_cluster_random(6, 200, a.rest, a.pos, 0, 7, &c3, err, sizeof err) == -1);
+    sb_clusters_free(&c1), sb_clusters_free(&c2);
+    sb_traj_free(&a);
+}

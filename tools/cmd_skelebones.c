@@ -22,6 +22,9 @@ int cmd_skelebones(int argc, char **argv) {
     int64_t bones = 20, iters = 30, influences = 8, bone_iters = 5, knn = 8, rounds = 8;
     double smooth = 1e-4, fraction = 1.0;
     bool no_progress = false;
+    const char *init = "lbgvq";
+    uint64_t seed = 0;
+    static const char *const inits[] = {"lbgvq", "random", NULL};
     const CmdArg args[] = {
         {"--traj", CMD_ARG_STRING, &traj, "FILE", "trajectories HDF5: dataset 'positions' (F x N x 3), optional 'rest', 'faces'"},
         {"--dataset", CMD_ARG_STRING, &dataset, "NAME", "the trajectories dataset in --traj (default positions)"},
@@ -35,6 +38,8 @@ int cmd_skelebones(int argc, char **argv) {
         {"--smooth", CMD_ARG_DOUBLE, &smooth, "S", "weight smoothing over the kNN graph (default 1e-4; 0: none)", 0, 1e6},
         {"--knn", CMD_ARG_INT, &knn, "K", "neighbors of the smoothing graph (default 8)", 1, 64},
         {"--cluster-rounds", CMD_ARG_INT, &rounds, "N", "LBG-VQ fit/reassign rounds per split (default 8)", 1, 1000},
+        {"--init", CMD_ARG_CHOICE, &init, "I", "lbgvq (default) or random: random Voronoi cells at rest (the ablation)", 0, 0, inits},
+        {"--seed", CMD_ARG_UINT, &seed, "S", "the random start's seed (default 0)"},
         {"--frames-fraction", CMD_ARG_DOUBLE, &fraction, "X", "use the first X of the frames (0 < X <= 1; default 1)", 0, 1, NULL, false, NULL, true},
         {"--export-traj", CMD_ARG_STRING, &export_traj, "FILE", "also write the trajectories used (after --frames-fraction) as a trajectories HDF5"},
         {"--no-progress", CMD_ARG_FLAG, &no_progress, NULL, "no per-iteration RMSE lines on stderr"},
@@ -84,6 +89,7 @@ int cmd_skelebones(int argc, char **argv) {
     o.cluster.bones = (int)bones, o.cluster.rounds = (int)rounds;
     o.ssdr.iters = (int)iters, o.ssdr.max_influences = (int)influences, o.ssdr.bone_iters = (int)bone_iters;
     o.ssdr.smooth = smooth, o.ssdr.knn = (int)knn;
+    o.random_init = !strcmp(init, "random"), o.seed = seed;
     bool show = !no_progress;
     o.ssdr.progress = progress_line, o.ssdr.user = &show;
     SbResult r;

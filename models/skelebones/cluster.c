@@ -318,3 +318,46 @@ int sb_cluster_lbgvq(int F, int64_t N, const float *rest, const float *pos, cons
     free(E);
     return 0;
 }
+
+int sb_cluster_random(int F, int64_t N, const float *rest, const float *pos, int bones, uint64_t seed, SbClusters *out,
+                      char *err, size_t errlen) {
+    memset(out, 0, sizeof *out);
+    if (F < 1 || N < 1 || bones < 1 || bones > SB_MAX_BONES || bones > N) {
+        snprintf(err, errlen, "random clusters: %d bones for %lld points and %d frames", bones, (long long)N, F);
+        return -1;
+    }
+    int64_t picks[SB_MAX_BONES];
+    int n = 0;
+    uint64_t s = seed * 2862933555777941757ULL + 3037000493ULL;
+    while (n < bones) {
+        s = s * 6364136223846793005ULL + 1442695040888963407ULL;
+        int64_t c = (int64_t)((s >> 17) % (uint64_t)N);
+        int dup = 0;
+        for (int k = 0; k < n; k++) dup |= picks[k] == c;
+        if (!dup) picks[n++] = c;
+    }
+    int32_t *labels = malloc((size_t)N * sizeof(int32_t));
+    double *T = malloc((size_t)F * bones * 12 * sizeof(double));
+    if (!labels || !T) {
+        free(labels), free(T);
+        snprintf(err, errlen, "random clusters: out of memory");
+        return -1;
+    }
+    for (int64_t i = 0; i < N; i++) {
+        int best = 0;
+        double bd = INFINITY;
+        for (int k = 0; k < bones; k++) {
+            double d = 0;
+            for (int c = 0; c < 3; c++) d += pow(rest[i * 3 + c] - rest[picks[k] * 3 + c], 2);
+            if (d < bd) bd = d, best = k;
+        }
+        labels[i] = best;
+    }
+    fit_all(F, N, bones, rest, pos, labels, T);
+    double total = 0;
+    for (int64_t i = 0; i < N; i++) total += sb_point_bone_error(F, N, bones, rest, pos, T, i, labels[i]);
+    out->nframes = F, out->npoints = N, out->nbones = bones;
+    out->labels = labels, out->transforms = T;
+    out->rmse = sqrt(total / ((double)F * (double)N));
+    return 0;
+}

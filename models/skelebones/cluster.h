@@ -58,6 +58,12 @@ int sb_cluster_lbgvq(int nframes, int64_t npoints, const float *rest, const floa
                      SbClusters *out, char *err, size_t errlen);
 void sb_clusters_free(SbClusters *c);
 
+/* The ablation's random start: `bones` distinct points drawn by seed (a 64-bit LCG), every point
+ * labeled by its nearest drawn point at rest (Voronoi cells), one rigid fit per cell and frame.
+ * Deterministic for a seed. 0, or -1 with err. */
+int sb_cluster_random(int nframes, int64_t npoints, const float *rest, const float *pos, int bones, uint64_t seed,
+                      SbClusters *out, char *err, size_t errlen);
+
 /* Per point, the rigid error Σ_t ‖R_j u_i + T_j − v_i‖² of bone j (used by the split rule and
  * the tests). */
 double sb_point_bone_error(int nframes, int64_t npoints, int nbones, const float *rest, const float *pos,

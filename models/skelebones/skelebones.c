@@ -14,6 +14,8 @@
 void sb_options_defaults(SbOptions *o) {
     sb_cluster_defaults(&o->cluster);
     sb_ssdr_defaults(&o->ssdr);
+    o->random_init = 0;
+    o->seed = 0;
 }
 
 void sb_result_free(SbResult *r) {
@@ -31,7 +33,10 @@ int sb_run(const SbTraj *t, const SbOptions *o, SbResult *r, char *err, size_t e
     memset(r, 0, sizeof *r);
     r->true_rmse = -1;
     double t0 = now_s();
-    if (sb_cluster_lbgvq(t->nframes, t->npoints, t->rest, t->pos, &o->cluster, &r->clusters, err, errlen)) return -1;
+    int rc = o->random_init ? sb_cluster_random(t->nframes, t->npoints, t->rest, t->pos, o->cluster.bones, o->seed,
+                                                &r->clusters, err, errlen)
+                            : sb_cluster_lbgvq(t->nframes, t->npoints, t->rest, t->pos, &o->cluster, &r->clusters, err, errlen);
+    if (rc) return -1;
     double t1 = now_s();
     if (sb_ssdr(t->nframes, t->npoints, t->rest, t->pos, &r->clusters, &o->ssdr, &r->skin, err, errlen)) {
         sb_result_free(r);

@@ -18,6 +18,8 @@
 typedef struct {
     SbClusterOptions cluster;
     SbSsdrOptions ssdr;
+    int random_init;      /* 1: sb_cluster_random instead of LBG-VQ (the ablation) */
+    uint64_t seed;        /* of the random start */
 } SbOptions;
 
 void sb_options_defaults(SbOptions *o);
