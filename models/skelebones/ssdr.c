@@ -136,24 +136,98 @@ int sb_simplex_lsq(int B, const double *G, const double *c, const unsigned char 
     return 0;
 }
 
-/* the k nearest rest neighbors of every point (brute force over all pairs, OpenMP over points) */
-static void knn_graph(int64_t N, const float *rest, int k, int32_t *nb) {
-#pragma omp parallel for schedule(dynamic, 64)
+/* Inserts (d, j) into the sorted top-k lists bd/bi holding m entries. */
+static inline void topk_insert(double *bd, int32_t *bi, int *m, int k, double d, int32_t j) {
+    if (*m == k && d >= bd[k - 1]) return;
+    int p = *m < k ? (*m)++ : k - 1;
+    while (p > 0 && bd[p - 1] > d) bd[p] = bd[p - 1], bi[p] = bi[p - 1], p--;
+    bd[p] = d, bi[p] = j;
+}
+
+int sb_knn(int64_t N, const float *rest, int k, int32_t *nb) {
+    /* a uniform grid of about k points per cell; each query scans rings of cells outwards
+     * until the k-th best distance is within the scanned radius (every unscanned point is at
+     * least r·h away), so the result is exact, in about O(N k) for evenly spread points */
+    if (k < 1 || k > 64) return -1;
+    double lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
+    for (int64_t i = 0; i < N; i++)
+        for (int c = 0; c < 3; c++) lo[c] = fmin(lo[c], rest[i * 3 + c]), hi[c] = fmax(hi[c], rest[i * 3 + c]);
+    double ext = 0;
+    for (int c = 0; c < 3; c++) ext = fmax(ext, hi[c] - lo[c]);
+    if (!(ext > 0)) ext = 1;
+    double vol = 1;
+    for (int c = 0; c < 3; c++) vol *= fmax(hi[c] - lo[c], ext * 1e-3);
+    double h = cbrt(vol * k / (double)(N > 0 ? N : 1));
+    int64_t g[3], ncell;
+    for (;;) {
+        ncell = 1;
+        for (int c = 0; c < 3; c++) g[c] = (int64_t)((hi[c] - lo[c]) / h) + 1, ncell *= g[c];
+        if (ncell <= 4 * N + 8) break;
+        h *= 1.26;
+    }
+    int64_t *start = calloc((size_t)ncell + 1, sizeof(int64_t)), *cellof = malloc((size_t)N * sizeof(int64_t) + 8);
+    int32_t *pts = malloc((size_t)N * sizeof(int32_t) + 8);
+    if (!start || !cellof || !pts) {
+        free(start), free(cellof), free(pts);
+        return -1;
+    }
+    for (int64_t i = 0; i < N; i++) {
+        int64_t cc[3];
+        for (int c = 0; c < 3; c++) {
+            cc[c] = (int64_t)((rest[i * 3 + c] - lo[c]) / h);
+            if (cc[c] >= g[c]) cc[c] = g[c] - 1;
+        }
+        cellof[i] = (cc[2] * g[1] + cc[1]) * g[0] + cc[0];
+        start[cellof[i] + 1]++;
+    }
+    for (int64_t c = 0; c < ncell; c++) start[c + 1] += start[c];
+    {
+        int64_t *fill = malloc((size_t)ncell * sizeof(int64_t) + 8);
+        if (!fill) {
+            free(start), free(cellof), free(pts);
+            return -1;
+        }
+        memcpy(fill, start, (size_t)ncell * sizeof(int64_t));
+        for (int64_t i = 0; i < N; i++) pts[fill[cellof[i]]++] = (int32_t)i;
+        free(fill);
+    }
+    int64_t gmax = g[0] > g[1] ? g[0] : g[1];
+    if (g[2] > gmax) gmax = g[2];
+#pragma omp parallel for schedule(dynamic, 256)
     for (int64_t i = 0; i < N; i++) {
         double bd[64];
         int32_t bi[64];
         int m = 0;
-        for (int64_t j = 0; j < N; j++) {
-            if (j == i) continue;
-            double d = 0;
-            for (int c = 0; c < 3; c++) d += ((double)rest[i * 3 + c] - rest[j * 3 + c]) * ((double)rest[i * 3 + c] - rest[j * 3 + c]);
-            if (m == k && d >= bd[m - 1]) continue;
-            int p = m < k ? m++ : m - 1;
-            while (p > 0 && bd[p - 1] > d) bd[p] = bd[p - 1], bi[p] = bi[p - 1], p--;
-            bd[p] = d, bi[p] = (int32_t)j;
+        int64_t ci = cellof[i], cx = ci % g[0], cy = (ci / g[0]) % g[1], cz = ci / (g[0] * g[1]);
+        for (int64_t r = 0; r <= gmax; r++) {
+            for (int64_t z = cz - r; z <= cz + r; z++) {
+                if (z < 0 || z >= g[2]) continue;
+                for (int64_t y = cy - r; y <= cy + r; y++) {
+                    if (y < 0 || y >= g[1]) continue;
+                    for (int64_t x = cx - r; x <= cx + r; x++) {
+                        if (x < 0 || x >= g[0]) continue;
+                        int64_t dx = x > cx ? x - cx : cx - x, dy = y > cy ? y - cy : cy - y, dz = z > cz ? z - cz : cz - z;
+                        int64_t cheb = dx > dy ? dx : dy;
+                        if (dz > cheb) cheb = dz;
+                        if (cheb != r) continue; /* inner rings were scanned before */
+                        int64_t c = (z * g[1] + y) * g[0] + x;
+                        for (int64_t a = start[c]; a < start[c + 1]; a++) {
+                            int32_t j = pts[a];
+                            if (j == i) continue;
+                            double d = 0;
+                            for (int e = 0; e < 3; e++)
+                                d += ((double)rest[i * 3 + e] - rest[(int64_t)j * 3 + e]) * ((double)rest[i * 3 + e] - rest[(int64_t)j * 3 + e]);
+                            topk_insert(bd, bi, &m, k, d, j);
+                        }
+                    }
+                }
+            }
+            if (m == k && bd[k - 1] <= (double)r * h * (double)r * h) break;
         }
         for (int a = 0; a < k; a++) nb[i * k + a] = a < m ? bi[a] : (int32_t)i;
     }
+    free(start), free(cellof), free(pts);
+    return 0;
 }
 
 /* One pass over the bones of frame t (Gauss–Seidel): res (N × 3) is v − LBS on entry and exit. */
@@ -289,7 +363,11 @@ int sb_ssdr(int F, int64_t N, const float *rest, const float *pos, const SbClust
     double diag2 = 0;
     for (int c = 0; c < 3; c++) diag2 += (hi[c] - lo[c]) * (hi[c] - lo[c]);
     double s_smooth = o->smooth * F * diag2;
-    if (nb) knn_graph(N, rest, knn, nb);
+    if (nb && sb_knn(N, rest, knn, nb)) {
+        free(W), free(T), free(hist), free(pair), free(nb), free(Wold), free(support), free(nsupport), free(supbuf);
+        snprintf(err, errlen, "SSDR: out of memory building the neighbor graph");
+        return -1;
+    }
     hist[0] = sb_lbs_rmse(F, N, B, rest, pos, W, T);
     int done = 0;
     if (o->progress && o->progress(o->user, 0, iters, hist[0])) goto finish;

@@ -66,6 +66,11 @@ int sb_ssdr_fit_bones(int nframes, int64_t npoints, int nbones, const float *res
 double sb_lbs_rmse(int nframes, int64_t npoints, int nbones, const float *rest, const float *pos,
                    const float *weights, const double *transforms);
 
+/* The k (1..64) nearest rest neighbors of each of N points, nb: N × k (nearest first; a point
+ * with fewer than k others repeats itself), exact, through a uniform grid. 0, or -1 (k out of
+ * range, out of memory). */
+int sb_knn(int64_t N, const float *rest, int k, int32_t *nb);
+
 /* The simplex-constrained least squares of one point: w (B) minimizing wᵀGw − 2cᵀw with w ≥ 0,
  * Σ w = 1, over the bones where allowed[j] (NULL: all); exact (active set). G: B × B symmetric
  * positive semi-definite. 0, or -1 when no bone is allowed. Exposed for the tests. */
