@@ -8,10 +8,8 @@
 # INPUT: a benchmark gt.h5 (anima dataset motion), a trajectories HDF5 (dataset 'positions'), or a
 # folder of mesh frames. BONES: the counts to compare (default 10 20 30).
 # Dem Bones is not part of anima (not packaged; build it yourself, outside the repository): DEMBONES
-# names a program that takes `FILE BONES ITERS NNZ SMOOTH` on a trajectories HDF5 (positions F x N x
-# 3, rest N x 3, optional faces T x 3) and prints "bones B rmse R time_s T ..." — a 60-line harness
-# around include/DemBones/DemBones.h (DemBones<double,float>: u = rest, v = positions, fv = faces,
-# or the 8 nearest rest neighbours as edges for point clouds; init() then compute(); rmse()).
+# names the program bench/dembones_harness.cpp builds into (see its first lines): it takes
+# `FILE BONES ITERS NNZ SMOOTH` on a trajectories HDF5 and prints "bones B rmse R ... time_s T ...".
 # Without DEMBONES, only anima's column is printed.
 set -euo pipefail
 ANIMA=${ANIMA:-./anima}
