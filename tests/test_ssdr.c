@@ -404,6 +404,8 @@ TEST(ssdr_cli) {
     CHECK_MSG(ds_mesh_read(path, &m, err, sizeof err) == 0, "%s", err);
     CHECK(m.nv == 300 && m.color != NULL);
     ds_mesh_free(&m);
+    snprintf(path, sizeof path, "%s/rig/bones.png", dir); /* the input has faces: a picture too */
+    CHECK(stat(path, &st) == 0 && st.st_size > 0);
     /* half the frames: the weights found there, bones refit on all frames */
     snprintf(path, sizeof path, "%s/traj.h5", dir);
     snprintf(cmd, sizeof cmd, "%s skelebones --traj %s --out %s/rig2 --bones 2 --iters 8 --frames-fraction 0.5 --no-progress 2>&1",

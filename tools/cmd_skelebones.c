@@ -30,7 +30,7 @@ int cmd_skelebones(int argc, char **argv) {
         {"--dataset", CMD_ARG_STRING, &dataset, "NAME", "the trajectories dataset in --traj (default positions)"},
         {"--meshes", CMD_ARG_STRING, &meshes, "DIR", "a folder of mesh frames (.obj .ply .off .stl, name order, one connectivity)"},
         {"--gt", CMD_ARG_STRING, &gt, "FILE", "the motion benchmark's gt.h5 (its true rig is reported for comparison)"},
-        {"--out", CMD_ARG_STRING, &out, "DIR", "writes DIR/rig.h5 and DIR/bones.ply", 0, 0, NULL, false},
+        {"--out", CMD_ARG_STRING, &out, "DIR", "writes DIR/rig.h5, DIR/bones.ply and (meshes) DIR/bones.png", 0, 0, NULL, false},
         {"--bones", CMD_ARG_INT, &bones, "B", "bones (1..64; default 20)", 1, SB_MAX_BONES},
         {"--iters", CMD_ARG_INT, &iters, "N", "SSDR iterations (default 30)", 0, 100000},
         {"--influences", CMD_ARG_INT, &influences, "K", "most bones per point (default 8)", 1, SB_MAX_BONES},
@@ -104,6 +104,10 @@ int cmd_skelebones(int argc, char **argv) {
     if (rc == 0) {
         snprintf(path, sizeof path, "%s/bones.ply", out);
         rc = sb_bones_ply(path, &t, &r, err, sizeof err);
+    }
+    if (rc == 0 && t.faces && t.nfaces > 0) {
+        snprintf(path, sizeof path, "%s/bones.png", out);
+        rc = sb_bones_png(path, &t, &r, 512, err, sizeof err);
     }
     if (rc) fprintf(stderr, NAME ": %s\n", err);
     else {

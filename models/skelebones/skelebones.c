@@ -10,6 +10,7 @@
 #include "base/errbuf.h"
 #include "base/h5file.h"
 #include "datasets/mesh/mesh.h"
+#include "datasets/render/raster.h"
 
 void sb_options_defaults(SbOptions *o) {
     sb_cluster_defaults(&o->cluster);
@@ -109,19 +110,48 @@ int sb_rig_write(const char *path, const SbTraj *t, const SbResult *r, const cha
     return base_h5_save_end(f, tmp, path, ok, "rig", err, errlen);
 }
 
-int sb_bones_ply(const char *path, const SbTraj *t, const SbResult *r, char *err, size_t errlen) {
+/* the colors of the rest points: each the weight-blend of its bones' colors (N × 3, malloc'd) */
+static float *bone_colors(const SbTraj *t, const SbResult *r) {
     int64_t N = t->npoints;
     int B = r->skin.nbones;
-    DsMesh m = {0};
-    m.nv = N, m.nf = t->faces ? t->nfaces : 0;
-    m.v = t->rest, m.f = t->faces;
-    m.color = calloc((size_t)N * 3, sizeof(float));
-    if (!m.color) return base_errf(err, errlen, "%s: out of memory", path);
-    float rgb[SB_MAX_BONES][3];
+    float *col = calloc((size_t)N * 3, sizeof(float)), rgb[SB_MAX_BONES][3];
+    if (!col) return NULL;
     for (int j = 0; j < B; j++) sb_bone_color(j, rgb[j]);
     for (int64_t i = 0; i < N; i++)
         for (int j = 0; j < B; j++)
-            for (int c = 0; c < 3; c++) m.color[i * 3 + c] += r->skin.weights[i * B + j] * rgb[j][c];
+            for (int c = 0; c < 3; c++) col[i * 3 + c] += r->skin.weights[i * B + j] * rgb[j][c];
+    return col;
+}
+
+int sb_bones_png(const char *path, const SbTraj *t, const SbResult *r, int size, char *err, size_t errlen) {
+    if (!t->faces || t->nfaces < 1) return base_errf(err, errlen, "%s: the input has no faces to render", path);
+    DsMesh m = {0};
+    m.nv = t->npoints, m.nf = t->nfaces, m.v = t->rest, m.f = t->faces;
+    if (!(m.color = bone_colors(t, r))) return base_errf(err, errlen, "%s: out of memory", path);
+    double lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY}, c[3], diag = 0;
+    for (int64_t i = 0; i < m.nv; i++)
+        for (int k = 0; k < 3; k++) lo[k] = fmin(lo[k], m.v[i * 3 + k]), hi[k] = fmax(hi[k], m.v[i * 3 + k]);
+    for (int k = 0; k < 3; k++) c[k] = 0.5 * (lo[k] + hi[k]), diag += (hi[k] - lo[k]) * (hi[k] - lo[k]);
+    diag = sqrt(diag);
+    double eye[3] = {c[0] + 0.35 * diag, c[1] + 0.3 * diag, c[2] + 1.5 * diag}, up[3] = {0, 1, 0};
+    DsCamera cam = ds_camera_look_at(eye, c, up, size, size, 40);
+    DsRasterOptions ro = ds_raster_options_default();
+    ro.supersample = 2;
+    DsRender out;
+    int rc = ds_raster_render(&m, &cam, &ro, &out, err, errlen);
+    if (rc == 0) {
+        rc = ds_render_write_png(path, &out, false, err, errlen);
+        ds_render_free(&out);
+    }
+    free(m.color);
+    return rc;
+}
+
+int sb_bones_ply(const char *path, const SbTraj *t, const SbResult *r, char *err, size_t errlen) {
+    DsMesh m = {0};
+    m.nv = t->npoints, m.nf = t->faces ? t->nfaces : 0;
+    m.v = t->rest, m.f = t->faces;
+    if (!(m.color = bone_colors(t, r))) return base_errf(err, errlen, "%s: out of memory", path);
     int rc = ds_mesh_write_ply(path, &m, DS_PLY_BINARY_LE, err, errlen);
     free(m.color);
     return rc;

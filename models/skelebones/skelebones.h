@@ -39,6 +39,9 @@ void sb_result_free(SbResult *r);
 int sb_rig_write(const char *path, const SbTraj *t, const SbResult *r, const char *command, char *err, size_t errlen);
 /* The rest shape (with the input's faces, if any) colored by bone, binary PLY. 0, or -1 with err. */
 int sb_bones_ply(const char *path, const SbTraj *t, const SbResult *r, char *err, size_t errlen);
+/* The rest shape colored by bone rendered to a size × size PNG (needs faces: -1 without), seen
+ * from the front (+z) and a little above, y up. 0, or -1 with err. */
+int sb_bones_png(const char *path, const SbTraj *t, const SbResult *r, int size, char *err, size_t errlen);
 /* The color of bone j of B (distinct hues by the golden ratio), rgb in [0, 1]. */
 void sb_bone_color(int j, float rgb[3]);
 
