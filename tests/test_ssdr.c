@@ -282,6 +282,8 @@ TEST(ssdr_two_joint_arm_three_bones) {
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <hdf5.h>
+
 #include "datasets/mesh/mesh.h"
 #include "models/skelebones/skelebones.h"
 #include "models/skelebones/traj.h"
@@ -399,6 +401,23 @@ TEST(ssdr_cli) {
     struct stat st;
     snprintf(path, sizeof path, "%s/rig/rig.h5", dir);
     CHECK(stat(path, &st) == 0 && st.st_size > 0);
+    {
+        /* rig.h5's layout: weights N × B, transforms F × B × 3 × 4, the RMSE history */
+        hid_t h = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+        CHECK(h >= 0);
+        const char *names[3] = {"bones/weights", "bones/transforms", "ssdr/rmse"};
+        hsize_t want[3][4] = {{300, 2}, {8, 2, 3, 4}, {9}};
+        int ranks[3] = {2, 4, 1};
+        for (int k = 0; k < 3; k++) {
+            hid_t d = H5Dopen2(h, names[k], H5P_DEFAULT), sp = H5Dget_space(d);
+            hsize_t dims[4] = {0};
+            CHECK(H5Sget_simple_extent_ndims(sp) == ranks[k]);
+            H5Sget_simple_extent_dims(sp, dims, NULL);
+            for (int a = 0; a < ranks[k]; a++) CHECK_MSG(dims[a] == want[k][a], "%s dim %d: %llu", names[k], a, (unsigned long long)dims[a]);
+            H5Sclose(sp), H5Dclose(d);
+        }
+        H5Fclose(h);
+    }
     snprintf(path, sizeof path, "%s/rig/bones.ply", dir);
     DsMesh m;
     CHECK_MSG(ds_mesh_read(path, &m, err, sizeof err) == 0, "%s", err);
