@@ -612,3 +612,39 @@ TEST(ssdr_knn_grid_matches_brute_force) {
     }
     free(p), free(nb);
 }
+
+TEST(ssdr_cli_gt_with_true_tree_ik) {
+    /* a tiny benchmark character: SSDR beside its true rig, and the IK on the true tree finds the
+     * true joints (the rest joints recovered from frame 0's transforms) */
+    char dir[64], cmd[1024], out[8192];
+    tmpdir_make(dir, sizeof dir);
+    snprintf(cmd, sizeof cmd,
+             "%s dataset motion --category humanoid --out %s/bench --frames 4 --views 2 --size 8 --grid 24 --heldout none "
+             "--no-progress 2>&1",
+             test_anima_bin(), dir);
+    int rc = test_run_capture(cmd, out, sizeof out);
+    CHECK_MSG(rc == 0, "rc %d: %s", rc, out);
+    snprintf(cmd, sizeof cmd,
+             "%s skelebones --gt %s/bench/gt.h5 --bones 6 --iters 3 --ik-true-tree --ik-steps 80 --ik-points 150 "
+             "--out %s/rig --no-progress 2>&1",
+             test_anima_bin(), dir, dir);
+    rc = test_run_capture(cmd, out, sizeof out);
+    CHECK_MSG(rc == 0, "rc %d: %s", rc, out);
+    const char *p = strstr(out, "ik_joint_err "), *q = strstr(out, "% of the diagonal");
+    CHECK_MSG(p && q, "%s", out);
+    if (p && q) {
+        const char *paren = strstr(p, "(");
+        double pct = paren ? atof(paren + 1) : 100;
+        CHECK_MSG(pct < 1.0, "IK joint error %g%% of the diagonal: %s", pct, out);
+    }
+    CHECK_MSG(strstr(out, "true_rig_rmse ") != NULL, "%s", out);
+    char path[160];
+    snprintf(path, sizeof path, "%s/rig/rig.h5", dir);
+    hid_t h = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    CHECK(h >= 0 && H5Lexists(h, "ik", H5P_DEFAULT) > 0 && H5Lexists(h, "ik/rotations", H5P_DEFAULT) > 0);
+    if (h >= 0) H5Fclose(h);
+    /* --ik-true-tree without --gt is an argument error */
+    snprintf(cmd, sizeof cmd, "%s skelebones --traj %s/none.h5 --ik-true-tree --out %s/x 2>&1", test_anima_bin(), dir, dir);
+    CHECK(test_run_capture(cmd, out, sizeof out) == 2);
+    tmpdir_remove(dir);
+}

@@ -23,6 +23,8 @@ int cmd_skelebones(int argc, char **argv) {
     double smooth = 1e-4, fraction = 1.0;
     bool no_progress = false;
     const char *init = "lbgvq";
+    bool ik = false;
+    int64_t ik_steps = 100, ik_points = 400;
     uint64_t seed = 0;
     static const char *const inits[] = {"lbgvq", "random", NULL};
     const CmdArg args[] = {
@@ -42,6 +44,9 @@ int cmd_skelebones(int argc, char **argv) {
         {"--seed", CMD_ARG_UINT, &seed, "S", "the random start's seed (default 0)"},
         {"--frames-fraction", CMD_ARG_DOUBLE, &fraction, "X", "use the first X of the frames (0 < X <= 1; default 1)", 0, 1, NULL, false, NULL, true},
         {"--export-traj", CMD_ARG_STRING, &export_traj, "FILE", "also write the trajectories used (after --frames-fraction) as a trajectories HDF5"},
+        {"--ik-true-tree", CMD_ARG_FLAG, &ik, NULL, "(--gt) IK per frame on the true tree against the true joints: rig.h5 ik/"},
+        {"--ik-steps", CMD_ARG_INT, &ik_steps, "N", "Adam steps per frame of the IK (default 100)", 1, 100000},
+        {"--ik-points", CMD_ARG_INT, &ik_points, "N", "points the IK's L2 term uses, evenly strided (default 400)", 1, 1000000000},
         {"--no-progress", CMD_ARG_FLAG, &no_progress, NULL, "no per-iteration RMSE lines on stderr"},
         {0}};
     const CmdArgSpec spec = {NAME, "--traj FILE|--meshes DIR|--gt FILE --out DIR [--bones B] [options]",
@@ -53,6 +58,7 @@ int cmd_skelebones(int argc, char **argv) {
     if ((traj != NULL) + (meshes != NULL) + (gt != NULL) != 1)
         return cmd_args_fail(&spec, stderr, "give exactly one of --traj, --meshes, --gt");
     if (!out && !export_traj) return cmd_args_fail(&spec, stderr, "--out is required");
+    if (ik && !gt) return cmd_args_fail(&spec, stderr, "--ik-true-tree needs --gt (the true tree)");
     char command[4096];
     size_t used = (size_t)snprintf(command, sizeof command, "anima");
     for (int i = 0; i < argc && used < sizeof command; i++)
@@ -98,6 +104,18 @@ int cmd_skelebones(int argc, char **argv) {
         sb_traj_free(&t);
         return 1;
     }
+    double joint_err = -1;
+    if (ik) {
+        SbIkOptions io;
+        sb_ik_defaults(&io);
+        io.steps = (int)ik_steps;
+        if (sb_run_ik_true_tree(&t, &io, ik_points, &r, &joint_err, err, sizeof err)) {
+            fprintf(stderr, NAME ": %s\n", err);
+            sb_result_free(&r);
+            sb_traj_free(&t);
+            return 1;
+        }
+    }
     char path[4200];
     snprintf(path, sizeof path, "%s/rig.h5", out);
     rc = sb_rig_write(path, &t, &r, command, err, sizeof err);
@@ -115,6 +133,13 @@ int cmd_skelebones(int argc, char **argv) {
                t.nframes, (long long)t.npoints, r.skin.nbones, r.skin.rmse[r.skin.niters], r.clusters.rmse,
                r.seconds_cluster + r.seconds_ssdr, r.seconds_cluster, r.seconds_ssdr);
         if (r.true_rmse >= 0) printf(" true_rig_rmse %.6g bones_true %d", r.true_rmse, t.true_bones);
+        if (joint_err >= 0) {
+            double lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY}, d = 0;
+            for (int64_t i = 0; i < t.npoints; i++)
+                for (int c = 0; c < 3; c++) lo[c] = fmin(lo[c], t.rest[i * 3 + c]), hi[c] = fmax(hi[c], t.rest[i * 3 + c]);
+            for (int c = 0; c < 3; c++) d += (hi[c] - lo[c]) * (hi[c] - lo[c]);
+            printf(" ik_joint_err %.6g (%.3f%% of the diagonal)", joint_err, 100 * joint_err / sqrt(d));
+        }
         if (all_frames > t.nframes) {
             /* the weights found on the frames used, bones refit on every frame: how well the
              * decomposition of part of the motion explains all of it */

@@ -22,6 +22,9 @@ void sb_options_defaults(SbOptions *o) {
 void sb_result_free(SbResult *r) {
     sb_clusters_free(&r->clusters);
     sb_skin_free(&r->skin);
+    sb_ik_result_free(&r->ik);
+    free(r->ik_rest), free(r->ik_parents);
+    r->ik_rest = NULL, r->ik_parents = NULL;
 }
 
 static double now_s(void) {
@@ -48,6 +51,56 @@ int sb_run(const SbTraj *t, const SbOptions *o, SbResult *r, char *err, size_t e
     if (t->true_bones > 0)
         r->true_rmse = sb_lbs_rmse(t->nframes, t->npoints, t->true_bones, t->rest, t->pos, t->true_weights, t->true_transforms);
     return 0;
+}
+
+int sb_run_ik_true_tree(const SbTraj *t, const SbIkOptions *o, int64_t max_points, SbResult *r, double *joint_err,
+                        char *err, size_t errlen) {
+    int J = t->true_bones, F = t->nframes;
+    if (J < 1 || !t->true_parents || !t->true_joints || !t->true_transforms)
+        return base_errf(err, errlen, "IK: the input has no true rig (only gt.h5 inputs have one)");
+    int64_t stride = max_points > 0 && t->npoints > max_points ? (t->npoints + max_points - 1) / max_points : 1;
+    int64_t M = (t->npoints + stride - 1) / stride;
+    double *X = malloc((size_t)J * 3 * sizeof(double)), *nodes = malloc((size_t)F * J * 3 * sizeof(double));
+    int32_t *par = malloc((size_t)J * sizeof(int32_t));
+    int64_t *off = malloc((size_t)(F + 1) * sizeof(int64_t));
+    float *U = malloc((size_t)M * 3 * sizeof(float)), *W = malloc((size_t)M * J * sizeof(float)),
+          *V = malloc((size_t)F * M * 3 * sizeof(float));
+    if (!X || !nodes || !par || !off || !U || !W || !V) {
+        free(X), free(nodes), free(par), free(off), free(U), free(W), free(V);
+        return base_errf(err, errlen, "IK: out of memory");
+    }
+    for (int j = 0; j < J; j++) {
+        const double *T = t->true_transforms + (size_t)j * 12;
+        const float *h = t->true_joints + (size_t)j * 3;
+        for (int a = 0; a < 3; a++) {
+            double acc = 0;
+            for (int b = 0; b < 3; b++) acc += T[b * 4 + a] * (h[b] - T[b * 4 + 3]);
+            X[j * 3 + a] = acc;
+        }
+        par[j] = t->true_parents[j];
+    }
+    for (int f = 0; f <= F; f++) off[f] = (int64_t)f * J;
+    for (int64_t k = 0; k < (int64_t)F * J * 3; k++) nodes[k] = t->true_joints[k];
+    for (int64_t m = 0; m < M; m++) {
+        int64_t i = m * stride;
+        memcpy(U + m * 3, t->rest + i * 3, 3 * sizeof(float));
+        memcpy(W + m * J, t->true_weights + i * J, (size_t)J * sizeof(float));
+        for (int f = 0; f < F; f++) memcpy(V + ((size_t)f * M + m) * 3, t->pos + ((size_t)f * t->npoints + i) * 3, 3 * sizeof(float));
+    }
+    SbTree tree = {J, X, par};
+    int rc = sb_ik_solve(&tree, F, nodes, off, M, U, W, V, o, &r->ik, err, errlen);
+    if (rc == 0) {
+        double e = 0;
+        for (int64_t k = 0; k < (int64_t)F * J; k++) {
+            double d = 0;
+            for (int c = 0; c < 3; c++) d += pow(r->ik.positions[k * 3 + c] - t->true_joints[k * 3 + c], 2);
+            e += sqrt(d);
+        }
+        *joint_err = e / ((double)F * J);
+        r->ik_rest = X, r->ik_parents = par, X = NULL, par = NULL;
+    }
+    free(X), free(nodes), free(par), free(off), free(U), free(W), free(V);
+    return rc;
 }
 
 void sb_bone_color(int j, float rgb[3]) {
@@ -80,6 +133,17 @@ int sb_rig_write(const char *path, const SbTraj *t, const SbResult *r, const cha
     ok = ok && base_h5_write_checked(f, "ssdr/rmse", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, 1, dh, s->rmse, ch, false) == 0;
     if (t->faces && t->nfaces)
         ok = ok && base_h5_write_checked(f, "rest/faces", H5T_STD_I32LE, H5T_NATIVE_INT32, 2, df, t->faces, ch, false) == 0;
+    if (r->ik.njoints > 0 && r->ik_rest && r->ik_parents) {
+        int J = r->ik.njoints, FI = r->ik.nframes;
+        hsize_t dj[2] = {(hsize_t)J, 3}, dp[1] = {(hsize_t)J}, dq[3] = {(hsize_t)FI, (hsize_t)J, 4},
+                dtr[2] = {(hsize_t)FI, 3}, dpos[3] = {(hsize_t)FI, (hsize_t)J, 3}, dl[1] = {(hsize_t)FI};
+        ok = ok && base_h5_write_checked(f, "ik/rest_joints", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, 2, dj, r->ik_rest, ch, false) == 0;
+        ok = ok && base_h5_write_checked(f, "ik/parents", H5T_STD_I32LE, H5T_NATIVE_INT32, 1, dp, r->ik_parents, ch, false) == 0;
+        ok = ok && base_h5_write_checked(f, "ik/rotations", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, 3, dq, r->ik.rotations, ch, false) == 0;
+        ok = ok && base_h5_write_checked(f, "ik/translation", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, 2, dtr, r->ik.translation, ch, false) == 0;
+        ok = ok && base_h5_write_checked(f, "ik/joints", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, 3, dpos, r->ik.positions, ch, false) == 0;
+        ok = ok && base_h5_write_checked(f, "ik/loss", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, 1, dl, r->ik.loss, ch, false) == 0;
+    }
     char num[64];
     ok = ok && base_h5_attr_str(f, "producer", "anima skelebones (models/skelebones: LBG-VQ + SSDR)") == 0;
     ok = ok && base_h5_attr_str(f, "source", t->source) == 0;

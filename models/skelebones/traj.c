@@ -15,6 +15,7 @@
 
 void sb_traj_free(SbTraj *t) {
     free(t->pos), free(t->rest), free(t->faces), free(t->true_weights), free(t->true_transforms);
+    free(t->true_parents), free(t->true_joints);
     memset(t, 0, sizeof *t);
 }
 
@@ -129,7 +130,8 @@ int sb_traj_read_gt(const char *path, SbTraj *t, char *err, size_t errlen) {
     int64_t N = g.nv;
     t->nframes = F, t->npoints = N, t->nfaces = g.nf, t->true_bones = B;
     t->pos = g.vertices, t->rest = g.rest, t->faces = g.faces, t->true_weights = g.weights;
-    g.vertices = NULL, g.rest = NULL, g.faces = NULL, g.weights = NULL;
+    t->true_parents = g.parents, t->true_joints = g.joint_positions;
+    g.vertices = NULL, g.rest = NULL, g.faces = NULL, g.weights = NULL, g.parents = NULL, g.joint_positions = NULL;
     t->true_transforms = malloc((size_t)F * B * 12 * sizeof(double));
     if (!t->true_transforms) {
         ds_motion_gt_free(&g), sb_traj_free(t);

@@ -25,6 +25,8 @@ typedef struct {
     int true_bones;
     float *true_weights;     /* N × B */
     double *true_transforms; /* F × B × 12 (rest → frame, [R | T]) */
+    int32_t *true_parents;   /* B (−1: the root; parents first) */
+    float *true_joints;      /* F × B × 3: each bone's head per frame */
     char source[512];
 } SbTraj;
 
