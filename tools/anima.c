@@ -14,6 +14,7 @@ static const AnimaCommand commands[] = {
     {"mesh", "mesh files: info FILE..., convert IN OUT [--ascii]", cmd_mesh},
     {"sim", "reduced elastic simulation: --scene FILE.json --out DIR; skinning OUT.h5", cmd_sim},
     {"physskin", "neural skinning fields (PhysSkin++): train, skin, eval", cmd_physskin},
+    {"skelebones", "skinning decomposition of trajectories (LBG-VQ + SSDR): --traj|--meshes|--gt --out DIR", cmd_skelebones},
 };
 
 int main(int argc, char **argv) {

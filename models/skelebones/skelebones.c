@@ -1,0 +1,222 @@
+/* models/skelebones/skelebones.c — the pipeline and its files (skelebones.h). */
+#include "models/skelebones/skelebones.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "base/errbuf.h"
+#include "base/h5file.h"
+#include "datasets/mesh/mesh.h"
+#include "datasets/render/raster.h"
+
+void sb_options_defaults(SbOptions *o) {
+    sb_cluster_defaults(&o->cluster);
+    sb_ssdr_defaults(&o->ssdr);
+    o->random_init = 0;
+    o->seed = 0;
+}
+
+void sb_result_free(SbResult *r) {
+    sb_clusters_free(&r->clusters);
+    sb_skin_free(&r->skin);
+    sb_ik_result_free(&r->ik);
+    free(r->ik_rest), free(r->ik_parents);
+    r->ik_rest = NULL, r->ik_parents = NULL;
+}
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+int sb_run(const SbTraj *t, const SbOptions *o, SbResult *r, char *err, size_t errlen) {
+    memset(r, 0, sizeof *r);
+    r->true_rmse = -1;
+    double t0 = now_s();
+    int rc = o->random_init ? sb_cluster_random(t->nframes, t->npoints, t->rest, t->pos, o->cluster.bones, o->seed,
+                                                &r->clusters, err, errlen)
+                            : sb_cluster_lbgvq(t->nframes, t->npoints, t->rest, t->pos, &o->cluster, &r->clusters, err, errlen);
+    if (rc) return -1;
+    double t1 = now_s();
+    if (sb_ssdr(t->nframes, t->npoints, t->rest, t->pos, &r->clusters, &o->ssdr, &r->skin, err, errlen)) {
+        sb_result_free(r);
+        return -1;
+    }
+    double t2 = now_s();
+    r->seconds_cluster = t1 - t0, r->seconds_ssdr = t2 - t1;
+    if (t->true_bones > 0)
+        r->true_rmse = sb_lbs_rmse(t->nframes, t->npoints, t->true_bones, t->rest, t->pos, t->true_weights, t->true_transforms);
+    return 0;
+}
+
+int sb_run_ik_true_tree(const SbTraj *t, const SbIkOptions *o, int64_t max_points, SbResult *r, double *joint_err,
+                        char *err, size_t errlen) {
+    int J = t->true_bones, F = t->nframes;
+    if (J < 1 || !t->true_parents || !t->true_joints || !t->true_transforms)
+        return base_errf(err, errlen, "IK: the input has no true rig (only gt.h5 inputs have one)");
+    int64_t stride = max_points > 0 && t->npoints > max_points ? (t->npoints + max_points - 1) / max_points : 1;
+    int64_t M = (t->npoints + stride - 1) / stride;
+    double *X = malloc((size_t)J * 3 * sizeof(double)), *nodes = malloc((size_t)F * J * 3 * sizeof(double));
+    int32_t *par = malloc((size_t)J * sizeof(int32_t));
+    int64_t *off = malloc((size_t)(F + 1) * sizeof(int64_t));
+    float *U = malloc((size_t)M * 3 * sizeof(float)), *W = malloc((size_t)M * J * sizeof(float)),
+          *V = malloc((size_t)F * M * 3 * sizeof(float));
+    if (!X || !nodes || !par || !off || !U || !W || !V) {
+        free(X), free(nodes), free(par), free(off), free(U), free(W), free(V);
+        return base_errf(err, errlen, "IK: out of memory");
+    }
+    for (int j = 0; j < J; j++) {
+        const double *T = t->true_transforms + (size_t)j * 12;
+        const float *h = t->true_joints + (size_t)j * 3;
+        for (int a = 0; a < 3; a++) {
+            double acc = 0;
+            for (int b = 0; b < 3; b++) acc += T[b * 4 + a] * (h[b] - T[b * 4 + 3]);
+            X[j * 3 + a] = acc;
+        }
+        par[j] = t->true_parents[j];
+    }
+    for (int f = 0; f <= F; f++) off[f] = (int64_t)f * J;
+    for (int64_t k = 0; k < (int64_t)F * J * 3; k++) nodes[k] = t->true_joints[k];
+    for (int64_t m = 0; m < M; m++) {
+        int64_t i = m * stride;
+        memcpy(U + m * 3, t->rest + i * 3, 3 * sizeof(float));
+        memcpy(W + m * J, t->true_weights + i * J, (size_t)J * sizeof(float));
+        for (int f = 0; f < F; f++) memcpy(V + ((size_t)f * M + m) * 3, t->pos + ((size_t)f * t->npoints + i) * 3, 3 * sizeof(float));
+    }
+    SbTree tree = {J, X, par};
+    int rc = sb_ik_solve(&tree, F, nodes, off, M, U, W, V, o, &r->ik, err, errlen);
+    if (rc == 0) {
+        double e = 0;
+        for (int64_t k = 0; k < (int64_t)F * J; k++) {
+            double d = 0;
+            for (int c = 0; c < 3; c++) d += pow(r->ik.positions[k * 3 + c] - t->true_joints[k * 3 + c], 2);
+            e += sqrt(d);
+        }
+        *joint_err = e / ((double)F * J);
+        r->ik_rest = X, r->ik_parents = par, X = NULL, par = NULL;
+    }
+    free(X), free(nodes), free(par), free(off), free(U), free(W), free(V);
+    return rc;
+}
+
+void sb_bone_color(int j, float rgb[3]) {
+    double h = fmod(0.13 + 0.618033988749895 * j, 1.0) * 6, s = 0.75, v = 0.95;
+    int k = (int)h;
+    double f = h - k, p = v * (1 - s), q = v * (1 - s * f), u = v * (1 - s * (1 - f));
+    double c[6][3] = {{v, u, p}, {q, v, p}, {p, v, u}, {p, q, v}, {u, p, v}, {v, p, q}};
+    for (int a = 0; a < 3; a++) rgb[a] = (float)c[k % 6][a];
+}
+
+int sb_rig_write(const char *path, const SbTraj *t, const SbResult *r, const char *command, char *err, size_t errlen) {
+    const SbSkin *s = &r->skin;
+    int F = s->nframes, B = s->nbones;
+    int64_t N = s->npoints;
+    char tmp[4200];
+    base_h5_quiet();
+    hid_t f = base_h5_save_begin(path, tmp, sizeof tmp, err, errlen);
+    if (f < 0) return -1;
+    float *T = malloc((size_t)F * B * 12 * sizeof(float) + 4);
+    bool ok = T != NULL;
+    if (ok)
+        for (int64_t k = 0; k < (int64_t)F * B * 12; k++) T[k] = (float)s->transforms[k];
+    hsize_t dr[2] = {(hsize_t)N, 3}, dl[1] = {(hsize_t)N}, dw[2] = {(hsize_t)N, (hsize_t)B},
+            dt[4] = {(hsize_t)F, (hsize_t)B, 3, 4}, dh[1] = {(hsize_t)s->niters + 1}, df[2] = {(hsize_t)t->nfaces, 3};
+    const size_t ch = 1 << 20;
+    ok = ok && base_h5_write_checked(f, "rest/points", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 2, dr, t->rest, ch, false) == 0;
+    ok = ok && base_h5_write_checked(f, "bones/labels", H5T_STD_I32LE, H5T_NATIVE_INT32, 1, dl, r->clusters.labels, ch, false) == 0;
+    ok = ok && base_h5_write_checked(f, "bones/weights", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 2, dw, s->weights, ch, true) == 0;
+    ok = ok && base_h5_write_checked(f, "bones/transforms", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 4, dt, T, ch, false) == 0;
+    ok = ok && base_h5_write_checked(f, "ssdr/rmse", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, 1, dh, s->rmse, ch, false) == 0;
+    if (t->faces && t->nfaces)
+        ok = ok && base_h5_write_checked(f, "rest/faces", H5T_STD_I32LE, H5T_NATIVE_INT32, 2, df, t->faces, ch, false) == 0;
+    if (r->ik.njoints > 0 && r->ik_rest && r->ik_parents) {
+        int J = r->ik.njoints, FI = r->ik.nframes;
+        hsize_t dj[2] = {(hsize_t)J, 3}, dp[1] = {(hsize_t)J}, dq[3] = {(hsize_t)FI, (hsize_t)J, 4},
+                dtr[2] = {(hsize_t)FI, 3}, dpos[3] = {(hsize_t)FI, (hsize_t)J, 3}, dl[1] = {(hsize_t)FI};
+        ok = ok && base_h5_write_checked(f, "ik/rest_joints", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, 2, dj, r->ik_rest, ch, false) == 0;
+        ok = ok && base_h5_write_checked(f, "ik/parents", H5T_STD_I32LE, H5T_NATIVE_INT32, 1, dp, r->ik_parents, ch, false) == 0;
+        ok = ok && base_h5_write_checked(f, "ik/rotations", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, 3, dq, r->ik.rotations, ch, false) == 0;
+        ok = ok && base_h5_write_checked(f, "ik/translation", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, 2, dtr, r->ik.translation, ch, false) == 0;
+        ok = ok && base_h5_write_checked(f, "ik/joints", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, 3, dpos, r->ik.positions, ch, false) == 0;
+        ok = ok && base_h5_write_checked(f, "ik/loss", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, 1, dl, r->ik.loss, ch, false) == 0;
+    }
+    char num[64];
+    ok = ok && base_h5_attr_str(f, "producer", "anima skelebones (models/skelebones: LBG-VQ + SSDR)") == 0;
+    ok = ok && base_h5_attr_str(f, "source", t->source) == 0;
+    ok = ok && base_h5_attr_str(f, "command", command) == 0;
+    ok = ok && base_h5_attr_str(f, "units", "those of the input positions") == 0;
+    ok = ok && base_h5_attr_str(f, "transforms", "rest -> frame t: v = R u + T, [R | T] row-major 3 x 4") == 0;
+    ok = ok && base_h5_attr_i64(f, "frames", F) == 0 && base_h5_attr_i64(f, "bones", B) == 0;
+    int64_t K = 0;
+    for (int64_t i = 0; i < N; i++) {
+        int64_t nz = 0;
+        for (int j = 0; j < B; j++) nz += s->weights[i * B + j] > 0;
+        if (nz > K) K = nz;
+    }
+    ok = ok && base_h5_attr_i64(f, "influences", K) == 0;
+    snprintf(num, sizeof num, "%.9g", s->rmse[s->niters]);
+    ok = ok && base_h5_attr_str(f, "rmse", num) == 0;
+    snprintf(num, sizeof num, "%.9g", r->clusters.rmse);
+    ok = ok && base_h5_attr_str(f, "cluster_rmse", num) == 0;
+    snprintf(num, sizeof num, "%.6g", r->seconds_cluster);
+    ok = ok && base_h5_attr_str(f, "seconds_cluster", num) == 0;
+    snprintf(num, sizeof num, "%.6g", r->seconds_ssdr);
+    ok = ok && base_h5_attr_str(f, "seconds_ssdr", num) == 0;
+    if (r->true_rmse >= 0) {
+        snprintf(num, sizeof num, "%.9g", r->true_rmse);
+        ok = ok && base_h5_attr_str(f, "true_rig_rmse", num) == 0;
+    }
+    free(T);
+    return base_h5_save_end(f, tmp, path, ok, "rig", err, errlen);
+}
+
+/* the colors of the rest points: each the weight-blend of its bones' colors (N × 3, malloc'd) */
+static float *bone_colors(const SbTraj *t, const SbResult *r) {
+    int64_t N = t->npoints;
+    int B = r->skin.nbones;
+    float *col = calloc((size_t)N * 3, sizeof(float)), rgb[SB_MAX_BONES][3];
+    if (!col) return NULL;
+    for (int j = 0; j < B; j++) sb_bone_color(j, rgb[j]);
+    for (int64_t i = 0; i < N; i++)
+        for (int j = 0; j < B; j++)
+            for (int c = 0; c < 3; c++) col[i * 3 + c] += r->skin.weights[i * B + j] * rgb[j][c];
+    return col;
+}
+
+int sb_bones_png(const char *path, const SbTraj *t, const SbResult *r, int size, char *err, size_t errlen) {
+    if (!t->faces || t->nfaces < 1) return base_errf(err, errlen, "%s: the input has no faces to render", path);
+    DsMesh m = {0};
+    m.nv = t->npoints, m.nf = t->nfaces, m.v = t->rest, m.f = t->faces;
+    if (!(m.color = bone_colors(t, r))) return base_errf(err, errlen, "%s: out of memory", path);
+    double lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY}, c[3], diag = 0;
+    for (int64_t i = 0; i < m.nv; i++)
+        for (int k = 0; k < 3; k++) lo[k] = fmin(lo[k], m.v[i * 3 + k]), hi[k] = fmax(hi[k], m.v[i * 3 + k]);
+    for (int k = 0; k < 3; k++) c[k] = 0.5 * (lo[k] + hi[k]), diag += (hi[k] - lo[k]) * (hi[k] - lo[k]);
+    diag = sqrt(diag);
+    double eye[3] = {c[0] + 0.35 * diag, c[1] + 0.3 * diag, c[2] + 1.5 * diag}, up[3] = {0, 1, 0};
+    DsCamera cam = ds_camera_look_at(eye, c, up, size, size, 40);
+    DsRasterOptions ro = ds_raster_options_default();
+    ro.supersample = 2;
+    DsRender out;
+    int rc = ds_raster_render(&m, &cam, &ro, &out, err, errlen);
+    if (rc == 0) {
+        rc = ds_render_write_png(path, &out, false, err, errlen);
+        ds_render_free(&out);
+    }
+    free(m.color);
+    return rc;
+}
+
+int sb_bones_ply(const char *path, const SbTraj *t, const SbResult *r, char *err, size_t errlen) {
+    DsMesh m = {0};
+    m.nv = t->npoints, m.nf = t->faces ? t->nfaces : 0;
+    m.v = t->rest, m.f = t->faces;
+    if (!(m.color = bone_colors(t, r))) return base_errf(err, errlen, "%s: out of memory", path);
+    int rc = ds_mesh_write_ply(path, &m, DS_PLY_BINARY_LE, err, errlen);
+    free(m.color);
+    return rc;
+}

@@ -1,0 +1,239 @@
+/* models/skelebones/traj.c — trajectory readers and writer (traj.h). */
+#include "models/skelebones/traj.h"
+
+#include <dirent.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "base/errbuf.h"
+#include "base/h5file.h"
+#include "datasets/mesh/mesh.h"
+#include "datasets/motion/bench.h"
+
+void sb_traj_free(SbTraj *t) {
+    free(t->pos), free(t->rest), free(t->faces), free(t->true_weights), free(t->true_transforms);
+    free(t->true_parents), free(t->true_joints);
+    memset(t, 0, sizeof *t);
+}
+
+void sb_traj_keep_frames(SbTraj *t, int nframes) {
+    if (nframes < 1 || nframes >= t->nframes) return;
+    t->nframes = nframes; /* frame-major arrays: the first frames are a prefix */
+}
+
+static int all_finite(const float *p, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (!isfinite(p[i])) return 0;
+    return 1;
+}
+
+/* reads dataset name of the given rank into a malloc'd array of mem type (float or int32); dims
+ * out. 1 when absent, 0 read, -1 error. */
+static int rd(hid_t f, const char *path, const char *name, int rank, hid_t mem, hsize_t *dims, void **out, char *err,
+              size_t errlen) {
+    *out = NULL;
+    if (H5Lexists(f, name, H5P_DEFAULT) <= 0) return 1;
+    hid_t d = H5Dopen2(f, name, H5P_DEFAULT);
+    if (d < 0) return base_errf(err, errlen, "%s: cannot open the dataset %s", path, name);
+    hid_t sp = H5Dget_space(d);
+    int r = sp >= 0 ? H5Sget_simple_extent_ndims(sp) : -1;
+    if (r != rank || H5Sget_simple_extent_dims(sp, dims, NULL) < 0) {
+        if (sp >= 0) H5Sclose(sp);
+        H5Dclose(d);
+        return base_errf(err, errlen, "%s: the dataset %s has rank %d, expected %d", path, name, r, rank);
+    }
+    H5Sclose(sp);
+    size_t n = 1;
+    for (int k = 0; k < rank; k++) {
+        if (dims[k] > ((hsize_t)1 << 31)) {
+            H5Dclose(d);
+            return base_errf(err, errlen, "%s: the dataset %s is too large", path, name);
+        }
+        n *= dims[k];
+    }
+    void *p = malloc(n * 4 + 4);
+    if (!p) {
+        H5Dclose(d);
+        return base_errf(err, errlen, "%s: out of memory reading %s", path, name);
+    }
+    if (n && H5Dread(d, mem, H5S_ALL, H5S_ALL, H5P_DEFAULT, p) < 0) {
+        free(p), H5Dclose(d);
+        return base_errf(err, errlen, "%s: reading the dataset %s failed (damaged or not numeric)", path, name);
+    }
+    H5Dclose(d);
+    *out = p;
+    return 0;
+}
+
+static int check_faces(const char *path, const int32_t *f, int64_t nf, int64_t nv, char *err, size_t errlen) {
+    for (int64_t k = 0; k < nf * 3; k++)
+        if (f[k] < 0 || f[k] >= nv)
+            return base_errf(err, errlen, "%s: face %lld indexes point %d of %lld", path, (long long)(k / 3), f[k],
+                             (long long)nv);
+    return 0;
+}
+
+int sb_traj_read_h5(const char *path, const char *dataset, SbTraj *t, char *err, size_t errlen) {
+    memset(t, 0, sizeof *t);
+    if (!dataset) dataset = SB_TRAJ_DATASET;
+    base_h5_quiet();
+    hid_t f = base_h5_open_read(path, "trajectories file", err, errlen);
+    if (f < 0) return -1;
+    hsize_t dp[3] = {0}, dr[2] = {0}, df[2] = {0};
+    void *pos = NULL, *rest = NULL, *faces = NULL;
+    int rc = rd(f, path, dataset, 3, H5T_NATIVE_FLOAT, dp, &pos, err, errlen);
+    if (rc == 1) rc = base_errf(err, errlen, "%s: no dataset '%s' (F × N × 3 trajectories)", path, dataset);
+    if (rc == 0 && (dp[0] < 1 || dp[1] < 1 || dp[2] != 3))
+        rc = base_errf(err, errlen, "%s: %s is %llu × %llu × %llu, expected F × N × 3 with F, N ≥ 1", path, dataset,
+                       (unsigned long long)dp[0], (unsigned long long)dp[1], (unsigned long long)dp[2]);
+    if (rc == 0) {
+        int r = rd(f, path, "rest", 2, H5T_NATIVE_FLOAT, dr, &rest, err, errlen);
+        if (r < 0) rc = -1;
+        else if (r == 0 && (dr[0] != dp[1] || dr[1] != 3))
+            rc = base_errf(err, errlen, "%s: rest is %llu × %llu, expected %llu × 3", path, (unsigned long long)dr[0],
+                           (unsigned long long)dr[1], (unsigned long long)dp[1]);
+    }
+    if (rc == 0) {
+        int r = rd(f, path, "faces", 2, H5T_NATIVE_INT32, df, &faces, err, errlen);
+        if (r < 0) rc = -1;
+        else if (r == 0 && df[1] != 3) rc = base_errf(err, errlen, "%s: faces has %llu columns, expected 3", path, (unsigned long long)df[1]);
+    }
+    H5Fclose(f);
+    t->nframes = (int)dp[0], t->npoints = (int64_t)dp[1];
+    t->pos = pos, t->rest = rest, t->faces = faces, t->nfaces = faces ? (int64_t)df[0] : 0;
+    if (rc == 0 && !all_finite(t->pos, (size_t)t->nframes * t->npoints * 3))
+        rc = base_errf(err, errlen, "%s: %s holds a non-finite value", path, dataset);
+    if (rc == 0 && t->rest && !all_finite(t->rest, (size_t)t->npoints * 3))
+        rc = base_errf(err, errlen, "%s: rest holds a non-finite value", path);
+    if (rc == 0 && faces) rc = check_faces(path, t->faces, t->nfaces, t->npoints, err, errlen);
+    if (rc == 0 && !t->rest) {
+        t->rest = malloc((size_t)t->npoints * 3 * sizeof(float));
+        if (!t->rest) rc = base_errf(err, errlen, "%s: out of memory", path);
+        else memcpy(t->rest, t->pos, (size_t)t->npoints * 3 * sizeof(float));
+    }
+    if (rc) {
+        sb_traj_free(t);
+        return -1;
+    }
+    snprintf(t->source, sizeof t->source, "%s", path);
+    return 0;
+}
+
+int sb_traj_read_gt(const char *path, SbTraj *t, char *err, size_t errlen) {
+    memset(t, 0, sizeof *t);
+    DsMotionGt g;
+    if (ds_motion_gt_load(path, &g, err, errlen)) return -1;
+    int F = g.nframes, B = g.nbones;
+    int64_t N = g.nv;
+    t->nframes = F, t->npoints = N, t->nfaces = g.nf, t->true_bones = B;
+    t->pos = g.vertices, t->rest = g.rest, t->faces = g.faces, t->true_weights = g.weights;
+    t->true_parents = g.parents, t->true_joints = g.joint_positions;
+    g.vertices = NULL, g.rest = NULL, g.faces = NULL, g.weights = NULL, g.parents = NULL, g.joint_positions = NULL;
+    t->true_transforms = malloc((size_t)F * B * 12 * sizeof(double));
+    if (!t->true_transforms) {
+        ds_motion_gt_free(&g), sb_traj_free(t);
+        return base_errf(err, errlen, "%s: out of memory", path);
+    }
+    for (int64_t k = 0; k < (int64_t)F * B; k++)
+        for (int e = 0; e < 12; e++) t->true_transforms[k * 12 + e] = g.bone_transforms[k * 16 + e];
+    ds_motion_gt_free(&g);
+    snprintf(t->source, sizeof t->source, "%s", path);
+    return 0;
+}
+
+static int has_mesh_ext(const char *name) {
+    const char *d = strrchr(name, '.');
+    return d && (!strcasecmp(d, ".obj") || !strcasecmp(d, ".ply") || !strcasecmp(d, ".off") || !strcasecmp(d, ".stl"));
+}
+
+static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+int sb_traj_read_meshes(const char *dir, SbTraj *t, char *err, size_t errlen) {
+    memset(t, 0, sizeof *t);
+    DIR *d = opendir(dir);
+    if (!d) return base_errf(err, errlen, "%s: cannot open the folder of mesh frames", dir);
+    char **names = NULL;
+    int n = 0, cap = 0, rc = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (e->d_name[0] == '.' || !has_mesh_ext(e->d_name)) continue;
+        if (n == cap) {
+            cap = cap ? 2 * cap : 64;
+            char **nn = realloc(names, (size_t)cap * sizeof *names);
+            if (!nn) {
+                rc = -1;
+                break;
+            }
+            names = nn;
+        }
+        if (!(names[n] = strdup(e->d_name))) {
+            rc = -1;
+            break;
+        }
+        n++;
+    }
+    closedir(d);
+    if (rc) {
+        for (int k = 0; k < n; k++) free(names[k]);
+        free(names);
+        return base_errf(err, errlen, "%s: out of memory listing the folder", dir);
+    }
+    if (n == 0) {
+        free(names);
+        return base_errf(err, errlen, "%s: no mesh frames (.obj .ply .off .stl) in the folder", dir);
+    }
+    qsort(names, (size_t)n, sizeof *names, cmp_str);
+    char path[4096];
+    for (int k = 0; k < n && rc == 0; k++) {
+        DsMesh m = {0};
+        snprintf(path, sizeof path, "%s/%s", dir, names[k]);
+        if (ds_mesh_read(path, &m, err, errlen)) {
+            rc = -1;
+            break;
+        }
+        if (k == 0) {
+            t->npoints = m.nv, t->nfaces = m.nf, t->nframes = n;
+            t->pos = malloc((size_t)n * m.nv * 3 * sizeof(float) + 4);
+            t->rest = malloc((size_t)m.nv * 3 * sizeof(float) + 4);
+            t->faces = m.f, m.f = NULL;
+            if (!t->pos || !t->rest) rc = base_errf(err, errlen, "%s: out of memory (%d frames)", dir, n);
+            else memcpy(t->rest, m.v, (size_t)m.nv * 3 * sizeof(float));
+        } else if (m.nv != t->npoints || m.nf != t->nfaces || (m.nf && memcmp(m.f, t->faces, (size_t)m.nf * 3 * sizeof(int32_t)))) {
+            rc = base_errf(err, errlen, "%s: %lld vertices and %lld faces, or other faces, than the first frame %s (%lld, %lld): frames must share one connectivity",
+                           path, (long long)m.nv, (long long)m.nf, names[0], (long long)t->npoints, (long long)t->nfaces);
+        }
+        if (rc == 0) {
+            memcpy(t->pos + (size_t)k * t->npoints * 3, m.v, (size_t)m.nv * 3 * sizeof(float));
+            if (!all_finite(m.v, (size_t)m.nv * 3)) rc = base_errf(err, errlen, "%s: a non-finite vertex", path);
+        }
+        ds_mesh_free(&m);
+    }
+    if (rc == 0 && t->npoints < 1) rc = base_errf(err, errlen, "%s/%s: no vertices", dir, names[0]);
+    for (int k = 0; k < n; k++) free(names[k]);
+    free(names);
+    if (rc) {
+        sb_traj_free(t);
+        return -1;
+    }
+    snprintf(t->source, sizeof t->source, "%s", dir);
+    return 0;
+}
+
+int sb_traj_write_h5(const char *path, const SbTraj *t, char *err, size_t errlen) {
+    char tmp[4200];
+    base_h5_quiet();
+    hid_t f = base_h5_save_begin(path, tmp, sizeof tmp, err, errlen);
+    if (f < 0) return -1;
+    hsize_t dp[3] = {(hsize_t)t->nframes, (hsize_t)t->npoints, 3}, dr[2] = {(hsize_t)t->npoints, 3},
+            df[2] = {(hsize_t)t->nfaces, 3};
+    bool ok = base_h5_write_checked(f, SB_TRAJ_DATASET, H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 3, dp, t->pos, 1 << 20, false) == 0;
+    ok = ok && base_h5_write_checked(f, "rest", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 2, dr, t->rest, 1 << 20, false) == 0;
+    if (t->faces && t->nfaces)
+        ok = ok && base_h5_write_checked(f, "faces", H5T_STD_I32LE, H5T_NATIVE_INT32, 2, df, t->faces, 1 << 20, false) == 0;
+    ok = ok && base_h5_attr_str(f, "producer", "anima skelebones (models/skelebones/traj.c)") == 0;
+    ok = ok && base_h5_attr_str(f, "layout", "positions: F x N x 3 per-frame point positions; rest: N x 3; faces: T x 3 (optional)") == 0;
+    return base_h5_save_end(f, tmp, path, ok, "trajectories", err, errlen);
+}

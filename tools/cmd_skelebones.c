@@ -1,0 +1,158 @@
+/* tools/cmd_skelebones.c — `anima skelebones`: trajectories (a trajectories HDF5, the motion
+ * benchmark's gt.h5, or a folder of mesh frames) → LBG-VQ clusters → SSDR → DIR/rig.h5 and
+ * DIR/bones.ply (models/skelebones/skelebones.h). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "models/skelebones/skelebones.h"
+#include "tools/cmd.h"
+#include "tools/cmd_args.h"
+
+#define NAME "anima skelebones"
+
+static int progress_line(void *user, int it, int iters, double rmse) {
+    if (*(bool *)user) fprintf(stderr, "ssdr %d/%d rmse %.6g\n", it, iters, rmse);
+    return 0;
+}
+
+int cmd_skelebones(int argc, char **argv) {
+    const char *traj = NULL, *dataset = NULL, *meshes = NULL, *gt = NULL, *out = NULL, *export_traj = NULL;
+    int64_t bones = 20, iters = 30, influences = 8, bone_iters = 5, knn = 8, rounds = 8;
+    double smooth = 1e-4, fraction = 1.0;
+    bool no_progress = false;
+    const char *init = "lbgvq";
+    bool ik = false;
+    int64_t ik_steps = 100, ik_points = 400;
+    uint64_t seed = 0;
+    static const char *const inits[] = {"lbgvq", "random", NULL};
+    const CmdArg args[] = {
+        {"--traj", CMD_ARG_STRING, &traj, "FILE", "trajectories HDF5: dataset 'positions' (F x N x 3), optional 'rest', 'faces'"},
+        {"--dataset", CMD_ARG_STRING, &dataset, "NAME", "the trajectories dataset in --traj (default positions)"},
+        {"--meshes", CMD_ARG_STRING, &meshes, "DIR", "a folder of mesh frames (.obj .ply .off .stl, name order, one connectivity)"},
+        {"--gt", CMD_ARG_STRING, &gt, "FILE", "the motion benchmark's gt.h5 (its true rig is reported for comparison)"},
+        {"--out", CMD_ARG_STRING, &out, "DIR", "writes DIR/rig.h5, DIR/bones.ply and (meshes) DIR/bones.png", 0, 0, NULL, false},
+        {"--bones", CMD_ARG_INT, &bones, "B", "bones (1..64; default 20)", 1, SB_MAX_BONES},
+        {"--iters", CMD_ARG_INT, &iters, "N", "SSDR iterations (default 30)", 0, 100000},
+        {"--influences", CMD_ARG_INT, &influences, "K", "most bones per point (default 8)", 1, SB_MAX_BONES},
+        {"--bone-iters", CMD_ARG_INT, &bone_iters, "N", "bone passes per iteration (default 5)", 1, 1000},
+        {"--smooth", CMD_ARG_DOUBLE, &smooth, "S", "weight smoothing over the kNN graph (default 1e-4; 0: none)", 0, 1e6},
+        {"--knn", CMD_ARG_INT, &knn, "K", "neighbors of the smoothing graph (default 8)", 1, 64},
+        {"--cluster-rounds", CMD_ARG_INT, &rounds, "N", "LBG-VQ fit/reassign rounds per split (default 8)", 1, 1000},
+        {"--init", CMD_ARG_CHOICE, &init, "I", "lbgvq (default) or random: random Voronoi cells at rest (the ablation)", 0, 0, inits},
+        {"--seed", CMD_ARG_UINT, &seed, "S", "the random start's seed (default 0)"},
+        {"--frames-fraction", CMD_ARG_DOUBLE, &fraction, "X", "use the first X of the frames (0 < X <= 1; default 1)", 0, 1, NULL, false, NULL, true},
+        {"--export-traj", CMD_ARG_STRING, &export_traj, "FILE", "also write the trajectories used (after --frames-fraction) as a trajectories HDF5"},
+        {"--ik-true-tree", CMD_ARG_FLAG, &ik, NULL, "(--gt) IK per frame on the true tree against the true joints: rig.h5 ik/"},
+        {"--ik-steps", CMD_ARG_INT, &ik_steps, "N", "Adam steps per frame of the IK (default 100)", 1, 100000},
+        {"--ik-points", CMD_ARG_INT, &ik_points, "N", "points the IK's L2 term uses, evenly strided (default 400)", 1, 1000000000},
+        {"--no-progress", CMD_ARG_FLAG, &no_progress, NULL, "no per-iteration RMSE lines on stderr"},
+        {0}};
+    const CmdArgSpec spec = {NAME, "--traj FILE|--meshes DIR|--gt FILE --out DIR [--bones B] [options]",
+                             "skinning decomposition of point trajectories: LBG-VQ motion clusters (Le & Deng 2014),\n"
+                             "then SSDR (Le & Deng 2012): bone transforms per frame and sparse skinning weights",
+                             args, NULL, 0, 0};
+    int prc = cmd_args_parse(&spec, argc, argv, 1, stderr, NULL, NULL);
+    if (prc) return prc == CMD_ARGS_HELP ? 0 : 2;
+    if ((traj != NULL) + (meshes != NULL) + (gt != NULL) != 1)
+        return cmd_args_fail(&spec, stderr, "give exactly one of --traj, --meshes, --gt");
+    if (!out && !export_traj) return cmd_args_fail(&spec, stderr, "--out is required");
+    if (ik && !gt) return cmd_args_fail(&spec, stderr, "--ik-true-tree needs --gt (the true tree)");
+    char command[4096];
+    size_t used = (size_t)snprintf(command, sizeof command, "anima");
+    for (int i = 0; i < argc && used < sizeof command; i++)
+        used += (size_t)snprintf(command + used, sizeof command - used, " %s", argv[i]);
+    char err[1024];
+    SbTraj t;
+    int rc = traj ? sb_traj_read_h5(traj, dataset, &t, err, sizeof err)
+             : gt ? sb_traj_read_gt(gt, &t, err, sizeof err)
+                  : sb_traj_read_meshes(meshes, &t, err, sizeof err);
+    if (rc) {
+        fprintf(stderr, NAME ": %s\n", err);
+        return 1;
+    }
+    int all_frames = t.nframes, keep = (int)ceil(fraction * t.nframes - 1e-9);
+    sb_traj_keep_frames(&t, keep < 1 ? 1 : keep);
+    fprintf(stderr, NAME ": %s: %d frames, %lld points%s\n", t.source, t.nframes, (long long)t.npoints,
+            t.true_bones ? " (with its true rig)" : "");
+    if (export_traj && sb_traj_write_h5(export_traj, &t, err, sizeof err)) {
+        fprintf(stderr, NAME ": %s\n", err);
+        sb_traj_free(&t);
+        return 1;
+    }
+    if (!out) {
+        sb_traj_free(&t);
+        return 0;
+    }
+    if (cmd_make_dirs(out)) {
+        fprintf(stderr, NAME ": cannot make the folder %s\n", out);
+        sb_traj_free(&t);
+        return 1;
+    }
+    SbOptions o;
+    sb_options_defaults(&o);
+    o.cluster.bones = (int)bones, o.cluster.rounds = (int)rounds;
+    o.ssdr.iters = (int)iters, o.ssdr.max_influences = (int)influences, o.ssdr.bone_iters = (int)bone_iters;
+    o.ssdr.smooth = smooth, o.ssdr.knn = (int)knn;
+    o.random_init = !strcmp(init, "random"), o.seed = seed;
+    bool show = !no_progress;
+    o.ssdr.progress = progress_line, o.ssdr.user = &show;
+    SbResult r;
+    if (sb_run(&t, &o, &r, err, sizeof err)) {
+        fprintf(stderr, NAME ": %s\n", err);
+        sb_traj_free(&t);
+        return 1;
+    }
+    double joint_err = -1;
+    if (ik) {
+        SbIkOptions io;
+        sb_ik_defaults(&io);
+        io.steps = (int)ik_steps;
+        if (sb_run_ik_true_tree(&t, &io, ik_points, &r, &joint_err, err, sizeof err)) {
+            fprintf(stderr, NAME ": %s\n", err);
+            sb_result_free(&r);
+            sb_traj_free(&t);
+            return 1;
+        }
+    }
+    char path[4200];
+    snprintf(path, sizeof path, "%s/rig.h5", out);
+    rc = sb_rig_write(path, &t, &r, command, err, sizeof err);
+    if (rc == 0) {
+        snprintf(path, sizeof path, "%s/bones.ply", out);
+        rc = sb_bones_ply(path, &t, &r, err, sizeof err);
+    }
+    if (rc == 0 && t.faces && t.nfaces > 0) {
+        snprintf(path, sizeof path, "%s/bones.png", out);
+        rc = sb_bones_png(path, &t, &r, 512, err, sizeof err);
+    }
+    if (rc) fprintf(stderr, NAME ": %s\n", err);
+    else {
+        printf("frames %d points %lld bones %d rmse %.6g cluster_rmse %.6g time_s %.3f (cluster %.3f, ssdr %.3f)",
+               t.nframes, (long long)t.npoints, r.skin.nbones, r.skin.rmse[r.skin.niters], r.clusters.rmse,
+               r.seconds_cluster + r.seconds_ssdr, r.seconds_cluster, r.seconds_ssdr);
+        if (r.true_rmse >= 0) printf(" true_rig_rmse %.6g bones_true %d", r.true_rmse, t.true_bones);
+        if (joint_err >= 0) {
+            double lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY}, d = 0;
+            for (int64_t i = 0; i < t.npoints; i++)
+                for (int c = 0; c < 3; c++) lo[c] = fmin(lo[c], t.rest[i * 3 + c]), hi[c] = fmax(hi[c], t.rest[i * 3 + c]);
+            for (int c = 0; c < 3; c++) d += (hi[c] - lo[c]) * (hi[c] - lo[c]);
+            printf(" ik_joint_err %.6g (%.3f%% of the diagonal)", joint_err, 100 * joint_err / sqrt(d));
+        }
+        if (all_frames > t.nframes) {
+            /* the weights found on the frames used, bones refit on every frame: how well the
+             * decomposition of part of the motion explains all of it */
+            double *T = malloc((size_t)all_frames * r.skin.nbones * 12 * sizeof(double));
+            if (T && sb_ssdr_fit_bones(all_frames, t.npoints, r.skin.nbones, t.rest, t.pos, r.skin.weights,
+                                       o.ssdr.bone_iters, T, err, sizeof err) == 0)
+                printf(" all_frames %d all_frames_rmse %.6g", all_frames,
+                       sb_lbs_rmse(all_frames, t.npoints, r.skin.nbones, t.rest, t.pos, r.skin.weights, T));
+            free(T);
+        }
+        printf("\n");
+    }
+    sb_result_free(&r);
+    sb_traj_free(&t);
+    return rc ? 1 : 0;
+}
