@@ -63,6 +63,7 @@ PREFIXES = {
     "datasets": ("ds_",),
     "models/physskin": ("ps_",),
     "models/gaussians": ("gs_",),
+    "models/skelebones": ("sb_",),
     "sim": ("sim_",),
 }
 # The objects that may write to stderr/stdout themselves: the one-line messages of the abort

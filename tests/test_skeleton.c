@@ -1,0 +1,126 @@
+/* tests/test_skeleton.c — the mean curvature skeleton (models/skelebones/skeleton.h) and the joints,
+ * tree and parts built on it (models/skelebones/joints.h). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/clock.h"
+#include "datasets/geometry/geometry.h"
+#include "datasets/geometry/procedural.h"
+#include "models/skelebones/skeleton.h"
+#include "tests/test.h"
+
+/* a capsule (segment a→b, radius r) meshed by marching cubes at spacing h */
+static int make_capsule(const float a[3], const float b[3], float r, float h, DsMesh *out) {
+    DsSdfPrim p;
+    memset(&p, 0, sizeof p);
+    p.kind = DS_SDF_CAPSULE;
+    memcpy(p.a, a, sizeof p.a), memcpy(p.b, b, sizeof p.b);
+    p.r0 = p.r1 = r;
+    float lo[3], hi[3];
+    for (int k = 0; k < 3; k++) {
+        lo[k] = fminf(a[k], b[k]) - r - 2 * h;
+        hi[k] = fmaxf(a[k], b[k]) + r + 2 * h;
+    }
+    int n[3];
+    for (int k = 0; k < 3; k++) n[k] = (int)ceilf((hi[k] - lo[k]) / h) + 1;
+    float *f = malloc((size_t)n[0] * n[1] * n[2] * sizeof *f);
+    if (!f) return -1;
+    for (int k = 0; k < n[2]; k++)
+        for (int j = 0; j < n[1]; j++)
+            for (int i = 0; i < n[0]; i++) {
+                float x[3] = {lo[0] + i * h, lo[1] + j * h, lo[2] + k * h};
+                f[((size_t)k * n[1] + j) * n[0] + i] = ds_sdf_prim(&p, x);
+            }
+    int rc = ds_marching_cubes(f, n[0], n[1], n[2], lo, h, out);
+    free(f);
+    return rc;
+}
+
+static double mesh_diag(const DsMesh *m) {
+    float lo[3], hi[3];
+    ds_mesh_bbox(m, lo, hi);
+    return sqrt((hi[0] - lo[0]) * (hi[0] - lo[0]) + (hi[1] - lo[1]) * (hi[1] - lo[1]) + (hi[2] - lo[2]) * (hi[2] - lo[2]));
+}
+
+static void check_corr(const SbSkeleton *s) {
+    for (int64_t v = 0; v < s->nsurf; v++)
+        CHECK_MSG(s->corr[v] >= 0 && s->corr[v] < s->nnodes, "vertex %lld maps to node %d of %lld", (long long)v,
+                  s->corr[v], (long long)s->nnodes);
+    for (int64_t e = 0; e < s->nedges; e++)
+        CHECK(s->edges[2 * e] >= 0 && s->edges[2 * e] < s->edges[2 * e + 1] && s->edges[2 * e + 1] < s->nnodes);
+}
+
+TEST(skeleton_capsule_axis) {
+    float a[3] = {-0.6f, 0, 0}, b[3] = {0.6f, 0, 0};
+    DsMesh m;
+    CHECK(make_capsule(a, b, 0.25f, 0.05f, &m) == 0);
+    double diag = mesh_diag(&m), t0 = base_now();
+    SbSkeleton s;
+    char err[256];
+    CHECK_MSG(sb_skeleton_mcf(&m, NULL, &s, err, sizeof err) == 0, "%s", err);
+    double dt = base_now() - t0;
+    check_corr(&s);
+    int64_t cycles;
+    int comps = sb_skeleton_components(&s, &cycles);
+    /* off: along the cylindrical part (|x| < 0.45, away from the caps); off_all: anywhere (the
+     * caps' centers grow short spurs, as MCF skeletons do) */
+    double off = 0, off_all = 0, xmin = 1e9, xmax = -1e9;
+    for (int64_t i = 0; i < s.nnodes; i++) {
+        const float *p = s.nodes + 3 * i;
+        double r = sqrt(p[1] * p[1] + p[2] * p[2]);
+        if (fabs(p[0]) < 0.45) off = fmax(off, r);
+        off_all = fmax(off_all, r);
+        xmin = fmin(xmin, p[0]), xmax = fmax(xmax, p[0]);
+    }
+    printf("    capsule: %lld vertices → %lld nodes, %lld edges, %d components, %lld cycles, %d iterations, "
+           "area ratio %.2e, max off-axis %.2f%% of diagonal (%.2f%% with the caps), x ∈ [%.3f, %.3f], %.2f s\n",
+           (long long)m.nv, (long long)s.nnodes, (long long)s.nedges, comps, (long long)cycles, s.iterations,
+           s.area_ratio, 100 * off / diag, 100 * off_all / diag, xmin, xmax, dt);
+    CHECK(comps == 1);
+    CHECK(cycles == 0);
+    CHECK(s.nedges >= 3);
+    CHECK_MSG(off < 0.01 * diag, "a node %.4f off the axis", off);
+    CHECK_MSG(off_all < 0.03 * diag, "a node %.4f off the axis", off_all);
+    /* the curve spans most of the segment (MCF skeletons stop short of the caps' ends) */
+    CHECK(xmin < -0.4 && xmax > 0.4);
+    sb_skeleton_free(&s);
+    ds_mesh_free(&m);
+}
+
+TEST(skeleton_quadruped_tree) {
+    DsProceduralShape sh;
+    char err[256];
+    CHECK_MSG(ds_procedural_make("quadruped", 3, 40, &sh, err, sizeof err) == 0, "%s", err);
+    double t0 = base_now();
+    SbSkeleton s;
+    CHECK_MSG(sb_skeleton_mcf(&sh.mesh, NULL, &s, err, sizeof err) == 0, "%s", err);
+    double dt = base_now() - t0, diag = mesh_diag(&sh.mesh);
+    check_corr(&s);
+    int64_t cycles;
+    int comps = sb_skeleton_components(&s, &cycles);
+    int outside = 0;
+    double worst = -1e9;
+    for (int64_t i = 0; i < s.nnodes; i++) {
+        float d = ds_sdf_scene_eval(&sh.scene, s.nodes + 3 * i);
+        worst = fmax(worst, d);
+        outside += d > 0.005 * diag;
+    }
+    int64_t *deg = calloc((size_t)s.nnodes + 1, sizeof *deg);
+    CHECK(deg != NULL);
+    for (int64_t e = 0; e < s.nedges; e++) deg[s.edges[2 * e]]++, deg[s.edges[2 * e + 1]]++;
+    int ends = 0, branches = 0;
+    for (int64_t i = 0; i < s.nnodes; i++) ends += deg[i] == 1, branches += deg[i] >= 3;
+    free(deg);
+    printf("    quadruped: %lld vertices → %lld nodes, %lld edges, %d components, %lld cycles, %d ends, %d branch "
+           "nodes, %d iterations, area ratio %.2e, worst node SDF %.4f (%d outside), %.2f s\n",
+           (long long)sh.mesh.nv, (long long)s.nnodes, (long long)s.nedges, comps, (long long)cycles, ends, branches,
+           s.iterations, s.area_ratio, worst, outside, dt);
+    CHECK(comps == 1);
+    CHECK(cycles == 0);
+    CHECK(outside == 0);
+    /* four legs, a head/neck and a tail: at least five ends */
+    CHECK(ends >= 5);
+    sb_skeleton_free(&s);
+    ds_procedural_free(&sh);
+}
