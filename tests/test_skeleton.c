@@ -1,12 +1,14 @@
 /* tests/test_skeleton.c — the mean curvature skeleton (models/skelebones/skeleton.h) and the joints,
  * tree and parts built on it (models/skelebones/joints.h). */
 #include <math.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/clock.h"
 #include "datasets/geometry/geometry.h"
 #include "datasets/geometry/procedural.h"
+#include "models/skelebones/joints.h"
 #include "models/skelebones/skeleton.h"
 #include "tests/test.h"
 
@@ -123,4 +125,90 @@ TEST(skeleton_quadruped_tree) {
     CHECK(ends >= 5);
     sb_skeleton_free(&s);
     ds_procedural_free(&sh);
+}
+
+/* the true joints of a procedural rig: every bone's head and the tails of bones with no child */
+static int true_joints(const DsProceduralShape *sh, float *out) {
+    int n = 0;
+    for (int b = 0; b < sh->nbones; b++) {
+        memcpy(out + 3 * n++, sh->bones[b].head, 3 * sizeof(float));
+        bool leaf = true;
+        for (int c = 0; c < sh->nbones; c++) leaf &= sh->bones[c].parent != b;
+        if (leaf) memcpy(out + 3 * n++, sh->bones[b].tail, 3 * sizeof(float));
+    }
+    return n;
+}
+
+/* mean over a of the distance to the nearest point of b */
+static double mean_nearest(const float *a, int na, const float *b, int nb) {
+    double sum = 0;
+    for (int i = 0; i < na; i++) {
+        double best = INFINITY;
+        for (int j = 0; j < nb; j++) {
+            double d0 = a[3 * i] - b[3 * j], d1 = a[3 * i + 1] - b[3 * j + 1], d2 = a[3 * i + 2] - b[3 * j + 2];
+            best = fmin(best, sqrt(d0 * d0 + d1 * d1 + d2 * d2));
+        }
+        sum += best;
+    }
+    return na ? sum / na : 0;
+}
+
+static void check_tree(const SbRig *r) {
+    int roots = 0;
+    for (int j = 0; j < r->njoints; j++) {
+        roots += r->parent[j] < 0;
+        CHECK(r->parent[j] >= -1 && r->parent[j] < r->njoints);
+        /* following parents reaches the root in fewer than njoints steps: no cycle */
+        int c = j, steps = 0;
+        while (c >= 0 && steps <= r->njoints) c = r->parent[c], steps++;
+        CHECK_MSG(c < 0, "joint %d: a cycle through its parents", j);
+    }
+    CHECK(roots == 1);
+    CHECK(r->parent[r->root] == -1);
+}
+
+static void rig_case(const char *cat, uint64_t seed, double *err_tf, double *err_ft) {
+    DsProceduralShape sh;
+    char err[256];
+    CHECK_MSG(ds_procedural_make(cat, seed, 40, &sh, err, sizeof err) == 0, "%s", err);
+    SbSkeleton s;
+    CHECK_MSG(sb_skeleton_mcf(&sh.mesh, NULL, &s, err, sizeof err) == 0, "%s", err);
+    SbRig r;
+    double t0 = base_now();
+    CHECK_MSG(sb_rig_from_skeleton(&s, sh.weights, sh.nbones, NULL, &r, err, sizeof err) == 0, "%s", err);
+    double dt = base_now() - t0;
+    check_tree(&r);
+    for (int64_t i = 0; i < s.nnodes; i++) CHECK(r.node_joint[i] >= 0 && r.node_joint[i] < r.njoints);
+    float *tj = malloc((size_t)sh.nbones * 2 * 3 * sizeof *tj);
+    CHECK(tj != NULL);
+    int nt = true_joints(&sh, tj);
+    double diag = s.diag;
+    *err_tf = 100 * mean_nearest(tj, nt, r.joints, r.njoints) / diag;
+    *err_ft = 100 * mean_nearest(r.joints, r.njoints, tj, nt) / diag;
+    int kinds[3] = {0, 0, 0};
+    for (int j = 0; j < r.njoints; j++) kinds[r.kind[j]]++;
+    printf("    %-9s seed %llu: %d true bones / %d joints, found %d joints (%d ends, %d branches, %d gradient) → %d "
+           "bones, %d parts; joint error true→found %.2f%%, found→true %.2f%% of diagonal; %.1f ms\n",
+           cat, (unsigned long long)seed, sh.nbones, nt, r.njoints, kinds[0], kinds[1], kinds[2], r.njoints - 1,
+           r.nparts, *err_tf, *err_ft, 1e3 * dt);
+    /* every part has joints, and together they cover every joint */
+    for (int j = 0; j < r.njoints; j++) {
+        int in = 0;
+        for (int p = 0; p < r.nparts; p++) in += r.part[p * r.njoints + j];
+        CHECK(in >= 1);
+    }
+    free(tj);
+    sb_rig_free(&r);
+    sb_skeleton_free(&s);
+    ds_procedural_free(&sh);
+}
+
+TEST(skeleton_joints_vs_rig) {
+    const char *cats[] = {"quadruped", "humanoid"};
+    for (int c = 0; c < 2; c++) {
+        double tf, ft;
+        rig_case(cats[c], 3, &tf, &ft);
+        /* the target: joints within 5% of the diagonal, both ways */
+        CHECK_MSG(tf <= 5.0 && ft <= 5.0, "%s: joint error %.2f%% / %.2f%%", cats[c], tf, ft);
+    }
 }

@@ -583,6 +583,9 @@ int sb_skeleton_mcf(const DsMesh *m, const SbSkelOptions *opt, SbSkeleton *out, 
     double diag = sqrt((hi[0] - lo[0]) * (hi[0] - lo[0]) + (hi[1] - lo[1]) * (hi[1] - lo[1]) +
                        (hi[2] - lo[2]) * (hi[2] - lo[2]));
     double min_len = o.min_edge_rel * diag;
+    double cen[3] = {0, 0, 0};
+    for (int64_t v = 0; v < m->nv; v++)
+        for (int k = 0; k < 3; k++) cen[k] += w.x[3 * v + k] / (double)m->nv;
     if (o.w_m > 0) compute_poles(&w, 1e-6 * diag);
     else memset(w.has_pole, 0, (size_t)w.nv);
     double A0 = work_area(&w), V0 = work_volume(&w), Aprev = A0;
@@ -666,6 +669,8 @@ int sb_skeleton_mcf(const DsMesh *m, const SbSkelOptions *opt, SbSkeleton *out, 
     }
     out->nnodes = nn;
     out->nsurf = m->nv;
+    out->diag = diag;
+    for (int k = 0; k < 3; k++) out->centroid[k] = (float)cen[k];
     out->nodes = malloc((size_t)(nn + 1) * 3 * sizeof(float));
     out->corr = malloc((size_t)m->nv * sizeof(int32_t));
     uint64_t *ek = malloc((size_t)(nge + 1) * sizeof *ek);

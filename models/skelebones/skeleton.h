@@ -64,6 +64,8 @@ typedef struct {
     int iterations;  /* contraction iterations run */
     double area_ratio, volume_ratio; /* of the contracted mesh, relative to the input */
     int64_t fixed;   /* vertices fixed as degenerate when contraction stopped */
+    double diag;     /* the input's bounding-box diagonal */
+    float centroid[3]; /* mean of the input vertices */
 } SbSkeleton;
 
 void sb_skel_defaults(SbSkelOptions *o);
