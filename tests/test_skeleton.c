@@ -212,3 +212,17 @@ TEST(skeleton_joints_vs_rig) {
         CHECK_MSG(tf <= 5.0 && ft <= 5.0, "%s: joint error %.2f%% / %.2f%%", cats[c], tf, ft);
     }
 }
+
+TEST(skeleton_rejects_open_mesh) {
+    /* a capsule with a few faces removed has a boundary: an error naming it, not a skeleton */
+    float a[3] = {-0.5f, 0, 0}, b[3] = {0.5f, 0, 0};
+    DsMesh m;
+    CHECK(make_capsule(a, b, 0.25f, 0.05f, &m) == 0);
+    m.nf -= 5;
+    SbSkeleton s;
+    char err[256] = "";
+    CHECK(sb_skeleton_mcf(&m, NULL, &s, err, sizeof err) == -1);
+    CHECK(strstr(err, "not closed") != NULL);
+    CHECK(s.nodes == NULL && s.nnodes == 0);
+    ds_mesh_free(&m);
+}

@@ -1,6 +1,8 @@
 /* models/skelebones/skeleton.c — mean curvature skeleton; see skeleton.h for the algorithm. */
 #include "models/skelebones/skeleton.h"
 
+#include "datasets/geometry/geometry.h"
+
 #include <cholmod.h>
 #include <float.h>
 #include <math.h>
@@ -559,6 +561,16 @@ int sb_skeleton_mcf(const DsMesh *m, const SbSkelOptions *opt, SbSkeleton *out, 
         return seterr(err, errlen, "skeleton: need a closed mesh of at least 4 vertices and faces"), -1;
     for (int64_t i = 0; i < 3 * m->nf; i++)
         if (m->f[i] < 0 || m->f[i] >= m->nv) return seterr(err, errlen, "skeleton: face index out of range"), -1;
+    /* the contraction and the poles need inside and outside: a closed, edge-manifold, oriented
+     * surface (an open or polygon-soup mesh gives a meaningless "skeleton") */
+    DsMeshCheck mc;
+    if (ds_mesh_check(m, &mc)) return seterr(err, errlen, "skeleton: out of memory"), -1;
+    if (!mc.watertight || !mc.oriented)
+        return seterr(err, errlen,
+                      "skeleton: the mesh is not closed and consistently oriented (%lld boundary, %lld non-manifold, "
+                      "%lld misoriented edges)",
+                      (long long)mc.boundary_edges, (long long)mc.nonmanifold_edges, (long long)mc.misoriented_edges),
+               -1;
     Work w = {0};
     if (work_growv(&w, m->nv * 2) || work_growf(&w, m->nf * 2)) {
         work_free(&w);
