@@ -35,15 +35,20 @@ for spec in quadruped:3 humanoid:3 bird:3 quadruped:7; do
   "$OUT/skel_bench" procedural "${spec%%:*}" "${spec##*:}" 40 "$OUT/$name.off"
   meshes+=("$OUT/$name.off")
 done
-# real closed meshes when present (assimp's test models; a bunny made watertight elsewhere)
-for f in /usr/share/assimp/models/OFF/Wuson.off data/real/bunny.ply; do
-  [ -f "$f" ] && meshes+=("$f")
+# real meshes when present (Debian's assimp-testmodels; the npm bunny when a checkout has fetched
+# it), made closed and manifold by marching cubes of their generalized winding number
+for f in /usr/share/assimp/models/OFF/Wuson.off data/.npm/bunny.obj; do
+  if [ -f "$f" ]; then
+    name=$(basename "${f%.*}")_wn
+    "$OUT/skel_bench" remesh "$f" 56 "$OUT/$name.off" >/dev/null && meshes+=("$OUT/$name.off")
+  fi
 done
-printf "%-16s %8s %8s %8s %7s %7s %10s\n" mesh anima_s cgal_s ratio nodes_a nodes_c chamfer_%
+printf "%-16s %8s %8s %8s %8s %7s %7s %10s\n" mesh anima_s anima_cpu cgal_s ratio nodes_a nodes_c chamfer_%
 for m in "${meshes[@]}"; do
   base=$(basename "${m%.*}")
-  a=$("$OUT/skel_bench" run "$m" "$OUT/$base.anima.skel" "$OUT/${base}_view" 2>&1) || { echo "$base: anima: $a"; continue; }
-  ta=$(echo "$a" | awk '{print $2}'); na=$(echo "$a" | awk '{print $4}')
+  # one thread, as CGAL's skeletonization runs (and timings on a shared machine stay comparable)
+  a=$(OMP_NUM_THREADS=1 "$OUT/skel_bench" run "$m" "$OUT/$base.anima.skel" "$OUT/${base}_view" 2>&1) || { echo "$base: anima: $a"; continue; }
+  ta=$(echo "$a" | awk '{print $2}'); cpa=$(echo "$a" | awk '{print $4}'); na=$(echo "$a" | awk '{print $6}')
   tc=-; nc=-; ratio=-; ch=-
   if [ $HAVE_CGAL = 1 ]; then
     if c=$("$OUT/cgal_skeleton" "$m" "$OUT/$base.cgal.skel" 2>&1); then
@@ -54,6 +59,7 @@ for m in "${meshes[@]}"; do
       tc="fail"
     fi
   fi
-  printf "%-16s %8s %8s %8s %7s %7s %10s\n" "$base" "$ta" "$tc" "$ratio" "$na" "$nc" "$ch"
+  printf "%-16s %8s %8s %8s %8s %7s %7s %10s\n" "$base" "$ta" "$cpa" "$tc" "$ratio" "$na" "$nc" "$ch"
 done
-echo "views: $OUT/*_view.png (ratio = anima time / CGAL time)"
+echo "views: $OUT/*_view.png (seconds are wall time of the skeletonization alone; anima_cpu is its"
+echo "process CPU time, all threads; ratio = anima wall / CGAL wall; chamfer: mean of both directions)"

@@ -5,6 +5,11 @@
  *                                                the skeletonization alone; with VIEW also writes
  *                                                VIEW.ply (shape + skeleton bars) and VIEW.png
  *                                                (the skeleton drawn over a see-through shape)
+ *   skel_bench remesh MESH RES OUT.off           a closed, manifold version of any mesh (open, soup):
+ *                                                marching cubes of ½ − its generalized winding
+ *                                                number on a grid of RES cells along the longest
+ *                                                side — the route a Gaussian cloud's density
+ *                                                takes too (models/skelebones/skeleton.h)
  *   skel_bench chamfer A.skel B.skel MESH        symmetric Chamfer distance between two
  *                                                skeletons (their edges sampled every 0.2% of
  *                                                the mesh's diagonal; mean of both directions'
@@ -15,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "base/clock.h"
 #include "datasets/geometry/geometry.h"
@@ -155,16 +161,46 @@ int main(int argc, char **argv) {
         if (ds_mesh_read(argv[2], &m, err, sizeof err)) return fprintf(stderr, "%s\n", err), 1;
         SbSkeleton s;
         double t0 = base_now();
+        clock_t c0 = clock();
         if (sb_skeleton_mcf(&m, NULL, &s, err, sizeof err)) return fprintf(stderr, "%s: %s\n", argv[2], err), 1;
-        double dt = base_now() - t0;
+        double dt = base_now() - t0, cpu = (double)(clock() - c0) / CLOCKS_PER_SEC;
         int64_t cycles;
         int comps = sb_skeleton_components(&s, &cycles);
-        printf("anima_seconds %.4f nodes %lld edges %lld components %d cycles %lld iterations %d vertices %lld\n", dt,
+        printf("anima_seconds %.4f cpu_seconds %.4f nodes %lld edges %lld components %d cycles %lld iterations %d vertices %lld\n", dt, cpu,
                (long long)s.nnodes, (long long)s.nedges, comps, (long long)cycles, s.iterations, (long long)m.nv);
         if (write_skel(argv[3], &s)) return fprintf(stderr, "%s: cannot write\n", argv[3]), 1;
         if (argc == 5 && view(argv[4], &m, &s, diag_of(&m))) return 1;
         sb_skeleton_free(&s), ds_mesh_free(&m);
         return 0;
+    }
+    if (argc == 5 && !strcmp(argv[1], "remesh")) {
+        DsMesh m, out;
+        if (ds_mesh_read(argv[2], &m, err, sizeof err)) return fprintf(stderr, "%s\n", err), 1;
+        int res = atoi(argv[3]);
+        if (res < 8 || res > 512) return fprintf(stderr, "RES must be in [8, 512]\n"), 1;
+        float lo[3], hi[3];
+        ds_mesh_bbox(&m, lo, hi);
+        float ext = fmaxf(hi[0] - lo[0], fmaxf(hi[1] - lo[1], hi[2] - lo[2]));
+        float h = ext / res, org[3];
+        int n[3];
+        for (int k = 0; k < 3; k++) n[k] = (int)ceilf((hi[k] - lo[k]) / h) + 5, org[k] = lo[k] - 2 * h;
+        int64_t np = (int64_t)n[0] * n[1] * n[2];
+        float *q = malloc((size_t)np * 3 * sizeof *q), *f = malloc((size_t)np * sizeof *f);
+        DsWinding *w = ds_winding_build(&m);
+        if (!q || !f || !w) return fprintf(stderr, "out of memory\n"), 1;
+        for (int64_t i = 0; i < np; i++) {
+            int64_t x = i % n[0], y = (i / n[0]) % n[1], z = i / ((int64_t)n[0] * n[1]);
+            q[3 * i] = org[0] + x * h, q[3 * i + 1] = org[1] + y * h, q[3 * i + 2] = org[2] + z * h;
+        }
+        ds_winding_eval_many(w, np, q, f);
+        /* |w|: a mesh oriented inwards has w = −1 inside */
+        for (int64_t i = 0; i < np; i++) f[i] = 0.5f - fabsf(f[i]);
+        if (ds_marching_cubes(f, n[0], n[1], n[2], org, h, &out)) return fprintf(stderr, "marching cubes failed\n"), 1;
+        int rc = ds_mesh_write(argv[4], &out, true, err, sizeof err);
+        if (rc) fprintf(stderr, "%s\n", err);
+        printf("remeshed %s: %lld vertices, %lld faces\n", argv[2], (long long)out.nv, (long long)out.nf);
+        free(q), free(f), ds_winding_free(w), ds_mesh_free(&m), ds_mesh_free(&out);
+        return rc ? 1 : 0;
     }
     if (argc == 5 && !strcmp(argv[1], "chamfer")) {
         SbSkeleton a, b;
