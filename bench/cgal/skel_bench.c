@@ -10,6 +10,9 @@
  *                                                number on a grid of RES cells along the longest
  *                                                side — the route a Gaussian cloud's density
  *                                                takes too (models/skelebones/skeleton.h)
+ *   skel_bench rig CAT SEED VIEW                 skeleton, then joints / tree / parts from the
+ *                                                shape's own rig weights; VIEW.png shows the
+ *                                                bones (joint → parent, blue) over the skeleton
  *   skel_bench chamfer A.skel B.skel MESH        symmetric Chamfer distance between two
  *                                                skeletons (their edges sampled every 0.2% of
  *                                                the mesh's diagonal; mean of both directions'
@@ -26,6 +29,7 @@
 #include "datasets/geometry/geometry.h"
 #include "datasets/geometry/procedural.h"
 #include "datasets/render/raster.h"
+#include "models/skelebones/joints.h"
 #include "models/skelebones/skeleton.h"
 
 static double diag_of(const DsMesh *m) {
@@ -112,13 +116,32 @@ static double mean_nearest(const float *a, int64_t na, const float *b, int64_t n
     return na ? sum / (double)na : 0;
 }
 
-static int view(const char *prefix, const DsMesh *m, const SbSkeleton *s, double diag) {
+static int view(const char *prefix, const DsMesh *m, const SbSkeleton *s, double diag, const SbRig *rig) {
     char path[4096], err[256];
     float grey[3] = {0.75f, 0.75f, 0.78f}, red[3] = {0.85f, 0.1f, 0.1f};
     DsMesh both, bars;
     if (sb_skeleton_to_mesh(s, (float)(0.004 * diag), red, m, grey, &both) ||
         sb_skeleton_to_mesh(s, (float)(0.004 * diag), red, NULL, NULL, &bars))
         return fprintf(stderr, "out of memory\n"), -1;
+    if (rig) { /* the bones as thicker blue bars, appended to the skeleton's */
+        SbSkeleton b = {0};
+        b.nnodes = rig->njoints, b.nodes = rig->joints;
+        int32_t *e = malloc((size_t)(rig->njoints + 1) * 2 * sizeof *e);
+        if (!e) return -1;
+        for (int j = 0; j < rig->njoints; j++)
+            if (rig->parent[j] >= 0) e[2 * b.nedges] = rig->parent[j], e[2 * b.nedges + 1] = j, b.nedges++;
+        b.edges = e;
+        float blue[3] = {0.1f, 0.25f, 0.9f};
+        DsMesh jb, merged;
+        if (sb_skeleton_to_mesh(&b, (float)(0.008 * diag), blue, &bars, blue, &jb)) return -1;
+        /* keep the copied part's own colors (to_mesh paints it shape_rgb) */
+        memcpy(jb.color, bars.color, (size_t)bars.nv * 3 * sizeof(float));
+        if (sb_skeleton_to_mesh(&b, (float)(0.008 * diag), blue, &both, blue, &merged)) return -1;
+        memcpy(merged.color, both.color, (size_t)both.nv * 3 * sizeof(float));
+        free(e);
+        ds_mesh_free(&bars), ds_mesh_free(&both);
+        bars = jb, both = merged;
+    }
     snprintf(path, sizeof path, "%s.ply", prefix);
     if (ds_mesh_write(path, &both, false, err, sizeof err)) return fprintf(stderr, "%s\n", err), -1;
     float lo[3], hi[3];
@@ -169,9 +192,29 @@ int main(int argc, char **argv) {
         printf("anima_seconds %.4f cpu_seconds %.4f nodes %lld edges %lld components %d cycles %lld iterations %d vertices %lld\n", dt, cpu,
                (long long)s.nnodes, (long long)s.nedges, comps, (long long)cycles, s.iterations, (long long)m.nv);
         if (write_skel(argv[3], &s)) return fprintf(stderr, "%s: cannot write\n", argv[3]), 1;
-        if (argc == 5 && view(argv[4], &m, &s, diag_of(&m))) return 1;
+        if (argc == 5 && view(argv[4], &m, &s, diag_of(&m), NULL)) return 1;
         sb_skeleton_free(&s), ds_mesh_free(&m);
         return 0;
+    }
+    if (argc == 5 && !strcmp(argv[1], "rig")) {
+        DsProceduralShape sh;
+        if (ds_procedural_make(argv[2], strtoull(argv[3], NULL, 10), 40, &sh, err, sizeof err))
+            return fprintf(stderr, "%s\n", err), 1;
+        SbSkeleton s;
+        SbRig r;
+        if (sb_skeleton_mcf(&sh.mesh, NULL, &s, err, sizeof err) ||
+            sb_rig_from_skeleton(&s, sh.weights, sh.nbones, NULL, &r, err, sizeof err))
+            return fprintf(stderr, "%s\n", err), 1;
+        printf("%d joints, root %d, %d parts\n", r.njoints, r.root, r.nparts);
+        for (int p = 0; p < r.nparts; p++) {
+            printf("part %d:", p);
+            for (int j = 0; j < r.njoints; j++)
+                if (r.part[p * r.njoints + j]) printf(" %d", j);
+            printf("\n");
+        }
+        int rc = view(argv[4], &sh.mesh, &s, s.diag, &r);
+        sb_rig_free(&r), sb_skeleton_free(&s), ds_procedural_free(&sh);
+        return rc ? 1 : 0;
     }
     if (argc == 5 && !strcmp(argv[1], "remesh")) {
         DsMesh m, out;
