@@ -191,6 +191,8 @@ static void rig_case(const char *cat, uint64_t seed, double *err_tf, double *err
            "bones, %d parts; joint error true→found %.2f%%, found→true %.2f%% of diagonal; %.1f ms\n",
            cat, (unsigned long long)seed, sh.nbones, nt, r.njoints, kinds[0], kinds[1], kinds[2], r.njoints - 1,
            r.nparts, *err_tf, *err_ft, 1e3 * dt);
+    /* one end joint per true leaf: the contraction's spurs (rounded tips) are pruned */
+    CHECK_MSG(kinds[0] == nt - sh.nbones, "%d end joints for %d true leaves", kinds[0], nt - sh.nbones);
     /* every part has joints, and together they cover every joint */
     for (int j = 0; j < r.njoints; j++) {
         int in = 0;

@@ -20,6 +20,7 @@ void sb_joint_defaults(SbJointOptions *o) {
     o->tau = 0.3;
     o->grad_len = 0.05;
     o->merge_rel = 0.03;
+    o->prune_rel = 0.05;
 }
 
 void sb_rig_free(SbRig *r) {
@@ -64,7 +65,13 @@ static int adj_build(const SbSkeleton *s, Adj *a) {
 
 static void adj_free(Adj *a) { free(a->off), free(a->nb), free(a->eid); }
 
-#define DEG(a, i) ((a)->off[(i) + 1] - (a)->off[(i)])
+/* degree counting only edges not pruned */
+static int64_t deg_eff(const Adj *a, const uint8_t *pruned_e, int64_t i) {
+    int64_t d = 0;
+    for (int64_t q = a->off[i]; q < a->off[i + 1]; q++) d += !pruned_e[a->eid[q]];
+    return d;
+}
+#define DEG(a, i) deg_eff((a), pe, (i))
 
 int sb_rig_from_skeleton(const SbSkeleton *s, const float *W, int nb, const SbJointOptions *opt, SbRig *out,
                          char *err, size_t errlen) {
@@ -80,13 +87,14 @@ int sb_rig_from_skeleton(const SbSkeleton *s, const float *W, int nb, const SbJo
     double *g = malloc((size_t)(s->nedges + 1) * sizeof *g);
     int32_t *jn = malloc((size_t)(n + 1) * sizeof *jn); /* node → joint index, −1 */
     uint8_t *ev = calloc((size_t)s->nedges + 1, 1);     /* edges walked */
+    uint8_t *pe = calloc((size_t)s->nedges + 1, 1);     /* edges of pruned spurs */
     int32_t *chain = malloc((size_t)(n + 2) * sizeof *chain), *chain_e = malloc((size_t)(n + 2) * sizeof *chain_e);
     int32_t *jnode = malloc((size_t)(n + 1) * sizeof *jnode);
     uint8_t *jkind = malloc((size_t)(n + 1));
     int nj = 0;
     double *dist = NULL;
     int32_t *queue = NULL, *jadj = NULL, *jadj_off = NULL, *stack = NULL;
-    if (!Wn || !cnt || !g || !jn || !ev || !chain || !chain_e || !jnode || !jkind || adj_build(s, &A)) goto oom;
+    if (!Wn || !cnt || !g || !jn || !ev || !pe || !chain || !chain_e || !jnode || !jkind || adj_build(s, &A)) goto oom;
     /* 1. node weights */
     for (int64_t v = 0; v < s->nsurf; v++) {
         int32_t c = s->corr[v];
@@ -127,9 +135,35 @@ int sb_rig_from_skeleton(const SbSkeleton *s, const float *W, int nb, const SbJo
         double l = ndist(s, a, b);
         g[e] = 0.5 * tv * h / (l > 1e-12 * s->diag ? l : 1e-12 * s->diag);
     }
+    /* 3a. spurs: a chain from an end to a branch node shorter than prune_rel × diagonal is a
+     * contraction artifact (rounded tips and bumps grow them), not a limb; its edges are marked
+     * walked so no joint comes from them, and its nodes join the branch node's joint */
+    {
+        double plen = o.prune_rel * s->diag;
+        for (int64_t i = 0; i < n; i++) {
+            if (A.off[i + 1] - A.off[i] != 1) continue;
+            int64_t len = 0;
+            double arc = 0;
+            int32_t prev = -1, cur = (int32_t)i;
+            for (;;) {
+                int64_t q = -1;
+                for (int64_t r = A.off[cur]; r < A.off[cur + 1]; r++)
+                    if (A.nb[r] != prev) q = r;
+                if (q < 0) break;
+                chain_e[len++] = A.eid[q];
+                arc += ndist(s, cur, A.nb[q]);
+                prev = cur, cur = A.nb[q];
+                if (A.off[cur + 1] - A.off[cur] != 2 || arc >= plen) break;
+            }
+            if (arc < plen && A.off[cur + 1] - A.off[cur] >= 3)
+                for (int64_t k = 0; k < len; k++) pe[chain_e[k]] = 1;
+        }
+        memcpy(ev, pe, (size_t)s->nedges);
+    }
     /* 3. joints: ends and branches first */
     for (int64_t i = 0; i < n; i++) {
         jn[i] = -1;
+        if (A.off[i + 1] > A.off[i] && DEG(&A, i) == 0) continue; /* a pruned spur's node */
         int64_t d = DEG(&A, i);
         if (d == 1 || d >= 3 || (d == 0 && n == 1)) {
             jn[i] = nj, jnode[nj] = (int32_t)i, jkind[nj] = d == 1 || d == 0 ? SB_JOINT_END : SB_JOINT_BRANCH;
@@ -343,7 +377,7 @@ int sb_rig_from_skeleton(const SbSkeleton *s, const float *W, int nb, const SbJo
 oom:
     seterr(err, errlen, "joints: out of memory");
 done:
-    free(Wn), free(cnt), free(g), free(jn), free(ev), free(chain), free(chain_e), free(jnode), free(jkind);
+    free(Wn), free(cnt), free(g), free(jn), free(ev), free(pe), free(chain), free(chain_e), free(jnode), free(jkind);
     free(dist), free(queue), free(jadj), free(jadj_off), free(stack);
     adj_free(&A);
     if (rc) sb_rig_free(out);

@@ -11,7 +11,10 @@
  *     that changes bones, so g > τ reads "more than τ of the weight moves to other bones within
  *     5% of the diagonal"; with τ = 0.3 (the paper's threshold) this is dimensionless and
  *     independent of how densely the skeleton is sampled.
- *  3. Joints: the curve is cut into chains between nodes of degree ≠ 2. Every end (degree 1) and
+ *  3. Spurs first: an end chain (end node to the first branch node) shorter than prune_rel ×
+ *     diagonal (0.05) is a contraction artifact — rounded tips and surface bumps grow them — not
+ *     a limb; it gets no joint and its nodes go to the branch node's joint.
+ *     Joints: the curve is cut into chains between nodes of degree ≠ 2 (not counting spurs). Every end (degree 1) and
  *     branch node (degree ≥ 3) is a joint; inside a chain, each run of consecutive edges with
  *     g > τ gives one joint at the node where half of the run's weight change has happened. A
  *     gradient joint within merge_rel × diagonal (0.03) of a joint already placed is dropped
@@ -41,6 +44,7 @@ typedef struct {
     double tau;       /* gradient threshold (0.3) */
     double grad_len;  /* h as a fraction of the bbox diagonal (0.05) */
     double merge_rel; /* (0.03) */
+    double prune_rel; /* spur length below which an end chain is ignored (0.05) */
 } SbJointOptions;
 
 enum { SB_JOINT_END = 0, SB_JOINT_BRANCH = 1, SB_JOINT_GRADIENT = 2 };
