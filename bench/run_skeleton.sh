@@ -35,15 +35,16 @@ for spec in quadruped:3 humanoid:3 bird:3 quadruped:7; do
   "$OUT/skel_bench" procedural "${spec%%:*}" "${spec##*:}" 40 "$OUT/$name.off"
   meshes+=("$OUT/$name.off")
 done
-# real meshes when present (Debian's assimp-testmodels; the npm bunny when a checkout has fetched
-# it), made closed and manifold by marching cubes of their generalized winding number
-for f in /usr/share/assimp/models/OFF/Wuson.off data/.npm/bunny.obj; do
+# real meshes when present (Debian's assimp-testmodels; the npm bunny that datasets/fetch-real.sh,
+# run by make test, converts), made closed and manifold by marching cubes of their generalized
+# winding number (the bunny has holes, Wuson is a polygon soup)
+for f in /usr/share/assimp/models/OFF/Wuson.off data/real/bunny.ply; do
   if [ -f "$f" ]; then
     name=$(basename "${f%.*}")_wn
     "$OUT/skel_bench" remesh "$f" 56 "$OUT/$name.off" >/dev/null && meshes+=("$OUT/$name.off")
   fi
 done
-printf "%-16s %8s %8s %8s %8s %7s %7s %10s\n" mesh anima_s anima_cpu cgal_s ratio nodes_a nodes_c chamfer_%
+printf "%-16s %8s %8s %8s %8s %7s %7s %10s %10s\n" mesh anima_s anima_cpu cgal_s ratio nodes_a nodes_c chamfer_% vs_true_%
 for m in "${meshes[@]}"; do
   base=$(basename "${m%.*}")
   # one thread, as CGAL's skeletonization runs (and timings on a shared machine stay comparable)
@@ -59,7 +60,12 @@ for m in "${meshes[@]}"; do
       tc="fail"
     fi
   fi
-  printf "%-16s %8s %8s %8s %8s %7s %7s %10s\n" "$base" "$ta" "$cpa" "$tc" "$ratio" "$na" "$nc" "$ch"
+  vt=-
+  if [ -f "$m.true.skel" ]; then
+    vt=$("$OUT/skel_bench" chamfer "$OUT/$base.anima.skel" "$m.true.skel" "$m" | awk '{print $2}')
+  fi
+  printf "%-16s %8s %8s %8s %8s %7s %7s %10s %10s\n" "$base" "$ta" "$cpa" "$tc" "$ratio" "$na" "$nc" "$ch" "$vt"
 done
 echo "views: $OUT/*_view.png (seconds are wall time of the skeletonization alone; anima_cpu is its"
-echo "process CPU time, all threads; ratio = anima wall / CGAL wall; chamfer: mean of both directions)"
+echo "process CPU time, all threads; ratio = anima wall / CGAL wall; chamfer: mean of both directions;"
+echo "vs_true: anima's skeleton against the procedural shape's generating bones)"

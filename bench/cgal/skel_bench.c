@@ -1,6 +1,8 @@
 /* bench/cgal/skel_bench.c — anima's side of bench/run_skeleton.sh (a program of its own, built by
  * that script against build/libanima.a; not part of anima-bench):
- *   skel_bench procedural CAT SEED RES OUT.off   a procedural shape, meshed, as OFF
+ *   skel_bench procedural CAT SEED RES OUT.off   a procedural shape, meshed, as OFF, and its
+ *                                                generating bones (head → tail segments) as
+ *                                                OUT.off.true.skel
  *   skel_bench run MESH OUT.skel [VIEW]          the mean curvature skeleton; prints the time of
  *                                                the skeletonization alone; with VIEW also writes
  *                                                VIEW.ply (shape + skeleton bars) and VIEW.png
@@ -176,6 +178,23 @@ int main(int argc, char **argv) {
             return fprintf(stderr, "%s\n", err), 1;
         int rc = ds_mesh_write(argv[5], &sh.mesh, true, err, sizeof err);
         if (rc) fprintf(stderr, "%s\n", err);
+        SbSkeleton t = {0};
+        t.nnodes = 2 * sh.nbones, t.nedges = sh.nbones;
+        t.nodes = malloc((size_t)t.nnodes * 3 * sizeof(float));
+        t.edges = malloc((size_t)t.nedges * 2 * sizeof(int32_t));
+        if (!t.nodes || !t.edges) return fprintf(stderr, "out of memory\n"), 1;
+        for (int b = 0; b < sh.nbones; b++) {
+            memcpy(t.nodes + 6 * b, sh.bones[b].head, 3 * sizeof(float));
+            memcpy(t.nodes + 6 * b + 3, sh.bones[b].tail, 3 * sizeof(float));
+            t.edges[2 * b] = 2 * b, t.edges[2 * b + 1] = 2 * b + 1;
+        }
+        char tp[4096];
+        snprintf(tp, sizeof tp, "%s.true.skel", argv[5]);
+        if (!rc && write_skel(tp, &t)) {
+            fprintf(stderr, "%s: cannot write\n", tp);
+            rc = 1;
+        }
+        sb_skeleton_free(&t);
         ds_procedural_free(&sh);
         return rc ? 1 : 0;
     }
