@@ -12,8 +12,8 @@
  *
  * Algorithm (one iteration; w_H, w_M as in the paper and CGAL):
  *   1. contraction: x = argmin ‖L x‖² + w_H² ‖x − x^t‖² + w_M² ‖x − π‖² per coordinate, L the
- *      cotangent Laplacian of the current mesh (weights ½(cot α + cot β), |cot| clipped at 1e3 so
- *      slivers cannot blow up the system), π the vertex's medial pole; fixed vertices have no
+ *      cotangent Laplacian of the current mesh (weights ½(cot α + cot β), each cot clamped to
+ *      [0, 100]: obtuse angles give no negative weights and slivers cannot blow up the system), π the vertex's medial pole; fixed vertices have no
  *      L row and are pinned (weight 1e4). Normal equations LᵀL + diag(...) are SPD and are
  *      solved with CHOLMOD (supernodal Cholesky), as sim/fem.c does.
  *   2. edge collapse of edges shorter than min_edge (default 0.002 × bbox diagonal) when the
@@ -52,7 +52,7 @@ typedef struct {
     double min_edge_rel; /* edge-collapse length as a fraction of the bbox diagonal (0.002) */
     double max_angle_deg;/* obtuse split threshold (110) */
     double area_tol;     /* stop when |ΔA| / A_0 < area_tol (1e-4) */
-    double vol_tol;      /* stop when V / V_0 < vol_tol (1e-5) */
+    double vol_tol;      /* stop when V / V_0 < vol_tol (1e-9) */
     int max_iter;        /* (100) */
 } SbSkelOptions;
 
