@@ -48,7 +48,7 @@ TEST_SRC := $(wildcard tests/*.c)
 # bench/bench_sim.c is a program of its own (bench/run_sim.sh), not one of anima-bench's cases
 BENCH_SRC := $(filter-out bench/bench_sim.c,$(wildcard bench/*.c))
 
-.PHONY: all test demo bench valgrind clean deps test-cuda bench-cuda install uninstall shared FORCE test-cuda-emu test-cuda-emu-tsan
+.PHONY: all test demo bench bench-skeleton valgrind clean deps test-cuda bench-cuda install uninstall shared FORCE test-cuda-emu test-cuda-emu-tsan
 all: $(BUILD)/libanima.a anima
 
 $(BUILD)/libanima.a: $(LIB_OBJ)
@@ -140,6 +140,10 @@ bench: deps
 	@$(MAKE) --no-print-directory $(BUILD)/anima-bench $(BUILD)/anima-bench-sim
 	@bash bench/run.sh ./$(BUILD)/anima-bench
 	@bash bench/run_sim.sh ./$(BUILD)/anima-bench-sim
+
+# the mean curvature skeleton beside CGAL's (bench/cgal/; CGAL is only needed here)
+bench-skeleton: $(BUILD)/libanima.a
+	LDLIBS="$(LDLIBS)" bash bench/run_skeleton.sh
 
 # also builds ./anima: the `anima fit` tests run it (traced by --trace-children) and skip without it;
 # of the system programs the tests start, grep, python3 and the coreutils (cp, mkdir, rm, head, cat,

@@ -1,0 +1,385 @@
+/* models/skelebones/joints.c — joints, tree and parts; see joints.h. */
+#include "models/skelebones/joints.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void seterr(char *err, size_t n, const char *fmt, ...) {
+    if (!err || !n) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, n, fmt, ap);
+    va_end(ap);
+}
+
+void sb_joint_defaults(SbJointOptions *o) {
+    o->tau = 0.3;
+    o->grad_len = 0.05;
+    o->merge_rel = 0.03;
+    o->prune_rel = 0.05;
+}
+
+void sb_rig_free(SbRig *r) {
+    if (!r) return;
+    free(r->joints), free(r->parent), free(r->joint_node), free(r->kind), free(r->node_joint), free(r->part);
+    memset(r, 0, sizeof *r);
+}
+
+static double ndist(const SbSkeleton *s, int64_t a, int64_t b) {
+    const float *p = s->nodes + 3 * a, *q = s->nodes + 3 * b;
+    double d0 = p[0] - q[0], d1 = p[1] - q[1], d2 = p[2] - q[2];
+    return sqrt(d0 * d0 + d1 * d1 + d2 * d2);
+}
+
+typedef struct {
+    int64_t *off; /* nnodes + 1 */
+    int32_t *nb;  /* neighbor node */
+    int32_t *eid; /* edge index */
+} Adj;
+
+static int adj_build(const SbSkeleton *s, Adj *a) {
+    int64_t n = s->nnodes;
+    a->off = calloc((size_t)n + 1, sizeof *a->off);
+    a->nb = malloc((size_t)(2 * s->nedges + 1) * sizeof *a->nb);
+    a->eid = malloc((size_t)(2 * s->nedges + 1) * sizeof *a->eid);
+    int64_t *fill = malloc((size_t)(n + 1) * sizeof *fill);
+    if (!a->off || !a->nb || !a->eid || !fill) {
+        free(fill);
+        return -1;
+    }
+    for (int64_t e = 0; e < s->nedges; e++) a->off[s->edges[2 * e] + 1]++, a->off[s->edges[2 * e + 1] + 1]++;
+    for (int64_t i = 0; i < n; i++) a->off[i + 1] += a->off[i];
+    memcpy(fill, a->off, (size_t)n * sizeof *fill);
+    for (int64_t e = 0; e < s->nedges; e++) {
+        int32_t u = s->edges[2 * e], v = s->edges[2 * e + 1];
+        a->nb[fill[u]] = v, a->eid[fill[u]++] = (int32_t)e;
+        a->nb[fill[v]] = u, a->eid[fill[v]++] = (int32_t)e;
+    }
+    free(fill);
+    return 0;
+}
+
+static void adj_free(Adj *a) { free(a->off), free(a->nb), free(a->eid); }
+
+/* degree counting only edges not pruned */
+static int64_t deg_eff(const Adj *a, const uint8_t *pruned_e, int64_t i) {
+    int64_t d = 0;
+    for (int64_t q = a->off[i]; q < a->off[i + 1]; q++) d += !pruned_e[a->eid[q]];
+    return d;
+}
+#define DEG(a, i) deg_eff((a), pe, (i))
+
+int sb_rig_from_skeleton(const SbSkeleton *s, const float *W, int nb, const SbJointOptions *opt, SbRig *out,
+                         char *err, size_t errlen) {
+    memset(out, 0, sizeof *out);
+    SbJointOptions o;
+    if (opt) o = *opt;
+    else sb_joint_defaults(&o);
+    int64_t n = s->nnodes;
+    if (n < 1 || nb < 1 || !W) return seterr(err, errlen, "joints: empty skeleton or no weights"), -1;
+    int rc = -1;
+    Adj A = {0};
+    double *Wn = calloc((size_t)n * nb, sizeof *Wn), *cnt = calloc((size_t)n, sizeof *cnt);
+    double *g = malloc((size_t)(s->nedges + 1) * sizeof *g);
+    int32_t *jn = malloc((size_t)(n + 1) * sizeof *jn); /* node → joint index, −1 */
+    uint8_t *ev = calloc((size_t)s->nedges + 1, 1);     /* edges walked */
+    uint8_t *pe = calloc((size_t)s->nedges + 1, 1);     /* edges of pruned spurs */
+    int32_t *chain = malloc((size_t)(n + 2) * sizeof *chain), *chain_e = malloc((size_t)(n + 2) * sizeof *chain_e);
+    int32_t *jnode = malloc((size_t)(n + 1) * sizeof *jnode);
+    uint8_t *jkind = malloc((size_t)(n + 1));
+    int nj = 0;
+    double *dist = NULL;
+    int32_t *queue = NULL, *jadj = NULL, *jadj_off = NULL, *stack = NULL;
+    if (!Wn || !cnt || !g || !jn || !ev || !pe || !chain || !chain_e || !jnode || !jkind || adj_build(s, &A)) goto oom;
+    /* 1. node weights */
+    for (int64_t v = 0; v < s->nsurf; v++) {
+        int32_t c = s->corr[v];
+        for (int b = 0; b < nb; b++) Wn[(int64_t)c * nb + b] += W[v * nb + b];
+        cnt[c] += 1;
+    }
+    for (int64_t i = 0; i < n; i++)
+        if (cnt[i] > 0)
+            for (int b = 0; b < nb; b++) Wn[i * nb + b] /= cnt[i];
+    for (int pass = 0; pass < n; pass++) {
+        int64_t missing = 0, filled = 0;
+        for (int64_t i = 0; i < n; i++) {
+            if (cnt[i] > 0) continue;
+            missing++;
+            int k = 0;
+            for (int64_t q = A.off[i]; q < A.off[i + 1]; q++) {
+                int32_t j = A.nb[q];
+                if (cnt[j] <= 0) continue;
+                for (int b = 0; b < nb; b++) Wn[i * nb + b] += Wn[(int64_t)j * nb + b];
+                k++;
+            }
+            if (k) {
+                for (int b = 0; b < nb; b++) Wn[i * nb + b] /= k;
+                cnt[i] = -1; /* filled this pass; counts as weighted from the next */
+                filled++;
+            }
+        }
+        for (int64_t i = 0; i < n; i++)
+            if (cnt[i] < 0) cnt[i] = 1e-9;
+        if (!missing || !filled) break;
+    }
+    /* 2. gradient per edge */
+    double h = o.grad_len * s->diag;
+    for (int64_t e = 0; e < s->nedges; e++) {
+        int32_t a = s->edges[2 * e], b = s->edges[2 * e + 1];
+        double tv = 0;
+        for (int k = 0; k < nb; k++) tv += fabs(Wn[(int64_t)a * nb + k] - Wn[(int64_t)b * nb + k]);
+        double l = ndist(s, a, b);
+        g[e] = 0.5 * tv * h / (l > 1e-12 * s->diag ? l : 1e-12 * s->diag);
+    }
+    /* 3a. spurs: a chain from an end to a branch node shorter than prune_rel × diagonal is a
+     * contraction artifact (rounded tips and bumps grow them), not a limb; its edges are marked
+     * walked so no joint comes from them, and its nodes join the branch node's joint */
+    {
+        double plen = o.prune_rel * s->diag;
+        for (int64_t i = 0; i < n; i++) {
+            if (A.off[i + 1] - A.off[i] != 1) continue;
+            int64_t len = 0;
+            double arc = 0;
+            int32_t prev = -1, cur = (int32_t)i;
+            for (;;) {
+                int64_t q = -1;
+                for (int64_t r = A.off[cur]; r < A.off[cur + 1]; r++)
+                    if (A.nb[r] != prev) q = r;
+                if (q < 0) break;
+                chain_e[len++] = A.eid[q];
+                arc += ndist(s, cur, A.nb[q]);
+                prev = cur, cur = A.nb[q];
+                if (A.off[cur + 1] - A.off[cur] != 2 || arc >= plen) break;
+            }
+            if (arc < plen && A.off[cur + 1] - A.off[cur] >= 3)
+                for (int64_t k = 0; k < len; k++) pe[chain_e[k]] = 1;
+        }
+        memcpy(ev, pe, (size_t)s->nedges);
+    }
+    /* 3. joints: ends and branches first */
+    for (int64_t i = 0; i < n; i++) {
+        jn[i] = -1;
+        if (A.off[i + 1] > A.off[i] && DEG(&A, i) == 0) continue; /* a pruned spur's node */
+        int64_t d = DEG(&A, i);
+        if (d == 1 || d >= 3 || (d == 0 && n == 1)) {
+            jn[i] = nj, jnode[nj] = (int32_t)i, jkind[nj] = d == 1 || d == 0 ? SB_JOINT_END : SB_JOINT_BRANCH;
+            nj++;
+        }
+    }
+    if (nj == 0) { /* a closed loop: start anywhere */
+        jn[0] = 0, jnode[0] = 0, jkind[0] = SB_JOINT_BRANCH, nj = 1;
+    }
+    double merge = o.merge_rel * s->diag;
+    /* chains between the nodes of degree ≠ 2 (or the loop start) */
+    int nfixed = nj;
+    for (int js = 0; js < nfixed; js++) {
+        int32_t start = jnode[js];
+        for (int64_t q0 = A.off[start]; q0 < A.off[start + 1]; q0++) {
+            if (ev[A.eid[q0]]) continue;
+            int64_t len = 0;
+            chain[len] = start;
+            int32_t cur = start;
+            int64_t q = q0;
+            for (;;) {
+                ev[A.eid[q]] = 1;
+                chain_e[len] = A.eid[q];
+                cur = A.nb[q];
+                chain[++len] = cur;
+                if (DEG(&A, cur) != 2 || jn[cur] >= 0) break;
+                int64_t nq = -1;
+                for (int64_t r = A.off[cur]; r < A.off[cur + 1]; r++)
+                    if (!ev[A.eid[r]]) nq = r;
+                if (nq < 0) break;
+                q = nq;
+            }
+            /* runs of edges with g > tau */
+            for (int64_t k = 0; k < len;) {
+                if (g[chain_e[k]] <= o.tau) {
+                    k++;
+                    continue;
+                }
+                int64_t k1 = k;
+                double tot = 0;
+                while (k1 < len && g[chain_e[k1]] > o.tau) {
+                    int32_t a = chain[k1], b = chain[k1 + 1];
+                    double tv = 0;
+                    for (int c = 0; c < nb; c++) tv += fabs(Wn[(int64_t)a * nb + c] - Wn[(int64_t)b * nb + c]);
+                    tot += tv;
+                    k1++;
+                }
+                double acc = 0;
+                int64_t pick = k1;
+                for (int64_t m = k; m < k1; m++) {
+                    int32_t a = chain[m], b = chain[m + 1];
+                    double tv = 0;
+                    for (int c = 0; c < nb; c++) tv += fabs(Wn[(int64_t)a * nb + c] - Wn[(int64_t)b * nb + c]);
+                    if (acc + tv >= 0.5 * tot) {
+                        pick = (acc + tv - 0.5 * tot < 0.5 * tot - acc) ? m + 1 : m;
+                        break;
+                    }
+                    acc += tv;
+                }
+                int32_t node = chain[pick];
+                bool near = jn[node] >= 0;
+                for (int j = 0; j < nj && !near; j++) near = ndist(s, jnode[j], node) < merge;
+                if (!near) jn[node] = nj, jnode[nj] = node, jkind[nj] = SB_JOINT_GRADIENT, nj++;
+                k = k1;
+            }
+        }
+    }
+    /* 4. joint adjacency: multi-source Dijkstra-free BFS by hops is enough for "which joint is
+     * reached first along a path"; node → joint uses curve length (Dijkstra, O(n²) worst, n small) */
+    dist = malloc((size_t)(n + 1) * sizeof *dist);
+    queue = malloc((size_t)(n + 1) * sizeof *queue);
+    out->node_joint = malloc((size_t)(n + 1) * sizeof *out->node_joint);
+    if (!dist || !queue || !out->node_joint) goto oom;
+    for (int64_t i = 0; i < n; i++) dist[i] = INFINITY, out->node_joint[i] = -1;
+    for (int j = 0; j < nj; j++) dist[jnode[j]] = 0, out->node_joint[jnode[j]] = j;
+    {
+        uint8_t *done = calloc((size_t)n + 1, 1);
+        if (!done) goto oom;
+        for (;;) { /* simple O(n²) Dijkstra: skeletons have a few hundred nodes */
+            int64_t u = -1;
+            for (int64_t i = 0; i < n; i++)
+                if (!done[i] && isfinite(dist[i]) && (u < 0 || dist[i] < dist[u])) u = i;
+            if (u < 0) break;
+            done[u] = 1;
+            for (int64_t q = A.off[u]; q < A.off[u + 1]; q++) {
+                int32_t v = A.nb[q];
+                double d = dist[u] + ndist(s, u, v);
+                if (d < dist[v]) dist[v] = d, out->node_joint[v] = out->node_joint[u];
+            }
+        }
+        free(done);
+    }
+    /* joint graph: an edge between the Voronoi regions of two joints joins them (the path
+     * between them crosses no other joint's region) */
+    int64_t cap = 2 * s->nedges + 2;
+    int32_t *pairs = malloc((size_t)cap * sizeof *pairs);
+    int64_t np = 0;
+    if (!pairs) goto oom;
+    for (int64_t e = 0; e < s->nedges; e++) {
+        int32_t a = out->node_joint[s->edges[2 * e]], b = out->node_joint[s->edges[2 * e + 1]];
+        if (a < 0 || b < 0 || a == b) continue;
+        pairs[2 * np] = a, pairs[2 * np + 1] = b, np++;
+    }
+    jadj_off = calloc((size_t)nj + 1, sizeof *jadj_off);
+    jadj = malloc((size_t)(2 * np + 1) * sizeof *jadj);
+    if (!jadj_off || !jadj) { free(pairs); goto oom; }
+    for (int64_t p = 0; p < np; p++) jadj_off[pairs[2 * p] + 1]++, jadj_off[pairs[2 * p + 1] + 1]++;
+    for (int j = 0; j < nj; j++) jadj_off[j + 1] += jadj_off[j];
+    {
+        int32_t *fill = malloc((size_t)(nj + 1) * sizeof *fill);
+        if (!fill) { free(pairs); goto oom; }
+        memcpy(fill, jadj_off, (size_t)nj * sizeof *fill);
+        for (int64_t p = 0; p < np; p++)
+            jadj[fill[pairs[2 * p]]++] = pairs[2 * p + 1], jadj[fill[pairs[2 * p + 1]]++] = pairs[2 * p];
+        free(fill);
+    }
+    free(pairs);
+    /* root and DFS */
+    out->njoints = nj;
+    out->joints = malloc((size_t)nj * 3 * sizeof(float));
+    out->parent = malloc((size_t)nj * sizeof(int32_t));
+    out->joint_node = malloc((size_t)nj * sizeof(int32_t));
+    out->kind = malloc((size_t)nj);
+    stack = malloc((size_t)(2 * np + nj + 2) * 2 * sizeof *stack);
+    if (!out->joints || !out->parent || !out->joint_node || !out->kind || !stack) goto oom;
+    int root = 0;
+    double best = INFINITY;
+    for (int j = 0; j < nj; j++) {
+        memcpy(out->joints + 3 * j, s->nodes + 3 * (int64_t)jnode[j], 3 * sizeof(float));
+        out->joint_node[j] = jnode[j], out->kind[j] = jkind[j], out->parent[j] = -2;
+        const float *p = out->joints + 3 * j;
+        double d = 0;
+        for (int k = 0; k < 3; k++) d += (p[k] - s->centroid[k]) * (p[k] - s->centroid[k]);
+        if (d < best) best = d, root = j;
+    }
+    out->root = root;
+    int64_t sp = 0;
+    stack[0] = root, stack[1] = -1, sp = 1;
+    while (sp > 0) {
+        sp--;
+        int32_t j = stack[2 * sp], par = stack[2 * sp + 1];
+        if (out->parent[j] != -2) continue;
+        out->parent[j] = par;
+        for (int32_t q = jadj_off[j + 1] - 1; q >= jadj_off[j]; q--)
+            if (out->parent[jadj[q]] == -2) stack[2 * sp] = jadj[q], stack[2 * sp + 1] = j, sp++;
+    }
+    /* joints the DFS did not reach (a skeleton in pieces) hang from the root, so the output is
+     * one tree; the caller can see them as root children with no skeleton path */
+    for (int j = 0; j < nj; j++)
+        if (out->parent[j] == -2) out->parent[j] = root;
+    /* 5. parts */
+    {
+        int *nchild = calloc((size_t)nj + 1, sizeof *nchild), *limb_len = calloc((size_t)nj + 1, sizeof *limb_len);
+        double *limb_arc = calloc((size_t)nj + 1, sizeof *limb_arc);
+        int *leaves = malloc((size_t)(nj + 1) * sizeof *leaves);
+        if (!nchild || !limb_len || !limb_arc || !leaves) {
+            free(nchild), free(limb_len), free(limb_arc), free(leaves);
+            goto oom;
+        }
+        for (int j = 0; j < nj; j++)
+            if (out->parent[j] >= 0) nchild[out->parent[j]]++;
+        int nl = 0;
+        for (int j = 0; j < nj; j++) {
+            if (nchild[j] || j == root) continue;
+            int c = j, len = 1;
+            double arc = 0;
+            while (out->parent[c] >= 0 && nchild[out->parent[c]] < 2 && out->parent[c] != root) {
+                const float *p = out->joints + 3 * c, *q = out->joints + 3 * out->parent[c];
+                arc += sqrt((p[0] - q[0]) * (p[0] - q[0]) + (p[1] - q[1]) * (p[1] - q[1]) + (p[2] - q[2]) * (p[2] - q[2]));
+                c = out->parent[c], len++;
+            }
+            limb_len[j] = len, limb_arc[j] = arc, leaves[nl++] = j;
+        }
+        /* the four limbs with most joints (then longest) */
+        for (int a = 0; a < nl; a++)
+            for (int b = a + 1; b < nl; b++) {
+                int x = leaves[a], y = leaves[b];
+                if (limb_len[y] > limb_len[x] || (limb_len[y] == limb_len[x] && limb_arc[y] > limb_arc[x]))
+                    leaves[a] = y, leaves[b] = x;
+            }
+        int nlimb = nl < 4 ? nl : 4;
+        out->nparts = nlimb + 1;
+        out->part = calloc((size_t)out->nparts * nj, 1);
+        if (!out->part) {
+            free(nchild), free(limb_len), free(limb_arc), free(leaves);
+            goto oom;
+        }
+        uint8_t *core = out->part + (size_t)nlimb * nj;
+        memset(core, 1, (size_t)nj);
+        for (int p = 0; p < nlimb; p++) {
+            int c = leaves[p];
+            uint8_t *pm = out->part + (size_t)p * nj;
+            for (;;) {
+                pm[c] = 1;
+                int par = out->parent[c];
+                if (par < 0) break;
+                if (nchild[par] >= 2 || par == root) {
+                    pm[par] = 1; /* the attachment joint, shared with the core */
+                    break;
+                }
+                core[c] = 0;
+                c = par;
+            }
+            core[c] = 0;
+            if (out->parent[c] < 0) core[c] = 1; /* a limb that reaches the root keeps it in the core */
+        }
+        free(nchild), free(limb_len), free(limb_arc), free(leaves);
+    }
+    rc = 0;
+    goto done;
+oom:
+    seterr(err, errlen, "joints: out of memory");
+done:
+    free(Wn), free(cnt), free(g), free(jn), free(ev), free(pe), free(chain), free(chain_e), free(jnode), free(jkind);
+    free(dist), free(queue), free(jadj), free(jadj_off), free(stack);
+    adj_free(&A);
+    if (rc) sb_rig_free(out);
+    return rc;
+}

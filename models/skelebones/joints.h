@@ -1,0 +1,68 @@
+/* models/skelebones/joints.h — joints, the kinematic tree and the PartMM parts from a curve skeleton
+ * and per-point skinning weights (GaussiAnimate §4.2, notes §6; issue 19 item 5).
+ *
+ * Steps:
+ *  1. Node weights: each skeleton node gets the mean of the weights of the surface points that
+ *     collapsed into it (SbSkeleton.corr); nodes no point collapsed into (vertices made by
+ *     obtuse splits) take the mean of their already-weighted neighbors, repeated until all have
+ *     one.
+ *  2. The weight gradient along the curve, per edge (i, j): g = ½‖W_i − W_j‖₁ · (h / ‖x_i − x_j‖),
+ *     h = grad_len × bbox diagonal (0.05). ½‖ΔW‖₁ ∈ [0, 1] is the fraction of skinning weight
+ *     that changes bones, so g > τ reads "more than τ of the weight moves to other bones within
+ *     5% of the diagonal"; with τ = 0.3 (the paper's threshold) this is dimensionless and
+ *     independent of how densely the skeleton is sampled.
+ *  3. Spurs first: an end chain (end node to the first branch node) shorter than prune_rel ×
+ *     diagonal (0.05) is a contraction artifact — rounded tips and surface bumps grow them — not
+ *     a limb; it gets no joint and its nodes go to the branch node's joint.
+ *     Joints: the curve is cut into chains between nodes of degree ≠ 2 (not counting spurs). Every end (degree 1) and
+ *     branch node (degree ≥ 3) is a joint; inside a chain, each run of consecutive edges with
+ *     g > τ gives one joint at the node where half of the run's weight change has happened. A
+ *     gradient joint within merge_rel × diagonal (0.03) of a joint already placed is dropped
+ *     (it is the same articulation seen twice).
+ *  4. Tree: two joints are adjacent when a skeleton path joins them without passing another
+ *     joint; the root is the joint nearest the centroid of the surface points; a depth-first
+ *     search from it over that joint graph gives each joint its parent (with a cyclic skeleton
+ *     the DFS simply keeps the first edge that reaches a joint, so the result is always a tree
+ *     over the joints it reaches). Each node belongs to the joint nearest to it along the curve.
+ *  5. Parts (PartMM's five overlapping parts): a limb is the path from a leaf joint up to, and
+ *     including, the first joint with two or more children (or the root). The four limbs with the
+ *     most joints (ties: longer path first) are parts 0–3 — for a quadruped the legs, for a
+ *     humanoid arms and legs; part 4, the core, is every joint not inside a limb plus the limbs'
+ *     attachment joints. Parts overlap in the attachment joints, so blended motions agree there.
+ *     With fewer than four limbs there are that many limb parts plus the core.
+ *
+ * Sizes: W is nsurf × nbones (rows sum to 1); joints njoints × 3; part is nparts × njoints. */
+#ifndef ANIMA_MODELS_SKELEBONES_JOINTS_H
+#define ANIMA_MODELS_SKELEBONES_JOINTS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "models/skelebones/skeleton.h"
+
+typedef struct {
+    double tau;       /* gradient threshold (0.3) */
+    double grad_len;  /* h as a fraction of the bbox diagonal (0.05) */
+    double merge_rel; /* (0.03) */
+    double prune_rel; /* spur length below which an end chain is ignored (0.05) */
+} SbJointOptions;
+
+enum { SB_JOINT_END = 0, SB_JOINT_BRANCH = 1, SB_JOINT_GRADIENT = 2 };
+
+typedef struct {
+    int njoints, root, nparts;
+    float *joints;       /* njoints × 3 */
+    int32_t *parent;     /* njoints, −1 for the root */
+    int32_t *joint_node; /* njoints: the skeleton node each joint sits on */
+    uint8_t *kind;       /* njoints: SB_JOINT_* */
+    int32_t *node_joint; /* nnodes */
+    uint8_t *part;       /* nparts × njoints, 1 where the joint belongs to the part */
+} SbRig;
+
+void sb_joint_defaults(SbJointOptions *o);
+/* W: s->nsurf × nbones. 0, or -1 with err set. */
+int sb_rig_from_skeleton(const SbSkeleton *s, const float *W, int nbones, const SbJointOptions *o, SbRig *out,
+                         char *err, size_t errlen);
+void sb_rig_free(SbRig *r);
+
+#endif

@@ -1,0 +1,791 @@
+/* models/skelebones/skeleton.c — mean curvature skeleton; see skeleton.h for the algorithm. */
+#include "models/skelebones/skeleton.h"
+
+#include "datasets/geometry/geometry.h"
+
+#include <cholmod.h>
+#include <float.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void seterr(char *err, size_t n, const char *fmt, ...) {
+    if (!err || !n) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, n, fmt, ap);
+    va_end(ap);
+}
+
+void sb_skel_defaults(SbSkelOptions *o) {
+    o->w_h = 0.1;
+    o->w_m = 0.2;
+    o->min_edge_rel = 0.002;
+    o->max_angle_deg = 110.0;
+    o->area_tol = 1e-4;
+    o->vol_tol = 1e-9;
+    o->max_iter = 100;
+}
+
+void sb_skeleton_free(SbSkeleton *s) {
+    if (!s) return;
+    free(s->nodes), free(s->edges), free(s->corr);
+    memset(s, 0, sizeof *s);
+}
+
+/* ---- the working mesh ------------------------------------------------------------------------ */
+
+typedef struct {
+    int64_t nv, capv, nf, capf;
+    double *x;       /* capv × 3 */
+    double *pole;    /* capv × 3 */
+    uint8_t *has_pole, *fixed;
+    double *mass;    /* vertices merged into this one (for the curve graph's node positions) */
+    int32_t *parent; /* union-find: the vertex this one collapsed into (itself while alive) */
+    int32_t *f;      /* capf × 3 */
+    uint8_t *falive;
+} Work;
+
+static int work_growv(Work *w, int64_t need) {
+    if (need <= w->capv) return 0;
+    int64_t c = w->capv * 2 > need ? w->capv * 2 : need;
+    double *x = realloc(w->x, (size_t)c * 3 * sizeof *x);
+    if (!x) return -1;
+    w->x = x;
+    double *p = realloc(w->pole, (size_t)c * 3 * sizeof *p);
+    if (!p) return -1;
+    w->pole = p;
+    uint8_t *h = realloc(w->has_pole, (size_t)c);
+    if (!h) return -1;
+    w->has_pole = h;
+    uint8_t *fx = realloc(w->fixed, (size_t)c);
+    if (!fx) return -1;
+    w->fixed = fx;
+    double *ms = realloc(w->mass, (size_t)c * sizeof *ms);
+    if (!ms) return -1;
+    w->mass = ms;
+    int32_t *pa = realloc(w->parent, (size_t)c * sizeof *pa);
+    if (!pa) return -1;
+    w->parent = pa;
+    w->capv = c;
+    return 0;
+}
+
+static int work_growf(Work *w, int64_t need) {
+    if (need <= w->capf) return 0;
+    int64_t c = w->capf * 2 > need ? w->capf * 2 : need;
+    int32_t *f = realloc(w->f, (size_t)c * 3 * sizeof *f);
+    if (!f) return -1;
+    w->f = f;
+    uint8_t *a = realloc(w->falive, (size_t)c);
+    if (!a) return -1;
+    w->falive = a;
+    w->capf = c;
+    return 0;
+}
+
+static void work_free(Work *w) {
+    free(w->x), free(w->pole), free(w->has_pole), free(w->fixed), free(w->mass), free(w->parent);
+    free(w->f), free(w->falive);
+}
+
+static int32_t uf_find(int32_t *p, int32_t i) {
+    while (p[i] != i) {
+        p[i] = p[p[i]];
+        i = p[i];
+    }
+    return i;
+}
+
+static double dist3(const double *a, const double *b) {
+    double d0 = a[0] - b[0], d1 = a[1] - b[1], d2 = a[2] - b[2];
+    return sqrt(d0 * d0 + d1 * d1 + d2 * d2);
+}
+
+static void tri_normal(const double *a, const double *b, const double *c, double n[3]) {
+    double u[3] = {b[0] - a[0], b[1] - a[1], b[2] - a[2]}, v[3] = {c[0] - a[0], c[1] - a[1], c[2] - a[2]};
+    n[0] = u[1] * v[2] - u[2] * v[1];
+    n[1] = u[2] * v[0] - u[0] * v[2];
+    n[2] = u[0] * v[1] - u[1] * v[0];
+}
+
+static double work_area(const Work *w) {
+    double A = 0;
+    for (int64_t i = 0; i < w->nf; i++) {
+        if (!w->falive[i]) continue;
+        const int32_t *t = w->f + 3 * i;
+        double n[3];
+        tri_normal(w->x + 3 * t[0], w->x + 3 * t[1], w->x + 3 * t[2], n);
+        A += 0.5 * sqrt(n[0] * n[0] + n[1] * n[1] + n[2] * n[2]);
+    }
+    return A;
+}
+
+static double work_volume(const Work *w) {
+    double V = 0;
+    for (int64_t i = 0; i < w->nf; i++) {
+        if (!w->falive[i]) continue;
+        const int32_t *t = w->f + 3 * i;
+        const double *a = w->x + 3 * t[0], *b = w->x + 3 * t[1], *c = w->x + 3 * t[2];
+        V += (a[0] * (b[1] * c[2] - b[2] * c[1]) - a[1] * (b[0] * c[2] - b[2] * c[0]) +
+              a[2] * (b[0] * c[1] - b[1] * c[0])) / 6.0;
+    }
+    return fabs(V);
+}
+
+/* ---- edges and adjacency of the current mesh ---------------------------------------------------- */
+
+typedef struct {
+    int64_t ne;
+    int32_t *a, *b;   /* a < b */
+    int32_t *f0, *f1; /* up to two faces; nfc counts all */
+    int32_t *nfc;
+    int64_t *vadj_off; /* nv + 1 */
+    int32_t *vadj;     /* sorted neighbor lists */
+    int64_t *vf_off;
+    int32_t *vf;       /* faces of each vertex */
+} Topo;
+
+static void topo_free(Topo *t) {
+    free(t->a), free(t->b), free(t->f0), free(t->f1), free(t->nfc), free(t->vadj_off), free(t->vadj);
+    free(t->vf_off), free(t->vf);
+    memset(t, 0, sizeof *t);
+}
+
+static int cmp_u64(const void *p, const void *q) {
+    uint64_t a = *(const uint64_t *)p, b = *(const uint64_t *)q;
+    return a < b ? -1 : a > b;
+}
+static int cmp_i32(const void *p, const void *q) {
+    int32_t a = *(const int32_t *)p, b = *(const int32_t *)q;
+    return a < b ? -1 : a > b;
+}
+
+/* keys (a << 32 | b) << 0 with the face index alongside: sorted as pairs of u64 */
+static int topo_build(const Work *w, Topo *t) {
+    memset(t, 0, sizeof *t);
+    int64_t nfa = 0;
+    for (int64_t i = 0; i < w->nf; i++) nfa += w->falive[i];
+    uint64_t *k = malloc((size_t)(3 * nfa + 1) * 2 * sizeof *k);
+    if (!k) return -1;
+    int64_t m = 0;
+    for (int64_t i = 0; i < w->nf; i++) {
+        if (!w->falive[i]) continue;
+        for (int c = 0; c < 3; c++) {
+            uint32_t a = (uint32_t)w->f[3 * i + c], b = (uint32_t)w->f[3 * i + (c + 1) % 3];
+            if (a > b) { uint32_t s = a; a = b; b = s; }
+            k[2 * m] = ((uint64_t)a << 32) | b;
+            k[2 * m + 1] = (uint64_t)i;
+            m++;
+        }
+    }
+    qsort(k, (size_t)m, 2 * sizeof *k, cmp_u64); /* compares the key word, the first of each pair */
+    t->a = malloc((size_t)(m + 1) * sizeof *t->a), t->b = malloc((size_t)(m + 1) * sizeof *t->b);
+    t->f0 = malloc((size_t)(m + 1) * sizeof *t->f0), t->f1 = malloc((size_t)(m + 1) * sizeof *t->f1);
+    t->nfc = malloc((size_t)(m + 1) * sizeof *t->nfc);
+    t->vadj_off = calloc((size_t)w->nv + 1, sizeof *t->vadj_off);
+    t->vf_off = calloc((size_t)w->nv + 1, sizeof *t->vf_off);
+    if (!t->a || !t->b || !t->f0 || !t->f1 || !t->nfc || !t->vadj_off || !t->vf_off) goto fail;
+    int64_t ne = 0;
+    for (int64_t i = 0; i < m;) {
+        int64_t j = i;
+        while (j < m && k[2 * j] == k[2 * i]) j++;
+        t->a[ne] = (int32_t)(k[2 * i] >> 32), t->b[ne] = (int32_t)(k[2 * i] & 0xffffffffu);
+        t->f0[ne] = (int32_t)k[2 * i + 1], t->f1[ne] = j - i > 1 ? (int32_t)k[2 * i + 3] : -1;
+        t->nfc[ne] = (int32_t)(j - i);
+        ne++;
+        i = j;
+    }
+    t->ne = ne;
+    for (int64_t e = 0; e < ne; e++) t->vadj_off[t->a[e] + 1]++, t->vadj_off[t->b[e] + 1]++;
+    for (int64_t v = 0; v < w->nv; v++) t->vadj_off[v + 1] += t->vadj_off[v];
+    t->vadj = malloc((size_t)(2 * ne + 1) * sizeof *t->vadj);
+    int64_t *fill = malloc((size_t)(w->nv + 1) * sizeof *fill);
+    if (!t->vadj || !fill) { free(fill); goto fail; }
+    memcpy(fill, t->vadj_off, (size_t)w->nv * sizeof *fill);
+    for (int64_t e = 0; e < ne; e++) t->vadj[fill[t->a[e]]++] = t->b[e], t->vadj[fill[t->b[e]]++] = t->a[e];
+    for (int64_t v = 0; v < w->nv; v++)
+        qsort(t->vadj + t->vadj_off[v], (size_t)(t->vadj_off[v + 1] - t->vadj_off[v]), sizeof(int32_t), cmp_i32);
+    for (int64_t i = 0; i < w->nf; i++)
+        if (w->falive[i])
+            for (int c = 0; c < 3; c++) t->vf_off[w->f[3 * i + c] + 1]++;
+    for (int64_t v = 0; v < w->nv; v++) t->vf_off[v + 1] += t->vf_off[v];
+    t->vf = malloc((size_t)(3 * nfa + 1) * sizeof *t->vf);
+    if (!t->vf) { free(fill); goto fail; }
+    memcpy(fill, t->vf_off, (size_t)w->nv * sizeof *fill);
+    for (int64_t i = 0; i < w->nf; i++)
+        if (w->falive[i])
+            for (int c = 0; c < 3; c++) t->vf[fill[w->f[3 * i + c]]++] = (int32_t)i;
+    free(fill);
+    free(k);
+    return 0;
+fail:
+    free(k);
+    topo_free(t);
+    return -1;
+}
+
+/* the vertex of face fi that is neither a nor b */
+static int32_t opposite(const Work *w, int32_t fi, int32_t a, int32_t b) {
+    for (int c = 0; c < 3; c++) {
+        int32_t v = w->f[3 * fi + c];
+        if (v != a && v != b) return v;
+    }
+    return -1;
+}
+
+/* link condition for collapsing edge e: the common neighbors of a and b are exactly the
+ * vertices opposite e in its (two) faces */
+static bool link_ok(const Work *w, const Topo *t, int64_t e) {
+    if (t->nfc[e] != 2) return false;
+    int32_t a = t->a[e], b = t->b[e];
+    int32_t o0 = opposite(w, t->f0[e], a, b), o1 = opposite(w, t->f1[e], a, b);
+    const int32_t *na = t->vadj + t->vadj_off[a], *nb = t->vadj + t->vadj_off[b];
+    int64_t la = t->vadj_off[a + 1] - t->vadj_off[a], lb = t->vadj_off[b + 1] - t->vadj_off[b];
+    int64_t i = 0, j = 0, common = 0;
+    while (i < la && j < lb) {
+        if (na[i] < nb[j]) i++;
+        else if (na[i] > nb[j]) j++;
+        else {
+            if (na[i] != o0 && na[i] != o1) return false;
+            common++, i++, j++;
+        }
+    }
+    /* a tetrahedron-like closed piece (both have exactly three neighbors) would collapse to a
+     * flat double triangle; refuse it too */
+    if (la <= 3 || lb <= 3) return false;
+    return common == 2;
+}
+
+/* merges b into a (a survives); faces holding both die. Uses t's face lists of b (current as
+ * long as the caller touches no vertex twice in a pass). Died faces' edges go to *ge when ge. */
+static void collapse(Work *w, const Topo *t, int32_t a, int32_t b, int32_t **ge, int64_t *nge, int64_t *cge,
+                     bool midpoint) {
+    for (int64_t q = t->vf_off[b]; q < t->vf_off[b + 1]; q++) {
+        int32_t fi = t->vf[q];
+        if (!w->falive[fi]) continue;
+        int32_t *F = w->f + 3 * fi;
+        bool has_a = F[0] == a || F[1] == a || F[2] == a;
+        if (has_a) {
+            w->falive[fi] = 0;
+            if (ge) {
+                if (*nge + 3 > *cge) {
+                    int64_t c = *cge * 2 + 64;
+                    int32_t *g = realloc(*ge, (size_t)c * 2 * sizeof *g);
+                    if (!g) continue; /* an edge lost only if out of memory; checked by caller via counts */
+                    *ge = g, *cge = c;
+                }
+                for (int c = 0; c < 3; c++) {
+                    (*ge)[2 * *nge] = F[c], (*ge)[2 * *nge + 1] = F[(c + 1) % 3];
+                    (*nge)++;
+                }
+            }
+        } else {
+            for (int c = 0; c < 3; c++)
+                if (F[c] == b) F[c] = a;
+        }
+    }
+    double ma = w->mass[a], mb = w->mass[b];
+    if (w->fixed[b] && !w->fixed[a]) memcpy(w->x + 3 * a, w->x + 3 * b, 3 * sizeof(double));
+    else if (!w->fixed[a] || !w->fixed[b]) {
+        for (int c = 0; c < 3; c++)
+            w->x[3 * a + c] = midpoint ? 0.5 * (w->x[3 * a + c] + w->x[3 * b + c])
+                                       : (ma * w->x[3 * a + c] + mb * w->x[3 * b + c]) / (ma + mb);
+    }
+    if (!w->has_pole[a] && w->has_pole[b]) {
+        memcpy(w->pole + 3 * a, w->pole + 3 * b, 3 * sizeof(double));
+        w->has_pole[a] = 1;
+    }
+    w->fixed[a] |= w->fixed[b];
+    w->mass[a] = ma + mb;
+    w->parent[b] = a;
+}
+
+static void mark_ring(const Topo *t, uint8_t *dirty, int32_t v) {
+    dirty[v] = 1;
+    for (int64_t q = t->vadj_off[v]; q < t->vadj_off[v + 1]; q++) dirty[t->vadj[q]] = 1;
+}
+
+/* one pass of short-edge collapse with the link condition; degenerate vertices get fixed.
+ * Returns collapses done, -1 on allocation failure. */
+static int64_t collapse_pass(Work *w, double min_len) {
+    Topo t;
+    if (topo_build(w, &t)) return -1;
+    uint8_t *dirty = calloc((size_t)w->nv, 1);
+    if (!dirty) { topo_free(&t); return -1; }
+    int64_t done = 0;
+    for (int64_t e = 0; e < t.ne; e++) {
+        int32_t a = t.a[e], b = t.b[e];
+        if (dirty[a] || dirty[b]) continue;
+        if (dist3(w->x + 3 * a, w->x + 3 * b) >= min_len) continue;
+        if (w->fixed[a] && w->fixed[b]) continue;
+        if (!link_ok(w, &t, e)) {
+            /* short but not collapsible: the surface is a curve here */
+            w->fixed[a] = w->fixed[b] = 1;
+            continue;
+        }
+        mark_ring(&t, dirty, a), mark_ring(&t, dirty, b);
+        collapse(w, &t, a, b, NULL, NULL, NULL, true);
+        done++;
+    }
+    free(dirty);
+    topo_free(&t);
+    return done;
+}
+
+/* splits obtuse triangles at the foot of the obtuse vertex; returns splits, -1 on failure */
+static int64_t split_pass(Work *w, double max_angle_rad, double min_len) {
+    Topo t;
+    if (topo_build(w, &t)) return -1;
+    double cmax = cos(max_angle_rad);
+    uint8_t *ftouched = calloc((size_t)w->nf + 1, 1);
+    if (!ftouched) { topo_free(&t); return -1; }
+    int64_t done = 0, nf0 = w->nf;
+    for (int64_t e = 0; e < t.ne; e++) {
+        if (t.nfc[e] != 2) continue;
+        int32_t a = t.a[e], b = t.b[e], f0 = t.f0[e], f1 = t.f1[e];
+        if (ftouched[f0] || ftouched[f1]) continue;
+        /* an edge between two skeletal (fixed) vertices is part of the curve already */
+        if (w->fixed[a] && w->fixed[b]) continue;
+        int32_t sel = -1;
+        double tt = 0;
+        for (int s = 0; s < 2 && sel < 0; s++) {
+            int32_t fi = s ? f1 : f0, c = opposite(w, fi, a, b);
+            const double *pa = w->x + 3 * a, *pb = w->x + 3 * b, *pc = w->x + 3 * c;
+            double u[3], v[3], d[3], uu = 0, vv = 0, uv = 0, dd = 0, du = 0;
+            for (int k = 0; k < 3; k++) {
+                u[k] = pa[k] - pc[k], v[k] = pb[k] - pc[k], d[k] = pb[k] - pa[k];
+                uu += u[k] * u[k], vv += v[k] * v[k], uv += u[k] * v[k], dd += d[k] * d[k];
+                du += d[k] * (pc[k] - pa[k]);
+            }
+            if (uu <= 0 || vv <= 0 || dd <= 0) continue;
+            if (uv / sqrt(uu * vv) < cmax) {
+                double r = du / dd;
+                /* a foot too close to an end would only make a short edge to collapse again */
+                if (r * sqrt(dd) < min_len || (1 - r) * sqrt(dd) < min_len) continue;
+                sel = c, tt = r;
+            }
+        }
+        if (sel < 0) continue;
+        if (work_growv(w, w->nv + 1) || work_growf(w, w->nf + 2)) {
+            free(ftouched), topo_free(&t);
+            return -1;
+        }
+        int32_t p = (int32_t)w->nv++;
+        for (int k = 0; k < 3; k++) {
+            w->x[3 * p + k] = (1 - tt) * w->x[3 * a + k] + tt * w->x[3 * b + k];
+            w->pole[3 * p + k] = (1 - tt) * w->pole[3 * a + k] + tt * w->pole[3 * b + k];
+        }
+        w->has_pole[p] = w->has_pole[a] && w->has_pole[b];
+        /* a small mass: a node made only of split vertices still gets a position, and one with input
+         * vertices is placed by them */
+        w->fixed[p] = 0, w->mass[p] = 1e-3, w->parent[p] = p;
+        int32_t fs[2] = {f0, f1};
+        for (int s = 0; s < 2; s++) {
+            int32_t fi = fs[s], nf = (int32_t)w->nf++;
+            memcpy(w->f + 3 * nf, w->f + 3 * fi, 3 * sizeof(int32_t));
+            w->falive[nf] = 1;
+            for (int c = 0; c < 3; c++) {
+                if (w->f[3 * fi + c] == b) w->f[3 * fi + c] = p;
+                if (w->f[3 * nf + c] == a) w->f[3 * nf + c] = p;
+            }
+            ftouched[fi] = 1;
+        }
+        done++;
+    }
+    (void)nf0;
+    free(ftouched);
+    topo_free(&t);
+    return done;
+}
+
+/* ---- contraction solve ------------------------------------------------------------------------ */
+
+static double cot_at(const double *o, const double *p, const double *q) {
+    double u[3] = {p[0] - o[0], p[1] - o[1], p[2] - o[2]}, v[3] = {q[0] - o[0], q[1] - o[1], q[2] - o[2]};
+    double d = u[0] * v[0] + u[1] * v[1] + u[2] * v[2];
+    double c[3] = {u[1] * v[2] - u[2] * v[1], u[2] * v[0] - u[0] * v[2], u[0] * v[1] - u[1] * v[0]};
+    double s = sqrt(c[0] * c[0] + c[1] * c[1] + c[2] * c[2]);
+    double r = s > 1e-300 ? d / s : 1e3;
+    return r > 1e2 ? 1e2 : r < 0 ? 0 : r;
+}
+
+static int contract(Work *w, const SbSkelOptions *o, cholmod_common *cm, char *err, size_t errlen) {
+    Topo t;
+    if (topo_build(w, &t)) return seterr(err, errlen, "skeleton: out of memory"), -1;
+    int64_t nv = w->nv;
+    /* the active vertices (on some alive face) get consecutive indices */
+    int32_t *idx = malloc((size_t)nv * sizeof *idx);
+    if (!idx) return topo_free(&t), seterr(err, errlen, "skeleton: out of memory"), -1;
+    int64_t n = 0;
+    for (int64_t v = 0; v < nv; v++) idx[v] = t.vf_off[v + 1] > t.vf_off[v] ? (int32_t)n++ : -1;
+    cholmod_triplet *T = cholmod_allocate_triplet((size_t)n, (size_t)n, (size_t)(n + 2 * t.ne), 0, CHOLMOD_REAL, cm);
+    cholmod_triplet *D = cholmod_allocate_triplet((size_t)n, (size_t)n, (size_t)n, 0, CHOLMOD_REAL, cm);
+    cholmod_dense *B = cholmod_zeros((size_t)n, 3, CHOLMOD_REAL, cm);
+    double *diag = calloc((size_t)n + 1, sizeof *diag);
+    int rc = -1;
+    cholmod_sparse *Mt = NULL, *A = NULL, *Ds = NULL, *S = NULL, *Su = NULL;
+    cholmod_factor *L = NULL;
+    cholmod_dense *X = NULL;
+    if (!T || !D || !B || !diag) goto done;
+    int32_t *Ti = T->i, *Tj = T->j;
+    double *Tx = T->x;
+    int64_t nz = 0;
+    /* Mt = transpose of the Laplacian with fixed rows removed: column j holds row j of L */
+    for (int64_t e = 0; e < t.ne; e++) {
+        int32_t a = t.a[e], b = t.b[e];
+        double wgt = 0;
+        for (int s = 0; s < 2; s++) {
+            int32_t fi = s ? t.f1[e] : t.f0[e];
+            if (fi < 0) continue;
+            int32_t c = opposite(w, fi, a, b);
+            if (c >= 0) wgt += 0.5 * cot_at(w->x + 3 * c, w->x + 3 * a, w->x + 3 * b);
+        }
+        int32_t ia = idx[a], ib = idx[b];
+        if (!w->fixed[a]) Ti[nz] = ib, Tj[nz] = ia, Tx[nz] = wgt, nz++, diag[ia] -= wgt;
+        if (!w->fixed[b]) Ti[nz] = ia, Tj[nz] = ib, Tx[nz] = wgt, nz++, diag[ib] -= wgt;
+    }
+    for (int64_t v = 0; v < nv; v++)
+        if (idx[v] >= 0 && !w->fixed[v]) Ti[nz] = idx[v], Tj[nz] = idx[v], Tx[nz] = diag[idx[v]], nz++;
+    T->nnz = (size_t)nz;
+    int32_t *Di = D->i, *Dj = D->j;
+    double *Dx = D->x, *Bx = B->x;
+    for (int64_t v = 0; v < nv; v++) {
+        int32_t i = idx[v];
+        if (i < 0) continue;
+        double wd, wp = 0;
+        if (w->fixed[v]) wd = 1e8;
+        else {
+            wd = o->w_h * o->w_h;
+            if (w->has_pole[v]) wp = o->w_m * o->w_m;
+        }
+        Di[i] = Dj[i] = i, Dx[i] = wd + wp;
+        for (int c = 0; c < 3; c++) Bx[i + c * n] = wd * w->x[3 * v + c] + (wp > 0 ? wp * w->pole[3 * v + c] : 0);
+    }
+    D->nnz = (size_t)n;
+    Mt = cholmod_triplet_to_sparse(T, 0, cm);
+    Ds = cholmod_triplet_to_sparse(D, 0, cm);
+    if (!Mt || !Ds) goto done;
+    A = cholmod_aat(Mt, NULL, 0, 1, cm); /* Mt Mtᵀ = LᵀL over the free rows */
+    if (!A) goto done;
+    double one[2] = {1, 0};
+    S = cholmod_add(A, Ds, one, one, 1, 1, cm);
+    if (!S) goto done;
+    Su = cholmod_copy(S, 1, 1, cm); /* symmetric, upper part */
+    if (!Su) goto done;
+    L = cholmod_analyze(Su, cm);
+    if (!L || !cholmod_factorize(Su, L, cm) || cm->status != CHOLMOD_OK) goto done;
+    X = cholmod_solve(CHOLMOD_A, L, B, cm);
+    if (!X) goto done;
+    const double *Xx = X->x;
+    for (int64_t v = 0; v < nv; v++)
+        if (idx[v] >= 0 && !w->fixed[v])
+            for (int c = 0; c < 3; c++) w->x[3 * v + c] = Xx[idx[v] + c * n];
+    rc = 0;
+done:
+    if (rc) seterr(err, errlen, "skeleton: the contraction solve failed (CHOLMOD status %d)", cm->status);
+    cholmod_free_triplet(&T, cm), cholmod_free_triplet(&D, cm), cholmod_free_dense(&B, cm);
+    cholmod_free_sparse(&Mt, cm), cholmod_free_sparse(&Ds, cm), cholmod_free_sparse(&A, cm);
+    cholmod_free_sparse(&S, cm), cholmod_free_sparse(&Su, cm), cholmod_free_factor(&L, cm);
+    cholmod_free_dense(&X, cm);
+    free(diag), free(idx);
+    topo_free(&t);
+    return rc;
+}
+
+/* ---- medial poles --------------------------------------------------------------------------- */
+
+/* Möller–Trumbore; the distance along d to the triangle, or INFINITY */
+static double ray_tri(const double *o, const double *d, const double *a, const double *b, const double *c) {
+    double e1[3] = {b[0] - a[0], b[1] - a[1], b[2] - a[2]}, e2[3] = {c[0] - a[0], c[1] - a[1], c[2] - a[2]};
+    double p[3] = {d[1] * e2[2] - d[2] * e2[1], d[2] * e2[0] - d[0] * e2[2], d[0] * e2[1] - d[1] * e2[0]};
+    double det = e1[0] * p[0] + e1[1] * p[1] + e1[2] * p[2];
+    if (fabs(det) < 1e-300) return INFINITY;
+    double inv = 1.0 / det, s[3] = {o[0] - a[0], o[1] - a[1], o[2] - a[2]};
+    double u = (s[0] * p[0] + s[1] * p[1] + s[2] * p[2]) * inv;
+    if (u < -1e-9 || u > 1 + 1e-9) return INFINITY; /* a ray through an edge hits one of its faces */
+    double q[3] = {s[1] * e1[2] - s[2] * e1[1], s[2] * e1[0] - s[0] * e1[2], s[0] * e1[1] - s[1] * e1[0]};
+    double v = (d[0] * q[0] + d[1] * q[1] + d[2] * q[2]) * inv;
+    if (v < -1e-9 || u + v > 1 + 1e-9) return INFINITY;
+    double tt = (e2[0] * q[0] + e2[1] * q[1] + e2[2] * q[2]) * inv;
+    return tt > 0 ? tt : INFINITY;
+}
+
+static void compute_poles(Work *w, double eps) {
+    int64_t nv = w->nv, nf = w->nf;
+    double *vn = calloc((size_t)nv * 3, sizeof *vn);
+    if (!vn) {
+        memset(w->has_pole, 0, (size_t)nv);
+        return;
+    }
+    for (int64_t i = 0; i < nf; i++) {
+        const int32_t *F = w->f + 3 * i;
+        double n[3];
+        tri_normal(w->x + 3 * F[0], w->x + 3 * F[1], w->x + 3 * F[2], n);
+        for (int c = 0; c < 3; c++)
+            for (int k = 0; k < 3; k++) vn[3 * F[c] + k] += n[k];
+    }
+#pragma omp parallel for schedule(dynamic, 64)
+    for (int64_t v = 0; v < nv; v++) {
+        double *n = vn + 3 * v, l = sqrt(n[0] * n[0] + n[1] * n[1] + n[2] * n[2]);
+        w->has_pole[v] = 0;
+        if (l <= 0) continue;
+        double d[3] = {-n[0] / l, -n[1] / l, -n[2] / l};
+        double o[3] = {w->x[3 * v] + eps * d[0], w->x[3 * v + 1] + eps * d[1], w->x[3 * v + 2] + eps * d[2]};
+        double best = INFINITY;
+        for (int64_t i = 0; i < nf; i++) {
+            const int32_t *F = w->f + 3 * i;
+            if (F[0] == v || F[1] == v || F[2] == v) continue;
+            double tt = ray_tri(o, d, w->x + 3 * F[0], w->x + 3 * F[1], w->x + 3 * F[2]);
+            if (tt < best) best = tt;
+        }
+        if (!isfinite(best)) continue;
+        double h = 0.5 * (best + eps);
+        for (int k = 0; k < 3; k++) w->pole[3 * v + k] = w->x[3 * v + k] + h * d[k];
+        w->has_pole[v] = 1;
+    }
+    free(vn);
+}
+
+/* ---- the whole thing ------------------------------------------------------------------------ */
+
+int sb_skeleton_mcf(const DsMesh *m, const SbSkelOptions *opt, SbSkeleton *out, char *err, size_t errlen) {
+    memset(out, 0, sizeof *out);
+    SbSkelOptions o;
+    if (opt) o = *opt;
+    else sb_skel_defaults(&o);
+    if (!m || m->nv < 4 || m->nf < 4 || m->nv > INT32_MAX / 4)
+        return seterr(err, errlen, "skeleton: need a closed mesh of at least 4 vertices and faces"), -1;
+    for (int64_t i = 0; i < 3 * m->nf; i++)
+        if (m->f[i] < 0 || m->f[i] >= m->nv) return seterr(err, errlen, "skeleton: face index out of range"), -1;
+    /* the contraction and the poles need inside and outside: a closed, edge-manifold, oriented
+     * surface (an open or polygon-soup mesh gives a meaningless "skeleton") */
+    DsMeshCheck mc;
+    if (ds_mesh_check(m, &mc)) return seterr(err, errlen, "skeleton: out of memory"), -1;
+    if (!mc.watertight || !mc.oriented)
+        return seterr(err, errlen,
+                      "skeleton: the mesh is not closed and consistently oriented (%lld boundary, %lld non-manifold, "
+                      "%lld misoriented edges)",
+                      (long long)mc.boundary_edges, (long long)mc.nonmanifold_edges, (long long)mc.misoriented_edges),
+               -1;
+    Work w = {0};
+    if (work_growv(&w, m->nv * 2) || work_growf(&w, m->nf * 2)) {
+        work_free(&w);
+        return seterr(err, errlen, "skeleton: out of memory"), -1;
+    }
+    w.nv = m->nv, w.nf = m->nf;
+    double lo[3] = {DBL_MAX, DBL_MAX, DBL_MAX}, hi[3] = {-DBL_MAX, -DBL_MAX, -DBL_MAX};
+    for (int64_t v = 0; v < m->nv; v++) {
+        for (int k = 0; k < 3; k++) {
+            w.x[3 * v + k] = m->v[3 * v + k];
+            if (w.x[3 * v + k] < lo[k]) lo[k] = w.x[3 * v + k];
+            if (w.x[3 * v + k] > hi[k]) hi[k] = w.x[3 * v + k];
+        }
+        w.fixed[v] = 0, w.mass[v] = 1, w.parent[v] = (int32_t)v;
+    }
+    memcpy(w.f, m->f, (size_t)m->nf * 3 * sizeof(int32_t));
+    memset(w.falive, 1, (size_t)m->nf);
+    for (int64_t i = 0; i < m->nf; i++) {
+        const int32_t *F = m->f + 3 * i;
+        if (F[0] == F[1] || F[1] == F[2] || F[0] == F[2]) w.falive[i] = 0;
+    }
+    double diag = sqrt((hi[0] - lo[0]) * (hi[0] - lo[0]) + (hi[1] - lo[1]) * (hi[1] - lo[1]) +
+                       (hi[2] - lo[2]) * (hi[2] - lo[2]));
+    double min_len = o.min_edge_rel * diag;
+    double cen[3] = {0, 0, 0};
+    for (int64_t v = 0; v < m->nv; v++)
+        for (int k = 0; k < 3; k++) cen[k] += w.x[3 * v + k] / (double)m->nv;
+    if (o.w_m > 0) compute_poles(&w, 1e-6 * diag);
+    else memset(w.has_pole, 0, (size_t)w.nv);
+    double A0 = work_area(&w), V0 = work_volume(&w), Aprev = A0;
+    cholmod_common cm;
+    cholmod_start(&cm);
+    cm.print = 0;
+    int rc = -1, it = 0;
+    for (it = 0; it < o.max_iter; it++) {
+        if (contract(&w, &o, &cm, err, errlen)) goto out;
+        for (int pass = 0; pass < 20; pass++) {
+            int64_t c = collapse_pass(&w, min_len);
+            if (c < 0) goto oom;
+            if (c == 0) break;
+        }
+        if (split_pass(&w, o.max_angle_deg * M_PI / 180.0, min_len) < 0) goto oom;
+        double A = work_area(&w);
+        double V = work_volume(&w);
+        if (fabs(A - Aprev) / A0 < o.area_tol || V / V0 < o.vol_tol) {
+            it++;
+            break;
+        }
+        Aprev = A;
+    }
+    out->iterations = it;
+    out->area_ratio = work_area(&w) / A0;
+    out->volume_ratio = work_volume(&w) / V0;
+    for (int64_t v = 0; v < w.nv; v++) out->fixed += w.fixed[v] && w.parent[v] == v;
+    /* the curve graph: collapse every remaining face, shortest edge first */
+    int32_t *ge = NULL;
+    int64_t nge = 0, cge = 0;
+    for (;;) {
+        Topo t;
+        if (topo_build(&w, &t)) goto oom;
+        if (t.ne == 0) { topo_free(&t); break; }
+        double *len = malloc((size_t)t.ne * sizeof *len);
+        int64_t *ord = malloc((size_t)t.ne * sizeof *ord);
+        uint8_t *dirty = calloc((size_t)w.nv, 1);
+        if (!len || !ord || !dirty) {
+            free(len), free(ord), free(dirty), topo_free(&t), free(ge);
+            goto oom;
+        }
+        /* sort edges by length (pack the length's bits, non-negative doubles sort as integers) */
+        uint64_t *key = malloc((size_t)t.ne * 2 * sizeof *key);
+        if (!key) {
+            free(len), free(ord), free(dirty), topo_free(&t), free(ge);
+            goto oom;
+        }
+        for (int64_t e = 0; e < t.ne; e++) {
+            double l = dist3(w.x + 3 * t.a[e], w.x + 3 * t.b[e]);
+            memcpy(&key[2 * e], &l, sizeof l);
+            key[2 * e + 1] = (uint64_t)e;
+        }
+        qsort(key, (size_t)t.ne, 2 * sizeof *key, cmp_u64);
+        int64_t done = 0;
+        for (int64_t q = 0; q < t.ne; q++) {
+            int64_t e = (int64_t)key[2 * q + 1];
+            int32_t a = t.a[e], b = t.b[e];
+            if (dirty[a] || dirty[b]) continue;
+            mark_ring(&t, dirty, a), mark_ring(&t, dirty, b);
+            int64_t before = nge;
+            collapse(&w, &t, a, b, &ge, &nge, &cge, false);
+            (void)before;
+            done++;
+        }
+        free(key), free(len), free(ord), free(dirty);
+        topo_free(&t);
+        if (!done) break;
+    }
+    /* nodes: the union-find roots reached from input vertices and from graph edges */
+    int32_t *nid = malloc((size_t)w.nv * sizeof *nid);
+    if (!nid) { free(ge); goto oom; }
+    for (int64_t v = 0; v < w.nv; v++) nid[v] = -1;
+    int64_t nn = 0;
+    for (int64_t v = 0; v < m->nv; v++) {
+        int32_t r = uf_find(w.parent, (int32_t)v);
+        if (nid[r] < 0) nid[r] = (int32_t)nn++;
+    }
+    for (int64_t i = 0; i < 2 * nge; i++) {
+        int32_t r = uf_find(w.parent, ge[i]);
+        if (nid[r] < 0) nid[r] = (int32_t)nn++;
+    }
+    out->nnodes = nn;
+    out->nsurf = m->nv;
+    out->diag = diag;
+    for (int k = 0; k < 3; k++) out->centroid[k] = (float)cen[k];
+    out->nodes = malloc((size_t)(nn + 1) * 3 * sizeof(float));
+    out->corr = malloc((size_t)m->nv * sizeof(int32_t));
+    uint64_t *ek = malloc((size_t)(nge + 1) * sizeof *ek);
+    if (!out->nodes || !out->corr || !ek) {
+        free(nid), free(ge), free(ek);
+        goto oom;
+    }
+    for (int64_t v = 0; v < w.nv; v++)
+        if (w.parent[v] == v && nid[v] >= 0)
+            for (int k = 0; k < 3; k++) out->nodes[3 * nid[v] + k] = (float)w.x[3 * v + k];
+    for (int64_t v = 0; v < m->nv; v++) out->corr[v] = nid[uf_find(w.parent, (int32_t)v)];
+    int64_t ne = 0;
+    for (int64_t i = 0; i < nge; i++) {
+        uint32_t a = (uint32_t)nid[uf_find(w.parent, ge[2 * i])], b = (uint32_t)nid[uf_find(w.parent, ge[2 * i + 1])];
+        if (a == b) continue;
+        if (a > b) { uint32_t s = a; a = b; b = s; }
+        ek[ne++] = ((uint64_t)a << 32) | b;
+    }
+    qsort(ek, (size_t)ne, sizeof *ek, cmp_u64);
+    int64_t u = 0;
+    for (int64_t i = 0; i < ne; i++)
+        if (!u || ek[i] != ek[u - 1]) ek[u++] = ek[i];
+    out->edges = malloc((size_t)(u + 1) * 2 * sizeof(int32_t));
+    if (!out->edges) {
+        free(nid), free(ge), free(ek);
+        goto oom;
+    }
+    for (int64_t i = 0; i < u; i++)
+        out->edges[2 * i] = (int32_t)(ek[i] >> 32), out->edges[2 * i + 1] = (int32_t)(ek[i] & 0xffffffffu);
+    out->nedges = u;
+    free(nid), free(ge), free(ek);
+    rc = 0;
+    goto out;
+oom:
+    seterr(err, errlen, "skeleton: out of memory");
+out:
+    cholmod_finish(&cm);
+    work_free(&w);
+    if (rc) sb_skeleton_free(out);
+    return rc;
+}
+
+int sb_skeleton_components(const SbSkeleton *s, int64_t *cycles) {
+    int32_t *p = malloc((size_t)(s->nnodes + 1) * sizeof *p);
+    if (!p) return -1;
+    for (int64_t i = 0; i < s->nnodes; i++) p[i] = (int32_t)i;
+    int64_t comps = s->nnodes;
+    for (int64_t e = 0; e < s->nedges; e++) {
+        int32_t a = uf_find(p, s->edges[2 * e]), b = uf_find(p, s->edges[2 * e + 1]);
+        if (a != b) p[a] = b, comps--;
+    }
+    free(p);
+    if (cycles) *cycles = s->nedges - s->nnodes + comps;
+    return (int)comps;
+}
+
+int sb_skeleton_to_mesh(const SbSkeleton *s, float r, const float rgb[3], const DsMesh *shape, const float shape_rgb[3],
+                        DsMesh *out) {
+    memset(out, 0, sizeof *out);
+    int64_t sv = shape ? shape->nv : 0, sf = shape ? shape->nf : 0;
+    int64_t nv = sv + 8 * s->nedges, nf = sf + 12 * s->nedges;
+    out->v = malloc((size_t)(nv + 1) * 3 * sizeof(float));
+    out->color = malloc((size_t)(nv + 1) * 3 * sizeof(float));
+    out->f = malloc((size_t)(nf + 1) * 3 * sizeof(int32_t));
+    if (!out->v || !out->color || !out->f) {
+        ds_mesh_free(out);
+        return -1;
+    }
+    out->nv = nv, out->nf = nf;
+    if (shape) {
+        memcpy(out->v, shape->v, (size_t)sv * 3 * sizeof(float));
+        memcpy(out->f, shape->f, (size_t)sf * 3 * sizeof(int32_t));
+        for (int64_t v = 0; v < sv; v++) memcpy(out->color + 3 * v, shape_rgb, 3 * sizeof(float));
+    }
+    /* a box around each segment: two squares of side 2r perpendicular to it, joined */
+    static const int32_t quads[6][4] = {{0, 1, 2, 3}, {7, 6, 5, 4}, {0, 4, 5, 1}, {1, 5, 6, 2}, {2, 6, 7, 3}, {3, 7, 4, 0}};
+    for (int64_t e = 0; e < s->nedges; e++) {
+        const float *a = s->nodes + 3 * s->edges[2 * e], *b = s->nodes + 3 * s->edges[2 * e + 1];
+        float d[3] = {b[0] - a[0], b[1] - a[1], b[2] - a[2]};
+        float l = sqrtf(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]);
+        if (l <= 0) l = 1, d[0] = 1, d[1] = d[2] = 0;
+        for (int k = 0; k < 3; k++) d[k] /= l;
+        float h[3] = {fabsf(d[0]) < 0.9f ? 1.f : 0.f, fabsf(d[0]) < 0.9f ? 0.f : 1.f, 0};
+        float u[3] = {d[1] * h[2] - d[2] * h[1], d[2] * h[0] - d[0] * h[2], d[0] * h[1] - d[1] * h[0]};
+        float ul = sqrtf(u[0] * u[0] + u[1] * u[1] + u[2] * u[2]);
+        for (int k = 0; k < 3; k++) u[k] /= ul;
+        float v[3] = {d[1] * u[2] - d[2] * u[1], d[2] * u[0] - d[0] * u[2], d[0] * u[1] - d[1] * u[0]};
+        int64_t base = sv + 8 * e;
+        static const float cs[4][2] = {{1, 1}, {-1, 1}, {-1, -1}, {1, -1}};
+        for (int end = 0; end < 2; end++)
+            for (int c = 0; c < 4; c++) {
+                const float *p = end ? b : a;
+                float *o = out->v + 3 * (base + 4 * end + c);
+                for (int k = 0; k < 3; k++) o[k] = p[k] + r * (cs[c][0] * u[k] + cs[c][1] * v[k]);
+                memcpy(out->color + 3 * (base + 4 * end + c), rgb, 3 * sizeof(float));
+            }
+        int32_t *F = out->f + 3 * (sf + 12 * e);
+        for (int q = 0; q < 6; q++) {
+            int32_t i0 = (int32_t)base + quads[q][0], i1 = (int32_t)base + quads[q][1];
+            int32_t i2 = (int32_t)base + quads[q][2], i3 = (int32_t)base + quads[q][3];
+            F[6 * q + 0] = i0, F[6 * q + 1] = i1, F[6 * q + 2] = i2;
+            F[6 * q + 3] = i0, F[6 * q + 4] = i2, F[6 * q + 5] = i3;
+        }
+    }
+    return 0;
+}

@@ -1,0 +1,82 @@
+/* models/skelebones/skeleton.h — the mean curvature skeleton (Tagliasacchi, Alhashim, Olson, Zhang,
+ * "Mean Curvature Skeletons", SGP 2012) of a closed triangle mesh: a curve graph inside the shape
+ * whose nodes remember which surface vertices collapsed into them (GaussiAnimate §4.1, notes §6).
+ *
+ * Input route for Gaussians: they have no mesh, so the caller meshes their density — evaluate
+ * the canonical Gaussians' summed density on a grid, take a level set with
+ * datasets/geometry/marching_cubes.c (ds_marching_cubes), which is watertight, edge-manifold and
+ * outward by construction. We take this route, not the point-cloud contraction of Cao et al.
+ * 2010, because the contraction below needs a manifold with a cotangent Laplacian and inside /
+ * outside (for the medial poles), which marching cubes gives directly and a kNN graph does not;
+ * the correspondences then go from Gaussians to their nearest mesh vertex.
+ *
+ * Algorithm (one iteration; w_H, w_M as in the paper and CGAL):
+ *   1. contraction: x = argmin ‖L x‖² + w_H² ‖x − x^t‖² + w_M² ‖x − π‖² per coordinate, L the
+ *      cotangent Laplacian of the current mesh (weights ½(cot α + cot β), each cot clamped to
+ *      [0, 100]: obtuse angles give no negative weights and slivers cannot blow up the system), π the vertex's medial pole; fixed vertices have no
+ *      L row and are pinned (weight 1e4). Normal equations LᵀL + diag(...) are SPD and are
+ *      solved with CHOLMOD (supernodal Cholesky), as sim/fem.c does.
+ *   2. edge collapse of edges shorter than min_edge (default 0.002 × bbox diagonal) when the
+ *      link condition holds (the mesh stays a 2-manifold); the kept vertex goes to the midpoint.
+ *   3. degenerate vertices: a short edge whose collapse the link condition refuses means the
+ *      surface there has already thinned into a curve (a tube pinched to a triangle ring); both
+ *      its vertices become fixed, which is the paper's criterion for a vertex that is skeletal.
+ *   4. split of obtuse triangles (angle > max_angle, default 110°) at the projection of the
+ *      obtuse vertex onto the opposite edge (both faces of that edge are split), which keeps
+ *      the cotangent weights positive.
+ *   Stops when the surface area changes by less than area_tol (relative to the original area)
+ *   between iterations, when the enclosed volume falls below vol_tol × the original, or after
+ *   max_iter iterations. Then the curve graph: the remaining faces are collapsed shortest edge
+ *   first with no link condition; edges left without faces are the skeleton's edges. Nodes sit at
+ *   the mass-weighted mean of the contracted vertices merged into them.
+ *
+ * Medial poles: not the Voronoi poles of the paper (they need a 3D Delaunay tetrahedralization);
+ * instead each vertex casts a ray along its inward normal and the pole is the midpoint to the
+ * first surface hit — the centre of the largest ball touching the surface there along the
+ * normal, which equals the Voronoi pole on tubes and blobs and is robust to noise in the
+ * normal. Vertices whose ray misses (open or inverted meshes) get no pole term. The ray test is
+ * brute force over the faces (OpenMP), O(V·F): fine for the few-thousand-vertex meshes here.
+ *
+ * Sizes: the mesh has nv vertices; corr has nv entries; nodes nnodes × 3; edges nedges × 2. */
+#ifndef ANIMA_MODELS_SKELEBONES_SKELETON_H
+#define ANIMA_MODELS_SKELEBONES_SKELETON_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "datasets/mesh/mesh.h"
+
+typedef struct {
+    double w_h;          /* velocity / quality trade-off (0.1) */
+    double w_m;          /* medial attraction (0.2; 0 turns poles off) */
+    double min_edge_rel; /* edge-collapse length as a fraction of the bbox diagonal (0.002) */
+    double max_angle_deg;/* obtuse split threshold (110) */
+    double area_tol;     /* stop when |ΔA| / A_0 < area_tol (1e-4) */
+    double vol_tol;      /* stop when V / V_0 < vol_tol (1e-9) */
+    int max_iter;        /* (100) */
+} SbSkelOptions;
+
+typedef struct {
+    int64_t nnodes, nedges, nsurf;
+    float *nodes;    /* nnodes × 3 */
+    int32_t *edges;  /* nedges × 2, a < b, no duplicates */
+    int32_t *corr;   /* nsurf: the node each input vertex collapsed into */
+    int iterations;  /* contraction iterations run */
+    double area_ratio, volume_ratio; /* of the contracted mesh, relative to the input */
+    int64_t fixed;   /* vertices fixed as degenerate when contraction stopped */
+    double diag;     /* the input's bounding-box diagonal */
+    float centroid[3]; /* mean of the input vertices */
+} SbSkeleton;
+
+void sb_skel_defaults(SbSkelOptions *o);
+/* m: closed, outward-oriented triangle mesh. 0, or -1 with err set. */
+int sb_skeleton_mcf(const DsMesh *m, const SbSkelOptions *o, SbSkeleton *out, char *err, size_t errlen);
+void sb_skeleton_free(SbSkeleton *s);
+/* Connected components of the node graph, and its number of independent cycles (E − V + C). */
+int sb_skeleton_components(const SbSkeleton *s, int64_t *cycles);
+/* A mesh for viewing: the skeleton's edges as thin boxes (radius r) colored `rgb`, appended to a
+ * copy of `shape` colored `shape_rgb` (shape may be NULL). 0 or -1. */
+int sb_skeleton_to_mesh(const SbSkeleton *s, float r, const float rgb[3], const DsMesh *shape,
+                        const float shape_rgb[3], DsMesh *out);
+
+#endif

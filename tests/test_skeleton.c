@@ -1,0 +1,230 @@
+/* tests/test_skeleton.c — the mean curvature skeleton (models/skelebones/skeleton.h) and the joints,
+ * tree and parts built on it (models/skelebones/joints.h). */
+#include <math.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/clock.h"
+#include "datasets/geometry/geometry.h"
+#include "datasets/geometry/procedural.h"
+#include "models/skelebones/joints.h"
+#include "models/skelebones/skeleton.h"
+#include "tests/test.h"
+
+/* a capsule (segment a→b, radius r) meshed by marching cubes at spacing h */
+static int make_capsule(const float a[3], const float b[3], float r, float h, DsMesh *out) {
+    DsSdfPrim p;
+    memset(&p, 0, sizeof p);
+    p.kind = DS_SDF_CAPSULE;
+    memcpy(p.a, a, sizeof p.a), memcpy(p.b, b, sizeof p.b);
+    p.r0 = p.r1 = r;
+    float lo[3], hi[3];
+    for (int k = 0; k < 3; k++) {
+        lo[k] = fminf(a[k], b[k]) - r - 2 * h;
+        hi[k] = fmaxf(a[k], b[k]) + r + 2 * h;
+    }
+    int n[3];
+    for (int k = 0; k < 3; k++) n[k] = (int)ceilf((hi[k] - lo[k]) / h) + 1;
+    float *f = malloc((size_t)n[0] * n[1] * n[2] * sizeof *f);
+    if (!f) return -1;
+    for (int k = 0; k < n[2]; k++)
+        for (int j = 0; j < n[1]; j++)
+            for (int i = 0; i < n[0]; i++) {
+                float x[3] = {lo[0] + i * h, lo[1] + j * h, lo[2] + k * h};
+                f[((size_t)k * n[1] + j) * n[0] + i] = ds_sdf_prim(&p, x);
+            }
+    int rc = ds_marching_cubes(f, n[0], n[1], n[2], lo, h, out);
+    free(f);
+    return rc;
+}
+
+static double mesh_diag(const DsMesh *m) {
+    float lo[3], hi[3];
+    ds_mesh_bbox(m, lo, hi);
+    return sqrt((hi[0] - lo[0]) * (hi[0] - lo[0]) + (hi[1] - lo[1]) * (hi[1] - lo[1]) + (hi[2] - lo[2]) * (hi[2] - lo[2]));
+}
+
+static void check_corr(const SbSkeleton *s) {
+    for (int64_t v = 0; v < s->nsurf; v++)
+        CHECK_MSG(s->corr[v] >= 0 && s->corr[v] < s->nnodes, "vertex %lld maps to node %d of %lld", (long long)v,
+                  s->corr[v], (long long)s->nnodes);
+    for (int64_t e = 0; e < s->nedges; e++)
+        CHECK(s->edges[2 * e] >= 0 && s->edges[2 * e] < s->edges[2 * e + 1] && s->edges[2 * e + 1] < s->nnodes);
+}
+
+TEST(skeleton_capsule_axis) {
+    float a[3] = {-0.6f, 0, 0}, b[3] = {0.6f, 0, 0};
+    DsMesh m;
+    CHECK(make_capsule(a, b, 0.25f, 0.05f, &m) == 0);
+    double diag = mesh_diag(&m), t0 = base_now();
+    SbSkeleton s;
+    char err[256];
+    CHECK_MSG(sb_skeleton_mcf(&m, NULL, &s, err, sizeof err) == 0, "%s", err);
+    double dt = base_now() - t0;
+    check_corr(&s);
+    int64_t cycles;
+    int comps = sb_skeleton_components(&s, &cycles);
+    /* off: along the cylindrical part (|x| < 0.45, away from the caps); off_all: anywhere (the
+     * caps' centers grow short spurs, as MCF skeletons do) */
+    double off = 0, off_all = 0, xmin = 1e9, xmax = -1e9;
+    for (int64_t i = 0; i < s.nnodes; i++) {
+        const float *p = s.nodes + 3 * i;
+        double r = sqrt(p[1] * p[1] + p[2] * p[2]);
+        if (fabs(p[0]) < 0.45) off = fmax(off, r);
+        off_all = fmax(off_all, r);
+        xmin = fmin(xmin, p[0]), xmax = fmax(xmax, p[0]);
+    }
+    printf("    capsule: %lld vertices → %lld nodes, %lld edges, %d components, %lld cycles, %d iterations, "
+           "area ratio %.2e, max off-axis %.2f%% of diagonal (%.2f%% with the caps), x ∈ [%.3f, %.3f], %.2f s\n",
+           (long long)m.nv, (long long)s.nnodes, (long long)s.nedges, comps, (long long)cycles, s.iterations,
+           s.area_ratio, 100 * off / diag, 100 * off_all / diag, xmin, xmax, dt);
+    CHECK(comps == 1);
+    CHECK(cycles == 0);
+    CHECK(s.nedges >= 3);
+    CHECK_MSG(off < 0.01 * diag, "a node %.4f off the axis", off);
+    CHECK_MSG(off_all < 0.03 * diag, "a node %.4f off the axis", off_all);
+    /* the curve spans most of the segment (MCF skeletons stop short of the caps' ends) */
+    CHECK(xmin < -0.4 && xmax > 0.4);
+    sb_skeleton_free(&s);
+    ds_mesh_free(&m);
+}
+
+TEST(skeleton_quadruped_tree) {
+    DsProceduralShape sh;
+    char err[256];
+    CHECK_MSG(ds_procedural_make("quadruped", 3, 40, &sh, err, sizeof err) == 0, "%s", err);
+    double t0 = base_now();
+    SbSkeleton s;
+    CHECK_MSG(sb_skeleton_mcf(&sh.mesh, NULL, &s, err, sizeof err) == 0, "%s", err);
+    double dt = base_now() - t0, diag = mesh_diag(&sh.mesh);
+    check_corr(&s);
+    int64_t cycles;
+    int comps = sb_skeleton_components(&s, &cycles);
+    int outside = 0;
+    double worst = -1e9;
+    for (int64_t i = 0; i < s.nnodes; i++) {
+        float d = ds_sdf_scene_eval(&sh.scene, s.nodes + 3 * i);
+        worst = fmax(worst, d);
+        outside += d > 0.005 * diag;
+    }
+    int64_t *deg = calloc((size_t)s.nnodes + 1, sizeof *deg);
+    CHECK(deg != NULL);
+    for (int64_t e = 0; e < s.nedges; e++) deg[s.edges[2 * e]]++, deg[s.edges[2 * e + 1]]++;
+    int ends = 0, branches = 0;
+    for (int64_t i = 0; i < s.nnodes; i++) ends += deg[i] == 1, branches += deg[i] >= 3;
+    free(deg);
+    printf("    quadruped: %lld vertices → %lld nodes, %lld edges, %d components, %lld cycles, %d ends, %d branch "
+           "nodes, %d iterations, area ratio %.2e, worst node SDF %.4f (%d outside), %.2f s\n",
+           (long long)sh.mesh.nv, (long long)s.nnodes, (long long)s.nedges, comps, (long long)cycles, ends, branches,
+           s.iterations, s.area_ratio, worst, outside, dt);
+    CHECK(comps == 1);
+    CHECK(cycles == 0);
+    CHECK(outside == 0);
+    /* four legs, a head/neck and a tail: at least five ends */
+    CHECK(ends >= 5);
+    sb_skeleton_free(&s);
+    ds_procedural_free(&sh);
+}
+
+/* the true joints of a procedural rig: every bone's head and the tails of bones with no child */
+static int true_joints(const DsProceduralShape *sh, float *out) {
+    int n = 0;
+    for (int b = 0; b < sh->nbones; b++) {
+        memcpy(out + 3 * n++, sh->bones[b].head, 3 * sizeof(float));
+        bool leaf = true;
+        for (int c = 0; c < sh->nbones; c++) leaf &= sh->bones[c].parent != b;
+        if (leaf) memcpy(out + 3 * n++, sh->bones[b].tail, 3 * sizeof(float));
+    }
+    return n;
+}
+
+/* mean over a of the distance to the nearest point of b */
+static double mean_nearest(const float *a, int na, const float *b, int nb) {
+    double sum = 0;
+    for (int i = 0; i < na; i++) {
+        double best = INFINITY;
+        for (int j = 0; j < nb; j++) {
+            double d0 = a[3 * i] - b[3 * j], d1 = a[3 * i + 1] - b[3 * j + 1], d2 = a[3 * i + 2] - b[3 * j + 2];
+            best = fmin(best, sqrt(d0 * d0 + d1 * d1 + d2 * d2));
+        }
+        sum += best;
+    }
+    return na ? sum / na : 0;
+}
+
+static void check_tree(const SbRig *r) {
+    int roots = 0;
+    for (int j = 0; j < r->njoints; j++) {
+        roots += r->parent[j] < 0;
+        CHECK(r->parent[j] >= -1 && r->parent[j] < r->njoints);
+        /* following parents reaches the root in fewer than njoints steps: no cycle */
+        int c = j, steps = 0;
+        while (c >= 0 && steps <= r->njoints) c = r->parent[c], steps++;
+        CHECK_MSG(c < 0, "joint %d: a cycle through its parents", j);
+    }
+    CHECK(roots == 1);
+    CHECK(r->parent[r->root] == -1);
+}
+
+static void rig_case(const char *cat, uint64_t seed, double *err_tf, double *err_ft) {
+    DsProceduralShape sh;
+    char err[256];
+    CHECK_MSG(ds_procedural_make(cat, seed, 40, &sh, err, sizeof err) == 0, "%s", err);
+    SbSkeleton s;
+    CHECK_MSG(sb_skeleton_mcf(&sh.mesh, NULL, &s, err, sizeof err) == 0, "%s", err);
+    SbRig r;
+    double t0 = base_now();
+    CHECK_MSG(sb_rig_from_skeleton(&s, sh.weights, sh.nbones, NULL, &r, err, sizeof err) == 0, "%s", err);
+    double dt = base_now() - t0;
+    check_tree(&r);
+    for (int64_t i = 0; i < s.nnodes; i++) CHECK(r.node_joint[i] >= 0 && r.node_joint[i] < r.njoints);
+    float *tj = malloc((size_t)sh.nbones * 2 * 3 * sizeof *tj);
+    CHECK(tj != NULL);
+    int nt = true_joints(&sh, tj);
+    double diag = s.diag;
+    *err_tf = 100 * mean_nearest(tj, nt, r.joints, r.njoints) / diag;
+    *err_ft = 100 * mean_nearest(r.joints, r.njoints, tj, nt) / diag;
+    int kinds[3] = {0, 0, 0};
+    for (int j = 0; j < r.njoints; j++) kinds[r.kind[j]]++;
+    printf("    %-9s seed %llu: %d true bones / %d joints, found %d joints (%d ends, %d branches, %d gradient) → %d "
+           "bones, %d parts; joint error true→found %.2f%%, found→true %.2f%% of diagonal; %.1f ms\n",
+           cat, (unsigned long long)seed, sh.nbones, nt, r.njoints, kinds[0], kinds[1], kinds[2], r.njoints - 1,
+           r.nparts, *err_tf, *err_ft, 1e3 * dt);
+    /* one end joint per true leaf: the contraction's spurs (rounded tips) are pruned */
+    CHECK_MSG(kinds[0] == nt - sh.nbones, "%d end joints for %d true leaves", kinds[0], nt - sh.nbones);
+    /* every part has joints, and together they cover every joint */
+    for (int j = 0; j < r.njoints; j++) {
+        int in = 0;
+        for (int p = 0; p < r.nparts; p++) in += r.part[p * r.njoints + j];
+        CHECK(in >= 1);
+    }
+    free(tj);
+    sb_rig_free(&r);
+    sb_skeleton_free(&s);
+    ds_procedural_free(&sh);
+}
+
+TEST(skeleton_joints_vs_rig) {
+    const char *cats[] = {"quadruped", "humanoid"};
+    for (int c = 0; c < 2; c++) {
+        double tf, ft;
+        rig_case(cats[c], 3, &tf, &ft);
+        /* the target: joints within 5% of the diagonal, both ways */
+        CHECK_MSG(tf <= 5.0 && ft <= 5.0, "%s: joint error %.2f%% / %.2f%%", cats[c], tf, ft);
+    }
+}
+
+TEST(skeleton_rejects_open_mesh) {
+    /* a capsule with a few faces removed has a boundary: an error naming it, not a skeleton */
+    float a[3] = {-0.5f, 0, 0}, b[3] = {0.5f, 0, 0};
+    DsMesh m;
+    CHECK(make_capsule(a, b, 0.25f, 0.05f, &m) == 0);
+    m.nf -= 5;
+    SbSkeleton s;
+    char err[256] = "";
+    CHECK(sb_skeleton_mcf(&m, NULL, &s, err, sizeof err) == -1);
+    CHECK(strstr(err, "not closed") != NULL);
+    CHECK(s.nodes == NULL && s.nnodes == 0);
+    ds_mesh_free(&m);
+}
