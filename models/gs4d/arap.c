@@ -289,3 +289,119 @@ Tensor *gs4d_arap_loss(Tensor *xf, Tensor *xc, const int32_t *nbr, int k) {
     Tensor *t2 = tensor_pow_scalar(tensor_sub(le, l0), 2);
     return tensor_mean_all(tensor_add(t1, t2));
 }
+
+/* ---- evaluation metrics ------------------------------------------------------------------------- */
+
+void gs4d_nearest_dist(const float *ref, int64_t nr, const float *q, int64_t nq, double *out) {
+    double lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
+    for (int64_t i = 0; i < nr; i++)
+        for (int a = 0; a < 3; a++) lo[a] = fmin(lo[a], ref[3 * i + a]), hi[a] = fmax(hi[a], ref[3 * i + a]);
+    double ext = fmax(hi[0] - lo[0], fmax(hi[1] - lo[1], hi[2] - lo[2]));
+    double vol = 1;
+    for (int a = 0; a < 3; a++) vol *= fmax(hi[a] - lo[a], ext * 1e-3 + 1e-30);
+    double h = cbrt(vol * 2 / (double)nr);
+    if (!(h > 0) || !isfinite(h)) h = 1;
+    int64_t g[3];
+    double hs[3];
+    for (int a = 0; a < 3; a++) {
+        double c = floor((hi[a] - lo[a]) / h) + 1;
+        g[a] = c > (double)nr ? nr : (int64_t)c;
+        if (g[a] < 1) g[a] = 1;
+        hs[a] = fmax(h, (hi[a] - lo[a]) / (double)g[a] * (1 + 1e-12));
+    }
+    double hmin = fmin(hs[0], fmin(hs[1], hs[2]));
+    int64_t ncell = g[0] * g[1] * g[2];
+    int64_t *start = base_calloc((size_t)ncell + 1, sizeof(int64_t)), *cellof = base_malloc(sizeof(int64_t) * (size_t)nr);
+    int64_t *sorted = base_malloc(sizeof(int64_t) * (size_t)nr);
+    for (int64_t i = 0; i < nr; i++) {
+        int64_t c[3];
+        for (int a = 0; a < 3; a++) {
+            int64_t v = (int64_t)floor((ref[3 * i + a] - lo[a]) / hs[a]);
+            c[a] = v < 0 ? 0 : v >= g[a] ? g[a] - 1 : v;
+        }
+        cellof[i] = (c[0] * g[1] + c[1]) * g[2] + c[2];
+        start[cellof[i] + 1]++;
+    }
+    for (int64_t c = 0; c < ncell; c++) start[c + 1] += start[c];
+    int64_t *fill = base_malloc(sizeof(int64_t) * (size_t)ncell);
+    memcpy(fill, start, sizeof(int64_t) * (size_t)ncell);
+    for (int64_t i = 0; i < nr; i++) sorted[fill[cellof[i]]++] = i;
+    int64_t gmax = g[0] > g[1] ? g[0] : g[1];
+    if (g[2] > gmax) gmax = g[2];
+    for (int64_t k = 0; k < nq; k++) {
+        const float *p = q + 3 * k;
+        int64_t ci[3];
+        for (int a = 0; a < 3; a++) { /* a query outside the grid is clamped into a border cell */
+            int64_t v = (int64_t)floor((p[a] - lo[a]) / hs[a]);
+            ci[a] = v < 0 ? 0 : v >= g[a] ? g[a] - 1 : v;
+        }
+        double best = INFINITY;
+        for (int64_t r = 0; r <= gmax; r++) {
+            for (int64_t a = ci[0] - r; a <= ci[0] + r; a++) {
+                if (a < 0 || a >= g[0]) continue;
+                for (int64_t b = ci[1] - r; b <= ci[1] + r; b++) {
+                    if (b < 0 || b >= g[1]) continue;
+                    for (int64_t c = ci[2] - r; c <= ci[2] + r; c++) {
+                        if (c < 0 || c >= g[2]) continue;
+                        int64_t cheb = llabs(a - ci[0]);
+                        if (llabs(b - ci[1]) > cheb) cheb = llabs(b - ci[1]);
+                        if (llabs(c - ci[2]) > cheb) cheb = llabs(c - ci[2]);
+                        if (cheb != r) continue;
+                        int64_t cc = (a * g[1] + b) * g[2] + c;
+                        for (int64_t s = start[cc]; s < start[cc + 1]; s++) {
+                            const float *o = ref + 3 * sorted[s];
+                            double d = 0;
+                            for (int e = 0; e < 3; e++) d += ((double)p[e] - o[e]) * ((double)p[e] - o[e]);
+                            if (d < best) best = d;
+                        }
+                    }
+                }
+            }
+            /* points in shells beyond r are at least r·hmin away: the query lies inside its cell
+             * or, clamped, beyond that cell's outer face, which only adds distance */
+            if (best <= ((double)r * hmin) * ((double)r * hmin)) break;
+        }
+        out[k] = sqrt(best);
+    }
+    free(start), free(cellof), free(sorted), free(fill);
+}
+
+double gs4d_chamfer(const float *a, int64_t na, const float *b, int64_t nb) {
+    if (na < 1 || nb < 1) return NAN;
+    double *da = base_malloc(sizeof(double) * (size_t)na), *db = base_malloc(sizeof(double) * (size_t)nb);
+    gs4d_nearest_dist(b, nb, a, na, da);
+    gs4d_nearest_dist(a, na, b, nb, db);
+    double sa = 0, sb = 0;
+    for (int64_t i = 0; i < na; i++) sa += da[i];
+    for (int64_t i = 0; i < nb; i++) sb += db[i];
+    free(da), free(db);
+    return 0.5 * (sa / (double)na + sb / (double)nb);
+}
+
+double gs4d_rigidity_error(const float *pos, int frames, const float *rest, int64_t n, const int32_t *nbr, int k) {
+    double num = 0, den = 0;
+    double *ea = base_malloc(sizeof(double) * 3 * (size_t)(k > 0 ? k : 1)), *eb = base_malloc(sizeof(double) * 3 * (size_t)(k > 0 ? k : 1));
+    for (int f = 0; f < frames; f++) {
+        const float *x = pos + (size_t)f * n * 3;
+        for (int64_t i = 0; i < n; i++) {
+            int m = 0;
+            for (int s = 0; s < k; s++) {
+                int64_t j = nbr[i * k + s];
+                if (j < 0) continue;
+                for (int a = 0; a < 3; a++)
+                    ea[3 * m + a] = (double)rest[3 * i + a] - rest[3 * j + a], eb[3 * m + a] = (double)x[3 * i + a] - x[3 * j + a];
+                m++;
+            }
+            if (!m) continue;
+            double R[9];
+            gs4d_best_rotation(ea, eb, m, R);
+            for (int p = 0; p < m; p++)
+                for (int r = 0; r < 3; r++) {
+                    double v = eb[3 * p + r] - (R[3 * r] * ea[3 * p] + R[3 * r + 1] * ea[3 * p + 1] + R[3 * r + 2] * ea[3 * p + 2]);
+                    num += v * v, den += ea[3 * p + r] * ea[3 * p + r];
+                }
+        }
+    }
+    free(ea), free(eb);
+    return den > 0 ? sqrt(num / den) : NAN;
+}

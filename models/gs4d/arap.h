@@ -36,4 +36,21 @@ void gs4d_best_rotation(const double *a, const double *b, int n, double R[9]);
  * are no pairs. */
 Tensor *gs4d_arap_loss(Tensor *xf, Tensor *xc, const int32_t *nbr, int k);
 
+/* ---- evaluation metrics ---------------------------------------------------------------------- */
+
+/* For each of the nq query points (nq × 3), the distance to the nearest of the nr reference points
+ * (exact, a uniform grid over the references); out: nq. nr ≥ 1. */
+void gs4d_nearest_dist(const float *ref, int64_t nr, const float *q, int64_t nq, double *out);
+
+/* Symmetric Chamfer distance between point sets a and b: ½ (mean_a min_b ‖a − b‖ + mean_b min_a
+ * ‖b − a‖) (distances, not squared, so it reads in the scene's units). */
+double gs4d_chamfer(const float *a, int64_t na, const float *b, int64_t nb);
+
+/* Local-rigidity error of trajectories pos (frames × n × 3) against the rest positions rest
+ * (n × 3) over the neighbor lists nbr (n × k, −1 none): per frame, per point i, the best rotation
+ * R_i of its edges (as the ARAP loss), then sqrt(mean ‖e_ij − R_i e0_ij‖²) / sqrt(mean ‖e0_ij‖²)
+ * over every pair and frame — the RMS non-rigid residual of the local neighborhoods relative to
+ * their size (0 for any motion that is rigid in every neighborhood). */
+double gs4d_rigidity_error(const float *pos, int frames, const float *rest, int64_t n, const int32_t *nbr, int k);
+
 #endif

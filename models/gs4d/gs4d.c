@@ -7,6 +7,7 @@
 
 #include "arap.h"
 #include "base/alloc.h"
+#include "base/clock.h"
 #include "gs4d.h"
 #include "models/gaussians/loss.h"
 
@@ -525,11 +526,15 @@ double gs4d_step(Gs4dModel *m, const Gs4dData *d, int v, TensorRng *rng, Gs4dSte
     } else memcpy(bg, m->cfg.background, sizeof bg);
     const Gs4dView *view = &d->views[v];
     bool def = deforming(m);
+    double tk[7];
+    tk[0] = base_now();
     TensorScope *s = tensor_scope_begin();
     Tensor *target = gs4d_target(d, v, bg);
     GsGaussians canon = gs4d_canonical(m);
     GsGaussians g = def ? gs4d_deform(m, &canon, view->time) : canon;
+    tk[1] = base_now();
     GsRenderOut r = gs_render(&g, &view->cam, bg);
+    tk[2] = base_now();
     Tensor *photo = gs_loss_photometric(r.image, target, m->cfg.lambda);
     Tensor *loss = photo, *arap = NULL;
     int k = m->cfg.arap_k;
@@ -542,6 +547,7 @@ double gs4d_step(Gs4dModel *m, const Gs4dData *d, int v, TensorRng *rng, Gs4dSte
         free(nbr);
         loss = tensor_add(loss, tensor_mul_scalar(arap, m->cfg.arap_weight));
     }
+    tk[3] = base_now();
     nn_params_zero_grad(&m->params);
     ag_backward(loss, NULL, false);
     double lv = tensor_item(loss);
@@ -566,11 +572,13 @@ double gs4d_step(Gs4dModel *m, const Gs4dData *d, int v, TensorRng *rng, Gs4dSte
             cnt[i] += 1;
         }
     }
+    tk[4] = base_now();
     for (int gi = 0; gi < GS4D_GROUPS; gi++) {
         if (!m->used[gi] || (gi == GS4D_DEFORM && !def)) continue;
         optim_step(&m->gopt[gi], gs4d_lr(m, gi, m->step));
     }
     tensor_scope_end(s);
+    tk[5] = base_now();
     m->step++;
     m->optim.step = m->step;
     m->densified = m->relocated = 0;
@@ -581,6 +589,11 @@ double gs4d_step(Gs4dModel *m, const Gs4dData *d, int v, TensorRng *rng, Gs4dSte
     }
     if (m->cfg.arap_weight > 0 && (moved || (m->cfg.knn_every > 0 && m->step % m->cfg.knn_every == 0)))
         gs4d_update_neighbors(m);
+    tk[6] = base_now();
+    if (info) {
+        info->t_deform = tk[1] - tk[0], info->t_render = tk[2] - tk[1], info->t_loss = tk[3] - tk[2];
+        info->t_backward = tk[4] - tk[3], info->t_optim = tk[5] - tk[4], info->t_refine = tk[6] - tk[5];
+    }
     return lv;
 }
 

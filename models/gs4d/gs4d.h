@@ -165,6 +165,10 @@ double gs4d_lr(const Gs4dModel *m, int g, int64_t step);
 typedef struct {
     double loss, photometric, arap;
     double background[3];
+    /* seconds spent per stage (wall clock): the MLP forward, the rasterizer forward, the losses'
+     * forward (photometric + ARAP with its rotation fits), the whole backward, the Adam updates,
+     * and densification / opacity reset / kNN */
+    double t_deform, t_render, t_loss, t_backward, t_optim, t_refine;
 } Gs4dStepInfo;
 
 /* One training step on view v of d, drawing the background (and relocations) from rng. */
