@@ -2,8 +2,11 @@
  * under any rigid motion of each cluster, f64 finite-difference gradcheck, kNN against brute
  * force, the rotation fit), the deformation path's gradients, a tiny synthetic sequence that must
  * train to a stated held-out PSNR, and resume reproducing an uninterrupted run. */
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "autograd/gradcheck.h"
@@ -79,6 +82,46 @@ TEST(gs4d_knn_matches_brute_force) {
         if (trial == 2) CHECK(a[0 * k + 2] == -1 && a[0 * k + 1] >= 0 && a[0 * k + 1] < 3);
         free(x), free(lab), free(a), free(b);
     }
+}
+
+/* ---- evaluation metrics --------------------------------------------------------------------------- */
+
+TEST(gs4d_nearest_chamfer_rigidity) {
+    int64_t nr = 500, nq = 300;
+    float *r = malloc(sizeof(float) * 3 * (size_t)nr), *q = malloc(sizeof(float) * 3 * (size_t)nq);
+    for (int64_t i = 0; i < nr; i++)
+        for (int a = 0; a < 3; a++) r[3 * i + a] = (float)(a == 2 ? 0.01 * urand() : urand());
+    for (int64_t i = 0; i < nq; i++) /* some queries far outside the references' box */
+        for (int a = 0; a < 3; a++) q[3 * i + a] = (float)(i % 7 == 0 ? 4 * urand() - 2 : urand());
+    double *d = malloc(sizeof(double) * (size_t)nq);
+    gs4d_nearest_dist(r, nr, q, nq, d);
+    int bad = 0;
+    for (int64_t i = 0; i < nq; i++) {
+        double best = INFINITY;
+        for (int64_t j = 0; j < nr; j++) {
+            double s = 0;
+            for (int a = 0; a < 3; a++) s += ((double)q[3 * i + a] - r[3 * j + a]) * ((double)q[3 * i + a] - r[3 * j + a]);
+            best = fmin(best, s);
+        }
+        bad += fabs(sqrt(best) - d[i]) > 1e-12;
+    }
+    CHECK_MSG(bad == 0, "%d of %lld nearest distances differ from brute force", bad, (long long)nq);
+    CHECK_NEAR(gs4d_chamfer(r, nr, r, nr), 0.0, 0);
+    /* rigidity: zero for a rigid motion, positive for a bend */
+    int k = 6;
+    int32_t *nbr = malloc(sizeof(int32_t) * (size_t)nr * k);
+    gs4d_knn(r, nr, NULL, k, nbr);
+    float *traj = malloc(sizeof(float) * 3 * (size_t)nr * 2);
+    double Q[9];
+    random_rotation(Q);
+    for (int64_t i = 0; i < nr; i++)
+        for (int a = 0; a < 3; a++) {
+            traj[3 * i + a] = (float)(Q[3 * a] * r[3 * i] + Q[3 * a + 1] * r[3 * i + 1] + Q[3 * a + 2] * r[3 * i + 2] + 0.5);
+            traj[3 * (nr + i) + a] = r[3 * i + a] + (a == 2 ? (float)(0.5 * r[3 * i] * r[3 * i] * 10) : 0.f);
+        }
+    double e_rigid = gs4d_rigidity_error(traj, 1, r, nr, nbr, k), e_bend = gs4d_rigidity_error(traj + 3 * nr, 1, r, nr, nbr, k);
+    CHECK_MSG(e_rigid < 1e-5 && e_bend > 1e-3, "rigid %g, bend %g", e_rigid, e_bend);
+    free(r), free(q), free(d), free(nbr), free(traj);
 }
 
 /* ---- the rotation fit --------------------------------------------------------------------------- */
@@ -449,6 +492,41 @@ static bool read_file(const char *path, char **buf, long *len) {
     bool ok = fread(*buf, 1, (size_t)*len, f) == (size_t)*len;
     fclose(f);
     return ok;
+}
+
+/* SIGINT / SIGTERM: the current step finishes, a checkpoint is written, exit 128 + signal */
+TEST(gs4d_cli_signal_checkpoints) {
+    char dir[] = "/tmp/anima-gs4d-sig-XXXXXX";
+    CHECK(mkdtemp(dir));
+    const int sigs[2] = {SIGINT, SIGTERM};
+    for (int k = 0; k < 2; k++) {
+        char out[512], log[600], ckpt[600];
+        snprintf(out, sizeof out, "%s/%d", dir, k);
+        snprintf(log, sizeof log, "%s/metrics.jsonl", out);
+        snprintf(ckpt, sizeof ckpt, "%s/ckpt.h5", out);
+        const char *argv[] = {"anima", "gs4d", "fit", "--no-progress", "--config", "configs/gs4d-tiny.json", "--set",
+                              "train.iters=100000000", "--set", "train.log_every=1", "--set", "model.n=50", "--set",
+                              "data.size=16", "--out", out, NULL};
+        fflush(NULL);
+        pid_t pid = fork();
+        if (pid == 0) {
+            if (!freopen("/dev/null", "w", stdout) || !freopen("/dev/null", "w", stderr)) _exit(126);
+            setenv("OMP_NUM_THREADS", "1", 1);
+            execv(test_anima_bin(), (char *const *)argv);
+            _exit(127);
+        }
+        struct stat st;
+        for (int i = 0; i < 3000 && (stat(log, &st) != 0 || st.st_size < 2); i++) usleep(10000);
+        kill(pid, sigs[k]);
+        int status;
+        waitpid(pid, &status, 0);
+        CHECK_MSG(WIFEXITED(status) && WEXITSTATUS(status) == 128 + sigs[k], "signal %d: %s %d", sigs[k],
+                  WIFEXITED(status) ? "exit" : "killed by signal", WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
+        CHECK_MSG(access(ckpt, R_OK) == 0, "no checkpoint after signal %d", sigs[k]);
+    }
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    CHECK(system(cmd) == 0);
 }
 
 /* `anima gs4d fit` writes every product; a run stopped (checkpointed) and resumed ends with the
