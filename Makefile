@@ -26,7 +26,7 @@ CFLAGS  += $(SAN_FLAGS)
 LDLIBS  += -fsanitize=address,undefined
 endif
 
-LIB_DIRS := base tensor tensor/cpu autograd nn optim datasets datasets/mesh datasets/geometry datasets/render datasets/corpus sim $(wildcard models/*)
+LIB_DIRS := base tensor tensor/cpu autograd nn optim datasets datasets/mesh datasets/geometry datasets/render datasets/corpus datasets/motion sim $(wildcard models/*)
 LIB_SRC  := $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c))
 ifeq ($(CUDA),1)
 CUDA_SRC := $(wildcard tensor/cuda/*.cu) $(wildcard models/*/*.cu)
@@ -169,7 +169,7 @@ shared: $(BUILD)/libanima.so
 # Headers are public unless listed here: the op front-ends' and backends' seams (tensor/
 # internal.h, backend.h, cpu/, cuda/), the sources' shared internals, the LAPACK declarations
 # and the Gaussian rasterizer's kernel-side math. base/ is the layer below tensor/.
-HDR_DIRS    := base tensor autograd nn optim datasets datasets/mesh datasets/geometry datasets/render datasets/corpus sim $(wildcard models/*)
+HDR_DIRS    := base tensor autograd nn optim datasets datasets/mesh datasets/geometry datasets/render datasets/corpus datasets/motion sim $(wildcard models/*)
 HDR_PRIVATE := %internal.h tensor/backend.h sim/lapack.h models/gaussians/gs_math.h models/gaussians/raster_core.h datasets/mesh/mesh_formats.h
 PUBLIC_HDR  := $(filter-out $(HDR_PRIVATE),$(foreach d,$(HDR_DIRS),$(wildcard $(d)/*.h)))
 
