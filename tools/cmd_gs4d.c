@@ -29,6 +29,7 @@
 #include "base/clock.h"
 #include "base/h5file.h"
 #include "datasets/config.h"
+#include "datasets/motion/dnerf.h"
 #include "datasets/render/image.h"
 #include "models/gs4d/arap.h"
 #include "models/gs4d/gs4d.h"
@@ -141,16 +142,93 @@ static Gs4dConfig model_config(const Gs4dCmdConfig *c) {
 
 /* ---- the data -------------------------------------------------------------------------------------- */
 
+/* the ground-truth surface per frame (the synthetic sequence's, or DIR/gt.h5's) */
+typedef struct {
+    int frames;
+    float *times;   /* frames */
+    float *verts;   /* frames × nv × 3 */
+    int64_t nv, nf;
+    int32_t *faces; /* nf × 3 */
+    float *rest;    /* nv × 3: the rest (canonical) surface */
+} GtSurface;
+
 typedef struct {
     Gs4dSynth synth;
     bool synthetic;
+    DsDnerfSplit split[2]; /* training, held-out (D-NeRF folders) */
+    Gs4dView *views[2];
     const Gs4dView *train, *test;
     int n_train, n_test;
-    /* ground truth (synthetic only, for now): the surface per frame */
+    const char *test_split;
     bool has_gt;
+    GtSurface gt;
 } RunData;
 
-static int load_data(const Gs4dCmdConfig *c, RunData *d, char *err, size_t errlen) {
+/* DIR/gt.h5 of `anima dataset motion` (datasets/motion/bench.h: times (F), vertices (F, V, 3),
+ * mesh/faces (T, 3), mesh/rest_vertices (V, 3)). 1 read, 0 absent, -1 unreadable (err). */
+static int read_gt(const char *dir, GtSurface *g, char *err, size_t errlen) {
+    char path[4200];
+    snprintf(path, sizeof path, "%.4000s/gt.h5", dir);
+    if (access(path, F_OK) != 0) return 0;
+    hid_t f = base_h5_open_read(path, "ground-truth file", err, errlen);
+    if (f < 0) return -1;
+    const char *names[4] = {"times", "vertices", "mesh/faces", "mesh/rest_vertices"};
+    int rank_want[4] = {1, 3, 2, 2};
+    hsize_t dims[4][3] = {{0}};
+    void *buf[4] = {NULL};
+    int rc = 1;
+    for (int k = 0; k < 4 && rc == 1; k++) {
+        hid_t ds = H5Lexists(f, names[k], H5P_DEFAULT) > 0 ? H5Dopen2(f, names[k], H5P_DEFAULT) : -1;
+        hid_t sp = ds >= 0 ? H5Dget_space(ds) : -1;
+        int rank = sp >= 0 ? H5Sget_simple_extent_ndims(sp) : -1;
+        if (rank != rank_want[k] || H5Sget_simple_extent_dims(sp, dims[k], NULL) < 0 ||
+            (rank >= 2 && dims[k][rank - 1] != 3)) {
+            snprintf(err, errlen, "%s: /%s is missing or not of the documented shape", path, names[k]);
+            rc = -1;
+        } else {
+            size_t cnt = 1;
+            for (int r = 0; r < rank; r++) cnt *= dims[k][r];
+            buf[k] = base_malloc((k == 2 ? sizeof(int32_t) : sizeof(float)) * (cnt ? cnt : 1));
+            if (H5Dread(ds, k == 2 ? H5T_NATIVE_INT32 : H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf[k]) < 0) {
+                snprintf(err, errlen, "%s: reading /%s failed", path, names[k]);
+                rc = -1;
+            }
+        }
+        if (sp >= 0) H5Sclose(sp);
+        if (ds >= 0) H5Dclose(ds);
+    }
+    H5Fclose(f);
+    if (rc == 1 && (dims[1][0] != dims[0][0] || dims[1][1] != dims[3][0] || dims[0][0] < 1)) {
+        snprintf(err, errlen, "%s: times, vertices and mesh/rest_vertices disagree in size", path);
+        rc = -1;
+    }
+    if (rc == 1) {
+        int64_t nv = (int64_t)dims[3][0], nf = (int64_t)dims[2][0];
+        const int32_t *fc = buf[2];
+        for (int64_t i = 0; i < 3 * nf && rc == 1; i++)
+            if (fc[i] < 0 || fc[i] >= nv) {
+                snprintf(err, errlen, "%s: mesh/faces holds vertex %d of %lld", path, fc[i], (long long)nv);
+                rc = -1;
+            }
+    }
+    if (rc != 1) {
+        for (int k = 0; k < 4; k++) free(buf[k]);
+        return -1;
+    }
+    *g = (GtSurface){.frames = (int)dims[0][0], .times = buf[0], .verts = buf[1], .nv = (int64_t)dims[3][0],
+                     .nf = (int64_t)dims[2][0], .faces = buf[2], .rest = buf[3]};
+    return 1;
+}
+
+static Gs4dView *views_of(const DsDnerfSplit *s) {
+    Gs4dView *v = base_malloc(sizeof(Gs4dView) * (size_t)(s->n ? s->n : 1));
+    for (int i = 0; i < s->n; i++) v[i] = (Gs4dView){.cam = s->views[i].cam, .time = s->views[i].time, .rgba = s->views[i].rgba};
+    return v;
+}
+
+/* eval: held-out views from "test" (every frame), falling back to "val"; fit monitors "val"
+ * (every few frames) first */
+static int load_data(const Gs4dCmdConfig *c, bool for_eval, RunData *d, char *err, size_t errlen) {
     memset(d, 0, sizeof *d);
     const char *dir = c->data.dir;
     if (!strncmp(dir, "synthetic", 9) && (dir[9] == 0 || dir[9] == ':')) {
@@ -161,15 +239,53 @@ static int load_data(const Gs4dCmdConfig *c, RunData *d, char *err, size_t errle
         d->synthetic = d->has_gt = true;
         d->train = d->synth.train, d->n_train = d->synth.n_train;
         d->test = d->synth.test, d->n_test = d->synth.n_test;
+        d->test_split = "held-out";
+        Gs4dSynth *s = &d->synth;
+        d->gt = (GtSurface){.frames = s->frames, .times = s->times, .verts = s->frame_verts, .nv = s->mesh.nv,
+                            .nf = s->mesh.nf, .faces = s->mesh.f, .rest = s->mesh.v};
         return 0;
     }
-    snprintf(err, errlen, "data.dir \"%s\": reading D-NeRF folders arrives with datasets/motion (issue 18 item 1); "
-                          "use synthetic[:category] until then", dir);
-    return -1;
+    if (ds_dnerf_load(dir, "train", &d->split[0], err, errlen)) return -1;
+    const char *order[2] = {for_eval ? "test" : "val", for_eval ? "val" : "test"};
+    char e2[1024];
+    int k = 0;
+    for (; k < 2; k++) {
+        char p[4200];
+        snprintf(p, sizeof p, "%.4000s/transforms_%s.json", dir, order[k]);
+        if (access(p, F_OK) != 0) continue;
+        if (ds_dnerf_load(dir, order[k], &d->split[1], e2, sizeof e2)) {
+            snprintf(err, errlen, "%s", e2);
+            ds_dnerf_free(&d->split[0]);
+            return -1;
+        }
+        break;
+    }
+    if (k == 2) {
+        snprintf(err, errlen, "%s: no transforms_val.json or transforms_test.json (held-out views)", dir);
+        ds_dnerf_free(&d->split[0]);
+        return -1;
+    }
+    d->test_split = order[k];
+    d->views[0] = views_of(&d->split[0]), d->views[1] = views_of(&d->split[1]);
+    d->train = d->views[0], d->n_train = d->split[0].n;
+    d->test = d->views[1], d->n_test = d->split[1].n;
+    int g = read_gt(dir, &d->gt, err, errlen);
+    if (g < 0) {
+        ds_dnerf_free(&d->split[0]), ds_dnerf_free(&d->split[1]);
+        free(d->views[0]), free(d->views[1]);
+        return -1;
+    }
+    d->has_gt = g == 1;
+    return 0;
 }
 
 static void free_data(RunData *d) {
     if (d->synthetic) gs4d_synth_free(&d->synth);
+    else {
+        ds_dnerf_free(&d->split[0]), ds_dnerf_free(&d->split[1]);
+        free(d->views[0]), free(d->views[1]);
+        if (d->has_gt) free(d->gt.times), free(d->gt.verts), free(d->gt.faces), free(d->gt.rest);
+    }
     memset(d, 0, sizeof *d);
 }
 
@@ -349,7 +465,7 @@ static int gs4d_fit_main(int argc, char **argv) {
     snprintf(traj_path, sizeof traj_path, "%s/trajectories.h5", out);
     double t0 = base_now();
     RunData rd;
-    if (load_data(&cfg, &rd, err, sizeof err)) {
+    if (load_data(&cfg, false, &rd, err, sizeof err)) {
         fprintf(stderr, "anima gs4d fit: %s\n", err);
         return 2;
     }
@@ -489,7 +605,7 @@ static int gs4d_eval_main(int argc, char **argv) {
         return 2;
     }
     RunData rd;
-    if (load_data(&cfg, &rd, err, sizeof err)) {
+    if (load_data(&cfg, true, &rd, err, sizeof err)) {
         fprintf(stderr, "anima gs4d eval: %s\n", err);
         return 2;
     }
@@ -514,10 +630,11 @@ static int gs4d_eval_main(int argc, char **argv) {
         free(meta.config_json);
         gs4d_set_step(&m, meta.step);
         double ssim, psnr = eval_views(&m, &dte, &ssim);
-        printf("%s at step %lld: held-out PSNR %.2f dB, SSIM %.4f over %d views\n", run, (long long)meta.step, psnr, ssim, dte.n);
+        printf("%s at step %lld: held-out PSNR %.2f dB, SSIM %.4f over %d %s views\n", run, (long long)meta.step, psnr, ssim,
+               dte.n, rd.test_split);
         if (rd.has_gt) {
-            const Gs4dSynth *s = &rd.synth;
-            int64_t n = mc.n, nv = s->mesh.nv;
+            const GtSurface *s = &rd.gt;
+            int64_t n = mc.n, nv = s->nv;
             int ns = mc.isotropic ? 1 : 3;
             float *pos3 = base_malloc(sizeof(float) * (size_t)n * 3 * (size_t)s->frames), *sc = base_malloc(sizeof(float) * (size_t)n * ns);
             float *rgb = base_malloc(sizeof(float) * (size_t)n * 3), *op = base_malloc(sizeof(float) * (size_t)n);
@@ -526,11 +643,11 @@ static int gs4d_eval_main(int argc, char **argv) {
              * along with the vertices per frame (plus the vertices themselves) */
             int64_t ns_s = 20000;
             float *samp = base_malloc(sizeof(float) * 3 * (size_t)(ns_s + nv));
-            double *cum = base_malloc(sizeof(double) * (size_t)(s->mesh.nf ? s->mesh.nf : 1));
+            double *cum = base_malloc(sizeof(double) * (size_t)(s->nf ? s->nf : 1));
             double area = 0;
-            for (int64_t t = 0; t < s->mesh.nf; t++) {
-                const int32_t *f = s->mesh.f + 3 * t;
-                const float *a = s->mesh.v + 3 * f[0], *b = s->mesh.v + 3 * f[1], *c = s->mesh.v + 3 * f[2];
+            for (int64_t t = 0; t < s->nf; t++) {
+                const int32_t *f = s->faces + 3 * t;
+                const float *a = s->rest + 3 * f[0], *b = s->rest + 3 * f[1], *c = s->rest + 3 * f[2];
                 double e1[3] = {b[0] - a[0], b[1] - a[1], b[2] - a[2]}, e2[3] = {c[0] - a[0], c[1] - a[1], c[2] - a[2]};
                 double cr[3] = {e1[1] * e2[2] - e1[2] * e2[1], e1[2] * e2[0] - e1[0] * e2[2], e1[0] * e2[1] - e1[1] * e2[0]};
                 area += 0.5 * sqrt(cr[0] * cr[0] + cr[1] * cr[1] + cr[2] * cr[2]);
@@ -543,7 +660,7 @@ static int gs4d_eval_main(int argc, char **argv) {
             for (int64_t i = 0; i < ns_s; i++) {
                 tensor_philox(g.seed, g.stream, g.offset++, w);
                 double u = w[0] / 4294967296.0 * area, r1 = w[1] / 4294967296.0, r2 = w[2] / 4294967296.0;
-                int64_t lo = 0, hi = s->mesh.nf - 1;
+                int64_t lo = 0, hi = s->nf - 1;
                 while (lo < hi) {
                     int64_t mid = (lo + hi) / 2;
                     if (cum[mid] > u) hi = mid;
@@ -554,7 +671,7 @@ static int gs4d_eval_main(int argc, char **argv) {
             }
             double cham = 0, cham_max = 0;
             for (int f = 0; f < s->frames; f++) {
-                const float *V = s->frame_verts + (size_t)f * nv * 3;
+                const float *V = s->verts + (size_t)f * nv * 3;
                 double lo3[3] = {INFINITY, INFINITY, INFINITY}, hi3[3] = {-INFINITY, -INFINITY, -INFINITY};
                 for (int64_t i = 0; i < nv; i++)
                     for (int a = 0; a < 3; a++) {
@@ -562,7 +679,7 @@ static int gs4d_eval_main(int argc, char **argv) {
                         lo3[a] = fmin(lo3[a], V[3 * i + a]), hi3[a] = fmax(hi3[a], V[3 * i + a]);
                     }
                 for (int64_t i = 0; i < ns_s; i++) {
-                    const int32_t *t = s->mesh.f + 3 * tri[i];
+                    const int32_t *t = s->faces + 3 * tri[i];
                     for (int a = 0; a < 3; a++)
                         samp[3 * i + a] = (float)(V[3 * t[0] + a] + bary[2 * i] * (V[3 * t[1] + a] - V[3 * t[0] + a]) +
                                                   bary[2 * i + 1] * (V[3 * t[2] + a] - V[3 * t[0] + a]));
@@ -590,9 +707,9 @@ static int gs4d_eval_main(int argc, char **argv) {
             }
             int32_t *nbr = base_malloc(sizeof(int32_t) * (size_t)n * k), *nbv = base_malloc(sizeof(int32_t) * (size_t)nv * k);
             gs4d_knn(rest, n, NULL, k, nbr);
-            gs4d_knn(s->mesh.v, nv, NULL, k, nbv);
+            gs4d_knn(s->rest, nv, NULL, k, nbv);
             double rig = gs4d_rigidity_error(pos3, s->frames, rest, n, nbr, k);
-            double rig_gt = gs4d_rigidity_error(s->frame_verts, s->frames, s->mesh.v, nv, nbv, k);
+            double rig_gt = gs4d_rigidity_error(s->verts, s->frames, s->rest, nv, nbv, k);
             printf("Chamfer (visible centers vs surface): mean %.3f%%, max %.3f%% of the bbox diagonal over %d frames\n",
                    cham, cham_max, s->frames);
             printf("local-rigidity error (RMS non-rigid residual of 8-NN neighborhoods / their size): %.3f%% "
