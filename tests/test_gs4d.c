@@ -653,3 +653,39 @@ TEST(gs4d_cli_dnerf_folder) {
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     CHECK(system(cmd) == 0);
 }
+
+/* Data parallel: `mpirun -np 2 anima gs4d fit` with 2 views per step (one per rank, gradients
+ * averaged, densification statistics summed) follows the one-process run with the same batch to
+ * rounding (the all-reduce adds the two halves in another order than one backward after the
+ * other), and the ranks stay identical (the run ends, which needs every collective matched). */
+TEST(gs4d_cli_mpi_matches_one_process) {
+    char out[8192], probe[256];
+    if (test_run_capture("command -v mpirun 2>&1", probe, sizeof probe) != 0) {
+        printf("    skipped: no mpirun\n");
+        return;
+    }
+    char dir[] = "/tmp/anima-gs4d-mpi-XXXXXX", cmd[2048];
+    CHECK(mkdtemp(dir));
+    const char *common = "gs4d fit --config configs/gs4d-tiny.json --set train.iters=120 --set train.warmup=40 "
+                         "--set train.batch=2 --set train.log_every=40 --set model.n=300 --no-progress";
+    snprintf(cmd, sizeof cmd, "OMP_NUM_THREADS=1 %s %s --out %s/one 2>&1", test_anima_bin(), common, dir);
+    int rc = test_run_capture(cmd, out, sizeof out);
+    CHECK_MSG(rc == 0, "rc %d: %s", rc, out);
+    double p1 = 0, p2 = 0;
+    const char *a = strstr(out, "done after");
+    CHECK(a && (a = strstr(a, "held-out PSNR ")) && sscanf(a, "held-out PSNR %lf", &p1) == 1);
+    snprintf(cmd, sizeof cmd, "OMP_NUM_THREADS=1 mpirun --oversubscribe --allow-run-as-root -np 2 %s %s --out %s/two 2>&1",
+             test_anima_bin(), common, dir);
+    rc = test_run_capture(cmd, out, sizeof out);
+    CHECK_MSG(rc == 0 && strstr(out, "2 ranks, 2 views per step"), "rc %d: %s", rc, out);
+    a = strstr(out, "done after");
+    CHECK(a && (a = strstr(a, "held-out PSNR ")) && sscanf(a, "held-out PSNR %lf", &p2) == 1);
+    CHECK_MSG(fabs(p1 - p2) < 0.02, "held-out PSNR %.4f dB (one process) vs %.4f dB (two ranks)", p1, p2);
+    /* an odd batch cannot be split evenly over two ranks */
+    snprintf(cmd, sizeof cmd, "OMP_NUM_THREADS=1 mpirun --oversubscribe --allow-run-as-root -np 2 %s %s --set train.batch=3 "
+                              "--out %s/odd 2>&1", test_anima_bin(), common, dir);
+    rc = test_run_capture(cmd, out, sizeof out);
+    CHECK_MSG(rc != 0 && strstr(out, "multiple of the 2 ranks"), "rc %d: %s", rc, out);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    CHECK(system(cmd) == 0);
+}

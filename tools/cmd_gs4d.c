@@ -35,6 +35,7 @@
 #include "models/gs4d/gs4d.h"
 #include "models/gs4d/synth.h"
 #include "optim/checkpoint.h"
+#include "optim/comm.h"
 #include "optim/train.h"
 #include "tools/cmd.h"
 #include "tools/cmd_args.h"
@@ -54,7 +55,7 @@ typedef struct {
         double lr_means, lr_means_final, lr_deform, lr_deform_final, lr_scales, lr_quats, lr_opacity, lr_color, lambda;
     } optim;
     struct {
-        int64_t iters, warmup, log_every, ckpt_every, densify_every, reset_every, knn_every, arap_k;
+        int64_t iters, batch, warmup, log_every, ckpt_every, densify_every, reset_every, knn_every, arap_k;
         double refine_frac, prune_opacity, densify_grad, split_scale, arap_weight;
         bool random_background;
     } train;
@@ -98,6 +99,8 @@ static const DsConfigField OPTIM_FIELDS[] = {
     {0}};
 static const DsConfigField TRAIN_FIELDS[] = {
     {"iters", DS_CFG_INT, F(train, iters), "8000", 1, 1e9},
+    {"batch", DS_CFG_INT, F(train, batch), "1", 1, 4096,
+     .help = "views per step (their mean loss); under mpirun a multiple of the ranks, sharded across them"},
     {"warmup", DS_CFG_INT, F(train, warmup), "1000", 0, 1e9, .help = "static steps on the canonical set first"},
     {"log_every", DS_CFG_INT, F(train, log_every), "200", 1, 1e9, .help = "JSONL line + held-out PSNR"},
     {"ckpt_every", DS_CFG_INT, F(train, ckpt_every), "1000", 0, 1e9, .help = "checkpoint period (0: end only)"},
@@ -426,7 +429,10 @@ static const char FIT_ABOUT[] =
     "images and writes RUN/ckpt.h5, RUN/metrics.jsonl, RUN/config.json, RUN/canonical.ply (standard 3DGS\n"
     "PLY), RUN/trajectories.h5 and RUN/renders/test_NNN.png (render | target).";
 
-static int gs4d_fit_main(int argc, char **argv) {
+static int gs4d_fit_run(int argc, char **argv, OptimComm *comm) {
+    int rank = optim_comm_rank(comm), ranks = optim_comm_size(comm);
+    bool is_main = rank == 0;
+    FILE *errf = is_main ? stderr : NULL;
     const char *config_path = NULL, *out = "runs/gs4d";
     bool no_progress = false, force = false, resume = false;
     int64_t stop_after = 0;
@@ -443,19 +449,27 @@ static int gs4d_fit_main(int argc, char **argv) {
         {"--no-progress", CMD_ARG_FLAG, &no_progress, NULL, "no progress display on stderr"},
         {0}};
     const CmdArgSpec spec = {"anima gs4d fit", "--data DIR [--config FILE] [--out RUN] [--resume|--force] [options]",
-                             FIT_ABOUT, args, "SIGINT/SIGTERM finish the current step, checkpoint and exit 130/143.\n"};
-    int prc = cmd_args_parse(&spec, argc, argv, 1, stderr, NULL, NULL);
+                             FIT_ABOUT, args, "SIGINT/SIGTERM finish the current step, checkpoint and exit 130/143.\n"
+                             "Data parallel: mpirun -np N anima gs4d fit ... (train.batch views per step, sharded; rank 0 writes).\n"};
+    int prc = cmd_args_parse(&spec, argc, argv, 1, errf, NULL, NULL);
     if (prc) return prc == CMD_ARGS_HELP ? 0 : 2;
     Gs4dCmdConfig cfg;
     char err[8192];
-    if (cmd_args_config(&spec, stderr, config_path, &sets, GS4D_SCHEMA, &cfg)) return 2;
-    if (!config_path) fprintf(stderr, "anima gs4d fit: no --config, using the built-in defaults (configs/gs4d-small.json's sizes)\n");
-    static const char *const run_files[] = {"ckpt.h5", "metrics.jsonl", NULL};
-    if (cmd_check_run_dir("anima gs4d fit", stderr, out, run_files, true, resume, force)) return 2;
-    if (strlen(out) > 4000) {
-        fprintf(stderr, "anima gs4d fit: --out: path too long\n");
+    if (cmd_args_config(&spec, errf, config_path, &sets, GS4D_SCHEMA, &cfg)) return 2;
+    if (cfg.train.batch % ranks) {
+        if (is_main) fprintf(stderr, "anima gs4d fit: train.batch = %lld views must be a multiple of the %d ranks\n", (long long)cfg.train.batch, ranks);
         return 2;
     }
+    if (is_main && !config_path) fprintf(stderr, "anima gs4d fit: no --config, using the built-in defaults (configs/gs4d-small.json's sizes)\n");
+    static const char *const run_files[] = {"ckpt.h5", "metrics.jsonl", NULL};
+    if (strlen(out) > 4000) {
+        if (is_main) fprintf(stderr, "anima gs4d fit: --out: path too long\n");
+        return 2;
+    }
+    /* the run folder is rank 0's to check; every rank takes the same early return */
+    int chk = is_main ? cmd_check_run_dir("anima gs4d fit", stderr, out, run_files, true, resume, force) : 0;
+    if (ranks > 1) chk = optim_comm_allreduce_sum_scalar(comm, chk) > 0 ? 2 : 0;
+    if (chk) return 2;
     char renders[4096], log_path[4096], ply_path[4096], cfg_path[4096], ckpt_path[4096], traj_path[4096];
     snprintf(renders, sizeof renders, "%s/renders", out);
     snprintf(log_path, sizeof log_path, "%s/metrics.jsonl", out);
@@ -466,37 +480,34 @@ static int gs4d_fit_main(int argc, char **argv) {
     double t0 = base_now();
     RunData rd;
     if (load_data(&cfg, false, &rd, err, sizeof err)) {
-        fprintf(stderr, "anima gs4d fit: %s\n", err);
+        if (is_main) fprintf(stderr, "anima gs4d fit: %s\n", err);
         return 2;
     }
     TensorScope *scope = tensor_scope_begin();
     Gs4dData dtr, dte;
     if (gs4d_data_make(rd.train, rd.n_train, &dtr, err, sizeof err) ||
         gs4d_data_make(rd.test, rd.n_test, &dte, err, sizeof err)) {
-        fprintf(stderr, "anima gs4d fit: %s: %s\n", cfg.data.dir, err);
+        if (is_main) fprintf(stderr, "anima gs4d fit: %s: %s\n", cfg.data.dir, err);
         free_data(&rd);
         tensor_scope_end(scope);
         tensor_runtime_shutdown();
         return 2;
     }
-    if (cmd_make_dirs(renders) != 0) {
-        fprintf(stderr, "anima gs4d fit: cannot create the output directory %s (%s)\n", renders, strerror(errno));
-        free_data(&rd);
-        tensor_scope_end(scope);
-        tensor_runtime_shutdown();
-        return 1;
-    }
     char *cfg_json = ds_config_to_json(GS4D_SCHEMA, &cfg);
     int rc = 0;
-    if (write_text(cfg_path, cfg_json, err, sizeof err)) {
+    if (is_main && cmd_make_dirs(renders) != 0) {
+        fprintf(stderr, "anima gs4d fit: cannot create the output directory %s (%s)\n", renders, strerror(errno));
+        rc = 1;
+    } else if (is_main && write_text(cfg_path, cfg_json, err, sizeof err)) {
         fprintf(stderr, "anima gs4d fit: %s\n", err);
         rc = 1;
     }
+    if (ranks > 1) rc = optim_comm_allreduce_sum_scalar(comm, rc) > 0;
     Gs4dConfig mc = model_config(&cfg);
     Gs4dModel m;
     gs4d_init(&m, &mc, &dtr, NULL);
-    double psnr0 = rc ? NAN : eval_views(&m, &dte, NULL);
-    if (!rc)
+    double psnr0 = rc || !is_main ? NAN : eval_views(&m, &dte, NULL);
+    if (!rc && is_main)
         fprintf(stderr, "anima gs4d fit: %s, %d training + %d held-out views at %dx%d, %lld %s Gaussians, MLP %lldx%lld; "
                         "held-out PSNR at init %.2f dB\n",
                 cfg.data.dir, dtr.n, dte.n, dtr.views[0].cam.width, dtr.views[0].cam.height, (long long)mc.n,
@@ -505,11 +516,13 @@ static int gs4d_fit_main(int argc, char **argv) {
     OptimTrainOptions to = {.name = "anima gs4d fit", .total_steps = cfg.train.iters, .log_every = cfg.train.log_every,
                             .ckpt_every = cfg.train.ckpt_every, .ckpt_path = ckpt_path, .metrics_path = log_path,
                             .config_json = cfg_json, .resume = resume, .stop_after = stop_after,
-                            .progress = cmd_train_progress(&display, no_progress ? 0 : -1), .progress_user = &display};
+                            .progress = cmd_train_progress(&display, no_progress ? 0 : -1), .progress_user = &display,
+                            .comm = comm};
     OptimTrain tl;
+    err[0] = 0;
     if (!rc && optim_train_init(&tl, &to, &m.params, &m.optim, (TensorRng){.seed = (uint64_t)cfg.seed, .stream = 3}, err,
                                 sizeof err)) {
-        fprintf(stderr, "anima gs4d fit: %s\n", err);
+        if (err[0]) fprintf(stderr, "anima gs4d fit: %s\n", err);
         rc = 1;
     }
     if (rc) {
@@ -522,18 +535,20 @@ static int gs4d_fit_main(int argc, char **argv) {
         return rc;
     }
     gs4d_set_step(&m, tl.step);
-    if (resume && tl.resumed_config && strcmp(tl.resumed_config, cfg_json))
+    if (is_main && resume && tl.resumed_config && strcmp(tl.resumed_config, cfg_json))
         fprintf(stderr, "anima gs4d fit: note: the config differs from the one stored in %s; using the new one\n", ckpt_path);
-    if (resume) fprintf(stderr, "anima gs4d fit: resuming %s at step %lld\n", ckpt_path, (long long)tl.step);
+    if (is_main && ranks > 1) fprintf(stderr, "anima gs4d fit: %d ranks, %lld views per step\n", ranks, (long long)cfg.train.batch);
+    if (is_main && resume) fprintf(stderr, "anima gs4d fit: resuming %s at step %lld\n", ckpt_path, (long long)tl.step);
     double t_train = base_now(), t_eval = 0, ts[6] = {0};
     int64_t n_def = 0;
     int64_t first = tl.step;
+    int64_t *batch = base_malloc(sizeof(int64_t) * (size_t)cfg.train.batch);
     while (optim_train_next(&tl)) {
-        int64_t v;
-        optim_data_order((uint64_t)cfg.seed, tl.step, dtr.n, 1, &v);
+        /* 3DGS pops views off a reshuffled stack: every view once per epoch */
+        optim_data_order((uint64_t)cfg.seed, tl.step, dtr.n, cfg.train.batch, batch);
         double lr = gs4d_lr(&m, GS4D_MEANS, m.step);
         Gs4dStepInfo info;
-        gs4d_step(&m, &dtr, (int)v, &tl.rng, &info);
+        gs4d_step_batch(&m, &dtr, batch, (int)cfg.train.batch, &tl.rng, comm, &info);
         if (m.step > mc.warmup) { /* the stage times of the deformation phase */
             double t6[6] = {info.t_deform, info.t_render, info.t_loss, info.t_backward, info.t_optim, info.t_refine};
             for (int k = 0; k < 6; k++) ts[k] += t6[k];
@@ -541,16 +556,26 @@ static int gs4d_fit_main(int argc, char **argv) {
         }
         bool log_now = (tl.step + 1) % cfg.train.log_every == 0 || tl.step + 1 == cfg.train.iters;
         double te = base_now();
-        double psnr = log_now ? eval_views(&m, &dte, NULL) : NAN;
+        double psnr = log_now && is_main ? eval_views(&m, &dte, NULL) : NAN;
         t_eval += base_now() - te;
         OptimMetric extra[5] = {{"test_psnr", psnr}, {"photometric", info.photometric}, {"arap", info.arap},
                                 {"densified", (double)m.densified}, {"relocated", (double)m.relocated}};
         optim_train_step_end(&tl, info.loss, lr, 5, extra);
     }
+    free(batch);
     bool finished = tl.step >= cfg.train.iters;
     double t_loop = base_now() - t_train - t_eval;
     rc = optim_train_finish(&tl);
     int64_t steps = m.step - first;
+    if (!is_main) { /* rank 0 reports and writes the products */
+        gs4d_free(&m);
+        gs4d_data_free(&dtr), gs4d_data_free(&dte);
+        free_data(&rd);
+        free(cfg_json);
+        tensor_scope_end(scope);
+        tensor_runtime_shutdown();
+        return rc;
+    }
     double ssim, psnr = eval_views(&m, &dte, &ssim), psnr_tr = eval_views(&m, &dtr, NULL);
     printf("%s after %lld iterations: held-out PSNR %.2f dB, SSIM %.4f (%d views; %.2f dB at init), training PSNR %.2f dB; "
            "%.1f s (%.1f ms/iteration)\n",
@@ -580,6 +605,13 @@ static int gs4d_fit_main(int argc, char **argv) {
     free(cfg_json);
     tensor_scope_end(scope);
     tensor_runtime_shutdown();
+    return rc;
+}
+
+static int gs4d_fit_main(int argc, char **argv) {
+    OptimComm *comm = optim_comm_init(false);
+    int rc = gs4d_fit_run(argc, argv, comm);
+    optim_comm_finalize(comm);
     return rc;
 }
 

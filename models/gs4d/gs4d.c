@@ -518,66 +518,104 @@ static void opacity_reset(Gs4dModel *m) {
 /* ---- one step ------------------------------------------------------------------------------------ */
 
 double gs4d_step(Gs4dModel *m, const Gs4dData *d, int v, TensorRng *rng, Gs4dStepInfo *info) {
+    int64_t vv = v;
+    return gs4d_step_batch(m, d, &vv, 1, rng, NULL, info);
+}
+
+double gs4d_step_batch(Gs4dModel *m, const Gs4dData *d, const int64_t *views, int batch, TensorRng *rng,
+                       OptimComm *comm, Gs4dStepInfo *info) {
     if (m->cfg.dtype != TENSOR_F32) tensor_fail("gs4d_step", "training runs in f32");
-    double bg[3];
-    if (m->cfg.random_background) {
-        Draw dr = {.g = rng};
-        for (int a = 0; a < 3; a++) bg[a] = draw_u(&dr);
-    } else memcpy(bg, m->cfg.background, sizeof bg);
-    const Gs4dView *view = &d->views[v];
+    int ranks = comm ? optim_comm_size(comm) : 1;
+    if (batch < 1 || batch % ranks) tensor_fail("gs4d_step", "a batch of %d views over %d ranks: need a positive multiple", batch, ranks);
+    /* every rank draws every view's background, so the generators stay in step */
+    double *bgs = base_malloc(sizeof(double) * 3 * (size_t)batch);
+    Draw dr = {.g = rng};
+    for (int j = 0; j < batch; j++)
+        for (int a = 0; a < 3; a++) bgs[3 * j + a] = m->cfg.random_background ? draw_u(&dr) : m->cfg.background[a];
+    int64_t b0 = 0, b1 = batch;
+    if (comm) optim_comm_shard(comm, batch, &b0, &b1);
     bool def = deforming(m);
-    double tk[7];
-    tk[0] = base_now();
-    TensorScope *s = tensor_scope_begin();
-    Tensor *target = gs4d_target(d, v, bg);
-    GsGaussians canon = gs4d_canonical(m);
-    GsGaussians g = def ? gs4d_deform(m, &canon, view->time) : canon;
-    tk[1] = base_now();
-    GsRenderOut r = gs_render(&g, &view->cam, bg);
-    tk[2] = base_now();
-    Tensor *photo = gs_loss_photometric(r.image, target, m->cfg.lambda);
-    Tensor *loss = photo, *arap = NULL;
+    double tk[7] = {0}, t_def = 0, t_ren = 0, t_loss = 0, t_back = 0;
+    double sums[3] = {0, 0, 0}; /* loss, photometric, arap: this rank's sums over its views */
+    int64_t n = m->cfg.n;
     int k = m->cfg.arap_k;
+    int32_t *nbr = NULL;
     if (def && m->cfg.arap_weight > 0) {
-        int64_t n = m->cfg.n;
-        int32_t *nbr = base_malloc(sizeof(int32_t) * (size_t)n * k);
+        nbr = base_malloc(sizeof(int32_t) * (size_t)n * k);
         const float *nf = tensor_f32(m->neighbors);
         for (int64_t i = 0; i < n * k; i++) nbr[i] = (int32_t)nf[i];
-        arap = gs4d_arap_loss(g.means, canon.means, nbr, k);
-        free(nbr);
-        loss = tensor_add(loss, tensor_mul_scalar(arap, m->cfg.arap_weight));
     }
-    tk[3] = base_now();
+    /* this rank's densification statistics of the step, added to the buffers (after the
+     * all-reduce with several ranks) */
+    float *dacc = base_calloc((size_t)n * 2, sizeof(float)), *dcnt = dacc + n;
     nn_params_zero_grad(&m->params);
-    ag_backward(loss, NULL, false);
-    double lv = tensor_item(loss);
-    if (info) {
-        info->loss = lv;
-        info->photometric = tensor_item(photo);
-        info->arap = arap ? tensor_item(arap) : 0;
-        memcpy(info->background, bg, sizeof bg);
-    }
-    /* 3DGS's densification statistic: ‖∂L/∂μ'‖ in NDC (pixels × size / 2), summed over the steps
-     * that saw the Gaussian */
-    {
-        int64_t n = m->cfg.n;
+    /* each view's loss is scaled by 1 / (views on this rank): the gradients summed over the
+     * rank's views are its mean, and the mean over ranks (equal shards) is the batch mean */
+    double scale = 1.0 / (double)(b1 - b0);
+    for (int64_t j = b0; j < b1; j++) {
+        int v = (int)views[j];
+        const Gs4dView *view = &d->views[v];
+        const double *bg = bgs + 3 * j;
+        tk[0] = base_now();
+        TensorScope *s = tensor_scope_begin();
+        Tensor *target = gs4d_target(d, v, bg);
+        GsGaussians canon = gs4d_canonical(m);
+        GsGaussians g = def ? gs4d_deform(m, &canon, view->time) : canon;
+        tk[1] = base_now();
+        GsRenderOut r = gs_render(&g, &view->cam, bg);
+        tk[2] = base_now();
+        Tensor *photo = gs_loss_photometric(r.image, target, m->cfg.lambda);
+        Tensor *loss = photo, *arap = NULL;
+        if (nbr) {
+            arap = gs4d_arap_loss(g.means, canon.means, nbr, k);
+            loss = tensor_add(loss, tensor_mul_scalar(arap, m->cfg.arap_weight));
+        }
+        tk[3] = base_now();
+        ag_backward(tensor_mul_scalar(loss, scale), NULL, false);
+        sums[0] += tensor_item(loss), sums[1] += tensor_item(photo), sums[2] += arap ? tensor_item(arap) : 0;
+        /* 3DGS's densification statistic: ‖∂L/∂μ'‖ of the view's own loss (undoing the scale) in
+         * NDC (pixels × size / 2), summed over the steps that saw the Gaussian */
         Tensor *g2 = tensor_contiguous(tensor_cast(r.mean2d_grad, TENSOR_F64));
         const double *gg = tensor_data_ptr(g2);
         const int64_t *rad = tensor_data_ptr(r.radii);
-        float *acc = tensor_f32(m->grad_accum), *cnt = tensor_f32(m->grad_count);
-        double sx = 0.5 * view->cam.width, sy = 0.5 * view->cam.height;
+        double sx = 0.5 * view->cam.width / scale, sy = 0.5 * view->cam.height / scale;
         for (int64_t i = 0; i < n; i++) {
             if (rad[i] <= 0) continue;
-            acc[i] += (float)hypot(gg[2 * i] * sx, gg[2 * i + 1] * sy);
-            cnt[i] += 1;
+            dacc[i] += (float)hypot(gg[2 * i] * sx, gg[2 * i + 1] * sy);
+            dcnt[i] += 1;
         }
+        tensor_scope_end(s);
+        tk[4] = base_now();
+        t_def += tk[1] - tk[0], t_ren += tk[2] - tk[1], t_loss += tk[3] - tk[2], t_back += tk[4] - tk[3];
+    }
+    free(nbr);
+    free(bgs);
+    if (ranks > 1) {
+        tk[3] = base_now();
+        optim_comm_allreduce_grads(comm, &m->params);
+        TensorScope *s = tensor_scope_begin();
+        Tensor *st = tensor_from_data(1, (int64_t[]){2 * n}, TENSOR_F32, dacc);
+        optim_comm_allreduce_mean(comm, st, 0);
+        const float *sv = tensor_f32(st);
+        for (int64_t i = 0; i < 2 * n; i++) dacc[i] = sv[i] * (float)ranks;
+        tensor_scope_end(s);
+        for (int a = 0; a < 3; a++) sums[a] = optim_comm_allreduce_sum_scalar(comm, sums[a]);
+        t_back += base_now() - tk[3];
+    }
+    float *acc = tensor_f32(m->grad_accum), *cnt = tensor_f32(m->grad_count);
+    for (int64_t i = 0; i < n; i++) acc[i] += dacc[i], cnt[i] += dcnt[i];
+    free(dacc);
+    double lv = sums[0] / batch;
+    if (info) {
+        info->loss = lv;
+        info->photometric = sums[1] / batch;
+        info->arap = sums[2] / batch;
     }
     tk[4] = base_now();
     for (int gi = 0; gi < GS4D_GROUPS; gi++) {
         if (!m->used[gi] || (gi == GS4D_DEFORM && !def)) continue;
         optim_step(&m->gopt[gi], gs4d_lr(m, gi, m->step));
     }
-    tensor_scope_end(s);
     tk[5] = base_now();
     m->step++;
     m->optim.step = m->step;
@@ -591,8 +629,8 @@ double gs4d_step(Gs4dModel *m, const Gs4dData *d, int v, TensorRng *rng, Gs4dSte
         gs4d_update_neighbors(m);
     tk[6] = base_now();
     if (info) {
-        info->t_deform = tk[1] - tk[0], info->t_render = tk[2] - tk[1], info->t_loss = tk[3] - tk[2];
-        info->t_backward = tk[4] - tk[3], info->t_optim = tk[5] - tk[4], info->t_refine = tk[6] - tk[5];
+        info->t_deform = t_def, info->t_render = t_ren, info->t_loss = t_loss, info->t_backward = t_back;
+        info->t_optim = tk[5] - tk[4], info->t_refine = tk[6] - tk[5];
     }
     return lv;
 }

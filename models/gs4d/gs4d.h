@@ -58,6 +58,7 @@
 #include "datasets/render/camera.h"
 #include "models/gaussians/rasterize.h"
 #include "nn/modules.h"
+#include "optim/comm.h"
 #include "optim/optim.h"
 
 typedef struct {
@@ -163,8 +164,7 @@ void gs4d_mlp_forward(const Gs4dMlp *mlp, const Gs4dConfig *cfg, Tensor *x, doub
 double gs4d_lr(const Gs4dModel *m, int g, int64_t step);
 
 typedef struct {
-    double loss, photometric, arap;
-    double background[3];
+    double loss, photometric, arap; /* means over the batch */
     /* seconds spent per stage (wall clock): the MLP forward, the rasterizer forward, the losses'
      * forward (photometric + ARAP with its rotation fits), the whole backward, the Adam updates,
      * and densification / opacity reset / kNN */
@@ -173,6 +173,13 @@ typedef struct {
 
 /* One training step on view v of d, drawing the background (and relocations) from rng. */
 double gs4d_step(Gs4dModel *m, const Gs4dData *d, int v, TensorRng *rng, Gs4dStepInfo *info);
+/* One step on a batch of views (the loss is their mean; each view renders at its own time and
+ * adds its ARAP term). With a communicator of several ranks (batch a multiple of the ranks),
+ * each rank renders its shard of the batch (optim_comm_shard), then the gradients are averaged
+ * and the densification statistics summed over ranks, so every rank takes the same update and
+ * stays identical; every rank calls it with the same views and an rng in the same state. */
+double gs4d_step_batch(Gs4dModel *m, const Gs4dData *d, const int64_t *views, int batch, TensorRng *rng,
+                       OptimComm *comm, Gs4dStepInfo *info);
 /* Densify / relocate now (the step runs it when due); returns the Gaussians moved. */
 int64_t gs4d_densify(Gs4dModel *m, const Gs4dData *d, TensorRng *rng);
 /* Recompute the ARAP neighbors from the canonical means (the step does it when due). */
