@@ -543,8 +543,9 @@ TEST(gs4d_cli_fit_resume_eval) {
     int rc = test_run_capture(cmd, out, sizeof out);
     CHECK_MSG(rc == 0, "rc %d: %s", rc, out);
     CHECK_MSG(strstr(out, "done after 120 iterations") && strstr(out, "per deformation-phase iteration"), "%s", out);
-    const char *files[] = {"canonical.ply", "trajectories.h5", "renders/test_000.png", "ckpt.h5", "metrics.jsonl", "config.json"};
-    for (int i = 0; i < 6; i++) {
+    const char *files[] = {"canonical.ply", "trajectories.h5", "renders/test_000.png", "ckpt.h5", "metrics.jsonl", "config.json",
+                           "turntable.gif"};
+    for (int i = 0; i < 7; i++) {
         char p[512];
         snprintf(p, sizeof p, "%s/a/%s", dir, files[i]);
         CHECK_MSG(access(p, R_OK) == 0, "%s is missing", p);

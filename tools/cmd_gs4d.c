@@ -9,7 +9,8 @@
  * train.ckpt_every steps, at the end and on SIGINT/SIGTERM, which exit 130/143 after it), --resume
  * (bit-identical to an uninterrupted run), and at the end writes RUN/canonical.ply (the canonical
  * set as a standard 3DGS PLY), RUN/trajectories.h5 (per-frame positions, scales, colors,
- * opacities) and RUN/renders/test_NNN.png (render | target of each held-out view).
+ * opacities), RUN/renders/test_NNN.png (render | target of each held-out view) and
+ * RUN/turntable.gif (one orbit around the scene while time runs from 0 to 1).
  * --data synthetic[:category] makes the small analytic sequence of models/gs4d/synth.h (with
  * ground truth); data.size, data.frames, data.views and data.test_views size it.
  * eval: reloads RUN's config and checkpoint and prints the held-out PSNR and SSIM, and where the
@@ -30,6 +31,7 @@
 #include "base/h5file.h"
 #include "datasets/config.h"
 #include "datasets/motion/dnerf.h"
+#include "datasets/render/gif.h"
 #include "datasets/render/image.h"
 #include "models/gs4d/arap.h"
 #include "models/gs4d/gs4d.h"
@@ -55,7 +57,7 @@ typedef struct {
         double lr_means, lr_means_final, lr_deform, lr_deform_final, lr_scales, lr_quats, lr_opacity, lr_color, lambda;
     } optim;
     struct {
-        int64_t iters, batch, warmup, log_every, ckpt_every, densify_every, reset_every, knn_every, arap_k;
+        int64_t iters, batch, turntable_frames, warmup, log_every, ckpt_every, densify_every, reset_every, knn_every, arap_k;
         double refine_frac, prune_opacity, densify_grad, split_scale, arap_weight;
         bool random_background;
     } train;
@@ -99,6 +101,8 @@ static const DsConfigField OPTIM_FIELDS[] = {
     {0}};
 static const DsConfigField TRAIN_FIELDS[] = {
     {"iters", DS_CFG_INT, F(train, iters), "8000", 1, 1e9},
+    {"turntable_frames", DS_CFG_INT, F(train, turntable_frames), "48", 1, 10000,
+     .help = "frames of RUN/turntable.gif (one orbit while time runs 0 to 1)"},
     {"batch", DS_CFG_INT, F(train, batch), "1", 1, 4096,
      .help = "views per step (their mean loss); under mpirun a multiple of the ranks, sharded across them"},
     {"warmup", DS_CFG_INT, F(train, warmup), "1000", 0, 1e9, .help = "static steps on the canonical set first"},
@@ -358,6 +362,49 @@ static int write_renders(const char *dir, const Gs4dModel *m, const Gs4dData *d,
     return 0;
 }
 
+/* RUN/turntable.gif: a camera circling the scene once while time runs from 0 to 1, at the
+ * training cameras' mean distance, 20° above their mean horizon (the mean of their image-up
+ * directions is taken as the world's up), with the first training camera's field of view */
+static int write_turntable(const char *path, const Gs4dModel *m, const Gs4dData *d, int nframes, char *err, size_t errlen) {
+    double up[3] = {0, 0, 0}, dist = 0;
+    for (int v = 0; v < d->n; v++) {
+        const DsCamera *c = &d->views[v].cam;
+        double o[3];
+        ds_camera_center(c, o);
+        for (int a = 0; a < 3; a++) up[a] -= c->R[3 + a]; /* image y points down: up is −(row 1 of R) */
+        dist += sqrt((o[0] - d->center[0]) * (o[0] - d->center[0]) + (o[1] - d->center[1]) * (o[1] - d->center[1]) +
+                     (o[2] - d->center[2]) * (o[2] - d->center[2])) / d->n;
+    }
+    double nu = sqrt(up[0] * up[0] + up[1] * up[1] + up[2] * up[2]);
+    if (!(nu > 0)) up[0] = 0, up[1] = 1, up[2] = 0, nu = 1;
+    for (int a = 0; a < 3; a++) up[a] /= nu;
+    /* two horizontal axes perpendicular to up */
+    double e1[3] = {1, 0, 0};
+    if (fabs(up[0]) > 0.9) e1[0] = 0, e1[1] = 1;
+    double dot = e1[0] * up[0] + e1[1] * up[1] + e1[2] * up[2];
+    for (int a = 0; a < 3; a++) e1[a] -= dot * up[a];
+    double n1 = sqrt(e1[0] * e1[0] + e1[1] * e1[1] + e1[2] * e1[2]);
+    for (int a = 0; a < 3; a++) e1[a] /= n1;
+    double e2[3] = {up[1] * e1[2] - up[2] * e1[1], up[2] * e1[0] - up[0] * e1[2], up[0] * e1[1] - up[1] * e1[0]};
+    const DsCamera *c0 = &d->views[0].cam;
+    int w = c0->width, h = c0->height;
+    double fov = 2 * atan(0.5 * h / c0->fy) * 180 / M_PI, el = 20 * M_PI / 180;
+    float *frames = base_malloc(sizeof(float) * 3 * (size_t)w * h * nframes);
+    for (int f = 0; f < nframes; f++) {
+        double az = 2 * M_PI * f / nframes, t = nframes > 1 ? (double)f / (nframes - 1) : 0, eye[3];
+        for (int a = 0; a < 3; a++)
+            eye[a] = d->center[a] + dist * (cos(el) * (cos(az) * e1[a] + sin(az) * e2[a]) + sin(el) * up[a]);
+        DsCamera cam = ds_camera_look_at(eye, d->center, up, w, h, fov);
+        TensorScope *sc = tensor_scope_begin();
+        Tensor *img = gs4d_render(m, &cam, t, WHITE);
+        memcpy(frames + (size_t)f * w * h * 3, tensor_f32(img), sizeof(float) * 3 * (size_t)w * h);
+        tensor_scope_end(sc);
+    }
+    int rc = ds_gif_write(path, frames, w, h, nframes, 8, err, errlen);
+    free(frames);
+    return rc;
+}
+
 /* the distinct times of the training and held-out views, ascending */
 static int frame_times(const RunData *d, double **out) {
     int n = d->n_train + d->n_test, nf = 0;
@@ -427,7 +474,7 @@ static int write_trajectories(const char *path, const Gs4dModel *m, const double
 static const char FIT_ABOUT[] =
     "fits deformable 3D Gaussians (canonical set + deformation MLP, ARAP-regularized) to posed, timed\n"
     "images and writes RUN/ckpt.h5, RUN/metrics.jsonl, RUN/config.json, RUN/canonical.ply (standard 3DGS\n"
-    "PLY), RUN/trajectories.h5 and RUN/renders/test_NNN.png (render | target).";
+    "PLY), RUN/trajectories.h5, RUN/renders/test_NNN.png (render | target) and RUN/turntable.gif.";
 
 static int gs4d_fit_run(int argc, char **argv, OptimComm *comm) {
     int rank = optim_comm_rank(comm), ranks = optim_comm_size(comm);
@@ -477,6 +524,8 @@ static int gs4d_fit_run(int argc, char **argv, OptimComm *comm) {
     snprintf(cfg_path, sizeof cfg_path, "%s/config.json", out);
     snprintf(ckpt_path, sizeof ckpt_path, "%s/ckpt.h5", out);
     snprintf(traj_path, sizeof traj_path, "%s/trajectories.h5", out);
+    char gif_path[4096];
+    snprintf(gif_path, sizeof gif_path, "%s/turntable.gif", out);
     double t0 = base_now();
     RunData rd;
     if (load_data(&cfg, false, &rd, err, sizeof err)) {
@@ -591,13 +640,16 @@ static int gs4d_fit_run(int argc, char **argv, OptimComm *comm) {
         int nf = frame_times(&rd, &times);
         err[0] = 0;
         if (gs4d_export(&m, &g) || ds_gaussians_write(ply_path, &g, err, sizeof err) ||
-            write_trajectories(traj_path, &m, times, nf, err, sizeof err) || write_renders(renders, &m, &dte, err, sizeof err)) {
+            write_trajectories(traj_path, &m, times, nf, err, sizeof err) || write_renders(renders, &m, &dte, err, sizeof err) ||
+            write_turntable(gif_path, &m, &dtr, (int)cfg.train.turntable_frames, err, sizeof err)) {
             fprintf(stderr, "anima gs4d fit: %s\n", err[0] ? err : "out of memory");
             rc = 1;
         }
         ds_gaussians_free(&g);
         free(times);
-        if (rc == 0) printf("wrote %s, %s (%d frames), %s/test_NNN.png, %s, %s\n", ply_path, traj_path, nf, renders, ckpt_path, log_path);
+        if (rc == 0)
+            printf("wrote %s, %s (%d frames), %s/test_NNN.png, %s, %s, %s\n", ply_path, traj_path, nf, renders, gif_path,
+                   ckpt_path, log_path);
     }
     gs4d_free(&m);
     gs4d_data_free(&dtr), gs4d_data_free(&dte);
