@@ -159,10 +159,12 @@ static NnLinear head(NnParams *p, const char *prefix, int64_t in, int64_t out, d
     return l;
 }
 
-/* whether world point x lands on alpha > 0.5 in at least half of the views that see it */
+/* whether world point x lands on alpha > 0.5 in at least half of the views that see it (at most
+ * 64 views, evenly spaced over the list: a long sequence has hundreds, and 64 already carve
+ * the union of the poses) */
 static bool carved_in(const Gs4dData *d, const double x[3]) {
-    int seen = 0, hit = 0;
-    for (int v = 0; v < d->n; v++) {
+    int seen = 0, hit = 0, stride = d->n > 64 ? (d->n + 63) / 64 : 1;
+    for (int v = 0; v < d->n; v += stride) {
         const DsCamera *c = &d->views[v].cam;
         double uv[2], z;
         if (!ds_camera_project(c, x, uv, &z)) continue;
