@@ -583,6 +583,12 @@ static int gs4d_fit_run(int argc, char **argv, OptimComm *comm) {
         tensor_runtime_shutdown();
         return rc;
     }
+    if (ranks > 1) { /* every rank starts from rank 0's parameters and moments (the convention of
+                      * the data-parallel commands; the init is deterministic, this makes it sure) */
+        optim_comm_broadcast(comm, m.params.flat, 0);
+        optim_comm_broadcast(comm, m.optim.exp_avg, 0);
+        optim_comm_broadcast(comm, m.optim.exp_avg_sq, 0);
+    }
     gs4d_set_step(&m, tl.step);
     if (is_main && resume && tl.resumed_config && strcmp(tl.resumed_config, cfg_json))
         fprintf(stderr, "anima gs4d fit: note: the config differs from the one stored in %s; using the new one\n", ckpt_path);
