@@ -40,13 +40,15 @@ else
 LIB_SRC  += tensor/cuda/cuda_none.c
 endif
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o) $(CUDA_OBJ)
+# CUEMU=1: the CUDA build compiled for the CPU emulator instead (make test-cuda-emu)
+include tools/cuemu/cuemu.mk
 
 APP_SRC  := $(wildcard tools/anima*.c tools/cmd_*.c)
 TEST_SRC := $(wildcard tests/*.c)
 # bench/bench_sim.c is a program of its own (bench/run_sim.sh), not one of anima-bench's cases
 BENCH_SRC := $(filter-out bench/bench_sim.c,$(wildcard bench/*.c))
 
-.PHONY: all test demo bench valgrind clean deps test-cuda bench-cuda install uninstall shared FORCE
+.PHONY: all test demo bench valgrind clean deps test-cuda bench-cuda install uninstall shared FORCE test-cuda-emu test-cuda-emu-tsan
 all: $(BUILD)/libanima.a anima
 
 $(BUILD)/libanima.a: $(LIB_OBJ)
@@ -109,6 +111,19 @@ bench-cuda:
 deps:
 	@bash tools/install-deps.sh
 
+# the multi-view motion benchmark (issue 18, datasets/motion/bench.h): each character a training
+# and a held-out motion, 24 views x 48 frames at 128x128, into $(MOTION_DATA)/<category>; the CMU
+# clips come from assimp-testmodels (datasets/fetch-real.sh installs it when missing)
+MOTION_DATA ?= data/motion
+MOTION_CATEGORIES ?= humanoid quadruped bird snake
+.PHONY: motion-data
+motion-data: deps
+	@$(MAKE) --no-print-directory all
+	@test -r /usr/share/assimp/models/BVH/01_01.bvh || bash datasets/fetch-real.sh
+	@t0=$$(date +%s); for c in $(MOTION_CATEGORIES); do \
+	  OMP_NUM_THREADS=$${OMP_NUM_THREADS:-2} ./anima dataset motion --category $$c --out $(MOTION_DATA)/$$c || exit 1; done; \
+	  echo "motion-data: $(words $(MOTION_CATEGORIES)) characters in $(MOTION_DATA) in $$(( $$(date +%s) - t0 )) s"
+
 # the installed tree at $(BUILD)/install-test is what tests/examples.sh builds examples/ against
 test: deps
 	@$(MAKE) --no-print-directory all $(BUILD)/anima-tests $(BUILD)/anima-mpi-tests $(BUILD)/libanima.so $(BUILD)/fullshim.so
@@ -143,8 +158,23 @@ test-cuda: deps
 	@$(MAKE) --no-print-directory all $(BUILD)/anima-tests
 	@./$(BUILD)/anima-tests --cuda
 
+# ---- cuemu: every CUDA kernel run on the CPU (docs/cuemu.md) ---------------------------------
+# test-cuda-emu: the checks' own tests (tests/cuemu/), then the CUDA parity suite (--cuda) under
+# forward, reverse and seeded random thread order; SANITIZE=address adds ASan (build-emu-san).
+# test-cuda-emu-tsan: ThreadSanitizer over the small cases (tests/cuemu/ race cases).
+EMU_BUILD   ?= build-emu
+CUEMU_SEED  ?= $(shell od -An -N4 -tu4 /dev/urandom | tr -d ' ')
+EMU_SAN     := $(if $(filter 1 address,$(SANITIZE)),1,0)
+EMU_DIR     := $(EMU_BUILD)$(if $(filter 1,$(EMU_SAN)),-san)
+test-cuda-emu:
+	@$(MAKE) --no-print-directory CUEMU=1 CUDA=1 BUILD=$(EMU_BUILD) SANITIZE=$(EMU_SAN) $(EMU_DIR)/anima-tests $(EMU_DIR)/cuemu-tests
+	@BUILD=$(EMU_DIR) bash tests/cuemu/run.sh $(CUEMU_SEED)
+test-cuda-emu-tsan:
+	@$(MAKE) --no-print-directory CUEMU=1 CUEMU_TSAN=1 CUDA=1 BUILD=$(EMU_BUILD)-tsan $(EMU_BUILD)-tsan/cuemu-tests
+	@BUILD=$(EMU_BUILD)-tsan bash tests/cuemu/run.sh --tsan
+
 clean:
-	rm -rf build build-san build-vg build-cuda anima
+	rm -rf build build-san build-vg build-cuda build-emu build-emu-san build-emu-tsan anima
 
 # ---- install: using anima from one's own program (examples/) -------------------------------
 # $(DESTDIR)$(PREFIX)/lib/libanima.{a,so}, lib/pkgconfig/anima.pc, bin/anima and the public
@@ -232,6 +262,9 @@ FUZZ_LDLIBS_fuzz_png := -lpng
 FUZZ_SRC_fuzz_skinning    := datasets/corpus/skinning_file.c base/h5file.c datasets/render/camera.c datasets/render/raster.c datasets/render/image.c
 FUZZ_CFLAGS_fuzz_skinning := -I/usr/include/hdf5/serial
 FUZZ_LDLIBS_fuzz_skinning := -L/usr/lib/x86_64-linux-gnu/hdf5/serial -lhdf5 -lpng
+# the D-NeRF / nerfstudio transforms reader (issue 18) and the PNG reader it calls
+FUZZ_SRC_fuzz_dnerf    := datasets/motion/dnerf.c datasets/render/image.c datasets/render/camera.c
+FUZZ_LDLIBS_fuzz_dnerf := -lcjson -lpng
 
 .SECONDEXPANSION:
 $(BUILD)/fuzz/%: tests/fuzz/%.c $(FUZZ_LIB) $$(FUZZ_SRC_$$*) datasets/mesh/mesh_internal.h datasets/mesh/mesh_formats.h datasets/mesh/mesh.h
