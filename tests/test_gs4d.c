@@ -11,7 +11,6 @@
 
 #include "autograd/gradcheck.h"
 #include "base/clock.h"
-#include "base/h5file.h"
 #include "datasets/motion/dnerf.h"
 #include "datasets/render/image.h"
 #include "models/gaussians/loss.h"
@@ -594,9 +593,8 @@ TEST(gs4d_cli_fit_resume_eval) {
 }
 
 /* A sequence written by another tool in the D-NeRF / nerfstudio convention (here: the synthetic
- * sequence through datasets/motion/dnerf.h's writer, RGBA PNGs, and a gt.h5 in the benchmark's
- * layout) is what `anima gs4d fit --data DIR` trains on and `anima gs4d eval` scores, Chamfer
- * and rigidity included. */
+ * sequence through datasets/motion/dnerf.h's writer and RGBA PNGs, no ground truth) is what
+ * `anima gs4d fit --data DIR` trains on and `anima gs4d eval` scores. */
 TEST(gs4d_cli_dnerf_folder) {
     Gs4dSynth s;
     char err[512], dir[] = "/tmp/anima-gs4d-dnerf-XXXXXX", p[600], cmd[2048], out[8192];
@@ -623,18 +621,6 @@ TEST(gs4d_cli_dnerf_folder) {
         CHECK_MSG(ds_dnerf_write_json(p, fo, n, NULL, err, sizeof err) == 0, "%s", err);
         free(fo), free(names);
     }
-    /* gt.h5: times, vertices (F, V, 3), mesh/faces, mesh/rest_vertices */
-    snprintf(p, sizeof p, "%s/gt.h5", dir);
-    char tmp[700];
-    hid_t f = base_h5_save_begin(p, tmp, sizeof tmp, err, sizeof err);
-    CHECK_MSG(f >= 0, "%s", err);
-    hsize_t dt[1] = {(hsize_t)s.frames}, dv[3] = {(hsize_t)s.frames, (hsize_t)s.mesh.nv, 3};
-    hsize_t df[2] = {(hsize_t)s.mesh.nf, 3}, dr[2] = {(hsize_t)s.mesh.nv, 3};
-    bool ok = base_h5_write_checked(f, "times", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 1, dt, s.times, 1 << 20, false) == 0 &&
-              base_h5_write_checked(f, "vertices", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 3, dv, s.frame_verts, 1 << 20, false) == 0 &&
-              base_h5_write_checked(f, "mesh/faces", H5T_STD_I32LE, H5T_NATIVE_INT32, 2, df, s.mesh.f, 1 << 20, false) == 0 &&
-              base_h5_write_checked(f, "mesh/rest_vertices", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 2, dr, s.mesh.v, 1 << 20, false) == 0;
-    CHECK_MSG(base_h5_save_end(f, tmp, p, ok, "ground truth", err, sizeof err) == 0, "%s", err);
     gs4d_synth_free(&s);
 
     snprintf(cmd, sizeof cmd, "OMP_NUM_THREADS=1 %s gs4d fit --data %s --config configs/gs4d-tiny.json --set train.iters=300 "
@@ -650,7 +636,35 @@ TEST(gs4d_cli_dnerf_folder) {
     CHECK_MSG(p1 > p0 + 2, "held-out PSNR %.2f dB from %.2f dB", p1, p0);
     snprintf(cmd, sizeof cmd, "OMP_NUM_THREADS=1 %s gs4d eval %s/run 2>&1", test_anima_bin(), dir);
     rc = test_run_capture(cmd, out, sizeof out);
-    CHECK_MSG(rc == 0 && strstr(out, "val views") && strstr(out, "Chamfer") && strstr(out, "over 3 frames"), "rc %d: %s", rc, out);
+    CHECK_MSG(rc == 0 && strstr(out, "val views") && strstr(out, "no ground truth"), "rc %d: %s", rc, out);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    CHECK(system(cmd) == 0);
+}
+
+/* The benchmark of `anima dataset motion` (a tiny one): fit on its training views, eval on its
+ * test split (held-out views × every frame) with the ground truth of its gt.h5. */
+TEST(gs4d_cli_motion_benchmark) {
+    char dir[] = "/tmp/anima-gs4d-bench-XXXXXX", cmd[2048], out[8192];
+    CHECK(mkdtemp(dir));
+    snprintf(cmd, sizeof cmd, "OMP_NUM_THREADS=1 %s dataset motion --category quadruped --out %s/b --frames 3 --views 6 "
+                              "--size 24 --grid 32 --heldout none --holdout-every 3 --val-every 1 --no-progress 2>&1",
+             test_anima_bin(), dir);
+    int rc = test_run_capture(cmd, out, sizeof out);
+    CHECK_MSG(rc == 0, "rc %d: %s", rc, out);
+    snprintf(cmd, sizeof cmd, "OMP_NUM_THREADS=1 %s gs4d fit --data %s/b --config configs/gs4d-tiny.json --set train.iters=300 "
+                              "--set train.warmup=100 --set train.log_every=100 --no-progress --out %s/run 2>&1",
+             test_anima_bin(), dir, dir);
+    rc = test_run_capture(cmd, out, sizeof out);
+    CHECK_MSG(rc == 0 && strstr(out, "12 training + 6 held-out views at 24x24"), "rc %d: %s", rc, out);
+    double p0 = 0, p1 = 0;
+    const char *a = strstr(out, "held-out PSNR at init "), *b = strstr(out, "done after");
+    CHECK(a && sscanf(a, "held-out PSNR at init %lf", &p0) == 1);
+    CHECK(b && (b = strstr(b, "held-out PSNR ")) && sscanf(b, "held-out PSNR %lf", &p1) == 1);
+    CHECK_MSG(p1 > p0 + 2, "held-out PSNR %.2f dB from %.2f dB", p1, p0);
+    snprintf(cmd, sizeof cmd, "OMP_NUM_THREADS=1 %s gs4d eval %s/run 2>&1", test_anima_bin(), dir);
+    rc = test_run_capture(cmd, out, sizeof out);
+    CHECK_MSG(rc == 0 && strstr(out, "test views") && strstr(out, "Chamfer") && strstr(out, "over 3 frames") &&
+                  strstr(out, "local-rigidity"), "rc %d: %s", rc, out);
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     CHECK(system(cmd) == 0);
 }

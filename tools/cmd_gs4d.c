@@ -30,6 +30,7 @@
 #include "base/clock.h"
 #include "base/h5file.h"
 #include "datasets/config.h"
+#include "datasets/motion/bench.h"
 #include "datasets/motion/dnerf.h"
 #include "datasets/render/gif.h"
 #include "datasets/render/image.h"
@@ -169,61 +170,18 @@ typedef struct {
     const char *test_split;
     bool has_gt;
     GtSurface gt;
+    DsMotionGt gt_file;
 } RunData;
 
-/* DIR/gt.h5 of `anima dataset motion` (datasets/motion/bench.h: times (F), vertices (F, V, 3),
- * mesh/faces (T, 3), mesh/rest_vertices (V, 3)). 1 read, 0 absent, -1 unreadable (err). */
-static int read_gt(const char *dir, GtSurface *g, char *err, size_t errlen) {
+/* DIR/gt.h5 of `anima dataset motion` (datasets/motion/bench.h's reader): the surface per frame.
+ * 1 read, 0 absent, -1 unreadable (err). */
+static int read_gt(const char *dir, DsMotionGt *raw, GtSurface *g, char *err, size_t errlen) {
     char path[4200];
     snprintf(path, sizeof path, "%.4000s/gt.h5", dir);
     if (access(path, F_OK) != 0) return 0;
-    hid_t f = base_h5_open_read(path, "ground-truth file", err, errlen);
-    if (f < 0) return -1;
-    const char *names[4] = {"times", "vertices", "mesh/faces", "mesh/rest_vertices"};
-    int rank_want[4] = {1, 3, 2, 2};
-    hsize_t dims[4][3] = {{0}};
-    void *buf[4] = {NULL};
-    int rc = 1;
-    for (int k = 0; k < 4 && rc == 1; k++) {
-        hid_t ds = H5Lexists(f, names[k], H5P_DEFAULT) > 0 ? H5Dopen2(f, names[k], H5P_DEFAULT) : -1;
-        hid_t sp = ds >= 0 ? H5Dget_space(ds) : -1;
-        int rank = sp >= 0 ? H5Sget_simple_extent_ndims(sp) : -1;
-        if (rank != rank_want[k] || H5Sget_simple_extent_dims(sp, dims[k], NULL) < 0 ||
-            (rank >= 2 && dims[k][rank - 1] != 3)) {
-            snprintf(err, errlen, "%s: /%s is missing or not of the documented shape", path, names[k]);
-            rc = -1;
-        } else {
-            size_t cnt = 1;
-            for (int r = 0; r < rank; r++) cnt *= dims[k][r];
-            buf[k] = base_malloc((k == 2 ? sizeof(int32_t) : sizeof(float)) * (cnt ? cnt : 1));
-            if (H5Dread(ds, k == 2 ? H5T_NATIVE_INT32 : H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf[k]) < 0) {
-                snprintf(err, errlen, "%s: reading /%s failed", path, names[k]);
-                rc = -1;
-            }
-        }
-        if (sp >= 0) H5Sclose(sp);
-        if (ds >= 0) H5Dclose(ds);
-    }
-    H5Fclose(f);
-    if (rc == 1 && (dims[1][0] != dims[0][0] || dims[1][1] != dims[3][0] || dims[0][0] < 1)) {
-        snprintf(err, errlen, "%s: times, vertices and mesh/rest_vertices disagree in size", path);
-        rc = -1;
-    }
-    if (rc == 1) {
-        int64_t nv = (int64_t)dims[3][0], nf = (int64_t)dims[2][0];
-        const int32_t *fc = buf[2];
-        for (int64_t i = 0; i < 3 * nf && rc == 1; i++)
-            if (fc[i] < 0 || fc[i] >= nv) {
-                snprintf(err, errlen, "%s: mesh/faces holds vertex %d of %lld", path, fc[i], (long long)nv);
-                rc = -1;
-            }
-    }
-    if (rc != 1) {
-        for (int k = 0; k < 4; k++) free(buf[k]);
-        return -1;
-    }
-    *g = (GtSurface){.frames = (int)dims[0][0], .times = buf[0], .verts = buf[1], .nv = (int64_t)dims[3][0],
-                     .nf = (int64_t)dims[2][0], .faces = buf[2], .rest = buf[3]};
+    if (ds_motion_gt_load(path, raw, err, errlen)) return -1;
+    *g = (GtSurface){.frames = raw->nframes, .times = raw->times, .verts = raw->vertices, .nv = raw->nv, .nf = raw->nf,
+                     .faces = raw->faces, .rest = raw->rest};
     return 1;
 }
 
@@ -276,7 +234,7 @@ static int load_data(const Gs4dCmdConfig *c, bool for_eval, RunData *d, char *er
     d->views[0] = views_of(&d->split[0]), d->views[1] = views_of(&d->split[1]);
     d->train = d->views[0], d->n_train = d->split[0].n;
     d->test = d->views[1], d->n_test = d->split[1].n;
-    int g = read_gt(dir, &d->gt, err, errlen);
+    int g = read_gt(dir, &d->gt_file, &d->gt, err, errlen);
     if (g < 0) {
         ds_dnerf_free(&d->split[0]), ds_dnerf_free(&d->split[1]);
         free(d->views[0]), free(d->views[1]);
@@ -291,7 +249,7 @@ static void free_data(RunData *d) {
     else {
         ds_dnerf_free(&d->split[0]), ds_dnerf_free(&d->split[1]);
         free(d->views[0]), free(d->views[1]);
-        if (d->has_gt) free(d->gt.times), free(d->gt.verts), free(d->gt.faces), free(d->gt.rest);
+        if (d->has_gt) ds_motion_gt_free(&d->gt_file);
     }
     memset(d, 0, sizeof *d);
 }
