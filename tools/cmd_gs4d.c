@@ -11,12 +11,19 @@
  * set as a standard 3DGS PLY), RUN/trajectories.h5 (per-frame positions, scales, colors,
  * opacities), RUN/renders/test_NNN.png (render | target of each held-out view) and
  * RUN/turntable.gif (one orbit around the scene while time runs from 0 to 1).
+ * --data DIR: a D-NeRF / nerfstudio folder (datasets/motion/dnerf.h), e.g. `anima dataset motion`'s:
+ * transforms_train.json trains; the held-out views are transforms_val.json while fitting (the
+ * benchmark's every 4th frame) and transforms_test.json for eval (every frame), each falling back
+ * to the other; DIR/gt.h5, when present, is the ground truth (datasets/motion/bench.h).
  * --data synthetic[:category] makes the small analytic sequence of models/gs4d/synth.h (with
  * ground truth); data.size, data.frames, data.views and data.test_views size it.
- * eval: reloads RUN's config and checkpoint and prints the held-out PSNR and SSIM, and where the
- * data has ground truth, the Chamfer distance between the Gaussian centers and the true surface
- * per frame (% of the bounding-box diagonal) and the local-rigidity error of the trajectories
- * (next to the ground truth's own). */
+ * Under `mpirun -np N` the train.batch views of a step are sharded over the ranks (a multiple of
+ * N); rank 0 reports and writes.
+ * eval: reloads RUN's config and checkpoint and prints the held-out PSNR and SSIM (SSIM over the
+ * valid 11×11 windows), and where the data has ground truth, the Chamfer distance between the
+ * centers of the visible Gaussians (opacity ≥ 0.05) and the true surface per frame (% of the
+ * frame's bounding-box diagonal; mean and max over frames) and the local-rigidity error of the
+ * trajectories (models/gs4d/arap.h), next to the ground-truth surface's own. */
 #include <errno.h>
 #include <math.h>
 #include <stddef.h>
