@@ -8,7 +8,8 @@ Layers, lowest first; each may use itself and what its line lists:
     nn        base tensor autograd
     optim     base tensor autograd nn
     datasets  base tensor
-    models/X  base tensor autograd nn optim datasets (and X itself, not another model)
+    models/X  base tensor autograd nn optim datasets (and X itself, not another model, except
+              the declared model dependencies of MODEL_USES)
     sim       base tensor datasets models
     tests bench tools examples: everything
 
@@ -48,6 +49,10 @@ USES = {
     "models": {"base", "tensor", "autograd", "nn", "optim", "datasets"},
     "sim": {"base", "tensor", "datasets", "models"},
 }
+# A model built on another model's public pieces, declared here (acyclic, one way): deformable
+# Gaussians (issue 18) render through the Gaussian rasterizer's autograd op and train with its
+# photometric loss, which live in models/gaussians.
+MODEL_USES = {"models/gs4d": {"models/gaussians"}}
 SOURCE_EXT = (".c", ".h", ".cu")
 PREFIX_CHECK = True
 # A backend's kernels inside tensor/ keep their own short prefix (cpu_, cu_): they are the
@@ -64,6 +69,7 @@ PREFIXES = {
     "models/physskin": ("ps_",),
     "models/gaussians": ("gs_",),
     "models/skelebones": ("sb_",),
+    "models/gs4d": ("gs4d_",),
     "sim": ("sim_",),
 }
 # The objects that may write to stderr/stdout themselves: the one-line messages of the abort
@@ -88,7 +94,7 @@ def may_use(a, b):
         return True
     ta, tb = a.split("/")[0], b.split("/")[0]
     if ta == "models" and tb == "models":
-        return False  # one model does not reach into another
+        return b in MODEL_USES.get(a, set())  # one model does not reach into another undeclared
     return tb in USES.get(ta, set())
 
 

@@ -11,6 +11,7 @@ static const AnimaCommand commands[] = {
     {"demo", "pretrained PhysSkin skins an unseen shape, dropped on the floor with a ball: frames (--mlp: MLP fit)", cmd_demo},
     {"fit", "fit an MLP from a JSON config (checkpoints, metrics log, --resume)", cmd_fit},
     {"gs", "3D Gaussian Splatting: fit --mesh FILE|procedural:<category> --out DIR", cmd_gs},
+    {"gs4d", "deformable 3D Gaussians from multi-view video: fit --data DIR --out RUN, eval RUN", cmd_gs4d},
     {"mesh", "mesh files: info FILE..., convert IN OUT [--ascii]", cmd_mesh},
     {"sim", "reduced elastic simulation: --scene FILE.json --out DIR; skinning OUT.h5", cmd_sim},
     {"physskin", "neural skinning fields (PhysSkin++): train, skin, eval", cmd_physskin},

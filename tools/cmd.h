@@ -21,6 +21,7 @@ int cmd_dataset_motion(int argc, char **argv);
 int cmd_demo(int argc, char **argv);
 int cmd_fit(int argc, char **argv);
 int cmd_gs(int argc, char **argv);
+int cmd_gs4d(int argc, char **argv);
 /* `anima fit` on a given communicator (NULL: one process, no MPI); cmd_fit makes one from the
  * environment. Lets tests run a data-parallel fit and a one-process reference in one program. */
 typedef struct OptimComm OptimComm;

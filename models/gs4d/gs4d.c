@@ -1,0 +1,714 @@
+/* models/gs4d/gs4d.c — deformable Gaussians: data, init, the deformation MLP, the training step,
+ * fixed-budget densification, metrics and export (see gs4d.h for the choices and why). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "arap.h"
+#include "base/alloc.h"
+#include "base/clock.h"
+#include "gs4d.h"
+#include "models/gaussians/loss.h"
+
+#define SH_C0 0.28209479177387814 /* Y_0^0, gaussianimate.md §1 */
+
+Gs4dConfig gs4d_defaults(void) {
+    return (Gs4dConfig){
+        .n = 20000, .isotropic = true, .seed = 0, .init_opacity = 0.1, .init_scale = 0.5,
+        /* Deformable 3DGS (Yang et al. 2024): D = 8, W = 256, skip at 4, multires 10 / 6 */
+        .depth = 8, .width = 256, .skip = 4, .freq_x = 10, .freq_t = 6,
+        .deform_color = false, .deform_opacity = false, .head_init = 1e-5,
+        /* 3DGS position 1.6e-4 → 1.6e-6; Deformable 3DGS deform 8e-4 → 1.6e-6 (both × extent),
+         * over the whole run; scaling 5e-3, rotation 1e-3, opacity 5e-2, feature 2.5e-3 */
+        .lr_means = 1.6e-4, .lr_means_final = 1.6e-6, .lr_deform = 8e-4, .lr_deform_final = 1.6e-6,
+        .lr_steps = 40000, .lr_scales = 5e-3, .lr_quats = 1e-3, .lr_opacity = 5e-2, .lr_color = 2.5e-3,
+        .lambda = GS_PHOTOMETRIC_LAMBDA, .warmup = 3000,
+        /* 3DGS: densify every 100 until 15k, threshold 2e-4, percent_dense 0.01, reset every 3000 */
+        .densify_every = 100, .refine_until = 15000, .reset_every = 3000,
+        .prune_opacity = 0.005, .densify_grad = 2e-4, .split_scale = 0.01,
+        .arap_weight = 1.0, .arap_k = 8, .knn_every = 100,
+        .background = {1, 1, 1}, .random_background = true, .dtype = TENSOR_F32,
+    };
+}
+
+/* ---- random numbers: Philox on the caller's TensorRng (its offset counts the 4-word draws) ---- */
+
+typedef struct {
+    TensorRng *g;
+    uint32_t w[4];
+    int left;
+} Draw;
+
+static double draw_u(Draw *d) {
+    if (d->left == 0) tensor_philox(d->g->seed, d->g->stream, d->g->offset++, d->w), d->left = 4;
+    return d->w[--d->left] * (1.0 / 4294967296.0);
+}
+static double draw_n(Draw *d) {
+    double u1 = draw_u(d), u2 = draw_u(d);
+    return sqrt(-2.0 * log(1.0 - u1)) * cos(2 * M_PI * u2);
+}
+static double logit(double p) { return log(p / (1 - p)); }
+static double sigmoid(double x) { return 1 / (1 + exp(-x)); }
+
+/* ---- data --------------------------------------------------------------------------------------- */
+
+static void cam_center_axis(const DsCamera *c, double o[3], double z[3]) {
+    ds_camera_center(c, o);
+    for (int a = 0; a < 3; a++) z[a] = c->R[6 + a]; /* the camera's +z (forward) in the world: Rᵀ e_z */
+}
+
+int gs4d_data_make(const Gs4dView *views, int n, Gs4dData *d, char *err, size_t errlen) {
+    memset(d, 0, sizeof *d);
+    if (n < 1) {
+        snprintf(err, errlen, "gs4d: no views");
+        return -1;
+    }
+    for (int v = 0; v < n; v++) {
+        const DsCamera *c = &views[v].cam;
+        if (c->width < 1 || c->height < 1 || !views[v].rgba || !(c->fx > 0) || !(c->fy > 0) ||
+            !(views[v].time >= 0 && views[v].time <= 1)) {
+            snprintf(err, errlen, "gs4d: view %d: %dx%d, fx %g, fy %g, time %g, %s: need a positive size and focal "
+                                  "lengths, time in [0, 1] and an image", v, c->width, c->height, c->fx, c->fy,
+                     (double)views[v].time, views[v].rgba ? "an image" : "no image");
+            return -1;
+        }
+    }
+    /* the point nearest every optical axis: Σ (I − z zᵀ) p = Σ (I − z zᵀ) o */
+    double A[9] = {0}, b[3] = {0}, mean[3] = {0};
+    for (int v = 0; v < n; v++) {
+        double o[3], z[3];
+        cam_center_axis(&views[v].cam, o, z);
+        for (int r = 0; r < 3; r++) {
+            mean[r] += o[r] / n;
+            for (int c = 0; c < 3; c++) {
+                double P = (r == c) - z[r] * z[c];
+                A[3 * r + c] += P;
+                b[r] += P * o[c];
+            }
+        }
+    }
+    double det = A[0] * (A[4] * A[8] - A[5] * A[7]) - A[1] * (A[3] * A[8] - A[5] * A[6]) + A[2] * (A[3] * A[7] - A[4] * A[6]);
+    if (fabs(det) > 1e-9 * n * n * n) {
+        for (int k = 0; k < 3; k++) { /* Cramer */
+            double M[9];
+            memcpy(M, A, sizeof M);
+            for (int r = 0; r < 3; r++) M[3 * r + k] = b[r];
+            d->center[k] = (M[0] * (M[4] * M[8] - M[5] * M[7]) - M[1] * (M[3] * M[8] - M[5] * M[6]) +
+                            M[2] * (M[3] * M[7] - M[4] * M[6])) / det;
+        }
+    } else { /* parallel axes (one view): a point in front of the first camera */
+        double o[3], z[3];
+        cam_center_axis(&views[0].cam, o, z);
+        for (int a = 0; a < 3; a++) d->center[a] = o[a] + z[a];
+    }
+    d->radius = INFINITY;
+    double cam_r = 0;
+    for (int v = 0; v < n; v++) {
+        const DsCamera *c = &views[v].cam;
+        double o[3], z[3], dist = 0, cr = 0;
+        cam_center_axis(c, o, z);
+        for (int a = 0; a < 3; a++) dist += (o[a] - d->center[a]) * (o[a] - d->center[a]), cr += (o[a] - mean[a]) * (o[a] - mean[a]);
+        double half = atan(fmin(0.5 * c->width / c->fx, 0.5 * c->height / c->fy));
+        d->radius = fmin(d->radius, sqrt(dist) * sin(half));
+        cam_r = fmax(cam_r, sqrt(cr));
+    }
+    if (!(d->radius > 0) || !isfinite(d->radius)) {
+        snprintf(err, errlen, "gs4d: the cameras do not look at a common region");
+        return -1;
+    }
+    d->extent = 1.1 * (cam_r > 0 ? cam_r : d->radius);
+    d->n = n;
+    d->views = base_malloc(sizeof(Gs4dView) * (size_t)n);
+    memcpy(d->views, views, sizeof(Gs4dView) * (size_t)n);
+    d->rgb = base_calloc((size_t)n, sizeof(Tensor *));
+    d->alpha = base_calloc((size_t)n, sizeof(Tensor *));
+    for (int v = 0; v < n; v++) {
+        int H = views[v].cam.height, W = views[v].cam.width;
+        Tensor *rgba = tensor_from_data(3, (int64_t[]){H, W, 4}, TENSOR_F32, views[v].rgba);
+        d->rgb[v] = tensor_contiguous(tensor_narrow(rgba, 2, 0, 3));
+        d->alpha[v] = tensor_contiguous(tensor_narrow(rgba, 2, 3, 1));
+    }
+    return 0;
+}
+
+void gs4d_data_free(Gs4dData *d) {
+    free(d->views), free(d->rgb), free(d->alpha);
+    memset(d, 0, sizeof *d);
+}
+
+Tensor *gs4d_target(const Gs4dData *d, int v, const double bg[3]) {
+    /* straight alpha: rgb α + bg (1 − α) */
+    Tensor *b = tensor_from_f64(1, (int64_t[]){3}, TENSOR_F32, bg);
+    Tensor *a = d->alpha[v];
+    return tensor_add(tensor_mul(d->rgb[v], a), tensor_mul(tensor_rsub_scalar(a, 1.0), b));
+}
+
+/* ---- init ---------------------------------------------------------------------------------------- */
+
+static void set_values(Tensor *t, const double *v) {
+    bool prev = ag_no_grad_begin();
+    tensor_copy_(t, tensor_from_f64(t->ndim, t->shape, t->dtype, v));
+    ag_no_grad_end(prev);
+}
+
+static NnLinear head(NnParams *p, const char *prefix, int64_t in, int64_t out, double a) {
+    NnLinear l = {.in = in, .out = out};
+    l.weight = nn_param(p, prefix, "weight", 2, (int64_t[]){out, in}, NN_INIT_NORMAL, a);
+    l.bias = nn_param(p, prefix, "bias", 1, (int64_t[]){out}, NN_INIT_ZEROS, 0);
+    return l;
+}
+
+/* whether world point x lands on alpha > 0.5 in at least half of the views that see it (at most
+ * 64 views, evenly spaced over the list: a long sequence has hundreds, and 64 already carve
+ * the union of the poses) */
+static bool carved_in(const Gs4dData *d, const double x[3]) {
+    int seen = 0, hit = 0, stride = d->n > 64 ? (d->n + 63) / 64 : 1;
+    for (int v = 0; v < d->n; v += stride) {
+        const DsCamera *c = &d->views[v].cam;
+        double uv[2], z;
+        if (!ds_camera_project(c, x, uv, &z)) continue;
+        int i = (int)floor(uv[0]), j = (int)floor(uv[1]);
+        if (i < 0 || j < 0 || i >= c->width || j >= c->height) continue;
+        seen++;
+        hit += d->views[v].rgba[((size_t)j * c->width + i) * 4 + 3] > 0.5f;
+    }
+    return seen > 0 && 2 * hit >= seen;
+}
+
+void gs4d_init(Gs4dModel *m, const Gs4dConfig *cfg, const Gs4dData *d, const int32_t *labels) {
+    memset(m, 0, sizeof *m);
+    m->cfg = *cfg;
+    m->extent = d->extent;
+    int64_t n = cfg->n, ns = cfg->isotropic ? 1 : 3;
+    if (n < 2 || cfg->depth < 1 || cfg->depth > 32 || cfg->width < 1 || cfg->arap_k < 1 || cfg->freq_x < 0 ||
+        cfg->freq_t < 0)
+        tensor_fail("gs4d_init", "n = %lld, depth = %d, width = %d, arap_k = %d: need n ≥ 2, depth 1..32, width ≥ 1, k ≥ 1",
+                    (long long)n, cfg->depth, cfg->width, cfg->arap_k);
+    NnParams *p = &m->params;
+    nn_params_init(p, tensor_scope_current(), cfg->dtype, cfg->seed);
+    m->means = nn_param(p, "gaussians", "means", 2, (int64_t[]){n, 3}, NN_INIT_ZEROS, 0);
+    m->scales = nn_param(p, "gaussians", "scales", 2, (int64_t[]){n, ns}, NN_INIT_ZEROS, 0);
+    if (!cfg->isotropic) m->quats = nn_param(p, "gaussians", "quats", 2, (int64_t[]){n, 4}, NN_INIT_ZEROS, 0);
+    m->opacities = nn_param(p, "gaussians", "opacities", 2, (int64_t[]){n, 1}, NN_INIT_ZEROS, 0);
+    m->colors = nn_param(p, "gaussians", "colors", 3, (int64_t[]){n, 1, 3}, NN_INIT_ZEROS, 0);
+    int64_t in = nn_fourier_embed_dim(3, cfg->freq_x) + nn_fourier_embed_dim(1, cfg->freq_t), w = cfg->width;
+    m->mlp.in_dim = in;
+    for (int i = 0; i < cfg->depth; i++) {
+        char pre[64];
+        snprintf(pre, sizeof pre, "deform.layers.%d", i);
+        int64_t li = i == 0 ? in : (i == cfg->skip ? w + in : w);
+        nn_linear_init(&m->mlp.layer[i], p, pre, li, w, true);
+    }
+    m->mlp.mu = head(p, "deform.mu", w, 3, cfg->head_init);
+    m->mlp.scale = head(p, "deform.scale", w, ns, cfg->head_init);
+    if (!cfg->isotropic) m->mlp.rot = head(p, "deform.rot", w, 4, cfg->head_init);
+    if (cfg->deform_color) m->mlp.color = head(p, "deform.color", w, 3, cfg->head_init);
+    if (cfg->deform_opacity) m->mlp.opacity = head(p, "deform.opacity", w, 1, cfg->head_init);
+    m->grad_accum = nn_param(p, "buffers", "grad_accum", 1, (int64_t[]){n}, NN_INIT_ZEROS, 0);
+    m->grad_count = nn_param(p, "buffers", "grad_count", 1, (int64_t[]){n}, NN_INIT_ZEROS, 0);
+    m->labels = nn_param(p, "buffers", "labels", 1, (int64_t[]){n}, NN_INIT_ZEROS, 0);
+    m->neighbors = nn_param(p, "buffers", "neighbors", 2, (int64_t[]){n, cfg->arap_k}, NN_INIT_ZEROS, 0);
+    nn_params_pack(p);
+    OptimConfig oc = optim_defaults(OPTIM_ADAM);
+    oc.eps = 1e-15; /* the 3DGS optimizer's eps: gradients of single Gaussians are tiny */
+    optim_init(&m->optim, p, &oc);
+
+    /* each group: a slice of the flat buffers and of the Adam moments */
+    int64_t off = 0;
+    int64_t lo[GS4D_GROUPS], hi[GS4D_GROUPS];
+    for (int g = 0; g < GS4D_GROUPS; g++) lo[g] = INT64_MAX, hi[g] = -1;
+    for (int i = 0; i < p->n; i++) {
+        const char *nm = p->items[i].name;
+        int64_t k = tensor_numel(p->items[i].value);
+        int g = -1;
+        if (!strcmp(nm, "gaussians.means")) g = GS4D_MEANS;
+        else if (!strcmp(nm, "gaussians.scales")) g = GS4D_SCALES;
+        else if (!strcmp(nm, "gaussians.quats")) g = GS4D_QUATS;
+        else if (!strcmp(nm, "gaussians.opacities")) g = GS4D_OPACITY;
+        else if (!strcmp(nm, "gaussians.colors")) g = GS4D_COLOR;
+        else if (!strncmp(nm, "deform.", 7)) g = GS4D_DEFORM;
+        if (g >= 0) {
+            if (off < lo[g]) lo[g] = off;
+            if (off + k > hi[g]) hi[g] = off + k;
+        }
+        off += k;
+    }
+    double lrs[GS4D_GROUPS] = {cfg->lr_means, cfg->lr_scales, cfg->lr_quats, cfg->lr_opacity, cfg->lr_color, cfg->lr_deform};
+    TensorScope *prev = tensor_scope_switch(p->scope);
+    for (int g = 0; g < GS4D_GROUPS; g++) {
+        if (hi[g] < 0) continue;
+        m->used[g] = true;
+        NnParams *gp = &m->gparams[g];
+        *gp = (NnParams){.dtype = p->dtype, .scope = p->scope, .packed = true};
+        gp->flat = tensor_narrow(p->flat, 0, lo[g], hi[g] - lo[g]);
+        gp->flat_grad = tensor_narrow(p->flat_grad, 0, lo[g], hi[g] - lo[g]);
+        OptimConfig gc = oc;
+        gc.lr = lrs[g];
+        m->gopt[g] = (Optim){.cfg = gc, .params = gp, .exp_avg = tensor_narrow(m->optim.exp_avg, 0, lo[g], hi[g] - lo[g]),
+                             .exp_avg_sq = tensor_narrow(m->optim.exp_avg_sq, 0, lo[g], hi[g] - lo[g])};
+    }
+    tensor_scope_switch(prev);
+
+    /* canonical values: carved from the training alphas inside the region the cameras look at */
+    TensorRng rng = {.seed = cfg->seed, .stream = 0x6a5e};
+    Draw dr = {.g = &rng};
+    double *mu = base_malloc(sizeof(double) * (size_t)n * 3);
+    int64_t got = 0, tries = 0, max_tries = 200 * n;
+    const double *c = d->center;
+    double r = d->radius;
+    for (; got < n && tries < max_tries; tries++) {
+        double x[3];
+        for (int a = 0; a < 3; a++) x[a] = c[a] + r * (2 * draw_u(&dr) - 1);
+        if (carved_in(d, x)) memcpy(mu + 3 * got++, x, sizeof x);
+    }
+    double vol = 8 * r * r * r;
+    if (got < n / 4) got = 0; /* too little survives (no alpha?): the whole region */
+    else vol *= (double)got / (double)tries;
+    for (int64_t i = got; i < n; i++)
+        for (int a = 0; a < 3; a++) mu[3 * i + a] = c[a] + r * (2 * draw_u(&dr) - 1);
+    set_values(m->means, mu);
+    free(mu);
+    double s0 = log(cfg->init_scale * cbrt(vol / (double)n)), o0 = logit(cfg->init_opacity);
+    double *buf = base_malloc(sizeof(double) * (size_t)n * (size_t)(4 > cfg->arap_k ? 4 : cfg->arap_k));
+    for (int64_t i = 0; i < n * ns; i++) buf[i] = s0;
+    set_values(m->scales, buf);
+    for (int64_t i = 0; i < n; i++) buf[i] = o0;
+    set_values(m->opacities, buf);
+    for (int64_t i = 0; i < 3 * n; i++) buf[i] = (draw_u(&dr) - 0.5) / SH_C0; /* rgb ~ U[0, 1] */
+    set_values(m->colors, buf);
+    if (m->quats) {
+        for (int64_t i = 0; i < 4 * n; i++) buf[i] = i % 4 == 0;
+        set_values(m->quats, buf);
+    }
+    for (int64_t i = 0; i < n; i++) buf[i] = labels ? labels[i] : 0;
+    set_values(m->labels, buf);
+    free(buf);
+    if (cfg->dtype == TENSOR_F32) gs4d_update_neighbors(m);
+}
+
+void gs4d_free(Gs4dModel *m) {
+    nn_params_free(&m->params);
+    memset(m, 0, sizeof *m);
+}
+
+void gs4d_set_step(Gs4dModel *m, int64_t step) {
+    m->step = step;
+    m->optim.step = step;
+    for (int g = 0; g < GS4D_GROUPS; g++) m->gopt[g].step = step;
+    /* the MLP is stepped only after the warm-up */
+    m->gopt[GS4D_DEFORM].step = step > m->cfg.warmup ? step - m->cfg.warmup : 0;
+}
+
+/* ---- forward ------------------------------------------------------------------------------------- */
+
+GsGaussians gs4d_canonical(const Gs4dModel *m) {
+    return (GsGaussians){.means = m->means, .scales = m->scales, .quats = m->quats, .opacities = m->opacities,
+                         .colors = m->colors};
+}
+
+void gs4d_mlp_forward(const Gs4dMlp *mlp, const Gs4dConfig *cfg, Tensor *x, double t, Tensor **dmu, Tensor **ds,
+                      Tensor **dq, Tensor **dc, Tensor **dop) {
+    int64_t n = x->shape[0];
+    Tensor *tt = tensor_full(2, (int64_t[]){1, 1}, t, x->dtype);
+    Tensor *te = nn_fourier_embed(tt, cfg->freq_t);
+    te = tensor_expand(te, 2, (int64_t[]){n, te->shape[1]});
+    Tensor *parts[2] = {nn_fourier_embed(x, cfg->freq_x), te};
+    Tensor *in = tensor_cat(2, parts, 1);
+    Tensor *h = in;
+    for (int i = 0; i < cfg->depth; i++) {
+        if (i == cfg->skip && i > 0) {
+            Tensor *sk[2] = {in, h};
+            h = tensor_cat(2, sk, 1);
+        }
+        h = tensor_relu(nn_linear_forward(&mlp->layer[i], h));
+    }
+    *dmu = nn_linear_forward(&mlp->mu, h);
+    *ds = nn_linear_forward(&mlp->scale, h);
+    if (dq) *dq = mlp->rot.weight ? nn_linear_forward(&mlp->rot, h) : NULL;
+    if (dc) *dc = mlp->color.weight ? nn_linear_forward(&mlp->color, h) : NULL;
+    if (dop) *dop = mlp->opacity.weight ? nn_linear_forward(&mlp->opacity, h) : NULL;
+}
+
+GsGaussians gs4d_deform(const Gs4dModel *m, const GsGaussians *canon, double t) {
+    /* the encoding sees the canonical mean detached (Deformable 3DGS): μ gets its gradient
+     * through μ + Δμ */
+    return gs4d_deform_at(m, canon, tensor_detach(canon->means), t);
+}
+
+GsGaussians gs4d_deform_at(const Gs4dModel *m, const GsGaussians *canon, Tensor *x_in, double t) {
+    Tensor *dmu, *ds, *dq, *dc, *dop;
+    gs4d_mlp_forward(&m->mlp, &m->cfg, x_in, t, &dmu, &ds, &dq, &dc, &dop);
+    GsGaussians g = *canon;
+    g.means = tensor_add(canon->means, dmu);
+    g.scales = tensor_add(canon->scales, ds);
+    if (canon->quats && dq) g.quats = tensor_add(canon->quats, dq);
+    if (dc) g.colors = tensor_add(canon->colors, tensor_reshape(dc, 3, (int64_t[]){dc->shape[0], 1, 3}));
+    if (dop) g.opacities = tensor_add(canon->opacities, dop);
+    return g;
+}
+
+double gs4d_lr(const Gs4dModel *m, int g, int64_t step) {
+    if (g != GS4D_MEANS && g != GS4D_DEFORM) return m->gopt[g].cfg.lr;
+    double a = (g == GS4D_MEANS ? m->cfg.lr_means : m->cfg.lr_deform) * m->extent;
+    double b = (g == GS4D_MEANS ? m->cfg.lr_means_final : m->cfg.lr_deform_final) * m->extent;
+    double r = m->cfg.lr_steps > 0 ? (double)step / (double)m->cfg.lr_steps : 1;
+    if (r > 1) r = 1;
+    if (!(a > 0) || !(b > 0)) return a;
+    return exp((1 - r) * log(a) + r * log(b)); /* 3DGS get_expon_lr_func without the delay */
+}
+
+static bool deforming(const Gs4dModel *m) { return m->step >= m->cfg.warmup; }
+
+Tensor *gs4d_render(const Gs4dModel *m, const DsCamera *cam, double t, const double bg[3]) {
+    bool prev = ag_no_grad_begin();
+    GsGaussians g = gs4d_canonical(m);
+    if (deforming(m)) g = gs4d_deform(m, &g, t);
+    Tensor *img = tensor_contiguous(gs_render(&g, cam, bg ? bg : m->cfg.background).image);
+    ag_no_grad_end(prev);
+    return img;
+}
+
+/* ---- densification ------------------------------------------------------------------------------ */
+
+static void zero_moments(Gs4dModel *m, int64_t i) {
+    int64_t n = m->cfg.n;
+    for (int g = 0; g < GS4D_DEFORM; g++) {
+        if (!m->used[g]) continue;
+        int64_t per = tensor_numel(m->gparams[g].flat) / n;
+        memset(tensor_f32(m->gopt[g].exp_avg) + per * i, 0, sizeof(float) * (size_t)per);
+        memset(tensor_f32(m->gopt[g].exp_avg_sq) + per * i, 0, sizeof(float) * (size_t)per);
+    }
+}
+
+static void copy_gaussian(Gs4dModel *m, int64_t dst, int64_t src) {
+    int64_t n = m->cfg.n;
+    for (int g = 0; g < GS4D_DEFORM; g++) {
+        if (!m->used[g]) continue;
+        int64_t per = tensor_numel(m->gparams[g].flat) / n;
+        float *p = tensor_f32(m->gparams[g].flat);
+        memcpy(p + per * dst, p + per * src, sizeof(float) * (size_t)per);
+    }
+    float *l = tensor_f32(m->labels);
+    l[dst] = l[src];
+}
+
+/* a point drawn from N(μ_j, Σ_j) */
+static void sample_in(const Gs4dModel *m, int64_t j, Draw *d, float out[3]) {
+    const float *mu = tensor_f32(m->means), *sc = tensor_f32(m->scales);
+    int ns = m->cfg.isotropic ? 1 : 3;
+    double z[3] = {draw_n(d), draw_n(d), draw_n(d)}, s[3], R[9] = {1, 0, 0, 0, 1, 0, 0, 0, 1};
+    for (int a = 0; a < 3; a++) s[a] = exp(sc[ns * j + (ns == 3 ? a : 0)]);
+    if (m->quats) {
+        const float *q = tensor_f32(m->quats) + 4 * j;
+        double w = q[0], x = q[1], y = q[2], zz = q[3], nq = sqrt(w * w + x * x + y * y + zz * zz);
+        if (nq > 0) w /= nq, x /= nq, y /= nq, zz /= nq;
+        double Rq[9] = {1 - 2 * (y * y + zz * zz), 2 * (x * y - w * zz),     2 * (x * zz + w * y),
+                        2 * (x * y + w * zz),     1 - 2 * (x * x + zz * zz), 2 * (y * zz - w * x),
+                        2 * (x * zz - w * y),     2 * (y * zz + w * x),     1 - 2 * (x * x + y * y)};
+        memcpy(R, Rq, sizeof R);
+    }
+    for (int a = 0; a < 3; a++)
+        out[a] = (float)(mu[3 * j + a] + R[3 * a] * s[0] * z[0] + R[3 * a + 1] * s[1] * z[1] + R[3 * a + 2] * s[2] * z[2]);
+}
+
+typedef struct {
+    double g;
+    int64_t i;
+} GradRank;
+
+static int cmp_grad(const void *a, const void *b) {
+    const GradRank *x = a, *y = b;
+    if (x->g != y->g) return x->g > y->g ? -1 : 1;
+    return x->i < y->i ? -1 : x->i > y->i;
+}
+
+int64_t gs4d_densify(Gs4dModel *m, const Gs4dData *d, TensorRng *rng) {
+    (void)d;
+    int64_t n = m->cfg.n;
+    int ns = m->cfg.isotropic ? 1 : 3;
+    float *o = tensor_f32(m->opacities), *mu = tensor_f32(m->means), *sc = tensor_f32(m->scales);
+    float *acc = tensor_f32(m->grad_accum), *cnt = tensor_f32(m->grad_count);
+    int64_t *dead = base_malloc(sizeof(int64_t) * (size_t)n), *live = base_malloc(sizeof(int64_t) * (size_t)n);
+    double *cdf = base_malloc(sizeof(double) * (size_t)n);
+    GradRank *cand = base_malloc(sizeof(GradRank) * (size_t)n);
+    int64_t nd = 0, nl = 0, nc = 0;
+    double tot = 0;
+    for (int64_t i = 0; i < n; i++) {
+        double a = sigmoid(o[i]);
+        if (a < m->cfg.prune_opacity) {
+            dead[nd++] = i;
+            continue;
+        }
+        live[nl] = i, cdf[nl++] = tot += a;
+        double g = cnt[i] > 0 ? acc[i] / cnt[i] : 0;
+        if (g > m->cfg.densify_grad) cand[nc++] = (GradRank){g, i};
+    }
+    qsort(cand, (size_t)nc, sizeof(GradRank), cmp_grad);
+    Draw dr = {.g = rng};
+    m->densified = m->relocated = 0;
+    double shrink = log(1.6); /* 3DGS splits into two of scale / (0.8 · 2) */
+    for (int64_t k = 0; k < nd && nl > 0; k++) {
+        int64_t i = dead[k], j;
+        bool split = false;
+        if (k < nc) {
+            j = cand[k].i;
+            double smax = 0;
+            for (int a = 0; a < ns; a++) smax = fmax(smax, exp(sc[ns * j + a]));
+            split = smax > m->cfg.split_scale * m->extent;
+            m->densified++;
+        } else { /* no gradient asks for more: relocate onto a live one drawn by opacity (3DGS-MCMC) */
+            double u = draw_u(&dr) * tot;
+            int64_t lo = 0, hi = nl - 1;
+            while (lo < hi) {
+                int64_t mid = (lo + hi) / 2;
+                if (cdf[mid] > u) hi = mid;
+                else lo = mid + 1;
+            }
+            j = live[lo];
+            m->relocated++;
+        }
+        copy_gaussian(m, i, j);
+        float p[3];
+        sample_in(m, j, &dr, p);
+        if (split) {
+            float q[3];
+            sample_in(m, j, &dr, q);
+            memcpy(mu + 3 * i, p, sizeof p);
+            memcpy(mu + 3 * j, q, sizeof q);
+            for (int a = 0; a < ns; a++) sc[ns * j + a] -= (float)shrink, sc[ns * i + a] -= (float)shrink;
+        } else {
+            /* a clone: the copy drawn from the source (a copy at μ would get the source's exact
+             * gradients and stay its twin); the pair's opacity split so they stack to o */
+            memcpy(mu + 3 * i, p, sizeof p);
+            double a = 1 - sqrt(1 - sigmoid(o[j]));
+            if (a < m->cfg.prune_opacity) a = m->cfg.prune_opacity * 1.01; /* must not die at once */
+            o[i] = o[j] = (float)logit(a);
+        }
+        zero_moments(m, i);
+        zero_moments(m, j);
+    }
+    memset(acc, 0, sizeof(float) * (size_t)n);
+    memset(cnt, 0, sizeof(float) * (size_t)n);
+    free(dead), free(live), free(cdf), free(cand);
+    return m->densified + m->relocated;
+}
+
+void gs4d_update_neighbors(Gs4dModel *m) {
+    int64_t n = m->cfg.n;
+    int k = m->cfg.arap_k;
+    int32_t *lab = base_malloc(sizeof(int32_t) * (size_t)n), *nbr = base_malloc(sizeof(int32_t) * (size_t)n * k);
+    const float *l = tensor_f32(m->labels);
+    for (int64_t i = 0; i < n; i++) lab[i] = (int32_t)l[i];
+    gs4d_knn(tensor_f32(m->means), n, lab, k, nbr);
+    float *dst = tensor_f32(m->neighbors);
+    for (int64_t i = 0; i < n * k; i++) dst[i] = (float)nbr[i];
+    free(lab), free(nbr);
+}
+
+static void opacity_reset(Gs4dModel *m) {
+    float *o = tensor_f32(m->opacities);
+    double cap = logit(0.01);
+    int64_t n = m->cfg.n;
+    float *ea = tensor_f32(m->gopt[GS4D_OPACITY].exp_avg), *es = tensor_f32(m->gopt[GS4D_OPACITY].exp_avg_sq);
+    for (int64_t i = 0; i < n; i++) {
+        if (o[i] > cap) o[i] = (float)cap;
+        ea[i] = es[i] = 0;
+    }
+}
+
+/* ---- one step ------------------------------------------------------------------------------------ */
+
+double gs4d_step(Gs4dModel *m, const Gs4dData *d, int v, TensorRng *rng, Gs4dStepInfo *info) {
+    int64_t vv = v;
+    return gs4d_step_batch(m, d, &vv, 1, rng, NULL, info);
+}
+
+double gs4d_step_batch(Gs4dModel *m, const Gs4dData *d, const int64_t *views, int batch, TensorRng *rng,
+                       OptimComm *comm, Gs4dStepInfo *info) {
+    if (m->cfg.dtype != TENSOR_F32) tensor_fail("gs4d_step", "training runs in f32");
+    int ranks = comm ? optim_comm_size(comm) : 1;
+    if (batch < 1 || batch % ranks) tensor_fail("gs4d_step", "a batch of %d views over %d ranks: need a positive multiple", batch, ranks);
+    /* every rank draws every view's background, so the generators stay in step */
+    double *bgs = base_malloc(sizeof(double) * 3 * (size_t)batch);
+    Draw dr = {.g = rng};
+    for (int j = 0; j < batch; j++)
+        for (int a = 0; a < 3; a++) bgs[3 * j + a] = m->cfg.random_background ? draw_u(&dr) : m->cfg.background[a];
+    int64_t b0 = 0, b1 = batch;
+    if (comm) optim_comm_shard(comm, batch, &b0, &b1);
+    bool def = deforming(m);
+    double tk[7] = {0}, t_def = 0, t_ren = 0, t_loss = 0, t_back = 0;
+    double sums[3] = {0, 0, 0}; /* loss, photometric, arap: this rank's sums over its views */
+    int64_t n = m->cfg.n;
+    int k = m->cfg.arap_k;
+    int32_t *nbr = NULL;
+    if (def && m->cfg.arap_weight > 0) {
+        nbr = base_malloc(sizeof(int32_t) * (size_t)n * k);
+        const float *nf = tensor_f32(m->neighbors);
+        for (int64_t i = 0; i < n * k; i++) nbr[i] = (int32_t)nf[i];
+    }
+    /* this rank's densification statistics of the step, added to the buffers (after the
+     * all-reduce with several ranks) */
+    float *dacc = base_calloc((size_t)n * 2, sizeof(float)), *dcnt = dacc + n;
+    nn_params_zero_grad(&m->params);
+    /* each view's loss is scaled by 1 / (views on this rank): the gradients summed over the
+     * rank's views are its mean, and the mean over ranks (equal shards) is the batch mean */
+    double scale = 1.0 / (double)(b1 - b0);
+    for (int64_t j = b0; j < b1; j++) {
+        int v = (int)views[j];
+        const Gs4dView *view = &d->views[v];
+        const double *bg = bgs + 3 * j;
+        tk[0] = base_now();
+        TensorScope *s = tensor_scope_begin();
+        Tensor *target = gs4d_target(d, v, bg);
+        GsGaussians canon = gs4d_canonical(m);
+        GsGaussians g = def ? gs4d_deform(m, &canon, view->time) : canon;
+        tk[1] = base_now();
+        GsRenderOut r = gs_render(&g, &view->cam, bg);
+        tk[2] = base_now();
+        Tensor *photo = gs_loss_photometric(r.image, target, m->cfg.lambda);
+        Tensor *loss = photo, *arap = NULL;
+        if (nbr) {
+            arap = gs4d_arap_loss(g.means, canon.means, nbr, k);
+            loss = tensor_add(loss, tensor_mul_scalar(arap, m->cfg.arap_weight));
+        }
+        tk[3] = base_now();
+        ag_backward(tensor_mul_scalar(loss, scale), NULL, false);
+        sums[0] += tensor_item(loss), sums[1] += tensor_item(photo), sums[2] += arap ? tensor_item(arap) : 0;
+        /* 3DGS's densification statistic: ‖∂L/∂μ'‖ of the view's own loss (undoing the scale) in
+         * NDC (pixels × size / 2), summed over the steps that saw the Gaussian */
+        Tensor *g2 = tensor_contiguous(tensor_cast(r.mean2d_grad, TENSOR_F64));
+        const double *gg = tensor_data_ptr(g2);
+        const int64_t *rad = tensor_data_ptr(r.radii);
+        double sx = 0.5 * view->cam.width / scale, sy = 0.5 * view->cam.height / scale;
+        for (int64_t i = 0; i < n; i++) {
+            if (rad[i] <= 0) continue;
+            dacc[i] += (float)hypot(gg[2 * i] * sx, gg[2 * i + 1] * sy);
+            dcnt[i] += 1;
+        }
+        tensor_scope_end(s);
+        tk[4] = base_now();
+        t_def += tk[1] - tk[0], t_ren += tk[2] - tk[1], t_loss += tk[3] - tk[2], t_back += tk[4] - tk[3];
+    }
+    free(nbr);
+    free(bgs);
+    if (ranks > 1) {
+        tk[3] = base_now();
+        optim_comm_allreduce_grads(comm, &m->params);
+        TensorScope *s = tensor_scope_begin();
+        Tensor *st = tensor_from_data(1, (int64_t[]){2 * n}, TENSOR_F32, dacc);
+        optim_comm_allreduce_mean(comm, st, 0);
+        const float *sv = tensor_f32(st);
+        for (int64_t i = 0; i < 2 * n; i++) dacc[i] = sv[i] * (float)ranks;
+        tensor_scope_end(s);
+        for (int a = 0; a < 3; a++) sums[a] = optim_comm_allreduce_sum_scalar(comm, sums[a]);
+        t_back += base_now() - tk[3];
+    }
+    float *acc = tensor_f32(m->grad_accum), *cnt = tensor_f32(m->grad_count);
+    for (int64_t i = 0; i < n; i++) acc[i] += dacc[i], cnt[i] += dcnt[i];
+    free(dacc);
+    double lv = sums[0] / batch;
+    if (info) {
+        info->loss = lv;
+        info->photometric = sums[1] / batch;
+        info->arap = sums[2] / batch;
+    }
+    tk[4] = base_now();
+    for (int gi = 0; gi < GS4D_GROUPS; gi++) {
+        if (!m->used[gi] || (gi == GS4D_DEFORM && !def)) continue;
+        optim_step(&m->gopt[gi], gs4d_lr(m, gi, m->step));
+    }
+    tk[5] = base_now();
+    m->step++;
+    m->optim.step = m->step;
+    m->densified = m->relocated = 0;
+    bool moved = false;
+    if (m->step <= m->cfg.refine_until) {
+        if (m->cfg.densify_every > 0 && m->step % m->cfg.densify_every == 0) moved = gs4d_densify(m, d, rng) > 0;
+        if (m->cfg.reset_every > 0 && m->step % m->cfg.reset_every == 0) opacity_reset(m);
+    }
+    if (m->cfg.arap_weight > 0 && (moved || (m->cfg.knn_every > 0 && m->step % m->cfg.knn_every == 0)))
+        gs4d_update_neighbors(m);
+    tk[6] = base_now();
+    if (info) {
+        info->t_deform = t_def, info->t_render = t_ren, info->t_loss = t_loss, info->t_backward = t_back;
+        info->t_optim = tk[5] - tk[4], info->t_refine = tk[6] - tk[5];
+    }
+    return lv;
+}
+
+/* ---- state, export, metrics ------------------------------------------------------------------------ */
+
+void gs4d_state_at(const Gs4dModel *m, double t, float *pos, float *scale, float *rgb, float *opacity) {
+    TensorScope *s = tensor_scope_begin();
+    bool prev = ag_no_grad_begin();
+    GsGaussians g = gs4d_canonical(m);
+    if (deforming(m)) g = gs4d_deform(m, &g, t);
+    int64_t n = m->cfg.n, ns = m->cfg.isotropic ? 1 : 3;
+    double *buf = base_malloc(sizeof(double) * (size_t)n * 3);
+    tensor_to_f64_array(tensor_contiguous(g.means), buf);
+    for (int64_t i = 0; i < 3 * n; i++) pos[i] = (float)buf[i];
+    tensor_to_f64_array(tensor_contiguous(g.scales), buf);
+    for (int64_t i = 0; i < ns * n; i++) scale[i] = (float)exp(buf[i]);
+    tensor_to_f64_array(tensor_contiguous(g.colors), buf);
+    for (int64_t i = 0; i < 3 * n; i++) rgb[i] = (float)(SH_C0 * buf[i] + 0.5);
+    tensor_to_f64_array(tensor_contiguous(g.opacities), buf);
+    for (int64_t i = 0; i < n; i++) opacity[i] = (float)sigmoid(buf[i]);
+    free(buf);
+    ag_no_grad_end(prev);
+    tensor_scope_end(s);
+}
+
+int gs4d_export(const Gs4dModel *m, DsGaussians *out) {
+    int64_t n = m->cfg.n;
+    int ns = m->cfg.isotropic ? 1 : 3;
+    if (ds_gaussians_alloc(out, n, 0)) return -1;
+    const float *mu = tensor_f32(m->means), *s = tensor_f32(m->scales), *o = tensor_f32(m->opacities);
+    const float *c = tensor_f32(m->colors), *q = m->quats ? tensor_f32(m->quats) : NULL;
+    for (int64_t i = 0; i < n; i++) {
+        memcpy(out->xyz + 3 * i, mu + 3 * i, sizeof(float) * 3);
+        memcpy(out->sh + 3 * i, c + 3 * i, sizeof(float) * 3);
+        out->opacity[i] = o[i];
+        for (int a = 0; a < 3; a++) out->scale[3 * i + a] = s[ns * i + (ns == 3 ? a : 0)];
+        if (q) memcpy(out->rot + 4 * i, q + 4 * i, sizeof(float) * 4);
+        else out->rot[4 * i] = 1, out->rot[4 * i + 1] = out->rot[4 * i + 2] = out->rot[4 * i + 3] = 0;
+    }
+    return 0;
+}
+
+static Tensor *clamp01(const Tensor *img) {
+    int64_t n = tensor_numel(img);
+    double *a = base_malloc(sizeof(double) * (size_t)n);
+    tensor_to_f64_array(img, a);
+    for (int64_t i = 0; i < n; i++) a[i] = a[i] < 0 ? 0 : a[i] > 1 ? 1 : a[i];
+    Tensor *t = tensor_from_f64(img->ndim, img->shape, TENSOR_F64, a);
+    free(a);
+    return t;
+}
+
+double gs4d_psnr(const Tensor *img, const Tensor *ref) {
+    int64_t n = tensor_numel(img);
+    if (n != tensor_numel(ref) || n == 0) tensor_fail("gs4d_psnr", "images differ in size");
+    double *a = base_malloc(sizeof(double) * (size_t)n), *b = base_malloc(sizeof(double) * (size_t)n);
+    tensor_to_f64_array(img, a);
+    tensor_to_f64_array(ref, b);
+    double se = 0;
+    for (int64_t i = 0; i < n; i++) {
+        double v = a[i] < 0 ? 0 : a[i] > 1 ? 1 : a[i];
+        se += (v - b[i]) * (v - b[i]);
+    }
+    free(a), free(b);
+    double mse = se / (double)n;
+    return mse > 0 ? 10 * log10(1 / mse) : INFINITY;
+}
+
+double gs4d_ssim(const Tensor *img, const Tensor *ref) {
+    TensorScope *s = tensor_scope_begin();
+    bool prev = ag_no_grad_begin();
+    Tensor *a = clamp01(img), *b = tensor_cast((Tensor *)ref, TENSOR_F64);
+    bool valid = img->shape[0] >= GS_SSIM_WINDOW && img->shape[1] >= GS_SSIM_WINDOW;
+    double v = tensor_item(gs_ssim(a, tensor_contiguous(b), valid ? GS_SSIM_VALID : GS_SSIM_SAME));
+    ag_no_grad_end(prev);
+    tensor_scope_end(s);
+    return v;
+}

@@ -1,0 +1,205 @@
+/* models/gs4d/gs4d.h — deformable 3D Gaussians (GaussiAnimate §3.1, after Deformable 3DGS, Yang
+ * et al. 2024, and SC-GS; ../shared/notes/gaussianimate.md §3): a canonical set of Gaussians
+ * plus a deformation MLP D(γ(x), γ(t)) → Δμ, Δs (Δq when anisotropic), optionally Δc, Δo,
+ * fitted to posed, timed RGBA images with the 3DGS photometric loss (models/gaussians/loss.h)
+ * and the ARAP + distance regularizer (arap.h).
+ *
+ * Model
+ * - Canonical Gaussians: means (N, 3), raw log-scales (N, 1) isotropic (the paper's choice) or
+ *   (N, 3), raw quaternions (N, 4) when anisotropic, opacity logits (N, 1), SH DC colors (N, 1, 3)
+ *   (SH degree 0: the benchmark's surfaces are Lambertian).
+ * - MLP: input [γ(x), γ(t)] with γ the NeRF encoding without π (nn_fourier_embed: input, then
+ *   sines, then cosines; freq_x = 10, freq_t = 6 in the paper), x the canonical mean *detached*
+ *   (as Deformable 3DGS feeds get_xyz.detach(): the positional gradient reaches μ through μ + Δμ
+ *   only, not through the encoding, whose high frequencies would make it noisy); `depth` ReLU
+ *   layers of `width` (8 × 256), the input concatenated again before layer `skip` (4); linear heads
+ *   for Δμ (3), Δs (1 or 3), Δq (4), Δc (3), Δo (1), weights N(0, head_init²) (1e-5: the
+ *   deformation starts at the identity but every layer already gets a gradient) and zero biases.
+ *   Deformed: μ + Δμ, s + Δs (log space), q + Δq, c + Δc, o + Δo (logit), as Deformable 3DGS adds.
+ *
+ * Training (gs4d_step)
+ * - One training view per step (a permutation per epoch, optim_data_order); the target is its
+ *   RGB composited over the step's background (a random color with random_background, else
+ *   cfg.background), so empty space must become transparent.
+ * - Static warm-up: the first `warmup` steps render the canonical set alone (Deformable 3DGS:
+ *   3000 of 40k), so the MLP starts from a reasonable shape; then the deformed set at the view's
+ *   time, plus arap_weight × the ARAP loss between the deformed and canonical means.
+ * - Parameters live in one NnParams (one flat buffer, so optim/checkpoint.h saves and resumes
+ *   everything) with one Adam per group over its slice of the flat buffers: Adam is invariant
+ *   to the gradient's scale, so the 3DGS learning rates that differ by orders of magnitude need
+ *   separate optimizers. Means and MLP rates decay log-linearly to their final values at
+ *   lr_steps (3DGS / Deformable 3DGS schedules, ×extent).
+ * - Densification at a fixed budget n (the house style of models/gaussians/fit.h, which keeps the
+ *   flat parameter and Adam buffers and the MLP batch shape fixed, so a checkpoint has one shape
+ *   for the whole run): every densify_every steps up to refine_until, Gaussians whose opacity
+ *   fell below prune_opacity are "pruned" by becoming the new Gaussians 3DGS's densification
+ *   would add: sources are the live Gaussians whose view-space positional gradient, averaged over
+ *   the steps that saw them, exceeds densify_grad (3DGS's NDC units), largest first; a source
+ *   larger than split_scale × extent is split (both halves drawn from N(μ, Σ), scales / 1.6),
+ *   a smaller one is cloned (a copy drawn from N(μ, Σ), the pair's opacity split as
+ *   1 − (1 − o)^(1/2)); dead slots left over are relocated onto live Gaussians drawn by opacity
+ *   (3DGS-MCMC), as in the static fitter. Opacity reset (o ← min(o, 0.01)) every reset_every.
+ *   The adaptation to isotropy: "larger" is the single scale, and the split samples an isotropic
+ *   N(μ, s² I).
+ * - The kNN pairs of the ARAP loss are recomputed every knn_every steps from the canonical means
+ *   inside the cluster labels given to gs4d_init (all 0 for now; moved Gaussians take their
+ *   source's label).
+ * - Everything a step reads is in the NnParams (the densification statistics, labels and
+ *   neighbor lists ride along as buffers, like PyTorch's registered buffers in a state_dict),
+ *   in the caller's TensorRng, or a function of (config, step), so a run resumed from a
+ *   checkpoint continues bit-identically. */
+#ifndef ANIMA_MODELS_GS4D_GS4D_H
+#define ANIMA_MODELS_GS4D_GS4D_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "datasets/mesh/gaussian_ply.h"
+#include "datasets/render/camera.h"
+#include "models/gaussians/rasterize.h"
+#include "nn/modules.h"
+#include "optim/comm.h"
+#include "optim/optim.h"
+
+typedef struct {
+    int64_t n;
+    bool isotropic;
+    uint64_t seed;
+    double init_opacity, init_scale; /* init_scale × the mean spacing (box volume / n)^(1/3) */
+    /* deformation MLP */
+    int depth, width, skip, freq_x, freq_t;
+    bool deform_color, deform_opacity;
+    double head_init;
+    /* learning rates (3DGS / Deformable 3DGS); means and deform × extent, decaying to *_final */
+    double lr_means, lr_means_final, lr_deform, lr_deform_final;
+    int64_t lr_steps;
+    double lr_scales, lr_quats, lr_opacity, lr_color;
+    double lambda; /* D-SSIM weight */
+    int64_t warmup;
+    /* densification (fixed n) */
+    int64_t densify_every, refine_until, reset_every;
+    double prune_opacity, densify_grad, split_scale;
+    /* ARAP */
+    double arap_weight;
+    int arap_k;
+    int64_t knn_every;
+    double background[3];
+    bool random_background;
+    TensorDType dtype; /* f32 for training; f64 for gradchecks */
+} Gs4dConfig;
+
+/* The paper's sizes: 8 × 256, skip 4, freq 10 / 6, isotropic, 40k steps with 3k warm-up. */
+Gs4dConfig gs4d_defaults(void);
+
+/* A posed, timed training or held-out image. */
+typedef struct {
+    DsCamera cam;
+    float time;        /* in [0, 1] */
+    const float *rgba; /* height × width × 4, row-major, [0, 1], straight alpha (not owned) */
+} Gs4dView;
+
+/* The views as tensors: rgb (H, W, 3) and alpha (H, W, 1), f32, in the scope current at make. */
+typedef struct {
+    int n;
+    Gs4dView *views; /* a copy of the array (rgba still the caller's) */
+    Tensor **rgb, **alpha;
+    double center[3], radius; /* the region the cameras look at */
+    double extent;            /* 1.1 × the camera centers' radius around their mean (3DGS) */
+} Gs4dData;
+
+/* Checks sizes (every image cam.width × cam.height), finds the center (least-squares point
+ * nearest every optical axis) and radius (what the narrowest view's field of view covers at its
+ * distance). 0, or -1 with err. */
+int gs4d_data_make(const Gs4dView *views, int n, Gs4dData *d, char *err, size_t errlen);
+void gs4d_data_free(Gs4dData *d);
+
+enum { GS4D_MEANS, GS4D_SCALES, GS4D_QUATS, GS4D_OPACITY, GS4D_COLOR, GS4D_DEFORM, GS4D_GROUPS };
+
+typedef struct {
+    NnLinear layer[32];
+    NnLinear mu, scale, rot, color, opacity; /* rot/color/opacity unused (weight NULL) when off */
+    int64_t in_dim;
+} Gs4dMlp;
+
+typedef struct {
+    Gs4dConfig cfg;
+    double extent;
+    NnParams params; /* everything, one flat buffer (checkpointed whole) */
+    Optim optim;     /* Adam state over params->flat (what the checkpoint stores); stepped per group */
+    NnParams gparams[GS4D_GROUPS];
+    Optim gopt[GS4D_GROUPS];
+    bool used[GS4D_GROUPS];
+    Tensor *means, *scales, *quats, *opacities, *colors;
+    Gs4dMlp mlp;
+    /* buffers (in params, never stepped) */
+    Tensor *grad_accum, *grad_count; /* (N): Σ ‖view-space mean gradient‖ and how many steps saw it */
+    Tensor *labels;                  /* (N): cluster labels (exact integers in f32) */
+    Tensor *neighbors;               /* (N, arap_k): the ARAP kNN (−1: none) */
+    int64_t step;
+    int64_t densified, relocated;    /* by the last densification */
+} Gs4dModel;
+
+/* Canonical Gaussians in the region d looks at, carved by the training alphas (a point is kept
+ * when at least half of the views that see it have alpha > 0.5 there; uniform in the region when
+ * too few survive), labels (n; NULL: one cluster). Allocates in the current scope, which must
+ * outlive m. The Adam steps of every group start at 0. */
+void gs4d_init(Gs4dModel *m, const Gs4dConfig *cfg, const Gs4dData *d, const int32_t *labels);
+void gs4d_free(Gs4dModel *m);
+/* After optim_checkpoint_load into m->params / m->optim: the step of the model and of each group. */
+void gs4d_set_step(Gs4dModel *m, int64_t step);
+
+/* The canonical Gaussians as the rasterizer takes them. */
+GsGaussians gs4d_canonical(const Gs4dModel *m);
+/* The Gaussians deformed to time t (recorded when grad mode is on). */
+GsGaussians gs4d_deform(const Gs4dModel *m, const GsGaussians *canon, double t);
+/* The same with the MLP's input positions given (gs4d_deform passes canon->means detached; the
+ * gradchecks pass a constant, so finite differences see the function autograd differentiates). */
+GsGaussians gs4d_deform_at(const Gs4dModel *m, const GsGaussians *canon, Tensor *x_in, double t);
+/* The MLP's raw outputs for positions x (N, 3) at time t: dmu (N, 3), ds (N, 1|3), dq (N, 4) or
+ * NULL, dc (N, 3) or NULL, dop (N, 1) or NULL. */
+void gs4d_mlp_forward(const Gs4dMlp *mlp, const Gs4dConfig *cfg, Tensor *x, double t, Tensor **dmu, Tensor **ds,
+                      Tensor **dq, Tensor **dc, Tensor **dop);
+
+/* The learning rate of group g at step (means and deform: log-linear decay ×extent). */
+double gs4d_lr(const Gs4dModel *m, int g, int64_t step);
+
+typedef struct {
+    double loss, photometric, arap; /* means over the batch */
+    /* seconds spent per stage (wall clock): the MLP forward, the rasterizer forward, the losses'
+     * forward (photometric + ARAP with its rotation fits), the whole backward, the Adam updates,
+     * and densification / opacity reset / kNN */
+    double t_deform, t_render, t_loss, t_backward, t_optim, t_refine;
+} Gs4dStepInfo;
+
+/* One training step on view v of d, drawing the background (and relocations) from rng. */
+double gs4d_step(Gs4dModel *m, const Gs4dData *d, int v, TensorRng *rng, Gs4dStepInfo *info);
+/* One step on a batch of views (the loss is their mean; each view renders at its own time and
+ * adds its ARAP term). With a communicator of several ranks (batch a multiple of the ranks),
+ * each rank renders its shard of the batch (optim_comm_shard), then the gradients are averaged
+ * and the densification statistics summed over ranks, so every rank takes the same update and
+ * stays identical; every rank calls it with the same views and an rng in the same state. */
+double gs4d_step_batch(Gs4dModel *m, const Gs4dData *d, const int64_t *views, int batch, TensorRng *rng,
+                       OptimComm *comm, Gs4dStepInfo *info);
+/* Densify / relocate now (the step runs it when due); returns the Gaussians moved. */
+int64_t gs4d_densify(Gs4dModel *m, const Gs4dData *d, TensorRng *rng);
+/* Recompute the ARAP neighbors from the canonical means (the step does it when due). */
+void gs4d_update_neighbors(Gs4dModel *m);
+
+/* Render at time t without recording, (H, W, 3) f32 over bg (NULL: cfg.background). Before the
+ * warm-up ends (m->step < warmup) the canonical set is rendered, as in training. */
+Tensor *gs4d_render(const Gs4dModel *m, const DsCamera *cam, double t, const double bg[3]);
+/* The view's target over bg, (H, W, 3) f32. */
+Tensor *gs4d_target(const Gs4dData *d, int v, const double bg[3]);
+
+/* Activated per-Gaussian state at time t, written into arrays of n rows: positions (3), scales
+ * (exp; 1 or 3 per row), rgb (SH DC → C0·f + 0.5, 3), opacities (sigmoid, 1). */
+void gs4d_state_at(const Gs4dModel *m, double t, float *pos, float *scale, float *rgb, float *opacity);
+/* The canonical set for the standard 3DGS PLY (raw values; isotropic scales replicated). */
+int gs4d_export(const Gs4dModel *m, DsGaussians *out);
+
+/* PSNR (dB) and SSIM (11×11 Gaussian window, valid region) of img against ref, (H, W, 3) each,
+ * img clamped to [0, 1]. */
+double gs4d_psnr(const Tensor *img, const Tensor *ref);
+double gs4d_ssim(const Tensor *img, const Tensor *ref);
+
+#endif

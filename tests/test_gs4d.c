@@ -1,0 +1,763 @@
+/* tests/test_gs4d.c — deformable Gaussians (models/gs4d/): the ARAP + distance regularizer (zero
+ * under any rigid motion of each cluster, f64 finite-difference gradcheck, kNN against brute
+ * force, the rotation fit), the deformation path's gradients, a tiny synthetic sequence that must
+ * train to a stated held-out PSNR, and resume reproducing an uninterrupted run. */
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "autograd/gradcheck.h"
+#include "base/clock.h"
+#include "datasets/motion/dnerf.h"
+#include "datasets/render/image.h"
+#include "models/gaussians/loss.h"
+#include "models/gs4d/arap.h"
+#include "models/gs4d/gs4d.h"
+#include "models/gs4d/synth.h"
+#include "optim/train.h"
+#include "tests/test.h"
+
+static uint64_t lcg_state = 88172645463325252ull;
+static double urand(void) { /* xorshift64: deterministic test data */
+    lcg_state ^= lcg_state << 13, lcg_state ^= lcg_state >> 7, lcg_state ^= lcg_state << 17;
+    return (double)(lcg_state >> 11) * (1.0 / 9007199254740992.0);
+}
+
+static void random_rotation(double R[9]) {
+    double q[4], n = 0;
+    for (int a = 0; a < 4; a++) q[a] = urand() - 0.5, n += q[a] * q[a];
+    n = sqrt(n);
+    double w = q[0] / n, x = q[1] / n, y = q[2] / n, z = q[3] / n;
+    double r[9] = {1 - 2 * (y * y + z * z), 2 * (x * y - w * z),     2 * (x * z + w * y),
+                   2 * (x * y + w * z),     1 - 2 * (x * x + z * z), 2 * (y * z - w * x),
+                   2 * (x * z - w * y),     2 * (y * z + w * x),     1 - 2 * (x * x + y * y)};
+    memcpy(R, r, sizeof r);
+}
+
+/* ---- kNN --------------------------------------------------------------------------------------- */
+
+static void knn_brute(const float *x, int64_t n, const int32_t *lab, int k, int32_t *nbr) {
+    for (int64_t i = 0; i < n; i++) {
+        int nb = 0;
+        double bd[64];
+        int32_t bj[64];
+        for (int64_t j = 0; j < n; j++) {
+            if (j == i || (lab && lab[j] != lab[i])) continue;
+            double d = 0;
+            for (int a = 0; a < 3; a++) {
+                double t = (double)x[3 * i + a] - (double)x[3 * j + a];
+                d += t * t;
+            }
+            if (nb == k && !(d < bd[k - 1] || (d == bd[k - 1] && j < bj[k - 1]))) continue;
+            int p = nb < k ? nb++ : k - 1;
+            while (p > 0 && (d < bd[p - 1] || (d == bd[p - 1] && j < bj[p - 1]))) bd[p] = bd[p - 1], bj[p] = bj[p - 1], p--;
+            bd[p] = d, bj[p] = (int32_t)j;
+        }
+        for (int s = 0; s < k; s++) nbr[i * k + s] = s < nb ? bj[s] : -1;
+    }
+}
+
+TEST(gs4d_knn_matches_brute_force) {
+    /* three clouds: volume-filling, a thin sheet (cells far from cubic), and with duplicates and
+     * a tiny cluster (fewer members than k: −1 slots) */
+    for (int trial = 0; trial < 3; trial++) {
+        int64_t n = trial == 2 ? 300 : 700;
+        int k = 6;
+        float *x = malloc(sizeof(float) * 3 * (size_t)n);
+        int32_t *lab = malloc(sizeof(int32_t) * (size_t)n), *a = malloc(sizeof(int32_t) * (size_t)n * k),
+                *b = malloc(sizeof(int32_t) * (size_t)n * k);
+        for (int64_t i = 0; i < n; i++) {
+            x[3 * i] = (float)urand() * 3, x[3 * i + 1] = (float)urand(), x[3 * i + 2] = trial == 1 ? (float)urand() * 1e-3f : (float)urand();
+            lab[i] = trial == 0 ? 0 : (int32_t)(i % 3);
+            if (trial == 2 && i % 10 == 0 && i > 0) memcpy(x + 3 * i, x + 3 * (i - 1), sizeof(float) * 3);
+            if (trial == 2 && i < 3) lab[i] = 7; /* a cluster of 3 points */
+        }
+        const int32_t *L = trial == 0 ? NULL : lab;
+        gs4d_knn(x, n, L, k, a);
+        knn_brute(x, n, L, k, b);
+        int bad = 0;
+        for (int64_t i = 0; i < n * k; i++) bad += a[i] != b[i];
+        CHECK_MSG(bad == 0, "trial %d: %d of %lld neighbor slots differ from brute force", trial, bad, (long long)(n * k));
+        if (trial == 2) CHECK(a[0 * k + 2] == -1 && a[0 * k + 1] >= 0 && a[0 * k + 1] < 3);
+        free(x), free(lab), free(a), free(b);
+    }
+}
+
+/* ---- evaluation metrics --------------------------------------------------------------------------- */
+
+TEST(gs4d_nearest_chamfer_rigidity) {
+    int64_t nr = 500, nq = 300;
+    float *r = malloc(sizeof(float) * 3 * (size_t)nr), *q = malloc(sizeof(float) * 3 * (size_t)nq);
+    for (int64_t i = 0; i < nr; i++)
+        for (int a = 0; a < 3; a++) r[3 * i + a] = (float)(a == 2 ? 0.01 * urand() : urand());
+    for (int64_t i = 0; i < nq; i++) /* some queries far outside the references' box */
+        for (int a = 0; a < 3; a++) q[3 * i + a] = (float)(i % 7 == 0 ? 4 * urand() - 2 : urand());
+    double *d = malloc(sizeof(double) * (size_t)nq);
+    gs4d_nearest_dist(r, nr, q, nq, d);
+    int bad = 0;
+    for (int64_t i = 0; i < nq; i++) {
+        double best = INFINITY;
+        for (int64_t j = 0; j < nr; j++) {
+            double s = 0;
+            for (int a = 0; a < 3; a++) s += ((double)q[3 * i + a] - r[3 * j + a]) * ((double)q[3 * i + a] - r[3 * j + a]);
+            best = fmin(best, s);
+        }
+        bad += fabs(sqrt(best) - d[i]) > 1e-12;
+    }
+    CHECK_MSG(bad == 0, "%d of %lld nearest distances differ from brute force", bad, (long long)nq);
+    CHECK_NEAR(gs4d_chamfer(r, nr, r, nr), 0.0, 0);
+    /* rigidity: zero for a rigid motion, positive for a bend */
+    int k = 6;
+    int32_t *nbr = malloc(sizeof(int32_t) * (size_t)nr * k);
+    gs4d_knn(r, nr, NULL, k, nbr);
+    float *traj = malloc(sizeof(float) * 3 * (size_t)nr * 2);
+    double Q[9];
+    random_rotation(Q);
+    for (int64_t i = 0; i < nr; i++)
+        for (int a = 0; a < 3; a++) {
+            traj[3 * i + a] = (float)(Q[3 * a] * r[3 * i] + Q[3 * a + 1] * r[3 * i + 1] + Q[3 * a + 2] * r[3 * i + 2] + 0.5);
+            traj[3 * (nr + i) + a] = r[3 * i + a] + (a == 2 ? (float)(0.5 * r[3 * i] * r[3 * i] * 10) : 0.f);
+        }
+    double e_rigid = gs4d_rigidity_error(traj, 1, r, nr, nbr, k), e_bend = gs4d_rigidity_error(traj + 3 * nr, 1, r, nr, nbr, k);
+    CHECK_MSG(e_rigid < 1e-5 && e_bend > 1e-3, "rigid %g, bend %g", e_rigid, e_bend);
+    free(r), free(q), free(d), free(nbr), free(traj);
+}
+
+/* ---- the rotation fit --------------------------------------------------------------------------- */
+
+TEST(gs4d_best_rotation_recovers_rotations) {
+    for (int trial = 0; trial < 200; trial++) {
+        double Q[9], a[3 * 8], b[3 * 8], R[9];
+        random_rotation(Q);
+        int n = 2 + trial % 6;
+        bool planar = trial % 4 == 1, improper = trial % 4 == 2;
+        for (int m = 0; m < n; m++) {
+            for (int c = 0; c < 3; c++) a[3 * m + c] = urand() - 0.5;
+            if (planar) a[3 * m + 2] = 0;
+        }
+        if (n == 2 && !planar) a[3] = 2 * a[0], a[4] = 2 * a[1], a[5] = 2 * a[2]; /* collinear */
+        for (int m = 0; m < n; m++)
+            for (int r = 0; r < 3; r++) {
+                b[3 * m + r] = 0;
+                for (int c = 0; c < 3; c++) b[3 * m + r] += Q[3 * r + c] * a[3 * m + c];
+                if (improper) b[3 * m + r] = -b[3 * m + r]; /* a reflection: the best rotation must still be proper */
+            }
+        gs4d_best_rotation(a, b, n, R);
+        double det = R[0] * (R[4] * R[8] - R[5] * R[7]) - R[1] * (R[3] * R[8] - R[5] * R[6]) + R[2] * (R[3] * R[7] - R[4] * R[6]);
+        CHECK_NEAR(det, 1.0, 1e-9);
+        double orth = 0;
+        for (int r = 0; r < 3; r++)
+            for (int c = 0; c < 3; c++) {
+                double s = 0;
+                for (int k = 0; k < 3; k++) s += R[3 * r + k] * R[3 * c + k];
+                orth = fmax(orth, fabs(s - (r == c)));
+            }
+        CHECK_MSG(orth < 1e-9, "trial %d: R Rᵀ − I up to %g", trial, orth);
+        if (!improper) { /* R maps every a onto its b (collinear/planar sets: R need not equal Q) */
+            double res = 0;
+            for (int m = 0; m < n; m++)
+                for (int r = 0; r < 3; r++) {
+                    double s = 0;
+                    for (int c = 0; c < 3; c++) s += R[3 * r + c] * a[3 * m + c];
+                    res = fmax(res, fabs(s - b[3 * m + r]));
+                }
+            CHECK_MSG(res < 1e-8, "trial %d (n %d%s): residual %g", trial, n, planar ? ", planar" : "", res);
+        }
+    }
+}
+
+/* ---- the ARAP loss ------------------------------------------------------------------------------ */
+
+TEST(gs4d_arap_zero_under_rigid_cluster_motion) {
+    TensorScope *sc = tensor_scope_begin();
+    int64_t n = 240;
+    int k = 8;
+    float *xc = malloc(sizeof(float) * 3 * (size_t)n), *xf = malloc(sizeof(float) * 3 * (size_t)n);
+    int32_t *lab = malloc(sizeof(int32_t) * (size_t)n), *nbr = malloc(sizeof(int32_t) * (size_t)n * k);
+    double Q[3][9], T[3][3];
+    for (int c = 0; c < 3; c++) {
+        random_rotation(Q[c]);
+        for (int a = 0; a < 3; a++) T[c][a] = 3 * (urand() - 0.5);
+    }
+    for (int64_t i = 0; i < n; i++) {
+        lab[i] = (int32_t)(i % 3);
+        for (int a = 0; a < 3; a++) xc[3 * i + a] = (float)(urand() * 2 - 1);
+    }
+    gs4d_knn(xc, n, lab, k, nbr);
+    for (int dt = 0; dt < 2; dt++) {
+        TensorDType t = dt ? TENSOR_F64 : TENSOR_F32;
+        /* each cluster moved by its own rotation and translation: computed in f64 */
+        double *fc = malloc(sizeof(double) * 3 * (size_t)n), *ff = malloc(sizeof(double) * 3 * (size_t)n);
+        for (int64_t i = 0; i < n; i++) {
+            int c = lab[i];
+            for (int r = 0; r < 3; r++) {
+                fc[3 * i + r] = xc[3 * i + r];
+                ff[3 * i + r] = T[c][r];
+                for (int q = 0; q < 3; q++) ff[3 * i + r] += Q[c][3 * r + q] * xc[3 * i + q];
+            }
+        }
+        Tensor *tc = tensor_from_f64(2, (int64_t[]){n, 3}, t, fc), *tf = tensor_from_f64(2, (int64_t[]){n, 3}, t, ff);
+        double l = tensor_item(gs4d_arap_loss(tf, tc, nbr, k));
+        /* edges are ~0.2 long: a 1% non-rigid change would give ~4e-6; f32 rounding of the moved
+         * points ~1e-13 */
+        CHECK_MSG(l < (dt ? 1e-20 : 1e-11), "%s: loss %g under rigid motion", dt ? "f64" : "f32", l);
+        /* and a non-rigid motion is penalized: one cluster sheared by 5% */
+        for (int64_t i = 0; i < n; i++)
+            if (lab[i] == 1) ff[3 * i] += 0.05 * fc[3 * i + 1];
+        tf = tensor_from_f64(2, (int64_t[]){n, 3}, t, ff);
+        double l2 = tensor_item(gs4d_arap_loss(tf, tc, nbr, k));
+        CHECK_MSG(l2 > 1e-6, "%s: loss %g under a shear", dt ? "f64" : "f32", l2);
+        free(fc), free(ff);
+    }
+    free(xc), free(xf), free(lab), free(nbr);
+    tensor_scope_end(sc);
+}
+
+typedef struct {
+    const int32_t *nbr;
+    int k;
+} ArapCtx;
+
+static Tensor *fn_arap(int n, Tensor *const *in, void *user) {
+    (void)n;
+    const ArapCtx *c = user;
+    return gs4d_arap_loss(in[0], in[1], c->nbr, c->k);
+}
+
+/* R_i is recomputed at every perturbed point by the finite differences but held constant by the
+ * analytic gradient: the two agree because R_i minimizes exactly the first term's sum over i's
+ * pairs, so its own variation contributes nothing to first order (the envelope theorem) — the
+ * check is exact, not approximate. */
+TEST(gs4d_arap_gradcheck) {
+    TensorScope *sc = tensor_scope_begin();
+    int64_t n = 14;
+    int k = 4;
+    double xc[3 * 14], xf[3 * 14];
+    float xcf[3 * 14];
+    int32_t nbr[14 * 4], lab[14];
+    double Q[9];
+    random_rotation(Q);
+    for (int64_t i = 0; i < n; i++) {
+        lab[i] = i < 9 ? 0 : 1;
+        for (int a = 0; a < 3; a++) xc[3 * i + a] = urand() - 0.5, xcf[3 * i + a] = (float)xc[3 * i + a];
+        for (int r = 0; r < 3; r++) {
+            xf[3 * i + r] = 0.1 * (urand() - 0.5); /* a rotation plus a non-rigid part */
+            for (int q = 0; q < 3; q++) xf[3 * i + r] += Q[3 * r + q] * xc[3 * i + q];
+        }
+    }
+    gs4d_knn(xcf, n, lab, k, nbr);
+    Tensor *in[2] = {tensor_requires_grad(tensor_from_f64(2, (int64_t[]){n, 3}, TENSOR_F64, xf), true),
+                     tensor_requires_grad(tensor_from_f64(2, (int64_t[]){n, 3}, TENSOR_F64, xc), true)};
+    ArapCtx c = {nbr, k};
+    AgGradcheckReport r;
+    bool ok = ag_gradcheck(fn_arap, 2, in, &c, 1e-6, 1e-8, 1e-5, &r);
+    CHECK_MSG(ok, "input %d element %lld: analytic %.10g vs numeric %.10g", r.bad_input, (long long)r.bad_index,
+              r.analytic, r.numeric);
+    CHECK(r.max_ref > 1e-3); /* the gradient is not trivially zero */
+    tensor_scope_end(sc);
+}
+
+/* ---- the deformation path --------------------------------------------------------------------------- */
+
+typedef struct {
+    Gs4dModel *m;
+    DsCamera cam;
+    int nlayer;     /* MLP layers whose weights are inputs */
+    bool render;    /* output the rendered image (else the deformed parameters and the ARAP loss) */
+    Tensor *x_in;   /* the MLP's input positions: the means' values, a constant (what detach means) */
+} DeformCtx;
+
+/* in: means, scales, [quats], opacities, colors, then (weight, bias) of the first nlayer layers,
+ * then the heads' weights */
+static Tensor *fn_deform(int n, Tensor *const *in, void *user) {
+    (void)n;
+    DeformCtx *c = user;
+    Gs4dModel m = *c->m;
+    int k = 0;
+    m.means = in[k++], m.scales = in[k++];
+    if (!m.cfg.isotropic) m.quats = in[k++];
+    m.opacities = in[k++], m.colors = in[k++];
+    for (int i = 0; i < c->nlayer; i++) m.mlp.layer[i].weight = in[k++], m.mlp.layer[i].bias = in[k++];
+    m.mlp.mu.weight = in[k++], m.mlp.scale.weight = in[k++];
+    if (!m.cfg.isotropic) m.mlp.rot.weight = in[k++];
+    m.mlp.color.weight = in[k++], m.mlp.opacity.weight = in[k++];
+    GsGaussians canon = gs4d_canonical(&m);
+    GsGaussians g = gs4d_deform_at(&m, &canon, c->x_in, 0.37);
+    if (c->render) return gs_render(&g, &c->cam, (double[]){0.2, 0.5, 0.9}).image;
+    int32_t nbr[6 * 3];
+    float x[18];
+    bool prev = ag_no_grad_begin();
+    double xd[18];
+    tensor_to_f64_array(canon.means, xd);
+    ag_no_grad_end(prev);
+    for (int i = 0; i < 18; i++) x[i] = (float)xd[i];
+    gs4d_knn(x, 6, NULL, 3, nbr);
+    Tensor *parts[6] = {tensor_flatten(g.means, 0, -1), tensor_flatten(g.scales, 0, -1), tensor_flatten(g.colors, 0, -1),
+                        tensor_flatten(g.opacities, 0, -1),
+                        tensor_reshape(gs4d_arap_loss(g.means, canon.means, nbr, 3), 1, (int64_t[]){1}),
+                        g.quats ? tensor_flatten(g.quats, 0, -1) : tensor_flatten(g.opacities, 0, -1)};
+    return tensor_cat(6, parts, 0);
+}
+
+static void deform_gradcheck(bool isotropic, bool render) {
+    TensorScope *sc = tensor_scope_begin();
+    /* a small sequence only to place the region and the init; the model is f64 */
+    float rgba[8 * 8 * 4];
+    for (int i = 0; i < 8 * 8 * 4; i++) rgba[i] = i % 4 == 3 ? 1.f : 0.5f;
+    double eye[3] = {0, 0, -3}, at[3] = {0, 0, 0}, up[3] = {0, -1, 0};
+    Gs4dView v = {.cam = ds_camera_look_at(eye, at, up, 8, 8, 50), .time = 0.5f, .rgba = rgba};
+    Gs4dData d;
+    char err[256];
+    CHECK_MSG(gs4d_data_make(&v, 1, &d, err, sizeof err) == 0, "%s", err);
+    Gs4dConfig cfg = gs4d_defaults();
+    cfg.n = 6, cfg.isotropic = isotropic, cfg.depth = 3, cfg.width = 8, cfg.skip = 2, cfg.freq_x = 2, cfg.freq_t = 2;
+    cfg.deform_color = cfg.deform_opacity = true;
+    cfg.head_init = 0.3; /* large enough for the heads' outputs to matter to first order */
+    cfg.init_scale = 0.8, cfg.init_opacity = 0.6, cfg.dtype = TENSOR_F64, cfg.arap_k = 3;
+    Gs4dModel m;
+    gs4d_init(&m, &cfg, &d, NULL);
+    /* the init is in the camera's view; spread the means so every Gaussian covers a few pixels */
+    DeformCtx c = {.m = &m, .cam = v.cam, .nlayer = 3, .render = render};
+    Tensor *in[32];
+    int k = 0;
+    Tensor *src[32] = {m.means, m.scales};
+    int ns = 2;
+    if (!isotropic) src[ns++] = m.quats;
+    src[ns++] = m.opacities, src[ns++] = m.colors;
+    for (int i = 0; i < c.nlayer; i++) src[ns++] = m.mlp.layer[i].weight, src[ns++] = m.mlp.layer[i].bias;
+    src[ns++] = m.mlp.mu.weight, src[ns++] = m.mlp.scale.weight;
+    if (!isotropic) src[ns++] = m.mlp.rot.weight;
+    src[ns++] = m.mlp.color.weight, src[ns++] = m.mlp.opacity.weight;
+    for (k = 0; k < ns; k++) in[k] = tensor_requires_grad(tensor_clone(tensor_detach(src[k])), true);
+    c.x_in = tensor_clone(tensor_detach(m.means));
+    AgGradcheckReport r;
+    bool ok = ag_gradcheck(fn_deform, ns, in, &c, 1e-6, 1e-7, 1e-4, &r);
+    CHECK_MSG(ok, "%s%s: input %d element %lld: analytic %.10g vs numeric %.10g", isotropic ? "isotropic" : "anisotropic",
+              render ? ", rendered" : "", r.bad_input, (long long)r.bad_index, r.analytic, r.numeric);
+    CHECK(r.max_ref > 1e-4);
+    /* and the first hidden layer does get a gradient (dead ReLUs everywhere would pass vacuously) */
+    Tensor *out = fn_deform(ns, in, &c);
+    ag_backward(tensor_sum_all(tensor_mul(out, out)), NULL, false);
+    Tensor *gw = in[isotropic ? 4 : 5]->grad;
+    CHECK(gw != NULL);
+    double gmax = 0;
+    double *gv = malloc(sizeof(double) * (size_t)tensor_numel(gw));
+    tensor_to_f64_array(gw, gv);
+    for (int64_t i = 0; i < tensor_numel(gw); i++) gmax = fmax(gmax, fabs(gv[i]));
+    free(gv);
+    CHECK_MSG(gmax > 1e-6, "layer 0's weight gradient is at most %g", gmax);
+    gs4d_free(&m);
+    gs4d_data_free(&d);
+    tensor_scope_end(sc);
+}
+
+TEST(gs4d_deform_gradcheck) {
+    deform_gradcheck(true, false);
+    deform_gradcheck(false, false);
+}
+
+TEST(gs4d_deform_render_gradcheck) {
+    deform_gradcheck(true, true);
+}
+
+/* ---- training on a tiny synthetic sequence --------------------------------------------------------- */
+
+static Gs4dConfig tiny_config(int64_t iters) {
+    Gs4dConfig c = gs4d_defaults();
+    c.n = 500, c.depth = 4, c.width = 32, c.skip = 2, c.freq_x = 6, c.freq_t = 4;
+    c.lr_steps = iters, c.warmup = iters / 5;
+    c.densify_every = 50, c.refine_until = iters / 2, c.reset_every = 0;
+    c.arap_weight = 1.0, c.arap_k = 6, c.knn_every = 50;
+    return c;
+}
+
+static double eval_test(const Gs4dModel *m, const Gs4dSynth *s, const Gs4dData *dt) {
+    double sum = 0;
+    for (int v = 0; v < s->n_test; v++) {
+        TensorScope *sc = tensor_scope_begin();
+        double bg[3] = {1, 1, 1};
+        sum += gs4d_psnr(gs4d_render(m, &s->test[v].cam, s->test[v].time, bg), gs4d_target(dt, v, bg));
+        tensor_scope_end(sc);
+    }
+    return sum / s->n_test;
+}
+
+TEST(gs4d_tiny_sequence_trains) {
+    bool quick = test_quick();
+    int64_t iters = quick ? 30 : 1500;
+    TensorScope *sc = tensor_scope_begin();
+    Gs4dSynth s;
+    char err[512];
+    CHECK_MSG(gs4d_synth_make("quadruped", 0, 4, 6, 2, 32, &s, err, sizeof err) == 0, "%s", err);
+    Gs4dData d, dt;
+    CHECK_MSG(gs4d_data_make(s.train, s.n_train, &d, err, sizeof err) == 0, "%s", err);
+    CHECK_MSG(gs4d_data_make(s.test, s.n_test, &dt, err, sizeof err) == 0, "%s", err);
+    Gs4dConfig c = tiny_config(iters);
+    Gs4dModel m;
+    gs4d_init(&m, &c, &d, NULL);
+    double p0 = eval_test(&m, &s, &dt);
+    TensorRng rng = {.seed = 1, .stream = 3};
+    double t0 = base_now(), pw = 0;
+    for (int64_t step = 0; step < iters; step++) {
+        int64_t v;
+        optim_data_order(0, step, d.n, 1, &v);
+        double l = gs4d_step(&m, &d, (int)v, &rng, NULL);
+        CHECK_MSG(isfinite(l), "step %lld: loss %g", (long long)step, l);
+        if (m.step == c.warmup) pw = eval_test(&m, &s, &dt);
+    }
+    double dtime = base_now() - t0, p = eval_test(&m, &s, &dt);
+    fprintf(stderr, "  gs4d tiny (32x32, 4 frames x 6 views, %lld Gaussians, MLP %dx%d, %lld steps): held-out %.2f dB "
+                    "(init %.2f, end of warm-up %.2f), %.1f ms/step\n",
+            (long long)c.n, c.depth, c.width, (long long)iters, p, p0, pw, 1e3 * dtime / (double)iters);
+    if (quick) CHECK_MSG(p > p0, "held-out PSNR %.2f dB from %.2f dB", p, p0);
+    else {
+        CHECK_MSG(p >= 24, "held-out PSNR %.2f dB < 24 dB (init %.2f, after warm-up %.2f)", p, p0, pw);
+        CHECK_MSG(p >= pw + 1, "the deformation phase added only %.2f dB over the static warm-up", p - pw);
+    }
+    gs4d_free(&m);
+    gs4d_data_free(&d);
+    gs4d_data_free(&dt);
+    gs4d_synth_free(&s);
+    tensor_scope_end(sc);
+}
+
+/* ---- resume ------------------------------------------------------------------------------------------ */
+
+static void run_loop(Gs4dModel *m, const Gs4dData *d, const char *ckpt, bool resume, int64_t total, int64_t stop_after) {
+    OptimTrainOptions to = {.name = "gs4d test", .total_steps = total, .log_every = 1000, .ckpt_every = 0,
+                            .ckpt_path = ckpt, .resume = resume, .stop_after = stop_after};
+    OptimTrain tl;
+    char err[512];
+    CHECK_MSG(optim_train_init(&tl, &to, &m->params, &m->optim, (TensorRng){.seed = 5, .stream = 3}, err, sizeof err) == 0,
+              "%s", err);
+    gs4d_set_step(m, tl.step);
+    while (optim_train_next(&tl)) {
+        int64_t v;
+        optim_data_order(0, tl.step, d->n, 1, &v);
+        double l = gs4d_step(m, d, (int)v, &tl.rng, NULL);
+        optim_train_step_end(&tl, l, 0, 0, NULL);
+    }
+    CHECK(optim_train_finish(&tl) == 0);
+}
+
+TEST(gs4d_resume_matches_uninterrupted) {
+    TensorScope *sc = tensor_scope_begin();
+    Gs4dSynth s;
+    char err[512];
+    CHECK_MSG(gs4d_synth_make("quadruped", 0, 2, 4, 0, 16, &s, err, sizeof err) == 0, "%s", err);
+    Gs4dData d;
+    CHECK_MSG(gs4d_data_make(s.train, s.n_train, &d, err, sizeof err) == 0, "%s", err);
+    /* the interruption falls after the warm-up and between densifications and kNN updates, so
+     * the buffers (gradient statistics, neighbors) must come back from the checkpoint */
+    Gs4dConfig c = tiny_config(60);
+    c.n = 200, c.warmup = 10, c.densify_every = 20, c.knn_every = 20, c.reset_every = 30, c.refine_until = 60;
+    char dir[] = "/tmp/anima-gs4d-XXXXXX", ckpt[256];
+    CHECK(mkdtemp(dir));
+    snprintf(ckpt, sizeof ckpt, "%s/ckpt.h5", dir);
+    Gs4dModel a, b;
+    gs4d_init(&a, &c, &d, NULL);
+    run_loop(&a, &d, NULL, false, 60, 0);
+    gs4d_init(&b, &c, &d, NULL);
+    run_loop(&b, &d, ckpt, false, 60, 33);
+    CHECK(b.step == 33);
+    gs4d_free(&b);
+    gs4d_init(&b, &c, &d, NULL); /* a fresh process's model */
+    run_loop(&b, &d, ckpt, true, 60, 0);
+    CHECK(b.step == 60);
+    int64_t n = tensor_numel(a.params.flat);
+    const float *pa = tensor_f32(a.params.flat), *pb = tensor_f32(b.params.flat);
+    const float *ma = tensor_f32(a.optim.exp_avg_sq), *mb = tensor_f32(b.optim.exp_avg_sq);
+    int64_t bad = 0, badm = 0;
+    for (int64_t i = 0; i < n; i++) bad += pa[i] != pb[i], badm += ma[i] != mb[i];
+    CHECK_MSG(bad == 0 && badm == 0, "%lld parameters and %lld moments differ after resume", (long long)bad, (long long)badm);
+    unlink(ckpt);
+    rmdir(dir);
+    gs4d_free(&a);
+    gs4d_free(&b);
+    gs4d_data_free(&d);
+    gs4d_synth_free(&s);
+    tensor_scope_end(sc);
+}
+
+/* ---- the command ------------------------------------------------------------------------------------- */
+
+static bool read_file(const char *path, char **buf, long *len) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return false;
+    fseek(f, 0, SEEK_END);
+    *len = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    *buf = malloc((size_t)*len + 1);
+    bool ok = fread(*buf, 1, (size_t)*len, f) == (size_t)*len;
+    fclose(f);
+    return ok;
+}
+
+/* SIGINT / SIGTERM: the current step finishes, a checkpoint is written, exit 128 + signal */
+TEST(gs4d_cli_signal_checkpoints) {
+    char dir[] = "/tmp/anima-gs4d-sig-XXXXXX";
+    CHECK(mkdtemp(dir));
+    const int sigs[2] = {SIGINT, SIGTERM};
+    for (int k = 0; k < 2; k++) {
+        char out[512], log[600], ckpt[600];
+        snprintf(out, sizeof out, "%s/%d", dir, k);
+        snprintf(log, sizeof log, "%s/metrics.jsonl", out);
+        snprintf(ckpt, sizeof ckpt, "%s/ckpt.h5", out);
+        const char *argv[] = {"anima", "gs4d", "fit", "--no-progress", "--config", "configs/gs4d-tiny.json", "--set",
+                              "train.iters=100000000", "--set", "train.log_every=1", "--set", "model.n=50", "--set",
+                              "data.size=16", "--out", out, NULL};
+        fflush(NULL);
+        pid_t pid = fork();
+        if (pid == 0) {
+            if (!freopen("/dev/null", "w", stdout) || !freopen("/dev/null", "w", stderr)) _exit(126);
+            setenv("OMP_NUM_THREADS", "1", 1);
+            execv(test_anima_bin(), (char *const *)argv);
+            _exit(127);
+        }
+        struct stat st;
+        for (int i = 0; i < 3000 && (stat(log, &st) != 0 || st.st_size < 2); i++) usleep(10000);
+        kill(pid, sigs[k]);
+        int status;
+        waitpid(pid, &status, 0);
+        CHECK_MSG(WIFEXITED(status) && WEXITSTATUS(status) == 128 + sigs[k], "signal %d: %s %d", sigs[k],
+                  WIFEXITED(status) ? "exit" : "killed by signal", WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
+        CHECK_MSG(access(ckpt, R_OK) == 0, "no checkpoint after signal %d", sigs[k]);
+    }
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    CHECK(system(cmd) == 0);
+}
+
+/* `anima gs4d fit` writes every product; a run stopped (checkpointed) and resumed ends with the
+ * same canonical set, byte for byte, as an uninterrupted one; `anima gs4d eval` reads it back. */
+TEST(gs4d_cli_fit_resume_eval) {
+    char dir[] = "/tmp/anima-gs4d-cli-XXXXXX", cmd[2048], out[8192];
+    CHECK(mkdtemp(dir));
+    const char *common = "gs4d fit --config configs/gs4d-tiny.json --set train.iters=120 --set train.warmup=40 "
+                         "--set train.log_every=40 --set train.ckpt_every=0 --set model.n=300 --no-progress";
+    snprintf(cmd, sizeof cmd, "OMP_NUM_THREADS=1 %s %s --out %s/a 2>&1", test_anima_bin(), common, dir);
+    int rc = test_run_capture(cmd, out, sizeof out);
+    CHECK_MSG(rc == 0, "rc %d: %s", rc, out);
+    CHECK_MSG(strstr(out, "done after 120 iterations") && strstr(out, "per deformation-phase iteration"), "%s", out);
+    const char *files[] = {"canonical.ply", "trajectories.h5", "renders/test_000.png", "ckpt.h5", "metrics.jsonl", "config.json",
+                           "turntable.gif"};
+    for (int i = 0; i < 7; i++) {
+        char p[512];
+        snprintf(p, sizeof p, "%s/a/%s", dir, files[i]);
+        CHECK_MSG(access(p, R_OK) == 0, "%s is missing", p);
+    }
+    char p[512], *log = NULL;
+    long len = 0;
+    snprintf(p, sizeof p, "%s/a/metrics.jsonl", dir);
+    CHECK(read_file(p, &log, &len));
+    int lines = 0;
+    for (long i = 0; i < len; i++) lines += log[i] == '\n';
+    CHECK_MSG(lines == 3 && strstr(log, "\"test_psnr\"") && strstr(log, "\"arap\""), "%d lines: %s", lines, log);
+    free(log);
+    DsGaussians g = {0};
+    char err[512];
+    snprintf(p, sizeof p, "%s/a/canonical.ply", dir);
+    CHECK_MSG(ds_gaussians_read(p, &g, err, sizeof err) == 0, "%s", err);
+    CHECK(g.n == 300);
+    ds_gaussians_free(&g);
+
+    snprintf(cmd, sizeof cmd, "OMP_NUM_THREADS=1 %s %s --out %s/b --stop-after 70 2>&1", test_anima_bin(), common, dir);
+    rc = test_run_capture(cmd, out, sizeof out);
+    CHECK_MSG(rc == 0 && strstr(out, "stopped after 70"), "rc %d: %s", rc, out);
+    snprintf(p, sizeof p, "%s/b/canonical.ply", dir);
+    CHECK_MSG(access(p, F_OK) != 0, "a stopped run wrote its products");
+    snprintf(cmd, sizeof cmd, "OMP_NUM_THREADS=1 %s %s --out %s/b 2>&1", test_anima_bin(), common, dir);
+    rc = test_run_capture(cmd, out, sizeof out);
+    CHECK_MSG(rc == 2 && strstr(out, "--resume"), "a second run into a run folder: rc %d: %s", rc, out);
+    snprintf(cmd, sizeof cmd, "OMP_NUM_THREADS=1 %s %s --out %s/b --resume 2>&1", test_anima_bin(), common, dir);
+    rc = test_run_capture(cmd, out, sizeof out);
+    CHECK_MSG(rc == 0 && strstr(out, "resuming") && strstr(out, "done after 120"), "rc %d: %s", rc, out);
+    char *pa = NULL, *pb = NULL;
+    long la = 0, lb = 0;
+    snprintf(p, sizeof p, "%s/a/canonical.ply", dir);
+    CHECK(read_file(p, &pa, &la));
+    snprintf(p, sizeof p, "%s/b/canonical.ply", dir);
+    CHECK(read_file(p, &pb, &lb));
+    CHECK_MSG(la == lb && memcmp(pa, pb, (size_t)la) == 0, "the resumed run's canonical.ply differs from the uninterrupted one");
+    free(pa), free(pb);
+
+    snprintf(cmd, sizeof cmd, "OMP_NUM_THREADS=1 %s gs4d eval %s/a 2>&1", test_anima_bin(), dir);
+    rc = test_run_capture(cmd, out, sizeof out);
+    CHECK_MSG(rc == 0 && strstr(out, "held-out PSNR") && strstr(out, "SSIM") && strstr(out, "Chamfer") &&
+                  strstr(out, "local-rigidity"), "rc %d: %s", rc, out);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    CHECK(system(cmd) == 0);
+}
+
+/* A sequence written by another tool in the D-NeRF / nerfstudio convention (here: the synthetic
+ * sequence through datasets/motion/dnerf.h's writer and RGBA PNGs, no ground truth) is what
+ * `anima gs4d fit --data DIR` trains on and `anima gs4d eval` scores. */
+TEST(gs4d_cli_dnerf_folder) {
+    Gs4dSynth s;
+    char err[512], dir[] = "/tmp/anima-gs4d-dnerf-XXXXXX", p[600], cmd[2048], out[8192];
+    CHECK_MSG(gs4d_synth_make("quadruped", 0, 3, 6, 2, 24, &s, err, sizeof err) == 0, "%s", err);
+    CHECK(mkdtemp(dir));
+    snprintf(p, sizeof p, "%s/img", dir);
+    CHECK(mkdir(p, 0777) == 0);
+    for (int split = 0; split < 2; split++) {
+        int n = split ? s.n_test : s.n_train;
+        const Gs4dView *v = split ? s.test : s.train;
+        DsDnerfFrameOut *fo = calloc((size_t)n, sizeof *fo);
+        char (*names)[64] = calloc((size_t)n, sizeof *names);
+        for (int i = 0; i < n; i++) {
+            snprintf(names[i], sizeof names[i], "./img/%s_%03d", split ? "val" : "train", i);
+            snprintf(p, sizeof p, "%s/%s.png", dir, names[i] + 2);
+            DsImageF im;
+            CHECK(ds_imagef_init(&im, v[i].cam.width, v[i].cam.height, 4, err, sizeof err) == 0);
+            memcpy(im.data, v[i].rgba, sizeof(float) * 4 * (size_t)v[i].cam.width * v[i].cam.height);
+            CHECK_MSG(ds_imagef_write(p, &im, err, sizeof err) == 0, "%s", err);
+            ds_imagef_free(&im);
+            fo[i] = (DsDnerfFrameOut){.cam = v[i].cam, .time = v[i].time, .file_path = names[i], .view = -1, .frame = -1};
+        }
+        snprintf(p, sizeof p, "%s/transforms_%s.json", dir, split ? "val" : "train");
+        CHECK_MSG(ds_dnerf_write_json(p, fo, n, NULL, err, sizeof err) == 0, "%s", err);
+        free(fo), free(names);
+    }
+    gs4d_synth_free(&s);
+
+    snprintf(cmd, sizeof cmd, "OMP_NUM_THREADS=1 %s gs4d fit --data %s --config configs/gs4d-tiny.json --set train.iters=300 "
+                              "--set train.warmup=100 --set train.log_every=100 --no-progress --out %s/run 2>&1",
+             test_anima_bin(), dir, dir);
+    int rc = test_run_capture(cmd, out, sizeof out);
+    CHECK_MSG(rc == 0 && strstr(out, "18 training + 6 held-out views at 24x24"), "rc %d: %s", rc, out);
+    double p0 = 0, p1 = 0;
+    const char *a = strstr(out, "held-out PSNR at init "), *b = strstr(out, "held-out PSNR ");
+    CHECK(a && b && sscanf(a, "held-out PSNR at init %lf", &p0) == 1);
+    b = strstr(out, "done after");
+    CHECK(b && (b = strstr(b, "held-out PSNR ")) && sscanf(b, "held-out PSNR %lf", &p1) == 1);
+    CHECK_MSG(p1 > p0 + 2, "held-out PSNR %.2f dB from %.2f dB", p1, p0);
+    snprintf(cmd, sizeof cmd, "OMP_NUM_THREADS=1 %s gs4d eval %s/run 2>&1", test_anima_bin(), dir);
+    rc = test_run_capture(cmd, out, sizeof out);
+    CHECK_MSG(rc == 0 && strstr(out, "val views") && strstr(out, "no ground truth"), "rc %d: %s", rc, out);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    CHECK(system(cmd) == 0);
+}
+
+/* The benchmark of `anima dataset motion` (a tiny one): fit on its training views, eval on its
+ * test split (held-out views × every frame) with the ground truth of its gt.h5. */
+TEST(gs4d_cli_motion_benchmark) {
+    char dir[] = "/tmp/anima-gs4d-bench-XXXXXX", cmd[2048], out[8192];
+    CHECK(mkdtemp(dir));
+    snprintf(cmd, sizeof cmd, "OMP_NUM_THREADS=1 %s dataset motion --category quadruped --out %s/b --frames 3 --views 6 "
+                              "--size 24 --grid 32 --heldout none --holdout-every 3 --val-every 1 --no-progress 2>&1",
+             test_anima_bin(), dir);
+    int rc = test_run_capture(cmd, out, sizeof out);
+    CHECK_MSG(rc == 0, "rc %d: %s", rc, out);
+    snprintf(cmd, sizeof cmd, "OMP_NUM_THREADS=1 %s gs4d fit --data %s/b --config configs/gs4d-tiny.json --set train.iters=300 "
+                              "--set train.warmup=100 --set train.log_every=100 --no-progress --out %s/run 2>&1",
+             test_anima_bin(), dir, dir);
+    rc = test_run_capture(cmd, out, sizeof out);
+    CHECK_MSG(rc == 0 && strstr(out, "12 training + 6 held-out views at 24x24"), "rc %d: %s", rc, out);
+    double p0 = 0, p1 = 0;
+    const char *a = strstr(out, "held-out PSNR at init "), *b = strstr(out, "done after");
+    CHECK(a && sscanf(a, "held-out PSNR at init %lf", &p0) == 1);
+    CHECK(b && (b = strstr(b, "held-out PSNR ")) && sscanf(b, "held-out PSNR %lf", &p1) == 1);
+    CHECK_MSG(p1 > p0 + 2, "held-out PSNR %.2f dB from %.2f dB", p1, p0);
+    snprintf(cmd, sizeof cmd, "OMP_NUM_THREADS=1 %s gs4d eval %s/run 2>&1", test_anima_bin(), dir);
+    rc = test_run_capture(cmd, out, sizeof out);
+    CHECK_MSG(rc == 0 && strstr(out, "test views") && strstr(out, "Chamfer") && strstr(out, "over 3 frames") &&
+                  strstr(out, "local-rigidity"), "rc %d: %s", rc, out);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    CHECK(system(cmd) == 0);
+}
+
+/* (OpenMPI's own allocations leak at MPI_Finalize: leak checking is off for the ranks, as for the
+ * mpi suite in tests/run.sh.)
+ * Data parallel: `mpirun -np 2 anima gs4d fit` with 2 views per step (one per rank, gradients
+ * averaged, densification statistics summed) follows the one-process run with the same batch to
+ * rounding (the all-reduce adds the two halves in another order than one backward after the
+ * other), and the ranks stay identical (the run ends, which needs every collective matched). */
+TEST(gs4d_cli_mpi_matches_one_process) {
+    char out[8192], probe[256];
+    if (test_run_capture("command -v mpirun 2>&1", probe, sizeof probe) != 0) {
+        printf("    skipped: no mpirun\n");
+        return;
+    }
+    char dir[] = "/tmp/anima-gs4d-mpi-XXXXXX", cmd[2048];
+    CHECK(mkdtemp(dir));
+    const char *common = "gs4d fit --config configs/gs4d-tiny.json --set train.iters=120 --set train.warmup=40 "
+                         "--set train.batch=2 --set train.log_every=40 --set model.n=300 --no-progress";
+    snprintf(cmd, sizeof cmd, "OMP_NUM_THREADS=1 %s %s --out %s/one 2>&1", test_anima_bin(), common, dir);
+    int rc = test_run_capture(cmd, out, sizeof out);
+    CHECK_MSG(rc == 0, "rc %d: %s", rc, out);
+    double p1 = 0, p2 = 0;
+    const char *a = strstr(out, "done after");
+    CHECK(a && (a = strstr(a, "held-out PSNR ")) && sscanf(a, "held-out PSNR %lf", &p1) == 1);
+    snprintf(cmd, sizeof cmd, "OMP_NUM_THREADS=1 ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 mpirun --oversubscribe --allow-run-as-root -np 2 %s %s --out %s/two 2>&1",
+             test_anima_bin(), common, dir);
+    rc = test_run_capture(cmd, out, sizeof out);
+    CHECK_MSG(rc == 0 && strstr(out, "2 ranks, 2 views per step"), "rc %d: %s", rc, out);
+    a = strstr(out, "done after");
+    CHECK(a && (a = strstr(a, "held-out PSNR ")) && sscanf(a, "held-out PSNR %lf", &p2) == 1);
+    CHECK_MSG(fabs(p1 - p2) < 0.02, "held-out PSNR %.4f dB (one process) vs %.4f dB (two ranks)", p1, p2);
+    /* an odd batch cannot be split evenly over two ranks */
+    snprintf(cmd, sizeof cmd, "OMP_NUM_THREADS=1 ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 mpirun --oversubscribe --allow-run-as-root -np 2 %s %s --set train.batch=3 "
+                              "--out %s/odd 2>&1", test_anima_bin(), common, dir);
+    rc = test_run_capture(cmd, out, sizeof out);
+    CHECK_MSG(rc != 0 && strstr(out, "multiple of the 2 ranks"), "rc %d: %s", rc, out);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    CHECK(system(cmd) == 0);
+}
+
+/* The cluster labels given to the trainer bound the ARAP pairs, through densification too (a
+ * moved Gaussian takes its source's label); and the anisotropic variant with color and opacity
+ * heads trains (every parameter group and head in use). */
+TEST(gs4d_labels_and_anisotropic_variant) {
+    TensorScope *sc = tensor_scope_begin();
+    Gs4dSynth s;
+    char err[512];
+    CHECK_MSG(gs4d_synth_make("quadruped", 0, 2, 6, 2, 24, &s, err, sizeof err) == 0, "%s", err);
+    Gs4dData d, dt;
+    CHECK_MSG(gs4d_data_make(s.train, s.n_train, &d, err, sizeof err) == 0, "%s", err);
+    CHECK_MSG(gs4d_data_make(s.test, s.n_test, &dt, err, sizeof err) == 0, "%s", err);
+    int64_t iters = test_quick() ? 60 : 300; /* valgrind: the label checks only */
+    Gs4dConfig c = tiny_config(iters);
+    c.n = 300, c.isotropic = false, c.deform_color = c.deform_opacity = true, c.warmup = 60;
+    c.densify_every = 25, c.knn_every = 25, c.reset_every = 100, c.refine_until = 200;
+    if (test_quick()) c.prune_opacity = 0.09; /* Gaussians die (from 0.1) within the short run */
+    int32_t *lab = malloc(sizeof(int32_t) * (size_t)c.n);
+    for (int64_t i = 0; i < c.n; i++) lab[i] = (int32_t)(i % 3);
+    Gs4dModel m;
+    gs4d_init(&m, &c, &d, lab);
+    free(lab);
+    double p0 = eval_test(&m, &s, &dt);
+    TensorRng rng = {.seed = 2, .stream = 3};
+    int64_t moved = 0;
+    for (int64_t step = 0; step < iters; step++) {
+        int64_t v;
+        optim_data_order(0, step, d.n, 1, &v);
+        CHECK(isfinite(gs4d_step(&m, &d, (int)v, &rng, NULL)));
+        moved += m.densified + m.relocated;
+        const float *l = tensor_f32(m.labels), *nb = tensor_f32(m.neighbors);
+        int bad = 0;
+        for (int64_t i = 0; i < c.n; i++)
+            for (int k = 0; k < c.arap_k; k++) bad += nb[i * c.arap_k + k] >= 0 && l[(int64_t)nb[i * c.arap_k + k]] != l[i];
+        CHECK_MSG(bad == 0, "step %lld: %d neighbor pairs cross clusters", (long long)step, bad);
+        if (bad) break;
+    }
+    CHECK_MSG(moved > 0, "no Gaussian was densified or relocated");
+    double p = eval_test(&m, &s, &dt);
+    if (test_quick()) p0 = -INFINITY, p = INFINITY;
+    CHECK_MSG(p > p0 + 2, "anisotropic: held-out PSNR %.2f dB from %.2f dB", p, p0);
+    /* every head moved away from its near-zero start */
+    const Tensor *heads[5] = {m.mlp.mu.weight, m.mlp.scale.weight, m.mlp.rot.weight, m.mlp.color.weight, m.mlp.opacity.weight};
+    for (int h = 0; h < 5 && !test_quick(); h++) {
+        const float *w = tensor_f32(heads[h]);
+        double mx = 0;
+        for (int64_t i = 0; i < tensor_numel(heads[h]); i++) mx = fmax(mx, fabs(w[i]));
+        CHECK_MSG(mx > 1e-3, "head %d: largest weight %g", h, mx);
+    }
+    gs4d_free(&m);
+    gs4d_data_free(&d);
+    gs4d_data_free(&dt);
+    gs4d_synth_free(&s);
+    tensor_scope_end(sc);
+}

@@ -1,0 +1,797 @@
+/* tools/cmd_gs4d.c — `anima gs4d`: deformable 3D Gaussians (models/gs4d/gs4d.h).
+ *
+ *   anima gs4d fit --data DIR|synthetic[:category] [--config FILE] [--out RUN] [--iters K]
+ *                  [--resume|--force] [--stop-after N] [--set key.path=value ...] [--no-progress]
+ *   anima gs4d eval RUN
+ *
+ * fit: trains the canonical Gaussians and the deformation MLP on the training views, with
+ * progress, RUN/metrics.jsonl (held-out PSNR at every log step), RUN/ckpt.h5 (every
+ * train.ckpt_every steps, at the end and on SIGINT/SIGTERM, which exit 130/143 after it), --resume
+ * (bit-identical to an uninterrupted run), and at the end writes RUN/canonical.ply (the canonical
+ * set as a standard 3DGS PLY), RUN/trajectories.h5 (per-frame positions, scales, colors,
+ * opacities), RUN/renders/test_NNN.png (render | target of each held-out view) and
+ * RUN/turntable.gif (one orbit around the scene while time runs from 0 to 1).
+ * --data DIR: a D-NeRF / nerfstudio folder (datasets/motion/dnerf.h), e.g. `anima dataset motion`'s:
+ * transforms_train.json trains; the held-out views are transforms_val.json while fitting (the
+ * benchmark's every 4th frame) and transforms_test.json for eval (every frame), each falling back
+ * to the other; DIR/gt.h5, when present, is the ground truth (datasets/motion/bench.h).
+ * --data synthetic[:category] makes the small analytic sequence of models/gs4d/synth.h (with
+ * ground truth); data.size, data.frames, data.views and data.test_views size it.
+ * Under `mpirun -np N` the train.batch views of a step are sharded over the ranks (a multiple of
+ * N); rank 0 reports and writes.
+ * eval: reloads RUN's config and checkpoint and prints the held-out PSNR and SSIM (SSIM over the
+ * valid 11×11 windows), and where the data has ground truth, the Chamfer distance between the
+ * centers of the visible Gaussians (opacity ≥ 0.05) and the true surface per frame (% of the
+ * frame's bounding-box diagonal; mean and max over frames) and the local-rigidity error of the
+ * trajectories (models/gs4d/arap.h), next to the ground-truth surface's own. */
+#include <errno.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "base/alloc.h"
+#include "base/clock.h"
+#include "base/h5file.h"
+#include "datasets/config.h"
+#include "datasets/motion/bench.h"
+#include "datasets/motion/dnerf.h"
+#include "datasets/render/gif.h"
+#include "datasets/render/image.h"
+#include "models/gs4d/arap.h"
+#include "models/gs4d/gs4d.h"
+#include "models/gs4d/synth.h"
+#include "optim/checkpoint.h"
+#include "optim/comm.h"
+#include "optim/train.h"
+#include "tools/cmd.h"
+#include "tools/cmd_args.h"
+
+typedef struct {
+    int64_t seed;
+    struct {
+        char dir[1024];
+        int64_t size, frames, views, test_views;
+    } data;
+    struct {
+        int64_t n, depth, width, skip, freq_x, freq_t;
+        bool isotropic, deform_color, deform_opacity;
+        double init_opacity, init_scale, head_init;
+    } model;
+    struct {
+        double lr_means, lr_means_final, lr_deform, lr_deform_final, lr_scales, lr_quats, lr_opacity, lr_color, lambda;
+    } optim;
+    struct {
+        int64_t iters, batch, turntable_frames, warmup, log_every, ckpt_every, densify_every, reset_every, knn_every, arap_k;
+        double refine_frac, prune_opacity, densify_grad, split_scale, arap_weight;
+        bool random_background;
+    } train;
+} Gs4dCmdConfig;
+
+#define NO_RANGE .min = 1, .max = 0
+#define F(sec, name) offsetof(Gs4dCmdConfig, sec.name) - offsetof(Gs4dCmdConfig, sec)
+
+static const DsConfigField DATA_FIELDS[] = {
+    {"dir", DS_CFG_STRING, F(data, dir), "\"synthetic\"", NO_RANGE, .size = 1024,
+     .help = "a D-NeRF / nerfstudio folder, or synthetic[:category] (models/gs4d/synth.h)"},
+    {"size", DS_CFG_INT, F(data, size), "64", 8, 4096, .help = "synthetic: image side in pixels"},
+    {"frames", DS_CFG_INT, F(data, frames), "8", 1, 10000, .help = "synthetic: frames"},
+    {"views", DS_CFG_INT, F(data, views), "8", 1, 1000, .help = "synthetic: training cameras per frame"},
+    {"test_views", DS_CFG_INT, F(data, test_views), "2", 1, 1000, .help = "synthetic: held-out cameras per frame"},
+    {0}};
+static const DsConfigField MODEL_FIELDS[] = {
+    {"n", DS_CFG_INT, F(model, n), "3000", 2, 1e8, .help = "Gaussians (a fixed budget)"},
+    {"isotropic", DS_CFG_BOOL, F(model, isotropic), "true", NO_RANGE, .help = "one scale, no rotation (the paper)"},
+    {"depth", DS_CFG_INT, F(model, depth), "8", 1, 32, .help = "MLP layers"},
+    {"width", DS_CFG_INT, F(model, width), "128", 1, 4096},
+    {"skip", DS_CFG_INT, F(model, skip), "4", 0, 32, .help = "the input is concatenated again before this layer"},
+    {"freq_x", DS_CFG_INT, F(model, freq_x), "10", 0, 32, .help = "positional encoding frequencies of x"},
+    {"freq_t", DS_CFG_INT, F(model, freq_t), "6", 0, 32, .help = "positional encoding frequencies of t"},
+    {"deform_color", DS_CFG_BOOL, F(model, deform_color), "false", NO_RANGE, .help = "a head for Δc"},
+    {"deform_opacity", DS_CFG_BOOL, F(model, deform_opacity), "false", NO_RANGE, .help = "a head for Δo"},
+    {"init_opacity", DS_CFG_FLOAT, F(model, init_opacity), "0.1", 1e-4, 0.9999},
+    {"init_scale", DS_CFG_FLOAT, F(model, init_scale), "0.5", 1e-3, 10, .help = "x the mean spacing"},
+    {"head_init", DS_CFG_FLOAT, F(model, head_init), "1e-5", 0, 1, .help = "std of the output heads' weights"},
+    {0}};
+static const DsConfigField OPTIM_FIELDS[] = {
+    {"lr_means", DS_CFG_FLOAT, F(optim, lr_means), "1.6e-4", 0, 1, .help = "x scene extent"},
+    {"lr_means_final", DS_CFG_FLOAT, F(optim, lr_means_final), "1.6e-6", 0, 1},
+    {"lr_deform", DS_CFG_FLOAT, F(optim, lr_deform), "8e-4", 0, 1, .help = "x scene extent (Deformable 3DGS)"},
+    {"lr_deform_final", DS_CFG_FLOAT, F(optim, lr_deform_final), "1.6e-6", 0, 1},
+    {"lr_scales", DS_CFG_FLOAT, F(optim, lr_scales), "5e-3", 0, 1},
+    {"lr_quats", DS_CFG_FLOAT, F(optim, lr_quats), "1e-3", 0, 1},
+    {"lr_opacity", DS_CFG_FLOAT, F(optim, lr_opacity), "5e-2", 0, 1},
+    {"lr_color", DS_CFG_FLOAT, F(optim, lr_color), "2.5e-3", 0, 1},
+    {"lambda", DS_CFG_FLOAT, F(optim, lambda), "0.2", 0, 1, .help = "D-SSIM weight"},
+    {0}};
+static const DsConfigField TRAIN_FIELDS[] = {
+    {"iters", DS_CFG_INT, F(train, iters), "8000", 1, 1e9},
+    {"turntable_frames", DS_CFG_INT, F(train, turntable_frames), "48", 1, 10000,
+     .help = "frames of RUN/turntable.gif (one orbit while time runs 0 to 1)"},
+    {"batch", DS_CFG_INT, F(train, batch), "1", 1, 4096,
+     .help = "views per step (their mean loss); under mpirun a multiple of the ranks, sharded across them"},
+    {"warmup", DS_CFG_INT, F(train, warmup), "1000", 0, 1e9, .help = "static steps on the canonical set first"},
+    {"log_every", DS_CFG_INT, F(train, log_every), "200", 1, 1e9, .help = "JSONL line + held-out PSNR"},
+    {"ckpt_every", DS_CFG_INT, F(train, ckpt_every), "1000", 0, 1e9, .help = "checkpoint period (0: end only)"},
+    {"densify_every", DS_CFG_INT, F(train, densify_every), "100", 0, 1e9},
+    {"refine_frac", DS_CFG_FLOAT, F(train, refine_frac), "0.5", 0, 1,
+     .help = "densification and opacity resets stop after this fraction of the iterations"},
+    {"reset_every", DS_CFG_INT, F(train, reset_every), "0", 0, 1e9, .help = "opacity reset period (0: never)"},
+    {"prune_opacity", DS_CFG_FLOAT, F(train, prune_opacity), "0.005", 0, 0.5},
+    {"densify_grad", DS_CFG_FLOAT, F(train, densify_grad), "2e-4", 0, 1, .help = "3DGS's NDC gradient threshold"},
+    {"split_scale", DS_CFG_FLOAT, F(train, split_scale), "0.01", 0, 1, .help = "split above this x extent, else clone"},
+    {"arap_weight", DS_CFG_FLOAT, F(train, arap_weight), "1", 0, 1e6, .help = "ARAP + distance loss weight (0: off)"},
+    {"arap_k", DS_CFG_INT, F(train, arap_k), "8", 1, 64, .help = "neighbors per Gaussian"},
+    {"knn_every", DS_CFG_INT, F(train, knn_every), "100", 0, 1e9, .help = "recompute the ARAP neighbors every N steps"},
+    {"random_background", DS_CFG_BOOL, F(train, random_background), "true", NO_RANGE},
+    {0}};
+static const DsConfigField GS4D_SCHEMA[] = {
+    {"seed", DS_CFG_INT, offsetof(Gs4dCmdConfig, seed), "0", 0, 9e15},
+    {"data", DS_CFG_OBJECT, offsetof(Gs4dCmdConfig, data), .fields = DATA_FIELDS},
+    {"model", DS_CFG_OBJECT, offsetof(Gs4dCmdConfig, model), .fields = MODEL_FIELDS},
+    {"optim", DS_CFG_OBJECT, offsetof(Gs4dCmdConfig, optim), .fields = OPTIM_FIELDS},
+    {"train", DS_CFG_OBJECT, offsetof(Gs4dCmdConfig, train), .fields = TRAIN_FIELDS},
+    {0}};
+
+static Gs4dConfig model_config(const Gs4dCmdConfig *c) {
+    Gs4dConfig g = gs4d_defaults();
+    g.n = c->model.n, g.isotropic = c->model.isotropic, g.seed = (uint64_t)c->seed;
+    g.init_opacity = c->model.init_opacity, g.init_scale = c->model.init_scale;
+    g.depth = (int)c->model.depth, g.width = (int)c->model.width, g.skip = (int)c->model.skip;
+    g.freq_x = (int)c->model.freq_x, g.freq_t = (int)c->model.freq_t;
+    g.deform_color = c->model.deform_color, g.deform_opacity = c->model.deform_opacity, g.head_init = c->model.head_init;
+    g.lr_means = c->optim.lr_means, g.lr_means_final = c->optim.lr_means_final;
+    g.lr_deform = c->optim.lr_deform, g.lr_deform_final = c->optim.lr_deform_final, g.lr_steps = c->train.iters;
+    g.lr_scales = c->optim.lr_scales, g.lr_quats = c->optim.lr_quats, g.lr_opacity = c->optim.lr_opacity;
+    g.lr_color = c->optim.lr_color, g.lambda = c->optim.lambda;
+    g.warmup = c->train.warmup, g.densify_every = c->train.densify_every;
+    g.refine_until = (int64_t)(c->train.refine_frac * (double)c->train.iters), g.reset_every = c->train.reset_every;
+    g.prune_opacity = c->train.prune_opacity, g.densify_grad = c->train.densify_grad, g.split_scale = c->train.split_scale;
+    g.arap_weight = c->train.arap_weight, g.arap_k = (int)c->train.arap_k, g.knn_every = c->train.knn_every;
+    g.random_background = c->train.random_background;
+    return g;
+}
+
+/* ---- the data -------------------------------------------------------------------------------------- */
+
+/* the ground-truth surface per frame (the synthetic sequence's, or DIR/gt.h5's) */
+typedef struct {
+    int frames;
+    float *times;   /* frames */
+    float *verts;   /* frames × nv × 3 */
+    int64_t nv, nf;
+    int32_t *faces; /* nf × 3 */
+    float *rest;    /* nv × 3: the rest (canonical) surface */
+} GtSurface;
+
+typedef struct {
+    Gs4dSynth synth;
+    bool synthetic;
+    DsDnerfSplit split[2]; /* training, held-out (D-NeRF folders) */
+    Gs4dView *views[2];
+    const Gs4dView *train, *test;
+    int n_train, n_test;
+    const char *test_split;
+    bool has_gt;
+    GtSurface gt;
+    DsMotionGt gt_file;
+} RunData;
+
+/* DIR/gt.h5 of `anima dataset motion` (datasets/motion/bench.h's reader): the surface per frame.
+ * 1 read, 0 absent, -1 unreadable (err). */
+static int read_gt(const char *dir, DsMotionGt *raw, GtSurface *g, char *err, size_t errlen) {
+    char path[4200];
+    snprintf(path, sizeof path, "%.4000s/gt.h5", dir);
+    if (access(path, F_OK) != 0) return 0;
+    if (ds_motion_gt_load(path, raw, err, errlen)) return -1;
+    *g = (GtSurface){.frames = raw->nframes, .times = raw->times, .verts = raw->vertices, .nv = raw->nv, .nf = raw->nf,
+                     .faces = raw->faces, .rest = raw->rest};
+    return 1;
+}
+
+static Gs4dView *views_of(const DsDnerfSplit *s) {
+    Gs4dView *v = base_malloc(sizeof(Gs4dView) * (size_t)(s->n ? s->n : 1));
+    for (int i = 0; i < s->n; i++) v[i] = (Gs4dView){.cam = s->views[i].cam, .time = s->views[i].time, .rgba = s->views[i].rgba};
+    return v;
+}
+
+/* eval: held-out views from "test" (every frame), falling back to "val"; fit monitors "val"
+ * (every few frames) first */
+static int load_data(const Gs4dCmdConfig *c, bool for_eval, RunData *d, char *err, size_t errlen) {
+    memset(d, 0, sizeof *d);
+    const char *dir = c->data.dir;
+    if (!strncmp(dir, "synthetic", 9) && (dir[9] == 0 || dir[9] == ':')) {
+        const char *cat = dir[9] ? dir + 10 : "quadruped";
+        if (gs4d_synth_make(cat, (uint64_t)c->seed, (int)c->data.frames, (int)c->data.views, (int)c->data.test_views,
+                            (int)c->data.size, &d->synth, err, errlen))
+            return -1;
+        d->synthetic = d->has_gt = true;
+        d->train = d->synth.train, d->n_train = d->synth.n_train;
+        d->test = d->synth.test, d->n_test = d->synth.n_test;
+        d->test_split = "held-out";
+        Gs4dSynth *s = &d->synth;
+        d->gt = (GtSurface){.frames = s->frames, .times = s->times, .verts = s->frame_verts, .nv = s->mesh.nv,
+                            .nf = s->mesh.nf, .faces = s->mesh.f, .rest = s->mesh.v};
+        return 0;
+    }
+    if (ds_dnerf_load(dir, "train", &d->split[0], err, errlen)) return -1;
+    const char *order[2] = {for_eval ? "test" : "val", for_eval ? "val" : "test"};
+    char e2[1024];
+    int k = 0;
+    for (; k < 2; k++) {
+        char p[4200];
+        snprintf(p, sizeof p, "%.4000s/transforms_%s.json", dir, order[k]);
+        if (access(p, F_OK) != 0) continue;
+        if (ds_dnerf_load(dir, order[k], &d->split[1], e2, sizeof e2)) {
+            snprintf(err, errlen, "%s", e2);
+            ds_dnerf_free(&d->split[0]);
+            return -1;
+        }
+        break;
+    }
+    if (k == 2) {
+        snprintf(err, errlen, "%s: no transforms_val.json or transforms_test.json (held-out views)", dir);
+        ds_dnerf_free(&d->split[0]);
+        return -1;
+    }
+    d->test_split = order[k];
+    d->views[0] = views_of(&d->split[0]), d->views[1] = views_of(&d->split[1]);
+    d->train = d->views[0], d->n_train = d->split[0].n;
+    d->test = d->views[1], d->n_test = d->split[1].n;
+    int g = read_gt(dir, &d->gt_file, &d->gt, err, errlen);
+    if (g < 0) {
+        ds_dnerf_free(&d->split[0]), ds_dnerf_free(&d->split[1]);
+        free(d->views[0]), free(d->views[1]);
+        return -1;
+    }
+    d->has_gt = g == 1;
+    return 0;
+}
+
+static void free_data(RunData *d) {
+    if (d->synthetic) gs4d_synth_free(&d->synth);
+    else {
+        ds_dnerf_free(&d->split[0]), ds_dnerf_free(&d->split[1]);
+        free(d->views[0]), free(d->views[1]);
+        if (d->has_gt) ds_motion_gt_free(&d->gt_file);
+    }
+    memset(d, 0, sizeof *d);
+}
+
+/* ---- outputs ----------------------------------------------------------------------------------------- */
+
+static int write_text(const char *path, const char *text, char *err, size_t errlen) {
+    char tmp[4200];
+    FILE *fp = snprintf(tmp, sizeof tmp, "%s.tmp", path) < (int)sizeof tmp ? fopen(tmp, "w") : NULL;
+    if (!fp) {
+        snprintf(err, errlen, "%s: cannot write (%s)", path, strerror(errno));
+        return -1;
+    }
+    bool ok = fputs(text, fp) >= 0 && fflush(fp) == 0 && fsync(fileno(fp)) == 0;
+    int e = errno;
+    if (fclose(fp) != 0 && ok) ok = false, e = errno;
+    if (ok && rename(tmp, path) != 0) ok = false, e = errno;
+    if (!ok) {
+        unlink(tmp);
+        snprintf(err, errlen, "%s: cannot write (%s)", path, strerror(e ? e : EIO));
+        return -1;
+    }
+    return 0;
+}
+
+static const double WHITE[3] = {1, 1, 1};
+
+static double eval_views(const Gs4dModel *m, const Gs4dData *d, double *ssim) {
+    double s = 0, ss = 0;
+    for (int v = 0; v < d->n; v++) {
+        TensorScope *sc = tensor_scope_begin();
+        Tensor *img = gs4d_render(m, &d->views[v].cam, d->views[v].time, WHITE), *ref = gs4d_target(d, v, WHITE);
+        s += gs4d_psnr(img, ref);
+        if (ssim) ss += gs4d_ssim(img, ref);
+        tensor_scope_end(sc);
+    }
+    if (ssim) *ssim = d->n ? ss / d->n : NAN;
+    return d->n ? s / d->n : NAN;
+}
+
+static int write_renders(const char *dir, const Gs4dModel *m, const Gs4dData *d, char *err, size_t errlen) {
+    for (int v = 0; v < d->n; v++) {
+        char path[4200];
+        if (snprintf(path, sizeof path, "%s/test_%03d.png", dir, v) >= (int)sizeof path) {
+            snprintf(err, errlen, "%s: path too long", dir);
+            return -1;
+        }
+        TensorScope *sc = tensor_scope_begin();
+        Tensor *a = gs4d_render(m, &d->views[v].cam, d->views[v].time, WHITE), *b = tensor_contiguous(gs4d_target(d, v, WHITE));
+        int h = (int)a->shape[0], w = (int)a->shape[1];
+        DsImageF im;
+        int rc = ds_imagef_init(&im, 2 * w, h, 3, err, errlen);
+        if (rc == 0) {
+            const float *pa = tensor_f32(a), *pb = tensor_f32(b);
+            for (int y = 0; y < h; y++)
+                for (int x = 0; x < w; x++)
+                    for (int k = 0; k < 3; k++) {
+                        float va = pa[((size_t)y * w + x) * 3 + k];
+                        im.data[((size_t)y * 2 * w + x) * 3 + k] = va < 0 ? 0 : va > 1 ? 1 : va;
+                        im.data[((size_t)y * 2 * w + w + x) * 3 + k] = pb[((size_t)y * w + x) * 3 + k];
+                    }
+            rc = ds_imagef_write(path, &im, err, errlen);
+            ds_imagef_free(&im);
+        }
+        tensor_scope_end(sc);
+        if (rc) return -1;
+    }
+    return 0;
+}
+
+/* RUN/turntable.gif: a camera circling the scene once while time runs from 0 to 1, at the
+ * training cameras' mean distance, 20° above their mean horizon (the mean of their image-up
+ * directions is taken as the world's up), with the first training camera's field of view */
+static int write_turntable(const char *path, const Gs4dModel *m, const Gs4dData *d, int nframes, char *err, size_t errlen) {
+    double up[3] = {0, 0, 0}, dist = 0;
+    for (int v = 0; v < d->n; v++) {
+        const DsCamera *c = &d->views[v].cam;
+        double o[3];
+        ds_camera_center(c, o);
+        for (int a = 0; a < 3; a++) up[a] -= c->R[3 + a]; /* image y points down: up is −(row 1 of R) */
+        dist += sqrt((o[0] - d->center[0]) * (o[0] - d->center[0]) + (o[1] - d->center[1]) * (o[1] - d->center[1]) +
+                     (o[2] - d->center[2]) * (o[2] - d->center[2])) / d->n;
+    }
+    double nu = sqrt(up[0] * up[0] + up[1] * up[1] + up[2] * up[2]);
+    if (!(nu > 0)) up[0] = 0, up[1] = 1, up[2] = 0, nu = 1;
+    for (int a = 0; a < 3; a++) up[a] /= nu;
+    /* two horizontal axes perpendicular to up */
+    double e1[3] = {1, 0, 0};
+    if (fabs(up[0]) > 0.9) e1[0] = 0, e1[1] = 1;
+    double dot = e1[0] * up[0] + e1[1] * up[1] + e1[2] * up[2];
+    for (int a = 0; a < 3; a++) e1[a] -= dot * up[a];
+    double n1 = sqrt(e1[0] * e1[0] + e1[1] * e1[1] + e1[2] * e1[2]);
+    for (int a = 0; a < 3; a++) e1[a] /= n1;
+    double e2[3] = {up[1] * e1[2] - up[2] * e1[1], up[2] * e1[0] - up[0] * e1[2], up[0] * e1[1] - up[1] * e1[0]};
+    const DsCamera *c0 = &d->views[0].cam;
+    int w = c0->width, h = c0->height;
+    double fov = 2 * atan(0.5 * h / c0->fy) * 180 / M_PI, el = 20 * M_PI / 180;
+    float *frames = base_malloc(sizeof(float) * 3 * (size_t)w * h * nframes);
+    for (int f = 0; f < nframes; f++) {
+        double az = 2 * M_PI * f / nframes, t = nframes > 1 ? (double)f / (nframes - 1) : 0, eye[3];
+        for (int a = 0; a < 3; a++)
+            eye[a] = d->center[a] + dist * (cos(el) * (cos(az) * e1[a] + sin(az) * e2[a]) + sin(el) * up[a]);
+        DsCamera cam = ds_camera_look_at(eye, d->center, up, w, h, fov);
+        TensorScope *sc = tensor_scope_begin();
+        Tensor *img = gs4d_render(m, &cam, t, WHITE);
+        memcpy(frames + (size_t)f * w * h * 3, tensor_f32(img), sizeof(float) * 3 * (size_t)w * h);
+        tensor_scope_end(sc);
+    }
+    int rc = ds_gif_write(path, frames, w, h, nframes, 8, err, errlen);
+    free(frames);
+    return rc;
+}
+
+/* the distinct times of the training and held-out views, ascending */
+static int frame_times(const RunData *d, double **out) {
+    int n = d->n_train + d->n_test, nf = 0;
+    double *t = base_malloc(sizeof(double) * (size_t)(n ? n : 1));
+    for (int i = 0; i < n; i++) {
+        double v = i < d->n_train ? d->train[i].time : d->test[i - d->n_train].time;
+        bool seen = false;
+        for (int j = 0; j < nf && !seen; j++) seen = t[j] == v;
+        if (!seen) t[nf++] = v;
+    }
+    for (int i = 1; i < nf; i++)
+        for (int j = i; j > 0 && t[j - 1] > t[j]; j--) {
+            double x = t[j];
+            t[j] = t[j - 1], t[j - 1] = x;
+        }
+    *out = t;
+    return nf;
+}
+
+/* RUN/trajectories.h5: /times (F); /frames/{positions (F, N, 3), scales (F, N, 1|3), colors (F, N, 3),
+ * opacities (F, N)}; /canonical/{the same at rest, (N, ...)}; activated values (scales exp'd, colors
+ * rgb, opacities in [0, 1]); attributes producer, step, units. */
+static int write_trajectories(const char *path, const Gs4dModel *m, const double *times, int nf, char *err, size_t errlen) {
+    int64_t n = m->cfg.n, ns = m->cfg.isotropic ? 1 : 3;
+    size_t fn = (size_t)nf * (size_t)n;
+    float *pos = base_malloc(sizeof(float) * fn * 3), *sc = base_malloc(sizeof(float) * fn * ns),
+          *rgb = base_malloc(sizeof(float) * fn * 3), *op = base_malloc(sizeof(float) * fn);
+    for (int f = 0; f < nf; f++)
+        gs4d_state_at(m, times[f], pos + (size_t)f * n * 3, sc + (size_t)f * n * ns, rgb + (size_t)f * n * 3,
+                      op + (size_t)f * n);
+    /* rest: the canonical set, no deformation */
+    Gs4dModel rest = *m;
+    rest.step = 0;
+    rest.cfg.warmup = 1; /* gs4d_state_at deforms only from the warm-up on */
+    float *cp = base_malloc(sizeof(float) * (size_t)n * 3), *cs = base_malloc(sizeof(float) * (size_t)n * ns),
+          *cc = base_malloc(sizeof(float) * (size_t)n * 3), *co = base_malloc(sizeof(float) * (size_t)n);
+    gs4d_state_at(&rest, 0, cp, cs, cc, co);
+    char tmp[4200];
+    int rc = -1;
+    hid_t file = base_h5_save_begin(path, tmp, sizeof tmp, err, errlen);
+    if (file >= 0) {
+        hsize_t dt[1] = {(hsize_t)nf};
+        hsize_t d3[3] = {(hsize_t)nf, (hsize_t)n, 3}, ds[3] = {(hsize_t)nf, (hsize_t)n, (hsize_t)ns}, d2[2] = {(hsize_t)nf, (hsize_t)n};
+        hsize_t c3[2] = {(hsize_t)n, 3}, cs2[2] = {(hsize_t)n, (hsize_t)ns}, c1[1] = {(hsize_t)n};
+        size_t chunk = 1 << 20;
+        bool ok = base_h5_write_checked(file, "times", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, 1, dt, times, chunk, false) == 0 &&
+                  base_h5_write_checked(file, "frames/positions", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 3, d3, pos, chunk, true) == 0 &&
+                  base_h5_write_checked(file, "frames/scales", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 3, ds, sc, chunk, true) == 0 &&
+                  base_h5_write_checked(file, "frames/colors", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 3, d3, rgb, chunk, true) == 0 &&
+                  base_h5_write_checked(file, "frames/opacities", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 2, d2, op, chunk, true) == 0 &&
+                  base_h5_write_checked(file, "canonical/positions", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 2, c3, cp, chunk, true) == 0 &&
+                  base_h5_write_checked(file, "canonical/scales", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 2, cs2, cs, chunk, true) == 0 &&
+                  base_h5_write_checked(file, "canonical/colors", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 2, c3, cc, chunk, true) == 0 &&
+                  base_h5_write_checked(file, "canonical/opacities", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 1, c1, co, chunk, true) == 0 &&
+                  base_h5_attr_str(file, "producer", "anima gs4d fit") == 0 && base_h5_attr_i64(file, "step", m->step) == 0 &&
+                  base_h5_attr_str(file, "units", "positions and scales in the input cameras' world units; scales are "
+                                                  "standard deviations (exp of the raw log-scales); colors RGB in [0, 1] "
+                                                  "(SH degree 0); opacities in [0, 1]") == 0;
+        rc = base_h5_save_end(file, tmp, path, ok, "trajectories", err, errlen);
+    }
+    free(pos), free(sc), free(rgb), free(op), free(cp), free(cs), free(cc), free(co);
+    return rc;
+}
+
+/* ---- fit ----------------------------------------------------------------------------------------------- */
+
+static const char FIT_ABOUT[] =
+    "fits deformable 3D Gaussians (canonical set + deformation MLP, ARAP-regularized) to posed, timed\n"
+    "images and writes RUN/ckpt.h5, RUN/metrics.jsonl, RUN/config.json, RUN/canonical.ply (standard 3DGS\n"
+    "PLY), RUN/trajectories.h5, RUN/renders/test_NNN.png (render | target) and RUN/turntable.gif.";
+
+static int gs4d_fit_run(int argc, char **argv, OptimComm *comm) {
+    int rank = optim_comm_rank(comm), ranks = optim_comm_size(comm);
+    bool is_main = rank == 0;
+    FILE *errf = is_main ? stderr : NULL;
+    const char *config_path = NULL, *out = "runs/gs4d";
+    bool no_progress = false, force = false, resume = false;
+    int64_t stop_after = 0;
+    CmdArgList sets = {.n = 0};
+    const CmdArg args[] = {
+        {"--data", CMD_ARG_KEY, &sets, "DIR|synthetic[:category]", "the views (D-NeRF / nerfstudio folder)", .key = "data.dir"},
+        {"--config", CMD_ARG_STRING, &config_path, "FILE", "JSON config (configs/gs4d-small.json); defaults for absent keys"},
+        {"--out", CMD_ARG_STRING, &out, "RUN", "the run folder (default runs/gs4d)"},
+        {"--iters", CMD_ARG_KEY, &sets, "K", "optimization steps", .key = "train.iters"},
+        {"--resume", CMD_ARG_FLAG, &resume, NULL, "continue from RUN/ckpt.h5 (bit-identical to an uninterrupted run)"},
+        {"--force", CMD_ARG_FLAG, &force, NULL, "replace the run RUN already holds"},
+        {"--stop-after", CMD_ARG_INT, &stop_after, "N", "checkpoint and stop after N steps of this run", 1, -1},
+        {"--set", CMD_ARG_LIST, &sets, "k=v", "override a config key, e.g. --set train.arap_weight=0"},
+        {"--no-progress", CMD_ARG_FLAG, &no_progress, NULL, "no progress display on stderr"},
+        {0}};
+    const CmdArgSpec spec = {"anima gs4d fit", "--data DIR [--config FILE] [--out RUN] [--resume|--force] [options]",
+                             FIT_ABOUT, args, "SIGINT/SIGTERM finish the current step, checkpoint and exit 130/143.\n"
+                             "Data parallel: mpirun -np N anima gs4d fit ... (train.batch views per step, sharded; rank 0 writes).\n"};
+    int prc = cmd_args_parse(&spec, argc, argv, 1, errf, NULL, NULL);
+    if (prc) return prc == CMD_ARGS_HELP ? 0 : 2;
+    Gs4dCmdConfig cfg;
+    char err[8192];
+    if (cmd_args_config(&spec, errf, config_path, &sets, GS4D_SCHEMA, &cfg)) return 2;
+    if (cfg.train.batch % ranks) {
+        if (is_main) fprintf(stderr, "anima gs4d fit: train.batch = %lld views must be a multiple of the %d ranks\n", (long long)cfg.train.batch, ranks);
+        return 2;
+    }
+    if (is_main && !config_path) fprintf(stderr, "anima gs4d fit: no --config, using the built-in defaults (configs/gs4d-small.json's sizes)\n");
+    static const char *const run_files[] = {"ckpt.h5", "metrics.jsonl", NULL};
+    if (strlen(out) > 4000) {
+        if (is_main) fprintf(stderr, "anima gs4d fit: --out: path too long\n");
+        return 2;
+    }
+    /* the run folder is rank 0's to check; every rank takes the same early return */
+    int chk = is_main ? cmd_check_run_dir("anima gs4d fit", stderr, out, run_files, true, resume, force) : 0;
+    if (ranks > 1) chk = optim_comm_allreduce_sum_scalar(comm, chk) > 0 ? 2 : 0;
+    if (chk) return 2;
+    char renders[4096], log_path[4096], ply_path[4096], cfg_path[4096], ckpt_path[4096], traj_path[4096];
+    snprintf(renders, sizeof renders, "%s/renders", out);
+    snprintf(log_path, sizeof log_path, "%s/metrics.jsonl", out);
+    snprintf(ply_path, sizeof ply_path, "%s/canonical.ply", out);
+    snprintf(cfg_path, sizeof cfg_path, "%s/config.json", out);
+    snprintf(ckpt_path, sizeof ckpt_path, "%s/ckpt.h5", out);
+    snprintf(traj_path, sizeof traj_path, "%s/trajectories.h5", out);
+    char gif_path[4096];
+    snprintf(gif_path, sizeof gif_path, "%s/turntable.gif", out);
+    double t0 = base_now();
+    RunData rd;
+    if (load_data(&cfg, false, &rd, err, sizeof err)) {
+        if (is_main) fprintf(stderr, "anima gs4d fit: %s\n", err);
+        return 2;
+    }
+    TensorScope *scope = tensor_scope_begin();
+    Gs4dData dtr, dte;
+    if (gs4d_data_make(rd.train, rd.n_train, &dtr, err, sizeof err) ||
+        gs4d_data_make(rd.test, rd.n_test, &dte, err, sizeof err)) {
+        if (is_main) fprintf(stderr, "anima gs4d fit: %s: %s\n", cfg.data.dir, err);
+        free_data(&rd);
+        tensor_scope_end(scope);
+        tensor_runtime_shutdown();
+        return 2;
+    }
+    char *cfg_json = ds_config_to_json(GS4D_SCHEMA, &cfg);
+    int rc = 0;
+    if (is_main && cmd_make_dirs(renders) != 0) {
+        fprintf(stderr, "anima gs4d fit: cannot create the output directory %s (%s)\n", renders, strerror(errno));
+        rc = 1;
+    } else if (is_main && write_text(cfg_path, cfg_json, err, sizeof err)) {
+        fprintf(stderr, "anima gs4d fit: %s\n", err);
+        rc = 1;
+    }
+    if (ranks > 1) rc = optim_comm_allreduce_sum_scalar(comm, rc) > 0;
+    Gs4dConfig mc = model_config(&cfg);
+    Gs4dModel m;
+    gs4d_init(&m, &mc, &dtr, NULL);
+    double psnr0 = rc || !is_main ? NAN : eval_views(&m, &dte, NULL);
+    if (!rc && is_main)
+        fprintf(stderr, "anima gs4d fit: %s, %d training + %d held-out views at %dx%d, %lld %s Gaussians, MLP %lldx%lld; "
+                        "held-out PSNR at init %.2f dB\n",
+                cfg.data.dir, dtr.n, dte.n, dtr.views[0].cam.width, dtr.views[0].cam.height, (long long)mc.n,
+                mc.isotropic ? "isotropic" : "anisotropic", (long long)cfg.model.depth, (long long)cfg.model.width, psnr0);
+    BaseProgress display;
+    OptimTrainOptions to = {.name = "anima gs4d fit", .total_steps = cfg.train.iters, .log_every = cfg.train.log_every,
+                            .ckpt_every = cfg.train.ckpt_every, .ckpt_path = ckpt_path, .metrics_path = log_path,
+                            .config_json = cfg_json, .resume = resume, .stop_after = stop_after,
+                            .progress = cmd_train_progress(&display, no_progress ? 0 : -1), .progress_user = &display,
+                            .comm = comm};
+    OptimTrain tl;
+    err[0] = 0;
+    if (!rc && optim_train_init(&tl, &to, &m.params, &m.optim, (TensorRng){.seed = (uint64_t)cfg.seed, .stream = 3}, err,
+                                sizeof err)) {
+        if (err[0]) fprintf(stderr, "anima gs4d fit: %s\n", err);
+        rc = 1;
+    }
+    if (rc) {
+        gs4d_free(&m);
+        gs4d_data_free(&dtr), gs4d_data_free(&dte);
+        free_data(&rd);
+        free(cfg_json);
+        tensor_scope_end(scope);
+        tensor_runtime_shutdown();
+        return rc;
+    }
+    if (ranks > 1) { /* every rank starts from rank 0's parameters and moments (the convention of
+                      * the data-parallel commands; the init is deterministic, this makes it sure) */
+        optim_comm_broadcast(comm, m.params.flat, 0);
+        optim_comm_broadcast(comm, m.optim.exp_avg, 0);
+        optim_comm_broadcast(comm, m.optim.exp_avg_sq, 0);
+    }
+    gs4d_set_step(&m, tl.step);
+    if (is_main && resume && tl.resumed_config && strcmp(tl.resumed_config, cfg_json))
+        fprintf(stderr, "anima gs4d fit: note: the config differs from the one stored in %s; using the new one\n", ckpt_path);
+    if (is_main && ranks > 1) fprintf(stderr, "anima gs4d fit: %d ranks, %lld views per step\n", ranks, (long long)cfg.train.batch);
+    if (is_main && resume) fprintf(stderr, "anima gs4d fit: resuming %s at step %lld\n", ckpt_path, (long long)tl.step);
+    double t_train = base_now(), t_eval = 0, ts[6] = {0};
+    int64_t n_def = 0;
+    int64_t first = tl.step;
+    int64_t *batch = base_malloc(sizeof(int64_t) * (size_t)cfg.train.batch);
+    while (optim_train_next(&tl)) {
+        /* 3DGS pops views off a reshuffled stack: every view once per epoch */
+        optim_data_order((uint64_t)cfg.seed, tl.step, dtr.n, cfg.train.batch, batch);
+        double lr = gs4d_lr(&m, GS4D_MEANS, m.step);
+        Gs4dStepInfo info;
+        gs4d_step_batch(&m, &dtr, batch, (int)cfg.train.batch, &tl.rng, comm, &info);
+        if (m.step > mc.warmup) { /* the stage times of the deformation phase */
+            double t6[6] = {info.t_deform, info.t_render, info.t_loss, info.t_backward, info.t_optim, info.t_refine};
+            for (int k = 0; k < 6; k++) ts[k] += t6[k];
+            n_def++;
+        }
+        bool log_now = (tl.step + 1) % cfg.train.log_every == 0 || tl.step + 1 == cfg.train.iters;
+        double te = base_now();
+        double psnr = log_now && is_main ? eval_views(&m, &dte, NULL) : NAN;
+        t_eval += base_now() - te;
+        OptimMetric extra[5] = {{"test_psnr", psnr}, {"photometric", info.photometric}, {"arap", info.arap},
+                                {"densified", (double)m.densified}, {"relocated", (double)m.relocated}};
+        optim_train_step_end(&tl, info.loss, lr, 5, extra);
+    }
+    free(batch);
+    bool finished = tl.step >= cfg.train.iters;
+    double t_loop = base_now() - t_train - t_eval;
+    rc = optim_train_finish(&tl);
+    int64_t steps = m.step - first;
+    if (!is_main) { /* rank 0 reports and writes the products */
+        gs4d_free(&m);
+        gs4d_data_free(&dtr), gs4d_data_free(&dte);
+        free_data(&rd);
+        free(cfg_json);
+        tensor_scope_end(scope);
+        tensor_runtime_shutdown();
+        return rc;
+    }
+    double ssim, psnr = eval_views(&m, &dte, &ssim), psnr_tr = eval_views(&m, &dtr, NULL);
+    printf("%s after %lld iterations: held-out PSNR %.2f dB, SSIM %.4f (%d views; %.2f dB at init), training PSNR %.2f dB; "
+           "%.1f s (%.1f ms/iteration)\n",
+           finished ? "done" : "stopped", (long long)m.step, psnr, ssim, dte.n, psnr0, psnr_tr, base_now() - t0,
+           steps ? 1e3 * t_loop / (double)steps : 0.0);
+    if (n_def)
+        printf("per deformation-phase iteration: MLP forward %.1f ms, rasterize %.1f ms, losses %.1f ms, backward %.1f ms, "
+               "Adam %.1f ms, densify/kNN %.1f ms\n", 1e3 * ts[0] / n_def, 1e3 * ts[1] / n_def, 1e3 * ts[2] / n_def,
+               1e3 * ts[3] / n_def, 1e3 * ts[4] / n_def, 1e3 * ts[5] / n_def);
+    if (finished) { /* the products of a finished run (a stopped one has its checkpoint) */
+        DsGaussians g = {0};
+        double *times = NULL;
+        int nf = frame_times(&rd, &times);
+        err[0] = 0;
+        if (gs4d_export(&m, &g) || ds_gaussians_write(ply_path, &g, err, sizeof err) ||
+            write_trajectories(traj_path, &m, times, nf, err, sizeof err) || write_renders(renders, &m, &dte, err, sizeof err) ||
+            write_turntable(gif_path, &m, &dtr, (int)cfg.train.turntable_frames, err, sizeof err)) {
+            fprintf(stderr, "anima gs4d fit: %s\n", err[0] ? err : "out of memory");
+            rc = 1;
+        }
+        ds_gaussians_free(&g);
+        free(times);
+        if (rc == 0)
+            printf("wrote %s, %s (%d frames), %s/test_NNN.png, %s, %s, %s\n", ply_path, traj_path, nf, renders, gif_path,
+                   ckpt_path, log_path);
+    }
+    gs4d_free(&m);
+    gs4d_data_free(&dtr), gs4d_data_free(&dte);
+    free_data(&rd);
+    free(cfg_json);
+    tensor_scope_end(scope);
+    tensor_runtime_shutdown();
+    return rc;
+}
+
+static int gs4d_fit_main(int argc, char **argv) {
+    OptimComm *comm = optim_comm_init(false);
+    int rc = gs4d_fit_run(argc, argv, comm);
+    optim_comm_finalize(comm);
+    return rc;
+}
+
+/* ---- eval ----------------------------------------------------------------------------------------------- */
+
+static int gs4d_eval_main(int argc, char **argv) {
+    static const CmdArg none[] = {{0}};
+    const CmdArgSpec spec = {"anima gs4d eval", "RUN",
+                             "held-out PSNR / SSIM of a gs4d fit, and with ground truth the Chamfer distance of the\n"
+                             "Gaussian centers to the surface per frame and the local-rigidity error of the trajectories",
+                             none, NULL, 1, 1};
+    const char *pos[1];
+    int prc = cmd_args_parse(&spec, argc, argv, 1, stderr, pos, NULL);
+    if (prc) return prc == CMD_ARGS_HELP ? 0 : 2;
+    const char *run = pos[0];
+    char path[4200], ckpt[4200], err[8192];
+    snprintf(path, sizeof path, "%.4000s/config.json", run);
+    snprintf(ckpt, sizeof ckpt, "%.4000s/ckpt.h5", run);
+    Gs4dCmdConfig cfg;
+    memset(&cfg, 0, sizeof cfg);
+    if (ds_config_load(path, GS4D_SCHEMA, &cfg, err, sizeof err)) {
+        fprintf(stderr, "anima gs4d eval: %s\n", err);
+        return 2;
+    }
+    RunData rd;
+    if (load_data(&cfg, true, &rd, err, sizeof err)) {
+        fprintf(stderr, "anima gs4d eval: %s\n", err);
+        return 2;
+    }
+    TensorScope *scope = tensor_scope_begin();
+    Gs4dData dtr, dte;
+    int rc = 0;
+    if (gs4d_data_make(rd.train, rd.n_train, &dtr, err, sizeof err) || gs4d_data_make(rd.test, rd.n_test, &dte, err, sizeof err)) {
+        fprintf(stderr, "anima gs4d eval: %s\n", err);
+        free_data(&rd);
+        tensor_scope_end(scope);
+        tensor_runtime_shutdown();
+        return 2;
+    }
+    Gs4dConfig mc = model_config(&cfg);
+    Gs4dModel m;
+    gs4d_init(&m, &mc, &dtr, NULL);
+    OptimCheckpointMeta meta = {0};
+    if (optim_checkpoint_load(ckpt, &m.params, NULL, true, &meta, err, sizeof err)) {
+        fprintf(stderr, "anima gs4d eval: %s\n", err);
+        rc = 1;
+    } else {
+        free(meta.config_json);
+        gs4d_set_step(&m, meta.step);
+        double ssim, psnr = eval_views(&m, &dte, &ssim);
+        printf("%s at step %lld: held-out PSNR %.2f dB, SSIM %.4f over %d %s views\n", run, (long long)meta.step, psnr, ssim,
+               dte.n, rd.test_split);
+        if (rd.has_gt) {
+            const GtSurface *s = &rd.gt;
+            int64_t n = mc.n, nv = s->nv;
+            int ns = mc.isotropic ? 1 : 3;
+            float *pos3 = base_malloc(sizeof(float) * (size_t)n * 3 * (size_t)s->frames), *sc = base_malloc(sizeof(float) * (size_t)n * ns);
+            float *rgb = base_malloc(sizeof(float) * (size_t)n * 3), *op = base_malloc(sizeof(float) * (size_t)n);
+            float *vis = base_malloc(sizeof(float) * (size_t)n * 3);
+            /* surface samples: area-weighted barycentric points of the canonical triangles, carried
+             * along with the vertices per frame (plus the vertices themselves) */
+            int64_t ns_s = 20000;
+            float *samp = base_malloc(sizeof(float) * 3 * (size_t)(ns_s + nv));
+            double *cum = base_malloc(sizeof(double) * (size_t)(s->nf ? s->nf : 1));
+            double area = 0;
+            for (int64_t t = 0; t < s->nf; t++) {
+                const int32_t *f = s->faces + 3 * t;
+                const float *a = s->rest + 3 * f[0], *b = s->rest + 3 * f[1], *c = s->rest + 3 * f[2];
+                double e1[3] = {b[0] - a[0], b[1] - a[1], b[2] - a[2]}, e2[3] = {c[0] - a[0], c[1] - a[1], c[2] - a[2]};
+                double cr[3] = {e1[1] * e2[2] - e1[2] * e2[1], e1[2] * e2[0] - e1[0] * e2[2], e1[0] * e2[1] - e1[1] * e2[0]};
+                area += 0.5 * sqrt(cr[0] * cr[0] + cr[1] * cr[1] + cr[2] * cr[2]);
+                cum[t] = area;
+            }
+            int64_t *tri = base_malloc(sizeof(int64_t) * (size_t)ns_s);
+            double *bary = base_malloc(sizeof(double) * 2 * (size_t)ns_s);
+            TensorRng g = {.seed = 7, .stream = 11};
+            uint32_t w[4];
+            for (int64_t i = 0; i < ns_s; i++) {
+                tensor_philox(g.seed, g.stream, g.offset++, w);
+                double u = w[0] / 4294967296.0 * area, r1 = w[1] / 4294967296.0, r2 = w[2] / 4294967296.0;
+                int64_t lo = 0, hi = s->nf - 1;
+                while (lo < hi) {
+                    int64_t mid = (lo + hi) / 2;
+                    if (cum[mid] > u) hi = mid;
+                    else lo = mid + 1;
+                }
+                if (r1 + r2 > 1) r1 = 1 - r1, r2 = 1 - r2;
+                tri[i] = lo, bary[2 * i] = r1, bary[2 * i + 1] = r2;
+            }
+            double cham = 0, cham_max = 0;
+            for (int f = 0; f < s->frames; f++) {
+                const float *V = s->verts + (size_t)f * nv * 3;
+                double lo3[3] = {INFINITY, INFINITY, INFINITY}, hi3[3] = {-INFINITY, -INFINITY, -INFINITY};
+                for (int64_t i = 0; i < nv; i++)
+                    for (int a = 0; a < 3; a++) {
+                        samp[3 * (ns_s + i) + a] = V[3 * i + a];
+                        lo3[a] = fmin(lo3[a], V[3 * i + a]), hi3[a] = fmax(hi3[a], V[3 * i + a]);
+                    }
+                for (int64_t i = 0; i < ns_s; i++) {
+                    const int32_t *t = s->faces + 3 * tri[i];
+                    for (int a = 0; a < 3; a++)
+                        samp[3 * i + a] = (float)(V[3 * t[0] + a] + bary[2 * i] * (V[3 * t[1] + a] - V[3 * t[0] + a]) +
+                                                  bary[2 * i + 1] * (V[3 * t[2] + a] - V[3 * t[0] + a]));
+                }
+                float *P = pos3 + (size_t)f * n * 3;
+                gs4d_state_at(&m, s->times[f], P, sc, rgb, op);
+                /* the Gaussians that show: opacity ≥ 0.05 (fainter ones are invisible floaters) */
+                int64_t nvis = 0;
+                for (int64_t i = 0; i < n; i++)
+                    if (op[i] >= 0.05f) memcpy(vis + 3 * nvis++, P + 3 * i, sizeof(float) * 3);
+                double diag = sqrt((hi3[0] - lo3[0]) * (hi3[0] - lo3[0]) + (hi3[1] - lo3[1]) * (hi3[1] - lo3[1]) +
+                                   (hi3[2] - lo3[2]) * (hi3[2] - lo3[2]));
+                double c = nvis ? 100 * gs4d_chamfer(vis, nvis, samp, ns_s + nv) / diag : NAN;
+                cham += c / s->frames;
+                cham_max = fmax(cham_max, c);
+            }
+            /* rigidity: the trajectories' local neighborhoods (the kNN of the canonical centers)
+             * against the ground-truth surface's own (the kNN of the canonical vertices) */
+            int k = 8;
+            float *rest = base_malloc(sizeof(float) * (size_t)n * 3);
+            {
+                Gs4dModel r = m;
+                r.step = 0, r.cfg.warmup = 1;
+                gs4d_state_at(&r, 0, rest, sc, rgb, op);
+            }
+            int32_t *nbr = base_malloc(sizeof(int32_t) * (size_t)n * k), *nbv = base_malloc(sizeof(int32_t) * (size_t)nv * k);
+            gs4d_knn(rest, n, NULL, k, nbr);
+            gs4d_knn(s->rest, nv, NULL, k, nbv);
+            double rig = gs4d_rigidity_error(pos3, s->frames, rest, n, nbr, k);
+            double rig_gt = gs4d_rigidity_error(s->verts, s->frames, s->rest, nv, nbv, k);
+            printf("Chamfer (visible centers vs surface): mean %.3f%%, max %.3f%% of the bbox diagonal over %d frames\n",
+                   cham, cham_max, s->frames);
+            printf("local-rigidity error (RMS non-rigid residual of 8-NN neighborhoods / their size): %.3f%% "
+                   "(ground truth's own: %.3f%%)\n", 100 * rig, 100 * rig_gt);
+            free(pos3), free(sc), free(rgb), free(op), free(vis), free(samp), free(cum), free(tri), free(bary), free(rest);
+            free(nbr), free(nbv);
+        } else {
+            printf("no ground truth in %s: Chamfer and rigidity not computed\n", cfg.data.dir);
+        }
+    }
+    gs4d_free(&m);
+    gs4d_data_free(&dtr), gs4d_data_free(&dte);
+    free_data(&rd);
+    tensor_scope_end(scope);
+    tensor_runtime_shutdown();
+    return rc;
+}
+
+int cmd_gs4d(int argc, char **argv) {
+    if (argc >= 2 && !strcmp(argv[1], "fit")) return gs4d_fit_main(argc - 1, argv + 1);
+    if (argc >= 2 && !strcmp(argv[1], "eval")) return gs4d_eval_main(argc - 1, argv + 1);
+    static const CmdArg none[] = {{0}};
+    const CmdArgSpec spec = {"anima gs4d", "fit|eval [options]", "deformable 3D Gaussians (anima gs4d fit --help)", none,
+                             NULL, 1, 1};
+    const char *pos[1];
+    int prc = cmd_args_parse(&spec, argc, argv, 1, stderr, pos, NULL);
+    if (prc == CMD_ARGS_HELP) return 0;
+    if (prc == CMD_ARGS_OK) cmd_args_fail(&spec, stderr, "unknown subcommand '%s'", pos[0]);
+    return 2;
+}
