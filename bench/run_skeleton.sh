@@ -15,7 +15,7 @@ mkdir -p "$OUT"
 # the libraries anima links with: the Makefile's LDLIBS (make bench-skeleton passes them), else
 # the same list spelled out
 if [ -n "${LDLIBS:-}" ]; then LIBS="$LDLIBS"; else
-LIBS="-L/usr/lib/x86_64-linux-gnu/openblas-openmp -Wl,-rpath,/usr/lib/x86_64-linux-gnu/openblas-openmp -lopenblas -L/usr/lib/x86_64-linux-gnu/hdf5/serial -lhdf5 -lcjson -lpng -lcholmod"
+LIBS="-L/usr/lib/x86_64-linux-gnu/openblas-openmp -Wl,-rpath,/usr/lib/x86_64-linux-gnu/openblas-openmp -lopenblas -L/usr/lib/x86_64-linux-gnu/hdf5/serial -lhdf5 -lcjson -lpng -lcholmod -lassimp"
 mpi=$(mpicc --showme:link 2>/dev/null || true); LIBS="$LIBS $mpi -fopenmp -lm"
 if nm build/libanima.a 2>/dev/null | grep -q cudaMalloc; then
     LIBS="$LIBS -L/usr/local/cuda/lib64 -Wl,-rpath,/usr/local/cuda/lib64 -lnccl -lcublas -lcudart -lstdc++"
