@@ -18,7 +18,7 @@ BLAS_INC := $(firstword $(wildcard /usr/include/x86_64-linux-gnu/openblas-openmp
 HDF5_INC := -I/usr/include/hdf5/serial
 
 CFLAGS  := -std=c11 -O2 $(ARCH) -g -Wall -Wextra -Werror -Wno-missing-field-initializers -fopenmp -D_GNU_SOURCE -MMD -MP -I. -I$(BLAS_INC) $(HDF5_INC) -I/usr/include/suitesparse $(MPI_INC)
-LDLIBS  := -L$(BLAS_DIR) -Wl,-rpath,$(BLAS_DIR) -lopenblas -L/usr/lib/x86_64-linux-gnu/hdf5/serial -lhdf5 -lcjson -lpng -lcholmod $(MPI_LIB) -fopenmp -lm
+LDLIBS  := -L$(BLAS_DIR) -Wl,-rpath,$(BLAS_DIR) -lopenblas -L/usr/lib/x86_64-linux-gnu/hdf5/serial -lhdf5 -lcjson -lpng -lcholmod -lassimp $(MPI_LIB) -fopenmp -lm
 ifeq ($(SANITIZE),1)
 override BUILD := $(BUILD)-san
 SAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined

@@ -1,5 +1,6 @@
 /* tools/cmd_skelebones.c — `anima skelebones`: trajectories (a trajectories HDF5, the motion
- * benchmark's gt.h5, or a folder of mesh frames) → LBG-VQ clusters → SSDR → DIR/rig.h5 and
+ * benchmark's gt.h5, a folder of mesh frames, or an animated skinned model through libassimp)
+ * → LBG-VQ clusters → SSDR → DIR/rig.h5 and
  * DIR/bones.ply (models/skelebones/skelebones.h). */
 #include <math.h>
 #include <stdio.h>
@@ -18,7 +19,8 @@ static int progress_line(void *user, int it, int iters, double rmse) {
 }
 
 int cmd_skelebones(int argc, char **argv) {
-    const char *traj = NULL, *dataset = NULL, *meshes = NULL, *gt = NULL, *out = NULL, *export_traj = NULL;
+    const char *traj = NULL, *dataset = NULL, *meshes = NULL, *gt = NULL, *model = NULL, *out = NULL, *export_traj = NULL;
+    int64_t model_frames = 40, model_anim = 0;
     int64_t bones = 20, iters = 30, influences = 8, bone_iters = 5, knn = 8, rounds = 8;
     double smooth = 1e-4, fraction = 1.0;
     bool no_progress = false;
@@ -32,6 +34,9 @@ int cmd_skelebones(int argc, char **argv) {
         {"--dataset", CMD_ARG_STRING, &dataset, "NAME", "the trajectories dataset in --traj (default positions)"},
         {"--meshes", CMD_ARG_STRING, &meshes, "DIR", "a folder of mesh frames (.obj .ply .off .stl, name order, one connectivity)"},
         {"--gt", CMD_ARG_STRING, &gt, "FILE", "the motion benchmark's gt.h5 (its true rig is reported for comparison)"},
+        {"--model", CMD_ARG_STRING, &model, "FILE", "an animated, skinned model through libassimp (glTF, FBX, Collada, .x); its rig is the true one"},
+        {"--model-frames", CMD_ARG_INT, &model_frames, "F", "(--model) frames sampled evenly over the animation (default 40)", 1, 100000},
+        {"--model-anim", CMD_ARG_INT, &model_anim, "K", "(--model) which of the file's animations (default 0)", 0, 1000000},
         {"--out", CMD_ARG_STRING, &out, "DIR", "writes DIR/rig.h5, DIR/bones.ply and (meshes) DIR/bones.png", 0, 0, NULL, false},
         {"--bones", CMD_ARG_INT, &bones, "B", "bones (1..64; default 20)", 1, SB_MAX_BONES},
         {"--iters", CMD_ARG_INT, &iters, "N", "SSDR iterations (default 30)", 0, 100000},
@@ -44,21 +49,21 @@ int cmd_skelebones(int argc, char **argv) {
         {"--seed", CMD_ARG_UINT, &seed, "S", "the random start's seed (default 0)"},
         {"--frames-fraction", CMD_ARG_DOUBLE, &fraction, "X", "use the first X of the frames (0 < X <= 1; default 1)", 0, 1, NULL, false, NULL, true},
         {"--export-traj", CMD_ARG_STRING, &export_traj, "FILE", "also write the trajectories used (after --frames-fraction) as a trajectories HDF5"},
-        {"--ik-true-tree", CMD_ARG_FLAG, &ik, NULL, "(--gt) IK per frame on the true tree against the true joints: rig.h5 ik/"},
+        {"--ik-true-tree", CMD_ARG_FLAG, &ik, NULL, "(--gt, --model) IK per frame on the true tree against the true joints: rig.h5 ik/"},
         {"--ik-steps", CMD_ARG_INT, &ik_steps, "N", "Adam steps per frame of the IK (default 100)", 1, 100000},
         {"--ik-points", CMD_ARG_INT, &ik_points, "N", "points the IK's L2 term uses, evenly strided (default 400)", 1, 1000000000},
         {"--no-progress", CMD_ARG_FLAG, &no_progress, NULL, "no per-iteration RMSE lines on stderr"},
         {0}};
-    const CmdArgSpec spec = {NAME, "--traj FILE|--meshes DIR|--gt FILE --out DIR [--bones B] [options]",
+    const CmdArgSpec spec = {NAME, "--traj FILE|--meshes DIR|--gt FILE|--model FILE --out DIR [--bones B] [options]",
                              "skinning decomposition of point trajectories: LBG-VQ motion clusters (Le & Deng 2014),\n"
                              "then SSDR (Le & Deng 2012): bone transforms per frame and sparse skinning weights",
                              args, NULL, 0, 0};
     int prc = cmd_args_parse(&spec, argc, argv, 1, stderr, NULL, NULL);
     if (prc) return prc == CMD_ARGS_HELP ? 0 : 2;
-    if ((traj != NULL) + (meshes != NULL) + (gt != NULL) != 1)
-        return cmd_args_fail(&spec, stderr, "give exactly one of --traj, --meshes, --gt");
+    if ((traj != NULL) + (meshes != NULL) + (gt != NULL) + (model != NULL) != 1)
+        return cmd_args_fail(&spec, stderr, "give exactly one of --traj, --meshes, --gt, --model");
     if (!out && !export_traj) return cmd_args_fail(&spec, stderr, "--out is required");
-    if (ik && !gt) return cmd_args_fail(&spec, stderr, "--ik-true-tree needs --gt (the true tree)");
+    if (ik && !gt && !model) return cmd_args_fail(&spec, stderr, "--ik-true-tree needs --gt or --model (the true tree)");
     char command[4096];
     size_t used = (size_t)snprintf(command, sizeof command, "anima");
     for (int i = 0; i < argc && used < sizeof command; i++)
@@ -67,6 +72,7 @@ int cmd_skelebones(int argc, char **argv) {
     SbTraj t;
     int rc = traj ? sb_traj_read_h5(traj, dataset, &t, err, sizeof err)
              : gt ? sb_traj_read_gt(gt, &t, err, sizeof err)
+             : model ? sb_traj_read_assimp(model, (int)model_frames, (int)model_anim, &t, err, sizeof err)
                   : sb_traj_read_meshes(meshes, &t, err, sizeof err);
     if (rc) {
         fprintf(stderr, NAME ": %s\n", err);

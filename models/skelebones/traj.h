@@ -36,6 +36,11 @@ typedef struct {
 int sb_traj_read_h5(const char *path, const char *dataset, SbTraj *t, char *err, size_t errlen);
 int sb_traj_read_gt(const char *path, SbTraj *t, char *err, size_t errlen);
 int sb_traj_read_meshes(const char *dir, SbTraj *t, char *err, size_t errlen);
+/* An animated, skinned model read through libassimp (glTF, FBX, Collada, .x, ...;
+ * models/skelebones/traj_assimp.c): animation anim_index sampled at nframes evenly spaced times
+ * over its duration, all meshes merged; rest = the static node hierarchy; the file's rig kept as
+ * the true rig (weights, rest → frame transforms, bone heads per frame, parents). 0, or -1. */
+int sb_traj_read_assimp(const char *path, int nframes, int anim_index, SbTraj *t, char *err, size_t errlen);
 /* Writes positions, rest and (when present) faces in the layout sb_traj_read_h5 reads (temporary
  * name, renamed). 0, or -1 with err. */
 int sb_traj_write_h5(const char *path, const SbTraj *t, char *err, size_t errlen);
