@@ -32,6 +32,10 @@ const TensorBackend tensor_backend_cpu = {
     .scatter_add = cpu_scatter_add,
     .det3 = cpu_det3,
     .inv3 = cpu_inv3,
+    .optim_sgd = cpu_optim_sgd,
+    .optim_adam = cpu_optim_adam,
+    .gram = cpu_gram,
+    .lincomb = cpu_lincomb,
 };
 
 const TensorBackend *tensor_backend_for(TensorDevice dev) {
