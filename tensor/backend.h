@@ -97,6 +97,11 @@ typedef struct TensorBackend {
 
 extern const TensorBackend tensor_backend_cpu;
 const TensorBackend *tensor_backend_for(TensorDevice dev); /* aborts if the device is absent */
+/* Tests only: from now on CPU tensors dispatch to be (NULL: tensor_backend_cpu again); returns
+ * the previous table. tests/test_backend_ops.c installs deliberately wrong copies of the CPU
+ * table to show that its parity comparison fails on a broken kernel. What builds on the CPU
+ * table directly (the constructors, random draws) keeps tensor_backend_cpu. */
+const TensorBackend *tensor_backend_cpu_replace(const TensorBackend *be);
 /* Set by tensor/cuda when compiled in and a device answers; NULL otherwise. */
 const TensorBackend *tensor_backend_cuda(void);
 
