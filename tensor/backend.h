@@ -24,6 +24,8 @@ typedef struct TensorAttentionArgs {
     int64_t sq0, sq1, sk0, sk1, sv0, sv1;
     int64_t B, Tq, Tk, h, d;
     double scale;
+    int bq, bk;         /* the CPU kernels' query and key tile sizes (0: their defaults; the CUDA
+                         * kernels use their own) */
     void *o, *lse;      /* forward writes: o (B, Tq, h·d) contiguous, lse (B, h, Tq) */
     const void *go;     /* backward reads dO (B, Tq, h·d) contiguous, with o and lse */
     void *gq, *gk, *gv; /* backward writes every element: contiguous (B, Tq|Tk, h·d) */
@@ -71,9 +73,8 @@ typedef struct TensorBackend {
 
     /* ---- fused kernels of the layers above (op table: attention, optim_sgd, optim_adam,
      * gram, lincomb) ----------------------------------------------------------------------------
-     * attention: the CPU's version is nn/attention.c's tiled loops (its tile sizes are settable
-     * there), which dispatch here for tensors on another device; the CPU table leaves these two
-     * NULL. */
+     * Every backend has them (the CPU's: tensor/cpu/cpu_attention.c, tensor/cpu/cpu_optim.c);
+     * a device backend may leave them NULL, and the layers above then refuse its tensors. */
     /* nn_attention_tiled's forward: o and lse from q, k, v (TensorAttentionArgs above) */
     void (*attention)(const TensorAttentionArgs *a);
     /* its backward: gq, gk, gv from q, k, v, o, lse and go */

@@ -20,7 +20,12 @@
  *   backend_ops_selftest          every case with the CPU in the device's place must pass.
  *   backend_ops_catches_broken_kernels  the CPU table with one kernel deliberately wrong
  *                                 (tensor_backend_cpu_replace) serves the device side only: the
- *                                 cases of that op must fail, so the suite cannot pass silently.
+ *                                 cases of that op must fail, naming the part that differs, so
+ *                                 the suite cannot pass silently. Broken: exp 0.1% off, one NaN
+ *                                 from sin, scatter_add 0.1% off (gather's backward only), one
+ *                                 flipped bit of a random draw, one Adam update one ulp off,
+ *                                 matmul's last row dropped, attention's output and its dK 0.1%
+ *                                 off.
  *
  * Shapes are small (tens to a few hundred elements; some cases over 256 elements and not a
  * multiple of 32, to cross a 256-thread block and leave a partial warp) so that the whole suite
@@ -866,9 +871,27 @@ static void bad_matmul(Tensor *out, const Tensor *a, const Tensor *b) {
     memset((char *)tensor_data_ptr(out) + (size_t)(n - cols) * es, 0, (size_t)cols * es);
 }
 
+/* attention: the output 0.1% too large; its backward: dK 0.1% too large */
+static void scale_raw(TensorDType dt, void *p, int64_t n, double f) {
+    for (int64_t i = 0; i < n; i++) {
+        if (dt == TENSOR_F32) ((float *)p)[i] *= (float)f;
+        else ((double *)p)[i] *= f;
+    }
+}
+static void bad_attention(const TensorAttentionArgs *a) {
+    tensor_backend_cpu.attention(a);
+    scale_raw(a->dtype, a->o, a->B * a->Tq * a->h * a->d, 1.001);
+}
+static void bad_attention_backward(const TensorAttentionArgs *a) {
+    tensor_backend_cpu.attention_backward(a);
+    scale_raw(a->dtype, a->gk, a->B * a->Tk * a->h * a->d, 1.001);
+}
+
 TEST(backend_ops_catches_broken_kernels) {
-    static TensorBackend t[6];
-    for (int i = 0; i < 6; i++) t[i] = tensor_backend_cpu;
+    static TensorBackend t[8];
+    for (int i = 0; i < 8; i++) t[i] = tensor_backend_cpu;
+    t[6].attention = bad_attention;
+    t[7].attention_backward = bad_attention_backward;
     t[0].unary = bad_unary_exp;
     t[1].unary = bad_unary_sin;
     t[2].scatter_add = bad_scatter_add;
@@ -880,7 +903,8 @@ TEST(backend_ops_catches_broken_kernels) {
         int table;
         const char *op, *part;
     } expect[] = {{0, "exp", "forward"}, {1, "sin", "forward"}, {2, "gather", "grad of input 0"},
-                  {3, "rand", "differ in their bits"}, {4, "optim_adam", "differ in their bits"}, {5, "matmul", "forward"}};
+                  {3, "rand", "differ in their bits"}, {4, "optim_adam", "differ in their bits"}, {5, "matmul", "forward"},
+                  {6, "attention", "forward"}, {7, "attention", "grad of input"}};
     for (size_t e = 0; e < sizeof expect / sizeof *expect; e++) {
         int runs = 0, failed = 0;
         for (int k = 0; k < NCASES; k++) {
