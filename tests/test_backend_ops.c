@@ -66,6 +66,8 @@ typedef enum {
     INT,   /* round(2 N(0, 1)): ties for comparisons, max and argmax */
     IDX,   /* i64 in [0, lim) */
     WELL3, /* 3 I + N(0, 1) over the last two dims (3, 3): well conditioned */
+    NANS,  /* N(0, 1) with a NaN every 29th element: NaN must propagate alike */
+    WIDE,  /* 60 N(0, 1): exp overflows to inf in f32 */
 } InKind;
 
 typedef struct {
@@ -443,7 +445,9 @@ static const Case cases[] = {
     UN_CASE(abs, SGN, GRAD),
     UN_CASE(sign, SGN, FWD),
     UN_CASE(exp, RN, GRAD),
+    {"exp", "overflow", f_exp, FL, FWD, 1, {K(WIDE, 23, 13)}},
     UN_CASE(log, POS, GRAD),
+    {"log", "domain", f_log, FL, FWD, 1, {K(RN, 23, 13)}}, /* NaN below 0 */
     UN_CASE(sqrt, POS, GRAD),
     UN_CASE(rsqrt, POS, GRAD),
     UN_CASE(sin, RN, GRAD),
@@ -465,10 +469,12 @@ static const Case cases[] = {
     {"max", "ties", f_max_dim1, FL, GRAD, 1, {D(INT, 4, 9, 6)}},
     {"max", "t_dims02_keep", f_max_dims02_keep, FL, GRAD, 1, {D(RN, 5, 4, 6)}},
     {"max", "all_long", f_max_all, FL, GRAD, 1, {D(RN, 3, 301)}},
+    {"max", "nan", f_max_dim1, FL, FWD, 1, {K(NANS, 4, 9, 6)}},
     {"min", "dim1", f_min_dim1, FL, GRAD, 1, {D(RN, 4, 5, 6)}},
     {"min", "ties", f_min_dim1, FL, GRAD, 1, {D(INT, 4, 9, 6)}},
     {"min", "t_dims02_keep", f_min_dims02_keep, FL, GRAD, 1, {D(RN, 5, 4, 6)}},
     {"min", "all_long", f_min_all, FL, GRAD, 1, {D(RN, 3, 301)}},
+    {"min", "nan", f_min_dims02_keep, FL, FWD, 1, {K(NANS, 5, 4, 6)}},
     {"mean", "perm_keep", f_mean, FL, GRAD, 1, {D(RN, 4, 5, 6)}},
     {"var", "dims02", f_var, FL, GRAD, 1, {D(RN, 4, 5, 6)}},
     {"var", "long_corr0", f_var_long, FL, GRAD, 1, {D(RN, 3, 300)}},
@@ -479,6 +485,8 @@ static const Case cases[] = {
     {"argmax", "t_dim1", f_argmax_dim1, FL, FWD, 1, {K(RN, 9, 7)}},
     {"argmax", "ties", f_argmax_dim1, FL, FWD, 1, {K(INT, 9, 7)}},
     {"argmax", "all_long", f_argmax_all, FL, FWD, 1, {K(RN, 3, 301)}},
+    {"argmax", "nan", f_argmax_dim1, FL, FWD, 1, {K(NANS, 9, 7)}},
+    {"sum", "nan", f_sum_long, FL, FWD, 1, {K(NANS, 3, 300)}},
     /* linear algebra */
     {"matmul", "2d", f_matmul, FL | BF16G, GRAD, 2, {D(RN, 9, 13), D(RN, 13, 7)}},
     {"matmul", "transposed", f_matmul_t, FL | BF16G, GRAD, 2, {D(RN, 13, 9), D(RN, 7, 13)}},
@@ -567,6 +575,8 @@ static Tensor *make_input(const InSpec *s, TensorDType dt) {
         case INT: x[i] = round(2 * x[i]); break;
         case IDX: x[i] = floor(v[i] * (double)s->lim); break;
         case WELL3: x[i] = 0.3 * x[i] + (i % 9 % 4 == 0 ? 3 : 0); break; /* 3I + noise per (3, 3) */
+        case NANS: x[i] = i % 29 == 3 ? NAN : x[i]; break;
+        case WIDE: x[i] *= 60; break;
         }
     }
     TensorDType want = s->kind == IDX ? TENSOR_I64 : dt;
