@@ -26,7 +26,7 @@ CFLAGS  += $(SAN_FLAGS)
 LDLIBS  += -fsanitize=address,undefined
 endif
 
-LIB_DIRS := base tensor tensor/cpu autograd nn optim datasets datasets/mesh datasets/geometry datasets/render datasets/corpus sim $(wildcard models/*)
+LIB_DIRS := base tensor tensor/cpu autograd nn optim datasets datasets/mesh datasets/geometry datasets/render datasets/corpus datasets/motion sim $(wildcard models/*)
 LIB_SRC  := $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c))
 ifeq ($(CUDA),1)
 CUDA_SRC := $(wildcard tensor/cuda/*.cu) $(wildcard models/*/*.cu)
@@ -40,13 +40,15 @@ else
 LIB_SRC  += tensor/cuda/cuda_none.c
 endif
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o) $(CUDA_OBJ)
+# CUEMU=1: the CUDA build compiled for the CPU emulator instead (make test-cuda-emu)
+include tools/cuemu/cuemu.mk
 
 APP_SRC  := $(wildcard tools/anima*.c tools/cmd_*.c)
 TEST_SRC := $(wildcard tests/*.c)
 # bench/bench_sim.c is a program of its own (bench/run_sim.sh), not one of anima-bench's cases
 BENCH_SRC := $(filter-out bench/bench_sim.c,$(wildcard bench/*.c))
 
-.PHONY: all test demo bench valgrind clean deps test-cuda bench-cuda install uninstall shared FORCE
+.PHONY: all test demo bench valgrind clean deps test-cuda bench-cuda install uninstall shared FORCE test-cuda-emu test-cuda-emu-tsan
 all: $(BUILD)/libanima.a anima
 
 $(BUILD)/libanima.a: $(LIB_OBJ)
@@ -143,8 +145,23 @@ test-cuda: deps
 	@$(MAKE) --no-print-directory all $(BUILD)/anima-tests
 	@./$(BUILD)/anima-tests --cuda
 
+# ---- cuemu: every CUDA kernel run on the CPU (docs/cuemu.md) ---------------------------------
+# test-cuda-emu: the checks' own tests (tests/cuemu/), then the CUDA parity suite (--cuda) under
+# forward, reverse and seeded random thread order; SANITIZE=address adds ASan (build-emu-san).
+# test-cuda-emu-tsan: ThreadSanitizer over the small cases (tests/cuemu/ race cases).
+EMU_BUILD   ?= build-emu
+CUEMU_SEED  ?= $(shell od -An -N4 -tu4 /dev/urandom | tr -d ' ')
+EMU_SAN     := $(if $(filter 1 address,$(SANITIZE)),1,0)
+EMU_DIR     := $(EMU_BUILD)$(if $(filter 1,$(EMU_SAN)),-san)
+test-cuda-emu:
+	@$(MAKE) --no-print-directory CUEMU=1 CUDA=1 BUILD=$(EMU_BUILD) SANITIZE=$(EMU_SAN) $(EMU_DIR)/anima-tests $(EMU_DIR)/cuemu-tests
+	@BUILD=$(EMU_DIR) bash tests/cuemu/run.sh $(CUEMU_SEED)
+test-cuda-emu-tsan:
+	@$(MAKE) --no-print-directory CUEMU=1 CUEMU_TSAN=1 CUDA=1 BUILD=$(EMU_BUILD)-tsan $(EMU_BUILD)-tsan/cuemu-tests
+	@BUILD=$(EMU_BUILD)-tsan bash tests/cuemu/run.sh --tsan
+
 clean:
-	rm -rf build build-san build-vg build-cuda anima
+	rm -rf build build-san build-vg build-cuda build-emu build-emu-san build-emu-tsan anima
 
 # ---- install: using anima from one's own program (examples/) -------------------------------
 # $(DESTDIR)$(PREFIX)/lib/libanima.{a,so}, lib/pkgconfig/anima.pc, bin/anima and the public
@@ -169,7 +186,7 @@ shared: $(BUILD)/libanima.so
 # Headers are public unless listed here: the op front-ends' and backends' seams (tensor/
 # internal.h, backend.h, cpu/, cuda/), the sources' shared internals, the LAPACK declarations
 # and the Gaussian rasterizer's kernel-side math. base/ is the layer below tensor/.
-HDR_DIRS    := base tensor autograd nn optim datasets datasets/mesh datasets/geometry datasets/render datasets/corpus sim $(wildcard models/*)
+HDR_DIRS    := base tensor autograd nn optim datasets datasets/mesh datasets/geometry datasets/render datasets/corpus datasets/motion sim $(wildcard models/*)
 HDR_PRIVATE := %internal.h tensor/backend.h sim/lapack.h models/gaussians/gs_math.h models/gaussians/raster_core.h datasets/mesh/mesh_formats.h
 PUBLIC_HDR  := $(filter-out $(HDR_PRIVATE),$(foreach d,$(HDR_DIRS),$(wildcard $(d)/*.h)))
 

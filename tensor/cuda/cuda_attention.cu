@@ -386,10 +386,14 @@ static size_t smem_dkdv(void) {
     return sizeof(T) * (2 * (size_t)AtCfg<T>::RB * DM + 2 * (size_t)AT_TILE * (DM + 1) + 2 * (size_t)AT_TILE);
 }
 
-/* Grid: one block per task up to a cap; blocks then loop (AT_TASKS). */
+/* Grid: one block per task up to a cap; blocks then loop (AT_TASKS). The emulated build sets a
+ * tiny cap so that the task loop runs more than once. */
+#ifndef AT_MAX_GRID
+#define AT_MAX_GRID ((int64_t)1 << 20)
+#endif
 static unsigned at_grid(int64_t rows, int64_t rb, int64_t bh) {
     int64_t n = (rows + rb - 1) / rb * bh;
-    const int64_t cap = (int64_t)1 << 20;
+    const int64_t cap = AT_MAX_GRID;
     return (unsigned)(n < cap ? n : cap);
 }
 

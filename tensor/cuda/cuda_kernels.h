@@ -28,9 +28,12 @@ void *cu_pool_alloc(size_t nbytes);
 void cu_pool_release(void *p);
 
 /* Grid-stride kernels: any grid covers any n, so the grid is capped (enough blocks to fill an
- * H200 several times over) and each thread walks i, i + gridDim*blockDim, ... . */
+ * H200 several times over) and each thread walks i, i + gridDim*blockDim, ... . The emulated
+ * build (tools/cuemu, `make test-cuda-emu`) sets a tiny cap so that the loops really loop. */
 #define CU_THREADS 256
+#ifndef CU_MAX_BLOCKS
 #define CU_MAX_BLOCKS 65535
+#endif
 #define CU_LOOP(i, n) \
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n); i += (int64_t)gridDim.x * blockDim.x)
 

@@ -15,6 +15,11 @@
 #include "cuda_kernels.h"
 
 #define OPT_MAX_K 16
+/* the Gram kernel's grid cap (one partial per block, summed on the host); tiny in the
+ * emulated build so that its grid-stride loop really loops */
+#ifndef GRAM_MAX_BLOCKS
+#define GRAM_MAX_BLOCKS 1024
+#endif
 
 /* k vectors and their coefficients, passed by value (kernel parameter space: 384 bytes) */
 struct CuVecs {
@@ -143,7 +148,7 @@ template <typename T, int KM>
 static void gram_t(int64_t n, int k, const CuVecs &v, double *dots) {
     constexpr int NP = KM * (KM + 1) / 2;
     int64_t blocks = (n + CU_THREADS - 1) / CU_THREADS;
-    if (blocks > 1024) blocks = 1024;
+    if (blocks > GRAM_MAX_BLOCKS) blocks = GRAM_MAX_BLOCKS;
     double *part = (double *)cu_pool_alloc(sizeof(double) * (size_t)(blocks * NP));
     k_gram<T, KM><<<(unsigned)blocks, CU_THREADS>>>(n, k, v, part);
     cu_check("optim gram", cudaGetLastError());
