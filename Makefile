@@ -111,6 +111,19 @@ bench-cuda:
 deps:
 	@bash tools/install-deps.sh
 
+# the multi-view motion benchmark (issue 18, datasets/motion/bench.h): each character a training
+# and a held-out motion, 24 views x 48 frames at 128x128, into $(MOTION_DATA)/<category>; the CMU
+# clips come from assimp-testmodels (datasets/fetch-real.sh installs it when missing)
+MOTION_DATA ?= data/motion
+MOTION_CATEGORIES ?= humanoid quadruped bird snake
+.PHONY: motion-data
+motion-data: deps
+	@$(MAKE) --no-print-directory all
+	@test -r /usr/share/assimp/models/BVH/01_01.bvh || bash datasets/fetch-real.sh
+	@t0=$$(date +%s); for c in $(MOTION_CATEGORIES); do \
+	  OMP_NUM_THREADS=$${OMP_NUM_THREADS:-2} ./anima dataset motion --category $$c --out $(MOTION_DATA)/$$c || exit 1; done; \
+	  echo "motion-data: $(words $(MOTION_CATEGORIES)) characters in $(MOTION_DATA) in $$(( $$(date +%s) - t0 )) s"
+
 # the installed tree at $(BUILD)/install-test is what tests/examples.sh builds examples/ against
 test: deps
 	@$(MAKE) --no-print-directory all $(BUILD)/anima-tests $(BUILD)/anima-mpi-tests $(BUILD)/libanima.so $(BUILD)/fullshim.so
@@ -249,6 +262,9 @@ FUZZ_LDLIBS_fuzz_png := -lpng
 FUZZ_SRC_fuzz_skinning    := datasets/corpus/skinning_file.c base/h5file.c datasets/render/camera.c datasets/render/raster.c datasets/render/image.c
 FUZZ_CFLAGS_fuzz_skinning := -I/usr/include/hdf5/serial
 FUZZ_LDLIBS_fuzz_skinning := -L/usr/lib/x86_64-linux-gnu/hdf5/serial -lhdf5 -lpng
+# the D-NeRF / nerfstudio transforms reader (issue 18) and the PNG reader it calls
+FUZZ_SRC_fuzz_dnerf    := datasets/motion/dnerf.c datasets/render/image.c datasets/render/camera.c
+FUZZ_LDLIBS_fuzz_dnerf := -lcjson -lpng
 
 .SECONDEXPANSION:
 $(BUILD)/fuzz/%: tests/fuzz/%.c $(FUZZ_LIB) $$(FUZZ_SRC_$$*) datasets/mesh/mesh_internal.h datasets/mesh/mesh_formats.h datasets/mesh/mesh.h
