@@ -167,11 +167,22 @@ CUEMU_SEED  ?= $(shell od -An -N4 -tu4 /dev/urandom | tr -d ' ')
 EMU_SAN     := $(if $(filter 1 address,$(SANITIZE)),1,0)
 EMU_DIR     := $(EMU_BUILD)$(if $(filter 1,$(EMU_SAN)),-san)
 test-cuda-emu:
-	@$(MAKE) --no-print-directory CUEMU=1 CUDA=1 BUILD=$(EMU_BUILD) SANITIZE=$(EMU_SAN) $(EMU_DIR)/anima-tests $(EMU_DIR)/cuemu-tests
+	@$(MAKE) --no-print-directory CUEMU=1 CUDA=1 BUILD=$(EMU_BUILD) SANITIZE=$(EMU_SAN) $(EMU_DIR)/anima-tests $(EMU_DIR)/cuemu-tests \
+	  $(EMU_DIR)/anima cuemu-lib-tests
 	@BUILD=$(EMU_DIR) bash tests/cuemu/run.sh $(CUEMU_SEED)
 test-cuda-emu-tsan:
 	@$(MAKE) --no-print-directory CUEMU=1 CUEMU_TSAN=1 CUDA=1 BUILD=$(EMU_BUILD)-tsan $(EMU_BUILD)-tsan/cuemu-tests
 	@BUILD=$(EMU_BUILD)-tsan bash tests/cuemu/run.sh --tsan
+# the emulated cuBLAS/cub/NCCL's own tests (tests/cuemu/lib/, one program each; run with the GPU-only
+# paths of ./anima, tests/cuemu/paths.sh, by tests/cuemu/lib/run.sh). nccl.cpp speaks MPI.
+$(BUILD)/cuemu/nccl.o: CUEMU_BASE += $(MPI_INC)
+$(BUILD)/tests/cuemu/lib/test_emu_nccl.o: CUEMU_CXXFLAGS += $(MPI_INC)
+.PRECIOUS: $(BUILD)/tests/cuemu/lib/%.o
+$(BUILD)/cuemu-lib/%: $(BUILD)/tests/cuemu/lib/%.o $(CUEMU_OBJ)
+	@mkdir -p $(dir $@)
+	$(CXX) $(CUEMU_CXXFLAGS) -o $@ $^ $(LDLIBS)
+.PHONY: cuemu-lib-tests
+cuemu-lib-tests: $(patsubst tests/cuemu/lib/%.cpp,$(BUILD)/cuemu-lib/%,$(wildcard tests/cuemu/lib/*.cpp))
 
 clean:
 	rm -rf build build-san build-vg build-cuda build-emu build-emu-san build-emu-tsan anima
