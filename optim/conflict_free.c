@@ -19,12 +19,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/par.h"
 #include "base/alloc.h"
 #include "optim.h"
 #include "tensor/backend.h"
 
 #define OPTIM_CONFIG_MAX_K 16
-#define OPTIM_PAR_MIN 32768
 /* Eigenvalues of G below this fraction of the largest are treated as zero. G's entries carry
  * rounding of order √P·ε from the dot products; its eigenvalues are the squared singular values
  * of Û, so this cut corresponds to singular values below 1e-5 of the largest (numpy/torch pinv
@@ -71,7 +71,8 @@ static void config_combine(const char *op, int k, Tensor *const *grads, const do
     if (be) {
         be->gram(out->dtype, n, k, gp, dot);
     } else {
-#pragma omp parallel for schedule(static) reduction(+ : dot[:np]) if (n > OPTIM_PAR_MIN)
+        int par_nt = base_par_threads(n, 2 * k);
+#pragma omp parallel for schedule(static) reduction(+ : dot[:np]) num_threads(par_nt) if (par_nt > 1)
         for (int64_t j = 0; j < n; j++) {
             double v[OPTIM_CONFIG_MAX_K];
             for (int i = 0; i < k; i++) v[i] = load(gp[i], f64, j);
@@ -126,7 +127,8 @@ static void config_combine(const char *op, int k, Tensor *const *grads, const do
         be->lincomb(out->dtype, n, k, coef, gp, op_);
         return;
     }
-#pragma omp parallel for schedule(static) if (n > OPTIM_PAR_MIN)
+    int par_nt = base_par_threads(n, 2 * k);
+#pragma omp parallel for schedule(static) num_threads(par_nt) if (par_nt > 1)
     for (int64_t j = 0; j < n; j++) {
         double acc = 0;
         for (int i = 0; i < k; i++) acc += coef[i] * load(gp[i], f64, j);
@@ -182,7 +184,8 @@ void optim_mconfig_update(OptimMConfig *m, int i, const Tensor *grad, Tensor *ou
         double cf[2] = {b1, 1 - b1};
         tensor_backend_for(tensor_device(mi))->lincomb(mi->dtype, n, 2, cf, xs, mp);
     } else {
-#pragma omp parallel for schedule(static) if (n > OPTIM_PAR_MIN)
+        int par_nt = base_par_threads(n, 2);
+#pragma omp parallel for schedule(static) num_threads(par_nt) if (par_nt > 1)
         for (int64_t j = 0; j < n; j++) {
             if (f64) ((double *)mp)[j] = b1 * ((double *)mp)[j] + (1 - b1) * ((const double *)g)[j];
             else ((float *)mp)[j] = (float)(b1 * (double)((float *)mp)[j] + (1 - b1) * (double)((const float *)g)[j]);

@@ -14,11 +14,11 @@
 #include <math.h>
 #include <string.h>
 
+#include "base/par.h"
 #include "optim.h"
 #include "tensor/backend.h"
 
 /* below this many elements the OpenMP fork/join costs more than the loop */
-#define OPTIM_PAR_MIN 32768
 
 OptimConfig optim_defaults(OptimKind kind) {
     /* torch.optim.SGD: momentum 0, no weight decay (lr has no default there; 1e-3 here);
@@ -71,7 +71,8 @@ void optim_init(Optim *o, NnParams *p, const OptimConfig *cfg) {
 #define DEFINE_SGD(T)                                                                            \
     static void sgd_##T(int64_t n, T *restrict w, const T *restrict g, T *restrict buf, double lr, \
                         double mu, bool nesterov, double wd) {                                   \
-        _Pragma("omp parallel for schedule(static) if (n > OPTIM_PAR_MIN)")                      \
+        int par_nt = base_par_threads(n, 4);                                                     \
+        _Pragma("omp parallel for schedule(static) num_threads(par_nt) if (par_nt > 1)")         \
         for (int64_t j = 0; j < n; j++) {                                                        \
             double d = (double)g[j];                                                             \
             if (wd != 0) d = d + wd * (double)w[j];                                              \
@@ -95,7 +96,8 @@ void optim_init(Optim *o, NnParams *p, const OptimConfig *cfg) {
     static void adam_##T(int64_t n, T *restrict w, const T *restrict g, T *restrict m,            \
                          T *restrict v, double b1, double b2, double eps, double l2, double decay, \
                          double step_size, double bc2_sqrt) {                                    \
-        _Pragma("omp parallel for schedule(static) if (n > OPTIM_PAR_MIN)")                      \
+        int par_nt = base_par_threads(n, 4);                                                     \
+        _Pragma("omp parallel for schedule(static) num_threads(par_nt) if (par_nt > 1)")         \
         for (int64_t j = 0; j < n; j++) {                                                        \
             double p = (double)w[j], gj = (double)g[j];                                          \
             if (l2 != 0) gj = gj + l2 * p;                                                       \
@@ -185,7 +187,8 @@ double optim_clip_grad_norm(NnParams *p, double max_norm) {
     const float *gf = f64 ? NULL : tensor_data_ptr(gt);
     const double *gd = f64 ? tensor_data_ptr(gt) : NULL;
     double ss = 0;
-#pragma omp parallel for schedule(static) reduction(+ : ss) if (n > OPTIM_PAR_MIN)
+    int par_nt = base_par_threads(n, 1);
+#pragma omp parallel for schedule(static) reduction(+ : ss) num_threads(par_nt) if (par_nt > 1)
     for (int64_t j = 0; j < n; j++) {
         double x = f64 ? gd[j] : (double)gf[j];
         ss += x * x;
@@ -195,7 +198,8 @@ double optim_clip_grad_norm(NnParams *p, double max_norm) {
     if (coef < 1) {
         float *wf = f64 ? NULL : tensor_data_ptr(gt);
         double *wd = f64 ? tensor_data_ptr(gt) : NULL;
-#pragma omp parallel for schedule(static) if (n > OPTIM_PAR_MIN)
+        int par_nt = base_par_threads(n, 1);
+#pragma omp parallel for schedule(static) num_threads(par_nt) if (par_nt > 1)
         for (int64_t j = 0; j < n; j++) {
             if (f64) wd[j] *= coef;
             else wf[j] = (float)((double)wf[j] * coef);

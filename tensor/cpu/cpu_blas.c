@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/par.h"
 #include "../internal.h"
 #include "cpu.h"
 #include "cpu_iter.h"
@@ -57,7 +58,8 @@ static void widen_bf16(const Tensor *x, Widened *w) {
     float *buf = malloc(sizeof(float) * (size_t)n);
     if (!buf) tensor_fail("matmul", "out of memory widening a bf16 operand (%lld elements)", (long long)n);
     const uint16_t *src = (const uint16_t *)x->storage->data + x->offset + lo;
-#pragma omp parallel for schedule(static) if (n >= CPU_PAR_MIN)
+    int par_nt = base_par_threads(n, 1);
+#pragma omp parallel for schedule(static) num_threads(par_nt) if (par_nt > 1)
     for (int64_t i = 0; i < n; i++) buf[i] = tensor_bf16_to_f32(src[i]);
     w->st = (TensorStorage){.data = buf, .nbytes = sizeof(float) * (size_t)n, .device = TENSOR_CPU};
     w->t = *x;
@@ -112,7 +114,8 @@ void cpu_matmul(Tensor *out, const Tensor *a, const Tensor *b) {
         return;
     }
     bool parallel = batch >= 2 && n * m * k <= ((int64_t)1 << 21);
-#pragma omp parallel for schedule(static) if (parallel)
+    int par_nt = parallel ? base_par_threads(batch, n * m * k / 8 + 1) : 1;
+#pragma omp parallel for schedule(static) num_threads(par_nt) if (par_nt > 1)
     for (int64_t t = 0; t < batch; t++) {
         int64_t oa = 0, ob = 0, r = t;
         for (int i = nd - 3; i >= 0; i--) {
