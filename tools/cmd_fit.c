@@ -37,6 +37,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "base/mem.h"
 #include "base/alloc.h"
 #include "datasets/config.h"
 #include "nn/functional.h"
@@ -222,8 +223,35 @@ int cmd_fit_comm(int argc, char **argv, OptimComm *comm) {
      * (optim_train_init then agrees on its own outcome across ranks). */
     FitConfig cfg;
     char err[8192];
-    if (cmd_args_config(&spec, is_main ? stderr : NULL, config_path, &sets, FIT_SCHEMA, &cfg)) return 2;
-    if (is_main && !config_path)
+    /* --resume without --config continues with the config DIR/ckpt.h5 stores (then --set), not the
+     * small preset — whose model need not match the checkpoint's, as physskin train does */
+    char stored[4200];
+    struct stat st;
+    bool from_ckpt = !config_path && resume && snprintf(stored, sizeof stored, "%s/ckpt.h5", out) < (int)sizeof stored &&
+                     stat(stored, &st) == 0;
+    if (from_ckpt) {
+        OptimCheckpointMeta meta = {0};
+        NnParams empty;
+        nn_params_init(&empty, tensor_scope_current(), TENSOR_F32, 0);
+        nn_params_pack(&empty);
+        /* non-strict on an empty model: reads only the attributes */
+        int lrc = optim_checkpoint_load(stored, &empty, NULL, false, &meta, err, sizeof err);
+        nn_params_free(&empty);
+        if (!lrc && !meta.config_json) {
+            snprintf(err, sizeof err, "%s: no config stored (not a checkpoint of anima fit)", stored);
+            lrc = -1;
+        }
+        if (!lrc) lrc = ds_config_parse(meta.config_json, stored, FIT_SCHEMA, &cfg, err, sizeof err);
+        free(meta.config_json);
+        for (int i = 0; i < sets.n && !lrc; i++) lrc = ds_config_set(sets.v[i], FIT_SCHEMA, &cfg, err, sizeof err);
+        if (lrc) {
+            if (is_main) fprintf(stderr, "anima fit: %s\n", err);
+            return 2;
+        }
+        if (is_main) fprintf(stderr, "anima fit: no --config, resuming with the config stored in %s\n", stored);
+    } else if (cmd_args_config(&spec, is_main ? stderr : NULL, config_path, &sets, FIT_SCHEMA, &cfg))
+        return 2;
+    if (is_main && !config_path && !from_ckpt)
         fprintf(stderr, "anima fit: no --config, using the small preset (the built-in defaults: a %lldx%lld MLP, %lld "
                         "steps)\n",
                 (long long)cfg.model.depth, (long long)cfg.model.hidden, (long long)cfg.train.steps);
@@ -242,6 +270,23 @@ int cmd_fit_comm(int argc, char **argv, OptimComm *comm) {
         /* the MPI path reduces host memory and would leave every rank on GPU 0 */
         if (is_main) fprintf(stderr, "anima fit: --device cuda on %d ranks needs NCCL, which did not start\n", nranks);
         return 2;
+    }
+    {
+        /* the memory the run needs, before any of it is allocated: the data (x, y and the make_data
+         * temporaries: ~8 tensors of n rows), a step over the batch (per layer the pre-activation,
+         * the activation and their gradients, ×2 for temporaries), the parameters with their
+         * gradients and AdamW's moments */
+        double es = !strcmp(cfg.model.dtype, "f64") ? 8 : 4, h = (double)cfg.model.hidden;
+        double data = 8 * (double)cfg.data.n * (double)(cfg.model.in + 1) * es;
+        double step = 8 * (double)cfg.data.batch * (h * (double)cfg.model.depth + (double)cfg.model.in + 1) * es;
+        double par = 4 * es * ((double)(cfg.model.in + 1) * h + (double)cfg.model.depth * (h + 1) * h + h + 1);
+        char what[256], s0[32], s1[32], s2[32];
+        snprintf(what, sizeof what, "the data: %s; a step's tensors for data.batch=%lld: %s; parameters and optimizer "
+                 "state: %s", base_mem_str((int64_t)fmin(data, 9e18), s0, sizeof s0), (long long)cfg.data.batch,
+                 base_mem_str((int64_t)fmin(step, 9e18), s1, sizeof s1), base_mem_str((int64_t)fmin(par, 9e18), s2, sizeof s2));
+        if (cmd_check_memory("anima fit", is_main ? stderr : NULL, (int64_t)fmin(data + step + par, 9e18), what,
+                             "data.n, data.batch or model.hidden"))
+            return 2;
     }
     static const char *const run_files[] = {"ckpt.h5", "metrics.jsonl", NULL};
     if (is_main) rc = cmd_check_run_dir("anima fit", stderr, out, run_files, true, resume, force);

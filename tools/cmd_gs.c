@@ -19,6 +19,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "base/mem.h"
 #include "base/alloc.h"
 #include "base/clock.h"
 #include "datasets/config.h"
@@ -229,8 +230,29 @@ static int gs_fit_main(int argc, char **argv) {
     if (cmd_args_config(&spec, stderr, config_path, &sets, GS_SCHEMA, &cfg)) return 2;
     if (!config_path)
         fprintf(stderr, "anima gs fit: no --config, using the small preset (the built-in defaults, as configs/gs-fit.json)\n");
+    {
+        /* the memory the fit needs, before the mesh is made: the targets (f64 RGB of every view,
+         * with their masks), one supersampled render of the mesh rasterizer (RGB, depth, hit), the
+         * Gaussians (59 parameters with their gradients and Adam's moments, the projected splats),
+         * the tile entries of a render (keys, values, per-entry gradients; ~4 tiles per Gaussian)
+         * and a procedural mesh's grid. The peak RSS grows 1.7 KB per Gaussian at the default
+         * 128 px (4000 → 200,000); this counts 2.1. */
+        double views = (double)(cfg.scene.views + cfg.scene.test_views), px = (double)cfg.scene.size * (double)cfg.scene.size;
+        double ss = (double)(cfg.scene.supersample * cfg.scene.supersample), n = (double)cfg.model.n;
+        double g = (double)cfg.scene.grid;
+        double images = views * px * 4 * 8 + px * ss * 5 * 4, gauss = n * 8 * (59 * 3 + 24) + n * 4 * 120;
+        double need = images + gauss + g * g * g * 16;
+        char what[256], s0[32], s1[32];
+        snprintf(what, sizeof what, "the views' images: %s; %lld Gaussians with their optimizer state and tile entries: %s",
+                 base_mem_str((int64_t)fmin(images, 9e18), s0, sizeof s0), (long long)cfg.model.n,
+                 base_mem_str((int64_t)fmin(gauss, 9e18), s1, sizeof s1));
+        if (cmd_check_memory("anima gs fit", stderr, (int64_t)fmin(need, 9e18), what,
+                             "model.n, scene.size or scene.views"))
+            return 2;
+    }
     static const char *const run_files[] = {"gaussians.ply", "metrics.jsonl", "config.json", NULL};
-    if (cmd_check_run_dir("anima gs fit", stderr, out, run_files, false, false, force)) return 2;
+    int drc = cmd_check_run_dir("anima gs fit", stderr, out, run_files, false, false, force);
+    if (drc) return drc;
     int rc;
     char renders[4096], log_path[4096], ply_path[4096], cfg_path[4096];
     if (strlen(out) > 4000) {

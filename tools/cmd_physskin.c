@@ -95,7 +95,8 @@ static int cmd_train(int argc, char **argv) {
     else if (!config_path)
         fprintf(stderr, "anima physskin train: no --config, using the small preset (configs/physskin-small.json)\n");
     static const char *const run_files[] = {"ckpt.h5", "metrics.jsonl", NULL};
-    if (cmd_check_run_dir("anima physskin train", stderr, out, run_files, true, resume, force)) return 2;
+    int drc = cmd_check_run_dir("anima physskin train", stderr, out, run_files, true, resume, force);
+    if (drc) return drc;
     if (cmd_make_dirs(out) != 0) {
         fprintf(stderr, "anima physskin train: cannot create the output directory %s (%s)\n", out, strerror(errno));
         return 1; /* a runtime failure (the OS refused), as for the other commands */
