@@ -2,10 +2,61 @@
  * says why and how). */
 #include "base/par.h"
 
+#include <fcntl.h>
 #include <omp.h>
 #include <sched.h>
+#include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <sys/sysinfo.h>
+#include <time.h>
+#include <unistd.h>
+
+/* -1: not decided yet, 0: off (the user's spin policy, or ANIMA_OMP_DEFAULTS=0), 1: on */
+static _Atomic int load_aware = -1;
+static _Atomic int64_t sample_due_ns; /* CLOCK_MONOTONIC ns of the next /proc/loadavg read */
+static _Atomic int free_cached = 1 << 20;
+static int host_cpus;
+
+static int64_t now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+int base_par_free_cpus(void) {
+    int aware = atomic_load_explicit(&load_aware, memory_order_relaxed);
+    if (aware < 0) {
+        const char *w = getenv("OMP_WAIT_POLICY"), *d = getenv("ANIMA_OMP_DEFAULTS");
+        /* spinning helpers of our own are runnable between regions: they would count as load */
+        aware = !((w && !strcasecmp(w, "active")) || getenv("GOMP_SPINCOUNT") || (d && !strcmp(d, "0")));
+        host_cpus = get_nprocs();
+        atomic_store(&load_aware, aware);
+    }
+    if (!aware) return 1 << 20;
+    int64_t t = now_ns();
+    if (t < atomic_load_explicit(&sample_due_ns, memory_order_relaxed))
+        return atomic_load_explicit(&free_cached, memory_order_relaxed);
+    atomic_store_explicit(&sample_due_ns, t + 10000000, memory_order_relaxed); /* every 10 ms at most */
+    /* the 4th field, "running/total": tasks runnable at this instant, host-wide, this thread
+     * among them (the team's helpers sleep between regions) */
+    int running = -1, fd = open("/proc/loadavg", O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+        char buf[128];
+        ssize_t n = read(fd, buf, sizeof buf - 1);
+        close(fd);
+        if (n > 0) {
+            buf[n] = 0;
+            if (sscanf(buf, "%*f %*f %*f %d/", &running) != 1) running = -1;
+        }
+    }
+    int free = running < 1 ? 1 << 20 : host_cpus - (running - 1);
+    if (free < 1) free = 1;
+    atomic_store_explicit(&free_cached, free, memory_order_relaxed);
+    return free;
+}
 
 int base_par_threads(int64_t n, int64_t cost) {
     if (n <= 1 || omp_in_parallel()) return 1;
@@ -16,6 +67,10 @@ int base_par_threads(int64_t n, int64_t cost) {
     int max = omp_get_max_threads();
     if (t > max) t = max;
     if (t > n) t = n;
+    if (t > 1) { /* only a region that would use threads pays for the look at the load */
+        int free = base_par_free_cpus();
+        if (t > free) t = free;
+    }
     return (int)t;
 }
 

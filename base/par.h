@@ -9,7 +9,8 @@
  *     not run at all until the other process's time slice ends (milliseconds). So every loop
  *     asks base_par_threads for its team size, from its work: one thread below BASE_PAR_GRAIN
  *     units of work (PyTorch's grain, 32768 elements of an elementwise op), then one more
- *     thread per grain, up to omp_get_max_threads(). Use it as
+ *     thread per grain, up to omp_get_max_threads() and to the CPUs other processes leave free
+ *     (base_par_free_cpus). Use it as
  *         int nt = base_par_threads(n, cost);
  *         #pragma omp parallel for num_threads(nt) if (nt > 1)
  *     where cost is the work of one iteration in elementwise-op units (1 for a float add; a
@@ -44,6 +45,15 @@
  * thread must have a whole grain to be worth waking), else work / grain capped by
  * omp_get_max_threads() and by n. 1 inside a parallel region (no nested teams). */
 int base_par_threads(int64_t n, int64_t cost);
+
+/* CPUs of the host not taken by other runnable tasks right now (at least 1): /proc/loadavg's
+ * count of runnable tasks less this thread, against get_nprocs(), read at most every 10 ms (a
+ * region on a thread whose core another process holds waits for that process's time slice: with
+ * one busy process on a 2-core machine, a 2-thread softmax took 2.2x its 1-thread time). Large
+ * (no cap) when the user chose spinning helpers (OMP_WAIT_POLICY=active, GOMP_SPINCOUNT: they
+ * are runnable between regions and would count) or ANIMA_OMP_DEFAULTS=0. base_par_threads caps
+ * its count by it. */
+int base_par_free_cpus(void);
 
 /* Whether this process runs with the bounded waiting described above (false: the user set
  * OMP_WAIT_POLICY/GOMP_SPINCOUNT/ANIMA_OMP_DEFAULTS=0, or a shared libanima, or one CPU). */

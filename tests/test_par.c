@@ -4,6 +4,9 @@
  * runs 2-20x slower than OMP_NUM_THREADS=1 (issue 17, item 4). */
 #include <omp.h>
 #include <sched.h>
+#include <signal.h>
+#include <sys/sysinfo.h>
+#include <sys/wait.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -13,7 +16,10 @@
 #include "test.h"
 
 TEST(par_threads_by_work) {
-    int max = omp_get_max_threads();
+    /* the cap by other processes' load (par_threads_follow_load) is the same for all below: a
+     * busy machine (the suite's) only lowers max */
+    int max = omp_get_max_threads(), free = base_par_free_cpus();
+    if (free < max) max = free;
     CHECK(base_par_threads(0, 1) == 1);
     CHECK(base_par_threads(1, 1000000000) == 1);
     CHECK(base_par_threads(BASE_PAR_GRAIN, 1) == 1);         /* one grain: one thread */
@@ -32,6 +38,26 @@ TEST(par_threads_by_work) {
         inner = base_par_threads(1000 * (int64_t)BASE_PAR_GRAIN, 1);
     }
     CHECK(inner == 1); /* no nested teams */
+}
+
+/* Another busy process takes a CPU: regions get no more threads than the CPUs it leaves (one
+ * thread of a team on the busy CPU holds the whole team up for that process's time slices: a
+ * 4096x1024 softmax took 2.2x its one-thread time with 2 threads and one busy core). */
+TEST(par_threads_follow_load) {
+    int host = get_nprocs();
+    if (host < 2 || omp_get_max_threads() < 2) {
+        printf("    skipped: one CPU\n");
+        return;
+    }
+    pid_t busy[64];
+    int nb = host - 1 < 64 ? host - 1 : 64; /* all CPUs but one kept busy */
+    for (int i = 0; i < nb; i++)
+        if ((busy[i] = fork()) == 0)
+            for (;;) __asm__ volatile("" ::: "memory");
+    usleep(30000); /* past the 10 ms between samples */
+    int free = base_par_free_cpus(), t = base_par_threads(1000 * (int64_t)BASE_PAR_GRAIN, 1);
+    for (int i = 0; i < nb; i++) kill(busy[i], SIGKILL), waitpid(busy[i], NULL, 0);
+    CHECK_MSG(free == 1 && t == 1, "%d other busy processes on %d CPUs: %d free, %d threads", nb, host, free, t);
 }
 
 static double cpu_now(void) {

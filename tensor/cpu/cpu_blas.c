@@ -4,6 +4,7 @@
  * thread (OpenBLAS's OpenMP build keeps calls inside a parallel region single-threaded).
  * bf16 operands are widened to f32 and multiplied by sgemm (see matmul_bf16). */
 #include <cblas.h>
+#include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -29,10 +30,19 @@ static MatLayout mat_layout(int64_t rows, int64_t cols, int64_t sr, int64_t sc) 
 static void gemm(TensorDType dt, MatLayout la, MatLayout lb, int64_t n, int64_t m, int64_t k, const void *a,
                  const void *b, void *c, int64_t ldc) {
     CBLAS_TRANSPOSE ta = la.trans ? CblasTrans : CblasNoTrans, tb = lb.trans ? CblasTrans : CblasNoTrans;
+    /* OpenBLAS (its OpenMP build) threads a large product over omp_get_max_threads(): on a
+     * machine where other processes hold cores that is as many threads as the free CPUs
+     * (base/par.h), for this call; it single-threads small ones itself */
+    int max = 0, use = 0;
+    if (n * m * k >= ((int64_t)1 << 18) && !omp_in_parallel()) {
+        max = omp_get_max_threads(), use = base_par_free_cpus();
+        if (use < max) omp_set_num_threads(use);
+    }
     if (dt == TENSOR_F32)
         cblas_sgemm(CblasRowMajor, ta, tb, (int)n, (int)m, (int)k, 1.0f, a, (int)la.ld, b, (int)lb.ld, 0.0f, c, (int)ldc);
     else
         cblas_dgemm(CblasRowMajor, ta, tb, (int)n, (int)m, (int)k, 1.0, a, (int)la.ld, b, (int)lb.ld, 0.0, c, (int)ldc);
+    if (use && use < max) omp_set_num_threads(max);
 }
 
 /* ---- bf16 operands ---------------------------------------------------------------------------
