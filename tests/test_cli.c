@@ -9,6 +9,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "datasets/config.h"
+#include "models/physskin/config.h"
+#include "sim/scene.h"
 #include "test.h"
 
 static int run(const char *args, char *out, size_t n) {
@@ -390,4 +393,61 @@ TEST(cli_force_empties_log_and_fit_resume_uses_stored_config) {
     CHECK_MSG(rc == 0 && strstr(out, "6 steps"), "'%s': exit %d:\n%s", args, rc, out);
     snprintf(args, sizeof args, "rm -rf %s", dir);
     CHECK(system(args) == 0);
+}
+
+/* Every command with a config answers --help with its config keys and their help strings too,
+ * and `anima sim --help` with the scene file's keys (issue 17 must-exist 5): each key of the
+ * schemas the library exports (physskin's, the scene's) is listed by its path, and no key of any
+ * command lacks its help string (the listing says UNDOCUMENTED where one does). */
+static void walk_keys(const DsConfigField *f, const char *prefix, const char *help, const char *cmd) {
+    for (; f->key; f++) {
+        char path[256];
+        snprintf(path, sizeof path, "%s%s%s", prefix, f->key, f->type == DS_CFG_ARRAY ? "[]" : "");
+        if (f->type == DS_CFG_OBJECT || f->type == DS_CFG_ARRAY) {
+            char sub[260];
+            snprintf(sub, sizeof sub, "%s.", path);
+            walk_keys(f->fields, sub, help, cmd);
+            if (f->type == DS_CFG_OBJECT) continue;
+        }
+        char line[300];
+        snprintf(line, sizeof line, "\n  %s ", path); /* at the start of its line, then its text */
+        char line2[300];
+        snprintf(line2, sizeof line2, "\n  %s\n", path); /* a long one: its text on the next line */
+        CHECK_MSG(strstr(help, line) || strstr(help, line2), "%s --help does not list '%s'", cmd, path);
+        CHECK_MSG(f->help && *f->help, "%s: key '%s' has no help string", cmd, path);
+    }
+}
+
+TEST(cli_help_lists_config_keys) {
+    need_anima();
+    static char out[65536];
+    const struct {
+        const char *cmd, *title, *keys[6];
+    } cases[] = {
+        {"physskin train", "config keys (in the JSON config, or --set KEY=VALUE):",
+         {"train.batch", "data.n_cubature", "model.width", "loss.combine", "optim.lr"}},
+        {"fit", "config keys (in the JSON config, or --set KEY=VALUE):", {"data.batch", "model.hidden", "train.steps"}},
+        {"gs fit", "config keys (in the JSON config, or --set KEY=VALUE):", {"model.n", "scene.size", "optim.lambda"}},
+        {"sim", "scene keys (the JSON file --scene names; scenes/*.json):",
+         {"objects[].material.E", "objects[].skinning.category", "planes[].offset", "output.every", "dt", "gravity"}},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char args[128];
+        snprintf(args, sizeof args, "%s --help", cases[i].cmd);
+        int rc = run(args, out, sizeof out);
+        CHECK_MSG(rc == 0, "'%s': exit %d", args, rc);
+        CHECK_OUT(out, "options:", cases[i].title);
+        for (int k = 0; k < 6 && cases[i].keys[k]; k++) {
+            char want[128], want2[128];
+            snprintf(want, sizeof want, "\n  %s ", cases[i].keys[k]);
+            snprintf(want2, sizeof want2, "\n  %s\n", cases[i].keys[k]);
+            CHECK_MSG(strstr(out, want) || strstr(out, want2), "'%s' does not list %s:\n%s", args, cases[i].keys[k], out);
+        }
+        CHECK_MSG(!strstr(out, "UNDOCUMENTED"), "'%s': a key without its help string:\n%s", args, out);
+        if (i == 0) walk_keys(PS_CONFIG_SCHEMA, "", out, "anima physskin train");
+        if (i == 3) walk_keys(sim_scene_schema(), "", out, "anima sim");
+    }
+    /* a key's line says its type, default and range */
+    CHECK(run("physskin train --help", out, sizeof out) == 0);
+    CHECK_OUT(out, "shapes per step (all ranks together) (integer, default 8, 1 to 1e+06)");
 }

@@ -78,16 +78,16 @@ static const DsConfigField MODEL_FIELDS[] = {
     {"depth", DS_CFG_INT, offsetof(FitConfig, model.depth) - offsetof(FitConfig, model), "2", 1, 16,
      .help = "hidden layers"},
     {"activation", DS_CFG_STRING, offsetof(FitConfig, model.activation) - offsetof(FitConfig, model), "tanh",
-     NO_RANGE, .size = 16, .choices = ACTIVATIONS},
+     NO_RANGE, .size = 16, .choices = ACTIVATIONS, .help = "hidden layers' activation"},
     {"dtype", DS_CFG_STRING, offsetof(FitConfig, model.dtype) - offsetof(FitConfig, model), "f32", NO_RANGE,
-     .size = 8, .choices = DTYPES},
+     .size = 8, .choices = DTYPES, .help = "parameters' float type"},
     {"matmul", DS_CFG_STRING, offsetof(FitConfig, model.matmul) - offsetof(FitConfig, model), "f32", NO_RANGE,
      .size = 8, .choices = MATMULS,
      .help = "bf16: the layers' products in bf16 with f32 accumulation (nn_set_matmul_dtype; dtype f32)"},
     {0}};
 static const DsConfigField DATA_FIELDS[] = {
     {"n", DS_CFG_INT, offsetof(FitConfig, data.n) - offsetof(FitConfig, data), "1024", 1, 1e7, .help = "samples"},
-    {"batch", DS_CFG_INT, offsetof(FitConfig, data.batch) - offsetof(FitConfig, data), "64", 1, 1e6},
+    {"batch", DS_CFG_INT, offsetof(FitConfig, data.batch) - offsetof(FitConfig, data), "64", 1, 1e6, .help = "minibatch size (all ranks together)"},
     {"noise", DS_CFG_FLOAT, offsetof(FitConfig, data.noise) - offsetof(FitConfig, data), "0.01", 0, 10,
      .help = "std of the label noise"},
     {"jitter", DS_CFG_FLOAT, offsetof(FitConfig, data.jitter) - offsetof(FitConfig, data), "0.01", 0, 10,
@@ -97,22 +97,22 @@ static const DsConfigField OPTIM_FIELDS[] = {
     {"lr", DS_CFG_FLOAT, offsetof(FitConfig, optim.lr) - offsetof(FitConfig, optim), "3e-3", 0, 10, .help = "peak"},
     {"min_lr", DS_CFG_FLOAT, offsetof(FitConfig, optim.min_lr) - offsetof(FitConfig, optim), "1e-5", 0, 10,
      .help = "the cosine's floor"},
-    {"warmup", DS_CFG_INT, offsetof(FitConfig, optim.warmup) - offsetof(FitConfig, optim), "20", 0, 1e9},
-    {"weight_decay", DS_CFG_FLOAT, offsetof(FitConfig, optim.weight_decay) - offsetof(FitConfig, optim), "1e-4", 0, 1},
-    {"beta1", DS_CFG_FLOAT, offsetof(FitConfig, optim.beta1) - offsetof(FitConfig, optim), "0.9", 0, 0.999999},
-    {"beta2", DS_CFG_FLOAT, offsetof(FitConfig, optim.beta2) - offsetof(FitConfig, optim), "0.999", 0, 0.999999},
-    {"eps", DS_CFG_FLOAT, offsetof(FitConfig, optim.eps) - offsetof(FitConfig, optim), "1e-8", 0, 1},
+    {"warmup", DS_CFG_INT, offsetof(FitConfig, optim.warmup) - offsetof(FitConfig, optim), "20", 0, 1e9, .help = "linear warm-up steps"},
+    {"weight_decay", DS_CFG_FLOAT, offsetof(FitConfig, optim.weight_decay) - offsetof(FitConfig, optim), "1e-4", 0, 1, .help = "AdamW's decoupled weight decay"},
+    {"beta1", DS_CFG_FLOAT, offsetof(FitConfig, optim.beta1) - offsetof(FitConfig, optim), "0.9", 0, 0.999999, .help = "Adam's first-moment decay"},
+    {"beta2", DS_CFG_FLOAT, offsetof(FitConfig, optim.beta2) - offsetof(FitConfig, optim), "0.999", 0, 0.999999, .help = "Adam's second-moment decay"},
+    {"eps", DS_CFG_FLOAT, offsetof(FitConfig, optim.eps) - offsetof(FitConfig, optim), "1e-8", 0, 1, .help = "Adam's denominator epsilon"},
     {"clip", DS_CFG_FLOAT, offsetof(FitConfig, optim.clip) - offsetof(FitConfig, optim), "1.0", 0, 1e9,
      .help = "max global gradient norm (0: no clipping)"},
     {0}};
 static const DsConfigField TRAIN_FIELDS[] = {
-    {"steps", DS_CFG_INT, offsetof(FitConfig, train.steps) - offsetof(FitConfig, train), "400", 1, 1e9},
-    {"log_every", DS_CFG_INT, offsetof(FitConfig, train.log_every) - offsetof(FitConfig, train), "20", 1, 1e9},
+    {"steps", DS_CFG_INT, offsetof(FitConfig, train.steps) - offsetof(FitConfig, train), "400", 1, 1e9, .help = "optimizer steps of the whole run"},
+    {"log_every", DS_CFG_INT, offsetof(FitConfig, train.log_every) - offsetof(FitConfig, train), "20", 1, 1e9, .help = "steps between metrics.jsonl lines"},
     {"ckpt_every", DS_CFG_INT, offsetof(FitConfig, train.ckpt_every) - offsetof(FitConfig, train), "100", 0, 1e9,
      .help = "0: only at the end"},
     {0}};
 static const DsConfigField FIT_SCHEMA[] = {
-    {"seed", DS_CFG_INT, offsetof(FitConfig, seed), "0", 0, 9e15},
+    {"seed", DS_CFG_INT, offsetof(FitConfig, seed), "0", 0, 9e15, .help = "seed of the data, the init and the minibatches"},
     {"model", DS_CFG_OBJECT, offsetof(FitConfig, model), .fields = MODEL_FIELDS},
     {"data", DS_CFG_OBJECT, offsetof(FitConfig, data), .fields = DATA_FIELDS},
     {"optim", DS_CFG_OBJECT, offsetof(FitConfig, optim), .fields = OPTIM_FIELDS},
@@ -211,7 +211,8 @@ int cmd_fit_comm(int argc, char **argv, OptimComm *comm) {
     const CmdArgSpec spec = {"anima fit", "[--config FILE] [--out DIR] [--resume|--force] [--set key.path=value ...] [options]",
                              "fits an MLP from a JSON config (checkpoints, metrics log, --resume)", args,
                              "SIGINT/SIGTERM finish the current step, checkpoint and exit 130/143.\n"
-                             "Data parallel: mpirun -np N anima fit ... (data.batch is the global batch; rank 0 writes).\n"};
+                             "Data parallel: mpirun -np N anima fit ... (data.batch is the global batch; rank 0 writes).\n",
+                             .keys = FIT_SCHEMA};
     /* every rank has the same arguments: rank 0 says what is wrong */
     int prc = cmd_args_parse(&spec, argc, argv, 1, is_main ? stderr : NULL, NULL, NULL);
     if (prc) return prc == CMD_ARGS_HELP ? 0 : 2;

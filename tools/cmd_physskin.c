@@ -65,7 +65,8 @@ static int cmd_train(int argc, char **argv) {
     const CmdArgSpec spec = {"anima physskin train", "[--config FILE] --data SRC [--out DIR] [--resume|--force] [--set k=v ...] [options]",
                              "trains a PhysSkin++ skinning field (models/physskin/train.h)", args,
                              "Run under mpirun -np N for data parallelism (shapes sharded over ranks).\n"
-                             "SIGINT/SIGTERM finish the current step, checkpoint and exit 130/143.\n"};
+                             "SIGINT/SIGTERM finish the current step, checkpoint and exit 130/143.\n",
+                             .keys = PS_CONFIG_SCHEMA};
     int prc = cmd_args_parse(&spec, argc, argv, 1, stderr, NULL, NULL);
     if (prc) return prc == CMD_ARGS_HELP ? 0 : 2;
     int progress = no_progress ? 0 : -1;
