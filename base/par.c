@@ -58,13 +58,30 @@ int base_par_free_cpus(void) {
     return free;
 }
 
+/* the team size of the program while base_par_blas_serial holds the ICV at 1 (0: none) */
+static _Thread_local int max_override;
+
+int base_par_blas_serial_begin(void) {
+    int prev = max_override;
+    if (omp_in_parallel()) return prev;
+    if (!prev) max_override = omp_get_max_threads();
+    omp_set_num_threads(1);
+    return prev;
+}
+
+void base_par_blas_serial_end(int prev) {
+    if (omp_in_parallel()) return;
+    if (!prev && max_override) omp_set_num_threads(max_override);
+    max_override = prev;
+}
+
 int base_par_threads(int64_t n, int64_t cost) {
     if (n <= 1 || omp_in_parallel()) return 1;
     if (cost < 1) cost = 1;
     int64_t work = n > INT64_MAX / cost ? INT64_MAX : n * cost;
     int64_t t = work / BASE_PAR_GRAIN;
     if (t <= 1) return 1;
-    int max = omp_get_max_threads();
+    int max = max_override ? max_override : omp_get_max_threads();
     if (t > max) t = max;
     if (t > n) t = n;
     if (t > 1) { /* only a region that would use threads pays for the look at the load */

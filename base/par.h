@@ -55,6 +55,15 @@ int base_par_threads(int64_t n, int64_t cost);
  * its count by it. */
 int base_par_free_cpus(void);
 
+/* Between begin and end, BLAS calls run single-threaded while base_par_threads sizes teams as
+ * before: OpenBLAS's OpenMP build threads every call above its small threshold (64³ for a GEMM)
+ * over omp_get_max_threads(), and each such call wakes the team — with bounded waiting ~20-50 µs,
+ * more than a simulator's many mid-sized products take (drop.json: 25 ms a step with 2 threads
+ * vs 4.3 with one). begin sets the ICV to 1 and returns what end needs; nestable; a no-op inside
+ * a parallel region. The library's own GEMMs (tensor/cpu) choose their threads per call. */
+int base_par_blas_serial_begin(void);
+void base_par_blas_serial_end(int prev);
+
 /* Whether this process runs with the bounded waiting described above (false: the user set
  * OMP_WAIT_POLICY/GOMP_SPINCOUNT/ANIMA_OMP_DEFAULTS=0, or a shared libanima, or one CPU). */
 bool base_par_bounded_wait(void);

@@ -60,6 +60,26 @@ TEST(par_threads_follow_load) {
     CHECK_MSG(free == 1 && t == 1, "%d other busy processes on %d CPUs: %d free, %d threads", nb, host, free, t);
 }
 
+/* BLAS calls single-threaded inside a simulator step (each threaded OpenBLAS call wakes the team),
+ * the library's own loops keeping their team size; nestable, restored after */
+TEST(par_blas_serial_scope) {
+    omp_set_num_threads(2);
+    int outer = base_par_threads(1000 * (int64_t)BASE_PAR_GRAIN, 1);
+    int prev = base_par_blas_serial_begin();
+    CHECK(omp_get_max_threads() == 1); /* what OpenBLAS sizes its calls by */
+    int inner = base_par_threads(1000 * (int64_t)BASE_PAR_GRAIN, 1);
+    int prev2 = base_par_blas_serial_begin();
+    CHECK(omp_get_max_threads() == 1);
+    base_par_blas_serial_end(prev2);
+    CHECK(omp_get_max_threads() == 1); /* the outer scope still holds */
+    base_par_blas_serial_end(prev);
+    CHECK(omp_get_max_threads() == 2);
+    /* the load may differ between the two reads by a thread at most... both capped alike */
+    CHECK_MSG(inner == outer || (inner >= 1 && outer >= 1 && abs(inner - outer) <= 1), "outer %d, inner %d", outer,
+              inner);
+    CHECK(inner <= 2);
+}
+
 static double cpu_now(void) {
     struct timespec ts;
     clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);

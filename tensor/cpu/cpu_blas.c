@@ -30,19 +30,21 @@ static MatLayout mat_layout(int64_t rows, int64_t cols, int64_t sr, int64_t sc) 
 static void gemm(TensorDType dt, MatLayout la, MatLayout lb, int64_t n, int64_t m, int64_t k, const void *a,
                  const void *b, void *c, int64_t ldc) {
     CBLAS_TRANSPOSE ta = la.trans ? CblasTrans : CblasNoTrans, tb = lb.trans ? CblasTrans : CblasNoTrans;
-    /* OpenBLAS (its OpenMP build) threads a large product over omp_get_max_threads(): on a
-     * machine where other processes hold cores that is as many threads as the free CPUs
-     * (base/par.h), for this call; it single-threads small ones itself */
+    /* OpenBLAS (its OpenMP build) threads every product above 64³ over omp_get_max_threads(),
+     * and each threaded call wakes the team (~20-50 µs with bounded waiting, base/par.h): here a
+     * call gets one thread per 4M multiply-adds (~0.3 ms of one core), at most the team size
+     * base_par_threads would give, for this call only */
     int max = 0, use = 0;
     if (n * m * k >= ((int64_t)1 << 18) && !omp_in_parallel()) {
-        max = omp_get_max_threads(), use = base_par_free_cpus();
-        if (use < max) omp_set_num_threads(use);
+        max = omp_get_max_threads();
+        use = base_par_threads((n * m * k) >> 22, BASE_PAR_GRAIN);
+        if (use != max) omp_set_num_threads(use);
     }
     if (dt == TENSOR_F32)
         cblas_sgemm(CblasRowMajor, ta, tb, (int)n, (int)m, (int)k, 1.0f, a, (int)la.ld, b, (int)lb.ld, 0.0f, c, (int)ldc);
     else
         cblas_dgemm(CblasRowMajor, ta, tb, (int)n, (int)m, (int)k, 1.0, a, (int)la.ld, b, (int)lb.ld, 0.0, c, (int)ldc);
-    if (use && use < max) omp_set_num_threads(max);
+    if (use && use != max) omp_set_num_threads(max);
 }
 
 /* ---- bf16 operands ---------------------------------------------------------------------------
