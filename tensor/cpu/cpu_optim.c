@@ -13,17 +13,16 @@
 #include <string.h>
 
 #include "../internal.h"
+#include "base/par.h"
 #include "cpu.h"
-
-/* below this many elements the OpenMP fork/join costs more than the loop */
-#define CPU_OPTIM_PAR_MIN 32768
 
 /* torch.optim.SGD (dampening 0):  d = g + λθ;  b = μb + d;  d = nesterov ? d + μb : b;
  * θ -= lr·d. */
 #define DEFINE_SGD(T)                                                                            \
     static void sgd_##T(int64_t n, T *restrict w, const T *restrict g, T *restrict buf, double lr, \
                         double mu, bool nesterov, double wd) {                                   \
-        _Pragma("omp parallel for schedule(static) if (n > CPU_OPTIM_PAR_MIN)")                  \
+        int par_nt = base_par_threads(n, 4);                                                     \
+        _Pragma("omp parallel for schedule(static) num_threads(par_nt) if (par_nt > 1)")         \
         for (int64_t j = 0; j < n; j++) {                                                        \
             double d = (double)g[j];                                                             \
             if (wd != 0) d = d + wd * (double)w[j];                                              \
@@ -47,7 +46,8 @@
     static void adam_##T(int64_t n, T *restrict w, const T *restrict g, T *restrict m,            \
                          T *restrict v, double b1, double b2, double eps, double l2, double decay, \
                          double step_size, double bc2_sqrt) {                                    \
-        _Pragma("omp parallel for schedule(static) if (n > CPU_OPTIM_PAR_MIN)")                  \
+        int par_nt = base_par_threads(n, 4);                                                     \
+        _Pragma("omp parallel for schedule(static) num_threads(par_nt) if (par_nt > 1)")         \
         for (int64_t j = 0; j < n; j++) {                                                        \
             double p = (double)w[j], gj = (double)g[j];                                          \
             if (l2 != 0) gj = gj + l2 * p;                                                       \
@@ -89,7 +89,8 @@ void cpu_gram(TensorDType dt, int64_t n, int k, const void *const *x, double *do
     int np = k * (k + 1) / 2;
     bool f64 = dt == TENSOR_F64;
     memset(dot, 0, sizeof dot);
-#pragma omp parallel for schedule(static) reduction(+ : dot[:np]) if (n > CPU_OPTIM_PAR_MIN)
+    int par_nt = base_par_threads(n, 2 * k);
+#pragma omp parallel for schedule(static) reduction(+ : dot[:np]) num_threads(par_nt) if (par_nt > 1)
     for (int64_t j = 0; j < n; j++) {
         double v[TENSOR_GRAM_MAX_K];
         for (int i = 0; i < k; i++) v[i] = load(x[i], f64, j);
@@ -102,7 +103,8 @@ void cpu_gram(TensorDType dt, int64_t n, int k, const void *const *x, double *do
 /* every x_i[j] is read before out[j] is written: out may alias one of them */
 void cpu_lincomb(TensorDType dt, int64_t n, int k, const double *coef, const void *const *x, void *out) {
     bool f64 = dt == TENSOR_F64;
-#pragma omp parallel for schedule(static) if (n > CPU_OPTIM_PAR_MIN)
+    int par_nt = base_par_threads(n, 2 * k);
+#pragma omp parallel for schedule(static) num_threads(par_nt) if (par_nt > 1)
     for (int64_t j = 0; j < n; j++) {
         double acc = 0;
         for (int i = 0; i < k; i++) acc += coef[i] * load(x[i], f64, j);
