@@ -526,7 +526,11 @@ size_t host_stack_size = 0;
 #endif
 #ifdef CUEMU_TSAN
 void *tsan_host = nullptr;
-char tsan_launch, tsan_end, tsan_block_bar, tsan_warp[32];
+/* barriers and collectives: release on arrival, acquire on leaving. Two objects per barrier
+ * (and per warp), alternating by instance: a thread still to leave instance k must not acquire
+ * what threads that already left it released on their way into instance k + 1 */
+char tsan_launch, tsan_end, tsan_poison, tsan_bar[2], tsan_warp[32][2];
+unsigned bar_gen, warp_gen[32];
 #endif
 
 /* shared memory: the static arena (SharedSlot) and the dynamic region, which ends at a guard
@@ -841,7 +845,8 @@ int cuemu::syncthreads(int pred, int count, const char *file, int line) {
                        who(f), file, line, l, coll_name(g->kind), g->file, g->line);
     }
 #ifdef CUEMU_TSAN
-    __tsan_release(&tsan_block_bar);
+    unsigned gen = bar_gen;
+    __tsan_release(&tsan_bar[gen & 1]);
 #endif
     f->pred = pred;
     bar_count_sum += pred;
@@ -856,6 +861,9 @@ int cuemu::syncthreads(int pred, int count, const char *file, int line) {
         nbarrier = 0;
         bar_count_sum = 0;
         f->result = total;
+#ifdef CUEMU_TSAN
+        bar_gen++;
+#endif
     } else {
         f->state = AT_BARRIER;
         f->file = file, f->line = line;
@@ -863,7 +871,7 @@ int cuemu::syncthreads(int pred, int count, const char *file, int line) {
         yield_to_scheduler(false);
     }
 #ifdef CUEMU_TSAN
-    __tsan_acquire(&tsan_block_bar);
+    __tsan_acquire(&tsan_bar[gen & 1]);
 #endif
     return count ? f->result : 0;
 }
@@ -908,7 +916,8 @@ uint64_t cuemu::warp_collective(Collective kind, unsigned mask, uint64_t v, int 
                        who(f), name, file, line, mask, l, coll_name(g->kind), g->file, g->line, g->mask);
     }
 #ifdef CUEMU_TSAN
-    __tsan_release(&tsan_warp[f->warp & 31]);
+    unsigned gen = warp_gen[f->warp & 31];
+    __tsan_release(&tsan_warp[f->warp & 31][gen & 1]);
 #endif
     f->kind = kind, f->mask = mask, f->val = v, f->arg = arg, f->width = width, f->file = file, f->line = line;
     f->state = AT_WARP;
@@ -917,6 +926,9 @@ uint64_t cuemu::warp_collective(Collective kind, unsigned mask, uint64_t v, int 
     bool complete = (w.waiting & mask) == mask;
     if (complete) {
         w.waiting &= ~mask;
+#ifdef CUEMU_TSAN
+        warp_gen[f->warp & 31]++;
+#endif
         Fiber *lanes = &fibers[f->warp * 32];
         uint64_t vote = 0;
         if (kind == ANY || kind == ALL || kind == BALLOT)
@@ -948,7 +960,7 @@ uint64_t cuemu::warp_collective(Collective kind, unsigned mask, uint64_t v, int 
         yield_to_scheduler(false);
     }
 #ifdef CUEMU_TSAN
-    __tsan_acquire(&tsan_warp[f->warp & 31]);
+    __tsan_acquire(&tsan_warp[f->warp & 31][gen & 1]);
 #endif
     return f->res;
 #undef name
@@ -972,7 +984,13 @@ void *cuemu::SharedSlot::get(size_t size, size_t align) {
         static_used = o + size;
         if (static_used > static_max) static_max = static_used;
         poison_range(static_arena + o, size);
+#ifdef CUEMU_TSAN
+        __tsan_release(&tsan_poison); /* the poison (an intercepted memset) before every use */
+#endif
     }
+#ifdef CUEMU_TSAN
+    __tsan_acquire(&tsan_poison);
+#endif
     return static_arena + off;
 }
 
@@ -1023,7 +1041,6 @@ void cuemu::launch(const LaunchSite &s, void (*body)(void *), void *ctx) {
     in_kernel = true;
 #ifdef CUEMU_TSAN
     if (!tsan_host) tsan_host = __tsan_get_current_fiber();
-    __tsan_release(&tsan_launch);
 #endif
     unsigned long long nblocks = (unsigned long long)g.x * g.y * g.z;
     std::vector<int> perm(nthreads);
@@ -1048,6 +1065,9 @@ void cuemu::launch(const LaunchSite &s, void (*body)(void *), void *ctx) {
 #endif
         nexited = nbarrier = bar_count_sum = 0;
         memset(warps, 0, sizeof warps);
+#ifdef CUEMU_TSAN
+        __tsan_release(&tsan_launch); /* the host's writes, this block's poison: before its threads */
+#endif
         for (int i = 0; i < nthreads; i++) {
             Fiber &f = fibers[i];
             f.tid = uint3{(unsigned)(i % b.x), (unsigned)(i / b.x % b.y), (unsigned)(i / (b.x * b.y))};
