@@ -336,6 +336,30 @@ static int case_kernel_freed_pointer(void) {
     return 0;
 }
 
+/* pointers inside a struct passed by value (as TensorAttentionArgs, GsRasterInputs) */
+struct TwoArrays {
+    const float *a;
+    int n;
+    float *out;
+};
+__global__ void k_struct_arg(TwoArrays t) {
+    if ((int)threadIdx.x < t.n) t.out[threadIdx.x] = 2.0f * t.a[threadIdx.x];
+}
+static int case_struct_pointers(bool host_a) {
+    static float h[32];
+    float *d = dev_floats(32), *o = dev_floats(32);
+    for (int i = 0; i < 32; i++) h[i] = (float)i;
+    ck(cudaMemcpy(d, h, sizeof h, cudaMemcpyHostToDevice));
+    TwoArrays t = {host_a ? h : d, 32, o};
+    k_struct_arg<<<1, 32>>>(t);
+    std::vector<float> r = to_host(o, 32);
+    for (int i = 0; i < 32; i++)
+        if (r[i] != 2.0f * (float)i) return 3;
+    return 0;
+}
+static int case_struct_device_pointers_ok(void) { return case_struct_pointers(false); }
+static int case_struct_host_pointer(void) { return case_struct_pointers(true); }
+
 /* ---- races only ThreadSanitizer sees (make test-cuda-emu-tsan) ------------------------------- */
 
 __global__ void k_scatter_add(float *out, const int *idx, const float *src, int n, bool atomic) {
@@ -444,6 +468,8 @@ int main(int argc, char **argv) {
         {"memcpy_ok", case_memcpy_ok, OK, "", false},
         {"kernel_gets_host_pointer", case_kernel_host_pointer, FAIL, "argument 1", false},
         {"kernel_gets_freed_pointer", case_kernel_freed_pointer, FAIL, "freed or unallocated", false},
+        {"struct_arg_device_pointers_ok", case_struct_device_pointers_ok, OK, "", false},
+        {"struct_arg_host_pointer", case_struct_host_pointer, FAIL, "argument 1 (a struct) holds", false},
         {"dyn_shared_4_bytes_too_small_asan", case_dyn_shared_4_bytes_too_small, FAIL, "AddressSanitizer", false, true},
         {"device_overflow_into_red_zone_asan", case_device_overflow, FAIL, "AddressSanitizer", false, true},
         {"scatter_atomic_ok", case_scatter_atomic_ok, OK, "", true},

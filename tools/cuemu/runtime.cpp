@@ -1006,6 +1006,32 @@ void cuemu::check_kernel_pointer(const LaunchSite &s, int index, const void *p) 
                index + 1, p);
 }
 
+void cuemu::check_kernel_struct(const LaunchSite &s, int index, const void *p, size_t n) {
+    std::lock_guard<std::recursive_mutex> lock(mu);
+    for (size_t k = 0; k + 8 <= n; k += 8) {
+        uint64_t v;
+        memcpy(&v, (const char *)p + k, 8);
+        if (v < 65536 || v >= ((uint64_t)1 << 47)) continue; /* not a user-space address */
+        const char *a = (const char *)(uintptr_t)v;
+        if (in_heap(a)) {
+            if (find_alloc(a, 0) == live_allocs.end())
+                cuemu_fail("kernel launched at %s:%d: argument %d (a struct) holds %p at byte %zu, which points into "
+                           "freed or unallocated device memory",
+                           s.file, s.line, index + 1, (const void *)a, k);
+            continue;
+        }
+        /* mapped host memory (mincore fails with ENOMEM on unmapped pages): a host pointer. An
+         * integer or a pair of floats that happens to look like an address almost never lies in
+         * a mapped page. */
+        unsigned char vec;
+        void *page = (void *)((uintptr_t)a & ~(uintptr_t)(page_size - 1));
+        if (mincore(page, 1, &vec) == 0)
+            cuemu_fail("kernel launched at %s:%d: argument %d (a struct) holds %p at byte %zu, a host pointer, not "
+                       "device memory",
+                       s.file, s.line, index + 1, (const void *)a, k);
+    }
+}
+
 void cuemu::launch(const LaunchSite &s, void (*body)(void *), void *ctx) {
     std::lock_guard<std::recursive_mutex> lock(mu);
     heap_init();
