@@ -117,7 +117,7 @@ test: deps
 	@rm -rf $(BUILD)/install-test && $(MAKE) --no-print-directory install PREFIX=$(abspath $(BUILD)/install-test) \
 	  > $(BUILD)/install-test.log 2>&1 || { cat $(BUILD)/install-test.log; exit 1; }
 	@bash datasets/fetch-real.sh > $(BUILD)/fetch-real.log 2>&1 || echo "note: datasets/fetch-real.sh failed (see $(BUILD)/fetch-real.log); tests that need real meshes skip" 
-	@BUILD=$(BUILD) bash tests/run.sh
+	@BUILD=$(BUILD) CUDA_EMU=$(if $(wildcard tools/cuemu/include/cublas_v2.h),1,0) EMU_SANITIZE=$(EMU_SAN) bash tests/run.sh
 
 demo: deps
 	@$(MAKE) --no-print-directory all
