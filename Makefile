@@ -163,6 +163,12 @@ test-cuda-emu-tsan:
 clean:
 	rm -rf build build-san build-vg build-cuda build-emu build-emu-san build-emu-tsan anima
 
+# test-cuda-emu-tsan also runs a few of the parity suite's tests with the kernels under TSan
+test-cuda-emu-tsan: cuemu-tsan-anima-tests
+.PHONY: cuemu-tsan-anima-tests
+cuemu-tsan-anima-tests:
+	@$(MAKE) --no-print-directory CUEMU=1 CUEMU_TSAN=1 CUDA=1 BUILD=$(EMU_BUILD)-tsan $(EMU_BUILD)-tsan/anima-tests
+
 # ---- install: using anima from one's own program (examples/) -------------------------------
 # $(DESTDIR)$(PREFIX)/lib/libanima.{a,so}, lib/pkgconfig/anima.pc, bin/anima and the public
 # headers under include/anima/ in the repository's layout (they include each other as

@@ -1120,6 +1120,9 @@ void cuemu::launch(const LaunchSite &s, void (*body)(void *), void *ctx) {
                 cuemu_fail("deadlock in the kernel launched at %s:%d", s.file, s.line);
             }
         }
+#ifdef CUEMU_TSAN
+        __tsan_acquire(&tsan_end); /* the block's threads are done: before the next block's poison */
+#endif
         if (bi == 0 && static_max > SHARED_DEFAULT_MAX)
             cuemu_fail("kernel launched at %s:%d: %zu bytes of static shared memory exceed 48 KiB", s.file, s.line,
                        static_max);
