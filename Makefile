@@ -26,7 +26,7 @@ CFLAGS  += $(SAN_FLAGS)
 LDLIBS  += -fsanitize=address,undefined
 endif
 
-LIB_DIRS := base tensor tensor/cpu autograd nn optim datasets datasets/mesh datasets/geometry datasets/render datasets/corpus sim $(wildcard models/*)
+LIB_DIRS := base tensor tensor/cpu autograd nn optim datasets datasets/mesh datasets/geometry datasets/render datasets/corpus datasets/motion sim $(wildcard models/*)
 LIB_SRC  := $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c))
 ifeq ($(CUDA),1)
 CUDA_SRC := $(wildcard tensor/cuda/*.cu) $(wildcard models/*/*.cu)
@@ -111,6 +111,19 @@ bench-cuda:
 deps:
 	@bash tools/install-deps.sh
 
+# the multi-view motion benchmark (issue 18, datasets/motion/bench.h): each character a training
+# and a held-out motion, 24 views x 48 frames at 128x128, into $(MOTION_DATA)/<category>; the CMU
+# clips come from assimp-testmodels (datasets/fetch-real.sh installs it when missing)
+MOTION_DATA ?= data/motion
+MOTION_CATEGORIES ?= humanoid quadruped bird snake
+.PHONY: motion-data
+motion-data: deps
+	@$(MAKE) --no-print-directory all
+	@test -r /usr/share/assimp/models/BVH/01_01.bvh || bash datasets/fetch-real.sh
+	@t0=$$(date +%s); for c in $(MOTION_CATEGORIES); do \
+	  OMP_NUM_THREADS=$${OMP_NUM_THREADS:-2} ./anima dataset motion --category $$c --out $(MOTION_DATA)/$$c || exit 1; done; \
+	  echo "motion-data: $(words $(MOTION_CATEGORIES)) characters in $(MOTION_DATA) in $$(( $$(date +%s) - t0 )) s"
+
 # the installed tree at $(BUILD)/install-test is what tests/examples.sh builds examples/ against
 test: deps
 	@$(MAKE) --no-print-directory all $(BUILD)/anima-tests $(BUILD)/anima-mpi-tests $(BUILD)/libanima.so $(BUILD)/fullshim.so
@@ -154,11 +167,22 @@ CUEMU_SEED  ?= $(shell od -An -N4 -tu4 /dev/urandom | tr -d ' ')
 EMU_SAN     := $(if $(filter 1 address,$(SANITIZE)),1,0)
 EMU_DIR     := $(EMU_BUILD)$(if $(filter 1,$(EMU_SAN)),-san)
 test-cuda-emu:
-	@$(MAKE) --no-print-directory CUEMU=1 CUDA=1 BUILD=$(EMU_BUILD) SANITIZE=$(EMU_SAN) $(EMU_DIR)/anima-tests $(EMU_DIR)/cuemu-tests
+	@$(MAKE) --no-print-directory CUEMU=1 CUDA=1 BUILD=$(EMU_BUILD) SANITIZE=$(EMU_SAN) $(EMU_DIR)/anima-tests $(EMU_DIR)/cuemu-tests \
+	  $(EMU_DIR)/anima cuemu-lib-tests
 	@BUILD=$(EMU_DIR) bash tests/cuemu/run.sh $(CUEMU_SEED)
 test-cuda-emu-tsan:
 	@$(MAKE) --no-print-directory CUEMU=1 CUEMU_TSAN=1 CUDA=1 BUILD=$(EMU_BUILD)-tsan $(EMU_BUILD)-tsan/cuemu-tests
 	@BUILD=$(EMU_BUILD)-tsan bash tests/cuemu/run.sh --tsan
+# the emulated cuBLAS/cub/NCCL's own tests (tests/cuemu/lib/, one program each; run with the GPU-only
+# paths of ./anima, tests/cuemu/paths.sh, by tests/cuemu/lib/run.sh). nccl.cpp speaks MPI.
+$(BUILD)/cuemu/nccl.o: CUEMU_BASE += $(MPI_INC)
+$(BUILD)/tests/cuemu/lib/test_emu_nccl.o: CUEMU_CXXFLAGS += $(MPI_INC)
+.PRECIOUS: $(BUILD)/tests/cuemu/lib/%.o
+$(BUILD)/cuemu-lib/%: $(BUILD)/tests/cuemu/lib/%.o $(CUEMU_OBJ)
+	@mkdir -p $(dir $@)
+	$(CXX) $(CUEMU_CXXFLAGS) -o $@ $^ $(LDLIBS)
+.PHONY: cuemu-lib-tests
+cuemu-lib-tests: $(patsubst tests/cuemu/lib/%.cpp,$(BUILD)/cuemu-lib/%,$(wildcard tests/cuemu/lib/*.cpp))
 
 clean:
 	rm -rf build build-san build-vg build-cuda build-emu build-emu-san build-emu-tsan anima
@@ -192,7 +216,7 @@ shared: $(BUILD)/libanima.so
 # Headers are public unless listed here: the op front-ends' and backends' seams (tensor/
 # internal.h, backend.h, cpu/, cuda/), the sources' shared internals, the LAPACK declarations
 # and the Gaussian rasterizer's kernel-side math. base/ is the layer below tensor/.
-HDR_DIRS    := base tensor autograd nn optim datasets datasets/mesh datasets/geometry datasets/render datasets/corpus sim $(wildcard models/*)
+HDR_DIRS    := base tensor autograd nn optim datasets datasets/mesh datasets/geometry datasets/render datasets/corpus datasets/motion sim $(wildcard models/*)
 HDR_PRIVATE := %internal.h tensor/backend.h sim/lapack.h models/gaussians/gs_math.h models/gaussians/raster_core.h datasets/mesh/mesh_formats.h
 PUBLIC_HDR  := $(filter-out $(HDR_PRIVATE),$(foreach d,$(HDR_DIRS),$(wildcard $(d)/*.h)))
 
@@ -255,6 +279,9 @@ FUZZ_LDLIBS_fuzz_png := -lpng
 FUZZ_SRC_fuzz_skinning    := datasets/corpus/skinning_file.c base/h5file.c datasets/render/camera.c datasets/render/raster.c datasets/render/image.c
 FUZZ_CFLAGS_fuzz_skinning := -I/usr/include/hdf5/serial
 FUZZ_LDLIBS_fuzz_skinning := -L/usr/lib/x86_64-linux-gnu/hdf5/serial -lhdf5 -lpng
+# the D-NeRF / nerfstudio transforms reader (issue 18) and the PNG reader it calls
+FUZZ_SRC_fuzz_dnerf    := datasets/motion/dnerf.c datasets/render/image.c datasets/render/camera.c
+FUZZ_LDLIBS_fuzz_dnerf := -lcjson -lpng
 
 .SECONDEXPANSION:
 $(BUILD)/fuzz/%: tests/fuzz/%.c $(FUZZ_LIB) $$(FUZZ_SRC_$$*) datasets/mesh/mesh_internal.h datasets/mesh/mesh_formats.h datasets/mesh/mesh.h

@@ -105,6 +105,28 @@ void nn_params_pack(NnParams *p) {
     p->packed = true;
 }
 
+void nn_params_move(NnParams *p, TensorDevice dev) {
+    if (!p->packed) tensor_fail("nn_params_move", "parameters are not packed (call nn_params_pack first)");
+    if (tensor_device(p->flat) == dev) return;
+    TensorScope *prev = tensor_scope_switch(p->scope);
+    bool grad = tensor_grad_set_enabled(false);
+    Tensor *flat = tensor_to(p->flat, dev), *flat_grad = tensor_to(p->flat_grad, dev);
+    int64_t off = 0;
+    for (int i = 0; i < p->n; i++) {
+        Tensor *t = p->items[i].value;
+        Tensor *dst = tensor_view_at(flat, t->ndim, t->shape, off);
+        t->storage = dst->storage;
+        t->offset = dst->offset;
+        for (int d = 0; d < t->ndim; d++) t->stride[d] = dst->stride[d];
+        t->grad = tensor_view_at(flat_grad, t->ndim, t->shape, off);
+        off += tensor_numel(t);
+    }
+    p->flat = flat;
+    p->flat_grad = flat_grad;
+    tensor_grad_set_enabled(grad);
+    tensor_scope_switch(prev);
+}
+
 Tensor *nn_params_find(const NnParams *p, const char *name) {
     for (int i = 0; i < p->n; i++)
         if (!strcmp(p->items[i].name, name)) return p->items[i].value;

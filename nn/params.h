@@ -50,6 +50,13 @@ void nn_params_zero_grad(NnParams *p);
  * parameter per src parameter, same name and shape: a leaf view into dst->flat whose ->grad is a
  * view into dst->flat_grad. Free with nn_params_free (the tensors belong to the scope). */
 void nn_params_mirror(NnParams *dst, const NnParams *src, TensorDevice dev);
+/* Moves the packed p to device dev in place, as nn_params_pack packs in place: new flat value
+ * and gradient buffers on dev (values and gradients copied), and every parameter's Tensor
+ * header — the ones the modules hold — re-pointed into them, so a model built on the host
+ * (initializers, the rank-0 broadcast) trains on dev without being rebuilt. The old buffers
+ * stay in p's scope until it ends. Optimizer state made before the move stays where it was:
+ * call optim_init after. No-op when p is already on dev. */
+void nn_params_move(NnParams *p, TensorDevice dev);
 /* "prefix.name" into buf (size ≥ 256); returns buf */
 const char *nn_join(char *buf, const char *prefix, const char *name);
 

@@ -667,6 +667,40 @@ TEST(cuda_bf16_self_block) {
     tensor_scope_end(s);
 }
 
+/* nn_params_move: the module built on the host trains on the device through the same Tensor
+ * headers (the weights it holds now point into device buffers); values, forward and gradients
+ * match a host twin built with the same seed. */
+TEST(cuda_params_move) {
+    need_device();
+    TensorScope *s = tensor_scope_begin();
+    NnParams hp, dp;
+    nn_params_init(&hp, s, TENSOR_F64, 5);
+    nn_params_init(&dp, s, TENSOR_F64, 5);
+    NnLinear mh, md;
+    nn_linear_init(&mh, &hp, "lin", 7, 4, true);
+    nn_linear_init(&md, &dp, "lin", 7, 4, true);
+    nn_params_pack(&hp);
+    nn_params_pack(&dp);
+    Tensor *w_before = md.weight;
+    nn_params_move(&dp, DEV);
+    CHECK(md.weight == w_before && tensor_device(md.weight) == DEV && tensor_device(md.bias) == DEV);
+    CHECK(tensor_device(dp.flat) == DEV && tensor_device(dp.flat_grad) == DEV);
+    CHECK(tensor_device(md.weight->grad) == DEV);
+    expect_within("params move", "values", dp.flat, hp.flat, 0);
+    Tensor *x = tensor_randn(TENSOR_SHAPE(3, 7), TENSOR_F64);
+    Tensor *yh = nn_linear_forward(&mh, x), *yd = nn_linear_forward(&md, to_dev(x));
+    expect_within("params move", "forward", yd, yh, 1e-20);
+    nn_params_zero_grad(&hp);
+    nn_params_zero_grad(&dp);
+    ag_backward(tensor_sum_all(tensor_mul(yh, yh)), NULL, false);
+    ag_backward(tensor_sum_all(tensor_mul(yd, yd)), NULL, false);
+    expect_within("params move", "flat grad", dp.flat_grad, hp.flat_grad, 1e-20);
+    expect_within("params move", "weight grad", md.weight->grad, mh.weight->grad, 1e-20);
+    nn_params_free(&dp);
+    nn_params_free(&hp);
+    tensor_scope_end(s);
+}
+
 /* ---- the pool: scopes allocate and release over and over --------------------------------- */
 
 TEST(cuda_pool_reuse) {

@@ -11,7 +11,7 @@
  *   cuda_nccl_one_rank_equals_cpu   the NCCL path with one rank (optim_comm_backward: buckets
  *                      posted from the autograd hook, ncclAllReduce on the comm stream, the mean)
  *                      gives the CPU's gradients, and an AdamW step after it the CPU's parameters;
- *   cuda_fit_*         a few `./anima fit` steps on both devices (checkpoints compared: f64 to
+ *   cuda_fit_*         a few `./anima fit` steps ($ANIMA_CUDA_PROGRAM when set) on both devices (checkpoints compared: f64 to
  *                      1e-8, f32 to 5e-3 — the forward/backward kernels round differently and
  *                      Adam amplifies that where a gradient is near 0), and stop + --resume on the
  *                      GPU (the checkpoint path to and from device tensors) against a straight run.
@@ -273,18 +273,27 @@ static void tmpdir_remove(const char *dir) {
     rmdir(dir);
 }
 
-/* The ./anima beside the tests' working directory (the repository root), built with CUDA. */
+/* The program built with CUDA: $ANIMA_CUDA_PROGRAM, else the ./anima beside the tests' working
+ * directory (the repository root). The emulated suite (tests/cuemu/run.sh) names its own build's
+ * program: the ./anima there is the plain build's, which has no device to run --device cuda on. */
+static const char *fit_program(void) {
+    const char *p = getenv("ANIMA_CUDA_PROGRAM");
+    return p && *p ? p : "./anima";
+}
+
 static void need_fit(void) {
     need_device();
-    if (SELFTEST || access("./anima", X_OK) != 0 || system("./anima fit --help >/dev/null 2>&1") != 0) {
+    char cmd[4200];
+    snprintf(cmd, sizeof cmd, "%s fit --help >/dev/null 2>&1", fit_program());
+    if (SELFTEST || access(fit_program(), X_OK) != 0 || system(cmd) != 0) {
         fflush(NULL);
         exit(77);
     }
 }
 
 static int fit(const char *args, char *out, size_t n) {
-    char cmd[4096];
-    snprintf(cmd, sizeof cmd, "./anima fit --no-progress %s 2>&1", args);
+    char cmd[8192];
+    snprintf(cmd, sizeof cmd, "%s fit --no-progress %s 2>&1", fit_program(), args);
     return test_run_capture(cmd, out, n);
 }
 

@@ -16,6 +16,8 @@ typedef struct {
 } AnimaCommand;
 
 int cmd_dataset(int argc, char **argv);
+/* `anima dataset motion` (tools/cmd_motion.c) */
+int cmd_dataset_motion(int argc, char **argv);
 int cmd_demo(int argc, char **argv);
 int cmd_fit(int argc, char **argv);
 int cmd_gs(int argc, char **argv);

@@ -40,11 +40,13 @@ static const char *const SPLITS[3] = {"train", "val", "test"};
 
 static const CmdArg NO_ARGS[] = {{0}};
 static const CmdArgSpec DATASET = {
-    "anima dataset", "make|show [options]", "the training corpus (anima dataset make --help, anima dataset show --help)",
+    "anima dataset", "make|show|motion [options]",
+    "the training corpus and the motion benchmark (anima dataset make|show|motion --help)",
     NO_ARGS,
     "subcommands:\n"
     "  make   the HDF5 training corpus from the procedural shape families, or a cache of a folder of real meshes\n"
-    "  show   a summary of a cache or of any mesh file, and a PLY of one of its fields\n",
+    "  show   a summary of a cache or of any mesh file, and a PLY of one of its fields\n"
+    "  motion the multi-view motion benchmark of one character (D-NeRF / nerfstudio layout + gt.h5)\n",
     1, 1};
 
 /* ---- small helpers --------------------------------------------------------------------------- */
@@ -731,6 +733,7 @@ static int cmd_show(int argc, char **argv) {
 int cmd_dataset(int argc, char **argv) {
     if (argc >= 2 && !strcmp(argv[1], "make")) return cmd_make(argc - 1, argv + 1);
     if (argc >= 2 && !strcmp(argv[1], "show")) return cmd_show(argc - 1, argv + 1);
+    if (argc >= 2 && !strcmp(argv[1], "motion")) return cmd_dataset_motion(argc - 1, argv + 1);
     const char *pos[1];
     int prc = cmd_args_parse(&DATASET, argc, argv, 1, stderr, pos, NULL);
     if (prc == CMD_ARGS_HELP) return 0;

@@ -26,6 +26,7 @@
 #include "datasets/geometry/procedural.h"
 #include "models/gaussians/fit.h"
 #include "optim/train.h"
+#include "tensor/backend.h"
 #include "tools/cmd.h"
 #include "tools/cmd_args.h"
 
@@ -207,6 +208,8 @@ static int gs_fit_main(int argc, char **argv) {
     const char *config_path = NULL, *out = "runs/gs-fit";
     bool no_progress = false, force = false;
     CmdArgList sets = {.n = 0};
+    const char *device = "cpu";
+    static const char *const DEVICES[] = {"cpu", "cuda", NULL};
     const CmdArg args[] = {
         {"--config", CMD_ARG_STRING, &config_path, "FILE", "JSON config (configs/gs-fit.json); defaults for absent keys (no file: the small preset)"},
         {"--mesh", CMD_ARG_KEY, &sets, "FILE|procedural:<category>[:seed]", "the mesh to fit", .key = "scene.mesh"},
@@ -218,15 +221,22 @@ static int gs_fit_main(int argc, char **argv) {
         {"--force", CMD_ARG_FLAG, &force, NULL, "replace the fit DIR already holds (without it, that is an error)"},
         {"--set", CMD_ARG_LIST, &sets, "k=v", "override a config key, e.g. --set model.isotropic=true"},
         {"--no-progress", CMD_ARG_FLAG, &no_progress, NULL, "no progress display on stderr"},
+        {"--device", CMD_ARG_CHOICE, &device, "D",
+         "cpu (default) or cuda: render, loss, gradients and Adam on the GPU", .choices = DEVICES},
         {0}};
     const CmdArgSpec spec = {"anima gs fit", "[--config FILE] [--mesh FILE|procedural:<category>[:seed]] [options]",
                              GS_FIT_ABOUT, args};
     int prc = cmd_args_parse(&spec, argc, argv, 1, stderr, NULL, NULL);
     if (prc) return prc == CMD_ARGS_HELP ? 0 : 2;
     int progress = no_progress ? 0 : -1;
+    bool cuda = !strcmp(device, "cuda");
     GsCmdConfig cfg;
     char err[8192];
     if (cmd_args_config(&spec, stderr, config_path, &sets, GS_SCHEMA, &cfg)) return 2;
+    if (cuda && !tensor_backend_cuda()) {
+        fprintf(stderr, "anima gs fit: --device cuda: no CUDA device (built without CUDA=1, or no GPU answered)\n");
+        return 2;
+    }
     if (!config_path)
         fprintf(stderr, "anima gs fit: no --config, using the small preset (the built-in defaults, as configs/gs-fit.json)\n");
     static const char *const run_files[] = {"gaussians.ply", "metrics.jsonl", "config.json", NULL};
@@ -284,6 +294,7 @@ static int gs_fit_main(int argc, char **argv) {
     fc.sh_up_every = cfg.train.sh_up_every, fc.relocate_every = cfg.train.relocate_every;
     fc.refine_until = (int64_t)(cfg.train.refine_frac * (double)cfg.train.iters), fc.reset_every = cfg.train.reset_every;
     fc.prune_opacity = cfg.train.prune_opacity, fc.random_background = cfg.train.random_background;
+    fc.cuda = cuda;
     double lo[3], hi[3];
     for (int a = 0; a < 3; a++) {
         double m = cfg.model.box_margin * (scene.hi[a] - scene.lo[a]);

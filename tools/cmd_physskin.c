@@ -35,6 +35,7 @@
 #include "models/physskin/eval.h"
 #include "models/physskin/infer.h"
 #include "models/physskin/train.h"
+#include "tensor/backend.h"
 #include "tools/cmd.h"
 #include "tools/cmd_args.h"
 
@@ -50,6 +51,8 @@ static int cmd_train(int argc, char **argv) {
     bool resume = false, force = false, no_progress = false;
     int64_t stop_after = 0;
     CmdArgList sets = {.n = 0};
+    const char *device = "cpu";
+    static const char *const DEVICES[] = {"cpu", "cuda", NULL};
     const CmdArg args[] = {
         {"--config", CMD_ARG_STRING, &config_path, "FILE",
          "JSON config (configs/physskin-{paper,small,tiny}.json; default: the small preset)"},
@@ -61,6 +64,8 @@ static int cmd_train(int argc, char **argv) {
         {"--set", CMD_ARG_LIST, &sets, "k=v", "override a config key, e.g. --set loss.combine=sum"},
         {"--stop-after", CMD_ARG_INT, &stop_after, "N", "checkpoint and stop after N steps of this run", 1, -1},
         {"--no-progress", CMD_ARG_FLAG, &no_progress, NULL, "no progress display on stderr"},
+        {"--device", CMD_ARG_CHOICE, &device, "D",
+         "cpu (default) or cuda: train on the GPU (parameters, batches, losses, optimizer there)", .choices = DEVICES},
         {0}};
     const CmdArgSpec spec = {"anima physskin train", "[--config FILE] --data SRC [--out DIR] [--resume|--force] [--set k=v ...] [options]",
                              "trains a PhysSkin++ skinning field (models/physskin/train.h)", args,
@@ -69,6 +74,11 @@ static int cmd_train(int argc, char **argv) {
     int prc = cmd_args_parse(&spec, argc, argv, 1, stderr, NULL, NULL);
     if (prc) return prc == CMD_ARGS_HELP ? 0 : 2;
     int progress = no_progress ? 0 : -1;
+    bool cuda = !strcmp(device, "cuda");
+    if (cuda && !tensor_backend_cuda()) {
+        fprintf(stderr, "anima physskin train: --device cuda: no CUDA device (built without CUDA=1, or no GPU answered)\n");
+        return 2;
+    }
     PsConfig cfg;
     char err[8192];
     /* never the schema's defaults (the paper's sizes: 10,000 shapes, width 768, 100k steps) by
@@ -108,7 +118,7 @@ static int cmd_train(int argc, char **argv) {
     PsTrainArgs ta = {.cfg = &cfg, .cfg_json = cfg_json, .data = data, .out_dir = out, .resume = resume,
                       .progress = cmd_train_progress(&display, progress), .progress_user = &display,
                       .stop_after = stop_after, .data_progress = progress ? data_progress : NULL,
-                      .data_progress_user = &prep};
+                      .data_progress_user = &prep, .cuda = cuda};
     base_progress_begin(&prep, 0);
     int rc = ps_train(&ta);
     free(cfg_json);

@@ -51,15 +51,13 @@ static double sigmoid(double x) { return 1 / (1 + exp(-x)); }
 
 /* ---- init / free ------------------------------------------------------------------------------- */
 
-static Tensor *group_param(GsFit *f, int g, const char *name, int ndim, const int64_t *shape, double lr) {
+/* the optimizer of each group is made by gs_fit_init once the values are where they train */
+static Tensor *group_param(GsFit *f, int g, const char *name, int ndim, const int64_t *shape, double lr, double *lrs) {
     NnParams *p = &f->group[g];
     nn_params_init(p, tensor_scope_current(), TENSOR_F32, f->cfg.seed);
     Tensor *t = nn_param(p, NULL, name, ndim, shape, NN_INIT_ZEROS, 0);
     nn_params_pack(p);
-    OptimConfig oc = optim_defaults(OPTIM_ADAM);
-    oc.lr = lr;
-    oc.eps = 1e-15; /* the 3DGS optimizer's eps: gradients of single Gaussians are tiny */
-    optim_init(&f->optim[g], p, &oc);
+    lrs[g] = lr;
     f->used[g] = true;
     return t;
 }
@@ -73,12 +71,14 @@ void gs_fit_init(GsFit *f, const GsFitConfig *cfg, const double lo[3], const dou
     if (n <= 0 || cfg->sh_degree < 0 || cfg->sh_degree > 3 || !(extent > 0))
         tensor_fail("gs_fit_init", "n = %lld, sh_degree = %d, extent = %g: need n > 0, degree 0..3, extent > 0",
                     (long long)n, cfg->sh_degree, extent);
-    f->means = group_param(f, GS_FIT_MEANS, "means", 2, (int64_t[]){n, 3}, cfg->lr_means * extent);
-    f->scales = group_param(f, GS_FIT_SCALES, "scales", 2, (int64_t[]){n, ns}, cfg->lr_scales);
-    if (!cfg->isotropic) f->quats = group_param(f, GS_FIT_QUATS, "quats", 2, (int64_t[]){n, 4}, cfg->lr_quats);
-    f->opacities = group_param(f, GS_FIT_OPACITY, "opacities", 2, (int64_t[]){n, 1}, cfg->lr_opacity);
-    f->sh_dc = group_param(f, GS_FIT_SH_DC, "sh_dc", 3, (int64_t[]){n, 1, 3}, cfg->lr_sh_dc);
-    if (K > 1) f->sh_rest = group_param(f, GS_FIT_SH_REST, "sh_rest", 3, (int64_t[]){n, K - 1, 3}, cfg->lr_sh_rest);
+    double lrs[GS_FIT_GROUPS] = {0};
+    f->means = group_param(f, GS_FIT_MEANS, "means", 2, (int64_t[]){n, 3}, cfg->lr_means * extent, lrs);
+    f->scales = group_param(f, GS_FIT_SCALES, "scales", 2, (int64_t[]){n, ns}, cfg->lr_scales, lrs);
+    if (!cfg->isotropic) f->quats = group_param(f, GS_FIT_QUATS, "quats", 2, (int64_t[]){n, 4}, cfg->lr_quats, lrs);
+    f->opacities = group_param(f, GS_FIT_OPACITY, "opacities", 2, (int64_t[]){n, 1}, cfg->lr_opacity, lrs);
+    f->sh_dc = group_param(f, GS_FIT_SH_DC, "sh_dc", 3, (int64_t[]){n, 1, 3}, cfg->lr_sh_dc, lrs);
+    if (K > 1)
+        f->sh_rest = group_param(f, GS_FIT_SH_REST, "sh_rest", 3, (int64_t[]){n, K - 1, 3}, cfg->lr_sh_rest, lrs);
 
     Draw d = {.seed = cfg->seed, .stream = 0x6a5e};
     float *m = tensor_f32(f->means), *s = tensor_f32(f->scales), *o = tensor_f32(f->opacities);
@@ -97,7 +97,48 @@ void gs_fit_init(GsFit *f, const GsFitConfig *cfg, const double lo[3], const dou
         float *q = tensor_f32(f->quats);
         for (int64_t i = 0; i < n; i++) q[4 * i] = 1, q[4 * i + 1] = q[4 * i + 2] = q[4 * i + 3] = 0;
     }
+    for (int g = 0; g < GS_FIT_GROUPS; g++) {
+        if (!f->used[g]) continue;
+        /* the headers f->means, ... keep pointing at the (moved) values */
+        if (cfg->cuda) nn_params_move(&f->group[g], TENSOR_CUDA);
+        OptimConfig oc = optim_defaults(OPTIM_ADAM);
+        oc.lr = lrs[g];
+        oc.eps = 1e-15; /* the 3DGS optimizer's eps: gradients of single Gaussians are tiny */
+        optim_init(&f->optim[g], &f->group[g], &oc);
+    }
 }
+
+/* ---- host copies of device state (cfg.cuda): the per-Gaussian edits below are host loops ---- */
+
+/* h: f with every used group's values and Adam moments replaced by host copies (in the current
+ * scope), the parameter headers by views of those copies */
+static void host_copy(const GsFit *f, GsFit *h) {
+    *h = *f;
+    Tensor **hdr[GS_FIT_GROUPS] = {&h->means, &h->scales, &h->quats, &h->opacities, &h->sh_dc, &h->sh_rest};
+    for (int g = 0; g < GS_FIT_GROUPS; g++) {
+        if (!f->used[g]) continue;
+        Tensor *flat = tensor_to(f->group[g].flat, TENSOR_CPU);
+        h->group[g].flat = flat;
+        *hdr[g] = tensor_view_at(flat, (*hdr[g])->ndim, (*hdr[g])->shape, 0);
+        h->optim[g].exp_avg = tensor_to(f->optim[g].exp_avg, TENSOR_CPU);
+        h->optim[g].exp_avg_sq = tensor_to(f->optim[g].exp_avg_sq, TENSOR_CPU);
+    }
+}
+
+/* writes h's values, moments and draw counter back into f's device state */
+static void host_write_back(GsFit *f, const GsFit *h) {
+    TensorDevice dev = tensor_device(f->means);
+    for (int g = 0; g < GS_FIT_GROUPS; g++) {
+        if (!f->used[g]) continue;
+        tensor_copy_(f->group[g].flat, tensor_to(h->group[g].flat, dev));
+        tensor_copy_(f->optim[g].exp_avg, tensor_to(h->optim[g].exp_avg, dev));
+        tensor_copy_(f->optim[g].exp_avg_sq, tensor_to(h->optim[g].exp_avg_sq, dev));
+    }
+    f->rng = h->rng;
+    f->relocated = h->relocated;
+}
+
+static bool on_device(const GsFit *f) { return tensor_device(f->means) != TENSOR_CPU; }
 
 void gs_fit_free(GsFit *f) {
     for (int g = 0; g < GS_FIT_GROUPS; g++)
@@ -140,7 +181,7 @@ Tensor *gs_fit_render(const GsFit *f, const DsCamera *cam) {
     GsGaussians g = gs_fit_gaussians(f);
     Tensor *img = tensor_contiguous(gs_render(&g, cam, f->cfg.background).image);
     ag_no_grad_end(prev);
-    return img;
+    return tensor_to(img, TENSOR_CPU);
 }
 
 /* ---- relocation and opacity reset --------------------------------------------------------------- */
@@ -161,7 +202,21 @@ static void copy_gaussian(GsFit *f, int g, int64_t dst, int64_t src) {
     memcpy(p + per * dst, p + per * src, sizeof(float) * (size_t)per);
 }
 
+static int64_t relocate_host(GsFit *f);
+
 int64_t gs_fit_relocate(GsFit *f) {
+    if (!on_device(f)) return relocate_host(f);
+    TensorScope *s = tensor_scope_begin();
+    GsFit h;
+    host_copy(f, &h);
+    int64_t moved = relocate_host(&h);
+    if (moved) host_write_back(f, &h);
+    f->relocated = moved;
+    tensor_scope_end(s);
+    return moved;
+}
+
+static int64_t relocate_host(GsFit *f) {
     int64_t n = f->cfg.n;
     float *o = tensor_f32(f->opacities);
     double *cdf = base_malloc(sizeof(double) * (size_t)n);
@@ -232,7 +287,22 @@ int64_t gs_fit_relocate(GsFit *f) {
     return f->relocated = nd;
 }
 
+static void opacity_reset_host(GsFit *f);
+
 static void opacity_reset(GsFit *f) {
+    if (!on_device(f)) {
+        opacity_reset_host(f);
+        return;
+    }
+    TensorScope *s = tensor_scope_begin();
+    GsFit h;
+    host_copy(f, &h);
+    opacity_reset_host(&h);
+    host_write_back(f, &h);
+    tensor_scope_end(s);
+}
+
+static void opacity_reset_host(GsFit *f) {
     /* 3DGS reset_opacity: o ← min(o, 0.01), and the optimizer state of opacity starts over */
     float *o = tensor_f32(f->opacities);
     double cap = logit(0.01);
@@ -248,6 +318,7 @@ double gs_fit_step(GsFit *f, const DsCamera *cam, Tensor *target, const double b
     TensorScope *s = tensor_scope_begin();
     GsGaussians g = gs_fit_gaussians(f);
     GsRenderOut r = gs_render(&g, cam, background ? background : f->cfg.background);
+    if (tensor_device(target) != tensor_device(r.image)) target = tensor_to(target, tensor_device(r.image));
     Tensor *loss = gs_loss_photometric(r.image, target, f->cfg.lambda);
     for (int k = 0; k < GS_FIT_GROUPS; k++)
         if (f->used[k]) nn_params_zero_grad(&f->group[k]);
@@ -285,7 +356,19 @@ double gs_fit_step_view(GsFit *f, const GsFitScene *s, int v) {
 
 /* ---- export and metrics ------------------------------------------------------------------------- */
 
+static int export_host(const GsFit *f, DsGaussians *out);
+
 int gs_fit_export(const GsFit *f, DsGaussians *out) {
+    if (!on_device(f)) return export_host(f, out);
+    TensorScope *s = tensor_scope_begin();
+    GsFit h;
+    host_copy(f, &h);
+    int rc = export_host(&h, out);
+    tensor_scope_end(s);
+    return rc;
+}
+
+static int export_host(const GsFit *f, DsGaussians *out) {
     int64_t n = f->cfg.n;
     int K = ds_gaussians_sh_count(f->cfg.sh_degree), ns = f->cfg.isotropic ? 1 : 3;
     if (ds_gaussians_alloc(out, n, f->cfg.sh_degree)) return -1;

@@ -65,6 +65,12 @@ typedef struct {
      * fixed background in the training views but not in new ones. Needs the scene's alphas.
      * (Measured neutral on the 64×64 quadruped, 28.4 dB either way; kept on in the command.) */
     bool random_background;
+    /* Train on the CUDA device: the Gaussians are initialized on the host (the same values as a
+     * CPU run) and moved (nn_params_move); renders, the loss, gradients and Adam run there, each
+     * step's target goes up; relocation, opacity resets and the export work on host copies of
+     * the parameters and Adam moments (written back). Renders (gs_fit_render) come back to the
+     * host. The caller checks a device exists. */
+    bool cuda;
 } GsFitConfig;
 
 /* n 2000, anisotropic, SH degree 0 (bands every 1000 steps when raised), the 3DGS rates above
@@ -102,7 +108,8 @@ double gs_fit_step(GsFit *f, const DsCamera *cam, Tensor *target, const double b
 /* One step on training view v of scene s (target and background as the config says). */
 typedef struct GsFitScene GsFitScene;
 double gs_fit_step_view(GsFit *f, const GsFitScene *s, int v);
-/* Render without recording (H, W, 3), f32, in the current scope. */
+/* Render without recording (H, W, 3), f32, on the host (copied back from the device under
+ * cfg.cuda), in the current scope. */
 Tensor *gs_fit_render(const GsFit *f, const DsCamera *cam);
 /* Relocate dead Gaussians now; returns how many moved. */
 int64_t gs_fit_relocate(GsFit *f);

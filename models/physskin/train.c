@@ -45,8 +45,14 @@ static void sync_from_root(OptimComm *comm, NnParams *p, Optim *o, OptimTrain *t
 int ps_train(const PsTrainArgs *a) {
     const PsConfig *c = a->cfg;
     char err[8192];
-    OptimComm *comm = optim_comm_init(false);
+    OptimComm *comm = optim_comm_init(a->cuda);
     int rank = optim_comm_rank(comm), size = optim_comm_size(comm);
+    if (a->cuda && size > 1 && optim_comm_kind(comm) != OPTIM_COMM_NCCL) {
+        /* the MPI path reduces host memory */
+        if (rank == 0) base_logf(BASE_LOG_ERROR, NAME ": --device cuda on %d ranks needs NCCL, which did not start", size);
+        optim_comm_finalize(comm);
+        return 2;
+    }
     TensorDType dt = !strcmp(c->model.dtype, "f64") ? TENSOR_F64 : TENSOR_F32;
 
     /* data: this rank's shard of the shapes */
@@ -88,6 +94,8 @@ int ps_train(const PsTrainArgs *a) {
     ps_model_init(&model, &params, c);
     nn_params_pack(&params);
     if (size > 1) optim_comm_broadcast(comm, params.flat, 0);
+    /* the model keeps its Tensor headers; their storage moves (before the optimizer's state is made) */
+    if (a->cuda) nn_params_move(&params, TENSOR_CUDA);
     bool mconfig = !strcmp(c->loss.combine, "mconfig"), sum = !strcmp(c->loss.combine, "sum");
     OptimConfig oc = optim_defaults(OPTIM_ADAMW);
     oc.lr = c->optim.lr, oc.weight_decay = c->optim.weight_decay, oc.eps = c->optim.eps;
@@ -150,6 +158,11 @@ int ps_train(const PsTrainArgs *a) {
                        .offset = (uint64_t)tl.step << 32};
         PsBatch batch;
         ps_batch_make(&data, idx, B, c, &g, dt, &batch);
+        if (a->cuda) { /* drawn on the host (the same numbers as a CPU run), used on the device */
+            Tensor **fields[5] = {&batch.points, &batch.normals, &batch.x, &batch.v, &batch.z};
+            for (int i = 0; i < 5; i++)
+                if (*fields[i]) *fields[i] = tensor_to(*fields[i], TENSOR_CUDA);
+        }
         PsLosses L;
         ps_step_losses(&model, &batch, c, &L);
         Tensor *terms[3] = {tensor_mul_scalar(L.pot, wts[0]), tensor_mul_scalar(L.orth, wts[1]),

@@ -24,6 +24,10 @@ typedef struct {
     int64_t stop_after;
     PsDataProgressFn data_progress; /* preparing the data (rank 0's shard; NULL: quiet), with its user */
     void *data_progress_user;
+    /* train on the CUDA device: the parameters are initialized on the host (the same values as a
+     * CPU run) and moved (nn_params_move); batches, losses, gradients and the optimizer live on
+     * the device; several ranks then reduce over NCCL. The caller checks a device exists. */
+    bool cuda;
 } PsTrainArgs;
 
 /* Runs the loop; returns the process exit status. Messages (errors, notes, "resuming") go to

@@ -43,12 +43,17 @@ echo "== cuemu checks (tests/cuemu)"
 for order in forward reverse random; do
   echo "== CUDA parity suite under the emulator, CUEMU_ORDER=$order$([ $order = random ] && echo " CUEMU_SEED=$seed")"
   t0=$(date +%s)
-  CUEMU_ORDER=$order CUEMU_SEED=$seed "./$build/anima-tests" --cuda > "$out" 2>&1
+  # the cuda_fit tests run `anima fit --device cuda`: this build's program, not the plain ./anima
+  ANIMA_CUDA_PROGRAM=./$build/anima CUEMU_ORDER=$order CUEMU_SEED=$seed "./$build/anima-tests" --cuda > "$out" 2>&1
   rc=$?
   grep -v '^ok \|^skip ' "$out" | sed '$d'
   count "$out" "cuda ($order)"
   echo "   $order: $(( $(date +%s) - t0 )) s"
   [ $rc -ne 0 ] && ! grep -qE '^[0-9]+ passed, [1-9]' "$out" && { echo "FAIL cuda ($order) exited $rc"; fail=$((fail + 1)); }
 done
+echo "== the emulated cuBLAS, cub and NCCL, and ./anima's GPU-only paths (tests/cuemu/lib/run.sh)"
+t0=$(date +%s)
+BUILD=$build bash tests/cuemu/lib/run.sh > "$out" 2>&1; sed '$d' "$out"; count "$out" "libraries and paths"
+echo "   libraries and paths: $(( $(date +%s) - t0 )) s"
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

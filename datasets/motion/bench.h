@@ -1,0 +1,115 @@
+/* datasets/motion/bench.h — the multi-view motion benchmark (issue 18): one procedural character
+ * (datasets/geometry/procedural.h) with a procedural texture, posed by a training motion and a
+ * held-out motion (motion.h), with secondary soft-body motion (secondary.h), rendered with alpha
+ * by the mesh rasterizer from a ring and an upper ring of cameras, written in the D-NeRF /
+ * nerfstudio convention (dnerf.h) with its ground truth in HDF5.
+ *
+ * Layout of OUT (the training motion; OUT/heldout/ holds the held-out motion the same way):
+ *   transforms_train.json   training views × every frame
+ *   transforms_val.json     held-out views × every val_every-th frame (quick validation)
+ *   transforms_test.json    held-out views × every frame (novel-view evaluation)
+ *   train/f%04d_v%02d.png   RGBA, straight alpha (file_path "./train/f0000_v00", no extension)
+ *   test/f%04d_v%02d.png    the held-out views' images (val and test name the same files)
+ *   gt.h5                   ground truth (below)
+ * Both motions use the same cameras and the same character, so a model fitted on OUT can be
+ * scored on OUT/heldout for novel poses. time = frame / (frames − 1).
+ *
+ * gt.h5 (format "anima-motion-1"; attributes: category, seed, motion, source, split ("train" or
+ * "heldout"), fps, frames, views, command; lengths in the character's normalized units, the
+ * rest mesh in [-1,1]³, y up; F frames, V vertices, B bones, S soft regions, C cameras):
+ *   times (F) · vertices (F,V,3): the rendered surface = LBS + secondary displacement ·
+ *   mesh/rest_vertices (V,3), mesh/faces (T,3) int32, mesh/colors (V,3) albedo in [0,1] ·
+ *   rig/names (B) strings, rig/parents (B) int32, rig/heads, rig/tails (B,3) at rest,
+ *   rig/weights (V,B), rig/bone_transforms (F,B,4,4) rest → posed (rig.h's S_j),
+ *   rig/local_rotations (F,B,4) (w,x,y,z) relative to the parent (rig.h), rig/world_rotations
+ *   (F,B,4), rig/joint_positions (F,B,3) posed heads, rig/root_translation (F,3) ·
+ *   secondary/displacement (F,V,3) (vertices − displacement is the LBS surface),
+ *   secondary/weights (V,S), secondary/centers (S,3), secondary/radii, frequencies, damping
+ *   (S), secondary/bones (S) int32, secondary/offsets (F,S,3) the saturated spring offsets û ·
+ *   cameras/world_to_camera (C,3,4) OpenCV, cameras/intrinsics (C,4) fx fy cx cy,
+ *   cameras/heldout (C) int32 (1: a held-out view). */
+#ifndef ANIMA_DATASETS_MOTION_BENCH_H
+#define ANIMA_DATASETS_MOTION_BENCH_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "datasets/geometry/procedural.h"
+
+typedef struct {
+    const char *category;
+    uint64_t seed;
+    const char *motion;         /* NULL: ds_motion_default(category, false) */
+    const char *heldout_motion; /* NULL: ds_motion_default(category, true), or when that is the
+                                   training motion the training default (else "wiggle"); "none":
+                                   no held-out motion */
+    int frames, views, size;    /* per motion; cameras in all; image side in pixels */
+    int grid;                   /* marching-cubes cells of the character (ds_procedural_make) */
+    int supersample;            /* anti-aliased edges and alpha: s × s samples per pixel */
+    int holdout_every;          /* view i is held out when i % holdout_every == holdout_every − 1
+                                   (with fewer views, the last one) */
+    int val_every;              /* transforms_val.json keeps every val_every-th frame */
+    double fps, fov_deg;
+    bool lit;                   /* Lambert shading under a fixed light; false: the albedo (unlit) */
+    const char *bvh_dir;        /* NULL: DS_MOTION_BVH_DIR */
+    int64_t bvh_start;          /* -1: the named clip's window */
+    const char *out;
+    const char *command;        /* recorded in gt.h5 (may be NULL) */
+    /* called after each image (from one thread at a time) */
+    void (*progress)(void *ctx, int64_t done, int64_t total);
+    void *progress_ctx;
+    volatile sig_atomic_t *cancel; /* non-zero: stop soon, -1 with "interrupted" */
+} DsMotionBenchOptions;
+
+typedef struct {
+    int64_t nv, nf, images;
+    int nbones, nsoft, train_views, heldout_views, motions;
+    char motion[2][64];
+    double max_secondary[2];  /* the largest |displacement| of each motion */
+    double extent;            /* the bounding-sphere radius of every frame */
+    double distance;          /* the cameras' distance from its center */
+    double coverage;          /* mean fraction of pixels with alpha > 0 */
+} DsMotionBenchStats;
+
+/* 48 frames, 24 views, 128 px, grid 96, supersample 2, holdout_every 6, val_every 4, 30 fps,
+ * fov 40°, unlit, seed 0 */
+void ds_motion_bench_defaults(DsMotionBenchOptions *o);
+/* Builds the benchmark into o->out (created if missing). 0, or -1 with err. Images and gt.h5
+ * go to temporary names and are renamed; the transforms JSONs are written last (and any old
+ * ones removed first), so an interrupted run leaves no JSON describing half-written images. */
+int ds_motion_bench_make(const DsMotionBenchOptions *o, DsMotionBenchStats *stats, char *err, size_t errlen);
+
+/* The albedo of each rest vertex of shape (nv × 3): per-bone base hues blended by the rig
+ * weights, modulated by 3-D value-noise fBm, spots and stripes in rest coordinates, so every
+ * part of the surface has texture a photometric loss can lock onto and the pattern moves with
+ * the surface. Deterministic in seed. */
+void ds_motion_texture(const DsProceduralShape *shape, uint64_t seed, float *rgb);
+
+/* ---- reading the ground truth ----------------------------------------------------------------- */
+
+typedef struct {
+    int nframes, nbones;
+    int64_t nv, nf;
+    double fps;
+    char category[32], motion[64], split[16];
+    float *times;           /* F */
+    float *vertices;        /* F × V × 3 */
+    float *secondary;       /* F × V × 3 */
+    float *rest;            /* V × 3 */
+    float *colors;          /* V × 3 */
+    int32_t *faces;         /* T × 3 */
+    float *weights;         /* V × B */
+    int32_t *parents;       /* B */
+    float *bone_transforms; /* F × B × 16 */
+    float *local_rotations; /* F × B × 4 */
+    float *joint_positions; /* F × B × 3 */
+} DsMotionGt;
+
+/* Reads and validates gt.h5 (shapes agree, faces index vertices, values finite). 0 or -1 with
+ * err naming the file and the dataset. */
+int ds_motion_gt_load(const char *path, DsMotionGt *gt, char *err, size_t errlen);
+void ds_motion_gt_free(DsMotionGt *gt);
+
+#endif

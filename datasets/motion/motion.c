@@ -1,0 +1,636 @@
+/* datasets/motion/motion.c — procedural gaits and gestures per category, and BVH retargeting onto
+ * the humanoid rig (motion.h). Angles below are in degrees; a rotation "about x" is about the
+ * world x axis of the rest pose (rig.h). The procedural characters face +z (humanoid: left is
+ * +x) or +x (quadruped, bird, snake), y up, as procedural.c builds them. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/errbuf.h"
+#include "datasets/motion/motion.h"
+#include "datasets/motion/rig.h"
+
+#define DEG (M_PI / 180.0)
+
+void ds_motion_free(DsMotion *m) {
+    if (!m) return;
+    free(m->local);
+    free(m->root);
+    memset(m, 0, sizeof *m);
+}
+
+static int motion_alloc(DsMotion *m, const char *name, const char *source, int nframes, double fps, int nbones,
+                        char *err, size_t errlen) {
+    memset(m, 0, sizeof *m);
+    snprintf(m->name, sizeof m->name, "%.63s", name);
+    snprintf(m->source, sizeof m->source, "%.511s", source);
+    m->nframes = nframes, m->fps = fps, m->nbones = nbones, m->src_start = -1;
+    m->local = malloc(sizeof(double) * 4 * (size_t)nframes * (size_t)(nbones + 1));
+    m->root = calloc(3 * (size_t)nframes, sizeof(double));
+    if (!m->local || !m->root) {
+        ds_motion_free(m);
+        return base_errf(err, errlen, "motion %s: out of memory", name);
+    }
+    for (int64_t i = 0; i < (int64_t)nframes * nbones; i++) ds_quat_identity(m->local + 4 * i);
+    return 0;
+}
+
+/* ---- the catalogue ------------------------------------------------------------------------------ */
+
+typedef struct {
+    const char *category;
+    const char *names[8]; /* the category's own, then the generic ones are added */
+    const char *train, *heldout;
+} Catalogue;
+
+static const Catalogue CATALOGUE[] = {
+    {"humanoid", {"cmu_01_01", "cmu_01_03", "boxing", "walk", "wave", NULL}, "cmu_01_01", "boxing"},
+    {"quadruped", {"walk", "trot", NULL}, "walk", "trot"},
+    {"bird", {"flap", "hop", NULL}, "flap", "hop"},
+    {"snake", {"slither", "strike", NULL}, "slither", "strike"},
+    {"lamp", {"nod", "hop", NULL}, "nod", "hop"},
+};
+#define NCAT_MOTION (int)(sizeof CATALOGUE / sizeof CATALOGUE[0])
+static const char *const GENERIC[] = {"sway", "wiggle", "rest"};
+
+const char *const *ds_motion_names(const char *category, int *count) {
+    static const char *lists[64][12];
+    int ncat;
+    const char *const *cats = ds_procedural_categories(&ncat);
+    for (int c = 0; c < ncat && c < 64; c++) {
+        if (strcmp(cats[c], category)) continue;
+        int n = 0;
+        for (int k = 0; k < NCAT_MOTION; k++)
+            if (!strcmp(CATALOGUE[k].category, category))
+                for (int i = 0; CATALOGUE[k].names[i]; i++) lists[c][n++] = CATALOGUE[k].names[i];
+        for (int i = 0; i < 3; i++) lists[c][n++] = GENERIC[i];
+        lists[c][n] = NULL;
+        if (count) *count = n;
+        return lists[c];
+    }
+    if (count) *count = 0;
+    return NULL;
+}
+
+const char *ds_motion_default(const char *category, bool heldout) {
+    for (int k = 0; k < NCAT_MOTION; k++)
+        if (!strcmp(CATALOGUE[k].category, category)) return heldout ? CATALOGUE[k].heldout : CATALOGUE[k].train;
+    return heldout ? "wiggle" : "sway";
+}
+
+/* ---- procedural motions --------------------------------------------------------------------------- */
+
+typedef struct {
+    const DsProceduralShape *s;
+    DsMotion *m;
+    int f;           /* the frame being written */
+    uint64_t seed;
+    uint64_t counter;
+} Ctx;
+
+static uint64_t splitmix(uint64_t x) {
+    x += 0x9e3779b97f4a7c15ull;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+}
+
+/* a uniform in [lo, hi] from (seed, motion, draw index): the same for every frame */
+static double U(uint64_t seed, const char *motion, int k, double lo, double hi) {
+    uint64_t h = 1469598103934665603ull;
+    for (const char *p = motion; *p; p++) h = (h ^ (uint8_t)*p) * 1099511628211ull;
+    uint64_t r = splitmix(splitmix(seed ^ h) + (uint64_t)k);
+    return lo + (hi - lo) * ((double)(r >> 11) / 9007199254740992.0);
+}
+
+static int bone_index(const DsProceduralShape *s, const char *name) {
+    for (int i = 0; i < s->nbones; i++)
+        if (!strcmp(s->bones[i].name, name)) return i;
+    return -1;
+}
+
+/* local(bone) ← rotation(axis, deg) · local(bone); a missing bone is skipped */
+static void rot(Ctx *c, int bone, const double axis[3], double deg) {
+    if (bone < 0 || deg == 0) return;
+    double q[4], *L = c->m->local + 4 * ((size_t)c->f * c->m->nbones + bone);
+    ds_quat_axis_angle(axis, deg * DEG, q);
+    ds_quat_mul(q, L, L);
+}
+static void rotn(Ctx *c, const char *bone, const double axis[3], double deg) { rot(c, bone_index(c->s, bone), axis, deg); }
+
+static const double AX[3] = {1, 0, 0}, AY[3] = {0, 1, 0}, AZ[3] = {0, 0, 1};
+
+static void bone_dir(const DsProceduralShape *s, int b, double d[3]) {
+    double n = 0;
+    for (int k = 0; k < 3; k++) d[k] = (double)s->bones[b].tail[k] - s->bones[b].head[k], n += d[k] * d[k];
+    n = sqrt(n);
+    if (n > 0)
+        for (int k = 0; k < 3; k++) d[k] /= n;
+    else d[0] = 0, d[1] = 1, d[2] = 0;
+}
+
+/* two unit axes perpendicular to bone b: the first horizontal where possible */
+static void bone_perp(const DsProceduralShape *s, int b, double a1[3], double a2[3]) {
+    double d[3];
+    bone_dir(s, b, d);
+    double ref[3] = {0, 1, 0};
+    if (fabs(d[1]) > 0.9) ref[0] = 1, ref[1] = 0;
+    a1[0] = d[1] * ref[2] - d[2] * ref[1], a1[1] = d[2] * ref[0] - d[0] * ref[2], a1[2] = d[0] * ref[1] - d[1] * ref[0];
+    double n = sqrt(a1[0] * a1[0] + a1[1] * a1[1] + a1[2] * a1[2]);
+    for (int k = 0; k < 3; k++) a1[k] /= n;
+    a2[0] = d[1] * a1[2] - d[2] * a1[1], a2[1] = d[2] * a1[0] - d[0] * a1[2], a2[2] = d[0] * a1[1] - d[1] * a1[0];
+}
+
+static double pos(double x) { return x > 0 ? x : 0; }
+static double smooth01(double x) { return x <= 0 ? 0 : x >= 1 ? 1 : x * x * (3 - 2 * x); }
+
+/* t: seconds; P: period factor; A: amplitude factor; ph: start phase (radians) */
+static void humanoid_walk(Ctx *c, double t, double P, double A, double ph) {
+    double phi = 2 * M_PI * t / (1.1 * P) + ph;
+    double hip = 26 * A, knee = 48 * A, arm = 22 * A;
+    rotn(c, "leg_l_upper", AX, -hip * sin(phi));
+    rotn(c, "leg_r_upper", AX, hip * sin(phi));
+    rotn(c, "leg_l_lower", AX, 5 + knee * pow(pos(cos(phi)), 2));
+    rotn(c, "leg_r_lower", AX, 5 + knee * pow(pos(-cos(phi)), 2));
+    rotn(c, "foot_l", AX, -12 * pos(cos(phi)));
+    rotn(c, "foot_r", AX, -12 * pos(-cos(phi)));
+    rotn(c, "arm_l_upper", AX, arm * sin(phi));
+    rotn(c, "arm_r_upper", AX, -arm * sin(phi));
+    rotn(c, "arm_l_lower", AX, -(15 + 12 * (1 + sin(phi)) / 2));
+    rotn(c, "arm_r_lower", AX, -(15 + 12 * (1 - sin(phi)) / 2));
+    rotn(c, "hips", AY, 6 * A * sin(phi));
+    rotn(c, "spine", AY, -10 * A * sin(phi));
+    rotn(c, "spine", AX, 4);
+    rotn(c, "head", AY, 4 * sin(phi));
+    rotn(c, "head", AX, -3 * sin(2 * phi));
+    c->m->root[3 * c->f + 1] = 0.025 * A * cos(2 * phi) - 0.02;
+}
+
+/* the angle of an arm from straight down, in its vertical plane, for raising it sideways */
+static double down_angle(const DsProceduralShape *s, int b) {
+    if (b < 0) return 45;
+    double d[3];
+    bone_dir(s, b, d);
+    return atan2(fabs(d[0]), -d[1]) / DEG;
+}
+
+static void humanoid_wave(Ctx *c, double t, double P, double A, double ph) {
+    int ru = bone_index(c->s, "arm_r_upper");
+    double raise = smooth01(t / (0.5 * P)), th = down_angle(c->s, ru);
+    double w = 2 * M_PI * t / (0.7 * P) + ph;
+    rot(c, ru, AZ, -raise * (135 - th));
+    rotn(c, "arm_r_lower", AZ, raise * (-25 + 28 * A * sin(w)));
+    rotn(c, "arm_l_upper", AZ, 4 * sin(0.5 * w));
+    rotn(c, "arm_l_lower", AX, -10);
+    rotn(c, "spine", AZ, 4 * raise * A * sin(0.5 * w));
+    rotn(c, "head", AY, 12 * A * sin(0.25 * w));
+    rotn(c, "head", AZ, -5 * raise);
+    rotn(c, "hips", AY, 3 * sin(0.25 * w));
+}
+
+static void quadruped_gait(Ctx *c, double t, double P, double A, double ph, bool trot) {
+    double T = (trot ? 0.62 : 1.0) * P, phi = 2 * M_PI * t / T + ph;
+    static const char *up[4] = {"leg_fl_upper", "leg_fr_upper", "leg_bl_upper", "leg_br_upper"};
+    static const char *lo[4] = {"leg_fl_lower", "leg_fr_lower", "leg_bl_lower", "leg_br_lower"};
+    /* phase offsets (fraction of a cycle): the lateral-sequence walk puts each foot a quarter
+     * after the one before (BL, FL, BR, FR); the trot moves diagonal pairs together */
+    static const double walk_off[4] = {0.25, 0.75, 0.0, 0.5}, trot_off[4] = {0.0, 0.5, 0.5, 0.0};
+    double amp = (trot ? 30 : 24) * A, knee = (trot ? 45 : 35) * A;
+    for (int i = 0; i < 4; i++) {
+        double psi = phi + 2 * M_PI * (trot ? trot_off[i] : walk_off[i]);
+        rotn(c, up[i], AZ, amp * sin(psi));
+        rotn(c, lo[i], AZ, -knee * pow(pos(cos(psi)), 2));
+    }
+    rotn(c, "spine", AX, (trot ? 4 : 2.5) * sin(phi));
+    rotn(c, "neck", AZ, 6 * A * sin(2 * phi));
+    rotn(c, "head", AZ, -4 * sin(2 * phi));
+    rotn(c, "tail", AY, (trot ? 28 : 18) * A * sin(phi));
+    rotn(c, "tail", AZ, trot ? 15 : 8);
+    c->m->root[3 * c->f + 1] = (trot ? 0.035 : 0.02) * A * cos(2 * phi);
+}
+
+static void bird_flap(Ctx *c, double t, double P, double A, double ph) {
+    double phi = 2 * M_PI * t / (0.5 * P) + ph;
+    rotn(c, "wing_l_inner", AX, -45 * A * sin(phi));
+    rotn(c, "wing_r_inner", AX, 45 * A * sin(phi));
+    rotn(c, "wing_l_outer", AX, -30 * A * sin(phi - 0.7));
+    rotn(c, "wing_r_outer", AX, 30 * A * sin(phi - 0.7));
+    rotn(c, "tail", AZ, 6 * sin(phi));
+    rotn(c, "head", AZ, -5 * sin(phi));
+    rotn(c, "leg_l", AZ, -35);
+    rotn(c, "leg_r", AZ, -35);
+    rotn(c, "body", AZ, 3 * sin(phi));
+    c->m->root[3 * c->f + 1] = -0.04 * A * sin(phi);
+}
+
+static void bird_hop(Ctx *c, double t, double P, double A, double ph) {
+    double phi = 2 * M_PI * t / (0.8 * P) + ph, air = pos(sin(phi)), ground = pos(-sin(phi));
+    c->m->root[3 * c->f + 1] = 0.16 * A * air;
+    rotn(c, "leg_l", AZ, 20 * (1 - air));
+    rotn(c, "leg_r", AZ, 20 * (1 - air));
+    rotn(c, "wing_l_inner", AX, -(12 + 18 * A * air));
+    rotn(c, "wing_r_inner", AX, 12 + 18 * A * air);
+    rotn(c, "wing_l_outer", AX, -10 * air);
+    rotn(c, "wing_r_outer", AX, 10 * air);
+    rotn(c, "neck", AZ, -25 * A * ground * ground);
+    rotn(c, "head", AZ, -15 * ground);
+    rotn(c, "tail", AZ, 10 * sin(phi));
+    rotn(c, "body", AZ, -6 * air);
+}
+
+static void snake_slither(Ctx *c, double t, double P, double A, double ph) {
+    double phi = 2 * M_PI * t / (1.2 * P) + ph;
+    for (int k = 0; k < 16; k++) {
+        char name[16];
+        snprintf(name, sizeof name, "body%d", k);
+        rotn(c, name, AY, 16 * A * sin(phi - 0.9 * k));
+    }
+    rotn(c, "head", AY, -8 * sin(phi + 0.9));
+}
+
+static void snake_strike(Ctx *c, double t, double P, double A, double ph) {
+    double T = 1.4 * P, u = t / T + ph / (2 * M_PI);
+    u -= floor(u);
+    double rise = 0.5 - 0.5 * cos(2 * M_PI * u), lunge = exp(-pow((u - 0.55) / 0.08, 2));
+    rotn(c, "head", AZ, 30 * A * rise);
+    rotn(c, "body0", AZ, -22 * A * rise);
+    rotn(c, "body1", AZ, -10 * A * rise);
+    for (int k = 2; k < 16; k++) {
+        char name[16];
+        snprintf(name, sizeof name, "body%d", k);
+        rotn(c, name, AY, 10 * sin(2 * M_PI * u - 0.8 * k));
+    }
+    c->m->root[3 * c->f + 0] = -0.06 * rise + 0.18 * A * lunge;
+    c->m->root[3 * c->f + 1] = 0.08 * A * rise;
+}
+
+/* a lamp bends its pole, arm(s) and shade about the horizontal axis across its reach */
+static void lamp_motion(Ctx *c, double t, double P, double A, double ph, bool hop) {
+    double phi = 2 * M_PI * t / ((hop ? 0.9 : 1.6) * P) + ph;
+    int shade = bone_index(c->s, "shade");
+    double ax[3] = {1, 0, 0};
+    if (shade >= 0) {
+        double d[3];
+        for (int k = 0; k < 3; k++) d[k] = (double)c->s->bones[shade].head[k];
+        d[1] = 0;
+        /* across the reach: y × (horizontal direction to the shade) */
+        double n = sqrt(d[0] * d[0] + d[2] * d[2]);
+        if (n > 1e-6) ax[0] = d[2] / n, ax[1] = 0, ax[2] = -d[0] / n;
+    }
+    if (hop) {
+        double air = pos(sin(phi)), ground = pos(-sin(phi));
+        c->m->root[3 * c->f + 1] = 0.2 * A * air;
+        rotn(c, "pole", ax, 14 * A * ground);
+        rotn(c, "arm", ax, -10 * sin(phi));
+        rotn(c, "arm_lower", ax, -10 * sin(phi));
+        rotn(c, "shade", ax, 20 * A * sin(phi + 1));
+    } else {
+        rotn(c, "pole", ax, 12 * A * sin(phi));
+        rotn(c, "arm", ax, 15 * A * sin(phi + 0.8));
+        rotn(c, "arm_lower", ax, 12 * A * sin(phi + 0.8));
+        rotn(c, "arm_upper", ax, -10 * A * sin(phi + 1.2));
+        rotn(c, "shade", ax, 25 * A * sin(phi + 1.6));
+        rotn(c, "base", AY, 10 * sin(0.5 * phi));
+    }
+}
+
+/* every bone swings about axes perpendicular to it, later bones later in phase */
+static void generic(Ctx *c, double t, double P, double A, double ph, bool wiggle) {
+    double phi = 2 * M_PI * t / ((wiggle ? 0.75 : 1.3) * P) + ph;
+    for (int b = 0; b < c->s->nbones; b++) {
+        double a1[3], a2[3];
+        bone_perp(c->s, b, a1, a2);
+        if (c->s->bones[b].parent < 0) {
+            rot(c, b, AY, (wiggle ? 12 : 8) * A * sin(phi));
+            continue;
+        }
+        if (wiggle) {
+            rot(c, b, a2, 18 * A * sin(1.0 * phi + 1.1 * b));
+            rot(c, b, a1, 8 * A * sin(2.0 * phi + 0.5 * b));
+        } else {
+            rot(c, b, a1, 12 * A * sin(phi + 0.9 * b));
+        }
+    }
+}
+
+static int procedural(const DsProceduralShape *s, const char *name, int nframes, uint64_t seed, double fps,
+                      DsMotion *out, char *err, size_t errlen) {
+    const char *cat = s->category;
+    int kind = -1;
+    static const char *const kinds[] = {"humanoid:walk", "humanoid:wave", "quadruped:walk", "quadruped:trot",
+                                        "bird:flap",     "bird:hop",      "snake:slither",  "snake:strike",
+                                        "lamp:nod",      "lamp:hop"};
+    char key[128];
+    snprintf(key, sizeof key, "%s:%s", cat, name);
+    for (int k = 0; k < (int)(sizeof kinds / sizeof kinds[0]); k++)
+        if (!strcmp(kinds[k], key)) kind = k;
+    bool gen = !strcmp(name, "sway") || !strcmp(name, "wiggle") || !strcmp(name, "rest");
+    if (kind < 0 && !gen) {
+        char list[512] = "";
+        const char *const *names = ds_motion_names(cat, NULL);
+        for (int i = 0; names && names[i]; i++)
+            snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? ", " : "", names[i]);
+        return base_errf(err, errlen, "motion: unknown motion '%s' for %s (expected one of: %s, or a .bvh path)", name,
+                         cat, list);
+    }
+    if (motion_alloc(out, name, "procedural", nframes, fps, s->nbones, err, errlen)) return -1;
+    if (!strcmp(name, "rest")) return 0;
+    double P = U(seed, name, 0, 0.9, 1.1), A = U(seed, name, 1, 0.85, 1.15), ph = U(seed, name, 2, 0, 2 * M_PI);
+    Ctx c = {s, out, 0, seed, 0};
+    for (int f = 0; f < nframes; f++) {
+        c.f = f;
+        double t = f / fps;
+        switch (kind) {
+        case 0: humanoid_walk(&c, t, P, A, ph); break;
+        case 1: humanoid_wave(&c, t, P, A, ph); break;
+        case 2: quadruped_gait(&c, t, P, A, ph, false); break;
+        case 3: quadruped_gait(&c, t, P, A, ph, true); break;
+        case 4: bird_flap(&c, t, P, A, ph); break;
+        case 5: bird_hop(&c, t, P, A, ph); break;
+        case 6: snake_slither(&c, t, P, A, ph); break;
+        case 7: snake_strike(&c, t, P, A, ph); break;
+        case 8: lamp_motion(&c, t, P, A, ph, false); break;
+        case 9: lamp_motion(&c, t, P, A, ph, true); break;
+        default: generic(&c, t, P, A, ph, !strcmp(name, "wiggle")); break;
+        }
+    }
+    return 0;
+}
+
+/* ---- BVH retargeting ------------------------------------------------------------------------------ */
+
+typedef struct {
+    const char *bone;
+    const char *src[2][2]; /* (joint, reference joint) in the CMU names, then the Boxing_Toes names */
+} MapEntry;
+
+static const MapEntry MAP[] = {
+    {"hips", {{"Hips", "Spine"}, {"Hips", "Ab"}}},
+    {"spine", {{"Spine1", "Neck1"}, {"Chest", "Neck"}}},
+    {"neck", {{"Neck1", "Head"}, {"Neck", "Head"}}},
+    {"head", {{"Head", "Head_end"}, {"Head", "Head_end"}}},
+    {"arm_l_upper", {{"LeftArm", "LeftForeArm"}, {"LeftShoulder", "LeftElbow"}}},
+    {"arm_l_lower", {{"LeftForeArm", "LeftHand"}, {"LeftElbow", "LeftWrist"}}},
+    {"arm_r_upper", {{"RightArm", "RightForeArm"}, {"RightShoulder", "RightElbow"}}},
+    {"arm_r_lower", {{"RightForeArm", "RightHand"}, {"RightElbow", "RightWrist"}}},
+    {"leg_l_upper", {{"LeftUpLeg", "LeftLeg"}, {"LeftHip", "LeftKnee"}}},
+    {"leg_l_lower", {{"LeftLeg", "LeftFoot"}, {"LeftKnee", "LeftAnkle"}}},
+    {"foot_l", {{"LeftFoot", "LeftToeBase"}, {"LeftAnkle", "LeftToes"}}},
+    {"leg_r_upper", {{"RightUpLeg", "RightLeg"}, {"RightHip", "RightKnee"}}},
+    {"leg_r_lower", {{"RightLeg", "RightFoot"}, {"RightKnee", "RightAnkle"}}},
+    {"foot_r", {{"RightFoot", "RightToeBase"}, {"RightAnkle", "RightToes"}}},
+};
+#define NMAP (int)(sizeof MAP / sizeof MAP[0])
+
+static int bvh_joint(const DsBvh *b, const char *name) {
+    for (int j = 0; j < b->njoints; j++)
+        if (!strcmp(b->joints[j].name, name)) return j;
+    return -1;
+}
+
+static void rot_of(const double *W, double R[9]) {
+    for (int r = 0; r < 3; r++)
+        for (int k = 0; k < 3; k++) R[3 * r + k] = W[4 * r + k];
+}
+
+static void slerp(const double a[4], const double b0[4], double u, double out[4]) {
+    double b[4], d = a[0] * b0[0] + a[1] * b0[1] + a[2] * b0[2] + a[3] * b0[3];
+    double s = d < 0 ? -1 : 1;
+    for (int k = 0; k < 4; k++) b[k] = s * b0[k];
+    d = fabs(d);
+    double wa = 1 - u, wb = u;
+    if (d < 0.9995) {
+        double th = acos(d), sn = sin(th);
+        wa = sin((1 - u) * th) / sn, wb = sin(u * th) / sn;
+    }
+    double n = 0;
+    for (int k = 0; k < 4; k++) out[k] = wa * a[k] + wb * b[k], n += out[k] * out[k];
+    n = sqrt(n);
+    for (int k = 0; k < 4; k++) out[k] /= n;
+}
+
+int ds_motion_retarget_bvh(const DsBvh *bvh, const char *bvh_name, double start, double step_s, int nframes,
+                           const DsProceduralShape *shape, DsMotion *out, char *err, size_t errlen) {
+    memset(out, 0, sizeof *out);
+    if (strcmp(shape->category, "humanoid"))
+        return base_errf(err, errlen, "%s: motion capture is retargeted onto the humanoid rig only, not %s", bvh_name,
+                         shape->category);
+    if (nframes < 1 || !(step_s > 0) || !(start >= 0))
+        return base_errf(err, errlen, "%s: bad clip (%d frames from %g, step %g)", bvh_name, nframes, start, step_s);
+    double last = start + step_s * (nframes - 1);
+    if (bvh->nframes < 1 || last > (double)(bvh->nframes - 1))
+        return base_errf(err, errlen, "%s: the clip needs source frames %.0f..%.0f, the file has %lld", bvh_name, start,
+                         ceil(last), (long long)bvh->nframes);
+    int nb = shape->nbones, J = bvh->njoints;
+    if (nb > DS_RIG_MAX_BONES) return base_errf(err, errlen, "%s: %d bones (at most %d)", bvh_name, nb, DS_RIG_MAX_BONES);
+    /* the naming scheme: the first whose joints all exist */
+    int src[DS_RIG_MAX_BONES], ref[DS_RIG_MAX_BONES], scheme = -1;
+    for (int sc = 0; sc < 2 && scheme < 0; sc++) {
+        bool all = true;
+        for (int i = 0; i < NMAP; i++) all &= bvh_joint(bvh, MAP[i].src[sc][0]) >= 0 && bvh_joint(bvh, MAP[i].src[sc][1]) >= 0;
+        if (all) scheme = sc;
+    }
+    if (scheme < 0)
+        return base_errf(err, errlen,
+                         "%s: joint names are neither the CMU ones (Hips, Spine1, LeftArm, LeftUpLeg, ...) nor "
+                         "Boxing_Toes' (Hips, Chest, LeftShoulder, LeftHip, ...): cannot map them onto the rig",
+                         bvh_name);
+    for (int b = 0; b < nb; b++) src[b] = ref[b] = -1;
+    for (int i = 0; i < NMAP; i++) {
+        int b = bone_index(shape, MAP[i].bone);
+        if (b < 0) return base_errf(err, errlen, "%s: the humanoid rig has no bone %s", bvh_name, MAP[i].bone);
+        src[b] = bvh_joint(bvh, MAP[i].src[scheme][0]);
+        ref[b] = bvh_joint(bvh, MAP[i].src[scheme][1]);
+    }
+    double *W = malloc(sizeof(double) * 16 * (size_t)J), *Wr = malloc(sizeof(double) * 16 * (size_t)J);
+    int64_t nsrc = (int64_t)floor(last) - (int64_t)floor(start) + 2;
+    double *loc = malloc(sizeof(double) * 4 * (size_t)nb * (size_t)nsrc), *rt = malloc(sizeof(double) * 3 * (size_t)nsrc);
+    if (!W || !Wr || !loc || !rt) {
+        free(W), free(Wr), free(loc), free(rt);
+        return base_errf(err, errlen, "%s: out of memory", bvh_name);
+    }
+    if (motion_alloc(out, bvh_name, bvh_name, nframes, 0, nb, err, errlen)) {
+        free(W), free(Wr), free(loc), free(rt);
+        return -1;
+    }
+    /* rest: alignments A_b, leg lengths, ground heights */
+    ds_bvh_pose(bvh, -1, Wr);
+    double A[DS_RIG_MAX_BONES][4];
+    for (int b = 0; b < nb; b++) {
+        ds_quat_identity(A[b]);
+        if (src[b] < 0) continue;
+        double dr[3], ds[3], n = 0;
+        for (int k = 0; k < 3; k++) {
+            dr[k] = (double)shape->bones[b].tail[k] - shape->bones[b].head[k];
+            ds[k] = Wr[16 * ref[b] + 4 * k + 3] - Wr[16 * src[b] + 4 * k + 3];
+            n += ds[k] * ds[k];
+        }
+        /* the rest rotation of the source joint is folded in below; ds is in world axes */
+        if (n > 1e-12) ds_quat_between(dr, ds, A[b]);
+    }
+    double leg_src = 0, leg_rig = 0;
+    {
+        const char *l3[2][3] = {{"LeftUpLeg", "LeftLeg", "LeftFoot"}, {"LeftHip", "LeftKnee", "LeftAnkle"}};
+        int a = bvh_joint(bvh, l3[scheme][0]), k = bvh_joint(bvh, l3[scheme][1]), f = bvh_joint(bvh, l3[scheme][2]);
+        double d1 = 0, d2 = 0;
+        for (int c = 0; c < 3; c++) {
+            d1 += pow(Wr[16 * k + 4 * c + 3] - Wr[16 * a + 4 * c + 3], 2);
+            d2 += pow(Wr[16 * f + 4 * c + 3] - Wr[16 * k + 4 * c + 3], 2);
+        }
+        leg_src = sqrt(d1) + sqrt(d2);
+        const char *rl[2] = {"leg_l_upper", "leg_l_lower"};
+        for (int i = 0; i < 2; i++) {
+            int b = bone_index(shape, rl[i]);
+            double d = 0;
+            for (int c = 0; c < 3; c++) d += pow((double)shape->bones[b].tail[c] - shape->bones[b].head[c], 2);
+            leg_rig += sqrt(d);
+        }
+    }
+    if (!(leg_src > 1e-9)) {
+        free(W), free(Wr), free(loc), free(rt);
+        ds_motion_free(out);
+        return base_errf(err, errlen, "%s: the source legs have zero length", bvh_name);
+    }
+    double scale = leg_rig / leg_src;
+    /* the source's ground: the 5th percentile over the file (every 4th frame) of the lowest joint */
+    int64_t nprobe = (bvh->nframes + 3) / 4;
+    double *low = malloc(sizeof(double) * (size_t)nprobe);
+    if (!low) {
+        free(W), free(Wr), free(loc), free(rt);
+        ds_motion_free(out);
+        return base_errf(err, errlen, "%s: out of memory", bvh_name);
+    }
+    for (int64_t i = 0; i < nprobe; i++) {
+        ds_bvh_pose(bvh, 4 * i, W);
+        double m = INFINITY;
+        for (int j = 0; j < J; j++) m = fmin(m, W[16 * j + 7]);
+        low[i] = m;
+    }
+    for (int64_t i = 1; i < nprobe; i++) /* insertion sort: a few thousand values */
+        for (int64_t k = i; k > 0 && low[k - 1] > low[k]; k--) {
+            double x = low[k];
+            low[k] = low[k - 1], low[k - 1] = x;
+        }
+    double ground_src = low[nprobe / 20];
+    free(low);
+    double ground_rig = INFINITY;
+    for (int b = 0; b < nb; b++) ground_rig = fmin(ground_rig, fmin(shape->bones[b].head[1], shape->bones[b].tail[1]));
+    int hips = bone_index(shape, "hips"), hsrc = src[hips];
+    /* retarget each source frame the clip touches */
+    int64_t s0 = (int64_t)floor(start);
+    for (int64_t i = 0; i < nsrc; i++) {
+        int64_t sf = s0 + i < bvh->nframes ? s0 + i : bvh->nframes - 1;
+        ds_bvh_pose(bvh, sf, W);
+        double Rw[DS_RIG_MAX_BONES][9];
+        for (int b = 0; b < nb; b++) {
+            int p = shape->bones[b].parent;
+            if (src[b] < 0) {
+                /* an unmapped bone turns with its parent */
+                if (p >= 0) memcpy(Rw[b], Rw[p], sizeof Rw[b]);
+                else for (int k = 0; k < 9; k++) Rw[b][k] = k % 4 == 0;
+            } else {
+                double Rs[9], Rr[9], Ra[9], D[9], M[9];
+                rot_of(W + 16 * src[b], Rs);
+                rot_of(Wr + 16 * src[b], Rr);
+                ds_quat_to_mat3(A[b], Ra);
+                /* D = Rs Rrᵀ, then R = D A */
+                for (int r = 0; r < 3; r++)
+                    for (int c = 0; c < 3; c++) D[3 * r + c] = Rs[3 * r] * Rr[3 * c] + Rs[3 * r + 1] * Rr[3 * c + 1] + Rs[3 * r + 2] * Rr[3 * c + 2];
+                for (int r = 0; r < 3; r++)
+                    for (int c = 0; c < 3; c++) M[3 * r + c] = D[3 * r] * Ra[c] + D[3 * r + 1] * Ra[3 + c] + D[3 * r + 2] * Ra[6 + c];
+                memcpy(Rw[b], M, sizeof M);
+            }
+            double L[9];
+            if (p < 0) memcpy(L, Rw[b], sizeof L);
+            else
+                for (int r = 0; r < 3; r++)
+                    for (int c = 0; c < 3; c++)
+                        L[3 * r + c] = Rw[p][r] * Rw[b][c] + Rw[p][3 + r] * Rw[b][3 + c] + Rw[p][6 + r] * Rw[b][6 + c];
+            double *q = loc + 4 * ((size_t)i * nb + b);
+            ds_quat_from_mat3(L, q);
+        }
+        /* the hips' height above the source ground, put on the rig's ground */
+        double P[3] = {W[16 * hsrc + 3], W[16 * hsrc + 7], W[16 * hsrc + 11]};
+        rt[3 * i + 0] = scale * P[0];
+        rt[3 * i + 1] = ground_rig + scale * (P[1] - ground_src) - shape->bones[hips].head[1];
+        rt[3 * i + 2] = scale * P[2];
+    }
+    /* resample at start + f·step_s */
+    double mean[2] = {0, 0};
+    for (int f = 0; f < nframes; f++) {
+        double x = start + step_s * f - (double)s0;
+        int64_t i = (int64_t)floor(x);
+        if (i >= nsrc - 1) i = nsrc - 2;
+        if (i < 0) i = 0;
+        double u = x - (double)i;
+        if (nsrc < 2) i = 0, u = 0;
+        int64_t i1 = nsrc < 2 ? 0 : i + 1;
+        for (int b = 0; b < nb; b++)
+            slerp(loc + 4 * ((size_t)i * nb + b), loc + 4 * ((size_t)i1 * nb + b), u,
+                  out->local + 4 * ((size_t)f * nb + b));
+        for (int k = 0; k < 3; k++) out->root[3 * f + k] = (1 - u) * rt[3 * i + k] + u * rt[3 * i1 + k];
+        mean[0] += out->root[3 * f] / nframes, mean[1] += out->root[3 * f + 2] / nframes;
+    }
+    for (int f = 0; f < nframes; f++) out->root[3 * f] -= mean[0], out->root[3 * f + 2] -= mean[1];
+    /* one hemisphere for consecutive quaternions (q and −q are the same rotation) */
+    for (int f = 1; f < nframes; f++)
+        for (int b = 0; b < nb; b++) {
+            double *q = out->local + 4 * ((size_t)f * nb + b), *p = q - 4 * (size_t)nb;
+            if (q[0] * p[0] + q[1] * p[1] + q[2] * p[2] + q[3] * p[3] < 0)
+                for (int k = 0; k < 4; k++) q[k] = -q[k];
+        }
+    out->src_start = s0;
+    free(W), free(Wr), free(loc), free(rt);
+    return 0;
+}
+
+/* ---- entry ------------------------------------------------------------------------------------------ */
+
+typedef struct {
+    const char *name, *file;
+    double start_s; /* seconds into the file */
+} NamedClip;
+
+static const NamedClip CLIPS[] = {
+    {"cmu_01_01", "01_01.bvh", 1.5}, /* forward jumps: the first jump */
+    {"cmu_01_03", "01_03.bvh", 1.0}, /* turning, then climbing */
+    {"boxing", "Boxing_Toes.bvh", 8.4},
+};
+
+int ds_motion_make(const DsProceduralShape *shape, const char *name, int nframes, uint64_t seed,
+                   const DsMotionOptions *opt, DsMotion *out, char *err, size_t errlen) {
+    memset(out, 0, sizeof *out);
+    double fps = opt && opt->fps > 0 ? opt->fps : 30;
+    if (nframes < 1 || nframes > 100000) return base_errf(err, errlen, "motion %s: %d frames (1..100000)", name, nframes);
+    if (shape->nbones < 1 || shape->nbones > DS_RIG_MAX_BONES)
+        return base_errf(err, errlen, "motion %s: the shape has %d bones (1..%d)", name, shape->nbones, DS_RIG_MAX_BONES);
+    const NamedClip *clip = NULL;
+    for (size_t k = 0; k < sizeof CLIPS / sizeof CLIPS[0]; k++)
+        if (!strcmp(CLIPS[k].name, name)) clip = &CLIPS[k];
+    size_t len = strlen(name);
+    bool path = len > 4 && !strcmp(name + len - 4, ".bvh");
+    if (!clip && !path) return procedural(shape, name, nframes, seed, fps, out, err, errlen);
+    char file[1024];
+    if (clip) snprintf(file, sizeof file, "%s/%s", opt && opt->bvh_dir ? opt->bvh_dir : DS_MOTION_BVH_DIR, clip->file);
+    else snprintf(file, sizeof file, "%s", name);
+    DsBvh b;
+    if (ds_bvh_read(file, &b, err, errlen)) return -1;
+    if (!(b.frame_time > 0) || !isfinite(b.frame_time)) {
+        ds_bvh_free(&b);
+        return base_errf(err, errlen, "%s: frame time %g is not positive", file, b.frame_time);
+    }
+    double step = 1.0 / (fps * b.frame_time), start;
+    if (opt && opt->bvh_start >= 0) start = (double)opt->bvh_start;
+    else start = clip ? floor(clip->start_s / b.frame_time) : 0;
+    /* a clip that would run past the end starts earlier */
+    double need = step * (nframes - 1);
+    if (start + need > (double)(b.nframes - 1)) start = fmax(0, floor((double)(b.nframes - 1) - need));
+    int rc = ds_motion_retarget_bvh(&b, file, start, step, nframes, shape, out, err, errlen);
+    ds_bvh_free(&b);
+    if (rc) return -1;
+    snprintf(out->name, sizeof out->name, "%.63s", name);
+    snprintf(out->source, sizeof out->source, "%.511s", file);
+    out->fps = fps;
+    return 0;
+}

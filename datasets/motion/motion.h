@@ -1,0 +1,71 @@
+/* datasets/motion/motion.h — motions of the procedural characters: per-frame local joint rotations
+ * and a root translation for a rig of datasets/geometry/procedural.h (conventions in rig.h).
+ *
+ * Two sources:
+ * - procedural gaits and gestures, functions of time in seconds written per category from the
+ *   bone names procedural.c gives (humanoid walk and wave, quadruped walk and trot, bird flap
+ *   and hop, snake slither and strike, lamp nod and hop), and for every category "sway" and
+ *   "wiggle" (each bone swings about axes perpendicular to it) and "rest" (the rest pose);
+ *   the seed varies periods (±10%), amplitudes (±15%) and the starting phase;
+ * - CMU motion capture (BVH, datasets/mesh/bvh.h) retargeted onto the humanoid rig: named clips
+ *   "cmu_01_01" (forward jumps), "cmu_01_03" (climbing, jumps), "boxing" from the folder of
+ *   assimp's test models, or any BVH file by path whose joints carry the CMU or the
+ *   Boxing_Toes names.
+ *
+ * Retargeting (rotations, not positions, so the rig keeps its own bone lengths): each rig bone
+ * j is paired with a source joint s and a reference joint below it. A_j is the smallest
+ * rotation taking the rig bone's rest direction (tail − head) onto the source segment's rest
+ * direction; the rig bone's world rotation at frame t is R_j(t) = W_s(t) W_s(rest)ᵀ A_j, with W
+ * the source joint's world rotation, so the bone points along the source segment and follows
+ * its twist. Local rotations are R_parentᵀ R_j. The root translation is the source hips'
+ * displacement scaled by the ratio of leg lengths, its height measured above the source's
+ * ground (the 5th percentile over the file of the lowest joint) and put on the rig's ground
+ * (its lowest joint at rest), its horizontal drift removed (the clip's mean), so the
+ * character stays in the cameras' view. Source frames are resampled to the requested rate
+ * (quaternion slerp of the retargeted local rotations between the two nearest frames). */
+#ifndef ANIMA_DATASETS_MOTION_MOTION_H
+#define ANIMA_DATASETS_MOTION_MOTION_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "datasets/geometry/procedural.h"
+#include "datasets/mesh/bvh.h"
+
+typedef struct {
+    char name[64];    /* "walk", "cmu_01_01", or the BVH file's path */
+    char source[512]; /* "procedural", or the BVH file read */
+    int nframes;
+    double fps;
+    int nbones;
+    double *local;    /* nframes × nbones × 4: local rotations (w, x, y, z) */
+    double *root;     /* nframes × 3: root translation from rest */
+    int64_t src_start; /* BVH: the first source frame used (-1 for procedural) */
+} DsMotion;
+
+typedef struct {
+    double fps;          /* frames per second of the output (> 0) */
+    const char *bvh_dir; /* the folder of the named clips; NULL: DS_MOTION_BVH_DIR */
+    int64_t bvh_start;   /* the clip's first source frame; -1: the named clip's default window (0 for paths) */
+} DsMotionOptions;
+
+#define DS_MOTION_BVH_DIR "/usr/share/assimp/models/BVH"
+
+/* The motions a category has (NULL-terminated; count may be NULL); NULL for an unknown one. */
+const char *const *ds_motion_names(const char *category, int *count);
+/* The benchmark's default training (heldout false) or held-out motion of a category. */
+const char *ds_motion_default(const char *category, bool heldout);
+
+/* nframes (≥ 1) frames of motion `name` for shape's rig; seed varies the procedural ones. 0, or
+ * -1 with err (unknown motion for the category, unreadable BVH, a BVH whose joints cannot be
+ * mapped, a clip too short). */
+int ds_motion_make(const DsProceduralShape *shape, const char *name, int nframes, uint64_t seed,
+                   const DsMotionOptions *opt, DsMotion *out, char *err, size_t errlen);
+/* The retargeting alone: frames start, start + step_s, ... (step_s in source frames, > 0,
+ * fractional steps interpolate) of bvh onto a humanoid shape. */
+int ds_motion_retarget_bvh(const DsBvh *bvh, const char *bvh_name, double start, double step_s, int nframes,
+                           const DsProceduralShape *shape, DsMotion *out, char *err, size_t errlen);
+void ds_motion_free(DsMotion *m);
+
+#endif
