@@ -1020,6 +1020,13 @@ void cuemu::check_kernel_struct(const LaunchSite &s, int index, const void *p, s
                            s.file, s.line, index + 1, (const void *)a, k);
             continue;
         }
+#ifdef CUEMU_ASAN
+        /* ASan's shadow memory and its gap cover most of the low address space: words there
+         * (pairs of small ints, say) are not taken for pointers */
+        size_t scale, offset;
+        __asan_get_shadow_mapping(&scale, &offset);
+        if (v >= offset && v < offset + (((uint64_t)1 << 47) >> scale)) continue;
+#endif
         /* mapped host memory (mincore fails with ENOMEM on unmapped pages): a host pointer. An
          * integer or a pair of floats that happens to look like an address almost never lies in
          * a mapped page. */
