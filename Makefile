@@ -130,7 +130,7 @@ test: deps
 	@rm -rf $(BUILD)/install-test && $(MAKE) --no-print-directory install PREFIX=$(abspath $(BUILD)/install-test) \
 	  > $(BUILD)/install-test.log 2>&1 || { cat $(BUILD)/install-test.log; exit 1; }
 	@bash datasets/fetch-real.sh > $(BUILD)/fetch-real.log 2>&1 || echo "note: datasets/fetch-real.sh failed (see $(BUILD)/fetch-real.log); tests that need real meshes skip" 
-	@BUILD=$(BUILD) bash tests/run.sh
+	@BUILD=$(BUILD) CUDA_EMU=$(if $(wildcard tools/cuemu/include/cublas_v2.h),1,0) EMU_SANITIZE=$(EMU_SAN) bash tests/run.sh
 
 demo: deps
 	@$(MAKE) --no-print-directory all
@@ -190,6 +190,12 @@ cuemu-lib-tests: $(patsubst tests/cuemu/lib/%.cpp,$(BUILD)/cuemu-lib/%,$(wildcar
 
 clean:
 	rm -rf build build-san build-vg build-cuda build-emu build-emu-san build-emu-tsan anima
+
+# test-cuda-emu-tsan also runs a few of the parity suite's tests with the kernels under TSan
+test-cuda-emu-tsan: cuemu-tsan-anima-tests
+.PHONY: cuemu-tsan-anima-tests
+cuemu-tsan-anima-tests:
+	@$(MAKE) --no-print-directory CUEMU=1 CUEMU_TSAN=1 CUDA=1 BUILD=$(EMU_BUILD)-tsan $(EMU_BUILD)-tsan/anima-tests
 
 # ---- install: using anima from one's own program (examples/) -------------------------------
 # $(DESTDIR)$(PREFIX)/lib/libanima.{a,so}, lib/pkgconfig/anima.pc, bin/anima and the public

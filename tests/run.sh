@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # tests/run.sh — every suite, then one total: the layering checks (tests/check_layers.py: include
 # and object-reference layers and cycles), the unit tests (one process, each test forked), the
-# data-parallel tests under `mpirun -np 2`, and the examples built against the installed tree
-# (tests/examples.sh; `make test` installs it first). The last line is "N passed, N failed".
+# data-parallel tests under `mpirun -np 2`, the examples built against the installed tree
+# (tests/examples.sh; `make test` installs it first) and the CUDA code under the emulator
+# (CUDA_EMU=1: make test-cuda-emu). The last line is "N passed, N failed".
 set -u
 cd "$(dirname "$0")/.."
 build=${BUILD:-build}
@@ -38,5 +39,14 @@ else
   echo "FAIL mpi: mpirun not found (tools/install-deps.sh installs openmpi-bin)"; total_fail=$((total_fail + 1))
 fi
 run_suite examples env BUILD="$build" bash tests/examples.sh
+# every CUDA kernel on the CPU (docs/cuemu.md): its own build (build-emu/), the checks' tests and
+# the CUDA parity suite under three thread orders; the build uses all cores (make test's
+# jobserver does not reach this script)
+if [ "${CUDA_EMU:-0}" = 1 ]; then
+  run_suite cuda-emu env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make --no-print-directory -s -j"$(nproc)" test-cuda-emu \
+    SANITIZE="${EMU_SANITIZE:-0}"
+else
+  echo "== cuda-emu: skipped (the emulated cuBLAS/cub/NCCL, tools/cuemu/include/cublas_v2.h, are not in this tree)"
+fi
 echo "$total_pass passed, $total_fail failed"
 [ "$total_fail" -eq 0 ]

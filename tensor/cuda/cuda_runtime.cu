@@ -56,6 +56,11 @@ void *cu_pool_alloc(size_t nbytes) {
         void *p = pool_free[c].back();
         pool_free[c].pop_back();
         pool_cached_bytes -= class_size(c);
+#ifdef __CUEMU__
+        /* the CUDA emulator (tools/cuemu): a recycled block reads as poison until written, as
+         * fresh memory from cudaMalloc does, so a kernel reading what it never wrote shows */
+        cuemu_poison(p, class_size(c));
+#endif
         return p;
     }
     void *p = NULL;

@@ -46,15 +46,16 @@ static std::vector<float> to_host(const float *d, int n) {
 
 /* ---- block reduction: any one of its three barriers removed ------------------------------ */
 
-/* skip: which barrier is left out (0: none) */
-template <int SKIP>
+static const int L_REDUCE_LOOP = __LINE__ + 9;
+/* SKIP: which barrier is left out (0: none); NT threads */
+template <int SKIP, int NT>
 __device__ float block_sum(float v) {
-    __shared__ float buf[N];
+    __shared__ float buf[NT];
     int t = threadIdx.x;
     buf[t] = v;
     if (SKIP != 1) __syncthreads();
-    for (int s = N / 2; s > 0; s >>= 1) {
-        if (t < s) buf[t] += buf[t + s];
+    for (int s = NT / 2; s > 0; s >>= 1) {
+        if (t < s) buf[t] += buf[t + s]; /* L_REDUCE_LOOP */
         if (SKIP != 2) __syncthreads();
     }
     float r = buf[0];
@@ -63,20 +64,21 @@ __device__ float block_sum(float v) {
 }
 
 /* two sums in a row, as layer_norm's statistics: the second call reuses buf */
-template <int SKIP>
+template <int SKIP, int NT>
 __global__ void k_two_sums(float *out) {
-    float a = block_sum<SKIP>((float)threadIdx.x);
-    float b = block_sum<SKIP>(1.0f);
+    float a = block_sum<SKIP, NT>((float)threadIdx.x);
+    float b = block_sum<SKIP, NT>(1.0f);
     out[threadIdx.x] = a + 1000.0f * b;
 }
 
-template <int SKIP>
+/* NT = 64 for ThreadSanitizer, which tells apart only a few hundred threads (fibers) at once */
+template <int SKIP, int NT = N>
 static int case_reduce(void) {
-    float *o = dev_floats(N);
-    k_two_sums<SKIP><<<1, N>>>(o);
-    std::vector<float> h = to_host(o, N);
-    float want = (float)(N * (N - 1) / 2) + 1000.0f * N;
-    for (int i = 0; i < N; i++)
+    float *o = dev_floats(NT);
+    k_two_sums<SKIP, NT><<<1, NT>>>(o);
+    std::vector<float> h = to_host(o, NT);
+    float want = (float)(NT * (NT - 1) / 2) + 1000.0f * NT;
+    for (int i = 0; i < NT; i++)
         if (h[i] != want) return 3;
     return 0;
 }
@@ -288,6 +290,22 @@ static int case_dyn_shared_too_small(void) {
     return 0;
 }
 
+/* 4 bytes too small: the access lands in the 16-byte rounding before the guard page, which only
+ * AddressSanitizer sees (the slack is poisoned) */
+static int case_dyn_shared_4_bytes_too_small(void) {
+    k_noop<<<1, 26, 25 * 4>>>(dev_floats(1));
+    return 0;
+}
+
+/* one element past a device allocation: inside its red zone, poisoned under ASan */
+__global__ void k_write_n(float *p, int n) {
+    if ((int)threadIdx.x <= n) p[threadIdx.x] = 1.0f; /* the bug: <= */
+}
+static int case_device_overflow(void) {
+    k_write_n<<<1, 32>>>(dev_floats(25), 25);
+    return 0;
+}
+
 /* ---- host and device memory ------------------------------------------------------------------ */
 
 static int case_host_dereference(void) {
@@ -317,6 +335,30 @@ static int case_kernel_freed_pointer(void) {
     k_shared_read<true><<<1, 64>>>(d);
     return 0;
 }
+
+/* pointers inside a struct passed by value (as TensorAttentionArgs, GsRasterInputs) */
+struct TwoArrays {
+    const float *a;
+    int n;
+    float *out;
+};
+__global__ void k_struct_arg(TwoArrays t) {
+    if ((int)threadIdx.x < t.n) t.out[threadIdx.x] = 2.0f * t.a[threadIdx.x];
+}
+static int case_struct_pointers(bool host_a) {
+    static float h[32];
+    float *d = dev_floats(32), *o = dev_floats(32);
+    for (int i = 0; i < 32; i++) h[i] = (float)i;
+    ck(cudaMemcpy(d, h, sizeof h, cudaMemcpyHostToDevice));
+    TwoArrays t = {host_a ? h : d, 32, o};
+    k_struct_arg<<<1, 32>>>(t);
+    std::vector<float> r = to_host(o, 32);
+    for (int i = 0; i < 32; i++)
+        if (r[i] != 2.0f * (float)i) return 3;
+    return 0;
+}
+static int case_struct_device_pointers_ok(void) { return case_struct_pointers(false); }
+static int case_struct_host_pointer(void) { return case_struct_pointers(true); }
 
 /* ---- races only ThreadSanitizer sees (make test-cuda-emu-tsan) ------------------------------- */
 
@@ -355,7 +397,14 @@ struct Case {
     Expect expect;
     std::string text; /* FAIL: must appear in the emulator's message ('|' separates several) */
     bool tsan;        /* a ThreadSanitizer case */
+    bool asan = false; /* only in the AddressSanitizer build */
 };
+
+#if defined(__SANITIZE_ADDRESS__)
+static const bool ASAN = true;
+#else
+static const bool ASAN = false;
+#endif
 
 static std::string at(int line) { return "test_cuemu.cu:" + std::to_string(line); }
 
@@ -387,6 +436,7 @@ static int run_child(int (*fn)(void), const char *order, std::string &err) {
 
 int main(int argc, char **argv) {
     bool tsan = argc > 1 && !strcmp(argv[1], "--tsan");
+    const char *only = argc > 1 + tsan ? argv[1 + tsan] : NULL; /* one case, its output shown */
     std::vector<Case> cases = {
         {"reduce_all_barriers_ok", case_reduce<0>, OK, "", false},
         {"reduce_first_barrier_removed", case_reduce<1>, WRONG_IN_SOME_ORDER, "", false},
@@ -418,21 +468,27 @@ int main(int argc, char **argv) {
         {"memcpy_ok", case_memcpy_ok, OK, "", false},
         {"kernel_gets_host_pointer", case_kernel_host_pointer, FAIL, "argument 1", false},
         {"kernel_gets_freed_pointer", case_kernel_freed_pointer, FAIL, "freed or unallocated", false},
+        {"struct_arg_device_pointers_ok", case_struct_device_pointers_ok, OK, "", false},
+        {"struct_arg_host_pointer", case_struct_host_pointer, FAIL, "argument 1 (a struct) holds", false},
+        {"dyn_shared_4_bytes_too_small_asan", case_dyn_shared_4_bytes_too_small, FAIL, "AddressSanitizer", false, true},
+        {"device_overflow_into_red_zone_asan", case_device_overflow, FAIL, "AddressSanitizer", false, true},
         {"scatter_atomic_ok", case_scatter_atomic_ok, OK, "", true},
         {"scatter_without_atomics", case_scatter_plain, FAIL, "data race", true},
-        {"reduce_all_barriers_ok_tsan", case_reduce<0>, OK, "", true},
-        {"reduce_loop_barrier_removed_tsan", case_reduce<2>, FAIL, "data race", true},
+        {"reduce_all_barriers_ok_tsan", case_reduce<0, 64>, OK, "", true},
+        {"reduce_loop_barrier_removed_tsan", case_reduce<2, 64>, FAIL, "data race|test_cuemu.cu:" + std::to_string(L_REDUCE_LOOP), true},
     };
     int pass = 0, fail = 0;
     for (const Case &c : cases) {
-        if (c.tsan != tsan) continue;
+        if (c.tsan != tsan || (c.asan && !ASAN) || (only && strcmp(only, c.name))) continue;
         std::string why;
         bool ok = true, some_wrong = false;
         for (const char *order : ORDERS) {
             std::string err;
             int st = run_child(c.fn, order, err);
+            if (only) fprintf(stderr, "-- %s, order %s:\n%s", c.name, order, err.c_str());
             bool aborted = WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT;
-            bool tsan_report = tsan && WIFEXITED(st) && WEXITSTATUS(st) == 66; /* TSan's exitcode */
+            /* TSan's exitcode (66, run.sh sets it, when the case itself exits 0); ASan exits 1 */
+            bool san_report = (tsan && WIFEXITED(st) && WEXITSTATUS(st) != 0) || (ASAN && WIFEXITED(st) && WEXITSTATUS(st) == 1);
             int code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
             bool good = false;
             switch (c.expect) {
@@ -443,7 +499,7 @@ int main(int argc, char **argv) {
                 some_wrong |= code == 3;
                 break;
             case FAIL: {
-                good = aborted || tsan_report;
+                good = aborted || san_report;
                 size_t p = 0;
                 while (good && p <= c.text.size()) {
                     size_t q = c.text.find('|', p);

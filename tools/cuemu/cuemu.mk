@@ -10,11 +10,11 @@ CUEMU_CAPS ?= -DCU_MAX_BLOCKS=3 -DAT_MAX_GRID=3 -DGRAM_MAX_BLOCKS=3
 CUEMU_OPT  ?= -O1
 CUEMU_BASE := -std=c++17 $(CUEMU_OPT) -g $(ARCH) -fPIC -ffp-contract=off -Wall -Wextra -Werror -Wno-unknown-pragmas \
               -D_GNU_SOURCE -MMD -MP -I. -Itools/cuemu/include $(CUEMU_EXTRA) $(SAN_FLAGS)
-# the kernels (and the C library) are instrumented by ThreadSanitizer in the tsan build; the
-# runtime is not (its scheduler state is only touched between fibers) but announces the fibers
+# the kernels are instrumented by ThreadSanitizer in the tsan build; the runtime is not (its
+# scheduler state is only touched between fibers) but announces the fibers; nor is the C
+# library (TSan cannot instrument its target_clones resolvers, which run before TSan starts)
 ifeq ($(CUEMU_TSAN),1)
 CUEMU_TSAN_FLAGS := -fsanitize=thread
-CFLAGS   += -fsanitize=thread
 LDLIBS   += -fsanitize=thread
 CUEMU_RT_DEFS := -DCUEMU_TSAN
 endif

@@ -526,7 +526,11 @@ size_t host_stack_size = 0;
 #endif
 #ifdef CUEMU_TSAN
 void *tsan_host = nullptr;
-char tsan_launch, tsan_end, tsan_block_bar, tsan_warp[32];
+/* barriers and collectives: release on arrival, acquire on leaving. Two objects per barrier
+ * (and per warp), alternating by instance: a thread still to leave instance k must not acquire
+ * what threads that already left it released on their way into instance k + 1 */
+char tsan_launch, tsan_end, tsan_poison, tsan_bar[2], tsan_warp[32][2];
+unsigned bar_gen, warp_gen[32];
 #endif
 
 /* shared memory: the static arena (SharedSlot) and the dynamic region, which ends at a guard
@@ -841,7 +845,8 @@ int cuemu::syncthreads(int pred, int count, const char *file, int line) {
                        who(f), file, line, l, coll_name(g->kind), g->file, g->line);
     }
 #ifdef CUEMU_TSAN
-    __tsan_release(&tsan_block_bar);
+    unsigned gen = bar_gen;
+    __tsan_release(&tsan_bar[gen & 1]);
 #endif
     f->pred = pred;
     bar_count_sum += pred;
@@ -856,6 +861,9 @@ int cuemu::syncthreads(int pred, int count, const char *file, int line) {
         nbarrier = 0;
         bar_count_sum = 0;
         f->result = total;
+#ifdef CUEMU_TSAN
+        bar_gen++;
+#endif
     } else {
         f->state = AT_BARRIER;
         f->file = file, f->line = line;
@@ -863,7 +871,7 @@ int cuemu::syncthreads(int pred, int count, const char *file, int line) {
         yield_to_scheduler(false);
     }
 #ifdef CUEMU_TSAN
-    __tsan_acquire(&tsan_block_bar);
+    __tsan_acquire(&tsan_bar[gen & 1]);
 #endif
     return count ? f->result : 0;
 }
@@ -908,7 +916,8 @@ uint64_t cuemu::warp_collective(Collective kind, unsigned mask, uint64_t v, int 
                        who(f), name, file, line, mask, l, coll_name(g->kind), g->file, g->line, g->mask);
     }
 #ifdef CUEMU_TSAN
-    __tsan_release(&tsan_warp[f->warp & 31]);
+    unsigned gen = warp_gen[f->warp & 31];
+    __tsan_release(&tsan_warp[f->warp & 31][gen & 1]);
 #endif
     f->kind = kind, f->mask = mask, f->val = v, f->arg = arg, f->width = width, f->file = file, f->line = line;
     f->state = AT_WARP;
@@ -917,6 +926,9 @@ uint64_t cuemu::warp_collective(Collective kind, unsigned mask, uint64_t v, int 
     bool complete = (w.waiting & mask) == mask;
     if (complete) {
         w.waiting &= ~mask;
+#ifdef CUEMU_TSAN
+        warp_gen[f->warp & 31]++;
+#endif
         Fiber *lanes = &fibers[f->warp * 32];
         uint64_t vote = 0;
         if (kind == ANY || kind == ALL || kind == BALLOT)
@@ -948,7 +960,7 @@ uint64_t cuemu::warp_collective(Collective kind, unsigned mask, uint64_t v, int 
         yield_to_scheduler(false);
     }
 #ifdef CUEMU_TSAN
-    __tsan_acquire(&tsan_warp[f->warp & 31]);
+    __tsan_acquire(&tsan_warp[f->warp & 31][gen & 1]);
 #endif
     return f->res;
 #undef name
@@ -972,7 +984,13 @@ void *cuemu::SharedSlot::get(size_t size, size_t align) {
         static_used = o + size;
         if (static_used > static_max) static_max = static_used;
         poison_range(static_arena + o, size);
+#ifdef CUEMU_TSAN
+        __tsan_release(&tsan_poison); /* the poison (an intercepted memset) before every use */
+#endif
     }
+#ifdef CUEMU_TSAN
+    __tsan_acquire(&tsan_poison);
+#endif
     return static_arena + off;
 }
 
@@ -986,6 +1004,39 @@ void cuemu::check_kernel_pointer(const LaunchSite &s, int index, const void *p) 
                    s.line, index + 1, p);
     cuemu_fail("kernel launched at %s:%d: argument %d (%p) is a host pointer, not device memory", s.file, s.line,
                index + 1, p);
+}
+
+void cuemu::check_kernel_struct(const LaunchSite &s, int index, const void *p, size_t n) {
+    std::lock_guard<std::recursive_mutex> lock(mu);
+    for (size_t k = 0; k + 8 <= n; k += 8) {
+        uint64_t v;
+        memcpy(&v, (const char *)p + k, 8);
+        if (v < 65536 || v >= ((uint64_t)1 << 47)) continue; /* not a user-space address */
+        const char *a = (const char *)(uintptr_t)v;
+        if (in_heap(a)) {
+            if (find_alloc(a, 0) == live_allocs.end())
+                cuemu_fail("kernel launched at %s:%d: argument %d (a struct) holds %p at byte %zu, which points into "
+                           "freed or unallocated device memory",
+                           s.file, s.line, index + 1, (const void *)a, k);
+            continue;
+        }
+#ifdef CUEMU_ASAN
+        /* ASan's shadow memory and its gap cover most of the low address space: words there
+         * (pairs of small ints, say) are not taken for pointers */
+        size_t scale, offset;
+        __asan_get_shadow_mapping(&scale, &offset);
+        if (v >= offset && v < offset + (((uint64_t)1 << 47) >> scale)) continue;
+#endif
+        /* mapped host memory (mincore fails with ENOMEM on unmapped pages): a host pointer. An
+         * integer or a pair of floats that happens to look like an address almost never lies in
+         * a mapped page. */
+        unsigned char vec;
+        void *page = (void *)((uintptr_t)a & ~(uintptr_t)(page_size - 1));
+        if (mincore(page, 1, &vec) == 0)
+            cuemu_fail("kernel launched at %s:%d: argument %d (a struct) holds %p at byte %zu, a host pointer, not "
+                       "device memory",
+                       s.file, s.line, index + 1, (const void *)a, k);
+    }
 }
 
 void cuemu::launch(const LaunchSite &s, void (*body)(void *), void *ctx) {
@@ -1023,7 +1074,6 @@ void cuemu::launch(const LaunchSite &s, void (*body)(void *), void *ctx) {
     in_kernel = true;
 #ifdef CUEMU_TSAN
     if (!tsan_host) tsan_host = __tsan_get_current_fiber();
-    __tsan_release(&tsan_launch);
 #endif
     unsigned long long nblocks = (unsigned long long)g.x * g.y * g.z;
     std::vector<int> perm(nthreads);
@@ -1048,6 +1098,9 @@ void cuemu::launch(const LaunchSite &s, void (*body)(void *), void *ctx) {
 #endif
         nexited = nbarrier = bar_count_sum = 0;
         memset(warps, 0, sizeof warps);
+#ifdef CUEMU_TSAN
+        __tsan_release(&tsan_launch); /* the host's writes, this block's poison: before its threads */
+#endif
         for (int i = 0; i < nthreads; i++) {
             Fiber &f = fibers[i];
             f.tid = uint3{(unsigned)(i % b.x), (unsigned)(i / b.x % b.y), (unsigned)(i / (b.x * b.y))};
@@ -1074,6 +1127,9 @@ void cuemu::launch(const LaunchSite &s, void (*body)(void *), void *ctx) {
                 cuemu_fail("deadlock in the kernel launched at %s:%d", s.file, s.line);
             }
         }
+#ifdef CUEMU_TSAN
+        __tsan_acquire(&tsan_end); /* the block's threads are done: before the next block's poison */
+#endif
         if (bi == 0 && static_max > SHARED_DEFAULT_MAX)
             cuemu_fail("kernel launched at %s:%d: %zu bytes of static shared memory exceed 48 KiB", s.file, s.line,
                        static_max);

@@ -200,6 +200,9 @@ struct LaunchSite {
 };
 void launch(const LaunchSite &site, void (*body)(void *), void *ctx);
 void check_kernel_pointer(const LaunchSite &site, int index, const void *p);
+/* a struct passed by value: every aligned word that points into device memory must point into
+ * a live allocation, and none may point into mapped host memory */
+void check_kernel_struct(const LaunchSite &site, int index, const void *p, size_t n);
 
 /* k<<<g, b, shm, s>>>(args) after the rewrite: Launch(file, line, g, b, shm, s).run(k, args).
  * The arguments are converted to the parameter types once (as the real launch copies them to
@@ -230,8 +233,11 @@ struct Launch {
     }
     template <size_t I, typename T>
     void check_one(const T &v) {
-        if constexpr (std::is_pointer_v<T>)
+        if constexpr (std::is_pointer_v<T>) {
             if (v) check_kernel_pointer(site, (int)I, (const void *)v);
+        } else if constexpr (std::is_class_v<T> && std::is_trivially_copyable_v<T> && alignof(T) >= 8) {
+            check_kernel_struct(site, (int)I, &v, sizeof v);
+        }
     }
 };
 
