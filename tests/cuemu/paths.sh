@@ -73,12 +73,12 @@ run fit_cpu "$anima" "${FIT[@]}" && run fit_cuda "$anima" "${FIT[@]}" --device c
 
 if command -v mpirun > /dev/null; then
   t=$(now)
-  if run fit_nccl mpirun --oversubscribe --allow-run-as-root -np 2 "$anima" "${FIT[@]}" --device cuda; then
+  if run fit_nccl env ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" mpirun --oversubscribe --allow-run-as-root -np 2 "$anima" "${FIT[@]}" --device cuda; then
     if grep -q "2 ranks (NCCL)" "$tmp/fit_nccl.log"; then
       check "fit --device cuda, 2 ranks over NCCL vs 1 process" "$t" "$tmp/fit_cuda/metrics.jsonl" \
         "$tmp/fit_nccl/metrics.jsonl" "loss:1e-5 grad_norm:1e-5"
       t=$(now) # the all-reduce after backward instead of the buckets overlapped with it
-      run fit_nccl_sync env ANIMA_COMM_OVERLAP=0 mpirun --oversubscribe --allow-run-as-root -np 2 "$anima" "${FIT[@]}" \
+      run fit_nccl_sync env ANIMA_COMM_OVERLAP=0 ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" mpirun --oversubscribe --allow-run-as-root -np 2 "$anima" "${FIT[@]}" \
         --device cuda &&
         check "fit --device cuda, 2 ranks over NCCL, no overlap" "$t" "$tmp/fit_cuda/metrics.jsonl" \
           "$tmp/fit_nccl_sync/metrics.jsonl" "loss:1e-5 grad_norm:1e-5"
@@ -100,7 +100,7 @@ if command -v mpirun > /dev/null; then
   # shapes are sharded over the ranks, so 2 ranks are compared with 2 ranks: NCCL on the device
   # (per-loss gradients reduced, then ConFIG) against MPI on the host
   t=$(now)
-  MPI=(mpirun --oversubscribe --allow-run-as-root -np 2)
+  MPI=(env ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" mpirun --oversubscribe --allow-run-as-root -np 2)
   run ps_mpi "${MPI[@]}" "$anima" "${PS[@]}" && run ps_nccl "${MPI[@]}" "$anima" "${PS[@]}" --device cuda &&
     check "physskin train --device cuda, 2 ranks over NCCL vs MPI on the CPU" "$t" "$tmp/ps_mpi/metrics.jsonl" \
       "$tmp/ps_nccl/metrics.jsonl" "loss:1e-4 pot:1e-4 orth:1e-4 smooth:1e-4 grad_norm:1e-4"

@@ -2,7 +2,8 @@
 # tests/cuemu/run.sh SEED | --tsan — make test-cuda-emu's runner (BUILD=the emulated build dir):
 # the emulator's own checks (cuemu-tests: injected bugs must be reported, their correct twins must
 # pass), then the CUDA parity suite (anima-tests --cuda) under forward, reverse and seeded random
-# thread order, each order's time printed. --tsan: ThreadSanitizer's cases only.
+# thread order (CUEMU_ORDERS, a list, narrows them), each order's time printed. --tsan:
+# ThreadSanitizer's cases only.
 # The last line is "N passed, N failed" (tests/run.sh's convention).
 set -u
 cd "$(dirname "$0")/../.."
@@ -40,7 +41,7 @@ count() { # the summary line of a suite's output
 out=$(mktemp); trap 'rm -f "$out"' EXIT
 echo "== cuemu checks (tests/cuemu)"
 "./$build/cuemu-tests" > "$out" 2>&1; grep -v '^ok ' "$out" | sed '$d'; count "$out" "cuemu checks"
-for order in forward reverse random; do
+for order in ${CUEMU_ORDERS:-forward reverse random}; do
   echo "== CUDA parity suite under the emulator, CUEMU_ORDER=$order$([ $order = random ] && echo " CUEMU_SEED=$seed")"
   t0=$(date +%s)
   # the cuda_fit tests run `anima fit --device cuda`: this build's program, not the plain ./anima

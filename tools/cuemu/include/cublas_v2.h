@@ -21,7 +21,7 @@
 extern "C" {
 #endif
 
-typedef enum {
+typedef enum CUEMU_ENUM_INT {
     CUBLAS_STATUS_SUCCESS = 0,
     CUBLAS_STATUS_NOT_INITIALIZED = 1,
     CUBLAS_STATUS_ALLOC_FAILED = 3,
@@ -34,11 +34,11 @@ typedef enum {
     CUBLAS_STATUS_LICENSE_ERROR = 16
 } cublasStatus_t;
 
-typedef enum { CUBLAS_OP_N = 0, CUBLAS_OP_T = 1, CUBLAS_OP_C = 2, CUBLAS_OP_HERMITAN = 2, CUBLAS_OP_CONJG = 3 } cublasOperation_t;
+typedef enum CUEMU_ENUM_INT { CUBLAS_OP_N = 0, CUBLAS_OP_T = 1, CUBLAS_OP_C = 2, CUBLAS_OP_HERMITAN = 2, CUBLAS_OP_CONJG = 3 } cublasOperation_t;
 
-typedef enum { CUBLAS_POINTER_MODE_HOST = 0, CUBLAS_POINTER_MODE_DEVICE = 1 } cublasPointerMode_t;
+typedef enum CUEMU_ENUM_INT { CUBLAS_POINTER_MODE_HOST = 0, CUBLAS_POINTER_MODE_DEVICE = 1 } cublasPointerMode_t;
 
-typedef enum {
+typedef enum CUEMU_ENUM_INT {
     CUBLAS_DEFAULT_MATH = 0,
     CUBLAS_TENSOR_OP_MATH = 1, /* deprecated in cuBLAS 11: same as the default */
     CUBLAS_PEDANTIC_MATH = 2,
@@ -46,7 +46,7 @@ typedef enum {
     CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION = 16
 } cublasMath_t;
 
-typedef enum {
+typedef enum CUEMU_ENUM_INT {
     CUBLAS_COMPUTE_16F = 64,
     CUBLAS_COMPUTE_16F_PEDANTIC = 65,
     CUBLAS_COMPUTE_32F = 68,
@@ -60,7 +60,7 @@ typedef enum {
     CUBLAS_COMPUTE_32I_PEDANTIC = 73
 } cublasComputeType_t;
 
-typedef enum {
+typedef enum CUEMU_ENUM_INT {
     CUBLAS_GEMM_DEFAULT = -1,
     CUBLAS_GEMM_ALGO0 = 0,
     CUBLAS_GEMM_ALGO23 = 23,

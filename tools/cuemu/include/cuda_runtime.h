@@ -14,6 +14,15 @@
 #include "../cuemu.h"
 
 #define __CUEMU__ 1
+/* The API's enums get int as their fixed underlying type in C++: the emulated libraries and
+ * their tests check out-of-range values (a wrong cublasOperation_t must give
+ * CUBLAS_STATUS_INVALID_VALUE), and holding such a value in an enum without a fixed type is
+ * undefined behaviour in C++ (UBSan reports it). C has no such rule. */
+#ifdef __cplusplus
+#define CUEMU_ENUM_INT : int
+#else
+#define CUEMU_ENUM_INT
+#endif
 #define CUDART_VERSION 12040
 
 /* ---- C part ------------------------------------------------------------------------------ */
@@ -22,7 +31,7 @@
 extern "C" {
 #endif
 
-typedef enum cudaError {
+typedef enum cudaError CUEMU_ENUM_INT {
     cudaSuccess = 0,
     cudaErrorInvalidValue = 1,
     cudaErrorMemoryAllocation = 2,
@@ -36,7 +45,7 @@ typedef enum cudaError {
     cudaErrorNotReady = 600
 } cudaError_t;
 
-typedef enum cudaMemcpyKind {
+typedef enum cudaMemcpyKind CUEMU_ENUM_INT {
     cudaMemcpyHostToHost = 0,
     cudaMemcpyHostToDevice = 1,
     cudaMemcpyDeviceToHost = 2,
@@ -44,7 +53,7 @@ typedef enum cudaMemcpyKind {
     cudaMemcpyDefault = 4
 } cudaMemcpyKind;
 
-typedef enum cudaFuncAttribute {
+typedef enum cudaFuncAttribute CUEMU_ENUM_INT {
     cudaFuncAttributeMaxDynamicSharedMemorySize = 8,
     cudaFuncAttributePreferredSharedMemoryCarveout = 9
 } cudaFuncAttribute;
@@ -52,7 +61,7 @@ typedef enum cudaFuncAttribute {
 #ifndef CUEMU_LIBRARY_TYPES
 #define CUEMU_LIBRARY_TYPES
 /* library_types.h of the real toolkit: the element types of the cuBLAS Ex entry points */
-typedef enum cudaDataType_t {
+typedef enum cudaDataType_t CUEMU_ENUM_INT {
     CUDA_R_16F = 2,
     CUDA_R_32F = 0,
     CUDA_R_64F = 1,

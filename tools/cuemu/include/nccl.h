@@ -29,7 +29,7 @@ typedef struct {
     char internal[NCCL_UNIQUE_ID_BYTES];
 } ncclUniqueId;
 
-typedef enum {
+typedef enum CUEMU_ENUM_INT {
     ncclSuccess = 0,
     ncclUnhandledCudaError = 1,
     ncclSystemError = 2,
@@ -41,7 +41,7 @@ typedef enum {
     ncclNumResults = 8
 } ncclResult_t;
 
-typedef enum {
+typedef enum CUEMU_ENUM_INT {
     ncclSum = 0,
     ncclProd = 1,
     ncclMax = 2,
@@ -50,7 +50,7 @@ typedef enum {
     ncclNumOps = 5
 } ncclRedOp_t;
 
-typedef enum {
+typedef enum CUEMU_ENUM_INT {
     ncclInt8 = 0,
     ncclChar = 0,
     ncclUint8 = 1,
