@@ -50,8 +50,11 @@ void sb_result_free(SbResult *r);
 int sb_run_ik_true_tree(const SbTraj *t, const SbIkOptions *o, int64_t max_points, SbResult *r, double *joint_err,
                         char *err, size_t errlen);
 
-/* rig.h5 as above (command: recorded, may be NULL). 0, or -1 with err. */
-int sb_rig_write(const char *path, const SbTraj *t, const SbResult *r, const char *command, char *err, size_t errlen);
+struct SbRigResult; /* rigging.h */
+/* rig.h5 as above (command: recorded, may be NULL); with g (may be NULL) also the skeleton, joints,
+ * tree and parts (rigging.h, sb_rig_h5_write). 0, or -1 with err. */
+int sb_rig_write(const char *path, const SbTraj *t, const SbResult *r, const struct SbRigResult *g, const char *command,
+                 char *err, size_t errlen);
 /* The rest shape (with the input's faces, if any) colored by bone, binary PLY. 0, or -1 with err. */
 int sb_bones_ply(const char *path, const SbTraj *t, const SbResult *r, char *err, size_t errlen);
 /* The rest shape colored by bone rendered to a size × size PNG (needs faces: -1 without), seen
