@@ -28,7 +28,7 @@ int cmd_skelebones(int argc, char **argv) {
     bool no_progress = false;
     const char *init = "lbgvq";
     bool ik = false, no_skeleton = false, no_ik = false;
-    int64_t ik_steps = 100, ik_points = 400, grid = 64;
+    int64_t ik_steps = 50, ik_points = 400, grid = 64;
     double ik_lambda = 1.0;
     uint64_t seed = 0;
     static const char *const inits[] = {"lbgvq", "random", NULL};
@@ -57,7 +57,7 @@ int cmd_skelebones(int argc, char **argv) {
         {"--no-ik", CMD_ARG_FLAG, &no_ik, NULL, "skeleton, joints, tree and parts, but no IK"},
         {"--grid", CMD_ARG_INT, &grid, "N", "(inputs without faces) marching-cubes cells along the longest side of the points' density (default 64)", 8, 1024},
         {"--ik-lambda", CMD_ARG_DOUBLE, &ik_lambda, "L", "the weight of the IK's point term (default 1)", 0, 1e9},
-        {"--ik-steps", CMD_ARG_INT, &ik_steps, "N", "Adam steps per frame of the IK (default 100)", 1, 100000},
+        {"--ik-steps", CMD_ARG_INT, &ik_steps, "N", "Adam steps per frame of the IK (default 50; each frame starts from the previous one)", 1, 100000},
         {"--ik-points", CMD_ARG_INT, &ik_points, "N", "points the IK's L2 term uses, evenly strided (default 400)", 1, 1000000000},
         {"--no-progress", CMD_ARG_FLAG, &no_progress, NULL, "no per-iteration RMSE lines on stderr"},
         {0}};

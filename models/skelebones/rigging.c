@@ -336,8 +336,8 @@ int sb_rig_run(const SbTraj *t, SbResult *r, const SbRigOptions *o, SbRigResult 
     g->seconds_skeleton = t1 - t0, g->seconds_joints = t2 - t1;
     /* against the true rig: its rest joints, from frame 0 */
     if (t->true_bones > 0 && t->true_joints && t->true_transforms) {
-        int TB = t->true_bones;
-        float *X = malloc((size_t)TB * 3 * sizeof *X);
+        int TB = t->true_bones, NT = TB;
+        float *X = malloc((size_t)TB * 2 * 3 * sizeof *X);
         if (!X) goto oom;
         for (int j = 0; j < TB; j++) {
             const double *T = t->true_transforms + (size_t)j * 12;
@@ -348,9 +348,15 @@ int sb_rig_run(const SbTraj *t, SbResult *r, const SbRigOptions *o, SbRigResult 
                 X[j * 3 + a] = (float)acc;
             }
         }
-        g->true_joints = TB;
-        g->err_true_found = 100 * mean_nearest(X, TB, g->rig.joints, g->rig.njoints) / g->diag;
-        g->err_found_true = 100 * mean_nearest(g->rig.joints, g->rig.njoints, X, TB) / g->diag;
+        if (t->true_tails && t->true_parents) /* the leaves' tails are joints too: the limbs' ends */
+            for (int j = 0; j < TB; j++) {
+                int leaf = 1;
+                for (int k = 0; k < TB; k++) leaf &= t->true_parents[k] != j;
+                if (leaf) memcpy(X + 3 * NT++, t->true_tails + 3 * j, 3 * sizeof *X);
+            }
+        g->true_joints = NT;
+        g->err_true_found = 100 * mean_nearest(X, NT, g->rig.joints, g->rig.njoints) / g->diag;
+        g->err_found_true = 100 * mean_nearest(g->rig.joints, g->rig.njoints, X, NT) / g->diag;
         free(X);
     }
     /* 4. IK */

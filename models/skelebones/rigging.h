@@ -16,8 +16,9 @@
  *     L2 term uses at most ik_points points (evenly strided), each bound rigidly to the joint whose
  *     rotation moves it: its node's nearest bone segment (parent → child) belongs to the parent.
  * With a true rig (gt.h5, assimp) the found rest joints are compared with the true ones (each
- * bone's head at rest, x = R_0ᵀ(h_0 − T_0)): mean nearest distance true → found and found → true,
- * in % of the rest bounding-box diagonal. */
+ * bone's head at rest, x = R_0ᵀ(h_0 − T_0), and, when the source has them (gt.h5), the rest
+ * tails of the leaf bones — the limbs' ends, as tests/test_skeleton.c counts them): mean nearest
+ * distance true → found and found → true, in % of the rest bounding-box diagonal. */
 #ifndef ANIMA_MODELS_SKELEBONES_RIGGING_H
 #define ANIMA_MODELS_SKELEBONES_RIGGING_H
 

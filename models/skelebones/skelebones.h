@@ -6,7 +6,11 @@
  *   bones, influences, rmse, cluster_rmse, seconds_cluster, seconds_ssdr, command, units
  *   (those of the input positions); faces (T × 3) when the input has them; with IK: ik/rest_joints
  *   (J × 3), ik/parents (J), ik/rotations (F × J × 4, local, w x y z), ik/translation (F × 3),
- *   ik/joints (F × J × 3, FK positions), ik/loss (F);
+ *   ik/joints (F × J × 3, FK positions), ik/loss (F); with the skeleton stage (rigging.h):
+ *   skeleton/nodes (M × 3), skeleton/edges (E × 2), skeleton/corr (the node of each vertex of the
+ *   mesh it was taken of), skeleton/node_joint (M), joints/positions (J × 3), joints/parents (J,
+ *   parents first, −1 the root), joints/node, joints/kind (end, branch, gradient), joints/parts
+ *   (P × J, 1 where the joint belongs to the part), attributes joints, joint errors, timings;
  * - a PLY of the rest shape colored by bone (each point the weight-blend of its bones' colors). */
 #ifndef ANIMA_MODELS_SKELEBONES_SKELEBONES_H
 #define ANIMA_MODELS_SKELEBONES_SKELEBONES_H
