@@ -390,7 +390,7 @@ TEST(ssdr_cli) {
     bent_traj(&a, 8, 300);
     snprintf(path, sizeof path, "%s/traj.h5", dir);
     CHECK(sb_traj_write_h5(path, &a, err, sizeof err) == 0);
-    snprintf(cmd, sizeof cmd, "%s skelebones --traj %s --out %s/rig --bones 2 --iters 8 --no-progress 2>&1", test_anima_bin(),
+    snprintf(cmd, sizeof cmd, "%s skelebones --traj %s --out %s/rig --bones 2 --iters 8 --no-skeleton --no-progress 2>&1", test_anima_bin(),
              path, dir);
     int rc = test_run_capture(cmd, out, sizeof out);
     CHECK_MSG(rc == 0, "rc %d: %s", rc, out);
@@ -427,7 +427,7 @@ TEST(ssdr_cli) {
     CHECK(stat(path, &st) == 0 && st.st_size > 0);
     /* half the frames: the weights found there, bones refit on all frames */
     snprintf(path, sizeof path, "%s/traj.h5", dir);
-    snprintf(cmd, sizeof cmd, "%s skelebones --traj %s --out %s/rig2 --bones 2 --iters 8 --frames-fraction 0.5 --no-progress 2>&1",
+    snprintf(cmd, sizeof cmd, "%s skelebones --traj %s --out %s/rig2 --bones 2 --iters 8 --frames-fraction 0.5 --no-skeleton --no-progress 2>&1",
              test_anima_bin(), path, dir);
     CHECK(test_run_capture(cmd, out, sizeof out) == 0);
     p = strstr(out, "all_frames_rmse ");
@@ -625,7 +625,7 @@ TEST(ssdr_cli_gt_with_true_tree_ik) {
     int rc = test_run_capture(cmd, out, sizeof out);
     CHECK_MSG(rc == 0, "rc %d: %s", rc, out);
     snprintf(cmd, sizeof cmd,
-             "%s skelebones --gt %s/bench/gt.h5 --bones 6 --iters 3 --ik-true-tree --ik-steps 80 --ik-points 150 "
+             "%s skelebones --gt %s/bench/gt.h5 --bones 6 --iters 3 --ik-true-tree --no-skeleton --ik-steps 80 --ik-points 150 "
              "--out %s/rig --no-progress 2>&1",
              test_anima_bin(), dir, dir);
     rc = test_run_capture(cmd, out, sizeof out);

@@ -95,7 +95,7 @@ TEST(traj_assimp_cli) {
     need_model();
     char dir[64], cmd[1024], out[8192];
     tmpdir_make(dir, sizeof dir);
-    snprintf(cmd, sizeof cmd, "%s skelebones --model %s --model-frames 10 --bones 4 --iters 4 --out %s/rig --no-progress 2>&1",
+    snprintf(cmd, sizeof cmd, "%s skelebones --model %s --model-frames 10 --bones 4 --iters 4 --no-skeleton --out %s/rig --no-progress 2>&1",
              test_anima_bin(), HUESITOS, dir);
     int rc = test_run_capture(cmd, out, sizeof out);
     CHECK_MSG(rc == 0, "rc %d: %s", rc, out);

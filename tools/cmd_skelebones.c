@@ -1,12 +1,14 @@
 /* tools/cmd_skelebones.c — `anima skelebones`: trajectories (a trajectories HDF5, the motion
  * benchmark's gt.h5, a folder of mesh frames, or an animated skinned model through libassimp)
- * → LBG-VQ clusters → SSDR → DIR/rig.h5 and
- * DIR/bones.ply (models/skelebones/skelebones.h). */
+ * → LBG-VQ clusters → SSDR → mean curvature skeleton of the rest shape → joints, tree, parts →
+ * IK of every frame (models/skelebones/rigging.h) → DIR/rig.h5, DIR/bones.ply, DIR/bones.png,
+ * DIR/skeleton.ply and DIR/skeleton.png (models/skelebones/skelebones.h). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "models/skelebones/rigging.h"
 #include "models/skelebones/skelebones.h"
 #include "tools/cmd.h"
 #include "tools/cmd_args.h"
@@ -25,8 +27,9 @@ int cmd_skelebones(int argc, char **argv) {
     double smooth = 1e-4, fraction = 1.0;
     bool no_progress = false;
     const char *init = "lbgvq";
-    bool ik = false;
-    int64_t ik_steps = 100, ik_points = 400;
+    bool ik = false, no_skeleton = false, no_ik = false;
+    int64_t ik_steps = 50, ik_points = 400, grid = 64;
+    double ik_lambda = 1.0;
     uint64_t seed = 0;
     static const char *const inits[] = {"lbgvq", "random", NULL};
     const CmdArg args[] = {
@@ -49,14 +52,20 @@ int cmd_skelebones(int argc, char **argv) {
         {"--seed", CMD_ARG_UINT, &seed, "S", "the random start's seed (default 0)"},
         {"--frames-fraction", CMD_ARG_DOUBLE, &fraction, "X", "use the first X of the frames (0 < X <= 1; default 1)", 0, 1, NULL, false, NULL, true},
         {"--export-traj", CMD_ARG_STRING, &export_traj, "FILE", "also write the trajectories used (after --frames-fraction) as a trajectories HDF5"},
-        {"--ik-true-tree", CMD_ARG_FLAG, &ik, NULL, "(--gt, --model) IK per frame on the true tree against the true joints: rig.h5 ik/"},
-        {"--ik-steps", CMD_ARG_INT, &ik_steps, "N", "Adam steps per frame of the IK (default 100)", 1, 100000},
+        {"--ik-true-tree", CMD_ARG_FLAG, &ik, NULL, "(--gt, --model) IK per frame on the true tree against the true joints: rig.h5 ik/ (instead of the found tree)"},
+        {"--no-skeleton", CMD_ARG_FLAG, &no_skeleton, NULL, "stop after SSDR: no skeleton, joints, tree, parts or IK"},
+        {"--no-ik", CMD_ARG_FLAG, &no_ik, NULL, "skeleton, joints, tree and parts, but no IK"},
+        {"--grid", CMD_ARG_INT, &grid, "N", "(inputs without faces) marching-cubes cells along the longest side of the points' density (default 64)", 8, 1024},
+        {"--ik-lambda", CMD_ARG_DOUBLE, &ik_lambda, "L", "the weight of the IK's point term (default 1)", 0, 1e9},
+        {"--ik-steps", CMD_ARG_INT, &ik_steps, "N", "Adam steps per frame of the IK (default 50; each frame starts from the previous one)", 1, 100000},
         {"--ik-points", CMD_ARG_INT, &ik_points, "N", "points the IK's L2 term uses, evenly strided (default 400)", 1, 1000000000},
         {"--no-progress", CMD_ARG_FLAG, &no_progress, NULL, "no per-iteration RMSE lines on stderr"},
         {0}};
     const CmdArgSpec spec = {NAME, "--traj FILE|--meshes DIR|--gt FILE|--model FILE --out DIR [--bones B] [options]",
                              "skinning decomposition of point trajectories: LBG-VQ motion clusters (Le & Deng 2014),\n"
-                             "then SSDR (Le & Deng 2012): bone transforms per frame and sparse skinning weights",
+                             "then SSDR (Le & Deng 2012): bone transforms per frame and sparse skinning weights; then the\n"
+                             "mean curvature skeleton of the rest shape (its faces, or the points' density meshed), joints\n"
+                             "where the weights change along it, the kinematic tree and parts, and IK of every frame",
                              args, NULL, 0, 0};
     int prc = cmd_args_parse(&spec, argc, argv, 1, stderr, NULL, NULL);
     if (prc) return prc == CMD_ARGS_HELP ? 0 : 2;
@@ -122,9 +131,29 @@ int cmd_skelebones(int argc, char **argv) {
             return 1;
         }
     }
-    char path[4200];
+    SbRigResult g;
+    bool have_rig = false;
+    if (!no_skeleton) {
+        SbRigOptions ro;
+        sb_rig_options_defaults(&ro);
+        ro.ik.steps = (int)ik_steps, ro.ik.lambda = ik_lambda, ro.ik_points = ik_points, ro.grid = (int)grid;
+        ro.run_ik = !ik && !no_ik;
+        if (sb_rig_run(&t, &r, &ro, &g, err, sizeof err)) {
+            fprintf(stderr, NAME ": %s\n", err);
+            sb_result_free(&r);
+            sb_traj_free(&t);
+            return 1;
+        }
+        have_rig = true;
+    }
+    char path[4200], path2[4200];
     snprintf(path, sizeof path, "%s/rig.h5", out);
-    rc = sb_rig_write(path, &t, &r, command, err, sizeof err);
+    rc = sb_rig_write(path, &t, &r, have_rig ? &g : NULL, command, err, sizeof err);
+    if (rc == 0 && have_rig) {
+        snprintf(path, sizeof path, "%s/skeleton.ply", out);
+        snprintf(path2, sizeof path2, "%s/skeleton.png", out);
+        rc = sb_skeleton_view(path, path2, 640, &g.shape, &g.skel, &g.rig, err, sizeof err);
+    }
     if (rc == 0) {
         snprintf(path, sizeof path, "%s/bones.ply", out);
         rc = sb_bones_ply(path, &t, &r, err, sizeof err);
@@ -139,6 +168,24 @@ int cmd_skelebones(int argc, char **argv) {
                t.nframes, (long long)t.npoints, r.skin.nbones, r.skin.rmse[r.skin.niters], r.clusters.rmse,
                r.seconds_cluster + r.seconds_ssdr, r.seconds_cluster, r.seconds_ssdr);
         if (r.true_rmse >= 0) printf(" true_rig_rmse %.6g bones_true %d", r.true_rmse, t.true_bones);
+        if (have_rig) {
+            int64_t cycles = 0;
+            int comps = sb_skeleton_components(&g.skel, &cycles);
+            printf(" skeleton_nodes %lld skeleton_edges %lld components %d cycles %lld%s joints %d found_bones %d parts %d"
+                   " time_skeleton_s %.3f time_joints_s %.3f",
+                   (long long)g.skel.nnodes, (long long)g.skel.nedges, comps, (long long)cycles,
+                   g.meshed == 1 ? " (meshed from the points)" : g.meshed == 2 ? " (faces remeshed)" : "", g.rig.njoints, g.rig.njoints - 1, g.rig.nparts,
+                   g.seconds_skeleton, g.seconds_joints);
+            if (g.err_true_found >= 0)
+                printf(" joint_err_true_to_found %.3f%% joint_err_found_to_true %.3f%% (of the diagonal) true_joints %d",
+                       g.err_true_found, g.err_found_true, g.true_joints);
+            if (r.ik.njoints > 0 && !ik) {
+                double l0 = r.ik.loss[0], lm = 0;
+                for (int f = 0; f < r.ik.nframes; f++) lm += r.ik.loss[f];
+                printf(" ik_loss_frame0 %.6g ik_loss_mean %.6g time_ik_s %.3f", l0, lm / r.ik.nframes, g.seconds_ik);
+            }
+            printf(" time_total_s %.3f", r.seconds_cluster + r.seconds_ssdr + g.seconds_skeleton + g.seconds_joints + g.seconds_ik);
+        }
         if (joint_err >= 0) {
             double lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY}, d = 0;
             for (int64_t i = 0; i < t.npoints; i++)
@@ -158,6 +205,7 @@ int cmd_skelebones(int argc, char **argv) {
         }
         printf("\n");
     }
+    if (have_rig) sb_rig_result_free(&g);
     sb_result_free(&r);
     sb_traj_free(&t);
     return rc ? 1 : 0;

@@ -32,6 +32,7 @@
 #include "datasets/geometry/procedural.h"
 #include "datasets/render/raster.h"
 #include "models/skelebones/joints.h"
+#include "models/skelebones/rigging.h"
 #include "models/skelebones/skeleton.h"
 
 static double diag_of(const DsMesh *m) {
@@ -118,55 +119,14 @@ static double mean_nearest(const float *a, int64_t na, const float *b, int64_t n
     return na ? sum / (double)na : 0;
 }
 
+/* prefix.ply and prefix.png: the skeleton (and rig) drawn over the shape (sb_skeleton_view) */
 static int view(const char *prefix, const DsMesh *m, const SbSkeleton *s, double diag, const SbRig *rig) {
-    char path[4096], err[256];
-    float grey[3] = {0.75f, 0.75f, 0.78f}, red[3] = {0.85f, 0.1f, 0.1f};
-    DsMesh both, bars;
-    if (sb_skeleton_to_mesh(s, (float)(0.004 * diag), red, m, grey, &both) ||
-        sb_skeleton_to_mesh(s, (float)(0.004 * diag), red, NULL, NULL, &bars))
-        return fprintf(stderr, "out of memory\n"), -1;
-    if (rig) { /* the bones as thicker blue bars, appended to the skeleton's */
-        SbSkeleton b = {0};
-        b.nnodes = rig->njoints, b.nodes = rig->joints;
-        int32_t *e = malloc((size_t)(rig->njoints + 1) * 2 * sizeof *e);
-        if (!e) return -1;
-        for (int j = 0; j < rig->njoints; j++)
-            if (rig->parent[j] >= 0) e[2 * b.nedges] = rig->parent[j], e[2 * b.nedges + 1] = j, b.nedges++;
-        b.edges = e;
-        float blue[3] = {0.1f, 0.25f, 0.9f};
-        DsMesh jb, merged;
-        if (sb_skeleton_to_mesh(&b, (float)(0.008 * diag), blue, &bars, blue, &jb)) return -1;
-        /* keep the copied part's own colors (to_mesh paints it shape_rgb) */
-        memcpy(jb.color, bars.color, (size_t)bars.nv * 3 * sizeof(float));
-        if (sb_skeleton_to_mesh(&b, (float)(0.008 * diag), blue, &both, blue, &merged)) return -1;
-        memcpy(merged.color, both.color, (size_t)both.nv * 3 * sizeof(float));
-        free(e);
-        ds_mesh_free(&bars), ds_mesh_free(&both);
-        bars = jb, both = merged;
-    }
-    snprintf(path, sizeof path, "%s.ply", prefix);
-    if (ds_mesh_write(path, &both, false, err, sizeof err)) return fprintf(stderr, "%s\n", err), -1;
-    float lo[3], hi[3];
-    ds_mesh_bbox(m, lo, hi);
-    double c[3] = {(lo[0] + hi[0]) / 2, (lo[1] + hi[1]) / 2, (lo[2] + hi[2]) / 2};
-    double eye[3] = {c[0] + 0.55 * diag, c[1] + 0.35 * diag, c[2] + 0.95 * diag}, up[3] = {0, 1, 0};
-    DsCamera cam = ds_camera_look_at(eye, c, up, 640, 480, 40);
-    DsRasterOptions o = ds_raster_options_default();
-    o.supersample = 2;
-    DsRender rs, rb;
-    o.color[0] = grey[0], o.color[1] = grey[1], o.color[2] = grey[2];
-    if (ds_raster_render(m, &cam, &o, &rs, err, sizeof err) || ds_raster_render(&bars, &cam, &o, &rb, err, sizeof err))
-        return fprintf(stderr, "%s\n", err), -1;
-    /* x-ray: the skeleton (hidden inside) shows through the shape at 75% */
-    for (int64_t i = 0; i < (int64_t)rs.w * rs.h; i++)
-        for (int k = 0; k < 3; k++) {
-            float a = 0.75f * rb.alpha[i];
-            rs.rgb[3 * i + k] = (1 - a) * rs.rgb[3 * i + k] + a * rb.rgb[3 * i + k];
-        }
-    snprintf(path, sizeof path, "%s.png", prefix);
-    int rc = ds_render_write_png(path, &rs, false, err, sizeof err);
+    (void)diag;
+    char ply[4096], png[4096], err[256];
+    snprintf(ply, sizeof ply, "%s.ply", prefix);
+    snprintf(png, sizeof png, "%s.png", prefix);
+    int rc = sb_skeleton_view(ply, png, 640, m, s, rig, err, sizeof err);
     if (rc) fprintf(stderr, "%s\n", err);
-    ds_render_free(&rs), ds_render_free(&rb), ds_mesh_free(&both), ds_mesh_free(&bars);
     return rc;
 }
 
@@ -240,28 +200,11 @@ int main(int argc, char **argv) {
         if (ds_mesh_read(argv[2], &m, err, sizeof err)) return fprintf(stderr, "%s\n", err), 1;
         int res = atoi(argv[3]);
         if (res < 8 || res > 512) return fprintf(stderr, "RES must be in [8, 512]\n"), 1;
-        float lo[3], hi[3];
-        ds_mesh_bbox(&m, lo, hi);
-        float ext = fmaxf(hi[0] - lo[0], fmaxf(hi[1] - lo[1], hi[2] - lo[2]));
-        float h = ext / res, org[3];
-        int n[3];
-        for (int k = 0; k < 3; k++) n[k] = (int)ceilf((hi[k] - lo[k]) / h) + 5, org[k] = lo[k] - 2 * h;
-        int64_t np = (int64_t)n[0] * n[1] * n[2];
-        float *q = malloc((size_t)np * 3 * sizeof *q), *f = malloc((size_t)np * sizeof *f);
-        DsWinding *w = ds_winding_build(&m);
-        if (!q || !f || !w) return fprintf(stderr, "out of memory\n"), 1;
-        for (int64_t i = 0; i < np; i++) {
-            int64_t x = i % n[0], y = (i / n[0]) % n[1], z = i / ((int64_t)n[0] * n[1]);
-            q[3 * i] = org[0] + x * h, q[3 * i + 1] = org[1] + y * h, q[3 * i + 2] = org[2] + z * h;
-        }
-        ds_winding_eval_many(w, np, q, f);
-        /* |w|: a mesh oriented inwards has w = −1 inside */
-        for (int64_t i = 0; i < np; i++) f[i] = 0.5f - fabsf(f[i]);
-        if (ds_marching_cubes(f, n[0], n[1], n[2], org, h, &out)) return fprintf(stderr, "marching cubes failed\n"), 1;
+        if (sb_remesh_winding(&m, res, &out, err, sizeof err)) return fprintf(stderr, "%s\n", err), 1;
         int rc = ds_mesh_write(argv[4], &out, true, err, sizeof err);
         if (rc) fprintf(stderr, "%s\n", err);
         printf("remeshed %s: %lld vertices, %lld faces\n", argv[2], (long long)out.nv, (long long)out.nf);
-        free(q), free(f), ds_winding_free(w), ds_mesh_free(&m), ds_mesh_free(&out);
+        ds_mesh_free(&m), ds_mesh_free(&out);
         return rc ? 1 : 0;
     }
     if (argc == 5 && !strcmp(argv[1], "chamfer")) {

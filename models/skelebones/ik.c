@@ -138,6 +138,7 @@ int sb_ik_solve(const SbTree *tree, int F, const double *nodes, const int64_t *o
     memset(out, 0, sizeof *out);
     int J = tree->njoints;
     if (J < 1 || F < 1) return base_errf(err, errlen, "IK: no joints or no frames (%d joints, %d frames)", J, F);
+    if (J > SB_IK_MAX_JOINTS) return base_errf(err, errlen, "IK: %d joints, at most %d", J, SB_IK_MAX_JOINTS);
     for (int j = 0; j < J; j++)
         if (tree->parents[j] >= j || tree->parents[j] < -1)
             return base_errf(err, errlen, "IK: joint %d has parent %d (parents must come first; -1: the root)", j,

@@ -19,6 +19,8 @@
 
 #include "models/skelebones/ssdr.h"
 
+#define SB_IK_MAX_JOINTS 64 /* the FK stacks the joints' tensors (tensor_stack takes at most 64) */
+
 /* the kinematic tree the skeleton stage hands over (its joints and DFS parents) */
 typedef struct {
     int njoints;

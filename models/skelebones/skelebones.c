@@ -11,6 +11,7 @@
 #include "base/h5file.h"
 #include "datasets/mesh/mesh.h"
 #include "datasets/render/raster.h"
+#include "models/skelebones/rigging.h"
 
 void sb_options_defaults(SbOptions *o) {
     sb_cluster_defaults(&o->cluster);
@@ -111,7 +112,8 @@ void sb_bone_color(int j, float rgb[3]) {
     for (int a = 0; a < 3; a++) rgb[a] = (float)c[k % 6][a];
 }
 
-int sb_rig_write(const char *path, const SbTraj *t, const SbResult *r, const char *command, char *err, size_t errlen) {
+int sb_rig_write(const char *path, const SbTraj *t, const SbResult *r, const struct SbRigResult *g, const char *command,
+                 char *err, size_t errlen) {
     const SbSkin *s = &r->skin;
     int F = s->nframes, B = s->nbones;
     int64_t N = s->npoints;
@@ -144,6 +146,7 @@ int sb_rig_write(const char *path, const SbTraj *t, const SbResult *r, const cha
         ok = ok && base_h5_write_checked(f, "ik/joints", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, 3, dpos, r->ik.positions, ch, false) == 0;
         ok = ok && base_h5_write_checked(f, "ik/loss", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, 1, dl, r->ik.loss, ch, false) == 0;
     }
+    if (g) ok = ok && sb_rig_h5_write(f, g) == 0;
     char num[64];
     ok = ok && base_h5_attr_str(f, "producer", "anima skelebones (models/skelebones: LBG-VQ + SSDR)") == 0;
     ok = ok && base_h5_attr_str(f, "source", t->source) == 0;

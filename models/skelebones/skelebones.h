@@ -6,7 +6,11 @@
  *   bones, influences, rmse, cluster_rmse, seconds_cluster, seconds_ssdr, command, units
  *   (those of the input positions); faces (T × 3) when the input has them; with IK: ik/rest_joints
  *   (J × 3), ik/parents (J), ik/rotations (F × J × 4, local, w x y z), ik/translation (F × 3),
- *   ik/joints (F × J × 3, FK positions), ik/loss (F);
+ *   ik/joints (F × J × 3, FK positions), ik/loss (F); with the skeleton stage (rigging.h):
+ *   skeleton/nodes (M × 3), skeleton/edges (E × 2), skeleton/corr (the node of each vertex of the
+ *   mesh it was taken of), skeleton/node_joint (M), joints/positions (J × 3), joints/parents (J,
+ *   parents first, −1 the root), joints/node, joints/kind (end, branch, gradient), joints/parts
+ *   (P × J, 1 where the joint belongs to the part), attributes joints, joint errors, timings;
  * - a PLY of the rest shape colored by bone (each point the weight-blend of its bones' colors). */
 #ifndef ANIMA_MODELS_SKELEBONES_SKELEBONES_H
 #define ANIMA_MODELS_SKELEBONES_SKELEBONES_H
@@ -50,8 +54,11 @@ void sb_result_free(SbResult *r);
 int sb_run_ik_true_tree(const SbTraj *t, const SbIkOptions *o, int64_t max_points, SbResult *r, double *joint_err,
                         char *err, size_t errlen);
 
-/* rig.h5 as above (command: recorded, may be NULL). 0, or -1 with err. */
-int sb_rig_write(const char *path, const SbTraj *t, const SbResult *r, const char *command, char *err, size_t errlen);
+struct SbRigResult; /* rigging.h */
+/* rig.h5 as above (command: recorded, may be NULL); with g (may be NULL) also the skeleton, joints,
+ * tree and parts (rigging.h, sb_rig_h5_write). 0, or -1 with err. */
+int sb_rig_write(const char *path, const SbTraj *t, const SbResult *r, const struct SbRigResult *g, const char *command,
+                 char *err, size_t errlen);
 /* The rest shape (with the input's faces, if any) colored by bone, binary PLY. 0, or -1 with err. */
 int sb_bones_ply(const char *path, const SbTraj *t, const SbResult *r, char *err, size_t errlen);
 /* The rest shape colored by bone rendered to a size × size PNG (needs faces: -1 without), seen

@@ -15,7 +15,7 @@
 
 void sb_traj_free(SbTraj *t) {
     free(t->pos), free(t->rest), free(t->faces), free(t->true_weights), free(t->true_transforms);
-    free(t->true_parents), free(t->true_joints);
+    free(t->true_parents), free(t->true_joints), free(t->true_tails);
     memset(t, 0, sizeof *t);
 }
 
@@ -140,6 +140,24 @@ int sb_traj_read_gt(const char *path, SbTraj *t, char *err, size_t errlen) {
     for (int64_t k = 0; k < (int64_t)F * B; k++)
         for (int e = 0; e < 12; e++) t->true_transforms[k * 12 + e] = g.bone_transforms[k * 16 + e];
     ds_motion_gt_free(&g);
+    /* the bones' rest tails (the leaves' ends are joints of the true skeleton too); optional */
+    hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    if (f >= 0) {
+        if (H5Lexists(f, "rig", H5P_DEFAULT) > 0 && H5Lexists(f, "rig/tails", H5P_DEFAULT) > 0) {
+            hid_t d = H5Dopen2(f, "rig/tails", H5P_DEFAULT);
+            hid_t sp = d >= 0 ? H5Dget_space(d) : -1;
+            hsize_t dims[2] = {0, 0};
+            if (sp >= 0 && H5Sget_simple_extent_ndims(sp) == 2 && H5Sget_simple_extent_dims(sp, dims, NULL) == 2 &&
+                dims[0] == (hsize_t)B && dims[1] == 3 && (t->true_tails = malloc((size_t)B * 3 * sizeof(float))) &&
+                H5Dread(d, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, t->true_tails) < 0) {
+                free(t->true_tails);
+                t->true_tails = NULL;
+            }
+            if (sp >= 0) H5Sclose(sp);
+            if (d >= 0) H5Dclose(d);
+        }
+        H5Fclose(f);
+    }
     snprintf(t->source, sizeof t->source, "%s", path);
     return 0;
 }

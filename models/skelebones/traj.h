@@ -27,6 +27,7 @@ typedef struct {
     double *true_transforms; /* F × B × 12 (rest → frame, [R | T]) */
     int32_t *true_parents;   /* B (−1: the root; parents first) */
     float *true_joints;      /* F × B × 3: each bone's head per frame */
+    float *true_tails;       /* B × 3: each bone's tail at rest (gt.h5 rig/tails), or NULL */
     char source[512];
 } SbTraj;
 

@@ -1,0 +1,476 @@
+/* models/skelebones/rigging.c — skeleton, joints, tree, parts and IK after SSDR (rigging.h). */
+#include "models/skelebones/rigging.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/clock.h"
+#include "base/errbuf.h"
+#include "datasets/geometry/geometry.h"
+#include "datasets/render/raster.h"
+
+void sb_rig_options_defaults(SbRigOptions *o) {
+    sb_skel_defaults(&o->skel);
+    sb_joint_defaults(&o->joints);
+    sb_ik_defaults(&o->ik);
+    o->ik.steps = 100;
+    o->ik_points = 400;
+    o->grid = 64;
+    o->run_ik = 1;
+}
+
+void sb_rig_result_free(SbRigResult *g) {
+    ds_mesh_free(&g->shape);
+    sb_skeleton_free(&g->skel);
+    sb_rig_free(&g->rig);
+    free(g->point_node);
+    g->point_node = NULL;
+}
+
+static double d2(const float *a, const float *b) {
+    double x = a[0] - b[0], y = a[1] - b[1], z = a[2] - b[2];
+    return x * x + y * y + z * z;
+}
+
+/* index of the nearest of b (nb × 3) to each of a (na × 3), brute force (the meshes here have a
+ * few thousand vertices) */
+static void nearest_all(const float *a, int64_t na, const float *b, int64_t nb, int32_t *out) {
+#pragma omp parallel for
+    for (int64_t i = 0; i < na; i++) {
+        double best = INFINITY;
+        int32_t k = 0;
+        for (int64_t j = 0; j < nb; j++) {
+            double d = d2(a + 3 * i, b + 3 * j);
+            if (d < best) best = d, k = (int32_t)j;
+        }
+        out[i] = k;
+    }
+}
+
+static double mean_nearest(const float *a, int64_t na, const float *b, int64_t nb) {
+    double sum = 0;
+    for (int64_t i = 0; i < na; i++) {
+        double best = INFINITY;
+        for (int64_t j = 0; j < nb; j++) best = fmin(best, d2(a + 3 * i, b + 3 * j));
+        sum += sqrt(best);
+    }
+    return na ? sum / (double)na : 0;
+}
+
+static int cmp_float(const void *a, const void *b) {
+    float x = *(const float *)a, y = *(const float *)b;
+    return (x > y) - (x < y);
+}
+
+/* the grid's outer layer set outside, so the level set is closed even where the field is
+ * still "inside" at the grid's edge (an open tube's winding number near its open ends) */
+static void close_field(float *f, const int n[3]) {
+    for (int z = 0; z < n[2]; z++)
+        for (int y = 0; y < n[1]; y++)
+            for (int x = 0; x < n[0]; x++)
+                if (x == 0 || y == 0 || z == 0 || x == n[0] - 1 || y == n[1] - 1 || z == n[2] - 1)
+                    f[((size_t)z * n[1] + y) * n[0] + x] = fmaxf(f[((size_t)z * n[1] + y) * n[0] + x], 1.0f);
+}
+
+/* the level set of the points' summed Gaussian density (σ = 1.5 cells, level ⅓ of the median
+ * density at the points: a thin gap between points closes, the surface stays near the cloud) */
+static int mesh_density(const float *p, int64_t n, int grid, DsMesh *out, char *err, size_t errlen) {
+    float lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
+    for (int64_t i = 0; i < n; i++)
+        for (int c = 0; c < 3; c++) lo[c] = fminf(lo[c], p[3 * i + c]), hi[c] = fmaxf(hi[c], p[3 * i + c]);
+    float side = fmaxf(hi[0] - lo[0], fmaxf(hi[1] - lo[1], hi[2] - lo[2]));
+    if (!(side > 0)) return base_errf(err, errlen, "the points span no volume");
+    float h = side / (float)grid, sigma = 1.5f * h, org[3];
+    int pad = 6, dim[3];
+    for (int c = 0; c < 3; c++) org[c] = lo[c] - pad * h, dim[c] = (int)ceilf((hi[c] - lo[c]) / h) + 2 * pad + 1;
+    size_t cells = (size_t)dim[0] * dim[1] * dim[2];
+    float *f = calloc(cells, sizeof *f), *at = malloc((size_t)n * sizeof *at);
+    if (!f || !at) return free(f), free(at), base_errf(err, errlen, "meshing the points: out of memory");
+    int r = (int)ceilf(3 * sigma / h);
+    float inv = 1.0f / (2 * sigma * sigma);
+    for (int64_t i = 0; i < n; i++) {
+        int c0[3];
+        for (int c = 0; c < 3; c++) c0[c] = (int)lroundf((p[3 * i + c] - org[c]) / h);
+        for (int z = c0[2] - r; z <= c0[2] + r; z++)
+            for (int y = c0[1] - r; y <= c0[1] + r; y++)
+                for (int x = c0[0] - r; x <= c0[0] + r; x++) {
+                    if (x < 0 || y < 0 || z < 0 || x >= dim[0] || y >= dim[1] || z >= dim[2]) continue;
+                    float dx = org[0] + x * h - p[3 * i], dy = org[1] + y * h - p[3 * i + 1], dz = org[2] + z * h - p[3 * i + 2];
+                    f[((size_t)z * dim[1] + y) * dim[0] + x] += expf(-(dx * dx + dy * dy + dz * dz) * inv);
+                }
+    }
+    for (int64_t i = 0; i < n; i++) { /* the density at each point: its nearest grid node's */
+        int c0[3];
+        for (int c = 0; c < 3; c++) c0[c] = (int)lroundf((p[3 * i + c] - org[c]) / h);
+        at[i] = f[((size_t)c0[2] * dim[1] + c0[1]) * dim[0] + c0[0]];
+    }
+    qsort(at, (size_t)n, sizeof *at, cmp_float);
+    float level = at[n / 2] / 3;
+    free(at);
+    for (size_t k = 0; k < cells; k++) f[k] = level - f[k]; /* negative inside, as an SDF */
+    close_field(f, dim);
+    int rc = ds_marching_cubes(f, dim[0], dim[1], dim[2], org, h, out);
+    free(f);
+    if (rc || out->nf < 4) return base_errf(err, errlen, "meshing the points' density gave no surface");
+    return 0;
+}
+
+
+int sb_remesh_winding(const DsMesh *m, int res, DsMesh *out, char *err, size_t errlen) {
+    memset(out, 0, sizeof *out);
+    if (res < 8 || res > 1024) return base_errf(err, errlen, "remesh: %d cells is out of [8, 1024]", res);
+    float lo[3], hi[3];
+    ds_mesh_bbox(m, lo, hi);
+    float ext = fmaxf(hi[0] - lo[0], fmaxf(hi[1] - lo[1], hi[2] - lo[2]));
+    if (!(ext > 0)) return base_errf(err, errlen, "remesh: the mesh spans no volume");
+    float h = ext / res, org[3];
+    int n[3];
+    for (int k = 0; k < 3; k++) n[k] = (int)ceilf((hi[k] - lo[k]) / h) + 5, org[k] = lo[k] - 2 * h;
+    int64_t np = (int64_t)n[0] * n[1] * n[2];
+    float *q = malloc((size_t)np * 3 * sizeof *q), *f = malloc((size_t)np * sizeof *f);
+    DsWinding *w = ds_winding_build(m);
+    int rc = -1;
+    if (!q || !f || !w) {
+        base_errf(err, errlen, "remesh: out of memory");
+        goto done;
+    }
+    for (int64_t i = 0; i < np; i++) {
+        int64_t x = i % n[0], y = (i / n[0]) % n[1], z = i / ((int64_t)n[0] * n[1]);
+        q[3 * i] = org[0] + x * h, q[3 * i + 1] = org[1] + y * h, q[3 * i + 2] = org[2] + z * h;
+    }
+    ds_winding_eval_many(w, np, q, f);
+    /* |w|: a mesh oriented inwards has w = −1 inside */
+    for (int64_t i = 0; i < np; i++) f[i] = 0.5f - fabsf(f[i]);
+    close_field(f, n);
+    if (ds_marching_cubes(f, n[0], n[1], n[2], org, h, out) || out->nf < 4) {
+        ds_mesh_free(out);
+        base_errf(err, errlen, "remesh: the winding number's level set is empty");
+        goto done;
+    }
+    rc = 0;
+done:
+    free(q), free(f);
+    if (w) ds_winding_free(w);
+    return rc;
+}
+
+/* renumbers the joints parents-first (BFS from the root), as SbTree requires */
+static int rig_parents_first(SbRig *r, int64_t nnodes) {
+    int J = r->njoints;
+    int32_t *order = malloc((size_t)J * sizeof *order), *newid = malloc((size_t)J * sizeof *newid);
+    float *jt = malloc((size_t)J * 3 * sizeof *jt);
+    int32_t *par = malloc((size_t)J * sizeof *par), *jn = malloc((size_t)J * sizeof *jn);
+    uint8_t *kind = malloc((size_t)J), *part = malloc((size_t)r->nparts * J + 1);
+    int rc = -1;
+    if (!order || !newid || !jt || !par || !jn || !kind || !part) goto done;
+    int n = 0;
+    order[n++] = r->root;
+    for (int q = 0; q < n; q++)
+        for (int j = 0; j < J; j++)
+            if (r->parent[j] == order[q] && j != order[q]) order[n++] = j;
+    if (n != J) goto done; /* not a tree rooted at root */
+    for (int k = 0; k < J; k++) newid[order[k]] = k;
+    for (int k = 0; k < J; k++) {
+        int j = order[k];
+        memcpy(jt + 3 * k, r->joints + 3 * j, 3 * sizeof *jt);
+        par[k] = r->parent[j] < 0 ? -1 : newid[r->parent[j]];
+        jn[k] = r->joint_node[j], kind[k] = r->kind[j];
+        for (int p = 0; p < r->nparts; p++) part[p * J + k] = r->part[p * J + j];
+    }
+    for (int64_t i = 0; i < nnodes; i++) r->node_joint[i] = newid[r->node_joint[i]];
+    memcpy(r->joints, jt, (size_t)J * 3 * sizeof *jt);
+    memcpy(r->parent, par, (size_t)J * sizeof *par);
+    memcpy(r->joint_node, jn, (size_t)J * sizeof *jn);
+    memcpy(r->kind, kind, (size_t)J);
+    if (r->nparts) memcpy(r->part, part, (size_t)r->nparts * J);
+    r->root = 0;
+    rc = 0;
+done:
+    free(order), free(newid), free(jt), free(par), free(jn), free(kind), free(part);
+    return rc;
+}
+
+/* squared distance from x to the segment a–b */
+static double seg_d2(const float *x, const float *a, const float *b) {
+    double ab[3], ax[3], l = 0, t = 0;
+    for (int c = 0; c < 3; c++) ab[c] = b[c] - a[c], ax[c] = x[c] - a[c], l += ab[c] * ab[c], t += ab[c] * ax[c];
+    t = l > 0 ? fmin(1, fmax(0, t / l)) : 0;
+    double d = 0;
+    for (int c = 0; c < 3; c++) d += (ax[c] - t * ab[c]) * (ax[c] - t * ab[c]);
+    return d;
+}
+
+static int run_ik(const SbTraj *t, SbResult *r, const SbRigOptions *o, SbRigResult *g, char *err, size_t errlen) {
+    const SbSkeleton *s = &g->skel;
+    const SbRig *rig = &g->rig;
+    int F = t->nframes, B = r->skin.nbones, J = rig->njoints;
+    int64_t N = t->npoints, M = s->nnodes;
+    int64_t stride = o->ik_points > 0 && N > o->ik_points ? (N + o->ik_points - 1) / o->ik_points : 1;
+    int64_t P = (N + stride - 1) / stride;
+    double *nw = calloc((size_t)M * B, sizeof *nw), *nodes = malloc((size_t)F * M * 3 * sizeof *nodes);
+    double *X = malloc((size_t)J * 3 * sizeof *X);
+    int64_t *off = malloc((size_t)(F + 1) * sizeof *off), *cnt = calloc((size_t)M, sizeof *cnt);
+    int32_t *bind = malloc((size_t)M * sizeof *bind), *par = malloc((size_t)J * sizeof *par);
+    float *U = malloc((size_t)P * 3 * sizeof *U), *W = calloc((size_t)P * J, sizeof *W), *V = malloc((size_t)F * P * 3 * sizeof *V);
+    int rc = -1;
+    if (J > SB_IK_MAX_JOINTS) { /* the FK stacks the joints' tensors (tensor_stack's limit) */
+        free(nw), free(nodes), free(X), free(off), free(cnt), free(bind), free(par), free(U), free(W), free(V);
+        return base_errf(err, errlen, "IK: %d joints, more than the %d the IK handles (a broken skeleton? try --no-ik)", J,
+                         SB_IK_MAX_JOINTS);
+    }
+    if (!nw || !nodes || !X || !off || !cnt || !bind || !par || !U || !W || !V) {
+        base_errf(err, errlen, "IK: out of memory");
+        goto done;
+    }
+    /* node weights: the mean SSDR weights of the points that collapsed into each node */
+    for (int64_t i = 0; i < N; i++) {
+        int64_t n = g->point_node[i];
+        cnt[n]++;
+        for (int j = 0; j < B; j++) nw[n * B + j] += r->skin.weights[i * B + j];
+    }
+    for (int64_t n = 0; n < M; n++)
+        if (cnt[n])
+            for (int j = 0; j < B; j++) nw[n * B + j] /= (double)cnt[n];
+    for (int64_t n = 0; n < M; n++) /* unreached nodes: the nearest reached node's weights */
+        if (!cnt[n]) {
+            double best = INFINITY;
+            int64_t k = -1;
+            for (int64_t m = 0; m < M; m++)
+                if (cnt[m] && d2(s->nodes + 3 * n, s->nodes + 3 * m) < best) best = d2(s->nodes + 3 * n, s->nodes + 3 * m), k = m;
+            if (k >= 0) memcpy(nw + n * B, nw + k * B, (size_t)B * sizeof *nw);
+        }
+    /* each frame's skeleton: the nodes moved by LBS of the SSDR bones */
+    for (int f = 0; f <= F; f++) off[f] = (int64_t)f * M;
+    for (int f = 0; f < F; f++)
+        for (int64_t n = 0; n < M; n++) {
+            const float *x = s->nodes + 3 * n;
+            double *y = nodes + ((size_t)f * M + n) * 3;
+            y[0] = y[1] = y[2] = 0;
+            for (int j = 0; j < B; j++) {
+                double w = nw[n * B + j];
+                if (w == 0) continue;
+                const double *T = r->skin.transforms + ((size_t)f * B + j) * 12;
+                for (int a = 0; a < 3; a++) y[a] += w * (T[a * 4] * x[0] + T[a * 4 + 1] * x[1] + T[a * 4 + 2] * x[2] + T[a * 4 + 3]);
+            }
+        }
+    /* each node bound to the parent end of its nearest bone segment (the root alone: itself) */
+    for (int64_t n = 0; n < M; n++) {
+        double best = INFINITY;
+        bind[n] = 0;
+        for (int j = 0; j < J; j++)
+            if (rig->parent[j] >= 0) {
+                double d = seg_d2(s->nodes + 3 * n, rig->joints + 3 * rig->parent[j], rig->joints + 3 * j);
+                if (d < best) best = d, bind[n] = rig->parent[j];
+            }
+    }
+    for (int64_t m = 0; m < P; m++) {
+        int64_t i = m * stride;
+        memcpy(U + m * 3, t->rest + i * 3, 3 * sizeof *U);
+        W[m * J + bind[g->point_node[i]]] = 1;
+        for (int f = 0; f < F; f++) memcpy(V + ((size_t)f * P + m) * 3, t->pos + ((size_t)f * N + i) * 3, 3 * sizeof *V);
+    }
+    for (int j = 0; j < J; j++) {
+        for (int c = 0; c < 3; c++) X[j * 3 + c] = rig->joints[j * 3 + c];
+        par[j] = rig->parent[j];
+    }
+    SbTree tree = {J, X, par};
+    if (sb_ik_solve(&tree, F, nodes, off, P, U, W, V, &o->ik, &r->ik, err, errlen)) goto done;
+    free(r->ik_rest), free(r->ik_parents);
+    r->ik_rest = X, r->ik_parents = par, X = NULL, par = NULL;
+    rc = 0;
+done:
+    free(nw), free(nodes), free(X), free(off), free(cnt), free(bind), free(par), free(U), free(W), free(V);
+    return rc;
+}
+
+int sb_rig_run(const SbTraj *t, SbResult *r, const SbRigOptions *o, SbRigResult *g, char *err, size_t errlen) {
+    memset(g, 0, sizeof *g);
+    g->err_true_found = g->err_found_true = -1;
+    int64_t N = t->npoints;
+    int B = r->skin.nbones;
+    float *VW = NULL;
+    int32_t *near = NULL;
+    double t0 = base_now();
+    /* 1.–2. the closed mesh and its skeleton; an input mesh that is not closed (open tubes, soups)
+     * is remeshed as the level ½ of its generalized winding number */
+    if (t->faces && t->nfaces > 0) {
+        DsMesh in = {0};
+        in.nv = N, in.nf = t->nfaces, in.v = t->rest, in.f = t->faces;
+        if (ds_mesh_copy(&in, &g->shape)) return base_errf(err, errlen, "skeleton: out of memory");
+        if (sb_skeleton_mcf(&g->shape, &o->skel, &g->skel, err, errlen)) {
+            ds_mesh_free(&g->shape);
+            if (sb_remesh_winding(&in, o->grid, &g->shape, err, errlen)) goto fail;
+            g->meshed = 2;
+            if (sb_skeleton_mcf(&g->shape, &o->skel, &g->skel, err, errlen)) goto fail;
+        }
+    } else {
+        if (mesh_density(t->rest, N, o->grid, &g->shape, err, errlen)) return -1;
+        g->meshed = 1;
+        if (sb_skeleton_mcf(&g->shape, &o->skel, &g->skel, err, errlen)) goto fail;
+    }
+    int64_t NV = g->shape.nv;
+    g->point_node = malloc((size_t)N * sizeof *g->point_node);
+    if (!g->point_node) goto oom;
+    g->diag = g->skel.diag;
+    double t1 = base_now();
+    /* 3. joints from the weights on the mesh's vertices */
+    const float *Wv = r->skin.weights;
+    if (g->meshed) {
+        near = malloc((size_t)(NV > N ? NV : N) * sizeof *near);
+        VW = malloc((size_t)NV * B * sizeof *VW);
+        if (!near || !VW) goto oom;
+        nearest_all(g->shape.v, NV, t->rest, N, near); /* vertex → nearest point */
+        for (int64_t v = 0; v < NV; v++) memcpy(VW + v * B, r->skin.weights + (size_t)near[v] * B, (size_t)B * sizeof *VW);
+        Wv = VW;
+        nearest_all(t->rest, N, g->shape.v, NV, near); /* point → nearest vertex */
+        for (int64_t i = 0; i < N; i++) g->point_node[i] = g->skel.corr[near[i]];
+    } else
+        for (int64_t i = 0; i < N; i++) g->point_node[i] = g->skel.corr[i];
+    if (sb_rig_from_skeleton(&g->skel, Wv, B, &o->joints, &g->rig, err, errlen)) goto fail;
+    if (rig_parents_first(&g->rig, g->skel.nnodes)) {
+        base_errf(err, errlen, "joints: the tree does not reach every joint from the root");
+        goto fail;
+    }
+    double t2 = base_now();
+    g->seconds_skeleton = t1 - t0, g->seconds_joints = t2 - t1;
+    /* against the true rig: its rest joints, from frame 0 */
+    if (t->true_bones > 0 && t->true_joints && t->true_transforms) {
+        int TB = t->true_bones, NT = TB;
+        float *X = malloc((size_t)TB * 2 * 3 * sizeof *X);
+        if (!X) goto oom;
+        for (int j = 0; j < TB; j++) {
+            const double *T = t->true_transforms + (size_t)j * 12;
+            const float *h = t->true_joints + (size_t)j * 3;
+            for (int a = 0; a < 3; a++) {
+                double acc = 0;
+                for (int b = 0; b < 3; b++) acc += T[b * 4 + a] * (h[b] - T[b * 4 + 3]);
+                X[j * 3 + a] = (float)acc;
+            }
+        }
+        if (t->true_tails && t->true_parents) /* the leaves' tails are joints too: the limbs' ends */
+            for (int j = 0; j < TB; j++) {
+                int leaf = 1;
+                for (int k = 0; k < TB; k++) leaf &= t->true_parents[k] != j;
+                if (leaf) memcpy(X + 3 * NT++, t->true_tails + 3 * j, 3 * sizeof *X);
+            }
+        g->true_joints = NT;
+        g->err_true_found = 100 * mean_nearest(X, NT, g->rig.joints, g->rig.njoints) / g->diag;
+        g->err_found_true = 100 * mean_nearest(g->rig.joints, g->rig.njoints, X, NT) / g->diag;
+        free(X);
+    }
+    /* 4. IK */
+    if (o->run_ik && run_ik(t, r, o, g, err, errlen)) goto fail;
+    g->seconds_ik = base_now() - t2;
+    free(VW), free(near);
+    return 0;
+oom:
+    base_errf(err, errlen, "skeleton: out of memory");
+fail:
+    free(VW), free(near);
+    sb_rig_result_free(g);
+    return -1;
+}
+
+int sb_skeleton_view(const char *ply, const char *png, int width, const DsMesh *m, const SbSkeleton *s,
+                     const SbRig *rig, char *err, size_t errlen) {
+    float lo[3], hi[3];
+    ds_mesh_bbox(m, lo, hi);
+    double diag = sqrt((double)(hi[0] - lo[0]) * (hi[0] - lo[0]) + (double)(hi[1] - lo[1]) * (hi[1] - lo[1]) +
+                       (double)(hi[2] - lo[2]) * (hi[2] - lo[2]));
+    float grey[3] = {0.75f, 0.75f, 0.78f}, red[3] = {0.85f, 0.1f, 0.1f}, blue[3] = {0.1f, 0.25f, 0.9f};
+    DsMesh both = {0}, bars = {0};
+    int32_t *e = NULL;
+    int rc = -1;
+    if (sb_skeleton_to_mesh(s, (float)(0.004 * diag), red, m, grey, &both) ||
+        sb_skeleton_to_mesh(s, (float)(0.004 * diag), red, NULL, NULL, &bars))
+        goto oom;
+    if (rig) { /* the bones as thicker blue bars, appended to the skeleton's */
+        SbSkeleton b = {0};
+        b.nnodes = rig->njoints, b.nodes = rig->joints;
+        e = malloc((size_t)(rig->njoints + 1) * 2 * sizeof *e);
+        if (!e) goto oom;
+        for (int j = 0; j < rig->njoints; j++)
+            if (rig->parent[j] >= 0) e[2 * b.nedges] = rig->parent[j], e[2 * b.nedges + 1] = j, b.nedges++;
+        b.edges = e;
+        DsMesh jb, merged;
+        if (sb_skeleton_to_mesh(&b, (float)(0.008 * diag), blue, &bars, blue, &jb)) goto oom;
+        /* keep the copied part's own colors (to_mesh paints it shape_rgb) */
+        memcpy(jb.color, bars.color, (size_t)bars.nv * 3 * sizeof(float));
+        if (sb_skeleton_to_mesh(&b, (float)(0.008 * diag), blue, &both, blue, &merged)) {
+            ds_mesh_free(&jb);
+            goto oom;
+        }
+        memcpy(merged.color, both.color, (size_t)both.nv * 3 * sizeof(float));
+        ds_mesh_free(&bars), ds_mesh_free(&both);
+        bars = jb, both = merged;
+    }
+    if (ply && ds_mesh_write(ply, &both, false, err, errlen)) goto done;
+    if (png) {
+        double c[3] = {(lo[0] + hi[0]) / 2, (lo[1] + hi[1]) / 2, (lo[2] + hi[2]) / 2};
+        double eye[3] = {c[0] + 0.55 * diag, c[1] + 0.35 * diag, c[2] + 0.95 * diag}, up[3] = {0, 1, 0};
+        DsCamera cam = ds_camera_look_at(eye, c, up, width, width * 3 / 4, 40);
+        DsRasterOptions o = ds_raster_options_default();
+        o.supersample = 2;
+        o.color[0] = grey[0], o.color[1] = grey[1], o.color[2] = grey[2];
+        DsRender rs, rb;
+        if (ds_raster_render(m, &cam, &o, &rs, err, errlen)) goto done;
+        if (ds_raster_render(&bars, &cam, &o, &rb, err, errlen)) {
+            ds_render_free(&rs);
+            goto done;
+        }
+        /* x-ray: the skeleton (hidden inside) shows through the shape at 75% */
+        for (int64_t i = 0; i < (int64_t)rs.w * rs.h; i++)
+            for (int k = 0; k < 3; k++) {
+                float a = 0.75f * rb.alpha[i];
+                rs.rgb[3 * i + k] = (1 - a) * rs.rgb[3 * i + k] + a * rb.rgb[3 * i + k];
+            }
+        int wr = ds_render_write_png(png, &rs, false, err, errlen);
+        ds_render_free(&rs), ds_render_free(&rb);
+        if (wr) goto done;
+    }
+    rc = 0;
+    goto done;
+oom:
+    base_errf(err, errlen, "skeleton view: out of memory");
+done:
+    free(e);
+    ds_mesh_free(&both), ds_mesh_free(&bars);
+    return rc;
+}
+
+int sb_rig_h5_write(hid_t f, const SbRigResult *g) {
+    const SbSkeleton *s = &g->skel;
+    const SbRig *r = &g->rig;
+    const size_t ch = 1 << 20;
+    hsize_t dn[2] = {(hsize_t)s->nnodes, 3}, de[2] = {(hsize_t)s->nedges, 2}, dc[1] = {(hsize_t)s->nsurf},
+            dj[2] = {(hsize_t)r->njoints, 3}, dp[1] = {(hsize_t)r->njoints}, dq[2] = {(hsize_t)r->nparts, (hsize_t)r->njoints},
+            dnn[1] = {(hsize_t)s->nnodes};
+    bool ok = base_h5_write_checked(f, "skeleton/nodes", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 2, dn, s->nodes, ch, false) == 0;
+    ok = ok && base_h5_write_checked(f, "skeleton/edges", H5T_STD_I32LE, H5T_NATIVE_INT32, 2, de, s->edges, ch, false) == 0;
+    ok = ok && base_h5_write_checked(f, "skeleton/corr", H5T_STD_I32LE, H5T_NATIVE_INT32, 1, dc, s->corr, ch, false) == 0;
+    ok = ok && base_h5_write_checked(f, "skeleton/node_joint", H5T_STD_I32LE, H5T_NATIVE_INT32, 1, dnn, r->node_joint, ch, false) == 0;
+    ok = ok && base_h5_write_checked(f, "joints/positions", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 2, dj, r->joints, ch, false) == 0;
+    ok = ok && base_h5_write_checked(f, "joints/parents", H5T_STD_I32LE, H5T_NATIVE_INT32, 1, dp, r->parent, ch, false) == 0;
+    ok = ok && base_h5_write_checked(f, "joints/node", H5T_STD_I32LE, H5T_NATIVE_INT32, 1, dp, r->joint_node, ch, false) == 0;
+    ok = ok && base_h5_write_checked(f, "joints/kind", H5T_STD_U8LE, H5T_NATIVE_UINT8, 1, dp, r->kind, ch, false) == 0;
+    if (r->nparts > 0)
+        ok = ok && base_h5_write_checked(f, "joints/parts", H5T_STD_U8LE, H5T_NATIVE_UINT8, 2, dq, r->part, ch, false) == 0;
+    ok = ok && base_h5_attr_i64(f, "skeleton_meshed_from_points", g->meshed) == 0;
+    ok = ok && base_h5_attr_i64(f, "joints", r->njoints) == 0;
+    char num[64];
+    if (g->err_true_found >= 0) {
+        snprintf(num, sizeof num, "%.6g", g->err_true_found);
+        ok = ok && base_h5_attr_str(f, "joint_err_true_to_found_pct_diag", num) == 0;
+        snprintf(num, sizeof num, "%.6g", g->err_found_true);
+        ok = ok && base_h5_attr_str(f, "joint_err_found_to_true_pct_diag", num) == 0;
+        ok = ok && base_h5_attr_i64(f, "true_joints", g->true_joints) == 0;
+    }
+    snprintf(num, sizeof num, "%.6g", g->seconds_skeleton);
+    ok = ok && base_h5_attr_str(f, "seconds_skeleton", num) == 0;
+    snprintf(num, sizeof num, "%.6g", g->seconds_joints);
+    ok = ok && base_h5_attr_str(f, "seconds_joints", num) == 0;
+    snprintf(num, sizeof num, "%.6g", g->seconds_ik);
+    ok = ok && base_h5_attr_str(f, "seconds_ik", num) == 0;
+    return ok ? 0 : -1;
+}

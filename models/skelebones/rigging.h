@@ -1,0 +1,76 @@
+/* models/skelebones/rigging.h — the second half of the skelebones pipeline (issue 19 items 4–6, 8):
+ * after SSDR (skelebones.h), on the rest shape:
+ *  1. the shape as a closed mesh: the input's own faces when it has them (mesh frames, gt.h5,
+ *     assimp models) and they are closed, else remeshed by their winding number
+ *     (sb_remesh_winding); without faces (Gaussians, bare points) the level set of the points' summed
+ *     isotropic Gaussian density, meshed with ds_marching_cubes — watertight and outward, the
+ *     route skeleton.h explains; each point then corresponds to its nearest mesh vertex;
+ *  2. the mean curvature skeleton of that mesh (skeleton.h), node ← surface correspondences;
+ *  3. joints, tree and parts (joints.h) from the SSDR weights carried onto the mesh vertices (a
+ *     meshed point cloud: each vertex takes the weights of its nearest point); the joints are
+ *     renumbered parents-first (BFS from the root), the order IK needs;
+ *  4. IK (ik.h) of every frame on that tree. The frame's skeleton is the rest skeleton moved by
+ *     the SSDR bones: each node carries the mean SSDR weights of the points that collapsed into it
+ *     (nodes no point reached take those of the nearest node that has some) and is moved by LBS,
+ *     n_t = Σ_j w_nj (R_j^t n + T_j^t); the Chamfer term pulls the FK joints onto those nodes. The
+ *     L2 term uses at most ik_points points (evenly strided), each bound rigidly to the joint whose
+ *     rotation moves it: its node's nearest bone segment (parent → child) belongs to the parent.
+ * With a true rig (gt.h5, assimp) the found rest joints are compared with the true ones (each
+ * bone's head at rest, x = R_0ᵀ(h_0 − T_0), and, when the source has them (gt.h5), the rest
+ * tails of the leaf bones — the limbs' ends, as tests/test_skeleton.c counts them): mean nearest
+ * distance true → found and found → true, in % of the rest bounding-box diagonal. */
+#ifndef ANIMA_MODELS_SKELEBONES_RIGGING_H
+#define ANIMA_MODELS_SKELEBONES_RIGGING_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/h5file.h"
+#include "datasets/mesh/mesh.h"
+#include "models/skelebones/joints.h"
+#include "models/skelebones/skelebones.h"
+#include "models/skelebones/skeleton.h"
+
+typedef struct {
+    SbSkelOptions skel;
+    SbJointOptions joints;
+    SbIkOptions ik;
+    int64_t ik_points; /* (400) */
+    int grid;          /* marching-cubes cells along the longest side, points only (64) */
+    int run_ik;        /* (1) */
+} SbRigOptions;
+
+void sb_rig_options_defaults(SbRigOptions *o);
+
+typedef struct SbRigResult {
+    DsMesh shape;          /* the mesh the skeleton was taken of (a copy of the input's, or meshed) */
+    int meshed;            /* 0: the input's faces; 1: the points' density; 2: the faces remeshed */
+    SbSkeleton skel;
+    SbRig rig;             /* joints parents-first */
+    int32_t *point_node;   /* N: the skeleton node of each input point */
+    double seconds_skeleton, seconds_joints, seconds_ik;
+    int true_joints;       /* joints of the true rig, 0 without one */
+    double err_true_found, err_found_true; /* % of the diagonal; −1 without a true rig */
+    double diag;
+} SbRigResult;
+
+/* Runs steps 1–4 on t and r (SSDR done); the IK goes into r->ik, r->ik_rest, r->ik_parents. 0, or
+ * -1 with err. */
+int sb_rig_run(const SbTraj *t, SbResult *r, const SbRigOptions *o, SbRigResult *out, char *err, size_t errlen);
+void sb_rig_result_free(SbRigResult *g);
+
+/* A closed, manifold version of any mesh (open, soup): marching cubes of ½ − |its generalized
+ * winding number| on a grid of res cells along the longest side. 0, or -1 with err. */
+int sb_remesh_winding(const DsMesh *m, int res, DsMesh *out, char *err, size_t errlen);
+
+/* The skeleton (thin red bars) and, with rig, the bones joint → parent (thicker blue bars) drawn
+ * over the shape: PLY (shape + bars, may be NULL) and PNG (size × ¾size, the shape grey and the
+ * bars seen through it at 75%, may be NULL). 0, or -1 with err. */
+int sb_skeleton_view(const char *ply, const char *png, int width, const DsMesh *m, const SbSkeleton *s,
+                     const SbRig *rig, char *err, size_t errlen);
+
+/* Writes skeleton/{nodes,edges,corr}, joints/{positions,parents,kind,node,parts} and the joint
+ * errors into an open rig.h5 (skelebones.c calls it). 0 or -1. */
+int sb_rig_h5_write(hid_t f, const SbRigResult *g);
+
+#endif

@@ -1,0 +1,148 @@
+/* tests/test_skelebones.c — the whole skelebones pipeline (models/skelebones/rigging.h) on a tiny
+ * motion-benchmark character: SSDR → mean curvature skeleton → joints, tree, parts → IK. */
+#include <hdf5.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "models/skelebones/rigging.h"
+#include "models/skelebones/skelebones.h"
+#include "tests/test.h"
+
+static void tmpdir_make(char *dir, size_t n) {
+    snprintf(dir, n, "/tmp/anima-test-skelebones-XXXXXX");
+    if (!mkdtemp(dir)) abort();
+}
+
+static void tmpdir_remove(const char *dir) {
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd) != 0) {
+        /* a leftover /tmp folder */
+    }
+}
+
+/* a tiny humanoid of the motion benchmark in dir/bench (gt.h5) */
+static int make_bench(const char *dir, int frames) {
+    char cmd[1024], out[8192];
+    snprintf(cmd, sizeof cmd,
+             "%s dataset motion --category humanoid --out %s/bench --frames %d --views 2 --size 8 --grid 32 "
+             "--heldout none --no-progress 2>&1",
+             test_anima_bin(), dir, frames);
+    int rc = test_run_capture(cmd, out, sizeof out);
+    CHECK_MSG(rc == 0, "rc %d: %s", rc, out);
+    return rc;
+}
+
+/* parents-first with one root: every joint reaches the root (connected) and no chain can loop
+ * (acyclic) */
+static void check_tree(int J, const int32_t *parent) {
+    int roots = 0;
+    for (int j = 0; j < J; j++) {
+        if (parent[j] == -1) roots++;
+        else CHECK_MSG(parent[j] >= 0 && parent[j] < j, "joint %d has parent %d", j, parent[j]);
+    }
+    CHECK_MSG(roots == 1 && parent[0] == -1, "%d roots", roots);
+}
+
+static double field(const char *out, const char *key) {
+    const char *p = strstr(out, key);
+    return p ? atof(p + strlen(key)) : -1;
+}
+
+TEST(skelebones_cli_full_pipeline) {
+    char dir[64], cmd[1024], out[16384], path[200];
+    tmpdir_make(dir, sizeof dir);
+    if (make_bench(dir, 6)) return;
+    snprintf(cmd, sizeof cmd,
+             "%s skelebones --gt %s/bench/gt.h5 --bones 12 --iters 5 --ik-steps 40 --ik-points 200 --out %s/rig "
+             "--no-progress 2>&1",
+             test_anima_bin(), dir, dir);
+    int rc = test_run_capture(cmd, out, sizeof out);
+    CHECK_MSG(rc == 0, "rc %d: %s", rc, out);
+    printf("    %s", out);
+    double tf = field(out, "joint_err_true_to_found "), ft = field(out, "joint_err_found_to_true ");
+    /* the issue's target: within 5% of the diagonal, both ways (true joints: the bones' heads and
+     * the leaves' tails) */
+    CHECK_MSG(tf >= 0 && tf < 5.0, "true → found %g%%: %s", tf, out);
+    CHECK_MSG(ft >= 0 && ft < 5.0, "found → true %g%%: %s", ft, out);
+    CHECK_MSG(field(out, "components ") == 1 && field(out, "cycles ") == 0, "%s", out);
+    snprintf(path, sizeof path, "%s/rig/rig.h5", dir);
+    hid_t h = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    CHECK(h >= 0);
+    if (h < 0) return;
+    hid_t d = H5Dopen2(h, "joints/parents", H5P_DEFAULT);
+    CHECK(d >= 0);
+    if (d >= 0) {
+        hid_t sp = H5Dget_space(d);
+        hsize_t n = 0;
+        H5Sget_simple_extent_dims(sp, &n, NULL);
+        int32_t *par = malloc(n * sizeof *par);
+        CHECK(par && H5Dread(d, H5T_NATIVE_INT32, H5S_ALL, H5S_ALL, H5P_DEFAULT, par) >= 0);
+        CHECK(n >= 5 && (int)n == (int)field(out, " joints "));
+        check_tree((int)n, par);
+        free(par), H5Sclose(sp), H5Dclose(d);
+    }
+    const char *names[] = {"skeleton/nodes", "skeleton/edges", "skeleton/corr", "joints/positions", "joints/parts",
+                           "ik/rotations", "ik/parents", "ik/joints", "bones/weights"};
+    for (int k = 0; k < 9; k++) CHECK_MSG(H5Lexists(h, names[k], H5P_DEFAULT) > 0, "no %s", names[k]);
+    H5Fclose(h);
+    const char *files[] = {"skeleton.png", "skeleton.ply", "bones.ply", "bones.png"};
+    for (int k = 0; k < 4; k++) {
+        struct stat st;
+        snprintf(path, sizeof path, "%s/rig/%s", dir, files[k]);
+        CHECK_MSG(stat(path, &st) == 0 && st.st_size > 0, "%s", path);
+    }
+    tmpdir_remove(dir);
+}
+
+TEST(skelebones_ik_residual_decreases_and_points_route) {
+    char dir[64], path[200], err[512];
+    tmpdir_make(dir, sizeof dir);
+    if (make_bench(dir, 4)) return;
+    snprintf(path, sizeof path, "%s/bench/gt.h5", dir);
+    SbTraj t;
+    CHECK_MSG(sb_traj_read_gt(path, &t, err, sizeof err) == 0, "%s", err);
+    SbOptions o;
+    sb_options_defaults(&o);
+    o.cluster.bones = 10, o.ssdr.iters = 4;
+    SbResult r;
+    CHECK_MSG(sb_run(&t, &o, &r, err, sizeof err) == 0, "%s", err);
+    /* the IK's objective per frame after 1 Adam step and after 60: the optimizer lowers it */
+    double mean[2];
+    int steps[2] = {1, 60};
+    for (int k = 0; k < 2; k++) {
+        SbRigOptions ro;
+        sb_rig_options_defaults(&ro);
+        ro.ik.steps = steps[k], ro.ik_points = 200;
+        SbRigResult g;
+        CHECK_MSG(sb_rig_run(&t, &r, &ro, &g, err, sizeof err) == 0, "%s", err);
+        CHECK(r.ik.njoints == g.rig.njoints && r.ik.nframes == t.nframes);
+        mean[k] = 0;
+        for (int f = 0; f < t.nframes; f++) mean[k] += r.ik.loss[f] / t.nframes;
+        sb_rig_result_free(&g);
+    }
+    printf("    IK mean loss after 1 step %.4g, after 60 steps %.4g\n", mean[0], mean[1]);
+    CHECK_MSG(mean[1] < 0.5 * mean[0], "%g vs %g", mean[1], mean[0]);
+    /* the same points without faces (Gaussians' route): their density is meshed, and the tree
+     * over the joints found is still one connected, acyclic tree */
+    free(t.faces);
+    t.faces = NULL, t.nfaces = 0;
+    SbRigOptions ro;
+    sb_rig_options_defaults(&ro);
+    ro.run_ik = 0, ro.grid = 48;
+    SbRigResult g;
+    CHECK_MSG(sb_rig_run(&t, &r, &ro, &g, err, sizeof err) == 0, "%s", err);
+    CHECK(g.meshed == 1 && g.rig.njoints >= 5);
+    check_tree(g.rig.njoints, g.rig.parent);
+    printf("    points route: %lld nodes, %d joints, joint error %.2f%% / %.2f%% of the diagonal\n",
+           (long long)g.skel.nnodes, g.rig.njoints, g.err_true_found, g.err_found_true);
+    CHECK_MSG(g.err_true_found < 8.0, "%g%%", g.err_true_found);
+    sb_rig_result_free(&g);
+    sb_result_free(&r);
+    sb_traj_free(&t);
+    tmpdir_remove(dir);
+}
