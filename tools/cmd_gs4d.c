@@ -19,7 +19,7 @@
  * --data synthetic[:category] makes the small analytic sequence of models/gs4d/synth.h (with
  * ground truth); data.size, data.frames, data.views and data.test_views size it.
  * Under `mpirun -np N` the train.batch views of a step are sharded over the ranks (a multiple of
- * N); rank 0 reports and writes.
+ * N); rank 0 reports and writes; with --device cuda the ranks' gradients are averaged over NCCL.
  * --device cuda: the training step on the GPU (gs4d_to_device: parameters, gradients and Adam
  * moments moved, the training images uploaded, the MLP on cuBLAS, the CUDA rasterizer, the losses
  * on the device; densification and the kNN on host copies written back); checkpoints, metrics and
@@ -483,6 +483,10 @@ static int gs4d_fit_run(int argc, char **argv, OptimComm *comm) {
         if (is_main) fprintf(stderr, "anima gs4d fit: --device cuda: no CUDA device (built without CUDA=1, or no GPU answered)\n");
         return 2;
     }
+    if (cuda && ranks > 1 && optim_comm_kind(comm) != OPTIM_COMM_NCCL) {
+        if (is_main) fprintf(stderr, "anima gs4d fit: --device cuda on %d ranks needs NCCL, which did not start\n", ranks);
+        return 2;
+    }
     if (cfg.train.batch % ranks) {
         if (is_main) fprintf(stderr, "anima gs4d fit: train.batch = %lld views must be a multiple of the %d ranks\n", (long long)cfg.train.batch, ranks);
         return 2;
@@ -576,7 +580,9 @@ static int gs4d_fit_run(int argc, char **argv, OptimComm *comm) {
     }
     if (is_main && resume && tl.resumed_config && strcmp(tl.resumed_config, cfg_json))
         fprintf(stderr, "anima gs4d fit: note: the config differs from the one stored in %s; using the new one\n", ckpt_path);
-    if (is_main && ranks > 1) fprintf(stderr, "anima gs4d fit: %d ranks, %lld views per step\n", ranks, (long long)cfg.train.batch);
+    if (is_main && ranks > 1)
+        fprintf(stderr, "anima gs4d fit: %d ranks (%s), %lld views per step\n", ranks,
+                optim_comm_kind(comm) == OPTIM_COMM_NCCL ? "NCCL" : "MPI", (long long)cfg.train.batch);
     if (is_main && resume) fprintf(stderr, "anima gs4d fit: resuming %s at step %lld\n", ckpt_path, (long long)tl.step);
     double t_train = base_now(), t_eval = 0, ts[6] = {0};
     int64_t n_def = 0;
@@ -654,8 +660,15 @@ static int gs4d_fit_run(int argc, char **argv, OptimComm *comm) {
     return rc;
 }
 
+static bool wants_cuda(int argc, char **argv) {
+    for (int i = 1; i + 1 < argc; i++)
+        if (!strcmp(argv[i], "--device") && !strcmp(argv[i + 1], "cuda")) return true;
+    return false;
+}
+
 static int gs4d_fit_main(int argc, char **argv) {
-    OptimComm *comm = optim_comm_init(false);
+    /* --device cuda on several ranks: NCCL for the device gradients (host buffers still go over MPI) */
+    OptimComm *comm = optim_comm_init(wants_cuda(argc, argv));
     int rc = gs4d_fit_run(argc, argv, comm);
     optim_comm_finalize(comm);
     return rc;

@@ -19,7 +19,9 @@
 #                   1e-5 (measured 7.6e-7), arap relative 1e-3 (a mean of squared residuals of
 #                   ~1e-8 from small differences of positions; measured 2e-6), test PSNR within
 #                   0.001 dB, the same counts densified and relocated; then --device cuda stopped
-#                   after 4 steps and resumed from its checkpoint: bit-identical to the whole run
+#                   after 4 steps and resumed from its checkpoint: bit-identical to the whole run;
+#                   and 2 views per step on 2 ranks over NCCL against one process --device cuda:
+#                   relative 1e-5 (measured: identical)
 # Usage: BUILD=build-emu bash tests/cuemu/paths.sh. Last line "N passed, M failed".
 set -u
 cd "$(dirname "$0")/../.."
@@ -136,6 +138,18 @@ run gs4d_stop "$anima" "${G4[@]}" --device cuda --stop-after 4 &&
   else
     echo "FAIL gs4d fit --device cuda --resume: exit status $?"; tail -20 "$tmp/gs4d_resume.log"; fail=$((fail + 1))
   fi
+if command -v mpirun > /dev/null; then
+  t=$(now)
+  G4B=("${G4[@]}" --set train.batch=2 --device cuda)
+  run gs4d_b2 "$anima" "${G4B[@]}" &&
+    run gs4d_nccl mpirun --oversubscribe --allow-run-as-root -np 2 "$anima" "${G4B[@]}" &&
+    if grep -q "2 ranks (NCCL)" "$tmp/gs4d_nccl.log"; then
+      check "gs4d fit --device cuda, 2 ranks over NCCL vs 1 process" "$t" "$tmp/gs4d_b2/metrics.jsonl" \
+        "$tmp/gs4d_nccl/metrics.jsonl" "loss:1e-5 photometric:1e-5 arap:1e-3:1e-12 test_psnr:0:0.001 densified:0 relocated:0"
+    else
+      echo "FAIL gs4d fit, 2 ranks: did not run over NCCL"; sed 's/^/    /' "$tmp/gs4d_nccl.log"; fail=$((fail + 1))
+    fi
+fi
 
 echo "$pass passed, $fail failed"
 [ $fail -eq 0 ]
