@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "base/h5file.h"
@@ -233,7 +234,13 @@ hid_t base_h5_open_read(const char *path, const char *what, char *err, size_t er
         return -1;
     }
     if (H5Fis_hdf5(path) <= 0) {
-        SET_ERR("%s: not an HDF5 file (expected an anima %s)", path, what);
+        /* no HDF5 signature: another kind of file, or one whose first bytes were lost — a
+         * damaged file is named as possibly corrupt, never only as the wrong kind (issue 17) */
+        struct stat st;
+        if (stat(path, &st) == 0 && st.st_size < 8)
+            SET_ERR("%s: %s, not an HDF5 file (expected an anima %s: a truncated or corrupt one?)", path,
+                    st.st_size ? "a few bytes" : "empty", what);
+        else SET_ERR("%s: not an HDF5 file (expected an anima %s, or it is corrupt)", path, what);
         return -1;
     }
     /* Superblock 3 is the HDF5 1.10 format, the first whose metadata all carry checksums. The

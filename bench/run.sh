@@ -6,7 +6,8 @@
 # peak memory (physskin_step) one line "mem <name> anima <MiB> (+<MiB>) torch <MiB> (+<MiB>)" (the
 # process's peak RSS and its growth during the case, each side's best round), then one line per
 # case: "ratio <name> <anima/torch>", and for each attention case run on both paths
-# "ratio attn_tiled_vs_naive_<kind>_<T> <tiled/naive>" (anima against anima).
+# "ratio attn_tiled_vs_naive_<kind>_<T> <tiled/naive>" (anima against anima); then the loaded
+# case (below): a table and one "loaded <case> ..." line per case.
 set -euo pipefail
 bin=${1:?usage: run.sh ANIMA_BENCH [case ...]}
 shift
@@ -64,6 +65,42 @@ for c in "${cases[@]}"; do
   a=${ta[$c]:-nan} t=${tt[$c]:-nan}
   echo "ratio $c $(awk -v a="$a" -v t="$t" 'BEGIN { if (a == "nan" || t == "nan") print "nan"; else printf "%.2f", a / t }')"
 done
+
+# The loaded case (issue 17): the same cases with one other busy process pinned on CPU 0 (a shell
+# spinning), anima with the library's own defaults (no OMP_WAIT_POLICY: base/par.h's bounded
+# waiting) and torch as above, side by side, and anima single-threaded under the same load:
+# "loaded <case> <anima_ms> <torch_ms> <anima/torch> <anima 1 thread ms> <anima/1 thread>".
+# Targets: anima/torch <= 1.0, anima/1 thread <= 1.2. BENCH_LOADED=0 skips it.
+if [ "${BENCH_LOADED:-1}" != 0 ] && command -v taskset >/dev/null && [ "$(nproc)" -ge 2 ]; then
+  declare -A la lt l1 nla nlt nl1
+  taskset -c 0 sh -c 'while :; do :; done' &
+  hog=$!
+  trap 'kill $hog 2>/dev/null' EXIT
+  for c in "${cases[@]}"; do
+    for ((r = 0; r < rounds; r++)); do
+      while read -r tag name ms n; do [ "$tag" = case ] && keep la nla "$name" "$ms" "$n"; done \
+        < <(env -u OMP_WAIT_POLICY OMP_NUM_THREADS=$threads "$bin" "$c")
+      while read -r tag name ms n; do [ "$tag" = case ] && keep lt nlt "$name" "$ms" "$n"; done \
+        < <(OMP_NUM_THREADS=$threads BENCH_THREADS=$threads "$py" "$here/torch_bench.py" "$c")
+      while read -r tag name ms n; do [ "$tag" = case ] && keep l1 nl1 "$name" "$ms" "$n"; done \
+        < <(env -u OMP_WAIT_POLICY OMP_NUM_THREADS=1 "$bin" "$c")
+    done
+  done
+  kill $hog 2>/dev/null
+  wait $hog 2>/dev/null || true
+  trap - EXIT
+  printf '%-22s %12s %12s %8s %12s %8s\n' "loaded (1 busy core)" anima_ms torch_ms ratio anima_1t_ms vs_1t
+  for c in "${cases[@]}"; do
+    a=${la[$c]:-nan} t=${lt[$c]:-nan} o=${l1[$c]:-nan}
+    printf '%-22s %12s %12s %8s %12s %8s\n' "$c" "$a" "$t" \
+      "$(awk -v a="$a" -v t="$t" 'BEGIN { if (a == "nan" || t == "nan") print "nan"; else printf "%.2f", a / t }')" "$o" \
+      "$(awk -v a="$a" -v t="$o" 'BEGIN { if (a == "nan" || t == "nan") print "nan"; else printf "%.2f", a / t }')"
+  done
+  for c in "${cases[@]}"; do
+    a=${la[$c]:-nan} t=${lt[$c]:-nan} o=${l1[$c]:-nan}
+    echo "loaded $c $a $t $(awk -v a="$a" -v t="$t" 'BEGIN { if (a == "nan" || t == "nan") print "nan"; else printf "%.2f", a / t }') $o $(awk -v a="$a" -v t="$o" 'BEGIN { if (a == "nan" || t == "nan") print "nan"; else printf "%.2f", a / t }')"
+  done
+fi
 # anima against itself: the tiled (online-softmax) attention over the naive one, where both ran
 for c in "${cases[@]}"; do
   [[ $c == attn_tiled_* ]] || continue

@@ -183,24 +183,47 @@ int optim_checkpoint_load(const char *path, NnParams *p, Optim *o, bool strict, 
     if (meta) meta->config_json = NULL; /* defined even when the load fails */
     hid_t f = base_h5_open_read(path, "checkpoint", err, errlen);
     if (f < 0) return -1;
-    if (H5Lexists(f, "params", H5P_DEFAULT) <= 0) {
+    /* A damaged file (a flipped or lost byte: the checksums, sizes and links of HDF5's own
+     * structures do not add up) is refused as "corrupt", never as a model mismatch (issue 17):
+     * the links and objects that cannot be read are told apart from those that are not there. */
+    htri_t has = H5Lexists(f, "params", H5P_DEFAULT);
+    if (has <= 0) {
         H5Fclose(f);
-        base_errf(err, errlen, "%s: no /params group (expected an anima checkpoint)", path);
+        if (has < 0) base_errf(err, errlen, "%s: corrupt file: its root group cannot be read", path);
+        else base_errf(err, errlen, "%s: no /params group: not an anima checkpoint, or a corrupt one", path);
         return -1;
     }
     hid_t gp = H5Gopen2(f, "params", H5P_DEFAULT);
     NameList in_file = {0};
-    H5Literate(gp, H5_INDEX_NAME, H5_ITER_NATIVE, NULL, collect_name, &in_file);
+    if (gp < 0 || H5Literate(gp, H5_INDEX_NAME, H5_ITER_NATIVE, NULL, collect_name, &in_file) < 0) {
+        names_free(&in_file);
+        if (gp >= 0) H5Gclose(gp);
+        H5Fclose(f);
+        base_errf(err, errlen, "%s: corrupt file: the /params group cannot be read", path);
+        return -1;
+    }
+    char damaged[1024] = "";
     char missing[2048] = "", unexpected[2048] = "", mismatched[4096] = "";
     int n_missing = 0, n_unexpected = 0, n_mismatched = 0;
     bool *match = base_calloc((size_t)(p->n ? p->n : 1), sizeof *match);
     for (int i = 0; i < p->n; i++) {
         const char *name = p->items[i].name;
-        if (H5Lexists(gp, name, H5P_DEFAULT) <= 0) {
+        htri_t e = H5Lexists(gp, name, H5P_DEFAULT);
+        if (e < 0) {
+            if (!*damaged) snprintf(damaged, sizeof damaged, "the link to /params/%s cannot be read", name);
+            continue;
+        }
+        if (e == 0) {
             add(missing, sizeof missing, "%s%s", n_missing++ ? ", " : "", name);
             continue;
         }
         hid_t ds = H5Dopen2(gp, name, H5P_DEFAULT);
+        H5O_info_t oi;
+        if (ds < 0 && H5Oget_info_by_name(gp, name, &oi, H5P_DEFAULT) < 0) {
+            /* linked, but the object's header does not read back */
+            if (!*damaged) snprintf(damaged, sizeof damaged, "/params/%s cannot be read", name);
+            continue;
+        }
         char why[512];
         const char *bad = ds < 0 ? "not a dataset" : describe_mismatch(ds, p->items[i].value, why, sizeof why);
         if (ds >= 0) H5Dclose(ds);
@@ -216,12 +239,19 @@ int optim_checkpoint_load(const char *path, NnParams *p, Optim *o, bool strict, 
     if (n_unexpected) add(report, sizeof report, "unexpected %d: %s. ", n_unexpected, unexpected);
     if (n_mismatched) add(report, sizeof report, "mismatched %d: %s. ", n_mismatched, mismatched);
     int rc = 0;
+    /* every parameter of the model missing, and nothing else there: an empty /params group where
+     * a checkpoint always has some — a damaged group, not another model */
+    if (!*damaged && p->n > 0 && n_missing == p->n && in_file.n == 0)
+        snprintf(damaged, sizeof damaged, "the /params group lists no parameters");
     /* Everything is read into staging buffers first and copied into the model only when all of
      * it succeeded: a load that fails half-way (optimizer of another kind, a truncated file)
      * must leave the model and the optimizer as they were, not half-overwritten. */
     Staged stage = {0};
     int64_t ostep = -1;
-    if (*report && strict) {
+    if (*damaged) {
+        base_errf(err, errlen, "%s: corrupt file: %s", path, damaged);
+        rc = -1;
+    } else if (*report && strict) {
         base_errf(err, errlen, "%s: checkpoint does not match the model: %s(non-strict loading takes what matches)", path, report);
         rc = -1;
     } else {
@@ -230,7 +260,8 @@ int optim_checkpoint_load(const char *path, NnParams *p, Optim *o, bool strict, 
             if (!match[i]) continue;
             hid_t ds = H5Dopen2(gp, p->items[i].name, H5P_DEFAULT);
             if (stage_read(&stage, ds, p->items[i].value) != 0) {
-                base_errf(err, errlen, "%s: reading /params/%s failed (truncated file?)", path, p->items[i].name);
+                base_errf(err, errlen, "%s: corrupt file: reading /params/%s failed (a checksum mismatch or truncated data)",
+                          path, p->items[i].name);
                 rc = -1;
             }
             H5Dclose(ds);
@@ -238,9 +269,12 @@ int optim_checkpoint_load(const char *path, NnParams *p, Optim *o, bool strict, 
         if (rc == 0 && o && o->exp_avg && H5Lexists(f, "optim", H5P_DEFAULT) > 0) {
             hid_t go = H5Gopen2(f, "optim", H5P_DEFAULT);
             int64_t kind = -1, step = 0;
-            read_attr_i64(go, "kind", &kind);
-            read_attr_i64(go, "step", &step);
-            if (kind != o->cfg.kind) {
+            bool attrs = go >= 0 && read_attr_i64(go, "kind", &kind) && read_attr_i64(go, "step", &step);
+            if (!attrs) {
+                base_errf(err, errlen, "%s: corrupt file: the optimizer's attributes (/optim kind, step) cannot be read",
+                          path);
+                rc = -1;
+            } else if (kind != o->cfg.kind) {
                 base_errf(err, errlen, "%s: optimizer state is of kind %lld, the run uses kind %d", path, (long long)kind,
                           (int)o->cfg.kind);
                 rc = -1;
@@ -250,7 +284,13 @@ int optim_checkpoint_load(const char *path, NnParams *p, Optim *o, bool strict, 
             TensorScope *s = tensor_scope_begin(); /* the views below */
             for (int k = 0; k < 2 && rc == 0; k++) {
                 if (!state[k]) continue;
-                if (H5Lexists(go, names[k], H5P_DEFAULT) <= 0) {
+                htri_t ge = rc == 0 ? H5Lexists(go, names[k], H5P_DEFAULT) : 0;
+                if (ge < 0) {
+                    base_errf(err, errlen, "%s: corrupt file: the link to /optim/%s cannot be read", path, names[k]);
+                    rc = -1;
+                    continue;
+                }
+                if (ge == 0) {
                     /* strict: a state missing for a matched model would silently restart it */
                     if (strict) {
                         base_errf(err, errlen, "%s: /optim/%s is missing", path, names[k]);
@@ -265,9 +305,13 @@ int optim_checkpoint_load(const char *path, NnParams *p, Optim *o, bool strict, 
                     Tensor *dst = tensor_view_at(state[k], v->ndim, v->shape, off);
                     off += tensor_numel(v);
                     if (!match[i]) continue;
-                    if (H5Lexists(g, p->items[i].name, H5P_DEFAULT) <= 0) {
-                        if (strict) {
-                            base_errf(err, errlen, "%s: /optim/%s/%s is missing", path, names[k], p->items[i].name);
+                    htri_t le = g >= 0 ? H5Lexists(g, p->items[i].name, H5P_DEFAULT) : -1;
+                    if (le <= 0) {
+                        /* a save writes every state tensor of the parameters it writes: one absent
+                         * beside its parameter is a damaged file too */
+                        if (strict || le < 0) {
+                            base_errf(err, errlen, "%s: corrupt file: /optim/%s/%s %s", path, names[k], p->items[i].name,
+                                      le < 0 ? "cannot be read" : "is missing");
                             rc = -1;
                         }
                         continue;
@@ -275,7 +319,8 @@ int optim_checkpoint_load(const char *path, NnParams *p, Optim *o, bool strict, 
                     hid_t ds = H5Dopen2(g, p->items[i].name, H5P_DEFAULT);
                     char why[512];
                     if (ds < 0 || describe_mismatch(ds, dst, why, sizeof why) || stage_read(&stage, ds, dst) != 0) {
-                        base_errf(err, errlen, "%s: /optim/%s/%s: bad optimizer state", path, names[k], p->items[i].name);
+                        base_errf(err, errlen, "%s: corrupt file: /optim/%s/%s: the optimizer state does not read back",
+                                  path, names[k], p->items[i].name);
                         rc = -1;
                     }
                     if (ds >= 0) H5Dclose(ds);

@@ -6,14 +6,14 @@
  *
  * K (the number of losses) is small, so everything except two passes over the P-vectors is done
  * on the K×K Gram matrix G = ÛÛᵀ, in double:
- *   pass 1: all inner products g_i·g_j (one fused pass, OpenMP reduction);
+ *   pass 1: all inner products g_i·g_j (one fused pass: tensor_gram);
  *   K-space: G = V Λ Vᵀ (LAPACK dsyev), G⁺ = Σ_{λ_k > cut} v_k v_kᵀ / λ_k, w = G⁺ 1,
  *            ‖x‖² = 1ᵀ G⁺ 1 = Σ (v_k·1)² / λ_k,   Σ_i g_i·x = Σ_i ‖g_i‖ (G w)_i;
  *   pass 2: out = c · Σ_i (w_i / ‖g_i‖) g_i  with c = (Σ_i g_i·x) / ‖x‖².
  * Writing out only in pass 2 (reading every g at index j before writing out[j]) lets out alias
- * one of the inputs. On a GPU the two passes are the backend's gram and lincomb kernels
- * (tensor/cuda/cuda_optim.cu, double accumulation as here) and the K-space step stays on the
- * host. */
+ * one of the inputs. The two passes are the op table's gram and lincomb (the backend kernels of
+ * the buffers' device: tensor/cpu/cpu_optim.c, tensor/cuda/cuda_optim.cu; double accumulation)
+ * and the K-space step stays on the host. */
 #include <float.h>
 #include <math.h>
 #include <stdlib.h>
@@ -23,8 +23,7 @@
 #include "optim.h"
 #include "tensor/backend.h"
 
-#define OPTIM_CONFIG_MAX_K 16
-#define OPTIM_PAR_MIN 32768
+#define OPTIM_CONFIG_MAX_K TENSOR_GRAM_MAX_K
 /* Eigenvalues of G below this fraction of the largest are treated as zero. G's entries carry
  * rounding of order √P·ε from the dot products; its eigenvalues are the squared singular values
  * of Û, so this cut corresponds to singular values below 1e-5 of the largest (numpy/torch pinv
@@ -36,22 +35,14 @@
 extern void dsyev_(const char *jobz, const char *uplo, const int *n, double *a, const int *lda, double *w,
                    double *work, const int *lwork, int *info, size_t jobz_len, size_t uplo_len);
 
-static inline double load(const void *p, bool f64, int64_t j) {
-    return f64 ? ((const double *)p)[j] : (double)((const float *)p)[j];
-}
-
 /* ConFIG of the effective gradients scale[i]·grads[i] (scale NULL: all 1); M-ConFIG passes its
  * bias corrections here so the corrected moments are never materialized. */
 static void config_combine(const char *op, int k, Tensor *const *grads, const double *scale, Tensor *out) {
     if (k < 1 || k > OPTIM_CONFIG_MAX_K) tensor_fail(op, "k = %d; expected 1..%d", k, OPTIM_CONFIG_MAX_K);
     int64_t n = tensor_numel(out);
-    bool f64 = out->dtype == TENSOR_F64;
     TensorDevice dev = tensor_device(out);
-    const TensorBackend *be = dev == TENSOR_CPU ? NULL : tensor_backend_for(dev);
-    if (be && (!be->gram || !be->lincomb)) tensor_fail(op, "the %s backend has no ConFIG kernels", be->name);
-    if (!tensor_is_contiguous(out) || (!f64 && out->dtype != TENSOR_F32))
+    if (!tensor_is_contiguous(out) || (out->dtype != TENSOR_F64 && out->dtype != TENSOR_F32))
         tensor_fail(op, "out must be a contiguous f32/f64 tensor");
-    const void *gp[OPTIM_CONFIG_MAX_K];
     for (int i = 0; i < k; i++) {
         const Tensor *g = grads[i];
         if (tensor_numel(g) != n || g->dtype != out->dtype || tensor_device(g) != dev || !tensor_is_contiguous(g)) {
@@ -60,25 +51,11 @@ static void config_combine(const char *op, int k, Tensor *const *grads, const do
                         i, tensor_dtype_name(g->dtype), tensor_shape_str(g, b1), tensor_dtype_name(out->dtype),
                         (long long)n, tensor_shape_str(out, b2));
         }
-        gp[i] = tensor_data_ptr(g);
     }
 
-    /* pass 1: raw inner products, upper triangle packed row by row */
-    enum { NP = OPTIM_CONFIG_MAX_K * (OPTIM_CONFIG_MAX_K + 1) / 2 };
-    double dot[NP];
-    int np = k * (k + 1) / 2;
-    memset(dot, 0, sizeof dot);
-    if (be) {
-        be->gram(out->dtype, n, k, gp, dot);
-    } else {
-#pragma omp parallel for schedule(static) reduction(+ : dot[:np]) if (n > OPTIM_PAR_MIN)
-        for (int64_t j = 0; j < n; j++) {
-            double v[OPTIM_CONFIG_MAX_K];
-            for (int i = 0; i < k; i++) v[i] = load(gp[i], f64, j);
-            for (int a = 0, q = 0; a < k; a++)
-                for (int b = a; b < k; b++, q++) dot[q] += v[a] * v[b];
-        }
-    }
+    /* pass 1: raw inner products, upper triangle packed row by row (tensor_gram) */
+    double dot[OPTIM_CONFIG_MAX_K * (OPTIM_CONFIG_MAX_K + 1) / 2];
+    tensor_gram(k, grads, dot);
 
     /* K-space: norms, Gram of the unit vectors, its eigendecomposition */
     double s[OPTIM_CONFIG_MAX_K], nrm[OPTIM_CONFIG_MAX_K], G[OPTIM_CONFIG_MAX_K * OPTIM_CONFIG_MAX_K];
@@ -120,19 +97,8 @@ static void config_combine(const char *op, int k, Tensor *const *grads, const do
     double cst = zero ? 0 : proj / xx;
     for (int i = 0; i < k; i++) coef[i] = nrm[i] > 0 && !zero ? cst * w[i] * s[i] / nrm[i] : 0;
 
-    /* pass 2 */
-    void *op_ = tensor_data_ptr(out);
-    if (be) {
-        be->lincomb(out->dtype, n, k, coef, gp, op_);
-        return;
-    }
-#pragma omp parallel for schedule(static) if (n > OPTIM_PAR_MIN)
-    for (int64_t j = 0; j < n; j++) {
-        double acc = 0;
-        for (int i = 0; i < k; i++) acc += coef[i] * load(gp[i], f64, j);
-        if (f64) ((double *)op_)[j] = acc;
-        else ((float *)op_)[j] = (float)acc;
-    }
+    /* pass 2 (tensor_lincomb_: every g at index j is read before out[j] is written) */
+    tensor_lincomb_(out, k, coef, grads);
 }
 
 void optim_config(int k, Tensor *const *grads, Tensor *out) { config_combine("optim_config", k, grads, NULL, out); }
@@ -168,26 +134,14 @@ void optim_mconfig_update(OptimMConfig *m, int i, const Tensor *grad, Tensor *ou
     if (i < 0 || i >= m->k) tensor_fail("optim_mconfig_update", "loss %d of %d", i, m->k);
     Tensor *mi = m->moment[i];
     int64_t n = tensor_numel(mi);
-    bool f64 = mi->dtype == TENSOR_F64;
     if (tensor_numel(grad) != n || grad->dtype != mi->dtype || tensor_device(grad) != tensor_device(mi) ||
         !tensor_is_contiguous(grad))
         tensor_fail("optim_mconfig_update", "gradient must be a contiguous %s tensor of %lld elements on the moments' device",
                     tensor_dtype_name(mi->dtype), (long long)n);
-    const void *g = tensor_data_ptr(grad);
-    void *mp = tensor_data_ptr(mi);
-    double b1 = m->beta1;
-    if (tensor_device(mi) != TENSOR_CPU) {
-        /* 0 + β1·m + (1−β1)·g: the loop below's value (up to the sign of a zero) */
-        const void *xs[2] = {mp, g};
-        double cf[2] = {b1, 1 - b1};
-        tensor_backend_for(tensor_device(mi))->lincomb(mi->dtype, n, 2, cf, xs, mp);
-    } else {
-#pragma omp parallel for schedule(static) if (n > OPTIM_PAR_MIN)
-        for (int64_t j = 0; j < n; j++) {
-            if (f64) ((double *)mp)[j] = b1 * ((double *)mp)[j] + (1 - b1) * ((const double *)g)[j];
-            else ((float *)mp)[j] = (float)(b1 * (double)((float *)mp)[j] + (1 - b1) * (double)((const float *)g)[j]);
-        }
-    }
+    /* 0 + β1·m + (1−β1)·g in double, rounded once */
+    Tensor *xs[2] = {mi, (Tensor *)grad};
+    double b1 = m->beta1, cf[2] = {b1, 1 - b1};
+    tensor_lincomb_(mi, 2, cf, xs);
     m->count[i]++;
     double scale[OPTIM_CONFIG_MAX_K];
     for (int j = 0; j < m->k; j++)

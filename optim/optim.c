@@ -3,22 +3,18 @@
  * 1.13's torch.optim (single-tensor, non-fused path) operation for operation, so a trajectory
  * can be replayed against it (tests/test_optim.c, tests/oracle/make_optim_fixtures.py).
  *
- * This is a hot path (one pass over every parameter per training step): plain loops over the
- * raw f32/f64 storage with OpenMP, never tensor ops, so nothing is allocated or recorded. The
- * per-element arithmetic is done in double and rounded once on store; for f64 buffers this is
- * torch's f64 arithmetic, for f32 it is slightly more accurate than torch's f32 kernels.
- *
- * Buffers on a GPU go to the backend's fused kernels (TensorBackend.optim_sgd / optim_adam /
- * gram / lincomb; tensor/cuda/cuda_optim.cu), which compute the same rules with the same
- * operations in the same order, so parameters, gradients and moments never leave the device. */
+ * This is a hot path (one pass over every parameter per training step): the fused in-place ops
+ * of the op table (tensor_optim_sgd_, tensor_optim_adam_, tensor_gram, tensor_lincomb_), which
+ * run the buffers' backend kernels (tensor/cpu/cpu_optim.c: OpenMP loops over the raw storage;
+ * tensor/cuda/cuda_optim.cu: the same operations in the same order), so nothing is allocated or
+ * recorded and parameters, gradients and moments never leave their device. The per-element
+ * arithmetic is done in double and rounded once on store; for f64 buffers this is torch's f64
+ * arithmetic, for f32 it is slightly more accurate than torch's f32 kernels. */
 #include <math.h>
 #include <string.h>
 
 #include "optim.h"
 #include "tensor/backend.h"
-
-/* below this many elements the OpenMP fork/join costs more than the loop */
-#define OPTIM_PAR_MIN 32768
 
 OptimConfig optim_defaults(OptimKind kind) {
     /* torch.optim.SGD: momentum 0, no weight decay (lr has no default there; 1e-3 here);
@@ -66,71 +62,28 @@ void optim_init(Optim *o, NnParams *p, const OptimConfig *cfg) {
     tensor_scope_switch(prev);
 }
 
-/* torch.optim.SGD (dampening 0):  d = g + λθ;  b = μb + d;  d = nesterov ? d + μb : b;
- * θ -= lr·d. */
-#define DEFINE_SGD(T)                                                                            \
-    static void sgd_##T(int64_t n, T *restrict w, const T *restrict g, T *restrict buf, double lr, \
-                        double mu, bool nesterov, double wd) {                                   \
-        _Pragma("omp parallel for schedule(static) if (n > OPTIM_PAR_MIN)")                      \
-        for (int64_t j = 0; j < n; j++) {                                                        \
-            double d = (double)g[j];                                                             \
-            if (wd != 0) d = d + wd * (double)w[j];                                              \
-            if (buf) {                                                                           \
-                double b = mu * (double)buf[j] + d;                                              \
-                buf[j] = (T)b;                                                                   \
-                d = nesterov ? d + mu * b : b;                                                   \
-            }                                                                                    \
-            w[j] = (T)((double)w[j] - lr * d);                                                   \
-        }                                                                                        \
-    }
-
-/* torch.optim.Adam / AdamW (Kingma & Ba 2015, Alg. 1; Loshchilov & Hutter 2019, Alg. 2), in
+/* The update rules (tensor_optim_sgd_ / tensor_optim_adam_: the CPU's loops in
+ * tensor/cpu/cpu_optim.c, the GPU's kernels in tensor/cuda/cuda_optim.cu):
+ *
+ * torch.optim.SGD (dampening 0):  d = g + λθ;  b = μb + d;  d = nesterov ? d + μb : b;
+ * θ -= lr·d.
+ *
+ * torch.optim.Adam / AdamW (Kingma & Ba 2015, Alg. 1; Loshchilov & Hutter 2019, Alg. 2), in
  * torch's order of operations:
  *   AdamW: θ *= 1 − lr·λ                       (decoupled decay, before the moments)
  *   Adam:  g += λθ                              (L2 folded into the gradient)
  *   m = β1·m + (1−β1)·g;   v = β2·v + (1−β2)·g²
  *   denom = √v / √(1−β2^t) + ε;   θ −= (lr / (1−β1^t)) · m / denom
  * Note ε is added after the bias correction of √v, as torch does (not √(v̂ + ε)). */
-#define DEFINE_ADAM(T)                                                                           \
-    static void adam_##T(int64_t n, T *restrict w, const T *restrict g, T *restrict m,            \
-                         T *restrict v, double b1, double b2, double eps, double l2, double decay, \
-                         double step_size, double bc2_sqrt) {                                    \
-        _Pragma("omp parallel for schedule(static) if (n > OPTIM_PAR_MIN)")                      \
-        for (int64_t j = 0; j < n; j++) {                                                        \
-            double p = (double)w[j], gj = (double)g[j];                                          \
-            if (l2 != 0) gj = gj + l2 * p;                                                       \
-            if (decay != 1) p = (double)(T)(p * decay);                                          \
-            double mj = b1 * (double)m[j] + (1 - b1) * gj;                                       \
-            double vj = b2 * (double)v[j] + (1 - b2) * (gj * gj);                                \
-            m[j] = (T)mj;                                                                        \
-            v[j] = (T)vj;                                                                        \
-            double denom = sqrt(vj) / bc2_sqrt + eps;                                            \
-            w[j] = (T)(p - step_size * (mj / denom));                                            \
-        }                                                                                        \
-    }
-
-DEFINE_SGD(float)
-DEFINE_SGD(double)
-DEFINE_ADAM(float)
-DEFINE_ADAM(double)
-
 void optim_step(Optim *o, double lr) {
     NnParams *p = o->params;
     const OptimConfig *c = &o->cfg;
-    int64_t n = tensor_numel(p->flat);
-    bool f64 = p->flat->dtype == TENSOR_F64;
-    void *w = tensor_data_ptr(p->flat), *g = tensor_data_ptr(p->flat_grad);
-    void *m = o->exp_avg ? tensor_data_ptr(o->exp_avg) : NULL;
-    void *v = o->exp_avg_sq ? tensor_data_ptr(o->exp_avg_sq) : NULL;
     o->step++;
     TensorDevice dev = tensor_device(p->flat);
-    const TensorBackend *be = dev == TENSOR_CPU ? NULL : tensor_backend_for(dev);
-    if (be && (tensor_device(p->flat_grad) != dev || (o->exp_avg && tensor_device(o->exp_avg) != dev)))
+    if (tensor_device(p->flat_grad) != dev || (o->exp_avg && tensor_device(o->exp_avg) != dev))
         tensor_fail("optim_step", "parameters, gradients and optimizer state must share one device");
     if (c->kind == OPTIM_SGD) {
-        if (be) be->optim_sgd(p->flat->dtype, n, w, g, m, lr, c->momentum, c->nesterov, c->weight_decay);
-        else if (f64) sgd_double(n, w, g, m, lr, c->momentum, c->nesterov, c->weight_decay);
-        else sgd_float(n, w, g, m, lr, c->momentum, c->nesterov, c->weight_decay);
+        tensor_optim_sgd_(p->flat, p->flat_grad, o->exp_avg, lr, c->momentum, c->nesterov, c->weight_decay);
         return;
     }
     double t = (double)o->step;
@@ -138,9 +91,8 @@ void optim_step(Optim *o, double lr) {
     double step_size = lr / bc1, bc2_sqrt = sqrt(bc2);
     double l2 = c->kind == OPTIM_ADAM ? c->weight_decay : 0;
     double decay = c->kind == OPTIM_ADAMW ? 1 - lr * c->weight_decay : 1;
-    if (be) be->optim_adam(p->flat->dtype, n, w, g, m, v, c->beta1, c->beta2, c->eps, l2, decay, step_size, bc2_sqrt);
-    else if (f64) adam_double(n, w, g, m, v, c->beta1, c->beta2, c->eps, l2, decay, step_size, bc2_sqrt);
-    else adam_float(n, w, g, m, v, c->beta1, c->beta2, c->eps, l2, decay, step_size, bc2_sqrt);
+    tensor_optim_adam_(p->flat, p->flat_grad, o->exp_avg, o->exp_avg_sq, c->beta1, c->beta2, c->eps, l2, decay,
+                       step_size, bc2_sqrt);
 }
 
 /* Linear warm-up, then half a cosine (Loshchilov & Hutter 2017, SGDR, without restarts):
@@ -169,37 +121,12 @@ double optim_clip_grad_norm(NnParams *p, double max_norm) {
     if (!p->packed) tensor_fail("optim_clip_grad_norm", "parameters are not packed (call nn_params_pack first)");
     Tensor *gt = p->flat_grad;
     check_flat("optim_clip_grad_norm", gt, "params->flat_grad");
-    int64_t n = tensor_numel(gt);
-    bool f64 = gt->dtype == TENSOR_F64;
-    if (tensor_device(gt) != TENSOR_CPU) {
-        /* the same two passes on the device: Σg² (double partials, summed on the host), then
-         * g ← coef·g in double, rounded once */
-        const TensorBackend *be = tensor_backend_for(tensor_device(gt));
-        void *gp = tensor_data_ptr(gt);
-        double ss;
-        be->gram(gt->dtype, n, 1, (const void *const *)&gp, &ss);
-        double total = sqrt(ss), coef = max_norm / (total + 1e-6);
-        if (coef < 1) be->lincomb(gt->dtype, n, 1, &coef, (const void *const *)&gp, gp);
-        return total;
-    }
-    const float *gf = f64 ? NULL : tensor_data_ptr(gt);
-    const double *gd = f64 ? tensor_data_ptr(gt) : NULL;
-    double ss = 0;
-#pragma omp parallel for schedule(static) reduction(+ : ss) if (n > OPTIM_PAR_MIN)
-    for (int64_t j = 0; j < n; j++) {
-        double x = f64 ? gd[j] : (double)gf[j];
-        ss += x * x;
-    }
+    /* two passes on the buffer's device: Σg² (accumulated in double), then g ← coef·g in
+     * double, rounded once */
+    double ss;
+    tensor_gram(1, &gt, &ss);
     double total = sqrt(ss);
     double coef = max_norm / (total + 1e-6);
-    if (coef < 1) {
-        float *wf = f64 ? NULL : tensor_data_ptr(gt);
-        double *wd = f64 ? tensor_data_ptr(gt) : NULL;
-#pragma omp parallel for schedule(static) if (n > OPTIM_PAR_MIN)
-        for (int64_t j = 0; j < n; j++) {
-            if (f64) wd[j] *= coef;
-            else wf[j] = (float)((double)wf[j] * coef);
-        }
-    }
+    if (coef < 1) tensor_lincomb_(gt, 1, &coef, &gt);
     return total;
 }

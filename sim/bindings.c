@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/par.h"
 #include "base/mat3.h"
 #include "sim/bindings.h"
 #include "sim/internal.h"
@@ -56,7 +57,8 @@ int sim_skinning_interpolate(const SimSkinning *sk, int64_t n, const double *x, 
         free(fill);
     }
     int64_t k_want = nc < KNN ? nc : KNN;
-#pragma omp parallel for schedule(dynamic, 256)
+    int par_nt = base_par_threads(n, 500);
+#pragma omp parallel for schedule(dynamic, 256) num_threads(par_nt) if (par_nt > 1)
     for (int64_t p = 0; p < n; p++) {
         const double *X = x + 3 * p;
         int64_t best[KNN];
@@ -294,7 +296,8 @@ void sim_gaussians_update(SimGaussianBinding *gb, const SimObject *o) {
     sim_binding_eval(&gb->bind, o->z, x, F);
     double sR[9];
     for (int k = 0; k < 9; k++) sR[k] = gb->pose_scale * gb->pose_R[k];
-#pragma omp parallel for schedule(static)
+    int par_nt = base_par_threads(n, 200);
+#pragma omp parallel for schedule(static) num_threads(par_nt) if (par_nt > 1)
     for (int64_t p = 0; p < n; p++) {
         double A[9], q0[4], s0[3], q[4], s[3];
         base_mat3_mul(F + 9 * p, sR, A); /* object frame → world rest → deformed */

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/par.h"
 #include "sim/cubature.h"
 #include "sim/internal.h"
 #include "sim/lapack.h"
@@ -133,7 +134,8 @@ void sim_cubature_force(const SimObject *o, const double *z, int64_t k, const in
  * K9: nb × 9 nb scratch. 0, or -1 when the factorization fails. */
 static int metric_factor(const SimObject *o, const double *z, double tau, double *L, double *W, double *K9) {
     int64_t nb = o->nb, n = o->n, nc = o->nc;
-#pragma omp parallel for schedule(static)
+    int par_nt = base_par_threads(nc, 500 + 30 * nb);
+#pragma omp parallel for schedule(static) num_threads(par_nt) if (par_nt > 1)
     for (int64_t c = 0; c < nc; c++) {
         const double *G = o->Gc + 3 * c * nb;
         double F[9], H[81];
@@ -404,7 +406,8 @@ int sim_cubature_optimize_poses(const SimObject *o, const SimCubatureOptions *op
             const double *zt = Z + t * n;
             /* the batch's columns side by side: At is nc × (n · batch) row-major */
             double *blk = At + nbat * n, *b1 = bt + nbat * n;
-#pragma omp parallel for schedule(static)
+            int par_nt = base_par_threads(nc, 200 + 10 * n);
+#pragma omp parallel for schedule(static) num_threads(par_nt) if (par_nt > 1)
             for (int64_t c = 0; c < nc; c++) point_force(o, c, zt, blk + c * ld);
             /* the metric: rows L⁻¹ f, so that ‖L⁻¹ (f_S − f)‖² = δfᵀ (τ² K + M_r)⁻¹ δf */
             if (metric) {

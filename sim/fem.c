@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/par.h"
 #include "base/mat3.h"
 #include "sim/fem.h"
 #include "sim/internal.h"
@@ -518,7 +519,17 @@ static int fs_accept(void *ctx, const double *x, bool have_grad, double Et, doub
     return 0;
 }
 
+static int fem_step(SimFem *f, double dt, char *err, size_t errlen);
+
+/* single-threaded BLAS in the step, as sim_world_step (base/par.h) */
 int sim_fem_step(SimFem *f, double dt, char *err, size_t errlen) {
+    int prev = base_par_blas_serial_begin();
+    int rc = fem_step(f, dt, err, errlen);
+    base_par_blas_serial_end(prev);
+    return rc;
+}
+
+static int fem_step(SimFem *f, double dt, char *err, size_t errlen) {
     double t0 = base_now();
     if (!f->sol && build_solver(f, err, errlen)) return -1;
     struct SimFemSolver *s = f->sol;

@@ -57,16 +57,19 @@ typedef struct {
     int nfixed, ndrags, nforces;
 } SceneFile;
 
-#define NUM(k, off, def, lo, hi) {k, DS_CFG_FLOAT, off, def, lo, hi}
-#define INT(k, off, def, lo, hi) {k, DS_CFG_INT, off, def, lo, hi}
-#define BOOL(k, off, def) {k, DS_CFG_BOOL, off, def, 1, 0}
-#define STR(k, off, def, sz, ch) {k, DS_CFG_STRING, off, def, 1, 0, .size = sz, .choices = ch}
-#define VEC(k, off, def) {k, DS_CFG_VEC3, off, def, 1, 0}
+/* the trailing arguments: designated initializers, .help = "..." (anima sim --help lists it) */
+#define NUM(k, off, def, lo, hi, ...) {k, DS_CFG_FLOAT, off, def, lo, hi, __VA_ARGS__}
+#define INT(k, off, def, lo, hi, ...) {k, DS_CFG_INT, off, def, lo, hi, __VA_ARGS__}
+#define BOOL(k, off, def, ...) {k, DS_CFG_BOOL, off, def, 1, 0, __VA_ARGS__}
+#define STR(k, off, def, sz, ch, ...) {k, DS_CFG_STRING, off, def, 1, 0, .size = sz, .choices = ch, __VA_ARGS__}
+#define VEC(k, off, def, ...) {k, DS_CFG_VEC3, off, def, 1, 0, __VA_ARGS__}
 /* optional: absent leaves zero and the flag false */
-#define OPT_VEC(k, T, m, flag) {k, DS_CFG_VEC3, offsetof(T, m), DS_CFG_KEEP, 1, 0, .present = DS_CFG_PRESENT(T, flag)}
+#define OPT_VEC(k, T, m, flag, ...) \
+    {k, DS_CFG_VEC3, offsetof(T, m), DS_CFG_KEEP, 1, 0, .present = DS_CFG_PRESENT(T, flag), __VA_ARGS__}
 #define OBJ(k, off, f) {k, DS_CFG_OBJECT, off, .fields = f}
-#define ARR(k, T, m, n, E, f, lo) \
-    {k, DS_CFG_ARRAY, offsetof(T, m), "[]", lo, 1e9, .fields = f, .elem_size = sizeof(E), .count_offset = offsetof(T, n)}
+#define ARR(k, T, m, n, E, f, lo, ...) \
+    {k, DS_CFG_ARRAY, offsetof(T, m), "[]", lo, 1e9, .fields = f, .elem_size = sizeof(E), .count_offset = offsetof(T, n), \
+     __VA_ARGS__}
 
 static const char *const SOURCES[] = {"procedural", "file", NULL}, *const KINDS[] = {"bones", "rbf", NULL};
 static const char *const RIGID_SHAPES[] = {"sphere", "box", "mesh", NULL};
@@ -78,157 +81,159 @@ static const char *const FORCE_SHAPES[] = {"all", "box", "sphere", NULL}, *const
 #define O(m) offsetof(SimSceneObject, m)
 #define OSZ(m) sizeof(((SimSceneObject *)0)->m)
 static const DsConfigField SKINNING[] = {
-    STR("source", O(source), "procedural", OSZ(source), SOURCES),
-    STR("file", O(file), "", OSZ(file), NULL),
-    STR("category", O(category), "cactus", OSZ(category), NULL),
-    INT("seed", O(seed), "1", 0, 9e15), /* larger integers are not exact in JSON */
-    STR("kind", O(kind), "bones", OSZ(kind), KINDS),
-    INT("handles", O(handles), "16", 1, 256),
-    INT("cubature_res", O(cubature_res), "24", 4, 256),
-    INT("mesh_res", O(mesh_res), "48", 16, 512),
-    NUM("sigma", O(sigma), "0", 0, 10),
-    NUM("rbf_radius", O(rbf_radius), "0", 0, 100),
-    BOOL("normalize", O(normalize), "true"),
+    STR("source", O(source), "procedural", OSZ(source), SOURCES, .help = "where the object's skinning subspace comes from: a procedural shape, or a skinning file"),
+    STR("file", O(file), "", OSZ(file), NULL, .help = "source \"file\": a skinning file (anima physskin skin, anima sim skinning), relative to the scene's folder"),
+    STR("category", O(category), "cactus", OSZ(category), NULL, .help = "source \"procedural\": the shape's category (cactus, quadruped, chair, ...)"),
+    INT("seed", O(seed), "1", 0, 9e15, .help = "source \"procedural\": the shape's seed"), /* larger integers are not exact in JSON */
+    STR("kind", O(kind), "bones", OSZ(kind), KINDS, .help = "source \"procedural\": handles from a bone skeleton, or radial basis functions"),
+    INT("handles", O(handles), "16", 1, 256, .help = "source \"procedural\": number of skinning handles"),
+    INT("cubature_res", O(cubature_res), "24", 4, 256, .help = "source \"procedural\": grid of the interior cubature candidates"),
+    INT("mesh_res", O(mesh_res), "48", 16, 512, .help = "source \"procedural\": marching-cubes grid of the surface mesh"),
+    NUM("sigma", O(sigma), "0", 0, 10, .help = "bones: weight falloff distance (0: automatic)"),
+    NUM("rbf_radius", O(rbf_radius), "0", 0, 100, .help = "rbf: kernel radius (0: automatic)"),
+    BOOL("normalize", O(normalize), "true", .help = "rbf: weights summing to one"),
     {0}};
 static const DsConfigField MATERIAL[] = {
-    NUM("E", offsetof(SimMaterial, E), "5e4", 1e-6, 1e15),
-    NUM("nu", offsetof(SimMaterial, nu), "0.3", -0.99, 0.499),
-    NUM("rho", offsetof(SimMaterial, rho), "1000", 1e-6, 1e8),
+    NUM("E", offsetof(SimMaterial, E), "5e4", 1e-6, 1e15, .help = "Young's modulus (Pa)"),
+    NUM("nu", offsetof(SimMaterial, nu), "0.3", -0.99, 0.499, .help = "Poisson's ratio"),
+    NUM("rho", offsetof(SimMaterial, rho), "1000", 1e-6, 1e8, .help = "density (kg/m³)"),
     {0}};
 static const DsConfigField POSE[] = {
-    NUM("scale", O(scale), "0.5", 1e-9, 1e9),
-    VEC("translate", O(translate), "[0, 1, 0]"),
-    VEC("rotate_deg", O(rotate_deg), "[0, 0, 0]"),
+    NUM("scale", O(scale), "0.5", 1e-9, 1e9, .help = "uniform scale of the rest shape"),
+    VEC("translate", O(translate), "[0, 1, 0]", .help = "position of the rest shape (m)"),
+    VEC("rotate_deg", O(rotate_deg), "[0, 0, 0]", .help = "rotation of the rest shape: XYZ Euler angles (degrees)"),
     {0}};
 static const DsConfigField OBJECT[] = {
     OBJ("skinning", 0, SKINNING),
     OBJ("material", O(material), MATERIAL),
     OBJ("pose", 0, POSE),
-    VEC("color", O(color), "[0.8, 0.45, 0.3]"),
-    STR("gaussians", O(gaussians), "", OSZ(gaussians), NULL),
+    VEC("color", O(color), "[0.8, 0.45, 0.3]", .help = "RGB in [0, 1] of its renders"),
+    STR("gaussians", O(gaussians), "", OSZ(gaussians), NULL, .help = "a 3DGS PLY in the skinning's frame, carried along and written per frame (\"\": none)"),
     {0}};
 #undef O
 #undef OSZ
 
 static const DsConfigField PLANE[] = {
-    VEC("normal", offsetof(SimPlane, normal), "[0, 1, 0]"),
-    NUM("offset", offsetof(SimPlane, offset), "0", -BIG, BIG),
-    NUM("stiffness", offsetof(SimPlane, stiffness), "1e6", 0, BIG),
+    VEC("normal", offsetof(SimPlane, normal), "[0, 1, 0]", .help = "the plane's normal, pointing to the free side"),
+    NUM("offset", offsetof(SimPlane, offset), "0", -BIG, BIG, .help = "the free side is n·x >= offset (m)"),
+    NUM("stiffness", offsetof(SimPlane, stiffness), "1e6", 0, BIG, .help = "penalty stiffness of the contact (N/m)"),
     {0}};
 
 /* the object index is checked against the number of objects once they are read */
-#define OBJECT_INDEX(T) INT("object", offsetof(T, object), "0", 1, 0)
+#define OBJECT_INDEX(T) INT("object", offsetof(T, object), "0", 1, 0, .help = "index into objects[] of the object it acts on")
 
 static const DsConfigField FIXED[] = {
     OBJECT_INDEX(FixedIn),
-    STR("shape", offsetof(FixedIn, shape), "top", 8, FIX_SHAPES),
-    NUM("fraction", offsetof(FixedIn, fraction), "0.15", 0, 1),
-    OPT_VEC("lo", FixedIn, d.region.lo, has_lo),
-    OPT_VEC("hi", FixedIn, d.region.hi, has_hi),
-    OPT_VEC("center", FixedIn, d.region.center, has_center),
+    STR("shape", offsetof(FixedIn, shape), "top", 8, FIX_SHAPES, .help = "the region: a top or bottom slab, a box or a sphere"),
+    NUM("fraction", offsetof(FixedIn, fraction), "0.15", 0, 1, .help = "top/bottom: the slab's share of the object's rest height"),
+    OPT_VEC("lo", FixedIn, d.region.lo, has_lo, .help = "box: lower corner (m, rest frame of the scene)"),
+    OPT_VEC("hi", FixedIn, d.region.hi, has_hi, .help = "box: upper corner (m)"),
+    OPT_VEC("center", FixedIn, d.region.center, has_center, .help = "sphere: center (m)"),
     {"radius", DS_CFG_FLOAT, offsetof(FixedIn, d.region.radius), DS_CFG_KEEP, 0, BIG,
-     .present = DS_CFG_PRESENT(FixedIn, has_radius)},
-    VEC("velocity", offsetof(FixedIn, d.velocity), "[0, 0, 0]"),
-    STR("mode", offsetof(FixedIn, mode), "exact", 8, MODES),
-    NUM("stiffness", offsetof(FixedIn, d.stiffness), "1e7", 0, BIG),
+     .present = DS_CFG_PRESENT(FixedIn, has_radius), .help = "sphere: radius (m)"},
+    VEC("velocity", offsetof(FixedIn, d.velocity), "[0, 0, 0]", .help = "the region moves at this constant velocity (m/s; 0: held fixed)"),
+    STR("mode", offsetof(FixedIn, mode), "exact", 8, MODES, .help = "exact: the subspace is restricted to the constraint; penalty: a spring"),
+    NUM("stiffness", offsetof(FixedIn, d.stiffness), "1e7", 0, BIG, .help = "penalty mode: the spring's stiffness"),
     {"falloff", DS_CFG_FLOAT, offsetof(FixedIn, d.falloff), DS_CFG_KEEP, 0, BIG,
-     .present = DS_CFG_PRESENT(FixedIn, has_falloff)},
+     .present = DS_CFG_PRESENT(FixedIn, has_falloff), .help = "exact fixed regions: the learned handles fade in over this distance (m; default 0.2 x the object's rest diagonal; 0: off)"},
     {0}};
 
 static const DsConfigField DRAG[] = {
     OBJECT_INDEX(DragIn),
-    VEC("grab", offsetof(DragIn, d.grab), NULL),
-    NUM("radius", offsetof(DragIn, d.radius), "0.1", 1e-9, BIG),
-    NUM("stiffness", offsetof(DragIn, d.stiffness), "1e4", 0, BIG),
-    VEC("target", offsetof(DragIn, d.target), NULL),
-    NUM("t0", offsetof(DragIn, d.t0), "0", 0, BIG),
-    NUM("t1", offsetof(DragIn, d.t1), "0.5", 0, BIG),
-    NUM("t_release", offsetof(DragIn, d.t_release), BIG_TEXT, 0, BIG),
+    VEC("grab", offsetof(DragIn, d.grab), NULL, .help = "the grabbed point, at rest (m)"),
+    NUM("radius", offsetof(DragIn, d.radius), "0.1", 1e-9, BIG, .help = "Gaussian radius of the grabbed region (m)"),
+    NUM("stiffness", offsetof(DragIn, d.stiffness), "1e4", 0, BIG, .help = "the pulling spring's stiffness"),
+    VEC("target", offsetof(DragIn, d.target), NULL, .help = "where the grabbed point is pulled to (m)"),
+    NUM("t0", offsetof(DragIn, d.t0), "0", 0, BIG, .help = "the target starts moving from the grab point (s)"),
+    NUM("t1", offsetof(DragIn, d.t1), "0.5", 0, BIG, .help = "the target arrives (s)"),
+    NUM("t_release", offsetof(DragIn, d.t_release), BIG_TEXT, 0, BIG, .help = "the spring lets go (s)"),
     {0}};
 
 static const DsConfigField FORCE[] = {
     OBJECT_INDEX(ForceIn),
-    VEC("accel", offsetof(ForceIn, f.accel), NULL),
-    NUM("t0", offsetof(ForceIn, f.t0), "0", 0, BIG),
-    NUM("t1", offsetof(ForceIn, f.t1), BIG_TEXT, 0, BIG),
-    STR("shape", offsetof(ForceIn, shape), "all", 8, FORCE_SHAPES),
-    OPT_VEC("lo", ForceIn, f.region.lo, has_lo),
-    OPT_VEC("hi", ForceIn, f.region.hi, has_hi),
-    OPT_VEC("center", ForceIn, f.region.center, has_center),
+    VEC("accel", offsetof(ForceIn, f.accel), NULL, .help = "the acceleration (m/s²)"),
+    NUM("t0", offsetof(ForceIn, f.t0), "0", 0, BIG, .help = "it starts (s)"),
+    NUM("t1", offsetof(ForceIn, f.t1), BIG_TEXT, 0, BIG, .help = "it ends (s)"),
+    STR("shape", offsetof(ForceIn, shape), "all", 8, FORCE_SHAPES, .help = "on all of the object's points, or on those in a box or a sphere"),
+    OPT_VEC("lo", ForceIn, f.region.lo, has_lo, .help = "box: lower corner (m)"),
+    OPT_VEC("hi", ForceIn, f.region.hi, has_hi, .help = "box: upper corner (m)"),
+    OPT_VEC("center", ForceIn, f.region.center, has_center, .help = "sphere: center (m)"),
     {"radius", DS_CFG_FLOAT, offsetof(ForceIn, f.region.radius), DS_CFG_KEEP, 0, BIG,
-     .present = DS_CFG_PRESENT(ForceIn, has_radius)},
+     .present = DS_CFG_PRESENT(ForceIn, has_radius), .help = "sphere: radius (m)"},
     {0}};
 
 #define R(m) offsetof(SimSceneRigid, m)
 static const DsConfigField RIGID[] = {
-    STR("shape", R(shape), "sphere", sizeof(((SimSceneRigid *)0)->shape), RIGID_SHAPES),
-    NUM("radius", R(radius), "0.1", 1e-6, 1e6),
-    INT("subdiv", R(subdiv), "3", 0, 5),
-    VEC("half", R(half), "[0.1, 0.1, 0.1]"),
-    STR("file", R(file), "", sizeof(((SimSceneRigid *)0)->file), NULL),
-    NUM("density", R(density), "1000", 1e-6, 1e8),
-    NUM("scale", R(scale), "1", 1e-9, 1e9),
-    VEC("translate", R(translate), "[0, 1, 0]"),
-    VEC("rotate_deg", R(rotate_deg), "[0, 0, 0]"),
-    VEC("velocity", R(velocity), "[0, 0, 0]"),
-    VEC("angular_velocity", R(angular_velocity), "[0, 0, 0]"),
-    NUM("restitution", R(restitution), "0.3", 0, 1),
-    NUM("friction", R(friction), "0.5", 0, 10),
-    VEC("color", R(color), "[0.6, 0.6, 0.65]"),
+    STR("shape", R(shape), "sphere", sizeof(((SimSceneRigid *)0)->shape), RIGID_SHAPES, .help = "a sphere, a box or a closed mesh"),
+    NUM("radius", R(radius), "0.1", 1e-6, 1e6, .help = "sphere: radius (m)"),
+    INT("subdiv", R(subdiv), "3", 0, 5, .help = "sphere: icosphere subdivisions of its mesh"),
+    VEC("half", R(half), "[0.1, 0.1, 0.1]", .help = "box: half extents (m)"),
+    STR("file", R(file), "", sizeof(((SimSceneRigid *)0)->file), NULL, .help = "shape \"mesh\": a closed mesh file"),
+    NUM("density", R(density), "1000", 1e-6, 1e8, .help = "density (kg/m³)"),
+    NUM("scale", R(scale), "1", 1e-9, 1e9, .help = "mesh: uniform scale"),
+    VEC("translate", R(translate), "[0, 1, 0]", .help = "initial position (m)"),
+    VEC("rotate_deg", R(rotate_deg), "[0, 0, 0]", .help = "initial rotation: XYZ Euler angles (degrees)"),
+    VEC("velocity", R(velocity), "[0, 0, 0]", .help = "initial velocity (m/s)"),
+    VEC("angular_velocity", R(angular_velocity), "[0, 0, 0]", .help = "initial angular velocity (rad/s)"),
+    NUM("restitution", R(restitution), "0.3", 0, 1, .help = "bounce: 0 inelastic to 1 elastic"),
+    NUM("friction", R(friction), "0.5", 0, 10, .help = "Coulomb friction coefficient"),
+    VEC("color", R(color), "[0.6, 0.6, 0.65]", .help = "RGB in [0, 1] of its renders"),
     {0}};
 #undef R
 
 /* absent: sim_newton_defaults, filled in before reading */
 #define N(m) offsetof(SceneFile, newton.m) - offsetof(SceneFile, newton)
 static const DsConfigField NEWTON[] = {
-    {"max_iters", DS_CFG_INT, N(max_iters), DS_CFG_KEEP, 1, 1000},
-    {"tol", DS_CFG_FLOAT, N(tol), DS_CFG_KEEP, 0, 1},
-    {"armijo", DS_CFG_FLOAT, N(armijo), DS_CFG_KEEP, 0, 0.5},
-    {"max_hessians", DS_CFG_INT, N(max_hessians), DS_CFG_KEEP, 1, 1000},
-    {"reuse_ratio", DS_CFG_FLOAT, N(reuse_ratio), DS_CFG_KEEP, 0, 1},
-    {"elastic_lag", DS_CFG_FLOAT, N(elastic_lag), DS_CFG_KEEP, 0, 1},
+    {"max_iters", DS_CFG_INT, N(max_iters), DS_CFG_KEEP, 1, 1000, .help = "Newton iterations per step at most (default 50)"},
+    {"tol", DS_CFG_FLOAT, N(tol), DS_CFG_KEEP, 0, 1, .help = "stop when the Newton decrement is below tol x the energy scale (default 1e-10)"},
+    {"armijo", DS_CFG_FLOAT, N(armijo), DS_CFG_KEEP, 0, 0.5, .help = "the line search's sufficient-decrease constant (default 1e-4)"},
+    {"max_hessians", DS_CFG_INT, N(max_hessians), DS_CFG_KEEP, 1, 1000, .help = "Hessian assemblies per step at most (default 50)"},
+    {"reuse_ratio", DS_CFG_FLOAT, N(reuse_ratio), DS_CFG_KEEP, 0, 1, .help = "> 0: keep the Hessian (chord steps) while each step decreases the energy by this ratio (default 0: off)"},
+    {"elastic_lag", DS_CFG_FLOAT, N(elastic_lag), DS_CFG_KEEP, 0, 1, .help = "reassemble the elastic Hessian only when a step's progress falls below this ratio (default 0.5; 0: every iteration)"},
     {0}};
 #undef N
 
 #define C(m) offsetof(SimContactOptions, m)
 static const DsConfigField CONTACT[] = {
-    BOOL("enabled", C(enabled), "true"),
-    NUM("dhat", C(dhat), "0", 0, 100),
-    NUM("stiffness", C(stiffness), "0", 0, BIG),
-    NUM("min_sep", C(min_sep), "0.2", 0.01, 0.9),
+    BOOL("enabled", C(enabled), "true", .help = "IPC contact between the bodies (false: each is stepped on its own)"),
+    NUM("dhat", C(dhat), "0", 0, 100, .help = "the barrier's reach (m; 0: from the point spacing)"),
+    NUM("stiffness", C(stiffness), "0", 0, BIG, .help = "the barrier's stiffness (N/m; 0: from the heaviest body's weight)"),
+    NUM("min_sep", C(min_sep), "0.2", 0.01, 0.9, .help = "continuous collision detection: a step may shrink a pair's distance to this fraction"),
     {0}};
 #undef C
 
 #define OUT(m) offsetof(SceneFile, sc.output.m) - offsetof(SceneFile, sc.output)
 static const DsConfigField OUTPUT[] = {
-    INT("every", OUT(every), "5", 1, 1000000),
-    STR("mesh", OUT(mesh), "ply", 8, MESH_FORMATS),
-    BOOL("png", OUT(png), "true"),
-    INT("width", OUT(width), "480", 16, 8192),
-    INT("height", OUT(height), "360", 16, 8192),
-    {"eye", DS_CFG_VEC3, OUT(eye), DS_CFG_KEEP, 1, 0, .present = OUT(has_eye) + 1},
-    {"target", DS_CFG_VEC3, OUT(target), DS_CFG_KEEP, 1, 0, .present = OUT(has_target) + 1},
-    NUM("fov", OUT(fov), "40", 1, 170),
+    INT("every", OUT(every), "5", 1, 1000000, .help = "steps per written frame"),
+    STR("mesh", OUT(mesh), "ply", 8, MESH_FORMATS, .help = "format of the per-frame meshes (none: no meshes)"),
+    BOOL("png", OUT(png), "true", .help = "a PNG render per frame"),
+    INT("width", OUT(width), "480", 16, 8192, .help = "render width (px)"),
+    INT("height", OUT(height), "360", 16, 8192, .help = "render height (px)"),
+    {"eye", DS_CFG_VEC3, OUT(eye), DS_CFG_KEEP, 1, 0, .present = OUT(has_eye) + 1, .help = "camera position (m; default: framing the objects)"},
+    {"target", DS_CFG_VEC3, OUT(target), DS_CFG_KEEP, 1, 0, .present = OUT(has_target) + 1, .help = "camera target (m; default: the objects' center)"},
+    NUM("fov", OUT(fov), "40", 1, 170, .help = "vertical field of view (degrees)"),
     {0}};
 #undef OUT
 
 #define S(m) offsetof(SceneFile, sc.m)
 static const DsConfigField SCENE[] = {
-    NUM("dt", S(dt), "0.01", 1e-6, 1),
-    INT("steps", S(steps), "200", 1, 100000000),
-    VEC("gravity", S(gravity), "[0, -9.81, 0]"),
+    NUM("dt", S(dt), "0.01", 1e-6, 1, .help = "time step (s)"),
+    INT("steps", S(steps), "200", 1, 100000000, .help = "steps to run (anima sim --steps overrides it)"),
+    VEC("gravity", S(gravity), "[0, -9.81, 0]", .help = "gravitational acceleration (m/s²)"),
     OBJ("newton", offsetof(SceneFile, newton), NEWTON),
     {"objects", DS_CFG_ARRAY, S(objects), NULL, 1, 1e9, .fields = OBJECT, .elem_size = sizeof(SimSceneObject),
-     .count_offset = S(nobjects)},
-    ARR("planes", SceneFile, sc.planes, sc.nplanes, SimPlane, PLANE, 0),
-    ARR("fixed", SceneFile, fixed, nfixed, FixedIn, FIXED, 0),
-    ARR("drags", SceneFile, drags, ndrags, DragIn, DRAG, 0),
-    ARR("forces", SceneFile, forces, nforces, ForceIn, FORCE, 0),
+     .count_offset = S(nobjects), .help = "the deformable objects: each a skinning subspace, stepped together and coupled by IPC contact"},
+    ARR("planes", SceneFile, sc.planes, sc.nplanes, SimPlane, PLANE, 0, .help = "contact planes (the ground)"),
+    ARR("fixed", SceneFile, fixed, nfixed, FixedIn, FIXED, 0, .help = "regions of an object held fixed or moved at a constant velocity"),
+    ARR("drags", SceneFile, drags, ndrags, DragIn, DRAG, 0, .help = "springs pulling a region of an object towards a moving target (a mouse drag)"),
+    ARR("forces", SceneFile, forces, nforces, ForceIn, FORCE, 0, .help = "external accelerations on an object, or a region of it, during [t0, t1)"),
     OBJ("output", S(output), OUTPUT),
     OBJ("contact", S(contact), CONTACT),
-    ARR("rigids", SceneFile, sc.rigids, sc.nrigids, SimSceneRigid, RIGID, 0),
+    ARR("rigids", SceneFile, sc.rigids, sc.nrigids, SimSceneRigid, RIGID, 0, .help = "rigid bodies (spheres, boxes, closed meshes) in contact with the objects"),
     {0}};
 #undef S
+
+const DsConfigField *sim_scene_schema(void) { return SCENE; }
 
 /* ---- what the schema cannot say: cross-key rules, then SimScene's own layout ---------------- */
 

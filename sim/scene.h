@@ -104,6 +104,9 @@ typedef struct {
 
 int sim_scene_parse(const char *text, const char *source, SimScene *sc, char *err, size_t errlen);
 int sim_scene_load(const char *path, SimScene *sc, char *err, size_t errlen);
+
+/* The scene file's schema (datasets/config.h), for `anima sim --help`'s list of keys. */
+const struct DsConfigField *sim_scene_schema(void);
 void sim_scene_free(SimScene *sc);
 
 /* Builds the objects of a scene with all its controls (fixed regions resolved). objs gets

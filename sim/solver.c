@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/par.h"
 #include "sim/internal.h"
 #include "sim/lapack.h"
 #include "sim/solver.h"
@@ -824,7 +825,8 @@ static double elastic(const SimObject *o, struct SimPrepared *p, const double *z
     int64_t chunk = H ? (nc < CHUNK ? nc : CHUNK) : nc;
     for (int64_t c0 = 0; c0 < nc; c0 += chunk) {
         int64_t c1 = c0 + chunk < nc ? c0 + chunk : nc;
-#pragma omp parallel for reduction(+ : E, proj) schedule(static)
+        int par_nt = base_par_threads(c1 - c0, 300 + (H ? 60 * nb : 0));
+#pragma omp parallel for reduction(+ : E, proj) schedule(static) num_threads(par_nt) if (par_nt > 1)
         for (int64_t c = c0; c < c1; c++) {
             double F[9], P[9], Hc[81];
             for (int i = 0; i < 3; i++)

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/par.h"
 #include "base/log.h"
 #include "base/mat3.h"
 #include "sim/contact.h"
@@ -999,7 +1000,18 @@ static int ws_accept(void *ctx, const double *z, bool have_grad, double Et, doub
 
 /* ---- the step ------------------------------------------------------------------------------- */
 
+static int world_step(SimWorld *w, double dt, char *err, size_t errlen);
+
+/* The step's BLAS calls are many mid-sized products: single-threaded (base/par.h); its own point
+ * loops still take threads by their work. */
 int sim_world_step(SimWorld *w, double dt, char *err, size_t errlen) {
+    int prev = base_par_blas_serial_begin();
+    int rc = world_step(w, dt, err, errlen);
+    base_par_blas_serial_end(prev);
+    return rc;
+}
+
+static int world_step(SimWorld *w, double dt, char *err, size_t errlen) {
     double t0 = base_now();
     if (!(dt > 0)) {
         base_errf(err, errlen, "sim: dt must be > 0 (got %g)", dt);

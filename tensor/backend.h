@@ -24,6 +24,8 @@ typedef struct TensorAttentionArgs {
     int64_t sq0, sq1, sk0, sk1, sv0, sv1;
     int64_t B, Tq, Tk, h, d;
     double scale;
+    int bq, bk;         /* the CPU kernels' query and key tile sizes (0: their defaults; the CUDA
+                         * kernels use their own) */
     void *o, *lse;      /* forward writes: o (B, Tq, h·d) contiguous, lse (B, h, Tq) */
     const void *go;     /* backward reads dO (B, Tq, h·d) contiguous, with o and lse */
     void *gq, *gk, *gv; /* backward writes every element: contiguous (B, Tq|Tk, h·d) */
@@ -69,21 +71,25 @@ typedef struct TensorBackend {
     void (*det3)(Tensor *out, const Tensor *x, int64_t n); /* x contiguous (n, 3, 3) */
     void (*inv3)(Tensor *out, const Tensor *x, int64_t n);
 
-    /* ---- fused kernels of the layers above (optional) --------------------------------------
-     * The CPU versions are loops in nn/attention.c and optim/, which dispatch here for tensors
-     * on another device; the CPU table leaves these NULL. */
+    /* ---- fused kernels of the layers above (op table: attention, optim_sgd, optim_adam,
+     * gram, lincomb) ----------------------------------------------------------------------------
+     * Every backend has them (the CPU's: tensor/cpu/cpu_attention.c, tensor/cpu/cpu_optim.c);
+     * a device backend may leave them NULL, and the layers above then refuse its tensors. */
     /* nn_attention_tiled's forward: o and lse from q, k, v (TensorAttentionArgs above) */
     void (*attention)(const TensorAttentionArgs *a);
     /* its backward: gq, gk, gv from q, k, v, o, lse and go */
     void (*attention_backward)(const TensorAttentionArgs *a);
-    /* optim/optim.c's update rules over contiguous flat buffers of n elements of dtype dt
+    /* The optimizer steps and ConFIG's two passes, every backend (the CPU's in tensor/cpu/
+     * cpu_optim.c), reached through tensor_optim_sgd_, tensor_optim_adam_, tensor_gram and
+     * tensor_lincomb_ (tensor/ops.h), which check the buffers.
+     * optim/optim.c's update rules over contiguous flat buffers of n elements of dtype dt
      * (f32/f64), each element computed in double and rounded once on store like the CPU loops.
      * sgd: buf NULL when momentum is 0. */
     void (*optim_sgd)(TensorDType dt, int64_t n, void *w, const void *g, void *buf, double lr, double mu,
                       bool nesterov, double wd);
     void (*optim_adam)(TensorDType dt, int64_t n, void *w, const void *g, void *m, void *v, double b1, double b2,
                        double eps, double l2, double decay, double step_size, double bc2_sqrt);
-    /* The k(k+1)/2 inner products x_a·x_b (a ≤ b, packed row by row) of k ≤ 16 contiguous
+    /* The k(k+1)/2 inner products x_a·x_b (a ≤ b, packed row by row) of k ≤ 16 (TENSOR_GRAM_MAX_K) contiguous
      * vectors, accumulated in double, into host memory (synchronizes). */
     void (*gram)(TensorDType dt, int64_t n, int k, const void *const *x, double *dots);
     /* out = Σ_i coef[i]·x_i, in double from 0, rounded once; out may be one of the x_i. */
@@ -92,6 +98,11 @@ typedef struct TensorBackend {
 
 extern const TensorBackend tensor_backend_cpu;
 const TensorBackend *tensor_backend_for(TensorDevice dev); /* aborts if the device is absent */
+/* Tests only: from now on CPU tensors dispatch to be (NULL: tensor_backend_cpu again); returns
+ * the previous table. tests/test_backend_ops.c installs deliberately wrong copies of the CPU
+ * table to show that its parity comparison fails on a broken kernel. What builds on the CPU
+ * table directly (the constructors, random draws) keeps tensor_backend_cpu. */
+const TensorBackend *tensor_backend_cpu_replace(const TensorBackend *be);
 /* Set by tensor/cuda when compiled in and a device answers; NULL otherwise. */
 const TensorBackend *tensor_backend_cuda(void);
 

@@ -1,10 +1,12 @@
 /* tensor/op_table.h — the one list of ops. Every public op appears here exactly once:
  *   OP(ID, "name", KIND)
  * KIND is TENSOR_OPK_PRIMITIVE (records a tape node; its backward lives in
- * autograd/derivatives.c), TENSOR_OPK_COMPOSITE (built from primitives, so differentiable
- * through them) or TENSOR_OPK_NONDIFF (no gradient: comparisons, argmax, constructors).
+ * autograd/derivatives.c), TENSOR_OPK_COMPOSITE (built from primitives, or from a custom-op
+ * node with its own backward, so differentiable through them) or TENSOR_OPK_NONDIFF (no
+ * gradient: comparisons, argmax, constructors, in-place updates).
  * The tests iterate this list: an op without a gradcheck case (or, for NONDIFF, an oracle
- * case) fails the suite. */
+ * case) fails the suite, and so does an op without a backend parity case
+ * (tests/test_backend_ops.c). */
 #ifndef ANIMA_TENSOR_OP_TABLE_H
 #define ANIMA_TENSOR_OP_TABLE_H
 
@@ -90,6 +92,14 @@
     OP(EYE, "eye", TENSOR_OPK_NONDIFF)                      \
     OP(RAND, "rand", TENSOR_OPK_NONDIFF)                    \
     OP(RANDN, "randn", TENSOR_OPK_NONDIFF)                  \
+    /* fused kernels of the layers above: attention is nn_attention_tiled (nn/attention.c), \
+     * a custom-op node (autograd/custom.h) with its own backward, so COMPOSITE; the         \
+     * optimizer steps and ConFIG's passes update flat buffers in place (tensor/ops.h) */   \
+    OP(ATTENTION, "attention", TENSOR_OPK_COMPOSITE)        \
+    OP(OPTIM_SGD, "optim_sgd", TENSOR_OPK_NONDIFF)          \
+    OP(OPTIM_ADAM, "optim_adam", TENSOR_OPK_NONDIFF)        \
+    OP(GRAM, "gram", TENSOR_OPK_NONDIFF)                    \
+    OP(LINCOMB, "lincomb", TENSOR_OPK_NONDIFF)              \
     /* user-registered ops (autograd/custom.h) */           \
     OP(CUSTOM, "custom", TENSOR_OPK_PRIMITIVE)
 

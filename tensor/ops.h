@@ -108,6 +108,25 @@ Tensor *tensor_index_select(Tensor *x, int dim, Tensor *index);
 Tensor *tensor_gather(Tensor *x, int dim, Tensor *index);
 Tensor *tensor_scatter_add(Tensor *x, int dim, Tensor *index, Tensor *src);
 
+/* ---- fused updates (op table: optim_sgd, optim_adam, gram, lincomb) -------------------------
+ * The optimizer's and ConFIG's passes over flat buffers, on the buffers' device (the backend's
+ * kernels: tensor/cpu/cpu_optim.c, tensor/cuda/cuda_optim.cu). Every tensor is contiguous,
+ * f32 or f64, of one dtype, numel and device; updates are in place and never recorded. Each
+ * element is computed in double and rounded once on store. optim/optim.c states the rules. */
+#define TENSOR_GRAM_MAX_K 16 /* most vectors of one gram / lincomb */
+/* torch.optim.SGD (dampening 0); buf NULL when momentum is 0 */
+void tensor_optim_sgd_(Tensor *w, const Tensor *g, Tensor *buf, double lr, double momentum, bool nesterov,
+                       double weight_decay);
+/* torch.optim.Adam (l2: weight decay folded into g) / AdamW (decay = 1 − lr·λ applied to w
+ * first); step_size = lr / (1 − β1^t), bc2_sqrt = √(1 − β2^t) */
+void tensor_optim_adam_(Tensor *w, const Tensor *g, Tensor *m, Tensor *v, double beta1, double beta2, double eps,
+                        double l2, double decay, double step_size, double bc2_sqrt);
+/* The k(k+1)/2 inner products x_a·x_b (a ≤ b, packed row by row) of k ≤ TENSOR_GRAM_MAX_K
+ * vectors, accumulated in double, into host memory. */
+void tensor_gram(int k, Tensor *const *x, double *dots);
+/* out = Σ_i coef[i]·x_i in double, rounded once; out may be one of the x_i. */
+void tensor_lincomb_(Tensor *out, int k, const double *coef, Tensor *const *x);
+
 /* ---- call-site recording -------------------------------------------------------------------
  * In user code each op name is a macro that records __FILE__/__LINE__ before the call, so an
  * error names the user's line. Library code compiles with TENSOR_NO_SITE and calls directly. */
@@ -161,6 +180,10 @@ Tensor *tensor_scatter_add(Tensor *x, int dim, Tensor *index, Tensor *src);
 #define tensor_index_select(...) TENSOR_AT_(tensor_index_select, __VA_ARGS__)
 #define tensor_gather(...) TENSOR_AT_(tensor_gather, __VA_ARGS__)
 #define tensor_scatter_add(...) TENSOR_AT_(tensor_scatter_add, __VA_ARGS__)
+#define tensor_optim_sgd_(...) TENSOR_AT_(tensor_optim_sgd_, __VA_ARGS__)
+#define tensor_optim_adam_(...) TENSOR_AT_(tensor_optim_adam_, __VA_ARGS__)
+#define tensor_gram(...) TENSOR_AT_(tensor_gram, __VA_ARGS__)
+#define tensor_lincomb_(...) TENSOR_AT_(tensor_lincomb_, __VA_ARGS__)
 #endif
 
 #endif

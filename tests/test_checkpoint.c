@@ -297,6 +297,8 @@ TEST(checkpoint_damaged_files_give_errors) {
         int rc = optim_checkpoint_load(bad, &q, &o, true, NULL, err, sizeof err);
         CHECK_MSG(rc != 0, "a file truncated to %lld of %lld bytes loaded", (long long)cuts[i], (long long)st.st_size);
         CHECK_MSG(strstr(err, bad), "truncated to %lld: message '%s' does not name the file", (long long)cuts[i], err);
+        /* and says what is wrong with it (issue 17: "corrupt", not "does not match the model") */
+        CHECK_MSG(strstr(err, "corrupt"), "truncated to %lld: message '%s' does not say corrupt", (long long)cuts[i], err);
     }
     /* overwritten bytes: each corruption must give either an error naming the file or a clean
      * load (a flipped byte inside a tensor's data is still a well-formed file) — never a crash */
@@ -312,7 +314,8 @@ TEST(checkpoint_damaged_files_give_errors) {
         close(fd);
         strcpy(err, "");
         if (optim_checkpoint_load(bad, &q, &o, true, NULL, err, sizeof err) != 0)
-            CHECK_MSG(strstr(err, bad), "corruption %d: message '%s' does not name the file", k, err);
+            CHECK_MSG(strstr(err, bad) && strstr(err, "corrupt"), "corruption %d: message '%s' does not name the file "
+                      "and say corrupt", k, err);
     }
     /* not HDF5 at all, and absent */
     FILE *f = fopen(bad, "w");

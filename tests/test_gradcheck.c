@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "autograd/gradcheck.h"
+#include "nn/attention.h"
 #include "tests/test.h"
 
 typedef struct {
@@ -131,6 +132,17 @@ FN(f_scatter_add) {
     return tensor_scatter_add(X(0), 0, idx(TENSOR_SHAPE(2, 3), (const int64_t[]){2, 0, 2, 1, 2, 0}), X(1));
 }
 
+/* the fused attention (a custom-op node with a hand-written backward) with tiny tiles, so the
+ * online softmax crosses query and key tile edges (Tq 5 over tiles of 2, Tk 7 over tiles of 3);
+ * q a strided view (every other row of a (2, 10, 8) input) read in place */
+FN(f_attention) {
+    UNUSED;
+    nn_attention_set_tiles(2, 3);
+    Tensor *y = nn_attention_tiled(tensor_slice(X(0), 1, 0, 10, 2), X(1), X(2), 2);
+    nn_attention_set_tiles(0, 0);
+    return y;
+}
+
 #define S1(a) 1, {a}
 #define S2(a, b) 2, {a, b}
 #define S3(a, b, c) 3, {a, b, c}
@@ -196,6 +208,7 @@ static const GcCase cases[] = {
     {"index_select", f_index_select, 1, {{S3(2, 4, 3), -1, 1}}},
     {"gather", f_gather, 1, {{S2(2, 4), -1, 1}}},
     {"scatter_add", f_scatter_add, 2, {{S2(3, 4), -1, 1}, {S2(2, 3), -1, 1}}},
+    {"attention", f_attention, 3, {{S3(2, 10, 8), -1.5, 1.5}, {S3(2, 7, 8), -1.5, 1.5}, {S3(2, 7, 8), -1, 1}}},
 };
 #define NCASES ((int)(sizeof cases / sizeof *cases))
 

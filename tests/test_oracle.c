@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "nn/attention.h"
 #include "nn/functional.h"
 #include "tests/oracle_io.h"
 #include "tests/test.h"
@@ -373,8 +374,183 @@ static void replay_all(TensorDType dt, double tol) {
 TEST(oracle_ops_f32) { replay_all(TENSOR_F32, TOL_F32); }
 TEST(oracle_ops_f64) { replay_all(TENSOR_F64, TOL_F64); }
 
-/* An op in the table without a fixture case fails here, by name; so does a fixture case
- * without a C replay (the two lists are written by hand and must stay in step). */
+/* ---- the fused ops: against plain references ----------------------------------------------------
+ * The op table's fused kernels (attention, optim_sgd, optim_adam, gram, lincomb) have no torch
+ * fixture (torch is not installed where the fixtures would be regenerated; torch's fused
+ * kernels are other computations anyway). Each is replayed here against a plain double loop
+ * written from the published rule (torch.optim's documented update, softmax(QKᵀ/√d)V), on
+ * random inputs with strided or aliased operands where the op allows them, over several steps
+ * for the optimizers. Same metric and tolerances as the torch cases. */
+
+static double ref_at(const double *x, int64_t i) { return x[i]; }
+
+/* x as a double array (any dtype, any layout) */
+static double *ref_array(const Tensor *x) {
+    double *a = malloc(sizeof(double) * (size_t)(tensor_numel(x) + 1));
+    tensor_to_f64_array(x, a);
+    return a;
+}
+
+static Tensor *ref_tensor(int nd, const int64_t *shape, const double *v, TensorDType dt) {
+    return tensor_from_f64(nd, shape, dt, v);
+}
+
+static bool ref_compare(const char *name, const Tensor *got, const Tensor *want, TensorDType dt) {
+    double tol = dt == TENSOR_F32 ? TOL_F32 : TOL_F64, err = test_rel_err(got, want);
+    if (getenv("ANIMA_ORACLE_VERBOSE")) fprintf(stderr, "    %-24s %s rel err %.3g\n", name, tensor_dtype_name(dt), err);
+    if (!(err <= tol)) {
+        test_fail_at(__FILE__, __LINE__, "%s (%s): rel err %.3g > %.0e against the plain reference", name,
+                     tensor_dtype_name(dt), err, tol);
+        return false;
+    }
+    return true;
+}
+
+/* attention: q every other row of a (2, 10, 12) tensor, 3 heads of d = 4 */
+static bool ref_attention(TensorDType dt) {
+    const int64_t B = 2, Tq = 5, Tk = 7, C = 12, H = 3, d = C / H;
+    Tensor *qfull = tensor_randn(TENSOR_SHAPE(B, 2 * Tq, C), dt), *k = tensor_randn(TENSOR_SHAPE(B, Tk, C), dt);
+    Tensor *v = tensor_randn(TENSOR_SHAPE(B, Tk, C), dt), *q = tensor_slice(qfull, 1, 0, 2 * Tq, 2);
+    Tensor *got = nn_attention_tiled(q, k, v, (int)H);
+    double *Q = ref_array(q), *K = ref_array(k), *V = ref_array(v), o[2 * 5 * 12], s[7];
+    for (int64_t b = 0; b < B; b++)
+        for (int64_t h = 0; h < H; h++)
+            for (int64_t i = 0; i < Tq; i++) {
+                double mx = -INFINITY, den = 0;
+                for (int64_t j = 0; j < Tk; j++) {
+                    double acc = 0;
+                    for (int64_t c = 0; c < d; c++)
+                        acc += ref_at(Q, (b * Tq + i) * C + h * d + c) * ref_at(K, (b * Tk + j) * C + h * d + c);
+                    s[j] = acc / sqrt((double)d);
+                    mx = s[j] > mx ? s[j] : mx;
+                }
+                for (int64_t j = 0; j < Tk; j++) den += s[j] = exp(s[j] - mx);
+                for (int64_t c = 0; c < d; c++) {
+                    double acc = 0;
+                    for (int64_t j = 0; j < Tk; j++) acc += s[j] / den * V[(b * Tk + j) * C + h * d + c];
+                    o[(b * Tq + i) * C + h * d + c] = acc;
+                }
+            }
+    free(Q), free(K), free(V);
+    return ref_compare("attention.strided_q", got, ref_tensor(TENSOR_SHAPE(B, Tq, C), o, TENSOR_F64), dt);
+}
+
+/* torch.optim.SGD's documented rule, 3 steps: d = g + λθ; b = μb + d (b₁ = d); d = b, or
+ * d + μb with Nesterov; θ −= lr·d */
+static bool ref_optim_sgd(TensorDType dt, double mu, bool nesterov, double wd, const char *name) {
+    enum { N = 37 };
+    double lr = 0.1, W[N], Bf[N];
+    Tensor *w = tensor_randn(TENSOR_SHAPE(N), dt), *buf = mu != 0 ? tensor_zeros(TENSOR_SHAPE(N), dt) : NULL;
+    tensor_to_f64_array(w, W);
+    for (int t = 0; t < 3; t++) {
+        Tensor *g = tensor_randn(TENSOR_SHAPE(N), dt);
+        double G[N];
+        tensor_to_f64_array(g, G);
+        tensor_optim_sgd_(w, g, buf, lr, mu, nesterov, wd);
+        for (int j = 0; j < N; j++) {
+            double dj = G[j] + wd * W[j];
+            if (mu != 0) {
+                Bf[j] = t == 0 ? dj : mu * Bf[j] + dj;
+                if (dt == TENSOR_F32) Bf[j] = (float)Bf[j];
+                dj = nesterov ? dj + mu * Bf[j] : Bf[j];
+            }
+            W[j] -= lr * dj;
+            if (dt == TENSOR_F32) W[j] = (float)W[j];
+        }
+    }
+    bool ok = ref_compare(name, w, ref_tensor(TENSOR_SHAPE(N), W, TENSOR_F64), dt);
+    if (buf) ok = ref_compare(name, buf, ref_tensor(TENSOR_SHAPE(N), Bf, TENSOR_F64), dt) && ok;
+    return ok;
+}
+
+/* torch.optim.Adam / AdamW's documented rule, 3 steps (t = 1..3): AdamW θ ← θ(1 − lr·λ), Adam
+ * g ← g + λθ; m ← β1 m + (1−β1) g; v ← β2 v + (1−β2) g²; θ ← θ − lr/(1−β1ᵗ) · m / (√v/√(1−β2ᵗ) + ε) */
+static bool ref_optim_adam(TensorDType dt, bool adamw, double wd, const char *name) {
+    enum { N = 41 };
+    double lr = 0.05, b1 = 0.9, b2 = 0.99, eps = 1e-8, W[N], M[N] = {0}, Vs[N] = {0};
+    Tensor *w = tensor_randn(TENSOR_SHAPE(N), dt), *m = tensor_zeros(TENSOR_SHAPE(N), dt), *v = tensor_zeros(TENSOR_SHAPE(N), dt);
+    tensor_to_f64_array(w, W);
+    for (int t = 1; t <= 3; t++) {
+        Tensor *g = tensor_randn(TENSOR_SHAPE(N), dt);
+        double G[N], bc1 = 1 - pow(b1, t), bc2 = 1 - pow(b2, t);
+        tensor_to_f64_array(g, G);
+        tensor_optim_adam_(w, g, m, v, b1, b2, eps, adamw ? 0 : wd, adamw ? 1 - lr * wd : 1, lr / bc1, sqrt(bc2));
+        for (int j = 0; j < N; j++) {
+            double gj = G[j] + (adamw ? 0 : wd * W[j]);
+            if (adamw) W[j] *= 1 - lr * wd;
+            M[j] = b1 * M[j] + (1 - b1) * gj;
+            Vs[j] = b2 * Vs[j] + (1 - b2) * gj * gj;
+            W[j] -= lr / bc1 * M[j] / (sqrt(Vs[j]) / sqrt(bc2) + eps);
+            if (dt == TENSOR_F32) W[j] = (float)W[j], M[j] = (float)M[j], Vs[j] = (float)Vs[j];
+        }
+    }
+    bool ok = ref_compare(name, w, ref_tensor(TENSOR_SHAPE(N), W, TENSOR_F64), dt);
+    ok = ref_compare(name, m, ref_tensor(TENSOR_SHAPE(N), M, TENSOR_F64), dt) && ok;
+    return ref_compare(name, v, ref_tensor(TENSOR_SHAPE(N), Vs, TENSOR_F64), dt) && ok;
+}
+
+/* every inner product of k = 4 vectors of 300 elements, in double */
+static bool ref_gram(TensorDType dt) {
+    enum { K = 4, N = 300 };
+    Tensor *x[K];
+    double X[K][N], got[K * (K + 1) / 2], want[K * (K + 1) / 2];
+    for (int i = 0; i < K; i++) x[i] = tensor_randn(TENSOR_SHAPE(N), dt), tensor_to_f64_array(x[i], X[i]);
+    tensor_gram(K, x, got);
+    for (int a = 0, q = 0; a < K; a++)
+        for (int b = a; b < K; b++, q++) {
+            want[q] = 0;
+            for (int j = 0; j < N; j++) want[q] += X[a][j] * X[b][j];
+        }
+    /* the sums are double for either dtype: the f64 tolerance */
+    return ref_compare("gram.k4", ref_tensor(TENSOR_SHAPE(K * (K + 1) / 2), got, TENSOR_F64),
+                       ref_tensor(TENSOR_SHAPE(K * (K + 1) / 2), want, TENSOR_F64), TENSOR_F64);
+}
+
+/* out = Σ coef_i x_i with out aliasing x_0 */
+static bool ref_lincomb(TensorDType dt) {
+    enum { K = 3, N = 77 };
+    Tensor *x[K];
+    double X[K][N], want[N], coef[K] = {0.5, -1.25, 3.0};
+    for (int i = 0; i < K; i++) x[i] = tensor_randn(TENSOR_SHAPE(N), dt), tensor_to_f64_array(x[i], X[i]);
+    tensor_lincomb_(x[0], K, coef, x);
+    for (int j = 0; j < N; j++) want[j] = coef[0] * X[0][j] + coef[1] * X[1][j] + coef[2] * X[2][j];
+    return ref_compare("lincomb.alias", x[0], ref_tensor(TENSOR_SHAPE(N), want, TENSOR_F64), dt);
+}
+
+typedef struct {
+    const char *name; /* "<op>.<variant>" like the fixture cases */
+    bool (*run)(TensorDType dt);
+} RefCase;
+
+static bool rc_attention(TensorDType dt) { return ref_attention(dt); }
+static bool rc_sgd_plain(TensorDType dt) { return ref_optim_sgd(dt, 0, false, 0, "optim_sgd.plain"); }
+static bool rc_sgd_nesterov(TensorDType dt) { return ref_optim_sgd(dt, 0.9, true, 0.01, "optim_sgd.nesterov_wd"); }
+static bool rc_sgd_momentum(TensorDType dt) { return ref_optim_sgd(dt, 0.8, false, 0, "optim_sgd.momentum"); }
+static bool rc_adam_l2(TensorDType dt) { return ref_optim_adam(dt, false, 0.01, "optim_adam.l2"); }
+static bool rc_adamw(TensorDType dt) { return ref_optim_adam(dt, true, 0.1, "optim_adam.adamw"); }
+
+static const RefCase ref_cases[] = {
+    {"attention.strided_q", rc_attention}, {"optim_sgd.plain", rc_sgd_plain},
+    {"optim_sgd.momentum", rc_sgd_momentum}, {"optim_sgd.nesterov_wd", rc_sgd_nesterov},
+    {"optim_adam.l2", rc_adam_l2},          {"optim_adam.adamw", rc_adamw},
+    {"gram.k4", ref_gram},                  {"lincomb.alias", ref_lincomb},
+};
+#define N_REF_CASES ((int)(sizeof ref_cases / sizeof *ref_cases))
+
+TEST(oracle_fused_ops_reference) {
+    TensorDType dts[2] = {TENSOR_F32, TENSOR_F64};
+    for (int t = 0; t < 2; t++)
+        for (int i = 0; i < N_REF_CASES; i++) {
+            TensorScope *s = tensor_scope_begin();
+            tensor_manual_seed(4242 + (uint64_t)i);
+            ref_cases[i].run(dts[t]);
+            tensor_scope_end(s);
+        }
+}
+
+/* An op in the table without a fixture case (or, for the fused ops, a reference case) fails
+ * here, by name; so does a fixture case without a C replay (the two lists are written by hand
+ * and must stay in step). */
 TEST(oracle_covers_every_op) {
     OracleFile f;
     if (!load_fixture("ops.afx", &f)) return;
@@ -386,7 +562,10 @@ TEST(oracle_covers_every_op) {
         for (int i = 0; i < N_CASES && !found; i++)
             found = !strncmp(cases[i].name, name, len) && cases[i].name[len] == '.' &&
                     find_fmt(&f, "%s/out%d", cases[i].name, 0);
-        CHECK_MSG(found, "op '%s' has no oracle case (add one to tests/oracle/make_fixtures.py and tests/test_oracle.c)",
+        for (int i = 0; i < N_REF_CASES && !found; i++)
+            found = !strncmp(ref_cases[i].name, name, len) && ref_cases[i].name[len] == '.';
+        CHECK_MSG(found, "op '%s' has no oracle case (add one to tests/oracle/make_fixtures.py and tests/test_oracle.c, "
+                         "or a plain reference case to ref_cases)",
                   name);
     }
     for (int a = 0; a < f.n; a++) {

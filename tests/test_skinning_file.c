@@ -235,6 +235,8 @@ TEST(skinning_file_damage_is_refused) {
         } else {
             refused++;
             CHECK_MSG(strstr(err, bad), "trial %d: message '%s' does not name the file", trial, err);
+            /* and calls it what it is (issue 17) */
+            CHECK_MSG(strstr(err, "corrupt"), "trial %d: message '%s' does not say corrupt", trial, err);
         }
     }
     /* the flips land in the superblock, object headers, checksummed data or free space */

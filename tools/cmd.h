@@ -39,9 +39,17 @@ int cmd_make_dirs(const char *dir);
 /* A training command's --out: a directory that already holds a previous run (any of the NULL-
  * terminated files in it) needs --resume (can_resume: the command has one) or --force. Returns
  * 0 to go on, or 2 after saying on errf (NULL: silently) "anima x: DIR already holds a run
- * (ckpt.h5, metrics.jsonl); pass --resume to continue it or --force to replace it". */
+ * (ckpt.h5, metrics.jsonl); pass --resume to continue it or --force to replace it". With
+ * --force, DIR/metrics.jsonl is emptied here, before the run starts (1 with a message when it
+ * cannot be). */
 int cmd_check_run_dir(const char *cmd, FILE *errf, const char *dir, const char *const *files, bool can_resume,
                       bool resume, bool force);
+
+/* A run estimated to need `need` bytes (what: "…" naming the parts, for the message) against the
+ * memory available now (base/mem.h): 2 with one line on errf (which may be NULL: quiet) naming
+ * both and what to lower, when it does not fit; 0 when it does, when nothing could be measured,
+ * or with ANIMA_MEM_CHECK=0. */
+int cmd_check_memory(const char *cmd, FILE *errf, int64_t need, const char *what, const char *lower);
 
 /* The anima program's log sink (base/log.h), installed by main: every message on stderr, one
  * line each, as the library printed them before it had a sink. */

@@ -215,7 +215,62 @@ void cmd_args_help(const CmdArgSpec *spec, FILE *f) {
         wrap(f, text, 25);
     }
     fprintf(f, "  %-22s %s\n", "-h, --help", "this help");
+    if (spec->keys) cmd_args_help_keys(spec->keys, spec->keys_title, f);
     if (spec->footer) fprintf(f, "%s", spec->footer);
+}
+
+static void key_lines(const DsConfigField *fields, const char *prefix, FILE *f) {
+    for (const DsConfigField *k = fields; k->key; k++) {
+        char path[256], what[512] = "";
+        snprintf(path, sizeof path, "%s%s%s", prefix, k->key, k->type == DS_CFG_ARRAY ? "[]" : "");
+        if (k->type == DS_CFG_OBJECT) { /* its keys, a.b */
+            char sub[260];
+            snprintf(sub, sizeof sub, "%s.", path);
+            key_lines(k->fields, sub, f);
+            continue;
+        }
+        switch (k->type) {
+        case DS_CFG_INT: snprintf(what, sizeof what, "integer"); break;
+        case DS_CFG_FLOAT: snprintf(what, sizeof what, "number"); break;
+        case DS_CFG_BOOL: snprintf(what, sizeof what, "true or false"); break;
+        case DS_CFG_VEC3: snprintf(what, sizeof what, "[x, y, z]"); break;
+        case DS_CFG_ARRAY: snprintf(what, sizeof what, "a list of objects with the keys below"); break;
+        case DS_CFG_STRING:
+            if (k->choices) {
+                snprintf(what, sizeof what, "one of");
+                for (const char *const *c = k->choices; *c; c++)
+                    snprintf(what + strlen(what), sizeof what - strlen(what), " %s", *c);
+            } else snprintf(what, sizeof what, "text");
+            break;
+        case DS_CFG_OBJECT: break;
+        }
+        if (k->type != DS_CFG_ARRAY) {
+            if (!k->def) snprintf(what + strlen(what), sizeof what - strlen(what), ", required");
+            else if (k->def == DS_CFG_KEEP) snprintf(what + strlen(what), sizeof what - strlen(what), ", default: see help");
+            else snprintf(what + strlen(what), sizeof what - strlen(what), ", default %s", k->def);
+        }
+        if ((k->type == DS_CFG_INT || k->type == DS_CFG_FLOAT || k->type == DS_CFG_VEC3 || k->type == DS_CFG_ARRAY) &&
+            k->min <= k->max && !(k->min == 0 && k->max == 0) && k->max < 1e29)
+            snprintf(what + strlen(what), sizeof what - strlen(what), ", %s%g to %g", k->type == DS_CFG_ARRAY ? "count " : "",
+                     k->min, k->max);
+        else if ((k->type == DS_CFG_INT || k->type == DS_CFG_FLOAT) && k->min <= k->max && k->max >= 1e29)
+            snprintf(what + strlen(what), sizeof what - strlen(what), ", at least %g", k->min);
+        char text[1200];
+        snprintf(text, sizeof text, "%s (%s)", k->help && *k->help ? k->help : "UNDOCUMENTED", what);
+        if (strlen(path) > 26) fprintf(f, "  %s\n%28s", path, "");
+        else fprintf(f, "  %-26s", path);
+        wrap(f, text, 29);
+        if (k->type == DS_CFG_ARRAY) {
+            char sub[260];
+            snprintf(sub, sizeof sub, "%s.", path);
+            key_lines(k->fields, sub, f);
+        }
+    }
+}
+
+void cmd_args_help_keys(const DsConfigField *schema, const char *title, FILE *f) {
+    fprintf(f, "%s\n", title ? title : "config keys (in the JSON config, or --set KEY=VALUE):");
+    key_lines(schema, "", f);
 }
 
 int cmd_args_config(const CmdArgSpec *spec, FILE *errf, const char *path, const CmdArgList *sets,

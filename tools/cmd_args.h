@@ -53,6 +53,10 @@ typedef struct {
     const CmdArg *args;   /* name NULL terminated */
     const char *footer;   /* after the options in --help (or NULL) */
     int min_pos, max_pos; /* positional arguments allowed */
+    /* the config schema whose keys --help lists after the options (NULL: none), under keys_title
+     * ("config keys (...)"): each key path with its help, type, default and range */
+    const DsConfigField *keys;
+    const char *keys_title;
 } CmdArgSpec;
 
 enum { CMD_ARGS_OK = 0, CMD_ARGS_HELP = 1, CMD_ARGS_BAD = 2 };
@@ -64,6 +68,10 @@ enum { CMD_ARGS_OK = 0, CMD_ARGS_HELP = 1, CMD_ARGS_BAD = 2 };
 int cmd_args_parse(const CmdArgSpec *spec, int argc, char **argv, int first, FILE *errf, const char **pos,
                    int *npos);
 void cmd_args_help(const CmdArgSpec *spec, FILE *f);
+/* The keys of a config schema, one per line ("  model.width   d (paper 768) (integer, default 768,
+ * 1 to 65536)"), nested objects as a.b, arrays of objects as a[].b; a key without a help string
+ * shows "UNDOCUMENTED" (tests/test_cli.c requires none). */
+void cmd_args_help_keys(const DsConfigField *schema, const char *title, FILE *f);
 /* "anima x: <message> (see anima x --help)" and the usage line on errf (NULL: nothing); returns CMD_ARGS_BAD. */
 int cmd_args_fail(const CmdArgSpec *spec, FILE *errf, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 

@@ -23,6 +23,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/par.h"
 #include "base/alloc.h"
 #include "base/clock.h"
 #include "base/progress.h"
@@ -138,7 +139,8 @@ static int make_procedural(const MakeArgs *a) {
      * small loops, which scale better across shapes than inside one. HDF5 (the serial build)
      * is not thread-safe, so writes and the progress go through one critical section; shapes
      * land in completion order, which the id (the corpus index) makes irrelevant. */
-#pragma omp parallel for schedule(dynamic, 1)
+    int par_nt = base_par_threads(a->count, BASE_PAR_GRAIN);
+#pragma omp parallel for schedule(dynamic, 1) num_threads(par_nt) if (par_nt > 1)
     for (int64_t i = 0; i < a->count; i++) {
         if (failed || g_signal) continue;
         char e[1024];

@@ -37,6 +37,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "base/mem.h"
 #include "base/alloc.h"
 #include "datasets/config.h"
 #include "nn/functional.h"
@@ -77,16 +78,16 @@ static const DsConfigField MODEL_FIELDS[] = {
     {"depth", DS_CFG_INT, offsetof(FitConfig, model.depth) - offsetof(FitConfig, model), "2", 1, 16,
      .help = "hidden layers"},
     {"activation", DS_CFG_STRING, offsetof(FitConfig, model.activation) - offsetof(FitConfig, model), "tanh",
-     NO_RANGE, .size = 16, .choices = ACTIVATIONS},
+     NO_RANGE, .size = 16, .choices = ACTIVATIONS, .help = "hidden layers' activation"},
     {"dtype", DS_CFG_STRING, offsetof(FitConfig, model.dtype) - offsetof(FitConfig, model), "f32", NO_RANGE,
-     .size = 8, .choices = DTYPES},
+     .size = 8, .choices = DTYPES, .help = "parameters' float type"},
     {"matmul", DS_CFG_STRING, offsetof(FitConfig, model.matmul) - offsetof(FitConfig, model), "f32", NO_RANGE,
      .size = 8, .choices = MATMULS,
      .help = "bf16: the layers' products in bf16 with f32 accumulation (nn_set_matmul_dtype; dtype f32)"},
     {0}};
 static const DsConfigField DATA_FIELDS[] = {
     {"n", DS_CFG_INT, offsetof(FitConfig, data.n) - offsetof(FitConfig, data), "1024", 1, 1e7, .help = "samples"},
-    {"batch", DS_CFG_INT, offsetof(FitConfig, data.batch) - offsetof(FitConfig, data), "64", 1, 1e6},
+    {"batch", DS_CFG_INT, offsetof(FitConfig, data.batch) - offsetof(FitConfig, data), "64", 1, 1e6, .help = "minibatch size (all ranks together)"},
     {"noise", DS_CFG_FLOAT, offsetof(FitConfig, data.noise) - offsetof(FitConfig, data), "0.01", 0, 10,
      .help = "std of the label noise"},
     {"jitter", DS_CFG_FLOAT, offsetof(FitConfig, data.jitter) - offsetof(FitConfig, data), "0.01", 0, 10,
@@ -96,22 +97,22 @@ static const DsConfigField OPTIM_FIELDS[] = {
     {"lr", DS_CFG_FLOAT, offsetof(FitConfig, optim.lr) - offsetof(FitConfig, optim), "3e-3", 0, 10, .help = "peak"},
     {"min_lr", DS_CFG_FLOAT, offsetof(FitConfig, optim.min_lr) - offsetof(FitConfig, optim), "1e-5", 0, 10,
      .help = "the cosine's floor"},
-    {"warmup", DS_CFG_INT, offsetof(FitConfig, optim.warmup) - offsetof(FitConfig, optim), "20", 0, 1e9},
-    {"weight_decay", DS_CFG_FLOAT, offsetof(FitConfig, optim.weight_decay) - offsetof(FitConfig, optim), "1e-4", 0, 1},
-    {"beta1", DS_CFG_FLOAT, offsetof(FitConfig, optim.beta1) - offsetof(FitConfig, optim), "0.9", 0, 0.999999},
-    {"beta2", DS_CFG_FLOAT, offsetof(FitConfig, optim.beta2) - offsetof(FitConfig, optim), "0.999", 0, 0.999999},
-    {"eps", DS_CFG_FLOAT, offsetof(FitConfig, optim.eps) - offsetof(FitConfig, optim), "1e-8", 0, 1},
+    {"warmup", DS_CFG_INT, offsetof(FitConfig, optim.warmup) - offsetof(FitConfig, optim), "20", 0, 1e9, .help = "linear warm-up steps"},
+    {"weight_decay", DS_CFG_FLOAT, offsetof(FitConfig, optim.weight_decay) - offsetof(FitConfig, optim), "1e-4", 0, 1, .help = "AdamW's decoupled weight decay"},
+    {"beta1", DS_CFG_FLOAT, offsetof(FitConfig, optim.beta1) - offsetof(FitConfig, optim), "0.9", 0, 0.999999, .help = "Adam's first-moment decay"},
+    {"beta2", DS_CFG_FLOAT, offsetof(FitConfig, optim.beta2) - offsetof(FitConfig, optim), "0.999", 0, 0.999999, .help = "Adam's second-moment decay"},
+    {"eps", DS_CFG_FLOAT, offsetof(FitConfig, optim.eps) - offsetof(FitConfig, optim), "1e-8", 0, 1, .help = "Adam's denominator epsilon"},
     {"clip", DS_CFG_FLOAT, offsetof(FitConfig, optim.clip) - offsetof(FitConfig, optim), "1.0", 0, 1e9,
      .help = "max global gradient norm (0: no clipping)"},
     {0}};
 static const DsConfigField TRAIN_FIELDS[] = {
-    {"steps", DS_CFG_INT, offsetof(FitConfig, train.steps) - offsetof(FitConfig, train), "400", 1, 1e9},
-    {"log_every", DS_CFG_INT, offsetof(FitConfig, train.log_every) - offsetof(FitConfig, train), "20", 1, 1e9},
+    {"steps", DS_CFG_INT, offsetof(FitConfig, train.steps) - offsetof(FitConfig, train), "400", 1, 1e9, .help = "optimizer steps of the whole run"},
+    {"log_every", DS_CFG_INT, offsetof(FitConfig, train.log_every) - offsetof(FitConfig, train), "20", 1, 1e9, .help = "steps between metrics.jsonl lines"},
     {"ckpt_every", DS_CFG_INT, offsetof(FitConfig, train.ckpt_every) - offsetof(FitConfig, train), "100", 0, 1e9,
      .help = "0: only at the end"},
     {0}};
 static const DsConfigField FIT_SCHEMA[] = {
-    {"seed", DS_CFG_INT, offsetof(FitConfig, seed), "0", 0, 9e15},
+    {"seed", DS_CFG_INT, offsetof(FitConfig, seed), "0", 0, 9e15, .help = "seed of the data, the init and the minibatches"},
     {"model", DS_CFG_OBJECT, offsetof(FitConfig, model), .fields = MODEL_FIELDS},
     {"data", DS_CFG_OBJECT, offsetof(FitConfig, data), .fields = DATA_FIELDS},
     {"optim", DS_CFG_OBJECT, offsetof(FitConfig, optim), .fields = OPTIM_FIELDS},
@@ -210,7 +211,8 @@ int cmd_fit_comm(int argc, char **argv, OptimComm *comm) {
     const CmdArgSpec spec = {"anima fit", "[--config FILE] [--out DIR] [--resume|--force] [--set key.path=value ...] [options]",
                              "fits an MLP from a JSON config (checkpoints, metrics log, --resume)", args,
                              "SIGINT/SIGTERM finish the current step, checkpoint and exit 130/143.\n"
-                             "Data parallel: mpirun -np N anima fit ... (data.batch is the global batch; rank 0 writes).\n"};
+                             "Data parallel: mpirun -np N anima fit ... (data.batch is the global batch; rank 0 writes).\n",
+                             .keys = FIT_SCHEMA};
     /* every rank has the same arguments: rank 0 says what is wrong */
     int prc = cmd_args_parse(&spec, argc, argv, 1, is_main ? stderr : NULL, NULL, NULL);
     if (prc) return prc == CMD_ARGS_HELP ? 0 : 2;
@@ -222,8 +224,35 @@ int cmd_fit_comm(int argc, char **argv, OptimComm *comm) {
      * (optim_train_init then agrees on its own outcome across ranks). */
     FitConfig cfg;
     char err[8192];
-    if (cmd_args_config(&spec, is_main ? stderr : NULL, config_path, &sets, FIT_SCHEMA, &cfg)) return 2;
-    if (is_main && !config_path)
+    /* --resume without --config continues with the config DIR/ckpt.h5 stores (then --set), not the
+     * small preset — whose model need not match the checkpoint's, as physskin train does */
+    char stored[4200];
+    struct stat st;
+    bool from_ckpt = !config_path && resume && snprintf(stored, sizeof stored, "%s/ckpt.h5", out) < (int)sizeof stored &&
+                     stat(stored, &st) == 0;
+    if (from_ckpt) {
+        OptimCheckpointMeta meta = {0};
+        NnParams empty;
+        nn_params_init(&empty, tensor_scope_current(), TENSOR_F32, 0);
+        nn_params_pack(&empty);
+        /* non-strict on an empty model: reads only the attributes */
+        int lrc = optim_checkpoint_load(stored, &empty, NULL, false, &meta, err, sizeof err);
+        nn_params_free(&empty);
+        if (!lrc && !meta.config_json) {
+            snprintf(err, sizeof err, "%s: no config stored (not a checkpoint of anima fit)", stored);
+            lrc = -1;
+        }
+        if (!lrc) lrc = ds_config_parse(meta.config_json, stored, FIT_SCHEMA, &cfg, err, sizeof err);
+        free(meta.config_json);
+        for (int i = 0; i < sets.n && !lrc; i++) lrc = ds_config_set(sets.v[i], FIT_SCHEMA, &cfg, err, sizeof err);
+        if (lrc) {
+            if (is_main) fprintf(stderr, "anima fit: %s\n", err);
+            return 2;
+        }
+        if (is_main) fprintf(stderr, "anima fit: no --config, resuming with the config stored in %s\n", stored);
+    } else if (cmd_args_config(&spec, is_main ? stderr : NULL, config_path, &sets, FIT_SCHEMA, &cfg))
+        return 2;
+    if (is_main && !config_path && !from_ckpt)
         fprintf(stderr, "anima fit: no --config, using the small preset (the built-in defaults: a %lldx%lld MLP, %lld "
                         "steps)\n",
                 (long long)cfg.model.depth, (long long)cfg.model.hidden, (long long)cfg.train.steps);
@@ -242,6 +271,23 @@ int cmd_fit_comm(int argc, char **argv, OptimComm *comm) {
         /* the MPI path reduces host memory and would leave every rank on GPU 0 */
         if (is_main) fprintf(stderr, "anima fit: --device cuda on %d ranks needs NCCL, which did not start\n", nranks);
         return 2;
+    }
+    {
+        /* the memory the run needs, before any of it is allocated: the data (x, y and the make_data
+         * temporaries: ~8 tensors of n rows), a step over the batch (per layer the pre-activation,
+         * the activation and their gradients, ×2 for temporaries), the parameters with their
+         * gradients and AdamW's moments */
+        double es = !strcmp(cfg.model.dtype, "f64") ? 8 : 4, h = (double)cfg.model.hidden;
+        double data = 8 * (double)cfg.data.n * (double)(cfg.model.in + 1) * es;
+        double step = 8 * (double)cfg.data.batch * (h * (double)cfg.model.depth + (double)cfg.model.in + 1) * es;
+        double par = 4 * es * ((double)(cfg.model.in + 1) * h + (double)cfg.model.depth * (h + 1) * h + h + 1);
+        char what[256], s0[32], s1[32], s2[32];
+        snprintf(what, sizeof what, "the data: %s; a step's tensors for data.batch=%lld: %s; parameters and optimizer "
+                 "state: %s", base_mem_str((int64_t)fmin(data, 9e18), s0, sizeof s0), (long long)cfg.data.batch,
+                 base_mem_str((int64_t)fmin(step, 9e18), s1, sizeof s1), base_mem_str((int64_t)fmin(par, 9e18), s2, sizeof s2));
+        if (cmd_check_memory("anima fit", is_main ? stderr : NULL, (int64_t)fmin(data + step + par, 9e18), what,
+                             "data.n, data.batch or model.hidden"))
+            return 2;
     }
     static const char *const run_files[] = {"ckpt.h5", "metrics.jsonl", NULL};
     if (is_main) rc = cmd_check_run_dir("anima fit", stderr, out, run_files, true, resume, force);

@@ -19,6 +19,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "base/mem.h"
 #include "base/alloc.h"
 #include "base/clock.h"
 #include "datasets/config.h"
@@ -67,9 +68,9 @@ static const DsConfigField SCENE_FIELDS[] = {
     {0}};
 static const DsConfigField MODEL_FIELDS[] = {
     {"n", DS_CFG_INT, F(model, n), "4000", 1, 1e8, .help = "Gaussians"},
-    {"sh_degree", DS_CFG_INT, F(model, sh_degree), "3", 0, 3},
+    {"sh_degree", DS_CFG_INT, F(model, sh_degree), "3", 0, 3, .help = "spherical-harmonics degree of the colours (0 to 3)"},
     {"isotropic", DS_CFG_BOOL, F(model, isotropic), "false", NO_RANGE, .help = "one scale, no rotation"},
-    {"init_opacity", DS_CFG_FLOAT, F(model, init_opacity), "0.1", 1e-4, 0.9999},
+    {"init_opacity", DS_CFG_FLOAT, F(model, init_opacity), "0.1", 1e-4, 0.9999, .help = "every Gaussian's opacity at init"},
     {"init_scale", DS_CFG_FLOAT, F(model, init_scale), "0.5", 1e-3, 10,
      .help = "x the mean spacing (box volume / n)^(1/3)"},
     {"box_margin", DS_CFG_FLOAT, F(model, box_margin), "0.05", 0, 10,
@@ -79,15 +80,15 @@ static const DsConfigField OPTIM_FIELDS[] = {
     {"lr_means", DS_CFG_FLOAT, F(optim, lr_means), "1.6e-4", 0, 1, .help = "x scene extent (3DGS)"},
     {"lr_means_final", DS_CFG_FLOAT, F(optim, lr_means_final), "1.6e-6", 0, 1,
      .help = "x scene extent, reached at the last iteration (log-linear decay)"},
-    {"lr_scales", DS_CFG_FLOAT, F(optim, lr_scales), "5e-3", 0, 1},
-    {"lr_quats", DS_CFG_FLOAT, F(optim, lr_quats), "1e-3", 0, 1},
-    {"lr_opacity", DS_CFG_FLOAT, F(optim, lr_opacity), "5e-2", 0, 1},
-    {"lr_sh_dc", DS_CFG_FLOAT, F(optim, lr_sh_dc), "2.5e-3", 0, 1},
+    {"lr_scales", DS_CFG_FLOAT, F(optim, lr_scales), "5e-3", 0, 1, .help = "Adam step of the log-scales"},
+    {"lr_quats", DS_CFG_FLOAT, F(optim, lr_quats), "1e-3", 0, 1, .help = "Adam step of the rotations"},
+    {"lr_opacity", DS_CFG_FLOAT, F(optim, lr_opacity), "5e-2", 0, 1, .help = "Adam step of the opacity logits"},
+    {"lr_sh_dc", DS_CFG_FLOAT, F(optim, lr_sh_dc), "2.5e-3", 0, 1, .help = "Adam step of the base colour (SH band 0)"},
     {"lr_sh_rest", DS_CFG_FLOAT, F(optim, lr_sh_rest), "1.25e-4", 0, 1, .help = "3DGS: lr_sh_dc / 20"},
     {"lambda", DS_CFG_FLOAT, F(optim, lambda), "0.2", 0, 1, .help = "D-SSIM weight"},
     {0}};
 static const DsConfigField TRAIN_FIELDS[] = {
-    {"iters", DS_CFG_INT, F(train, iters), "3000", 1, 1e9},
+    {"iters", DS_CFG_INT, F(train, iters), "3000", 1, 1e9, .help = "optimization steps"},
     {"log_every", DS_CFG_INT, F(train, log_every), "100", 1, 1e9, .help = "JSONL line + held-out PSNR"},
     {"sh_up_every", DS_CFG_INT, F(train, sh_up_every), "1000", 0, 1e9, .help = "one more SH band every N steps"},
     {"relocate_every", DS_CFG_INT, F(train, relocate_every), "100", 0, 1e9,
@@ -95,12 +96,12 @@ static const DsConfigField TRAIN_FIELDS[] = {
     {"refine_frac", DS_CFG_FLOAT, F(train, refine_frac), "0.5", 0, 1,
      .help = "relocation and opacity resets stop after this fraction of the iterations (3DGS: 15k of 30k)"},
     {"reset_every", DS_CFG_INT, F(train, reset_every), "300", 0, 1e9, .help = "opacity reset period (0: never; 3DGS: 3000 of 30k)"},
-    {"prune_opacity", DS_CFG_FLOAT, F(train, prune_opacity), "0.005", 0, 0.5},
+    {"prune_opacity", DS_CFG_FLOAT, F(train, prune_opacity), "0.005", 0, 0.5, .help = "relocation: Gaussians below this opacity count as dead"},
     {"random_background", DS_CFG_BOOL, F(train, random_background), "true", NO_RANGE,
      .help = "a random background color each step (empty space must become transparent)"},
     {0}};
 static const DsConfigField GS_SCHEMA[] = {
-    {"seed", DS_CFG_INT, offsetof(GsCmdConfig, seed), "0", 0, 9e15},
+    {"seed", DS_CFG_INT, offsetof(GsCmdConfig, seed), "0", 0, 9e15, .help = "seed of the Gaussians' init, the view order and the random backgrounds"},
     {"scene", DS_CFG_OBJECT, offsetof(GsCmdConfig, scene), .fields = SCENE_FIELDS},
     {"model", DS_CFG_OBJECT, offsetof(GsCmdConfig, model), .fields = MODEL_FIELDS},
     {"optim", DS_CFG_OBJECT, offsetof(GsCmdConfig, optim), .fields = OPTIM_FIELDS},
@@ -225,7 +226,7 @@ static int gs_fit_main(int argc, char **argv) {
          "cpu (default) or cuda: render, loss, gradients and Adam on the GPU", .choices = DEVICES},
         {0}};
     const CmdArgSpec spec = {"anima gs fit", "[--config FILE] [--mesh FILE|procedural:<category>[:seed]] [options]",
-                             GS_FIT_ABOUT, args};
+                             GS_FIT_ABOUT, args, .keys = GS_SCHEMA};
     int prc = cmd_args_parse(&spec, argc, argv, 1, stderr, NULL, NULL);
     if (prc) return prc == CMD_ARGS_HELP ? 0 : 2;
     int progress = no_progress ? 0 : -1;
@@ -239,8 +240,29 @@ static int gs_fit_main(int argc, char **argv) {
     }
     if (!config_path)
         fprintf(stderr, "anima gs fit: no --config, using the small preset (the built-in defaults, as configs/gs-fit.json)\n");
+    {
+        /* the memory the fit needs, before the mesh is made: the targets (f64 RGB of every view,
+         * with their masks), one supersampled render of the mesh rasterizer (RGB, depth, hit), the
+         * Gaussians (59 parameters with their gradients and Adam's moments, the projected splats),
+         * the tile entries of a render (keys, values, per-entry gradients; ~4 tiles per Gaussian)
+         * and a procedural mesh's grid. The peak RSS grows 1.7 KB per Gaussian at the default
+         * 128 px (4000 → 200,000); this counts 2.1. */
+        double views = (double)(cfg.scene.views + cfg.scene.test_views), px = (double)cfg.scene.size * (double)cfg.scene.size;
+        double ss = (double)(cfg.scene.supersample * cfg.scene.supersample), n = (double)cfg.model.n;
+        double g = (double)cfg.scene.grid;
+        double images = views * px * 4 * 8 + px * ss * 5 * 4, gauss = n * 8 * (59 * 3 + 24) + n * 4 * 120;
+        double need = images + gauss + g * g * g * 16;
+        char what[256], s0[32], s1[32];
+        snprintf(what, sizeof what, "the views' images: %s; %lld Gaussians with their optimizer state and tile entries: %s",
+                 base_mem_str((int64_t)fmin(images, 9e18), s0, sizeof s0), (long long)cfg.model.n,
+                 base_mem_str((int64_t)fmin(gauss, 9e18), s1, sizeof s1));
+        if (cmd_check_memory("anima gs fit", stderr, (int64_t)fmin(need, 9e18), what,
+                             "model.n, scene.size or scene.views"))
+            return 2;
+    }
     static const char *const run_files[] = {"gaussians.ply", "metrics.jsonl", "config.json", NULL};
-    if (cmd_check_run_dir("anima gs fit", stderr, out, run_files, false, false, force)) return 2;
+    int drc = cmd_check_run_dir("anima gs fit", stderr, out, run_files, false, false, force);
+    if (drc) return drc;
     int rc;
     char renders[4096], log_path[4096], ply_path[4096], cfg_path[4096];
     if (strlen(out) > 4000) {

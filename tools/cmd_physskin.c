@@ -70,7 +70,8 @@ static int cmd_train(int argc, char **argv) {
     const CmdArgSpec spec = {"anima physskin train", "[--config FILE] --data SRC [--out DIR] [--resume|--force] [--set k=v ...] [options]",
                              "trains a PhysSkin++ skinning field (models/physskin/train.h)", args,
                              "Run under mpirun -np N for data parallelism (shapes sharded over ranks).\n"
-                             "SIGINT/SIGTERM finish the current step, checkpoint and exit 130/143.\n"};
+                             "SIGINT/SIGTERM finish the current step, checkpoint and exit 130/143.\n",
+                             .keys = PS_CONFIG_SCHEMA};
     int prc = cmd_args_parse(&spec, argc, argv, 1, stderr, NULL, NULL);
     if (prc) return prc == CMD_ARGS_HELP ? 0 : 2;
     int progress = no_progress ? 0 : -1;
@@ -105,7 +106,8 @@ static int cmd_train(int argc, char **argv) {
     else if (!config_path)
         fprintf(stderr, "anima physskin train: no --config, using the small preset (configs/physskin-small.json)\n");
     static const char *const run_files[] = {"ckpt.h5", "metrics.jsonl", NULL};
-    if (cmd_check_run_dir("anima physskin train", stderr, out, run_files, true, resume, force)) return 2;
+    int drc = cmd_check_run_dir("anima physskin train", stderr, out, run_files, true, resume, force);
+    if (drc) return drc;
     if (cmd_make_dirs(out) != 0) {
         fprintf(stderr, "anima physskin train: cannot create the output directory %s (%s)\n", out, strerror(errno));
         return 1; /* a runtime failure (the OS refused), as for the other commands */

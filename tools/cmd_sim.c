@@ -96,7 +96,8 @@ int cmd_sim(int argc, char **argv) {
         {"--quiet", CMD_ARG_FLAG, &quiet, NULL, "no progress on stderr"},
         {0}};
     const CmdArgSpec spec = {"anima sim", "--scene FILE.json --out DIR [options]", "runs a scene and writes its frames",
-                             args, "  anima sim skinning OUT.h5 [options] writes a skinning file (anima sim skinning --help)\n"};
+                             args, "  anima sim skinning OUT.h5 [options] writes a skinning file (anima sim skinning --help)\n",
+                             .keys = sim_scene_schema(), .keys_title = "scene keys (the JSON file --scene names; scenes/*.json):"};
     int prc = cmd_args_parse(&spec, argc, argv, 1, stderr, NULL, NULL);
     if (prc) return prc == CMD_ARGS_HELP ? 0 : 2;
     Progress pg = {.tty = isatty(STDERR_FILENO), .quiet = quiet};

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/mem.h"
 #include "tools/cmd.h"
 
 int cmd_make_dirs(const char *dir) {
@@ -47,10 +48,32 @@ OptimProgressFn cmd_train_progress(BaseProgress *d, int mode) {
     return mode ? train_progress : NULL;
 }
 
+int cmd_check_memory(const char *cmd, FILE *errf, int64_t need, const char *what, const char *lower) {
+    int64_t avail = base_mem_check_enabled() ? base_mem_available() : -1;
+    if (avail < 0 || need <= avail) return 0;
+    char a[32], b[32];
+    if (errf)
+        fprintf(errf, "%s: this configuration needs about %s (%s), more than the %s of memory available; lower %s "
+                      "(ANIMA_MEM_CHECK=0 skips this check)\n",
+                cmd, base_mem_str(need, a, sizeof a), what, base_mem_str(avail, b, sizeof b), lower);
+    return 2;
+}
+
 int cmd_check_run_dir(const char *cmd, FILE *errf, const char *dir, const char *const *files, bool can_resume,
                       bool resume, bool force) {
-    if (resume || force) return 0;
     char found[512] = "", path[4200];
+    if (force && !resume) {
+        /* the old run's log is emptied now, as the run starts, not at its first log line (data
+         * preparation can take a minute, during which a reader would see the old run's lines as
+         * if they were this one's); its checkpoint is replaced by the first save, atomically */
+        if (snprintf(path, sizeof path, "%s/metrics.jsonl", dir) < (int)sizeof path && access(path, F_OK) == 0 &&
+            truncate(path, 0) != 0) {
+            if (errf) fprintf(errf, "%s: --force: cannot empty %s (%s)\n", cmd, path, strerror(errno));
+            return 1;
+        }
+        return 0;
+    }
+    if (resume) return 0;
     for (const char *const *f = files; *f; f++) {
         struct stat st;
         if (snprintf(path, sizeof path, "%s/%s", dir, *f) >= (int)sizeof path || stat(path, &st) != 0) continue;

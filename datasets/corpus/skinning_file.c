@@ -121,17 +121,43 @@ int ds_skinning_write(const char *path, const DsSkinning *s, char *err, size_t e
 
 /* Reads dataset `name` of rank nd; dims[k] < 0 on entry means "any" and is filled in, else
  * it must match. *out is malloc'd. Missing → 1 when optional, else an error. */
+/* Whether the object at path "/a/b" is there: every link on the way checked in turn (H5Lexists on
+ * "/a/b" is an error, not "no", when the group /a is absent). -1 when a link cannot be read. */
+static htri_t path_exists(hid_t f, const char *name) {
+    char part[256];
+    for (const char *p = name + (name[0] == '/');; p++) {
+        if (*p != '/' && *p) continue;
+        size_t n = (size_t)(p - name);
+        if (n >= sizeof part) return -1;
+        memcpy(part, name, n);
+        part[n] = 0;
+        htri_t e = H5Lexists(f, part, H5P_DEFAULT);
+        if (e > 0) e = H5Oexists_by_name(f, part, H5P_DEFAULT);
+        if (e <= 0 || !*p) return e;
+    }
+}
+
 static int read_ds(hid_t f, const char *path, const char *name, hid_t type, size_t esize, int nd, int64_t *dims,
                    bool optional, void **out, char *err, size_t errlen) {
     *out = NULL;
-    if (H5Lexists(f, name, H5P_DEFAULT) <= 0 || H5Oexists_by_name(f, name, H5P_DEFAULT) <= 0) {
+    /* a damaged file (checksums, sizes or links that do not add up) is refused as "corrupt",
+     * told apart from one that lacks a dataset or holds another kind of object (issue 17) */
+    htri_t e = path_exists(f, name);
+    if (e < 0) {
+        base_errf(err, errlen, "%s: corrupt file: the link to %s cannot be read", path, name);
+        return -1;
+    }
+    if (e == 0) {
         if (optional) return 1;
-        base_errf(err, errlen, "%s: dataset %s missing", path, name);
+        base_errf(err, errlen, "%s: dataset %s missing (a corrupt or incomplete skinning file)", path, name);
         return -1;
     }
     hid_t ds = H5Dopen2(f, name, H5P_DEFAULT);
     if (ds < 0) {
-        base_errf(err, errlen, "%s: %s is not a dataset", path, name);
+        H5O_info_t oi;
+        if (H5Oget_info_by_name(f, name, &oi, H5P_DEFAULT) >= 0 && oi.type != H5O_TYPE_DATASET)
+            base_errf(err, errlen, "%s: %s is not a dataset", path, name);
+        else base_errf(err, errlen, "%s: corrupt file: %s cannot be opened (its object header does not read back)", path, name);
         return -1;
     }
     hid_t sp = H5Dget_space(ds);
@@ -168,8 +194,10 @@ static int read_ds(hid_t f, const char *path, const char *name, hid_t type, size
     *out = malloc(esize * (total ? total : 1));
     if (!*out || (total && H5Dread(ds, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, *out) < 0)) {
         H5Dclose(ds);
+        bool oom = !*out;
         free(*out), *out = NULL;
-        base_errf(err, errlen, "%s: cannot read %s", path, name);
+        if (!oom) base_errf(err, errlen, "%s: corrupt file: reading %s failed (a checksum mismatch or truncated data)", path, name);
+        else base_errf(err, errlen, "%s: out of memory reading %s", path, name);
         return -1;
     }
     H5Dclose(ds);
@@ -215,8 +243,11 @@ int ds_skinning_read(const char *path, DsSkinning *s, char *err, size_t errlen) 
         goto done;
     }
     if (strcmp(fmt, DS_SKINNING_FORMAT)) {
-        base_errf(err, errlen, "%s: attribute format is \"%s\", expected \"%s\" (not a skinning file)", path, fmt,
-                  DS_SKINNING_FORMAT);
+        if (!fmt[0] && H5Aexists(f, "format") != 0) /* there, or its header unreadable, but no text */
+            base_errf(err, errlen, "%s: corrupt file: attribute format does not read back", path);
+        else
+            base_errf(err, errlen, "%s: attribute format is \"%s\", expected \"%s\" (not a skinning file, or a corrupt one)",
+                      path, fmt, DS_SKINNING_FORMAT);
         goto done;
     }
     int64_t m = -1;
@@ -266,6 +297,12 @@ int ds_skinning_read(const char *path, DsSkinning *s, char *err, size_t errlen) 
     if (r < 0) goto done;
     if (r == 0) s->faces = p, s->nf = d2[0];
     rc = ds_skinning_validate(s, path, err, errlen);
+    if (rc) { /* read back, well formed to HDF5, but not a skinning a writer makes */
+        char why[1024];
+        snprintf(why, sizeof why, "%s", err);
+        const char *tail = strncmp(why, path, strlen(path)) ? why : why + strlen(path) + (why[strlen(path)] == ':' ? 2 : 0);
+        base_errf(err, errlen, "%s: corrupt or invalid skinning file: %s", path, tail);
+    }
 done:
     H5Fclose(f);
     if (rc) ds_skinning_free(s);

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/par.h"
 #include "base/clock.h"
 #include "datasets/geometry/geometry.h"
 
@@ -73,7 +74,8 @@ int ds_cubature_winding(const DsMesh *m, int res, DsCubature *out, char *err, si
         snprintf(err, errlen, "cubature: out of memory for a %d³ grid", res);
         return -1;
     }
-#pragma omp parallel for schedule(dynamic, 1024)
+    int par_nt = base_par_threads(ncell, 1000);
+#pragma omp parallel for schedule(dynamic, 1024) num_threads(par_nt) if (par_nt > 1)
     for (int64_t i = 0; i < ncell; i++) {
         float p[3];
         ds_grid_center(res, i, p);
@@ -97,7 +99,8 @@ int ds_cubature_sdf(DsSdfFn sdf, void *ctx, int res, DsCubature *out, char *err,
         snprintf(err, errlen, "cubature: out of memory for a %d³ grid", res);
         return -1;
     }
-#pragma omp parallel for schedule(dynamic, 1024)
+    int par_nt = base_par_threads(ncell, 200);
+#pragma omp parallel for schedule(dynamic, 1024) num_threads(par_nt) if (par_nt > 1)
     for (int64_t i = 0; i < ncell; i++) {
         float p[3];
         ds_grid_center(res, i, p);

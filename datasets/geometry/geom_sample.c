@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/par.h"
 #include "datasets/geometry/geometry.h"
 #include "tensor/tensor.h"
 
@@ -41,7 +42,8 @@ int ds_sample_surface(const DsMesh *m, int64_t n, uint64_t seed, float *pts, flo
         free(cdf);
         return -1;
     }
-#pragma omp parallel for schedule(static)
+    int par_nt = base_par_threads(n, 50);
+#pragma omp parallel for schedule(static) num_threads(par_nt) if (par_nt > 1)
     for (int64_t i = 0; i < n; i++) {
         uint32_t r[4];
         tensor_philox(seed, STREAM_SURFACE, (uint64_t)i, r);
@@ -128,7 +130,8 @@ int64_t ds_sample_sharp_edges(const DsMesh *m, int64_t n, float angle_deg, uint6
         free(e), free(cdf);
         return 0;
     }
-#pragma omp parallel for schedule(static)
+    int par_nt = base_par_threads(n, 50);
+#pragma omp parallel for schedule(static) num_threads(par_nt) if (par_nt > 1)
     for (int64_t i = 0; i < n; i++) {
         uint32_t r[4];
         tensor_philox(seed, STREAM_SHARP, (uint64_t)i, r);

@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/par.h"
 #include "datasets/geometry/geometry.h"
 #include "tensor/tensor.h"
 
@@ -187,7 +188,8 @@ int ds_marching_cubes(const float *f, int nx, int ny, int nz, const float origin
     out->n = malloc(sizeof(float) * 3 * (size_t)(nv + 1));
     if (!out->v || !out->n) goto oom;
     out->nv = nv;
-#pragma omp parallel for schedule(static)
+    int par_nt = base_par_threads(np, 20);
+#pragma omp parallel for schedule(static) num_threads(par_nt) if (par_nt > 1)
     for (int64_t p = 0; p < np; p++) {
         int64_t c[3] = {p % nx, p / nx % ny, p / sz};
         for (int a = 0; a < 3; a++) {

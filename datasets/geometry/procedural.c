@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/par.h"
 #include "datasets/geometry/procedural.h"
 #include "tensor/tensor.h"
 
@@ -574,7 +575,8 @@ int ds_procedural_make_family(const char *category, uint64_t seed, float t, int 
      * and marching cubes reads exact values only at sign changes and their neighbours, which
      * are within 2 cells of the surface. 5–10× fewer evaluations at 128³. */
     int nbk[3] = {(n[0] + 3) / 4, (n[1] + 3) / 4, (n[2] + 3) / 4};
-#pragma omp parallel for schedule(dynamic, 4)
+    int par_nt = base_par_threads((int64_t)nbk[0] * nbk[1] * nbk[2], 2000);
+#pragma omp parallel for schedule(dynamic, 4) num_threads(par_nt) if (par_nt > 1)
     for (int64_t blk = 0; blk < (int64_t)nbk[0] * nbk[1] * nbk[2]; blk++) {
         int b0[3] = {(int)(blk % nbk[0]) * 4, (int)(blk / nbk[0] % nbk[1]) * 4, (int)(blk / ((int64_t)nbk[0] * nbk[1])) * 4};
         int b1[3];

@@ -5,6 +5,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "base/par.h"
 #include "datasets/geometry/procedural.h"
 
 float ds_smin(float a, float b, float k) {
@@ -159,7 +160,8 @@ void ds_sdf_scene_transform(DsSdfScene *s, DsTransform t) {
 
 void ds_procedural_weights(const DsSdfScene *s, int nbones, const float *x, int64_t n, float sigma, float *w) {
     if (sigma <= 0) sigma = 0.04f;
-#pragma omp parallel for schedule(static)
+    int par_nt = base_par_threads(n, 20 * (int64_t)s->nprims + nbones);
+#pragma omp parallel for schedule(static) num_threads(par_nt) if (par_nt > 1)
     for (int64_t i = 0; i < n; i++) {
         float *wi = w + i * nbones;
         for (int b = 0; b < nbones; b++) wi[b] = INFINITY;

@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/par.h"
 #include "datasets/geometry/geometry.h"
 
 #define LEAF_SIZE 8
@@ -247,7 +248,8 @@ double ds_winding_eval(const DsWinding *w, const float q[3]) {
 }
 
 void ds_winding_eval_many(const DsWinding *w, int64_t n, const float *q, float *out) {
-#pragma omp parallel for schedule(dynamic, 512)
+    int par_nt = base_par_threads(n, 1000);
+#pragma omp parallel for schedule(dynamic, 512) num_threads(par_nt) if (par_nt > 1)
     for (int64_t i = 0; i < n; i++) {
         double qd[3] = {q[3 * i], q[3 * i + 1], q[3 * i + 2]};
         out[i] = (float)eval(w, qd);

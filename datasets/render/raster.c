@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/par.h"
 #include "datasets/render/raster.h"
 #include "base/errbuf.h"
 
@@ -405,9 +406,10 @@ int ds_raster_render(const DsMesh *m, const DsCamera *cam, const DsRasterOptions
         norm3f(light);
     }
     /* threads only pay off with enough work: a parallel region costs tens of microseconds, and
-     * far more on a loaded machine, which small renders (tests, thumbnails) would feel */
-    bool par_faces = m->nf >= 4096, par_pixels = npx >= ((size_t)1 << 16);
-#pragma omp parallel for schedule(static) if (par_faces)
+     * far more on a loaded machine, which small renders (tests, thumbnails) would feel
+     * (base_par_threads: one thread below two grains of work) */
+    int par_nt = base_par_threads(m->nf, 50);
+#pragma omp parallel for schedule(static) num_threads(par_nt) if (par_nt > 1)
     for (int64_t f = 0; f < m->nf; f++) first[f + 1] = setup_face(&s, f, NULL);
     for (int64_t f = 0; f < m->nf; f++) first[f + 1] += first[f];
     int64_t ntri = first[m->nf];
@@ -416,7 +418,8 @@ int ds_raster_render(const DsMesh *m, const DsCamera *cam, const DsRasterOptions
         rc = base_errf(err, errlen, "raster: out of memory for %lld triangles", (long long)ntri);
         goto done;
     }
-#pragma omp parallel for schedule(static) if (par_faces)
+    par_nt = base_par_threads(m->nf, 50);
+#pragma omp parallel for schedule(static) num_threads(par_nt) if (par_nt > 1)
     for (int64_t f = 0; f < m->nf; f++) setup_face(&s, f, tris + first[f]);
 
     /* 2. binning into bands of rows */
@@ -435,7 +438,8 @@ int ds_raster_render(const DsMesh *m, const DsCamera *cam, const DsRasterOptions
     free(fill);
 
     /* 3. raster: a band belongs to one thread, so no two threads touch a pixel */
-#pragma omp parallel for schedule(dynamic, 1) if (par_pixels || ntri >= 4096)
+    par_nt = base_par_threads(nbands, (int64_t)(npx / (size_t)(nbands ? nbands : 1)) + 50 * ntri / (nbands ? nbands : 1));
+#pragma omp parallel for schedule(dynamic, 1) num_threads(par_nt) if (par_nt > 1)
     for (int b = 0; b < nbands; b++) {
         int ya = b * BAND, yb = ya + BAND - 1 < s.H - 1 ? ya + BAND - 1 : s.H - 1;
         for (int64_t k = band_start[b]; k < band_start[b + 1]; k++) raster_tri(&s, &tris[band_list[k]], ya, yb, light, &tg);
@@ -454,7 +458,8 @@ int ds_raster_render(const DsMesh *m, const DsCamera *cam, const DsRasterOptions
         goto done;
     }
     float inv = 1.0f / (float)(ss * ss);
-#pragma omp parallel for schedule(static) if (par_pixels)
+    par_nt = base_par_threads(H, (int64_t)W * ss * ss * 5);
+#pragma omp parallel for schedule(static) num_threads(par_nt) if (par_nt > 1)
     for (int y = 0; y < H; y++)
         for (int x = 0; x < W; x++) {
             float c[3] = {0, 0, 0}, zmin = INFINITY;

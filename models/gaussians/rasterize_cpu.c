@@ -19,12 +19,9 @@
 #include <string.h>
 
 #include "base/alloc.h"
+#include "base/par.h"
 #include "gs_math.h"
 #include "raster_core.h"
-
-/* Below this many Gaussians (or tile entries) a loop runs on one thread: forking a team for a
- * tiny image costs more than it saves, badly so on an oversubscribed machine. */
-#define GS_PAR_MIN 2048
 
 static void *xmalloc(size_t n) {
     void *p = base_malloc(n ? n : 1);
@@ -95,7 +92,8 @@ static void cpu_forward(const GsRasterInputs *in, GsRasterState *st, double *out
     gs_camera_center(in, campos);
 
     /* 1. project every Gaussian, count the tiles it touches */
-#pragma omp parallel for schedule(static) if (n >= GS_PAR_MIN)
+    int par_nt = base_par_threads(n, 100); /* projection, 2D covariance, SH colour */
+#pragma omp parallel for schedule(static) num_threads(par_nt) if (par_nt > 1)
     for (int i = 0; i < n; i++) {
         GsProj p;
         double *sp = st->splat + (size_t)GS_SPLAT_N * i;
@@ -117,7 +115,8 @@ static void cpu_forward(const GsRasterInputs *in, GsRasterState *st, double *out
     /* 2. keys (tile << 32 | depth bits), sorted: per tile, front to back */
     uint64_t *keys = xmalloc(sizeof(uint64_t) * 2 * (size_t)total);
     int32_t *vals = xmalloc(sizeof(int32_t) * 2 * (size_t)total);
-#pragma omp parallel for schedule(static) if (n >= GS_PAR_MIN)
+    par_nt = base_par_threads(n, 2 * (total / (n ? n : 1) + 1));
+#pragma omp parallel for schedule(static) num_threads(par_nt) if (par_nt > 1)
     for (int i = 0; i < n; i++) {
         const int *rc = rect + 4 * i;
         int64_t k = offs[i];
@@ -154,7 +153,8 @@ static void cpu_forward(const GsRasterInputs *in, GsRasterState *st, double *out
     /* 3. blend, one tile per task (gaussianimate.md §1 step 6) */
     st->T_final = st->alloc(st->alloc_user, sizeof(double) * (size_t)W * H);
     st->n_contrib = st->alloc(st->alloc_user, sizeof(int32_t) * (size_t)W * H);
-#pragma omp parallel if (total >= GS_PAR_MIN)
+    par_nt = base_par_threads(n_tiles, (total / (n_tiles ? n_tiles : 1) + 1) * GS_TILE * GS_TILE);
+#pragma omp parallel num_threads(par_nt) if (par_nt > 1)
     {
         TileSplat *buf = xmalloc(sizeof(TileSplat) * (size_t)(max_len ? max_len : 1));
 #pragma omp for schedule(dynamic, 1)
@@ -219,7 +219,8 @@ static void cpu_backward(const GsRasterInputs *in, const GsRasterState *st, cons
         if (st->tile_start[t + 1] - st->tile_start[t] > max_len) max_len = st->tile_start[t + 1] - st->tile_start[t];
     const double *bg = in->bg;
 
-#pragma omp parallel if (total >= GS_PAR_MIN)
+    int par_nt = base_par_threads(n_tiles, (total / (n_tiles ? n_tiles : 1) + 1) * 2 * GS_TILE * GS_TILE);
+#pragma omp parallel num_threads(par_nt) if (par_nt > 1)
     {
         TileSplat *buf = xmalloc(sizeof(TileSplat) * (size_t)(max_len ? max_len : 1));
 #pragma omp for schedule(dynamic, 1)
@@ -301,7 +302,8 @@ static void cpu_backward(const GsRasterInputs *in, const GsRasterState *st, cons
     double campos[3];
     gs_camera_center(in, campos);
     int ns = in->isotropic ? 1 : 3, nc = 3 * in->sh_coeffs;
-#pragma omp parallel for schedule(static) if (n >= GS_PAR_MIN)
+    par_nt = base_par_threads(n, 200); /* one Gaussian's backward projection and SH */
+#pragma omp parallel for schedule(static) num_threads(par_nt) if (par_nt > 1)
     for (int i = 0; i < n; i++) {
         double *gm = gr->means ? gr->means + 3 * (size_t)i : NULL, *gs = gr->scales ? gr->scales + ns * (size_t)i : NULL;
         double *gq = gr->quats ? gr->quats + 4 * (size_t)i : NULL, *go = gr->opacities ? gr->opacities + i : NULL;

@@ -22,9 +22,9 @@ static const char *const COMBINES[] = {"config", "sum", "mconfig", NULL};
 static const DsConfigField MODEL[] = {
     {"latents", DS_CFG_INT, M(latents), "256", 1, 65536, .help = "M shape latents (paper 256)"},
     {"width", DS_CFG_INT, M(width), "768", 1, 65536, .help = "d (paper 768)"},
-    {"heads", DS_CFG_INT, M(heads), "12", 1, 1024},
+    {"heads", DS_CFG_INT, M(heads), "12", 1, 1024, .help = "attention heads (model.width must divide by it)"},
     {"layers", DS_CFG_INT, M(layers), "8", 0, 1024, .help = "self-attention blocks (paper 8)"},
-    {"mlp_ratio", DS_CFG_INT, M(mlp_ratio), "4", 1, 64},
+    {"mlp_ratio", DS_CFG_INT, M(mlp_ratio), "4", 1, 64, .help = "transformer MLP width / model.width"},
     {"n_freqs", DS_CFG_INT, M(n_freqs), "8", 0, 32, .help = "Fourier frequencies K (8 -> 51 values)"},
     /* The paper's text does not state m (its figures show the modes, not the count); 16 is
      * our choice, between Simplicits' usual 10 and 20+. */
@@ -34,8 +34,8 @@ static const DsConfigField MODEL[] = {
     {"activation", DS_CFG_STRING, M(activation), "gelu", NO_RANGE, .size = 16, .choices = ACTS,
      .help = "head activation; smooth, since ∇W is taken through it"},
     {"oni", DS_CFG_BOOL, M(oni), "false", NO_RANGE, .help = "ONI on the head's last layer"},
-    {"qkv_bias", DS_CFG_BOOL, M(qkv_bias), "false", NO_RANGE},
-    {"dtype", DS_CFG_STRING, M(dtype), "f32", NO_RANGE, .size = 8, .choices = DTYPES},
+    {"qkv_bias", DS_CFG_BOOL, M(qkv_bias), "false", NO_RANGE, .help = "biases on q/k/v (Michelangelo: none)"},
+    {"dtype", DS_CFG_STRING, M(dtype), "f32", NO_RANGE, .size = 8, .choices = DTYPES, .help = "parameters' and activations' float type"},
     {0}};
 static const DsConfigField DATA[] = {
     {"shapes", DS_CFG_INT, D(shapes), "1000", 1, 1e8, .help = "procedural corpus size"},
@@ -49,19 +49,19 @@ static const DsConfigField DATA[] = {
     {"n_z", DS_CFG_INT, D(n_z), "1024", 1, 1e7, .help = "z samples per shape per step (paper 1024)"},
     {0}};
 static const DsConfigField LOSS[] = {
-    {"youngs", DS_CFG_FLOAT, L(youngs), "1e5", 1e-12, 1e15},
-    {"poisson", DS_CFG_FLOAT, L(poisson), "0.45", 0, 0.4999},
+    {"youngs", DS_CFG_FLOAT, L(youngs), "1e5", 1e-12, 1e15, .help = "Young's modulus E of the potential energy (Pa)"},
+    {"poisson", DS_CFG_FLOAT, L(poisson), "0.45", 0, 0.4999, .help = "Poisson's ratio of the potential energy"},
     {"lambda_plus_mu", DS_CFG_BOOL, L(lambda_plus_mu), "true", NO_RANGE,
      .help = "use λ+μ in stable neo-Hookean so its linearization has the Lamé λ"},
-    {"energy", DS_CFG_STRING, L(energy), "neohookean", NO_RANGE, .size = 16, .choices = ENERGIES},
-    {"z_sigma", DS_CFG_FLOAT, L(z_sigma), "0.1", 0, 1e6},
+    {"energy", DS_CFG_STRING, L(energy), "neohookean", NO_RANGE, .size = 16, .choices = ENERGIES, .help = "elastic energy: stable neo-Hookean or linear"},
+    {"z_sigma", DS_CFG_FLOAT, L(z_sigma), "0.1", 0, 1e6, .help = "z ~ N(0, z_sigma² I): the subspace coordinates sampled per step"},
     {"grad", DS_CFG_STRING, L(grad), "fd", NO_RANGE, .size = 8, .choices = GRADS,
      .help = "spatial derivatives of W: fd or exact (autograd)"},
-    {"fd_delta", DS_CFG_FLOAT, L(fd_delta), "1e-3", 1e-12, 1},
+    {"fd_delta", DS_CFG_FLOAT, L(fd_delta), "1e-3", 1e-12, 1, .help = "grad fd: the central differences' step on [-1, 1]³"},
     {"normalize", DS_CFG_BOOL, L(normalize), "true", NO_RANGE, .help = "column normalization (off: ablation)"},
-    {"w_pot", DS_CFG_FLOAT, L(w_pot), "1", 0, 1e12},
-    {"w_orth", DS_CFG_FLOAT, L(w_orth), "1", 0, 1e12},
-    {"w_smooth", DS_CFG_FLOAT, L(w_smooth), "1", 0, 1e12},
+    {"w_pot", DS_CFG_FLOAT, L(w_pot), "1", 0, 1e12, .help = "weight of the potential-energy term"},
+    {"w_orth", DS_CFG_FLOAT, L(w_orth), "1", 0, 1e12, .help = "weight of the orthogonality term"},
+    {"w_smooth", DS_CFG_FLOAT, L(w_smooth), "1", 0, 1e12, .help = "weight of the smoothness term"},
     {"combine", DS_CFG_STRING, L(combine), "config", NO_RANGE, .size = 8, .choices = COMBINES,
      .help = "ConFIG, weighted sum (ablation) or M-ConFIG"},
     {0}};
@@ -69,21 +69,21 @@ static const DsConfigField OPTIM[] = {
     {"lr", DS_CFG_FLOAT, O(lr), "5e-4", 0, 10, .help = "peak (paper 5e-4)"},
     {"min_lr", DS_CFG_FLOAT, O(min_lr), "5e-5", 0, 10, .help = "cosine floor (paper 5e-5)"},
     {"warmup_frac", DS_CFG_FLOAT, O(warmup_frac), "0.01", 0, 1, .help = "warm-up share of steps (paper 1%)"},
-    {"weight_decay", DS_CFG_FLOAT, O(weight_decay), "0.01", 0, 1},
-    {"beta1", DS_CFG_FLOAT, O(beta1), "0.9", 0, 0.999999},
-    {"beta2", DS_CFG_FLOAT, O(beta2), "0.999", 0, 0.999999},
-    {"eps", DS_CFG_FLOAT, O(eps), "1e-8", 0, 1},
+    {"weight_decay", DS_CFG_FLOAT, O(weight_decay), "0.01", 0, 1, .help = "AdamW's decoupled weight decay"},
+    {"beta1", DS_CFG_FLOAT, O(beta1), "0.9", 0, 0.999999, .help = "Adam's first-moment decay"},
+    {"beta2", DS_CFG_FLOAT, O(beta2), "0.999", 0, 0.999999, .help = "Adam's second-moment decay"},
+    {"eps", DS_CFG_FLOAT, O(eps), "1e-8", 0, 1, .help = "Adam's denominator epsilon"},
     {"clip", DS_CFG_FLOAT, O(clip), "1.0", 0, 1e9, .help = "max gradient norm (0: none)"},
     {0}};
 static const DsConfigField TRAIN[] = {
-    {"steps", DS_CFG_INT, T(steps), "100000", 1, 1e10},
+    {"steps", DS_CFG_INT, T(steps), "100000", 1, 1e10, .help = "optimizer steps of the whole run"},
     {"batch", DS_CFG_INT, T(batch), "8", 1, 1e6, .help = "shapes per step (all ranks together)"},
-    {"log_every", DS_CFG_INT, T(log_every), "50", 1, 1e9},
-    {"ckpt_every", DS_CFG_INT, T(ckpt_every), "1000", 0, 1e9},
+    {"log_every", DS_CFG_INT, T(log_every), "50", 1, 1e9, .help = "steps between metrics.jsonl lines"},
+    {"ckpt_every", DS_CFG_INT, T(ckpt_every), "1000", 0, 1e9, .help = "steps between checkpoints (0: only at the end)"},
     {0}};
 
 const DsConfigField PS_CONFIG_SCHEMA[] = {
-    {"seed", DS_CFG_INT, offsetof(PsConfig, seed), "0", 0, 9e15},
+    {"seed", DS_CFG_INT, offsetof(PsConfig, seed), "0", 0, 9e15, .help = "seed of the parameters' init, the procedural corpus and the batches"},
     {"model", DS_CFG_OBJECT, offsetof(PsConfig, model), .fields = MODEL},
     {"data", DS_CFG_OBJECT, offsetof(PsConfig, data), .fields = DATA},
     {"loss", DS_CFG_OBJECT, offsetof(PsConfig, loss), .fields = LOSS},

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "base/par.h"
 #include "base/alloc.h"
 #include "data.h"
 #include "datasets/corpus/cache.h"
@@ -161,7 +162,8 @@ int ps_data_load_progress(PsData *d, const char *source, const PsConfig *c, int6
     int64_t done = 0;
     char first_err[1024] = "";
     /* shapes are independent; the generators are thread-safe (plain arrays, Philox) */
-#pragma omp parallel for schedule(dynamic, 1)
+    int par_nt = base_par_threads(d->n, BASE_PAR_GRAIN);
+#pragma omp parallel for schedule(dynamic, 1) num_threads(par_nt) if (par_nt > 1)
     for (int64_t i = 0; i < d->n; i++) {
         int64_t g = begin + i;
         char e[512];

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/par.h"
 #include "base/alloc.h"
 #include "base/clock.h"
 #include "datasets/corpus/cache.h"
@@ -91,7 +92,8 @@ static int load_procedural(const char *src, const PsConfig *c, int64_t count, Ev
     int failed = 0;
     char first[1024] = "";
     /* shapes are independent and the generators thread-safe (data.c does the same) */
-#pragma omp parallel for schedule(dynamic, 1)
+    int par_nt = base_par_threads(count, BASE_PAR_GRAIN);
+#pragma omp parallel for schedule(dynamic, 1) num_threads(par_nt) if (par_nt > 1)
     for (int64_t i = 0; i < count; i++) {
         /* the training corpus continued past its end: never one of its seeds (eval.h) */
         int64_t g = c->data.shapes + i;

@@ -15,6 +15,7 @@
 #include "base/alloc.h"
 #include "base/clock.h"
 #include "base/log.h"
+#include "base/mem.h"
 #include "optim/comm.h"
 #include "optim/train.h"
 #include "train.h"
@@ -29,6 +30,46 @@ void ps_step_losses(const PsModel *m, const PsBatch *b, const PsConfig *c, PsLos
                         &w, &gw);
     PsLossOptions o = ps_loss_options(c);
     ps_losses(&o, w, gw, b->x, b->v, b->z, out);
+}
+
+/* activations of a cross-attention block (pre-norm: LN, q/k/v, scores and softmax per head,
+ * output projection, residual, LN, MLP with its activation, residual) for nq queries over nk keys */
+static double cross_elems(double nq, double nk, double d, double hid, double heads) {
+    return nq * d * 6 + nk * d * 3 + 2 * heads * nq * nk + nq * hid * 2;
+}
+
+PsMemEstimate ps_train_memory(const PsConfig *c, int64_t B, int64_t nshapes) {
+    const double d = (double)c->model.width, hid = (double)(c->model.mlp_ratio * c->model.width);
+    const double H = (double)c->model.heads, M = (double)c->model.latents, m = (double)c->model.handles;
+    const double N = (double)c->data.n_surface, C = (double)c->data.n_cubature, Z = (double)c->data.n_z;
+    const double hh = (double)c->model.head_hidden, hb = (double)c->model.head_blocks, L = (double)c->model.layers;
+    const double pe = 3 + 6 * (double)c->model.n_freqs, es = !strcmp(c->model.dtype, "f64") ? 8 : 4;
+    bool exact = !strcmp(c->loss.grad, "exact");
+    /* per shape of the batch, forward values */
+    double enc = N * (pe + 3 + pe + d) + cross_elems(M, N, d, hid, H) + L * cross_elems(M, M, d, hid, H) + M * d * 2;
+    double handles = cross_elems(m, M, d, hid, H);
+    double Q = exact ? m * C : 7 * C; /* decoded points: the FD stencil, or one replica per handle */
+    double dec = Q * (3 + pe + d) + cross_elems(Q, m, d, hid, H) + Q * (d + pe) + Q * hh * (2 + 4 * hb) + Q * m;
+    if (exact) dec *= 2; /* the graph of the derivatives is kept for the loss's backward */
+    double loss = C * m * 12 * 3 + Z * 12 * m * 2 + Z * C * 9 * 14 + C * m * 8;
+    /* kept values + their gradients + temporaries at the peak: 2.5x the forward values counted
+     * here, from the growth of the peak RSS with the batch (Dec 2026, f32, FD gradients): tiny
+     * preset 361 KB per shape (batch 1000 → 4000; this gives 331), small preset 54.6 MB (4 → 32;
+     * this gives 56) */
+    double step = 2.5 * (enc + handles + dec + loss) * es * (double)B;
+    /* parameters: per attention block 4 d² + 2 d·hid, the projections and the head; ×4 with the
+     * gradient and AdamW's two moments */
+    double blocks = (L + 3) * (4 * d * d + 2 * d * hid + 8 * d);
+    double P = blocks + (pe + 3) * d + pe * d + (M + m) * d + (d + pe) * hh + hb * 2 * hh * hh + hh * m;
+    double params = P * es * 4;
+    /* a prepared shape: its surface pool (points, normals) and interior candidates (at most the
+     * cubature grid's cells), f32 */
+    double r = (double)c->data.cubature_res;
+    double data = (double)nshapes * 4 * ((double)c->data.pool_surface * 6 + r * r * r * 3);
+    PsMemEstimate e = {.step = (int64_t)fmin(step, 9e18), .params = (int64_t)fmin(params, 9e18),
+                       .data = (int64_t)fmin(data, 9e18)};
+    e.total = (int64_t)fmin(step + params + data, 9e18);
+    return e;
 }
 
 /* rank 0's state to every rank after a resume: parameters, moments, step counters */
@@ -73,6 +114,26 @@ int ps_train(const PsTrainArgs *a) {
     if (rank == 0 && B * size != c->train.batch)
         base_logf(BASE_LOG_WARN, NAME ": note: train.batch %lld over %d ranks: %lld shapes per rank per step",
                   (long long)c->train.batch, size, (long long)B);
+    /* refused before any work when it cannot fit: the estimate of this rank's share against the
+     * memory the machine has now (base/mem.h), rather than the OOM killer minutes in */
+    int64_t avail = base_mem_check_enabled() ? base_mem_available() : -1;
+    PsMemEstimate need = ps_train_memory(c, B, end - begin);
+    bool too_big = avail >= 0 && need.total > avail;
+    if (size > 1) too_big = optim_comm_allreduce_sum_scalar(comm, too_big) > 0;
+    if (too_big) {
+        char s0[32], s1[32], s2[32], s3[32], s4[32];
+        if (rank == 0)
+            base_logf(BASE_LOG_ERROR,
+                      NAME ": this configuration needs about %s (a step's tensors for %lld shapes per step: %s; "
+                           "parameters and optimizer state: %s; %lld prepared shapes: %s), more than the %s of "
+                           "memory available; lower train.batch or data.n_cubature / data.n_surface / data.n_z "
+                           "(ANIMA_MEM_CHECK=0 skips this check)",
+                      base_mem_str(need.total, s0, sizeof s0), (long long)B, base_mem_str(need.step, s1, sizeof s1),
+                      base_mem_str(need.params, s2, sizeof s2), (long long)(end - begin),
+                      base_mem_str(need.data, s3, sizeof s3), base_mem_str(avail, s4, sizeof s4));
+        optim_comm_finalize(comm);
+        return 2;
+    }
     double t0 = base_now();
     PsData data;
     int bad = ps_data_load_progress(&data, a->data, c, begin, end, rank == 0 ? a->data_progress : NULL,

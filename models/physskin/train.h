@@ -13,6 +13,15 @@
 /* encoder → handles → W, ∇W at batch->x (by c->loss.grad) → PISSL terms */
 void ps_step_losses(const PsModel *m, const PsBatch *b, const PsConfig *c, PsLosses *out);
 
+/* Memory a training run needs, estimated from the config before anything is allocated (bytes):
+ * a step's tensors for B shapes (forward activations the graph keeps, their gradients and the
+ * temporaries: counted per layer, times a factor measured on the tiny and small presets), the
+ * parameters with their gradient and AdamW moments, and nshapes prepared shapes. */
+typedef struct {
+    int64_t step, params, data, total;
+} PsMemEstimate;
+PsMemEstimate ps_train_memory(const PsConfig *c, int64_t B, int64_t nshapes);
+
 typedef struct {
     const PsConfig *cfg;
     const char *cfg_json;   /* stored in checkpoints */

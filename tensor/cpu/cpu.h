@@ -28,5 +28,13 @@ void cpu_gather(Tensor *out, const Tensor *x, int dim, const Tensor *index);
 void cpu_scatter_add(Tensor *out, int dim, const Tensor *index, const Tensor *src);
 void cpu_det3(Tensor *out, const Tensor *x, int64_t n);
 void cpu_inv3(Tensor *out, const Tensor *x, int64_t n);
+void cpu_attention(const TensorAttentionArgs *a);
+void cpu_attention_backward(const TensorAttentionArgs *a);
+void cpu_optim_sgd(TensorDType dt, int64_t n, void *w, const void *g, void *buf, double lr, double mu, bool nesterov,
+                   double wd);
+void cpu_optim_adam(TensorDType dt, int64_t n, void *w, const void *g, void *m, void *v, double b1, double b2,
+                    double eps, double l2, double decay, double step_size, double bc2_sqrt);
+void cpu_gram(TensorDType dt, int64_t n, int k, const void *const *x, double *dots);
+void cpu_lincomb(TensorDType dt, int64_t n, int k, const double *coef, const void *const *x, void *out);
 
 #endif

@@ -32,10 +32,25 @@ const TensorBackend tensor_backend_cpu = {
     .scatter_add = cpu_scatter_add,
     .det3 = cpu_det3,
     .inv3 = cpu_inv3,
+    .attention = cpu_attention,
+    .attention_backward = cpu_attention_backward,
+    .optim_sgd = cpu_optim_sgd,
+    .optim_adam = cpu_optim_adam,
+    .gram = cpu_gram,
+    .lincomb = cpu_lincomb,
 };
 
+/* the table CPU tensors dispatch to: tensor_backend_cpu, or a test's replacement */
+static const TensorBackend *cpu_table = &tensor_backend_cpu;
+
+const TensorBackend *tensor_backend_cpu_replace(const TensorBackend *be) {
+    const TensorBackend *prev = cpu_table;
+    cpu_table = be ? be : &tensor_backend_cpu;
+    return prev;
+}
+
 const TensorBackend *tensor_backend_for(TensorDevice dev) {
-    if (dev == TENSOR_CPU) return &tensor_backend_cpu;
+    if (dev == TENSOR_CPU) return cpu_table;
     const TensorBackend *be = tensor_backend_cuda();
     if (!be) tensor_fail("device", "no CUDA device available (build with CUDA=1 and run on a GPU machine)");
     return be;

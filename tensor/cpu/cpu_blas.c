@@ -4,9 +4,11 @@
  * thread (OpenBLAS's OpenMP build keeps calls inside a parallel region single-threaded).
  * bf16 operands are widened to f32 and multiplied by sgemm (see matmul_bf16). */
 #include <cblas.h>
+#include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/par.h"
 #include "../internal.h"
 #include "cpu.h"
 #include "cpu_iter.h"
@@ -28,10 +30,21 @@ static MatLayout mat_layout(int64_t rows, int64_t cols, int64_t sr, int64_t sc) 
 static void gemm(TensorDType dt, MatLayout la, MatLayout lb, int64_t n, int64_t m, int64_t k, const void *a,
                  const void *b, void *c, int64_t ldc) {
     CBLAS_TRANSPOSE ta = la.trans ? CblasTrans : CblasNoTrans, tb = lb.trans ? CblasTrans : CblasNoTrans;
+    /* OpenBLAS (its OpenMP build) threads every product above 64³ over omp_get_max_threads(),
+     * and each threaded call wakes the team (~20-50 µs with bounded waiting, base/par.h): here a
+     * call gets one thread per 4M multiply-adds (~0.3 ms of one core), at most the team size
+     * base_par_threads would give, for this call only */
+    int max = 0, use = 0;
+    if (n * m * k >= ((int64_t)1 << 18) && !omp_in_parallel()) {
+        max = omp_get_max_threads();
+        use = base_par_threads((n * m * k) >> 22, BASE_PAR_GRAIN);
+        if (use != max) omp_set_num_threads(use);
+    }
     if (dt == TENSOR_F32)
         cblas_sgemm(CblasRowMajor, ta, tb, (int)n, (int)m, (int)k, 1.0f, a, (int)la.ld, b, (int)lb.ld, 0.0f, c, (int)ldc);
     else
         cblas_dgemm(CblasRowMajor, ta, tb, (int)n, (int)m, (int)k, 1.0, a, (int)la.ld, b, (int)lb.ld, 0.0, c, (int)ldc);
+    if (use && use != max) omp_set_num_threads(max);
 }
 
 /* ---- bf16 operands ---------------------------------------------------------------------------
@@ -57,7 +70,8 @@ static void widen_bf16(const Tensor *x, Widened *w) {
     float *buf = malloc(sizeof(float) * (size_t)n);
     if (!buf) tensor_fail("matmul", "out of memory widening a bf16 operand (%lld elements)", (long long)n);
     const uint16_t *src = (const uint16_t *)x->storage->data + x->offset + lo;
-#pragma omp parallel for schedule(static) if (n >= CPU_PAR_MIN)
+    int par_nt = base_par_threads(n, 1);
+#pragma omp parallel for schedule(static) num_threads(par_nt) if (par_nt > 1)
     for (int64_t i = 0; i < n; i++) buf[i] = tensor_bf16_to_f32(src[i]);
     w->st = (TensorStorage){.data = buf, .nbytes = sizeof(float) * (size_t)n, .device = TENSOR_CPU};
     w->t = *x;
@@ -112,7 +126,8 @@ void cpu_matmul(Tensor *out, const Tensor *a, const Tensor *b) {
         return;
     }
     bool parallel = batch >= 2 && n * m * k <= ((int64_t)1 << 21);
-#pragma omp parallel for schedule(static) if (parallel)
+    int par_nt = parallel ? base_par_threads(batch, n * m * k / 8 + 1) : 1;
+#pragma omp parallel for schedule(static) num_threads(par_nt) if (par_nt > 1)
     for (int64_t t = 0; t < batch; t++) {
         int64_t oa = 0, ob = 0, r = t;
         for (int i = nd - 3; i >= 0; i--) {

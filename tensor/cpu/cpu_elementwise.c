@@ -7,6 +7,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "base/par.h"
 #include "../internal.h"
 #include "cpu.h"
 #include "cpu_iter.h"
@@ -82,7 +83,8 @@ static void binary_rows(TensorOpId op, Tensor *out, const Tensor *a, const Tenso
     const char *pa = tensor_data_ptr(a), *pb = tensor_data_ptr(b);
     int64_t rows = it.rows, len = it.len, cpr = (len + CPU_PIECE - 1) / CPU_PIECE;
     if (cpr < 1) cpr = 1;
-#pragma omp parallel for schedule(static) if (rows * len >= CPU_PAR_MIN && rows * cpr > 1)
+    int par_nt = base_par_threads(rows * cpr, (len + cpr - 1) / cpr);
+#pragma omp parallel for schedule(static) num_threads(par_nt) if (par_nt > 1)
     for (int64_t p = 0; p < rows * cpr; p++) {
         int64_t r = p / cpr, s0 = (p % cpr) * CPU_PIECE, n = len - s0 < CPU_PIECE ? len - s0 : CPU_PIECE;
         int64_t off[3];
@@ -101,12 +103,13 @@ static void binary_rows(TensorOpId op, Tensor *out, const Tensor *a, const Tenso
 /* A single contiguous row is the most common case (same-shape operands); split it. */
 void cpu_binary(TensorOpId op, Tensor *out, const Tensor *a, const Tensor *b) {
     int64_t n = tensor_numel(out);
-    if (n >= CPU_PAR_MIN && tensor_is_contiguous(a) && tensor_is_contiguous(b) && tensor_same_shape(a, out) &&
+    int par_nt = base_par_threads(n, 1);
+    if (par_nt > 1 && tensor_is_contiguous(a) && tensor_is_contiguous(b) && tensor_same_shape(a, out) &&
         tensor_same_shape(b, out)) {
         size_t es = tensor_dtype_size(out->dtype);
         char *po = tensor_data_ptr(out);
         const char *pa = tensor_data_ptr(a), *pb = tensor_data_ptr(b);
-#pragma omp parallel
+#pragma omp parallel num_threads(par_nt)
         {
             int nt = cpu_threads_in_team(), id = cpu_thread_id();
             int64_t chunk = (n + nt - 1) / nt, s = id * chunk, e = s + chunk < n ? s + chunk : n;
@@ -133,7 +136,8 @@ void cpu_where(Tensor *out, const Tensor *c, const Tensor *a, const Tensor *b) {
     size_t es = tensor_dtype_size(out->dtype), ec = tensor_dtype_size(c->dtype);
     char *po = tensor_data_ptr(out);
     const char *pc = tensor_data_ptr(c), *pa = tensor_data_ptr(a), *pb = tensor_data_ptr(b);
-#pragma omp parallel for schedule(static) if (it.rows * it.len >= CPU_PAR_MIN && it.rows > 1)
+    int par_nt = base_par_threads(it.rows, it.len);
+#pragma omp parallel for schedule(static) num_threads(par_nt) if (par_nt > 1)
     for (int64_t r = 0; r < it.rows; r++) {
         int64_t off[4];
         cpu_iter_row(&it, r, off);
@@ -221,7 +225,8 @@ void cpu_unary(TensorOpId op, Tensor *out, const Tensor *x, double p0, double p1
     size_t es = tensor_dtype_size(out->dtype);
     int64_t chunk = 16384;
     int64_t nchunks = (n + chunk - 1) / chunk;
-#pragma omp parallel for schedule(static) if (n >= CPU_PAR_MIN)
+    int par_nt = base_par_threads(nchunks, chunk);
+#pragma omp parallel for schedule(static) num_threads(par_nt) if (par_nt > 1)
     for (int64_t c = 0; c < nchunks; c++) {
         int64_t s = c * chunk, len = s + chunk < n ? chunk : n - s;
         void *o = (char *)po + s * (int64_t)es;
@@ -247,7 +252,8 @@ void cpu_copy(Tensor *dst, const Tensor *src) {
     const char *ps = tensor_data_ptr(src);
     int64_t rows = it.rows, len = it.len, cpr = (len + CPU_PIECE - 1) / CPU_PIECE;
     if (cpr < 1) cpr = 1;
-#pragma omp parallel for schedule(static) if (rows * len >= CPU_PAR_MIN && rows * cpr > 1)
+    int par_nt = base_par_threads(rows * cpr, (len + cpr - 1) / cpr);
+#pragma omp parallel for schedule(static) num_threads(par_nt) if (par_nt > 1)
     for (int64_t p = 0; p < rows * cpr; p++) {
         int64_t r = p / cpr, s0 = (p % cpr) * CPU_PIECE, n = len - s0 < CPU_PIECE ? len - s0 : CPU_PIECE;
         int64_t off[2];
@@ -279,10 +285,12 @@ void cpu_cast(Tensor *out, const Tensor *x) {
     else if (out->dtype == TENSOR_F32 && x->dtype == TENSOR_I64) { CAST_CASE(float, int64_t) }
     else if (out->dtype == TENSOR_F64 && x->dtype == TENSOR_I64) { CAST_CASE(double, int64_t) }
     else if (out->dtype == TENSOR_BF16 && x->dtype == TENSOR_F32) {
-#pragma omp parallel for schedule(static) if (n >= CPU_PAR_MIN)
+        int par_nt = base_par_threads(n, 1);
+#pragma omp parallel for schedule(static) num_threads(par_nt) if (par_nt > 1)
         for (int64_t i = 0; i < n; i++) ((uint16_t *)po)[i] = tensor_bf16_from_f32(((const float *)px)[i]);
     } else if (out->dtype == TENSOR_F32 && x->dtype == TENSOR_BF16) {
-#pragma omp parallel for schedule(static) if (n >= CPU_PAR_MIN)
+        int par_nt = base_par_threads(n, 1);
+#pragma omp parallel for schedule(static) num_threads(par_nt) if (par_nt > 1)
         for (int64_t i = 0; i < n; i++) ((float *)po)[i] = tensor_bf16_to_f32(((const uint16_t *)px)[i]);
     } else memcpy(po, px, (size_t)n * tensor_dtype_size(x->dtype));
 #undef CAST_CASE
@@ -293,7 +301,8 @@ void cpu_fill(Tensor *out, double v) {
     size_t es = tensor_dtype_size(out->dtype);
     char *base = tensor_data_ptr(out);
     int64_t pieces = (n + 4 * CPU_PIECE - 1) / (4 * CPU_PIECE);
-#pragma omp parallel for schedule(static) if (n >= 4 * CPU_PAR_MIN)
+    int par_nt = base_par_threads(pieces, CPU_PIECE); /* a fill: ~1/4 of an op per element */
+#pragma omp parallel for schedule(static) num_threads(par_nt) if (par_nt > 1)
     for (int64_t p = 0; p < pieces; p++) {
         int64_t s0 = p * 4 * CPU_PIECE, len = n - s0 < 4 * CPU_PIECE ? n - s0 : 4 * CPU_PIECE;
         void *d = base + s0 * (int64_t)es;

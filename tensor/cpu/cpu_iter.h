@@ -6,7 +6,6 @@
 
 #include "../tensor.h"
 
-#define CPU_PAR_MIN 32768 /* elements below which a kernel stays on one thread */
 
 /* Hot f32 loops are compiled twice, for AVX-512 (x86-64-v4) and for the build's baseline, and
  * picked at load time (GCC function multi-versioning): twice the lanes where the CPU has them. */

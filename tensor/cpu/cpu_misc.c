@@ -5,6 +5,7 @@
 #include <omp.h>
 #include <string.h>
 
+#include "base/par.h"
 #include "cpu.h"
 #include "cpu_iter.h"
 
@@ -18,7 +19,8 @@ void cpu_random(Tensor *out, uint64_t seed, uint64_t stream, uint64_t offset, bo
     int64_t n = tensor_numel(out);
     void *p = tensor_data_ptr(out);
     bool f32 = out->dtype == TENSOR_F32;
-#pragma omp parallel for schedule(static) if (n >= CPU_PAR_MIN)
+    int par_nt = base_par_threads((n + 1) / 2, 20); /* Philox and a log, cos or sin per pair */
+#pragma omp parallel for schedule(static) num_threads(par_nt) if (par_nt > 1)
     for (int64_t i = 0; i < n; i += 2) {
         uint32_t w[4];
         tensor_philox(seed, stream, offset + (uint64_t)(i / 2), w);
@@ -47,7 +49,8 @@ void cpu_index_select(Tensor *out, const Tensor *x, const int64_t *index, int64_
     size_t es = tensor_dtype_size(x->dtype);
     char *po = tensor_data_ptr(out);
     const char *px = tensor_data_ptr(x);
-#pragma omp parallel for schedule(static) if (A * K * C >= CPU_PAR_MIN)
+    int par_nt = base_par_threads(A * K, C);
+#pragma omp parallel for schedule(static) num_threads(par_nt) if (par_nt > 1)
     for (int64_t ak = 0; ak < A * K; ak++) {
         int64_t a = ak / K, k = ak % K;
         memcpy(po + (a * K + k) * C * (int64_t)es, px + (a * N + index[k]) * C * (int64_t)es, (size_t)C * es);

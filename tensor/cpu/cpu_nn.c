@@ -5,6 +5,7 @@
 #pragma GCC optimize("no-math-errno", "no-trapping-math", "fp-contract=fast")
 #include <math.h>
 
+#include "base/par.h"
 #include "cpu.h"
 #include "cpu_iter.h"
 #include "cpu_math.h"
@@ -50,7 +51,8 @@ static void softmax_row_f64(double *restrict o, const double *restrict x, int64_
 void cpu_softmax(Tensor *out, const Tensor *x, int64_t rows, int64_t cols, bool lg) {
     void *po = tensor_data_ptr(out);
     const void *px = tensor_data_ptr(x);
-#pragma omp parallel for schedule(static) if (rows * cols >= CPU_PAR_MIN && rows > 1)
+    int par_nt = base_par_threads(rows, 2 * cols);
+#pragma omp parallel for schedule(static) num_threads(par_nt) if (par_nt > 1)
     for (int64_t r = 0; r < rows; r++) {
         if (out->dtype == TENSOR_F32) softmax_row_f32((float *)po + r * cols, (const float *)px + r * cols, cols, lg);
         else softmax_row_f64((double *)po + r * cols, (const double *)px + r * cols, cols, lg);
@@ -98,7 +100,8 @@ void cpu_layer_norm(Tensor *out, const Tensor *x, const Tensor *w, const Tensor 
     void *po = tensor_data_ptr(out);
     const void *px = tensor_data_ptr(x);
     const void *pw = w ? tensor_data_ptr(w) : NULL, *pb = b ? tensor_data_ptr(b) : NULL;
-#pragma omp parallel for schedule(static) if (rows * cols >= CPU_PAR_MIN && rows > 1)
+    int par_nt = base_par_threads(rows, 2 * cols);
+#pragma omp parallel for schedule(static) num_threads(par_nt) if (par_nt > 1)
     for (int64_t r = 0; r < rows; r++) {
         if (out->dtype == TENSOR_F32)
             ln_row_f32((float *)po + r * cols, (const float *)px + r * cols, pw, pb, cols, eps);
@@ -145,7 +148,8 @@ void cpu_layer_norm_backward(Tensor *out, const Tensor *g, const Tensor *x, cons
                              int64_t cols, double eps) {
     void *po = tensor_data_ptr(out);
     const void *pg = tensor_data_ptr(g), *px = tensor_data_ptr(x), *pw = w ? tensor_data_ptr(w) : NULL;
-#pragma omp parallel for schedule(static) if (rows * cols >= CPU_PAR_MIN && rows > 1)
+    int par_nt = base_par_threads(rows, 2 * cols);
+#pragma omp parallel for schedule(static) num_threads(par_nt) if (par_nt > 1)
     for (int64_t r = 0; r < rows; r++) {
         if (out->dtype == TENSOR_F32)
             ln_bw_row_f32((float *)po + r * cols, (const float *)pg + r * cols, (const float *)px + r * cols, pw,

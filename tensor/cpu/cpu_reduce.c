@@ -6,13 +6,15 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "base/par.h"
 #include "cpu.h"
 #include "cpu_iter.h"
 
 #define DEFINE_REDUCE(T, SFX)                                                                        \
     static void reduce_##SFX(TensorOpId op, void *outp, const T *x, int64_t A, int64_t R, int64_t C) { \
         if (C == 1) {                                                                                \
-            _Pragma("omp parallel for schedule(static) if (A * R >= CPU_PAR_MIN && A > 1)")          \
+            int par_nt = base_par_threads(A, R);                                                     \
+            _Pragma("omp parallel for schedule(static) num_threads(par_nt) if (par_nt > 1)")         \
             for (int64_t a = 0; a < A; a++) {                                                        \
                 const T *row = x + a * R;                                                            \
                 if (op == TENSOR_OP_SUM) {                                                           \
@@ -35,7 +37,8 @@
         }                                                                                            \
         /* column blocks of W: narrower when there are too few blocks to share among threads */ \
         int64_t W = A * ((C + 255) / 256) >= 16 ? 256 : 64, nb = (C + W - 1) / W;                  \
-        _Pragma("omp parallel for schedule(static) if (A * R * C >= CPU_PAR_MIN)")                   \
+        int par_nt = base_par_threads(A * nb, R * W);                                                \
+        _Pragma("omp parallel for schedule(static) num_threads(par_nt) if (par_nt > 1)")             \
         for (int64_t ac = 0; ac < A * nb; ac++) {                                                    \
             int64_t a = ac / nb, c0 = (ac % nb) * W;                                                 \
             int64_t cn = C - c0 < W ? C - c0 : W;                                                    \
