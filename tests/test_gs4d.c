@@ -694,7 +694,7 @@ TEST(gs4d_cli_mpi_matches_one_process) {
     snprintf(cmd, sizeof cmd, "OMP_NUM_THREADS=1 ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 mpirun --oversubscribe --allow-run-as-root -np 2 %s %s --out %s/two 2>&1",
              test_anima_bin(), common, dir);
     rc = test_run_capture(cmd, out, sizeof out);
-    CHECK_MSG(rc == 0 && strstr(out, "2 ranks, 2 views per step"), "rc %d: %s", rc, out);
+    CHECK_MSG(rc == 0 && strstr(out, "2 ranks (MPI), 2 views per step"), "rc %d: %s", rc, out);
     a = strstr(out, "done after");
     CHECK(a && (a = strstr(a, "held-out PSNR ")) && sscanf(a, "held-out PSNR %lf", &p2) == 1);
     CHECK_MSG(fabs(p1 - p2) < 0.02, "held-out PSNR %.4f dB (one process) vs %.4f dB (two ranks)", p1, p2);

@@ -2,6 +2,7 @@
  *
  *   anima gs4d fit --data DIR|synthetic[:category] [--config FILE] [--out RUN] [--iters K]
  *                  [--resume|--force] [--stop-after N] [--set key.path=value ...] [--no-progress]
+ *                  [--device cpu|cuda]
  *   anima gs4d eval RUN
  *
  * fit: trains the canonical Gaussians and the deformation MLP on the training views, with
@@ -18,7 +19,11 @@
  * --data synthetic[:category] makes the small analytic sequence of models/gs4d/synth.h (with
  * ground truth); data.size, data.frames, data.views and data.test_views size it.
  * Under `mpirun -np N` the train.batch views of a step are sharded over the ranks (a multiple of
- * N); rank 0 reports and writes.
+ * N); rank 0 reports and writes; with --device cuda the ranks' gradients are averaged over NCCL.
+ * --device cuda: the training step on the GPU (gs4d_to_device: parameters, gradients and Adam
+ * moments moved, the training images uploaded, the MLP on cuBLAS, the CUDA rasterizer, the losses
+ * on the device; densification and the kNN on host copies written back); checkpoints, metrics and
+ * the products are the same files. The held-out views stay on the host (renders come back).
  * eval: reloads RUN's config and checkpoint and prints the held-out PSNR and SSIM (SSIM over the
  * valid 11×11 windows), and where the data has ground truth, the Chamfer distance between the
  * centers of the visible Gaussians (opacity ≥ 0.05) and the true surface per frame (% of the
@@ -47,6 +52,7 @@
 #include "optim/checkpoint.h"
 #include "optim/comm.h"
 #include "optim/train.h"
+#include "tensor/backend.h"
 #include "tools/cmd.h"
 #include "tools/cmd_args.h"
 
@@ -449,6 +455,8 @@ static int gs4d_fit_run(int argc, char **argv, OptimComm *comm) {
     bool no_progress = false, force = false, resume = false;
     int64_t stop_after = 0;
     CmdArgList sets = {.n = 0};
+    const char *device = "cpu";
+    static const char *const DEVICES[] = {"cpu", "cuda", NULL};
     const CmdArg args[] = {
         {"--data", CMD_ARG_KEY, &sets, "DIR|synthetic[:category]", "the views (D-NeRF / nerfstudio folder)", .key = "data.dir"},
         {"--config", CMD_ARG_STRING, &config_path, "FILE", "JSON config (configs/gs4d-small.json); defaults for absent keys"},
@@ -459,6 +467,8 @@ static int gs4d_fit_run(int argc, char **argv, OptimComm *comm) {
         {"--stop-after", CMD_ARG_INT, &stop_after, "N", "checkpoint and stop after N steps of this run", 1, -1},
         {"--set", CMD_ARG_LIST, &sets, "k=v", "override a config key, e.g. --set train.arap_weight=0"},
         {"--no-progress", CMD_ARG_FLAG, &no_progress, NULL, "no progress display on stderr"},
+        {"--device", CMD_ARG_CHOICE, &device, "D",
+         "cpu (default) or cuda: MLP, render, losses, gradients and Adam on the GPU", .choices = DEVICES},
         {0}};
     const CmdArgSpec spec = {"anima gs4d fit", "--data DIR [--config FILE] [--out RUN] [--resume|--force] [options]",
                              FIT_ABOUT, args, "SIGINT/SIGTERM finish the current step, checkpoint and exit 130/143.\n"
@@ -468,6 +478,15 @@ static int gs4d_fit_run(int argc, char **argv, OptimComm *comm) {
     Gs4dCmdConfig cfg;
     char err[8192];
     if (cmd_args_config(&spec, errf, config_path, &sets, GS4D_SCHEMA, &cfg)) return 2;
+    bool cuda = !strcmp(device, "cuda");
+    if (cuda && !tensor_backend_cuda()) {
+        if (is_main) fprintf(stderr, "anima gs4d fit: --device cuda: no CUDA device (built without CUDA=1, or no GPU answered)\n");
+        return 2;
+    }
+    if (cuda && ranks > 1 && optim_comm_kind(comm) != OPTIM_COMM_NCCL) {
+        if (is_main) fprintf(stderr, "anima gs4d fit: --device cuda on %d ranks needs NCCL, which did not start\n", ranks);
+        return 2;
+    }
     if (cfg.train.batch % ranks) {
         if (is_main) fprintf(stderr, "anima gs4d fit: train.batch = %lld views must be a multiple of the %d ranks\n", (long long)cfg.train.batch, ranks);
         return 2;
@@ -555,9 +574,15 @@ static int gs4d_fit_run(int argc, char **argv, OptimComm *comm) {
         optim_comm_broadcast(comm, m.optim.exp_avg_sq, 0);
     }
     gs4d_set_step(&m, tl.step);
+    if (cuda) { /* after the checkpoint load and the broadcast, which work on the host buffers */
+        gs4d_to_device(&m, TENSOR_CUDA);
+        gs4d_data_to_device(&dtr, TENSOR_CUDA);
+    }
     if (is_main && resume && tl.resumed_config && strcmp(tl.resumed_config, cfg_json))
         fprintf(stderr, "anima gs4d fit: note: the config differs from the one stored in %s; using the new one\n", ckpt_path);
-    if (is_main && ranks > 1) fprintf(stderr, "anima gs4d fit: %d ranks, %lld views per step\n", ranks, (long long)cfg.train.batch);
+    if (is_main && ranks > 1)
+        fprintf(stderr, "anima gs4d fit: %d ranks (%s), %lld views per step\n", ranks,
+                optim_comm_kind(comm) == OPTIM_COMM_NCCL ? "NCCL" : "MPI", (long long)cfg.train.batch);
     if (is_main && resume) fprintf(stderr, "anima gs4d fit: resuming %s at step %lld\n", ckpt_path, (long long)tl.step);
     double t_train = base_now(), t_eval = 0, ts[6] = {0};
     int64_t n_def = 0;
@@ -586,6 +611,10 @@ static int gs4d_fit_run(int argc, char **argv, OptimComm *comm) {
     bool finished = tl.step >= cfg.train.iters;
     double t_loop = base_now() - t_train - t_eval;
     rc = optim_train_finish(&tl);
+    if (cuda) { /* the products read the parameters and the training images on the host */
+        gs4d_to_device(&m, TENSOR_CPU);
+        gs4d_data_to_device(&dtr, TENSOR_CPU);
+    }
     int64_t steps = m.step - first;
     if (!is_main) { /* rank 0 reports and writes the products */
         gs4d_free(&m);
@@ -631,8 +660,15 @@ static int gs4d_fit_run(int argc, char **argv, OptimComm *comm) {
     return rc;
 }
 
+static bool wants_cuda(int argc, char **argv) {
+    for (int i = 1; i + 1 < argc; i++)
+        if (!strcmp(argv[i], "--device") && !strcmp(argv[i + 1], "cuda")) return true;
+    return false;
+}
+
 static int gs4d_fit_main(int argc, char **argv) {
-    OptimComm *comm = optim_comm_init(false);
+    /* --device cuda on several ranks: NCCL for the device gradients (host buffers still go over MPI) */
+    OptimComm *comm = optim_comm_init(wants_cuda(argc, argv));
     int rc = gs4d_fit_run(argc, argv, comm);
     optim_comm_finalize(comm);
     return rc;

@@ -248,8 +248,9 @@ Tensor *gs4d_arap_loss(Tensor *xf, Tensor *xc, const int32_t *nbr, int k) {
     if (np == 0) return tensor_mul_scalar(tensor_sum_all(xf), 0.0);
     double *f = base_malloc(sizeof(double) * (size_t)n * 3), *c = base_malloc(sizeof(double) * (size_t)n * 3);
     bool prev = ag_no_grad_begin();
-    tensor_to_f64_array(xf, f);
-    tensor_to_f64_array(xc, c);
+    /* one copy of each to the host (element reads of a device tensor would be one transfer each) */
+    tensor_to_f64_array(tensor_to(xf, TENSOR_CPU), f);
+    tensor_to_f64_array(tensor_to(xc, TENSOR_CPU), c);
     ag_no_grad_end(prev);
     int64_t *I = base_malloc(sizeof(int64_t) * (size_t)np), *J = base_malloc(sizeof(int64_t) * (size_t)np);
     double *Rp = base_malloc(sizeof(double) * 9 * (size_t)np);
@@ -279,6 +280,9 @@ Tensor *gs4d_arap_loss(Tensor *xf, Tensor *xc, const int32_t *nbr, int k) {
     Tensor *tj = tensor_from_data(1, (int64_t[]){np}, TENSOR_I64, J);
     Tensor *tr = tensor_from_f64(3, (int64_t[]){np, 3, 3}, dt, Rp); /* a constant: no gradient through R_i */
     free(f), free(c), free(I), free(J), free(Rp), free(ea), free(eb);
+    if (tensor_device(xf) != TENSOR_CPU) { /* the fits ran on the host (3×3 SVDs per point); the loss on xf's device */
+        ti = tensor_to(ti, tensor_device(xf)), tj = tensor_to(tj, tensor_device(xf)), tr = tensor_to(tr, tensor_device(xf));
+    }
     Tensor *e = tensor_sub(tensor_index_select(xf, 0, ti), tensor_index_select(xf, 0, tj));
     Tensor *e0 = tensor_sub(tensor_index_select(xc, 0, ti), tensor_index_select(xc, 0, tj));
     Tensor *re0 = tensor_reshape(tensor_matmul(tr, tensor_unsqueeze(e0, 2)), 2, (int64_t[]){np, 3});

@@ -32,7 +32,8 @@ void gs4d_knn(const float *x, int64_t n, const int32_t *labels, int k, int32_t *
 void gs4d_best_rotation(const double *a, const double *b, int n, double R[9]);
 
 /* The loss above (0-d, the dtype of xf) for deformed xf (N, 3) and canonical xc (N, 3) tensors
- * (CPU, f32 or f64; either may require grad) and neighbors nbr (N × k, −1 = none). 0 when there
+ * (f32 or f64, on the host or a device: the rotation fits run on the host from a copy, the loss on
+ * the tensors' device; either may require grad) and neighbors nbr (N × k, −1 = none). 0 when there
  * are no pairs. */
 Tensor *gs4d_arap_loss(Tensor *xf, Tensor *xc, const int32_t *nbr, int k);
 

@@ -139,7 +139,7 @@ void gs4d_data_free(Gs4dData *d) {
 
 Tensor *gs4d_target(const Gs4dData *d, int v, const double bg[3]) {
     /* straight alpha: rgb α + bg (1 − α) */
-    Tensor *b = tensor_from_f64(1, (int64_t[]){3}, TENSOR_F32, bg);
+    Tensor *b = tensor_to(tensor_from_f64(1, (int64_t[]){3}, TENSOR_F32, bg), tensor_device(d->rgb[v]));
     Tensor *a = d->alpha[v];
     return tensor_add(tensor_mul(d->rgb[v], a), tensor_mul(tensor_rsub_scalar(a, 1.0), b));
 }
@@ -174,6 +174,88 @@ static bool carved_in(const Gs4dData *d, const double x[3]) {
         hit += d->views[v].rgba[((size_t)j * c->width + i) * 4 + 3] > 0.5f;
     }
     return seen > 0 && 2 * hit >= seen;
+}
+
+/* each used group's NnParams / Optim as slices of m's flat buffers and moments (wherever they
+ * are now), keeping the groups' configs and steps; the headers in the current scope */
+static void slice_groups(Gs4dModel *m) {
+    NnParams *p = &m->params;
+    for (int g = 0; g < GS4D_GROUPS; g++) {
+        if (!m->used[g]) continue;
+        int64_t lo = m->glo[g], len = m->ghi[g] - m->glo[g];
+        NnParams *gp = &m->gparams[g];
+        *gp = (NnParams){.dtype = p->dtype, .scope = p->scope, .packed = true};
+        gp->flat = tensor_narrow(p->flat, 0, lo, len);
+        gp->flat_grad = tensor_narrow(p->flat_grad, 0, lo, len);
+        m->gopt[g].params = gp;
+        m->gopt[g].exp_avg = tensor_narrow(m->optim.exp_avg, 0, lo, len);
+        m->gopt[g].exp_avg_sq = tensor_narrow(m->optim.exp_avg_sq, 0, lo, len);
+    }
+}
+
+/* every parameter header re-pointed into flat (same layout as m->params.flat) */
+static void point_params(Gs4dModel *m, Tensor *flat) {
+    int64_t off = 0;
+    for (int i = 0; i < m->params.n; i++) {
+        Tensor *t = m->params.items[i].value;
+        Tensor *v = tensor_view_at(flat, t->ndim, t->shape, off);
+        t->storage = v->storage;
+        t->offset = v->offset;
+        for (int a = 0; a < t->ndim; a++) t->stride[a] = v->stride[a];
+        off += tensor_numel(t);
+    }
+    m->params.flat = flat;
+}
+
+void gs4d_to_device(Gs4dModel *m, TensorDevice dev) {
+    if (tensor_device(m->params.flat) == dev) return;
+    nn_params_move(&m->params, dev);
+    TensorScope *prev = tensor_scope_switch(m->params.scope);
+    bool grad = tensor_grad_set_enabled(false);
+    m->optim.exp_avg = tensor_to(m->optim.exp_avg, dev);
+    m->optim.exp_avg_sq = tensor_to(m->optim.exp_avg_sq, dev);
+    slice_groups(m);
+    tensor_grad_set_enabled(grad);
+    tensor_scope_switch(prev);
+}
+
+void gs4d_data_to_device(Gs4dData *d, TensorDevice dev) {
+    for (int v = 0; v < d->n; v++) d->rgb[v] = tensor_to(d->rgb[v], dev), d->alpha[v] = tensor_to(d->alpha[v], dev);
+}
+
+/* ---- host sessions: the per-Gaussian loops below read and write the flat buffers through
+ * tensor_f32, so with the model on a device they run on host copies (made in the current scope)
+ * that host_end writes back, every header restored ---- */
+typedef struct {
+    bool active;
+    Tensor *flat, *ea, *es; /* the device buffers */
+    NnParams gparams[GS4D_GROUPS];
+    Optim gopt[GS4D_GROUPS];
+} HostSession;
+
+static void host_begin(Gs4dModel *m, HostSession *h) {
+    h->active = tensor_device(m->params.flat) != TENSOR_CPU;
+    if (!h->active) return;
+    h->flat = m->params.flat, h->ea = m->optim.exp_avg, h->es = m->optim.exp_avg_sq;
+    memcpy(h->gparams, m->gparams, sizeof h->gparams);
+    memcpy(h->gopt, m->gopt, sizeof h->gopt);
+    point_params(m, tensor_to(h->flat, TENSOR_CPU));
+    m->optim.exp_avg = tensor_to(h->ea, TENSOR_CPU);
+    m->optim.exp_avg_sq = tensor_to(h->es, TENSOR_CPU);
+    slice_groups(m);
+}
+
+static void host_end(Gs4dModel *m, HostSession *h) {
+    if (!h->active) return;
+    TensorDevice dev = tensor_device(h->flat);
+    tensor_copy_(h->flat, tensor_to(m->params.flat, dev));
+    tensor_copy_(h->ea, tensor_to(m->optim.exp_avg, dev));
+    tensor_copy_(h->es, tensor_to(m->optim.exp_avg_sq, dev));
+    point_params(m, h->flat);
+    m->optim.exp_avg = h->ea, m->optim.exp_avg_sq = h->es;
+    memcpy(m->gparams, h->gparams, sizeof h->gparams);
+    memcpy(m->gopt, h->gopt, sizeof h->gopt);
+    for (int g = 0; g < GS4D_GROUPS; g++) m->gopt[g].params = &m->gparams[g];
 }
 
 void gs4d_init(Gs4dModel *m, const Gs4dConfig *cfg, const Gs4dData *d, const int32_t *labels) {
@@ -216,7 +298,7 @@ void gs4d_init(Gs4dModel *m, const Gs4dConfig *cfg, const Gs4dData *d, const int
 
     /* each group: a slice of the flat buffers and of the Adam moments */
     int64_t off = 0;
-    int64_t lo[GS4D_GROUPS], hi[GS4D_GROUPS];
+    int64_t *lo = m->glo, *hi = m->ghi;
     for (int g = 0; g < GS4D_GROUPS; g++) lo[g] = INT64_MAX, hi[g] = -1;
     for (int i = 0; i < p->n; i++) {
         const char *nm = p->items[i].name;
@@ -235,20 +317,14 @@ void gs4d_init(Gs4dModel *m, const Gs4dConfig *cfg, const Gs4dData *d, const int
         off += k;
     }
     double lrs[GS4D_GROUPS] = {cfg->lr_means, cfg->lr_scales, cfg->lr_quats, cfg->lr_opacity, cfg->lr_color, cfg->lr_deform};
-    TensorScope *prev = tensor_scope_switch(p->scope);
     for (int g = 0; g < GS4D_GROUPS; g++) {
         if (hi[g] < 0) continue;
         m->used[g] = true;
-        NnParams *gp = &m->gparams[g];
-        *gp = (NnParams){.dtype = p->dtype, .scope = p->scope, .packed = true};
-        gp->flat = tensor_narrow(p->flat, 0, lo[g], hi[g] - lo[g]);
-        gp->flat_grad = tensor_narrow(p->flat_grad, 0, lo[g], hi[g] - lo[g]);
         OptimConfig gc = oc;
         gc.lr = lrs[g];
-        m->gopt[g] = (Optim){.cfg = gc, .params = gp, .exp_avg = tensor_narrow(m->optim.exp_avg, 0, lo[g], hi[g] - lo[g]),
-                             .exp_avg_sq = tensor_narrow(m->optim.exp_avg_sq, 0, lo[g], hi[g] - lo[g])};
+        m->gopt[g] = (Optim){.cfg = gc};
     }
-    tensor_scope_switch(prev);
+    slice_groups(m);
 
     /* canonical values: carved from the training alphas inside the region the cameras look at */
     TensorRng rng = {.seed = cfg->seed, .stream = 0x6a5e};
@@ -311,6 +387,7 @@ void gs4d_mlp_forward(const Gs4dMlp *mlp, const Gs4dConfig *cfg, Tensor *x, doub
                       Tensor **dq, Tensor **dc, Tensor **dop) {
     int64_t n = x->shape[0];
     Tensor *tt = tensor_full(2, (int64_t[]){1, 1}, t, x->dtype);
+    if (tensor_device(x) != TENSOR_CPU) tt = tensor_to(tt, tensor_device(x));
     Tensor *te = nn_fourier_embed(tt, cfg->freq_t);
     te = tensor_expand(te, 2, (int64_t[]){n, te->shape[1]});
     Tensor *parts[2] = {nn_fourier_embed(x, cfg->freq_x), te};
@@ -364,7 +441,7 @@ Tensor *gs4d_render(const Gs4dModel *m, const DsCamera *cam, double t, const dou
     bool prev = ag_no_grad_begin();
     GsGaussians g = gs4d_canonical(m);
     if (deforming(m)) g = gs4d_deform(m, &g, t);
-    Tensor *img = tensor_contiguous(gs_render(&g, cam, bg ? bg : m->cfg.background).image);
+    Tensor *img = tensor_contiguous(tensor_to(gs_render(&g, cam, bg ? bg : m->cfg.background).image, TENSOR_CPU));
     ag_no_grad_end(prev);
     return img;
 }
@@ -423,8 +500,7 @@ static int cmp_grad(const void *a, const void *b) {
     return x->i < y->i ? -1 : x->i > y->i;
 }
 
-int64_t gs4d_densify(Gs4dModel *m, const Gs4dData *d, TensorRng *rng) {
-    (void)d;
+static int64_t densify_host(Gs4dModel *m, TensorRng *rng) {
     int64_t n = m->cfg.n;
     int ns = m->cfg.isotropic ? 1 : 3;
     float *o = tensor_f32(m->opacities), *mu = tensor_f32(m->means), *sc = tensor_f32(m->scales);
@@ -494,7 +570,7 @@ int64_t gs4d_densify(Gs4dModel *m, const Gs4dData *d, TensorRng *rng) {
     return m->densified + m->relocated;
 }
 
-void gs4d_update_neighbors(Gs4dModel *m) {
+static void neighbors_host(Gs4dModel *m) {
     int64_t n = m->cfg.n;
     int k = m->cfg.arap_k;
     int32_t *lab = base_malloc(sizeof(int32_t) * (size_t)n), *nbr = base_malloc(sizeof(int32_t) * (size_t)n * k);
@@ -504,6 +580,26 @@ void gs4d_update_neighbors(Gs4dModel *m) {
     float *dst = tensor_f32(m->neighbors);
     for (int64_t i = 0; i < n * k; i++) dst[i] = (float)nbr[i];
     free(lab), free(nbr);
+}
+
+int64_t gs4d_densify(Gs4dModel *m, const Gs4dData *d, TensorRng *rng) {
+    (void)d;
+    TensorScope *s = tensor_scope_begin();
+    HostSession h;
+    host_begin(m, &h);
+    int64_t moved = densify_host(m, rng);
+    host_end(m, &h);
+    tensor_scope_end(s);
+    return moved;
+}
+
+void gs4d_update_neighbors(Gs4dModel *m) {
+    TensorScope *s = tensor_scope_begin();
+    HostSession h;
+    host_begin(m, &h);
+    neighbors_host(m);
+    host_end(m, &h);
+    tensor_scope_end(s);
 }
 
 static void opacity_reset(Gs4dModel *m) {
@@ -544,8 +640,10 @@ double gs4d_step_batch(Gs4dModel *m, const Gs4dData *d, const int64_t *views, in
     int32_t *nbr = NULL;
     if (def && m->cfg.arap_weight > 0) {
         nbr = base_malloc(sizeof(int32_t) * (size_t)n * k);
-        const float *nf = tensor_f32(m->neighbors);
+        TensorScope *s = tensor_scope_begin();
+        const float *nf = tensor_f32(tensor_contiguous(tensor_to(m->neighbors, TENSOR_CPU)));
         for (int64_t i = 0; i < n * k; i++) nbr[i] = (int32_t)nf[i];
+        tensor_scope_end(s);
     }
     /* this rank's densification statistics of the step, added to the buffers (after the
      * all-reduce with several ranks) */
@@ -577,9 +675,9 @@ double gs4d_step_batch(Gs4dModel *m, const Gs4dData *d, const int64_t *views, in
         sums[0] += tensor_item(loss), sums[1] += tensor_item(photo), sums[2] += arap ? tensor_item(arap) : 0;
         /* 3DGS's densification statistic: ‖∂L/∂μ'‖ of the view's own loss (undoing the scale) in
          * NDC (pixels × size / 2), summed over the steps that saw the Gaussian */
-        Tensor *g2 = tensor_contiguous(tensor_cast(r.mean2d_grad, TENSOR_F64));
+        Tensor *g2 = tensor_contiguous(tensor_to(tensor_cast(r.mean2d_grad, TENSOR_F64), TENSOR_CPU));
         const double *gg = tensor_data_ptr(g2);
-        const int64_t *rad = tensor_data_ptr(r.radii);
+        const int64_t *rad = tensor_data_ptr(tensor_contiguous(tensor_to(r.radii, TENSOR_CPU)));
         double sx = 0.5 * view->cam.width / scale, sy = 0.5 * view->cam.height / scale;
         for (int64_t i = 0; i < n; i++) {
             if (rad[i] <= 0) continue;
@@ -604,8 +702,18 @@ double gs4d_step_batch(Gs4dModel *m, const Gs4dData *d, const int64_t *views, in
         for (int a = 0; a < 3; a++) sums[a] = optim_comm_allreduce_sum_scalar(comm, sums[a]);
         t_back += base_now() - tk[3];
     }
-    float *acc = tensor_f32(m->grad_accum), *cnt = tensor_f32(m->grad_count);
-    for (int64_t i = 0; i < n; i++) acc[i] += dacc[i], cnt[i] += dcnt[i];
+    if (tensor_device(m->grad_accum) == TENSOR_CPU) {
+        float *acc = tensor_f32(m->grad_accum), *cnt = tensor_f32(m->grad_count);
+        for (int64_t i = 0; i < n; i++) acc[i] += dacc[i], cnt[i] += dcnt[i];
+    } else { /* grad_accum and grad_count are adjacent in the flat buffer: one upload, one add */
+        TensorScope *s = tensor_scope_begin();
+        bool prev = ag_no_grad_begin();
+        Tensor *st = tensor_to(tensor_from_data(1, (int64_t[]){2 * n}, TENSOR_F32, dacc), tensor_device(m->grad_accum));
+        tensor_copy_(m->grad_accum, tensor_add(m->grad_accum, tensor_narrow(st, 0, 0, n)));
+        tensor_copy_(m->grad_count, tensor_add(m->grad_count, tensor_narrow(st, 0, n, n)));
+        ag_no_grad_end(prev);
+        tensor_scope_end(s);
+    }
     free(dacc);
     double lv = sums[0] / batch;
     if (info) {
@@ -622,13 +730,20 @@ double gs4d_step_batch(Gs4dModel *m, const Gs4dData *d, const int64_t *views, in
     m->step++;
     m->optim.step = m->step;
     m->densified = m->relocated = 0;
-    bool moved = false;
-    if (m->step <= m->cfg.refine_until) {
-        if (m->cfg.densify_every > 0 && m->step % m->cfg.densify_every == 0) moved = gs4d_densify(m, d, rng) > 0;
-        if (m->cfg.reset_every > 0 && m->step % m->cfg.reset_every == 0) opacity_reset(m);
+    bool moved = false, refine = m->step <= m->cfg.refine_until;
+    bool densify = refine && m->cfg.densify_every > 0 && m->step % m->cfg.densify_every == 0;
+    bool reset = refine && m->cfg.reset_every > 0 && m->step % m->cfg.reset_every == 0;
+    bool knn = m->cfg.arap_weight > 0 && m->cfg.knn_every > 0 && m->step % m->cfg.knn_every == 0;
+    if (densify || reset || knn) { /* one host session (on a device: one copy down and up) */
+        TensorScope *s = tensor_scope_begin();
+        HostSession h;
+        host_begin(m, &h);
+        if (densify) moved = densify_host(m, rng) > 0;
+        if (reset) opacity_reset(m);
+        if (m->cfg.arap_weight > 0 && (moved || knn)) neighbors_host(m);
+        host_end(m, &h);
+        tensor_scope_end(s);
     }
-    if (m->cfg.arap_weight > 0 && (moved || (m->cfg.knn_every > 0 && m->step % m->cfg.knn_every == 0)))
-        gs4d_update_neighbors(m);
     tk[6] = base_now();
     if (info) {
         info->t_deform = t_def, info->t_render = t_ren, info->t_loss = t_loss, info->t_backward = t_back;
@@ -659,7 +774,22 @@ void gs4d_state_at(const Gs4dModel *m, double t, float *pos, float *scale, float
     tensor_scope_end(s);
 }
 
-int gs4d_export(const Gs4dModel *m, DsGaussians *out) {
+static int export_host(const Gs4dModel *m, DsGaussians *out);
+
+int gs4d_export(const Gs4dModel *mc, DsGaussians *out) {
+    /* a shallow copy, so a host session does not touch the caller's headers (they are shared,
+     * and restored by host_end) */
+    Gs4dModel mm = *mc, *m = &mm;
+    TensorScope *scope = tensor_scope_begin();
+    HostSession h;
+    host_begin(m, &h);
+    int rc = export_host(m, out);
+    host_end(m, &h);
+    tensor_scope_end(scope);
+    return rc;
+}
+
+static int export_host(const Gs4dModel *m, DsGaussians *out) {
     int64_t n = m->cfg.n;
     int ns = m->cfg.isotropic ? 1 : 3;
     if (ds_gaussians_alloc(out, n, 0)) return -1;

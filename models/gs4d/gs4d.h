@@ -137,6 +137,7 @@ typedef struct {
     Tensor *neighbors;               /* (N, arap_k): the ARAP kNN (−1: none) */
     int64_t step;
     int64_t densified, relocated;    /* by the last densification */
+    int64_t glo[GS4D_GROUPS], ghi[GS4D_GROUPS]; /* each group's slice of the flat buffers */
 } Gs4dModel;
 
 /* Canonical Gaussians in the region d looks at, carved by the training alphas (a point is kept
@@ -147,6 +148,18 @@ void gs4d_init(Gs4dModel *m, const Gs4dConfig *cfg, const Gs4dData *d, const int
 void gs4d_free(Gs4dModel *m);
 /* After optim_checkpoint_load into m->params / m->optim: the step of the model and of each group. */
 void gs4d_set_step(Gs4dModel *m, int64_t step);
+
+/* Training on a GPU (--device cuda): moves the parameters, their gradients and the Adam moments
+ * to dev in place (nn_params_move: the headers m->means, the MLP's layers, ... keep pointing at
+ * them), so the MLP runs on cuBLAS, the rasterizer's CUDA backend and the losses on the device,
+ * and Adam steps there. Call after the checkpoint is loaded (it stays on the host until then);
+ * the checkpoint writer copies device buffers back itself. The per-Gaussian host loops
+ * (densification, opacity reset, the kNN, export) run on host copies of the flat buffers written
+ * back afterwards, like models/gaussians/fit.c; the ARAP rotation fits (3×3 SVDs) run on the host
+ * from a copy of the positions, the loss itself on the device. No-op when already on dev. */
+void gs4d_to_device(Gs4dModel *m, TensorDevice dev);
+/* The training images rgb / alpha copied to dev (new tensors in the current scope). */
+void gs4d_data_to_device(Gs4dData *d, TensorDevice dev);
 
 /* The canonical Gaussians as the rasterizer takes them. */
 GsGaussians gs4d_canonical(const Gs4dModel *m);
@@ -185,7 +198,7 @@ int64_t gs4d_densify(Gs4dModel *m, const Gs4dData *d, TensorRng *rng);
 /* Recompute the ARAP neighbors from the canonical means (the step does it when due). */
 void gs4d_update_neighbors(Gs4dModel *m);
 
-/* Render at time t without recording, (H, W, 3) f32 over bg (NULL: cfg.background). Before the
+/* Render at time t without recording, (H, W, 3) f32 on the host over bg (NULL: cfg.background). Before the
  * warm-up ends (m->step < warmup) the canonical set is rendered, as in training. */
 Tensor *gs4d_render(const Gs4dModel *m, const DsCamera *cam, double t, const double bg[3]);
 /* The view's target over bg, (H, W, 3) f32. */
