@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/h5file.h"
 #include "models/skelebones/cluster.h"
 #include "models/skelebones/ssdr.h"
 #include "tests/test.h"
@@ -340,6 +341,26 @@ TEST(ssdr_traj_h5_roundtrip_and_errors) {
     sb_traj_keep_frames(&b, 3);
     CHECK(b.nframes == 3);
     sb_traj_free(&b);
+    /* the layout of `anima gs4d fit`'s trajectories.h5 (frames/positions, canonical/positions)
+     * is read without --dataset */
+    snprintf(path, sizeof path, "%s/gs4d.h5", dir);
+    {
+        char tmp[256];
+        hid_t h = base_h5_save_begin(path, tmp, sizeof tmp, err, sizeof err);
+        CHECK(h >= 0);
+        hsize_t d3[3] = {6, 90, 3}, d2[2] = {90, 3};
+        bool ok = base_h5_write_checked(h, "frames/positions", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 3, d3, a.pos, 1 << 16,
+                                        false) == 0 &&
+                  base_h5_write_checked(h, "canonical/positions", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 2, d2, a.rest,
+                                        1 << 16, false) == 0;
+        CHECK_MSG(base_h5_save_end(h, tmp, path, ok, "trajectories", err, sizeof err) == 0, "%s", err);
+    }
+    CHECK_MSG(sb_traj_read_h5(path, NULL, &b, err, sizeof err) == 0, "%s", err);
+    CHECK(b.nframes == 6 && b.npoints == 90);
+    CHECK(memcmp(a.pos, b.pos, 6 * 90 * 3 * sizeof(float)) == 0);
+    CHECK(memcmp(a.rest, b.rest, 90 * 3 * sizeof(float)) == 0);
+    sb_traj_free(&b);
+    snprintf(path, sizeof path, "%s/traj.h5", dir);
     /* another dataset name: absent → an error naming it */
     CHECK(sb_traj_read_h5(path, "means", &b, err, sizeof err) == -1);
     CHECK_MSG(strstr(err, "means") && strstr(err, path), "%s", err);

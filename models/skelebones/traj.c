@@ -78,10 +78,21 @@ static int check_faces(const char *path, const int32_t *f, int64_t nf, int64_t n
 
 int sb_traj_read_h5(const char *path, const char *dataset, SbTraj *t, char *err, size_t errlen) {
     memset(t, 0, sizeof *t);
-    if (!dataset) dataset = SB_TRAJ_DATASET;
     base_h5_quiet();
     hid_t f = base_h5_open_read(path, "trajectories file", err, errlen);
     if (f < 0) return -1;
+    /* `anima gs4d fit`'s trajectories.h5 keeps the per-frame centers in frames/positions and the
+     * canonical ones in canonical/positions (tools/cmd_gs4d.c): read it as it is */
+    const char *rest_name = "rest";
+    if (!dataset) {
+        dataset = SB_TRAJ_DATASET;
+        if (H5Lexists(f, SB_TRAJ_DATASET, H5P_DEFAULT) <= 0 && H5Lexists(f, "frames", H5P_DEFAULT) > 0 &&
+            H5Lexists(f, "frames/positions", H5P_DEFAULT) > 0) {
+            dataset = "frames/positions";
+            if (H5Lexists(f, "canonical", H5P_DEFAULT) > 0 && H5Lexists(f, "canonical/positions", H5P_DEFAULT) > 0)
+                rest_name = "canonical/positions";
+        }
+    }
     hsize_t dp[3] = {0}, dr[2] = {0}, df[2] = {0};
     void *pos = NULL, *rest = NULL, *faces = NULL;
     int rc = rd(f, path, dataset, 3, H5T_NATIVE_FLOAT, dp, &pos, err, errlen);
@@ -90,10 +101,10 @@ int sb_traj_read_h5(const char *path, const char *dataset, SbTraj *t, char *err,
         rc = base_errf(err, errlen, "%s: %s is %llu × %llu × %llu, expected F × N × 3 with F, N ≥ 1", path, dataset,
                        (unsigned long long)dp[0], (unsigned long long)dp[1], (unsigned long long)dp[2]);
     if (rc == 0) {
-        int r = rd(f, path, "rest", 2, H5T_NATIVE_FLOAT, dr, &rest, err, errlen);
+        int r = rd(f, path, rest_name, 2, H5T_NATIVE_FLOAT, dr, &rest, err, errlen);
         if (r < 0) rc = -1;
         else if (r == 0 && (dr[0] != dp[1] || dr[1] != 3))
-            rc = base_errf(err, errlen, "%s: rest is %llu × %llu, expected %llu × 3", path, (unsigned long long)dr[0],
+            rc = base_errf(err, errlen, "%s: %s is %llu × %llu, expected %llu × 3", path, rest_name, (unsigned long long)dr[0],
                            (unsigned long long)dr[1], (unsigned long long)dp[1]);
     }
     if (rc == 0) {
