@@ -33,7 +33,7 @@ int cmd_skelebones(int argc, char **argv) {
     uint64_t seed = 0;
     static const char *const inits[] = {"lbgvq", "random", NULL};
     const CmdArg args[] = {
-        {"--traj", CMD_ARG_STRING, &traj, "FILE", "trajectories HDF5: dataset 'positions' (F x N x 3), optional 'rest', 'faces'"},
+        {"--traj", CMD_ARG_STRING, &traj, "FILE", "trajectories HDF5: dataset 'positions' (F x N x 3), optional 'rest', 'faces'; or anima gs4d fit's trajectories.h5 as it is"},
         {"--dataset", CMD_ARG_STRING, &dataset, "NAME", "the trajectories dataset in --traj (default positions)"},
         {"--meshes", CMD_ARG_STRING, &meshes, "DIR", "a folder of mesh frames (.obj .ply .off .stl, name order, one connectivity)"},
         {"--gt", CMD_ARG_STRING, &gt, "FILE", "the motion benchmark's gt.h5 (its true rig is reported for comparison)"},
