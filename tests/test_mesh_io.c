@@ -283,11 +283,11 @@ TEST(mesh_malformed_inputs) {
     memcpy(stl_nan + 84 + 12, &nan, 4);
 
     Bad bad[] = {
-        {"trunc.ply", ply, full - 3, "byte"},
-        {"trunc2.ply", ply, h + 20, "claims"},
+        {"trunc.ply", ply, full - 3, "corrupt or truncated: unexpected end of data"},
+        {"trunc2.ply", ply, h + 20, "corrupt or truncated: element"},
         {"idx.ply", bad_idx, full, "out of range"},
         {"nan.ply", nan_ply, full, "not a finite float"},
-        {"list.ply", huge_list, full, "past the end"},
+        {"list.ply", huge_list, full, "corrupt or truncated: face"},
         {"count.ply", "ply\nformat ascii 1.0\nelement vertex 99999999999\nproperty float x\nend_header\n1\n", 0, "claims"},
         {"nohead.ply", "ply\nformat ascii 1.0\nelement vertex 1\nproperty float x\n", 0, "end_header"},
         {"type.ply", "ply\nformat ascii 1.0\nelement vertex 1\nproperty quad x\nend_header\n", 0, ":4: unknown property type"},
@@ -311,7 +311,7 @@ TEST(mesh_malformed_inputs) {
         {"idx.off", "OFF\n3 1 0\n0 0 0\n1 0 0\n0 1 0\n3 0 1 3\n", 0, "idx.off:6: face 0: vertex index 3 out of range"},
         {"fc.off", "OFF\n3 1 0\n0 0 0\n1 0 0\n0 1 0\n99999 0 1 2\n", 0, "more than its line holds"},
         {"hdr.off", "OFX\n", 0, "hdr.off:1: not an OFF file"},
-        {"bin.stl", stl, sizeof stl, "bin.stl: byte 80: binary STL says 5 triangles"},
+        {"bin.stl", stl, sizeof stl, "bin.stl: byte 80: corrupt or truncated binary STL: it says 5 triangles"},
         {"nan.stl", stl_nan, sizeof stl_nan, "nan.stl: byte 96"},
         {"short.stl", "abc", 0, "short.stl: byte 3"},
         {"vtx.stl", "solid x\nfacet normal 0 0 1\nouter loop\nvertex 1 2\n", 0, "vtx.stl:4: vertex needs 3 finite numbers"},

@@ -176,7 +176,7 @@ int ds_mesh_ply_read(const char *name, const uint8_t *data, size_t size, DsMesh 
                 if (x < 3) FAIL("face %lld has %.0f vertices (3 or more expected)", (long long)i, x);
                 /* every index takes at least a byte: a count the data cannot hold is an error
                  * before the corner buffer grows for it */
-                if (x > (double)(r.size - r.pos)) FAIL("face %lld claims %.0f vertices, past the end of the data", (long long)i, x);
+                if (x > (double)(r.size - r.pos)) FAIL("corrupt or truncated: face %lld claims %.0f vertices, past the end of the data", (long long)i, x);
                 int64_t cnt = (int64_t)x;
                 corners.len = 0;
                 if (!ds_vec_reserve(&corners, (size_t)cnt)) OOM();

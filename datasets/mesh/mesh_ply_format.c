@@ -140,7 +140,7 @@ int ds_ply_header_parse(const char *name, const uint8_t *data, size_t size, PlyH
             /* the last ASCII value may end the file without a separator */
             uint64_t avail = left + (h->format == PLY_ASCII ? 1 : 0);
             if ((uint64_t)e->count > avail / per || total + (uint64_t)e->count * per > avail)
-                FAIL("element '%s' claims %lld entries, more than the %llu bytes after the header can hold", e->name,
+                FAIL("corrupt or truncated: element '%s' claims %lld entries, more than the %llu bytes after the header can hold", e->name,
                      (long long)e->count, (unsigned long long)left);
             total += (uint64_t)e->count * per;
         }
@@ -184,7 +184,7 @@ int ds_ply_read_value(PlyReader *r, PlyType t, double *out, char *err, size_t er
             p++;
         }
         r->pos = (size_t)(p - (const char *)r->data);
-        if (p == e) return reader_err(r, err, errlen, "unexpected end of file", t);
+        if (p == e) return reader_err(r, err, errlen, "corrupt or truncated: unexpected end of file", t);
         const char *q = p;
         while (q < e && !(*q == ' ' || *q == '\t' || *q == '\r' || *q == '\n' || *q == '\f' || *q == '\v')) q++;
         Tok tok = {p, (size_t)(q - p)};
@@ -206,7 +206,7 @@ int ds_ply_read_value(PlyReader *r, PlyType t, double *out, char *err, size_t er
         return 0;
     }
     int n = ds_ply_type_size(t);
-    if (r->size - r->pos < (size_t)n) return reader_err(r, err, errlen, "unexpected end of data", t);
+    if (r->size - r->pos < (size_t)n) return reader_err(r, err, errlen, "corrupt or truncated: unexpected end of data", t);
     uint8_t b[8];
     for (int i = 0; i < n; i++) b[i] = r->data[r->pos + (r->format == PLY_BINARY_LE ? i : n - 1 - i)];
     r->pos += (size_t)n;
@@ -237,7 +237,7 @@ int ds_ply_skip_prop(PlyReader *r, const PlyProp *p, char *err, size_t errlen) {
     if (!p->is_list) {
         if (r->format != PLY_ASCII) {
             size_t n = (size_t)ds_ply_type_size(p->type);
-            if (r->size - r->pos < n) return reader_err(r, err, errlen, "unexpected end of data", p->type);
+            if (r->size - r->pos < n) return reader_err(r, err, errlen, "corrupt or truncated: unexpected end of data", p->type);
             r->pos += n;
             return 0;
         }

@@ -29,10 +29,10 @@ static float lef32(const uint8_t *p) {
 }
 
 static int read_binary(const char *name, const uint8_t *data, size_t size, DsMesh *m, char *err, size_t errlen) {
-    if (size < 84) return base_errf(err, errlen, "%s: byte %zu: binary STL shorter than its 84-byte header", name, size);
+    if (size < 84) return base_errf(err, errlen, "%s: byte %zu: corrupt or truncated binary STL: shorter than its 84-byte header", name, size);
     uint64_t nt = le32(data + 80);
     if ((size - 84) / 50 < nt)
-        return base_errf(err, errlen, "%s: byte 80: binary STL says %llu triangles, which need %llu bytes; the file has %zu",
+        return base_errf(err, errlen, "%s: byte 80: corrupt or truncated binary STL: it says %llu triangles, which need %llu bytes; the file has %zu",
                          name, (unsigned long long)nt, (unsigned long long)(84 + 50 * nt), size);
     Vec v, tris;
     ds_vec_init(&v, sizeof(float));
