@@ -275,7 +275,16 @@ static int run_ik(const SbTraj *t, SbResult *r, const SbRigOptions *o, SbRigResu
         par[j] = rig->parent[j];
     }
     SbTree tree = {J, X, par};
-    if (sb_ik_solve(&tree, F, nodes, off, P, U, W, V, &o->ik, &r->ik, err, errlen)) goto done;
+    /* solved aside, then replacing an earlier IK of r (a second run of the rig stage on the same
+     * result, the --ik-true-tree one, ...) instead of leaking it */
+    SbIkResult ik;
+    memset(&ik, 0, sizeof ik);
+    if (sb_ik_solve(&tree, F, nodes, off, P, U, W, V, &o->ik, &ik, err, errlen)) {
+        sb_ik_result_free(&ik);
+        goto done;
+    }
+    sb_ik_result_free(&r->ik);
+    r->ik = ik;
     free(r->ik_rest), free(r->ik_parents);
     r->ik_rest = X, r->ik_parents = par, X = NULL, par = NULL;
     rc = 0;
