@@ -1,20 +1,12 @@
 /* models/skelebones/joints.c — joints, tree and parts; see joints.h. */
+#include "base/errbuf.h"
 #include "models/skelebones/joints.h"
 
 #include <math.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static void seterr(char *err, size_t n, const char *fmt, ...) {
-    if (!err || !n) return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, n, fmt, ap);
-    va_end(ap);
-}
 
 void sb_joint_defaults(SbJointOptions *o) {
     o->tau = 0.3;
@@ -80,7 +72,7 @@ int sb_rig_from_skeleton(const SbSkeleton *s, const float *W, int nb, const SbJo
     if (opt) o = *opt;
     else sb_joint_defaults(&o);
     int64_t n = s->nnodes;
-    if (n < 1 || nb < 1 || !W) return seterr(err, errlen, "joints: empty skeleton or no weights"), -1;
+    if (n < 1 || nb < 1 || !W) return (void)base_errf(err, errlen, "joints: empty skeleton or no weights"), -1;
     int rc = -1;
     Adj A = {0};
     double *Wn = calloc((size_t)n * nb, sizeof *Wn), *cnt = calloc((size_t)n, sizeof *cnt);
@@ -375,7 +367,7 @@ int sb_rig_from_skeleton(const SbSkeleton *s, const float *W, int nb, const SbJo
     rc = 0;
     goto done;
 oom:
-    seterr(err, errlen, "joints: out of memory");
+    (void)base_errf(err, errlen, "joints: out of memory");
 done:
     free(Wn), free(cnt), free(g), free(jn), free(ev), free(pe), free(chain), free(chain_e), free(jnode), free(jkind);
     free(dist), free(queue), free(jadj), free(jadj_off), free(stack);

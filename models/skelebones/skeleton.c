@@ -1,4 +1,5 @@
 /* models/skelebones/skeleton.c — mean curvature skeleton; see skeleton.h for the algorithm. */
+#include "base/errbuf.h"
 #include "models/skelebones/skeleton.h"
 
 #include "datasets/geometry/geometry.h"
@@ -6,19 +7,10 @@
 #include <cholmod.h>
 #include <float.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static void seterr(char *err, size_t n, const char *fmt, ...) {
-    if (!err || !n) return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, n, fmt, ap);
-    va_end(ap);
-}
 
 void sb_skel_defaults(SbSkelOptions *o) {
     o->w_h = 0.1;
@@ -415,11 +407,11 @@ static double cot_at(const double *o, const double *p, const double *q) {
 
 static int contract(Work *w, const SbSkelOptions *o, cholmod_common *cm, char *err, size_t errlen) {
     Topo t;
-    if (topo_build(w, &t)) return seterr(err, errlen, "skeleton: out of memory"), -1;
+    if (topo_build(w, &t)) return (void)base_errf(err, errlen, "skeleton: out of memory"), -1;
     int64_t nv = w->nv;
     /* the active vertices (on some alive face) get consecutive indices */
     int32_t *idx = malloc((size_t)nv * sizeof *idx);
-    if (!idx) return topo_free(&t), seterr(err, errlen, "skeleton: out of memory"), -1;
+    if (!idx) return topo_free(&t), (void)base_errf(err, errlen, "skeleton: out of memory"), -1;
     int64_t n = 0;
     for (int64_t v = 0; v < nv; v++) idx[v] = t.vf_off[v + 1] > t.vf_off[v] ? (int32_t)n++ : -1;
     cholmod_triplet *T = cholmod_allocate_triplet((size_t)n, (size_t)n, (size_t)(n + 2 * t.ne), 0, CHOLMOD_REAL, cm);
@@ -486,7 +478,7 @@ static int contract(Work *w, const SbSkelOptions *o, cholmod_common *cm, char *e
             for (int c = 0; c < 3; c++) w->x[3 * v + c] = Xx[idx[v] + c * n];
     rc = 0;
 done:
-    if (rc) seterr(err, errlen, "skeleton: the contraction solve failed (CHOLMOD status %d)", cm->status);
+    if (rc) (void)base_errf(err, errlen, "skeleton: the contraction solve failed (CHOLMOD status %d)", cm->status);
     cholmod_free_triplet(&T, cm), cholmod_free_triplet(&D, cm), cholmod_free_dense(&B, cm);
     cholmod_free_sparse(&Mt, cm), cholmod_free_sparse(&Ds, cm), cholmod_free_sparse(&A, cm);
     cholmod_free_sparse(&S, cm), cholmod_free_sparse(&Su, cm), cholmod_free_factor(&L, cm);
@@ -558,15 +550,15 @@ int sb_skeleton_mcf(const DsMesh *m, const SbSkelOptions *opt, SbSkeleton *out, 
     if (opt) o = *opt;
     else sb_skel_defaults(&o);
     if (!m || m->nv < 4 || m->nf < 4 || m->nv > INT32_MAX / 4)
-        return seterr(err, errlen, "skeleton: need a closed mesh of at least 4 vertices and faces"), -1;
+        return (void)base_errf(err, errlen, "skeleton: need a closed mesh of at least 4 vertices and faces"), -1;
     for (int64_t i = 0; i < 3 * m->nf; i++)
-        if (m->f[i] < 0 || m->f[i] >= m->nv) return seterr(err, errlen, "skeleton: face index out of range"), -1;
+        if (m->f[i] < 0 || m->f[i] >= m->nv) return (void)base_errf(err, errlen, "skeleton: face index out of range"), -1;
     /* the contraction and the poles need inside and outside: a closed, edge-manifold, oriented
      * surface (an open or polygon-soup mesh gives a meaningless "skeleton") */
     DsMeshCheck mc;
-    if (ds_mesh_check(m, &mc)) return seterr(err, errlen, "skeleton: out of memory"), -1;
+    if (ds_mesh_check(m, &mc)) return (void)base_errf(err, errlen, "skeleton: out of memory"), -1;
     if (!mc.watertight || !mc.oriented)
-        return seterr(err, errlen,
+        return (void)base_errf(err, errlen,
                       "skeleton: the mesh is not closed and consistently oriented (%lld boundary, %lld non-manifold, "
                       "%lld misoriented edges)",
                       (long long)mc.boundary_edges, (long long)mc.nonmanifold_edges, (long long)mc.misoriented_edges),
@@ -574,7 +566,7 @@ int sb_skeleton_mcf(const DsMesh *m, const SbSkelOptions *opt, SbSkeleton *out, 
     Work w = {0};
     if (work_growv(&w, m->nv * 2) || work_growf(&w, m->nf * 2)) {
         work_free(&w);
-        return seterr(err, errlen, "skeleton: out of memory"), -1;
+        return (void)base_errf(err, errlen, "skeleton: out of memory"), -1;
     }
     w.nv = m->nv, w.nf = m->nf;
     double lo[3] = {DBL_MAX, DBL_MAX, DBL_MAX}, hi[3] = {-DBL_MAX, -DBL_MAX, -DBL_MAX};
@@ -717,7 +709,7 @@ int sb_skeleton_mcf(const DsMesh *m, const SbSkelOptions *opt, SbSkeleton *out, 
     rc = 0;
     goto out;
 oom:
-    seterr(err, errlen, "skeleton: out of memory");
+    (void)base_errf(err, errlen, "skeleton: out of memory");
 out:
     cholmod_finish(&cm);
     work_free(&w);
