@@ -15,6 +15,7 @@
 #include "datasets/render/image.h"
 #include "models/gaussians/loss.h"
 #include "models/gs4d/arap.h"
+#include "models/gaussians/fit.h"
 #include "models/gs4d/gs4d.h"
 #include "models/gs4d/synth.h"
 #include "optim/train.h"
@@ -379,7 +380,7 @@ static double eval_test(const Gs4dModel *m, const Gs4dSynth *s, const Gs4dData *
     for (int v = 0; v < s->n_test; v++) {
         TensorScope *sc = tensor_scope_begin();
         double bg[3] = {1, 1, 1};
-        sum += gs4d_psnr(gs4d_render(m, &s->test[v].cam, s->test[v].time, bg), gs4d_target(dt, v, bg));
+        sum += gs_psnr(gs4d_render(m, &s->test[v].cam, s->test[v].time, bg), gs4d_target(dt, v, bg));
         tensor_scope_end(sc);
     }
     return sum / s->n_test;

@@ -35,6 +35,8 @@ int cmd_skelebones(int argc, char **argv);
 /* mkdir -p: creates dir and its missing parents (0777 before umask). 0, or -1 with errno set
  * (ENAMETOOLONG for a path of 4096 bytes or more). */
 int cmd_make_dirs(const char *dir);
+/* Writes text to path atomically (temporary, fsync, rename), every step checked; 0 or -1 with err. */
+int cmd_write_text(const char *path, const char *text, char *err, size_t errlen);
 
 /* A training command's --out: a directory that already holds a previous run (any of the NULL-
  * terminated files in it) needs --resume (can_resume: the command has one) or --force. Returns

@@ -186,25 +186,6 @@ static int write_renders(const char *dir, const GsFit *f, const GsFitScene *s, c
     return 0;
 }
 
-static int write_text(const char *path, const char *text, char *err, size_t errlen) {
-    char tmp[4200];
-    FILE *fp = snprintf(tmp, sizeof tmp, "%s.tmp", path) < (int)sizeof tmp ? fopen(tmp, "w") : NULL;
-    if (!fp) {
-        snprintf(err, errlen, "%s: cannot write (%s)", path, strerror(errno));
-        return -1;
-    }
-    bool ok = fputs(text, fp) >= 0 && fflush(fp) == 0 && fsync(fileno(fp)) == 0;
-    int e = errno;
-    if (fclose(fp) != 0 && ok) ok = false, e = errno;
-    if (ok && rename(tmp, path) != 0) ok = false, e = errno;
-    if (!ok) {
-        unlink(tmp);
-        snprintf(err, errlen, "%s: cannot write (%s)", path, strerror(e ? e : EIO));
-        return -1;
-    }
-    return 0;
-}
-
 static int gs_fit_main(int argc, char **argv) {
     const char *config_path = NULL, *out = "runs/gs-fit";
     bool no_progress = false, force = false;
@@ -285,7 +266,7 @@ static int gs_fit_main(int argc, char **argv) {
         return 1; /* a runtime failure (the OS refused), as for the other commands */
     }
     char *cfg_json = ds_config_to_json(GS_SCHEMA, &cfg);
-    if (write_text(cfg_path, cfg_json, err, sizeof err)) {
+    if (cmd_write_text(cfg_path, cfg_json, err, sizeof err)) {
         fprintf(stderr, "anima gs fit: %s\n", err);
         ds_mesh_free(&mesh);
         free(cfg_json);

@@ -47,6 +47,7 @@
 #include "datasets/render/gif.h"
 #include "datasets/render/image.h"
 #include "models/gs4d/arap.h"
+#include "models/gaussians/fit.h"
 #include "models/gs4d/gs4d.h"
 #include "models/gs4d/synth.h"
 #include "optim/checkpoint.h"
@@ -269,25 +270,6 @@ static void free_data(RunData *d) {
 
 /* ---- outputs ----------------------------------------------------------------------------------------- */
 
-static int write_text(const char *path, const char *text, char *err, size_t errlen) {
-    char tmp[4200];
-    FILE *fp = snprintf(tmp, sizeof tmp, "%s.tmp", path) < (int)sizeof tmp ? fopen(tmp, "w") : NULL;
-    if (!fp) {
-        snprintf(err, errlen, "%s: cannot write (%s)", path, strerror(errno));
-        return -1;
-    }
-    bool ok = fputs(text, fp) >= 0 && fflush(fp) == 0 && fsync(fileno(fp)) == 0;
-    int e = errno;
-    if (fclose(fp) != 0 && ok) ok = false, e = errno;
-    if (ok && rename(tmp, path) != 0) ok = false, e = errno;
-    if (!ok) {
-        unlink(tmp);
-        snprintf(err, errlen, "%s: cannot write (%s)", path, strerror(e ? e : EIO));
-        return -1;
-    }
-    return 0;
-}
-
 static const double WHITE[3] = {1, 1, 1};
 
 static double eval_views(const Gs4dModel *m, const Gs4dData *d, double *ssim) {
@@ -295,7 +277,7 @@ static double eval_views(const Gs4dModel *m, const Gs4dData *d, double *ssim) {
     for (int v = 0; v < d->n; v++) {
         TensorScope *sc = tensor_scope_begin();
         Tensor *img = gs4d_render(m, &d->views[v].cam, d->views[v].time, WHITE), *ref = gs4d_target(d, v, WHITE);
-        s += gs4d_psnr(img, ref);
+        s += gs_psnr(img, ref);
         if (ssim) ss += gs4d_ssim(img, ref);
         tensor_scope_end(sc);
     }
@@ -531,7 +513,7 @@ static int gs4d_fit_run(int argc, char **argv, OptimComm *comm) {
     if (is_main && cmd_make_dirs(renders) != 0) {
         fprintf(stderr, "anima gs4d fit: cannot create the output directory %s (%s)\n", renders, strerror(errno));
         rc = 1;
-    } else if (is_main && write_text(cfg_path, cfg_json, err, sizeof err)) {
+    } else if (is_main && cmd_write_text(cfg_path, cfg_json, err, sizeof err)) {
         fprintf(stderr, "anima gs4d fit: %s\n", err);
         rc = 1;
     }

@@ -1,5 +1,6 @@
 /* tools/cmd_util.c — what the subcommands share. */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -84,4 +85,25 @@ int cmd_check_run_dir(const char *cmd, FILE *errf, const char *dir, const char *
         fprintf(errf, "%s: %s already holds a run (%s); pass %s--force to replace it\n", cmd, dir, found,
                 can_resume ? "--resume to continue it or " : "");
     return 2;
+}
+
+/* text to path through path.tmp: written, flushed, fsynced, closed and renamed, each checked;
+ * on failure the temporary is removed, path left as it was, and err names path and the OS error */
+int cmd_write_text(const char *path, const char *text, char *err, size_t errlen) {
+    char tmp[4200];
+    FILE *fp = snprintf(tmp, sizeof tmp, "%s.tmp", path) < (int)sizeof tmp ? fopen(tmp, "w") : NULL;
+    if (!fp) {
+        snprintf(err, errlen, "%s: cannot write (%s)", path, strerror(errno));
+        return -1;
+    }
+    bool ok = fputs(text, fp) >= 0 && fflush(fp) == 0 && fsync(fileno(fp)) == 0;
+    int e = errno;
+    if (fclose(fp) != 0 && ok) ok = false, e = errno;
+    if (ok && rename(tmp, path) != 0) ok = false, e = errno;
+    if (!ok) {
+        unlink(tmp);
+        snprintf(err, errlen, "%s: cannot write (%s)", path, strerror(e ? e : EIO));
+        return -1;
+    }
+    return 0;
 }

@@ -816,22 +816,6 @@ static Tensor *clamp01(const Tensor *img) {
     return t;
 }
 
-double gs4d_psnr(const Tensor *img, const Tensor *ref) {
-    int64_t n = tensor_numel(img);
-    if (n != tensor_numel(ref) || n == 0) tensor_fail("gs4d_psnr", "images differ in size");
-    double *a = base_malloc(sizeof(double) * (size_t)n), *b = base_malloc(sizeof(double) * (size_t)n);
-    tensor_to_f64_array(img, a);
-    tensor_to_f64_array(ref, b);
-    double se = 0;
-    for (int64_t i = 0; i < n; i++) {
-        double v = a[i] < 0 ? 0 : a[i] > 1 ? 1 : a[i];
-        se += (v - b[i]) * (v - b[i]);
-    }
-    free(a), free(b);
-    double mse = se / (double)n;
-    return mse > 0 ? 10 * log10(1 / mse) : INFINITY;
-}
-
 double gs4d_ssim(const Tensor *img, const Tensor *ref) {
     TensorScope *s = tensor_scope_begin();
     bool prev = ag_no_grad_begin();

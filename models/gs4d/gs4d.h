@@ -210,9 +210,8 @@ void gs4d_state_at(const Gs4dModel *m, double t, float *pos, float *scale, float
 /* The canonical set for the standard 3DGS PLY (raw values; isotropic scales replicated). */
 int gs4d_export(const Gs4dModel *m, DsGaussians *out);
 
-/* PSNR (dB) and SSIM (11×11 Gaussian window, valid region) of img against ref, (H, W, 3) each,
- * img clamped to [0, 1]. */
-double gs4d_psnr(const Tensor *img, const Tensor *ref);
+/* SSIM (11×11 Gaussian window, valid region) of img against ref, (H, W, 3) each, img clamped to
+ * [0, 1]; PSNR is models/gaussians/fit.h's gs_psnr. */
 double gs4d_ssim(const Tensor *img, const Tensor *ref);
 
 #endif
