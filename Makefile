@@ -111,6 +111,15 @@ bench-cuda:
 deps:
 	@bash tools/install-deps.sh
 
+# the viewer page's and the browser/glTF checks' JavaScript (tools/web/package.json, versions pinned
+# by its package-lock.json) from npm into $(BUILD)/web/node_modules; reinstalled when the lock changes
+.PHONY: web-deps
+web-deps: $(BUILD)/web/node_modules/.stamp
+$(BUILD)/web/node_modules/.stamp: tools/web/package.json tools/web/package-lock.json
+	@mkdir -p $(BUILD)/web && cp tools/web/package.json tools/web/package-lock.json $(BUILD)/web/
+	@cd $(BUILD)/web && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error
+	@touch $@
+
 # the multi-view motion benchmark (issue 18, datasets/motion/bench.h): each character a training
 # and a held-out motion, 24 views x 48 frames at 128x128, into $(MOTION_DATA)/<category>; the CMU
 # clips come from assimp-testmodels (datasets/fetch-real.sh installs it when missing)
