@@ -39,8 +39,8 @@ static Tensor *zeros_hidden(const Tensor *like, int64_t batch, int64_t hidden) {
     return h;
 }
 
-/* One step from the input projection gi = W_ih x + b_ih (B, 3H), possibly a strided view, and
- * h (B, H). The r and z gates share one sigmoid over the first 2H columns. */
+/* One step from the input projection gi = W_ih x + b_ih (B, 3H) and h (B, H). The r and z gates
+ * share one sigmoid over the first 2H columns. */
 static Tensor *cell_step(const NnGruCell *m, Tensor *gi, Tensor *h) {
     int64_t H = m->hidden;
     Tensor *gh = nn_linear(h, m->weight_hh, m->bias_hh);
