@@ -39,8 +39,8 @@ static Tensor *zeros_hidden(const Tensor *like, int64_t batch, int64_t hidden) {
     return h;
 }
 
-/* One step from the input projection gi = W_ih x + b_ih (B, 3H), possibly a strided view, and
- * h (B, H). The r and z gates share one sigmoid over the first 2H columns. */
+/* One step from the input projection gi = W_ih x + b_ih (B, 3H) and h (B, H). The r and z gates
+ * share one sigmoid over the first 2H columns. */
 static Tensor *cell_step(const NnGruCell *m, Tensor *gi, Tensor *h) {
     int64_t H = m->hidden;
     Tensor *gh = nn_linear(h, m->weight_hh, m->bias_hh);
@@ -95,6 +95,19 @@ static Tensor *stack_steps(int64_t T, Tensor **hs) {
     return cat_many((int)T, hs, 1);
 }
 
+/* The T steps of x (B, T, C) as (B, C) views, split by a binary tree of narrows: the backward
+ * of a narrow scatters into a zero tensor of its input's size, so T narrows of x itself would
+ * cost O(T²·B·C) in backward; halving at each level costs O(T log T·B·C). */
+static void split_steps(Tensor *x, int64_t t0, int64_t T, Tensor **out) {
+    if (T == 1) {
+        out[t0] = tensor_squeeze(x, 1);
+        return;
+    }
+    int64_t h = T / 2;
+    split_steps(tensor_narrow(x, 1, 0, h), t0, h, out);
+    split_steps(tensor_narrow(x, 1, h, T - h), t0 + h, T - h, out);
+}
+
 Tensor *nn_gru_forward(const NnGru *m, Tensor *x, Tensor *h0, Tensor **h_n) {
     const char *op = "nn_gru_forward";
     if (x->ndim != 3 || x->shape[2] != m->in || x->shape[1] < 1)
@@ -103,21 +116,21 @@ Tensor *nn_gru_forward(const NnGru *m, Tensor *x, Tensor *h0, Tensor **h_n) {
     if (T > INT32_MAX) tensor_fail(op, "sequence of %lld steps is too long", (long long)T);
     if (h0 && (h0->ndim != 3 || h0->shape[0] != m->layers || h0->shape[1] != B || h0->shape[2] != H))
         tensor_fail(op, "h0 must be (%d, %lld, %lld)", m->layers, (long long)B, (long long)H);
-    Tensor **hs = base_malloc(sizeof *hs * (size_t)T);
+    /* xs[t]: the current layer's input at step t — x's steps for layer 0, then the previous
+     * layer's states themselves (no slicing of a stacked tensor, for the same reason) */
+    Tensor **xs = base_malloc(sizeof *xs * (size_t)T);
+    split_steps(x, 0, T, xs);
     Tensor *last[NN_GRU_MAX_LAYERS];
     for (int k = 0; k < m->layers; k++) {
         const NnGruCell *c = &m->layer[k];
-        /* the input projections of every step in one GEMM: (B, T, 3H) */
-        Tensor *gi = nn_linear(x, c->weight_ih, c->bias_ih);
         Tensor *h = h0 ? tensor_squeeze(tensor_narrow(h0, 0, k, 1), 0) : zeros_hidden(x, B, H);
-        for (int64_t t = 0; t < T; t++) {
-            h = cell_step(c, tensor_squeeze(tensor_narrow(gi, 1, t, 1), 1), h);
-            hs[t] = h;
-        }
+        /* one input GEMM per step: one GEMM over all steps would need its output sliced per
+         * step, whose backward is the quadratic scatter above */
+        for (int64_t t = 0; t < T; t++) xs[t] = h = cell_step(c, nn_linear(xs[t], c->weight_ih, c->bias_ih), h);
         last[k] = h;
-        x = stack_steps(T, hs);
     }
-    free(hs);
     if (h_n) *h_n = tensor_stack(m->layers, last, 0);
-    return x;
+    Tensor *out = stack_steps(T, xs);
+    free(xs);
+    return out;
 }

@@ -1,8 +1,8 @@
 /* nn/gru.h — the gated recurrent unit (Cho et al. 2014) as PyTorch defines it: a cell
  * (torch.nn.GRUCell) and a multi-layer GRU over a sequence (torch.nn.GRU with batch_first=True,
- * unidirectional, no dropout). Composed of tensor ops, so differentiable to any order; no fused op
- * (the per-step cost is one (B, H) × (H, 3H) GEMM plus a few elementwise ops on (B, H); the input
- * projections of a whole layer are one GEMM over all steps).
+ * unidirectional, no dropout). Composed of tensor ops, so differentiable to any order; no fused op:
+ * a step costs two GEMMs, (B, in) × (in, 3H) and (B, H) × (H, 3H), plus a few elementwise ops on
+ * (B, H), and backward stays linear in the sequence length (see nn_gru_forward in gru.c).
  *
  * Equations (torch.nn.GRU's documentation), gates stacked in the order r, z, n:
  *     r  = σ(W_ir x + b_ir + W_hr h + b_hr)

@@ -131,8 +131,8 @@ done:
  * and within 8° / 0.08 on held-out poses (new combinations of the joints' angles: a 2000-frame
  * motion covers the 6-dimensional pose space only sparsely, so the regressors interpolate, not
  * recover FK exactly — the gap is what PartMM is compared with). */
-TEST(pm_regress_mlp_fits_two_bone_fk) { fit_case(PM_REGRESS_MLP, 2500, 4.0, 0.02, 8.0, 0.08); }
-TEST(pm_regress_gru_fits_two_bone_fk) { fit_case(PM_REGRESS_GRU, 2500, 4.0, 0.02, 8.0, 0.08); }
+TEST(pm_regress_mlp_fits_two_bone_fk) { fit_case(PM_REGRESS_MLP, 1500, 4.0, 0.02, 8.0, 0.08); }
+TEST(pm_regress_gru_fits_two_bone_fk) { fit_case(PM_REGRESS_GRU, 1500, 4.0, 0.02, 8.0, 0.08); }
 
 /* ---- determinism, sign flips, progress, errors ------------------------------------------------ */
 
