@@ -104,6 +104,18 @@ static int load_procedural(PsShape *s, const char *category, uint64_t seed, cons
         /* parts thinner than a cell have no interior candidate; the mesh volume then stands in */
         s->volume = pp.cubature.n > 0 ? pp.cubature.volume : fabs(pp.check.volume);
         ds_preprocessed_free(&pp);
+        /* the category's rig, its weights from the generating primitives at the very points the
+         * batches draw (the mesh-vertex weights would need an interpolation inside) */
+        s->nbones = sh.nbones;
+        if (sh.nbones > 0) {
+            s->rig_surface = base_malloc(sizeof(float) * (size_t)(s->n_surface * sh.nbones));
+            ds_procedural_weights(&sh.scene, sh.nbones, s->surface, s->n_surface, (float)c->loss.rig_sigma,
+                                  s->rig_surface);
+            s->rig_cubature = base_malloc(sizeof(float) * (size_t)((s->n_cubature > 0 ? s->n_cubature : 1) * sh.nbones));
+            if (s->n_cubature > 0)
+                ds_procedural_weights(&sh.scene, sh.nbones, s->cubature, s->n_cubature, (float)c->loss.rig_sigma,
+                                      s->rig_cubature);
+        }
     }
     ds_procedural_free(&sh);
     return rc;
@@ -194,6 +206,7 @@ void ps_data_free(PsData *d) {
     for (int64_t i = 0; d->shapes && i < d->n; i++) {
         free(d->shapes[i].surface), free(d->shapes[i].surface_normal);
         free(d->shapes[i].cubature);
+        free(d->shapes[i].rig_surface), free(d->shapes[i].rig_cubature);
     }
     free(d->shapes);
     memset(d, 0, sizeof *d);
@@ -245,6 +258,14 @@ void ps_batch_make(const PsData *d, const int64_t *idx, int64_t B, const PsConfi
     double *pts = base_malloc(sizeof(double) * (size_t)(B * Ns * 3)), *nrm = base_malloc(sizeof(double) * (size_t)(B * Ns * 3));
     double *x = base_malloc(sizeof(double) * (size_t)(B * C * 3)), *v = base_malloc(sizeof(double) * (size_t)(B * C));
     int64_t *sel = base_malloc(sizeof(int64_t) * (size_t)(Ns > C ? Ns : C));
+    int nb = 0;
+    bool rigged = true;
+    for (int64_t b = 0; b < B; b++) {
+        const PsShape *s = &d->shapes[idx[b]];
+        rigged = rigged && s->nbones > 0;
+        if (s->nbones > nb) nb = s->nbones;
+    }
+    double *rig = rigged ? base_calloc((size_t)(B * C * nb), sizeof(double)) : NULL;
     for (int64_t b = 0; b < B; b++) {
         const PsShape *s = &d->shapes[idx[b]];
         sample_indices(g, s->n_surface, Ns, sel);
@@ -258,12 +279,18 @@ void ps_batch_make(const PsData *d, const int64_t *idx, int64_t B, const PsConfi
         int64_t ns = s->n_cubature > 0 ? (int64_t)llround(c->data.surface_fraction * (double)C) : C;
         int64_t ni = C - ns;
         sample_indices(g, s->n_surface, ns, sel);
-        for (int64_t i = 0; i < ns; i++)
+        for (int64_t i = 0; i < ns; i++) {
             for (int j = 0; j < 3; j++) x[(b * C + i) * 3 + j] = s->surface[sel[i] * 3 + j];
+            for (int j = 0; rig && j < s->nbones; j++)
+                rig[(b * C + i) * nb + j] = s->rig_surface[sel[i] * s->nbones + j];
+        }
         if (ni > 0) {
             sample_indices(g, s->n_cubature, ni, sel);
-            for (int64_t i = 0; i < ni; i++)
+            for (int64_t i = 0; i < ni; i++) {
                 for (int j = 0; j < 3; j++) x[(b * C + ns + i) * 3 + j] = s->cubature[sel[i] * 3 + j];
+                for (int j = 0; rig && j < s->nbones; j++)
+                    rig[(b * C + ns + i) * nb + j] = s->rig_cubature[sel[i] * s->nbones + j];
+            }
         }
         for (int64_t i = 0; i < C; i++) v[b * C + i] = s->volume / (double)C;
     }
@@ -272,5 +299,6 @@ void ps_batch_make(const PsData *d, const int64_t *idx, int64_t B, const PsConfi
     out->x = tensor_from_f64(TENSOR_SHAPE(B, C, 3), dt, x);
     out->v = tensor_from_f64(TENSOR_SHAPE(B, C), dt, v);
     out->z = tensor_mul_scalar(tensor_randn_with(g, TENSOR_SHAPE(B, c->data.n_z, 12 * m), dt), c->loss.z_sigma);
-    free(pts), free(nrm), free(x), free(v), free(sel);
+    out->rig = rig ? tensor_from_f64(TENSOR_SHAPE(B, C, nb), dt, rig) : NULL;
+    free(pts), free(nrm), free(x), free(v), free(sel), free(rig);
 }
