@@ -5,7 +5,9 @@
 #include <string.h>
 
 #include "autograd/gradcheck.h"
+#include "datasets/motion/rig.h"
 #include "models/physskin/train.h"
+#include "sim/rig.h"
 #include "tests/test.h"
 
 static Tensor *rand_t(uint64_t seed, int nd, const int64_t *shape, double lo, double hi) {
@@ -181,4 +183,170 @@ TEST(rigskin_batch_carries_rigs) {
     ps_model_free(&m);
     nn_params_free(&p);
     ps_data_free(&d);
+}
+
+/* ---- the runtime (sim/rig.h) ------------------------------------------------------------------ */
+
+typedef struct {
+    SimSkinning sk;
+    SimPose pose;
+    SimObject o;
+    SimRig r;
+} Rigged;
+
+static void rigged_init(Rigged *g, const char *category, const char *clip) {
+    SimProceduralOptions po;
+    sim_procedural_defaults(&po);
+    po.category = category, po.kind = "rbf", po.handles = 12, po.cubature_res = 12, po.mesh_res = 32, po.seed = 1;
+    po.normalize = true;
+    char err[1024];
+    CHECK_MSG(sim_skinning_procedural(&po, &g->sk, err, sizeof err) == 0, "%s", err);
+    SimMaterial mat = {.E = 2e4, .nu = 0.3, .rho = 1000};
+    g->pose = sim_pose_identity();
+    g->pose.scale = 0.5, g->pose.translate[1] = 0.6;
+    sim_pose_euler(&g->pose, (double[]){0, 30, 0});
+    CHECK_MSG(sim_object_init(&g->o, &g->sk, &mat, &g->pose, err, sizeof err) == 0, "%s", err);
+    CHECK_MSG(sim_rig_init(&g->r, &g->o, category, 1, 32, 0, (double[]){0, 0, 0}, 1, &g->pose, err, sizeof err) == 0,
+              "%s", err);
+    if (clip) CHECK_MSG(sim_rig_set_clip(&g->r, clip, 30, 60, 1, -1, err, sizeof err) == 0, "%s", err);
+}
+
+static void rigged_free(Rigged *g) {
+    sim_rig_free(&g->r);
+    sim_object_free(&g->o);
+    sim_skinning_free(&g->sk);
+}
+
+/* z = 0 (no physics): the object's vertices are exactly the rig's LBS of the mesh (ds_rig_lbs with
+ * the shape's own vertex weights, mapped by the pose), at every time of the clip */
+TEST(rigskin_zero_z_is_the_rig_animation) {
+    Rigged g;
+    rigged_init(&g, "humanoid", "walk");
+    DsProceduralShape *sh = &g.r.shape;
+    int64_t nv = g.o.nv;
+    CHECK(nv == sh->mesh.nv);
+    double *x = malloc(sizeof(double) * 3 * (size_t)nv), local[4 * DS_RIG_MAX_BONES], root[3], skin[16 * DS_RIG_MAX_BONES];
+    float *ref = malloc(sizeof(float) * 3 * (size_t)nv);
+    double err_max = 0, motion = 0;
+    for (int s = 1; s <= 40; s += 13) {
+        double t = s / 30.0;
+        sim_rig_advance(&g.r, &g.o, t, 1 / 30.0);
+        memset(g.o.z, 0, sizeof(double) * (size_t)g.o.n);
+        sim_object_vertices(&g.o, x);
+        sim_rig_pose(&g.r, t, local, root);
+        ds_rig_fk(sh->nbones, sh->bones, local, root, NULL, NULL, skin);
+        ds_rig_lbs(nv, sh->mesh.v, sh->nbones, sh->weights, skin, ref);
+        for (int64_t v = 0; v < nv; v++)
+            for (int a = 0; a < 3; a++) {
+                double w = g.pose.translate[a];
+                for (int b = 0; b < 3; b++) w += g.pose.scale * g.pose.R[3 * a + b] * ref[3 * v + b];
+                err_max = fmax(err_max, fabs(x[3 * v + a] - w));
+                motion = fmax(motion, fabs(x[3 * v + a] - g.o.Xv[3 * v + a]));
+            }
+    }
+    printf("    max |x(z=0) − LBS| %.2e m (rig motion up to %.3f m)\n", err_max, motion);
+    CHECK(motion > 0.05);
+    CHECK_MSG(err_max < 1e-5, "%g", err_max); /* the f32 weights and rest positions */
+    free(x), free(ref);
+    rigged_free(&g);
+}
+
+/* the rig's inertial term: the objective's gradient at z is its finite difference */
+TEST(rigskin_inertia_term_derivative) {
+    Rigged g;
+    rigged_init(&g, "quadruped", "trot");
+    double dt = 1 / 60.0;
+    for (int s = 1; s <= 3; s++) sim_rig_advance(&g.r, &g.o, s * dt, dt);
+    int64_t n = g.o.n;
+    double *z = malloc(sizeof(double) * (size_t)n), *zt = calloc((size_t)n, sizeof(double)), *gr = malloc(sizeof(double) * (size_t)n);
+    TensorRng rg = {.seed = 3, .stream = 1};
+    Tensor *rz = tensor_randn_with(&rg, TENSOR_SHAPE(n), TENSOR_F64);
+    for (int64_t q = 0; q < n; q++) z[q] = 1e-3 * tensor_f64(rz)[q];
+    double fn = 0;
+    for (int64_t q = 0; q < n; q++) fn += g.r.f[q] * g.r.f[q];
+    CHECK(fn > 0); /* the trot accelerates the rig */
+    for (int term = SIM_TERM_INERTIA; term <= SIM_TERM_ELASTIC; term++) {
+        sim_object_term(&g.o, term, z, zt, 3 * dt, gr, NULL);
+        double worst = 0, scale = 0;
+        for (int64_t q = 0; q < n; q += 7) {
+            double h = 1e-6, z0 = z[q];
+            z[q] = z0 + h;
+            double ep = sim_object_term(&g.o, term, z, zt, 3 * dt, NULL, NULL);
+            z[q] = z0 - h;
+            double em = sim_object_term(&g.o, term, z, zt, 3 * dt, NULL, NULL);
+            z[q] = z0;
+            worst = fmax(worst, fabs((ep - em) / (2 * h) - gr[q])), scale = fmax(scale, fabs(gr[q]));
+        }
+        CHECK_MSG(worst < 1e-5 * fmax(scale, 1e-9) + 1e-9, "term %d: fd error %g of %g", term, worst, scale);
+    }
+    free(z), free(zt), free(gr);
+    rigged_free(&g);
+}
+
+/* a trot for 0.5 s, then the rig holds its pose: no NaN, no Newton failure, secondary motion
+ * present while the rig moves and decaying after it stops (implicit Euler's damping) */
+TEST(rigskin_secondary_motion_decays_after_the_rig_stops) {
+    Rigged g;
+    rigged_init(&g, "quadruped", "trot");
+    g.r.t_stop = 0.5;
+    g.o.newton.max_iters = 30;
+    double dt = 1 / 60.0, ke_moving = 0, ke_end = 0;
+    char err[256];
+    int steps = test_quick() ? 60 : 90, fails = 0;
+    for (int s = 1; s <= steps; s++) {
+        sim_rig_advance(&g.r, &g.o, s * dt, dt);
+        CHECK_MSG(sim_object_step(&g.o, dt, err, sizeof err) == 0, "%s", err);
+        fails += g.o.last.failures;
+        double ke = sim_object_energy(&g.o).kinetic;
+        CHECK(isfinite(ke));
+        if (s * dt <= 0.5) ke_moving = fmax(ke_moving, ke);
+        ke_end = ke;
+    }
+    printf("    kinetic energy of the secondary motion: max %.3e J while the rig moves, %.3e J %.2f s after it stops\n",
+           ke_moving, ke_end, steps * dt - 0.5);
+    CHECK(fails == 0);
+    CHECK(ke_moving > 1e-6);
+    CHECK(ke_end < 0.1 * ke_moving);
+    rigged_free(&g);
+}
+
+/* live control and the scripted joint drag: the tail's world direction follows */
+TEST(rigskin_live_joint_and_drag) {
+    Rigged g;
+    rigged_init(&g, "quadruped", NULL);
+    int tail = sim_rig_bone(&g.r, "tail");
+    CHECK(tail >= 0);
+    char err[256];
+    double q[4], local[4 * DS_RIG_MAX_BONES], root[3], Rw[9 * DS_RIG_MAX_BONES], heads[3 * DS_RIG_MAX_BONES];
+    ds_quat_axis_angle((double[]){0, 1, 0}, 0.7, q);
+    CHECK(sim_rig_set_joint_rotation(&g.r, tail, q, err, sizeof err) == 0);
+    CHECK(sim_rig_set_joint_rotation(&g.r, 999, q, err, sizeof err) != 0);
+    sim_rig_pose(&g.r, 0.1, local, root);
+    CHECK_NEAR(local[4 * tail], q[0], 1e-12);
+    CHECK_NEAR(local[4 * tail + 2], q[2], 1e-12);
+    sim_rig_clear_joint(&g.r, tail);
+    /* a drag: at t ≥ t1 the tail bone points at the target (rig frame → world by the pose) */
+    const DsBone *b = &g.r.shape.bones[tail];
+    double tgt_p[3] = {b->head[0] - 0.2, b->head[1] + 0.5, b->head[2] + 0.3}, tgt[3];
+    for (int a = 0; a < 3; a++) {
+        tgt[a] = g.r.off[a];
+        for (int c = 0; c < 3; c++) tgt[a] += g.r.L[3 * a + c] * tgt_p[c];
+    }
+    SimRigDrag d = {.bone = tail, .t0 = 0, .t1 = 0.2, .t_release = 1};
+    memcpy(d.target, tgt, sizeof tgt);
+    CHECK(sim_rig_add_drag(&g.r, &d, err, sizeof err) == 0);
+    sim_rig_pose(&g.r, 0.5, local, root);
+    ds_rig_fk(g.r.nbones, g.r.shape.bones, local, root, Rw, heads, NULL);
+    double rest[3], dir[3], want[3], c = 0, n1 = 0, n2 = 0;
+    for (int a = 0; a < 3; a++) rest[a] = (double)b->tail[a] - b->head[a];
+    for (int a = 0; a < 3; a++) {
+        dir[a] = Rw[9 * tail + 3 * a] * rest[0] + Rw[9 * tail + 3 * a + 1] * rest[1] + Rw[9 * tail + 3 * a + 2] * rest[2];
+        want[a] = tgt_p[a] - heads[3 * tail + a];
+        c += dir[a] * want[a], n1 += dir[a] * dir[a], n2 += want[a] * want[a];
+    }
+    CHECK_MSG(c / sqrt(n1 * n2) > 1 - 1e-9, "cos %.12f", c / sqrt(n1 * n2));
+    /* after the release the drag is gone: the rest pose */
+    sim_rig_pose(&g.r, 1.5, local, root);
+    CHECK_NEAR(local[4 * tail], 1.0, 1e-12);
+    rigged_free(&g);
 }
