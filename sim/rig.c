@@ -3,7 +3,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "datasets/config.h"
 #include "datasets/motion/rig.h"
+#include "datasets/render/image.h"
 #include "sim/internal.h"
 #include "sim/lapack.h"
 #include "sim/rig.h"
@@ -78,7 +80,21 @@ int sim_rig_init(SimRig *r, SimObject *o, const char *category, uint64_t seed, i
         sim_rig_free(r);
         return base_errf(err, errlen, "rig: out of memory");
     }
-    o->no_constant = true;
+    /* rows 0..3: the constant handle's coefficients; 4..7: Σ_c ρ V_c X̃_c,l b_c, the global affine
+     * moments of B z (rig.h) */
+    int64_t nbz = o->nb;
+    r->rows = calloc((size_t)(8 * nbz), sizeof(double));
+    if (!r->rows) {
+        sim_rig_free(r);
+        return base_errf(err, errlen, "rig: out of memory");
+    }
+    for (int l = 0; l < 4; l++) r->rows[l * nbz + 4 * o->m + l] = 1;
+    for (int64_t c = 0; c < nc; c++) {
+        const double *X = o->Xc + 3 * c;
+        double xh[4] = {X[0], X[1], X[2], 1}, m = o->rho * o->Vc[c];
+        for (int l = 0; l < 4; l++) cblas_daxpy((int)nbz, m * xh[l], o->Bc + c * nbz, 1, r->rows + (4 + l) * nbz, 1);
+    }
+    o->rig_rows = r->rows, o->rig_nrows = 8;
     if (sim_object_prepare(o, e2, sizeof e2)) {
         sim_rig_free(r);
         return base_errf(err, errlen, "rig: %s", e2);
@@ -91,7 +107,7 @@ void sim_rig_free(SimRig *r) {
     if (r->has_clip) ds_motion_free(&r->clip);
     free(r->pc), free(r->pv), free(r->wc), free(r->dwc), free(r->wv), free(r->keys), free(r->drags);
     free(r->live), free(r->live_on), free(r->u_prev), free(r->u_cur), free(r->u_next), free(r->F), free(r->uv);
-    free(r->f), free(r->local);
+    free(r->f), free(r->local), free(r->rows);
     memset(r, 0, sizeof *r);
 }
 
@@ -345,4 +361,124 @@ double sim_rig_projection(const SimRig *r, const SimObject *o) {
 done:
     free(A), free(G), free(rhs), free(u);
     return res;
+}
+
+/* ---- scenes ------------------------------------------------------------------------------------ */
+
+#define RK(m) offsetof(SimSceneRigKey, m)
+static const DsConfigField RIG_KEY[] = {
+    {"bone", DS_CFG_STRING, RK(bone), NULL, 1, 0, .size = sizeof(((SimSceneRigKey *)0)->bone), .help = "the bone's name (procedural.h)"},
+    {"t", DS_CFG_FLOAT, RK(t), NULL, 0, 1e30, .help = "time of the key (s)"},
+    {"axis", DS_CFG_VEC3, RK(axis), "[0, 0, 1]", 1, 0, .help = "rotation axis (rig frame: world axes at rest)"},
+    {"deg", DS_CFG_FLOAT, RK(deg), "0", -1e6, 1e6, .help = "rotation angle (degrees)"},
+    {0}};
+#undef RK
+#define RD(m) offsetof(SimSceneRigDrag, m)
+static const DsConfigField RIG_DRAG[] = {
+    {"bone", DS_CFG_STRING, RD(bone), NULL, 1, 0, .size = sizeof(((SimSceneRigDrag *)0)->bone), .help = "the dragged bone (its tail heads for the target)"},
+    {"target", DS_CFG_VEC3, RD(target), NULL, 1, 0, .help = "where the bone's tail is pulled to (m, world)"},
+    {"t0", DS_CFG_FLOAT, RD(t0), "0", 0, 1e30, .help = "the drag starts (s)"},
+    {"t1", DS_CFG_FLOAT, RD(t1), "0.5", 0, 1e30, .help = "the bone points at the target from here (s)"},
+    {"t_release", DS_CFG_FLOAT, RD(t_release), "1e30", 0, 1e30, .help = "the drag lets go (s)"},
+    {0}};
+#undef RD
+#define RS(m) offsetof(SimSceneRig, m)
+const DsConfigField SIM_RIG_SCENE_FIELDS[] = {
+    {"object", DS_CFG_INT, RS(object), "-1", -1, 1e6, .help = "index into objects[] of the rigged object (-1: no rig)"},
+    {"clip", DS_CFG_STRING, RS(clip), "", 1, 0, .size = sizeof(((SimSceneRig *)0)->clip),
+     .help = "rig motion: a motion of datasets/motion/motion.h (walk, trot, cmu_01_01, ...) or a .bvh path (\"\": none)"},
+    {"fps", DS_CFG_FLOAT, RS(fps), "30", 1e-3, 1e4, .help = "the clip's sampling rate (frames per second)"},
+    {"frames", DS_CFG_INT, RS(frames), "0", 0, 1e7, .help = "clip frames (0: as long as the scene)"},
+    {"seed", DS_CFG_INT, RS(seed), "1", 0, 9e15, .help = "seed of a procedural clip"},
+    {"bvh_start", DS_CFG_INT, RS(bvh_start), "-1", -1, 1e9, .help = "BVH clip: first source frame (-1: the clip's default)"},
+    {"t_stop", DS_CFG_FLOAT, RS(t_stop), "1e30", 0, 1e30, .help = "the rig holds its pose from this time on (s)"},
+    {"sigma", DS_CFG_FLOAT, RS(sigma), "0", 0, 10, .help = "softness of the rig's LBS weights (0: procedural.h's default)"},
+    {"keys", DS_CFG_ARRAY, RS(keys), "[]", 0, 1e9, .fields = RIG_KEY, .elem_size = sizeof(SimSceneRigKey),
+     .count_offset = RS(nkeys), .help = "keyframed local rotations per bone (slerp between keys)"},
+    {"drags", DS_CFG_ARRAY, RS(drags), "[]", 0, 1e9, .fields = RIG_DRAG, .elem_size = sizeof(SimSceneRigDrag),
+     .count_offset = RS(ndrags), .help = "scripted joint drags"},
+    {0}};
+#undef RS
+
+
+int sim_rig_from_scene(SimRig *r, SimObject *o, const SimSceneRig *sr, const char *category, uint64_t seed,
+                       int mesh_res, const double center[3], double k, const SimPose *pose, const char *scene_dir,
+                       double duration, char *err, size_t errlen) {
+    if (sim_rig_init(r, o, category, seed, mesh_res, (float)sr->sigma, center, k, pose, err, errlen)) return -1;
+    r->t_stop = sr->t_stop;
+    if (sr->clip[0]) {
+        char path[2048];
+        size_t len = strlen(sr->clip);
+        /* a .bvh path is relative to the scene; a motion name is not a path */
+        if (len > 4 && !strcmp(sr->clip + len - 4, ".bvh") && sr->clip[0] != '/' && scene_dir)
+            snprintf(path, sizeof path, "%s/%s", scene_dir, sr->clip);
+        else
+            snprintf(path, sizeof path, "%s", sr->clip);
+        int frames = sr->frames > 0 ? (int)sr->frames : (int)ceil(duration * sr->fps) + 2;
+        if (sim_rig_set_clip(r, path, sr->fps, frames, (uint64_t)sr->seed, sr->bvh_start, err, errlen)) goto fail;
+    }
+    for (int i = 0; i < sr->nkeys; i++) {
+        const SimSceneRigKey *kk = &sr->keys[i];
+        SimRigKey key = {.bone = sim_rig_bone(r, kk->bone), .t = kk->t};
+        if (key.bone < 0) {
+            base_errf(err, errlen, "rig.keys[%d].bone: %s has no bone '%s'", i, category, kk->bone);
+            goto fail;
+        }
+        ds_quat_axis_angle(kk->axis, kk->deg * M_PI / 180, key.q);
+        if (sim_rig_add_key(r, &key, err, errlen)) goto fail;
+    }
+    for (int i = 0; i < sr->ndrags; i++) {
+        const SimSceneRigDrag *dd = &sr->drags[i];
+        SimRigDrag d = {.bone = sim_rig_bone(r, dd->bone), .t0 = dd->t0, .t1 = dd->t1, .t_release = dd->t_release};
+        memcpy(d.target, dd->target, sizeof d.target);
+        if (d.bone < 0) {
+            base_errf(err, errlen, "rig.drags[%d].bone: %s has no bone '%s'", i, category, dd->bone);
+            goto fail;
+        }
+        if (sim_rig_add_drag(r, &d, err, errlen)) goto fail;
+    }
+    return 0;
+fail:
+    sim_rig_free(r);
+    return -1;
+}
+
+static void put_px(DsImage *im, int x, int y, const uint8_t c[3]) {
+    if (x < 0 || y < 0 || x >= im->w || y >= im->h) return;
+    memcpy(im->data + 3 * ((size_t)y * im->w + x), c, 3);
+}
+
+/* a line by unit steps along its longer axis, 2 px thick */
+static void line(DsImage *im, double x0, double y0, double x1, double y1, const uint8_t c[3]) {
+    int n = (int)ceil(fmax(fabs(x1 - x0), fabs(y1 - y0))) + 1;
+    for (int i = 0; i <= n; i++) {
+        double s = (double)i / n, x = x0 + s * (x1 - x0), y = y0 + s * (y1 - y0);
+        put_px(im, (int)lround(x), (int)lround(y), c), put_px(im, (int)lround(x) + 1, (int)lround(y), c);
+        put_px(im, (int)lround(x), (int)lround(y) + 1, c);
+    }
+}
+
+int sim_rig_write_plot(const char *path, int64_t n, const double *t, const double *v, double t_mark, int w, int h,
+                       char *err, size_t errlen) {
+    DsImage im;
+    if (ds_image_init(&im, w, h, 3, err, errlen)) return -1;
+    memset(im.data, 255, (size_t)w * h * 3);
+    double tmax = 0, vmax = 0;
+    for (int64_t i = 0; i < n; i++)
+        if (isfinite(v[i])) tmax = fmax(tmax, t[i]), vmax = fmax(vmax, v[i]);
+    if (!(tmax > 0)) tmax = 1;
+    if (!(vmax > 0)) vmax = 1;
+    int mx = 40, my = 30;
+    double W = w - 2 * mx, H = h - 2 * my;
+    static const uint8_t gray[3] = {120, 120, 120}, light[3] = {225, 225, 225}, blue[3] = {30, 80, 200}, red[3] = {210, 40, 40};
+    for (int k = 1; k <= 4; k++) line(&im, mx, my + H * (1 - k / 4.0), mx + W, my + H * (1 - k / 4.0), light);
+    line(&im, mx, my + H, mx + W, my + H, gray), line(&im, mx, my, mx, my + H, gray);
+    if (t_mark > 0 && t_mark < tmax) line(&im, mx + W * t_mark / tmax, my, mx + W * t_mark / tmax, my + H, red);
+    for (int64_t i = 1; i < n; i++)
+        if (isfinite(v[i - 1]) && isfinite(v[i]))
+            line(&im, mx + W * t[i - 1] / tmax, my + H * (1 - v[i - 1] / vmax), mx + W * t[i] / tmax,
+                 my + H * (1 - v[i] / vmax), blue);
+    int rc = ds_image_write(path, &im, err, errlen);
+    ds_image_free(&im);
+    return rc;
 }

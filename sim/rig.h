@@ -10,8 +10,13 @@
  * elastic energy is taken at the total deformation F = F_r + (G z)ᵀ, F_r = ∂(X + u_r)/∂X =
  * Σ_j w_j R_j + Σ_j S_j(X) ⊗ ∇w_j. So the rig's accelerations and its own strain (the blend zones of
  * LBS) drive z; nothing enforces JᵀMBz = 0 at runtime — the fields are trained for it (L_comp,
- * models/physskin/losses.h). The object's constant handle is held at zero (SimObject.no_constant):
- * the rig carries the rigid and affine motion, and a free translation of B z would drift.
+ * models/physskin/losses.h). Two exact linear conditions are kept (SimObject.rig_rows): the
+ * object's constant handle is held at zero, and so are the mass-weighted global affine moments
+ * Σ_c m_c X̃_c (B z)_c,iᵀ — the complementarity condition of a one-bone rig, 12 of the 3·nb
+ * coordinates. The rig carries the rigid and affine motion; without them a rigid motion of B z,
+ * which no elastic energy restores, would drift under gravity and the rig's accelerations.
+ * (Per-bone complementarity has 12 conditions per bone, more than a small subspace has
+ * coordinates: it stays learned, and sim_rig_projection measures it.)
  *
  * Rig motion, evaluated as a function of time (clamped at t_stop, after which the rig holds its
  * pose and the secondary motion decays):
@@ -37,6 +42,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "datasets/config.h"
 #include "datasets/geometry/procedural.h"
 #include "datasets/motion/motion.h"
 #include "sim/solver.h"
@@ -76,13 +82,14 @@ typedef struct {
     double *u_prev, *u_cur, *u_next; /* u_r at the cubature points at t_cur − dt, t_cur, t_next */
     double *F, *uv, *f;      /* F_r (nc × 9), u_r at the vertices (nv × 3), Bᵀ M a (o->n) */
     double *local, root[3];  /* the last pose evaluated (nb × 4) */
+    double *rows;            /* 8 × o->nb: the exact rows given to the object */
 } SimRig;
 
 /* The rig of procedural shape (category, seed, mesh_res: as the object's skinning was made;
  * sigma: ds_procedural_weights' softness, 0 its default) attached to object o, whose skinning
  * frame is (p − center)·k and whose pose is `pose`. Evaluates the weights and their gradients
- * (central differences, δ = 1e-3 in p) at the object's cubature points and vertices, sets
- * o->no_constant and prepares o again. 0, or -1 with err set. */
+ * (central differences, δ = 1e-3 in p) at the object's cubature points and vertices, gives o
+ * its exact rows (constant handle, global affine moments) and prepares o again. 0, or -1 with err set. */
 int sim_rig_init(SimRig *r, SimObject *o, const char *category, uint64_t seed, int mesh_res, float sigma,
                  const double center[3], double k, const SimPose *pose, char *err, size_t errlen);
 void sim_rig_free(SimRig *r);
@@ -116,6 +123,50 @@ void sim_rig_eval(const SimRig *r, const double *local, const double root[3], do
  * (rig_F, rig_uc, rig_uv, rig_f) at the rig's buffers for that step. Then sim_object_step or
  * sim_world_step. */
 void sim_rig_advance(SimRig *r, SimObject *o, double t1, double dt);
+
+/* ---- scenes (sim/scene.h's "rig" key) ----------------------------------------------------------
+ *   rig: {object [-1: none], clip [""] (motion.h name: "walk", "trot", "cmu_01_01", a .bvh path
+ *         relative to the scene's folder), fps [30] (the clip's sampling), frames [0: as long as
+ *         the scene], seed [1], bvh_start [-1], t_stop [1e30] (s), sigma [0],
+ *         keys: [{bone, t, axis, deg}] (a local rotation of deg about axis at time t),
+ *         drags: [{bone, target, t0 [0], t1 [0.5], t_release [1e30]}] (joint drags)}
+ * The rigged object's skinning must be of the same procedural shape (its category, seed and
+ * mesh_res are the rig's); the scene then holds that one object and no rigid bodies (world.c's
+ * IPC does not see u_r). */
+typedef struct {
+    char bone[24];
+    double t, axis[3], deg;
+} SimSceneRigKey;
+
+typedef struct {
+    char bone[24];
+    double target[3], t0, t1, t_release;
+} SimSceneRigDrag;
+
+typedef struct {
+    int64_t object;
+    char clip[512];
+    double fps, t_stop, sigma;
+    int64_t frames, seed, bvh_start;
+    int nkeys, ndrags;
+    SimSceneRigKey *keys;
+    SimSceneRigDrag *drags;
+} SimSceneRig;
+
+/* the "rig" object's keys (datasets/config.h) */
+extern const DsConfigField SIM_RIG_SCENE_FIELDS[];
+/* The scene's rig on object o (built from category/seed/mesh_res with the skinning frame
+ * (center, k) and pose), its clip, keys and drags resolved by bone name; clip paths relative to
+ * scene_dir; duration (s) sizes a clip whose frames is 0. 0, or -1 with err. */
+int sim_rig_from_scene(SimRig *r, SimObject *o, const SimSceneRig *sr, const char *category, uint64_t seed,
+                       int mesh_res, const double center[3], double k, const SimPose *pose, const char *scene_dir,
+                       double duration, char *err, size_t errlen);
+
+/* A plot of a time series as a PNG (w × h): the curve v(t) in blue over [0, t_max] × [0, v_max],
+ * axes in gray, a red vertical line at t_mark (when inside). For the kinetic energy of the
+ * secondary motion (decay after the rig stops). 0, or -1 with err. */
+int sim_rig_write_plot(const char *path, int64_t n, const double *t, const double *v, double t_mark, int w, int h,
+                       char *err, size_t errlen);
 
 /* Complementarity of the current secondary displacement u_c = B z at the cubature points: its
  * mass-weighted projection onto the rig space span(J) (J the LBS Jacobian over 12 affine

@@ -620,9 +620,8 @@ int sim_object_prepare(SimObject *o, char *err, size_t errlen) {
         }
         if (!o->dirichlet[d].penalty) ns += k;
     }
-    /* a rig (no_constant): the constant handle's four coefficients are held at zero, four more
-     * exact rows (unit rows on its columns, velocity 0) in the same null space */
-    int64_t nconst = o->no_constant ? 4 : 0;
+    /* a rig's exact rows (velocity 0), in the same null space as the fixed regions' */
+    int64_t nconst = o->rig_rows ? o->rig_nrows : 0;
     ns += nconst;
     p->ns = ns, p->r = nb;
     p->zp_rate = calloc((size_t)n, sizeof(double));
@@ -651,8 +650,8 @@ int sim_object_prepare(SimObject *o, char *err, size_t errlen) {
         for (int d = 0; d < o->ndirichlet; d++)
             if (!o->dirichlet[d].penalty) k += region_rows(o, &o->dirichlet[d], C + k * nb, vel + 3 * k);
         for (int64_t l = 0; l < nconst; l++, k++) {
-            memset(C + k * nb, 0, sizeof(double) * (size_t)nb), memset(vel + 3 * k, 0, 3 * sizeof(double));
-            C[k * nb + 4 * o->m + l] = 1;
+            memcpy(C + k * nb, o->rig_rows + l * nb, sizeof(double) * (size_t)nb);
+            memset(vel + 3 * k, 0, 3 * sizeof(double));
         }
         if (No) { /* the rows in observable coordinates: C No (ns × ro) */
             cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)ns, (int)ro, (int)nb, 1.0, C, (int)nb, No,
