@@ -186,8 +186,12 @@ void sim_rig_pose(SimRig *r, double t, double *local, double root[3]) {
     for (int j = 0; j < nb; j++) ds_quat_identity(local + 4 * j);
     root[0] = root[1] = root[2] = 0;
     if (r->has_clip && r->clip.nframes > 0) { /* the clip, frames slerped */
-        double fpos = t * r->clip.fps;
         int last = r->clip.nframes - 1;
+        double fpos = t * r->clip.fps;
+        if (r->loop && last > 0) { /* ping-pong: forward over [0, last], back over [last, 2 last] */
+            fpos = fmod(fmax(fpos, 0), 2.0 * last);
+            if (fpos > last) fpos = 2.0 * last - fpos;
+        }
         if (fpos < 0) fpos = 0;
         if (fpos > last) fpos = last;
         int f0 = (int)floor(fpos), f1 = f0 < last ? f0 + 1 : f0;
@@ -390,6 +394,7 @@ const DsConfigField SIM_RIG_SCENE_FIELDS[] = {
     {"fps", DS_CFG_FLOAT, RS(fps), "30", 1e-3, 1e4, .help = "the clip's sampling rate (frames per second)"},
     {"frames", DS_CFG_INT, RS(frames), "0", 0, 1e7, .help = "clip frames (0: as long as the scene)"},
     {"seed", DS_CFG_INT, RS(seed), "1", 0, 9e15, .help = "seed of a procedural clip"},
+    {"loop", DS_CFG_BOOL, RS(loop), "false", 1, 0, .help = "play the clip forward and back for as long as the scene runs"},
     {"bvh_start", DS_CFG_INT, RS(bvh_start), "-1", -1, 1e9, .help = "BVH clip: first source frame (-1: the clip's default)"},
     {"t_stop", DS_CFG_FLOAT, RS(t_stop), "1e30", 0, 1e30, .help = "the rig holds its pose from this time on (s)"},
     {"sigma", DS_CFG_FLOAT, RS(sigma), "0", 0, 10, .help = "softness of the rig's LBS weights (0: procedural.h's default)"},
@@ -405,7 +410,7 @@ int sim_rig_from_scene(SimRig *r, SimObject *o, const SimSceneRig *sr, const cha
                        int mesh_res, const double center[3], double k, const SimPose *pose, const char *scene_dir,
                        double duration, char *err, size_t errlen) {
     if (sim_rig_init(r, o, category, seed, mesh_res, (float)sr->sigma, center, k, pose, err, errlen)) return -1;
-    r->t_stop = sr->t_stop;
+    r->t_stop = sr->t_stop, r->loop = sr->loop;
     if (sr->clip[0]) {
         char path[2048];
         size_t len = strlen(sr->clip);

@@ -68,7 +68,7 @@ typedef struct {
     double *pc, *pv;         /* rest points in the rig frame (nc × 3, nv × 3) */
     double *wc, *dwc, *wv;   /* weights nc × nb, their p-gradients nc × nb × 3, weights nv × nb */
     /* motion */
-    bool has_clip;
+    bool has_clip, loop;     /* loop: the clip plays forward and back (ping-pong: no jump) */
     DsMotion clip;
     int nkeys, ndrags;
     SimRigKey *keys;
@@ -127,7 +127,8 @@ void sim_rig_advance(SimRig *r, SimObject *o, double t1, double dt);
 /* ---- scenes (sim/scene.h's "rig" key) ----------------------------------------------------------
  *   rig: {object [-1: none], clip [""] (motion.h name: "walk", "trot", "cmu_01_01", a .bvh path
  *         relative to the scene's folder), fps [30] (the clip's sampling), frames [0: as long as
- *         the scene], seed [1], bvh_start [-1], t_stop [1e30] (s), sigma [0],
+ *         the scene], loop [false] (forward and back), seed [1], bvh_start [-1], t_stop [1e30] (s),
+ *         sigma [0],
  *         keys: [{bone, t, axis, deg}] (a local rotation of deg about axis at time t),
  *         drags: [{bone, target, t0 [0], t1 [0.5], t_release [1e30]}] (joint drags)}
  * The rigged object's skinning must be of the same procedural shape (its category, seed and
@@ -148,6 +149,7 @@ typedef struct {
     char clip[512];
     double fps, t_stop, sigma;
     int64_t frames, seed, bvh_start;
+    bool loop;
     int nkeys, ndrags;
     SimSceneRigKey *keys;
     SimSceneRigDrag *drags;
