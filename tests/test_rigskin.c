@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "autograd/gradcheck.h"
+#include "base/clock.h"
 #include "datasets/motion/rig.h"
 #include "models/physskin/train.h"
 #include "sim/rig.h"
@@ -386,4 +387,78 @@ TEST(rigskin_scene_runs_with_a_rig) {
     CHECK(sim_scene_parse("{\"objects\": [{}, {}], \"rig\": {\"object\": 0}}", "inline", &sc, err, sizeof err) != 0);
     CHECK(strstr(err, "one object") != NULL);
     CHECK(sim_scene_parse("{\"objects\": [{}], \"rig\": {\"object\": 1}}", "inline", &sc, err, sizeof err) != 0);
+}
+
+/* the controls under rig motion: an exact fixed region follows the rig (B z = 0 there), a drag pulls
+ * its point off the rig's pose towards the moved target, a floor raised into the rig's path keeps
+ * the vertices from sinking through it (the penalty sees X + u_r + B z) */
+TEST(rigskin_controls_under_rig_motion) {
+    Rigged g;
+    rigged_init(&g, "quadruped", "trot");
+    SimObject *o = &g.o;
+    char err[512];
+    double ymax = -INFINITY, ymin = INFINITY, xmin = INFINITY;
+    for (int64_t v = 0; v < o->nv; v++)
+        ymax = fmax(ymax, o->Xv[3 * v + 1]), ymin = fmin(ymin, o->Xv[3 * v + 1]), xmin = fmin(xmin, o->Xv[3 * v]);
+    /* fixed: the top 10% (exact, no falloff) */
+    SimDirichlet d = {.region = {.kind = SIM_REGION_BOX, .lo = {-9, ymax - 0.1 * (ymax - ymin), -9}, .hi = {9, 9, 9}}};
+    CHECK(sim_object_add_dirichlet(o, &d, err, sizeof err) == 0);
+    /* a floor 2 cm above the feet's rest height */
+    SimPlane fl = {.normal = {0, 1, 0}, .offset = ymin + 0.02, .stiffness = 1e6};
+    CHECK(sim_object_add_plane(o, &fl, err, sizeof err) == 0);
+    CHECK_MSG(sim_object_prepare(o, err, sizeof err) == 0, "%s", err);
+    double dt = 1 / 60.0, fixed_err = 0, sink = 0;
+    double *x = malloc(sizeof(double) * 3 * (size_t)o->nv), *bz = malloc(sizeof(double) * 3 * (size_t)o->nv);
+    for (int s = 1; s <= 40; s++) {
+        sim_rig_advance(&g.r, o, s * dt, dt);
+        CHECK_MSG(sim_object_step(o, dt, err, sizeof err) == 0, "%s", err);
+        CHECK(o->last.failures == 0);
+        sim_object_vertices(o, x);
+        for (int64_t v = 0; v < o->nv; v++) {
+            for (int a = 0; a < 3; a++) bz[3 * v + a] = x[3 * v + a] - o->Xv[3 * v + a] - o->rig_uv[3 * v + a];
+            if (sim_region_contains(&d.region, o->Xv + 3 * v))
+                fixed_err = fmax(fixed_err, sqrt(bz[3 * v] * bz[3 * v] + bz[3 * v + 1] * bz[3 * v + 1] + bz[3 * v + 2] * bz[3 * v + 2]));
+            sink = fmax(sink, fl.offset - x[3 * v + 1]);
+        }
+    }
+    printf("    fixed region off the rig by %.2e m; deepest vertex %.2e m below the raised floor\n", fixed_err, sink);
+    CHECK(fixed_err < 1e-9);
+    CHECK(sink < 0.01); /* the feet would sit 2 cm under it with the rig alone */
+    free(x), free(bz);
+    rigged_free(&g);
+}
+
+/* a dataset cache (anima dataset make) stores each procedural shape's rig at its mesh vertices;
+ * loading it for training carries the rig to the surface samples and cubature candidates */
+TEST(rigskin_cache_shapes_carry_rigs) {
+    char dir[] = "/tmp/anima-rigcache-XXXXXX", cmd[1024], out[8192], err[1024];
+    CHECK(mkdtemp(dir) != NULL);
+    snprintf(cmd, sizeof cmd,
+             "%s dataset make --count 3 --seed 5 --grid 40 --cubature-res 16 --surface 512 --sharp 0 --no-progress "
+             "--out %s 2>&1", test_anima_bin(), dir);
+    CHECK_MSG(test_run_capture(cmd, out, sizeof out) == 0, "%s", out);
+    PsConfig c;
+    CHECK_MSG(ps_config_load(&c, "configs/physskin-tiny.json", 0, NULL, err, sizeof err) == 0, "%s", err);
+    PsData d;
+    CHECK_MSG(ps_data_load(&d, dir, &c, 0, 1, err, sizeof err) == 0, "%s", err);
+    const PsShape *s = &d.shapes[0];
+    CHECK(s->nbones > 0 && s->rig_surface && s->rig_cubature);
+    double worst = 0;
+    for (int64_t i = 0; i < s->n_surface + s->n_cubature; i++) {
+        const float *w = i < s->n_surface ? s->rig_surface + i * s->nbones : s->rig_cubature + (i - s->n_surface) * s->nbones;
+        double sum = 0;
+        for (int j = 0; j < s->nbones; j++) {
+            CHECK(w[j] >= 0);
+            sum += w[j];
+        }
+        worst = fmax(worst, fabs(sum - 1));
+    }
+    CHECK_MSG(worst < 1e-5, "rows sum to 1 within %g", worst);
+    TensorRng g = {.seed = 1, .stream = 5};
+    PsBatch b;
+    ps_batch_make(&d, (int64_t[]){0}, 1, &c, &g, TENSOR_F64, &b);
+    CHECK(b.rig != NULL && b.rig->shape[2] == s->nbones);
+    ps_data_free(&d);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    CHECK(system(cmd) == 0);
 }

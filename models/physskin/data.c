@@ -11,6 +11,7 @@
 #include "datasets/corpus/cache.h"
 #include "datasets/geometry/geometry.h"
 #include "datasets/geometry/procedural.h"
+#include "datasets/motion/rig.h"
 #include "tensor/ops.h"
 
 #define PROC "procedural"
@@ -121,6 +122,40 @@ static int load_procedural(PsShape *s, const char *category, uint64_t seed, cons
     return rc;
 }
 
+/* A rig stored at the mesh vertices (nv × nb) carried to n other points: inverse squared distance
+ * weights over the RIG_K nearest vertices, rows summing to one. Surface samples lie on the mesh,
+ * where the nearest vertices are its own neighbours; an interior point blends the parts around
+ * it, as LBS weights fade across a joint. Brute force: nv × n distances per shape, once. */
+#define RIG_K 4
+static float *rig_at(const float *verts, const float *w, int64_t nv, int nb, const float *x, int64_t n) {
+    float *out = base_malloc(sizeof(float) * (size_t)((n > 0 ? n : 1) * nb));
+    int par_nt = base_par_threads(n, 64);
+#pragma omp parallel for schedule(static) num_threads(par_nt) if (par_nt > 1)
+    for (int64_t i = 0; i < n; i++) {
+        int64_t best[RIG_K];
+        double bd[RIG_K];
+        for (int k = 0; k < RIG_K; k++) best[k] = -1, bd[k] = INFINITY;
+        for (int64_t v = 0; v < nv; v++) {
+            double d = 0;
+            for (int a = 0; a < 3; a++) d += ((double)x[3 * i + a] - verts[3 * v + a]) * ((double)x[3 * i + a] - verts[3 * v + a]);
+            if (d >= bd[RIG_K - 1]) continue;
+            int k = RIG_K - 1;
+            while (k > 0 && bd[k - 1] > d) bd[k] = bd[k - 1], best[k] = best[k - 1], k--;
+            bd[k] = d, best[k] = v;
+        }
+        double acc[DS_RIG_MAX_BONES] = {0}, tot = 0;
+        for (int k = 0; k < RIG_K && best[k] >= 0; k++) {
+            double f = 1.0 / (bd[k] + 1e-12);
+            for (int j = 0; j < nb; j++) acc[j] += f * w[best[k] * nb + j];
+            tot += f;
+        }
+        double sum = 0;
+        for (int j = 0; j < nb; j++) sum += acc[j] / tot;
+        for (int j = 0; j < nb; j++) out[i * nb + j] = (float)(sum > 0 ? acc[j] / tot / sum : 0);
+    }
+    return out;
+}
+
 /* Shapes [d->begin, d->begin + d->n) of a cache (HDF5 is not thread-safe here: one by one). */
 static int load_cache(PsData *d, const char *source, PsDataProgressFn fn, void *user, char *err, size_t errlen) {
     char path[4096];
@@ -138,6 +173,12 @@ static int load_cache(PsData *d, const char *source, PsDataProgressFn fn, void *
         double vol = 0;
         for (int64_t k = 0; k < r.n_cubature; k++) vol += r.cubature_volume[k];
         s->volume = r.n_cubature > 0 ? vol : fabs(r.volume);
+        /* the stored rig (procedural shapes; real meshes have none) at the batch's points */
+        if (r.weights && r.nbones > 0 && r.nbones <= DS_RIG_MAX_BONES && r.mesh.nv > 0) {
+            s->nbones = r.nbones;
+            s->rig_surface = rig_at(r.mesh.v, r.weights, r.mesh.nv, r.nbones, r.surface, r.n_surface);
+            s->rig_cubature = rig_at(r.mesh.v, r.weights, r.mesh.nv, r.nbones, r.cubature, r.n_cubature);
+        }
         r.surface = r.surface_normal = r.cubature = NULL;
         ds_shape_record_free(&r);
         if (s->n_surface < 1) {

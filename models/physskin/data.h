@@ -26,7 +26,9 @@ typedef struct {
     double volume;                   /* Σ of the candidates' volumes (or the mesh volume) */
     /* the shape's rig (L_comp, physskin.md §9): LBS weights of nbones bones at every surface
      * sample and interior candidate (n_surface × nbones, n_cubature × nbones); nbones 0 and
-     * NULL when the source has no rig (the procedural shapes have theirs) */
+     * NULL when the source has no rig. Procedural shapes: ds_procedural_weights at the points;
+     * a cache: the rig it stores at the mesh vertices, carried to the points by inverse squared
+     * distance over the 4 nearest vertices (real meshes have none) */
     int nbones;
     float *rig_surface, *rig_cubature;
 } PsShape;
