@@ -95,10 +95,14 @@ int sim_rig_init(SimRig *r, SimObject *o, const char *category, uint64_t seed, i
         for (int l = 0; l < 4; l++) cblas_daxpy((int)nbz, m * xh[l], o->Bc + c * nbz, 1, r->rows + (4 + l) * nbz, 1);
     }
     o->rig_rows = r->rows, o->rig_nrows = 8;
+    r->cut = 1;
     if (sim_object_prepare(o, e2, sizeof e2)) {
         sim_rig_free(r);
         return base_errf(err, errlen, "rig: %s", e2);
     }
+    int64_t fixed_rows, free_dims;
+    sim_object_constraint_info(o, &fixed_rows, &free_dims);
+    r->kept = (int)(free_dims / 3);
     return 0;
 }
 
@@ -319,6 +323,142 @@ void sim_rig_advance(SimRig *r, SimObject *o, double t1, double dt) {
     r->t_cur = t1;
 }
 
+/* A (nc × K, K = 4 nb_rig): A[c, (j, l)] = w_cj X̃_cl in the world frame — the rig's affine maps act
+ * on world rest positions as well as on the rig frame's (an affine change of frame) — and the
+ * lumped masses m_c = ρ V_c. */
+static void rig_basis(const SimRig *r, const SimObject *o, double *A, double *m) {
+    int K = 4 * r->nbones;
+    for (int64_t c = 0; c < o->nc; c++) {
+        const double *X = o->Xc + 3 * c;
+        double xh[4] = {X[0], X[1], X[2], 1};
+        m[c] = o->rho * o->Vc[c];
+        for (int j = 0; j < r->nbones; j++)
+            for (int l = 0; l < 4; l++) A[c * K + 4 * j + l] = r->wc[c * r->nbones + j] * xh[l];
+    }
+}
+
+/* Cholesky (lower, row-major upper = column-major lower) of the K × K Gram AᵀMA with a ridge of
+ * 1e-12 of its largest diagonal (bones holding no point give zero columns). 0 or -1. */
+static int gram_chol(const double *A, const double *m, int64_t nc, int K, double *Gm) {
+    memset(Gm, 0, sizeof(double) * (size_t)K * K);
+    for (int64_t c = 0; c < nc; c++) cblas_dsyr(CblasRowMajor, CblasUpper, K, m[c], A + c * K, 1, Gm, K);
+    double dmax = 0;
+    for (int k = 0; k < K; k++) dmax = fmax(dmax, Gm[k * K + k]);
+    for (int k = 0; k < K; k++) Gm[k * K + k] += 1e-12 * dmax + 1e-300;
+    int info = 0;
+    dpotrf_("L", &K, Gm, &K, &info, 1);
+    return info ? -1 : 0;
+}
+
+int sim_rig_modes(const SimRig *r, SimObject *o, double *lam, double *rows) {
+    int64_t nc = o->nc;
+    int nb = (int)o->nb, K = 4 * r->nbones, info = 0;
+    const double *N = NULL, *zp, *Lm;
+    int64_t rr = sim_object_subspace(o, &N, &zp, &Lm); /* the free modes: z = N y (N NULL: all) */
+    if (rr < 1) return -1;
+    int R = (int)rr;
+    double *A = malloc(sizeof(double) * (size_t)(nc * K)), *m = malloc(sizeof(double) * (size_t)nc);
+    double *Gm = malloc(sizeof(double) * (size_t)K * K), *G = calloc((size_t)K * nb, sizeof(double));
+    double *GN = malloc(sizeof(double) * (size_t)K * R), *Y = malloc(sizeof(double) * (size_t)K * R);
+    double *Q = malloc(sizeof(double) * (size_t)R * R), *MN = malloc(sizeof(double) * (size_t)nb * R);
+    double *U = malloc(sizeof(double) * (size_t)R * R), *work = NULL;
+    int rc = -1;
+    if (!A || !m || !Gm || !G || !GN || !Y || !Q || !MN || !U) goto done;
+    rig_basis(r, o, A, m);
+    if (gram_chol(A, m, nc, K, Gm)) goto done;
+    /* G = Aᵀ M B (K × nb), GN = G N (K × R) */
+    for (int64_t c = 0; c < nc; c++)
+        cblas_dger(CblasRowMajor, K, nb, m[c], A + c * K, 1, o->Bc + c * nb, 1, G, nb);
+    if (N) cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, K, R, nb, 1.0, G, nb, N, R, 0.0, GN, R);
+    else memcpy(GN, G, sizeof(double) * (size_t)K * nb);
+    /* Y = (AᵀMA)⁻¹ GN, column-major K × R (LAPACK's layout) */
+    for (int k = 0; k < K; k++)
+        for (int q = 0; q < R; q++) Y[(size_t)q * K + k] = GN[(size_t)k * R + q];
+    dpotrs_("L", &K, &R, Gm, &K, Y, &K, &info, 1);
+    if (info) goto done;
+    /* Q = GNᵀ Y (R × R) */
+    cblas_dgemm(CblasRowMajor, CblasTrans, CblasTrans, R, R, K, 1.0, GN, R, Y, K, 0.0, Q, R);
+    for (int p = 0; p < R; p++)
+        for (int q = 0; q < p; q++) Q[p * R + q] = Q[q * R + p] = 0.5 * (Q[p * R + q] + Q[q * R + p]);
+    /* the free modes' mass Nᵀ M_b N = Uᵀ U; MN = M_b N (nb × R) for the rows */
+    if (N) {
+        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, nb, R, nb, 1.0, o->Mb, nb, N, R, 0.0, MN, R);
+        cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, R, R, nb, 1.0, N, R, MN, R, 0.0, U, R);
+    } else {
+        memcpy(MN, o->Mb, sizeof(double) * (size_t)nb * nb);
+        memcpy(U, o->Mb, sizeof(double) * (size_t)nb * nb);
+    }
+    dpotrf_("L", &R, U, &R, &info, 1); /* column-major lower = row-major upper U */
+    if (info) goto done;
+    for (int p = 0; p < R; p++)
+        for (int q = 0; q < p; q++) U[p * R + q] = 0;
+    /* S = U⁻ᵀ Q U⁻¹; its eigenvectors w give the modes y = U⁻¹ w */
+    cblas_dtrsm(CblasRowMajor, CblasLeft, CblasUpper, CblasTrans, CblasNonUnit, R, R, 1.0, U, R, Q, R);
+    cblas_dtrsm(CblasRowMajor, CblasRight, CblasUpper, CblasNoTrans, CblasNonUnit, R, R, 1.0, U, R, Q, R);
+    int lwork = -1;
+    double wq;
+    dsyev_("V", "U", &R, Q, &R, lam, &wq, &lwork, &info, 1, 1);
+    lwork = (int)wq;
+    work = malloc(sizeof(double) * (size_t)(lwork > 1 ? lwork : 1));
+    if (!work) goto done;
+    dsyev_("V", "U", &R, Q, &R, lam, work, &lwork, &info, 1, 1);
+    if (info) goto done;
+    /* row i = (M_b N y_i)ᵀ, y_i = U⁻¹ w_i (w_i column i of the column-major Q) */
+    for (int i = 0; rows && i < R; i++) {
+        double *y = Q + (size_t)i * R;
+        cblas_dtrsv(CblasRowMajor, CblasUpper, CblasNoTrans, CblasNonUnit, R, U, R, y, 1);
+        cblas_dgemv(CblasRowMajor, CblasNoTrans, nb, R, 1.0, MN, R, y, 1, 0.0, rows + (size_t)i * nb, 1);
+    }
+    rc = R;
+done:
+    free(A), free(m), free(Gm), free(G), free(GN), free(Y), free(Q), free(MN), free(U), free(work);
+    return rc;
+}
+
+int sim_rig_set_cut(SimRig *r, SimObject *o, double tau, int *kept, char *err, size_t errlen) {
+    int64_t nb = o->nb;
+    double *lam = malloc(sizeof(double) * (size_t)nb), *rows = malloc(sizeof(double) * (size_t)(nb * nb));
+    double *nr = NULL;
+    char e2[512];
+    if (!lam || !rows) goto oom;
+    /* the modes of the subspace the eight fixed rows leave (an earlier cut undone first) */
+    o->rig_rows = r->rows, o->rig_nrows = 8;
+    if (sim_object_prepare(o, e2, sizeof e2)) {
+        free(lam), free(rows);
+        return base_errf(err, errlen, "rig: %s", e2);
+    }
+    int nm = sim_rig_modes(r, o, lam, rows);
+    if (nm < 0) {
+        free(lam), free(rows);
+        return base_errf(err, errlen, "rig: the rig-space eigenproblem failed");
+    }
+    int ncut = 0;
+    for (int64_t i = 0; i < nm; i++) ncut += tau < 1 && lam[i] > tau * tau;
+    if (ncut == nm) {
+        double least = sqrt(fmax(lam[0], 0));
+        free(lam), free(rows);
+        return base_errf(err, errlen, "rig: cut %g leaves none of the %d modes (the least rig share is %.3g²); "
+                                      "raise it", tau, nm, least);
+    }
+    nr = malloc(sizeof(double) * (size_t)((8 + ncut) * nb));
+    if (!nr) goto oom;
+    memcpy(nr, r->rows, sizeof(double) * (size_t)(8 * nb)); /* the fixed rows come first */
+    int k = 8;
+    for (int64_t i = 0; i < nm; i++)
+        if (tau < 1 && lam[i] > tau * tau) memcpy(nr + (size_t)(k++) * nb, rows + i * nb, sizeof(double) * (size_t)nb);
+    free(r->rows);
+    r->rows = nr, r->cut = tau;
+    o->rig_rows = r->rows, o->rig_nrows = k;
+    r->kept = nm - ncut;
+    if (kept) *kept = r->kept;
+    free(lam), free(rows);
+    if (sim_object_prepare(o, e2, sizeof e2)) return base_errf(err, errlen, "rig: %s", e2);
+    return 0;
+oom:
+    free(lam), free(rows), free(nr);
+    return base_errf(err, errlen, "rig: out of memory");
+}
+
 double sim_rig_projection(const SimRig *r, const SimObject *o) {
     int64_t nc = o->nc, nb = o->nb;
     int K = 4 * r->nbones, info = 0, three = 3;
@@ -394,6 +534,7 @@ const DsConfigField SIM_RIG_SCENE_FIELDS[] = {
     {"fps", DS_CFG_FLOAT, RS(fps), "30", 1e-3, 1e4, .help = "the clip's sampling rate (frames per second)"},
     {"frames", DS_CFG_INT, RS(frames), "0", 0, 1e7, .help = "clip frames (0: as long as the scene)"},
     {"seed", DS_CFG_INT, RS(seed), "1", 0, 9e15, .help = "seed of a procedural clip"},
+    {"cut", DS_CFG_FLOAT, RS(cut), "1", 1e-6, 1, .help = "remove the subspace modes whose rig share exceeds cut² (sim_rig_set_cut; 1: none)"},
     {"loop", DS_CFG_BOOL, RS(loop), "false", 1, 0, .help = "play the clip forward and back for as long as the scene runs"},
     {"bvh_start", DS_CFG_INT, RS(bvh_start), "-1", -1, 1e9, .help = "BVH clip: first source frame (-1: the clip's default)"},
     {"t_stop", DS_CFG_FLOAT, RS(t_stop), "1e30", 0, 1e30, .help = "the rig holds its pose from this time on (s)"},
@@ -411,6 +552,7 @@ int sim_rig_from_scene(SimRig *r, SimObject *o, const SimSceneRig *sr, const cha
                        double duration, char *err, size_t errlen) {
     if (sim_rig_init(r, o, category, seed, mesh_res, (float)sr->sigma, center, k, pose, err, errlen)) return -1;
     r->t_stop = sr->t_stop, r->loop = sr->loop;
+    if (sr->cut < 1 && sim_rig_set_cut(r, o, sr->cut, NULL, err, errlen)) goto fail;
     if (sr->clip[0]) {
         char path[2048];
         size_t len = strlen(sr->clip);

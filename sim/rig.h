@@ -82,7 +82,9 @@ typedef struct {
     double *u_prev, *u_cur, *u_next; /* u_r at the cubature points at t_cur − dt, t_cur, t_next */
     double *F, *uv, *f;      /* F_r (nc × 9), u_r at the vertices (nv × 3), Bᵀ M a (o->n) */
     double *local, root[3];  /* the last pose evaluated (nb × 4) */
-    double *rows;            /* 8 × o->nb: the exact rows given to the object */
+    double *rows;            /* the exact rows given to the object (8, plus the cut modes) */
+    double cut;              /* sim_rig_set_cut's τ (1: none) */
+    int kept;                /* free modes per coordinate block (after the fixed rows and any cut) */
 } SimRig;
 
 /* The rig of procedural shape (category, seed, mesh_res: as the object's skinning was made;
@@ -124,11 +126,26 @@ void sim_rig_eval(const SimRig *r, const double *local, const double root[3], do
  * sim_world_step. */
 void sim_rig_advance(SimRig *r, SimObject *o, double t1, double dt);
 
+/* The subspace's modes by their rig content: over the free modes z = N y the prepared object has
+ * (sim_object_subspace: after the fixed regions and the rig's eight rows), the generalized
+ * eigenproblem Nᵀ Q N y = λ Nᵀ M_b N y with Q = Bᵀ M A (Aᵀ M A)⁻¹ Aᵀ M B, A the rig's LBS basis
+ * w_j X̃ᵀ at the cubature points (one coordinate block). λ_i ∈ [0, 1] is the squared
+ * mass-weighted share of mode i's displacement that the rig can express; the modes are
+ * M_b-orthogonal and also diagonalize Q, so any z of modes with λ ≤ τ² has its projection ≤ τ.
+ * lam (≤ nb values) ascending; rows (may be NULL; ≤ nb × nb): row i = (M_b N y_i)ᵀ, the exact
+ * constraint row that removes mode i and no other. Returns the number of modes, or -1. */
+int sim_rig_modes(const SimRig *r, SimObject *o, double *lam, double *rows);
+/* Complementarity at runtime, as an option (τ = 1: off, the paper's way): the modes whose rig
+ * share λ exceeds τ² are removed from the object's subspace (exact rows), so the secondary
+ * displacement's projection onto the rig space stays ≤ τ. *kept (may be NULL) gets the free
+ * modes left per coordinate block. Prepares o again. 0, or -1 with err (e.g. nothing left). */
+int sim_rig_set_cut(SimRig *r, SimObject *o, double tau, int *kept, char *err, size_t errlen);
+
 /* ---- scenes (sim/scene.h's "rig" key) ----------------------------------------------------------
  *   rig: {object [-1: none], clip [""] (motion.h name: "walk", "trot", "cmu_01_01", a .bvh path
  *         relative to the scene's folder), fps [30] (the clip's sampling), frames [0: as long as
  *         the scene], loop [false] (forward and back), seed [1], bvh_start [-1], t_stop [1e30] (s),
- *         sigma [0],
+ *         sigma [0], cut [1] (sim_rig_set_cut's τ; 1: off),
  *         keys: [{bone, t, axis, deg}] (a local rotation of deg about axis at time t),
  *         drags: [{bone, target, t0 [0], t1 [0.5], t_release [1e30]}] (joint drags)}
  * The rigged object's skinning must be of the same procedural shape (its category, seed and
@@ -150,6 +167,7 @@ typedef struct {
     double fps, t_stop, sigma;
     int64_t frames, seed, bvh_start;
     bool loop;
+    double cut;
     int nkeys, ndrags;
     SimSceneRigKey *keys;
     SimSceneRigDrag *drags;

@@ -774,6 +774,7 @@ int sim_scene_run(const SimScene *sc, const char *scene_dir, const char *outdir,
     else eye[0] = target[0] + 0.6 * extent, eye[1] = target[1] + 0.6 * extent, eye[2] = target[2] + 2.4 * extent;
     DsCamera cam = ds_camera_look_at(eye, target, upv, (int)sc->output.width, (int)sc->output.height, sc->output.fov);
     SimObject *ro = rigged ? &objs[sc->rig.object] : NULL;
+    if (rigged) report->rig_modes = (int)ro->nb, report->rig_modes_kept = rig.kept;
     if (rigged) { /* frame 0 shows the rig's pose at t = 0 */
         sim_rig_advance(&rig, ro, 0, sc->dt);
         rig.hist = 0; /* the first step starts the history again from the motion */

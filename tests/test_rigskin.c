@@ -462,3 +462,36 @@ TEST(rigskin_cache_shapes_carry_rigs) {
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     CHECK(system(cmd) == 0);
 }
+
+/* the modes' rig shares: in [0, 1], ascending; a cut at τ keeps exactly the modes with λ ≤ τ², and
+ * the dynamics then stay within τ of the rig space */
+TEST(rigskin_modes_and_cut) {
+    Rigged g;
+    rigged_init(&g, "quadruped", "trot");
+    int64_t nb = g.o.nb;
+    double *lam = malloc(sizeof(double) * (size_t)nb), *rows = malloc(sizeof(double) * (size_t)(nb * nb));
+    int nm = sim_rig_modes(&g.r, &g.o, lam, rows);
+    CHECK(nm > 0 && nm <= nb);
+    for (int i = 0; i < nm; i++) CHECK(lam[i] > -1e-9 && lam[i] < 1 + 1e-9 && (i == 0 || lam[i] >= lam[i - 1]));
+    char err[256];
+    int kept = 0;
+    CHECK_MSG(sim_rig_set_cut(&g.r, &g.o, 0.9, &kept, err, sizeof err) == 0, "%s", err);
+    int expect = 0;
+    for (int i = 0; i < nm; i++) expect += lam[i] <= 0.81;
+    int64_t fixed_rows, free_dims;
+    sim_object_constraint_info(&g.o, &fixed_rows, &free_dims);
+    CHECK_MSG(kept == expect && kept > 0 && kept < nm && free_dims == 3 * kept, "kept %d, expected %d, free %lld",
+              kept, expect, (long long)free_dims);
+    double dt = 1 / 60.0, worst = 0;
+    for (int s = 1; s <= 40; s++) {
+        sim_rig_advance(&g.r, &g.o, s * dt, dt);
+        CHECK_MSG(sim_object_step(&g.o, dt, err, sizeof err) == 0, "%s", err);
+        worst = fmax(worst, sim_rig_projection(&g.r, &g.o));
+    }
+    printf("    %d of %d modes with rig share <= 0.9²; projection over 40 steps <= %.3f\n", kept, nm, worst);
+    CHECK(worst <= 0.9 + 1e-9 && worst > 0);
+    /* a cut that leaves nothing is refused */
+    CHECK(sim_rig_set_cut(&g.r, &g.o, 1e-3, &kept, err, sizeof err) != 0);
+    free(lam), free(rows);
+    rigged_free(&g);
+}
