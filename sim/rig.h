@@ -150,7 +150,7 @@ int sim_rig_set_cut(SimRig *r, SimObject *o, double tau, int *kept, char *err, s
  *         drags: [{bone, target, t0 [0], t1 [0.5], t_release [1e30]}] (joint drags)}
  * The rigged object's skinning must be of the same procedural shape (its category, seed and
  * mesh_res are the rig's); the scene then holds that one object and no rigid bodies (world.c's
- * IPC does not see u_r). */
+ * IPC does not see u_r), and the object carries no gaussians (sim/bindings.h moves them by B z). */
 typedef struct {
     char bone[24];
     double t, axis[3], deg;

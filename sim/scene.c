@@ -297,6 +297,11 @@ static int resolve(const char *src, SceneFile *in, SimScene *sc, char *err, size
                   (long long)sc->rig.object);
         return -1;
     }
+    if (sc->rig.object >= 0 && sc->objects[sc->rig.object].gaussians[0]) {
+        base_errf(err, errlen, "%s: key 'rig': the rigged object cannot carry gaussians yet (sim/bindings.h moves "
+                               "them by B z alone, without the rig's displacement)", src);
+        return -1;
+    }
     if (sc->rig.object >= 0 && (sc->nobjects > 1 || sc->nrigids > 0)) {
         base_errf(err, errlen, "%s: key 'rig': a rigged scene holds one object and no rigid bodies (the IPC contact "
                                "between bodies does not see the rig's displacement)", src);
