@@ -46,7 +46,7 @@ include tools/cuemu/cuemu.mk
 APP_SRC  := $(wildcard tools/anima*.c tools/cmd_*.c)
 TEST_SRC := $(wildcard tests/*.c)
 # bench/bench_sim.c is a program of its own (bench/run_sim.sh), not one of anima-bench's cases
-BENCH_SRC := $(filter-out bench/bench_sim.c,$(wildcard bench/*.c))
+BENCH_SRC := $(filter-out bench/bench_sim.c bench/bench_rig.c,$(wildcard bench/*.c))
 
 .PHONY: all test demo bench bench-skeleton valgrind clean deps test-cuda bench-cuda install uninstall shared FORCE test-cuda-emu test-cuda-emu-tsan
 all: $(BUILD)/libanima.a anima
@@ -94,6 +94,10 @@ $(BUILD)/anima-bench: $(BENCH_SRC:%.c=$(BUILD)/app/%.o) $(BUILD)/libanima.a
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
 $(BUILD)/anima-bench-sim: $(BUILD)/app/bench/bench_sim.o $(BUILD)/libanima.a
+	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+
+# the rig-driven frame against the same object without its rig (bench/bench_rig.c, issue 21)
+$(BUILD)/anima-bench-rig: $(BUILD)/app/bench/bench_rig.o $(BUILD)/libanima.a
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
 # anima vs PyTorch on the GPU (bench/cuda/): a CUDA=1 build in its own directory (objects
@@ -146,9 +150,10 @@ demo: deps
 	./anima demo
 
 bench: deps
-	@$(MAKE) --no-print-directory $(BUILD)/anima-bench $(BUILD)/anima-bench-sim
+	@$(MAKE) --no-print-directory $(BUILD)/anima-bench $(BUILD)/anima-bench-sim $(BUILD)/anima-bench-rig
 	@bash bench/run.sh ./$(BUILD)/anima-bench
 	@bash bench/run_sim.sh ./$(BUILD)/anima-bench-sim
+	@OMP_NUM_THREADS=$${BENCH_SIM_THREADS:-1} OMP_WAIT_POLICY=passive ./$(BUILD)/anima-bench-rig
 
 # the mean curvature skeleton beside CGAL's (bench/cgal/; CGAL is only needed here)
 bench-skeleton: $(BUILD)/libanima.a

@@ -140,6 +140,10 @@ int cmd_sim(int argc, char **argv) {
         printf("; contact: smallest pair distance %.3g m, CCD-shortened Newton steps %lld", r.min_distance,
                (long long)r.ccd_limited);
     printf("\n");
+    if (sc.rig.object >= 0) /* rig-complementary dynamics (sim/rig.h) */
+        printf("  rig: secondary displacement's projection onto the rig space at most %.3g (mass-weighted, over the "
+               "frames); secondary kinetic energy max %.4g J, last step %.4g J (%s/kinetic.png); modes %d of %d\n",
+               r.rig_projection_max, r.rig_kinetic_max, r.rig_kinetic_end, out, r.rig_modes_kept, r.rig_modes);
     sim_scene_free(&sc);
     return 0;
 }
