@@ -139,7 +139,7 @@ static const int32_t t_parents[TJ] = {-1, 0, 1, 2, 1, 4};
 static const double t_rest[TJ * 3] = {0, 0, 0, 0, 1, 0, 0, 2, 0, 0, 3, 0, 1, 1, 0, 2, 1, 0};
 static const uint8_t t_parts[TP * TJ] = {1, 1, 1, 1, 0, 0, 0, 1, 0, 0, 1, 1};
 
-static void make_db(PmDatabase *db, float *rot, float *trans, float *tb) {
+static void make_db(PmDatabase *db, float *rot, float *trans, float *tb, int with_bone_joint) {
     uint64_t s = 11;
     double ph[TJ * 3];
     for (int k = 0; k < TJ * 3; k++) ph[k] = 6 * urand(&s);
@@ -160,9 +160,12 @@ static void make_db(PmDatabase *db, float *rot, float *trans, float *tb) {
             }
         }
     }
-    double bp[TB * TP] = {1, 0, 0.5, 0.5, 0, 1, 0.2, 0.8, 0, 0};
+    double bp[TB * TP] = {1, 0, 0.5, 0.5, 0, 1, 0.2, 0.8, 0, 0}, bj[TB * TJ];
+    for (int k = 0; k < TB * TJ; k++) bj[k] = urand(&s) < 0.5 ? urand(&s) : 0;
     char err[256] = "";
-    CHECK_MSG(pm_db_build(db, TF, TJ, TB, TP, rot, trans, t_rest, t_parents, tb, t_parts, bp, err, sizeof err) == 0, "%s", err);
+    CHECK_MSG(pm_db_build(db, TF, TJ, TB, TP, rot, trans, t_rest, t_parents, tb, t_parts, bp, with_bone_joint ? bj : NULL,
+                          err, sizeof err) == 0,
+              "%s", err);
 }
 
 static double max_diff(const float *a, const float *b, int n) {
@@ -173,8 +176,9 @@ static double max_diff(const float *a, const float *b, int n) {
 
 TEST(partmm_query_equal_to_window_returns_its_transforms) {
     static float rot[TF * TJ * 4], trans[TF * 3], tb[TF * TB * 12], out[TF * TB * 12];
+    for (int with_bj = 0; with_bj < 2; with_bj++) {
     PmDatabase db;
-    make_db(&db, rot, trans, tb);
+    make_db(&db, rot, trans, tb, with_bj);
     PmOptions o;
     pm_options_defaults(&o);
     char err[256] = "";
@@ -199,12 +203,16 @@ TEST(partmm_query_equal_to_window_returns_its_transforms) {
     o.k = 0;
     CHECK(pm_synthesize(&db, 7, rot, trans, &o, out, err, sizeof err) == -1 && strstr(err, "k 0"));
     pm_db_free(&db);
+    }
 }
 
 TEST(partmm_aligns_a_rigidly_moved_window) {
     static float rot[TF * TJ * 4], trans[TF * 3], tb[TF * TB * 12], out[7 * TB * 12];
+    /* both alignments: one rotation per part, and per bone over its joints (every joint of a
+     * rigidly moved pose changes frame by the same motion) */
+    for (int mode = 0; mode < 2; mode++) {
     PmDatabase db;
-    make_db(&db, rot, trans, tb);
+    make_db(&db, rot, trans, tb, mode);
     /* the window l..l+6 moved as a whole: root rotated by R0 about the origin, then shifted */
     const int l = 9;
     float q0[4], qrot[7 * TJ * 4], qtrans[7 * 3];
@@ -239,10 +247,11 @@ TEST(partmm_aligns_a_rigidly_moved_window) {
         }
     CHECK_MSG(worst < 1e-4, "aligned: %g", worst);
     /* without the alignment the bones stay where the database had them */
-    o.align = 0;
+    o.align = PM_ALIGN_NONE;
     CHECK(pm_synthesize(&db, 7, qrot, qtrans, &o, out, err, sizeof err) == 0);
     CHECK(max_diff(out, tb + l * TB * 12, 7 * TB * 12) < 1e-5);
     pm_db_free(&db);
+    }
 }
 
 TEST(partmm_binding_and_bone_parts) {

@@ -14,7 +14,7 @@ void pm_options_defaults(PmOptions *o) {
     o->levels = 5;
     o->lambda = 0.7;
     o->power = 2;
-    o->align = 1;
+    o->align = PM_ALIGN_BONE;
     o->global_part = 0;
 }
 
@@ -91,7 +91,7 @@ int pm_level_active(int Q, int F, int p, int s) {
 
 void pm_db_free(PmDatabase *db) {
     free(db->rest), free(db->parents), free(db->rot), free(db->grot), free(db->gpos), free(db->tb), free(db->parts);
-    free(db->bone_part);
+    free(db->bone_part), free(db->bone_joint);
     memset(db, 0, sizeof *db);
 }
 
@@ -118,8 +118,8 @@ static void frame_fk(const SbTree *tree, const float *q, const float *trans, dou
 }
 
 int pm_db_build(PmDatabase *db, int F, int J, int B, int P, const float *rot, const float *trans, const double *rest,
-                const int32_t *parents, const float *tb, const uint8_t *parts, const double *bone_part, char *err,
-                size_t errlen) {
+                const int32_t *parents, const float *tb, const uint8_t *parts, const double *bone_part,
+                const double *bone_joint, char *err, size_t errlen) {
     memset(db, 0, sizeof *db);
     if (F < 1 || J < 1 || J > SB_IK_MAX_JOINTS || B < 1 || P < 1)
         return base_errf(err, errlen, "partmm: database of %d frames, %d joints (1..%d), %d bones, %d parts", F, J,
@@ -139,7 +139,9 @@ int pm_db_build(PmDatabase *db, int F, int J, int B, int P, const float *rot, co
     db->tb = malloc(sizeof(double) * F * B * 12);
     db->parts = malloc((size_t)P * J);
     db->bone_part = malloc(sizeof(double) * B * P);
-    if (!db->rest || !db->parents || !db->rot || !db->grot || !db->gpos || !db->tb || !db->parts || !db->bone_part) {
+    db->bone_joint = bone_joint ? malloc(sizeof(double) * B * J) : NULL;
+    if (!db->rest || !db->parents || !db->rot || !db->grot || !db->gpos || !db->tb || !db->parts || !db->bone_part ||
+        (bone_joint && !db->bone_joint)) {
         pm_db_free(db);
         return base_errf(err, errlen, "partmm: out of memory (database of %d frames)", F);
     }
@@ -165,6 +167,8 @@ int pm_db_build(PmDatabase *db, int F, int J, int B, int P, const float *rot, co
         for (int p = 0; p < P; p++)
             db->bone_part[b * P + p] = s > 0 ? (bone_part[b * P + p] > 0 ? bone_part[b * P + p] / s : 0) : 1.0 / P;
     }
+    for (int b = 0; bone_joint && b < B; b++)
+        for (int j = 0; j < J; j++) db->bone_joint[b * J + j] = bone_joint[b * J + j] > 0 ? bone_joint[b * J + j] : 0;
     return 0;
 }
 
@@ -183,7 +187,8 @@ static inline int in_part(const Ctx *c, int p, int j) { return c->o->global_part
 static inline double bone_w(const Ctx *c, int p, int b) { return c->o->global_part ? 1 : c->db->bone_part[b * c->db->P + p]; }
 
 /* One level of one part: T̄ (Q × B × 12, rows of bones outside the part untouched) */
-static void part_level(const Ctx *c, int p, int s, int pp, Acc *acc, double *tbar, int *covered, int *idx, double *dk) {
+static void part_level(const Ctx *c, int p, int s, int pp, Acc *acc, double *tbar, int *covered, int *idx, double *dk,
+                       double *bj_w) {
     const PmDatabase *db = c->db;
     int Q = c->Q, F = db->F, J = db->J, B = db->B, K = c->o->k;
     int nq = Q - (pp - 1) * s, nl = F - (pp - 1) * s;
@@ -198,6 +203,14 @@ static void part_level(const Ctx *c, int p, int s, int pp, Acc *acc, double *tba
     for (int b = 0; b < B && npb < 256; b++)
         if (bone_w(c, p, b) > 0) pb[npb++] = b;
     double A[SB_IK_MAX_JOINTS * 9], Bq[SB_IK_MAX_JOINTS * 9];
+    /* per-bone alignment: the bone's share of each of the part's joints, renormalized over them
+     * (a bone none of the part's joints drives falls back to the part's alignment: uniform) */
+    if (c->o->align == PM_ALIGN_BONE && db->bone_joint)
+        for (int e = 0; e < npb; e++) {
+            double sum = 0;
+            for (int a = 0; a < npj; a++) sum += db->bone_joint[pb[e] * J + pj[a]];
+            for (int a = 0; a < npj; a++) bj_w[e * npj + a] = sum > 0 ? db->bone_joint[pb[e] * J + pj[a]] / sum : 1.0 / npj;
+        }
     for (int u = 0; u < nq; u++) {
         /* the K nearest patches, by insertion into a sorted list */
         int n = 0;
@@ -222,8 +235,40 @@ static void part_level(const Ctx *c, int p, int s, int pp, Acc *acc, double *tba
             if (!(w[m] > 0)) continue;
             for (int i = 0; i < pp; i++) {
                 int t = u + i * s, f = idx[m] + i * s;
+                covered[t] = 1;
+                if (c->o->align == PM_ALIGN_BONE && db->bone_joint) {
+                    /* each joint's frame change, database → query: S_q,j ∘ S_db,j⁻¹ = [G_q G_dbᵀ | p_q − G_q G_dbᵀ p_db] */
+                    for (int a = 0; a < npj; a++) {
+                        int j = pj[a];
+                        const double *Gd = db->grot + ((int64_t)f * J + j) * 9, *Gq = c->qgrot + ((int64_t)t * J + j) * 9;
+                        double *Rj = A + a * 9;
+                        for (int r = 0; r < 3; r++)
+                            for (int q = 0; q < 3; q++)
+                                Rj[r * 3 + q] = Gq[r * 3] * Gd[q * 3] + Gq[r * 3 + 1] * Gd[q * 3 + 1] + Gq[r * 3 + 2] * Gd[q * 3 + 2];
+                    }
+                    for (int e = 0; e < npb; e++) {
+                        int b = pb[e];
+                        const double *T = db->tb + ((int64_t)f * B + b) * 12;
+                        for (int a = 0; a < npj; a++) {
+                            double wj = bj_w[e * npj + a];
+                            if (!(wj > 0)) continue;
+                            int j = pj[a];
+                            const double *Rj = A + a * 9, *pd = db->gpos + ((int64_t)f * J + j) * 3,
+                                         *pq = c->qgpos + ((int64_t)t * J + j) * 3;
+                            double R[9], tt[3], x[3];
+                            for (int r = 0; r < 3; r++) {
+                                for (int q = 0; q < 3; q++)
+                                    R[r * 3 + q] = Rj[r * 3] * T[q] + Rj[r * 3 + 1] * T[4 + q] + Rj[r * 3 + 2] * T[8 + q];
+                                x[r] = T[r * 4 + 3] - pd[r];
+                            }
+                            for (int r = 0; r < 3; r++) tt[r] = Rj[r * 3] * x[0] + Rj[r * 3 + 1] * x[1] + Rj[r * 3 + 2] * x[2] + pq[r];
+                            acc_add(&acc[(int64_t)t * B + b], R, tt, w[m] * wj);
+                        }
+                    }
+                    continue;
+                }
                 double Ra[9] = {1, 0, 0, 0, 1, 0, 0, 0, 1}, cq[3] = {0}, cd[3] = {0};
-                if (c->o->align) {
+                if (c->o->align != PM_ALIGN_NONE) {
                     for (int a = 0; a < npj; a++) {
                         int j = pj[a];
                         memcpy(A + a * 9, db->grot + ((int64_t)f * J + j) * 9, sizeof(double) * 9);
@@ -234,7 +279,6 @@ static void part_level(const Ctx *c, int p, int s, int pp, Acc *acc, double *tba
                     }
                     pm_align_rotations(npj, A, Bq, NULL, Ra);
                 }
-                covered[t] = 1;
                 for (int e = 0; e < npb; e++) {
                     int b = pb[e];
                     const double *T = db->tb + ((int64_t)f * B + b) * 12;
@@ -275,7 +319,7 @@ int pm_synthesize(const PmDatabase *db, int Q, const float *rot, const float *tr
                   char *err, size_t errlen) {
     if (Q < 1) return base_errf(err, errlen, "partmm: a query of %d frames", Q);
     if (o->patch < 1 || o->k < 1 || o->k > 64 || o->levels < 1 || o->levels > 12 || !(o->lambda >= 0 && o->lambda <= 1) ||
-        !(o->power >= 0))
+        !(o->power >= 0) || o->align < PM_ALIGN_NONE || o->align > PM_ALIGN_BONE)
         return base_errf(err, errlen,
                          "partmm: options out of range (patch %d >= 1, k %d in 1..64, levels %d in 1..12, lambda %g in "
                          "[0, 1], power %g >= 0)",
@@ -324,11 +368,11 @@ int pm_synthesize(const PmDatabase *db, int Q, const float *rot, const float *tr
         Acc *acc = malloc(sizeof(Acc) * Q * B);
         double *tbar = malloc(sizeof(double) * Q * B * 12);
         int *covered = malloc(sizeof(int) * Q), idx[64];
-        double dk[64];
-        if (!acc || !tbar || !covered) {
+        double dk[64], *bjw = malloc(sizeof(double) * (B + 1) * J);
+        if (!acc || !tbar || !covered || !bjw) {
 #pragma omp atomic write
             fail = 1;
-            free(acc), free(tbar), free(covered);
+            free(acc), free(tbar), free(covered), free(bjw);
             continue;
         }
         double *T = cur + (int64_t)p * Q * B * 12;
@@ -336,7 +380,7 @@ int pm_synthesize(const PmDatabase *db, int Q, const float *rot, const float *tr
         for (int l = 1; l <= o->levels; l++) {
             int s = pm_level_stride(o->levels, l);
             if (!pm_level_active(Q, F, pp, s)) continue;
-            part_level(&c, p, s, pp, acc, tbar, covered, idx, dk);
+            part_level(&c, p, s, pp, acc, tbar, covered, idx, dk, bjw);
             for (int t = 0; t < Q; t++)
                 for (int b = 0; b < B; b++) {
                     if (!(bone_w(&c, p, b) > 0)) continue;
@@ -351,7 +395,7 @@ int pm_synthesize(const PmDatabase *db, int Q, const float *rot, const float *tr
                 }
             first = 0;
         }
-        free(acc), free(tbar), free(covered);
+        free(acc), free(tbar), free(covered), free(bjw);
     }
     if (!fail) {
         /* each bone over its parts */

@@ -14,11 +14,17 @@
  * skipped), per part, per query window u (frames u, u + s, …, u + (p−1)s):
  *  1. k nearest database patches by d = Σ_i Σ_{j∈part} θ(R_q(u+is, j), R_db(l+is, j)), θ the SO(3)
  *     geodesic 2 acos|⟨q₁, q₂⟩| (= arccos((tr R₁ᵀR₂ − 1)/2)) of the local joint rotations;
- *  2. per matched frame pair, the rigid alignment of the part: R_align = argmin Σ_{j∈part}
+ *  2. per matched frame pair, the rigid alignment (PM_ALIGN_PART) of the part: R_align = argmin Σ_{j∈part}
  *     ‖R G_db,j − G_q,j‖²_F over the joints' global rotations (the SVD/polar solution, through
  *     Horn's quaternion eigenvector, skelebones' sb_rotation_from_cov), about the part's joint
  *     centroids c: T' = R_align (T − c_db) + c_q, so a part moves where the query's part is
- *     whatever the database's global placement;
+ *     whatever the database's global placement; or (PM_ALIGN_BONE, the default) the same
+ *     alignment done per bone over the joints that drive it: with a_bj the bone's share of joint
+ *     j (bone_joint, renormalized over the part's joints), the candidate is the blend over j of
+ *     S_q,j ∘ S_db,j⁻¹ ∘ T_db (S_j(x) = G_j (x − x_j) + p_j: joint j's frame change from the
+ *     matched frame to the query's, i.e. R_align = G_q,j G_db,jᵀ about the pivot p_j), so a bone
+ *     keeps the database's motion relative to its own joints; one rotation per part cannot follow
+ *     a part whose joints bend differently from the match's;
  *  3. the aligned transforms of the part's bones are blended into each of the window's frames
  *     with Shepard (inverse-distance) weights d^(−power) normalized over the k matches (a match at
  *     distance 0 takes all the weight — the interpolation limit, so a query equal to a database
@@ -42,13 +48,19 @@
 
 #include "models/skelebones/ik.h"
 
+typedef enum {
+    PM_ALIGN_NONE, /* the matched transforms as the database has them (an ablation) */
+    PM_ALIGN_PART, /* one rigid alignment per part (step 2 above) */
+    PM_ALIGN_BONE, /* per bone: the frame change of each joint driving it, blended (below) */
+} PmAlign;
+
 typedef struct {
     int patch;         /* p, frames per patch (7) */
     int k;             /* nearest patches per part and window (7) */
     int levels;        /* temporal pyramid levels (5; 1: no pyramid) */
     double lambda;     /* the refinement weight λ (0.7) */
     double power;      /* Shepard weights d^(−power) (2) */
-    int align;         /* 1: rigid alignment of each match (1) */
+    PmAlign align;     /* (PM_ALIGN_BONE when the database has bone_joint, else as PART) */
     int global_part;   /* 1: one part holding every joint and bone (the ablation; 0) */
 } PmOptions;
 
@@ -64,14 +76,15 @@ typedef struct {
     double *tb;         /* F × B × 12 */
     uint8_t *parts;     /* P × J */
     double *bone_part;  /* B × P, rows summing to 1 */
+    double *bone_joint; /* B × J: how much of each bone's skin each joint drives (NULL: none) */
 } PmDatabase;
 
 /* Copies the rig's data (trans: F × 3 root translations; parts P × J; bone_part B × P, rows
- * normalized here, a row of zeros spread evenly). 0, or -1 with err (sizes, a bad tree, a part
- * without joints). */
+ * normalized here, a row of zeros spread evenly; bone_joint B × J or NULL). 0, or -1 with err
+ * (sizes, a bad tree, a part without joints). */
 int pm_db_build(PmDatabase *db, int F, int J, int B, int P, const float *rot, const float *trans, const double *rest,
-                const int32_t *parents, const float *tb, const uint8_t *parts, const double *bone_part, char *err,
-                size_t errlen);
+                const int32_t *parents, const float *tb, const uint8_t *parts, const double *bone_part,
+                const double *bone_joint, char *err, size_t errlen);
 void pm_db_free(PmDatabase *db);
 
 /* Synthesizes T_B (Q × B × 12) for Q query frames (rot Q × J × 4 local, trans Q × 3). 0, or -1

@@ -137,11 +137,21 @@ void pm_bind_points(int J, const double *rest, const int32_t *parents, int64_t n
     }
 }
 
+void pm_bone_joint_shares(int64_t n, int B, int J, const float *weights, const int32_t *bind, double *bone_joint) {
+    memset(bone_joint, 0, sizeof(double) * B * J);
+    for (int64_t i = 0; i < n; i++)
+        for (int b = 0; b < B; b++) bone_joint[b * J + bind[i]] += weights[i * B + b];
+    for (int b = 0; b < B; b++) {
+        double s = 0;
+        for (int j = 0; j < J; j++) s += bone_joint[b * J + j];
+        for (int j = 0; j < J; j++) bone_joint[b * J + j] = s > 0 ? bone_joint[b * J + j] / s : 1.0 / J;
+    }
+}
+
 void pm_bone_parts(int64_t n, int B, int J, int P, const float *weights, const int32_t *bind, const uint8_t *parts,
                    double *bone_part) {
-    double *a = calloc((size_t)B * J, sizeof(double));
-    for (int64_t i = 0; i < n; i++)
-        for (int b = 0; b < B; b++) a[b * J + bind[i]] += weights[i * B + b];
+    double *a = malloc(sizeof(double) * B * J);
+    pm_bone_joint_shares(n, B, J, weights, bind, a);
     for (int b = 0; b < B; b++) {
         double s = 0;
         for (int p = 0; p < P; p++) {

@@ -42,6 +42,9 @@ void pm_rig_free(PmRig *r);
 
 /* The joint each of the n points (n × 3) is bound to (out n). */
 void pm_bind_points(int J, const double *rest, const int32_t *parents, int64_t n, const float *points, int32_t *out);
+/* Each bone's share of each joint (B × J, rows summing to 1): a_bj = Σ_i w_ib [bind(i) = j],
+ * normalized; a bone without weight: spread evenly. */
+void pm_bone_joint_shares(int64_t n, int B, int J, const float *weights, const int32_t *bind, double *bone_joint);
 /* bone_part (B × P, rows summing to 1; a bone no part drives: spread evenly) from the points'
  * weights (n × B) and binding. */
 void pm_bone_parts(int64_t n, int B, int J, int P, const float *weights, const int32_t *bind, const uint8_t *parts,
