@@ -27,6 +27,7 @@
 #include "models/gaussians/rasterize.h"
 #include "models/gs4d/gs4d.h"
 #include "models/partmm/partmm.h"
+#include "models/partmm/regress.h"
 #include "models/skelebones/cluster.h"
 #include "models/partmm/rig.h"
 #include "tools/cmd.h"
@@ -52,6 +53,10 @@ typedef struct {
     struct {
         int64_t every;
     } eval;
+    struct {
+        int64_t hidden, layers, window, steps, batch, seed;
+        double lr;
+    } regress;
 } AnimConfig;
 
 #define NO_RANGE .min = 1, .max = 0
@@ -71,7 +76,7 @@ static const DsConfigField PARTMM_FIELDS[] = {
      .help = "the database's joint rotations: refit (the rig's own SSDR motion posed by the same IK as the query, so keys and queries come from one estimator) or rig (rig.h5 ik/rotations)"},
     {0}};
 static const DsConfigField IK_FIELDS[] = {
-    {"steps", DS_CFG_INT, F(ik, steps), "50", 1, 100000, .help = "Adam steps per frame of the novel motion's IK (skelebones' default)"},
+    {"steps", DS_CFG_INT, F(ik, steps), "200", 1, 100000, .help = "Adam steps per frame of the IK (of the novel motion and of the database's keys)"},
     {"points", DS_CFG_INT, F(ik, points), "400", 1, 1e9, .help = "points of the IK's L2 term, evenly strided"},
     {"lr", DS_CFG_FLOAT, F(ik, lr), "0.03", 1e-6, 10, .help = "Adam learning rate of the IK"},
     {"lambda", DS_CFG_FLOAT, F(ik, lambda), "1", 0, 1e9, .help = "weight of the IK's point term"},
@@ -86,11 +91,21 @@ static const DsConfigField RENDER_FIELDS[] = {
 static const DsConfigField EVAL_FIELDS[] = {
     {"every", DS_CFG_INT, F(eval, every), "1", 1, 100000, .help = "--eval renders every n-th frame of each held-out view"},
     {0}};
+static const DsConfigField REGRESS_FIELDS[] = {
+    {"hidden", DS_CFG_INT, F(regress, hidden), "256", 1, 65536, .help = "--eval's MLP/GRU baselines: hidden width"},
+    {"layers", DS_CFG_INT, F(regress, layers), "2", 1, 64, .help = "hidden layers (MLP) or stacked GRU layers"},
+    {"window", DS_CFG_INT, F(regress, window), "7", 1, 1000, .help = "frames of context (causal), PartMM's patch length"},
+    {"steps", DS_CFG_INT, F(regress, steps), "2000", 1, 1e9, .help = "Adam steps"},
+    {"batch", DS_CFG_INT, F(regress, batch), "64", 1, 1e6, .help = "frames per minibatch"},
+    {"lr", DS_CFG_FLOAT, F(regress, lr), "1e-3", 1e-9, 10, .help = "Adam learning rate"},
+    {"seed", DS_CFG_INT, F(regress, seed), "0", 0, 9e15, .help = "initialization and minibatch seed"},
+    {0}};
 static const DsConfigField ANIM_SCHEMA[] = {
     {"partmm", DS_CFG_OBJECT, offsetof(AnimConfig, partmm), .fields = PARTMM_FIELDS},
     {"ik", DS_CFG_OBJECT, offsetof(AnimConfig, ik), .fields = IK_FIELDS},
     {"render", DS_CFG_OBJECT, offsetof(AnimConfig, render), .fields = RENDER_FIELDS},
     {"eval", DS_CFG_OBJECT, offsetof(AnimConfig, eval), .fields = EVAL_FIELDS},
+    {"regress", DS_CFG_OBJECT, offsetof(AnimConfig, regress), .fields = REGRESS_FIELDS},
     {0}};
 
 static double cpu_seconds(void) { return (double)clock() / CLOCKS_PER_SEC; }
@@ -228,6 +243,59 @@ static void score(Row *row, const float *pos, int F, int64_t n, const float *gt_
 
 static void lbs_all(int F, int64_t n, int B, const float *rest, const float *w, const float *tb, float *out) {
     for (int t = 0; t < F; t++) pm_lbs(n, B, rest, w, tb + (int64_t)t * B * 12, out + (int64_t)t * n * 3);
+}
+
+/* The learned baselines predict each bone in the root joint's frame, S_root⁻¹ ∘ T_b, from the
+ * joint rotations without the root's (the articulation): a regressor cannot know where the root
+ * went, so the root's own motion is handed to it, as PartMM's alignment hands it the query's
+ * placement. to_root: 1 world → root frame (training targets), 0 back (predictions). */
+static void root_frame(int F, int B, int J, const float *S, float *tb, int to_root) {
+    for (int t = 0; t < F; t++) {
+        const float *R0 = S + (int64_t)t * J * 12; /* joint 0's [G | o] */
+        for (int b = 0; b < B; b++) {
+            float *T = tb + ((int64_t)t * B + b) * 12, o[12];
+            for (int r = 0; r < 3; r++) {
+                for (int c = 0; c < 4; c++) {
+                    double v = 0;
+                    if (to_root) { /* Gᵀ (T − o) */
+                        for (int k = 0; k < 3; k++) v += R0[k * 4 + r] * (T[k * 4 + c] - (c == 3 ? R0[k * 4 + 3] : 0));
+                    } else { /* G T + o */
+                        for (int k = 0; k < 3; k++) v += R0[r * 4 + k] * T[k * 4 + c];
+                        if (c == 3) v += R0[r * 4 + 3];
+                    }
+                    o[r * 4 + c] = (float)v;
+                }
+            }
+            memcpy(T, o, sizeof o);
+        }
+    }
+}
+
+static int regress_row(const AnimConfig *cfg, PmRegressKind kind, const PmRig *rig, int Q, const float *qrot,
+                       const float *Sq, float *out, double *seconds, char *err, size_t errlen) {
+    int F = rig->F, B = rig->B, J = rig->J;
+    float *S = malloc(sizeof(float) * F * J * 12), *tb = malloc(sizeof(float) * F * B * 12);
+    float *rot = malloc(sizeof(float) * F * J * 4), *qr = malloc(sizeof(float) * Q * J * 4);
+    if (!S || !tb || !rot || !qr) {
+        free(S), free(tb), free(rot), free(qr);
+        return base_errf(err, errlen, "out of memory");
+    }
+    pm_skin_transforms(J, rig->rest, rig->parents, F, rig->rot, rig->trans, S);
+    memcpy(tb, rig->tb, sizeof(float) * F * B * 12);
+    root_frame(F, B, J, S, tb, 1);
+    memcpy(rot, rig->rot, sizeof(float) * F * J * 4), memcpy(qr, qrot, sizeof(float) * Q * J * 4);
+    for (int t = 0; t < F; t++) rot[t * J * 4] = 1, rot[t * J * 4 + 1] = rot[t * J * 4 + 2] = rot[t * J * 4 + 3] = 0;
+    for (int t = 0; t < Q; t++) qr[t * J * 4] = 1, qr[t * J * 4 + 1] = qr[t * J * 4 + 2] = qr[t * J * 4 + 3] = 0;
+    PmRegressOptions o = {kind, (int)cfg->regress.hidden, (int)cfg->regress.layers, (int)cfg->regress.window,
+                          (int)cfg->regress.steps, (int)cfg->regress.batch, (float)cfg->regress.lr, (uint64_t)cfg->regress.seed};
+    double w = wall_seconds();
+    PmRegress *r = pm_regress_train(rot, tb, F, J, B, &o, NULL, NULL, err, errlen);
+    int rc = r ? pm_regress_predict(r, qr, Q, out, err, errlen) : -1;
+    *seconds = wall_seconds() - w;
+    if (!rc) root_frame(Q, B, J, Sq, out, 0);
+    pm_regress_free(r);
+    free(S), free(tb), free(rot), free(qr);
+    return rc;
 }
 
 int cmd_animate(int argc, char **argv) {
@@ -418,15 +486,17 @@ int cmd_animate(int argc, char **argv) {
         for (int64_t i = 0; i < n; i++)
             for (int k = 0; k < 3; k++) lo[k] = fmin(lo[k], held.rest[i * 3 + k]), hi[k] = fmax(hi[k], held.rest[i * 3 + k]);
         double diag = sqrt((hi[0] - lo[0]) * (hi[0] - lo[0]) + (hi[1] - lo[1]) * (hi[1] - lo[1]) + (hi[2] - lo[2]) * (hi[2] - lo[2]));
-        enum { NROWS = 8 };
+        enum { NROWS = 10 };
         Row rows[NROWS] = {
-            {"partmm", "PartMM (the config: 5 parts, k 7, 5-level pyramid, per-bone alignment by default)", 0, 0, 0, wall},
+            {"partmm", "PartMM with the config's options (paper: 5 parts, k 7, 5 levels, lambda 0.7)", 0, 0, 0, wall},
             {"lbs", "LBS: the kinematic skeleton alone (each point rigidly on its joint)", 0, 0, 0, 0},
             {"bag_of_bones", "bag-of-bones: SSDR bones each on its nearest joint, no tree", 0, 0, 0, 0},
             {"global_part", "PartMM, one global part", 0, 0, 0, 0},
             {"no_pyramid", "PartMM, no pyramid (1 level)", 0, 0, 0, 0},
             {"k1", "PartMM, k = 1", 0, 0, 0, 0},
             {"part_align", "PartMM, one SVD alignment per part instead of per bone", 0, 0, 0, 0},
+            {"mlp", "MLP regressor R_J -> T_B (root frame), trained on the rig's motion", 0, 0, 0, 0},
+            {"gru", "GRU regressor R_J -> T_B (root frame), trained on the rig's motion", 0, 0, 0, 0},
             {"oracle_ik_skin", "reference: SSDR bones fitted to the held-out truth (upper bound)", 0, 0, 0, 0},
         };
         int every = (int)cfg.eval.every;
@@ -463,6 +533,16 @@ int cmd_animate(int argc, char **argv) {
             lbs_all(Q, n, B, rig.points, rig.weights, tb2, pos);
             score(&rows[r], pos, Q, n, held.vertices, diag, &canon, &views, every);
         }
+        for (int r = 7; r < 9; r++) {
+            if (!no_progress) fprintf(stderr, NAME ": training the %s regressor\n", rows[r].name);
+            if (regress_row(&cfg, r == 7 ? PM_REGRESS_MLP : PM_REGRESS_GRU, &rig, Q, qrot, S, tb2, &rows[r].seconds, err,
+                            sizeof err)) {
+                free(S), free(w1), free(tb2), free(bj);
+                goto fail;
+            }
+            lbs_all(Q, n, B, rig.points, rig.weights, tb2, pos);
+            score(&rows[r], pos, Q, n, held.vertices, diag, &canon, &views, every);
+        }
         /* the upper bound: the best transforms of these bones for the truth (per frame, per bone,
          * a rigid fit of the points it dominates), what any T_B synthesis could at most reach */
         for (int t = 0; t < Q; t++) {
@@ -490,7 +570,7 @@ int cmd_animate(int argc, char **argv) {
             }
         }
         lbs_all(Q, n, B, rig.points, rig.weights, tb2, pos);
-        score(&rows[7], pos, Q, n, held.vertices, diag, &canon, &views, every);
+        score(&rows[9], pos, Q, n, held.vertices, diag, &canon, &views, every);
         free(S), free(w1), free(tb2), free(bj);
         printf("%-16s %10s %9s %7s %9s  %s\n", "method", "rmse_%diag", "psnr_dB", "ssim", "synth_s", "what");
         for (int r = 0; r < NROWS; r++)
