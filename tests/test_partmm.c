@@ -332,6 +332,19 @@ TEST(partmm_animate_cli_heldout_eval) {
                           "oracle_ik_skin "};
     for (int k = 0; k < 10; k++) CHECK_MSG(strstr(out, rows[k]), "no row %s: %s", rows[k], out);
     CHECK(strstr(out, " poses/s"));
+    /* a BVH: retargeted onto the benchmark character's rig, fitted onto the extracted skeleton */
+    const char *bvh = "/usr/share/assimp/models/BVH/01_01.bvh";
+    struct stat st;
+    if (stat(bvh, &st) == 0) {
+        snprintf(cmd, sizeof cmd,
+                 "OMP_NUM_THREADS=2 %s animate --rig %s/rig/rig.h5 --motion %s --frames 5 --out %s/bvh --no-progress "
+                 "--set ik.steps=20 2>&1",
+                 test_anima_bin(), dir, bvh, dir);
+        rc = test_run_capture(cmd, out, sizeof out);
+        CHECK_MSG(rc == 0 && strstr(out, "5 poses"), "rc %d: %s", rc, out);
+        snprintf(anim, sizeof anim, "%s/bvh", dir);
+        CHECK(file_nonempty(anim, "frames/f0004.png") && file_nonempty(anim, "animation.gif"));
+    }
     /* a bad motion and a rig without IK are refused with a message */
     snprintf(cmd, sizeof cmd, "%s animate --rig %s/rig/rig.h5 --motion walk --out %s/x 2>&1", test_anima_bin(), dir, dir);
     rc = test_run_capture(cmd, out, sizeof out);

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <time.h>
 
@@ -21,6 +22,8 @@
 #include "datasets/mesh/gaussian_ply.h"
 #include "datasets/motion/bench.h"
 #include "datasets/motion/dnerf.h"
+#include "datasets/motion/motion.h"
+#include "datasets/motion/rig.h"
 #include "datasets/render/gif.h"
 #include "datasets/render/image.h"
 #include "models/gaussians/fit.h"
@@ -298,13 +301,72 @@ static int regress_row(const AnimConfig *cfg, PmRegressKind kind, const PmRig *r
     return rc;
 }
 
+/* A BVH on the benchmark character: the character is rebuilt from gt.h5's category and seed (and
+ * the grid of its command line, default 96; its mesh must match the benchmark's vertex for
+ * vertex), the BVH retargeted onto its named rig (datasets/motion/motion.h: humanoids, by the CMU
+ * joint names), and the ground-truth rest mesh posed by that rig's LBS with the benchmark's
+ * weights: a mesh sequence the extracted skeleton is then fitted to by the same IK as the
+ * held-out motion. frames × V × 3 into *out (malloc'd). 0, or -1 with err. */
+static int bvh_vertices(const char *gt_path, const DsMotionGt *gt, const char *bvh, int frames, float **out, char *err,
+                        size_t errlen) {
+    *out = NULL;
+    int64_t seed = 0, grid = 96;
+    hid_t f = base_h5_open_read(gt_path, "the motion benchmark's gt.h5", err, errlen);
+    if (f < 0) return -1;
+    if (H5Aexists(f, "seed") > 0) {
+        hid_t a = H5Aopen(f, "seed", H5P_DEFAULT);
+        if (a < 0 || H5Aread(a, H5T_NATIVE_INT64, &seed) < 0) seed = -1;
+        if (a >= 0) H5Aclose(a);
+    }
+    char *cmd = base_h5_attr_read_str(f, "command", 8192);
+    H5Fclose(f);
+    const char *g = cmd ? strstr(cmd, "--grid ") : NULL;
+    if (g) grid = atoll(g + 7);
+    free(cmd);
+    if (seed < 0 || grid < 16) return base_errf(err, errlen, "%s: cannot read the benchmark's seed and grid", gt_path);
+    DsProceduralShape shape;
+    if (ds_procedural_make(gt->category, (uint64_t)seed, (int)grid, &shape, err, errlen)) return -1;
+    int rc = 0;
+    DsMotion m = {0};
+    if (shape.mesh.nv != gt->nv || shape.nbones != gt->nbones) {
+        rc = base_errf(err, errlen, "%s: the %s of seed %lld at grid %lld has %lld vertices and %d bones, the benchmark %lld and %d",
+                       gt_path, gt->category, (long long)seed, (long long)grid, (long long)shape.mesh.nv, shape.nbones,
+                       (long long)gt->nv, gt->nbones);
+        goto done;
+    }
+    DsMotionOptions mo = {gt->fps, NULL, -1};
+    if (ds_motion_make(&shape, bvh, frames, (uint64_t)seed, &mo, &m, err, errlen)) {
+        rc = -1;
+        goto done;
+    }
+    float *v = malloc(sizeof(float) * frames * gt->nv * 3);
+    double *skin = malloc(sizeof(double) * 16 * shape.nbones);
+    if (!v || !skin) {
+        free(v), free(skin);
+        rc = base_errf(err, errlen, "out of memory");
+        goto done;
+    }
+    for (int t = 0; t < frames; t++) {
+        ds_rig_fk(shape.nbones, shape.bones, m.local + (int64_t)t * shape.nbones * 4, m.root + t * 3, NULL, NULL, skin);
+        ds_rig_lbs(gt->nv, gt->rest, shape.nbones, gt->weights, skin, v + (int64_t)t * gt->nv * 3);
+    }
+    free(skin);
+    *out = v;
+done:
+    ds_motion_free(&m);
+    ds_procedural_free(&shape);
+    return rc;
+}
+
 int cmd_animate(int argc, char **argv) {
     const char *rig_path = NULL, *motion = NULL, *out = NULL, *bench = NULL, *config_path = NULL, *eye = NULL;
     bool do_eval = false, no_ply = false, no_progress = false;
+    int64_t bvh_frames = 48;
     CmdArgList sets = {0};
     const CmdArg args[] = {
         {"--rig", CMD_ARG_STRING, &rig_path, "FILE", "anima skelebones' rig.h5 (with its skeleton and IK)", .required = true},
-        {"--motion", CMD_ARG_STRING, &motion, "heldout", "the novel motion: heldout (the benchmark's held-out motion, posed by IK on its ground-truth meshes)", .required = true},
+        {"--motion", CMD_ARG_STRING, &motion, "heldout|FILE.bvh", "the novel motion: heldout (the benchmark's held-out motion) or a BVH (humanoids: CMU joint names), each fitted onto the extracted skeleton by IK on the character's mesh sequence", .required = true},
+        {"--frames", CMD_ARG_INT, &bvh_frames, "N", "(BVH) frames at the benchmark's frame rate (default 48)", 1, 100000},
         {"--out", CMD_ARG_STRING, &out, "DIR", "writes DIR/gaussians/f*.ply, DIR/frames/f*.png, DIR/animation.gif, DIR/animation.h5", .required = true},
         {"--bench", CMD_ARG_STRING, &bench, "DIR", "the motion benchmark the rig was made from (default: the folder of the rig's source gt.h5)"},
         {"--config", CMD_ARG_STRING, &config_path, "FILE", "JSON config (configs/partmm.json); defaults for absent keys"},
@@ -321,7 +383,12 @@ int cmd_animate(int argc, char **argv) {
     if (prc) return prc == CMD_ARGS_HELP ? 0 : 2;
     AnimConfig cfg;
     if (cmd_args_config(&spec, stderr, config_path, &sets, ANIM_SCHEMA, &cfg)) return 2;
-    if (strcmp(motion, "heldout")) return cmd_args_fail(&spec, stderr, "--motion: only 'heldout' is supported, got '%s'", motion);
+    size_t ml = strlen(motion);
+    bool is_bvh = ml > 4 && !strcasecmp(motion + ml - 4, ".bvh");
+    if (strcmp(motion, "heldout") && !is_bvh)
+        return cmd_args_fail(&spec, stderr, "--motion expects heldout or a .bvh file, got '%s'", motion);
+    if (is_bvh && do_eval)
+        return cmd_args_fail(&spec, stderr, "--eval scores the held-out motion (it has ground-truth renders): use --motion heldout");
     double eye_p[3] = {0};
     if (eye && sscanf(eye, "%lf,%lf,%lf", &eye_p[0], &eye_p[1], &eye_p[2]) != 3)
         return cmd_args_fail(&spec, stderr, "--eye expects X,Y,Z, got '%s'", eye);
@@ -357,6 +424,7 @@ int cmd_animate(int argc, char **argv) {
     DsDnerfSplit views = {0};
     float *qrot = NULL, *qtrans = NULL, *tb = NULL, *pos = NULL, *bp_d = NULL;
     double *bone_part = NULL, *bone_joint = NULL;
+    float *bvh_v = NULL;
     int32_t *bind = NULL;
     PmDatabase db = {0};
     Canon canon = {0};
@@ -372,6 +440,12 @@ int cmd_animate(int argc, char **argv) {
         goto fail;
     }
     int Q = held.nframes, B = rig.B, J = rig.J;
+    const float *observed = held.vertices;
+    if (is_bvh) {
+        snprintf(path, sizeof path, "%s/gt.h5", bench_dir);
+        if (bvh_vertices(path, &train, motion, (int)bvh_frames, &bvh_v, err, sizeof err)) goto fail;
+        Q = (int)bvh_frames, observed = bvh_v;
+    }
     int64_t n = rig.n;
     /* canonical Gaussians */
     canon.n = n;
@@ -391,8 +465,8 @@ int cmd_animate(int argc, char **argv) {
     sb_ik_defaults(&io);
     io.steps = (int)cfg.ik.steps, io.lr = cfg.ik.lr, io.lambda = cfg.ik.lambda;
     double t0 = wall_seconds();
-    if (pm_pose_from_points(&rig, Q, held.vertices, cfg.ik.points, &io, qrot, qtrans, err, sizeof err)) goto fail;
-    if (!no_progress) fprintf(stderr, NAME ": IK of %d held-out frames on %d joints: %.2f s\n", Q, J, wall_seconds() - t0);
+    if (pm_pose_from_points(&rig, Q, observed, cfg.ik.points, &io, qrot, qtrans, err, sizeof err)) goto fail;
+    if (!no_progress) fprintf(stderr, NAME ": IK of %d %s frames on %d joints: %.2f s\n", Q, is_bvh ? "BVH" : "held-out", J, wall_seconds() - t0);
     /* the database: the rig's bone transforms, keyed by its joint rotations */
     if (!strcmp(cfg.partmm.keys, "refit")) {
         float *own = malloc(sizeof(float) * rig.F * n * 3);
@@ -592,7 +666,7 @@ int cmd_animate(int argc, char **argv) {
 fail:
     if (rc) fprintf(stderr, NAME ": %s\n", err);
     (void)bp_d;
-    free(qrot), free(qtrans), free(tb), free(pos), free(bone_part), free(bind), free(bone_joint);
+    free(qrot), free(qtrans), free(tb), free(pos), free(bone_part), free(bind), free(bone_joint), free(bvh_v);
     pm_db_free(&db);
     ds_dnerf_free(&views);
     ds_motion_gt_free(&train), ds_motion_gt_free(&held);
