@@ -154,6 +154,8 @@ bench: deps
 	@bash bench/run.sh ./$(BUILD)/anima-bench
 	@bash bench/run_sim.sh ./$(BUILD)/anima-bench-sim
 	@OMP_NUM_THREADS=$${BENCH_SIM_THREADS:-1} OMP_WAIT_POLICY=passive ./$(BUILD)/anima-bench-rig
+	@OMP_NUM_THREADS=$${BENCH_THREADS:-2} ./$(BUILD)/anima-bench partmm_q300_db300_b50 | \
+	  awk '$$1 == "case" { printf "partmm %s: %.0f ms per 300 poses (median of %d), %.0f poses/s (target 60)\n", $$2, $$3, $$4, 300000 / $$3 }'
 
 # the mean curvature skeleton beside CGAL's (bench/cgal/; CGAL is only needed here)
 bench-skeleton: $(BUILD)/libanima.a

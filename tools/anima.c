@@ -16,6 +16,7 @@ static const AnimaCommand commands[] = {
     {"sim", "reduced elastic simulation: --scene FILE.json --out DIR; skinning OUT.h5", cmd_sim},
     {"physskin", "neural skinning fields (PhysSkin++): train, skin, eval", cmd_physskin},
     {"skelebones", "skinning decomposition of trajectories (LBG-VQ + SSDR): --traj|--meshes|--gt --out DIR", cmd_skelebones},
+    {"animate", "novel-pose animation of a Skelebones rig by PartMM: --rig RIG --motion heldout --out DIR [--eval]", cmd_animate},
 };
 
 int main(int argc, char **argv) {
