@@ -19,6 +19,8 @@ int cmd_dataset(int argc, char **argv);
 /* `anima dataset motion` (tools/cmd_motion.c) */
 int cmd_dataset_motion(int argc, char **argv);
 int cmd_demo(int argc, char **argv);
+/* `anima export` (tools/cmd_export.c) */
+int cmd_export(int argc, char **argv);
 int cmd_fit(int argc, char **argv);
 int cmd_gs(int argc, char **argv);
 int cmd_gs4d(int argc, char **argv);
