@@ -79,6 +79,10 @@ TEST(video_mp4_read_back_by_ffprobe) {
     } else
         CHECK_MSG(0, "%s", err);
     CHECK(count_files(dir, "*tmp*") == 0 && count_files(dir, "*.log") == 0);
+    /* a folder that does not exist is not a missing ffmpeg */
+    snprintf(path, sizeof path, "%s/no/such/v.mp4", dir);
+    CHECK(ds_video_write_mp4(path, f, w, h, n, 10, err, sizeof err) == -1);
+    CHECK_MSG(strstr(err, path) && strstr(err, "No such file") && !strstr(err, "not found on PATH"), "%s", err);
     free(f);
     rm_rf(dir);
 }

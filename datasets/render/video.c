@@ -120,9 +120,10 @@ DsMp4 *ds_mp4_open(const char *path, int w, int h, double fps, char *err, size_t
     if (e) {
         if (pfd[1] >= 0) close(pfd[1]);
         unlink(v->log);
-        if (e == ENOENT)
+        /* ENOENT is also what a missing output folder gives (the log file is opened there) */
+        if (e == ENOENT && !ds_video_have_ffmpeg())
             base_errf(err, errlen, "%s: ffmpeg not found on PATH (install it: tools/install-deps.sh, or use --video gif)", path);
-        else base_errf(err, errlen, "%s: cannot start ffmpeg (%s)", path, strerror(e));
+        else base_errf(err, errlen, "%s: cannot start ffmpeg writing there (%s)", path, strerror(e));
         free(v->row), free(v);
         return NULL;
     }
