@@ -2,8 +2,8 @@
  * read back by ffprobe (codec, pixel format, even size, frame count) and decoded by ffmpeg to the
  * colors written; an ffmpeg missing from PATH is a clear error that writes nothing (and `auto`
  * falls back to the GIF); an ffmpeg that fails mid-stream reports its own message rather than
- * killing the program with SIGPIPE; `anima sim --video` writes both files from its PNG frames,
- * and with PATH emptied fails naming ffmpeg while keeping every frame. The ffmpeg cases skip
+ * killing the program with SIGPIPE; `anima sim --video` writes both files from its PNG frames
+ * (this run's frames only), and with PATH emptied fails naming ffmpeg while keeping every frame. The ffmpeg cases skip
  * with a message when ffmpeg or ffprobe is not installed. */
 #include <limits.h>
 #include <stdio.h>
@@ -171,6 +171,10 @@ TEST(video_sim_cli_writes_both_and_keeps_frames_without_ffmpeg) {
              dir);
     rc = test_run_capture(cmd, out, sizeof out);
     CHECK_MSG(rc == 0 && !strncmp(out, "64,48,5", 7), "ffprobe: %s", out);
+    /* a shorter run into the same folder: its own frames only, not the older run's later ones */
+    snprintf(cmd, sizeof cmd, "cd %s && %s sim --scene s.json --out a --quiet --steps 4 --video mp4 2>&1", dir, A);
+    rc = test_run_capture(cmd, out, sizeof out);
+    CHECK_MSG(rc == 0 && strstr(out, "video: a/video.mp4 (3 frames at 50 fps)"), "rc %d: %s", rc, out);
     /* PATH emptied: --video mp4 fails naming ffmpeg, every frame is there, no video */
     snprintf(cmd, sizeof cmd, "cd %s && PATH= %s sim --scene s.json --out b --quiet --video mp4 2>&1", dir, A);
     rc = test_run_capture(cmd, out, sizeof out);

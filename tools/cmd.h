@@ -38,12 +38,13 @@ int cmd_skelebones(int argc, char **argv);
  * (ENAMETOOLONG for a path of 4096 bytes or more). */
 int cmd_make_dirs(const char *dir);
 /* --video KIND (datasets/render/video.h: none gif mp4 both auto) of a command that writes frames:
- * the images DIR/<prefix>*<suffix> in name order as OUT.mp4 and/or OUT.gif at fps.
+ * the first nframes (≤ 0: all) images DIR/<prefix>*<suffix> in name order as OUT.mp4 and/or
+ * OUT.gif at fps.
  * Prints the files written on stdout ("  video: ..."); a failure (ffmpeg missing for mp4/both)
  * goes to stderr as "<cmd>: <problem> (the frames are kept in DIR/)". 0, 1 on failure, 2 for an
  * unknown kind. */
-int cmd_write_video(const char *cmd, const char *dir, const char *prefix, const char *suffix, double fps, const char *kind,
-                    const char *out);
+int cmd_write_video(const char *cmd, const char *dir, const char *prefix, const char *suffix, int nframes, double fps,
+                    const char *kind, const char *out);
 #define CMD_VIDEO_HELP "video of the frames: mp4 (ffmpeg), gif, both, none, or auto (both with ffmpeg, else gif)"
 /* Writes text to path atomically (temporary, fsync, rename), every step checked; 0 or -1 with err. */
 int cmd_write_text(const char *path, const char *text, char *err, size_t errlen);

@@ -258,7 +258,7 @@ int cmd_demo(int argc, char **argv) {
     /* the renders as a video; the last line names the one to open (make demo ends with it) */
     char vbase[4200];
     snprintf(vbase, sizeof vbase, "%s/video", frames);
-    if (cmd_write_video("anima demo", frames, "frame_", ".png", 1.0 / (sc.dt * (double)sc.output.every), video, vbase)) {
+    if (cmd_write_video("anima demo", frames, "frame_", ".png", (int)r.frames, 1.0 / (sc.dt * (double)sc.output.every), video, vbase)) {
         rc = 1;
         goto done;
     }

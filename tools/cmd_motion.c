@@ -159,7 +159,7 @@ int cmd_dataset_motion(int argc, char **argv) {
         char dir[4200], base[4200];
         snprintf(dir, sizeof dir, "%s%s/train", o.out, k ? "/heldout" : "");
         snprintf(base, sizeof base, "%s%s/preview", o.out, k ? "/heldout" : "");
-        vrc = cmd_write_video(NAME, dir, "f", "_v00.png", o.fps, video, base);
+        vrc = cmd_write_video(NAME, dir, "f", "_v00.png", o.frames, o.fps, video, base);
     }
     return vrc;
 }

@@ -148,7 +148,8 @@ int cmd_sim(int argc, char **argv) {
     char vpath[4200];
     snprintf(vpath, sizeof vpath, "%s/video", out);
     if (sc.output.png) /* the renders as a video at the scene's own rate (a frame every output.every steps) */
-        vrc = cmd_write_video("anima sim", out, "frame_", ".png", 1.0 / (sc.dt * (double)sc.output.every), video, vpath);
+        vrc = cmd_write_video("anima sim", out, "frame_", ".png", (int)r.frames, 1.0 / (sc.dt * (double)sc.output.every),
+                              video, vpath);
     else if (ds_video_kind(video) != DS_VIDEO_NONE && ds_video_kind(video) != DS_VIDEO_AUTO)
         fprintf(stderr, "anima sim: no video: the scene writes no PNG frames (output.png false)\n"), vrc = 1;
     sim_scene_free(&sc);

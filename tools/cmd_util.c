@@ -113,8 +113,8 @@ int cmd_write_text(const char *path, const char *text, char *err, size_t errlen)
 
 static int cmp_names(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
-int cmd_write_video(const char *cmd, const char *dir, const char *prefix, const char *suffix, double fps, const char *kind,
-                    const char *out) {
+int cmd_write_video(const char *cmd, const char *dir, const char *prefix, const char *suffix, int nframes, double fps,
+                    const char *kind, const char *out) {
     int k = ds_video_kind(kind);
     if (k <= DS_VIDEO_NONE) return k == DS_VIDEO_NONE ? 0 : 2;
     DIR *d = opendir(dir);
@@ -141,6 +141,9 @@ int cmd_write_video(const char *cmd, const char *dir, const char *prefix, const 
     }
     closedir(d);
     qsort(names, (size_t)n, sizeof *names, cmp_names);
+    /* this run's frames only: a folder written before by a longer run keeps its later frames */
+    int all = n;
+    if (nframes > 0 && nframes < n) n = nframes;
     char mp4[4200], gif[4200], err[2048];
     snprintf(mp4, sizeof mp4, "%s.mp4", out);
     snprintf(gif, sizeof gif, "%s.gif", out);
@@ -154,7 +157,7 @@ int cmd_write_video(const char *cmd, const char *dir, const char *prefix, const 
                k == DS_VIDEO_AUTO && wrote == DS_VIDEO_GIF ? "; no ffmpeg on PATH, so no MP4" : "");
         rc = 0;
     }
-    for (int i = 0; i < n; i++) free(names[i]);
+    for (int i = 0; i < all; i++) free(names[i]);
     free(names);
     return rc;
 }
