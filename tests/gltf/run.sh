@@ -5,8 +5,10 @@
 #     warnings (its infos and hints are printed);
 #   - Blender headless (tests/gltf/blender_check.py): the counts of vertices, joints and animation
 #     frames it imports;
-#   - three.js's GLTFLoader in headless Chromium (tests/gltf/three_check.mjs): the same counts, and
-#     the sim run's frames played back by three's AnimationMixer equal the frames anima wrote.
+#   - three.js's GLTFLoader in headless Chromium (tests/gltf/three_check.mjs): the same counts; the
+#     sim run played back by three's AnimationMixer to its last keyframe equals the frame anima
+#     wrote, and the skinned files posed by three at a keyframe equal the pose the glTF rules give
+#     from their bytes (tests/test_gltf.c checks that pose against anima's own rigs).
 # The expected counts come from the producers' own output (the commands' summary lines, the frame
 # files), not from the exporter. Each check skips with a message when its tool is absent (node and
 # build/web/node_modules: `make web-deps`; blender; chromium). Ends "N passed, N failed".
@@ -35,7 +37,7 @@ cat > drop.json <<'EOF'
  "planes": [{"normal": [0, 1, 0], "offset": 0}],
  "output": {"every": 3, "mesh": "ply", "png": false}}
 EOF
-declare -a checks=() # FILE:VERTS:JOINTS:FRAMES[:REF.obj:K]
+declare -a checks=() # FILE:VERTS:JOINTS:FRAMES[:REF.obj|spec:K] (three_check.mjs)
 step() { # name, command...: runs it, output into $name.log
   local name=$1; shift
   if "$@" > "$name.log" 2>&1; then ok "$name"; return 0; fi
@@ -56,12 +58,12 @@ fi
 # motion ground truth: a BVH-retargeted clip (cmu_01_01) and a procedural gait (walk, held out)
 if step "export: motion gt.h5 (BVH-driven and procedural rigs)" bash -c "'$anima' dataset motion --category humanoid --out mo --frames 6 --views 2 --size 8 --grid 32 --supersample 1 --motion cmu_01_01 --heldout walk --no-progress > mo.out && '$anima' export mo/gt.h5 --gltf bvh.glb && '$anima' export mo/heldout/gt.h5 --gltf walk.glb"; then
   read -r nv nb <<< "$(sed -nE 's/.*: ([0-9]+) vertices, [0-9]+ triangles, ([0-9]+) bones.*/\1 \2/p' mo.out)"
-  checks+=("bvh.glb:$nv:$nb:6" "walk.glb:$nv:$nb:6")
+  checks+=("bvh.glb:$nv:$nb:6:spec:5" "walk.glb:$nv:$nb:6:spec:3")
 fi
 # a Skelebones rig of that motion (SSDR bones + the root joint the export adds)
 if step "export: skelebones rig.h5" bash -c "'$anima' skelebones --gt mo/gt.h5 --out sb --bones 5 --iters 4 --no-skeleton > sb.out 2>&1 && '$anima' export sb/rig.h5 --gltf rig.glb"; then
   read -r nf np b <<< "$(sed -nE 's/^frames ([0-9]+) points ([0-9]+) bones ([0-9]+) .*/\1 \2 \3/p' sb.out)"
-  checks+=("rig.glb:$np:$((b + 1)):$nf")
+  checks+=("rig.glb:$np:$((b + 1)):$nf:spec:$((nf - 1))")
 fi
 files=()
 for c in "${checks[@]}"; do files+=("${c%%:*}"); done

@@ -1,11 +1,12 @@
 // tests/gltf/three_check.mjs — three.js's GLTFLoader in headless Chromium (puppeteer-core) on each
-// FILE:N_VERTS:N_JOINTS:N_FRAMES[:REF.obj:K] given: the page loads the file and reports the
+// FILE:N_VERTS:N_JOINTS:N_FRAMES[:REF:K] given: the page loads the file and reports the
 // vertices of its meshes, the bones of its skins and the most keyframes of any animation track; a
-// load error, a console error or other counts fail. With REF.obj and K, the animation is played
-// by three's AnimationMixer to keyframe K and every vertex as three poses it (morph targets and
-// skinning applied, SkinnedMesh/Mesh.getVertexPosition) must match REF's within 1e-4. A local
+// load error, a console error or other counts fail. With REF and K, the animation is played by
+// three's AnimationMixer to keyframe K and every vertex as three poses it (morph targets and
+// skinning applied, SkinnedMesh/Mesh.getVertexPosition) must match, within 1e-4, REF.obj's
+// vertices, or with REF "spec" the skin posed by the glTF rules from the file's bytes (specPose). A local
 // HTTP server serves three and the files (module scripts cannot come from file:// URLs). usage:
-//   node tests/gltf/three_check.mjs NODE_MODULES CHROMIUM FILE:V:J:F[:REF.obj:K]...
+//   node tests/gltf/three_check.mjs NODE_MODULES CHROMIUM FILE:V:J:F[:REF.obj|spec:K]...
 import { createServer } from 'node:http';
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -14,10 +15,49 @@ import { join, resolve } from 'node:path';
 const [modules, chromium, ...specs] = process.argv.slice(2);
 const require = createRequire(join(resolve(modules), 'x.js'));
 const puppeteer = require('puppeteer-core');
+// The pose of keyframe k of a skinned .glb by the glTF 2.0 rules, computed here from its bytes
+// without three: each node's matrix T·R·S (animated values at keyframe k), world = parent · local,
+// joint matrix = world(joint) · inverseBindMatrix, v' = Σ weight · jointMatrix · v. three's pose
+// must agree: it reads our skins as the specification says they mean.
+function specPose(file, k) {
+  const b = readFileSync(file), jl = b.readUInt32LE(12), json = JSON.parse(b.subarray(20, 20 + jl).toString());
+  const bin = b.subarray(20 + jl + 8);
+  const acc = (i) => {
+    const a = json.accessors[i], v = json.bufferViews[a.bufferView], n = { SCALAR: 1, VEC3: 3, VEC4: 4, MAT4: 16 }[a.type];
+    const T = { 5121: Uint8Array, 5123: Uint16Array, 5125: Uint32Array, 5126: Float32Array }[a.componentType];
+    const start = bin.byteOffset + v.byteOffset + (a.byteOffset ?? 0);
+    return new T(bin.buffer.slice(start, start + a.count * n * T.BYTES_PER_ELEMENT));
+  };
+  const nodes = json.nodes.map((n) => ({ t: [...(n.translation ?? [0, 0, 0])], r: [...(n.rotation ?? [0, 0, 0, 1])], kids: n.children ?? [] }));
+  for (const c of json.animations?.[0]?.channels ?? []) {
+    const out = acc(json.animations[0].samplers[c.sampler].output), p = c.target.path;
+    if (p === 'rotation') nodes[c.target.node].r = [...out.subarray(4 * k, 4 * k + 4)];
+    if (p === 'translation') nodes[c.target.node].t = [...out.subarray(3 * k, 3 * k + 3)];
+  }
+  const mul = (a, m) => { const o = new Array(16).fill(0); for (let i = 0; i < 4; i++) for (let j = 0; j < 4; j++) for (let q = 0; q < 4; q++) o[4 * j + i] += a[4 * q + i] * m[4 * j + q]; return o; };
+  const local = ({ t, r: [x, y, z, w] }) => [1 - 2 * (y * y + z * z), 2 * (x * y + z * w), 2 * (x * z - y * w), 0, 2 * (x * y - z * w), 1 - 2 * (x * x + z * z),
+    2 * (y * z + x * w), 0, 2 * (x * z + y * w), 2 * (y * z - x * w), 1 - 2 * (x * x + y * y), 0, t[0], t[1], t[2], 1];
+  const world = [], visit = (i, pm) => { world[i] = pm ? mul(pm, local(nodes[i])) : local(nodes[i]); nodes[i].kids.forEach((c) => visit(c, world[i])); };
+  json.scenes[json.scene ?? 0].nodes.forEach((i) => visit(i, null));
+  const skin = json.skins[0], ibm = acc(skin.inverseBindMatrices);
+  const jm = skin.joints.map((n, j) => mul(world[n], [...ibm.subarray(16 * j, 16 * j + 16)]));
+  const at = json.meshes[0].primitives[0].attributes, pos = acc(at.POSITION), J = acc(at.JOINTS_0), W = acc(at.WEIGHTS_0), out = [];
+  for (let v = 0; v < pos.length / 3; v++) {
+    const x = [0, 0, 0];
+    for (let s = 0; s < 4; s++) {
+      const m = jm[J[4 * v + s]], w = W[4 * v + s];
+      for (let r = 0; r < 3; r++) x[r] += w * (m[r] * pos[3 * v] + m[4 + r] * pos[3 * v + 1] + m[8 + r] * pos[3 * v + 2] + m[12 + r]);
+    }
+    out.push(...x);
+  }
+  return out;
+}
+
 const files = specs.map((s) => {
   const [f, v, j, n, ref, k] = s.split(':');
-  const refpos = ref ? readFileSync(ref, 'utf8').split('\n').filter((l) => l.startsWith('v ')).flatMap((l) => l.split(/\s+/).slice(1, 4).map(Number)) : null;
-  return { f, want: [+v, +j, +n], refpos, k: +k };
+  const refpos = ref === 'spec' ? specPose(f, +k)
+    : ref ? readFileSync(ref, 'utf8').split('\n').filter((l) => l.startsWith('v ')).flatMap((l) => l.split(/\s+/).slice(1, 4).map(Number)) : null;
+  return { f, want: [+v, +j, +n], refpos, k: +k, ref };
 });
 
 const page_html = `<!doctype html><html><head><script type="importmap">
@@ -91,7 +131,7 @@ try {
         let worst = p.length === r.length ? 0 : Infinity;
         for (let c = 0; c < r.length && worst < Infinity; c++) worst = Math.max(worst, Math.abs(p[c] - r[c]));
         ok = ok && worst <= 1e-4;
-        posed = `; posed at keyframe ${files[i].k}: max |three - reference| ${worst.toExponential(2)}`;
+        posed = `; posed at keyframe ${files[i].k}: max |three - ${files[i].ref === 'spec' ? 'glTF rules' : files[i].ref}| ${worst.toExponential(2)}`;
       }
       console.log(`three.js r${rev} GLTFLoader: ${f}: ${v} vertices, ${j} joints, ${n} animation frames${posed}` +
         (ok ? '' : `; expected ${want.join(', ')}${errors.length ? '; console errors: ' + errors.join(' | ') : ''}`));
