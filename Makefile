@@ -138,7 +138,7 @@ motion-data: deps
 	  echo "motion-data: $(words $(MOTION_CATEGORIES)) characters in $(MOTION_DATA) in $$(( $$(date +%s) - t0 )) s"
 
 # the installed tree at $(BUILD)/install-test is what tests/examples.sh builds examples/ against
-test: deps
+test: deps web-deps
 	@$(MAKE) --no-print-directory all $(BUILD)/anima-tests $(BUILD)/anima-mpi-tests $(BUILD)/libanima.so $(BUILD)/fullshim.so
 	@rm -rf $(BUILD)/install-test && $(MAKE) --no-print-directory install PREFIX=$(abspath $(BUILD)/install-test) \
 	  > $(BUILD)/install-test.log 2>&1 || { cat $(BUILD)/install-test.log; exit 1; }
@@ -162,8 +162,8 @@ bench-skeleton: $(BUILD)/libanima.a
 	LDLIBS="$(LDLIBS)" bash bench/run_skeleton.sh
 
 # also builds ./anima: the `anima fit` tests run it (traced by --trace-children) and skip without it;
-# of the system programs the tests start, grep, python3 and the coreutils (cp, mkdir, rm, head, cat,
-# ls: cp leaks by design, freeing nothing before exit) are not traced (sh is: the programs
+# of the system programs the tests start, grep, python3, ffmpeg/ffprobe (the videos) and the coreutils (cp, mkdir,
+# rm, head, cat, ls: cp leaks by design, freeing nothing before exit) are not traced (sh is: the programs
 # it starts, ./anima among them, are only traced through it). A CUDA=0 build of its own: the
 # CUDA runtime's device probe loads the driver, which memcheck does not support (ld.so's reads
 # while loading it are reported in every test); kernels are checked by compute-sanitizer on a GPU.
@@ -172,7 +172,7 @@ valgrind: deps
 	@$(MAKE) --no-print-directory CUDA=0 BUILD=$(BUILD_VG) all $(BUILD_VG)/anima-tests
 	OMP_NUM_THREADS=1 ANIMA_TEST_QUICK=1 valgrind --leak-check=full --error-exitcode=1 --errors-for-leak-kinds=definite,possible \
 	  --suppressions=tests/valgrind.supp --trace-children=yes \
-	  --trace-children-skip='*/grep,*/python3*,*/cp,*/mkdir,*/rm,*/head,*/cat,*/ls' -q ./$(BUILD_VG)/anima-tests
+	  --trace-children-skip='*/grep,*/python3*,*/cp,*/mkdir,*/rm,*/head,*/cat,*/ls,*/ffmpeg,*/ffprobe' -q ./$(BUILD_VG)/anima-tests
 
 test-cuda: deps
 	@$(MAKE) --no-print-directory all $(BUILD)/anima-tests
