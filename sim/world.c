@@ -18,7 +18,11 @@ void sim_contact_defaults(SimContactOptions *c) {
     c->dhat = 0;
     c->stiffness = 0;
     c->min_sep = 0.2;
+    c->edge_edge = true;
 }
+
+/* doubles per active pair in ageo (see SimWorldScratch) */
+#define GEO 10
 
 /* per-object layout and scratch */
 typedef struct {
@@ -40,8 +44,12 @@ struct SimWorldScratch {
     SimContactBody *bodies;
     SimContactSet cand;        /* broad-phase candidates of the current step */
     SimContactPair *act;       /* pairs within d̂ at the current iterate */
-    double *ageo;              /* per active pair: r (3), d, the other side's weights (3) */
-    int32_t *aidx;             /* per active pair: the other side's points (3, −1 unused) */
+    double *ageo;              /* per active pair (GEO apart): r (3), d, side b's weights (3), side
+                                  a's (2), the mollifier m (1 but for nearly parallel edge pairs) */
+    int32_t *aidx;             /* per active pair (5 apart): side b's points (3), side a's (2), −1 unused */
+    int32_t **edges;           /* per body: its surface edges (sim_mesh_edges), NULL without faces */
+    int64_t *nedges;
+    double **elen2;            /* per body: the edges' squared lengths at init (the mollifier's ε_x) */
     int64_t nact, act_cap;
     double *U;                 /* contact Hessian scratch */
     int *comp;                 /* component of each object */
@@ -71,6 +79,9 @@ static void scratch_free(struct SimWorldScratch *s, int nbodies) {
         for (int b = 0; b < nbodies; b++) free(s->x[b]), free(s->dx[b]);
     free(s->x), free(s->dx), free(s->bodies), free(s->act), free(s->ageo), free(s->aidx), free(s->U), free(s->comp);
     free(s->Hob), free(s->cg), free(s->Ug), free(s->cfx), free(s->Hf), free(s->hf_ok);
+    if (s->edges)
+        for (int b = 0; b < nbodies; b++) free(s->edges[b]), free(s->elen2[b]);
+    free(s->edges), free(s->nedges), free(s->elen2);
     sim_contact_set_free(&s->cand);
     free(s);
 }
@@ -165,7 +176,10 @@ int sim_world_init(SimWorld *w, SimObject *objs, int nobj, SimRigid *rigids, int
     s->dx = calloc((size_t)(nbodies + 1), sizeof(double *));
     s->bodies = calloc((size_t)(nbodies + 1), sizeof *s->bodies);
     s->comp = calloc((size_t)(nobj + 1), sizeof(int));
-    if (!s->oi || !s->x || !s->dx || !s->bodies || !s->comp) goto oom;
+    s->edges = calloc((size_t)(nbodies + 1), sizeof(int32_t *));
+    s->nedges = calloc((size_t)(nbodies + 1), sizeof(int64_t));
+    s->elen2 = calloc((size_t)(nbodies + 1), sizeof(double *));
+    if (!s->oi || !s->x || !s->dx || !s->bodies || !s->comp || !s->edges || !s->nedges || !s->elen2) goto oom;
     int64_t off = 0, roff = 0, maxn = 1, hoff = 0, rmax = 1;
     double spacing = 0, heavy = 0, gmax = 9.81;
     /* a body alone has no pairs (sim_object_step's world of one): no reduced contact rows, no
@@ -209,6 +223,20 @@ int sim_world_init(SimWorld *w, SimObject *objs, int nobj, SimRigid *rigids, int
         if (pairs) spacing = fmax(spacing, nn_spacing(rb->nv, s->x[nobj + r]));
         heavy = fmax(heavy, rb->mass);
     }
+    /* each surface's edges for the edge–edge pairs, and their squared lengths now (the rest
+     * shape, posed: ε_x of the mollifier) */
+    for (int b = 0; b < nbodies && pairs && w->contact.edge_edge; b++) {
+        int64_t nf = b < nobj ? (objs[b].nv && objs[b].faces ? objs[b].nf : 0) : rigids[b - nobj].nf;
+        const int32_t *faces = b < nobj ? objs[b].faces : rigids[b - nobj].faces;
+        if (!nf || !faces) continue;
+        if (sim_mesh_edges(nf, faces, &s->nedges[b], &s->edges[b])) goto oom;
+        s->elen2[b] = malloc(sizeof(double) * (size_t)(s->nedges[b] + 1));
+        if (!s->elen2[b]) goto oom;
+        for (int64_t e = 0; e < s->nedges[b]; e++) {
+            const double *x0 = s->x[b] + 3 * s->edges[b][2 * e], *x1 = s->x[b] + 3 * s->edges[b][2 * e + 1];
+            s->elen2[b][e] = (x1[0] - x0[0]) * (x1[0] - x0[0]) + (x1[1] - x0[1]) * (x1[1] - x0[1]) + (x1[2] - x0[2]) * (x1[2] - x0[2]);
+        }
+    }
     s->ntot = off, s->nred = roff, s->maxn = maxn;
     size_t n = (size_t)off + 1, nr = (size_t)roff + 1;
     s->z0 = malloc(sizeof(double) * n), s->z = malloc(sizeof(double) * n), s->ztil = malloc(sizeof(double) * n);
@@ -251,7 +279,7 @@ static double barrier_energy(const SimWorld *w, const SimContactPair *pairs, int
         double r[3], d;
         pair_geom(s, &pairs[k], alpha, r, &d);
         m = fmin(m, d);
-        if (d < w->dhat) E += sim_barrier(d, w->dhat, NULL, NULL);
+        if (d < w->dhat) E += sim_contact_pair_mollifier(s->bodies, &pairs[k], alpha) * sim_barrier(d, w->dhat, NULL, NULL);
     }
     if (dmin) *dmin = m;
     return w->kappa * E;
@@ -269,9 +297,9 @@ static int collect_active(SimWorld *w) {
             int64_t cap = s->act_cap ? 2 * s->act_cap : 256;
             SimContactPair *a = realloc(s->act, sizeof *a * (size_t)cap);
             if (a) s->act = a;
-            double *g = realloc(s->ageo, sizeof(double) * 7 * (size_t)cap);
+            double *g = realloc(s->ageo, sizeof(double) * GEO * (size_t)cap);
             if (g) s->ageo = g;
-            int32_t *ix = realloc(s->aidx, sizeof(int32_t) * 3 * (size_t)cap);
+            int32_t *ix = realloc(s->aidx, sizeof(int32_t) * 5 * (size_t)cap);
             if (ix) s->aidx = ix;
             if (!a || !g || !ix) return -1;
             s->act_cap = cap;
@@ -279,43 +307,73 @@ static int collect_active(SimWorld *w) {
         s->act[s->nact++] = s->cand.pairs[k];
     }
     for (int64_t t = 0; t < s->nact; t++) {
-        double *ge = s->ageo + 7 * t;
-        ge[3] = sim_contact_pair_vector(s->bodies, &s->act[t], 0, ge, ge + 4, s->aidx + 3 * t);
+        double *ge = s->ageo + GEO * t;
+        int32_t *ix = s->aidx + 5 * t;
+        ge[3] = sim_contact_pair_stencil(s->bodies, &s->act[t], 0, ge, ge + 7, ix + 3, ge + 4, ix);
+        ge[9] = sim_contact_pair_mollifier(s->bodies, &s->act[t], 0);
     }
     return 0;
 }
 
-/* an active pair's row on one side: its point's (side 0), or the weighted sum of the other
- * body's points (side 1: a point, or the triangle's corners at the closest point's weights);
- * reduced: the rows in the reduced coordinates (r long), else the full ones (nb long) */
+/* an active pair's row on one side: the weighted sum of its points (side 0: the point, or the
+ * edge's ends at the closest point's parameter; side 1: a point, the triangle's corners at the
+ * closest point's weights, or the edge's ends); reduced: the rows in the reduced coordinates (r
+ * long), else the full ones (nb long) */
 static void pair_row(const SimWorld *w, int64_t t, int side, bool reduced, double *row) {
     const struct SimWorldScratch *s = w->ws;
     const SimContactPair *q = &s->act[t];
     const ObjInfo *oi = &s->oi[side ? q->b : q->a];
     const double *R = reduced ? obj_rows(oi) : oi->Bp;
     int64_t len = reduced ? oi->r : oi->nb;
-    if (!side) {
+    if (!side && q->f != SIM_PAIR_EE) {
         memcpy(row, R + q->p * len, sizeof(double) * (size_t)len);
         return;
     }
-    const double *wt = s->ageo + 7 * t + 4;
-    const int32_t *ix = s->aidx + 3 * t;
+    const double *wt = s->ageo + GEO * t + (side ? 4 : 7);
+    const int32_t *ix = s->aidx + 5 * t + (side ? 0 : 3);
     memset(row, 0, sizeof(double) * (size_t)len);
-    for (int k = 0; k < 3; k++)
+    for (int k = 0; k < (side ? 3 : 2); k++)
         if (ix[k] >= 0 && wt[k] != 0) cblas_daxpy((int)len, wt[k], R + ix[k] * len, 1, row, 1);
 }
 
-/* scale · ∇(κ Σ b) over the active pairs added to g (Z-sized): ∂/∂x_p = κ b′ r/d on the point,
- * −w_j that on the other side's points */
+/* adds c (3) times the full row of point p of deformable `body` to g */
+static void add_point_force(const SimWorld *w, int body, int32_t p, const double c[3], double *g) {
+    const ObjInfo *oi = &w->ws->oi[body];
+    for (int i = 0; i < 3; i++) cblas_daxpy((int)oi->nb, c[i], oi->Bp + p * oi->nb, 1, g + oi->off + i * oi->nb, 1);
+}
+
+/* an edge pair's mollifier gradient: ∂m/∂x for its four points (side a's ends, side b's) */
+static void mollifier_gradient(const SimWorld *w, const SimContactPair *q, double dm[4][3]) {
+    const struct SimWorldScratch *s = w->ws;
+    const int32_t *ea = s->edges[q->a] + 2 * q->p, *eb = s->edges[q->b] + 2 * q->q;
+    const double *xa = s->x[q->a], *xb = s->x[q->b];
+    double e0[3], e1[3];
+    for (int i = 0; i < 3; i++) e0[i] = xa[3 * ea[1] + i] - xa[3 * ea[0] + i], e1[i] = xb[3 * eb[1] + i] - xb[3 * eb[0] + i];
+    sim_ee_mollifier(e0, e1, 1e-3 * s->elen2[q->a][q->p] * s->elen2[q->b][q->q], dm[1], dm[3]);
+    for (int i = 0; i < 3; i++) dm[0][i] = -dm[1][i], dm[2][i] = -dm[3][i];
+}
+
+/* scale · ∇(κ Σ m b) over the active pairs added to g (Z-sized): κ m b′ r/d on side a's points
+ * (times their weights), −w_j that on side b's, and κ b ∂m/∂x for the edge pairs with m < 1 */
 static void barrier_gradient(const SimWorld *w, double scale, double *g) {
     const struct SimWorldScratch *s = w->ws;
     double *row = s->tmp;
     for (int64_t t = 0; t < s->nact; t++) {
         const SimContactPair *q = &s->act[t];
-        const double *r = s->ageo + 7 * t, d = r[3];
-        double db;
-        sim_barrier(d, w->dhat, &db, NULL);
-        double f = scale * w->kappa * db / d;
+        const double *r = s->ageo + GEO * t, d = r[3], m = r[9];
+        double db, b = sim_barrier(d, w->dhat, &db, NULL);
+        double f = scale * w->kappa * m * db / d;
+        if (m < 1) {
+            double dm[4][3];
+            mollifier_gradient(w, q, dm);
+            const int32_t *ea = s->edges[q->a] + 2 * q->p, *eb = s->edges[q->b] + 2 * q->q;
+            for (int k = 0; k < 4; k++) {
+                int body = k < 2 ? q->a : q->b;
+                if (body >= w->nobj) continue;
+                double c[3] = {scale * w->kappa * b * dm[k][0], scale * w->kappa * b * dm[k][1], scale * w->kappa * b * dm[k][2]};
+                add_point_force(w, body, k < 2 ? ea[k] : eb[k - 2], c, g);
+            }
+        }
         for (int side = 0; side < 2; side++) {
             int body = side ? q->b : q->a;
             if (body >= w->nobj) continue;
@@ -332,28 +390,34 @@ static void barrier_gradient(const SimWorld *w, double scale, double *g) {
 static const int PI_[6] = {0, 0, 0, 1, 1, 2}, PJ_[6] = {0, 1, 2, 1, 2, 2};
 
 /* The six coefficients (e = (i ≤ i')) of active pair t's 3 × 3 Hessian block C, scaled:
- * κ b″ n nᵀ + (b′/d) P with n = r/d and P the tangential curvature of the distance to the
+ * κ m (b″ n nᵀ + (b′/d) P) with n = r/d and P the tangential curvature of the distance to the
  * closest feature, the other side held at that feature: I − n nᵀ for a point (a point pair, or a
- * triangle's corner), I − n nᵀ − e eᵀ for a triangle's edge (direction e), 0 for its face. With
+ * triangle's corner, or two edges' ends), I − n nᵀ − e eᵀ for an edge's interior (direction e)
+ * against a point, 0 for a face or two edges' interiors (the distance between the lines is flat
+ * along both). An edge pair's mollifier m is held fixed (its derivatives enter the gradient, not
+ * this Hessian: it is below 1 only for nearly parallel edges, where the ends' point–triangle
+ * pairs carry the contact; sim_ee_barrier has the exact pair Hessian). With
  * tangential false, P = 0: the per-pair PSD projection (b′ < 0 inside d̂). The exact one
  * converges quadratically where the projected one crawls (resting contact: full Newton steps
  * shrinking the decrement by only 0.5–0.75 each); the projected one always factors. The step
  * factors the projected one and solves with the exact one by CG (below). */
 static void pair_coefficients(const SimWorld *w, double scale, int64_t t, bool tangential, double cf[6]) {
     const struct SimWorldScratch *s = w->ws;
-    const double *r = s->ageo + 7 * t, d = r[3], *wt = r + 4;
-    double c = scale * w->kappa * sim_barrier_pair_curvature(d, w->dhat) / (d * d), tg = 0, e[3] = {0, 0, 0};
-    int nz = 0, k0 = -1, k1 = -1;
+    const double *r = s->ageo + GEO * t, d = r[3], *wt = r + 4, *ua = r + 7, m = r[9];
+    const int32_t *ib = s->aidx + 5 * t, *ia = ib + 3;
+    double c = scale * w->kappa * m * sim_barrier_pair_curvature(d, w->dhat) / (d * d), tg = 0, e[3] = {0, 0, 0};
+    int nz = 0, k0 = -1, k1 = -1, na = (ia[0] >= 0 && ua[0] > 0) + (ia[1] >= 0 && ua[1] > 0);
     for (int k = 0; k < 3; k++)
-        if (s->aidx[3 * t + k] >= 0 && wt[k] > 0) k0 < 0 ? (k0 = k) : (k1 = k), nz++;
-    if (tangential && nz < 3) {
+        if (ib[k] >= 0 && wt[k] > 0) k0 < 0 ? (k0 = k) : (k1 = k), nz++;
+    if (tangential && nz + na < 4) {
         double db;
         sim_barrier(d, w->dhat, &db, NULL);
-        tg = scale * w->kappa * db / d;
-        if (nz == 2) { /* the edge's direction */
-            const double *xb = s->x[s->act[t].b];
+        tg = scale * w->kappa * m * db / d;
+        if (nz + na == 3) { /* the edge's direction (on side b, or side a's edge against a point) */
+            const double *xe = s->x[nz == 2 ? s->act[t].b : s->act[t].a];
+            int32_t i0 = nz == 2 ? ib[k0] : ia[0], i1 = nz == 2 ? ib[k1] : ia[1];
             double l = 0;
-            for (int i = 0; i < 3; i++) e[i] = xb[3 * s->aidx[3 * t + k1] + i] - xb[3 * s->aidx[3 * t + k0] + i], l += e[i] * e[i];
+            for (int i = 0; i < 3; i++) e[i] = xe[3 * i1 + i] - xe[3 * i0 + i], l += e[i] * e[i];
             l = sqrt(l);
             for (int i = 0; i < 3; i++) e[i] = l > 0 ? e[i] / l : 0;
         }
@@ -781,6 +845,7 @@ static double mass_bound(const SimWorld *w) {
  * cubature points) */
 static SimContactBody body_of(const SimWorld *w, int b, const double *x, const double *dx, int is_static) {
     SimContactBody B = {.x = x, .dx = dx, .is_static = is_static};
+    if (w->ws->edges[b]) B.ne = w->ws->nedges[b], B.edges = w->ws->edges[b], B.edge_len2 = w->ws->elen2[b];
     if (b < w->nobj) {
         const SimObject *o = &w->obj[b];
         B.np = w->ws->oi[b].np;
@@ -843,18 +908,19 @@ static void rigid_reaction(SimWorld *w) {
     for (int r = 0; r < w->nrigid; r++) memset(w->rigid[r].force, 0, sizeof(double) * 3), memset(w->rigid[r].torque, 0, sizeof(double) * 3);
     for (int64_t t = 0; t < s->nact; t++) {
         const SimContactPair *q = &s->act[t];
-        const double *r = s->ageo + 7 * t, d = r[3], *wt = r + 4;
+        const double *r = s->ageo + GEO * t, d = r[3], *wt = r + 4, *ua = r + 7;
         double db;
         sim_barrier(d, w->dhat, &db, NULL);
+        db *= r[9]; /* the mollifier's own force on a rigid edge is left out (nearly parallel edges only) */
         /* F = ∂(κ b)/∂x_p = κ b′ r/d: the point gets −F, the other side's points +w_j F (b′ < 0:
          * both pushed apart) */
         for (int side = 0; side < 2; side++) {
             int body = side ? q->b : q->a;
             if (body < w->nobj) continue;
             SimRigid *rb = &w->rigid[body - w->nobj];
-            for (int k = 0; k < (side ? 3 : 1); k++) {
-                int32_t pt = side ? s->aidx[3 * t + k] : q->p;
-                double c = side ? wt[k] : -1;
+            for (int k = 0; k < (side ? 3 : 2); k++) {
+                int32_t pt = side ? s->aidx[5 * t + k] : s->aidx[5 * t + 3 + k];
+                double c = side ? wt[k] : -ua[k];
                 if (pt < 0 || c == 0) continue;
                 double f[3], arm[3];
                 for (int i = 0; i < 3; i++) f[i] = c * w->kappa * db * r[i] / d, arm[i] = s->x[body][3 * pt + i] - rb->c[i];

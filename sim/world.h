@@ -66,6 +66,8 @@ typedef struct {
     double stiffness; /* κ (N/m); 0: the heaviest body's weight (|g| ≥ 9.81) carried by ~24
                          pairs at d̂/2, i.e. κ = M g / (24 d̂) (−b′(d̂/2) ≈ 1.19 d̂) */
     double min_sep;   /* CCD: a step may shrink a pair's distance to this fraction, (0, 1) (0.2) */
+    bool edge_edge;   /* edge–edge pairs (with the mollifier) between bodies with surfaces besides the
+                         point–triangle ones (true); false: two edges can pass through each other */
 } SimContactOptions;
 
 void sim_contact_defaults(SimContactOptions *c);
