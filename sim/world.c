@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/clock.h"
 #include "base/par.h"
 #include "base/log.h"
 #include "base/mat3.h"
@@ -11,6 +12,7 @@
 #include "sim/internal.h"
 #include "sim/lapack.h"
 #include "sim/newton.h"
+#include "sim/proxy.h"
 #include "sim/world.h"
 
 void sim_contact_defaults(SimContactOptions *c) {
@@ -19,6 +21,7 @@ void sim_contact_defaults(SimContactOptions *c) {
     c->stiffness = 0;
     c->min_sep = 0.2;
     c->edge_edge = true;
+    c->proxy_cells = 20;
 }
 
 /* doubles per active pair in ageo (see SimWorldScratch) */
@@ -33,6 +36,10 @@ typedef struct {
     int64_t np;                /* contact points */
     const double *Xp, *Bp;
     double *Bpr;               /* np × r: the rows b_pᵀ N in the reduced coordinates (NULL: Bp) */
+    int64_t nf;                /* the contact surface over the points: the proxy's, or the mesh's */
+    const int32_t *faces;
+    SimProxy proxy;            /* np 0: none (the render mesh, or the cubature points, are the points) */
+    double *Xown, *Bown;       /* the proxy's rows of Xv and Bv */
 } ObjInfo;
 
 struct SimWorldScratch {
@@ -72,7 +79,7 @@ struct SimWorldScratch {
 static void scratch_free(struct SimWorldScratch *s, int nbodies) {
     if (!s) return;
     if (s->oi)
-        for (int k = 0; k < s->nobj; k++) free(s->oi[k].Bpr);
+        for (int k = 0; k < s->nobj; k++) free(s->oi[k].Bpr), free(s->oi[k].Xown), free(s->oi[k].Bown), sim_proxy_free(&s->oi[k].proxy);
     free(s->oi), free(s->z0), free(s->z), free(s->ztil), free(s->g), free(s->gt), free(s->dz), free(s->zt), free(s->Hk);
     free(s->Hr), free(s->gr), free(s->dy), free(s->Lh), free(s->sub), free(s->tmp);
     if (s->x)
@@ -198,8 +205,24 @@ int sim_world_init(SimWorld *w, SimObject *objs, int nobj, SimRigid *rigids, int
         oi->np = o->nv ? o->nv : o->nc;
         oi->Xp = o->nv ? o->Xv : o->Xc;
         oi->Bp = o->nv ? o->Bv : o->Bc;
+        if (o->nv && o->faces) oi->nf = o->nf, oi->faces = o->faces;
         if (oi->r > rmax) rmax = oi->r;
         s->nobj = k + 1;
+        /* d̂ from the render mesh's spacing (as without a proxy: the gap objects rest at stays the
+         * mesh's scale, not the proxy's cells) */
+        if (pairs) spacing = fmax(spacing, nn_spacing(oi->np, oi->Xp));
+        if (pairs && w->contact.proxy_cells > 0 && oi->nf) {
+            double h = fmax(o->diag / w->contact.proxy_cells, w->contact.dhat);
+            if (sim_proxy_build(o->nv, o->Xv, o->nf, o->faces, h, &oi->proxy)) goto oom;
+            const SimProxy *px = &oi->proxy;
+            oi->Xown = malloc(sizeof(double) * 3 * (size_t)px->np), oi->Bown = malloc(sizeof(double) * (size_t)(px->np * o->nb));
+            if (!oi->Xown || !oi->Bown) goto oom;
+            for (int64_t v = 0; v < px->np; v++) {
+                memcpy(oi->Xown + 3 * v, o->Xv + 3 * px->vert[v], sizeof(double) * 3);
+                memcpy(oi->Bown + v * o->nb, o->Bv + px->vert[v] * o->nb, sizeof(double) * (size_t)o->nb);
+            }
+            oi->np = px->np, oi->Xp = oi->Xown, oi->Bp = oi->Bown, oi->nf = px->nf, oi->faces = px->faces;
+        }
         if (oi->N && pairs) {
             oi->Bpr = malloc(sizeof(double) * (size_t)(oi->np * oi->r));
             if (!oi->Bpr) goto oom;
@@ -210,7 +233,6 @@ int sim_world_init(SimWorld *w, SimObject *objs, int nobj, SimRigid *rigids, int
         s->dx[k] = malloc(sizeof(double) * 3 * (size_t)(oi->np + 1));
         if (!s->x[k] || !s->dx[k]) goto oom;
         obj_points(oi, o->z, s->x[k]);
-        if (pairs) spacing = fmax(spacing, nn_spacing(oi->np, s->x[k]));
         heavy = fmax(heavy, o->mass);
         gmax = fmax(gmax, sqrt(o->gravity[0] * o->gravity[0] + o->gravity[1] * o->gravity[1] + o->gravity[2] * o->gravity[2]));
     }
@@ -226,8 +248,8 @@ int sim_world_init(SimWorld *w, SimObject *objs, int nobj, SimRigid *rigids, int
     /* each surface's edges for the edge–edge pairs, and their squared lengths now (the rest
      * shape, posed: ε_x of the mollifier) */
     for (int b = 0; b < nbodies && pairs && w->contact.edge_edge; b++) {
-        int64_t nf = b < nobj ? (objs[b].nv && objs[b].faces ? objs[b].nf : 0) : rigids[b - nobj].nf;
-        const int32_t *faces = b < nobj ? objs[b].faces : rigids[b - nobj].faces;
+        int64_t nf = b < nobj ? s->oi[b].nf : rigids[b - nobj].nf;
+        const int32_t *faces = b < nobj ? s->oi[b].faces : rigids[b - nobj].faces;
         if (!nf || !faces) continue;
         if (sim_mesh_edges(nf, faces, &s->nedges[b], &s->edges[b])) goto oom;
         s->elen2[b] = malloc(sizeof(double) * (size_t)(s->nedges[b] + 1));
@@ -773,8 +795,12 @@ static void hr_from_objects(SimWorld *w) {
 static int factor_psd(SimWorld *w, double scale, bool contact, int *ncomp) {
     struct SimWorldScratch *s = w->ws;
     memset(s->hf_ok, 0, sizeof(bool) * (size_t)w->nobj); /* Lh is about to hold other factors */
+    double t0 = base_cpu_now();
     hr_from_objects(w);
     if (contact && barrier_hessian(w, scale, false)) return -1;
+    /* the assembly is the Hessians' share of the direction's time (ws_direction counts it all as solves) */
+    double th = base_cpu_now() - t0;
+    w->last.t_hessian += th, w->last.t_solve -= th;
     /* factors only: the right-hand side is a dummy */
     int rc = solve_components(w, true, 8, ncomp, NULL, s->cg, s->cg);
     s->have_factor = rc == 0;
@@ -847,9 +873,9 @@ static SimContactBody body_of(const SimWorld *w, int b, const double *x, const d
     SimContactBody B = {.x = x, .dx = dx, .is_static = is_static};
     if (w->ws->edges[b]) B.ne = w->ws->nedges[b], B.edges = w->ws->edges[b], B.edge_len2 = w->ws->elen2[b];
     if (b < w->nobj) {
-        const SimObject *o = &w->obj[b];
-        B.np = w->ws->oi[b].np;
-        if (o->nv && o->faces) B.nf = o->nf, B.faces = o->faces;
+        const ObjInfo *oi = &w->ws->oi[b];
+        B.np = oi->np;
+        if (oi->nf) B.nf = oi->nf, B.faces = oi->faces;
     } else {
         const SimRigid *rb = &w->rigid[b - w->nobj];
         B.np = rb->nv, B.nf = rb->nf, B.faces = rb->faces;
@@ -953,8 +979,12 @@ static double ws_measure(void *ctx, const double *g) {
 static int ws_hessian(void *ctx, const double *z, bool lagged, bool fresh_el) {
     WorldStep *c = ctx;
     SimWorld *w = c->w;
+    double t0 = base_cpu_now();
     int assembled = objects_hessian(w, z, w->ws->ztil, c->dt, c->t1, lagged, fresh_el);
+    double t1 = base_cpu_now();
+    w->last.t_hessian += t1 - t0;
     if (c->contact && contact_prepare(w, c->dt * c->dt)) return -1;
+    w->last.t_pairs += base_cpu_now() - t1;
     return assembled;
 }
 
@@ -995,6 +1025,7 @@ static int ws_direction(void *ctx, bool fresh, bool lagged, double *dz) {
     struct SimWorldScratch *s = w->ws;
     SimWorldStats *st = &w->last;
     int rc = 0;
+    double t0 = base_cpu_now();
     if (!c->contact) {
         rc = direct_direction(w, fresh);
         s->have_factor = false; /* Lh now holds the blocks' factors, not the CG preconditioner's */
@@ -1016,6 +1047,7 @@ static int ws_direction(void *ctx, bool fresh, bool lagged, double *dz) {
         for (int64_t i = 0; i < s->nred; i++) s->dy[i] = -s->gr[i];
         rc = s->have_factor ? solve_components(w, false, 0, &st->components, NULL, s->dy, s->dy) : 1;
     }
+    st->t_solve += base_cpu_now() - t0;
     if (rc) return rc;
     expand(w, s->dy, dz);
     return 0;
@@ -1026,11 +1058,13 @@ static int ws_step_bound(void *ctx, const double *z, const double *dz, double *a
     WorldStep *c = ctx;
     SimWorld *w = c->w;
     struct SimWorldScratch *s = w->ws;
+    double t0 = base_cpu_now();
     set_bodies(w, z, dz);
     if (sim_contact_broad_phase(s->bodies, w->nobj + w->nrigid, 0.5 * w->dhat, &s->cand)) return -1;
     w->last.candidates = s->cand.n;
     *alpha = sim_contact_ccd(s->bodies, &s->cand, w->contact.min_sep);
     if (*alpha < 1) w->last.ccd_limited++;
+    w->last.t_broad += base_cpu_now() - t0;
     return 0;
 }
 
@@ -1041,7 +1075,9 @@ static double ws_trial(void *ctx, const double *zt, double alpha, double *gt) {
     SimWorld *w = c->w;
     double Et = c->Eo = objects_energy(w, zt, w->ws->ztil, c->dt, c->t1, gt);
     c->dmin = INFINITY;
+    double t0 = base_cpu_now();
     if (c->contact) Et += c->dt * c->dt * barrier_energy(w, w->ws->cand.pairs, w->ws->cand.n, alpha, &c->dmin);
+    w->last.t_pairs += base_cpu_now() - t0;
     return Et;
 }
 
@@ -1052,15 +1088,19 @@ static int ws_accept(void *ctx, const double *z, bool have_grad, double Et, doub
     struct SimWorldScratch *s = w->ws;
     (void)Et;
     set_bodies(w, z, NULL);
+    double t0 = base_cpu_now();
     if (c->contact) {
         w->last.min_distance = fmin(w->last.min_distance, c->dmin);
         if (collect_active(w)) return -1;
     }
+    double t1 = base_cpu_now();
     *E = have_grad ? c->Eo : objects_energy(w, z, s->ztil, c->dt, c->t1, g);
+    double t2 = base_cpu_now();
     if (c->contact) {
         *E += c->dt * c->dt * barrier_energy(w, s->act, s->nact, 0, NULL);
         barrier_gradient(w, c->dt * c->dt, g);
     }
+    w->last.t_pairs += (t1 - t0) + (base_cpu_now() - t2);
     return 0;
 }
 
@@ -1084,6 +1124,7 @@ static int world_step(SimWorld *w, double dt, char *err, size_t errlen) {
         return -1;
     }
     memset(&w->last, 0, sizeof w->last);
+    double c0 = base_cpu_now();
     w->last.min_distance = INFINITY;
     w->last.rigid_beta = 1;
     struct SimWorldScratch *s = w->ws;
@@ -1119,11 +1160,13 @@ static int world_step(SimWorld *w, double dt, char *err, size_t errlen) {
     s->cand.n = 0, s->nact = 0;
     if (contact) {
         for (int64_t q = 0; q < N; q++) s->dz[q] = s->zt[q] - s->z0[q];
+        double tb = base_cpu_now();
         set_bodies(w, s->z0, s->dz);
         if (sim_contact_broad_phase(s->bodies, w->nobj + w->nrigid, 0.5 * w->dhat, &s->cand)) goto oom;
         w->last.min_distance = sim_contact_min_distance(s->bodies, &s->cand, 0);
         double a0 = sim_contact_ccd(s->bodies, &s->cand, w->contact.min_sep);
         if (a0 < 1) w->last.ccd_limited++;
+        w->last.t_broad += base_cpu_now() - tb;
         for (int64_t q = 0; q < N; q++) s->z[q] = s->z0[q] + a0 * s->dz[q];
         set_bodies(w, s->z, NULL);
         /* the candidates of the swept guess hold every pair within d̂ at z (contact.h) */
@@ -1174,6 +1217,7 @@ static int world_step(SimWorld *w, double dt, char *err, size_t errlen) {
     if (contact) rigid_reaction(w);
     w->t = t1;
     st->seconds = base_now() - t0;
+    st->t_cpu = base_cpu_now() - c0;
     if (getenv("ANIMA_WORLD_DEBUG")) /* the leading newline ends a progress line drawn in place */
         base_logf(BASE_LOG_DEBUG,
                   "\nworld t=%.3f it %d hess %d fact %d fail %d ccd %d comps %d cand %lld act %lld dmin %.3g beta %.3g ms %.1f",
@@ -1254,6 +1298,10 @@ double sim_world_energy(const SimWorld *w) {
         sim_contact_set_free(&set);
     }
     return e;
+}
+
+const SimProxy *sim_world_proxy(const SimWorld *w, int k) {
+    return w->ws && k >= 0 && k < w->nobj && w->ws->oi[k].proxy.np ? &w->ws->oi[k].proxy : NULL;
 }
 
 double sim_world_min_distance(const SimWorld *w) {

@@ -56,6 +56,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "sim/proxy.h"
 #include "sim/rigid.h"
 #include "sim/solver.h"
 
@@ -68,6 +69,9 @@ typedef struct {
     double min_sep;   /* CCD: a step may shrink a pair's distance to this fraction, (0, 1) (0.2) */
     bool edge_edge;   /* edge–edge pairs (with the mollifier) between bodies with surfaces besides the
                          point–triangle ones (true); false: two edges can pass through each other */
+    double proxy_cells; /* collision proxies (sim/proxy.h): contact on each mesh's vertex clustering
+                         with cells of side max(diag / proxy_cells, dhat) (diag: the object's rest
+                         bounding-box diagonal) (20); 0: contact on the render mesh itself */
 } SimContactOptions;
 
 void sim_contact_defaults(SimContactOptions *c);
@@ -90,6 +94,11 @@ typedef struct {
     double rigid_beta;      /* the smallest CCD fraction of a rigid body's move (1: unlimited) */
     double decrement;       /* last |Δzᵀ g| / Σ M L² */
     double seconds;
+    /* the step's process CPU time and its parts (s): broad phase and CCD; the pairs (active set,
+     * barrier energies, gradients, their Hessians' factored form); Hessian assembly (objects'
+     * blocks, the PSD contact matrix); solves (Cholesky factorizations, CG). The rest (objects'
+     * energies and gradients, prediction, bookkeeping) is t_cpu minus their sum. */
+    double t_cpu, t_broad, t_pairs, t_hessian, t_solve;
 } SimWorldStats;
 
 typedef struct {
@@ -120,6 +129,8 @@ double sim_world_energy(const SimWorld *w);
 /* The smallest distance between contact points of different bodies now, over all pairs within
  * d̂ (broad phase with margin d̂/2); INFINITY when none is. For tests and reports. */
 double sim_world_min_distance(const SimWorld *w);
+/* Object k's collision proxy (sim/proxy.h), NULL when it has none. */
+const SimProxy *sim_world_proxy(const SimWorld *w, int k);
 
 /* For tests: the relative difference max|H v − H_a v| / max|H_a v| between the exact Newton
  * matrix at the current state applied matrix-free (as the solver's conjugate gradients do) and

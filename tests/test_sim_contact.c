@@ -2,7 +2,8 @@
  * distance against brute force, the mollified edge–edge barrier's gradient and Hessian against
  * finite differences (every closest-feature type and the mollified band), the broad phase's
  * edge–edge pairs against brute force, edge–edge CCD, and two thin bars crossing at speed, which
- * pass through each other with point–triangle pairs alone and never cross with edge–edge ones. */
+ * pass through each other with point–triangle pairs alone and never cross with edge–edge ones;
+ * collision proxies (sim/proxy.h): closed, coarse, near the mesh. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -11,7 +12,9 @@
 
 #include "datasets/mesh/mesh.h"
 #include "sim/contact.h"
+#include "sim/proxy.h"
 #include "sim/rigid.h"
+#include "sim/scene.h"
 #include "sim/skinning.h"
 #include "sim/world.h"
 #include "tests/test.h"
@@ -346,4 +349,46 @@ TEST(sim_world_thin_bars_crossing_at_speed_never_cross) {
            low_ee, cross_ee, dmin_ee);
     CHECK(low_pt < -0.02); /* without edge pairs the bar goes through */
     CHECK(cross_ee == 0 && low_ee > 0 && dmin_ee > 0);
+}
+
+/* The pile's objects' proxies at the default resolution: closed (no boundary edge), fewer
+ * vertices than the mesh, every proxy vertex a mesh vertex, the mesh within a cell of the proxy;
+ * a finer grid is closer. */
+TEST(sim_proxy_is_closed_coarse_and_near_the_mesh) {
+    SimScene sc;
+    char err[512];
+    CHECK_MSG(sim_scene_load("scenes/pile.json", &sc, err, sizeof err) == 0, "%s", err);
+    SimObject objs[3];
+    CHECK_MSG(sim_scene_build(&sc, "scenes", objs, err, sizeof err) == 0, "%s", err);
+    for (int k = 0; k < 3; k++) {
+        const SimObject *o = &objs[k];
+        SimProxy p, fine;
+        double h = o->diag / sc.contact.proxy_cells;
+        CHECK(sim_proxy_build(o->nv, o->Xv, o->nf, o->faces, h, &p) == 0);
+        CHECK(sim_proxy_build(o->nv, o->Xv, o->nf, o->faces, h / 2, &fine) == 0);
+        printf("    object %d: mesh %lld vertices %lld triangles; proxy (h %.3g m) %lld vertices %lld triangles, "
+               "%lld boundary edges, deviation %.3g m (%.2f h); at h/2 %lld vertices, deviation %.3g m\n", k,
+               (long long)o->nv, (long long)o->nf, h, (long long)p.np, (long long)p.nf, (long long)p.boundary, p.deviation,
+               p.deviation / h, (long long)fine.np, fine.deviation);
+        CHECK(p.boundary == 0 && fine.boundary == 0);
+        CHECK(p.np < o->nv && p.nf > 20);
+        CHECK(p.deviation > 0 && p.deviation < h);
+        CHECK(fine.deviation < p.deviation && fine.np > p.np);
+        for (int64_t v = 0; v < p.np; v++) CHECK(p.vert[v] >= 0 && p.vert[v] < o->nv);
+        sim_proxy_free(&p), sim_proxy_free(&fine);
+        sim_object_free(&objs[k]);
+    }
+    sim_scene_free(&sc);
+}
+
+/* a closed mesh whose clustering leaves nothing (one cell) keeps its own surface */
+TEST(sim_proxy_of_a_tiny_mesh_is_the_mesh) {
+    DsMesh m;
+    double half[3] = {0.1, 0.1, 0.1}, *x;
+    CHECK(box_mesh_body(half, (double[3]){0, 0, 0}, &m, &x) == 0);
+    SimProxy p;
+    CHECK(sim_proxy_build(m.nv, x, m.nf, m.f, 10, &p) == 0);
+    CHECK(p.np == m.nv && p.nf == m.nf && p.boundary == 0 && p.deviation == 0);
+    sim_proxy_free(&p);
+    free(x), ds_mesh_free(&m);
 }
