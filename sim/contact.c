@@ -609,3 +609,24 @@ double sim_contact_min_distance(const SimContactBody *bodies, const SimContactSe
     }
     return m;
 }
+
+double sim_friction(const double D[3], const double T[6], double c, double eps, double g[3], double H[9]) {
+    double u[2] = {dot3(T, D), dot3(T + 3, D)}, y = sqrt(u[0] * u[0] + u[1] * u[1]);
+    double phi = y < eps ? y * y / eps - y * y * y / (3 * eps * eps) : y - eps / 3;
+    double a = y < eps ? 2 / eps - y / (eps * eps) : 1 / y; /* f₁(y)/y, finite at 0 */
+    if (g)
+        for (int i = 0; i < 3; i++) g[i] = c * a * (T[i] * u[0] + T[3 + i] * u[1]);
+    if (H) {
+        double b = !(y > 0) ? 0 : y < eps ? -1 / (eps * eps * y) : -1 / (y * y * y), Hu[2][2];
+        for (int k = 0; k < 2; k++)
+            for (int l = 0; l < 2; l++) Hu[k][l] = c * ((k == l) * a + b * u[k] * u[l]);
+        for (int i = 0; i < 3; i++)
+            for (int j = 0; j < 3; j++) {
+                double v = 0;
+                for (int k = 0; k < 2; k++)
+                    for (int l = 0; l < 2; l++) v += T[3 * k + i] * Hu[k][l] * T[3 * l + j];
+                H[3 * i + j] = v;
+            }
+    }
+    return c * phi;
+}

@@ -107,6 +107,16 @@ double sim_ee_mollifier(const double e0[3], const double e1[3], double eps_x, do
  * world.c holds the closest points' parameters and m fixed in its Hessian (world.h). */
 double sim_ee_barrier(const double x[12], double dhat, double eps_x, double g[12], double H[144]);
 
+/* IPC's lagged smoothed Coulomb friction for one pair (Li et al. 2020, §5): with the tangent basis
+ * T (two unit rows ⊥ the lagged normal, 6 numbers) and Δ the pair's relative displacement since
+ * the step's start, u = T Δ (2) slips and dissipates c φ(|u|), c = μ λ (the lagged normal force
+ * times μ), φ′(y) = f₁(y/ε), f₁(s) = 2s − s² for s < 1, 1 beyond, ε = ε_v dt: Coulomb's force c
+ * opposing the slip, smoothed to a stiff spring below a slip speed ε_v. φ(y) = y²/ε − y³/(3ε²)
+ * below ε, y − ε/3 beyond (C¹ at ε). Returns the value; the gradient in Δ (3) and its Hessian
+ * (3 × 3, row-major) when given — Tᵀ H_u T with H_u PSD: c[(f₁/y) I − u uᵀ/(y ε²)] below ε
+ * (eigenvalues f₁′ ≥ 0, f₁/y > 0), c (I − û ûᵀ)/y beyond. */
+double sim_friction(const double D[3], const double T[6], double c, double eps, double g[3], double H[9]);
+
 /* The closest point of triangle (a, b, c) to p, as barycentric weights w (Σ w = 1, w ≥ 0: the
  * face, an edge or a vertex); returns the distance. */
 double sim_point_triangle(const double p[3], const double a[3], const double b[3], const double c[3], double w[3]);

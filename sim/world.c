@@ -22,6 +22,8 @@ void sim_contact_defaults(SimContactOptions *c) {
     c->min_sep = 0.2;
     c->edge_edge = true;
     c->proxy_cells = 20;
+    c->mu = 0;
+    c->eps_v = 1e-3;
 }
 
 /* doubles per active pair in ageo (see SimWorldScratch) */
@@ -57,6 +59,15 @@ struct SimWorldScratch {
     int32_t **edges;           /* per body: its surface edges (sim_mesh_edges), NULL without faces */
     int64_t *nedges;
     double **elen2;            /* per body: the edges' squared lengths at init (the mollifier's ε_x) */
+    /* lagged friction (IPC §5): the pairs within d̂ at the step's start, fixed over the step, each
+     * with its stencil (GEO apart as ageo: r₀ (3), λ, side b's weights (3), side a's (2), −),
+     * points (5 as aidx) and tangent basis (6: two unit vectors ⊥ the normal). They follow the
+     * barrier pairs in act (act[nact ..]) so the Hessian's assembly and products take them too. */
+    int64_t nfr, fr_cap;
+    SimContactPair *fr;
+    double *frgeo, *frT;
+    int32_t *fridx;
+    double fr_eps;             /* ε_v dt: the displacement below which friction is smoothed (m) */
     int64_t nact, act_cap;
     double *U;                 /* contact Hessian scratch */
     int *comp;                 /* component of each object */
@@ -89,6 +100,7 @@ static void scratch_free(struct SimWorldScratch *s, int nbodies) {
     if (s->edges)
         for (int b = 0; b < nbodies; b++) free(s->edges[b]), free(s->elen2[b]);
     free(s->edges), free(s->nedges), free(s->elen2);
+    free(s->fr), free(s->frgeo), free(s->frT), free(s->fridx);
     sim_contact_set_free(&s->cand);
     free(s);
 }
@@ -334,6 +346,23 @@ static int collect_active(SimWorld *w) {
         ge[3] = sim_contact_pair_stencil(s->bodies, &s->act[t], 0, ge, ge + 7, ix + 3, ge + 4, ix);
         ge[9] = sim_contact_pair_mollifier(s->bodies, &s->act[t], 0);
     }
+    /* the step's friction pairs after them, with their lagged stencils */
+    if (s->nact + s->nfr > s->act_cap) {
+        int64_t cap = s->nact + s->nfr + 256;
+        SimContactPair *a = realloc(s->act, sizeof *a * (size_t)cap);
+        if (a) s->act = a;
+        double *g = realloc(s->ageo, sizeof(double) * GEO * (size_t)cap);
+        if (g) s->ageo = g;
+        int32_t *ix = realloc(s->aidx, sizeof(int32_t) * 5 * (size_t)cap);
+        if (ix) s->aidx = ix;
+        if (!a || !g || !ix) return -1;
+        s->act_cap = cap;
+    }
+    if (s->nfr) {
+        memcpy(s->act + s->nact, s->fr, sizeof *s->fr * (size_t)s->nfr);
+        memcpy(s->ageo + GEO * s->nact, s->frgeo, sizeof(double) * GEO * (size_t)s->nfr);
+        memcpy(s->aidx + 5 * s->nact, s->fridx, sizeof(int32_t) * 5 * (size_t)s->nfr);
+    }
     return 0;
 }
 
@@ -398,7 +427,7 @@ static void barrier_gradient(const SimWorld *w, double scale, double *g) {
         }
         for (int side = 0; side < 2; side++) {
             int body = side ? q->b : q->a;
-            if (body >= w->nobj) continue;
+            if (body < 0 || body >= w->nobj) continue; /* static: a rigid body or a plane (−1) */
             const ObjInfo *oi = &s->oi[body];
             pair_row(w, t, side, false, row);
             double sg = side ? -f : f;
@@ -423,8 +452,14 @@ static const int PI_[6] = {0, 0, 0, 1, 1, 2}, PJ_[6] = {0, 1, 2, 1, 2, 2};
  * converges quadratically where the projected one crawls (resting contact: full Newton steps
  * shrinking the decrement by only 0.5–0.75 each); the projected one always factors. The step
  * factors the projected one and solves with the exact one by CG (below). */
+static void friction_coefficients(const SimWorld *w, double scale, int64_t f, double cf[6]);
+
 static void pair_coefficients(const SimWorld *w, double scale, int64_t t, bool tangential, double cf[6]) {
     const struct SimWorldScratch *s = w->ws;
+    if (t >= s->nact) { /* a friction pair (they follow the barrier's in act) */
+        friction_coefficients(w, scale, t - s->nact, cf);
+        return;
+    }
     const double *r = s->ageo + GEO * t, d = r[3], *wt = r + 4, *ua = r + 7, m = r[9];
     const int32_t *ib = s->aidx + 5 * t, *ia = ib + 3;
     double c = scale * w->kappa * m * sim_barrier_pair_curvature(d, w->dhat) / (d * d), tg = 0, e[3] = {0, 0, 0};
@@ -449,6 +484,195 @@ static void pair_coefficients(const SimWorld *w, double scale, int64_t t, bool t
         double P = (i == ii) - r[i] * r[ii] / (d * d) - e[i] * e[ii];
         cf[q] = c * r[i] * r[ii] + tg * P;
     }
+}
+
+/* ---- lagged smoothed Coulomb friction (IPC, Li et al. 2020 §5; sim_friction in contact.h) ----
+ * Per pair within d̂ at the step's start x⁰: the normal force λ = −κ m b′(d⁰), the closest
+ * points' weights and a tangent basis T ⊥ n⁰, all held over the step; Δ = (Σ u_i x_i − Σ w_j y_j)
+ * − r⁰ is the pair's relative motion since x⁰, with the lagged weights. */
+/* friction pair t of the store: its stencil's relative position at the bodies' x + α dx minus r⁰ */
+static void fr_delta(const SimWorld *w, const double *ge, const int32_t *ix, const SimContactPair *q, double alpha, double D[3]) {
+    const struct SimWorldScratch *s = w->ws;
+    for (int i = 0; i < 3; i++) D[i] = -ge[i];
+    for (int side = 0; side < 2; side++) {
+        if ((side ? q->b : q->a) < 0) continue; /* a plane */
+        const SimContactBody *B = &s->bodies[side ? q->b : q->a];
+        for (int k = 0; k < (side ? 3 : 2); k++) {
+            int32_t p = side ? ix[k] : ix[3 + k];
+            double c = side ? -ge[4 + k] : ge[7 + k];
+            if (p < 0 || c == 0) continue;
+            for (int i = 0; i < 3; i++) D[i] += c * (B->x[3 * p + i] + (B->dx ? alpha * B->dx[3 * p + i] : 0));
+        }
+    }
+}
+
+/* μ Σ λ φ(|u|) over the step's friction pairs at α */
+static double friction_energy(const SimWorld *w, double alpha) {
+    const struct SimWorldScratch *s = w->ws;
+    double E = 0;
+    for (int64_t f = 0; f < s->nfr; f++) {
+        const double *ge = s->frgeo + GEO * f;
+        double D[3];
+        fr_delta(w, ge, s->fridx + 5 * f, &s->fr[f], alpha, D);
+        E += sim_friction(D, s->frT + 6 * f, w->contact.mu * ge[3], s->fr_eps, NULL, NULL);
+    }
+    return E;
+}
+
+/* scale · ∇(μ Σ λ φ) added to g: the gradient in Δ on side a's points (times their weights),
+ * minus it on side b's */
+static void friction_gradient(const SimWorld *w, double scale, double *g) {
+    const struct SimWorldScratch *s = w->ws;
+    for (int64_t f = 0; f < s->nfr; f++) {
+        const double *ge = s->frgeo + GEO * f;
+        const int32_t *ix = s->fridx + 5 * f;
+        const SimContactPair *q = &s->fr[f];
+        double D[3], F[3];
+        fr_delta(w, ge, ix, q, 0, D);
+        sim_friction(D, s->frT + 6 * f, scale * w->contact.mu * ge[3], s->fr_eps, F, NULL);
+        for (int side = 0; side < 2; side++) {
+            int body = side ? q->b : q->a;
+            if (body < 0 || body >= w->nobj) continue; /* static: a rigid body or a plane (−1) */
+            for (int k = 0; k < (side ? 3 : 2); k++) {
+                int32_t p = side ? ix[k] : ix[3 + k];
+                double wt = side ? -ge[4 + k] : ge[7 + k];
+                if (p < 0 || wt == 0) continue;
+                double Fp[3] = {wt * F[0], wt * F[1], wt * F[2]};
+                add_point_force(w, body, p, Fp, g);
+            }
+        }
+    }
+}
+
+/* the six coefficients of friction pair f's 3 × 3 Hessian in Δ, scaled */
+static void friction_coefficients(const SimWorld *w, double scale, int64_t f, double cf[6]) {
+    const struct SimWorldScratch *s = w->ws;
+    const double *ge = s->frgeo + GEO * f;
+    double D[3], H[9];
+    fr_delta(w, ge, s->fridx + 5 * f, &s->fr[f], 0, D);
+    sim_friction(D, s->frT + 6 * f, scale * w->contact.mu * ge[3], s->fr_eps, NULL, H);
+    for (int q = 0; q < 6; q++) cf[q] = H[3 * PI_[q] + PJ_[q]];
+}
+
+/* adds friction pair (object a's contact point p against a plane: b = −1) to the store */
+static int fr_push_plane(struct SimWorldScratch *s, int a, int64_t p, const double *x0, double lam, const double *nrm) {
+    if (s->nfr == s->fr_cap) {
+        int64_t cap = s->fr_cap ? 2 * s->fr_cap : 256;
+        SimContactPair *q = realloc(s->fr, sizeof *q * (size_t)cap);
+        if (q) s->fr = q;
+        double *g = realloc(s->frgeo, sizeof(double) * GEO * (size_t)cap);
+        if (g) s->frgeo = g;
+        double *T = realloc(s->frT, sizeof(double) * 6 * (size_t)cap);
+        if (T) s->frT = T;
+        int32_t *ix = realloc(s->fridx, sizeof(int32_t) * 5 * (size_t)cap);
+        if (ix) s->fridx = ix;
+        if (!q || !g || !T || !ix) return -1;
+        s->fr_cap = cap;
+    }
+    s->fr[s->nfr] = (SimContactPair){.a = a, .b = -1, .p = (int32_t)p, .q = -1, .f = -1};
+    double *ge = s->frgeo + GEO * s->nfr, *T = s->frT + 6 * s->nfr, ax[3] = {0, 0, 0}, t1[3], t2[3];
+    int32_t *ix = s->fridx + 5 * s->nfr;
+    memcpy(ge, x0, sizeof(double) * 3), ge[3] = lam, ge[4] = ge[5] = ge[6] = 0, ge[7] = 1, ge[8] = 0, ge[9] = 1;
+    ix[0] = ix[1] = ix[2] = -1, ix[3] = (int32_t)p, ix[4] = -1;
+    int m = fabs(nrm[0]) <= fabs(nrm[1]) && fabs(nrm[0]) <= fabs(nrm[2]) ? 0 : fabs(nrm[1]) <= fabs(nrm[2]) ? 1 : 2;
+    ax[m] = 1;
+    base_vec3_cross(nrm, ax, t1);
+    double l = sqrt(t1[0] * t1[0] + t1[1] * t1[1] + t1[2] * t1[2]);
+    for (int i = 0; i < 3; i++) t1[i] /= l;
+    base_vec3_cross(nrm, t1, t2);
+    memcpy(T, t1, sizeof t1), memcpy(T + 3, t2, sizeof t2);
+    s->nfr++;
+    return 0;
+}
+
+/* Friction against each object's planes (its penalty contact, solver.h: k Σ min(0, n·x − h)² over
+ * the mesh vertices, force 2k|d| each): lagged at x⁰ on the contact points (the proxy's vertices,
+ * a subset of the mesh's) below a plane, each with λ = 2k|d|, scaled so that their sum is the
+ * mesh vertices' (the proxy samples the same contact patch more coarsely). */
+static int friction_planes(SimWorld *w) {
+    struct SimWorldScratch *s = w->ws;
+    for (int k = 0; k < w->nobj; k++) {
+        const SimObject *o = &w->obj[k];
+        const ObjInfo *oi = &s->oi[k];
+        if (!o->nplanes) continue;
+        const double *xp = s->bodies[k].x; /* the contact points at x⁰ */
+        double *xv = NULL;
+        if (o->nv) {
+            xv = malloc(sizeof(double) * 3 * (size_t)o->nv);
+            if (!xv) return -1;
+            sim_object_vertices(o, xv); /* o->z is still x⁰ */
+        }
+        for (int pl = 0; pl < o->nplanes; pl++) {
+            const SimPlane *P = &o->planes[pl];
+            double dm = 0, dp = 0;
+            for (int64_t v = 0; xv && v < o->nv; v++) {
+                double d = P->normal[0] * xv[3 * v] + P->normal[1] * xv[3 * v + 1] + P->normal[2] * xv[3 * v + 2] - P->offset;
+                if (d < 0) dm -= d;
+            }
+            for (int64_t p = 0; p < oi->np; p++) {
+                double d = P->normal[0] * xp[3 * p] + P->normal[1] * xp[3 * p + 1] + P->normal[2] * xp[3 * p + 2] - P->offset;
+                if (d < 0) dp -= d;
+            }
+            if (!(dp > 0)) continue;
+            double ratio = xv ? dm / dp : 1;
+            for (int64_t p = 0; p < oi->np; p++) {
+                double d = P->normal[0] * xp[3 * p] + P->normal[1] * xp[3 * p + 1] + P->normal[2] * xp[3 * p + 2] - P->offset;
+                if (d < 0 && fr_push_plane(s, k, p, xp + 3 * p, -2 * P->stiffness * d * ratio, P->normal)) {
+                    free(xv);
+                    return -1;
+                }
+            }
+        }
+        free(xv);
+    }
+    return 0;
+}
+
+/* The step's friction pairs: the candidates within d̂ at the step's start (bodies at x⁰), with λ,
+ * weights, r⁰ and T lagged. */
+static int friction_collect(SimWorld *w, double dt) {
+    struct SimWorldScratch *s = w->ws;
+    s->nfr = 0;
+    s->fr_eps = w->contact.eps_v * dt;
+    if (!(w->contact.mu > 0)) return 0;
+    for (int64_t k = 0; k < s->cand.n; k++) {
+        const SimContactPair *q = &s->cand.pairs[k];
+        double r[3], ua[2], wb[3];
+        int32_t ia[2], ib[3];
+        double d = sim_contact_pair_stencil(s->bodies, q, 0, r, ua, ia, wb, ib);
+        if (!(d < w->dhat)) continue;
+        if (s->nfr == s->fr_cap) {
+            int64_t cap = s->fr_cap ? 2 * s->fr_cap : 256;
+            SimContactPair *a = realloc(s->fr, sizeof *a * (size_t)cap);
+            if (a) s->fr = a;
+            double *g = realloc(s->frgeo, sizeof(double) * GEO * (size_t)cap);
+            if (g) s->frgeo = g;
+            double *T = realloc(s->frT, sizeof(double) * 6 * (size_t)cap);
+            if (T) s->frT = T;
+            int32_t *ix = realloc(s->fridx, sizeof(int32_t) * 5 * (size_t)cap);
+            if (ix) s->fridx = ix;
+            if (!a || !g || !T || !ix) return -1;
+            s->fr_cap = cap;
+        }
+        double db, *ge = s->frgeo + GEO * s->nfr, *T = s->frT + 6 * s->nfr;
+        sim_barrier(d, w->dhat, &db, NULL);
+        double lam = -w->kappa * sim_contact_pair_mollifier(s->bodies, q, 0) * db;
+        if (!(lam > 0)) continue;
+        s->fr[s->nfr] = *q;
+        memcpy(ge, r, sizeof r), ge[3] = lam, memcpy(ge + 4, wb, sizeof wb), memcpy(ge + 7, ua, sizeof ua), ge[9] = 1;
+        memcpy(s->fridx + 5 * s->nfr, ib, sizeof ib), memcpy(s->fridx + 5 * s->nfr + 3, ia, sizeof ia);
+        /* T: the normal's two perpendiculars (the first from the axis least along n) */
+        double n[3] = {r[0] / d, r[1] / d, r[2] / d}, ax[3] = {0, 0, 0}, t1[3], t2[3];
+        int m = fabs(n[0]) <= fabs(n[1]) && fabs(n[0]) <= fabs(n[2]) ? 0 : fabs(n[1]) <= fabs(n[2]) ? 1 : 2;
+        ax[m] = 1;
+        base_vec3_cross(n, ax, t1);
+        double l = sqrt(t1[0] * t1[0] + t1[1] * t1[1] + t1[2] * t1[2]);
+        for (int i = 0; i < 3; i++) t1[i] /= l;
+        base_vec3_cross(n, t1, t2);
+        memcpy(T, t1, sizeof t1), memcpy(T + 3, t2, sizeof t2);
+        s->nfr++;
+    }
+    return friction_planes(w);
 }
 
 /* Adds sgn · K6 (r_a × 6 r_b: the six K_e, e = (i ≤ i'), side by side) to Hr's block of objects
@@ -493,21 +717,21 @@ static void scatter6_transposed(const struct SimWorldScratch *s, const ObjInfo *
  * over the pairs' rows, Y = [C_e u] for the six e = (i ≤ i'). Records the coupling in comp. */
 static int barrier_hessian(SimWorld *w, double scale, bool tangential) {
     struct SimWorldScratch *s = w->ws;
-    int64_t r_max = s->rmax, n = s->nact + 1;
+    int64_t r_max = s->rmax, nall = s->nact + s->nfr, n = nall + 1;
     /* scratch: U (n × r), Y (n × 6r), K6 (r × 6r), per pair coefficients (n × 6) */
     size_t need_u = (size_t)(n * r_max * 7 + 6 * r_max * r_max + 6 * n);
     double *U = realloc(s->U, sizeof(double) * need_u);
     if (!U) return -1;
     s->U = U;
     double *Y = U + n * r_max, *K6 = Y + 6 * n * r_max, *cf = K6 + 6 * r_max * r_max;
-    for (int64_t t = 0; t < s->nact; t++) {
+    for (int64_t t = 0; t < nall; t++) {
         pair_coefficients(w, scale, t, tangential, cf + 6 * t);
     }
     for (int a = 0; a < w->nobj; a++) {
         const ObjInfo *A = &s->oi[a];
         int64_t ra = A->r, P = 0;
         /* (a, a): every pair with a side in a */
-        for (int64_t t = 0; t < s->nact; t++) {
+        for (int64_t t = 0; t < nall; t++) {
             const SimContactPair *q = &s->act[t];
             if (q->a != a && q->b != a) continue;
             double *u = U + P * ra, *y = Y + P * 6 * ra;
@@ -525,7 +749,7 @@ static int barrier_hessian(SimWorld *w, double scale, bool tangential) {
             const ObjInfo *B = &s->oi[b];
             int64_t rb = B->r;
             P = 0;
-            for (int64_t t = 0; t < s->nact; t++) {
+            for (int64_t t = 0; t < nall; t++) {
                 const SimContactPair *q = &s->act[t];
                 if (!((q->a == a && q->b == b) || (q->a == b && q->b == a))) continue;
                 int sa = q->a == a ? 0 : 1;
@@ -723,8 +947,9 @@ static int solve_components(SimWorld *w, bool refactor, int attempts, int *ncomp
  * (reduced, r_max apart; none for a rigid side) and the six coefficients. */
 static int contact_prepare(SimWorld *w, double scale) {
     struct SimWorldScratch *s = w->ws;
-    if (s->nact > s->pair_cap) {
-        int64_t cap = s->nact + s->nact / 2 + 64;
+    int64_t nall = s->nact + s->nfr;
+    if (nall > s->pair_cap) {
+        int64_t cap = nall + nall / 2 + 64;
         double *ug = realloc(s->Ug, sizeof(double) * 2 * (size_t)(cap * s->rmax));
         if (ug) s->Ug = ug;
         double *cf = realloc(s->cfx, sizeof(double) * 6 * (size_t)cap);
@@ -732,10 +957,10 @@ static int contact_prepare(SimWorld *w, double scale) {
         if (!ug || !cf) return -1;
         s->pair_cap = cap;
     }
-    for (int64_t t = 0; t < s->nact; t++) {
+    for (int64_t t = 0; t < nall; t++) {
         const SimContactPair *q = &s->act[t];
         for (int side = 0; side < 2; side++)
-            if ((side ? q->b : q->a) < w->nobj) pair_row(w, t, side, true, s->Ug + (2 * t + side) * s->rmax);
+            if ((side ? q->b : q->a) >= 0 && (side ? q->b : q->a) < w->nobj) pair_row(w, t, side, true, s->Ug + (2 * t + side) * s->rmax);
         pair_coefficients(w, scale, t, true, s->cfx + 6 * t);
     }
     return 0;
@@ -750,12 +975,12 @@ static void hess_apply(const SimWorld *w, const double *v, double *out) {
         cblas_dsymv(CblasRowMajor, CblasUpper, (int)A->m, 1.0, s->Hob + A->hoff, (int)A->m, v + A->roff, 1, 0.0,
                     out + A->roff, 1);
     }
-    for (int64_t t = 0; t < s->nact; t++) {
+    for (int64_t t = 0; t < s->nact + s->nfr; t++) {
         const SimContactPair *q = &s->act[t];
         double dd[3] = {0, 0, 0};
         for (int side = 0; side < 2; side++) {
             int body = side ? q->b : q->a;
-            if (body >= w->nobj) continue;
+            if (body < 0 || body >= w->nobj) continue; /* static: a rigid body or a plane (−1) */
             const ObjInfo *A = &s->oi[body];
             double ds[3], sg = side ? -1 : 1;
             rows_times_coords(1, A->r, s->Ug + (2 * t + side) * s->rmax, v + A->roff, ds, false);
@@ -766,7 +991,7 @@ static void hess_apply(const SimWorld *w, const double *v, double *out) {
                        c[2] * dd[0] + c[4] * dd[1] + c[5] * dd[2]};
         for (int side = 0; side < 2; side++) {
             int body = side ? q->b : q->a;
-            if (body >= w->nobj) continue;
+            if (body < 0 || body >= w->nobj) continue; /* static: a rigid body or a plane (−1) */
             const ObjInfo *A = &s->oi[body];
             const double *u = s->Ug + (2 * t + side) * s->rmax;
             double *o0 = out + A->roff, *o1 = o0 + A->r, *o2 = o1 + A->r, sg = side ? -1 : 1;
@@ -1076,7 +1301,7 @@ static double ws_trial(void *ctx, const double *zt, double alpha, double *gt) {
     double Et = c->Eo = objects_energy(w, zt, w->ws->ztil, c->dt, c->t1, gt);
     c->dmin = INFINITY;
     double t0 = base_cpu_now();
-    if (c->contact) Et += c->dt * c->dt * barrier_energy(w, w->ws->cand.pairs, w->ws->cand.n, alpha, &c->dmin);
+    if (c->contact) Et += c->dt * c->dt * (barrier_energy(w, w->ws->cand.pairs, w->ws->cand.n, alpha, &c->dmin) + friction_energy(w, alpha));
     w->last.t_pairs += base_cpu_now() - t0;
     return Et;
 }
@@ -1097,8 +1322,9 @@ static int ws_accept(void *ctx, const double *z, bool have_grad, double Et, doub
     *E = have_grad ? c->Eo : objects_energy(w, z, s->ztil, c->dt, c->t1, g);
     double t2 = base_cpu_now();
     if (c->contact) {
-        *E += c->dt * c->dt * barrier_energy(w, s->act, s->nact, 0, NULL);
+        *E += c->dt * c->dt * (barrier_energy(w, s->act, s->nact, 0, NULL) + friction_energy(w, 0));
         barrier_gradient(w, c->dt * c->dt, g);
+        friction_gradient(w, c->dt * c->dt, g);
     }
     w->last.t_pairs += (t1 - t0) + (base_cpu_now() - t2);
     return 0;
@@ -1157,13 +1383,15 @@ static int world_step(SimWorld *w, double dt, char *err, size_t errlen) {
         sim_object_predict(o, dt, t1, s->ztil + oi->off, s->zt + oi->off, s->dz, s->dy);
     }
     /* initial guess: z̃, with contact filtered by CCD from the feasible z₀ (IPC §4.2) */
-    s->cand.n = 0, s->nact = 0;
+    s->cand.n = 0, s->nact = 0, s->nfr = 0;
     if (contact) {
         for (int64_t q = 0; q < N; q++) s->dz[q] = s->zt[q] - s->z0[q];
         double tb = base_cpu_now();
         set_bodies(w, s->z0, s->dz);
         if (sim_contact_broad_phase(s->bodies, w->nobj + w->nrigid, 0.5 * w->dhat, &s->cand)) goto oom;
         w->last.min_distance = sim_contact_min_distance(s->bodies, &s->cand, 0);
+        /* friction lagged at x⁰: the candidates of the swept guess hold every pair within d̂ at x⁰ */
+        if (friction_collect(w, dt)) goto oom;
         double a0 = sim_contact_ccd(s->bodies, &s->cand, w->contact.min_sep);
         if (a0 < 1) w->last.ccd_limited++;
         w->last.t_broad += base_cpu_now() - tb;
@@ -1176,8 +1404,9 @@ static int world_step(SimWorld *w, double dt, char *err, size_t errlen) {
         memcpy(s->z, s->zt, sizeof(double) * (size_t)N);
     double E = objects_energy(w, s->z, s->ztil, dt, t1, s->g);
     if (contact) {
-        E += dt2 * barrier_energy(w, s->act, s->nact, 0, NULL);
+        E += dt2 * (barrier_energy(w, s->act, s->nact, 0, NULL) + friction_energy(w, 0));
         barrier_gradient(w, dt2, s->g);
+        friction_gradient(w, dt2, s->g);
     }
     WorldStep ctx = {.w = w, .dt = dt, .t1 = t1, .contact = contact};
     SimNewtonProblem P = {.ctx = &ctx, .n = N, .z = s->z, .g = s->g, .gt = s->gt, .zt = s->zt, .dz = s->dz,

@@ -72,6 +72,9 @@ typedef struct {
     double proxy_cells; /* collision proxies (sim/proxy.h): contact on each mesh's vertex clustering
                          with cells of side max(diag / proxy_cells, dhat) (diag: the object's rest
                          bounding-box diagonal) (20); 0: contact on the render mesh itself */
+    double mu;        /* friction coefficient between bodies (IPC's lagged smoothed Coulomb
+                         friction, world.c); 0: frictionless (0) */
+    double eps_v;     /* slip speed (m/s) below which friction is smoothed to a stiff spring (1e-3) */
 } SimContactOptions;
 
 void sim_contact_defaults(SimContactOptions *c);

@@ -236,7 +236,9 @@ TEST(sim_ccd_edge_edge_stops_before_crossing) {
 
 /* A thin deformable bar: its 8-corner box mesh as binding points and surface, a grid of cubature
  * points, two Wendland handles. */
-static void bar_object(SimObject *o, const double half[3], const double at[3]) {
+static void bar_object_rot(SimObject *o, const double half[3], const double at[3], double rot_z_deg);
+static void bar_object(SimObject *o, const double half[3], const double at[3]) { bar_object_rot(o, half, at, 0); }
+static void bar_object_rot(SimObject *o, const double half[3], const double at[3], double rot_z_deg) {
     SimSkinning sk;
     memset(&sk, 0, sizeof sk);
     int cres = 4;
@@ -265,6 +267,7 @@ static void bar_object(SimObject *o, const double half[3], const double at[3]) {
     snprintf(sk.source, sizeof sk.source, "test bar");
     SimMaterial mat = {.E = 1e6, .nu = 0.3, .rho = 1000};
     SimPose pose = sim_pose_identity();
+    sim_pose_euler(&pose, (double[3]){0, 0, rot_z_deg});
     memcpy(pose.translate, at, sizeof pose.translate);
     char err[256];
     int rc = sim_object_init(o, &sk, &mat, &pose, err, sizeof err);
@@ -391,4 +394,142 @@ TEST(sim_proxy_of_a_tiny_mesh_is_the_mesh) {
     CHECK(p.np == m.nv && p.nf == m.nf && p.boundary == 0 && p.deviation == 0);
     sim_proxy_free(&p);
     free(x), ds_mesh_free(&m);
+}
+
+/* The friction potential's gradient and Hessian in the relative displacement against finite
+ * differences, below and beyond the smoothing threshold, and the Hessian PSD. */
+TEST(sim_friction_derivatives_match_fd) {
+    uint64_t seed = 17;
+    double eps = 1e-3;
+    for (int trial = 0; trial < 40; trial++) {
+        double n[3], T[6], a[3] = {0, 0, 0};
+        for (int i = 0; i < 3; i++) n[i] = 2 * urand(&seed) - 1;
+        double l = sqrt(n[0] * n[0] + n[1] * n[1] + n[2] * n[2]);
+        for (int i = 0; i < 3; i++) n[i] /= l;
+        a[fabs(n[0]) < 0.5 ? 0 : 1] = 1;
+        T[0] = n[1] * a[2] - n[2] * a[1], T[1] = n[2] * a[0] - n[0] * a[2], T[2] = n[0] * a[1] - n[1] * a[0];
+        l = sqrt(T[0] * T[0] + T[1] * T[1] + T[2] * T[2]);
+        for (int i = 0; i < 3; i++) T[i] /= l;
+        T[3] = n[1] * T[2] - n[2] * T[1], T[4] = n[2] * T[0] - n[0] * T[2], T[5] = n[0] * T[1] - n[1] * T[0];
+        /* slips from 0.05 ε to 20 ε */
+        double D[3], mag = eps * 0.05 * pow(400, trial / 39.0), c = 2.5, g[3], H[9];
+        for (int i = 0; i < 3; i++) D[i] = mag * (2 * urand(&seed) - 1);
+        double E = sim_friction(D, T, c, eps, g, H);
+        CHECK(E >= 0);
+        double gmax = 0, hmax = 0;
+        for (int i = 0; i < 3; i++) gmax = fmax(gmax, fabs(g[i]));
+        for (int i = 0; i < 9; i++) hmax = fmax(hmax, fabs(H[i]));
+        for (int i = 0; i < 3; i++) {
+            double h = 1e-4 * fmin(mag, eps), Dp[3], Dm[3], gp[3], gm[3];
+            memcpy(Dp, D, sizeof Dp), memcpy(Dm, D, sizeof Dm);
+            Dp[i] += h, Dm[i] -= h;
+            double fd = (sim_friction(Dp, T, c, eps, gp, NULL) - sim_friction(Dm, T, c, eps, gm, NULL)) / (2 * h);
+            CHECK_MSG(fabs(fd - g[i]) <= 1e-5 * gmax + 1e-12, "trial %d (|D| %.3g ε): gradient %g vs %g", trial, mag / eps, g[i], fd);
+            for (int j = 0; j < 3; j++)
+                CHECK_MSG(fabs((gp[j] - gm[j]) / (2 * h) - H[3 * j + i]) <= 1e-4 * hmax, "trial %d: Hessian (%d, %d) %g vs %g",
+                          trial, j, i, H[3 * j + i], (gp[j] - gm[j]) / (2 * h));
+        }
+        for (int k = 0; k < 10; k++) {
+            double v[3] = {2 * urand(&seed) - 1, 2 * urand(&seed) - 1, 2 * urand(&seed) - 1}, q = 0;
+            for (int i = 0; i < 3; i++)
+                for (int j = 0; j < 3; j++) q += v[i] * H[3 * i + j] * v[j];
+            CHECK(q >= -1e-12 * hmax);
+        }
+    }
+    /* no slip along the normal: friction ignores it */
+    double T[6] = {1, 0, 0, 0, 0, 1}, D[3] = {0, 0.3, 0};
+    CHECK(sim_friction(D, T, 1, 1e-3, NULL, NULL) == 0);
+}
+
+/* A 10 cm block resting on a fixed incline tilted θ about z, μ between them: it sticks below the
+ * friction angle atan μ and slides above it with a = g (sin θ − μ cos θ) (frictionless: g sin θ).
+ * Returns the block's travel down the slope in 0.5 s. */
+static double incline_travel(double theta_deg, double mu) {
+    double th = theta_deg * M_PI / 180, dhat = 0.004, hb[3] = {0.05, 0.05, 0.05}, hi[3] = {0.6, 0.05, 0.3};
+    /* the incline's top face normal (−sin θ, cos θ, 0); the block above its centre at d̂/2 */
+    double nrm[3] = {-sin(th), cos(th), 0}, off = hi[1] + hb[1] + 0.5 * dhat, at[3];
+    for (int i = 0; i < 3; i++) at[i] = off * nrm[i];
+    SimObject block;
+    bar_object_rot(&block, hb, at, theta_deg);
+    block.gravity[1] = -9.81;
+    DsMesh m;
+    CHECK(sim_mesh_box(hi, &m) == 0);
+    SimPose pose = sim_pose_identity();
+    sim_pose_euler(&pose, (double[3]){0, 0, theta_deg});
+    SimRigid incline;
+    char err[256];
+    CHECK_MSG(sim_rigid_init(&incline, &m, 1e9, &pose, err, sizeof err) == 0, "%s", err); /* immovable */
+    ds_mesh_free(&m);
+    memset(incline.gravity, 0, sizeof incline.gravity);
+    SimContactOptions c;
+    sim_contact_defaults(&c);
+    c.dhat = dhat, c.mu = mu;
+    /* the block's weight on its four bottom corners at d̂/2 (−b′(d̂/2) ≈ 1.19 d̂) */
+    c.stiffness = block.mass * 9.81 / (4 * 1.19 * dhat);
+    SimWorld w;
+    CHECK_MSG(sim_world_init(&w, &block, 1, &incline, 1, NULL, 0, &c, err, sizeof err) == 0, "%s", err);
+    double x0[24], x1[24], s0 = 0, s1 = 0, dir[3] = {-cos(th), -sin(th), 0}; /* down the slope */
+    sim_object_vertices(&block, x0);
+    for (int s = 0; s < 50; s++) {
+        CHECK_MSG(sim_world_step(&w, 0.01, err, sizeof err) == 0, "%s", err);
+        CHECK(w.last.min_distance > 0);
+    }
+    sim_object_vertices(&block, x1);
+    for (int v = 0; v < 8; v++)
+        for (int i = 0; i < 3; i++) s0 += dir[i] * x0[3 * v + i] / 8, s1 += dir[i] * x1[3 * v + i] / 8;
+    sim_world_free(&w);
+    sim_rigid_free(&incline);
+    sim_object_free(&block);
+    return s1 - s0;
+}
+
+TEST(sim_world_block_on_incline_sticks_below_the_friction_angle) {
+    double mu = 0.5, crit = atan(mu) * 180 / M_PI, t = 0.5, g = 9.81;
+    double below = crit - 7, above = crit + 7;
+    double stick = incline_travel(below, mu), slide = incline_travel(above, mu), free_ = incline_travel(below, 0);
+    double a_slide = g * (sin(above * M_PI / 180) - mu * cos(above * M_PI / 180)), a_free = g * sin(below * M_PI / 180);
+    printf("    incline, μ %.2f (friction angle %.1f°): at %.1f° the block travels %.2f mm in %.1f s (sticks), at %.1f° "
+           "%.1f mm (Coulomb %.1f mm), frictionless at %.1f° %.1f mm (%.1f mm)\n", mu, crit, below, 1e3 * stick, t, above,
+           1e3 * slide, 1e3 * 0.5 * a_slide * t * t, below, 1e3 * free_, 1e3 * 0.5 * a_free * t * t);
+    CHECK(fabs(stick) < 3e-3);
+    CHECK(slide > 0.7 * 0.5 * a_slide * t * t && slide < 1.3 * 0.5 * a_slide * t * t);
+    CHECK(free_ > 0.8 * 0.5 * a_free * t * t);
+}
+
+/* Two 10 cm blocks thrown along a floor plane at 1 m/s (the plane's penalty contact, friction μ
+ * with it): each stops after v²/(2 μ g); frictionless they keep going. Returns the first block's
+ * travel in 0.5 s. */
+static double floor_travel(double mu) {
+    double hb[3] = {0.05, 0.05, 0.05}, v0 = 1;
+    SimObject blocks[2];
+    SimPlane floor = {.normal = {0, 1, 0}, .offset = 0, .stiffness = 1e6};
+    char err[256];
+    for (int k = 0; k < 2; k++) {
+        bar_object(&blocks[k], hb, (double[3]){1.5 * k, 0.05, 0});
+        blocks[k].gravity[1] = -9.81;
+        blocks[k].zdot[0 * blocks[k].nb + 4 * blocks[k].m + 3] = v0;
+        CHECK(sim_object_add_plane(&blocks[k], &floor, err, sizeof err) == 0);
+    }
+    SimContactOptions c;
+    sim_contact_defaults(&c);
+    c.mu = mu;
+    SimWorld w;
+    CHECK_MSG(sim_world_init(&w, blocks, 2, NULL, 0, &floor, 1, &c, err, sizeof err) == 0, "%s", err);
+    double x0[24], x1[24], s = 0;
+    sim_object_vertices(&blocks[0], x0);
+    for (int st = 0; st < 50; st++) CHECK_MSG(sim_world_step(&w, 0.01, err, sizeof err) == 0, "%s", err);
+    sim_object_vertices(&blocks[0], x1);
+    for (int v = 0; v < 8; v++) s += (x1[3 * v] - x0[3 * v]) / 8;
+    sim_world_free(&w);
+    sim_object_free(&blocks[0]), sim_object_free(&blocks[1]);
+    return s;
+}
+
+TEST(sim_world_block_thrown_along_the_floor_stops_after_coulomb_distance) {
+    double mu = 0.5, g = 9.81, expect = 1.0 / (2 * mu * g);
+    double with = floor_travel(mu), without = floor_travel(0);
+    printf("    floor: a block thrown at 1 m/s travels %.1f mm with μ %.1f (Coulomb %.1f mm), %.1f mm frictionless in 0.5 s\n",
+           1e3 * with, mu, 1e3 * expect, 1e3 * without);
+    CHECK(with > 0.8 * expect && with < 1.2 * expect);
+    CHECK(without > 0.45);
 }
