@@ -30,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+
 #include "base/clock.h"
 #include "sim/cubature.h"
 #include "sim/fem.h"
@@ -161,12 +162,34 @@ static void run_pile(const char *scene, int cap, const char *name, bool keep, Pi
         }
     }
     if (!ncontact) die(name, "no frame had contact pairs");
+    /* at the end: the largest horizontal distance between two objects' centres (the pile's
+     * spread) and the fastest vertex */
+    double spread = 0, vmax = 0;
+    {
+        double (*c)[3] = calloc((size_t)sc.nobjects, sizeof *c), *v = malloc(sizeof(double) * 3 * (size_t)(nv + 1));
+        for (int k = 0; k < sc.nobjects && c && v; k++) {
+            sim_object_vertices(&objs[k], v);
+            for (int64_t q = 0; q < objs[k].nv; q++)
+                for (int i = 0; i < 3; i++) c[k][i] += v[3 * q + i] / (double)objs[k].nv;
+            for (int64_t q = 0; q < objs[k].nv; q++) {
+                double u[3] = {0, 0, 0};
+                for (int i = 0; i < 3; i++)
+                    for (int64_t j = 0; j < objs[k].nb; j++) u[i] += objs[k].Bv[q * objs[k].nb + j] * objs[k].zdot[i * objs[k].nb + j];
+                vmax = fmax(vmax, sqrt(u[0] * u[0] + u[1] * u[1] + u[2] * u[2]));
+            }
+        }
+        for (int a = 0; a < sc.nobjects && c; a++)
+            for (int b = a + 1; b < sc.nobjects; b++)
+                spread = fmax(spread, hypot(c[a][0] - c[b][0], c[a][2] - c[b][2]));
+        free(c), free(v);
+    }
     printf("info %s %d objects, %lld cubature points in all, %lld contact points (proxies), %d of %d frames in contact, "
            "%.1f Newton iterations (%.1f CG products each), %.1f elastic Hessians and %.1f factorizations per contact "
-           "frame, %d frames unconverged, min pair distance %.3g m (d̂ %.3g m, κ %.3g)\n",
+           "frame, %d frames unconverged, min pair distance %.3g m (d̂ %.3g m, κ %.3g, μ %.2g); at the end the "
+           "centres %.3f m apart horizontally at most, the fastest vertex at %.3f m/s\n",
            name, sc.nobjects, (long long)pts, (long long)proxy, ncontact, steps, (double)iters / ncontact,
            (double)prods / fmax(iters, 1), (double)hess / ncontact, (double)fact / ncontact, unconverged, dmin, world.dhat,
-           world.kappa);
+           world.kappa, sc.contact.mu, spread, vmax);
     printf("parts %s ms per contact frame (CPU, means): broad phase + CCD %.2f, pairs %.2f, Hessians %.2f, solves %.2f, "
            "rest %.2f\n", name, 1e3 * part[0] / ncontact, 1e3 * part[1] / ncontact, 1e3 * part[2] / ncontact,
            1e3 * part[3] / ncontact, 1e3 * part[4] / ncontact);

@@ -551,22 +551,28 @@ static void pair_r(const SimContactBody *bodies, const SimContactPair *q, double
     }
 }
 
-/* the largest step length |Δx| over n points of a body (0 when static) */
-static double max_move(const SimContactBody *B, const int32_t *idx, int n) {
-    double l = 0;
-    for (int k = 0; k < n && B->dx; k++) {
-        const double *d = B->dx + 3 * idx[k];
-        l = fmax(l, sqrt(dot3(d, d)));
-    }
-    return l;
-}
-
 /* additive CCD for a point–triangle or edge–edge pair (contact.h): the largest α ≤ 1 found such
- * that the distance stays ≥ s d₀ on [0, α] */
+ * that the distance stays ≥ s d₀ on [0, α]. The rate bound l is taken after subtracting the
+ * pair's mean displacement (the distance does not change under a common translation; IPC's ACCD
+ * does the same): two bodies resting on each other and moving together do not throttle the step. */
 static double accd(const SimContactBody *bodies, const SimContactPair *q, double min_sep) {
     const SimContactBody *A = &bodies[q->a], *B = &bodies[q->b];
-    double l = q->f == SIM_PAIR_EE ? max_move(A, A->edges + 2 * q->p, 2) + max_move(B, B->edges + 2 * q->q, 2)
-                                   : max_move(A, &q->p, 1) + max_move(B, B->faces + 3 * q->f, 3);
+    const int32_t *ia = q->f == SIM_PAIR_EE ? A->edges + 2 * q->p : &q->p;
+    const int32_t *ib = q->f == SIM_PAIR_EE ? B->edges + 2 * q->q : B->faces + 3 * q->f;
+    int na = q->f == SIM_PAIR_EE ? 2 : 1, nb = q->f == SIM_PAIR_EE ? 2 : 3;
+    double dd[5][3], mean[3] = {0, 0, 0};
+    for (int k = 0; k < na + nb; k++) {
+        const SimContactBody *C = k < na ? A : B;
+        int32_t v = k < na ? ia[k] : ib[k - na];
+        for (int i = 0; i < 3; i++) dd[k][i] = C->dx ? C->dx[3 * v + i] : 0, mean[i] += dd[k][i] / (na + nb);
+    }
+    double la = 0, lb = 0;
+    for (int k = 0; k < na + nb; k++) {
+        double e[3] = {dd[k][0] - mean[0], dd[k][1] - mean[1], dd[k][2] - mean[2]}, n = sqrt(dot3(e, e));
+        if (k < na) la = fmax(la, n);
+        else lb = fmax(lb, n);
+    }
+    double l = la + lb;
     double r[3];
     if (!(l > 0)) return 1;
     double d0 = sim_contact_pair_vector(bodies, q, 0, r, NULL, NULL), target = min_sep * d0, t = 0, d = d0;

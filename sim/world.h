@@ -48,6 +48,13 @@
  * path alone was +0.8%, +0.5%, +4.2%; the sag's 4% was the lagged Hessian's scalar dt² K_el copy,
  * now vectorized).
  *
+ * Issue 23 (docs/contact.md): contact is evaluated on collision proxies (sim/proxy.h) and
+ * includes edge–edge pairs with IPC's mollifier (contact.h); with contact.mu > 0, IPC's lagged
+ * smoothed Coulomb friction between bodies and against each object's planes (sim_friction): the
+ * friction pairs are fixed at the step's start and join the barrier pairs in the Newton matrix.
+ * A cap on Newton iterations (newton.max_iters) is the real-time mode: every iterate comes from
+ * the CCD-bounded line search, so no cap lets a pair cross.
+ *
  * Momentum: the barrier is translation invariant, so its forces on a pair's two bodies cancel
  * and total linear momentum is conserved up to the Newton tolerance when no external force acts. */
 #ifndef ANIMA_SIM_WORLD_H
