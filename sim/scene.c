@@ -201,6 +201,10 @@ static const DsConfigField CONTACT[] = {
     NUM("dhat", C(dhat), "0", 0, 100, .help = "the barrier's reach (m; 0: from the point spacing)"),
     NUM("stiffness", C(stiffness), "0", 0, BIG, .help = "the barrier's stiffness (N/m; 0: from the heaviest body's weight)"),
     NUM("min_sep", C(min_sep), "0.2", 0.01, 0.9, .help = "continuous collision detection: a step may shrink a pair's distance to this fraction"),
+    NUM("proxy_cells", C(proxy_cells), "20", 0, 1000, .help = "collision proxies: contact on each mesh clustered to cells of side max(diagonal / proxy_cells, dhat) (0: on the render mesh)"),
+    NUM("mu", C(mu), "0", 0, 10, .help = "friction coefficient between the bodies (lagged smoothed Coulomb friction; 0: none)"),
+    NUM("eps_v", C(eps_v), "1e-3", 1e-9, 10, .help = "slip speed (m/s) below which friction is smoothed"),
+    BOOL("edge_edge", C(edge_edge), "true", .help = "edge-edge pairs between surfaces besides point-triangle ones (false: thin parts can pass through each other)"),
     {0}};
 #undef C
 
