@@ -747,6 +747,15 @@ TEST(motion_bvh_retarget_map) {
     }
     snprintf(path, sizeof path, "%s/missing.json", dir);
     CHECK(ds_retarget_map_load(path, &map, err, sizeof err) == -1 && strstr(err, "missing.json"));
+    /* the dataset's option reaches the retargeting of its BVH motion (not of the procedural one) */
+    write_text(mpath, "{\"hips\": \"Hips\", \"leg_l_upper\": \"LeftThigh\"}");
+    DsMotionBenchOptions bo;
+    ds_motion_bench_defaults(&bo);
+    bo.motion = "cmu_01_01", bo.heldout_motion = "walk", bo.frames = 2, bo.views = 2, bo.size = 8, bo.grid = 24;
+    bo.bvh_map = mpath, bo.out = dir;
+    DsMotionBenchStats st;
+    CHECK_MSG(ds_motion_bench_make(&bo, &st, err, sizeof err) == -1 && strstr(err, "leg_l_upper") && strstr(err, "LeftThigh"),
+              "%s", err);
     ds_motion_free(&a);
     ds_bvh_free(&orig), ds_bvh_free(&ren), ds_bvh_free(&zb);
     ds_procedural_free(&s);

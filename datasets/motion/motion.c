@@ -785,6 +785,13 @@ static const NamedClip CLIPS[] = {
     {"boxing", "Boxing_Toes.bvh", 8.4},
 };
 
+bool ds_motion_is_bvh(const char *name) {
+    for (size_t k = 0; k < sizeof CLIPS / sizeof CLIPS[0]; k++)
+        if (!strcmp(CLIPS[k].name, name)) return true;
+    size_t len = strlen(name);
+    return len > 4 && !strcmp(name + len - 4, ".bvh");
+}
+
 int ds_motion_make(const DsProceduralShape *shape, const char *name, int nframes, uint64_t seed,
                    const DsMotionOptions *opt, DsMotion *out, char *err, size_t errlen) {
     memset(out, 0, sizeof *out);

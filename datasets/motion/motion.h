@@ -106,6 +106,8 @@ int ds_motion_make(const DsProceduralShape *shape, const char *name, int nframes
 int ds_motion_retarget_bvh(const DsBvh *bvh, const char *bvh_name, double start, double step_s, int nframes,
                            const DsProceduralShape *shape, const DsRetargetMap *map, DsMotion *out, char *err,
                            size_t errlen);
+/* Whether ds_motion_make reads `name` from a BVH (a named clip or a .bvh path). */
+bool ds_motion_is_bvh(const char *name);
 void ds_motion_free(DsMotion *m);
 
 #endif
