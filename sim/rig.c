@@ -123,8 +123,13 @@ int sim_rig_bone(const SimRig *r, const char *name) {
 
 int sim_rig_set_clip(SimRig *r, const char *name, double fps, int nframes, uint64_t seed, int64_t bvh_start,
                      char *err, size_t errlen) {
+    return sim_rig_set_clip_mapped(r, name, NULL, fps, nframes, seed, bvh_start, err, errlen);
+}
+
+int sim_rig_set_clip_mapped(SimRig *r, const char *name, const char *map, double fps, int nframes, uint64_t seed,
+                            int64_t bvh_start, char *err, size_t errlen) {
     if (r->has_clip) ds_motion_free(&r->clip), r->has_clip = false;
-    DsMotionOptions mo = {.fps = fps, .bvh_dir = NULL, .bvh_start = bvh_start};
+    DsMotionOptions mo = {.fps = fps, .bvh_dir = NULL, .bvh_start = bvh_start, .map = map};
     char e2[1024];
     if (ds_motion_make(&r->shape, name, nframes, seed, &mo, &r->clip, e2, sizeof e2))
         return base_errf(err, errlen, "rig clip: %s", e2);
@@ -531,6 +536,8 @@ const DsConfigField SIM_RIG_SCENE_FIELDS[] = {
     {"object", DS_CFG_INT, RS(object), "-1", -1, 1e6, .help = "index into objects[] of the rigged object (-1: no rig)"},
     {"clip", DS_CFG_STRING, RS(clip), "", 1, 0, .size = sizeof(((SimSceneRig *)0)->clip),
      .help = "rig motion: a motion of datasets/motion/motion.h (walk, trot, cmu_01_01, ...) or a .bvh path (\"\": none)"},
+    {"clip_map", DS_CFG_STRING, RS(clip_map), "", 1, 0, .size = sizeof(((SimSceneRig *)0)->clip_map),
+     .help = "a mapping JSON {rig bone: BVH joint, ...} for a .bvh clip (\"\": the built-in humanoid names)"},
     {"fps", DS_CFG_FLOAT, RS(fps), "30", 1e-3, 1e4, .help = "the clip's sampling rate (frames per second)"},
     {"frames", DS_CFG_INT, RS(frames), "0", 0, 1e7, .help = "clip frames (0: as long as the scene)"},
     {"seed", DS_CFG_INT, RS(seed), "1", 0, 9e15, .help = "seed of a procedural clip"},
@@ -561,8 +568,17 @@ int sim_rig_from_scene(SimRig *r, SimObject *o, const SimSceneRig *sr, const cha
             snprintf(path, sizeof path, "%s/%s", scene_dir, sr->clip);
         else
             snprintf(path, sizeof path, "%s", sr->clip);
+        char map[2048] = "";
+        if (sr->clip_map[0] && sr->clip_map[0] != '/' && scene_dir)
+            snprintf(map, sizeof map, "%s/%s", scene_dir, sr->clip_map);
+        else
+            snprintf(map, sizeof map, "%s", sr->clip_map);
         int frames = sr->frames > 0 ? (int)sr->frames : (int)ceil(duration * sr->fps) + 2;
-        if (sim_rig_set_clip(r, path, sr->fps, frames, (uint64_t)sr->seed, sr->bvh_start, err, errlen)) goto fail;
+        if (sim_rig_set_clip_mapped(r, path, map, sr->fps, frames, (uint64_t)sr->seed, sr->bvh_start, err, errlen))
+            goto fail;
+    } else if (sr->clip_map[0]) {
+        base_errf(err, errlen, "rig: clip_map %s without a clip", sr->clip_map);
+        goto fail;
     }
     for (int i = 0; i < sr->nkeys; i++) {
         const SimSceneRigKey *kk = &sr->keys[i];

@@ -101,9 +101,12 @@ int sim_rig_bone(const SimRig *r, const char *name);
 
 /* Motion sources (add before the first sim_rig_advance). A clip: datasets/motion/motion.h's
  * name (procedural gait or BVH by name or path) at fps, nframes long, seeded; t past its end
- * holds the last frame. */
+ * holds the last frame. The _mapped form retargets a BVH clip by a mapping JSON (motion.h; NULL
+ * or "": the built-in humanoid names). */
 int sim_rig_set_clip(SimRig *r, const char *name, double fps, int nframes, uint64_t seed, int64_t bvh_start,
                      char *err, size_t errlen);
+int sim_rig_set_clip_mapped(SimRig *r, const char *name, const char *map, double fps, int nframes, uint64_t seed,
+                            int64_t bvh_start, char *err, size_t errlen);
 int sim_rig_add_key(SimRig *r, const SimRigKey *k, char *err, size_t errlen);
 int sim_rig_add_drag(SimRig *r, const SimRigDrag *d, char *err, size_t errlen);
 
@@ -143,7 +146,8 @@ int sim_rig_set_cut(SimRig *r, SimObject *o, double tau, int *kept, char *err, s
 
 /* ---- scenes (sim/scene.h's "rig" key) ----------------------------------------------------------
  *   rig: {object [-1: none], clip [""] (motion.h name: "walk", "trot", "cmu_01_01", a .bvh path
- *         relative to the scene's folder), fps [30] (the clip's sampling), frames [0: as long as
+ *         relative to the scene's folder), clip_map [""] (a mapping JSON for a BVH clip, relative to
+ *         the scene's folder; "": the built-in humanoid names), fps [30] (the clip's sampling), frames [0: as long as
  *         the scene], loop [false] (forward and back), seed [1], bvh_start [-1], t_stop [1e30] (s),
  *         sigma [0], cut [1] (sim_rig_set_cut's τ; 1: off),
  *         keys: [{bone, t, axis, deg}] (a local rotation of deg about axis at time t),
@@ -163,7 +167,7 @@ typedef struct {
 
 typedef struct {
     int64_t object;
-    char clip[512];
+    char clip[512], clip_map[512];
     double fps, t_stop, sigma;
     int64_t frames, seed, bvh_start;
     bool loop;

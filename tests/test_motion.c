@@ -454,7 +454,7 @@ TEST(motion_bvh_retarget) {
     CHECK_MSG(ds_bvh_read(DS_MOTION_BVH_DIR "/01_01.bvh", &bvh, err, sizeof err) == 0, "%s", err);
     enum { F = 12 };
     DsMotion m;
-    CHECK_MSG(ds_motion_retarget_bvh(&bvh, "01_01", 180, 4.0, F, &s, &m, err, sizeof err) == 0, "%s", err);
+    CHECK_MSG(ds_motion_retarget_bvh(&bvh, "01_01", 180, 4.0, F, &s, NULL, &m, err, sizeof err) == 0, "%s", err);
     int B = s.nbones;
     double *R = malloc(sizeof(double) * 9 * B), *h = malloc(sizeof(double) * 3 * B), *W = malloc(sizeof(double) * 16 * bvh.njoints);
     double moved = 0;
@@ -508,12 +508,258 @@ TEST(motion_bvh_retarget) {
     /* a skeleton without the names is refused, naming the file */
     DsBvh one = bvh;
     one.njoints = 3;
-    CHECK(ds_motion_retarget_bvh(&one, "cut.bvh", 0, 1, 2, &s, &m, err, sizeof err) == -1 && strstr(err, "cut.bvh"));
+    CHECK(ds_motion_retarget_bvh(&one, "cut.bvh", 0, 1, 2, &s, NULL, &m, err, sizeof err) == -1 && strstr(err, "cut.bvh"));
     /* a clip past the end too */
-    CHECK(ds_motion_retarget_bvh(&bvh, "01_01.bvh", (double)bvh.nframes - 2, 4, 5, &s, &m, err, sizeof err) == -1 &&
+    CHECK(ds_motion_retarget_bvh(&bvh, "01_01.bvh", (double)bvh.nframes - 2, 4, 5, &s, NULL, &m, err, sizeof err) == -1 &&
           strstr(err, "01_01.bvh"));
     ds_bvh_free(&bvh);
     ds_procedural_free(&s);
+}
+
+/* A copy of a BVH file with every joint renamed "mc_<name>"; zup: the same motion in z-up axes
+ * (every offset, position and rotation conjugated by Rx(90°), which takes y to z and z to −y:
+ * offsets (x, y, z) → (x, −z, y); a channel about/along Y becomes Z, one about/along Z becomes Y
+ * with its values negated). */
+static void bvh_renamed_copy(const char *from, const char *to, bool zup) {
+    FILE *in = fopen(from, "r"), *out = fopen(to, "w");
+    if (!in || !out) abort();
+    static char line[65536];
+    static bool neg[4096];
+    int ncol = 0;
+    bool motion = false, data = false;
+    while (fgets(line, sizeof line, in)) {
+        char *p = line;
+        while (*p == ' ' || *p == '\t') p++;
+        int ind = (int)(p - line);
+        if (!motion && (!strncmp(p, "ROOT ", 5) || !strncmp(p, "JOINT ", 6))) {
+            char *name = strchr(p, ' ') + 1;
+            fprintf(out, "%.*s mc_%s", (int)(name - 1 - line), line, name);
+        } else if (zup && !motion && !strncmp(p, "OFFSET", 6)) {
+            double x, y, z;
+            if (sscanf(p + 6, "%lf %lf %lf", &x, &y, &z) != 3) abort();
+            fprintf(out, "%.*sOFFSET %.17g %.17g %.17g\n", ind, line, x, -z, y);
+        } else if (zup && !motion && !strncmp(p, "CHANNELS", 8)) {
+            int n = 0, used = 0;
+            if (sscanf(p + 8, "%d%n", &n, &used) != 1) abort();
+            char *q = p + 8 + used;
+            fprintf(out, "%.*sCHANNELS %d", ind, line, n);
+            for (int k = 0; k < n; k++) {
+                char tok[32];
+                int u = 0;
+                if (sscanf(q, "%31s%n", tok, &u) != 1 || ncol >= 4096) abort();
+                q += u;
+                neg[ncol++] = tok[0] == 'Z';
+                if (tok[0] == 'Y') tok[0] = 'Z';
+                else if (tok[0] == 'Z') tok[0] = 'Y';
+                fprintf(out, " %s", tok);
+            }
+            fputs("\n", out);
+        } else if (zup && data) {
+            char *q = line;
+            for (int k = 0; k < ncol; k++) {
+                char *e;
+                double v = strtod(q, &e);
+                if (e == q) abort();
+                q = e;
+                fprintf(out, "%s%.17g", k ? " " : "", neg[k] ? -v : v);
+            }
+            fputs("\n", out);
+        } else {
+            if (!strncmp(p, "MOTION", 6)) motion = true;
+            fputs(line, out);
+            if (motion && !strncmp(p, "Frame Time", 10)) data = true;
+        }
+    }
+    fclose(in);
+    if (fclose(out)) abort();
+}
+
+/* The built-in CMU pairing written as a mapping JSON over the renamed joints. */
+static const char *const MC_MAP[][3] = {
+    {"hips", "Hips", "Spine"},          {"spine", "Spine1", "Neck1"},          {"neck", "Neck1", "Head"},
+    {"head", "Head", "Head_end"},       {"arm_l_upper", "LeftArm", "LeftForeArm"},
+    {"arm_l_lower", "LeftForeArm", "LeftHand"}, {"arm_r_upper", "RightArm", "RightForeArm"},
+    {"arm_r_lower", "RightForeArm", "RightHand"}, {"leg_l_upper", "LeftUpLeg", "LeftLeg"},
+    {"leg_l_lower", "LeftLeg", "LeftFoot"}, {"foot_l", "LeftFoot", "LeftToeBase"},
+    {"leg_r_upper", "RightUpLeg", "RightLeg"}, {"leg_r_lower", "RightLeg", "RightFoot"},
+    {"foot_r", "RightFoot", "RightToeBase"},
+};
+
+static void mc_map_json(char *buf, size_t n, const char *extra) {
+    size_t k = (size_t)snprintf(buf, n, "{%s", extra);
+    for (size_t i = 0; i < sizeof MC_MAP / sizeof MC_MAP[0]; i++)
+        k += (size_t)snprintf(buf + k, n - k, "%s\"%s\": {\"joint\": \"mc_%s\", \"toward\": \"mc_%s\"}", i ? ", " : "",
+                              MC_MAP[i][0], MC_MAP[i][1], MC_MAP[i][2]);
+    snprintf(buf + k, n - k, "}");
+}
+
+static double motion_maxdiff(const DsMotion *a, const DsMotion *b) {
+    double d = 0;
+    if (a->nframes != b->nframes || a->nbones != b->nbones) return INFINITY;
+    for (int64_t i = 0; i < 4 * (int64_t)a->nframes * a->nbones; i++) d = fmax(d, fabs(a->local[i] - b->local[i]));
+    for (int64_t i = 0; i < 3 * (int64_t)a->nframes; i++) d = fmax(d, fabs(a->root[i] - b->root[i]));
+    return d;
+}
+
+/* One retargeting path: a BVH whose joints are renamed retargets through a mapping JSON to exactly
+ * the motion the original gets through the built-in names (by ds_motion_retarget_bvh and by
+ * ds_motion_make with DsMotionOptions.map); the same skeleton stood along +z comes back with
+ * "source_up": "z"; plain-string entries and offsets parse and act; bad mappings are errors
+ * naming the bone and the joint. */
+TEST(motion_bvh_retarget_map) {
+    if (!have_bvh()) _exit(77);
+    char dir[256], path[512], zpath[512], mpath[512], err[1024];
+    tmpdir_make(dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/renamed.bvh", dir);
+    snprintf(zpath, sizeof zpath, "%s/zup.bvh", dir);
+    snprintf(mpath, sizeof mpath, "%s/map.json", dir);
+    bvh_renamed_copy(DS_MOTION_BVH_DIR "/01_01.bvh", path, false);
+    bvh_renamed_copy(DS_MOTION_BVH_DIR "/01_01.bvh", zpath, true);
+    DsProceduralShape s;
+    CHECK_MSG(ds_procedural_make("humanoid", 1, 24, &s, err, sizeof err) == 0, "%s", err);
+    DsBvh orig, ren, zb;
+    CHECK_MSG(ds_bvh_read(DS_MOTION_BVH_DIR "/01_01.bvh", &orig, err, sizeof err) == 0, "%s", err);
+    CHECK_MSG(ds_bvh_read(path, &ren, err, sizeof err) == 0, "%s", err);
+    CHECK_MSG(ds_bvh_read(zpath, &zb, err, sizeof err) == 0, "%s", err);
+    CHECK(ren.njoints == orig.njoints && zb.njoints == orig.njoints && zb.nframes == orig.nframes);
+    static char json[8192];
+    DsRetargetMap map;
+    enum { F = 10 };
+    DsMotion a, b, c;
+    CHECK_MSG(ds_motion_retarget_bvh(&orig, "01_01", 200, 3.0, F, &s, NULL, &a, err, sizeof err) == 0, "%s", err);
+    /* the renamed file is refused by the built-in names, with a hint */
+    CHECK(ds_motion_retarget_bvh(&ren, "renamed", 200, 3.0, F, &s, NULL, &b, err, sizeof err) == -1 &&
+          strstr(err, "mapping JSON"));
+    mc_map_json(json, sizeof json, "");
+    CHECK_MSG(ds_retarget_map_parse(json, "map.json", &map, err, sizeof err) == 0, "%s", err);
+    CHECK(map.npairs == 14);
+    CHECK_MSG(ds_motion_retarget_bvh(&ren, "renamed", 200, 3.0, F, &s, &map, &b, err, sizeof err) == 0, "%s", err);
+    CHECK_MSG(motion_maxdiff(&a, &b) == 0, "renamed + map differs by %g", motion_maxdiff(&a, &b));
+    ds_motion_free(&b);
+    /* through ds_motion_make and a file */
+    write_text(mpath, json);
+    DsMotionOptions o = {.fps = 30, .bvh_dir = NULL, .bvh_start = 100, .map = mpath};
+    DsMotionOptions o0 = {.fps = 30, .bvh_dir = NULL, .bvh_start = 100, .map = NULL};
+    CHECK_MSG(ds_motion_make(&s, path, 6, 0, &o, &b, err, sizeof err) == 0, "%s", err);
+    CHECK_MSG(ds_motion_make(&s, DS_MOTION_BVH_DIR "/01_01.bvh", 6, 0, &o0, &c, err, sizeof err) == 0, "%s", err);
+    CHECK(motion_maxdiff(&b, &c) == 0);
+    ds_motion_free(&b), ds_motion_free(&c);
+    CHECK(ds_motion_make(&s, "walk", 6, 0, &o, &b, err, sizeof err) == -1 && strstr(err, "BVH clips only"));
+    /* z up: wrong without the convention, the same (to rounding) with it */
+    CHECK_MSG(ds_motion_retarget_bvh(&zb, "zup", 200, 3.0, F, &s, &map, &b, err, sizeof err) == 0, "%s", err);
+    CHECK(motion_maxdiff(&a, &b) > 0.1);
+    ds_motion_free(&b);
+    mc_map_json(json, sizeof json, "\"source_up\": \"z\", ");
+    CHECK_MSG(ds_retarget_map_parse(json, "map.json", &map, err, sizeof err) == 0, "%s", err);
+    CHECK_MSG(ds_motion_retarget_bvh(&zb, "zup", 200, 3.0, F, &s, &map, &b, err, sizeof err) == 0, "%s", err);
+    CHECK_MSG(motion_maxdiff(&a, &b) < 1e-9, "z up differs by %g", motion_maxdiff(&a, &b));
+    ds_motion_free(&b);
+    /* an offset on the left thigh turns that bone's world rotation by D O Dᵀ: the rest-pose frame
+     * of a constant clip shows O itself; other bones' world rotations stay */
+    mc_map_json(json, sizeof json, "");
+    CHECK(ds_retarget_map_parse(json, "map.json", &map, err, sizeof err) == 0);
+    int lu = -1;
+    for (int i = 0; i < map.npairs; i++)
+        if (!strcmp(map.pairs[i].bone, "leg_l_upper")) lu = i;
+    CHECK(lu >= 0);
+    double ax[3] = {0, 0, 1};
+    ds_quat_axis_angle(ax, 25 * M_PI / 180, map.pairs[lu].offset);
+    CHECK_MSG(ds_motion_retarget_bvh(&ren, "renamed", 200, 3.0, F, &s, &map, &b, err, sizeof err) == 0, "%s", err);
+    {
+        int B = s.nbones, bl = -1;
+        for (int i = 0; i < B; i++)
+            if (!strcmp(s.bones[i].name, "leg_l_upper")) bl = i;
+        double *Ra = malloc(sizeof(double) * 9 * B), *Rb = malloc(sizeof(double) * 9 * B), *h = malloc(sizeof(double) * 3 * B);
+        double *W = malloc(sizeof(double) * 16 * ren.njoints), *Wr = malloc(sizeof(double) * 16 * ren.njoints);
+        ds_rig_fk(B, s.bones, a.local + 4 * (size_t)2 * B, a.root + 6, Ra, h, NULL);
+        ds_rig_fk(B, s.bones, b.local + 4 * (size_t)2 * B, b.root + 6, Rb, h, NULL);
+        int js = -1;
+        for (int j = 0; j < ren.njoints; j++)
+            if (!strcmp(ren.joints[j].name, "mc_LeftUpLeg")) js = j;
+        CHECK(bl >= 0 && js >= 0);
+        ds_bvh_pose(&ren, 206, W);
+        ds_bvh_pose(&ren, -1, Wr);
+        /* expected Rb = D O Dᵀ Ra with D = Rs Rrᵀ */
+        double D[9], Om[9], E[9], T[9], T2[9];
+        for (int r = 0; r < 3; r++)
+            for (int q = 0; q < 3; q++) {
+                D[3 * r + q] = 0;
+                for (int k = 0; k < 3; k++) D[3 * r + q] += W[16 * js + 4 * r + k] * Wr[16 * js + 4 * q + k];
+            }
+        ds_quat_to_mat3(map.pairs[lu].offset, Om);
+        for (int r = 0; r < 9; r++) T[r] = 0, T2[r] = 0, E[r] = 0;
+        for (int r = 0; r < 3; r++)
+            for (int q = 0; q < 3; q++)
+                for (int k = 0; k < 3; k++) T[3 * r + q] += D[3 * r + k] * Om[3 * k + q];
+        for (int r = 0; r < 3; r++)
+            for (int q = 0; q < 3; q++)
+                for (int k = 0; k < 3; k++) T2[3 * r + q] += T[3 * r + k] * D[3 * q + k];
+        for (int r = 0; r < 3; r++)
+            for (int q = 0; q < 3; q++)
+                for (int k = 0; k < 3; k++) E[3 * r + q] += T2[3 * r + k] * Ra[9 * bl + 3 * k + q];
+        double de = 0, dother = 0;
+        for (int k = 0; k < 9; k++) de = fmax(de, fabs(E[k] - Rb[9 * bl + k]));
+        for (int i = 0; i < B; i++)
+            if (strcmp(s.bones[i].name, "leg_l_upper") && strcmp(s.bones[i].name, "leg_l_lower") &&
+                strcmp(s.bones[i].name, "foot_l"))
+                for (int k = 0; k < 9; k++) dother = fmax(dother, fabs(Ra[9 * i + k] - Rb[9 * i + k]));
+        CHECK_MSG(de < 1e-9, "offset: thigh off D O Dᵀ R by %g", de);
+        CHECK_MSG(dother < 1e-9, "offset moved other bones by %g", dother);
+        free(Ra), free(Rb), free(h), free(W), free(Wr);
+    }
+    ds_motion_free(&b);
+    /* plain strings: the references inferred; a valid motion that follows the source */
+    CHECK_MSG(ds_retarget_map_parse("{\"hips\": \"mc_Hips\", \"leg_l_upper\": \"mc_LeftUpLeg\", \"leg_l_lower\": "
+                                    "\"mc_LeftLeg\", \"foot_l\": \"mc_LeftFoot\", \"arm_r_upper\": \"mc_RightArm\"}",
+                                    "m", &map, err, sizeof err) == 0,
+              "%s", err);
+    CHECK_MSG(ds_motion_retarget_bvh(&ren, "renamed", 200, 3.0, F, &s, &map, &b, err, sizeof err) == 0, "%s", err);
+    for (int64_t i = 0; i < 4 * (int64_t)F * b.nbones; i++) CHECK(isfinite(b.local[i]));
+    ds_motion_free(&b);
+    /* errors name the bone and the joint; no crash */
+    struct { const char *json, *a, *b; } bad[] = {
+        {"{\"hips\": ", "m.json", "JSON object"},
+        {"[1, 2]", "m.json", "JSON object"},
+        {"{\"hips\": 3}", "hips", "source joint"},
+        {"{\"hips\": \"\"}", "hips", "non-empty"},
+        {"{\"hips\": {\"joint\": \"mc_Hips\", \"toward\": 1}}", "hips", "toward"},
+        {"{\"hips\": {\"joint\": \"mc_Hips\", \"twist\": 1}}", "hips.twist", "unknown"},
+        {"{\"hips\": {\"joint\": \"mc_Hips\", \"offset\": [1, 2]}}", "hips.offset", "three"},
+        {"{\"hips\": \"mc_Hips\", \"hips\": \"mc_Spine\"}", "hips", "twice"},
+        {"{\"source_up\": \"x\"}", "source_up", "\"z\""},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        CHECK_MSG(ds_retarget_map_parse(bad[i].json, "m.json", &map, err, sizeof err) == -1 && strstr(err, bad[i].a) &&
+                      strstr(err, bad[i].b),
+                  "%zu: %s", i, err);
+    struct { const char *json, *a, *b; } unres[] = {
+        {"{\"hips\": \"Hips\"}", "hips", "\"Hips\""},                      /* a name not in the BVH */
+        {"{\"tail\": \"mc_Hips\"}", "tail", "mc_Hips"},                   /* a bone not in the rig */
+        {"{\"spine\": \"mc_Spine1\"}", "hips", "not mapped"},             /* the root unmapped */
+        {"{\"hips\": {\"joint\": \"mc_Hips\", \"toward\": \"Spine\"}}", "hips", "\"Spine\""},
+        {"{\"hips\": \"mc_Hips\", \"head\": \"mc_Head_end\"}", "head", "toward"}, /* an end site: no child */
+    };
+    for (size_t i = 0; i < sizeof unres / sizeof unres[0]; i++) {
+        CHECK(ds_retarget_map_parse(unres[i].json, "m.json", &map, err, sizeof err) == 0);
+        CHECK_MSG(ds_motion_retarget_bvh(&ren, "renamed", 200, 3.0, F, &s, &map, &b, err, sizeof err) == -1 &&
+                      strstr(err, unres[i].a) && strstr(err, unres[i].b),
+                  "%zu: %s", i, err);
+    }
+    snprintf(path, sizeof path, "%s/missing.json", dir);
+    CHECK(ds_retarget_map_load(path, &map, err, sizeof err) == -1 && strstr(err, "missing.json"));
+    /* the dataset's option reaches the retargeting of its BVH motion (not of the procedural one) */
+    write_text(mpath, "{\"hips\": \"Hips\", \"leg_l_upper\": \"LeftThigh\"}");
+    DsMotionBenchOptions bo;
+    ds_motion_bench_defaults(&bo);
+    bo.motion = "cmu_01_01", bo.heldout_motion = "walk", bo.frames = 2, bo.views = 2, bo.size = 8, bo.grid = 24;
+    bo.bvh_map = mpath, bo.out = dir;
+    DsMotionBenchStats st;
+    CHECK_MSG(ds_motion_bench_make(&bo, &st, err, sizeof err) == -1 && strstr(err, "leg_l_upper") && strstr(err, "LeftThigh"),
+              "%s", err);
+    ds_motion_free(&a);
+    ds_bvh_free(&orig), ds_bvh_free(&ren), ds_bvh_free(&zb);
+    ds_procedural_free(&s);
+    tmpdir_remove(dir);
 }
 
 /* Every motion of every category with a catalogue: finite, unit quaternions; the same seed gives

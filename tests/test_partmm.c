@@ -344,6 +344,19 @@ TEST(partmm_animate_cli_heldout_eval) {
         CHECK_MSG(rc == 0 && strstr(out, "5 poses"), "rc %d: %s", rc, out);
         snprintf(anim, sizeof anim, "%s/bvh", dir);
         CHECK(file_nonempty(anim, "frames/f0004.png") && file_nonempty(anim, "animation.gif"));
+        /* --map reaches the retargeting: a joint the BVH lacks is named with its bone */
+        char map[128];
+        snprintf(map, sizeof map, "%s/map.json", dir);
+        FILE *f = fopen(map, "w");
+        CHECK(f && fputs("{\"hips\": \"Hips\", \"leg_l_upper\": \"LeftThigh\"}", f) >= 0 && fclose(f) == 0);
+        snprintf(cmd, sizeof cmd, "%s animate --rig %s/rig/rig.h5 --motion %s --map %s --frames 5 --out %s/bvh2 2>&1",
+                 test_anima_bin(), dir, bvh, map, dir);
+        rc = test_run_capture(cmd, out, sizeof out);
+        CHECK_MSG(rc != 0 && strstr(out, "leg_l_upper") && strstr(out, "LeftThigh"), "rc %d: %s", rc, out);
+        snprintf(cmd, sizeof cmd, "%s animate --rig %s/rig/rig.h5 --motion heldout --map %s --out %s/x 2>&1",
+                 test_anima_bin(), dir, map, dir);
+        rc = test_run_capture(cmd, out, sizeof out);
+        CHECK_MSG(rc == 2 && strstr(out, "--map"), "rc %d: %s", rc, out);
     }
     /* a bad motion and a rig without IK are refused with a message */
     snprintf(cmd, sizeof cmd, "%s animate --rig %s/rig/rig.h5 --motion walk --out %s/x 2>&1", test_anima_bin(), dir, dir);

@@ -498,3 +498,57 @@ TEST(rigskin_modes_and_cut) {
     free(lam), free(rows);
     rigged_free(&g);
 }
+
+/* the scene's clip_map (relative to the scene's folder) reaches the retargeting: the CMU names
+ * written as a mapping give exactly the built-in clip, an offset on one bone changes it, and a
+ * joint the BVH lacks is an error naming the bone and the joint */
+TEST(rigskin_scene_clip_map) {
+    if (access("/usr/share/assimp/models/BVH/01_01.bvh", R_OK)) _exit(77);
+    static const char *const cmu[][3] = {
+        {"hips", "Hips", "Spine"}, {"spine", "Spine1", "Neck1"}, {"neck", "Neck1", "Head"}, {"head", "Head", "Head_end"},
+        {"arm_l_upper", "LeftArm", "LeftForeArm"}, {"arm_l_lower", "LeftForeArm", "LeftHand"},
+        {"arm_r_upper", "RightArm", "RightForeArm"}, {"arm_r_lower", "RightForeArm", "RightHand"},
+        {"leg_l_upper", "LeftUpLeg", "LeftLeg"}, {"leg_l_lower", "LeftLeg", "LeftFoot"},
+        {"foot_l", "LeftFoot", "LeftToeBase"}, {"leg_r_upper", "RightUpLeg", "RightLeg"},
+        {"leg_r_lower", "RightLeg", "RightFoot"}, {"foot_r", "RightFoot", "RightToeBase"}};
+    Rigged g;
+    rigged_init(&g, "humanoid", NULL);
+    char dir[] = "/tmp/anima-rigmap-XXXXXX", path[256], err[1024];
+    CHECK(mkdtemp(dir) != NULL);
+    SimSceneRig sr = {.object = 0, .fps = 30, .frames = 8, .seed = 1, .bvh_start = 300, .cut = 1, .t_stop = 1e30};
+    snprintf(sr.clip, sizeof sr.clip, "/usr/share/assimp/models/BVH/01_01.bvh");
+    DsMotion ref;
+    DsMotionOptions o = {.fps = 30, .bvh_start = 300};
+    CHECK_MSG(ds_motion_make(&g.r.shape, sr.clip, 8, 1, &o, &ref, err, sizeof err) == 0, "%s", err);
+    for (int k = 0; k < 3; k++) {
+        /* 0: the CMU names; 1: the same with a 20° offset on the left thigh; 2: a joint 01_01 lacks */
+        char json[4096];
+        size_t n = (size_t)snprintf(json, sizeof json, "{");
+        for (int i = 0; i < 14; i++)
+            n += (size_t)snprintf(json + n, sizeof json - n, "%s\"%s\": {\"joint\": \"%s\", \"toward\": \"%s\"%s}",
+                                  i ? ", " : "", cmu[i][0], k == 2 && i == 8 ? "LeftThigh" : cmu[i][1], cmu[i][2],
+                                  k == 1 && i == 8 ? ", \"offset\": [0, 0, 20]" : "");
+        snprintf(json + n, sizeof json - n, "}");
+        snprintf(path, sizeof path, "%s/map.json", dir);
+        FILE *f = fopen(path, "w");
+        CHECK(f && fputs(json, f) >= 0 && fclose(f) == 0);
+        snprintf(sr.clip_map, sizeof sr.clip_map, "map.json");
+        sim_rig_free(&g.r);
+        int rc = sim_rig_from_scene(&g.r, &g.o, &sr, "humanoid", 1, 32, (double[]){0, 0, 0}, 1, &g.pose, dir, 1.0, err,
+                                    sizeof err);
+        if (k == 2) {
+            CHECK_MSG(rc == -1 && strstr(err, "leg_l_upper") && strstr(err, "LeftThigh"), "%s", err);
+            CHECK(sim_rig_init(&g.r, &g.o, "humanoid", 1, 32, 0, (double[]){0, 0, 0}, 1, &g.pose, err, sizeof err) == 0);
+            break;
+        }
+        CHECK_MSG(rc == 0 && g.r.has_clip && g.r.clip.nframes == 8, "%s", err);
+        double d = 0, dr = 0;
+        for (int i = 0; i < 4 * 8 * ref.nbones; i++) d = fmax(d, fabs(g.r.clip.local[i] - ref.local[i]));
+        for (int i = 0; i < 3 * 8; i++) dr = fmax(dr, fabs(g.r.clip.root[i] - ref.root[i]));
+        CHECK_MSG(k == 0 ? d == 0 && dr == 0 : d > 0.05 && dr == 0, "map %d: rotations differ by %g, root by %g", k, d, dr);
+    }
+    ds_motion_free(&ref);
+    unlink(path);
+    rmdir(dir);
+    rigged_free(&g);
+}

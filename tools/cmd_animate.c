@@ -303,12 +303,12 @@ static int regress_row(const AnimConfig *cfg, PmRegressKind kind, const PmRig *r
 
 /* A BVH on the benchmark character: the character is rebuilt from gt.h5's category and seed (and
  * the grid of its command line, default 96; its mesh must match the benchmark's vertex for
- * vertex), the BVH retargeted onto its named rig (datasets/motion/motion.h: humanoids, by the CMU
- * joint names), and the ground-truth rest mesh posed by that rig's LBS with the benchmark's
+ * vertex), the BVH retargeted onto its named rig (datasets/motion/motion.h: by the mapping JSON
+ * map, or without one humanoids by the CMU/Boxing joint names), and the ground-truth rest mesh posed by that rig's LBS with the benchmark's
  * weights: a mesh sequence the extracted skeleton is then fitted to by the same IK as the
  * held-out motion. frames × V × 3 into *out (malloc'd). 0, or -1 with err. */
-static int bvh_vertices(const char *gt_path, const DsMotionGt *gt, const char *bvh, int frames, float **out, char *err,
-                        size_t errlen) {
+static int bvh_vertices(const char *gt_path, const DsMotionGt *gt, const char *bvh, const char *map, int frames,
+                        float **out, char *err, size_t errlen) {
     *out = NULL;
     int64_t seed = 0, grid = 96;
     hid_t f = base_h5_open_read(gt_path, "the motion benchmark's gt.h5", err, errlen);
@@ -334,7 +334,7 @@ static int bvh_vertices(const char *gt_path, const DsMotionGt *gt, const char *b
                        (long long)gt->nv, gt->nbones);
         goto done;
     }
-    DsMotionOptions mo = {gt->fps, NULL, -1};
+    DsMotionOptions mo = {gt->fps, NULL, -1, map};
     if (ds_motion_make(&shape, bvh, frames, (uint64_t)seed, &mo, &m, err, errlen)) {
         rc = -1;
         goto done;
@@ -359,13 +359,15 @@ done:
 }
 
 int cmd_animate(int argc, char **argv) {
+    const char *map_path = NULL;
     const char *rig_path = NULL, *motion = NULL, *out = NULL, *bench = NULL, *config_path = NULL, *eye = NULL;
     bool do_eval = false, no_ply = false, no_progress = false;
     int64_t bvh_frames = 48;
     CmdArgList sets = {0};
     const CmdArg args[] = {
         {"--rig", CMD_ARG_STRING, &rig_path, "FILE", "anima skelebones' rig.h5 (with its skeleton and IK)", .required = true},
-        {"--motion", CMD_ARG_STRING, &motion, "heldout|FILE.bvh", "the novel motion: heldout (the benchmark's held-out motion) or a BVH (humanoids: CMU joint names), each fitted onto the extracted skeleton by IK on the character's mesh sequence", .required = true},
+        {"--motion", CMD_ARG_STRING, &motion, "heldout|FILE.bvh", "the novel motion: heldout (the benchmark's held-out motion) or a BVH (humanoids: CMU or Boxing joint names; any character with --map), each fitted onto the extracted skeleton by IK on the character's mesh sequence", .required = true},
+        {"--map", CMD_ARG_STRING, &map_path, "FILE.json", "(BVH) a mapping JSON {\"rig bone\": \"BVH joint\", ...} (datasets/motion/motion.h) for BVHs of other joint names or other characters"},
         {"--frames", CMD_ARG_INT, &bvh_frames, "N", "(BVH) frames at the benchmark's frame rate (default 48)", 1, 100000},
         {"--out", CMD_ARG_STRING, &out, "DIR", "writes DIR/gaussians/f*.ply, DIR/frames/f*.png, DIR/animation.gif, DIR/animation.h5", .required = true},
         {"--bench", CMD_ARG_STRING, &bench, "DIR", "the motion benchmark the rig was made from (default: the folder of the rig's source gt.h5)"},
@@ -387,6 +389,7 @@ int cmd_animate(int argc, char **argv) {
     bool is_bvh = ml > 4 && !strcasecmp(motion + ml - 4, ".bvh");
     if (strcmp(motion, "heldout") && !is_bvh)
         return cmd_args_fail(&spec, stderr, "--motion expects heldout or a .bvh file, got '%s'", motion);
+    if (map_path && !is_bvh) return cmd_args_fail(&spec, stderr, "--map applies to --motion FILE.bvh");
     if (is_bvh && do_eval)
         return cmd_args_fail(&spec, stderr, "--eval scores the held-out motion (it has ground-truth renders): use --motion heldout");
     double eye_p[3] = {0};
@@ -443,7 +446,7 @@ int cmd_animate(int argc, char **argv) {
     const float *observed = held.vertices;
     if (is_bvh) {
         snprintf(path, sizeof path, "%s/gt.h5", bench_dir);
-        if (bvh_vertices(path, &train, motion, (int)bvh_frames, &bvh_v, err, sizeof err)) goto fail;
+        if (bvh_vertices(path, &train, motion, map_path, (int)bvh_frames, &bvh_v, err, sizeof err)) goto fail;
         Q = (int)bvh_frames, observed = bvh_v;
     }
     int64_t n = rig.n;

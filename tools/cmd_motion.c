@@ -70,6 +70,7 @@ int cmd_dataset_motion(int argc, char **argv) {
         {"--fov", CMD_ARG_DOUBLE, &fov, "DEG", "field of view (default 40)", 10, 120},
         {"--lit", CMD_ARG_FLAG, &lit, NULL, "Lambert shading under a fixed light (default: the albedo, unlit)"},
         {"--bvh-dir", CMD_ARG_STRING, &o.bvh_dir, "DIR", "folder of the named CMU clips (default " DS_MOTION_BVH_DIR ")"},
+        {"--map", CMD_ARG_STRING, &o.bvh_map, "FILE.json", "mapping JSON {\"rig bone\": \"BVH joint\", ...} for a BVH motion (datasets/motion/motion.h; default: the CMU/Boxing names, humanoids)"},
         {"--bvh-start", CMD_ARG_INT, &bvh_start, "N", "first source frame of a BVH clip (default: the clip's window)", 0,
          1e9},
         {"--no-progress", CMD_ARG_FLAG, &no_progress, NULL, "no progress display on stderr"},

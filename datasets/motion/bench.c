@@ -472,12 +472,14 @@ int ds_motion_bench_make(const DsMotionBenchOptions *o, DsMotionBenchStats *st, 
     }
     Posed P[2];
     memset(P, 0, sizeof P);
-    DsMotionOptions mo = {o->fps, o->bvh_dir, o->bvh_start};
+    DsMotionOptions mo = {o->fps, o->bvh_dir, o->bvh_start, o->bvh_map};
     int rc = -1;
     DsCamera *cams = NULL;
     int *heldout = NULL;
     for (int k = 0; k < nm; k++) {
         /* the held-out motion draws its own variation: seed + 1 */
+        /* the mapping is for the BVH motions; a procedural one (the other of the two) has none */
+        mo.map = ds_motion_is_bvh(names[k]) ? o->bvh_map : NULL;
         if (ds_motion_make(&shape, names[k], o->frames, o->seed + (uint64_t)k, &mo, &P[k].m, err, errlen)) goto out;
         pose_all(&P[k], &shape, &spec, soft_w);
     }

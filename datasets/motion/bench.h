@@ -55,6 +55,7 @@ typedef struct {
     bool lit;                   /* Lambert shading under a fixed light; false: the albedo (unlit) */
     const char *bvh_dir;        /* NULL: DS_MOTION_BVH_DIR */
     int64_t bvh_start;          /* -1: the named clip's window */
+    const char *bvh_map;        /* a mapping JSON for BVH motions (motion.h); NULL: the built-in names */
     const char *out;
     const char *command;        /* recorded in gt.h5 (may be NULL) */
     /* called after each image (from one thread at a time) */

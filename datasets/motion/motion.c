@@ -2,6 +2,7 @@
  * the humanoid rig (motion.h). Angles below are in degrees; a rotation "about x" is about the
  * world x axis of the rest pose (rig.h). The procedural characters face +z (humanoid: left is
  * +x) or +x (quadruped, bird, snake), y up, as procedural.c builds them. */
+#include <cjson/cJSON.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -410,12 +411,202 @@ static void slerp(const double a[4], const double b0[4], double u, double out[4]
     for (int k = 0; k < 4; k++) out[k] /= n;
 }
 
+/* ---- mapping JSON ---------------------------------------------------------------------------------- */
+
+static void map_init(DsRetargetMap *map, const char *source) {
+    memset(map, 0, sizeof *map);
+    for (int k = 0; k < 9; k++) map->up[k] = k % 4 == 0;
+    snprintf(map->source, sizeof map->source, "%.511s", source);
+}
+
+static int copy_name(char *dst, size_t n, const cJSON *v, const char *source, const char *key, const char *what,
+                     char *err, size_t errlen) {
+    if (!cJSON_IsString(v) || !v->valuestring[0] || strlen(v->valuestring) >= n)
+        return base_errf(err, errlen, "%s: \"%s\": %s must be a non-empty string of at most %zu characters", source,
+                         key, what, n - 1);
+    snprintf(dst, n, "%s", v->valuestring);
+    return 0;
+}
+
+int ds_retarget_map_parse(const char *text, const char *source, DsRetargetMap *map, char *err, size_t errlen) {
+    map_init(map, source);
+    cJSON *root = text ? cJSON_Parse(text) : NULL;
+    if (!root || !cJSON_IsObject(root)) {
+        cJSON_Delete(root);
+        return base_errf(err, errlen, "%s: not a JSON object (a mapping {\"rig bone\": \"source joint\", ...})", source);
+    }
+    int rc = -1;
+    for (const cJSON *it = root->child; it; it = it->next) {
+        const char *key = it->string;
+        if (!strcmp(key, "source_up")) {
+            if (!cJSON_IsString(it) || (strcmp(it->valuestring, "y") && strcmp(it->valuestring, "z"))) {
+                base_errf(err, errlen, "%s: \"source_up\" must be \"y\" or \"z\"", source);
+                goto out;
+            }
+            if (!strcmp(it->valuestring, "z")) { /* −90° about x: z → y, y → −z */
+                static const double C[9] = {1, 0, 0, 0, 0, 1, 0, -1, 0};
+                memcpy(map->up, C, sizeof C);
+            }
+            continue;
+        }
+        if (map->npairs >= DS_RIG_MAX_BONES) {
+            base_errf(err, errlen, "%s: more than %d bones", source, DS_RIG_MAX_BONES);
+            goto out;
+        }
+        DsRetargetPair *pr = &map->pairs[map->npairs];
+        ds_quat_identity(pr->offset);
+        if (!key[0] || strlen(key) >= sizeof pr->bone) {
+            base_errf(err, errlen, "%s: bone name \"%.80s\" is empty or too long", source, key);
+            goto out;
+        }
+        for (int i = 0; i < map->npairs; i++)
+            if (!strcmp(map->pairs[i].bone, key)) {
+                base_errf(err, errlen, "%s: bone \"%s\" is mapped twice", source, key);
+                goto out;
+            }
+        snprintf(pr->bone, sizeof pr->bone, "%s", key);
+        if (cJSON_IsString(it)) {
+            if (copy_name(pr->joint, sizeof pr->joint, it, source, key, "the source joint", err, errlen)) goto out;
+        } else if (cJSON_IsObject(it)) {
+            for (const cJSON *f = it->child; f; f = f->next)
+                if (strcmp(f->string, "joint") && strcmp(f->string, "toward") && strcmp(f->string, "offset")) {
+                    base_errf(err, errlen, "%s: \"%s.%s\": unknown key (joint, toward, offset)", source, key, f->string);
+                    goto out;
+                }
+            if (copy_name(pr->joint, sizeof pr->joint, cJSON_GetObjectItemCaseSensitive(it, "joint"), source, key,
+                          "\"joint\"", err, errlen))
+                goto out;
+            const cJSON *tw = cJSON_GetObjectItemCaseSensitive(it, "toward");
+            if (tw && copy_name(pr->toward, sizeof pr->toward, tw, source, key, "\"toward\"", err, errlen)) goto out;
+            const cJSON *of = cJSON_GetObjectItemCaseSensitive(it, "offset");
+            if (of) {
+                double a[3];
+                bool ok = cJSON_IsArray(of) && cJSON_GetArraySize(of) == 3;
+                for (int k = 0; ok && k < 3; k++) {
+                    const cJSON *x = cJSON_GetArrayItem(of, k);
+                    ok = cJSON_IsNumber(x) && isfinite(x->valuedouble);
+                    if (ok) a[k] = x->valuedouble * DEG;
+                }
+                if (!ok) {
+                    base_errf(err, errlen, "%s: \"%s.offset\" must be three finite angles in degrees", source, key);
+                    goto out;
+                }
+                /* Rz·Ry·Rx: x first, about the world axes at rest */
+                static const double ax[3][3] = {{1, 0, 0}, {0, 1, 0}, {0, 0, 1}};
+                double qx[4], qy[4], qz[4], t[4];
+                ds_quat_axis_angle(ax[0], a[0], qx);
+                ds_quat_axis_angle(ax[1], a[1], qy);
+                ds_quat_axis_angle(ax[2], a[2], qz);
+                ds_quat_mul(qy, qx, t);
+                ds_quat_mul(qz, t, pr->offset);
+            }
+        } else {
+            base_errf(err, errlen, "%s: \"%s\": a source joint name or {\"joint\", \"toward\", \"offset\"}", source, key);
+            goto out;
+        }
+        map->npairs++;
+    }
+    rc = 0;
+out:
+    cJSON_Delete(root);
+    return rc;
+}
+
+int ds_retarget_map_load(const char *path, DsRetargetMap *map, char *err, size_t errlen) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return base_errf(err, errlen, "%s: cannot open the mapping", path);
+    char *text = NULL;
+    long n = -1;
+    if (!fseek(f, 0, SEEK_END) && (n = ftell(f)) >= 0 && n < (1 << 24) && !fseek(f, 0, SEEK_SET) &&
+        (text = malloc((size_t)n + 1)) && fread(text, 1, (size_t)n, f) == (size_t)n)
+        text[n] = 0;
+    else {
+        free(text);
+        text = NULL;
+    }
+    fclose(f);
+    if (!text) return base_errf(err, errlen, "%s: cannot read the mapping (or over 16 MB)", path);
+    int rc = ds_retarget_map_parse(text, path, map, err, errlen);
+    free(text);
+    return rc;
+}
+
+/* The built-in names as a map: the first scheme whose joints all exist; -1 if none does. */
+static int builtin_map(const DsBvh *bvh, DsRetargetMap *map) {
+    for (int sc = 0; sc < 2; sc++) {
+        bool all = true;
+        for (int i = 0; i < NMAP; i++) all &= bvh_joint(bvh, MAP[i].src[sc][0]) >= 0 && bvh_joint(bvh, MAP[i].src[sc][1]) >= 0;
+        if (!all) continue;
+        map_init(map, sc ? "the Boxing_Toes names" : "the CMU names");
+        for (int i = 0; i < NMAP; i++) {
+            DsRetargetPair *p = &map->pairs[map->npairs++];
+            snprintf(p->bone, sizeof p->bone, "%s", MAP[i].bone);
+            snprintf(p->joint, sizeof p->joint, "%s", MAP[i].src[sc][0]);
+            snprintf(p->toward, sizeof p->toward, "%s", MAP[i].src[sc][1]);
+            ds_quat_identity(p->offset);
+        }
+        return 0;
+    }
+    return -1;
+}
+
+/* Source and reference joints and offsets per rig bone (-1: unmapped). */
+static int resolve_map(const DsBvh *bvh, const char *bvh_name, const DsProceduralShape *shape, const DsRetargetMap *map,
+                       int *src, int *ref, double (*O)[4], char *err, size_t errlen) {
+    int nb = shape->nbones, pair_of[DS_RIG_MAX_BONES];
+    for (int b = 0; b < nb; b++) src[b] = ref[b] = pair_of[b] = -1, ds_quat_identity(O[b]);
+    for (int i = 0; i < map->npairs; i++) {
+        const DsRetargetPair *p = &map->pairs[i];
+        int b = bone_index(shape, p->bone);
+        if (b < 0)
+            return base_errf(err, errlen, "%s: bone \"%s\" (mapped to joint \"%s\") is not in the %s rig", map->source,
+                             p->bone, p->joint, shape->category);
+        if ((src[b] = bvh_joint(bvh, p->joint)) < 0)
+            return base_errf(err, errlen, "%s: bone \"%s\" is mapped to joint \"%s\", which %s does not have",
+                             map->source, p->bone, p->joint, bvh_name);
+        if (p->toward[0] && (ref[b] = bvh_joint(bvh, p->toward)) < 0)
+            return base_errf(err, errlen, "%s: bone \"%s\" points toward joint \"%s\", which %s does not have",
+                             map->source, p->bone, p->toward, bvh_name);
+        pair_of[b] = i;
+        memcpy(O[b], p->offset, sizeof O[b]);
+    }
+    for (int b = 0; b < nb; b++)
+        if (shape->bones[b].parent < 0 && src[b] < 0)
+            return base_errf(err, errlen, "%s: the rig's root bone \"%s\" is not mapped to a joint of %s (it carries "
+                             "the root translation)", map->source, shape->bones[b].name, bvh_name);
+    /* inferred references: the first mapped child bone's joint, else the joint's first child */
+    for (int b = 0; b < nb; b++) {
+        if (src[b] < 0 || ref[b] >= 0) continue;
+        for (int c = 0; c < nb && ref[b] < 0; c++)
+            if (shape->bones[c].parent == b && src[c] >= 0 && src[c] != src[b]) ref[b] = src[c];
+        for (int j = 0; j < bvh->njoints && ref[b] < 0; j++)
+            if (bvh->joints[j].parent == src[b]) ref[b] = j;
+        if (ref[b] < 0)
+            return base_errf(err, errlen, "%s: bone \"%s\": joint \"%s\" of %s has no child to point toward; give "
+                             "\"toward\"", map->source, shape->bones[b].name, map->pairs[pair_of[b]].joint, bvh_name);
+    }
+    return 0;
+}
+
+/* World transforms of the source at frame (-1: rest), turned into the rig's axes by up. */
+static void source_pose(const DsBvh *bvh, int64_t frame, const double up[9], double *W) {
+    ds_bvh_pose(bvh, frame, W);
+    if (up[0] == 1 && up[4] == 1 && up[8] == 1) return;
+    for (int j = 0; j < bvh->njoints; j++) {
+        double *M = W + 16 * j, T[12];
+        for (int r = 0; r < 3; r++)
+            for (int c = 0; c < 4; c++) T[4 * r + c] = up[3 * r] * M[c] + up[3 * r + 1] * M[4 + c] + up[3 * r + 2] * M[8 + c];
+        memcpy(M, T, sizeof T);
+    }
+}
+
 int ds_motion_retarget_bvh(const DsBvh *bvh, const char *bvh_name, double start, double step_s, int nframes,
-                           const DsProceduralShape *shape, DsMotion *out, char *err, size_t errlen) {
+                           const DsProceduralShape *shape, const DsRetargetMap *map, DsMotion *out, char *err,
+                           size_t errlen) {
     memset(out, 0, sizeof *out);
-    if (strcmp(shape->category, "humanoid"))
-        return base_errf(err, errlen, "%s: motion capture is retargeted onto the humanoid rig only, not %s", bvh_name,
-                         shape->category);
+    if (!map && strcmp(shape->category, "humanoid"))
+        return base_errf(err, errlen, "%s: motion capture is retargeted onto the humanoid rig only (without a mapping "
+                         "JSON), not %s", bvh_name, shape->category);
     if (nframes < 1 || !(step_s > 0) || !(start >= 0))
         return base_errf(err, errlen, "%s: bad clip (%d frames from %g, step %g)", bvh_name, nframes, start, step_s);
     double last = start + step_s * (nframes - 1);
@@ -424,25 +615,19 @@ int ds_motion_retarget_bvh(const DsBvh *bvh, const char *bvh_name, double start,
                          ceil(last), (long long)bvh->nframes);
     int nb = shape->nbones, J = bvh->njoints;
     if (nb > DS_RIG_MAX_BONES) return base_errf(err, errlen, "%s: %d bones (at most %d)", bvh_name, nb, DS_RIG_MAX_BONES);
-    /* the naming scheme: the first whose joints all exist */
-    int src[DS_RIG_MAX_BONES], ref[DS_RIG_MAX_BONES], scheme = -1;
-    for (int sc = 0; sc < 2 && scheme < 0; sc++) {
-        bool all = true;
-        for (int i = 0; i < NMAP; i++) all &= bvh_joint(bvh, MAP[i].src[sc][0]) >= 0 && bvh_joint(bvh, MAP[i].src[sc][1]) >= 0;
-        if (all) scheme = sc;
+    DsRetargetMap auto_map;
+    if (!map) {
+        if (builtin_map(bvh, &auto_map))
+            return base_errf(err, errlen,
+                             "%s: joint names are neither the CMU ones (Hips, Spine1, LeftArm, LeftUpLeg, ...) nor "
+                             "Boxing_Toes' (Hips, Chest, LeftShoulder, LeftHip, ...): cannot map them onto the rig "
+                             "(give a mapping JSON)",
+                             bvh_name);
+        map = &auto_map;
     }
-    if (scheme < 0)
-        return base_errf(err, errlen,
-                         "%s: joint names are neither the CMU ones (Hips, Spine1, LeftArm, LeftUpLeg, ...) nor "
-                         "Boxing_Toes' (Hips, Chest, LeftShoulder, LeftHip, ...): cannot map them onto the rig",
-                         bvh_name);
-    for (int b = 0; b < nb; b++) src[b] = ref[b] = -1;
-    for (int i = 0; i < NMAP; i++) {
-        int b = bone_index(shape, MAP[i].bone);
-        if (b < 0) return base_errf(err, errlen, "%s: the humanoid rig has no bone %s", bvh_name, MAP[i].bone);
-        src[b] = bvh_joint(bvh, MAP[i].src[scheme][0]);
-        ref[b] = bvh_joint(bvh, MAP[i].src[scheme][1]);
-    }
+    int src[DS_RIG_MAX_BONES], ref[DS_RIG_MAX_BONES];
+    double O[DS_RIG_MAX_BONES][4];
+    if (resolve_map(bvh, bvh_name, shape, map, src, ref, O, err, errlen)) return -1;
     double *W = malloc(sizeof(double) * 16 * (size_t)J), *Wr = malloc(sizeof(double) * 16 * (size_t)J);
     int64_t nsrc = (int64_t)floor(last) - (int64_t)floor(start) + 2;
     double *loc = malloc(sizeof(double) * 4 * (size_t)nb * (size_t)nsrc), *rt = malloc(sizeof(double) * 3 * (size_t)nsrc);
@@ -455,7 +640,7 @@ int ds_motion_retarget_bvh(const DsBvh *bvh, const char *bvh_name, double start,
         return -1;
     }
     /* rest: alignments A_b, leg lengths, ground heights */
-    ds_bvh_pose(bvh, -1, Wr);
+    source_pose(bvh, -1, map->up, Wr);
     double A[DS_RIG_MAX_BONES][4];
     for (int b = 0; b < nb; b++) {
         ds_quat_identity(A[b]);
@@ -468,29 +653,29 @@ int ds_motion_retarget_bvh(const DsBvh *bvh, const char *bvh_name, double start,
         }
         /* the rest rotation of the source joint is folded in below; ds is in world axes */
         if (n > 1e-12) ds_quat_between(dr, ds, A[b]);
+        double t[4]; /* the rest offset after the alignment: O A */
+        ds_quat_mul(O[b], A[b], t);
+        memcpy(A[b], t, sizeof t);
     }
+    /* the scale: leg lengths when the left leg is mapped, else all mapped bones */
     double leg_src = 0, leg_rig = 0;
     {
-        const char *l3[2][3] = {{"LeftUpLeg", "LeftLeg", "LeftFoot"}, {"LeftHip", "LeftKnee", "LeftAnkle"}};
-        int a = bvh_joint(bvh, l3[scheme][0]), k = bvh_joint(bvh, l3[scheme][1]), f = bvh_joint(bvh, l3[scheme][2]);
-        double d1 = 0, d2 = 0;
-        for (int c = 0; c < 3; c++) {
-            d1 += pow(Wr[16 * k + 4 * c + 3] - Wr[16 * a + 4 * c + 3], 2);
-            d2 += pow(Wr[16 * f + 4 * c + 3] - Wr[16 * k + 4 * c + 3], 2);
-        }
-        leg_src = sqrt(d1) + sqrt(d2);
-        const char *rl[2] = {"leg_l_upper", "leg_l_lower"};
-        for (int i = 0; i < 2; i++) {
-            int b = bone_index(shape, rl[i]);
-            double d = 0;
-            for (int c = 0; c < 3; c++) d += pow((double)shape->bones[b].tail[c] - shape->bones[b].head[c], 2);
-            leg_rig += sqrt(d);
+        int lu = bone_index(shape, "leg_l_upper"), ll = bone_index(shape, "leg_l_lower");
+        bool legs = lu >= 0 && ll >= 0 && src[lu] >= 0 && src[ll] >= 0;
+        for (int b = 0; b < nb; b++) {
+            if (src[b] < 0 || (legs && b != lu && b != ll)) continue;
+            double d = 0, e = 0;
+            for (int c = 0; c < 3; c++) {
+                d += pow(Wr[16 * ref[b] + 4 * c + 3] - Wr[16 * src[b] + 4 * c + 3], 2);
+                e += pow((double)shape->bones[b].tail[c] - shape->bones[b].head[c], 2);
+            }
+            leg_src += sqrt(d), leg_rig += sqrt(e);
         }
     }
     if (!(leg_src > 1e-9)) {
         free(W), free(Wr), free(loc), free(rt);
         ds_motion_free(out);
-        return base_errf(err, errlen, "%s: the source legs have zero length", bvh_name);
+        return base_errf(err, errlen, "%s: the source segments (legs) have zero length", bvh_name);
     }
     double scale = leg_rig / leg_src;
     /* the source's ground: the 5th percentile over the file (every 4th frame) of the lowest joint */
@@ -502,7 +687,7 @@ int ds_motion_retarget_bvh(const DsBvh *bvh, const char *bvh_name, double start,
         return base_errf(err, errlen, "%s: out of memory", bvh_name);
     }
     for (int64_t i = 0; i < nprobe; i++) {
-        ds_bvh_pose(bvh, 4 * i, W);
+        source_pose(bvh, 4 * i, map->up, W);
         double m = INFINITY;
         for (int j = 0; j < J; j++) m = fmin(m, W[16 * j + 7]);
         low[i] = m;
@@ -516,12 +701,14 @@ int ds_motion_retarget_bvh(const DsBvh *bvh, const char *bvh_name, double start,
     free(low);
     double ground_rig = INFINITY;
     for (int b = 0; b < nb; b++) ground_rig = fmin(ground_rig, fmin(shape->bones[b].head[1], shape->bones[b].tail[1]));
-    int hips = bone_index(shape, "hips"), hsrc = src[hips];
+    int hips = 0; /* the root bone (mapped: resolve_map checks) */
+    while (hips < nb - 1 && shape->bones[hips].parent >= 0) hips++;
+    int hsrc = src[hips];
     /* retarget each source frame the clip touches */
     int64_t s0 = (int64_t)floor(start);
     for (int64_t i = 0; i < nsrc; i++) {
         int64_t sf = s0 + i < bvh->nframes ? s0 + i : bvh->nframes - 1;
-        ds_bvh_pose(bvh, sf, W);
+        source_pose(bvh, sf, map->up, W);
         double Rw[DS_RIG_MAX_BONES][9];
         for (int b = 0; b < nb; b++) {
             int p = shape->bones[b].parent;
@@ -598,6 +785,13 @@ static const NamedClip CLIPS[] = {
     {"boxing", "Boxing_Toes.bvh", 8.4},
 };
 
+bool ds_motion_is_bvh(const char *name) {
+    for (size_t k = 0; k < sizeof CLIPS / sizeof CLIPS[0]; k++)
+        if (!strcmp(CLIPS[k].name, name)) return true;
+    size_t len = strlen(name);
+    return len > 4 && !strcmp(name + len - 4, ".bvh");
+}
+
 int ds_motion_make(const DsProceduralShape *shape, const char *name, int nframes, uint64_t seed,
                    const DsMotionOptions *opt, DsMotion *out, char *err, size_t errlen) {
     memset(out, 0, sizeof *out);
@@ -610,14 +804,31 @@ int ds_motion_make(const DsProceduralShape *shape, const char *name, int nframes
         if (!strcmp(CLIPS[k].name, name)) clip = &CLIPS[k];
     size_t len = strlen(name);
     bool path = len > 4 && !strcmp(name + len - 4, ".bvh");
-    if (!clip && !path) return procedural(shape, name, nframes, seed, fps, out, err, errlen);
+    bool mapped = opt && opt->map && opt->map[0];
+    if (!clip && !path) {
+        if (mapped)
+            return base_errf(err, errlen, "motion %s: a mapping JSON (%s) applies to BVH clips only", name, opt->map);
+        return procedural(shape, name, nframes, seed, fps, out, err, errlen);
+    }
+    DsRetargetMap *map = NULL;
+    if (mapped) {
+        if (!(map = malloc(sizeof *map))) return base_errf(err, errlen, "motion %s: out of memory", name);
+        if (ds_retarget_map_load(opt->map, map, err, errlen)) {
+            free(map);
+            return -1;
+        }
+    }
     char file[1024];
     if (clip) snprintf(file, sizeof file, "%s/%s", opt && opt->bvh_dir ? opt->bvh_dir : DS_MOTION_BVH_DIR, clip->file);
     else snprintf(file, sizeof file, "%s", name);
     DsBvh b;
-    if (ds_bvh_read(file, &b, err, errlen)) return -1;
+    if (ds_bvh_read(file, &b, err, errlen)) {
+        free(map);
+        return -1;
+    }
     if (!(b.frame_time > 0) || !isfinite(b.frame_time)) {
         ds_bvh_free(&b);
+        free(map);
         return base_errf(err, errlen, "%s: frame time %g is not positive", file, b.frame_time);
     }
     double step = 1.0 / (fps * b.frame_time), start;
@@ -626,8 +837,9 @@ int ds_motion_make(const DsProceduralShape *shape, const char *name, int nframes
     /* a clip that would run past the end starts earlier */
     double need = step * (nframes - 1);
     if (start + need > (double)(b.nframes - 1)) start = fmax(0, floor((double)(b.nframes - 1) - need));
-    int rc = ds_motion_retarget_bvh(&b, file, start, step, nframes, shape, out, err, errlen);
+    int rc = ds_motion_retarget_bvh(&b, file, start, step, nframes, shape, map, out, err, errlen);
     ds_bvh_free(&b);
+    free(map);
     if (rc) return -1;
     snprintf(out->name, sizeof out->name, "%.63s", name);
     snprintf(out->source, sizeof out->source, "%.511s", file);

@@ -22,7 +22,22 @@
  * ground (the 5th percentile over the file of the lowest joint) and put on the rig's ground
  * (its lowest joint at rest), its horizontal drift removed (the clip's mean), so the
  * character stays in the cameras' view. Source frames are resampled to the requested rate
- * (quaternion slerp of the retargeted local rotations between the two nearest frames). */
+ * (quaternion slerp of the retargeted local rotations between the two nearest frames).
+ *
+ * The pairing (bone j, source joint s, reference joint) comes from the built-in humanoid name
+ * sets (CMU, Boxing_Toes), or from a mapping JSON (DsRetargetMap), any category then:
+ *   { "hips": "Hips",                                   rig bone: source joint
+ *     "spine": {"joint": "Spine1", "toward": "Neck1",   the reference joint below it
+ *               "offset": [0, 0, 10]},                  degrees, a rest-offset rotation
+ *     "source_up": "z" }                                 the source's up axis, "y" (default) or "z"
+ * A plain string's reference joint is the source joint of the rig bone's first mapped child
+ * bone, else the source joint's first child in the BVH. The offset O (world axes at rest,
+ * Rz·Ry·Rx of the three angles) turns the rig bone from the source segment's rest direction:
+ * R_j(t) = W_s(t) W_s(rest)ᵀ O A_j. With "source_up": "z" every source world transform is
+ * first turned by −90° about x (z up → y up). The rig's root bone must be mapped (it carries
+ * the root translation); bones left out turn with their parents. The root translation's scale
+ * is the ratio of leg lengths when the rig has leg_l_upper and leg_l_lower mapped, else the
+ * ratio of the summed lengths of the mapped bones to their source segments. */
 #ifndef ANIMA_DATASETS_MOTION_MOTION_H
 #define ANIMA_DATASETS_MOTION_MOTION_H
 
@@ -32,6 +47,7 @@
 
 #include "datasets/geometry/procedural.h"
 #include "datasets/mesh/bvh.h"
+#include "datasets/motion/rig.h"
 
 typedef struct {
     char name[64];    /* "walk", "cmu_01_01", or the BVH file's path */
@@ -48,7 +64,28 @@ typedef struct {
     double fps;          /* frames per second of the output (> 0) */
     const char *bvh_dir; /* the folder of the named clips; NULL: DS_MOTION_BVH_DIR */
     int64_t bvh_start;   /* the clip's first source frame; -1: the named clip's default window (0 for paths) */
+    const char *map;     /* a mapping JSON for BVH clips (above); NULL or "": the built-in humanoid names */
 } DsMotionOptions;
+
+typedef struct {
+    char bone[64];    /* the rig bone */
+    char joint[64];   /* its source joint */
+    char toward[64];  /* the reference joint below it; "": inferred (above) */
+    double offset[4]; /* rest-offset rotation (quaternion w, x, y, z) */
+} DsRetargetPair;
+
+typedef struct {
+    int npairs;
+    DsRetargetPair pairs[DS_RIG_MAX_BONES];
+    double up[9];     /* source world axes → rig world axes (row-major) */
+    char source[512]; /* the file, for messages */
+} DsRetargetMap;
+
+/* A mapping JSON (text from `source`, or the file at path); 0, or -1 with err naming the
+ * source and the key (not an object, a value neither a string nor an object, unknown keys,
+ * empty names, an offset not three finite numbers, more than DS_RIG_MAX_BONES bones). */
+int ds_retarget_map_parse(const char *text, const char *source, DsRetargetMap *map, char *err, size_t errlen);
+int ds_retarget_map_load(const char *path, DsRetargetMap *map, char *err, size_t errlen);
 
 #define DS_MOTION_BVH_DIR "/usr/share/assimp/models/BVH"
 
@@ -63,9 +100,14 @@ const char *ds_motion_default(const char *category, bool heldout);
 int ds_motion_make(const DsProceduralShape *shape, const char *name, int nframes, uint64_t seed,
                    const DsMotionOptions *opt, DsMotion *out, char *err, size_t errlen);
 /* The retargeting alone: frames start, start + step_s, ... (step_s in source frames, > 0,
- * fractional steps interpolate) of bvh onto a humanoid shape. */
+ * fractional steps interpolate) of bvh onto shape, by map (NULL: the built-in names, a
+ * humanoid shape). A mapped bone the rig lacks, a joint or reference the BVH lacks, or an
+ * unmapped root bone are errors naming the bone and the joint. */
 int ds_motion_retarget_bvh(const DsBvh *bvh, const char *bvh_name, double start, double step_s, int nframes,
-                           const DsProceduralShape *shape, DsMotion *out, char *err, size_t errlen);
+                           const DsProceduralShape *shape, const DsRetargetMap *map, DsMotion *out, char *err,
+                           size_t errlen);
+/* Whether ds_motion_make reads `name` from a BVH (a named clip or a .bvh path). */
+bool ds_motion_is_bvh(const char *name);
 void ds_motion_free(DsMotion *m);
 
 #endif
