@@ -187,10 +187,31 @@ static void rig_case(const char *cat, uint64_t seed, double *err_tf, double *err
     *err_ft = 100 * mean_nearest(r.joints, r.njoints, tj, nt) / diag;
     int kinds[3] = {0, 0, 0};
     for (int j = 0; j < r.njoints; j++) kinds[r.kind[j]]++;
+    /* the true tree: each bone's head hangs from its parent's head, each leaf's tail from its head */
+    int32_t *tpar = malloc((size_t)sh.nbones * 2 * sizeof *tpar);
+    CHECK(tpar != NULL);
+    int nh = 0;
+    for (int b = 0; b < sh.nbones; b++) tpar[nh++] = sh.bones[b].parent;
+    for (int b = 0; b < sh.nbones; b++) {
+        bool leaf = true;
+        for (int c = 0; c < sh.nbones; c++) leaf &= sh.bones[c].parent != b;
+        if (leaf) tpar[nh++] = b;
+    }
+    CHECK(nh == nt);
+    SbTreeCompare tc;
+    CHECK(sb_tree_compare(tj, tpar, nt, r.joints, r.parent, r.njoints, diag, 0.05, &tc) == 0);
+    printf("    %-9s tree: %d of %d distinct true joints matched within 5%%, %d of %d bones kept; ends %d (true %d), "
+           "branches %d (true %d)\n",
+           cat, tc.matched, tc.true_joints, tc.kept, tc.edges, tc.found_ends, tc.true_ends, tc.found_branches,
+           tc.true_branches);
+    free(tpar);
     printf("    %-9s seed %llu: %d true bones / %d joints, found %d joints (%d ends, %d branches, %d gradient) → %d "
            "bones, %d parts; joint error true→found %.2f%%, found→true %.2f%% of diagonal; %.1f ms\n",
            cat, (unsigned long long)seed, sh.nbones, nt, r.njoints, kinds[0], kinds[1], kinds[2], r.njoints - 1,
            r.nparts, *err_tf, *err_ft, 1e3 * dt);
+    /* not many more joints than the rig has: one per articulation (the smoothed gradient and
+     * the merge of short bones; 30 and 31 joints for these 18 and 19 before them) */
+    CHECK_MSG(2 * r.njoints <= 3 * nt, "%d joints for %d true ones", r.njoints, nt);
     /* one end joint per true leaf: the contraction's spurs (rounded tips) are pruned */
     CHECK_MSG(kinds[0] == nt - sh.nbones, "%d end joints for %d true leaves", kinds[0], nt - sh.nbones);
     /* every part has joints, and together they cover every joint */
@@ -271,4 +292,33 @@ TEST(skeleton_flat_tube_contracts_to_axis) {
     CHECK_MSG(far * 10 < s.nnodes, "%d of %lld nodes more than 0.15 off the axis", far, (long long)s.nnodes);
     sb_skeleton_free(&s);
     ds_mesh_free(&m);
+}
+
+/* sb_tree_compare on hand-made trees: a true chain A–B–C with a branch B–D (and a second joint
+ * at B, as sibling bones starting at one point give); found trees that keep it with an extra
+ * joint along A–B, that wire C between A and B, and that miss D. */
+TEST(skeleton_tree_compare_counts) {
+    const float tj[] = {0, 0, 0, 1, 0, 0, 2, 0, 0, 1, 1, 0, 1, 0, 0}; /* A B C D B' */
+    const int32_t tp[] = {-1, 0, 1, 1, 1};
+    SbTreeCompare c;
+    /* found: A' X B' C' D' (X off the true joints), parents X→A', B'→X, C'→B', D'→B' */
+    const float f1[] = {0.02f, 0, 0, 0.5f, 0.4f, 0, 1, 0.02f, 0, 2, 0, 0.02f, 1, 1.02f, 0};
+    const int32_t p1[] = {-1, 0, 1, 2, 2};
+    CHECK(sb_tree_compare(tj, tp, 5, f1, p1, 5, 10.0, 0.01, &c) == 0);
+    CHECK(c.true_joints == 4 && c.found_joints == 5 && c.matched == 4);
+    CHECK_MSG(c.edges == 3 && c.kept == 3, "edges %d kept %d", c.edges, c.kept);
+    CHECK(c.true_ends == 3 && c.found_ends == 3 && c.true_branches == 1 && c.found_branches == 1);
+    /* wrong wiring: A'–C'–B'–D' (C' between A' and B'): A–B is not kept (the path passes C'),
+     * B–C and B–D are */
+    const float f2[] = {0, 0, 0, 1, 0, 0, 2, 0, 0, 1, 1, 0};
+    const int32_t p2[] = {-1, 2, 0, 1};
+    CHECK(sb_tree_compare(tj, tp, 5, f2, p2, 4, 10.0, 0.01, &c) == 0);
+    CHECK(c.matched == 4 && c.edges == 3);
+    CHECK_MSG(c.kept == 2, "kept %d", c.kept);
+    CHECK(c.found_ends == 2 && c.found_branches == 0);
+    /* D missed (the found joint is farther than the radius): two true bones left to compare */
+    const float f3[] = {0, 0, 0, 1, 0, 0, 2, 0, 0, 1, 2, 0};
+    const int32_t p3[] = {-1, 0, 1, 1};
+    CHECK(sb_tree_compare(tj, tp, 5, f3, p3, 4, 10.0, 0.01, &c) == 0);
+    CHECK(c.matched == 3 && c.edges == 2 && c.kept == 2);
 }

@@ -179,6 +179,10 @@ int cmd_skelebones(int argc, char **argv) {
             if (g.err_true_found >= 0)
                 printf(" joint_err_true_to_found %.3f%% joint_err_found_to_true %.3f%% (of the diagonal) true_joints %d",
                        g.err_true_found, g.err_found_true, g.true_joints);
+            if (g.have_tree)
+                printf(" tree_matched %d/%d tree_bones_kept %d/%d ends %d (true %d) branches %d (true %d)", g.tree.matched,
+                       g.tree.true_joints, g.tree.kept, g.tree.edges, g.tree.found_ends, g.tree.true_ends,
+                       g.tree.found_branches, g.tree.true_branches);
             if (r.ik.njoints > 0 && !ik) {
                 double l0 = r.ik.loss[0], lm = 0;
                 for (int f = 0; f < r.ik.nframes; f++) lm += r.ik.loss[f];

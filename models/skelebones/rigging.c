@@ -366,6 +366,20 @@ int sb_rig_run(const SbTraj *t, SbResult *r, const SbRigOptions *o, SbRigResult 
         g->true_joints = NT;
         g->err_true_found = 100 * mean_nearest(X, NT, g->rig.joints, g->rig.njoints) / g->diag;
         g->err_found_true = 100 * mean_nearest(g->rig.joints, g->rig.njoints, X, NT) / g->diag;
+        if (t->true_parents) {
+            int32_t *tp = malloc((size_t)(NT + 1) * sizeof *tp);
+            if (!tp) { free(X); goto oom; }
+            for (int j = 0; j < TB; j++) tp[j] = t->true_parents[j];
+            for (int j = 0, k = TB; j < TB && k < NT; j++) { /* the leaf tails, in the order they were added */
+                int leaf = 1;
+                for (int q = 0; q < TB; q++) leaf &= t->true_parents[q] != j;
+                if (leaf) tp[k++] = j;
+            }
+            int trc = sb_tree_compare(X, tp, NT, g->rig.joints, g->rig.parent, g->rig.njoints, g->diag, 0.05, &g->tree);
+            free(tp);
+            if (trc) { free(X); goto oom; }
+            g->have_tree = 1;
+        }
         free(X);
     }
     /* 4. IK */
@@ -474,6 +488,17 @@ int sb_rig_h5_write(hid_t f, const SbRigResult *g) {
         snprintf(num, sizeof num, "%.6g", g->err_found_true);
         ok = ok && base_h5_attr_str(f, "joint_err_found_to_true_pct_diag", num) == 0;
         ok = ok && base_h5_attr_i64(f, "true_joints", g->true_joints) == 0;
+    }
+    if (g->have_tree) {
+        const SbTreeCompare *c = &g->tree;
+        ok = ok && base_h5_attr_i64(f, "tree_true_joints_distinct", c->true_joints) == 0;
+        ok = ok && base_h5_attr_i64(f, "tree_joints_matched", c->matched) == 0;
+        ok = ok && base_h5_attr_i64(f, "tree_bones_between_matched", c->edges) == 0;
+        ok = ok && base_h5_attr_i64(f, "tree_bones_kept", c->kept) == 0;
+        ok = ok && base_h5_attr_i64(f, "tree_ends_true", c->true_ends) == 0;
+        ok = ok && base_h5_attr_i64(f, "tree_ends_found", c->found_ends) == 0;
+        ok = ok && base_h5_attr_i64(f, "tree_branches_true", c->true_branches) == 0;
+        ok = ok && base_h5_attr_i64(f, "tree_branches_found", c->found_branches) == 0;
     }
     snprintf(num, sizeof num, "%.6g", g->seconds_skeleton);
     ok = ok && base_h5_attr_str(f, "seconds_skeleton", num) == 0;

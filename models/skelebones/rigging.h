@@ -18,7 +18,9 @@
  * With a true rig (gt.h5, assimp) the found rest joints are compared with the true ones (each
  * bone's head at rest, x = R_0ᵀ(h_0 − T_0), and, when the source has them (gt.h5), the rest
  * tails of the leaf bones — the limbs' ends, as tests/test_skeleton.c counts them): mean nearest
- * distance true → found and found → true, in % of the rest bounding-box diagonal. */
+ * distance true → found and found → true, in % of the rest bounding-box diagonal; and, with the
+ * true parents, the trees' topology (sb_tree_compare: matched joints, bones kept, ends, forks;
+ * the true tree: each head hangs from its parent bone's head, each leaf tail from its head). */
 #ifndef ANIMA_MODELS_SKELEBONES_RIGGING_H
 #define ANIMA_MODELS_SKELEBONES_RIGGING_H
 
@@ -51,6 +53,8 @@ typedef struct SbRigResult {
     double seconds_skeleton, seconds_joints, seconds_ik;
     int true_joints;       /* joints of the true rig, 0 without one */
     double err_true_found, err_found_true; /* % of the diagonal; −1 without a true rig */
+    int have_tree;         /* 1 when the true rig has parents: tree holds the topology comparison */
+    SbTreeCompare tree;    /* joints.h, matching radius 5% of the diagonal */
     double diag;
 } SbRigResult;
 

@@ -28,9 +28,10 @@
  *      edges to its surface.)
  *   4. split of obtuse triangles (angle > max_angle, default 110°) at the projection of the
  *      obtuse vertex onto the opposite edge (both faces of that edge are split), which keeps
- *      the cotangent weights positive.
+ *      the cotangent weights positive. (CGAL splits only edges with both opposite angles
+ *      obtuse: faster, but see split_pass for what it did to the quadruped.)
  *   Stops when the surface area changes by less than area_tol (relative to the original area)
- *   between iterations, when the enclosed volume falls below vol_tol × the original, or after
+ *   per iteration, averaged over the last two (one iteration's change is noisy), when the enclosed volume falls below vol_tol × the original, or after
  *   max_iter iterations. Then the curve graph: the remaining faces are collapsed shortest edge
  *   first with no link condition; edges left without faces are the skeleton's edges. Nodes sit at
  *   the mass-weighted mean of the contracted vertices merged into them.
