@@ -96,6 +96,23 @@ TEST(skelebones_cli_full_pipeline) {
         snprintf(path, sizeof path, "%s/rig/%s", dir, files[k]);
         CHECK_MSG(stat(path, &st) == 0 && st.st_size > 0, "%s", path);
     }
+    /* the tree against the true rig is reported (joints matched, bones kept) */
+    CHECK_MSG(field(out, "tree_matched ") >= 1 && field(out, "tree_bones_kept ") >= 0, "%s", out);
+    /* the rig animated: a GIF of 320 × 240 pixels, one image per frame (6 frames) */
+    snprintf(path, sizeof path, "%s/rig/rig.gif", dir);
+    FILE *gf = fopen(path, "rb");
+    CHECK_MSG(gf != NULL, "%s", path);
+    if (gf) {
+        static unsigned char buf[1 << 20];
+        size_t n = fread(buf, 1, sizeof buf, gf);
+        fclose(gf);
+        CHECK(n > 13 && memcmp(buf, "GIF89a", 6) == 0);
+        CHECK(buf[6] + 256 * buf[7] == 320 && buf[8] + 256 * buf[9] == 240);
+        /* graphic control extensions (21 F9 04), one before each image */
+        int gce = 0;
+        for (size_t i = 0; i + 2 < n; i++) gce += buf[i] == 0x21 && buf[i + 1] == 0xF9 && buf[i + 2] == 0x04;
+        CHECK_MSG(gce >= 6, "%d frames", gce);
+    }
     tmpdir_remove(dir);
 }
 

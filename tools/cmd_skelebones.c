@@ -2,7 +2,8 @@
  * benchmark's gt.h5, a folder of mesh frames, or an animated skinned model through libassimp)
  * → LBG-VQ clusters → SSDR → mean curvature skeleton of the rest shape → joints, tree, parts →
  * IK of every frame (models/skelebones/rigging.h) → DIR/rig.h5, DIR/bones.ply, DIR/bones.png,
- * DIR/skeleton.ply and DIR/skeleton.png (models/skelebones/skelebones.h). */
+ * DIR/skeleton.ply, DIR/skeleton.png and, with IK, DIR/rig.gif (the rig animated over the shape;
+ * models/skelebones/skelebones.h, rigging.h). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,7 +41,7 @@ int cmd_skelebones(int argc, char **argv) {
         {"--model", CMD_ARG_STRING, &model, "FILE", "an animated, skinned model through libassimp (glTF, FBX, Collada, .x); its rig is the true one"},
         {"--model-frames", CMD_ARG_INT, &model_frames, "F", "(--model) frames sampled evenly over the animation (default 40)", 1, 100000},
         {"--model-anim", CMD_ARG_INT, &model_anim, "K", "(--model) which of the file's animations (default 0)", 0, 1000000},
-        {"--out", CMD_ARG_STRING, &out, "DIR", "writes DIR/rig.h5, DIR/bones.ply and (meshes) DIR/bones.png", 0, 0, NULL, false},
+        {"--out", CMD_ARG_STRING, &out, "DIR", "writes DIR/rig.h5, DIR/bones.ply, (meshes) DIR/bones.png, DIR/skeleton.{png,ply}, (with IK) DIR/rig.gif", 0, 0, NULL, false},
         {"--bones", CMD_ARG_INT, &bones, "B", "bones (1..64; default 20)", 1, SB_MAX_BONES},
         {"--iters", CMD_ARG_INT, &iters, "N", "SSDR iterations (default 30)", 0, 100000},
         {"--influences", CMD_ARG_INT, &influences, "K", "most bones per point (default 8)", 1, SB_MAX_BONES},
@@ -154,6 +155,10 @@ int cmd_skelebones(int argc, char **argv) {
         snprintf(path2, sizeof path2, "%s/skeleton.png", out);
         rc = sb_skeleton_view(path, path2, 640, &g.shape, &g.skel, &g.rig, err, sizeof err);
     }
+    if (rc == 0 && have_rig && r.ik.njoints > 0) { /* the rig animated: the IK's bones over the shape */
+        snprintf(path, sizeof path, "%s/rig.gif", out);
+        rc = sb_rig_animation_gif(path, &t, &r, &g, 320, 60, err, sizeof err);
+    }
     if (rc == 0) {
         snprintf(path, sizeof path, "%s/bones.ply", out);
         rc = sb_bones_ply(path, &t, &r, err, sizeof err);
@@ -179,6 +184,10 @@ int cmd_skelebones(int argc, char **argv) {
             if (g.err_true_found >= 0)
                 printf(" joint_err_true_to_found %.3f%% joint_err_found_to_true %.3f%% (of the diagonal) true_joints %d",
                        g.err_true_found, g.err_found_true, g.true_joints);
+            if (g.have_tree)
+                printf(" tree_matched %d/%d tree_bones_kept %d/%d ends %d (true %d) branches %d (true %d)", g.tree.matched,
+                       g.tree.true_joints, g.tree.kept, g.tree.edges, g.tree.found_ends, g.tree.true_ends,
+                       g.tree.found_branches, g.tree.true_branches);
             if (r.ik.njoints > 0 && !ik) {
                 double l0 = r.ik.loss[0], lm = 0;
                 for (int f = 0; f < r.ik.nframes; f++) lm += r.ik.loss[f];

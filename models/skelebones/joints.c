@@ -13,6 +13,7 @@ void sb_joint_defaults(SbJointOptions *o) {
     o->grad_len = 0.05;
     o->merge_rel = 0.03;
     o->prune_rel = 0.05;
+    o->merge_bone = 1.0 / 3.0;
 }
 
 void sb_rig_free(SbRig *r) {
@@ -65,6 +66,54 @@ static int64_t deg_eff(const Adj *a, const uint8_t *pruned_e, int64_t i) {
 }
 #define DEG(a, i) deg_eff((a), pe, (i))
 
+/* Each node's joint (the nearest along the curve: Dijkstra from all joints at once, O(n²) —
+ * skeletons have a few hundred nodes) and the joint graph: two joints are adjacent when an edge
+ * joins their regions (the path between them crosses no other joint's region). CSR in
+ * *off (nj + 1) and *adj; *np the number of region-crossing edges. 0 or -1. */
+static int joint_graph(const SbSkeleton *s, const Adj *A, const int32_t *jnode, int nj, double *dist,
+                       int32_t *node_joint, int32_t **off, int32_t **adj, int64_t *np_out) {
+    int64_t n = s->nnodes;
+    for (int64_t i = 0; i < n; i++) dist[i] = INFINITY, node_joint[i] = -1;
+    for (int j = 0; j < nj; j++) dist[jnode[j]] = 0, node_joint[jnode[j]] = j;
+    uint8_t *done = calloc((size_t)n + 1, 1);
+    if (!done) return -1;
+    for (;;) {
+        int64_t u = -1;
+        for (int64_t i = 0; i < n; i++)
+            if (!done[i] && isfinite(dist[i]) && (u < 0 || dist[i] < dist[u])) u = i;
+        if (u < 0) break;
+        done[u] = 1;
+        for (int64_t q = A->off[u]; q < A->off[u + 1]; q++) {
+            int32_t v = A->nb[q];
+            double d = dist[u] + ndist(s, u, v);
+            if (d < dist[v]) dist[v] = d, node_joint[v] = node_joint[u];
+        }
+    }
+    free(done);
+    int32_t *pairs = malloc((size_t)(2 * s->nedges + 2) * sizeof *pairs);
+    int64_t np = 0;
+    if (!pairs) return -1;
+    for (int64_t e = 0; e < s->nedges; e++) {
+        int32_t a = node_joint[s->edges[2 * e]], b = node_joint[s->edges[2 * e + 1]];
+        if (a < 0 || b < 0 || a == b) continue;
+        pairs[2 * np] = a, pairs[2 * np + 1] = b, np++;
+    }
+    *off = calloc((size_t)nj + 1, sizeof **off);
+    *adj = malloc((size_t)(2 * np + 1) * sizeof **adj);
+    int32_t *fill = malloc((size_t)(nj + 1) * sizeof *fill);
+    if (!*off || !*adj || !fill) {
+        free(pairs), free(fill);
+        return -1;
+    }
+    for (int64_t p = 0; p < np; p++) (*off)[pairs[2 * p] + 1]++, (*off)[pairs[2 * p + 1] + 1]++;
+    for (int j = 0; j < nj; j++) (*off)[j + 1] += (*off)[j];
+    memcpy(fill, *off, (size_t)nj * sizeof *fill);
+    for (int64_t p = 0; p < np; p++) (*adj)[fill[pairs[2 * p]]++] = pairs[2 * p + 1], (*adj)[fill[pairs[2 * p + 1]]++] = pairs[2 * p];
+    free(fill), free(pairs);
+    *np_out = np;
+    return 0;
+}
+
 int sb_rig_from_skeleton(const SbSkeleton *s, const float *W, int nb, const SbJointOptions *opt, SbRig *out,
                          char *err, size_t errlen) {
     memset(out, 0, sizeof *out);
@@ -76,17 +125,17 @@ int sb_rig_from_skeleton(const SbSkeleton *s, const float *W, int nb, const SbJo
     int rc = -1;
     Adj A = {0};
     double *Wn = calloc((size_t)n * nb, sizeof *Wn), *cnt = calloc((size_t)n, sizeof *cnt);
-    double *g = malloc((size_t)(s->nedges + 1) * sizeof *g);
     int32_t *jn = malloc((size_t)(n + 1) * sizeof *jn); /* node → joint index, −1 */
     uint8_t *ev = calloc((size_t)s->nedges + 1, 1);     /* edges walked */
     uint8_t *pe = calloc((size_t)s->nedges + 1, 1);     /* edges of pruned spurs */
     int32_t *chain = malloc((size_t)(n + 2) * sizeof *chain), *chain_e = malloc((size_t)(n + 2) * sizeof *chain_e);
     int32_t *jnode = malloc((size_t)(n + 1) * sizeof *jnode);
     uint8_t *jkind = malloc((size_t)(n + 1));
+    double *arc = malloc((size_t)(n + 2) * sizeof *arc), *gs = malloc((size_t)(n + 2) * sizeof *gs);
     int nj = 0;
     double *dist = NULL;
     int32_t *queue = NULL, *jadj = NULL, *jadj_off = NULL, *stack = NULL;
-    if (!Wn || !cnt || !g || !jn || !ev || !pe || !chain || !chain_e || !jnode || !jkind || adj_build(s, &A)) goto oom;
+    if (!Wn || !cnt || !jn || !ev || !pe || !chain || !chain_e || !jnode || !jkind || !arc || !gs || adj_build(s, &A)) goto oom;
     /* 1. node weights */
     for (int64_t v = 0; v < s->nsurf; v++) {
         int32_t c = s->corr[v];
@@ -118,15 +167,7 @@ int sb_rig_from_skeleton(const SbSkeleton *s, const float *W, int nb, const SbJo
             if (cnt[i] < 0) cnt[i] = 1e-9;
         if (!missing || !filled) break;
     }
-    /* 2. gradient per edge */
-    double h = o.grad_len * s->diag;
-    for (int64_t e = 0; e < s->nedges; e++) {
-        int32_t a = s->edges[2 * e], b = s->edges[2 * e + 1];
-        double tv = 0;
-        for (int k = 0; k < nb; k++) tv += fabs(Wn[(int64_t)a * nb + k] - Wn[(int64_t)b * nb + k]);
-        double l = ndist(s, a, b);
-        g[e] = 0.5 * tv * h / (l > 1e-12 * s->diag ? l : 1e-12 * s->diag);
-    }
+    double h = o.grad_len * s->diag; /* 2. the gradient: per chain, below */
     /* 3a. spurs: a chain from an end to a branch node shorter than prune_rel × diagonal is a
      * contraction artifact (rounded tips and bumps grow them), not a limb; its edges are marked
      * walked so no joint comes from them, and its nodes join the branch node's joint */
@@ -188,15 +229,33 @@ int sb_rig_from_skeleton(const SbSkeleton *s, const float *W, int nb, const SbJo
                 if (nq < 0) break;
                 q = nq;
             }
+            /* the gradient smoothed along the chain: the net weight change across a window of
+             * arc length h centred on the edge (clamped to the chain), per h. Per-edge changes
+             * of noisy weights dip below τ inside one transition and split it into several runs
+             * (several joints for one articulation); the net change over h does not, and weight
+             * that goes back and forth cancels. */
+            arc[0] = 0;
+            for (int64_t k = 0; k < len; k++) arc[k + 1] = arc[k] + ndist(s, chain[k], chain[k + 1]);
+            for (int64_t k = 0, lo = 0, hi = 0; k < len; k++) {
+                double mid = 0.5 * (arc[k] + arc[k + 1]);
+                while (lo < k && arc[lo + 1] <= mid - 0.5 * h) lo++;
+                if (hi < k + 1) hi = k + 1;
+                while (hi < len && arc[hi] < mid + 0.5 * h) hi++;
+                double tv = 0;
+                for (int c = 0; c < nb; c++)
+                    tv += fabs(Wn[(int64_t)chain[hi] * nb + c] - Wn[(int64_t)chain[lo] * nb + c]);
+                double span = arc[hi] - arc[lo];
+                gs[k] = 0.5 * tv * h / (span > 1e-12 * s->diag ? span : 1e-12 * s->diag);
+            }
             /* runs of edges with g > tau */
             for (int64_t k = 0; k < len;) {
-                if (g[chain_e[k]] <= o.tau) {
+                if (gs[k] <= o.tau) {
                     k++;
                     continue;
                 }
                 int64_t k1 = k;
                 double tot = 0;
-                while (k1 < len && g[chain_e[k1]] > o.tau) {
+                while (k1 < len && gs[k1] > o.tau) {
                     int32_t a = chain[k1], b = chain[k1 + 1];
                     double tv = 0;
                     for (int c = 0; c < nb; c++) tv += fabs(Wn[(int64_t)a * nb + c] - Wn[(int64_t)b * nb + c]);
@@ -223,56 +282,49 @@ int sb_rig_from_skeleton(const SbSkeleton *s, const float *W, int nb, const SbJo
             }
         }
     }
-    /* 4. joint adjacency: multi-source Dijkstra-free BFS by hops is enough for "which joint is
-     * reached first along a path"; node → joint uses curve length (Dijkstra, O(n²) worst, n small) */
+    /* 4. node → joint (nearest along the curve) and the joint graph; then 3b. merges, each
+     * followed by a fresh 4 */
     dist = malloc((size_t)(n + 1) * sizeof *dist);
     queue = malloc((size_t)(n + 1) * sizeof *queue);
     out->node_joint = malloc((size_t)(n + 1) * sizeof *out->node_joint);
     if (!dist || !queue || !out->node_joint) goto oom;
-    for (int64_t i = 0; i < n; i++) dist[i] = INFINITY, out->node_joint[i] = -1;
-    for (int j = 0; j < nj; j++) dist[jnode[j]] = 0, out->node_joint[jnode[j]] = j;
-    {
-        uint8_t *done = calloc((size_t)n + 1, 1);
-        if (!done) goto oom;
-        for (;;) { /* simple O(n²) Dijkstra: skeletons have a few hundred nodes */
-            int64_t u = -1;
-            for (int64_t i = 0; i < n; i++)
-                if (!done[i] && isfinite(dist[i]) && (u < 0 || dist[i] < dist[u])) u = i;
-            if (u < 0) break;
-            done[u] = 1;
-            for (int64_t q = A.off[u]; q < A.off[u + 1]; q++) {
-                int32_t v = A.nb[q];
-                double d = dist[u] + ndist(s, u, v);
-                if (d < dist[v]) dist[v] = d, out->node_joint[v] = out->node_joint[u];
-            }
-        }
-        free(done);
-    }
-    /* joint graph: an edge between the Voronoi regions of two joints joins them (the path
-     * between them crosses no other joint's region) */
-    int64_t cap = 2 * s->nedges + 2;
-    int32_t *pairs = malloc((size_t)cap * sizeof *pairs);
     int64_t np = 0;
-    if (!pairs) goto oom;
-    for (int64_t e = 0; e < s->nedges; e++) {
-        int32_t a = out->node_joint[s->edges[2 * e]], b = out->node_joint[s->edges[2 * e + 1]];
-        if (a < 0 || b < 0 || a == b) continue;
-        pairs[2 * np] = a, pairs[2 * np + 1] = b, np++;
+    for (;;) {
+        free(jadj), free(jadj_off);
+        jadj = jadj_off = NULL;
+        if (joint_graph(s, &A, jnode, nj, dist, out->node_joint, &jadj_off, &jadj, &np)) goto oom;
+        /* 3b. a bone (joint-graph edge) shorter than merge_bone × the mean length of the bones
+         * next to it joins two joints that are one articulation seen twice — both sides of a
+         * hip where the legs leave the curve at slightly different nodes, a gradient joint just
+         * beside a fork. The shortest such bone, relative to its neighbours, goes first; of its
+         * two joints the one of lower rank (gradient < branch < end) is dropped, and ends are
+         * never dropped (that would shorten a limb). */
+        int ba = -1, bb = -1;
+        double best = o.merge_bone;
+        for (int a = 0; a < nj; a++)
+            for (int32_t q = jadj_off[a]; q < jadj_off[a + 1]; q++) {
+                int b = jadj[q];
+                if (b <= a) continue;
+                double l = ndist(s, jnode[a], jnode[b]), sum = 0;
+                int cnt_n = 0;
+                for (int side = 0; side < 2; side++) {
+                    int c = side ? b : a, other = side ? a : b;
+                    for (int32_t r = jadj_off[c]; r < jadj_off[c + 1]; r++)
+                        if (jadj[r] != other) sum += ndist(s, jnode[c], jnode[jadj[r]]), cnt_n++;
+                }
+                if (!cnt_n || sum <= 0) continue;
+                double ratio = l / (sum / cnt_n);
+                if (ratio < best && !(jkind[a] == SB_JOINT_END && jkind[b] == SB_JOINT_END)) best = ratio, ba = a, bb = b;
+            }
+        if (ba < 0) break;
+        /* rank: end 2, branch 1, gradient 0 */
+        int ra = jkind[ba] == SB_JOINT_END ? 2 : jkind[ba] == SB_JOINT_BRANCH ? 1 : 0;
+        int rb = jkind[bb] == SB_JOINT_END ? 2 : jkind[bb] == SB_JOINT_BRANCH ? 1 : 0;
+        int drop = ra < rb ? ba : rb < ra ? bb : (jadj_off[ba + 1] - jadj_off[ba] < jadj_off[bb + 1] - jadj_off[bb] ? ba : bb);
+        jn[jnode[drop]] = -1;
+        for (int k = drop; k + 1 < nj; k++) jnode[k] = jnode[k + 1], jkind[k] = jkind[k + 1], jn[jnode[k]] = k;
+        nj--;
     }
-    jadj_off = calloc((size_t)nj + 1, sizeof *jadj_off);
-    jadj = malloc((size_t)(2 * np + 1) * sizeof *jadj);
-    if (!jadj_off || !jadj) { free(pairs); goto oom; }
-    for (int64_t p = 0; p < np; p++) jadj_off[pairs[2 * p] + 1]++, jadj_off[pairs[2 * p + 1] + 1]++;
-    for (int j = 0; j < nj; j++) jadj_off[j + 1] += jadj_off[j];
-    {
-        int32_t *fill = malloc((size_t)(nj + 1) * sizeof *fill);
-        if (!fill) { free(pairs); goto oom; }
-        memcpy(fill, jadj_off, (size_t)nj * sizeof *fill);
-        for (int64_t p = 0; p < np; p++)
-            jadj[fill[pairs[2 * p]]++] = pairs[2 * p + 1], jadj[fill[pairs[2 * p + 1]]++] = pairs[2 * p];
-        free(fill);
-    }
-    free(pairs);
     /* root and DFS */
     out->njoints = nj;
     out->joints = malloc((size_t)nj * 3 * sizeof(float));
@@ -369,9 +421,112 @@ int sb_rig_from_skeleton(const SbSkeleton *s, const float *W, int nb, const SbJo
 oom:
     (void)base_errf(err, errlen, "joints: out of memory");
 done:
-    free(Wn), free(cnt), free(g), free(jn), free(ev), free(pe), free(chain), free(chain_e), free(jnode), free(jkind);
+    free(Wn), free(cnt), free(jn), free(ev), free(pe), free(chain), free(chain_e), free(jnode), free(jkind);
+    free(arc), free(gs);
     free(dist), free(queue), free(jadj), free(jadj_off), free(stack);
     adj_free(&A);
     if (rc) sb_rig_free(out);
+    return rc;
+}
+
+/* ---- the found tree against the true one ---------------------------------------------------- */
+
+typedef struct {
+    int n;          /* distinct joints */
+    float *x;       /* n × 3 */
+    uint8_t *adj;   /* n × n */
+} JGraph;
+
+static int jgraph_build(const float *j, const int32_t *par, int n, double eps, JGraph *g) {
+    g->n = 0;
+    g->x = malloc((size_t)(n + 1) * 3 * sizeof *g->x);
+    int *rep = malloc((size_t)(n + 1) * sizeof *rep);
+    if (!g->x || !rep) {
+        free(rep);
+        return -1;
+    }
+    for (int i = 0; i < n; i++) {
+        rep[i] = -1;
+        for (int k = 0; k < g->n && rep[i] < 0; k++) {
+            double d0 = j[3 * i] - g->x[3 * k], d1 = j[3 * i + 1] - g->x[3 * k + 1], d2 = j[3 * i + 2] - g->x[3 * k + 2];
+            if (d0 * d0 + d1 * d1 + d2 * d2 < eps * eps) rep[i] = k;
+        }
+        if (rep[i] < 0) memcpy(g->x + 3 * g->n, j + 3 * i, 3 * sizeof(float)), rep[i] = g->n++;
+    }
+    g->adj = calloc((size_t)g->n * g->n + 1, 1);
+    if (!g->adj) {
+        free(rep);
+        return -1;
+    }
+    for (int i = 0; i < n; i++) {
+        if (par[i] < 0 || par[i] >= n) continue;
+        int a = rep[i], b = rep[par[i]];
+        if (a != b) g->adj[a * g->n + b] = g->adj[b * g->n + a] = 1;
+    }
+    free(rep);
+    return 0;
+}
+
+static void jgraph_degrees(const JGraph *g, int *ends, int *branches) {
+    *ends = *branches = 0;
+    for (int a = 0; a < g->n; a++) {
+        int d = 0;
+        for (int b = 0; b < g->n; b++) d += g->adj[a * g->n + b];
+        *ends += d == 1, *branches += d >= 3;
+    }
+}
+
+int sb_tree_compare(const float *tj, const int32_t *tpar, int nt, const float *fj, const int32_t *fpar, int nf,
+                    double diag, double radius_rel, SbTreeCompare *out) {
+    memset(out, 0, sizeof *out);
+    JGraph T = {0}, F = {0};
+    int rc = -1;
+    int *mt = NULL, *mf = NULL, *prev = NULL, *queue = NULL;
+    if (jgraph_build(tj, tpar, nt, 1e-4 * diag, &T) || jgraph_build(fj, fpar, nf, 1e-4 * diag, &F)) goto done;
+    mt = malloc((size_t)(T.n + 1) * sizeof *mt), mf = malloc((size_t)(F.n + 1) * sizeof *mf);
+    prev = malloc((size_t)(F.n + 1) * sizeof *prev), queue = malloc((size_t)(F.n + 1) * sizeof *queue);
+    if (!mt || !mf || !prev || !queue) goto done;
+    for (int a = 0; a < T.n; a++) mt[a] = -1;
+    for (int b = 0; b < F.n; b++) mf[b] = -1;
+    /* greedy matching, nearest pair first (a few dozen joints: quadratic passes are fine) */
+    double r2 = radius_rel * diag * radius_rel * diag;
+    for (;;) {
+        int ba = -1, bb = -1;
+        double best = r2;
+        for (int a = 0; a < T.n; a++) {
+            if (mt[a] >= 0) continue;
+            for (int b = 0; b < F.n; b++) {
+                if (mf[b] >= 0) continue;
+                double d0 = T.x[3 * a] - F.x[3 * b], d1 = T.x[3 * a + 1] - F.x[3 * b + 1], d2 = T.x[3 * a + 2] - F.x[3 * b + 2];
+                double d = d0 * d0 + d1 * d1 + d2 * d2;
+                if (d < best) best = d, ba = a, bb = b;
+            }
+        }
+        if (ba < 0) break;
+        mt[ba] = bb, mf[bb] = ba, out->matched++;
+    }
+    /* true edges between matched joints, and whether the found tree joins their partners
+     * directly (a breadth-first search that does not pass through other matched joints) */
+    for (int a = 0; a < T.n; a++)
+        for (int c = a + 1; c < T.n; c++) {
+            if (!T.adj[a * T.n + c] || mt[a] < 0 || mt[c] < 0) continue;
+            out->edges++;
+            int src = mt[a], dst = mt[c], qh = 0, qt = 0;
+            for (int b = 0; b < F.n; b++) prev[b] = -2;
+            prev[src] = -1, queue[qt++] = src;
+            while (qh < qt && prev[dst] == -2) {
+                int u = queue[qh++];
+                if (u != src && mf[u] >= 0) continue; /* another matched joint: the path stops here */
+                for (int v = 0; v < F.n; v++)
+                    if (F.adj[u * F.n + v] && prev[v] == -2) prev[v] = u, queue[qt++] = v;
+            }
+            out->kept += prev[dst] != -2;
+        }
+    out->true_joints = T.n, out->found_joints = F.n;
+    jgraph_degrees(&T, &out->true_ends, &out->true_branches);
+    jgraph_degrees(&F, &out->found_ends, &out->found_branches);
+    rc = 0;
+done:
+    free(T.x), free(T.adj), free(F.x), free(F.adj), free(mt), free(mf), free(prev), free(queue);
     return rc;
 }

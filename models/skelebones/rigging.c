@@ -8,6 +8,7 @@
 #include "base/clock.h"
 #include "base/errbuf.h"
 #include "datasets/geometry/geometry.h"
+#include "datasets/render/gif.h"
 #include "datasets/render/raster.h"
 
 void sb_rig_options_defaults(SbRigOptions *o) {
@@ -366,6 +367,20 @@ int sb_rig_run(const SbTraj *t, SbResult *r, const SbRigOptions *o, SbRigResult 
         g->true_joints = NT;
         g->err_true_found = 100 * mean_nearest(X, NT, g->rig.joints, g->rig.njoints) / g->diag;
         g->err_found_true = 100 * mean_nearest(g->rig.joints, g->rig.njoints, X, NT) / g->diag;
+        if (t->true_parents) {
+            int32_t *tp = malloc((size_t)(NT + 1) * sizeof *tp);
+            if (!tp) { free(X); goto oom; }
+            for (int j = 0; j < TB; j++) tp[j] = t->true_parents[j];
+            for (int j = 0, k = TB; j < TB && k < NT; j++) { /* the leaf tails, in the order they were added */
+                int leaf = 1;
+                for (int q = 0; q < TB; q++) leaf &= t->true_parents[q] != j;
+                if (leaf) tp[k++] = j;
+            }
+            int trc = sb_tree_compare(X, tp, NT, g->rig.joints, g->rig.parent, g->rig.njoints, g->diag, 0.05, &g->tree);
+            free(tp);
+            if (trc) { free(X); goto oom; }
+            g->have_tree = 1;
+        }
         free(X);
     }
     /* 4. IK */
@@ -379,6 +394,37 @@ fail:
     free(VW), free(near);
     sb_rig_result_free(g);
     return -1;
+}
+
+/* The view of the skeleton pictures: from the front-right and a little above the box lo..hi, y up. */
+static DsCamera view_camera(const float lo[3], const float hi[3], int width) {
+    double diag = sqrt((double)(hi[0] - lo[0]) * (hi[0] - lo[0]) + (double)(hi[1] - lo[1]) * (hi[1] - lo[1]) +
+                       (double)(hi[2] - lo[2]) * (hi[2] - lo[2]));
+    double c[3] = {(lo[0] + hi[0]) / 2, (lo[1] + hi[1]) / 2, (lo[2] + hi[2]) / 2};
+    double eye[3] = {c[0] + 0.55 * diag, c[1] + 0.35 * diag, c[2] + 0.95 * diag}, up[3] = {0, 1, 0};
+    return ds_camera_look_at(eye, c, up, width, width * 3 / 4, 40);
+}
+
+/* The shape in grey with the bars (their own colors) seen through it at 75%: the skeleton is
+ * inside the shape, an x-ray shows it. 0, or -1 with err. */
+static int render_xray(const DsMesh *shape, const DsMesh *bars, const DsCamera *cam, DsRender *out, char *err,
+                       size_t errlen) {
+    DsRasterOptions o = ds_raster_options_default();
+    o.supersample = 2;
+    o.color[0] = 0.75f, o.color[1] = 0.75f, o.color[2] = 0.78f;
+    DsRender rb;
+    if (ds_raster_render(shape, cam, &o, out, err, errlen)) return -1;
+    if (ds_raster_render(bars, cam, &o, &rb, err, errlen)) {
+        ds_render_free(out);
+        return -1;
+    }
+    for (int64_t i = 0; i < (int64_t)out->w * out->h; i++)
+        for (int k = 0; k < 3; k++) {
+            float a = 0.75f * rb.alpha[i];
+            out->rgb[3 * i + k] = (1 - a) * out->rgb[3 * i + k] + a * rb.rgb[3 * i + k];
+        }
+    ds_render_free(&rb);
+    return 0;
 }
 
 int sb_skeleton_view(const char *ply, const char *png, int width, const DsMesh *m, const SbSkeleton *s,
@@ -416,26 +462,11 @@ int sb_skeleton_view(const char *ply, const char *png, int width, const DsMesh *
     }
     if (ply && ds_mesh_write(ply, &both, false, err, errlen)) goto done;
     if (png) {
-        double c[3] = {(lo[0] + hi[0]) / 2, (lo[1] + hi[1]) / 2, (lo[2] + hi[2]) / 2};
-        double eye[3] = {c[0] + 0.55 * diag, c[1] + 0.35 * diag, c[2] + 0.95 * diag}, up[3] = {0, 1, 0};
-        DsCamera cam = ds_camera_look_at(eye, c, up, width, width * 3 / 4, 40);
-        DsRasterOptions o = ds_raster_options_default();
-        o.supersample = 2;
-        o.color[0] = grey[0], o.color[1] = grey[1], o.color[2] = grey[2];
-        DsRender rs, rb;
-        if (ds_raster_render(m, &cam, &o, &rs, err, errlen)) goto done;
-        if (ds_raster_render(&bars, &cam, &o, &rb, err, errlen)) {
-            ds_render_free(&rs);
-            goto done;
-        }
-        /* x-ray: the skeleton (hidden inside) shows through the shape at 75% */
-        for (int64_t i = 0; i < (int64_t)rs.w * rs.h; i++)
-            for (int k = 0; k < 3; k++) {
-                float a = 0.75f * rb.alpha[i];
-                rs.rgb[3 * i + k] = (1 - a) * rs.rgb[3 * i + k] + a * rb.rgb[3 * i + k];
-            }
+        DsCamera cam = view_camera(lo, hi, width);
+        DsRender rs;
+        if (render_xray(m, &bars, &cam, &rs, err, errlen)) goto done;
         int wr = ds_render_write_png(png, &rs, false, err, errlen);
-        ds_render_free(&rs), ds_render_free(&rb);
+        ds_render_free(&rs);
         if (wr) goto done;
     }
     rc = 0;
@@ -475,6 +506,17 @@ int sb_rig_h5_write(hid_t f, const SbRigResult *g) {
         ok = ok && base_h5_attr_str(f, "joint_err_found_to_true_pct_diag", num) == 0;
         ok = ok && base_h5_attr_i64(f, "true_joints", g->true_joints) == 0;
     }
+    if (g->have_tree) {
+        const SbTreeCompare *c = &g->tree;
+        ok = ok && base_h5_attr_i64(f, "tree_true_joints_distinct", c->true_joints) == 0;
+        ok = ok && base_h5_attr_i64(f, "tree_joints_matched", c->matched) == 0;
+        ok = ok && base_h5_attr_i64(f, "tree_bones_between_matched", c->edges) == 0;
+        ok = ok && base_h5_attr_i64(f, "tree_bones_kept", c->kept) == 0;
+        ok = ok && base_h5_attr_i64(f, "tree_ends_true", c->true_ends) == 0;
+        ok = ok && base_h5_attr_i64(f, "tree_ends_found", c->found_ends) == 0;
+        ok = ok && base_h5_attr_i64(f, "tree_branches_true", c->true_branches) == 0;
+        ok = ok && base_h5_attr_i64(f, "tree_branches_found", c->found_branches) == 0;
+    }
     snprintf(num, sizeof num, "%.6g", g->seconds_skeleton);
     ok = ok && base_h5_attr_str(f, "seconds_skeleton", num) == 0;
     snprintf(num, sizeof num, "%.6g", g->seconds_joints);
@@ -482,4 +524,98 @@ int sb_rig_h5_write(hid_t f, const SbRigResult *g) {
     snprintf(num, sizeof num, "%.6g", g->seconds_ik);
     ok = ok && base_h5_attr_str(f, "seconds_ik", num) == 0;
     return ok ? 0 : -1;
+}
+
+int sb_rig_animation_gif(const char *path, const SbTraj *t, const SbResult *r, const SbRigResult *g, int width,
+                         int max_frames, char *err, size_t errlen) {
+    const SbIkResult *ik = &r->ik;
+    if (ik->njoints < 1 || ik->nframes < 1 || !r->ik_parents)
+        return base_errf(err, errlen, "rig animation: no IK result to draw"), -1;
+    int F = ik->nframes < t->nframes ? ik->nframes : t->nframes, J = ik->njoints;
+    int stride = max_frames > 0 && F > max_frames ? (F + max_frames - 1) / max_frames : 1;
+    int nout = (F + stride - 1) / stride;
+    int64_t N = t->npoints;
+    bool own = t->faces && t->nfaces > 0; /* the input's own posed faces; else g->shape moved by LBS */
+    const DsMesh *rest = &g->shape;
+    int64_t nv = own ? N : rest->nv;
+    int B = r->skin.nbones;
+    DsMesh frame = {0};
+    int32_t *near = NULL, *e = NULL;
+    float *img = NULL;
+    int rc = -1;
+    frame.nv = nv, frame.nf = own ? t->nfaces : rest->nf;
+    frame.v = malloc((size_t)(nv + 1) * 3 * sizeof *frame.v);
+    frame.f = own ? t->faces : rest->f; /* borrowed: not freed below */
+    e = malloc((size_t)(J + 1) * 2 * sizeof *e);
+    float *jx = malloc((size_t)(J + 1) * 3 * sizeof *jx);
+    if (!own) near = malloc((size_t)(nv + 1) * sizeof *near);
+    if (!frame.v || !e || !jx || (!own && !near)) goto oom;
+    /* one camera for every frame: the box of all frames' points */
+    float lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
+    for (int f = 0; f < F; f++)
+        for (int64_t i = 0; i < N; i++)
+            for (int k = 0; k < 3; k++) {
+                float x = t->pos[((size_t)f * N + i) * 3 + k];
+                lo[k] = x < lo[k] ? x : lo[k], hi[k] = x > hi[k] ? x : hi[k];
+            }
+    double diag = sqrt((double)(hi[0] - lo[0]) * (hi[0] - lo[0]) + (double)(hi[1] - lo[1]) * (hi[1] - lo[1]) +
+                       (double)(hi[2] - lo[2]) * (hi[2] - lo[2]));
+    DsCamera cam = view_camera(lo, hi, width);
+    if (!own) /* each vertex of the skeleton's mesh follows the SSDR weights of its nearest point */
+        for (int64_t v = 0; v < nv; v++) {
+            double best = INFINITY;
+            near[v] = 0;
+            for (int64_t i = 0; i < N; i++) {
+                double d = 0;
+                for (int k = 0; k < 3; k++) d += pow(rest->v[3 * v + k] - t->rest[3 * i + k], 2);
+                if (d < best) best = d, near[v] = (int32_t)i;
+            }
+        }
+    SbSkeleton bones = {0};
+    bones.nnodes = J, bones.nodes = jx, bones.edges = e;
+    for (int j = 0; j < J; j++)
+        if (r->ik_parents[j] >= 0) e[2 * bones.nedges] = r->ik_parents[j], e[2 * bones.nedges + 1] = j, bones.nedges++;
+    const float blue[3] = {0.1f, 0.25f, 0.9f};
+    for (int q = 0; q < nout; q++) {
+        int f = q * stride;
+        if (own) memcpy(frame.v, t->pos + (size_t)f * N * 3, (size_t)N * 3 * sizeof(float));
+        else
+            for (int64_t v = 0; v < nv; v++) {
+                const float *w = r->skin.weights + (size_t)near[v] * B, *x = rest->v + 3 * v;
+                double y[3] = {0, 0, 0};
+                for (int b = 0; b < B; b++) {
+                    if (w[b] == 0) continue;
+                    const double *T = r->skin.transforms + ((size_t)f * B + b) * 12;
+                    for (int a = 0; a < 3; a++) y[a] += w[b] * (T[4 * a] * x[0] + T[4 * a + 1] * x[1] + T[4 * a + 2] * x[2] + T[4 * a + 3]);
+                }
+                for (int a = 0; a < 3; a++) frame.v[3 * v + a] = (float)y[a];
+            }
+        for (int64_t k = 0; k < (int64_t)J * 3; k++) jx[k] = (float)ik->positions[(size_t)f * J * 3 + k];
+        DsMesh bars;
+        if (sb_skeleton_to_mesh(&bones, (float)(0.008 * diag), blue, NULL, NULL, &bars)) goto oom;
+        DsRender rs;
+        int rr = render_xray(&frame, &bars, &cam, &rs, err, errlen);
+        ds_mesh_free(&bars);
+        if (rr) goto done;
+        if (!img) {
+            img = malloc((size_t)nout * rs.w * rs.h * 3 * sizeof *img);
+            if (!img) {
+                ds_render_free(&rs);
+                goto oom;
+            }
+        }
+        memcpy(img + (size_t)q * rs.w * rs.h * 3, rs.rgb, (size_t)rs.w * rs.h * 3 * sizeof *img);
+        int w = rs.w, h = rs.h;
+        ds_render_free(&rs);
+        if (q == nout - 1 && ds_gif_write(path, img, w, h, nout, 8, err, errlen)) goto done;
+    }
+    rc = 0;
+    goto done;
+oom:
+    base_errf(err, errlen, "rig animation: out of memory");
+done:
+    frame.f = NULL;
+    ds_mesh_free(&frame);
+    free(near), free(e), free(jx), free(img);
+    return rc;
 }

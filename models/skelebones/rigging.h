@@ -18,7 +18,9 @@
  * With a true rig (gt.h5, assimp) the found rest joints are compared with the true ones (each
  * bone's head at rest, x = R_0ᵀ(h_0 − T_0), and, when the source has them (gt.h5), the rest
  * tails of the leaf bones — the limbs' ends, as tests/test_skeleton.c counts them): mean nearest
- * distance true → found and found → true, in % of the rest bounding-box diagonal. */
+ * distance true → found and found → true, in % of the rest bounding-box diagonal; and, with the
+ * true parents, the trees' topology (sb_tree_compare: matched joints, bones kept, ends, forks;
+ * the true tree: each head hangs from its parent bone's head, each leaf tail from its head). */
 #ifndef ANIMA_MODELS_SKELEBONES_RIGGING_H
 #define ANIMA_MODELS_SKELEBONES_RIGGING_H
 
@@ -51,6 +53,8 @@ typedef struct SbRigResult {
     double seconds_skeleton, seconds_joints, seconds_ik;
     int true_joints;       /* joints of the true rig, 0 without one */
     double err_true_found, err_found_true; /* % of the diagonal; −1 without a true rig */
+    int have_tree;         /* 1 when the true rig has parents: tree holds the topology comparison */
+    SbTreeCompare tree;    /* joints.h, matching radius 5% of the diagonal */
     double diag;
 } SbRigResult;
 
@@ -68,6 +72,15 @@ int sb_remesh_winding(const DsMesh *m, int res, DsMesh *out, char *err, size_t e
  * bars seen through it at 75%, may be NULL). 0, or -1 with err. */
 int sb_skeleton_view(const char *ply, const char *png, int width, const DsMesh *m, const SbSkeleton *s,
                      const SbRig *rig, char *err, size_t errlen);
+
+/* The rig animated (issue 19 item 8): per frame (at most max_frames, evenly strided) the shape —
+ * the input's own faces at that frame, or the skeleton's mesh moved by LBS of the SSDR bones
+ * (each vertex with its nearest point's weights) — in grey with the IK's FK bones (joint →
+ * parent, blue bars) seen through it, from one camera framing every frame; an animated GIF of
+ * width × ¾width pixels, 12.5 frames per second. Needs r's IK (sb_rig_run with run_ik). 0, or -1
+ * with err. */
+int sb_rig_animation_gif(const char *path, const SbTraj *t, const SbResult *r, const SbRigResult *g, int width,
+                         int max_frames, char *err, size_t errlen);
 
 /* Writes skeleton/{nodes,edges,corr}, joints/{positions,parents,kind,node,parts} and the joint
  * errors into an open rig.h5 (skelebones.c calls it). 0 or -1. */

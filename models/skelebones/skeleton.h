@@ -12,20 +12,26 @@
  *
  * Algorithm (one iteration; w_H, w_M as in the paper and CGAL):
  *   1. contraction: x = argmin ‖L x‖² + w_H² ‖x − x^t‖² + w_M² ‖x − π‖² per coordinate, L the
- *      cotangent Laplacian of the current mesh (weights ½(cot α + cot β), each cot clamped to
- *      [0, 100]: obtuse angles give no negative weights and slivers cannot blow up the system), π the vertex's medial pole; fixed vertices have no
+ *      cotangent Laplacian of the current mesh with CGAL's scale and clamp (weights cot α + cot β,
+ *      each angle's cosine clamped to ±0.999 and negative cotangents to 0: obtuse angles give no
+ *      negative weights and slivers cannot blow up the system; at half that scale, as before, the
+ *      flow was slower than CGAL's and stopped earlier), π the vertex's medial pole; fixed vertices have no
  *      L row and are pinned (weight 1e4). Normal equations LᵀL + diag(...) are SPD and are
  *      solved with CHOLMOD (supernodal Cholesky), as sim/fem.c does.
  *   2. edge collapse of edges shorter than min_edge (default 0.002 × bbox diagonal) when the
  *      link condition holds (the mesh stays a 2-manifold); the kept vertex goes to the midpoint.
- *   3. degenerate vertices: a short edge whose collapse the link condition refuses means the
- *      surface there has already thinned into a curve (a tube pinched to a triangle ring); both
- *      its vertices become fixed, which is the paper's criterion for a vertex that is skeletal.
+ *   3. degenerate vertices (after the splits, as CGAL): the mesh within min_edge of a vertex,
+ *      reached along edges, is a disk (Euler characteristic V − E + F = 1) where the surface is
+ *      still a surface, and not where it has thinned into a curve; such vertices become fixed.
+ *      (Fixing both ends of every short edge the link condition refuses, as before, also froze
+ *      valence-3 vertices of surfaces far from thin — the bunny's body then kept a fan of long
+ *      edges to its surface.)
  *   4. split of obtuse triangles (angle > max_angle, default 110°) at the projection of the
  *      obtuse vertex onto the opposite edge (both faces of that edge are split), which keeps
- *      the cotangent weights positive.
+ *      the cotangent weights positive. (CGAL splits only edges with both opposite angles
+ *      obtuse: faster, but see split_pass for what it did to the quadruped.)
  *   Stops when the surface area changes by less than area_tol (relative to the original area)
- *   between iterations, when the enclosed volume falls below vol_tol × the original, or after
+ *   per iteration, averaged over the last two (one iteration's change is noisy), when the enclosed volume falls below vol_tol × the original, or after
  *   max_iter iterations. Then the curve graph: the remaining faces are collapsed shortest edge
  *   first with no link condition; edges left without faces are the skeleton's edges. Nodes sit at
  *   the mass-weighted mean of the contracted vertices merged into them.
@@ -34,8 +40,15 @@
  * instead each vertex casts a ray along its inward normal and the pole is the midpoint to the
  * first surface hit — the centre of the largest ball touching the surface there along the
  * normal, which equals the Voronoi pole on tubes and blobs and is robust to noise in the
- * normal. Vertices whose ray misses (open or inverted meshes) get no pole term. The ray test is
- * brute force over the faces (OpenMP), O(V·F): fine for the few-thousand-vertex meshes here.
+ * normal. Vertices whose ray misses (open or inverted meshes) get no pole term. Rays walk a
+ * uniform grid of the faces (about two per cell), so the search is about O(V·∛F), not O(V·F).
+ * CGAL further drops a pole once it falls outside the contracted surface; tried here (a ray-parity
+ * test per iteration), it contracted the bunny's body to a curve but moved procedural skeletons
+ * outside their shape (up to 4% of the diagonal), so the pole term stays on.
+ *
+ * Cost: the mesh's edge table is rebuilt several times per iteration by a counting sort (linear);
+ * the solve is a fresh CHOLMOD factorization per iteration (the pattern changes with every
+ * collapse and split).
  *
  * Sizes: the mesh has nv vertices; corr has nv entries; nodes nnodes × 3; edges nedges × 2. */
 #ifndef ANIMA_MODELS_SKELEBONES_SKELETON_H
