@@ -137,7 +137,7 @@ motion-data: deps
 
 # the installed tree at $(BUILD)/install-test is what tests/examples.sh builds examples/ against
 test: deps
-	@$(MAKE) --no-print-directory all $(BUILD)/anima-tests $(BUILD)/anima-mpi-tests $(BUILD)/libanima.so $(BUILD)/fullshim.so
+	@$(MAKE) --no-print-directory all web-deps $(BUILD)/anima-tests $(BUILD)/anima-mpi-tests $(BUILD)/libanima.so $(BUILD)/fullshim.so
 	@rm -rf $(BUILD)/install-test && $(MAKE) --no-print-directory install PREFIX=$(abspath $(BUILD)/install-test) \
 	  > $(BUILD)/install-test.log 2>&1 || { cat $(BUILD)/install-test.log; exit 1; }
 	@bash datasets/fetch-real.sh > $(BUILD)/fetch-real.log 2>&1 || echo "note: datasets/fetch-real.sh failed (see $(BUILD)/fetch-real.log); tests that need real meshes skip" 

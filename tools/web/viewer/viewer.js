@@ -270,17 +270,18 @@ function startLive() {
   // the camera's right vector (the world direction of a drag to the right)
   window.viewerTest = {
     screenOfTop() {
-      const p = live.geom.attributes.position, r = canvas.getBoundingClientRect();
-      let top = 0;
-      for (let v = 1; v < live.nobj_v; v++) if (p.getY(v) > p.getY(top)) top = v;
-      const s = new THREE.Vector3().fromBufferAttribute(p, top).project(camera);
-      const x = r.left + (s.x + 1) / 2 * r.width;
-      for (let dy = 4; dy < r.height / 2; dy += 3) { // down from the top until the ray meets the object
-        const y = r.top + (1 - s.y) / 2 * r.height + dy;
+      // down the vertical line through the objects' centroid on screen: the first point that hits
+      // the object, a little below its silhouette
+      const p = live.geom.attributes.position, r = canvas.getBoundingClientRect(), c = new THREE.Vector3();
+      for (let v = 0; v < live.nobj_v; v++) c.add(new THREE.Vector3().fromBufferAttribute(p, v));
+      c.divideScalar(live.nobj_v).project(camera);
+      const x = r.left + (c.x + 1) / 2 * r.width, hits = (y) => {
         pick({ clientX: x, clientY: y });
-        if (ray.intersectObject(live.mesh).some((h) => h.face && h.face.a < live.nobj_v)) return { x, y };
-      }
-      return { x, y: r.top + (1 - s.y) / 2 * r.height };
+        return ray.intersectObject(live.mesh).some((h) => h.face && h.face.a < live.nobj_v);
+      };
+      for (let y = r.top + 2; y < r.bottom; y += 3)
+        if (hits(y)) return hits(y + 10) ? { x, y: y + 10 } : { x, y };
+      return { x, y: r.top + (1 - c.y) / 2 * r.height };
     },
     cameraRight() { return new THREE.Vector3().setFromMatrixColumn(camera.matrixWorld, 0).toArray(); },
   };
@@ -337,9 +338,14 @@ async function showSkinning(name) {
   function paint(h) {
     for (let v = 0; v < nv; v++) {
       let c;
-      if (h < 0) { // every handle: its colour weighted by its weight
+      if (h < 0) { // every handle: its colour weighted by its squared weight (the dominant one shows)
         c = [0, 0, 0];
-        for (let k = 0; k < m; k++) { const w = s.weights[v * m + k]; c[0] += w * palette[k].r; c[1] += w * palette[k].g; c[2] += w * palette[k].b; }
+        let sum = 0;
+        for (let k = 0; k < m; k++) {
+          const w = s.weights[v * m + k] ** 2;
+          c[0] += w * palette[k].r; c[1] += w * palette[k].g; c[2] += w * palette[k].b; sum += w;
+        }
+        if (sum > 0) c = c.map((x) => x / sum);
       } else c = ramp(s.weights[v * m + h]);
       col.set(c, 3 * v);
     }
@@ -360,8 +366,9 @@ async function showGaussians(name) {
   await v.addSplatScene(`/files/${name}${q}`, { format: GS.SceneFormat.Ply, showLoadingUI: false });
   scene.add(v);
   shown.splats = v;
-  const box = new THREE.Box3().setFromObject(v);
-  if (!box.isEmpty()) {
+  const mesh = v.viewer.splatMesh; // the splats' own bounds (the drop-in object has no geometry)
+  const box = mesh && mesh.computeBoundingBox ? mesh.computeBoundingBox(true) : null;
+  if (box && !box.isEmpty()) {
     const c = box.getCenter(new THREE.Vector3()), s = box.getSize(new THREE.Vector3());
     frameCamera(c.toArray(), Math.max(s.x, s.y, s.z));
   }
