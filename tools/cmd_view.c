@@ -8,7 +8,8 @@
  * token is printed in the URL and every HTTP request and WebSocket upgrade must carry it (the URL's
  * ?token=, or the cookie the first request with it sets, so the page's own module imports pass).
  * A WebSocket upgrade whose Origin is not the server itself is refused (another site's page in the
- * user's browser must not drive the sim). Static paths are checked character by character, must
+ * user's browser must not drive the sim), and on the loopback the Host header must name it (DNS
+ * rebinding). Static paths are checked character by character, must
  * not hold "..", and are resolved with realpath under their root; files of a run are served only
  * by the names the server listed. Client messages are validated in tools/cmd_view_live.c. */
 #include <dirent.h>
@@ -202,8 +203,21 @@ static char *skinning_json(const char *path, char *err, size_t errlen) {
     return out;
 }
 
+/* Without a token (a loopback bind) the Host header must name the loopback: a page of another
+ * site whose name the attacker re-points at 127.0.0.1 (DNS rebinding) would otherwise be of the
+ * same origin as this server, and read its files and drive its sim. */
+static bool host_ok(struct lws *wsi) {
+    if (S.need_token) return true; /* the token guards */
+    char host[256];
+    if (lws_hdr_copy(wsi, host, sizeof host, WSI_TOKEN_HOST) <= 0) return false;
+    char *colon = host[0] == '[' ? strstr(host, "]:") : strchr(host, ':');
+    if (colon) colon[host[0] == '[' ? 1 : 0] = 0;
+    return !strcmp(host, "127.0.0.1") || !strcmp(host, "localhost") || !strcmp(host, "[::1]");
+}
+
 static int http_request(struct lws *wsi, const char *uri) {
     bool from_url;
+    if (!host_ok(wsi)) return http_text(wsi, HTTP_STATUS_FORBIDDEN, "403: Host is not this machine's loopback\n");
     if (!has_token(wsi, &from_url)) return http_text(wsi, HTTP_STATUS_FORBIDDEN, "403: this server needs its token (?token=...)\n");
     bool cookie = S.need_token && from_url;
     char path[PATH_MAX * 2];
@@ -333,7 +347,7 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
         return http_request(wsi, (const char *)in);
     case LWS_CALLBACK_FILTER_PROTOCOL_CONNECTION: {
         bool from_url;
-        if (!has_token(wsi, &from_url) || !origin_ok(wsi)) return -1;
+        if (!host_ok(wsi) || !has_token(wsi, &from_url) || !origin_ok(wsi)) return -1;
         return 0;
     }
     case LWS_CALLBACK_ESTABLISHED:

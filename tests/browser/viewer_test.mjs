@@ -84,6 +84,11 @@ async function serverChecks(server) {
   const page = await fetch(`${base}/`), three = await fetch(`${base}/node_modules/three/build/three.module.js`);
   check('static files served, path traversal refused', leaked.length === 0 && page.status === 200 && three.status === 200,
         leaked.length ? `served ${leaked.join(', ')}` : `${probes.length} probes refused; page ${page.status}, three.js ${three.status}`);
+  // ---- a page of another name that resolves to 127.0.0.1 (DNS rebinding) gets nothing ----
+  const rebound = await raw(base, 'GET /api/info HTTP/1.1\r\nHost: evil.example:80\r\nConnection: close\r\n\r\n');
+  const reboundWs = await raw(base, UPGRADE.replace('Host: HOST', 'Host: evil.example') + 'Origin: http://evil.example\r\n\r\n');
+  check('Host other than the loopback refused', /^HTTP\/1\.1 403/.test(rebound) && !/^HTTP\/1\.1 101/.test(reboundWs),
+        `${rebound.split('\r\n')[0]}; WebSocket ${reboundWs.split('\r\n')[0] || 'closed'}`);
   // ---- another site's page may not open the WebSocket ----
   const evil = await raw(base, UPGRADE + 'Origin: http://evil.example\r\n\r\n');
   const same = await raw(base, UPGRADE + `Origin: ${base}\r\n\r\n`, 1500);
