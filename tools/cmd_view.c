@@ -36,7 +36,8 @@ enum { OUTQ = 256, MAX_FILES = 4096 };
 
 typedef struct {
     char name[256];  /* as listed and requested: /files/<name> */
-    char kind[16];   /* "mesh", "gaussians", "skinning", "frame" (a run's mesh frame) */
+    char kind[16];   /* "mesh", "gaussians", "frame" (a run's mesh frame), "skinning", "motion", "rig",
+                        "trajectories" (tools/cmd_view_h5.c) */
 } ViewFile;
 
 typedef struct {
@@ -251,6 +252,20 @@ static int http_request(struct lws *wsi, const char *uri) {
                     free(j);
                     return rc;
                 }
+                if (strcmp(S.files[i].kind, "mesh") && strcmp(S.files[i].kind, "frame") && strcmp(S.files[i].kind, "gaussians")) {
+                    char err[1024];
+                    size_t len = 0;
+                    uint8_t *b = view_h5_animation(path, &len, err, sizeof err);
+                    if (!b) {
+                        char msg[1200] = "500: ";
+                        strncat(msg, err, sizeof msg - 8);
+                        strcat(msg, "\n");
+                        return http_text(wsi, HTTP_STATUS_INTERNAL_SERVER_ERROR, msg);
+                    }
+                    int rc = http_reply(wsi, HTTP_STATUS_OK, "application/octet-stream", (const char *)b, len, cookie);
+                    free(b);
+                    return rc;
+                }
                 return serve_file(wsi, path, cookie);
             }
         return http_text(wsi, HTTP_STATUS_NOT_FOUND, "404: not one of the files this viewer shows\n");
@@ -416,7 +431,7 @@ static int add_file(const char *dir, const char *name, char *err, size_t errlen)
     snprintf(path, sizeof path, "%s/%s", dir, name);
     const char *kind = NULL;
     if (ext && !strcmp(ext, ".ply")) kind = ply_kind(path);
-    else if (ext && !strcmp(ext, ".h5")) kind = "skinning";
+    else if (ext && !strcmp(ext, ".h5")) kind = view_h5_kind(path);
     if (!kind) return 0;
     if (!path_ok(name) && strchr(name, '/')) return 0;
     if (strlen(name) >= sizeof S.files[0].name || S.nfiles >= MAX_FILES) return 0;
@@ -457,7 +472,7 @@ static int scan_target(const char *target, char *err, size_t errlen) {
         closedir(d);
         qsort(S.files, (size_t)S.nfiles, sizeof *S.files, cmp_files);
         if (!S.nfiles) {
-            base_errf(err, errlen, "%s: no PLY or skinning (.h5) file to show", target);
+            base_errf(err, errlen, "%s: no PLY or HDF5 (skinning, gt.h5, rig.h5, trajectories) file to show", target);
             return -1;
         }
         return 0;
@@ -473,7 +488,7 @@ static int scan_target(const char *target, char *err, size_t errlen) {
     snprintf(S.files_dir, sizeof S.files_dir, "%s", buf[0] ? buf : "/");
     if (add_file(S.files_dir, slash + 1, err, errlen)) return -1;
     if (!S.nfiles) {
-        base_errf(err, errlen, "%s: not a file the viewer shows (a mesh or Gaussian PLY, a skinning .h5)", target);
+        base_errf(err, errlen, "%s: not a file the viewer shows (a mesh or Gaussian PLY; a skinning file, gt.h5, rig.h5 or trajectories .h5)", target);
         return -1;
     }
     return 0;

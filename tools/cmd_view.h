@@ -56,4 +56,10 @@ char *view_live_state(ViewLive *L, int64_t vertex);
  * into buf; 0 when there is none. */
 size_t view_live_broadcast(ViewLive *L, uint64_t *seen, char *buf, size_t len);
 
+/* tools/cmd_view_h5.c: which HDF5 file path is ("motion": a gt.h5, "rig": a rig.h5, "trajectories",
+ * else "skinning"; NULL when it cannot be opened), and a motion, rig or trajectories file as the
+ * page's binary animation (malloc'd, *len bytes; NULL with err). */
+const char *view_h5_kind(const char *path);
+uint8_t *view_h5_animation(const char *path, size_t *len, char *err, size_t errlen);
+
 #endif

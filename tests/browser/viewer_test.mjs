@@ -14,7 +14,7 @@
 // The last line is "N passed, M failed" (tests/run.sh). Without chromium the browser part is skipped
 // with a message; the server checks still run.
 import { spawn, execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { connect } from 'node:net';
 import os from 'node:os';
@@ -268,6 +268,13 @@ async function fileChecks(browser) {
     execFileSync(anima, ['sim', 'skinning', path.join(dir, 'skin.h5'), '--category', 'cactus', '--kind', 'rbf', '--handles', '4', '--mesh-res', '24', '--cubature-res', '12'],
                  { cwd: root, stdio: 'ignore' });
     gaussianPly(path.join(dir, 'splats.ply'), 2000);
+    // a tiny motion benchmark (gt.h5: surface and true bones over 6 frames) and skelebones' rig of it
+    const mo = path.join(dir, 'motion'), sk = path.join(dir, 'skel');
+    execFileSync(anima, ['dataset', 'motion', '--category', 'humanoid', '--out', mo, '--frames', '6', '--views', '2', '--size', '16',
+                         '--grid', '32', '--heldout', 'none', '--no-progress'], { cwd: root, stdio: 'ignore' });
+    execFileSync(anima, ['skelebones', '--gt', path.join(mo, 'gt.h5'), '--out', sk, '--bones', '6', '--iters', '3'], { cwd: root, stdio: 'ignore' });
+    renameSync(path.join(mo, 'gt.h5'), path.join(dir, 'gt.h5'));
+    renameSync(path.join(sk, 'rig.h5'), path.join(dir, 'rig.h5'));
     const server = await startServer([dir]);
     try {
       const info = await (await fetch(`${server.base}/api/info`)).json();
@@ -287,13 +294,19 @@ async function fileChecks(browser) {
         const msg = await page.$eval('#msg', (e) => e.textContent);
         if (SHOTS) await page.screenshot({ path: path.join(SHOTS, `file_${i}.png`) });
         const handles = await page.$$eval('#handle option', (o) => o.length);
-        results.push({ name: options[i], v, msg, handles });
+        const anim = await page.evaluate(() => window.viewerStats.animation);
+        await page.evaluate(() => { window.viewerStats.animation = null; });
+        results.push({ name: options[i], v, msg, handles, anim });
       }
       const bad = results.filter((r) => !(r.v > 20) || r.msg);
-      const skin = results.find((r) => /skinning/.test(r.name));
-      check('file viewer: frames, skinning weights, Gaussians shown', kinds === 'frame,frame,frame,gaussians,skinning' &&
-            bad.length === 0 && page.consoleErrors.length === 0 && skin && skin.handles === 5,
-            `${kinds}; ` + results.map((r) => `${r.name}: variance ${r.v.toFixed(0)}${r.msg ? ` (${r.msg})` : ''}`).join('; ') +
+      const skin = results.find((r) => /skinning/.test(r.name)), gt = results.find((r) => /\(motion\)/.test(r.name));
+      const rig = results.find((r) => /\(rig\)/.test(r.name));
+      check('file viewer: frames, skinning weights, Gaussians, gt.h5 and rig.h5 skeletons shown',
+            kinds === 'frame,frame,frame,gaussians,motion,rig,skinning' && bad.length === 0 && page.consoleErrors.length === 0 &&
+            skin && skin.handles === 5 && gt && gt.anim && gt.anim.frames === 6 && gt.anim.bones > 5 && rig && rig.anim &&
+            rig.anim.bones > 5 && rig.anim.joints > 5,
+            `${kinds}; ` + results.map((r) => `${r.name}: variance ${r.v.toFixed(0)}${r.msg ? ` (${r.msg})` : ''}` +
+                                               (r.anim ? ` ${JSON.stringify(r.anim)}` : '')).join('; ') +
             (page.consoleErrors.length ? `; console: ${page.consoleErrors.slice(0, 3).join(' | ')}` : ''));
       await page.close();
     } finally { server.proc.kill('SIGTERM'); }

@@ -381,19 +381,98 @@ async function showFrames(names) {
   shown.frames = geoms;
   const mesh = showGeometry(geoms[0].clone());
   fitTo(geoms[0]);
-  const slider = $('slider');
-  slider.max = geoms.length - 1;
-  $('playbox').classList.remove('hidden');
-  const setFrame = (i) => {
-    shown.frame = i;
-    slider.value = i;
+  player(geoms.length, (i) => {
     mesh.geometry.attributes.position.array.set(geoms[i].attributes.position.array);
     mesh.geometry.attributes.position.needsUpdate = true;
     mesh.geometry.computeVertexNormals();
-  };
-  slider.oninput = () => setFrame(+slider.value);
+  });
+}
+
+// play/pause and a slider over n frames at 20 per second; setFrame(i) shows frame i
+function player(n, setFrame) {
+  const slider = $('slider');
+  slider.max = n - 1;
+  if (n < 2) return;
+  $('playbox').classList.remove('hidden');
+  const go = (i) => { shown.frame = i; slider.value = i; setFrame(i); };
+  slider.oninput = () => go(+slider.value);
   $('play').onclick = () => { shown.playing = !shown.playing; $('play').textContent = shown.playing ? 'pause' : 'play'; };
-  shown.timer = setInterval(() => { if (shown.playing) setFrame((shown.frame + 1) % geoms.length); }, 50);
+  shown.timer = setInterval(() => { if (shown.playing) go((shown.frame + 1) % n); }, 50);
+}
+
+// a gt.h5 (surface and true bones over the frames), a rig.h5 (rest points by bone, the found
+// skeleton over the IK frames) or point trajectories (gs4d): tools/cmd_view_h5.c's binary layout
+async function showAnimation(item) {
+  const r = await fetch(`/files/${item.name}${q}`);
+  if (!r.ok) { say(await r.text()); return; }
+  const buf = await r.arrayBuffer();
+  const jl = new Uint32Array(buf, 4, 1)[0];
+  const meta = JSON.parse(new TextDecoder().decode(new Uint8Array(buf, 8, jl)));
+  const A = {};
+  let off = 8 + jl;
+  for (const a of meta.arrays) {
+    const n = a.shape.reduce((x, y) => x * y, 1);
+    A[a.name] = { shape: a.shape, data: a.type === 'f32' ? new Float32Array(buf, off, n) : new Int32Array(buf, off, n) };
+    off += 4 * n;
+  }
+  const P = A.positions, F = P.shape.length === 3 ? P.shape[0] : 1, N = P.shape.length === 3 ? P.shape[1] : P.shape[0];
+  const geom = new THREE.BufferGeometry();
+  geom.setAttribute('position', new THREE.BufferAttribute(P.data.slice(0, 3 * N), 3));
+  let col = null;
+  if (A.colors) col = A.colors.data.slice(0, 3 * N);
+  else if (A.labels) { // each point its bone's colour
+    const nb = Math.max(1, ...A.labels.data) + 1;
+    col = new Float32Array(3 * N);
+    for (let i = 0; i < N; i++) { const c = new THREE.Color().setHSL(A.labels.data[i] / nb, 0.65, 0.55); col.set([c.r, c.g, c.b], 3 * i); }
+  }
+  if (col) geom.setAttribute('color', new THREE.BufferAttribute(col, 3));
+  geom.computeBoundingBox();
+  const size = geom.boundingBox.getSize(new THREE.Vector3()), extent = Math.max(size.x, size.y, size.z);
+  let body;
+  if (A.faces) { geom.setIndex(new THREE.BufferAttribute(new Uint32Array(A.faces.data), 1)); body = showGeometry(geom); }
+  else {
+    body = new THREE.Points(geom, new THREE.PointsMaterial({ size: extent / 80, vertexColors: !!col, color: col ? 0xffffff : 0xcc7755 }));
+    scene.add(body);
+    shown.objects.push(body);
+  }
+  fitTo(geom);
+  let J = null, FJ = 0, NJ = 0, bones = null, joints = null;
+  if (A.joints && A.parents) {
+    J = A.joints, FJ = J.shape.length === 3 ? J.shape[0] : 1, NJ = J.shape.length === 3 ? J.shape[1] : J.shape[0];
+    const segs = [];
+    for (let j = 0; j < NJ; j++) if (A.parents.data[j] >= 0) segs.push([A.parents.data[j], j]);
+    const lg = new THREE.BufferGeometry();
+    lg.setAttribute('position', new THREE.BufferAttribute(new Float32Array(6 * segs.length), 3));
+    const pg = new THREE.BufferGeometry();
+    pg.setAttribute('position', new THREE.BufferAttribute(new Float32Array(3 * NJ), 3));
+    // drawn over the surface: a skeleton is inside it
+    bones = new THREE.LineSegments(lg, new THREE.LineBasicMaterial({ color: 0x1030a0, depthTest: false }));
+    joints = new THREE.Points(pg, new THREE.PointsMaterial({ color: 0xd02020, size: extent / 40, depthTest: false }));
+    bones.renderOrder = joints.renderOrder = 1;
+    bones.frustumCulled = joints.frustumCulled = false;
+    scene.add(bones, joints);
+    shown.objects.push(bones, joints);
+    bones.userData.segs = segs;
+  }
+  const setFrame = (i) => {
+    if (F > 1) {
+      const f = Math.min(i, F - 1);
+      geom.attributes.position.array.set(P.data.subarray(3 * N * f, 3 * N * (f + 1)));
+      geom.attributes.position.needsUpdate = true;
+      if (A.faces) geom.computeVertexNormals();
+    }
+    if (J) {
+      const f = Math.min(i, FJ - 1), jp = J.data.subarray(3 * NJ * f, 3 * NJ * (f + 1));
+      const lp = bones.geometry.attributes.position;
+      bones.userData.segs.forEach(([a, b], k) => { lp.array.set(jp.subarray(3 * a, 3 * a + 3), 6 * k); lp.array.set(jp.subarray(3 * b, 3 * b + 3), 6 * k + 3); });
+      lp.needsUpdate = true;
+      joints.geometry.attributes.position.array.set(jp);
+      joints.geometry.attributes.position.needsUpdate = true;
+    }
+  };
+  setFrame(0);
+  player(Math.max(F, FJ), setFrame);
+  stats.animation = { kind: meta.kind, frames: Math.max(F, FJ), points: N, joints: NJ, bones: bones ? bones.userData.segs.length : 0 };
 }
 
 async function showFile(item, info) {
@@ -403,6 +482,7 @@ async function showFile(item, info) {
     if (item.kind === 'frames') await showFrames(info.files.filter((f) => f.kind === 'frame').map((f) => f.name));
     else if (item.kind === 'skinning') await showSkinning(item.name);
     else if (item.kind === 'gaussians') await showGaussians(item.name);
+    else if (['motion', 'rig', 'trajectories'].includes(item.kind)) await showAnimation(item);
     else {
       const g = await plyLoader.loadAsync(`/files/${item.name}${q}`);
       showGeometry(g);
@@ -417,7 +497,7 @@ async function showFile(item, info) {
 async function main() {
   const info = await (await fetch(`/api/info${q}`)).json();
   if (info.live) startLive();
-  const items = info.files.filter((f) => f.kind !== 'frame' && f.name.endsWith('.ply') || f.kind === 'skinning');
+  const items = info.files.filter((f) => f.kind !== 'frame');
   if (info.files.some((f) => f.kind === 'frame')) items.unshift({ name: 'frames (animation)', kind: 'frames' });
   if (items.length) {
     if (!info.live) stats.mode = 'files';
