@@ -521,7 +521,7 @@ int cmd_view(int argc, char **argv) {
         {"--scene", CMD_ARG_STRING, &scene, "FILE.json", "a scene (sim/scene.h) to simulate live and drag in the browser"},
         {"--port", CMD_ARG_INT, &port, "P", "TCP port (0: any free one, printed)", 0, 65535},
         {"--bind", CMD_ARG_STRING, &bind, "ADDR", "listen address; not loopback: a token is required (printed in the URL)"},
-        {"--drag-stiffness", CMD_ARG_DOUBLE, &drag_k, "K", "the mouse drag's spring (N/m; default: the scene's first drag, else 2e5)", 0, 0, .above_min = true},
+        {"--drag-stiffness", CMD_ARG_DOUBLE, &drag_k, "K", "the mouse drag's spring (N/m; default: the scene's first drag, else 2e5)", 0, -1, .above_min = true},
         {"--web", CMD_ARG_STRING, &web, "DIR", "the page's files (default: tools/web/viewer beside the program)"},
         {"--modules", CMD_ARG_STRING, &modules, "DIR", "node_modules with three.js (default: build/web/node_modules, make web-deps)"},
         {0}};
