@@ -56,6 +56,7 @@ static volatile sig_atomic_t g_stop;
 
 typedef struct Sess {
     bool hello_sent, rx_over, is_ws;
+    int window, inflight; /* flow control: frames sent and not yet "ready"-ed; window 0: no limit */
     uint32_t topo_sent, frame_sent;
     uint64_t bcast_seen;
     char *outq[OUTQ];
@@ -343,6 +344,7 @@ static int ws_writable(struct lws *wsi, Sess *s) {
         return w < (int)len ? -1 : 0;
     }
     uint32_t topo;
+    if (s->window && s->inflight >= s->window) return 0; /* the client's "ready" asks for more */
     uint8_t *b = view_live_frame(S.live, LWS_PRE, &s->frame_sent, &topo, &len);
     if (!b) return 0;
     if (topo != s->topo_sent) { /* a frame of an older topology: the next one will do */
@@ -352,7 +354,31 @@ static int ws_writable(struct lws *wsi, Sess *s) {
     }
     int w = lws_write(wsi, b + LWS_PRE, len, LWS_WRITE_BINARY);
     free(b);
+    s->inflight++;
     return w < (int)len ? -1 : 0;
+}
+
+/* Flow control, the server's own messages: {"type":"flow","window":W} (1..16) makes the server
+ * send at most W frames ahead of the client's {"type":"ready"} (one per frame received). Without
+ * it frames go out as fast as the socket takes them, and a client that draws slower than the sim
+ * steps reads frames that waited in the socket buffers (on the loopback megabytes: a second of
+ * stale frames between an input and its answer). Returns whether msg was one of them. */
+static bool flow_message(Sess *s, const char *msg, size_t len, char *reply, size_t replylen) {
+    if (len > 64) return false;
+    cJSON *j = cJSON_ParseWithLength(msg, len);
+    const cJSON *t = j ? cJSON_GetObjectItemCaseSensitive(j, "type") : NULL;
+    bool ours = cJSON_IsString(t) && (!strcmp(t->valuestring, "ready") || !strcmp(t->valuestring, "flow"));
+    if (ours && !strcmp(t->valuestring, "ready")) {
+        if (s->inflight > 0) s->inflight--;
+    } else if (ours) {
+        const cJSON *w = cJSON_GetObjectItemCaseSensitive(j, "window");
+        if (cJSON_IsNumber(w) && w->valuedouble >= 1 && w->valuedouble <= 16 && w->valuedouble == (int)w->valuedouble)
+            s->window = (int)w->valuedouble, s->inflight = 0;
+        else
+            snprintf(reply, replylen, "{\"type\":\"error\",\"message\":\"flow: window must be an integer from 1 to 16\"}");
+    }
+    cJSON_Delete(j);
+    return ours;
 }
 
 static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *user, void *in, size_t len) {
@@ -378,17 +404,18 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
         if (s->rxlen + len > VIEW_MAX_MESSAGE) s->rx_over = true;
         else memcpy(s->rx + s->rxlen, in, len), s->rxlen += len;
         if (!lws_is_final_fragment(wsi) || lws_remaining_packet_payload(wsi)) return 0;
-        char reply[512];
+        char reply[512] = "";
         if (s->rx_over) snprintf(reply, sizeof reply, "{\"type\":\"error\",\"message\":\"message too large (at most %d bytes)\"}", VIEW_MAX_MESSAGE);
         else if (lws_frame_is_binary(wsi)) snprintf(reply, sizeof reply, "{\"type\":\"error\",\"message\":\"binary messages are not accepted\"}");
         else if (!S.live) snprintf(reply, sizeof reply, "{\"type\":\"error\",\"message\":\"no live simulation (anima view --scene X.json)\"}");
-        else {
+        else if (!flow_message(s, s->rx, s->rxlen, reply, sizeof reply)) {
             s->rx[s->rxlen] = 0;
             int rc = view_live_message(S.live, s->rx, s->rxlen, reply, sizeof reply);
             if (rc == 0 && !strstr(reply, "\"id\"")) reply[0] = 0; /* an ok without an id needs no answer */
         }
         s->rxlen = 0, s->rx_over = false;
-        if (reply[0]) queue_text(s, reply), lws_callback_on_writable(wsi);
+        if (reply[0]) queue_text(s, reply);
+        lws_callback_on_writable(wsi); /* a reply, or a "ready" that lets the next frame go */
         return 0;
     }
     case LWS_CALLBACK_SERVER_WRITEABLE:

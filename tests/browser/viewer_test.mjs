@@ -35,13 +35,17 @@ function check(name, ok, detail = '') {
 // ./anima view ARGS on a free port; resolves once it printed its URL
 function startServer(args) {
   return new Promise((resolve, reject) => {
-    const proc = spawn(path.join(root, 'anima'), ['view', '--port', '0', ...args], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
+    // VIEWER_TEST_WRAP="valgrind -q ...": the server under a checker (while developing)
+    const wrap = (process.env.VIEWER_TEST_WRAP || '').split(' ').filter(Boolean);
+    const cmd = [...wrap, path.join(root, 'anima'), 'view', '--port', '0', ...args];
+    const proc = spawn(cmd[0], cmd.slice(1), { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '', err = '';
-    const timer = setTimeout(() => reject(new Error(`anima view printed no URL in 60 s: ${out} ${err}`)), 60000);
+    const limit = process.env.VIEWER_TEST_WRAP ? 600 : 60;
+    const timer = setTimeout(() => reject(new Error(`anima view printed no URL in ${limit} s: ${out} ${err}`)), limit * 1000);
     proc.stdout.on('data', (d) => {
       out += d;
       const m = out.match(/(http:\/\/\S+)/);
-      if (m) { clearTimeout(timer); resolve({ proc, url: m[1], base: new URL(m[1]).origin }); }
+      if (m) { clearTimeout(timer); resolve({ proc, url: m[1], base: new URL(m[1]).origin, err: () => err }); }
     });
     proc.stderr.on('data', (d) => { err += d; });
     proc.on('exit', (code) => { clearTimeout(timer); reject(new Error(`anima view exited ${code}: ${err}`)); });
@@ -94,6 +98,21 @@ async function serverChecks(server) {
   const same = await raw(base, UPGRADE + `Origin: ${base}\r\n\r\n`, 1500);
   check('WebSocket from another origin refused', !/^HTTP\/1\.1 101/.test(evil) && /^HTTP\/1\.1 101/.test(same),
         `evil: ${evil.split('\r\n')[0] || 'closed'}; same origin: ${same.split('\r\n')[0]}`);
+  // ---- flow control: with a window of 1 a client that sends no "ready" gets one frame ----
+  {
+    const wf = new WebSocket(`${wsBase}/ws`, 'anima-live');
+    wf.binaryType = 'arraybuffer';
+    let nf = 0;
+    wf.onmessage = (e) => { if (typeof e.data !== 'string' && new DataView(e.data).getUint32(0, true) === 0x31465641) nf++; };
+    await new Promise((r, j) => { wf.onopen = r; wf.onerror = j; });
+    wf.send('{"type":"flow","window":1}');
+    await sleep(1500);
+    const held = nf;
+    for (let i = 0; i < 3; i++) { wf.send('{"type":"ready"}'); await sleep(300); }
+    wf.close();
+    check('flow control: frames wait for the client\'s ready', held <= 3 && nf >= held + 2 && nf <= held + 4,
+          `${held} frames in 1.5 s without ready (those sent before the window came count too), ${nf - held} after 3 readys`);
+  }
   // ---- 100 malformed messages ----
   const nobj = (await state()).nobj_v;
   const bad = ['{', 'null', '[]', '42', '"drag"', '{"type":5}', '{"type":"drag"}', '{"type":"drag","vertex":-1,"target":[0,0,0]}',
@@ -227,16 +246,21 @@ async function liveChecks(browser, sceneName) {
     check(`${sceneName}: frames per second and latency measured`, fps > 0 && lats.length > 5, `${fps.toFixed(1)} fps, ${lats.length} inputs timed`);
     // pin, ball, unpin, reset from the page: applied (acknowledged) with no error reply
     const errs0 = await page.evaluate(() => window.viewerStats.errors.length);
-    await page.evaluate(() => {
+    // inputs are applied between steps: wait for the frame that acknowledges them (a loaded
+    // machine may take seconds per step once a ball brings contact in)
+    const applied = async (id) => {
+      let st;
+      for (const t = Date.now(); Date.now() - t < 60000; await sleep(100)) if ((st = await state()).ack >= id) break;
+      return st;
+    };
+    const idBall = await page.evaluate(() => {
       const h = window.viewerStats.hello;
       window.viewerSend({ type: 'pin', center: h.center, radius: h.drag_radius });
-      window.viewerSend({ type: 'drop_ball', pos: [h.center[0], h.center[1] + h.extent, h.center[2]], vel: [0, -1, 0] });
+      return window.viewerSend({ type: 'drop_ball', pos: [h.center[0], h.center[1] + h.extent, h.center[2]], vel: [0, -1, 0] });
     });
-    await sleep(1500);
-    const mid = await state();
-    await page.evaluate(() => { window.viewerSend({ type: 'unpin' }); window.viewerSend({ type: 'reset' }); });
-    await sleep(1000);
-    const end = await state(), errs = await page.evaluate((k) => window.viewerStats.errors.slice(k), errs0);
+    const mid = await applied(idBall);
+    const idReset = await page.evaluate(() => { window.viewerSend({ type: 'unpin' }); return window.viewerSend({ type: 'reset' }); });
+    const end = await applied(idReset), errs = await page.evaluate((k) => window.viewerStats.errors.slice(k), errs0);
     check(`${sceneName}: pin, drop_ball, unpin, reset applied`, mid.pins === 1 && mid.balls === 1 && end.pins === 0 &&
           end.balls === 0 && end.t < mid.t && errs.length === 0 && page.consoleErrors.length === 0,
           `pins ${mid.pins} balls ${mid.balls} at t ${mid.t.toFixed(2)}; after reset pins ${end.pins} balls ${end.balls} t ${end.t.toFixed(2)}` +
@@ -319,7 +343,10 @@ try {
   const only = process.env.VIEWER_TEST_ONLY; // "server", "live" or "files": one part (while developing)
   if (!only || only === 'server') {
     const server = await startServer(['--scene', 'scenes/drag.json']);
-    try { await serverChecks(server); } finally { server.proc.kill('SIGTERM'); }
+    try { await serverChecks(server); } finally {
+      server.proc.kill('SIGTERM');
+      if (process.env.VIEWER_TEST_WRAP) { await sleep(3000); console.log(`server stderr:\n${server.err()}`); }
+    }
     await tokenChecks();
   }
   const modules = path.join(root, build, 'web/node_modules');

@@ -159,6 +159,7 @@ function onTopology(buf) {
 // the newest is kept and drawn by the next animation frame, older ones are dropped unseen
 let latestFrame = null;
 function onFrame(buf) {
+  live.ws.send('{"type":"ready"}'); // flow control: the server sends the next frame
   const dv = new DataView(buf);
   if (dv.getUint32(4, true) !== live.topo || !live.geom) return;
   stats.framesReceived++;
@@ -189,7 +190,9 @@ function startLive() {
   const ws = new WebSocket(`${location.protocol === 'https:' ? 'wss' : 'ws'}://${location.host}/ws${q}`, 'anima-live');
   ws.binaryType = 'arraybuffer';
   live.ws = ws;
-  ws.onopen = () => { stats.wsOpen = true; };
+  // at most two frames on their way: a page that draws slower than the sim steps gets the newest
+  // frames, not ones that waited in the socket buffers
+  ws.onopen = () => { stats.wsOpen = true; ws.send('{"type":"flow","window":2}'); };
   ws.onclose = () => { stats.wsOpen = false; say('connection closed'); };
   ws.onmessage = (ev) => {
     if (typeof ev.data === 'string') {
