@@ -46,7 +46,7 @@ include tools/cuemu/cuemu.mk
 APP_SRC  := $(wildcard tools/anima*.c tools/cmd_*.c)
 TEST_SRC := $(wildcard tests/*.c)
 # bench/bench_sim.c is a program of its own (bench/run_sim.sh), not one of anima-bench's cases
-BENCH_SRC := $(filter-out bench/bench_sim.c,$(wildcard bench/*.c))
+BENCH_SRC := $(filter-out bench/bench_sim.c bench/bench_rig.c,$(wildcard bench/*.c))
 
 .PHONY: all test demo bench bench-skeleton valgrind clean deps test-cuda bench-cuda install uninstall shared FORCE test-cuda-emu test-cuda-emu-tsan
 all: $(BUILD)/libanima.a anima
@@ -98,6 +98,10 @@ $(BUILD)/anima-bench: $(BENCH_SRC:%.c=$(BUILD)/app/%.o) $(BUILD)/libanima.a
 $(BUILD)/anima-bench-sim: $(BUILD)/app/bench/bench_sim.o $(BUILD)/libanima.a
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
+# the rig-driven frame against the same object without its rig (bench/bench_rig.c, issue 21)
+$(BUILD)/anima-bench-rig: $(BUILD)/app/bench/bench_rig.o $(BUILD)/libanima.a
+	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+
 # anima vs PyTorch on the GPU (bench/cuda/): a CUDA=1 build in its own directory (objects
 # differ with and without CUDA), then bench/cuda/run.sh, which prints "skipped: no CUDA device"
 # and exits 0 on a machine without a GPU.
@@ -136,8 +140,8 @@ motion-data: deps
 	  echo "motion-data: $(words $(MOTION_CATEGORIES)) characters in $(MOTION_DATA) in $$(( $$(date +%s) - t0 )) s"
 
 # the installed tree at $(BUILD)/install-test is what tests/examples.sh builds examples/ against
-test: deps
-	@$(MAKE) --no-print-directory all web-deps $(BUILD)/anima-tests $(BUILD)/anima-mpi-tests $(BUILD)/libanima.so $(BUILD)/fullshim.so
+test: deps web-deps
+	@$(MAKE) --no-print-directory all $(BUILD)/anima-tests $(BUILD)/anima-mpi-tests $(BUILD)/libanima.so $(BUILD)/fullshim.so
 	@rm -rf $(BUILD)/install-test && $(MAKE) --no-print-directory install PREFIX=$(abspath $(BUILD)/install-test) \
 	  > $(BUILD)/install-test.log 2>&1 || { cat $(BUILD)/install-test.log; exit 1; }
 	@bash datasets/fetch-real.sh > $(BUILD)/fetch-real.log 2>&1 || echo "note: datasets/fetch-real.sh failed (see $(BUILD)/fetch-real.log); tests that need real meshes skip" 
@@ -148,17 +152,20 @@ demo: deps
 	./anima demo
 
 bench: deps
-	@$(MAKE) --no-print-directory $(BUILD)/anima-bench $(BUILD)/anima-bench-sim
+	@$(MAKE) --no-print-directory $(BUILD)/anima-bench $(BUILD)/anima-bench-sim $(BUILD)/anima-bench-rig
 	@bash bench/run.sh ./$(BUILD)/anima-bench
 	@bash bench/run_sim.sh ./$(BUILD)/anima-bench-sim
+	@OMP_NUM_THREADS=$${BENCH_SIM_THREADS:-1} OMP_WAIT_POLICY=passive ./$(BUILD)/anima-bench-rig
+	@OMP_NUM_THREADS=$${BENCH_THREADS:-2} ./$(BUILD)/anima-bench partmm_q300_db300_b50 | \
+	  awk '$$1 == "case" { printf "partmm %s: %.0f ms per 300 poses (median of %d), %.0f poses/s (target 60)\n", $$2, $$3, $$4, 300000 / $$3 }'
 
 # the mean curvature skeleton beside CGAL's (bench/cgal/; CGAL is only needed here)
 bench-skeleton: $(BUILD)/libanima.a
 	LDLIBS="$(LDLIBS)" bash bench/run_skeleton.sh
 
 # also builds ./anima: the `anima fit` tests run it (traced by --trace-children) and skip without it;
-# of the system programs the tests start, grep, python3 and the coreutils (cp, mkdir, rm, head, cat,
-# ls: cp leaks by design, freeing nothing before exit) are not traced (sh is: the programs
+# of the system programs the tests start, grep, python3, ffmpeg/ffprobe (the videos) and the coreutils (cp, mkdir,
+# rm, head, cat, ls: cp leaks by design, freeing nothing before exit) are not traced (sh is: the programs
 # it starts, ./anima among them, are only traced through it). A CUDA=0 build of its own: the
 # CUDA runtime's device probe loads the driver, which memcheck does not support (ld.so's reads
 # while loading it are reported in every test); kernels are checked by compute-sanitizer on a GPU.
@@ -167,7 +174,7 @@ valgrind: deps
 	@$(MAKE) --no-print-directory CUDA=0 BUILD=$(BUILD_VG) all $(BUILD_VG)/anima-tests
 	OMP_NUM_THREADS=1 ANIMA_TEST_QUICK=1 valgrind --leak-check=full --error-exitcode=1 --errors-for-leak-kinds=definite,possible \
 	  --suppressions=tests/valgrind.supp --trace-children=yes \
-	  --trace-children-skip='*/grep,*/python3*,*/cp,*/mkdir,*/rm,*/head,*/cat,*/ls' -q ./$(BUILD_VG)/anima-tests
+	  --trace-children-skip='*/grep,*/python3*,*/cp,*/mkdir,*/rm,*/head,*/cat,*/ls,*/ffmpeg,*/ffprobe' -q ./$(BUILD_VG)/anima-tests
 
 test-cuda: deps
 	@$(MAKE) --no-print-directory all $(BUILD)/anima-tests

@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -13,6 +14,8 @@
 #include <unistd.h>
 
 #include "base/h5file.h"
+
+#include "base/errbuf.h"
 
 /* the message into the caller's err, which may be NULL (datasets/corpus/cache.c's cleanup passes none) */
 #define SET_ERR(...) ((err && errlen) ? (void)snprintf(err, errlen, __VA_ARGS__) : (void)0)
@@ -315,4 +318,64 @@ bool base_h5_attr_is_vlen_str(hid_t loc, const char *name) {
     if (ty >= 0) H5Tclose(ty);
     H5Aclose(a);
     return v;
+}
+
+int base_h5_read_array(hid_t f, const char *path, const char *name, int rank, int64_t *want, bool is_int, void **out,
+                       char *err, size_t errlen) {
+    *out = NULL;
+    /* H5Lexists fails (rather than says no) when a group on the way is missing: test each prefix */
+    char pre[128];
+    for (size_t k = 0; name[k]; k++)
+        if (name[k + 1] == '/' || name[k + 1] == 0) {
+            snprintf(pre, sizeof pre, "%.*s", (int)(k + 1), name);
+            if (H5Lexists(f, pre, H5P_DEFAULT) <= 0) return base_errf(err, errlen, "%s: no dataset %s", path, name);
+        }
+    hid_t d = H5Dopen2(f, name, H5P_DEFAULT);
+    if (d < 0) return base_errf(err, errlen, "%s: no dataset %s", path, name);
+    hid_t sp = H5Dget_space(d);
+    hsize_t dims[8] = {0};
+    int r = sp >= 0 ? H5Sget_simple_extent_ndims(sp) : -1;
+    if (r != rank || H5Sget_simple_extent_dims(sp, dims, NULL) < 0) {
+        if (sp >= 0) H5Sclose(sp);
+        H5Dclose(d);
+        return base_errf(err, errlen, "%s: %s has rank %d, expected %d", path, name, r, rank);
+    }
+    H5Sclose(sp);
+    size_t n = 1;
+    for (int k = 0; k < rank; k++) {
+        if (want[k] >= 0 && (int64_t)dims[k] != want[k]) {
+            H5Dclose(d);
+            return base_errf(err, errlen, "%s: %s has %llu along dimension %d, expected %lld", path, name,
+                             (unsigned long long)dims[k], k, (long long)want[k]);
+        }
+        want[k] = (int64_t)dims[k];
+        if (dims[k] > ((hsize_t)1 << 32)) {
+            H5Dclose(d);
+            return base_errf(err, errlen, "%s: %s is implausibly large", path, name);
+        }
+        n *= dims[k];
+    }
+    if (n > ((size_t)1 << 31)) {
+        H5Dclose(d);
+        return base_errf(err, errlen, "%s: %s is implausibly large", path, name);
+    }
+    void *buf = malloc(4 * (n + 1));
+    if (!buf) {
+        H5Dclose(d);
+        return base_errf(err, errlen, "%s: out of memory reading %s", path, name);
+    }
+    herr_t e = H5Dread(d, is_int ? H5T_NATIVE_INT32 : H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf);
+    H5Dclose(d);
+    if (e < 0) {
+        free(buf);
+        return base_errf(err, errlen, "%s: reading %s failed (damaged or not numeric)", path, name);
+    }
+    if (!is_int)
+        for (size_t i = 0; i < n; i++)
+            if (!isfinite(((float *)buf)[i])) {
+                free(buf);
+                return base_errf(err, errlen, "%s: %s holds a non-finite value", path, name);
+            }
+    *out = buf;
+    return 0;
 }

@@ -59,4 +59,12 @@ char *base_h5_attr_read_str(hid_t loc, const char *name, size_t max);
 /* Whether the attribute is a variable-length string (h5py's default for a str): for messages. */
 bool base_h5_attr_is_vlen_str(hid_t loc, const char *name);
 
+/* Reads dataset name of f (the file at path, for messages) as float (is_int false: any stored
+ * float type, every value checked finite) or int32 into a malloc'd *out. rank dims; want[k] ≥ 0
+ * requires that extent, −1 takes any and is filled in. A missing dataset (or a group on its way),
+ * another rank or extent, an implausible size or a failed read (a damaged chunk's checksum) is
+ * -1 with err naming the file and the dataset. */
+int base_h5_read_array(hid_t f, const char *path, const char *name, int rank, int64_t *want, bool is_int, void **out,
+                       char *err, size_t errlen);
+
 #endif

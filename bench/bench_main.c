@@ -129,6 +129,10 @@ void bench_gaussians_cases(int argc, char **argv, bool (*wanted)(int, char **, c
                            void (*run_case)(const char *, void (*)(void *), void *));
 void bench_physskin_cases(int argc, char **argv, bool (*wanted)(int, char **, const char *),
                           void (*run_case)(const char *, void (*)(void *), void *));
+void bench_gru_cases(int argc, char **argv, bool (*wanted)(int, char **, const char *),
+                     void (*run_case)(const char *, void (*)(void *), void *));
+void bench_partmm_cases(int argc, char **argv, bool (*wanted)(int, char **, const char *),
+                        void (*run_case)(const char *, void (*)(void *), void *));
 
 static bool wanted(int argc, char **argv, const char *name) {
     if (argc < 2) return true;
@@ -164,6 +168,8 @@ int main(int argc, char **argv) {
     bench_attention_cases(argc, argv, wanted, run_case);
     bench_gaussians_cases(argc, argv, wanted, run_case);
     bench_physskin_cases(argc, argv, wanted, run_case);
+    bench_gru_cases(argc, argv, wanted, run_case);
+    bench_partmm_cases(argc, argv, wanted, run_case);
     tensor_runtime_shutdown();
     return 0;
 }

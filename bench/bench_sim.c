@@ -9,7 +9,11 @@
  *   sim_sag_reduced, sim_sag_fem   the sag scene (scenes/sag.json: pinned top under gravity),
  *                       reduced vs tetrahedral FEM (sim/fem.h) per implicit Euler step
  *   sim_pile            three deformables piling up (scenes/pile.json), IPC contact between them:
- *                       the frames with contact pairs in reach
+ *                       the frames with contact pairs in reach; then sim_pile_cap1, _cap2, _cap4:
+ *                       the real-time mode (a fixed cap of Newton iterations per frame), each with
+ *                       "check sim_pile_capN_rmse <% of the diagonal>" against the converged run
+ *   sim_pile10          ten objects piling up (scenes/pile10.json), cap 2 and converged
+ * The pile cases also print "parts <name> ..." (broad phase, pairs, Hessians, solves per frame).
  * Each prints "case <name> <median_ms> <n>" with the median over frames of the wall time, and
  * "cpu <name> <median_ms>" with the median of the process CPU time (all threads: on a shared
  * machine the wall clock also measures the other users). Then:
@@ -25,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
 
 #include "base/clock.h"
 #include "sim/cubature.h"
@@ -83,6 +88,118 @@ static void run_frames(SimObject *o, int frames, double *wall, double *cpu, doub
         *hessians += o->last.hessians;
         if (traj) sim_object_vertices(o, traj + (size_t)f * 3 * (size_t)o->nv);
     }
+}
+
+/* One run of a pile scene: the frames with at least one contact pair within reach are timed
+ * (free flight costs what the objects cost alone). cap > 0: Newton iterations per frame at most
+ * (real-time mode; 0: the scene's settings). Prints "case/cpu <name>", an info line and the
+ * per-frame cost broken down; keeps every frame's rendered vertices when keep. */
+typedef struct {
+    double *x;       /* frames × vertices × 3 */
+    int64_t n;
+    double diag, dmin;
+} PileRun;
+
+static void run_pile(const char *scene, int cap, const char *name, bool keep, PileRun *out) {
+    SimScene sc;
+    char err[512];
+    memset(out, 0, sizeof *out);
+    if (sim_scene_load(scene, &sc, err, sizeof err)) die("scene", err);
+    SimObject *objs = calloc((size_t)sc.nobjects, sizeof *objs);
+    if (!objs || sim_scene_build(&sc, "scenes", objs, err, sizeof err)) die("scene", err);
+    if (cap > 0)
+        for (int k = 0; k < sc.nobjects; k++) objs[k].newton.max_iters = cap;
+    SimWorld world = {0};
+    if (sim_world_init(&world, objs, sc.nobjects, NULL, 0, sc.planes, sc.nplanes, &sc.contact, err, sizeof err))
+        die("world", err);
+    int steps = (int)sc.steps, ncontact = 0, iters = 0, hess = 0, fact = 0, prods = 0, unconverged = 0;
+    double *cw = malloc(sizeof(double) * (size_t)steps), *cc = malloc(sizeof(double) * (size_t)steps), dmin = INFINITY;
+    double part[5] = {0, 0, 0, 0, 0}; /* broad, pairs, Hessians, solves, rest: sums over contact frames */
+    int64_t pts = 0, nv = 0, proxy = 0;
+    for (int k = 0; k < sc.nobjects; k++) {
+        pts += objs[k].nc, nv += objs[k].nv;
+        const SimProxy *px = sim_world_proxy(&world, k);
+        proxy += px ? px->np : objs[k].nv;
+    }
+    double *x = keep ? malloc(sizeof(double) * 3 * (size_t)(nv * steps)) : NULL;
+    if (keep && !x) die("pile", "out of memory");
+    {
+        double lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY}, *v = malloc(sizeof(double) * 3 * (size_t)(nv + 1));
+        int64_t off = 0;
+        for (int k = 0; k < sc.nobjects; k++) {
+            sim_object_vertices(&objs[k], v + 3 * off);
+            off += objs[k].nv;
+        }
+        for (int64_t q = 0; q < nv; q++)
+            for (int i = 0; i < 3; i++) lo[i] = fmin(lo[i], v[3 * q + i]), hi[i] = fmax(hi[i], v[3 * q + i]);
+        out->diag = sqrt((hi[0] - lo[0]) * (hi[0] - lo[0]) + (hi[1] - lo[1]) * (hi[1] - lo[1]) + (hi[2] - lo[2]) * (hi[2] - lo[2]));
+        free(v);
+    }
+    for (int f = 0; f < steps; f++) {
+        double w0 = base_now(), c0 = base_cpu_now();
+        if (sim_world_step(&world, sc.dt, err, sizeof err)) die("pile step", err);
+        double w1 = 1e3 * (base_now() - w0), c1 = 1e3 * (base_cpu_now() - c0);
+        const SimWorldStats *st = &world.last;
+        dmin = fmin(dmin, st->min_distance);
+        if (!(st->min_distance > 0)) die(name, "a pair distance reached 0: a crossing");
+        if (getenv("BENCH_VERBOSE"))
+            printf("frame %d: %.1f ms, %d iterations, %d Hessians, %d factorizations, %d CG products (%d negative), %d CCD-limited, "
+                   "%lld candidates, %lld active, converged %d\n", f, c1, st->iters, st->hessians, st->factorizations,
+                   st->cg_products, st->negative, st->ccd_limited, (long long)st->candidates, (long long)st->active,
+                   st->converged);
+        if (st->active > 0 || st->candidates > 0) {
+            cw[ncontact] = w1, cc[ncontact] = c1, ncontact++, iters += st->iters, hess += st->hessians,
+            fact += st->factorizations, prods += st->cg_products, unconverged += !st->converged;
+            part[0] += st->t_broad, part[1] += st->t_pairs, part[2] += st->t_hessian, part[3] += st->t_solve;
+            part[4] += st->t_cpu - st->t_broad - st->t_pairs - st->t_hessian - st->t_solve;
+        }
+        if (keep) {
+            int64_t off = 0;
+            for (int k = 0; k < sc.nobjects; k++) {
+                sim_object_vertices(&objs[k], x + 3 * ((int64_t)f * nv + off));
+                off += objs[k].nv;
+            }
+        }
+    }
+    if (!ncontact) die(name, "no frame had contact pairs");
+    /* at the end: the largest horizontal distance between two objects' centres (the pile's
+     * spread) and the fastest vertex */
+    double spread = 0, vmax = 0;
+    {
+        double (*c)[3] = calloc((size_t)sc.nobjects, sizeof *c), *v = malloc(sizeof(double) * 3 * (size_t)(nv + 1));
+        for (int k = 0; k < sc.nobjects && c && v; k++) {
+            sim_object_vertices(&objs[k], v);
+            for (int64_t q = 0; q < objs[k].nv; q++)
+                for (int i = 0; i < 3; i++) c[k][i] += v[3 * q + i] / (double)objs[k].nv;
+            for (int64_t q = 0; q < objs[k].nv; q++) {
+                double u[3] = {0, 0, 0};
+                for (int i = 0; i < 3; i++)
+                    for (int64_t j = 0; j < objs[k].nb; j++) u[i] += objs[k].Bv[q * objs[k].nb + j] * objs[k].zdot[i * objs[k].nb + j];
+                vmax = fmax(vmax, sqrt(u[0] * u[0] + u[1] * u[1] + u[2] * u[2]));
+            }
+        }
+        for (int a = 0; a < sc.nobjects && c; a++)
+            for (int b = a + 1; b < sc.nobjects; b++)
+                spread = fmax(spread, hypot(c[a][0] - c[b][0], c[a][2] - c[b][2]));
+        free(c), free(v);
+    }
+    printf("info %s %d objects, %lld cubature points in all, %lld contact points (proxies), %d of %d frames in contact, "
+           "%.1f Newton iterations (%.1f CG products each), %.1f elastic Hessians and %.1f factorizations per contact "
+           "frame, %d frames unconverged, min pair distance %.3g m (d̂ %.3g m, κ %.3g, μ %.2g); at the end the "
+           "centres %.3f m apart horizontally at most, the fastest vertex at %.3f m/s\n",
+           name, sc.nobjects, (long long)pts, (long long)proxy, ncontact, steps, (double)iters / ncontact,
+           (double)prods / fmax(iters, 1), (double)hess / ncontact, (double)fact / ncontact, unconverged, dmin, world.dhat,
+           world.kappa, sc.contact.mu, spread, vmax);
+    printf("parts %s ms per contact frame (CPU, means): broad phase + CCD %.2f, pairs %.2f, Hessians %.2f, solves %.2f, "
+           "rest %.2f\n", name, 1e3 * part[0] / ncontact, 1e3 * part[1] / ncontact, 1e3 * part[2] / ncontact,
+           1e3 * part[3] / ncontact, 1e3 * part[4] / ncontact);
+    printf("case %s %.4f %d\ncpu %s %.4f\n", name, median(cw, ncontact), ncontact, name, median(cc, ncontact));
+    out->x = x, out->n = 3 * nv * steps, out->dmin = dmin;
+    free(cw), free(cc);
+    sim_world_free(&world);
+    for (int k = 0; k < sc.nobjects; k++) sim_object_free(&objs[k]);
+    free(objs);
+    sim_scene_free(&sc);
 }
 
 int main(int argc, char **argv) {
@@ -273,51 +390,32 @@ int main(int argc, char **argv) {
         sim_scene_free(&sc);
     }
     if (wanted(argc, argv, "sim_pile")) {
-        /* three deformables piling up (scenes/pile.json): one coupled Newton system with IPC
-         * contact between them (points against triangles) and the floor by penalty. Timed: the
-         * frames with at least one contact pair within reach (free flight costs what the objects
-         * cost alone). */
-        SimScene sc;
-        char err[512];
+        /* three deformables piling up (scenes/pile.json), converged (the scene's Newton settings) */
         const char *scene = getenv("BENCH_PILE_SCENE") ? getenv("BENCH_PILE_SCENE") : "scenes/pile.json";
-        if (sim_scene_load(scene, &sc, err, sizeof err)) die("scene", err);
-        SimObject *objs = calloc((size_t)sc.nobjects, sizeof *objs);
-        if (!objs || sim_scene_build(&sc, "scenes", objs, err, sizeof err)) die("scene", err);
-        SimWorld world = {0};
-        if (sim_world_init(&world, objs, sc.nobjects, NULL, 0, sc.planes, sc.nplanes, &sc.contact, err, sizeof err))
-            die("world", err);
-        int steps = (int)sc.steps, ncontact = 0, iters = 0, hess = 0, fact = 0, prods = 0;
-        double *cw = malloc(sizeof(double) * (size_t)steps), *cc = malloc(sizeof(double) * (size_t)steps), dmin = INFINITY;
-        int64_t pts = 0;
-        for (int k = 0; k < sc.nobjects; k++) pts += objs[k].nc;
-        for (int f = 0; f < steps; f++) {
-            double w0 = base_now(), c0 = base_cpu_now();
-            if (sim_world_step(&world, sc.dt, err, sizeof err)) die("pile step", err);
-            double w1 = 1e3 * (base_now() - w0), c1 = 1e3 * (base_cpu_now() - c0);
-            dmin = fmin(dmin, world.last.min_distance);
-            if (getenv("BENCH_VERBOSE"))
-                printf("frame %d: %.1f ms, %d iterations, %d Hessians, %d factorizations, %d CG products (%d negative), %d CCD-limited, "
-                       "%lld candidates, %lld active, converged %d\n", f, c1, world.last.iters, world.last.hessians,
-                       world.last.factorizations, world.last.cg_products, world.last.negative, world.last.ccd_limited,
-                       (long long)world.last.candidates,
-                       (long long)world.last.active, world.last.converged);
-            if (world.last.active > 0 || world.last.candidates > 0)
-                cw[ncontact] = w1, cc[ncontact] = c1, ncontact++, iters += world.last.iters, hess += world.last.hessians,
-                fact += world.last.factorizations, prods += world.last.cg_products;
+        PileRun conv;
+        run_pile(scene, 0, "sim_pile", true, &conv);
+        /* real-time mode: a fixed cap of Newton iterations per frame; the trajectory's deviation
+         * from the converged one: RMSE over every rendered vertex of every frame, % of the pile's
+         * bounding-box diagonal at the start */
+        const int caps[3] = {1, 2, 4};
+        for (int c = 0; c < 3; c++) {
+            char name[64];
+            snprintf(name, sizeof name, "sim_pile_cap%d", caps[c]);
+            PileRun rt;
+            run_pile(scene, caps[c], name, true, &rt);
+            double se = 0;
+            for (int64_t k = 0; k < conv.n; k++) se += (rt.x[k] - conv.x[k]) * (rt.x[k] - conv.x[k]);
+            printf("check %s_rmse %.3f %% of the diagonal %.3f m (min pair distance %.3g m)\n", name,
+                   100 * sqrt(se / (double)(conv.n / 3)) / conv.diag, conv.diag, rt.dmin);
+            free(rt.x);
         }
-        if (!ncontact) die("pile", "no frame had contact pairs");
-        printf("info sim_pile %d objects, %lld cubature points in all, %d of %d frames in contact, %.1f Newton iterations "
-               "(%.1f CG products each), %.1f elastic Hessians and %.1f factorizations per contact frame, min pair distance "
-               "%.3g m (d̂ %.3g m, κ %.3g)\n",
-               sc.nobjects, (long long)pts, ncontact, steps, (double)iters / ncontact, (double)prods / fmax(iters, 1),
-               (double)hess / ncontact, (double)fact / ncontact, dmin,
-               world.dhat, world.kappa);
-        printf("case sim_pile %.4f %d\ncpu sim_pile %.4f\n", median(cw, ncontact), ncontact, median(cc, ncontact));
-        free(cw), free(cc);
-        sim_world_free(&world);
-        for (int k = 0; k < sc.nobjects; k++) sim_object_free(&objs[k]);
-        free(objs);
-        sim_scene_free(&sc);
+        free(conv.x);
+    }
+    if (wanted(argc, argv, "sim_pile10")) {
+        /* ten objects piling up (scenes/pile10.json), real-time mode (cap 2) and converged */
+        PileRun a, b;
+        run_pile("scenes/pile10.json", 2, "sim_pile10_cap2", false, &a);
+        run_pile("scenes/pile10.json", 0, "sim_pile10", false, &b);
     }
     free(wall), free(cpu);
     return 0;

@@ -20,7 +20,7 @@ export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
 py=${PYTHON:-/usr/bin/python3}
 cases=("$@")
 [ ${#cases[@]} -eq 0 ] && cases=(sgemm_1024 softmax_4096x1024 layer_norm_4096x1024 gelu_16M block_fwd_bwd physskin_step
-  attn_naive_fwd_1024 attn_tiled_fwd_1024 attn_naive_fwdbwd_1024 attn_tiled_fwdbwd_1024)
+  attn_naive_fwd_1024 attn_tiled_fwd_1024 attn_naive_fwdbwd_1024 attn_tiled_fwdbwd_1024 gru_fwd_bwd)
 # physskin_step reads the small preset (bench/bench_physskin.c, bench/physskin_torch.py)
 export PHYSSKIN_CONFIG=${PHYSSKIN_CONFIG:-$here/../configs/physskin-small.json}
 

@@ -116,6 +116,11 @@ def main(argv):
         # gradients accumulate into .grad, as anima's do (allocated once, then added to)
         run_case("block_fwd_bwd", lambda: self_block(x, w, H).backward(gy))
     attention_cases(argv)
+    if want("gru_fwd_bwd"):  # bench/bench_gru.c
+        gru = torch.nn.GRU(120, 256, 2, batch_first=True)
+        x = torch.randn(64, 7, 120, requires_grad=True)
+        gy = torch.randn(64, 7, 256)
+        run_case("gru_fwd_bwd", lambda: gru(x)[0].backward(gy))
     if want("physskin_step"):
         import physskin_torch  # the PhysSkin++ training step (bench/physskin_torch.py)
         physskin_torch.run_bench(run_case)

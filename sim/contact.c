@@ -42,7 +42,7 @@ static int push_pair(SimContactSet *s, int32_t a, int32_t p, int32_t b, int32_t 
         if (!np) return -1;
         s->pairs = np, s->cap = cap;
     }
-    if (f < 0 && a > b) {
+    if (f < 0 && a > b) { /* point–point and edge–edge pairs: a < b */
         int32_t t = a;
         a = b, b = t, t = p, p = q, q = t;
     }
@@ -64,8 +64,10 @@ static uint64_t cell_key(int64_t ix, int64_t iy, int64_t iz) {
     return h ^ (h >> 32);
 }
 
-/* a body's triangles (0 without a surface) */
+/* a body's triangles (0 without a surface) and edges */
 static int64_t body_tris(const SimContactBody *B) { return B->faces ? B->nf : 0; }
+static int64_t body_edges(const SimContactBody *B) { return B->edges ? B->ne : 0; }
+static int64_t body_ents(const SimContactBody *B) { return B->np + body_tris(B) + body_edges(B); }
 
 /* Entities: every body's points, then the triangles of the bodies that have them; boxes in
  * out->box (6 per entity: lo, hi), entity e of body b at eoff[b] + e (points first). */
@@ -73,7 +75,7 @@ int sim_contact_broad_phase(const SimContactBody *bodies, int nbodies, double ma
     out->n = 0;
     if (nbodies < 2) return 0;
     int64_t total = 0;
-    for (int b = 0; b < nbodies; b++) total += bodies[b].np + body_tris(&bodies[b]);
+    for (int b = 0; b < nbodies; b++) total += body_ents(&bodies[b]);
     double (*blo)[3] = malloc(sizeof(double[3]) * (size_t)nbodies), (*bhi)[3] = malloc(sizeof(double[3]) * (size_t)nbodies);
     int64_t *eoff = malloc(sizeof(int64_t) * (size_t)(nbodies + 1));
     if (!blo || !bhi || !eoff) goto oom;
@@ -106,12 +108,21 @@ int sim_contact_broad_phase(const SimContactBody *bodies, int nbodies, double ma
             }
         }
         off += body_tris(B);
+        for (int64_t e = 0; e < body_edges(B); e++) {
+            double *bx = out->box + 6 * (off + e);
+            for (int i = 0; i < 3; i++) bx[i] = INFINITY, bx[3 + i] = -INFINITY;
+            for (int k = 0; k < 2; k++) {
+                const double *c = out->box + 6 * (eoff[b] + B->edges[2 * e + k]);
+                for (int i = 0; i < 3; i++) bx[i] = fmin(bx[i], c[i]), bx[3 + i] = fmax(bx[3 + i], c[3 + i]);
+            }
+        }
+        off += body_edges(B);
     }
     /* which entities can meet another body at all (their box overlaps that body's box) */
     int64_t ninsert = 0;
     double ext = 2 * margin;
     for (int a = 0; a < nbodies; a++) {
-        int64_t ne_a = bodies[a].np + body_tris(&bodies[a]);
+        int64_t ne_a = body_ents(&bodies[a]);
         for (int64_t e = 0; e < ne_a; e++) {
             const double *lo = out->box + 6 * (eoff[a] + e), *hi = lo + 3;
             unsigned char u = 0;
@@ -147,7 +158,7 @@ int sim_contact_broad_phase(const SimContactBody *bodies, int nbodies, double ma
     /* cell entries: key, (cell x, y, z, body, entity) */
     int64_t ne = 0;
     for (int a = 0; a < nbodies; a++) {
-        int64_t ne_a = bodies[a].np + body_tris(&bodies[a]);
+        int64_t ne_a = body_ents(&bodies[a]);
         for (int64_t e = 0; e < ne_a; e++) {
             if (!out->use[eoff[a] + e]) continue;
             const double *lo = out->box + 6 * (eoff[a] + e), *hi = lo + 3;
@@ -181,23 +192,46 @@ int sim_contact_broad_phase(const SimContactBody *bodies, int nbodies, double ma
      * points and its triangles first, so the triangles are only compared with points. */
     int faceless = 0;
     for (int b = 0; b < nbodies; b++) faceless |= !body_tris(&bodies[b]);
-    if (out->bucket_cap < ne) {
-        int64_t *bk = realloc(out->bucket, sizeof(int64_t) * (size_t)(ne + 1));
+    if (out->bucket_cap < 2 * ne) {
+        int64_t *bk = realloc(out->bucket, sizeof(int64_t) * (size_t)(2 * ne + 1));
         if (!bk) goto oom;
-        out->bucket = bk, out->bucket_cap = ne;
+        out->bucket = bk, out->bucket_cap = 2 * ne;
     }
     int64_t start = 0;
     for (int64_t t = 0; t < T; t++) {
-        int64_t end = out->count[t], k = end - start, npt = 0, ntri = 0;
+        int64_t end = out->count[t], k = end - start, npt = 0, ntri = 0, ned = 0;
         if (k < 2) {
             start = end;
             continue;
         }
-        int64_t *pts = out->bucket + start, *tris = out->bucket + end; /* points up, triangles down */
+        /* points up, triangles down, edges in the second half */
+        int64_t *pts = out->bucket + start, *tris = out->bucket + end, *eds = out->bucket + ne + start;
         for (int64_t u = start; u < end; u++) {
             const int32_t *c = out->cell + 5 * out->ent[u];
-            if (c[4] >= bodies[c[3]].np) tris[-1 - ntri++] = out->ent[u];
+            const SimContactBody *Bc = &bodies[c[3]];
+            if (c[4] >= Bc->np + body_tris(Bc)) eds[ned++] = out->ent[u];
+            else if (c[4] >= Bc->np) tris[-1 - ntri++] = out->ent[u];
             else pts[npt++] = out->ent[u];
+        }
+        /* edge against edge of another body, each pair once (i < j) */
+        for (int64_t i = 0; i < ned; i++) {
+            const int32_t *cu = out->cell + 5 * eds[i];
+            const double *la = out->box + 6 * (eoff[cu[3]] + cu[4]), *ha = la + 3;
+            for (int64_t j = i + 1; j < ned; j++) {
+                const int32_t *cv = out->cell + 5 * eds[j];
+                if (cu[3] == cv[3] || cu[0] != cv[0] || cu[1] != cv[1] || cu[2] != cv[2]) continue;
+                if (bodies[cu[3]].is_static && bodies[cv[3]].is_static) continue;
+                const double *lb = out->box + 6 * (eoff[cv[3]] + cv[4]), *hb = lb + 3;
+                int ok = 1;
+                for (int d = 0; d < 3 && ok; d++) {
+                    ok = la[d] <= hb[d] && lb[d] <= ha[d];
+                    if (ok) ok = (int64_t)floor(fmax(la[d], lb[d]) * inv) == cu[d];
+                }
+                if (!ok) continue;
+                int32_t ea = (int32_t)(cu[4] - bodies[cu[3]].np - body_tris(&bodies[cu[3]]));
+                int32_t eb = (int32_t)(cv[4] - bodies[cv[3]].np - body_tris(&bodies[cv[3]]));
+                if (push_pair(out, cu[3], ea, cv[3], eb, SIM_PAIR_EE)) goto oom;
+            }
         }
         for (int64_t i = 0; i < npt; i++) {
             const int32_t *cu = out->cell + 5 * pts[i];
@@ -262,25 +296,250 @@ static void body_point(const SimContactBody *B, int64_t p, double alpha, double 
     for (int i = 0; i < 3; i++) x[i] = B->x[3 * p + i] + (B->dx ? alpha * B->dx[3 * p + i] : 0);
 }
 
+static int cmp_edge(const void *a, const void *b) {
+    const int32_t *x = a, *y = b;
+    return x[0] != y[0] ? (x[0] > y[0]) - (x[0] < y[0]) : (x[1] > y[1]) - (x[1] < y[1]);
+}
+
+int sim_mesh_edges(int64_t nf, const int32_t *faces, int64_t *ne, int32_t **edges) {
+    *ne = 0, *edges = NULL;
+    int32_t *e = malloc(sizeof(int32_t) * 6 * (size_t)(nf + 1));
+    if (!e) return -1;
+    for (int64_t f = 0; f < nf; f++)
+        for (int k = 0; k < 3; k++) {
+            int32_t i = faces[3 * f + k], j = faces[3 * f + (k + 1) % 3];
+            e[6 * f + 2 * k] = i < j ? i : j, e[6 * f + 2 * k + 1] = i < j ? j : i;
+        }
+    qsort(e, (size_t)(3 * nf), 2 * sizeof(int32_t), cmp_edge);
+    int64_t n = 0;
+    for (int64_t k = 0; k < 3 * nf; k++)
+        if (!n || cmp_edge(e + 2 * k, e + 2 * (n - 1))) e[2 * n] = e[2 * k], e[2 * n + 1] = e[2 * k + 1], n++;
+    *ne = n, *edges = e;
+    return 0;
+}
+
+static double clamp01(double v) { return v < 0 ? 0 : v > 1 ? 1 : v; }
+
+/* Ericson 2005 §5.1.9 */
+double sim_segment_segment(const double p0[3], const double p1[3], const double q0[3], const double q1[3], double *s,
+                           double *t) {
+    double d1[3], d2[3], r[3];
+    for (int i = 0; i < 3; i++) d1[i] = p1[i] - p0[i], d2[i] = q1[i] - q0[i], r[i] = p0[i] - q0[i];
+    double a = dot3(d1, d1), e = dot3(d2, d2), f = dot3(d2, r), ss, tt;
+    if (a <= 0 && e <= 0) ss = tt = 0;
+    else if (a <= 0) ss = 0, tt = clamp01(f / e);
+    else {
+        double c = dot3(d1, r);
+        if (e <= 0) tt = 0, ss = clamp01(-c / a);
+        else {
+            double b = dot3(d1, d2), den = a * e - b * b;
+            /* parallel (den ≤ ε a e): any s; take 0 and clamp t from it */
+            ss = den > 1e-14 * a * e ? clamp01((b * f - c * e) / den) : 0;
+            tt = (b * ss + f) / e;
+            if (tt < 0) tt = 0, ss = clamp01(-c / a);
+            else if (tt > 1) tt = 1, ss = clamp01((b - c) / a);
+        }
+    }
+    double dd[3];
+    for (int i = 0; i < 3; i++) dd[i] = p0[i] + ss * d1[i] - q0[i] - tt * d2[i];
+    if (s) *s = ss;
+    if (t) *t = tt;
+    return sqrt(dot3(dd, dd));
+}
+
+static void cross3(const double *a, const double *b, double *c) {
+    c[0] = a[1] * b[2] - a[2] * b[1], c[1] = a[2] * b[0] - a[0] * b[2], c[2] = a[0] * b[1] - a[1] * b[0];
+}
+
+double sim_ee_mollifier(const double e0[3], const double e1[3], double eps_x, double dm0[3], double dm1[3]) {
+    double n[3];
+    cross3(e0, e1, n);
+    double c = dot3(n, n);
+    if (!(eps_x > 0) || c >= eps_x) {
+        if (dm0) dm0[0] = dm0[1] = dm0[2] = 0;
+        if (dm1) dm1[0] = dm1[1] = dm1[2] = 0;
+        return 1;
+    }
+    double x = c / eps_x, dm = (2 - 2 * x) / eps_x, a[3], b[3];
+    /* ∂c/∂e0 = 2 e1 × n, ∂c/∂e1 = 2 n × e0 */
+    cross3(e1, n, a), cross3(n, e0, b);
+    for (int i = 0; i < 3; i++) {
+        if (dm0) dm0[i] = 2 * dm * a[i];
+        if (dm1) dm1[i] = 2 * dm * b[i];
+    }
+    return (2 - x) * x;
+}
+
+/* ---- second-order forward differentiation over the 12 coordinates of an edge pair ------------ */
+typedef struct {
+    double v, g[12], h[144];
+} HD;
+
+static HD hd_var(double v, int i) {
+    HD a;
+    memset(&a, 0, sizeof a);
+    a.v = v;
+    if (i >= 0) a.g[i] = 1;
+    return a;
+}
+static HD hd_add(const HD *a, const HD *b, double sb) {
+    HD c;
+    c.v = a->v + sb * b->v;
+    for (int i = 0; i < 12; i++) c.g[i] = a->g[i] + sb * b->g[i];
+    for (int i = 0; i < 144; i++) c.h[i] = a->h[i] + sb * b->h[i];
+    return c;
+}
+static HD hd_mul(const HD *a, const HD *b) {
+    HD c;
+    c.v = a->v * b->v;
+    for (int i = 0; i < 12; i++) c.g[i] = a->g[i] * b->v + a->v * b->g[i];
+    for (int i = 0; i < 12; i++)
+        for (int j = 0; j < 12; j++)
+            c.h[12 * i + j] = a->h[12 * i + j] * b->v + a->v * b->h[12 * i + j] + a->g[i] * b->g[j] + a->g[j] * b->g[i];
+    return c;
+}
+/* f(a) with f, f′, f″ at a.v */
+static HD hd_fn(const HD *a, double f, double f1, double f2) {
+    HD c;
+    c.v = f;
+    for (int i = 0; i < 12; i++) c.g[i] = f1 * a->g[i];
+    for (int i = 0; i < 12; i++)
+        for (int j = 0; j < 12; j++) c.h[12 * i + j] = f1 * a->h[12 * i + j] + f2 * a->g[i] * a->g[j];
+    return c;
+}
+static HD hd_dot(const HD *a, const HD *b) {
+    HD c = hd_mul(&a[0], &b[0]), t;
+    for (int k = 1; k < 3; k++) t = hd_mul(&a[k], &b[k]), c = hd_add(&c, &t, 1);
+    return c;
+}
+static void hd_cross(const HD *a, const HD *b, HD *c) {
+    for (int k = 0; k < 3; k++) {
+        int i = (k + 1) % 3, j = (k + 2) % 3;
+        HD x = hd_mul(&a[i], &b[j]), y = hd_mul(&a[j], &b[i]);
+        c[k] = hd_add(&x, &y, -1);
+    }
+}
+static HD hd_div(const HD *a, const HD *b) {
+    HD inv = hd_fn(b, 1 / b->v, -1 / (b->v * b->v), 2 / (b->v * b->v * b->v));
+    return hd_mul(a, &inv);
+}
+/* |u × v|² / |v|²: the squared distance of a point from a line (u = p − q0, v the line's direction) */
+static HD hd_point_line2(const HD *u, const HD *v) {
+    HD n[3];
+    hd_cross(u, v, n);
+    HD a = hd_dot(n, n), b = hd_dot(v, v);
+    return hd_div(&a, &b);
+}
+
+double sim_ee_barrier(const double x[12], double dhat, double eps_x, double g[12], double H[144]) {
+    double s, t;
+    double d = sim_segment_segment(x, x + 3, x + 6, x + 9, &s, &t);
+    if (!g && !H) {
+        double e0[3], e1[3];
+        for (int i = 0; i < 3; i++) e0[i] = x[3 + i] - x[i], e1[i] = x[9 + i] - x[6 + i];
+        return d >= dhat ? 0 : sim_ee_mollifier(e0, e1, eps_x, NULL, NULL) * sim_barrier(d, dhat, NULL, NULL);
+    }
+    HD X[4][3]; /* ~40 KB of locals in all: a test's and a solver's call, not a hot loop */
+    HD *P0 = X[0], *P1 = X[1], *Q0 = X[2], *Q1 = X[3];
+    for (int k = 0; k < 4; k++)
+        for (int i = 0; i < 3; i++) X[k][i] = hd_var(x[3 * k + i], 3 * k + i);
+    HD e0[3], e1[3], d2;
+    for (int i = 0; i < 3; i++) e0[i] = hd_add(&P1[i], &P0[i], -1), e1[i] = hd_add(&Q1[i], &Q0[i], -1);
+    /* the distance of the closest features' type: both interior (line–line), one end against the
+     * other segment's line, or two ends */
+    int si = s > 0 && s < 1, ti = t > 0 && t < 1;
+    if (si && ti) {
+        HD n[3], u[3];
+        hd_cross(e0, e1, n);
+        for (int i = 0; i < 3; i++) u[i] = hd_add(&P0[i], &Q0[i], -1);
+        HD a = hd_dot(u, n), nn = hd_dot(n, n), a2 = hd_mul(&a, &a);
+        d2 = hd_div(&a2, &nn);
+    } else if (ti) {
+        const HD *P = s >= 1 ? P1 : P0;
+        HD u[3];
+        for (int i = 0; i < 3; i++) u[i] = hd_add(&P[i], &Q0[i], -1);
+        d2 = hd_point_line2(u, e1);
+    } else if (si) {
+        const HD *Q = t >= 1 ? Q1 : Q0;
+        HD u[3];
+        for (int i = 0; i < 3; i++) u[i] = hd_add(&Q[i], &P0[i], -1);
+        d2 = hd_point_line2(u, e0);
+    } else {
+        const HD *P = s >= 1 ? P1 : P0, *Q = t >= 1 ? Q1 : Q0;
+        HD u[3];
+        for (int i = 0; i < 3; i++) u[i] = hd_add(&P[i], &Q[i], -1);
+        d2 = hd_dot(u, u);
+    }
+    HD E;
+    if (d >= dhat) E = hd_var(0, -1);
+    else {
+        double dv = sqrt(d2.v), db, d2b, b = sim_barrier(dv, dhat, &db, &d2b);
+        /* b(√q): (b′/(2√q)), (b″/(4q) − b′/(4 q^1.5)) */
+        HD B = hd_fn(&d2, b, db / (2 * dv), d2b / (4 * d2.v) - db / (4 * d2.v * dv));
+        HD n[3];
+        hd_cross(e0, e1, n);
+        HD c = hd_dot(n, n);
+        HD m = hd_var(1, -1);
+        if (eps_x > 0 && c.v < eps_x) {
+            double xx = c.v / eps_x;
+            m = hd_fn(&c, (2 - xx) * xx, (2 - 2 * xx) / eps_x, -2 / (eps_x * eps_x));
+        }
+        E = hd_mul(&m, &B);
+    }
+    if (g) memcpy(g, E.g, sizeof E.g);
+    if (H) memcpy(H, E.h, sizeof E.h);
+    return E.v;
+}
+
+double sim_contact_pair_stencil(const SimContactBody *bodies, const SimContactPair *q, double alpha, double r[3],
+                                double u[2], int32_t ia[2], double w[3], int32_t ib[3]) {
+    const SimContactBody *A = &bodies[q->a], *B = &bodies[q->b];
+    double xa[3], y[3], uu[2] = {1, 0}, ww[3] = {1, 0, 0};
+    int32_t ida[2] = {q->p, -1}, idb[3] = {q->q, -1, -1};
+    if (q->f == SIM_PAIR_EE) {
+        const int32_t *ea = A->edges + 2 * q->p, *eb = B->edges + 2 * q->q;
+        double p0[3], p1[3], q0[3], q1[3], s, t;
+        body_point(A, ea[0], alpha, p0), body_point(A, ea[1], alpha, p1);
+        body_point(B, eb[0], alpha, q0), body_point(B, eb[1], alpha, q1);
+        sim_segment_segment(p0, p1, q0, q1, &s, &t);
+        uu[0] = 1 - s, uu[1] = s, ida[0] = ea[0], ida[1] = ea[1];
+        ww[0] = 1 - t, ww[1] = t, idb[0] = eb[0], idb[1] = eb[1];
+        for (int i = 0; i < 3; i++) xa[i] = uu[0] * p0[i] + uu[1] * p1[i], y[i] = ww[0] * q0[i] + ww[1] * q1[i];
+    } else {
+        body_point(A, q->p, alpha, xa);
+        if (q->f < 0)
+            body_point(B, q->q, alpha, y);
+        else {
+            const int32_t *t = B->faces + 3 * q->f;
+            double c[3][3];
+            for (int k = 0; k < 3; k++) body_point(B, t[k], alpha, c[k]), idb[k] = t[k];
+            sim_point_triangle(xa, c[0], c[1], c[2], ww);
+            for (int i = 0; i < 3; i++) y[i] = ww[0] * c[0][i] + ww[1] * c[1][i] + ww[2] * c[2][i];
+        }
+    }
+    for (int i = 0; i < 3; i++) r[i] = xa[i] - y[i];
+    if (u) memcpy(u, uu, sizeof uu);
+    if (ia) memcpy(ia, ida, sizeof ida);
+    if (w) memcpy(w, ww, sizeof ww);
+    if (ib) memcpy(ib, idb, sizeof idb);
+    return sqrt(dot3(r, r));
+}
+
 double sim_contact_pair_vector(const SimContactBody *bodies, const SimContactPair *q, double alpha, double r[3],
                                double w[3], int32_t idx[3]) {
-    const SimContactBody *B = &bodies[q->b];
-    double xp[3], y[3], ww[3] = {1, 0, 0};
-    int32_t id[3] = {q->q, -1, -1};
-    body_point(&bodies[q->a], q->p, alpha, xp);
-    if (q->f < 0)
-        body_point(B, q->q, alpha, y);
-    else {
-        const int32_t *t = B->faces + 3 * q->f;
-        double c[3][3];
-        for (int k = 0; k < 3; k++) body_point(B, t[k], alpha, c[k]), id[k] = t[k];
-        sim_point_triangle(xp, c[0], c[1], c[2], ww);
-        for (int i = 0; i < 3; i++) y[i] = ww[0] * c[0][i] + ww[1] * c[1][i] + ww[2] * c[2][i];
-    }
-    for (int i = 0; i < 3; i++) r[i] = xp[i] - y[i];
-    if (w) memcpy(w, ww, sizeof ww);
-    if (idx) memcpy(idx, id, sizeof id);
-    return sqrt(dot3(r, r));
+    return sim_contact_pair_stencil(bodies, q, alpha, r, NULL, NULL, w, idx);
+}
+
+double sim_contact_pair_mollifier(const SimContactBody *bodies, const SimContactPair *q, double alpha) {
+    if (q->f != SIM_PAIR_EE) return 1;
+    const SimContactBody *A = &bodies[q->a], *B = &bodies[q->b];
+    if (!A->edge_len2 || !B->edge_len2) return 1;
+    const int32_t *ea = A->edges + 2 * q->p, *eb = B->edges + 2 * q->q;
+    double p0[3], p1[3], q0[3], q1[3], e0[3], e1[3];
+    body_point(A, ea[0], alpha, p0), body_point(A, ea[1], alpha, p1);
+    body_point(B, eb[0], alpha, q0), body_point(B, eb[1], alpha, q1);
+    for (int i = 0; i < 3; i++) e0[i] = p1[i] - p0[i], e1[i] = q1[i] - q0[i];
+    return sim_ee_mollifier(e0, e1, 1e-3 * A->edge_len2[q->p] * B->edge_len2[q->q], NULL, NULL);
 }
 
 static void pair_r(const SimContactBody *bodies, const SimContactPair *q, double alpha, double r[3], double dr[3]) {
@@ -292,17 +551,29 @@ static void pair_r(const SimContactBody *bodies, const SimContactPair *q, double
     }
 }
 
-/* additive CCD for a point–triangle pair (contact.h): the largest α ≤ 1 found such that the
- * distance stays ≥ s d₀ on [0, α] */
+/* additive CCD for a point–triangle or edge–edge pair (contact.h): the largest α ≤ 1 found such
+ * that the distance stays ≥ s d₀ on [0, α]. The rate bound l is taken after subtracting the
+ * pair's mean displacement (the distance does not change under a common translation; IPC's ACCD
+ * does the same): two bodies resting on each other and moving together do not throttle the step. */
 static double accd(const SimContactBody *bodies, const SimContactPair *q, double min_sep) {
     const SimContactBody *A = &bodies[q->a], *B = &bodies[q->b];
-    double lp = 0, lt = 0, r[3];
-    if (A->dx) lp = sqrt(dot3(A->dx + 3 * q->p, A->dx + 3 * q->p));
-    for (int k = 0; k < 3 && B->dx; k++) {
-        const double *d = B->dx + 3 * B->faces[3 * q->f + k];
-        lt = fmax(lt, sqrt(dot3(d, d)));
+    const int32_t *ia = q->f == SIM_PAIR_EE ? A->edges + 2 * q->p : &q->p;
+    const int32_t *ib = q->f == SIM_PAIR_EE ? B->edges + 2 * q->q : B->faces + 3 * q->f;
+    int na = q->f == SIM_PAIR_EE ? 2 : 1, nb = q->f == SIM_PAIR_EE ? 2 : 3;
+    double dd[5][3], mean[3] = {0, 0, 0};
+    for (int k = 0; k < na + nb; k++) {
+        const SimContactBody *C = k < na ? A : B;
+        int32_t v = k < na ? ia[k] : ib[k - na];
+        for (int i = 0; i < 3; i++) dd[k][i] = C->dx ? C->dx[3 * v + i] : 0, mean[i] += dd[k][i] / (na + nb);
     }
-    double l = lp + lt;
+    double la = 0, lb = 0;
+    for (int k = 0; k < na + nb; k++) {
+        double e[3] = {dd[k][0] - mean[0], dd[k][1] - mean[1], dd[k][2] - mean[2]}, n = sqrt(dot3(e, e));
+        if (k < na) la = fmax(la, n);
+        else lb = fmax(lb, n);
+    }
+    double l = la + lb;
+    double r[3];
     if (!(l > 0)) return 1;
     double d0 = sim_contact_pair_vector(bodies, q, 0, r, NULL, NULL), target = min_sep * d0, t = 0, d = d0;
     for (int it = 0; it < 64; it++) {
@@ -318,7 +589,7 @@ static double accd(const SimContactBody *bodies, const SimContactPair *q, double
 double sim_contact_ccd(const SimContactBody *bodies, const SimContactSet *set, double min_sep) {
     double amax = 1;
     for (int64_t k = 0; k < set->n; k++) {
-        if (set->pairs[k].f >= 0) {
+        if (set->pairs[k].f != -1) {
             amax = fmin(amax, accd(bodies, &set->pairs[k], min_sep));
             continue;
         }
@@ -343,4 +614,25 @@ double sim_contact_min_distance(const SimContactBody *bodies, const SimContactSe
         m = fmin(m, sim_contact_pair_vector(bodies, &set->pairs[k], alpha, r, NULL, NULL));
     }
     return m;
+}
+
+double sim_friction(const double D[3], const double T[6], double c, double eps, double g[3], double H[9]) {
+    double u[2] = {dot3(T, D), dot3(T + 3, D)}, y = sqrt(u[0] * u[0] + u[1] * u[1]);
+    double phi = y < eps ? y * y / eps - y * y * y / (3 * eps * eps) : y - eps / 3;
+    double a = y < eps ? 2 / eps - y / (eps * eps) : 1 / y; /* f₁(y)/y, finite at 0 */
+    if (g)
+        for (int i = 0; i < 3; i++) g[i] = c * a * (T[i] * u[0] + T[3 + i] * u[1]);
+    if (H) {
+        double b = !(y > 0) ? 0 : y < eps ? -1 / (eps * eps * y) : -1 / (y * y * y), Hu[2][2];
+        for (int k = 0; k < 2; k++)
+            for (int l = 0; l < 2; l++) Hu[k][l] = c * ((k == l) * a + b * u[k] * u[l]);
+        for (int i = 0; i < 3; i++)
+            for (int j = 0; j < 3; j++) {
+                double v = 0;
+                for (int k = 0; k < 2; k++)
+                    for (int l = 0; l < 2; l++) v += T[3 * k + i] * Hu[k][l] * T[3 * l + j];
+                H[3 * i + j] = v;
+            }
+    }
+    return c * phi;
 }

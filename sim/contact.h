@@ -40,10 +40,16 @@ typedef struct {
     int is_static;    /* a body never paired with another static body (rigid bodies in the solve) */
     int64_t nf;       /* its surface triangles over the points (0: a point cloud) */
     const int32_t *faces;
+    int64_t ne;       /* its surface edges (sim_mesh_edges of the faces; 0: no edge–edge pairs) */
+    const int32_t *edges;
+    const double *edge_len2; /* ne rest squared edge lengths for the mollifier's ε_x, or NULL: no
+                                mollifier (m = 1) */
 } SimContactBody;
 
-/* A point–point pair (f < 0: points p of a and q of b, a < b) or a point–triangle pair (f ≥ 0:
- * point p of a and triangle f of b, any a ≠ b; q unused). */
+/* A point–point pair (f = −1: points p of a and q of b, a < b), a point–triangle pair (f ≥ 0:
+ * point p of a and triangle f of b, any a ≠ b; q unused) or an edge–edge pair (f = SIM_PAIR_EE:
+ * edge p of a and edge q of b, a < b). */
+#define SIM_PAIR_EE (-2)
 typedef struct {
     int32_t a, b;
     int32_t p, q;
@@ -71,14 +77,58 @@ void sim_contact_set_free(SimContactSet *s);
  * triangles (the triangle's box over its corners' sweeps), and two points unless both bodies
  * have triangles (then their point–triangle pairs, which include the closest corners, cover
  * them: points alone would let a fast body push its points between the other's, the barrier
- * between points staying finite). Spatial hash with counting sort: cells of side max(2 margin,
+ * between points staying finite); and two edges of different bodies that both have edges (the
+ * edge's box over its ends' sweeps: IPC's edge–edge pairs, without which two edges can pass
+ * through each other while every corner stays clear of every face). Spatial hash with counting sort: cells of side max(2 margin,
  * the largest box), so a box covers at most 2 cells per axis; entities outside every other
  * body's (inflated, swept) bounding box are not inserted at all. 0, or -1 out of memory. */
 int sim_contact_broad_phase(const SimContactBody *bodies, int nbodies, double margin, SimContactSet *out);
 
+/* The unique undirected edges of a triangle mesh, each (i < j) once, sorted: *edges (2 × *ne,
+ * malloc'd, the caller frees). 0, or -1 out of memory. */
+int sim_mesh_edges(int64_t nf, const int32_t *faces, int64_t *ne, int32_t **edges);
+
+/* The closest points of segments [p0, p1] and [q0, q1]: parameters s, t ∈ [0, 1] of p0 + s (p1 − p0)
+ * and q0 + t (q1 − q0); returns the distance. Parallel or degenerate segments: one of the closest
+ * pairs (the parameter of the first segment clamped from the second's endpoints). */
+double sim_segment_segment(const double p0[3], const double p1[3], const double q0[3], const double q1[3], double *s,
+                           double *t);
+
+/* IPC's edge–edge mollifier (Li et al. 2020, §4.3): with c = |e0 × e1|², m = (2 − c/ε_x) c/ε_x
+ * for c < ε_x, else 1, ε_x = 10⁻³ |E0|²|E1|² from the rest edges. The barrier of an edge pair is m b(d):
+ * it fades out as the edges turn parallel, where the segment distance's gradient turns and the
+ * point–triangle pairs of the edges' ends carry the contact. Returns m; ∂m/∂e0, ∂m/∂e1 when given. */
+double sim_ee_mollifier(const double e0[3], const double e1[3], double eps_x, double dm0[3], double dm1[3]);
+
+/* One edge pair's mollified barrier E = m(x) b(d(x)) over its 12 coordinates x = (p0, p1, q0, q1):
+ * value, gradient g (12) and exact Hessian H (12 × 12, row-major) when given (second-order forward
+ * differentiation of the distance of the pair's closest-feature type: line–line, point–line or
+ * point–point). For the derivative checks and for any solver that wants the exact pair Hessian;
+ * world.c holds the closest points' parameters and m fixed in its Hessian (world.h). */
+double sim_ee_barrier(const double x[12], double dhat, double eps_x, double g[12], double H[144]);
+
+/* IPC's lagged smoothed Coulomb friction for one pair (Li et al. 2020, §5): with the tangent basis
+ * T (two unit rows ⊥ the lagged normal, 6 numbers) and Δ the pair's relative displacement since
+ * the step's start, u = T Δ (2) slips and dissipates c φ(|u|), c = μ λ (the lagged normal force
+ * times μ), φ′(y) = f₁(y/ε), f₁(s) = 2s − s² for s < 1, 1 beyond, ε = ε_v dt: Coulomb's force c
+ * opposing the slip, smoothed to a stiff spring below a slip speed ε_v. φ(y) = y²/ε − y³/(3ε²)
+ * below ε, y − ε/3 beyond (C¹ at ε). Returns the value; the gradient in Δ (3) and its Hessian
+ * (3 × 3, row-major) when given — Tᵀ H_u T with H_u PSD: c[(f₁/y) I − u uᵀ/(y ε²)] below ε
+ * (eigenvalues f₁′ ≥ 0, f₁/y > 0), c (I − û ûᵀ)/y beyond. */
+double sim_friction(const double D[3], const double T[6], double c, double eps, double g[3], double H[9]);
+
 /* The closest point of triangle (a, b, c) to p, as barycentric weights w (Σ w = 1, w ≥ 0: the
  * face, an edge or a vertex); returns the distance. */
 double sim_point_triangle(const double p[3], const double a[3], const double b[3], const double c[3], double w[3]);
+
+/* A pair's separation at α as weighted sums over its two sides: r = Σ_i u_i x_i − Σ_j w_j y_j, with
+ * (u, ia) side a's weights and points (2: the point p and −1, or the edge's ends at the closest
+ * point's parameter), (w, ib) side b's (3: a point, the triangle's corners or the edge's ends,
+ * −1 unused); returns |r|. */
+double sim_contact_pair_stencil(const SimContactBody *bodies, const SimContactPair *q, double alpha, double r[3],
+                                double u[2], int32_t ia[2], double w[3], int32_t ib[3]);
+/* The mollifier of an edge–edge pair at α (1 for the other kinds, and without edge_len2). */
+double sim_contact_pair_mollifier(const SimContactBody *bodies, const SimContactPair *q, double alpha);
 
 /* A pair's separation at α: r = x_p − Σ_j w_j y_j (y the other body's point, w = (1, 0, 0), or the
  * triangle's corners with the closest point's weights), its length returned; w and the corner
@@ -91,8 +141,8 @@ double sim_contact_pair_vector(const SimContactBody *bodies, const SimContactPai
  * smaller root of ‖r + α Δr‖² = s²‖r‖². IPC caps the step at a fraction of the time of impact
  * the same way (Li et al. 2020 §4.2, "filtered line search"). Returns 1 when nothing limits. */
 double sim_contact_ccd(const SimContactBody *bodies, const SimContactSet *set, double min_sep);
-/* Point–triangle pairs take additive CCD (Li, Kaufman, Jiang 2021): advance α by (d − s d₀)/l with
- * l ≥ the rate at which the distance can shrink (|Δx_p| + max_j |Δy_j|), which can never step
+/* Point–triangle and edge–edge pairs take additive CCD (Li, Kaufman, Jiang 2021): advance α by (d − s d₀)/l with
+ * l ≥ the rate at which the distance can shrink (max over one side's |Δx| + max over the other's), which can never step
  * past the first α where d = s d₀; conservative, at most 64 advances per pair. */
 
 /* The smallest pair distance over the set at α (INFINITY when empty). */

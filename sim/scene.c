@@ -10,6 +10,7 @@
 #include "datasets/config.h"
 #include "datasets/mesh/mesh.h"
 #include "datasets/render/raster.h"
+#include "models/physskin/infer.h"
 #include "sim/bindings.h"
 #include "sim/internal.h"
 #include "sim/scene.h"
@@ -71,7 +72,7 @@ typedef struct {
     {k, DS_CFG_ARRAY, offsetof(T, m), "[]", lo, 1e9, .fields = f, .elem_size = sizeof(E), .count_offset = offsetof(T, n), \
      __VA_ARGS__}
 
-static const char *const SOURCES[] = {"procedural", "file", NULL}, *const KINDS[] = {"bones", "rbf", NULL};
+static const char *const SOURCES[] = {"procedural", "file", "physskin", NULL}, *const KINDS[] = {"bones", "rbf", NULL};
 static const char *const RIGID_SHAPES[] = {"sphere", "box", "mesh", NULL};
 static const char *const FIX_SHAPES[] = {"top", "bottom", "box", "sphere", NULL}, *const MODES[] = {"exact", "penalty", NULL};
 static const char *const FORCE_SHAPES[] = {"all", "box", "sphere", NULL}, *const MESH_FORMATS[] = {"ply", "obj", "none", NULL};
@@ -83,6 +84,7 @@ static const char *const FORCE_SHAPES[] = {"all", "box", "sphere", NULL}, *const
 static const DsConfigField SKINNING[] = {
     STR("source", O(source), "procedural", OSZ(source), SOURCES, .help = "where the object's skinning subspace comes from: a procedural shape, or a skinning file"),
     STR("file", O(file), "", OSZ(file), NULL, .help = "source \"file\": a skinning file (anima physskin skin, anima sim skinning), relative to the scene's folder"),
+    STR("ckpt", O(ckpt), "", OSZ(ckpt), NULL, .help = "source \"physskin\": a checkpoint of anima physskin train whose fields skin the procedural shape (category, seed, mesh_res), relative to the scene's folder"),
     STR("category", O(category), "cactus", OSZ(category), NULL, .help = "source \"procedural\": the shape's category (cactus, quadruped, chair, ...)"),
     INT("seed", O(seed), "1", 0, 9e15, .help = "source \"procedural\": the shape's seed"), /* larger integers are not exact in JSON */
     STR("kind", O(kind), "bones", OSZ(kind), KINDS, .help = "source \"procedural\": handles from a bone skeleton, or radial basis functions"),
@@ -199,6 +201,10 @@ static const DsConfigField CONTACT[] = {
     NUM("dhat", C(dhat), "0", 0, 100, .help = "the barrier's reach (m; 0: from the point spacing)"),
     NUM("stiffness", C(stiffness), "0", 0, BIG, .help = "the barrier's stiffness (N/m; 0: from the heaviest body's weight)"),
     NUM("min_sep", C(min_sep), "0.2", 0.01, 0.9, .help = "continuous collision detection: a step may shrink a pair's distance to this fraction"),
+    NUM("proxy_cells", C(proxy_cells), "20", 0, 1000, .help = "collision proxies: contact on each mesh clustered to cells of side max(diagonal / proxy_cells, dhat) (0: on the render mesh)"),
+    NUM("mu", C(mu), "0", 0, 10, .help = "friction coefficient between the bodies (lagged smoothed Coulomb friction; 0: none)"),
+    NUM("eps_v", C(eps_v), "1e-3", 1e-9, 10, .help = "slip speed (m/s) below which friction is smoothed"),
+    BOOL("edge_edge", C(edge_edge), "true", .help = "edge-edge pairs between surfaces besides point-triangle ones (false: thin parts can pass through each other)"),
     {0}};
 #undef C
 
@@ -230,6 +236,7 @@ static const DsConfigField SCENE[] = {
     OBJ("output", S(output), OUTPUT),
     OBJ("contact", S(contact), CONTACT),
     ARR("rigids", SceneFile, sc.rigids, sc.nrigids, SimSceneRigid, RIGID, 0, .help = "rigid bodies (spheres, boxes, closed meshes) in contact with the objects"),
+    OBJ("rig", S(rig), SIM_RIG_SCENE_FIELDS),
     {0}};
 #undef S
 
@@ -284,6 +291,26 @@ static int resolve(const char *src, SceneFile *in, SimScene *sc, char *err, size
             base_errf(err, errlen, "%s: key 'objects[%d].skinning.file': required when source is \"file\"", src, i);
             return -1;
         }
+    for (int i = 0; i < sc->nobjects; i++)
+        if (!strcmp(sc->objects[i].source, "physskin") && !*sc->objects[i].ckpt) {
+            base_errf(err, errlen, "%s: key 'objects[%d].skinning.ckpt': required when source is \"physskin\"", src, i);
+            return -1;
+        }
+    if (sc->rig.object >= sc->nobjects) {
+        base_errf(err, errlen, "%s: key 'rig.object': expected an integer in [-1, %d], got %lld", src, sc->nobjects - 1,
+                  (long long)sc->rig.object);
+        return -1;
+    }
+    if (sc->rig.object >= 0 && sc->objects[sc->rig.object].gaussians[0]) {
+        base_errf(err, errlen, "%s: key 'rig': the rigged object cannot carry gaussians yet (sim/bindings.h moves "
+                               "them by B z alone, without the rig's displacement)", src);
+        return -1;
+    }
+    if (sc->rig.object >= 0 && (sc->nobjects > 1 || sc->nrigids > 0)) {
+        base_errf(err, errlen, "%s: key 'rig': a rigged scene holds one object and no rigid bodies (the IPC contact "
+                               "between bodies does not see the rig's displacement)", src);
+        return -1;
+    }
     for (int i = 0; i < sc->nplanes; i++) {
         const double *n = sc->planes[i].normal;
         if (n[0] == 0 && n[1] == 0 && n[2] == 0)
@@ -349,7 +376,7 @@ static int resolve(const char *src, SceneFile *in, SimScene *sc, char *err, size
 
 void sim_scene_free(SimScene *sc) {
     free(sc->objects), free(sc->planes), free(sc->fixed), free(sc->drags), free(sc->drag_object);
-    free(sc->forces), free(sc->force_object), free(sc->rigids);
+    free(sc->forces), free(sc->force_object), free(sc->rigids), free(sc->rig.keys), free(sc->rig.drags);
     memset(sc, 0, sizeof *sc);
 }
 
@@ -389,9 +416,25 @@ static void scene_path(const char *scene_dir, const char *file, char *path, size
     else snprintf(path, n, "%s/%s", scene_dir, file);
 }
 
-/* gauss (sc->nobjects entries, or NULL): objects with a `gaussians` PLY get it bound (bindings.h) */
+/* source "physskin": the procedural shape skinned by a trained checkpoint (models/physskin/infer.h),
+ * every interior candidate a cubature point */
+static int physskin_skinning(const char *ckpt, const SimSceneObject *so, SimSkinning *sk, char *err, size_t errlen) {
+    DsProceduralShape sh;
+    if (ds_procedural_make(so->category, (uint64_t)so->seed, (int)so->mesh_res, &sh, err, errlen)) return -1;
+    PsSkinner ps;
+    int rc = ps_skinner_load(&ps, ckpt, err, errlen);
+    if (rc == 0) {
+        rc = ps_skinner_run(&ps, &sh.mesh, so->category, 0, sk, NULL, err, errlen);
+        ps_skinner_free(&ps);
+    }
+    ds_procedural_free(&sh);
+    return rc;
+}
+
+/* gauss (sc->nobjects entries, or NULL): objects with a `gaussians` PLY get it bound (bindings.h);
+ * rig (or NULL): the scene's rig, when it has one, built on its object (sim/rig.h) */
 static int build_objects(const SimScene *sc, const char *scene_dir, SimObject *objs, SimGaussianBinding *gauss,
-                         char *err, size_t errlen) {
+                         SimRig *rig, char *err, size_t errlen) {
     memset(objs, 0, sizeof(SimObject) * (size_t)sc->nobjects);
     if (gauss) memset(gauss, 0, sizeof(SimGaussianBinding) * (size_t)sc->nobjects);
     for (int k = 0; k < sc->nobjects; k++) {
@@ -403,6 +446,13 @@ static int build_objects(const SimScene *sc, const char *scene_dir, SimObject *o
             if (so->file[0] == '/' || !scene_dir) snprintf(path, sizeof path, "%s", so->file);
             else snprintf(path, sizeof path, "%s/%s", scene_dir, so->file);
             if (sim_skinning_read(path, &sk, e2, sizeof e2)) {
+                base_errf(err, errlen, "objects[%d].skinning: %s", k, e2);
+                goto fail;
+            }
+        } else if (!strcmp(so->source, "physskin")) {
+            char path[2048];
+            scene_path(scene_dir, so->ckpt, path, sizeof path);
+            if (physskin_skinning(path, so, &sk, e2, sizeof e2)) {
                 base_errf(err, errlen, "objects[%d].skinning: %s", k, e2);
                 goto fail;
             }
@@ -427,6 +477,9 @@ static int build_objects(const SimScene *sc, const char *scene_dir, SimObject *o
             base_errf(err, errlen, "objects[%d]: %s", k, e2);
             goto fail;
         }
+        /* the rig lives in the procedural frame; a network's skinning stores its own (x − c)·k */
+        double rig_c[3] = {0, 0, 0}, rig_k = 1;
+        if (sk.has_frame) memcpy(rig_c, sk.center, sizeof rig_c), rig_k = sk.scale;
         if (gauss && so->gaussians[0]) {
             char gpath[2048];
             scene_path(scene_dir, so->gaussians, gpath, sizeof gpath);
@@ -475,6 +528,13 @@ static int build_objects(const SimScene *sc, const char *scene_dir, SimObject *o
                 base_errf(err, errlen, "forces[%d]: %s", i, e2);
                 goto fail;
             }
+        /* after the controls: the rig's rows are taken from the final rows of B (falloff) */
+        if (rig && sc->rig.object == k &&
+            sim_rig_from_scene(rig, o, &sc->rig, so->category, (uint64_t)so->seed, (int)so->mesh_res, rig_c, rig_k, &pose,
+                               scene_dir, (double)sc->steps * sc->dt, e2, sizeof e2)) {
+            base_errf(err, errlen, "rig: %s", e2);
+            goto fail;
+        }
         if (sim_object_prepare(o, e2, sizeof e2)) {
             base_errf(err, errlen, "objects[%d]: %s", k, e2);
             goto fail;
@@ -482,6 +542,7 @@ static int build_objects(const SimScene *sc, const char *scene_dir, SimObject *o
     }
     return 0;
 fail:
+    if (rig && rig->nbones) sim_rig_free(rig);
     for (int k = 0; k < sc->nobjects; k++) sim_object_free(&objs[k]);
     if (gauss)
         for (int k = 0; k < sc->nobjects; k++) sim_gaussians_free(&gauss[k]);
@@ -489,7 +550,7 @@ fail:
 }
 
 int sim_scene_build(const SimScene *sc, const char *scene_dir, SimObject *objs, char *err, size_t errlen) {
-    return build_objects(sc, scene_dir, objs, NULL, err, errlen);
+    return build_objects(sc, scene_dir, objs, NULL, NULL, err, errlen);
 }
 
 int sim_scene_build_rigids(const SimScene *sc, const char *scene_dir, SimRigid *rigids, char *err, size_t errlen) {
@@ -677,15 +738,25 @@ int sim_scene_run(const SimScene *sc, const char *scene_dir, const char *outdir,
         return -1;
     }
     double *cpu = ms + sc->steps;
-    if (build_objects(sc, scene_dir, objs, gauss, err, errlen)) {
+    SimRig rig = {0};
+    bool rigged = sc->rig.object >= 0;
+    /* with a rig: the secondary motion's kinetic energy per step (kinetic.png) */
+    double *ke = rigged ? malloc(sizeof(double) * 2 * (size_t)(sc->steps + 1)) : NULL;
+    if (rigged && !ke) {
         free(objs), free(gauss), free(rigids), free(ms);
+        base_errf(err, errlen, "sim: out of memory");
+        return -1;
+    }
+    if (build_objects(sc, scene_dir, objs, gauss, rigged ? &rig : NULL, err, errlen)) {
+        free(objs), free(gauss), free(rigids), free(ms), free(ke);
         return -1;
     }
     SimWorld world = {0};
     int rc = -1;
     if (sim_scene_build_rigids(sc, scene_dir, rigids, err, errlen)) {
+        if (rigged) sim_rig_free(&rig);
         for (int k = 0; k < sc->nobjects; k++) sim_object_free(&objs[k]), sim_gaussians_free(&gauss[k]);
-        free(objs), free(gauss), free(rigids), free(ms);
+        free(objs), free(gauss), free(rigids), free(ms), free(ke);
         return -1;
     }
     /* all objects and rigid bodies in one world step (sim/world.h) */
@@ -711,11 +782,19 @@ int sim_scene_run(const SimScene *sc, const char *scene_dir, const char *outdir,
     if (sc->output.has_eye) memcpy(eye, sc->output.eye, sizeof eye);
     else eye[0] = target[0] + 0.6 * extent, eye[1] = target[1] + 0.6 * extent, eye[2] = target[2] + 2.4 * extent;
     DsCamera cam = ds_camera_look_at(eye, target, upv, (int)sc->output.width, (int)sc->output.height, sc->output.fov);
+    SimObject *ro = rigged ? &objs[sc->rig.object] : NULL;
+    if (rigged) report->rig_modes = (int)ro->nb, report->rig_modes_kept = rig.kept;
+    if (rigged) { /* frame 0 shows the rig's pose at t = 0 */
+        sim_rig_advance(&rig, ro, 0, sc->dt);
+        rig.hist = 0; /* the first step starts the history again from the motion */
+        ke[0] = 0, ke[sc->steps + 1] = 0;
+    }
     double e0 = sim_world_energy(&world);
     if (write_frame(sc, objs, rigids, gauss, outdir, 0, &cam, center, extent, err, errlen)) goto done;
     report->frames = 1;
     for (int64_t s = 1; s <= sc->steps; s++) {
         double c0 = base_cpu_now();
+        if (rigged) sim_rig_advance(&rig, ro, (double)s * sc->dt, sc->dt);
         if (sim_world_step(&world, sc->dt, err, errlen)) goto done;
         cpu[s - 1] = 1e3 * (base_cpu_now() - c0);
         const SimWorldStats *st = &world.last;
@@ -730,6 +809,12 @@ int sim_scene_run(const SimScene *sc, const char *scene_dir, const char *outdir,
         double e = sim_world_energy(&world);
         report->max_energy_rise = fmax(report->max_energy_rise, e - e0);
         report->steps = s;
+        if (rigged) {
+            ke[s] = sim_object_energy(ro).kinetic, ke[sc->steps + 1 + s] = (double)s * sc->dt;
+            report->rig_kinetic_max = fmax(report->rig_kinetic_max, ke[s]), report->rig_kinetic_end = ke[s];
+            if (s % sc->output.every == 0)
+                report->rig_projection_max = fmax(report->rig_projection_max, sim_rig_projection(&rig, ro));
+        }
         if (s % sc->output.every == 0) {
             if (write_frame(sc, objs, rigids, gauss, outdir, s / sc->output.every, &cam, center, extent, err, errlen))
                 goto done;
@@ -742,8 +827,17 @@ int sim_scene_run(const SimScene *sc, const char *scene_dir, const char *outdir,
     report->ms_p90 = ms[sc->steps * 9 / 10];
     qsort(cpu, (size_t)sc->steps, sizeof *cpu, cmp_d);
     report->cpu_ms_median = cpu[sc->steps / 2];
+    if (rigged) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/kinetic.png", outdir);
+        if (sim_rig_write_plot(path, sc->steps + 1, ke + sc->steps + 1, ke, fmin(sc->rig.t_stop, 1e300), 640, 320, err,
+                               errlen))
+            goto done;
+    }
     rc = 0;
 done:
+    if (rigged) sim_rig_free(&rig);
+    free(ke);
     sim_world_free(&world);
     for (int k = 0; k < sc->nobjects; k++) sim_object_free(&objs[k]), sim_gaussians_free(&gauss[k]);
     for (int k = 0; k < sc->nrigids; k++) sim_rigid_free(&rigids[k]);

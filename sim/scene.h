@@ -38,6 +38,8 @@
  *              t_release [1e30]} ]
  *   forces: [ {object [0], accel, t0 [0], t1 [1e30], shape ["all"] | "box" | "sphere", lo, hi,
  *              center, radius} ]
+ *   rig: {object, clip, keys, drags, ...} (sim/rig.h: rig-complementary dynamics; skinning
+ *         source "physskin" with ckpt [""] skins the procedural shape by a trained checkpoint)
  *   output: {every [5] (steps per frame), mesh ["ply"] | "obj" | "none", png [true],
  *            width [480], height [360], eye, target (default: framing the objects), fov [40]}
  */
@@ -48,11 +50,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "sim/rig.h"
 #include "sim/solver.h"
 #include "sim/world.h"
 
 typedef struct {
     char source[16], file[1024], category[24], kind[8];
+    char ckpt[1024]; /* source "physskin": the checkpoint whose fields skin the procedural shape */
     int64_t seed, handles, cubature_res, mesh_res;
     double sigma, rbf_radius;
     bool normalize;
@@ -94,6 +98,7 @@ typedef struct {
     SimContactOptions contact;
     int nrigids;
     SimSceneRigid *rigids;
+    SimSceneRig rig; /* rig.object −1: none (sim/rig.h) */
     struct {
         int64_t every, width, height;
         char mesh[8];
@@ -122,6 +127,11 @@ typedef struct {
     int64_t ccd_limited;    /* Newton steps shortened by the CCD bound */
     double cpu_ms_median;   /* process CPU time per step (all threads; on a shared machine the wall
                                clock also measures the other users) */
+    /* with a rig: the largest mass-weighted projection of the secondary displacement B z onto the
+     * rig space over the written frames (sim_rig_projection), and the kinetic energy of the
+     * secondary motion at the last step; kinetic.png (and kinetic.csv) in outdir plot it */
+    double rig_projection_max, rig_kinetic_end, rig_kinetic_max;
+    int rig_modes, rig_modes_kept; /* subspace size per coordinate block, and its free modes (sim/rig.h) */
 } SimRunReport;
 
 /* Builds the rigid bodies of a scene (rigids gets sc->nrigids entries). 0, or -1 with err set. */

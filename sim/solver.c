@@ -620,6 +620,9 @@ int sim_object_prepare(SimObject *o, char *err, size_t errlen) {
         }
         if (!o->dirichlet[d].penalty) ns += k;
     }
+    /* a rig's exact rows (velocity 0), in the same null space as the fixed regions' */
+    int64_t nconst = o->rig_rows ? o->rig_nrows : 0;
+    ns += nconst;
     p->ns = ns, p->r = nb;
     p->zp_rate = calloc((size_t)n, sizeof(double));
     if (!p->zp_rate) goto oom;
@@ -646,6 +649,10 @@ int sim_object_prepare(SimObject *o, char *err, size_t errlen) {
         }
         for (int d = 0; d < o->ndirichlet; d++)
             if (!o->dirichlet[d].penalty) k += region_rows(o, &o->dirichlet[d], C + k * nb, vel + 3 * k);
+        for (int64_t l = 0; l < nconst; l++, k++) {
+            memcpy(C + k * nb, o->rig_rows + l * nb, sizeof(double) * (size_t)nb);
+            memset(vel + 3 * k, 0, 3 * sizeof(double));
+        }
         if (No) { /* the rows in observable coordinates: C No (ns × ro) */
             cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)ns, (int)ro, (int)nb, 1.0, C, (int)nb, No,
                         (int)ro, 0.0, Cr, (int)ro);
@@ -829,8 +836,10 @@ static double elastic(const SimObject *o, struct SimPrepared *p, const double *z
 #pragma omp parallel for reduction(+ : E, proj) schedule(static) num_threads(par_nt) if (par_nt > 1)
         for (int64_t c = c0; c < c1; c++) {
             double F[9], P[9], Hc[81];
+            /* with a rig, the total deformation F_r + (G z)ᵀ (x = X + u_r + B z) */
+            const double *Fr = o->rig_F ? o->rig_F + 9 * (o->ne ? o->eidx[c] : c) : NULL;
             for (int i = 0; i < 3; i++)
-                for (int j = 0; j < 3; j++) F[3 * i + j] = (i == j) + p->Ft[(3 * c + j) * 3 + i];
+                for (int j = 0; j < 3; j++) F[3 * i + j] = (Fr ? Fr[3 * i + j] : (i == j)) + p->Ft[(3 * c + j) * 3 + i];
             double psi = sim_snh(F, o->mu, o->lam, g ? P : NULL, H && o->no_projection ? Hc : NULL);
             E += Vol[c] * psi;
             if (g)
@@ -907,6 +916,11 @@ static void term_inertia(const SimObject *o, struct SimPrepared *p, const double
             for (int64_t a = 0; a < nb; a++)
                 for (int64_t b = 0; b < nb; b++) H[(i * nb + a) * n + i * nb + b] += scale * o->Mb[a * nb + b];
     }
+    if (o->rig_f) /* ½‖B(z − z̃) + a‖²_M = the above + (z − z̃)ᵀ Bᵀ M a + const (solver.h) */
+        for (int64_t q = 0; q < n; q++) {
+            E += o->rig_f[q] * (z[q] - at->ztil[q]);
+            if (g) g[q] += scale * o->rig_f[q];
+        }
     *Eacc = E;
 }
 
@@ -1008,6 +1022,9 @@ static void term_planes(const SimObject *o, struct SimPrepared *p, const double 
                 dist[q] = P->normal[0] * p->Xp[3 * q] + P->normal[1] * p->Xp[3 * q + 1] + P->normal[2] * p->Xp[3 * q + 2] -
                           P->offset;
             cblas_dgemv(CblasRowMajor, CblasNoTrans, (int)np, (int)nb, 1.0, p->Bp, (int)nb, nz, 1, 1.0, dist, 1);
+            const double *ur = o->nv ? o->rig_uv : o->rig_uc; /* the rig's share of x_p */
+            for (int64_t q = 0; ur && q < np; q++)
+                dist[q] += P->normal[0] * ur[3 * q] + P->normal[1] * ur[3 * q + 1] + P->normal[2] * ur[3 * q + 2];
             if (g) memset(gv, 0, sizeof(double) * (size_t)nb);
             for (int64_t q = 0; q < np; q++) {
                 double d = dist[q];
@@ -1126,17 +1143,17 @@ void sim_object_predict(SimObject *o, double dt, double t1, double *ztil, double
 
 /* ---- outputs ------------------------------------------------------------------------------------ */
 
-static void positions(const SimObject *o, int64_t np, const double *X, const double *B, double *x) {
+static void positions(const SimObject *o, int64_t np, const double *X, const double *B, const double *ur, double *x) {
     cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)np, 3, (int)o->nb, 1.0, B, (int)o->nb, o->z, (int)o->nb,
                 0.0, x, 3);
-    for (int64_t k = 0; k < 3 * np; k++) x[k] += X[k];
+    for (int64_t k = 0; k < 3 * np; k++) x[k] += X[k] + (ur ? ur[k] : 0);
 }
 
 void sim_object_vertices(const SimObject *o, double *x) {
-    if (o->nv) positions(o, o->nv, o->Xv, o->Bv, x);
+    if (o->nv) positions(o, o->nv, o->Xv, o->Bv, o->rig_uv, x);
 }
 
-void sim_object_cubature_positions(const SimObject *o, double *x) { positions(o, o->nc, o->Xc, o->Bc, x); }
+void sim_object_cubature_positions(const SimObject *o, double *x) { positions(o, o->nc, o->Xc, o->Bc, o->rig_uc, x); }
 
 void sim_object_cubature_F(const SimObject *o, double *F) {
     double *Ft = malloc(sizeof(double) * 9 * (size_t)o->nc);
@@ -1145,7 +1162,8 @@ void sim_object_cubature_F(const SimObject *o, double *F) {
                 (int)o->nb, 0.0, Ft, 3);
     for (int64_t c = 0; c < o->nc; c++)
         for (int i = 0; i < 3; i++)
-            for (int j = 0; j < 3; j++) F[9 * c + 3 * i + j] = (i == j) + Ft[(3 * c + j) * 3 + i];
+            for (int j = 0; j < 3; j++)
+                F[9 * c + 3 * i + j] = (o->rig_F ? o->rig_F[9 * c + 3 * i + j] : (i == j)) + Ft[(3 * c + j) * 3 + i];
     free(Ft);
 }
 

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/clock.h"
 #include "base/par.h"
 #include "base/log.h"
 #include "base/mat3.h"
@@ -11,6 +12,7 @@
 #include "sim/internal.h"
 #include "sim/lapack.h"
 #include "sim/newton.h"
+#include "sim/proxy.h"
 #include "sim/world.h"
 
 void sim_contact_defaults(SimContactOptions *c) {
@@ -18,7 +20,14 @@ void sim_contact_defaults(SimContactOptions *c) {
     c->dhat = 0;
     c->stiffness = 0;
     c->min_sep = 0.2;
+    c->edge_edge = true;
+    c->proxy_cells = 20;
+    c->mu = 0;
+    c->eps_v = 1e-3;
 }
+
+/* doubles per active pair in ageo (see SimWorldScratch) */
+#define GEO 10
 
 /* per-object layout and scratch */
 typedef struct {
@@ -29,6 +38,10 @@ typedef struct {
     int64_t np;                /* contact points */
     const double *Xp, *Bp;
     double *Bpr;               /* np × r: the rows b_pᵀ N in the reduced coordinates (NULL: Bp) */
+    int64_t nf;                /* the contact surface over the points: the proxy's, or the mesh's */
+    const int32_t *faces;
+    SimProxy proxy;            /* np 0: none (the render mesh, or the cubature points, are the points) */
+    double *Xown, *Bown;       /* the proxy's rows of Xv and Bv */
 } ObjInfo;
 
 struct SimWorldScratch {
@@ -40,8 +53,21 @@ struct SimWorldScratch {
     SimContactBody *bodies;
     SimContactSet cand;        /* broad-phase candidates of the current step */
     SimContactPair *act;       /* pairs within d̂ at the current iterate */
-    double *ageo;              /* per active pair: r (3), d, the other side's weights (3) */
-    int32_t *aidx;             /* per active pair: the other side's points (3, −1 unused) */
+    double *ageo;              /* per active pair (GEO apart): r (3), d, side b's weights (3), side
+                                  a's (2), the mollifier m (1 but for nearly parallel edge pairs) */
+    int32_t *aidx;             /* per active pair (5 apart): side b's points (3), side a's (2), −1 unused */
+    int32_t **edges;           /* per body: its surface edges (sim_mesh_edges), NULL without faces */
+    int64_t *nedges;
+    double **elen2;            /* per body: the edges' squared lengths at init (the mollifier's ε_x) */
+    /* lagged friction (IPC §5): the pairs within d̂ at the step's start, fixed over the step, each
+     * with its stencil (GEO apart as ageo: r₀ (3), λ, side b's weights (3), side a's (2), −),
+     * points (5 as aidx) and tangent basis (6: two unit vectors ⊥ the normal). They follow the
+     * barrier pairs in act (act[nact ..]) so the Hessian's assembly and products take them too. */
+    int64_t nfr, fr_cap;
+    SimContactPair *fr;
+    double *frgeo, *frT;
+    int32_t *fridx;
+    double fr_eps;             /* ε_v dt: the displacement below which friction is smoothed (m) */
     int64_t nact, act_cap;
     double *U;                 /* contact Hessian scratch */
     int *comp;                 /* component of each object */
@@ -64,13 +90,17 @@ struct SimWorldScratch {
 static void scratch_free(struct SimWorldScratch *s, int nbodies) {
     if (!s) return;
     if (s->oi)
-        for (int k = 0; k < s->nobj; k++) free(s->oi[k].Bpr);
+        for (int k = 0; k < s->nobj; k++) free(s->oi[k].Bpr), free(s->oi[k].Xown), free(s->oi[k].Bown), sim_proxy_free(&s->oi[k].proxy);
     free(s->oi), free(s->z0), free(s->z), free(s->ztil), free(s->g), free(s->gt), free(s->dz), free(s->zt), free(s->Hk);
     free(s->Hr), free(s->gr), free(s->dy), free(s->Lh), free(s->sub), free(s->tmp);
     if (s->x)
         for (int b = 0; b < nbodies; b++) free(s->x[b]), free(s->dx[b]);
     free(s->x), free(s->dx), free(s->bodies), free(s->act), free(s->ageo), free(s->aidx), free(s->U), free(s->comp);
     free(s->Hob), free(s->cg), free(s->Ug), free(s->cfx), free(s->Hf), free(s->hf_ok);
+    if (s->edges)
+        for (int b = 0; b < nbodies; b++) free(s->edges[b]), free(s->elen2[b]);
+    free(s->edges), free(s->nedges), free(s->elen2);
+    free(s->fr), free(s->frgeo), free(s->frT), free(s->fridx);
     sim_contact_set_free(&s->cand);
     free(s);
 }
@@ -165,7 +195,10 @@ int sim_world_init(SimWorld *w, SimObject *objs, int nobj, SimRigid *rigids, int
     s->dx = calloc((size_t)(nbodies + 1), sizeof(double *));
     s->bodies = calloc((size_t)(nbodies + 1), sizeof *s->bodies);
     s->comp = calloc((size_t)(nobj + 1), sizeof(int));
-    if (!s->oi || !s->x || !s->dx || !s->bodies || !s->comp) goto oom;
+    s->edges = calloc((size_t)(nbodies + 1), sizeof(int32_t *));
+    s->nedges = calloc((size_t)(nbodies + 1), sizeof(int64_t));
+    s->elen2 = calloc((size_t)(nbodies + 1), sizeof(double *));
+    if (!s->oi || !s->x || !s->dx || !s->bodies || !s->comp || !s->edges || !s->nedges || !s->elen2) goto oom;
     int64_t off = 0, roff = 0, maxn = 1, hoff = 0, rmax = 1;
     double spacing = 0, heavy = 0, gmax = 9.81;
     /* a body alone has no pairs (sim_object_step's world of one): no reduced contact rows, no
@@ -184,8 +217,24 @@ int sim_world_init(SimWorld *w, SimObject *objs, int nobj, SimRigid *rigids, int
         oi->np = o->nv ? o->nv : o->nc;
         oi->Xp = o->nv ? o->Xv : o->Xc;
         oi->Bp = o->nv ? o->Bv : o->Bc;
+        if (o->nv && o->faces) oi->nf = o->nf, oi->faces = o->faces;
         if (oi->r > rmax) rmax = oi->r;
         s->nobj = k + 1;
+        /* d̂ from the render mesh's spacing (as without a proxy: the gap objects rest at stays the
+         * mesh's scale, not the proxy's cells) */
+        if (pairs) spacing = fmax(spacing, nn_spacing(oi->np, oi->Xp));
+        if (pairs && w->contact.proxy_cells > 0 && oi->nf) {
+            double h = fmax(o->diag / w->contact.proxy_cells, w->contact.dhat);
+            if (sim_proxy_build(o->nv, o->Xv, o->nf, o->faces, h, &oi->proxy)) goto oom;
+            const SimProxy *px = &oi->proxy;
+            oi->Xown = malloc(sizeof(double) * 3 * (size_t)px->np), oi->Bown = malloc(sizeof(double) * (size_t)(px->np * o->nb));
+            if (!oi->Xown || !oi->Bown) goto oom;
+            for (int64_t v = 0; v < px->np; v++) {
+                memcpy(oi->Xown + 3 * v, o->Xv + 3 * px->vert[v], sizeof(double) * 3);
+                memcpy(oi->Bown + v * o->nb, o->Bv + px->vert[v] * o->nb, sizeof(double) * (size_t)o->nb);
+            }
+            oi->np = px->np, oi->Xp = oi->Xown, oi->Bp = oi->Bown, oi->nf = px->nf, oi->faces = px->faces;
+        }
         if (oi->N && pairs) {
             oi->Bpr = malloc(sizeof(double) * (size_t)(oi->np * oi->r));
             if (!oi->Bpr) goto oom;
@@ -196,7 +245,6 @@ int sim_world_init(SimWorld *w, SimObject *objs, int nobj, SimRigid *rigids, int
         s->dx[k] = malloc(sizeof(double) * 3 * (size_t)(oi->np + 1));
         if (!s->x[k] || !s->dx[k]) goto oom;
         obj_points(oi, o->z, s->x[k]);
-        if (pairs) spacing = fmax(spacing, nn_spacing(oi->np, s->x[k]));
         heavy = fmax(heavy, o->mass);
         gmax = fmax(gmax, sqrt(o->gravity[0] * o->gravity[0] + o->gravity[1] * o->gravity[1] + o->gravity[2] * o->gravity[2]));
     }
@@ -208,6 +256,20 @@ int sim_world_init(SimWorld *w, SimObject *objs, int nobj, SimRigid *rigids, int
         sim_rigid_vertices(rb, s->x[nobj + r]);
         if (pairs) spacing = fmax(spacing, nn_spacing(rb->nv, s->x[nobj + r]));
         heavy = fmax(heavy, rb->mass);
+    }
+    /* each surface's edges for the edge–edge pairs, and their squared lengths now (the rest
+     * shape, posed: ε_x of the mollifier) */
+    for (int b = 0; b < nbodies && pairs && w->contact.edge_edge; b++) {
+        int64_t nf = b < nobj ? s->oi[b].nf : rigids[b - nobj].nf;
+        const int32_t *faces = b < nobj ? s->oi[b].faces : rigids[b - nobj].faces;
+        if (!nf || !faces) continue;
+        if (sim_mesh_edges(nf, faces, &s->nedges[b], &s->edges[b])) goto oom;
+        s->elen2[b] = malloc(sizeof(double) * (size_t)(s->nedges[b] + 1));
+        if (!s->elen2[b]) goto oom;
+        for (int64_t e = 0; e < s->nedges[b]; e++) {
+            const double *x0 = s->x[b] + 3 * s->edges[b][2 * e], *x1 = s->x[b] + 3 * s->edges[b][2 * e + 1];
+            s->elen2[b][e] = (x1[0] - x0[0]) * (x1[0] - x0[0]) + (x1[1] - x0[1]) * (x1[1] - x0[1]) + (x1[2] - x0[2]) * (x1[2] - x0[2]);
+        }
     }
     s->ntot = off, s->nred = roff, s->maxn = maxn;
     size_t n = (size_t)off + 1, nr = (size_t)roff + 1;
@@ -251,7 +313,7 @@ static double barrier_energy(const SimWorld *w, const SimContactPair *pairs, int
         double r[3], d;
         pair_geom(s, &pairs[k], alpha, r, &d);
         m = fmin(m, d);
-        if (d < w->dhat) E += sim_barrier(d, w->dhat, NULL, NULL);
+        if (d < w->dhat) E += sim_contact_pair_mollifier(s->bodies, &pairs[k], alpha) * sim_barrier(d, w->dhat, NULL, NULL);
     }
     if (dmin) *dmin = m;
     return w->kappa * E;
@@ -269,9 +331,9 @@ static int collect_active(SimWorld *w) {
             int64_t cap = s->act_cap ? 2 * s->act_cap : 256;
             SimContactPair *a = realloc(s->act, sizeof *a * (size_t)cap);
             if (a) s->act = a;
-            double *g = realloc(s->ageo, sizeof(double) * 7 * (size_t)cap);
+            double *g = realloc(s->ageo, sizeof(double) * GEO * (size_t)cap);
             if (g) s->ageo = g;
-            int32_t *ix = realloc(s->aidx, sizeof(int32_t) * 3 * (size_t)cap);
+            int32_t *ix = realloc(s->aidx, sizeof(int32_t) * 5 * (size_t)cap);
             if (ix) s->aidx = ix;
             if (!a || !g || !ix) return -1;
             s->act_cap = cap;
@@ -279,46 +341,93 @@ static int collect_active(SimWorld *w) {
         s->act[s->nact++] = s->cand.pairs[k];
     }
     for (int64_t t = 0; t < s->nact; t++) {
-        double *ge = s->ageo + 7 * t;
-        ge[3] = sim_contact_pair_vector(s->bodies, &s->act[t], 0, ge, ge + 4, s->aidx + 3 * t);
+        double *ge = s->ageo + GEO * t;
+        int32_t *ix = s->aidx + 5 * t;
+        ge[3] = sim_contact_pair_stencil(s->bodies, &s->act[t], 0, ge, ge + 7, ix + 3, ge + 4, ix);
+        ge[9] = sim_contact_pair_mollifier(s->bodies, &s->act[t], 0);
+    }
+    /* the step's friction pairs after them, with their lagged stencils */
+    if (s->nact + s->nfr > s->act_cap) {
+        int64_t cap = s->nact + s->nfr + 256;
+        SimContactPair *a = realloc(s->act, sizeof *a * (size_t)cap);
+        if (a) s->act = a;
+        double *g = realloc(s->ageo, sizeof(double) * GEO * (size_t)cap);
+        if (g) s->ageo = g;
+        int32_t *ix = realloc(s->aidx, sizeof(int32_t) * 5 * (size_t)cap);
+        if (ix) s->aidx = ix;
+        if (!a || !g || !ix) return -1;
+        s->act_cap = cap;
+    }
+    if (s->nfr) {
+        memcpy(s->act + s->nact, s->fr, sizeof *s->fr * (size_t)s->nfr);
+        memcpy(s->ageo + GEO * s->nact, s->frgeo, sizeof(double) * GEO * (size_t)s->nfr);
+        memcpy(s->aidx + 5 * s->nact, s->fridx, sizeof(int32_t) * 5 * (size_t)s->nfr);
     }
     return 0;
 }
 
-/* an active pair's row on one side: its point's (side 0), or the weighted sum of the other
- * body's points (side 1: a point, or the triangle's corners at the closest point's weights);
- * reduced: the rows in the reduced coordinates (r long), else the full ones (nb long) */
+/* an active pair's row on one side: the weighted sum of its points (side 0: the point, or the
+ * edge's ends at the closest point's parameter; side 1: a point, the triangle's corners at the
+ * closest point's weights, or the edge's ends); reduced: the rows in the reduced coordinates (r
+ * long), else the full ones (nb long) */
 static void pair_row(const SimWorld *w, int64_t t, int side, bool reduced, double *row) {
     const struct SimWorldScratch *s = w->ws;
     const SimContactPair *q = &s->act[t];
     const ObjInfo *oi = &s->oi[side ? q->b : q->a];
     const double *R = reduced ? obj_rows(oi) : oi->Bp;
     int64_t len = reduced ? oi->r : oi->nb;
-    if (!side) {
+    if (!side && q->f != SIM_PAIR_EE) {
         memcpy(row, R + q->p * len, sizeof(double) * (size_t)len);
         return;
     }
-    const double *wt = s->ageo + 7 * t + 4;
-    const int32_t *ix = s->aidx + 3 * t;
+    const double *wt = s->ageo + GEO * t + (side ? 4 : 7);
+    const int32_t *ix = s->aidx + 5 * t + (side ? 0 : 3);
     memset(row, 0, sizeof(double) * (size_t)len);
-    for (int k = 0; k < 3; k++)
+    for (int k = 0; k < (side ? 3 : 2); k++)
         if (ix[k] >= 0 && wt[k] != 0) cblas_daxpy((int)len, wt[k], R + ix[k] * len, 1, row, 1);
 }
 
-/* scale · ∇(κ Σ b) over the active pairs added to g (Z-sized): ∂/∂x_p = κ b′ r/d on the point,
- * −w_j that on the other side's points */
+/* adds c (3) times the full row of point p of deformable `body` to g */
+static void add_point_force(const SimWorld *w, int body, int32_t p, const double c[3], double *g) {
+    const ObjInfo *oi = &w->ws->oi[body];
+    for (int i = 0; i < 3; i++) cblas_daxpy((int)oi->nb, c[i], oi->Bp + p * oi->nb, 1, g + oi->off + i * oi->nb, 1);
+}
+
+/* an edge pair's mollifier gradient: ∂m/∂x for its four points (side a's ends, side b's) */
+static void mollifier_gradient(const SimWorld *w, const SimContactPair *q, double dm[4][3]) {
+    const struct SimWorldScratch *s = w->ws;
+    const int32_t *ea = s->edges[q->a] + 2 * q->p, *eb = s->edges[q->b] + 2 * q->q;
+    const double *xa = s->x[q->a], *xb = s->x[q->b];
+    double e0[3], e1[3];
+    for (int i = 0; i < 3; i++) e0[i] = xa[3 * ea[1] + i] - xa[3 * ea[0] + i], e1[i] = xb[3 * eb[1] + i] - xb[3 * eb[0] + i];
+    sim_ee_mollifier(e0, e1, 1e-3 * s->elen2[q->a][q->p] * s->elen2[q->b][q->q], dm[1], dm[3]);
+    for (int i = 0; i < 3; i++) dm[0][i] = -dm[1][i], dm[2][i] = -dm[3][i];
+}
+
+/* scale · ∇(κ Σ m b) over the active pairs added to g (Z-sized): κ m b′ r/d on side a's points
+ * (times their weights), −w_j that on side b's, and κ b ∂m/∂x for the edge pairs with m < 1 */
 static void barrier_gradient(const SimWorld *w, double scale, double *g) {
     const struct SimWorldScratch *s = w->ws;
     double *row = s->tmp;
     for (int64_t t = 0; t < s->nact; t++) {
         const SimContactPair *q = &s->act[t];
-        const double *r = s->ageo + 7 * t, d = r[3];
-        double db;
-        sim_barrier(d, w->dhat, &db, NULL);
-        double f = scale * w->kappa * db / d;
+        const double *r = s->ageo + GEO * t, d = r[3], m = r[9];
+        double db, b = sim_barrier(d, w->dhat, &db, NULL);
+        double f = scale * w->kappa * m * db / d;
+        if (m < 1) {
+            double dm[4][3];
+            mollifier_gradient(w, q, dm);
+            const int32_t *ea = s->edges[q->a] + 2 * q->p, *eb = s->edges[q->b] + 2 * q->q;
+            for (int k = 0; k < 4; k++) {
+                int body = k < 2 ? q->a : q->b;
+                if (body >= w->nobj) continue;
+                double c[3] = {scale * w->kappa * b * dm[k][0], scale * w->kappa * b * dm[k][1], scale * w->kappa * b * dm[k][2]};
+                add_point_force(w, body, k < 2 ? ea[k] : eb[k - 2], c, g);
+            }
+        }
         for (int side = 0; side < 2; side++) {
             int body = side ? q->b : q->a;
-            if (body >= w->nobj) continue;
+            if (body < 0 || body >= w->nobj) continue; /* static: a rigid body or a plane (−1) */
             const ObjInfo *oi = &s->oi[body];
             pair_row(w, t, side, false, row);
             double sg = side ? -f : f;
@@ -332,28 +441,40 @@ static void barrier_gradient(const SimWorld *w, double scale, double *g) {
 static const int PI_[6] = {0, 0, 0, 1, 1, 2}, PJ_[6] = {0, 1, 2, 1, 2, 2};
 
 /* The six coefficients (e = (i ≤ i')) of active pair t's 3 × 3 Hessian block C, scaled:
- * κ b″ n nᵀ + (b′/d) P with n = r/d and P the tangential curvature of the distance to the
+ * κ m (b″ n nᵀ + (b′/d) P) with n = r/d and P the tangential curvature of the distance to the
  * closest feature, the other side held at that feature: I − n nᵀ for a point (a point pair, or a
- * triangle's corner), I − n nᵀ − e eᵀ for a triangle's edge (direction e), 0 for its face. With
+ * triangle's corner, or two edges' ends), I − n nᵀ − e eᵀ for an edge's interior (direction e)
+ * against a point, 0 for a face or two edges' interiors (the distance between the lines is flat
+ * along both). An edge pair's mollifier m is held fixed (its derivatives enter the gradient, not
+ * this Hessian: it is below 1 only for nearly parallel edges, where the ends' point–triangle
+ * pairs carry the contact; sim_ee_barrier has the exact pair Hessian). With
  * tangential false, P = 0: the per-pair PSD projection (b′ < 0 inside d̂). The exact one
  * converges quadratically where the projected one crawls (resting contact: full Newton steps
  * shrinking the decrement by only 0.5–0.75 each); the projected one always factors. The step
  * factors the projected one and solves with the exact one by CG (below). */
+static void friction_coefficients(const SimWorld *w, double scale, int64_t f, double cf[6]);
+
 static void pair_coefficients(const SimWorld *w, double scale, int64_t t, bool tangential, double cf[6]) {
     const struct SimWorldScratch *s = w->ws;
-    const double *r = s->ageo + 7 * t, d = r[3], *wt = r + 4;
-    double c = scale * w->kappa * sim_barrier_pair_curvature(d, w->dhat) / (d * d), tg = 0, e[3] = {0, 0, 0};
-    int nz = 0, k0 = -1, k1 = -1;
+    if (t >= s->nact) { /* a friction pair (they follow the barrier's in act) */
+        friction_coefficients(w, scale, t - s->nact, cf);
+        return;
+    }
+    const double *r = s->ageo + GEO * t, d = r[3], *wt = r + 4, *ua = r + 7, m = r[9];
+    const int32_t *ib = s->aidx + 5 * t, *ia = ib + 3;
+    double c = scale * w->kappa * m * sim_barrier_pair_curvature(d, w->dhat) / (d * d), tg = 0, e[3] = {0, 0, 0};
+    int nz = 0, k0 = -1, k1 = -1, na = (ia[0] >= 0 && ua[0] > 0) + (ia[1] >= 0 && ua[1] > 0);
     for (int k = 0; k < 3; k++)
-        if (s->aidx[3 * t + k] >= 0 && wt[k] > 0) k0 < 0 ? (k0 = k) : (k1 = k), nz++;
-    if (tangential && nz < 3) {
+        if (ib[k] >= 0 && wt[k] > 0) k0 < 0 ? (k0 = k) : (k1 = k), nz++;
+    if (tangential && nz + na < 4) {
         double db;
         sim_barrier(d, w->dhat, &db, NULL);
-        tg = scale * w->kappa * db / d;
-        if (nz == 2) { /* the edge's direction */
-            const double *xb = s->x[s->act[t].b];
+        tg = scale * w->kappa * m * db / d;
+        if (nz + na == 3) { /* the edge's direction (on side b, or side a's edge against a point) */
+            const double *xe = s->x[nz == 2 ? s->act[t].b : s->act[t].a];
+            int32_t i0 = nz == 2 ? ib[k0] : ia[0], i1 = nz == 2 ? ib[k1] : ia[1];
             double l = 0;
-            for (int i = 0; i < 3; i++) e[i] = xb[3 * s->aidx[3 * t + k1] + i] - xb[3 * s->aidx[3 * t + k0] + i], l += e[i] * e[i];
+            for (int i = 0; i < 3; i++) e[i] = xe[3 * i1 + i] - xe[3 * i0 + i], l += e[i] * e[i];
             l = sqrt(l);
             for (int i = 0; i < 3; i++) e[i] = l > 0 ? e[i] / l : 0;
         }
@@ -363,6 +484,195 @@ static void pair_coefficients(const SimWorld *w, double scale, int64_t t, bool t
         double P = (i == ii) - r[i] * r[ii] / (d * d) - e[i] * e[ii];
         cf[q] = c * r[i] * r[ii] + tg * P;
     }
+}
+
+/* ---- lagged smoothed Coulomb friction (IPC, Li et al. 2020 §5; sim_friction in contact.h) ----
+ * Per pair within d̂ at the step's start x⁰: the normal force λ = −κ m b′(d⁰), the closest
+ * points' weights and a tangent basis T ⊥ n⁰, all held over the step; Δ = (Σ u_i x_i − Σ w_j y_j)
+ * − r⁰ is the pair's relative motion since x⁰, with the lagged weights. */
+/* friction pair t of the store: its stencil's relative position at the bodies' x + α dx minus r⁰ */
+static void fr_delta(const SimWorld *w, const double *ge, const int32_t *ix, const SimContactPair *q, double alpha, double D[3]) {
+    const struct SimWorldScratch *s = w->ws;
+    for (int i = 0; i < 3; i++) D[i] = -ge[i];
+    for (int side = 0; side < 2; side++) {
+        if ((side ? q->b : q->a) < 0) continue; /* a plane */
+        const SimContactBody *B = &s->bodies[side ? q->b : q->a];
+        for (int k = 0; k < (side ? 3 : 2); k++) {
+            int32_t p = side ? ix[k] : ix[3 + k];
+            double c = side ? -ge[4 + k] : ge[7 + k];
+            if (p < 0 || c == 0) continue;
+            for (int i = 0; i < 3; i++) D[i] += c * (B->x[3 * p + i] + (B->dx ? alpha * B->dx[3 * p + i] : 0));
+        }
+    }
+}
+
+/* μ Σ λ φ(|u|) over the step's friction pairs at α */
+static double friction_energy(const SimWorld *w, double alpha) {
+    const struct SimWorldScratch *s = w->ws;
+    double E = 0;
+    for (int64_t f = 0; f < s->nfr; f++) {
+        const double *ge = s->frgeo + GEO * f;
+        double D[3];
+        fr_delta(w, ge, s->fridx + 5 * f, &s->fr[f], alpha, D);
+        E += sim_friction(D, s->frT + 6 * f, w->contact.mu * ge[3], s->fr_eps, NULL, NULL);
+    }
+    return E;
+}
+
+/* scale · ∇(μ Σ λ φ) added to g: the gradient in Δ on side a's points (times their weights),
+ * minus it on side b's */
+static void friction_gradient(const SimWorld *w, double scale, double *g) {
+    const struct SimWorldScratch *s = w->ws;
+    for (int64_t f = 0; f < s->nfr; f++) {
+        const double *ge = s->frgeo + GEO * f;
+        const int32_t *ix = s->fridx + 5 * f;
+        const SimContactPair *q = &s->fr[f];
+        double D[3], F[3];
+        fr_delta(w, ge, ix, q, 0, D);
+        sim_friction(D, s->frT + 6 * f, scale * w->contact.mu * ge[3], s->fr_eps, F, NULL);
+        for (int side = 0; side < 2; side++) {
+            int body = side ? q->b : q->a;
+            if (body < 0 || body >= w->nobj) continue; /* static: a rigid body or a plane (−1) */
+            for (int k = 0; k < (side ? 3 : 2); k++) {
+                int32_t p = side ? ix[k] : ix[3 + k];
+                double wt = side ? -ge[4 + k] : ge[7 + k];
+                if (p < 0 || wt == 0) continue;
+                double Fp[3] = {wt * F[0], wt * F[1], wt * F[2]};
+                add_point_force(w, body, p, Fp, g);
+            }
+        }
+    }
+}
+
+/* the six coefficients of friction pair f's 3 × 3 Hessian in Δ, scaled */
+static void friction_coefficients(const SimWorld *w, double scale, int64_t f, double cf[6]) {
+    const struct SimWorldScratch *s = w->ws;
+    const double *ge = s->frgeo + GEO * f;
+    double D[3], H[9];
+    fr_delta(w, ge, s->fridx + 5 * f, &s->fr[f], 0, D);
+    sim_friction(D, s->frT + 6 * f, scale * w->contact.mu * ge[3], s->fr_eps, NULL, H);
+    for (int q = 0; q < 6; q++) cf[q] = H[3 * PI_[q] + PJ_[q]];
+}
+
+/* adds friction pair (object a's contact point p against a plane: b = −1) to the store */
+static int fr_push_plane(struct SimWorldScratch *s, int a, int64_t p, const double *x0, double lam, const double *nrm) {
+    if (s->nfr == s->fr_cap) {
+        int64_t cap = s->fr_cap ? 2 * s->fr_cap : 256;
+        SimContactPair *q = realloc(s->fr, sizeof *q * (size_t)cap);
+        if (q) s->fr = q;
+        double *g = realloc(s->frgeo, sizeof(double) * GEO * (size_t)cap);
+        if (g) s->frgeo = g;
+        double *T = realloc(s->frT, sizeof(double) * 6 * (size_t)cap);
+        if (T) s->frT = T;
+        int32_t *ix = realloc(s->fridx, sizeof(int32_t) * 5 * (size_t)cap);
+        if (ix) s->fridx = ix;
+        if (!q || !g || !T || !ix) return -1;
+        s->fr_cap = cap;
+    }
+    s->fr[s->nfr] = (SimContactPair){.a = a, .b = -1, .p = (int32_t)p, .q = -1, .f = -1};
+    double *ge = s->frgeo + GEO * s->nfr, *T = s->frT + 6 * s->nfr, ax[3] = {0, 0, 0}, t1[3], t2[3];
+    int32_t *ix = s->fridx + 5 * s->nfr;
+    memcpy(ge, x0, sizeof(double) * 3), ge[3] = lam, ge[4] = ge[5] = ge[6] = 0, ge[7] = 1, ge[8] = 0, ge[9] = 1;
+    ix[0] = ix[1] = ix[2] = -1, ix[3] = (int32_t)p, ix[4] = -1;
+    int m = fabs(nrm[0]) <= fabs(nrm[1]) && fabs(nrm[0]) <= fabs(nrm[2]) ? 0 : fabs(nrm[1]) <= fabs(nrm[2]) ? 1 : 2;
+    ax[m] = 1;
+    base_vec3_cross(nrm, ax, t1);
+    double l = sqrt(t1[0] * t1[0] + t1[1] * t1[1] + t1[2] * t1[2]);
+    for (int i = 0; i < 3; i++) t1[i] /= l;
+    base_vec3_cross(nrm, t1, t2);
+    memcpy(T, t1, sizeof t1), memcpy(T + 3, t2, sizeof t2);
+    s->nfr++;
+    return 0;
+}
+
+/* Friction against each object's planes (its penalty contact, solver.h: k Σ min(0, n·x − h)² over
+ * the mesh vertices, force 2k|d| each): lagged at x⁰ on the contact points (the proxy's vertices,
+ * a subset of the mesh's) below a plane, each with λ = 2k|d|, scaled so that their sum is the
+ * mesh vertices' (the proxy samples the same contact patch more coarsely). */
+static int friction_planes(SimWorld *w) {
+    struct SimWorldScratch *s = w->ws;
+    for (int k = 0; k < w->nobj; k++) {
+        const SimObject *o = &w->obj[k];
+        const ObjInfo *oi = &s->oi[k];
+        if (!o->nplanes) continue;
+        const double *xp = s->bodies[k].x; /* the contact points at x⁰ */
+        double *xv = NULL;
+        if (o->nv) {
+            xv = malloc(sizeof(double) * 3 * (size_t)o->nv);
+            if (!xv) return -1;
+            sim_object_vertices(o, xv); /* o->z is still x⁰ */
+        }
+        for (int pl = 0; pl < o->nplanes; pl++) {
+            const SimPlane *P = &o->planes[pl];
+            double dm = 0, dp = 0;
+            for (int64_t v = 0; xv && v < o->nv; v++) {
+                double d = P->normal[0] * xv[3 * v] + P->normal[1] * xv[3 * v + 1] + P->normal[2] * xv[3 * v + 2] - P->offset;
+                if (d < 0) dm -= d;
+            }
+            for (int64_t p = 0; p < oi->np; p++) {
+                double d = P->normal[0] * xp[3 * p] + P->normal[1] * xp[3 * p + 1] + P->normal[2] * xp[3 * p + 2] - P->offset;
+                if (d < 0) dp -= d;
+            }
+            if (!(dp > 0)) continue;
+            double ratio = xv ? dm / dp : 1;
+            for (int64_t p = 0; p < oi->np; p++) {
+                double d = P->normal[0] * xp[3 * p] + P->normal[1] * xp[3 * p + 1] + P->normal[2] * xp[3 * p + 2] - P->offset;
+                if (d < 0 && fr_push_plane(s, k, p, xp + 3 * p, -2 * P->stiffness * d * ratio, P->normal)) {
+                    free(xv);
+                    return -1;
+                }
+            }
+        }
+        free(xv);
+    }
+    return 0;
+}
+
+/* The step's friction pairs: the candidates within d̂ at the step's start (bodies at x⁰), with λ,
+ * weights, r⁰ and T lagged. */
+static int friction_collect(SimWorld *w, double dt) {
+    struct SimWorldScratch *s = w->ws;
+    s->nfr = 0;
+    s->fr_eps = w->contact.eps_v * dt;
+    if (!(w->contact.mu > 0)) return 0;
+    for (int64_t k = 0; k < s->cand.n; k++) {
+        const SimContactPair *q = &s->cand.pairs[k];
+        double r[3], ua[2], wb[3];
+        int32_t ia[2], ib[3];
+        double d = sim_contact_pair_stencil(s->bodies, q, 0, r, ua, ia, wb, ib);
+        if (!(d < w->dhat)) continue;
+        if (s->nfr == s->fr_cap) {
+            int64_t cap = s->fr_cap ? 2 * s->fr_cap : 256;
+            SimContactPair *a = realloc(s->fr, sizeof *a * (size_t)cap);
+            if (a) s->fr = a;
+            double *g = realloc(s->frgeo, sizeof(double) * GEO * (size_t)cap);
+            if (g) s->frgeo = g;
+            double *T = realloc(s->frT, sizeof(double) * 6 * (size_t)cap);
+            if (T) s->frT = T;
+            int32_t *ix = realloc(s->fridx, sizeof(int32_t) * 5 * (size_t)cap);
+            if (ix) s->fridx = ix;
+            if (!a || !g || !T || !ix) return -1;
+            s->fr_cap = cap;
+        }
+        double db, *ge = s->frgeo + GEO * s->nfr, *T = s->frT + 6 * s->nfr;
+        sim_barrier(d, w->dhat, &db, NULL);
+        double lam = -w->kappa * sim_contact_pair_mollifier(s->bodies, q, 0) * db;
+        if (!(lam > 0)) continue;
+        s->fr[s->nfr] = *q;
+        memcpy(ge, r, sizeof r), ge[3] = lam, memcpy(ge + 4, wb, sizeof wb), memcpy(ge + 7, ua, sizeof ua), ge[9] = 1;
+        memcpy(s->fridx + 5 * s->nfr, ib, sizeof ib), memcpy(s->fridx + 5 * s->nfr + 3, ia, sizeof ia);
+        /* T: the normal's two perpendiculars (the first from the axis least along n) */
+        double n[3] = {r[0] / d, r[1] / d, r[2] / d}, ax[3] = {0, 0, 0}, t1[3], t2[3];
+        int m = fabs(n[0]) <= fabs(n[1]) && fabs(n[0]) <= fabs(n[2]) ? 0 : fabs(n[1]) <= fabs(n[2]) ? 1 : 2;
+        ax[m] = 1;
+        base_vec3_cross(n, ax, t1);
+        double l = sqrt(t1[0] * t1[0] + t1[1] * t1[1] + t1[2] * t1[2]);
+        for (int i = 0; i < 3; i++) t1[i] /= l;
+        base_vec3_cross(n, t1, t2);
+        memcpy(T, t1, sizeof t1), memcpy(T + 3, t2, sizeof t2);
+        s->nfr++;
+    }
+    return friction_planes(w);
 }
 
 /* Adds sgn · K6 (r_a × 6 r_b: the six K_e, e = (i ≤ i'), side by side) to Hr's block of objects
@@ -407,21 +717,21 @@ static void scatter6_transposed(const struct SimWorldScratch *s, const ObjInfo *
  * over the pairs' rows, Y = [C_e u] for the six e = (i ≤ i'). Records the coupling in comp. */
 static int barrier_hessian(SimWorld *w, double scale, bool tangential) {
     struct SimWorldScratch *s = w->ws;
-    int64_t r_max = s->rmax, n = s->nact + 1;
+    int64_t r_max = s->rmax, nall = s->nact + s->nfr, n = nall + 1;
     /* scratch: U (n × r), Y (n × 6r), K6 (r × 6r), per pair coefficients (n × 6) */
     size_t need_u = (size_t)(n * r_max * 7 + 6 * r_max * r_max + 6 * n);
     double *U = realloc(s->U, sizeof(double) * need_u);
     if (!U) return -1;
     s->U = U;
     double *Y = U + n * r_max, *K6 = Y + 6 * n * r_max, *cf = K6 + 6 * r_max * r_max;
-    for (int64_t t = 0; t < s->nact; t++) {
+    for (int64_t t = 0; t < nall; t++) {
         pair_coefficients(w, scale, t, tangential, cf + 6 * t);
     }
     for (int a = 0; a < w->nobj; a++) {
         const ObjInfo *A = &s->oi[a];
         int64_t ra = A->r, P = 0;
         /* (a, a): every pair with a side in a */
-        for (int64_t t = 0; t < s->nact; t++) {
+        for (int64_t t = 0; t < nall; t++) {
             const SimContactPair *q = &s->act[t];
             if (q->a != a && q->b != a) continue;
             double *u = U + P * ra, *y = Y + P * 6 * ra;
@@ -439,7 +749,7 @@ static int barrier_hessian(SimWorld *w, double scale, bool tangential) {
             const ObjInfo *B = &s->oi[b];
             int64_t rb = B->r;
             P = 0;
-            for (int64_t t = 0; t < s->nact; t++) {
+            for (int64_t t = 0; t < nall; t++) {
                 const SimContactPair *q = &s->act[t];
                 if (!((q->a == a && q->b == b) || (q->a == b && q->b == a))) continue;
                 int sa = q->a == a ? 0 : 1;
@@ -637,8 +947,9 @@ static int solve_components(SimWorld *w, bool refactor, int attempts, int *ncomp
  * (reduced, r_max apart; none for a rigid side) and the six coefficients. */
 static int contact_prepare(SimWorld *w, double scale) {
     struct SimWorldScratch *s = w->ws;
-    if (s->nact > s->pair_cap) {
-        int64_t cap = s->nact + s->nact / 2 + 64;
+    int64_t nall = s->nact + s->nfr;
+    if (nall > s->pair_cap) {
+        int64_t cap = nall + nall / 2 + 64;
         double *ug = realloc(s->Ug, sizeof(double) * 2 * (size_t)(cap * s->rmax));
         if (ug) s->Ug = ug;
         double *cf = realloc(s->cfx, sizeof(double) * 6 * (size_t)cap);
@@ -646,10 +957,10 @@ static int contact_prepare(SimWorld *w, double scale) {
         if (!ug || !cf) return -1;
         s->pair_cap = cap;
     }
-    for (int64_t t = 0; t < s->nact; t++) {
+    for (int64_t t = 0; t < nall; t++) {
         const SimContactPair *q = &s->act[t];
         for (int side = 0; side < 2; side++)
-            if ((side ? q->b : q->a) < w->nobj) pair_row(w, t, side, true, s->Ug + (2 * t + side) * s->rmax);
+            if ((side ? q->b : q->a) >= 0 && (side ? q->b : q->a) < w->nobj) pair_row(w, t, side, true, s->Ug + (2 * t + side) * s->rmax);
         pair_coefficients(w, scale, t, true, s->cfx + 6 * t);
     }
     return 0;
@@ -664,12 +975,12 @@ static void hess_apply(const SimWorld *w, const double *v, double *out) {
         cblas_dsymv(CblasRowMajor, CblasUpper, (int)A->m, 1.0, s->Hob + A->hoff, (int)A->m, v + A->roff, 1, 0.0,
                     out + A->roff, 1);
     }
-    for (int64_t t = 0; t < s->nact; t++) {
+    for (int64_t t = 0; t < s->nact + s->nfr; t++) {
         const SimContactPair *q = &s->act[t];
         double dd[3] = {0, 0, 0};
         for (int side = 0; side < 2; side++) {
             int body = side ? q->b : q->a;
-            if (body >= w->nobj) continue;
+            if (body < 0 || body >= w->nobj) continue; /* static: a rigid body or a plane (−1) */
             const ObjInfo *A = &s->oi[body];
             double ds[3], sg = side ? -1 : 1;
             rows_times_coords(1, A->r, s->Ug + (2 * t + side) * s->rmax, v + A->roff, ds, false);
@@ -680,7 +991,7 @@ static void hess_apply(const SimWorld *w, const double *v, double *out) {
                        c[2] * dd[0] + c[4] * dd[1] + c[5] * dd[2]};
         for (int side = 0; side < 2; side++) {
             int body = side ? q->b : q->a;
-            if (body >= w->nobj) continue;
+            if (body < 0 || body >= w->nobj) continue; /* static: a rigid body or a plane (−1) */
             const ObjInfo *A = &s->oi[body];
             const double *u = s->Ug + (2 * t + side) * s->rmax;
             double *o0 = out + A->roff, *o1 = o0 + A->r, *o2 = o1 + A->r, sg = side ? -1 : 1;
@@ -709,8 +1020,12 @@ static void hr_from_objects(SimWorld *w) {
 static int factor_psd(SimWorld *w, double scale, bool contact, int *ncomp) {
     struct SimWorldScratch *s = w->ws;
     memset(s->hf_ok, 0, sizeof(bool) * (size_t)w->nobj); /* Lh is about to hold other factors */
+    double t0 = base_cpu_now();
     hr_from_objects(w);
     if (contact && barrier_hessian(w, scale, false)) return -1;
+    /* the assembly is the Hessians' share of the direction's time (ws_direction counts it all as solves) */
+    double th = base_cpu_now() - t0;
+    w->last.t_hessian += th, w->last.t_solve -= th;
     /* factors only: the right-hand side is a dummy */
     int rc = solve_components(w, true, 8, ncomp, NULL, s->cg, s->cg);
     s->have_factor = rc == 0;
@@ -781,10 +1096,11 @@ static double mass_bound(const SimWorld *w) {
  * cubature points) */
 static SimContactBody body_of(const SimWorld *w, int b, const double *x, const double *dx, int is_static) {
     SimContactBody B = {.x = x, .dx = dx, .is_static = is_static};
+    if (w->ws->edges[b]) B.ne = w->ws->nedges[b], B.edges = w->ws->edges[b], B.edge_len2 = w->ws->elen2[b];
     if (b < w->nobj) {
-        const SimObject *o = &w->obj[b];
-        B.np = w->ws->oi[b].np;
-        if (o->nv && o->faces) B.nf = o->nf, B.faces = o->faces;
+        const ObjInfo *oi = &w->ws->oi[b];
+        B.np = oi->np;
+        if (oi->nf) B.nf = oi->nf, B.faces = oi->faces;
     } else {
         const SimRigid *rb = &w->rigid[b - w->nobj];
         B.np = rb->nv, B.nf = rb->nf, B.faces = rb->faces;
@@ -843,18 +1159,19 @@ static void rigid_reaction(SimWorld *w) {
     for (int r = 0; r < w->nrigid; r++) memset(w->rigid[r].force, 0, sizeof(double) * 3), memset(w->rigid[r].torque, 0, sizeof(double) * 3);
     for (int64_t t = 0; t < s->nact; t++) {
         const SimContactPair *q = &s->act[t];
-        const double *r = s->ageo + 7 * t, d = r[3], *wt = r + 4;
+        const double *r = s->ageo + GEO * t, d = r[3], *wt = r + 4, *ua = r + 7;
         double db;
         sim_barrier(d, w->dhat, &db, NULL);
+        db *= r[9]; /* the mollifier's own force on a rigid edge is left out (nearly parallel edges only) */
         /* F = ∂(κ b)/∂x_p = κ b′ r/d: the point gets −F, the other side's points +w_j F (b′ < 0:
          * both pushed apart) */
         for (int side = 0; side < 2; side++) {
             int body = side ? q->b : q->a;
             if (body < w->nobj) continue;
             SimRigid *rb = &w->rigid[body - w->nobj];
-            for (int k = 0; k < (side ? 3 : 1); k++) {
-                int32_t pt = side ? s->aidx[3 * t + k] : q->p;
-                double c = side ? wt[k] : -1;
+            for (int k = 0; k < (side ? 3 : 2); k++) {
+                int32_t pt = side ? s->aidx[5 * t + k] : s->aidx[5 * t + 3 + k];
+                double c = side ? wt[k] : -ua[k];
                 if (pt < 0 || c == 0) continue;
                 double f[3], arm[3];
                 for (int i = 0; i < 3; i++) f[i] = c * w->kappa * db * r[i] / d, arm[i] = s->x[body][3 * pt + i] - rb->c[i];
@@ -887,8 +1204,12 @@ static double ws_measure(void *ctx, const double *g) {
 static int ws_hessian(void *ctx, const double *z, bool lagged, bool fresh_el) {
     WorldStep *c = ctx;
     SimWorld *w = c->w;
+    double t0 = base_cpu_now();
     int assembled = objects_hessian(w, z, w->ws->ztil, c->dt, c->t1, lagged, fresh_el);
+    double t1 = base_cpu_now();
+    w->last.t_hessian += t1 - t0;
     if (c->contact && contact_prepare(w, c->dt * c->dt)) return -1;
+    w->last.t_pairs += base_cpu_now() - t1;
     return assembled;
 }
 
@@ -929,6 +1250,7 @@ static int ws_direction(void *ctx, bool fresh, bool lagged, double *dz) {
     struct SimWorldScratch *s = w->ws;
     SimWorldStats *st = &w->last;
     int rc = 0;
+    double t0 = base_cpu_now();
     if (!c->contact) {
         rc = direct_direction(w, fresh);
         s->have_factor = false; /* Lh now holds the blocks' factors, not the CG preconditioner's */
@@ -950,6 +1272,7 @@ static int ws_direction(void *ctx, bool fresh, bool lagged, double *dz) {
         for (int64_t i = 0; i < s->nred; i++) s->dy[i] = -s->gr[i];
         rc = s->have_factor ? solve_components(w, false, 0, &st->components, NULL, s->dy, s->dy) : 1;
     }
+    st->t_solve += base_cpu_now() - t0;
     if (rc) return rc;
     expand(w, s->dy, dz);
     return 0;
@@ -960,11 +1283,13 @@ static int ws_step_bound(void *ctx, const double *z, const double *dz, double *a
     WorldStep *c = ctx;
     SimWorld *w = c->w;
     struct SimWorldScratch *s = w->ws;
+    double t0 = base_cpu_now();
     set_bodies(w, z, dz);
     if (sim_contact_broad_phase(s->bodies, w->nobj + w->nrigid, 0.5 * w->dhat, &s->cand)) return -1;
     w->last.candidates = s->cand.n;
     *alpha = sim_contact_ccd(s->bodies, &s->cand, w->contact.min_sep);
     if (*alpha < 1) w->last.ccd_limited++;
+    w->last.t_broad += base_cpu_now() - t0;
     return 0;
 }
 
@@ -975,7 +1300,9 @@ static double ws_trial(void *ctx, const double *zt, double alpha, double *gt) {
     SimWorld *w = c->w;
     double Et = c->Eo = objects_energy(w, zt, w->ws->ztil, c->dt, c->t1, gt);
     c->dmin = INFINITY;
-    if (c->contact) Et += c->dt * c->dt * barrier_energy(w, w->ws->cand.pairs, w->ws->cand.n, alpha, &c->dmin);
+    double t0 = base_cpu_now();
+    if (c->contact) Et += c->dt * c->dt * (barrier_energy(w, w->ws->cand.pairs, w->ws->cand.n, alpha, &c->dmin) + friction_energy(w, alpha));
+    w->last.t_pairs += base_cpu_now() - t0;
     return Et;
 }
 
@@ -986,15 +1313,20 @@ static int ws_accept(void *ctx, const double *z, bool have_grad, double Et, doub
     struct SimWorldScratch *s = w->ws;
     (void)Et;
     set_bodies(w, z, NULL);
+    double t0 = base_cpu_now();
     if (c->contact) {
         w->last.min_distance = fmin(w->last.min_distance, c->dmin);
         if (collect_active(w)) return -1;
     }
+    double t1 = base_cpu_now();
     *E = have_grad ? c->Eo : objects_energy(w, z, s->ztil, c->dt, c->t1, g);
+    double t2 = base_cpu_now();
     if (c->contact) {
-        *E += c->dt * c->dt * barrier_energy(w, s->act, s->nact, 0, NULL);
+        *E += c->dt * c->dt * (barrier_energy(w, s->act, s->nact, 0, NULL) + friction_energy(w, 0));
         barrier_gradient(w, c->dt * c->dt, g);
+        friction_gradient(w, c->dt * c->dt, g);
     }
+    w->last.t_pairs += (t1 - t0) + (base_cpu_now() - t2);
     return 0;
 }
 
@@ -1018,6 +1350,7 @@ static int world_step(SimWorld *w, double dt, char *err, size_t errlen) {
         return -1;
     }
     memset(&w->last, 0, sizeof w->last);
+    double c0 = base_cpu_now();
     w->last.min_distance = INFINITY;
     w->last.rigid_beta = 1;
     struct SimWorldScratch *s = w->ws;
@@ -1050,14 +1383,18 @@ static int world_step(SimWorld *w, double dt, char *err, size_t errlen) {
         sim_object_predict(o, dt, t1, s->ztil + oi->off, s->zt + oi->off, s->dz, s->dy);
     }
     /* initial guess: z̃, with contact filtered by CCD from the feasible z₀ (IPC §4.2) */
-    s->cand.n = 0, s->nact = 0;
+    s->cand.n = 0, s->nact = 0, s->nfr = 0;
     if (contact) {
         for (int64_t q = 0; q < N; q++) s->dz[q] = s->zt[q] - s->z0[q];
+        double tb = base_cpu_now();
         set_bodies(w, s->z0, s->dz);
         if (sim_contact_broad_phase(s->bodies, w->nobj + w->nrigid, 0.5 * w->dhat, &s->cand)) goto oom;
         w->last.min_distance = sim_contact_min_distance(s->bodies, &s->cand, 0);
+        /* friction lagged at x⁰: the candidates of the swept guess hold every pair within d̂ at x⁰ */
+        if (friction_collect(w, dt)) goto oom;
         double a0 = sim_contact_ccd(s->bodies, &s->cand, w->contact.min_sep);
         if (a0 < 1) w->last.ccd_limited++;
+        w->last.t_broad += base_cpu_now() - tb;
         for (int64_t q = 0; q < N; q++) s->z[q] = s->z0[q] + a0 * s->dz[q];
         set_bodies(w, s->z, NULL);
         /* the candidates of the swept guess hold every pair within d̂ at z (contact.h) */
@@ -1067,8 +1404,9 @@ static int world_step(SimWorld *w, double dt, char *err, size_t errlen) {
         memcpy(s->z, s->zt, sizeof(double) * (size_t)N);
     double E = objects_energy(w, s->z, s->ztil, dt, t1, s->g);
     if (contact) {
-        E += dt2 * barrier_energy(w, s->act, s->nact, 0, NULL);
+        E += dt2 * (barrier_energy(w, s->act, s->nact, 0, NULL) + friction_energy(w, 0));
         barrier_gradient(w, dt2, s->g);
+        friction_gradient(w, dt2, s->g);
     }
     WorldStep ctx = {.w = w, .dt = dt, .t1 = t1, .contact = contact};
     SimNewtonProblem P = {.ctx = &ctx, .n = N, .z = s->z, .g = s->g, .gt = s->gt, .zt = s->zt, .dz = s->dz,
@@ -1108,6 +1446,7 @@ static int world_step(SimWorld *w, double dt, char *err, size_t errlen) {
     if (contact) rigid_reaction(w);
     w->t = t1;
     st->seconds = base_now() - t0;
+    st->t_cpu = base_cpu_now() - c0;
     if (getenv("ANIMA_WORLD_DEBUG")) /* the leading newline ends a progress line drawn in place */
         base_logf(BASE_LOG_DEBUG,
                   "\nworld t=%.3f it %d hess %d fact %d fail %d ccd %d comps %d cand %lld act %lld dmin %.3g beta %.3g ms %.1f",
@@ -1188,6 +1527,10 @@ double sim_world_energy(const SimWorld *w) {
         sim_contact_set_free(&set);
     }
     return e;
+}
+
+const SimProxy *sim_world_proxy(const SimWorld *w, int k) {
+    return w->ws && k >= 0 && k < w->nobj && w->ws->oi[k].proxy.np ? &w->ws->oi[k].proxy : NULL;
 }
 
 double sim_world_min_distance(const SimWorld *w) {

@@ -48,6 +48,13 @@
  * path alone was +0.8%, +0.5%, +4.2%; the sag's 4% was the lagged Hessian's scalar dt² K_el copy,
  * now vectorized).
  *
+ * Issue 23 (docs/contact.md): contact is evaluated on collision proxies (sim/proxy.h) and
+ * includes edge–edge pairs with IPC's mollifier (contact.h); with contact.mu > 0, IPC's lagged
+ * smoothed Coulomb friction between bodies and against each object's planes (sim_friction): the
+ * friction pairs are fixed at the step's start and join the barrier pairs in the Newton matrix.
+ * A cap on Newton iterations (newton.max_iters) is the real-time mode: every iterate comes from
+ * the CCD-bounded line search, so no cap lets a pair cross.
+ *
  * Momentum: the barrier is translation invariant, so its forces on a pair's two bodies cancel
  * and total linear momentum is conserved up to the Newton tolerance when no external force acts. */
 #ifndef ANIMA_SIM_WORLD_H
@@ -56,6 +63,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "sim/proxy.h"
 #include "sim/rigid.h"
 #include "sim/solver.h"
 
@@ -66,6 +74,14 @@ typedef struct {
     double stiffness; /* κ (N/m); 0: the heaviest body's weight (|g| ≥ 9.81) carried by ~24
                          pairs at d̂/2, i.e. κ = M g / (24 d̂) (−b′(d̂/2) ≈ 1.19 d̂) */
     double min_sep;   /* CCD: a step may shrink a pair's distance to this fraction, (0, 1) (0.2) */
+    bool edge_edge;   /* edge–edge pairs (with the mollifier) between bodies with surfaces besides the
+                         point–triangle ones (true); false: two edges can pass through each other */
+    double proxy_cells; /* collision proxies (sim/proxy.h): contact on each mesh's vertex clustering
+                         with cells of side max(diag / proxy_cells, dhat) (diag: the object's rest
+                         bounding-box diagonal) (20); 0: contact on the render mesh itself */
+    double mu;        /* friction coefficient between bodies (IPC's lagged smoothed Coulomb
+                         friction, world.c); 0: frictionless (0) */
+    double eps_v;     /* slip speed (m/s) below which friction is smoothed to a stiff spring (1e-3) */
 } SimContactOptions;
 
 void sim_contact_defaults(SimContactOptions *c);
@@ -88,6 +104,11 @@ typedef struct {
     double rigid_beta;      /* the smallest CCD fraction of a rigid body's move (1: unlimited) */
     double decrement;       /* last |Δzᵀ g| / Σ M L² */
     double seconds;
+    /* the step's process CPU time and its parts (s): broad phase and CCD; the pairs (active set,
+     * barrier energies, gradients, their Hessians' factored form); Hessian assembly (objects'
+     * blocks, the PSD contact matrix); solves (Cholesky factorizations, CG). The rest (objects'
+     * energies and gradients, prediction, bookkeeping) is t_cpu minus their sum. */
+    double t_cpu, t_broad, t_pairs, t_hessian, t_solve;
 } SimWorldStats;
 
 typedef struct {
@@ -118,6 +139,8 @@ double sim_world_energy(const SimWorld *w);
 /* The smallest distance between contact points of different bodies now, over all pairs within
  * d̂ (broad phase with margin d̂/2); INFINITY when none is. For tests and reports. */
 double sim_world_min_distance(const SimWorld *w);
+/* Object k's collision proxy (sim/proxy.h), NULL when it has none. */
+const SimProxy *sim_world_proxy(const SimWorld *w, int k);
 
 /* For tests: the relative difference max|H v − H_a v| / max|H_a v| between the exact Newton
  * matrix at the current state applied matrix-free (as the solver's conjugate gradients do) and

@@ -52,7 +52,9 @@ USES = {
 # A model built on another model's public pieces, declared here (acyclic, one way): deformable
 # Gaussians (issue 18) render through the Gaussian rasterizer's autograd op and train with its
 # photometric loss, which live in models/gaussians.
-MODEL_USES = {"models/gs4d": {"models/gaussians"}}
+MODEL_USES = {"models/gs4d": {"models/gaussians"},
+              # PartMM animates a Skelebones rig (its FK, IK and rigid fits); rendering is tools'
+              "models/partmm": {"models/skelebones"}}
 SOURCE_EXT = (".c", ".h", ".cu")
 PREFIX_CHECK = True
 # A backend's kernels inside tensor/ keep their own short prefix (cpu_, cu_): they are the
@@ -70,6 +72,7 @@ PREFIXES = {
     "models/gaussians": ("gs_",),
     "models/skelebones": ("sb_",),
     "models/gs4d": ("gs4d_",),
+    "models/partmm": ("pm_",),
     "sim": ("sim_",),
 }
 # The objects that may write to stderr/stdout themselves: the one-line messages of the abort

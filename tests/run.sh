@@ -2,7 +2,7 @@
 # tests/run.sh — every suite, then one total: the layering checks (tests/check_layers.py: include
 # and object-reference layers and cycles), the unit tests (one process, each test forked), the
 # data-parallel tests under `mpirun -np 2`, the examples built against the installed tree
-# (tests/examples.sh; `make test` installs it first) and the CUDA code under the emulator
+# (tests/examples.sh; `make test` installs it first), the glTF files' readers (tests/gltf/run.sh) and the CUDA code under the emulator
 # (CUDA_EMU=1: make test-cuda-emu). The last line is "N passed, N failed".
 set -u
 cd "$(dirname "$0")/.."
@@ -39,6 +39,8 @@ else
   echo "FAIL mpi: mpirun not found (tools/install-deps.sh installs openmpi-bin)"; total_fail=$((total_fail + 1))
 fi
 run_suite examples env BUILD="$build" bash tests/examples.sh
+# `anima export`'s glTF files through the Khronos validator, Blender and three.js (tests/gltf/run.sh)
+run_suite gltf env BUILD="$build" bash tests/gltf/run.sh
 # anima view end to end (tests/browser/viewer_test.mjs): the server over HTTP and WebSocket, then the
 # page in headless Chromium (skipped with a message when chromium is absent); needs make web-deps
 if command -v node >/dev/null; then

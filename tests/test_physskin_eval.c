@@ -65,14 +65,14 @@ TEST(physskin_eval_tiny_table) {
     fclose(out);
     CHECK_MSG(rc == 0, "%s", err);
     printf("%s", buf);
-    /* header, separator, then model, per-object MLP, rig weights, the ablation: 7 '|' per line */
+    /* header, separator, then model, per-object MLP, rig weights, the ablation: 8 '|' per line */
     const char *h = strstr(buf, "| method |");
     CHECK(h != NULL);
     int rows = 0, bad = 0;
     char *copy = strdup(h ? h : ""), *save = NULL;
     for (char *line = strtok_r(copy, "\n", &save); line && line[0] == '|'; line = strtok_r(NULL, "\n", &save)) {
         rows++;
-        bad += count_char(line, '|') != 7;
+        bad += count_char(line, '|') != 8;
         if (rows > 2) bad += strstr(line, "±") == NULL; /* every data row has mean ± std */
     }
     free(copy);
@@ -94,6 +94,13 @@ TEST(physskin_eval_tiny_table) {
     CHECK(root != NULL);
     const cJSON *jr = cJSON_GetObjectItem(root, "rows");
     CHECK(cJSON_GetArraySize(jr) == 4);
+    /* the model's complementarity residual to each shape's rig, in (0, 1]; none for the rig row */
+    const cJSON *cm = cJSON_GetObjectItem(cJSON_GetArrayItem(jr, 0), "comp_residual");
+    CHECK(cJSON_GetArraySize(cm) == 2);
+    for (int i = 0; i < 2; i++) {
+        double v = cJSON_GetNumberValue(cJSON_GetArrayItem(cm, i));
+        CHECK(v > 0 && v <= 1);
+    }
     const cJSON *rig = cJSON_GetArrayItem(jr, 2);
     CHECK(!strcmp(cJSON_GetObjectItem(rig, "kind")->valuestring, "rig"));
     PsConfig c;

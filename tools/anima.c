@@ -9,6 +9,7 @@
 static const AnimaCommand commands[] = {
     {"dataset", "training corpus: make --count N --out DIR, show FILE [--ply OUT --field F]", cmd_dataset},
     {"demo", "pretrained PhysSkin skins an unseen shape, dropped on the floor with a ball: frames (--mlp: MLP fit)", cmd_demo},
+    {"export", "glTF 2.0 (.glb) of a sim run, a skinning file, a motion gt.h5, a skelebones rig.h5, a mesh: RUN|FILE --gltf OUT.glb", cmd_export},
     {"fit", "fit an MLP from a JSON config (checkpoints, metrics log, --resume)", cmd_fit},
     {"gs", "3D Gaussian Splatting: fit --mesh FILE|procedural:<category> --out DIR", cmd_gs},
     {"gs4d", "deformable 3D Gaussians from multi-view video: fit --data DIR --out RUN, eval RUN", cmd_gs4d},
@@ -17,6 +18,7 @@ static const AnimaCommand commands[] = {
     {"physskin", "neural skinning fields (PhysSkin++): train, skin, eval", cmd_physskin},
     {"view", "web viewer: [RUN|FILE] meshes, weights, Gaussians, frames; --scene X.json: a live sim to drag", cmd_view},
     {"skelebones", "skinning decomposition of trajectories (LBG-VQ + SSDR): --traj|--meshes|--gt --out DIR", cmd_skelebones},
+    {"animate", "novel-pose animation of a Skelebones rig by PartMM: --rig RIG --motion heldout --out DIR [--eval]", cmd_animate},
 };
 
 int main(int argc, char **argv) {

@@ -19,6 +19,8 @@ int cmd_dataset(int argc, char **argv);
 /* `anima dataset motion` (tools/cmd_motion.c) */
 int cmd_dataset_motion(int argc, char **argv);
 int cmd_demo(int argc, char **argv);
+/* `anima export` (tools/cmd_export.c) */
+int cmd_export(int argc, char **argv);
 int cmd_fit(int argc, char **argv);
 int cmd_gs(int argc, char **argv);
 int cmd_gs4d(int argc, char **argv);
@@ -33,10 +35,21 @@ int cmd_physskin(int argc, char **argv);
 int cmd_view(int argc, char **argv);
 /* `anima skelebones` (tools/cmd_skelebones.c) */
 int cmd_skelebones(int argc, char **argv);
+/* `anima animate` (tools/cmd_animate.c) */
+int cmd_animate(int argc, char **argv);
 
 /* mkdir -p: creates dir and its missing parents (0777 before umask). 0, or -1 with errno set
  * (ENAMETOOLONG for a path of 4096 bytes or more). */
 int cmd_make_dirs(const char *dir);
+/* --video KIND (datasets/render/video.h: none gif mp4 both auto) of a command that writes frames:
+ * the first nframes (≤ 0: all) images DIR/<prefix>*<suffix> in name order as OUT.mp4 and/or
+ * OUT.gif at fps.
+ * Prints the files written on stdout ("  video: ..."); a failure (ffmpeg missing for mp4/both)
+ * goes to stderr as "<cmd>: <problem> (the frames are kept in DIR/)". 0, 1 on failure, 2 for an
+ * unknown kind. */
+int cmd_write_video(const char *cmd, const char *dir, const char *prefix, const char *suffix, int nframes, double fps,
+                    const char *kind, const char *out);
+#define CMD_VIDEO_HELP "video of the frames: mp4 (ffmpeg), gif, both, none, or auto (both with ffmpeg, else gif)"
 /* Writes text to path atomically (temporary, fsync, rename), every step checked; 0 or -1 with err. */
 int cmd_write_text(const char *path, const char *text, char *err, size_t errlen);
 

@@ -10,7 +10,9 @@
  *   3. simulate: the skinned shape falls onto a floor plane and a rigid ball lands on it (IPC
  *      contact between them, sim/world.h), through the same scene runner as `anima sim`, with
  *      the scene written next to the frames (DIR/scene.json) so it can be rerun and edited
- *   4. report where the frames are (DIR/frames/frame_NNNNN.{ply,png})
+ *   4. report where the frames are (DIR/frames/frame_NNNNN.{ply,png}) and write their video
+ *      (--video, default auto: DIR/frames/video.mp4 with ffmpeg, and .gif); the last line names
+ *      the video to open
  *
  * The scene is a JSON text handed to sim_scene_parse, not a struct filled here, so the demo
  * exercises exactly the path a user's scene takes and its output is a scene file they can run.
@@ -33,6 +35,7 @@
 #include "datasets/corpus/skinning_file.h"
 #include "models/physskin/infer.h"
 #include "sim/scene.h"
+#include "datasets/render/video.h"
 #include "tools/cmd.h"
 #include "tools/cmd_args.h"
 
@@ -107,6 +110,7 @@ int cmd_demo(int argc, char **argv) {
     int64_t steps_arg = -1, every_arg = 5;
     int size[2] = {640, 480};
     bool mlp = false;
+    const char *video = "auto";
     char mesh_help[256];
     snprintf(mesh_help, sizeof mesh_help,
              "the shape to skin (default " DEMO_MESH " when present, else the procedural " DEMO_CATEGORY
@@ -123,6 +127,8 @@ int cmd_demo(int argc, char **argv) {
         {"--every", CMD_ARG_INT, &every_arg, "K", "a frame every K steps (default 5)", 1, 1000000},
         {"--size", CMD_ARG_SIZE, size, "WxH", "frame size (default 640x480)", 16, 8192},
         {"--mlp", CMD_ARG_FLAG, &mlp, NULL, "the original demo: fit a small MLP with Adam"},
+        {"--video", CMD_ARG_CHOICE, &video, "KIND", CMD_VIDEO_HELP ": DIR/frames/video.{mp4,gif} (default auto)",
+         .choices = DS_VIDEO_KINDS},
         {0}};
     const CmdArgSpec spec = {"anima demo", "[--out DIR] [--ckpt CKPT] [--mesh FILE] [--steps N] [--mlp] [options]",
                              "pretrained PhysSkin skins an unseen shape, dropped on the floor with a ball: frames",
@@ -248,7 +254,18 @@ int cmd_demo(int argc, char **argv) {
     printf("[4/4] %lld frames in %s/: frame_00000..%05lld.ply (meshes) and .png (renders); the colored skinning "
            "in %s/skinned.png; rerun or edit the scene with: anima sim --scene %s/scene.json --out DIR\n",
            (long long)r.frames, frames, (long long)(r.frames - 1), out, out);
-    printf("anima demo: done in %.1f s\n", base_now() - t_all);
+    fflush(stdout);
+    /* the renders as a video; the last line names the one to open (make demo ends with it) */
+    char vbase[4200];
+    snprintf(vbase, sizeof vbase, "%s/video", frames);
+    if (cmd_write_video("anima demo", frames, "frame_", ".png", (int)r.frames, 1.0 / (sc.dt * (double)sc.output.every), video, vbase)) {
+        rc = 1;
+        goto done;
+    }
+    int vk = ds_video_kind(video);
+    bool mp4 = vk == DS_VIDEO_MP4 || vk == DS_VIDEO_BOTH || (vk == DS_VIDEO_AUTO && ds_video_have_ffmpeg());
+    if (vk == DS_VIDEO_NONE) printf("anima demo: done in %.1f s\n", base_now() - t_all);
+    else printf("anima demo: done in %.1f s; open %s/video.%s\n", base_now() - t_all, frames, mp4 ? "mp4" : "gif");
     rc = 0;
     goto done;
 fail:

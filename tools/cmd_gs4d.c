@@ -11,7 +11,7 @@
  * (bit-identical to an uninterrupted run), and at the end writes RUN/canonical.ply (the canonical
  * set as a standard 3DGS PLY), RUN/trajectories.h5 (per-frame positions, scales, colors,
  * opacities), RUN/renders/test_NNN.png (render | target of each held-out view) and
- * RUN/turntable.gif (one orbit around the scene while time runs from 0 to 1).
+ * RUN/turntable.gif (one orbit around the scene while time runs from 0 to 1; and .mp4, --video).
  * --data DIR: a D-NeRF / nerfstudio folder (datasets/motion/dnerf.h), e.g. `anima dataset motion`'s:
  * transforms_train.json trains; the held-out views are transforms_val.json while fitting (the
  * benchmark's every 4th frame) and transforms_test.json for eval (every frame), each falling back
@@ -45,6 +45,7 @@
 #include "datasets/motion/bench.h"
 #include "datasets/motion/dnerf.h"
 #include "datasets/render/gif.h"
+#include "datasets/render/video.h"
 #include "datasets/render/image.h"
 #include "models/gs4d/arap.h"
 #include "models/gaussians/fit.h"
@@ -318,7 +319,9 @@ static int write_renders(const char *dir, const Gs4dModel *m, const Gs4dData *d,
 /* RUN/turntable.gif: a camera circling the scene once while time runs from 0 to 1, at the
  * training cameras' mean distance, 20° above their mean horizon (the mean of their image-up
  * directions is taken as the world's up), with the first training camera's field of view */
-static int write_turntable(const char *path, const Gs4dModel *m, const Gs4dData *d, int nframes, char *err, size_t errlen) {
+static int write_turntable(const char *path, const char *mp4_path, const Gs4dModel *m, const Gs4dData *d, int nframes,
+                           char *err, size_t errlen) {
+    if (!path && !mp4_path) return 0;
     double up[3] = {0, 0, 0}, dist = 0;
     for (int v = 0; v < d->n; v++) {
         const DsCamera *c = &d->views[v].cam;
@@ -353,7 +356,9 @@ static int write_turntable(const char *path, const Gs4dModel *m, const Gs4dData 
         memcpy(frames + (size_t)f * w * h * 3, tensor_f32(img), sizeof(float) * 3 * (size_t)w * h);
         tensor_scope_end(sc);
     }
-    int rc = ds_gif_write(path, frames, w, h, nframes, 8, err, errlen);
+    /* 8 hundredths of a second a frame: 12.5 fps in both formats */
+    int rc = path ? ds_gif_write(path, frames, w, h, nframes, 8, err, errlen) : 0;
+    if (!rc && mp4_path) rc = ds_video_write_mp4(mp4_path, frames, w, h, nframes, 12.5, err, errlen);
     free(frames);
     return rc;
 }
@@ -437,7 +442,7 @@ static int gs4d_fit_run(int argc, char **argv, OptimComm *comm) {
     bool no_progress = false, force = false, resume = false;
     int64_t stop_after = 0;
     CmdArgList sets = {.n = 0};
-    const char *device = "cpu";
+    const char *device = "cpu", *video = "auto";
     static const char *const DEVICES[] = {"cpu", "cuda", NULL};
     const CmdArg args[] = {
         {"--data", CMD_ARG_KEY, &sets, "DIR|synthetic[:category]", "the views (D-NeRF / nerfstudio folder)", .key = "data.dir"},
@@ -451,6 +456,8 @@ static int gs4d_fit_run(int argc, char **argv, OptimComm *comm) {
         {"--no-progress", CMD_ARG_FLAG, &no_progress, NULL, "no progress display on stderr"},
         {"--device", CMD_ARG_CHOICE, &device, "D",
          "cpu (default) or cuda: MLP, render, losses, gradients and Adam on the GPU", .choices = DEVICES},
+        {"--video", CMD_ARG_CHOICE, &video, "KIND", CMD_VIDEO_HELP " of the turntable: RUN/turntable.{gif,mp4} (default auto)",
+         .choices = DS_VIDEO_KINDS},
         {0}};
     const CmdArgSpec spec = {"anima gs4d fit", "--data DIR [--config FILE] [--out RUN] [--resume|--force] [options]",
                              FIT_ABOUT, args, "SIGINT/SIGTERM finish the current step, checkpoint and exit 130/143.\n"
@@ -490,8 +497,12 @@ static int gs4d_fit_run(int argc, char **argv, OptimComm *comm) {
     snprintf(cfg_path, sizeof cfg_path, "%s/config.json", out);
     snprintf(ckpt_path, sizeof ckpt_path, "%s/ckpt.h5", out);
     snprintf(traj_path, sizeof traj_path, "%s/trajectories.h5", out);
-    char gif_path[4096];
+    char gif_path[4096], mp4_path[4096];
     snprintf(gif_path, sizeof gif_path, "%s/turntable.gif", out);
+    snprintf(mp4_path, sizeof mp4_path, "%s/turntable.mp4", out);
+    int vk = ds_video_kind(video);
+    if (vk == DS_VIDEO_AUTO) vk = ds_video_have_ffmpeg() ? DS_VIDEO_BOTH : DS_VIDEO_GIF;
+    bool want_gif = vk == DS_VIDEO_GIF || vk == DS_VIDEO_BOTH, want_mp4 = vk == DS_VIDEO_MP4 || vk == DS_VIDEO_BOTH;
     double t0 = base_now();
     RunData rd;
     if (load_data(&cfg, false, &rd, err, sizeof err)) {
@@ -623,15 +634,17 @@ static int gs4d_fit_run(int argc, char **argv, OptimComm *comm) {
         err[0] = 0;
         if (gs4d_export(&m, &g) || ds_gaussians_write(ply_path, &g, err, sizeof err) ||
             write_trajectories(traj_path, &m, times, nf, err, sizeof err) || write_renders(renders, &m, &dte, err, sizeof err) ||
-            write_turntable(gif_path, &m, &dtr, (int)cfg.train.turntable_frames, err, sizeof err)) {
+            write_turntable(want_gif ? gif_path : NULL, want_mp4 ? mp4_path : NULL, &m, &dtr, (int)cfg.train.turntable_frames,
+                            err, sizeof err)) {
             fprintf(stderr, "anima gs4d fit: %s\n", err[0] ? err : "out of memory");
             rc = 1;
         }
         ds_gaussians_free(&g);
         free(times);
         if (rc == 0)
-            printf("wrote %s, %s (%d frames), %s/test_NNN.png, %s, %s, %s\n", ply_path, traj_path, nf, renders, gif_path,
-                   ckpt_path, log_path);
+            printf("wrote %s, %s (%d frames), %s/test_NNN.png, %s%s%s%s%s, %s\n", ply_path, traj_path, nf, renders,
+                   want_gif ? gif_path : "", want_gif && want_mp4 ? ", " : "", want_mp4 ? mp4_path : "",
+                   want_gif || want_mp4 ? ", " : "", ckpt_path, log_path);
     }
     gs4d_free(&m);
     gs4d_data_free(&dtr), gs4d_data_free(&dte);

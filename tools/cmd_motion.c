@@ -18,6 +18,7 @@
 #include "base/progress.h"
 #include "datasets/motion/bench.h"
 #include "datasets/motion/motion.h"
+#include "datasets/render/video.h"
 #include "tools/cmd.h"
 #include "tools/cmd_args.h"
 
@@ -44,6 +45,7 @@ int cmd_dataset_motion(int argc, char **argv) {
             hold = o.holdout_every, valev = o.val_every, bvh_start = -1;
     double fps = o.fps, fov = o.fov_deg;
     bool lit = false, no_progress = false;
+    const char *video = "auto";
     int ncat;
     const char *const *cats = ds_procedural_categories(&ncat);
     char command[4096];
@@ -71,6 +73,9 @@ int cmd_dataset_motion(int argc, char **argv) {
         {"--bvh-start", CMD_ARG_INT, &bvh_start, "N", "first source frame of a BVH clip (default: the clip's window)", 0,
          1e9},
         {"--no-progress", CMD_ARG_FLAG, &no_progress, NULL, "no progress display on stderr"},
+        {"--video", CMD_ARG_CHOICE, &video, "KIND",
+         CMD_VIDEO_HELP ": a preview, camera 0 over time, as DIR/preview.{mp4,gif} (and DIR/heldout/) (default auto)",
+         .choices = DS_VIDEO_KINDS},
         {0}};
     char footer[2048] = "motions (default training / held-out first):\n";
     for (int c = 0; c < ncat; c++) {
@@ -148,5 +153,13 @@ int cmd_dataset_motion(int argc, char **argv) {
            o.views, st.train_views, st.heldout_views, o.size, o.size, (long long)st.images, 100 * st.coverage,
            st.extent, st.distance);
     printf("  %.1f s wall, %.1f s CPU\n", base_now() - t0, cpu_s() - c0);
-    return 0;
+    /* previews: training view 0's images over time, one per motion */
+    int vrc = 0;
+    for (int k = 0; k < st.motions && !vrc; k++) {
+        char dir[4200], base[4200];
+        snprintf(dir, sizeof dir, "%s%s/train", o.out, k ? "/heldout" : "");
+        snprintf(base, sizeof base, "%s%s/preview", o.out, k ? "/heldout" : "");
+        vrc = cmd_write_video(NAME, dir, "f", "_v00.png", o.frames, o.fps, video, base);
+    }
+    return vrc;
 }

@@ -1,5 +1,5 @@
-/* tools/cmd_sim.c — `anima sim --scene FILE.json --out DIR [--steps N] [--quiet]`: run a scene
- * (sim/scene.h) and write its frames; and `anima sim skinning OUT.h5 [options]`: write a
+/* tools/cmd_sim.c — `anima sim --scene FILE.json --out DIR [--steps N] [--quiet] [--video KIND]`:
+ * run a scene (sim/scene.h) and write its frames (and their video, DIR/video.{mp4,gif}); and `anima sim skinning OUT.h5 [options]`: write a
  * skinning file (datasets/corpus/skinning_file.h) from a procedural shape, the format `anima physskin
  * skin` writes from the network. Bad scene fields exit 1 with the file and key path. */
 #include <errno.h>
@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "base/clock.h"
+#include "datasets/render/video.h"
 #include "sim/scene.h"
 #include "sim/skinning.h"
 #include "tools/cmd.h"
@@ -89,11 +90,14 @@ int cmd_sim(int argc, char **argv) {
     const char *scene = NULL, *out = NULL;
     int64_t steps = -1;
     bool quiet = false;
+    const char *video = "auto";
     const CmdArg args[] = {
         {"--scene", CMD_ARG_STRING, &scene, "FILE.json", "the scene (sim/scene.h; scenes/*.json)", .required = true},
         {"--out", CMD_ARG_STRING, &out, "DIR", "frames go here (created if missing)", .required = true},
         {"--steps", CMD_ARG_INT, &steps, "N", "steps to run instead of the scene's", 1, -1},
         {"--quiet", CMD_ARG_FLAG, &quiet, NULL, "no progress on stderr"},
+        {"--video", CMD_ARG_CHOICE, &video, "KIND", CMD_VIDEO_HELP " of the PNG frames: DIR/video.{mp4,gif} (default auto)",
+         .choices = DS_VIDEO_KINDS},
         {0}};
     const CmdArgSpec spec = {"anima sim", "--scene FILE.json --out DIR [options]", "runs a scene and writes its frames",
                              args, "  anima sim skinning OUT.h5 [options] writes a skinning file (anima sim skinning --help)\n",
@@ -140,6 +144,18 @@ int cmd_sim(int argc, char **argv) {
         printf("; contact: smallest pair distance %.3g m, CCD-shortened Newton steps %lld", r.min_distance,
                (long long)r.ccd_limited);
     printf("\n");
+    if (sc.rig.object >= 0) /* rig-complementary dynamics (sim/rig.h) */
+        printf("  rig: secondary displacement's projection onto the rig space at most %.3g (mass-weighted, over the "
+               "frames); secondary kinetic energy max %.4g J, last step %.4g J (%s/kinetic.png); modes %d of %d\n",
+               r.rig_projection_max, r.rig_kinetic_max, r.rig_kinetic_end, out, r.rig_modes_kept, r.rig_modes);
+    int vrc = 0;
+    char vpath[4200];
+    snprintf(vpath, sizeof vpath, "%s/video", out);
+    if (sc.output.png) /* the renders as a video at the scene's own rate (a frame every output.every steps) */
+        vrc = cmd_write_video("anima sim", out, "frame_", ".png", (int)r.frames, 1.0 / (sc.dt * (double)sc.output.every),
+                              video, vpath);
+    else if (ds_video_kind(video) != DS_VIDEO_NONE && ds_video_kind(video) != DS_VIDEO_AUTO)
+        fprintf(stderr, "anima sim: no video: the scene writes no PNG frames (output.png false)\n"), vrc = 1;
     sim_scene_free(&sc);
-    return 0;
+    return vrc;
 }

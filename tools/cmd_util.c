@@ -1,12 +1,15 @@
 /* tools/cmd_util.c — what the subcommands share. */
+#include <dirent.h>
 #include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "base/mem.h"
+#include "datasets/render/video.h"
 #include "tools/cmd.h"
 
 int cmd_make_dirs(const char *dir) {
@@ -106,4 +109,55 @@ int cmd_write_text(const char *path, const char *text, char *err, size_t errlen)
         return -1;
     }
     return 0;
+}
+
+static int cmp_names(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+int cmd_write_video(const char *cmd, const char *dir, const char *prefix, const char *suffix, int nframes, double fps,
+                    const char *kind, const char *out) {
+    int k = ds_video_kind(kind);
+    if (k <= DS_VIDEO_NONE) return k == DS_VIDEO_NONE ? 0 : 2;
+    DIR *d = opendir(dir);
+    if (!d) {
+        fprintf(stderr, "%s: cannot list %s for the video (%s)\n", cmd, dir, strerror(errno));
+        return 1;
+    }
+    char **names = NULL;
+    int n = 0, cap = 0, rc = 1;
+    size_t pl = strlen(prefix), sl = strlen(suffix);
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        size_t l = strlen(e->d_name);
+        if (l < pl + sl || strncmp(e->d_name, prefix, pl) || strcmp(e->d_name + l - sl, suffix)) continue;
+        if (n == cap) {
+            char **p = realloc(names, sizeof(char *) * (size_t)(cap = cap ? 2 * cap : 64));
+            if (!p) break;
+            names = p;
+        }
+        size_t need = strlen(dir) + l + 2;
+        if (!(names[n] = malloc(need))) break;
+        snprintf(names[n], need, "%s/%s", dir, e->d_name);
+        n++;
+    }
+    closedir(d);
+    qsort(names, (size_t)n, sizeof *names, cmp_names);
+    /* this run's frames only: a folder written before by a longer run keeps its later frames */
+    int all = n;
+    if (nframes > 0 && nframes < n) n = nframes;
+    char mp4[4200], gif[4200], err[2048];
+    snprintf(mp4, sizeof mp4, "%s.mp4", out);
+    snprintf(gif, sizeof gif, "%s.gif", out);
+    DsVideoKind wrote;
+    if (n == 0) fprintf(stderr, "%s: no %s*%s frames in %s to make a video of\n", cmd, prefix, suffix, dir);
+    else if (ds_video_from_images((const char *const *)names, n, fps, (DsVideoKind)k, mp4, gif, &wrote, err, sizeof err))
+        fprintf(stderr, "%s: %s (the frames are kept in %s/)\n", cmd, err, dir);
+    else {
+        printf("  video: %s%s%s (%d frames at %.4g fps)%s\n", wrote != DS_VIDEO_GIF ? mp4 : "",
+               wrote == DS_VIDEO_BOTH ? ", " : "", wrote != DS_VIDEO_MP4 ? gif : "", n, fps,
+               k == DS_VIDEO_AUTO && wrote == DS_VIDEO_GIF ? "; no ffmpeg on PATH, so no MP4" : "");
+        rc = 0;
+    }
+    for (int i = 0; i < all; i++) free(names[i]);
+    free(names);
+    return rc;
 }

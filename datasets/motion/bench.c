@@ -587,67 +587,6 @@ void ds_motion_gt_free(DsMotionGt *g) {
     memset(g, 0, sizeof *g);
 }
 
-/* reads name (rank dims; -1 in want: any, filled in) as float or int32 */
-static int rd(hid_t f, const char *path, const char *name, int rank, int64_t *want, bool is_int, void **out, char *err,
-              size_t errlen) {
-    *out = NULL;
-    /* H5Lexists fails (rather than says no) when a group on the way is missing: test each prefix */
-    char pre[128];
-    for (size_t k = 0; name[k]; k++)
-        if (name[k + 1] == '/' || name[k + 1] == 0) {
-            snprintf(pre, sizeof pre, "%.*s", (int)(k + 1), name);
-            if (H5Lexists(f, pre, H5P_DEFAULT) <= 0) return base_errf(err, errlen, "%s: no dataset %s", path, name);
-        }
-    hid_t d = H5Dopen2(f, name, H5P_DEFAULT);
-    if (d < 0) return base_errf(err, errlen, "%s: no dataset %s", path, name);
-    hid_t sp = H5Dget_space(d);
-    hsize_t dims[8] = {0};
-    int r = sp >= 0 ? H5Sget_simple_extent_ndims(sp) : -1;
-    if (r != rank || H5Sget_simple_extent_dims(sp, dims, NULL) < 0) {
-        if (sp >= 0) H5Sclose(sp);
-        H5Dclose(d);
-        return base_errf(err, errlen, "%s: %s has rank %d, expected %d", path, name, r, rank);
-    }
-    H5Sclose(sp);
-    size_t n = 1;
-    for (int k = 0; k < rank; k++) {
-        if (want[k] >= 0 && (int64_t)dims[k] != want[k]) {
-            H5Dclose(d);
-            return base_errf(err, errlen, "%s: %s has %llu along dimension %d, expected %lld", path, name,
-                             (unsigned long long)dims[k], k, (long long)want[k]);
-        }
-        want[k] = (int64_t)dims[k];
-        if (dims[k] > ((hsize_t)1 << 32)) {
-            H5Dclose(d);
-            return base_errf(err, errlen, "%s: %s is implausibly large", path, name);
-        }
-        n *= dims[k];
-    }
-    if (n > ((size_t)1 << 31)) {
-        H5Dclose(d);
-        return base_errf(err, errlen, "%s: %s is implausibly large", path, name);
-    }
-    void *buf = malloc(4 * (n + 1));
-    if (!buf) {
-        H5Dclose(d);
-        return base_errf(err, errlen, "%s: out of memory reading %s", path, name);
-    }
-    herr_t e = H5Dread(d, is_int ? H5T_NATIVE_INT32 : H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf);
-    H5Dclose(d);
-    if (e < 0) {
-        free(buf);
-        return base_errf(err, errlen, "%s: reading %s failed (damaged or not numeric)", path, name);
-    }
-    if (!is_int)
-        for (size_t i = 0; i < n; i++)
-            if (!isfinite(((float *)buf)[i])) {
-                free(buf);
-                return base_errf(err, errlen, "%s: %s holds a non-finite value", path, name);
-            }
-    *out = buf;
-    return 0;
-}
-
 int ds_motion_gt_load(const char *path, DsMotionGt *g, char *err, size_t errlen) {
     memset(g, 0, sizeof *g);
     base_h5_quiet();
@@ -674,19 +613,19 @@ int ds_motion_gt_load(const char *path, DsMotionGt *g, char *err, size_t errlen)
     }
     int64_t dF[1] = {-1}, dV3[3] = {-1, -1, 3}, dr[2] = {-1, 3}, dfc[2] = {-1, 3};
     void *p;
-    if (rd(f, path, "times", 1, dF, false, &p, err, errlen)) goto done;
+    if (base_h5_read_array(f, path, "times", 1, dF, false, &p, err, errlen)) goto done;
     g->times = p, g->nframes = (int)dF[0];
     dV3[0] = dF[0];
-    if (rd(f, path, "vertices", 3, dV3, false, &p, err, errlen)) goto done;
+    if (base_h5_read_array(f, path, "vertices", 3, dV3, false, &p, err, errlen)) goto done;
     g->vertices = p, g->nv = dV3[1];
-    if (rd(f, path, "secondary/displacement", 3, dV3, false, &p, err, errlen)) goto done;
+    if (base_h5_read_array(f, path, "secondary/displacement", 3, dV3, false, &p, err, errlen)) goto done;
     g->secondary = p;
     dr[0] = g->nv;
-    if (rd(f, path, "mesh/rest_vertices", 2, dr, false, &p, err, errlen)) goto done;
+    if (base_h5_read_array(f, path, "mesh/rest_vertices", 2, dr, false, &p, err, errlen)) goto done;
     g->rest = p;
-    if (rd(f, path, "mesh/colors", 2, dr, false, &p, err, errlen)) goto done;
+    if (base_h5_read_array(f, path, "mesh/colors", 2, dr, false, &p, err, errlen)) goto done;
     g->colors = p;
-    if (rd(f, path, "mesh/faces", 2, dfc, true, &p, err, errlen)) goto done;
+    if (base_h5_read_array(f, path, "mesh/faces", 2, dfc, true, &p, err, errlen)) goto done;
     g->faces = p, g->nf = dfc[0];
     for (int64_t i = 0; i < 3 * g->nf; i++)
         if (g->faces[i] < 0 || g->faces[i] >= g->nv) {
@@ -695,7 +634,7 @@ int ds_motion_gt_load(const char *path, DsMotionGt *g, char *err, size_t errlen)
             goto done;
         }
     int64_t dB[1] = {-1};
-    if (rd(f, path, "rig/parents", 1, dB, true, &p, err, errlen)) goto done;
+    if (base_h5_read_array(f, path, "rig/parents", 1, dB, true, &p, err, errlen)) goto done;
     g->parents = p, g->nbones = (int)dB[0];
     for (int b = 0; b < g->nbones; b++)
         if (g->parents[b] < -1 || g->parents[b] >= b) {
@@ -704,13 +643,13 @@ int ds_motion_gt_load(const char *path, DsMotionGt *g, char *err, size_t errlen)
         }
     int64_t dw[2] = {g->nv, g->nbones}, dT[4] = {g->nframes, g->nbones, 4, 4}, dQ[3] = {g->nframes, g->nbones, 4},
             dJ[3] = {g->nframes, g->nbones, 3};
-    if (rd(f, path, "rig/weights", 2, dw, false, &p, err, errlen)) goto done;
+    if (base_h5_read_array(f, path, "rig/weights", 2, dw, false, &p, err, errlen)) goto done;
     g->weights = p;
-    if (rd(f, path, "rig/bone_transforms", 4, dT, false, &p, err, errlen)) goto done;
+    if (base_h5_read_array(f, path, "rig/bone_transforms", 4, dT, false, &p, err, errlen)) goto done;
     g->bone_transforms = p;
-    if (rd(f, path, "rig/local_rotations", 3, dQ, false, &p, err, errlen)) goto done;
+    if (base_h5_read_array(f, path, "rig/local_rotations", 3, dQ, false, &p, err, errlen)) goto done;
     g->local_rotations = p;
-    if (rd(f, path, "rig/joint_positions", 3, dJ, false, &p, err, errlen)) goto done;
+    if (base_h5_read_array(f, path, "rig/joint_positions", 3, dJ, false, &p, err, errlen)) goto done;
     g->joint_positions = p;
     rc = 0;
 done:

@@ -112,4 +112,11 @@ typedef struct {
 int ds_motion_gt_load(const char *path, DsMotionGt *gt, char *err, size_t errlen);
 void ds_motion_gt_free(DsMotionGt *gt);
 
+struct DsGltfMesh_;
+/* gt as a skinned mesh for the glTF writer (datasets/mesh/gltf.h; gt_gltf.c): the rest mesh with
+ * its colors, the rig's bones as joints, the motion as rotation channels (and the root's
+ * translation) at fps (≤ 0: gt's own, else 30). *g points into gt and into *owned (free it after
+ * writing). 0, or -1 with err. */
+int ds_motion_gt_gltf(const DsMotionGt *gt, double fps, struct DsGltfMesh_ *g, float **owned, char *err, size_t errlen);
+
 #endif

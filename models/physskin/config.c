@@ -62,6 +62,10 @@ static const DsConfigField LOSS[] = {
     {"w_pot", DS_CFG_FLOAT, L(w_pot), "1", 0, 1e12, .help = "weight of the potential-energy term"},
     {"w_orth", DS_CFG_FLOAT, L(w_orth), "1", 0, 1e12, .help = "weight of the orthogonality term"},
     {"w_smooth", DS_CFG_FLOAT, L(w_smooth), "1", 0, 1e12, .help = "weight of the smoothness term"},
+    {"w_comp", DS_CFG_FLOAT, L(w_comp), "0", 0, 1e12,
+     .help = "weight of the rig-complementarity term L_comp (0: off; needs rigged shapes)"},
+    {"rig_sigma", DS_CFG_FLOAT, L(rig_sigma), "0", 0, 10,
+     .help = "softness of the procedural rigs' LBS weights at the cubature points (0: procedural.h's default)"},
     {"combine", DS_CFG_STRING, L(combine), "config", NO_RANGE, .size = 8, .choices = COMBINES,
      .help = "ConFIG, weighted sum (ablation) or M-ConFIG"},
     {0}};
@@ -102,7 +106,7 @@ int ps_config_validate(const PsConfig *c, char *err, size_t errlen) {
                  (long long)c->data.pool_surface);
         return -1;
     }
-    if (c->loss.w_pot == 0 && c->loss.w_orth == 0 && c->loss.w_smooth == 0) {
+    if (c->loss.w_pot == 0 && c->loss.w_orth == 0 && c->loss.w_smooth == 0 && c->loss.w_comp == 0) {
         snprintf(err, errlen, "loss: every weight is 0");
         return -1;
     }

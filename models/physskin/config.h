@@ -46,6 +46,8 @@ typedef struct {
         double fd_delta;      /* δ of the central differences on [-1,1]³ */
         bool normalize;       /* on-the-fly column normalization Ŵ (PISSL; off: ablation) */
         double w_pot, w_orth, w_smooth; /* 0 drops a term; weights only matter for "sum" */
+        double w_comp;        /* rig complementarity L_comp (0: off; the shapes need rigs) */
+        double rig_sigma;     /* softness of the procedural rig weights (procedural.h; 0: its default) */
         char combine[8];      /* "config" | "sum" | "mconfig" */
     } loss;
     struct {

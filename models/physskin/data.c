@@ -11,6 +11,7 @@
 #include "datasets/corpus/cache.h"
 #include "datasets/geometry/geometry.h"
 #include "datasets/geometry/procedural.h"
+#include "datasets/motion/rig.h"
 #include "tensor/ops.h"
 
 #define PROC "procedural"
@@ -104,9 +105,55 @@ static int load_procedural(PsShape *s, const char *category, uint64_t seed, cons
         /* parts thinner than a cell have no interior candidate; the mesh volume then stands in */
         s->volume = pp.cubature.n > 0 ? pp.cubature.volume : fabs(pp.check.volume);
         ds_preprocessed_free(&pp);
+        /* the category's rig, its weights from the generating primitives at the very points the
+         * batches draw (the mesh-vertex weights would need an interpolation inside) */
+        s->nbones = sh.nbones;
+        if (sh.nbones > 0) {
+            s->rig_surface = base_malloc(sizeof(float) * (size_t)(s->n_surface * sh.nbones));
+            ds_procedural_weights(&sh.scene, sh.nbones, s->surface, s->n_surface, (float)c->loss.rig_sigma,
+                                  s->rig_surface);
+            s->rig_cubature = base_malloc(sizeof(float) * (size_t)((s->n_cubature > 0 ? s->n_cubature : 1) * sh.nbones));
+            if (s->n_cubature > 0)
+                ds_procedural_weights(&sh.scene, sh.nbones, s->cubature, s->n_cubature, (float)c->loss.rig_sigma,
+                                      s->rig_cubature);
+        }
     }
     ds_procedural_free(&sh);
     return rc;
+}
+
+/* A rig stored at the mesh vertices (nv × nb) carried to n other points: inverse squared distance
+ * weights over the RIG_K nearest vertices, rows summing to one. Surface samples lie on the mesh,
+ * where the nearest vertices are its own neighbours; an interior point blends the parts around
+ * it, as LBS weights fade across a joint. Brute force: nv × n distances per shape, once. */
+#define RIG_K 4
+static float *rig_at(const float *verts, const float *w, int64_t nv, int nb, const float *x, int64_t n) {
+    float *out = base_malloc(sizeof(float) * (size_t)((n > 0 ? n : 1) * nb));
+    int par_nt = base_par_threads(n, 64);
+#pragma omp parallel for schedule(static) num_threads(par_nt) if (par_nt > 1)
+    for (int64_t i = 0; i < n; i++) {
+        int64_t best[RIG_K];
+        double bd[RIG_K];
+        for (int k = 0; k < RIG_K; k++) best[k] = -1, bd[k] = INFINITY;
+        for (int64_t v = 0; v < nv; v++) {
+            double d = 0;
+            for (int a = 0; a < 3; a++) d += ((double)x[3 * i + a] - verts[3 * v + a]) * ((double)x[3 * i + a] - verts[3 * v + a]);
+            if (d >= bd[RIG_K - 1]) continue;
+            int k = RIG_K - 1;
+            while (k > 0 && bd[k - 1] > d) bd[k] = bd[k - 1], best[k] = best[k - 1], k--;
+            bd[k] = d, best[k] = v;
+        }
+        double acc[DS_RIG_MAX_BONES] = {0}, tot = 0;
+        for (int k = 0; k < RIG_K && best[k] >= 0; k++) {
+            double f = 1.0 / (bd[k] + 1e-12);
+            for (int j = 0; j < nb; j++) acc[j] += f * w[best[k] * nb + j];
+            tot += f;
+        }
+        double sum = 0;
+        for (int j = 0; j < nb; j++) sum += acc[j] / tot;
+        for (int j = 0; j < nb; j++) out[i * nb + j] = (float)(sum > 0 ? acc[j] / tot / sum : 0);
+    }
+    return out;
 }
 
 /* Shapes [d->begin, d->begin + d->n) of a cache (HDF5 is not thread-safe here: one by one). */
@@ -126,6 +173,12 @@ static int load_cache(PsData *d, const char *source, PsDataProgressFn fn, void *
         double vol = 0;
         for (int64_t k = 0; k < r.n_cubature; k++) vol += r.cubature_volume[k];
         s->volume = r.n_cubature > 0 ? vol : fabs(r.volume);
+        /* the stored rig (procedural shapes; real meshes have none) at the batch's points */
+        if (r.weights && r.nbones > 0 && r.nbones <= DS_RIG_MAX_BONES && r.mesh.nv > 0) {
+            s->nbones = r.nbones;
+            s->rig_surface = rig_at(r.mesh.v, r.weights, r.mesh.nv, r.nbones, r.surface, r.n_surface);
+            s->rig_cubature = rig_at(r.mesh.v, r.weights, r.mesh.nv, r.nbones, r.cubature, r.n_cubature);
+        }
         r.surface = r.surface_normal = r.cubature = NULL;
         ds_shape_record_free(&r);
         if (s->n_surface < 1) {
@@ -194,6 +247,7 @@ void ps_data_free(PsData *d) {
     for (int64_t i = 0; d->shapes && i < d->n; i++) {
         free(d->shapes[i].surface), free(d->shapes[i].surface_normal);
         free(d->shapes[i].cubature);
+        free(d->shapes[i].rig_surface), free(d->shapes[i].rig_cubature);
     }
     free(d->shapes);
     memset(d, 0, sizeof *d);
@@ -245,6 +299,14 @@ void ps_batch_make(const PsData *d, const int64_t *idx, int64_t B, const PsConfi
     double *pts = base_malloc(sizeof(double) * (size_t)(B * Ns * 3)), *nrm = base_malloc(sizeof(double) * (size_t)(B * Ns * 3));
     double *x = base_malloc(sizeof(double) * (size_t)(B * C * 3)), *v = base_malloc(sizeof(double) * (size_t)(B * C));
     int64_t *sel = base_malloc(sizeof(int64_t) * (size_t)(Ns > C ? Ns : C));
+    int nb = 0;
+    bool rigged = true;
+    for (int64_t b = 0; b < B; b++) {
+        const PsShape *s = &d->shapes[idx[b]];
+        rigged = rigged && s->nbones > 0;
+        if (s->nbones > nb) nb = s->nbones;
+    }
+    double *rig = rigged ? base_calloc((size_t)(B * C * nb), sizeof(double)) : NULL;
     for (int64_t b = 0; b < B; b++) {
         const PsShape *s = &d->shapes[idx[b]];
         sample_indices(g, s->n_surface, Ns, sel);
@@ -258,12 +320,18 @@ void ps_batch_make(const PsData *d, const int64_t *idx, int64_t B, const PsConfi
         int64_t ns = s->n_cubature > 0 ? (int64_t)llround(c->data.surface_fraction * (double)C) : C;
         int64_t ni = C - ns;
         sample_indices(g, s->n_surface, ns, sel);
-        for (int64_t i = 0; i < ns; i++)
+        for (int64_t i = 0; i < ns; i++) {
             for (int j = 0; j < 3; j++) x[(b * C + i) * 3 + j] = s->surface[sel[i] * 3 + j];
+            for (int j = 0; rig && j < s->nbones; j++)
+                rig[(b * C + i) * nb + j] = s->rig_surface[sel[i] * s->nbones + j];
+        }
         if (ni > 0) {
             sample_indices(g, s->n_cubature, ni, sel);
-            for (int64_t i = 0; i < ni; i++)
+            for (int64_t i = 0; i < ni; i++) {
                 for (int j = 0; j < 3; j++) x[(b * C + ns + i) * 3 + j] = s->cubature[sel[i] * 3 + j];
+                for (int j = 0; rig && j < s->nbones; j++)
+                    rig[(b * C + ns + i) * nb + j] = s->rig_cubature[sel[i] * s->nbones + j];
+            }
         }
         for (int64_t i = 0; i < C; i++) v[b * C + i] = s->volume / (double)C;
     }
@@ -272,5 +340,6 @@ void ps_batch_make(const PsData *d, const int64_t *idx, int64_t B, const PsConfi
     out->x = tensor_from_f64(TENSOR_SHAPE(B, C, 3), dt, x);
     out->v = tensor_from_f64(TENSOR_SHAPE(B, C), dt, v);
     out->z = tensor_mul_scalar(tensor_randn_with(g, TENSOR_SHAPE(B, c->data.n_z, 12 * m), dt), c->loss.z_sigma);
-    free(pts), free(nrm), free(x), free(v), free(sel);
+    out->rig = rig ? tensor_from_f64(TENSOR_SHAPE(B, C, nb), dt, rig) : NULL;
+    free(pts), free(nrm), free(x), free(v), free(sel), free(rig);
 }

@@ -24,6 +24,13 @@ typedef struct {
     int64_t n_cubature;
     float *cubature;                 /* n_cubature × 3 interior candidates */
     double volume;                   /* Σ of the candidates' volumes (or the mesh volume) */
+    /* the shape's rig (L_comp, physskin.md §9): LBS weights of nbones bones at every surface
+     * sample and interior candidate (n_surface × nbones, n_cubature × nbones); nbones 0 and
+     * NULL when the source has no rig. Procedural shapes: ds_procedural_weights at the points;
+     * a cache: the rig it stores at the mesh vertices, carried to the points by inverse squared
+     * distance over the 4 nearest vertices (real meshes have none) */
+    int nbones;
+    float *rig_surface, *rig_cubature;
 } PsShape;
 
 typedef struct {
@@ -50,6 +57,9 @@ typedef struct {
     Tensor *x;                /* (B, n_cubature, 3) cubature points */
     Tensor *v;                /* (B, n_cubature) volume weights V_c = volume / n_cubature */
     Tensor *z;                /* (B, n_z, 12m) */
+    Tensor *rig;              /* (B, n_cubature, nb) rig weights at x, nb the batch's largest bone
+                               * count (zero columns beyond a shape's own); NULL unless every
+                               * shape of the batch has a rig */
 } PsBatch;
 
 /* The batch of shapes idx[0..B) (indices into d->shapes), every draw from g: encoder points

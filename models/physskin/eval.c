@@ -16,6 +16,7 @@
 #include "datasets/geometry/geometry.h"
 #include "datasets/geometry/procedural.h"
 #include "eval.h"
+#include "losses.h"
 #include "model.h"
 #include "optim/checkpoint.h"
 
@@ -319,6 +320,7 @@ typedef struct {
     RowKind kind;
     int64_t n;                      /* shapes with a value */
     double *orth, *cond, *bal, *t;  /* per shape (NAN: not evaluated) */
+    double *comp;                   /* complementarity residual to the shape's rig (NAN: no rig) */
 } Row;
 
 static void row_init(Row *r, RowKind kind, const char *name, int64_t n) {
@@ -327,15 +329,36 @@ static void row_init(Row *r, RowKind kind, const char *name, int64_t n) {
     snprintf(r->name, sizeof r->name, "%s", name);
     r->orth = base_malloc(sizeof(double) * (size_t)n), r->cond = base_malloc(sizeof(double) * (size_t)n);
     r->bal = base_malloc(sizeof(double) * (size_t)n), r->t = base_malloc(sizeof(double) * (size_t)n);
-    for (int64_t i = 0; i < n; i++) r->orth[i] = r->cond[i] = r->bal[i] = r->t[i] = NAN;
+    r->comp = base_malloc(sizeof(double) * (size_t)n);
+    for (int64_t i = 0; i < n; i++) r->orth[i] = r->cond[i] = r->bal[i] = r->t[i] = r->comp[i] = NAN;
 }
 
-static void row_free(Row *r) { free(r->orth), free(r->cond), free(r->bal), free(r->t); }
+static void row_free(Row *r) { free(r->orth), free(r->cond), free(r->bal), free(r->t), free(r->comp); }
 
-static void row_set(Row *r, int64_t i, const float *w, int64_t nv, int64_t k, double t) {
+/* The complementarity residual ‖JᵀMB‖_F / (‖M^½J‖_F ‖M^½B‖_F) of fields w (nv × k) to the shape's
+ * rig at its vertices, M uniform (the vertices are where every metric here is taken): the square
+ * root of L_comp (losses.h, the same code) on the column-normalized fields. NAN without a rig. */
+static double comp_residual(const EvalShape *e, const float *w, int64_t k) {
+    if (!e->rig) return NAN;
+    TensorScope *sc = tensor_scope_begin();
+    bool prev = ag_no_grad_begin();
+    Tensor *W = tensor_cast(tensor_from_data(TENSOR_SHAPE(1, e->nv, k), TENSOR_F32, (float *)w), TENSOR_F64);
+    Tensor *X = tensor_cast(tensor_from_data(TENSOR_SHAPE(1, e->nv, 3), TENSOR_F32, e->verts), TENSOR_F64);
+    Tensor *R = tensor_cast(tensor_from_data(TENSOR_SHAPE(1, e->nv, e->nbones), TENSOR_F32, e->rig), TENSOR_F64);
+    Tensor *V = tensor_full(TENSOR_SHAPE(1, e->nv), 1.0 / (double)e->nv, TENSOR_F64);
+    PsLossOptions o = {.normalize = true};
+    double r = sqrt(tensor_item(ps_loss_comp(&o, W, X, V, R, NULL)));
+    ag_no_grad_end(prev);
+    tensor_scope_end(sc);
+    return r;
+}
+
+static void row_set(Row *r, int64_t i, const EvalShape *e, const float *w, int64_t nv, int64_t k, double t) {
     PsSkinMetrics m;
     ps_skin_metrics(w, nv, k, &m);
     r->orth[i] = m.orth_err, r->cond[i] = m.cond, r->bal[i] = m.balance, r->t[i] = t;
+    /* the rig's own weights against themselves say nothing */
+    r->comp[i] = r->kind == ROW_RIG ? NAN : comp_residual(e, w, k);
     r->n++;
 }
 
@@ -435,7 +458,7 @@ static int eval_model_row(const char *ckpt, Row *r, RowKind kind, const PsConfig
         float *w = base_malloc(sizeof(float) * (size_t)(es[i].nv * k));
         if (i == 0) model_infer(&l, &es[0], w); /* warm-up: first-touch allocations, thread start */
         double t = model_infer(&l, &es[i], w);
-        row_set(r, i, w, es[i].nv, k, t);
+        row_set(r, i, &es[i], w, es[i].nv, k, t);
         tell(a, (PsEvalProgress){.event = PS_EVAL_SHAPE, .method = name, .shape = es[i].name, .orth = r->orth[i],
                                  .cond = r->cond[i], .balance = r->bal[i], .seconds = t});
         free(w);
@@ -446,11 +469,13 @@ static int eval_model_row(const char *ckpt, Row *r, RowKind kind, const PsConfig
 
 static void print_table(FILE *out, const char *title, const Row *rows, int nrows, int64_t n) {
     fprintf(out, "\n%s\n\n", title);
-    fprintf(out, "| method | orthogonality error ↓ | condition number ↓ | spectral balance ↑ | time per shape | shapes |\n");
-    fprintf(out, "|---|---|---|---|---|---|\n");
+    fprintf(out, "| method | orthogonality error ↓ | condition number ↓ | spectral balance ↑ | rig complementarity "
+                 "residual ↓ | time per shape | shapes |\n");
+    fprintf(out, "|---|---|---|---|---|---|---|\n");
     for (int i = 0; i < nrows; i++) {
         const Row *r = &rows[i];
-        char o[128], c[128], b[128], t[48];
+        char o[128], c[128], b[128], t[48], cp[128];
+        fmt_stat(cp, sizeof cp, r->comp, n, "%.4f");
         fmt_stat(o, sizeof o, r->orth, n, "%.4f");
         fmt_stat(c, sizeof c, r->cond, n, "%.3g");
         fmt_stat(b, sizeof b, r->bal, n, "%.4f");
@@ -458,7 +483,7 @@ static void print_table(FILE *out, const char *title, const Row *rows, int nrows
         ps_eval_mean_std(r->t, n, &mt, &st);
         fmt_time(t, sizeof t, mt);
         const char *what = r->kind == ROW_BASELINE ? " (training)" : r->kind == ROW_RIG ? "" : " (inference)";
-        fprintf(out, "| %s | %s | %s | %s | %s%s | %lld |\n", r->name, o, c, b, t, isfinite(mt) ? what : "",
+        fprintf(out, "| %s | %s | %s | %s | %s | %s%s | %lld |\n", r->name, o, c, b, cp, t, isfinite(mt) ? what : "",
                 (long long)r->n);
     }
 }
@@ -551,7 +576,7 @@ int ps_eval(const PsEvalArgs *a, FILE *out, char *err, size_t errlen) {
             float *w = base_malloc(sizeof(float) * (size_t)(es[i].nv * k));
             double ts;
             ps_baseline_fit(&es[i].s, &ref, &a->baseline, es[i].verts, es[i].nv, w, NULL, &ts);
-            row_set(base, i, w, es[i].nv, k, ts);
+            row_set(base, i, &es[i], w, es[i].nv, k, ts);
             tell(a, (PsEvalProgress){.event = PS_EVAL_SHAPE, .method = "per-object MLP", .shape = es[i].name,
                                      .training_time = true, .orth = base->orth[i], .cond = base->cond[i],
                                      .balance = base->bal[i], .seconds = ts});
@@ -563,7 +588,7 @@ int ps_eval(const PsEvalArgs *a, FILE *out, char *err, size_t errlen) {
             Row *r = &rows[nrows++];
             row_init(r, ROW_RIG, "procedural rig weights (K = bones)", n);
             for (int64_t i = 0; i < n; i++)
-                if (es[i].rig) row_set(r, i, es[i].rig, es[i].nv, es[i].nbones, NAN);
+                if (es[i].rig) row_set(r, i, &es[i], es[i].rig, es[i].nv, es[i].nbones, NAN);
         }
     }
     for (char *p = abl, *save = NULL; rc == 0 && p; p = NULL) {
@@ -601,6 +626,7 @@ int ps_eval(const PsEvalArgs *a, FILE *out, char *err, size_t errlen) {
                 cJSON_AddItemToObject(o, "cond", json_array(rows[i].cond, n));
                 cJSON_AddItemToObject(o, "balance", json_array(rows[i].bal, n));
                 cJSON_AddItemToObject(o, "time_s", json_array(rows[i].t, n));
+                cJSON_AddItemToObject(o, "comp_residual", json_array(rows[i].comp, n));
                 cJSON_AddItemToArray(jr, o);
             }
             rc = write_json(a->json, js, err, errlen);

@@ -52,7 +52,8 @@ Tensor *ps_deformation_gradient(Tensor *W, Tensor *grad_w, Tensor *X, Tensor *z)
 
 PsLossOptions ps_loss_options(const PsConfig *c) {
     PsLossOptions o = {.linear = !strcmp(c->loss.energy, "linear"), .normalize = c->loss.normalize,
-                       .w_pot = c->loss.w_pot, .w_orth = c->loss.w_orth, .w_smooth = c->loss.w_smooth};
+                       .w_pot = c->loss.w_pot, .w_orth = c->loss.w_orth, .w_smooth = c->loss.w_smooth,
+                       .w_comp = c->loss.w_comp};
     ps_lame(c->loss.youngs, c->loss.poisson, c->loss.lambda_plus_mu, &o.mu, &o.lambda);
     return o;
 }
@@ -79,10 +80,43 @@ void ps_losses(const PsLossOptions *o, Tensor *W, Tensor *grad_w, Tensor *X, Ten
     /* smoothness: Dirichlet energy Σ_c V_c Σ_k |∇ŵ_k|² */
     Tensor *d = tensor_sum(tensor_mul(gh, gh), TENSOR_DIMS(2, 3), false); /* (B, C) */
     out->smooth = tensor_mean_all(tensor_sum(tensor_mul(d, V), TENSOR_DIMS(1), false));
+    out->comp = NULL;
+}
+
+/* f (B, C, n) ⊗ [X;1] -> (B, C, 4n), column 4j + l = f_j · Xh_l */
+static Tensor *times_xh(Tensor *f, Tensor *X) {
+    int64_t B = f->shape[0], C = f->shape[1], n = f->shape[2];
+    Tensor *parts[2] = {X, on(tensor_ones(TENSOR_SHAPE(B, C, 1), X->dtype), X)};
+    Tensor *xh = tensor_unsqueeze(tensor_cat(2, parts, -1), 2); /* (B, C, 1, 4) */
+    return tensor_reshape(tensor_mul(tensor_unsqueeze(f, -1), xh), TENSOR_SHAPE(B, C, 4 * n));
+}
+
+Tensor *ps_loss_comp(const PsLossOptions *o, Tensor *W, Tensor *X, Tensor *V, Tensor *R, Tensor **per_shape) {
+    char s1[128], s2[128], s3[128], s4[128];
+    int64_t B = W->shape[0], C = W->shape[1];
+    if (W->ndim != 3 || X->ndim != 3 || V->ndim != 2 || R->ndim != 3 || X->shape[0] != B || X->shape[1] != C ||
+        X->shape[2] != 3 || V->shape[0] != B || V->shape[1] != C || R->shape[0] != B || R->shape[1] != C)
+        tensor_fail("ps_loss_comp", "W %s, X %s, V %s, R %s: need (B,C,m), (B,C,3), (B,C), (B,C,nb)",
+                    tensor_shape_str(W, s1), tensor_shape_str(X, s2), tensor_shape_str(V, s3),
+                    tensor_shape_str(R, s4));
+    Tensor *wh = W;
+    if (o->normalize) ps_normalize(W, NULL, &wh, NULL);
+    Tensor *A = times_xh(R, X), *Bh = times_xh(wh, X); /* (B, C, 4nb), (B, C, 4m) */
+    Tensor *Vc = tensor_unsqueeze(V, -1);
+    Tensor *G = tensor_matmul(tensor_transpose(tensor_mul(A, Vc), 1, 2), Bh); /* (B, 4nb, 4m) */
+    Tensor *g2 = tensor_sum(tensor_mul(G, G), TENSOR_DIMS(1, 2), false);
+    /* ‖M^½J‖² = 3 Σ_c V_c Σ_(j,l) A², the same for B; ‖JᵀMB‖² = 3‖G‖²: ratio ‖G‖² / (3 a b) */
+    Tensor *a = tensor_sum(tensor_mul(tensor_mul(A, A), Vc), TENSOR_DIMS(1, 2), false);
+    Tensor *b = tensor_sum(tensor_mul(tensor_mul(Bh, Bh), Vc), TENSOR_DIMS(1, 2), false);
+    /* the floor keeps a shape without bones (R = 0, so G = 0) at 0 instead of 0/0 */
+    Tensor *r = tensor_div(g2, tensor_add_scalar(tensor_mul_scalar(tensor_mul(a, b), 3.0), 1e-30));
+    if (per_shape) *per_shape = r;
+    return tensor_mean_all(r);
 }
 
 Tensor *ps_losses_total(const PsLossOptions *o, const PsLosses *l) {
     Tensor *t = tensor_mul_scalar(l->pot, o->w_pot);
     t = tensor_add(t, tensor_mul_scalar(l->orth, o->w_orth));
-    return tensor_add(t, tensor_mul_scalar(l->smooth, o->w_smooth));
+    t = tensor_add(t, tensor_mul_scalar(l->smooth, o->w_smooth));
+    return l->comp ? tensor_add(t, tensor_mul_scalar(l->comp, o->w_comp)) : t;
 }

@@ -30,6 +30,7 @@ typedef struct {
     bool linear;    /* Ψ_lin instead of stable neo-Hookean */
     bool normalize; /* Ŵ (PISSL); off: the raw W (ablation) */
     double w_pot, w_orth, w_smooth;
+    double w_comp; /* rig complementarity (0: off; needs the batch's rig weights) */
 } PsLossOptions;
 PsLossOptions ps_loss_options(const PsConfig *c);
 
@@ -44,10 +45,26 @@ void ps_normalize(Tensor *W, Tensor *grad_w, Tensor **w_hat, Tensor **grad_w_hat
  *   smooth = Σ_c V_c Σ_k |∇ŵ_k(X_c)|²  (the Dirichlet energy; the paper gives no formula) */
 typedef struct {
     Tensor *pot, *orth, *smooth;
+    Tensor *comp; /* ps_loss_comp, or NULL when not computed (ps_losses leaves it NULL) */
 } PsLosses;
 /* V (B, C) volume weights, z (B, Z, 12m). */
 void ps_losses(const PsLossOptions *o, Tensor *W, Tensor *grad_w, Tensor *X, Tensor *V, Tensor *z, PsLosses *out);
-/* w_pot·pot + w_orth·orth + w_smooth·smooth (0-d) */
+/* Rig complementarity (physskin.md §4, §9; Complementary Dynamics, Zhang et al. 2020). The rig
+ * is LBS with bone weights R; its Jacobian over 12 affine parameters per bone has the 3×12 blocks
+ * J_cj = R_cj (I₃ ⊗ [X_cᵀ 1]); the subspace has the same structure with the (normalized) fields,
+ * B_ck = ŵ_ck (I₃ ⊗ [X_cᵀ 1]); M = diag(V_c) ⊗ I₃ the lumped mass (density 1: it cancels).
+ * Because both are I₃ ⊗ (scalar field × [X;1]), JᵀMB = I₃ ⊗ G with the small matrix
+ *     G = Aᵀ diag(V) Bh,  A[c, (j,l)] = R_cj Xh_cl,  Bh[c, (k,l)] = ŵ_ck Xh_cl   (4nb × 4m),
+ * so ‖JᵀMB‖²_F = 3‖G‖²_F without forming J. The normalization is by the mass-weighted norms,
+ *     comp = ‖JᵀMB‖²_F / (‖M^½J‖²_F ‖M^½B‖²_F)   ∈ [0, 1] (Cauchy–Schwarz),
+ * invariant to the density, the units and the scale of the fields; its square root is the
+ * complementarity residual the evaluation reports. Mean over the B shapes. W (B, C, m) the
+ * fields (normalized here when o->normalize, as the other terms use them), X (B, C, 3),
+ * V (B, C), R (B, C, nb) (zero columns: bones a shape does not have). Returns a 0-d tensor;
+ * per_shape (may be NULL) gets the (B) values before the mean. */
+Tensor *ps_loss_comp(const PsLossOptions *o, Tensor *W, Tensor *X, Tensor *V, Tensor *R, Tensor **per_shape);
+
+/* w_pot·pot + w_orth·orth + w_smooth·smooth (+ w_comp·comp when comp is set) (0-d) */
 Tensor *ps_losses_total(const PsLossOptions *o, const PsLosses *l);
 
 #endif

@@ -3,7 +3,8 @@
  * Per step and rank: B_local shapes from this rank's shard (optim_data_order, a pure function
  * of (seed, rank, step)), every random draw from a Philox generator keyed by (seed, rank, step),
  * so --resume continues bit-identically without storing per-rank generator state. The per-loss
- * gradients g_pot, g_orth, g_smooth come from separate backward passes through one retained
+ * gradients g_pot, g_orth, g_smooth (and g_comp, the rig complementarity, when
+ * loss.w_comp > 0) come from separate backward passes through one retained
  * graph, are averaged over the ranks (ConFIG is nonlinear: combine the global gradients, not
  * the local ones), then combined by ConFIG (physskin.md §4; Liu et al. 2024) — or summed with
  * the weights (the ablation), or M-ConFIG (one loss per step, round-robin). */
@@ -30,6 +31,7 @@ void ps_step_losses(const PsModel *m, const PsBatch *b, const PsConfig *c, PsLos
                         &w, &gw);
     PsLossOptions o = ps_loss_options(c);
     ps_losses(&o, w, gw, b->x, b->v, b->z, out);
+    if (o.w_comp > 0 && b->rig) out->comp = ps_loss_comp(&o, w, b->x, b->v, b->rig, NULL);
 }
 
 /* activations of a cross-attention block (pre-norm: LN, q/k/v, scores and softmax per head,
@@ -144,6 +146,20 @@ int ps_train(const PsTrainArgs *a) {
         optim_comm_finalize(comm);
         return 1;
     }
+    /* L_comp needs every shape's rig (ps_step_losses would silently leave the term out) */
+    for (int64_t i = 0; !bad && c->loss.w_comp > 0 && i < data.n; i++)
+        if (data.shapes[i].nbones == 0) {
+            snprintf(err, sizeof err, "loss.w_comp > 0 needs rigged shapes; shape %lld of %s has no rig",
+                     (long long)(begin + i), a->data);
+            bad = 1;
+        }
+    if (size > 1) bad = optim_comm_allreduce_sum_scalar(comm, bad) > 0;
+    if (bad) {
+        base_logf(BASE_LOG_ERROR, NAME ": %s", err[0] ? err : "a shape without a rig on another rank");
+        ps_data_free(&data);
+        optim_comm_finalize(comm);
+        return 1;
+    }
     if (rank == 0 && a->progress) /* a status line of the display (train.h) */
         base_logf(BASE_LOG_INFO, NAME ": %lld shapes (%lld on rank 0) ready in %.1f s", (long long)total,
                   (long long)data.n, base_now() - t0);
@@ -198,9 +214,9 @@ int ps_train(const PsTrainArgs *a) {
     }
 
     PsLossOptions lo = ps_loss_options(c);
-    double wts[3] = {lo.w_pot, lo.w_orth, lo.w_smooth};
-    int active[3], K = 0;
-    for (int i = 0; i < 3; i++)
+    double wts[4] = {lo.w_pot, lo.w_orth, lo.w_smooth, lo.w_comp};
+    int active[4], K = 0;
+    for (int i = 0; i < 4; i++)
         if (wts[i] > 0) active[K++] = i;
     OptimMConfig mc;
     if (mconfig) optim_mconfig_init(&mc, &params, K, c->optim.beta1);
@@ -220,14 +236,15 @@ int ps_train(const PsTrainArgs *a) {
         PsBatch batch;
         ps_batch_make(&data, idx, B, c, &g, dt, &batch);
         if (a->cuda) { /* drawn on the host (the same numbers as a CPU run), used on the device */
-            Tensor **fields[5] = {&batch.points, &batch.normals, &batch.x, &batch.v, &batch.z};
-            for (int i = 0; i < 5; i++)
+            Tensor **fields[6] = {&batch.points, &batch.normals, &batch.x, &batch.v, &batch.z, &batch.rig};
+            for (int i = 0; i < 6; i++)
                 if (*fields[i]) *fields[i] = tensor_to(*fields[i], TENSOR_CUDA);
         }
         PsLosses L;
         ps_step_losses(&model, &batch, c, &L);
-        Tensor *terms[3] = {tensor_mul_scalar(L.pot, wts[0]), tensor_mul_scalar(L.orth, wts[1]),
-                            tensor_mul_scalar(L.smooth, wts[2])};
+        /* comp is set whenever w_comp > 0 (every shape has a rig: checked above) */
+        Tensor *terms[4] = {tensor_mul_scalar(L.pot, wts[0]), tensor_mul_scalar(L.orth, wts[1]),
+                            tensor_mul_scalar(L.smooth, wts[2]), L.comp ? tensor_mul_scalar(L.comp, wts[3]) : NULL};
         Tensor *total_loss = ps_losses_total(&lo, &L);
         if (sum) {
             nn_params_zero_grad(&params);
@@ -239,7 +256,7 @@ int ps_train(const PsTrainArgs *a) {
             Tensor *gi = tensor_clone(params.flat_grad);
             optim_mconfig_update(&mc, i, gi, params.flat_grad);
         } else {
-            Tensor *gs[3];
+            Tensor *gs[4];
             for (int i = 0; i < K; i++) {
                 nn_params_zero_grad(&params);
                 /* each pass's temporaries in a scope of their own: the engine keeps none of them
@@ -256,14 +273,16 @@ int ps_train(const PsTrainArgs *a) {
         double gn = optim_clip_grad_norm(&params, c->optim.clip > 0 ? c->optim.clip : INFINITY);
         double lr = optim_schedule_lr(&sched, tl.step);
         optim_step(&opt, lr);
-        double v[4] = {tensor_item(total_loss), tensor_item(L.pot), tensor_item(L.orth), tensor_item(L.smooth)};
+        double v[5] = {tensor_item(total_loss), tensor_item(L.pot), tensor_item(L.orth), tensor_item(L.smooth),
+                       L.comp ? tensor_item(L.comp) : 0.0};
         if (size > 1)
-            for (int i = 0; i < 4; i++) v[i] = optim_comm_allreduce_sum_scalar(comm, v[i]) / size;
+            for (int i = 0; i < 5; i++) v[i] = optim_comm_allreduce_sum_scalar(comm, v[i]) / size;
         tensor_scope_end(s);
         double dts = base_now() - ts;
         t_steps += dts, n_steps++;
-        OptimMetric ex[5] = {{"pot", v[1]}, {"orth", v[2]}, {"smooth", v[3]}, {"grad_norm", gn}, {"step_s", dts}};
-        optim_train_step_end(&tl, v[0], lr, 5, ex);
+        OptimMetric ex[6] = {{"pot", v[1]}, {"orth", v[2]}, {"smooth", v[3]}, {"grad_norm", gn}, {"step_s", dts},
+                             {"comp", v[4]}};
+        optim_train_step_end(&tl, v[0], lr, lo.w_comp > 0 ? 6 : 5, ex);
     }
     free(idx);
     if (mconfig) optim_mconfig_free(&mc);

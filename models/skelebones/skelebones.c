@@ -177,16 +177,21 @@ int sb_rig_write(const char *path, const SbTraj *t, const SbResult *r, const str
     return base_h5_save_end(f, tmp, path, ok, "rig", err, errlen);
 }
 
-/* the colors of the rest points: each the weight-blend of its bones' colors (N × 3, malloc'd) */
-static float *bone_colors(const SbTraj *t, const SbResult *r) {
-    int64_t N = t->npoints;
-    int B = r->skin.nbones;
-    float *col = calloc((size_t)N * 3, sizeof(float)), rgb[SB_MAX_BONES][3];
-    if (!col) return NULL;
-    for (int j = 0; j < B; j++) sb_bone_color(j, rgb[j]);
+void sb_bone_colors(const float *weights, int64_t N, int B, float *col) {
+    float rgb[SB_MAX_BONES][3];
+    for (int j = 0; j < B && j < SB_MAX_BONES; j++) sb_bone_color(j, rgb[j]);
     for (int64_t i = 0; i < N; i++)
-        for (int j = 0; j < B; j++)
-            for (int c = 0; c < 3; c++) col[i * 3 + c] += r->skin.weights[i * B + j] * rgb[j][c];
+        for (int c = 0; c < 3; c++) {
+            float x = 0;
+            for (int j = 0; j < B && j < SB_MAX_BONES; j++) x += weights[i * B + j] * rgb[j][c];
+            col[i * 3 + c] = x;
+        }
+}
+
+/* the colors of the rest points (N × 3, malloc'd; sb_bone_colors) */
+static float *bone_colors(const SbTraj *t, const SbResult *r) {
+    float *col = malloc((size_t)t->npoints * 3 * sizeof(float) + 4);
+    if (col) sb_bone_colors(r->skin.weights, t->npoints, r->skin.nbones, col);
     return col;
 }
 

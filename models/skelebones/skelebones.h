@@ -66,5 +66,8 @@ int sb_bones_ply(const char *path, const SbTraj *t, const SbResult *r, char *err
 int sb_bones_png(const char *path, const SbTraj *t, const SbResult *r, int size, char *err, size_t errlen);
 /* The color of bone j of B (distinct hues by the golden ratio), rgb in [0, 1]. */
 void sb_bone_color(int j, float rgb[3]);
+/* Each of N points' color (N × 3 into rgb): its weights (N × B, B ≤ SB_MAX_BONES) blending the
+ * bones' colors (bones.ply, bones.png, `anima export` of a rig.h5). */
+void sb_bone_colors(const float *weights, int64_t N, int B, float *rgb);
 
 #endif

@@ -22,6 +22,15 @@ nn_model.afx holds:
     in/pts, in/ctx  the inputs: points (B, T, 3) and context (B, S, Cc)
     out, w          the output (B, T, n_out) and a random weight for the loss sum(out * w)
     grad/pts, grad/ctx, grad/<key>   d loss / d input and d loss / d parameter
+
+and nn_gru.afx (tests/test_gru.c), torch.nn.GRU and torch.nn.GRUCell against nn/gru.h:
+    gru/config      i64 [B, T, in, hidden, layers]
+    gru/sd/<key>    torch.nn.GRU(in, hidden, layers, batch_first=True)'s state_dict, in order
+    gru/in/x, gru/in/h0           (B, T, in), (layers, B, hidden)
+    gru/out, gru/h_n, gru/w_out, gru/w_hn   outputs and the weights of loss sum(out w_out) + sum(h_n w_hn)
+    gru/grad/x, gru/grad/h0, gru/grad/<key>
+    cell/...        the same for torch.nn.GRUCell(in, hidden): in/x (B, in), in/h (B, hidden),
+                    out (B, hidden), w; loss sum(out w)
 """
 import math
 import os
@@ -222,5 +231,49 @@ def main():
     print(f"nn_model.afx: {len(params)} parameters, {n} bytes", file=sys.stderr)
 
 
+def gru_fixtures():
+    """its own generator, so that nn_model.afx stays byte for byte what it was"""
+    g = np.random.default_rng(20)
+
+    def r(*shape, scale=1.0):
+        return f32(g.standard_normal(shape) * scale)
+
+    B, T, inp, H, L = 3, 5, 4, 6, 2
+    w = Writer()
+    w.add("gru/config", np.array([B, T, inp, H, L], dtype=np.int64))
+    gru = nn.GRU(inp, H, L, batch_first=True, dtype=F64)
+    cell = nn.GRUCell(inp, H, dtype=F64)
+    for tag, mod in (("gru", gru), ("cell", cell)):
+        with torch.no_grad():  # values away from the init range, so the gates are not all near ½
+            for _, p in mod.named_parameters():
+                p.copy_(torch.tensor(r(*p.shape, scale=0.6)))
+        for k, p in mod.state_dict().items():
+            w.add(f"{tag}/sd/{k}", to_np(p))
+    params = list(gru.named_parameters())
+    x = torch.tensor(r(B, T, inp), requires_grad=True)
+    h0 = torch.tensor(r(L, B, H, scale=0.5), requires_grad=True)
+    out, hn = gru(x, h0)
+    wo, wh = torch.tensor(r(*out.shape)), torch.tensor(r(*hn.shape))
+    gs = torch.autograd.grad((out * wo).sum() + (hn * wh).sum(), [x, h0] + [p for _, p in params])
+    for k, v in (("in/x", x), ("in/h0", h0), ("out", out), ("h_n", hn), ("w_out", wo), ("w_hn", wh),
+                 ("grad/x", gs[0]), ("grad/h0", gs[1])):
+        w.add(f"gru/{k}", to_np(v))
+    for (k, _), gk in zip(params, gs[2:]):
+        w.add(f"gru/grad/{k}", to_np(gk))
+    params = list(cell.named_parameters())
+    x = torch.tensor(r(B, inp), requires_grad=True)
+    h = torch.tensor(r(B, H, scale=0.5), requires_grad=True)
+    out = cell(x, h)
+    wo = torch.tensor(r(*out.shape))
+    gs = torch.autograd.grad((out * wo).sum(), [x, h] + [p for _, p in params])
+    for k, v in (("in/x", x), ("in/h", h), ("out", out), ("w", wo), ("grad/x", gs[0]), ("grad/h", gs[1])):
+        w.add(f"cell/{k}", to_np(v))
+    for (k, _), gk in zip(params, gs[2:]):
+        w.add(f"cell/grad/{k}", to_np(gk))
+    n = w.write(os.path.join(OUT_DIR, "nn_gru.afx"))
+    print(f"nn_gru.afx: {n} bytes", file=sys.stderr)
+
+
 if __name__ == "__main__":
     main()
+    gru_fixtures()

@@ -1,0 +1,631 @@
+/* sim/rig.c — rig-complementary dynamics (rig.h). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "datasets/config.h"
+#include "datasets/motion/rig.h"
+#include "datasets/render/image.h"
+#include "sim/internal.h"
+#include "sim/lapack.h"
+#include "sim/rig.h"
+
+#define RIG_FD 1e-3 /* central-difference step of the weights' gradients (rig frame; f32 weights) */
+
+/* weights of the rig at n points p (n × 3, rig frame) into w (n × nb), and their gradients dw
+ * (n × nb × 3) when given */
+static int rig_weights(const SimRig *r, int64_t n, const double *p, double *w, double *dw) {
+    int nb = r->nbones;
+    if (n == 0) return 0;
+    float *pf = malloc(sizeof(float) * 3 * (size_t)n), *wf = malloc(sizeof(float) * (size_t)(n * nb));
+    if (!pf || !wf) {
+        free(pf), free(wf);
+        return -1;
+    }
+    for (int64_t k = 0; k < 3 * n; k++) pf[k] = (float)p[k];
+    ds_procedural_weights(&r->shape.scene, nb, pf, n, r->sigma, wf);
+    for (int64_t k = 0; k < n * nb; k++) w[k] = wf[k];
+    for (int a = 0; dw && a < 3; a++)
+        for (int s = -1; s <= 1; s += 2) {
+            for (int64_t k = 0; k < 3 * n; k++) pf[k] = (float)p[k];
+            for (int64_t q = 0; q < n; q++) pf[3 * q + a] = (float)(p[3 * q + a] + s * RIG_FD);
+            ds_procedural_weights(&r->shape.scene, nb, pf, n, r->sigma, wf);
+            for (int64_t q = 0; q < n; q++)
+                for (int j = 0; j < nb; j++) dw[(q * nb + j) * 3 + a] += s * wf[q * nb + j] / (2 * RIG_FD);
+        }
+    free(pf), free(wf);
+    return 0;
+}
+
+int sim_rig_init(SimRig *r, SimObject *o, const char *category, uint64_t seed, int mesh_res, float sigma,
+                 const double center[3], double k, const SimPose *pose, char *err, size_t errlen) {
+    memset(r, 0, sizeof *r);
+    char e2[512];
+    if (ds_procedural_make(category, seed, mesh_res, &r->shape, e2, sizeof e2))
+        return base_errf(err, errlen, "rig: %s", e2);
+    int nb = r->nbones = r->shape.nbones;
+    if (nb < 1 || nb > DS_RIG_MAX_BONES) {
+        ds_procedural_free(&r->shape);
+        return base_errf(err, errlen, "rig: %s has %d bones (1 to %d)", category, nb, DS_RIG_MAX_BONES);
+    }
+    r->sigma = sigma;
+    double s = pose->scale * k;
+    memcpy(r->R, pose->R, sizeof r->R);
+    for (int a = 0; a < 9; a++) r->L[a] = s * pose->R[a];
+    for (int a = 0; a < 3; a++) r->off[a] = pose->translate[a] - (r->L[3 * a] * center[0] + r->L[3 * a + 1] * center[1] + r->L[3 * a + 2] * center[2]);
+    r->nc = o->nc, r->nv = o->nv;
+    int64_t nc = o->nc, nv = o->nv;
+    r->pc = malloc(sizeof(double) * 3 * (size_t)nc), r->pv = malloc(sizeof(double) * 3 * (size_t)(nv + 1));
+    r->wc = malloc(sizeof(double) * (size_t)(nc * nb)), r->dwc = calloc((size_t)(nc * nb * 3), sizeof(double));
+    r->wv = malloc(sizeof(double) * (size_t)((nv + 1) * nb));
+    r->live = malloc(sizeof(double) * 4 * (size_t)nb), r->live_on = calloc((size_t)nb, 1);
+    r->u_prev = malloc(sizeof(double) * 3 * (size_t)nc), r->u_cur = malloc(sizeof(double) * 3 * (size_t)nc);
+    r->u_next = malloc(sizeof(double) * 3 * (size_t)nc), r->F = malloc(sizeof(double) * 9 * (size_t)nc);
+    r->uv = malloc(sizeof(double) * 3 * (size_t)(nv + 1)), r->f = malloc(sizeof(double) * (size_t)o->n);
+    r->local = malloc(sizeof(double) * 4 * (size_t)nb);
+    if (!r->pc || !r->pv || !r->wc || !r->dwc || !r->wv || !r->live || !r->live_on || !r->u_prev || !r->u_cur ||
+        !r->u_next || !r->F || !r->uv || !r->f || !r->local) {
+        sim_rig_free(r);
+        return base_errf(err, errlen, "rig: out of memory");
+    }
+    r->t_stop = 1e30;
+    /* p = L⁻¹ (X − off), L = s R: L⁻¹ = Rᵀ / s */
+    for (int64_t q = 0; q < nc + nv; q++) {
+        const double *X = q < nc ? o->Xc + 3 * q : o->Xv + 3 * (q - nc);
+        double *p = q < nc ? r->pc + 3 * q : r->pv + 3 * (q - nc);
+        double d[3] = {X[0] - r->off[0], X[1] - r->off[1], X[2] - r->off[2]};
+        for (int a = 0; a < 3; a++) p[a] = (r->R[a] * d[0] + r->R[3 + a] * d[1] + r->R[6 + a] * d[2]) / s;
+    }
+    if (rig_weights(r, nc, r->pc, r->wc, r->dwc) || rig_weights(r, nv, r->pv, r->wv, NULL)) {
+        sim_rig_free(r);
+        return base_errf(err, errlen, "rig: out of memory");
+    }
+    /* rows 0..3: the constant handle's coefficients; 4..7: Σ_c ρ V_c X̃_c,l b_c, the global affine
+     * moments of B z (rig.h) */
+    int64_t nbz = o->nb;
+    r->rows = calloc((size_t)(8 * nbz), sizeof(double));
+    if (!r->rows) {
+        sim_rig_free(r);
+        return base_errf(err, errlen, "rig: out of memory");
+    }
+    for (int l = 0; l < 4; l++) r->rows[l * nbz + 4 * o->m + l] = 1;
+    for (int64_t c = 0; c < nc; c++) {
+        const double *X = o->Xc + 3 * c;
+        double xh[4] = {X[0], X[1], X[2], 1}, m = o->rho * o->Vc[c];
+        for (int l = 0; l < 4; l++) cblas_daxpy((int)nbz, m * xh[l], o->Bc + c * nbz, 1, r->rows + (4 + l) * nbz, 1);
+    }
+    o->rig_rows = r->rows, o->rig_nrows = 8;
+    r->cut = 1;
+    if (sim_object_prepare(o, e2, sizeof e2)) {
+        sim_rig_free(r);
+        return base_errf(err, errlen, "rig: %s", e2);
+    }
+    int64_t fixed_rows, free_dims;
+    sim_object_constraint_info(o, &fixed_rows, &free_dims);
+    r->kept = (int)(free_dims / 3);
+    return 0;
+}
+
+void sim_rig_free(SimRig *r) {
+    ds_procedural_free(&r->shape);
+    if (r->has_clip) ds_motion_free(&r->clip);
+    free(r->pc), free(r->pv), free(r->wc), free(r->dwc), free(r->wv), free(r->keys), free(r->drags);
+    free(r->live), free(r->live_on), free(r->u_prev), free(r->u_cur), free(r->u_next), free(r->F), free(r->uv);
+    free(r->f), free(r->local), free(r->rows);
+    memset(r, 0, sizeof *r);
+}
+
+int sim_rig_bone(const SimRig *r, const char *name) {
+    for (int j = 0; j < r->nbones; j++)
+        if (!strcmp(r->shape.bones[j].name, name)) return j;
+    return -1;
+}
+
+int sim_rig_set_clip(SimRig *r, const char *name, double fps, int nframes, uint64_t seed, int64_t bvh_start,
+                     char *err, size_t errlen) {
+    if (r->has_clip) ds_motion_free(&r->clip), r->has_clip = false;
+    DsMotionOptions mo = {.fps = fps, .bvh_dir = NULL, .bvh_start = bvh_start};
+    char e2[1024];
+    if (ds_motion_make(&r->shape, name, nframes, seed, &mo, &r->clip, e2, sizeof e2))
+        return base_errf(err, errlen, "rig clip: %s", e2);
+    r->has_clip = true;
+    return 0;
+}
+
+int sim_rig_add_key(SimRig *r, const SimRigKey *k, char *err, size_t errlen) {
+    if (k->bone < 0 || k->bone >= r->nbones) return base_errf(err, errlen, "rig key: no bone %d", k->bone);
+    SimRigKey *n = realloc(r->keys, sizeof *n * (size_t)(r->nkeys + 1));
+    if (!n) return base_errf(err, errlen, "rig: out of memory");
+    r->keys = n;
+    /* kept sorted by time (stable: equal times keep their order) */
+    int i = r->nkeys++;
+    while (i > 0 && r->keys[i - 1].t > k->t) r->keys[i] = r->keys[i - 1], i--;
+    r->keys[i] = *k;
+    return 0;
+}
+
+int sim_rig_add_drag(SimRig *r, const SimRigDrag *d, char *err, size_t errlen) {
+    if (d->bone < 0 || d->bone >= r->nbones) return base_errf(err, errlen, "rig drag: no bone %d", d->bone);
+    if (!(d->t1 >= d->t0)) return base_errf(err, errlen, "rig drag: t1 before t0");
+    SimRigDrag *n = realloc(r->drags, sizeof *n * (size_t)(r->ndrags + 1));
+    if (!n) return base_errf(err, errlen, "rig: out of memory");
+    r->drags = n;
+    r->drags[r->ndrags++] = *d;
+    return 0;
+}
+
+int sim_rig_set_joint_rotation(SimRig *r, int bone, const double q[4], char *err, size_t errlen) {
+    if (bone < 0 || bone >= r->nbones) return base_errf(err, errlen, "rig: no bone %d (of %d)", bone, r->nbones);
+    double n = sqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3]);
+    if (!(n > 0) || !isfinite(n)) return base_errf(err, errlen, "rig: bone %d: not a rotation", bone);
+    for (int a = 0; a < 4; a++) r->live[4 * bone + a] = q[a] / n;
+    r->live_on[bone] = 1;
+    return 0;
+}
+
+void sim_rig_clear_joint(SimRig *r, int bone) {
+    if (bone >= 0 && bone < r->nbones) r->live_on[bone] = 0;
+}
+
+/* spherical interpolation of unit quaternions along the shorter arc */
+static void slerp(const double a[4], const double b0[4], double s, double out[4]) {
+    double b[4], d = a[0] * b0[0] + a[1] * b0[1] + a[2] * b0[2] + a[3] * b0[3];
+    double sg = d < 0 ? -1 : 1;
+    for (int k = 0; k < 4; k++) b[k] = sg * b0[k];
+    d = fabs(d);
+    double wa = 1 - s, wb = s;
+    if (d < 0.9995) {
+        double th = acos(d), st = sin(th);
+        wa = sin((1 - s) * th) / st, wb = sin(s * th) / st;
+    }
+    double n = 0;
+    for (int k = 0; k < 4; k++) out[k] = wa * a[k] + wb * b[k], n += out[k] * out[k];
+    n = sqrt(n);
+    for (int k = 0; k < 4; k++) out[k] /= n;
+}
+
+void sim_rig_pose(SimRig *r, double t, double *local, double root[3]) {
+    int nb = r->nbones;
+    if (t > r->t_stop) t = r->t_stop;
+    for (int j = 0; j < nb; j++) ds_quat_identity(local + 4 * j);
+    root[0] = root[1] = root[2] = 0;
+    if (r->has_clip && r->clip.nframes > 0) { /* the clip, frames slerped */
+        int last = r->clip.nframes - 1;
+        double fpos = t * r->clip.fps;
+        if (r->loop && last > 0) { /* ping-pong: forward over [0, last], back over [last, 2 last] */
+            fpos = fmod(fmax(fpos, 0), 2.0 * last);
+            if (fpos > last) fpos = 2.0 * last - fpos;
+        }
+        if (fpos < 0) fpos = 0;
+        if (fpos > last) fpos = last;
+        int f0 = (int)floor(fpos), f1 = f0 < last ? f0 + 1 : f0;
+        double s = fpos - f0;
+        for (int j = 0; j < nb; j++)
+            slerp(r->clip.local + ((size_t)f0 * nb + j) * 4, r->clip.local + ((size_t)f1 * nb + j) * 4, s, local + 4 * j);
+        for (int a = 0; a < 3; a++) root[a] = (1 - s) * r->clip.root[3 * f0 + a] + s * r->clip.root[3 * f1 + a];
+    }
+    for (int j = 0; j < nb; j++) { /* keyframes of bone j, composed after the clip */
+        const SimRigKey *prev = NULL, *next = NULL;
+        for (int k = 0; k < r->nkeys; k++) {
+            if (r->keys[k].bone != j) continue;
+            if (r->keys[k].t <= t) prev = &r->keys[k];
+            else if (!next) next = &r->keys[k];
+        }
+        if (!prev && !next) continue;
+        double q[4];
+        if (prev && next) slerp(prev->q, next->q, (t - prev->t) / (next->t - prev->t), q);
+        else memcpy(q, prev ? prev->q : next->q, sizeof q);
+        ds_quat_mul(local + 4 * j, q, local + 4 * j);
+    }
+    for (int d = 0; d < r->ndrags; d++) { /* joint drags: the bone's tail heads for the target */
+        const SimRigDrag *dr = &r->drags[d];
+        if (t < dr->t0 || t >= dr->t_release) continue;
+        double s = dr->t1 > dr->t0 ? (t - dr->t0) / (dr->t1 - dr->t0) : 1;
+        s = s > 1 ? 1 : s;
+        double Rw[DS_RIG_MAX_BONES * 9], heads[DS_RIG_MAX_BONES * 3];
+        ds_rig_fk(nb, r->shape.bones, local, root, Rw, heads, NULL);
+        int j = dr->bone, par = r->shape.bones[j].parent;
+        const DsBone *b = &r->shape.bones[j];
+        double rest[3], cur[3], want[3], tp[3], dt_[3];
+        for (int a = 0; a < 3; a++) rest[a] = (double)b->tail[a] - b->head[a];
+        for (int a = 0; a < 3; a++) cur[a] = Rw[9 * j + 3 * a] * rest[0] + Rw[9 * j + 3 * a + 1] * rest[1] + Rw[9 * j + 3 * a + 2] * rest[2];
+        /* the target in the rig frame: p = L⁻¹ (x − off) */
+        for (int a = 0; a < 3; a++) dt_[a] = dr->target[a] - r->off[a];
+        double sc = sqrt(r->L[0] * r->L[0] + r->L[3] * r->L[3] + r->L[6] * r->L[6]);
+        for (int a = 0; a < 3; a++) tp[a] = (r->R[a] * dt_[0] + r->R[3 + a] * dt_[1] + r->R[6 + a] * dt_[2]) / sc;
+        for (int a = 0; a < 3; a++) want[a] = tp[a] - heads[3 * j + a];
+        double qb[4], qs[4], id[4], Rnew[9], Rp[9], Rl[9], ql[4];
+        ds_quat_between(cur, want, qb);
+        ds_quat_identity(id);
+        slerp(id, qb, s, qs);
+        /* new world rotation Q·R_j; local = R_parentᵀ (Q R_j) */
+        double Q[9];
+        ds_quat_to_mat3(qs, Q);
+        for (int a = 0; a < 3; a++)
+            for (int c = 0; c < 3; c++)
+                Rnew[3 * a + c] = Q[3 * a] * Rw[9 * j + c] + Q[3 * a + 1] * Rw[9 * j + 3 + c] + Q[3 * a + 2] * Rw[9 * j + 6 + c];
+        if (par >= 0) memcpy(Rp, Rw + 9 * par, sizeof Rp);
+        else for (int a = 0; a < 9; a++) Rp[a] = a % 4 == 0;
+        for (int a = 0; a < 3; a++)
+            for (int c = 0; c < 3; c++)
+                Rl[3 * a + c] = Rp[a] * Rnew[c] + Rp[3 + a] * Rnew[3 + c] + Rp[6 + a] * Rnew[6 + c];
+        ds_quat_from_mat3(Rl, ql);
+        memcpy(local + 4 * j, ql, sizeof ql);
+    }
+    for (int j = 0; j < nb; j++) /* live control wins */
+        if (r->live_on[j]) memcpy(local + 4 * j, r->live + 4 * j, 4 * sizeof(double));
+}
+
+void sim_rig_eval(const SimRig *r, const double *local, const double root[3], double *uc, double *uv, double *F) {
+    int nb = r->nbones;
+    double skin[DS_RIG_MAX_BONES * 16];
+    ds_rig_fk(nb, r->shape.bones, local, root, NULL, NULL, skin);
+    double sc = sqrt(r->L[0] * r->L[0] + r->L[3] * r->L[3] + r->L[6] * r->L[6]);
+    for (int pass = 0; pass < 2; pass++) {
+        int64_t n = pass ? r->nv : r->nc;
+        double *u = pass ? uv : uc;
+        const double *P = pass ? r->pv : r->pc, *W = pass ? r->wv : r->wc;
+        if (!u) continue;
+        for (int64_t q = 0; q < n; q++) {
+            const double *p = P + 3 * q;
+            double x[3] = {0, 0, 0}, Fp[9] = {0};
+            for (int j = 0; j < nb; j++) {
+                double w = W[q * nb + j];
+                const double *S = skin + 16 * j;
+                double sp[3];
+                for (int a = 0; a < 3; a++) sp[a] = S[4 * a] * p[0] + S[4 * a + 1] * p[1] + S[4 * a + 2] * p[2] + S[4 * a + 3];
+                for (int a = 0; a < 3; a++) x[a] += w * sp[a];
+                if (!pass && F) { /* F_r = Σ w_j R_j + Σ (S_j p) ⊗ ∇w_j */
+                    const double *dw = r->dwc + (q * nb + j) * 3;
+                    for (int a = 0; a < 3; a++)
+                        for (int c = 0; c < 3; c++) Fp[3 * a + c] += w * S[4 * a + c] + sp[a] * dw[c];
+                }
+            }
+            double d[3] = {x[0] - p[0], x[1] - p[1], x[2] - p[2]};
+            /* world displacement L d = sc R d */
+            for (int a = 0; a < 3; a++) u[3 * q + a] = sc * (r->R[3 * a] * d[0] + r->R[3 * a + 1] * d[1] + r->R[3 * a + 2] * d[2]);
+            if (!pass && F) { /* R F Rᵀ */
+                double T[9];
+                for (int a = 0; a < 3; a++)
+                    for (int c = 0; c < 3; c++) T[3 * a + c] = r->R[3 * a] * Fp[c] + r->R[3 * a + 1] * Fp[3 + c] + r->R[3 * a + 2] * Fp[6 + c];
+                for (int a = 0; a < 3; a++)
+                    for (int c = 0; c < 3; c++)
+                        F[9 * q + 3 * a + c] = T[3 * a] * r->R[3 * c] + T[3 * a + 1] * r->R[3 * c + 1] + T[3 * a + 2] * r->R[3 * c + 2];
+            }
+        }
+    }
+}
+
+void sim_rig_advance(SimRig *r, SimObject *o, double t1, double dt) {
+    int64_t nc = r->nc, nb = o->nb;
+    if (r->hist == 0) { /* the first step: the rig's state at t₀ and t₀ − dt from its motion */
+        sim_rig_pose(r, t1 - 2 * dt, r->local, r->root);
+        sim_rig_eval(r, r->local, r->root, r->u_prev, NULL, NULL);
+        sim_rig_pose(r, t1 - dt, r->local, r->root);
+        sim_rig_eval(r, r->local, r->root, r->u_cur, NULL, NULL);
+        r->hist = 2;
+    }
+    sim_rig_pose(r, t1, r->local, r->root);
+    sim_rig_eval(r, r->local, r->root, r->u_next, r->uv, r->F);
+    /* f⁽ⁱ⁾ = Σ_c ρ V_c b_c a_c,i, a = u(t₁) − 2u(t₀) + u(t₀ − dt) */
+    memset(r->f, 0, sizeof(double) * (size_t)o->n);
+    for (int64_t c = 0; c < nc; c++) {
+        double m = o->rho * o->Vc[c];
+        for (int i = 0; i < 3; i++) {
+            double a = r->u_next[3 * c + i] - 2 * r->u_cur[3 * c + i] + r->u_prev[3 * c + i];
+            if (a != 0) cblas_daxpy((int)nb, m * a, o->Bc + c * nb, 1, r->f + i * nb, 1);
+        }
+    }
+    /* rotate the history: the next step's u(t₀ − dt), u(t₀) are this one's u(t₀), u(t₁) */
+    double *tmp = r->u_prev;
+    r->u_prev = r->u_cur, r->u_cur = r->u_next, r->u_next = tmp;
+    o->rig_F = r->F, o->rig_uc = r->u_cur, o->rig_uv = r->nv ? r->uv : NULL, o->rig_f = r->f;
+    r->t_cur = t1;
+}
+
+/* A (nc × K, K = 4 nb_rig): A[c, (j, l)] = w_cj X̃_cl in the world frame — the rig's affine maps act
+ * on world rest positions as well as on the rig frame's (an affine change of frame) — and the
+ * lumped masses m_c = ρ V_c. */
+static void rig_basis(const SimRig *r, const SimObject *o, double *A, double *m) {
+    int K = 4 * r->nbones;
+    for (int64_t c = 0; c < o->nc; c++) {
+        const double *X = o->Xc + 3 * c;
+        double xh[4] = {X[0], X[1], X[2], 1};
+        m[c] = o->rho * o->Vc[c];
+        for (int j = 0; j < r->nbones; j++)
+            for (int l = 0; l < 4; l++) A[c * K + 4 * j + l] = r->wc[c * r->nbones + j] * xh[l];
+    }
+}
+
+/* Cholesky (lower, row-major upper = column-major lower) of the K × K Gram AᵀMA with a ridge of
+ * 1e-12 of its largest diagonal (bones holding no point give zero columns). 0 or -1. */
+static int gram_chol(const double *A, const double *m, int64_t nc, int K, double *Gm) {
+    memset(Gm, 0, sizeof(double) * (size_t)K * K);
+    for (int64_t c = 0; c < nc; c++) cblas_dsyr(CblasRowMajor, CblasUpper, K, m[c], A + c * K, 1, Gm, K);
+    double dmax = 0;
+    for (int k = 0; k < K; k++) dmax = fmax(dmax, Gm[k * K + k]);
+    for (int k = 0; k < K; k++) Gm[k * K + k] += 1e-12 * dmax + 1e-300;
+    int info = 0;
+    dpotrf_("L", &K, Gm, &K, &info, 1);
+    return info ? -1 : 0;
+}
+
+int sim_rig_modes(const SimRig *r, SimObject *o, double *lam, double *rows) {
+    int64_t nc = o->nc;
+    int nb = (int)o->nb, K = 4 * r->nbones, info = 0;
+    const double *N = NULL, *zp, *Lm;
+    int64_t rr = sim_object_subspace(o, &N, &zp, &Lm); /* the free modes: z = N y (N NULL: all) */
+    if (rr < 1) return -1;
+    int R = (int)rr;
+    double *A = malloc(sizeof(double) * (size_t)(nc * K)), *m = malloc(sizeof(double) * (size_t)nc);
+    double *Gm = malloc(sizeof(double) * (size_t)K * K), *G = calloc((size_t)K * nb, sizeof(double));
+    double *GN = malloc(sizeof(double) * (size_t)K * R), *Y = malloc(sizeof(double) * (size_t)K * R);
+    double *Q = malloc(sizeof(double) * (size_t)R * R), *MN = malloc(sizeof(double) * (size_t)nb * R);
+    double *U = malloc(sizeof(double) * (size_t)R * R), *work = NULL;
+    int rc = -1;
+    if (!A || !m || !Gm || !G || !GN || !Y || !Q || !MN || !U) goto done;
+    rig_basis(r, o, A, m);
+    if (gram_chol(A, m, nc, K, Gm)) goto done;
+    /* G = Aᵀ M B (K × nb), GN = G N (K × R) */
+    for (int64_t c = 0; c < nc; c++)
+        cblas_dger(CblasRowMajor, K, nb, m[c], A + c * K, 1, o->Bc + c * nb, 1, G, nb);
+    if (N) cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, K, R, nb, 1.0, G, nb, N, R, 0.0, GN, R);
+    else memcpy(GN, G, sizeof(double) * (size_t)K * nb);
+    /* Y = (AᵀMA)⁻¹ GN, column-major K × R (LAPACK's layout) */
+    for (int k = 0; k < K; k++)
+        for (int q = 0; q < R; q++) Y[(size_t)q * K + k] = GN[(size_t)k * R + q];
+    dpotrs_("L", &K, &R, Gm, &K, Y, &K, &info, 1);
+    if (info) goto done;
+    /* Q = GNᵀ Y (R × R) */
+    cblas_dgemm(CblasRowMajor, CblasTrans, CblasTrans, R, R, K, 1.0, GN, R, Y, K, 0.0, Q, R);
+    for (int p = 0; p < R; p++)
+        for (int q = 0; q < p; q++) Q[p * R + q] = Q[q * R + p] = 0.5 * (Q[p * R + q] + Q[q * R + p]);
+    /* the free modes' mass Nᵀ M_b N = Uᵀ U; MN = M_b N (nb × R) for the rows */
+    if (N) {
+        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, nb, R, nb, 1.0, o->Mb, nb, N, R, 0.0, MN, R);
+        cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, R, R, nb, 1.0, N, R, MN, R, 0.0, U, R);
+    } else {
+        memcpy(MN, o->Mb, sizeof(double) * (size_t)nb * nb);
+        memcpy(U, o->Mb, sizeof(double) * (size_t)nb * nb);
+    }
+    dpotrf_("L", &R, U, &R, &info, 1); /* column-major lower = row-major upper U */
+    if (info) goto done;
+    for (int p = 0; p < R; p++)
+        for (int q = 0; q < p; q++) U[p * R + q] = 0;
+    /* S = U⁻ᵀ Q U⁻¹; its eigenvectors w give the modes y = U⁻¹ w */
+    cblas_dtrsm(CblasRowMajor, CblasLeft, CblasUpper, CblasTrans, CblasNonUnit, R, R, 1.0, U, R, Q, R);
+    cblas_dtrsm(CblasRowMajor, CblasRight, CblasUpper, CblasNoTrans, CblasNonUnit, R, R, 1.0, U, R, Q, R);
+    int lwork = -1;
+    double wq;
+    dsyev_("V", "U", &R, Q, &R, lam, &wq, &lwork, &info, 1, 1);
+    lwork = (int)wq;
+    work = malloc(sizeof(double) * (size_t)(lwork > 1 ? lwork : 1));
+    if (!work) goto done;
+    dsyev_("V", "U", &R, Q, &R, lam, work, &lwork, &info, 1, 1);
+    if (info) goto done;
+    /* row i = (M_b N y_i)ᵀ, y_i = U⁻¹ w_i (w_i column i of the column-major Q) */
+    for (int i = 0; rows && i < R; i++) {
+        double *y = Q + (size_t)i * R;
+        cblas_dtrsv(CblasRowMajor, CblasUpper, CblasNoTrans, CblasNonUnit, R, U, R, y, 1);
+        cblas_dgemv(CblasRowMajor, CblasNoTrans, nb, R, 1.0, MN, R, y, 1, 0.0, rows + (size_t)i * nb, 1);
+    }
+    rc = R;
+done:
+    free(A), free(m), free(Gm), free(G), free(GN), free(Y), free(Q), free(MN), free(U), free(work);
+    return rc;
+}
+
+int sim_rig_set_cut(SimRig *r, SimObject *o, double tau, int *kept, char *err, size_t errlen) {
+    int64_t nb = o->nb;
+    double *lam = malloc(sizeof(double) * (size_t)nb), *rows = malloc(sizeof(double) * (size_t)(nb * nb));
+    double *nr = NULL;
+    char e2[512];
+    if (!lam || !rows) goto oom;
+    /* the modes of the subspace the eight fixed rows leave (an earlier cut undone first) */
+    o->rig_rows = r->rows, o->rig_nrows = 8;
+    if (sim_object_prepare(o, e2, sizeof e2)) {
+        free(lam), free(rows);
+        return base_errf(err, errlen, "rig: %s", e2);
+    }
+    int nm = sim_rig_modes(r, o, lam, rows);
+    if (nm < 0) {
+        free(lam), free(rows);
+        return base_errf(err, errlen, "rig: the rig-space eigenproblem failed");
+    }
+    int ncut = 0;
+    for (int64_t i = 0; i < nm; i++) ncut += tau < 1 && lam[i] > tau * tau;
+    if (ncut == nm) {
+        double least = sqrt(fmax(lam[0], 0));
+        free(lam), free(rows);
+        return base_errf(err, errlen, "rig: cut %g leaves none of the %d modes (the least rig share is %.3g²); "
+                                      "raise it", tau, nm, least);
+    }
+    nr = malloc(sizeof(double) * (size_t)((8 + ncut) * nb));
+    if (!nr) goto oom;
+    memcpy(nr, r->rows, sizeof(double) * (size_t)(8 * nb)); /* the fixed rows come first */
+    int k = 8;
+    for (int64_t i = 0; i < nm; i++)
+        if (tau < 1 && lam[i] > tau * tau) memcpy(nr + (size_t)(k++) * nb, rows + i * nb, sizeof(double) * (size_t)nb);
+    free(r->rows);
+    r->rows = nr, r->cut = tau;
+    o->rig_rows = r->rows, o->rig_nrows = k;
+    r->kept = nm - ncut;
+    if (kept) *kept = r->kept;
+    free(lam), free(rows);
+    if (sim_object_prepare(o, e2, sizeof e2)) return base_errf(err, errlen, "rig: %s", e2);
+    return 0;
+oom:
+    free(lam), free(rows), free(nr);
+    return base_errf(err, errlen, "rig: out of memory");
+}
+
+double sim_rig_projection(const SimRig *r, const SimObject *o) {
+    int64_t nc = o->nc, nb = o->nb;
+    int K = 4 * r->nbones, info = 0, three = 3;
+    double *A = malloc(sizeof(double) * (size_t)(nc * K)), *G = calloc((size_t)(K * K), sizeof(double));
+    double *rhs = calloc((size_t)(3 * K), sizeof(double)), *u = malloc(sizeof(double) * 3 * (size_t)nc);
+    double res = NAN;
+    if (!A || !G || !rhs || !u) goto done;
+    /* u_c = B z at the cubature points; A[c, (j, l)] = w_cj p̃_cl in the world frame: the rig's
+     * affine maps act on world rest positions X̃ as well as on p̃ (an affine change of frame) */
+    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)nc, 3, (int)nb, 1.0, o->Bc, (int)nb, o->z, (int)nb, 0.0,
+                u, 3);
+    double unorm = 0;
+    for (int64_t c = 0; c < nc; c++) {
+        const double *X = o->Xc + 3 * c;
+        double xh[4] = {X[0], X[1], X[2], 1}, m = o->rho * o->Vc[c];
+        for (int j = 0; j < r->nbones; j++)
+            for (int l = 0; l < 4; l++) A[c * K + 4 * j + l] = r->wc[c * r->nbones + j] * xh[l];
+        for (int i = 0; i < 3; i++) {
+            unorm += m * u[3 * c + i] * u[3 * c + i];
+            for (int k = 0; k < K; k++) rhs[i * K + k] += m * A[c * K + k] * u[3 * c + i];
+        }
+        cblas_dsyr(CblasRowMajor, CblasUpper, K, m, A + c * K, 1, G, K);
+    }
+    if (!(unorm > 0)) {
+        res = 0;
+        goto done;
+    }
+    /* (AᵀMA) p = AᵀM u_i; a ridge of 1e-12 of the largest diagonal keeps bones without points
+     * (zero columns) solvable without moving the projection */
+    double dmax = 0;
+    for (int k = 0; k < K; k++) dmax = fmax(dmax, G[k * K + k]);
+    for (int k = 0; k < K; k++) G[k * K + k] += 1e-12 * dmax;
+    double *p = malloc(sizeof(double) * (size_t)(3 * K));
+    if (!p) goto done;
+    memcpy(p, rhs, sizeof(double) * (size_t)(3 * K));
+    dpotrf_("L", &K, G, &K, &info, 1); /* row-major upper = column-major lower */
+    if (!info) dpotrs_("L", &K, &three, G, &K, p, &K, &info, 1);
+    if (!info) {
+        double pn = 0; /* ‖P u‖²_M = Σ_i rhs_iᵀ p_i */
+        for (int k = 0; k < 3 * K; k++) pn += rhs[k] * p[k];
+        res = sqrt(fmax(pn, 0) / unorm);
+    }
+    free(p);
+done:
+    free(A), free(G), free(rhs), free(u);
+    return res;
+}
+
+/* ---- scenes ------------------------------------------------------------------------------------ */
+
+#define RK(m) offsetof(SimSceneRigKey, m)
+static const DsConfigField RIG_KEY[] = {
+    {"bone", DS_CFG_STRING, RK(bone), NULL, 1, 0, .size = sizeof(((SimSceneRigKey *)0)->bone), .help = "the bone's name (procedural.h)"},
+    {"t", DS_CFG_FLOAT, RK(t), NULL, 0, 1e30, .help = "time of the key (s)"},
+    {"axis", DS_CFG_VEC3, RK(axis), "[0, 0, 1]", 1, 0, .help = "rotation axis (rig frame: world axes at rest)"},
+    {"deg", DS_CFG_FLOAT, RK(deg), "0", -1e6, 1e6, .help = "rotation angle (degrees)"},
+    {0}};
+#undef RK
+#define RD(m) offsetof(SimSceneRigDrag, m)
+static const DsConfigField RIG_DRAG[] = {
+    {"bone", DS_CFG_STRING, RD(bone), NULL, 1, 0, .size = sizeof(((SimSceneRigDrag *)0)->bone), .help = "the dragged bone (its tail heads for the target)"},
+    {"target", DS_CFG_VEC3, RD(target), NULL, 1, 0, .help = "where the bone's tail is pulled to (m, world)"},
+    {"t0", DS_CFG_FLOAT, RD(t0), "0", 0, 1e30, .help = "the drag starts (s)"},
+    {"t1", DS_CFG_FLOAT, RD(t1), "0.5", 0, 1e30, .help = "the bone points at the target from here (s)"},
+    {"t_release", DS_CFG_FLOAT, RD(t_release), "1e30", 0, 1e30, .help = "the drag lets go (s)"},
+    {0}};
+#undef RD
+#define RS(m) offsetof(SimSceneRig, m)
+const DsConfigField SIM_RIG_SCENE_FIELDS[] = {
+    {"object", DS_CFG_INT, RS(object), "-1", -1, 1e6, .help = "index into objects[] of the rigged object (-1: no rig)"},
+    {"clip", DS_CFG_STRING, RS(clip), "", 1, 0, .size = sizeof(((SimSceneRig *)0)->clip),
+     .help = "rig motion: a motion of datasets/motion/motion.h (walk, trot, cmu_01_01, ...) or a .bvh path (\"\": none)"},
+    {"fps", DS_CFG_FLOAT, RS(fps), "30", 1e-3, 1e4, .help = "the clip's sampling rate (frames per second)"},
+    {"frames", DS_CFG_INT, RS(frames), "0", 0, 1e7, .help = "clip frames (0: as long as the scene)"},
+    {"seed", DS_CFG_INT, RS(seed), "1", 0, 9e15, .help = "seed of a procedural clip"},
+    {"cut", DS_CFG_FLOAT, RS(cut), "1", 1e-6, 1, .help = "remove the subspace modes whose rig share exceeds cut² (sim_rig_set_cut; 1: none)"},
+    {"loop", DS_CFG_BOOL, RS(loop), "false", 1, 0, .help = "play the clip forward and back for as long as the scene runs"},
+    {"bvh_start", DS_CFG_INT, RS(bvh_start), "-1", -1, 1e9, .help = "BVH clip: first source frame (-1: the clip's default)"},
+    {"t_stop", DS_CFG_FLOAT, RS(t_stop), "1e30", 0, 1e30, .help = "the rig holds its pose from this time on (s)"},
+    {"sigma", DS_CFG_FLOAT, RS(sigma), "0", 0, 10, .help = "softness of the rig's LBS weights (0: procedural.h's default)"},
+    {"keys", DS_CFG_ARRAY, RS(keys), "[]", 0, 1e9, .fields = RIG_KEY, .elem_size = sizeof(SimSceneRigKey),
+     .count_offset = RS(nkeys), .help = "keyframed local rotations per bone (slerp between keys)"},
+    {"drags", DS_CFG_ARRAY, RS(drags), "[]", 0, 1e9, .fields = RIG_DRAG, .elem_size = sizeof(SimSceneRigDrag),
+     .count_offset = RS(ndrags), .help = "scripted joint drags"},
+    {0}};
+#undef RS
+
+
+int sim_rig_from_scene(SimRig *r, SimObject *o, const SimSceneRig *sr, const char *category, uint64_t seed,
+                       int mesh_res, const double center[3], double k, const SimPose *pose, const char *scene_dir,
+                       double duration, char *err, size_t errlen) {
+    if (sim_rig_init(r, o, category, seed, mesh_res, (float)sr->sigma, center, k, pose, err, errlen)) return -1;
+    r->t_stop = sr->t_stop, r->loop = sr->loop;
+    if (sr->cut < 1 && sim_rig_set_cut(r, o, sr->cut, NULL, err, errlen)) goto fail;
+    if (sr->clip[0]) {
+        char path[2048];
+        size_t len = strlen(sr->clip);
+        /* a .bvh path is relative to the scene; a motion name is not a path */
+        if (len > 4 && !strcmp(sr->clip + len - 4, ".bvh") && sr->clip[0] != '/' && scene_dir)
+            snprintf(path, sizeof path, "%s/%s", scene_dir, sr->clip);
+        else
+            snprintf(path, sizeof path, "%s", sr->clip);
+        int frames = sr->frames > 0 ? (int)sr->frames : (int)ceil(duration * sr->fps) + 2;
+        if (sim_rig_set_clip(r, path, sr->fps, frames, (uint64_t)sr->seed, sr->bvh_start, err, errlen)) goto fail;
+    }
+    for (int i = 0; i < sr->nkeys; i++) {
+        const SimSceneRigKey *kk = &sr->keys[i];
+        SimRigKey key = {.bone = sim_rig_bone(r, kk->bone), .t = kk->t};
+        if (key.bone < 0) {
+            base_errf(err, errlen, "rig.keys[%d].bone: %s has no bone '%s'", i, category, kk->bone);
+            goto fail;
+        }
+        ds_quat_axis_angle(kk->axis, kk->deg * M_PI / 180, key.q);
+        if (sim_rig_add_key(r, &key, err, errlen)) goto fail;
+    }
+    for (int i = 0; i < sr->ndrags; i++) {
+        const SimSceneRigDrag *dd = &sr->drags[i];
+        SimRigDrag d = {.bone = sim_rig_bone(r, dd->bone), .t0 = dd->t0, .t1 = dd->t1, .t_release = dd->t_release};
+        memcpy(d.target, dd->target, sizeof d.target);
+        if (d.bone < 0) {
+            base_errf(err, errlen, "rig.drags[%d].bone: %s has no bone '%s'", i, category, dd->bone);
+            goto fail;
+        }
+        if (sim_rig_add_drag(r, &d, err, errlen)) goto fail;
+    }
+    return 0;
+fail:
+    sim_rig_free(r);
+    return -1;
+}
+
+static void put_px(DsImage *im, int x, int y, const uint8_t c[3]) {
+    if (x < 0 || y < 0 || x >= im->w || y >= im->h) return;
+    memcpy(im->data + 3 * ((size_t)y * im->w + x), c, 3);
+}
+
+/* a line by unit steps along its longer axis, 2 px thick */
+static void line(DsImage *im, double x0, double y0, double x1, double y1, const uint8_t c[3]) {
+    int n = (int)ceil(fmax(fabs(x1 - x0), fabs(y1 - y0))) + 1;
+    for (int i = 0; i <= n; i++) {
+        double s = (double)i / n, x = x0 + s * (x1 - x0), y = y0 + s * (y1 - y0);
+        put_px(im, (int)lround(x), (int)lround(y), c), put_px(im, (int)lround(x) + 1, (int)lround(y), c);
+        put_px(im, (int)lround(x), (int)lround(y) + 1, c);
+    }
+}
+
+int sim_rig_write_plot(const char *path, int64_t n, const double *t, const double *v, double t_mark, int w, int h,
+                       char *err, size_t errlen) {
+    DsImage im;
+    if (ds_image_init(&im, w, h, 3, err, errlen)) return -1;
+    memset(im.data, 255, (size_t)w * h * 3);
+    double tmax = 0, vmax = 0;
+    for (int64_t i = 0; i < n; i++)
+        if (isfinite(v[i])) tmax = fmax(tmax, t[i]), vmax = fmax(vmax, v[i]);
+    if (!(tmax > 0)) tmax = 1;
+    if (!(vmax > 0)) vmax = 1;
+    int mx = 40, my = 30;
+    double W = w - 2 * mx, H = h - 2 * my;
+    static const uint8_t gray[3] = {120, 120, 120}, light[3] = {225, 225, 225}, blue[3] = {30, 80, 200}, red[3] = {210, 40, 40};
+    for (int k = 1; k <= 4; k++) line(&im, mx, my + H * (1 - k / 4.0), mx + W, my + H * (1 - k / 4.0), light);
+    line(&im, mx, my + H, mx + W, my + H, gray), line(&im, mx, my, mx, my + H, gray);
+    if (t_mark > 0 && t_mark < tmax) line(&im, mx + W * t_mark / tmax, my, mx + W * t_mark / tmax, my + H, red);
+    for (int64_t i = 1; i < n; i++)
+        if (isfinite(v[i - 1]) && isfinite(v[i]))
+            line(&im, mx + W * t[i - 1] / tmax, my + H * (1 - v[i - 1] / vmax), mx + W * t[i] / tmax,
+                 my + H * (1 - v[i] / vmax), blue);
+    int rc = ds_image_write(path, &im, err, errlen);
+    ds_image_free(&im);
+    return rc;
+}

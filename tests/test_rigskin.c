@@ -1,0 +1,500 @@
+/* tests/test_rigskin.c — rig-complementary PhysSkin (issue 21; physskin.md §9): L_comp against
+ * the explicit JᵀMB of per-point 3×12 blocks, zero for fields mass-orthogonal to the rig space
+ * and bounded by 1, its f64 gradcheck, and the rig weights the procedural batches carry. */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "autograd/gradcheck.h"
+#include "base/clock.h"
+#include "datasets/motion/rig.h"
+#include "models/physskin/train.h"
+#include "sim/rig.h"
+#include "sim/scene.h"
+#include "tests/test.h"
+
+static Tensor *rand_t(uint64_t seed, int nd, const int64_t *shape, double lo, double hi) {
+    TensorRng g = {.seed = seed, .stream = 11};
+    return tensor_add_scalar(tensor_mul_scalar(tensor_rand_with(&g, nd, shape, TENSOR_F64), hi - lo), lo);
+}
+
+/* random rig weights (rows sum to 1) */
+static Tensor *rand_rig(uint64_t seed, int64_t B, int64_t C, int64_t nb) {
+    Tensor *r = rand_t(seed, TENSOR_SHAPE(B, C, nb), 0.05, 1.0);
+    return tensor_div(r, tensor_sum(r, TENSOR_DIMS(2), true));
+}
+
+/* ‖JᵀMB‖²/(‖M^½J‖²‖M^½B‖²) of shape b with J and B formed as dense 3C × 12n matrices */
+static double comp_dense(const double *w, const double *x, const double *v, const double *r, int64_t C, int64_t m,
+                         int64_t nb) {
+    double *J = calloc((size_t)(3 * C * 12 * nb), sizeof(double)), *Bm = calloc((size_t)(3 * C * 12 * m), sizeof(double));
+    for (int64_t c = 0; c < C; c++) {
+        double xh[4] = {x[c * 3], x[c * 3 + 1], x[c * 3 + 2], 1};
+        for (int i = 0; i < 3; i++)
+            for (int l = 0; l < 4; l++) {
+                for (int64_t j = 0; j < nb; j++) J[(3 * c + i) * 12 * nb + 12 * j + 4 * i + l] = r[c * nb + j] * xh[l];
+                for (int64_t k = 0; k < m; k++) Bm[(3 * c + i) * 12 * m + 12 * k + 4 * i + l] = w[c * m + k] * xh[l];
+            }
+    }
+    double num = 0, nj = 0, nbm = 0;
+    for (int64_t p = 0; p < 12 * nb; p++)
+        for (int64_t q = 0; q < 12 * m; q++) {
+            double g = 0;
+            for (int64_t row = 0; row < 3 * C; row++) g += J[row * 12 * nb + p] * v[row / 3] * Bm[row * 12 * m + q];
+            num += g * g;
+        }
+    for (int64_t row = 0; row < 3 * C; row++) {
+        for (int64_t p = 0; p < 12 * nb; p++) nj += v[row / 3] * J[row * 12 * nb + p] * J[row * 12 * nb + p];
+        for (int64_t q = 0; q < 12 * m; q++) nbm += v[row / 3] * Bm[row * 12 * m + q] * Bm[row * 12 * m + q];
+    }
+    free(J), free(Bm);
+    return num / (nj * nbm);
+}
+
+TEST(rigskin_comp_matches_dense_jacobian) {
+    int64_t B = 2, C = 30, m = 3, nb = 4;
+    Tensor *W = rand_t(1, TENSOR_SHAPE(B, C, m), -1, 1), *X = rand_t(2, TENSOR_SHAPE(B, C, 3), -1, 1);
+    Tensor *V = rand_t(3, TENSOR_SHAPE(B, C), 0.5, 2), *R = rand_rig(4, B, C, nb);
+    PsLossOptions o = {.normalize = false};
+    Tensor *per;
+    Tensor *L = ps_loss_comp(&o, W, X, V, R, &per);
+    double mean = 0;
+    for (int64_t b = 0; b < B; b++) {
+        double ref = comp_dense(tensor_f64(W) + b * C * m, tensor_f64(X) + b * C * 3, tensor_f64(V) + b * C,
+                                tensor_f64(R) + b * C * nb, C, m, nb);
+        double got = tensor_get(per, (int64_t[]){b});
+        CHECK_MSG(fabs(got - ref) < 1e-12 * fmax(1, ref), "shape %lld: %.15g vs dense %.15g", (long long)b, got, ref);
+        CHECK(got > 0 && got <= 1);
+        mean += ref / (double)B;
+    }
+    CHECK_NEAR(tensor_item(L), mean, 1e-13);
+    /* normalized columns: the same as feeding Ŵ by hand */
+    o.normalize = true;
+    Tensor *wh;
+    ps_normalize(W, NULL, &wh, NULL);
+    PsLossOptions raw = {.normalize = false};
+    CHECK_NEAR(tensor_item(ps_loss_comp(&o, W, X, V, R, NULL)), tensor_item(ps_loss_comp(&raw, wh, X, V, R, NULL)),
+               1e-14);
+    /* the fields equal to the rig weights: B = J, JᵀMJ is PSD of trace ‖M^½J‖² and rank ≤ 12nb,
+     * so ‖JᵀMJ‖²_F ≥ (trace)²/(12nb): the loss is at least 1/(12nb), far from complementary */
+    double self = tensor_item(ps_loss_comp(&raw, R, X, V, R, NULL));
+    CHECK_MSG(self >= 1.0 / (12.0 * (double)nb) - 1e-12 && self <= 1, "B = J: %g", self);
+}
+
+/* fields made V-orthogonal to every R_j·Xh_l·Xh_l' (the products JᵀMB sums) have JᵀMB = 0 */
+TEST(rigskin_comp_zero_for_complementary_fields) {
+    int64_t C = 120, m = 2, nb = 3, nf = nb * 10;
+    Tensor *Wt = rand_t(5, TENSOR_SHAPE(1, C, m), -1, 1), *X = rand_t(6, TENSOR_SHAPE(1, C, 3), -1, 1);
+    Tensor *V = rand_t(7, TENSOR_SHAPE(1, C), 0.5, 2), *R = rand_rig(8, 1, C, nb);
+    double *w = tensor_f64(Wt), *x = tensor_f64(X), *v = tensor_f64(V), *r = tensor_f64(R);
+    /* basis f_(j,l≤l')(c) = R_cj Xh_cl Xh_cl', V-orthonormalized by modified Gram–Schmidt */
+    double *F = calloc((size_t)(nf * C), sizeof(double));
+    int64_t nbasis = 0;
+    for (int64_t j = 0; j < nb; j++)
+        for (int l = 0; l < 4; l++)
+            for (int lp = l; lp < 4; lp++) {
+                double *f = F + nbasis * C;
+                for (int64_t c = 0; c < C; c++) {
+                    double xh[4] = {x[c * 3], x[c * 3 + 1], x[c * 3 + 2], 1};
+                    f[c] = r[c * nb + j] * xh[l] * xh[lp];
+                }
+                for (int pass = 0; pass < 2; pass++)
+                    for (int64_t q = 0; q < nbasis; q++) {
+                        double d = 0;
+                        for (int64_t c = 0; c < C; c++) d += v[c] * f[c] * F[q * C + c];
+                        for (int64_t c = 0; c < C; c++) f[c] -= d * F[q * C + c];
+                    }
+                double n2 = 0;
+                for (int64_t c = 0; c < C; c++) n2 += v[c] * f[c] * f[c];
+                if (n2 < 1e-20) continue; /* dependent (Σ_j R_j = 1 repeats the monomials) */
+                for (int64_t c = 0; c < C; c++) f[c] /= sqrt(n2);
+                nbasis++;
+            }
+    for (int64_t k = 0; k < m; k++)
+        for (int pass = 0; pass < 2; pass++)
+            for (int64_t q = 0; q < nbasis; q++) {
+                double d = 0;
+                for (int64_t c = 0; c < C; c++) d += v[c] * w[c * m + k] * F[q * C + c];
+                for (int64_t c = 0; c < C; c++) w[c * m + k] -= d * F[q * C + c];
+            }
+    free(F);
+    PsLossOptions o = {.normalize = true};
+    double comp = tensor_item(ps_loss_comp(&o, Wt, X, V, R, NULL));
+    CHECK_MSG(comp < 1e-24, "comp of complementary fields %g", comp);
+}
+
+typedef struct {
+    Tensor *X, *V, *R;
+} CompCtx;
+
+static Tensor *comp_fn(int n, Tensor *const *in, void *user) {
+    (void)n;
+    CompCtx *c = user;
+    PsLossOptions o = {.normalize = true};
+    return ps_loss_comp(&o, in[0], c->X, c->V, c->R, NULL);
+}
+
+TEST(rigskin_comp_gradcheck) {
+    int64_t B = 2, C = 12, m = 3, nb = 2;
+    CompCtx c = {rand_t(9, TENSOR_SHAPE(B, C, 3), -1, 1), rand_t(10, TENSOR_SHAPE(B, C), 0.5, 2),
+                 rand_rig(11, B, C, nb)};
+    Tensor *W = tensor_requires_grad(rand_t(12, TENSOR_SHAPE(B, C, m), -1, 1), true);
+    AgGradcheckReport r;
+    bool ok = ag_gradcheck(comp_fn, 1, (Tensor *[]){W}, &c, 1e-6, 1e-9, 1e-5, &r);
+    CHECK_MSG(ok, "elem %lld analytic %.10g numeric %.10g", (long long)r.bad_index, r.analytic, r.numeric);
+}
+
+/* the procedural batches carry the category's rig at the cubature points: weights in [0, 1],
+ * rows summing to 1 over the shape's own bones, zero columns past them */
+TEST(rigskin_batch_carries_rigs) {
+    PsConfig c;
+    char err[1024];
+    CHECK_MSG(ps_config_load(&c, "configs/physskin-tiny.json", 0, NULL, err, sizeof err) == 0, "%s", err);
+    PsData d;
+    CHECK_MSG(ps_data_load(&d, "procedural:chair,snake", &c, 0, 2, err, sizeof err) == 0, "%s", err);
+    CHECK(d.shapes[0].nbones > 0 && d.shapes[1].nbones > 0);
+    TensorRng g = {.seed = 1, .stream = 5};
+    PsBatch b;
+    ps_batch_make(&d, (int64_t[]){0, 1}, 2, &c, &g, TENSOR_F64, &b);
+    CHECK(b.rig != NULL);
+    int64_t C = b.x->shape[1], nb = b.rig->shape[2];
+    CHECK(nb == (d.shapes[0].nbones > d.shapes[1].nbones ? d.shapes[0].nbones : d.shapes[1].nbones));
+    for (int64_t s = 0; s < 2; s++)
+        for (int64_t i = 0; i < C; i++) {
+            double sum = 0;
+            for (int64_t j = 0; j < nb; j++) {
+                double r = tensor_get(b.rig, (int64_t[]){s, i, j});
+                CHECK(r >= 0 && r <= 1 + 1e-6);
+                if (j >= d.shapes[s].nbones) CHECK(r == 0);
+                sum += r;
+            }
+            CHECK_NEAR(sum, 1.0, 1e-5);
+        }
+    /* L_comp through the model on this batch, and only when asked for */
+    c.loss.w_comp = 1;
+    NnParams p;
+    nn_params_init(&p, tensor_scope_current(), TENSOR_F64, 7);
+    snprintf(c.model.dtype, sizeof c.model.dtype, "f64");
+    PsModel m;
+    ps_model_init(&m, &p, &c);
+    PsLosses L;
+    ps_step_losses(&m, &b, &c, &L);
+    CHECK(L.comp && tensor_item(L.comp) > 0 && tensor_item(L.comp) < 1);
+    c.loss.w_comp = 0;
+    ps_step_losses(&m, &b, &c, &L);
+    CHECK(L.comp == NULL);
+    ps_model_free(&m);
+    nn_params_free(&p);
+    ps_data_free(&d);
+}
+
+/* ---- the runtime (sim/rig.h) ------------------------------------------------------------------ */
+
+typedef struct {
+    SimSkinning sk;
+    SimPose pose;
+    SimObject o;
+    SimRig r;
+} Rigged;
+
+static void rigged_init(Rigged *g, const char *category, const char *clip) {
+    SimProceduralOptions po;
+    sim_procedural_defaults(&po);
+    po.category = category, po.kind = "rbf", po.handles = 12, po.cubature_res = 12, po.mesh_res = 32, po.seed = 1;
+    po.normalize = true;
+    char err[1024];
+    CHECK_MSG(sim_skinning_procedural(&po, &g->sk, err, sizeof err) == 0, "%s", err);
+    SimMaterial mat = {.E = 2e4, .nu = 0.3, .rho = 1000};
+    g->pose = sim_pose_identity();
+    g->pose.scale = 0.5, g->pose.translate[1] = 0.6;
+    sim_pose_euler(&g->pose, (double[]){0, 30, 0});
+    CHECK_MSG(sim_object_init(&g->o, &g->sk, &mat, &g->pose, err, sizeof err) == 0, "%s", err);
+    CHECK_MSG(sim_rig_init(&g->r, &g->o, category, 1, 32, 0, (double[]){0, 0, 0}, 1, &g->pose, err, sizeof err) == 0,
+              "%s", err);
+    if (clip) CHECK_MSG(sim_rig_set_clip(&g->r, clip, 30, 60, 1, -1, err, sizeof err) == 0, "%s", err);
+}
+
+static void rigged_free(Rigged *g) {
+    sim_rig_free(&g->r);
+    sim_object_free(&g->o);
+    sim_skinning_free(&g->sk);
+}
+
+/* z = 0 (no physics): the object's vertices are exactly the rig's LBS of the mesh (ds_rig_lbs with
+ * the shape's own vertex weights, mapped by the pose), at every time of the clip */
+TEST(rigskin_zero_z_is_the_rig_animation) {
+    Rigged g;
+    rigged_init(&g, "humanoid", "walk");
+    DsProceduralShape *sh = &g.r.shape;
+    int64_t nv = g.o.nv;
+    CHECK(nv == sh->mesh.nv);
+    double *x = malloc(sizeof(double) * 3 * (size_t)nv), local[4 * DS_RIG_MAX_BONES], root[3], skin[16 * DS_RIG_MAX_BONES];
+    float *ref = malloc(sizeof(float) * 3 * (size_t)nv);
+    double err_max = 0, motion = 0;
+    for (int s = 1; s <= 40; s += 13) {
+        double t = s / 30.0;
+        sim_rig_advance(&g.r, &g.o, t, 1 / 30.0);
+        memset(g.o.z, 0, sizeof(double) * (size_t)g.o.n);
+        sim_object_vertices(&g.o, x);
+        sim_rig_pose(&g.r, t, local, root);
+        ds_rig_fk(sh->nbones, sh->bones, local, root, NULL, NULL, skin);
+        ds_rig_lbs(nv, sh->mesh.v, sh->nbones, sh->weights, skin, ref);
+        for (int64_t v = 0; v < nv; v++)
+            for (int a = 0; a < 3; a++) {
+                double w = g.pose.translate[a];
+                for (int b = 0; b < 3; b++) w += g.pose.scale * g.pose.R[3 * a + b] * ref[3 * v + b];
+                err_max = fmax(err_max, fabs(x[3 * v + a] - w));
+                motion = fmax(motion, fabs(x[3 * v + a] - g.o.Xv[3 * v + a]));
+            }
+    }
+    printf("    max |x(z=0) − LBS| %.2e m (rig motion up to %.3f m)\n", err_max, motion);
+    CHECK(motion > 0.05);
+    CHECK_MSG(err_max < 1e-5, "%g", err_max); /* the f32 weights and rest positions */
+    free(x), free(ref);
+    rigged_free(&g);
+}
+
+/* the rig's inertial term: the objective's gradient at z is its finite difference */
+TEST(rigskin_inertia_term_derivative) {
+    Rigged g;
+    rigged_init(&g, "quadruped", "trot");
+    double dt = 1 / 60.0;
+    for (int s = 1; s <= 3; s++) sim_rig_advance(&g.r, &g.o, s * dt, dt);
+    int64_t n = g.o.n;
+    double *z = malloc(sizeof(double) * (size_t)n), *zt = calloc((size_t)n, sizeof(double)), *gr = malloc(sizeof(double) * (size_t)n);
+    TensorRng rg = {.seed = 3, .stream = 1};
+    Tensor *rz = tensor_randn_with(&rg, TENSOR_SHAPE(n), TENSOR_F64);
+    for (int64_t q = 0; q < n; q++) z[q] = 1e-3 * tensor_f64(rz)[q];
+    double fn = 0;
+    for (int64_t q = 0; q < n; q++) fn += g.r.f[q] * g.r.f[q];
+    CHECK(fn > 0); /* the trot accelerates the rig */
+    for (int term = SIM_TERM_INERTIA; term <= SIM_TERM_ELASTIC; term++) {
+        sim_object_term(&g.o, term, z, zt, 3 * dt, gr, NULL);
+        double worst = 0, scale = 0;
+        for (int64_t q = 0; q < n; q += 7) {
+            double h = 1e-6, z0 = z[q];
+            z[q] = z0 + h;
+            double ep = sim_object_term(&g.o, term, z, zt, 3 * dt, NULL, NULL);
+            z[q] = z0 - h;
+            double em = sim_object_term(&g.o, term, z, zt, 3 * dt, NULL, NULL);
+            z[q] = z0;
+            worst = fmax(worst, fabs((ep - em) / (2 * h) - gr[q])), scale = fmax(scale, fabs(gr[q]));
+        }
+        CHECK_MSG(worst < 1e-5 * fmax(scale, 1e-9) + 1e-9, "term %d: fd error %g of %g", term, worst, scale);
+    }
+    free(z), free(zt), free(gr);
+    rigged_free(&g);
+}
+
+/* a trot for 0.5 s, then the rig holds its pose: no NaN, no Newton failure, secondary motion
+ * present while the rig moves and decaying after it stops (implicit Euler's damping) */
+TEST(rigskin_secondary_motion_decays_after_the_rig_stops) {
+    Rigged g;
+    rigged_init(&g, "quadruped", "trot");
+    g.r.t_stop = 0.5;
+    g.o.newton.max_iters = 30;
+    double dt = 1 / 60.0, ke_moving = 0, ke_end = 0;
+    char err[256];
+    int steps = test_quick() ? 60 : 90, fails = 0;
+    for (int s = 1; s <= steps; s++) {
+        sim_rig_advance(&g.r, &g.o, s * dt, dt);
+        CHECK_MSG(sim_object_step(&g.o, dt, err, sizeof err) == 0, "%s", err);
+        fails += g.o.last.failures;
+        double ke = sim_object_energy(&g.o).kinetic;
+        CHECK(isfinite(ke));
+        if (s * dt <= 0.5) ke_moving = fmax(ke_moving, ke);
+        ke_end = ke;
+    }
+    printf("    kinetic energy of the secondary motion: max %.3e J while the rig moves, %.3e J %.2f s after it stops\n",
+           ke_moving, ke_end, steps * dt - 0.5);
+    CHECK(fails == 0);
+    CHECK(ke_moving > 1e-6);
+    CHECK(ke_end < 0.1 * ke_moving);
+    rigged_free(&g);
+}
+
+/* live control and the scripted joint drag: the tail's world direction follows */
+TEST(rigskin_live_joint_and_drag) {
+    Rigged g;
+    rigged_init(&g, "quadruped", NULL);
+    int tail = sim_rig_bone(&g.r, "tail");
+    CHECK(tail >= 0);
+    char err[256];
+    double q[4], local[4 * DS_RIG_MAX_BONES], root[3], Rw[9 * DS_RIG_MAX_BONES], heads[3 * DS_RIG_MAX_BONES];
+    ds_quat_axis_angle((double[]){0, 1, 0}, 0.7, q);
+    CHECK(sim_rig_set_joint_rotation(&g.r, tail, q, err, sizeof err) == 0);
+    CHECK(sim_rig_set_joint_rotation(&g.r, 999, q, err, sizeof err) != 0);
+    sim_rig_pose(&g.r, 0.1, local, root);
+    CHECK_NEAR(local[4 * tail], q[0], 1e-12);
+    CHECK_NEAR(local[4 * tail + 2], q[2], 1e-12);
+    sim_rig_clear_joint(&g.r, tail);
+    /* a drag: at t ≥ t1 the tail bone points at the target (rig frame → world by the pose) */
+    const DsBone *b = &g.r.shape.bones[tail];
+    double tgt_p[3] = {b->head[0] - 0.2, b->head[1] + 0.5, b->head[2] + 0.3}, tgt[3];
+    for (int a = 0; a < 3; a++) {
+        tgt[a] = g.r.off[a];
+        for (int c = 0; c < 3; c++) tgt[a] += g.r.L[3 * a + c] * tgt_p[c];
+    }
+    SimRigDrag d = {.bone = tail, .t0 = 0, .t1 = 0.2, .t_release = 1};
+    memcpy(d.target, tgt, sizeof tgt);
+    CHECK(sim_rig_add_drag(&g.r, &d, err, sizeof err) == 0);
+    sim_rig_pose(&g.r, 0.5, local, root);
+    ds_rig_fk(g.r.nbones, g.r.shape.bones, local, root, Rw, heads, NULL);
+    double rest[3], dir[3], want[3], c = 0, n1 = 0, n2 = 0;
+    for (int a = 0; a < 3; a++) rest[a] = (double)b->tail[a] - b->head[a];
+    for (int a = 0; a < 3; a++) {
+        dir[a] = Rw[9 * tail + 3 * a] * rest[0] + Rw[9 * tail + 3 * a + 1] * rest[1] + Rw[9 * tail + 3 * a + 2] * rest[2];
+        want[a] = tgt_p[a] - heads[3 * tail + a];
+        c += dir[a] * want[a], n1 += dir[a] * dir[a], n2 += want[a] * want[a];
+    }
+    CHECK_MSG(c / sqrt(n1 * n2) > 1 - 1e-9, "cos %.12f", c / sqrt(n1 * n2));
+    /* after the release the drag is gone: the rest pose */
+    sim_rig_pose(&g.r, 1.5, local, root);
+    CHECK_NEAR(local[4 * tail], 1.0, 1e-12);
+    rigged_free(&g);
+}
+
+/* a rigged scene: parsed (rig key, rules), run through sim_scene_run with the kinetic-energy plot */
+TEST(rigskin_scene_runs_with_a_rig) {
+    const char *text =
+        "{\"dt\": 0.02, \"steps\": 20, \"gravity\": [0, 0, 0],"
+        " \"objects\": [{\"skinning\": {\"source\": \"procedural\", \"category\": \"quadruped\", \"seed\": 1,"
+        "   \"kind\": \"rbf\", \"handles\": 10, \"cubature_res\": 12, \"mesh_res\": 32},"
+        "   \"material\": {\"E\": 5e3}, \"pose\": {\"scale\": 0.5, \"translate\": [0, 0.5, 0]}}],"
+        " \"planes\": [{\"normal\": [0, 1, 0], \"offset\": -1}],"
+        " \"rig\": {\"object\": 0, \"clip\": \"trot\", \"t_stop\": 0.2,"
+        "   \"keys\": [{\"bone\": \"tail\", \"t\": 0.1, \"axis\": [0, 1, 0], \"deg\": 40}],"
+        "   \"drags\": [{\"bone\": \"neck\", \"target\": [0.5, 1.2, 0], \"t0\": 0, \"t1\": 0.2}]},"
+        " \"output\": {\"every\": 10, \"mesh\": \"none\", \"png\": false}}";
+    SimScene sc;
+    char err[1024];
+    CHECK_MSG(sim_scene_parse(text, "inline", &sc, err, sizeof err) == 0, "%s", err);
+    CHECK(sc.rig.object == 0 && sc.rig.nkeys == 1 && sc.rig.ndrags == 1);
+    char dir[] = "/tmp/anima-rigskin-XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    SimRunReport rep;
+    CHECK_MSG(sim_scene_run(&sc, NULL, dir, NULL, NULL, &rep, err, sizeof err) == 0, "%s", err);
+    CHECK(rep.steps == 20 && rep.newton_failures == 0);
+    CHECK(rep.rig_kinetic_max > 0 && isfinite(rep.rig_projection_max) && rep.rig_projection_max <= 1 + 1e-9);
+    char path[256];
+    snprintf(path, sizeof path, "%s/kinetic.png", dir);
+    CHECK(access(path, F_OK) == 0);
+    unlink(path), rmdir(dir);
+    sim_scene_free(&sc);
+    /* a scene without "rig" has none; a rig with a bone the shape lacks, or beside a second object, is refused */
+    CHECK(sim_scene_parse("{\"objects\": [{}]}", "inline", &sc, err, sizeof err) == 0 && sc.rig.object == -1);
+    sim_scene_free(&sc);
+    CHECK(sim_scene_parse("{\"objects\": [{}, {}], \"rig\": {\"object\": 0}}", "inline", &sc, err, sizeof err) != 0);
+    CHECK(strstr(err, "one object") != NULL);
+    CHECK(sim_scene_parse("{\"objects\": [{}], \"rig\": {\"object\": 1}}", "inline", &sc, err, sizeof err) != 0);
+    CHECK(sim_scene_parse("{\"objects\": [{\"gaussians\": \"g.ply\"}], \"rig\": {\"object\": 0}}", "inline", &sc, err,
+                          sizeof err) != 0);
+    CHECK(strstr(err, "gaussians") != NULL);
+}
+
+/* the controls under rig motion: an exact fixed region follows the rig (B z = 0 there), a drag pulls
+ * its point off the rig's pose towards the moved target, a floor raised into the rig's path keeps
+ * the vertices from sinking through it (the penalty sees X + u_r + B z) */
+TEST(rigskin_controls_under_rig_motion) {
+    Rigged g;
+    rigged_init(&g, "quadruped", "trot");
+    SimObject *o = &g.o;
+    char err[512];
+    double ymax = -INFINITY, ymin = INFINITY, xmin = INFINITY;
+    for (int64_t v = 0; v < o->nv; v++)
+        ymax = fmax(ymax, o->Xv[3 * v + 1]), ymin = fmin(ymin, o->Xv[3 * v + 1]), xmin = fmin(xmin, o->Xv[3 * v]);
+    /* fixed: the top 10% (exact, no falloff) */
+    SimDirichlet d = {.region = {.kind = SIM_REGION_BOX, .lo = {-9, ymax - 0.1 * (ymax - ymin), -9}, .hi = {9, 9, 9}}};
+    CHECK(sim_object_add_dirichlet(o, &d, err, sizeof err) == 0);
+    /* a floor 2 cm above the feet's rest height */
+    SimPlane fl = {.normal = {0, 1, 0}, .offset = ymin + 0.02, .stiffness = 1e6};
+    CHECK(sim_object_add_plane(o, &fl, err, sizeof err) == 0);
+    CHECK_MSG(sim_object_prepare(o, err, sizeof err) == 0, "%s", err);
+    double dt = 1 / 60.0, fixed_err = 0, sink = 0;
+    double *x = malloc(sizeof(double) * 3 * (size_t)o->nv), *bz = malloc(sizeof(double) * 3 * (size_t)o->nv);
+    for (int s = 1; s <= 40; s++) {
+        sim_rig_advance(&g.r, o, s * dt, dt);
+        CHECK_MSG(sim_object_step(o, dt, err, sizeof err) == 0, "%s", err);
+        CHECK(o->last.failures == 0);
+        sim_object_vertices(o, x);
+        for (int64_t v = 0; v < o->nv; v++) {
+            for (int a = 0; a < 3; a++) bz[3 * v + a] = x[3 * v + a] - o->Xv[3 * v + a] - o->rig_uv[3 * v + a];
+            if (sim_region_contains(&d.region, o->Xv + 3 * v))
+                fixed_err = fmax(fixed_err, sqrt(bz[3 * v] * bz[3 * v] + bz[3 * v + 1] * bz[3 * v + 1] + bz[3 * v + 2] * bz[3 * v + 2]));
+            sink = fmax(sink, fl.offset - x[3 * v + 1]);
+        }
+    }
+    printf("    fixed region off the rig by %.2e m; deepest vertex %.2e m below the raised floor\n", fixed_err, sink);
+    CHECK(fixed_err < 1e-9);
+    CHECK(sink < 0.01); /* the feet would sit 2 cm under it with the rig alone */
+    free(x), free(bz);
+    rigged_free(&g);
+}
+
+/* a dataset cache (anima dataset make) stores each procedural shape's rig at its mesh vertices;
+ * loading it for training carries the rig to the surface samples and cubature candidates */
+TEST(rigskin_cache_shapes_carry_rigs) {
+    char dir[] = "/tmp/anima-rigcache-XXXXXX", cmd[1024], out[8192], err[1024];
+    CHECK(mkdtemp(dir) != NULL);
+    snprintf(cmd, sizeof cmd,
+             "%s dataset make --count 3 --seed 5 --grid 40 --cubature-res 16 --surface 512 --sharp 0 --no-progress "
+             "--out %s 2>&1", test_anima_bin(), dir);
+    CHECK_MSG(test_run_capture(cmd, out, sizeof out) == 0, "%s", out);
+    PsConfig c;
+    CHECK_MSG(ps_config_load(&c, "configs/physskin-tiny.json", 0, NULL, err, sizeof err) == 0, "%s", err);
+    PsData d;
+    CHECK_MSG(ps_data_load(&d, dir, &c, 0, 1, err, sizeof err) == 0, "%s", err);
+    const PsShape *s = &d.shapes[0];
+    CHECK(s->nbones > 0 && s->rig_surface && s->rig_cubature);
+    double worst = 0;
+    for (int64_t i = 0; i < s->n_surface + s->n_cubature; i++) {
+        const float *w = i < s->n_surface ? s->rig_surface + i * s->nbones : s->rig_cubature + (i - s->n_surface) * s->nbones;
+        double sum = 0;
+        for (int j = 0; j < s->nbones; j++) {
+            CHECK(w[j] >= 0);
+            sum += w[j];
+        }
+        worst = fmax(worst, fabs(sum - 1));
+    }
+    CHECK_MSG(worst < 1e-5, "rows sum to 1 within %g", worst);
+    TensorRng g = {.seed = 1, .stream = 5};
+    PsBatch b;
+    ps_batch_make(&d, (int64_t[]){0}, 1, &c, &g, TENSOR_F64, &b);
+    CHECK(b.rig != NULL && b.rig->shape[2] == s->nbones);
+    ps_data_free(&d);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    CHECK(system(cmd) == 0);
+}
+
+/* the modes' rig shares: in [0, 1], ascending; a cut at τ keeps exactly the modes with λ ≤ τ², and
+ * the dynamics then stay within τ of the rig space */
+TEST(rigskin_modes_and_cut) {
+    Rigged g;
+    rigged_init(&g, "quadruped", "trot");
+    int64_t nb = g.o.nb;
+    double *lam = malloc(sizeof(double) * (size_t)nb), *rows = malloc(sizeof(double) * (size_t)(nb * nb));
+    int nm = sim_rig_modes(&g.r, &g.o, lam, rows);
+    CHECK(nm > 0 && nm <= nb);
+    for (int i = 0; i < nm; i++) CHECK(lam[i] > -1e-9 && lam[i] < 1 + 1e-9 && (i == 0 || lam[i] >= lam[i - 1]));
+    char err[256];
+    int kept = 0;
+    CHECK_MSG(sim_rig_set_cut(&g.r, &g.o, 0.9, &kept, err, sizeof err) == 0, "%s", err);
+    int expect = 0;
+    for (int i = 0; i < nm; i++) expect += lam[i] <= 0.81;
+    int64_t fixed_rows, free_dims;
+    sim_object_constraint_info(&g.o, &fixed_rows, &free_dims);
+    CHECK_MSG(kept == expect && kept > 0 && kept < nm && free_dims == 3 * kept, "kept %d, expected %d, free %lld",
+              kept, expect, (long long)free_dims);
+    double dt = 1 / 60.0, worst = 0;
+    for (int s = 1; s <= 40; s++) {
+        sim_rig_advance(&g.r, &g.o, s * dt, dt);
+        CHECK_MSG(sim_object_step(&g.o, dt, err, sizeof err) == 0, "%s", err);
+        worst = fmax(worst, sim_rig_projection(&g.r, &g.o));
+    }
+    printf("    %d of %d modes with rig share <= 0.9²; projection over 40 steps <= %.3f\n", kept, nm, worst);
+    CHECK(worst <= 0.9 + 1e-9 && worst > 0);
+    /* a cut that leaves nothing is refused */
+    CHECK(sim_rig_set_cut(&g.r, &g.o, 1e-3, &kept, err, sizeof err) != 0);
+    free(lam), free(rows);
+    rigged_free(&g);
+}

@@ -1,0 +1,535 @@
+/* tests/test_sim_contact.c — complete IPC contact (issue 23 item 2): the segment–segment
+ * distance against brute force, the mollified edge–edge barrier's gradient and Hessian against
+ * finite differences (every closest-feature type and the mollified band), the broad phase's
+ * edge–edge pairs against brute force, edge–edge CCD, and two thin bars crossing at speed, which
+ * pass through each other with point–triangle pairs alone and never cross with edge–edge ones;
+ * collision proxies (sim/proxy.h): closed, coarse, near the mesh. */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "datasets/mesh/mesh.h"
+#include "sim/contact.h"
+#include "sim/proxy.h"
+#include "sim/rigid.h"
+#include "sim/scene.h"
+#include "sim/skinning.h"
+#include "sim/world.h"
+#include "tests/test.h"
+
+static double urand(uint64_t *s) {
+    *s = *s * 6364136223846793005ull + 1442695040888963407ull;
+    return (double)(*s >> 11) / 9007199254740992.0;
+}
+
+TEST(sim_segment_segment_matches_brute_force) {
+    uint64_t seed = 7;
+    double worst = 0;
+    for (int trial = 0; trial < 200; trial++) {
+        double x[12];
+        for (int i = 0; i < 12; i++) x[i] = 2 * urand(&seed) - 1;
+        if (trial % 4 == 0) /* parallel segments */
+            for (int i = 0; i < 3; i++) x[9 + i] = x[6 + i] + 0.7 * (x[3 + i] - x[i]);
+        double s, t, d = sim_segment_segment(x, x + 3, x + 6, x + 9, &s, &t), best = INFINITY;
+        CHECK(s >= 0 && s <= 1 && t >= 0 && t <= 1);
+        /* the parameters give the distance returned */
+        double r2 = 0;
+        for (int i = 0; i < 3; i++) {
+            double ri = x[i] + s * (x[3 + i] - x[i]) - x[6 + i] - t * (x[9 + i] - x[6 + i]);
+            r2 += ri * ri;
+        }
+        CHECK_NEAR(sqrt(r2), d, 1e-12);
+        for (int a = 0; a <= 400; a++)
+            for (int b = 0; b <= 400; b++) {
+                double q2 = 0;
+                for (int i = 0; i < 3; i++) {
+                    double ri = x[i] + a / 400.0 * (x[3 + i] - x[i]) - x[6 + i] - b / 400.0 * (x[9 + i] - x[6 + i]);
+                    q2 += ri * ri;
+                }
+                best = fmin(best, q2);
+            }
+        best = sqrt(best);
+        CHECK_MSG(d <= best + 1e-12, "trial %d: %g > grid %g", trial, d, best);
+        worst = fmax(worst, best - d);
+    }
+    CHECK_MSG(worst < 1e-3, "the grid's closest pair %.3g above the distance returned", worst); /* the grid's resolution */
+}
+
+/* central differences of f over the 12 coordinates */
+static void fd_grad(const double x[12], double dhat, double eps, double g[12]) {
+    for (int i = 0; i < 12; i++) {
+        double xp[12], xm[12], h = 1e-7;
+        memcpy(xp, x, sizeof xp), memcpy(xm, x, sizeof xm);
+        xp[i] += h, xm[i] -= h;
+        g[i] = (sim_ee_barrier(xp, dhat, eps, NULL, NULL) - sim_ee_barrier(xm, dhat, eps, NULL, NULL)) / (2 * h);
+    }
+}
+
+/* One configuration: p0 + s e0 against q0 + t e1 at distance d along their common normal, the
+ * types chosen by where s and t fall; twist turns e1 towards e0 (nearly parallel: mollified). */
+static void ee_config(uint64_t *seed, double s, double t, double d, double twist, double x[12]) {
+    double e0[3] = {1, 0.1 * urand(seed), 0.1 * urand(seed)}, e1[3] = {twist, 1, 0.2 * urand(seed)};
+    double n[3] = {e0[1] * e1[2] - e0[2] * e1[1], e0[2] * e1[0] - e0[0] * e1[2], e0[0] * e1[1] - e0[1] * e1[0]};
+    double ln = sqrt(n[0] * n[0] + n[1] * n[1] + n[2] * n[2]);
+    double c[3] = {0.3 * urand(seed), 0.2 * urand(seed), -0.1 * urand(seed)};
+    for (int i = 0; i < 3; i++) {
+        x[i] = c[i] - s * e0[i], x[3 + i] = x[i] + e0[i];
+        x[6 + i] = c[i] + d * n[i] / ln - t * e1[i], x[9 + i] = x[6 + i] + e1[i];
+    }
+}
+
+TEST(sim_ee_barrier_derivatives_match_fd) {
+    uint64_t seed = 11;
+    double dhat = 0.1;
+    /* (s, t): interior–interior, end–interior both ways, end–end (beyond the ends), then nearly
+     * parallel edges in the mollifier's band */
+    const double st[6][3] = {{0.4, 0.6, 0}, {-0.03, 0.5, 0}, {0.5, 1.03, 0}, {-0.02, 1.02, 0}, {0.45, 0.5, 1}, {0.3, 0.7, 2}};
+    int mollified = 0;
+    for (int c = 0; c < 6; c++)
+        for (int k = 0; k < 3; k++) {
+            double x[12], g[12], H[144], gf[12], d = dhat * (0.2 + 0.25 * k);
+            double twist = st[c][2] == 0 ? 0.3 : (st[c][2] == 1 ? 1e4 : -1e4);
+            if (st[c][2] != 0) { /* nearly parallel: q is p shifted by d along a normal and by
+                                  * (s − t) along the edge, its far end tilted out of line */
+                double e0[3] = {1, 0.1 * urand(&seed), 0}, n1[3] = {-e0[1], 1, 0}, n2[3] = {0, 0, 1};
+                double ln = sqrt(n1[0] * n1[0] + n1[1] * n1[1]), tilt = twist > 0 ? 0.01 : -0.02;
+                for (int i = 0; i < 3; i++) {
+                    x[i] = 0.1 * i, x[3 + i] = x[i] + e0[i];
+                    x[6 + i] = x[i] + d * n1[i] / ln + (st[c][0] - st[c][1]) * e0[i];
+                    x[9 + i] = x[6 + i] + e0[i] + tilt * n2[i];
+                }
+            } else
+                ee_config(&seed, st[c][0], st[c][1], d, twist, x);
+            double e0[3], e1[3];
+            for (int i = 0; i < 3; i++) e0[i] = x[3 + i] - x[i], e1[i] = x[9 + i] - x[6 + i];
+            double eps = 1e-3 * (e0[0] * e0[0] + e0[1] * e0[1] + e0[2] * e0[2]) * (e1[0] * e1[0] + e1[1] * e1[1] + e1[2] * e1[2]);
+            double m = sim_ee_mollifier(e0, e1, eps, NULL, NULL);
+            mollified += m < 1;
+            double E = sim_ee_barrier(x, dhat, eps, g, H);
+            CHECK_MSG(E > 0 && isfinite(E), "config %d/%d: E %g", c, k, E);
+            fd_grad(x, dhat, eps, gf);
+            double gmax = 0, gerr = 0, hmax = 0, herr = 0;
+            for (int i = 0; i < 12; i++) gmax = fmax(gmax, fabs(g[i])), gerr = fmax(gerr, fabs(g[i] - gf[i]));
+            for (int i = 0; i < 12; i++) {
+                double xp[12], xm[12], gp[12], gm[12], h = 1e-6;
+                memcpy(xp, x, sizeof xp), memcpy(xm, x, sizeof xm);
+                xp[i] += h, xm[i] -= h;
+                sim_ee_barrier(xp, dhat, eps, gp, NULL), sim_ee_barrier(xm, dhat, eps, gm, NULL);
+                for (int j = 0; j < 12; j++) {
+                    double fd = (gp[j] - gm[j]) / (2 * h);
+                    hmax = fmax(hmax, fabs(H[12 * j + i])), herr = fmax(herr, fabs(H[12 * j + i] - fd));
+                    CHECK_MSG(fabs(H[12 * i + j] - H[12 * j + i]) <= 1e-9 * (1 + fabs(H[12 * i + j])), "H not symmetric");
+                }
+            }
+            CHECK_MSG(gerr <= 1e-6 * gmax, "config %d/%d (m %.3f): gradient off by %.3g of %.3g", c, k, m, gerr, gmax);
+            CHECK_MSG(herr <= 1e-5 * hmax, "config %d/%d (m %.3f): Hessian off by %.3g of %.3g", c, k, m, herr, hmax);
+        }
+    CHECK(mollified >= 6);
+    /* beyond d̂: nothing */
+    double x[12];
+    ee_config(&seed, 0.5, 0.5, 1.5 * dhat, 0.3, x);
+    CHECK(sim_ee_barrier(x, dhat, 0, NULL, NULL) == 0);
+}
+
+TEST(sim_ee_mollifier_gradient_matches_fd) {
+    uint64_t seed = 3;
+    int inside = 0;
+    for (int trial = 0; trial < 40; trial++) {
+        double e0[3], e1[3], g0[3], g1[3];
+        for (int i = 0; i < 3; i++) e0[i] = 2 * urand(&seed) - 1;
+        for (int i = 0; i < 3; i++) e1[i] = 0.8 * e0[i] + (trial % 2 ? 0.03 : 0.5) * (2 * urand(&seed) - 1);
+        double eps = 1e-3 * 4, m = sim_ee_mollifier(e0, e1, eps, g0, g1);
+        inside += m < 1;
+        for (int i = 0; i < 3; i++) {
+            double h = 1e-7, a[3], b[3];
+            memcpy(a, e0, sizeof a), memcpy(b, e0, sizeof b);
+            a[i] += h, b[i] -= h;
+            CHECK_NEAR(g0[i], (sim_ee_mollifier(a, e1, eps, NULL, NULL) - sim_ee_mollifier(b, e1, eps, NULL, NULL)) / (2 * h), 1e-5 * (1 + fabs(g0[i])));
+            memcpy(a, e1, sizeof a), memcpy(b, e1, sizeof b);
+            a[i] += h, b[i] -= h;
+            CHECK_NEAR(g1[i], (sim_ee_mollifier(e0, a, eps, NULL, NULL) - sim_ee_mollifier(e0, b, eps, NULL, NULL)) / (2 * h), 1e-5 * (1 + fabs(g1[i])));
+        }
+        CHECK(m >= 0 && m <= 1);
+    }
+    CHECK(inside >= 5);
+}
+
+static int box_mesh_body(const double half[3], const double at[3], DsMesh *m, double **x) {
+    if (sim_mesh_box(half, m)) return -1;
+    *x = malloc(sizeof(double) * 3 * (size_t)m->nv);
+    for (int64_t v = 0; v < m->nv; v++)
+        for (int i = 0; i < 3; i++) (*x)[3 * v + i] = m->v[3 * v + i] + at[i];
+    return 0;
+}
+
+/* two moving boxes' edges: the broad phase reports every edge pair whose swept, inflated boxes
+ * overlap, once, and no other */
+TEST(sim_broad_phase_edges_match_brute_force) {
+    uint64_t seed = 5;
+    for (int trial = 0; trial < 20; trial++) {
+        DsMesh m[2];
+        double *x[2], *dx[2];
+        int32_t *edges[2];
+        int64_t ne[2];
+        SimContactBody bodies[2];
+        for (int b = 0; b < 2; b++) {
+            double half[3] = {0.1 + 0.2 * urand(&seed), 0.02, 0.05}, at[3] = {0.2 * urand(&seed), 0.1 * b, 0.1 * urand(&seed)};
+            CHECK(box_mesh_body(half, at, &m[b], &x[b]) == 0);
+            dx[b] = malloc(sizeof(double) * 3 * (size_t)m[b].nv);
+            for (int64_t k = 0; k < 3 * m[b].nv; k++) dx[b][k] = 0.05 * (2 * urand(&seed) - 1);
+            CHECK(sim_mesh_edges(m[b].nf, m[b].f, &ne[b], &edges[b]) == 0);
+            CHECK(ne[b] == 18); /* a triangulated box: 12 + 6 diagonals */
+            bodies[b] = (SimContactBody){.np = m[b].nv, .x = x[b], .dx = dx[b], .nf = m[b].nf, .faces = m[b].f,
+                                         .ne = ne[b], .edges = edges[b]};
+        }
+        double margin = 0.01;
+        SimContactSet set = {0};
+        CHECK(sim_contact_broad_phase(bodies, 2, margin, &set) == 0);
+        int64_t expect = 0, found = 0, wrong = 0;
+        for (int64_t i = 0; i < ne[0]; i++)
+            for (int64_t j = 0; j < ne[1]; j++) {
+                double lo[2][3], hi[2][3];
+                for (int b = 0; b < 2; b++) {
+                    const int32_t *e = edges[b] + 2 * (b ? j : i);
+                    for (int c = 0; c < 3; c++) {
+                        lo[b][c] = INFINITY, hi[b][c] = -INFINITY;
+                        for (int k = 0; k < 2; k++) {
+                            double a0 = x[b][3 * e[k] + c], a1 = a0 + dx[b][3 * e[k] + c];
+                            lo[b][c] = fmin(lo[b][c], fmin(a0, a1) - margin), hi[b][c] = fmax(hi[b][c], fmax(a0, a1) + margin);
+                        }
+                    }
+                }
+                int ov = 1;
+                for (int c = 0; c < 3; c++) ov &= lo[0][c] <= hi[1][c] && lo[1][c] <= hi[0][c];
+                int n = 0;
+                for (int64_t k = 0; k < set.n; k++)
+                    n += set.pairs[k].f == SIM_PAIR_EE && set.pairs[k].a == 0 && set.pairs[k].p == i && set.pairs[k].q == j;
+                expect += ov, found += n;
+                wrong += n != ov;
+            }
+        CHECK_MSG(wrong == 0, "trial %d: %lld edge pairs expected, %lld found, %lld wrong", trial, (long long)expect,
+                  (long long)found, (long long)wrong);
+        sim_contact_set_free(&set);
+        for (int b = 0; b < 2; b++) free(x[b]), free(dx[b]), free(edges[b]), ds_mesh_free(&m[b]);
+    }
+}
+
+/* an edge sweeping across another (no corner near any face): CCD stops it short, at ≥ s d₀ */
+TEST(sim_ccd_edge_edge_stops_before_crossing) {
+    double xa[6] = {-1, 0.1, 0, 1, 0.1, 0}, da[6] = {0, -1, 0, 0, -1, 0};
+    double xb[6] = {0, 0, -1, 0, 0, 1};
+    int32_t e[2] = {0, 1};
+    SimContactBody bodies[2] = {{.np = 2, .x = xa, .dx = da, .ne = 1, .edges = e},
+                                {.np = 2, .x = xb, .is_static = 1, .ne = 1, .edges = e}};
+    SimContactSet set = {0};
+    CHECK(sim_contact_broad_phase(bodies, 2, 0.01, &set) == 0);
+    CHECK(set.n == 1 && set.pairs[0].f == SIM_PAIR_EE);
+    double s = 0.2, a = sim_contact_ccd(bodies, &set, s), d = sim_contact_min_distance(bodies, &set, a);
+    CHECK(a > 0 && a < 0.1); /* the edges meet at α = 0.1 */
+    CHECK(d >= s * 0.1 * (1 - 1e-9) && d < s * 0.1 * 1.01);
+    da[1] = da[4] = 1; /* moving apart */
+    CHECK(sim_contact_ccd(bodies, &set, s) == 1);
+    sim_contact_set_free(&set);
+}
+
+/* A thin deformable bar: its 8-corner box mesh as binding points and surface, a grid of cubature
+ * points, two Wendland handles. */
+static void bar_object_rot(SimObject *o, const double half[3], const double at[3], double rot_z_deg);
+static void bar_object(SimObject *o, const double half[3], const double at[3]) { bar_object_rot(o, half, at, 0); }
+static void bar_object_rot(SimObject *o, const double half[3], const double at[3], double rot_z_deg) {
+    SimSkinning sk;
+    memset(&sk, 0, sizeof sk);
+    int cres = 4;
+    sk.m = 2, sk.nc = (int64_t)cres * cres * cres;
+    sk.cub_x = malloc(sizeof(double) * 3 * (size_t)sk.nc), sk.cub_vol = malloc(sizeof(double) * (size_t)sk.nc);
+    sk.cub_w = malloc(sizeof(double) * (size_t)(sk.nc * sk.m)), sk.cub_dw = malloc(sizeof(double) * 3 * (size_t)(sk.nc * sk.m));
+    for (int64_t c = 0; c < sk.nc; c++) {
+        int64_t ijk[3] = {c % cres, (c / cres) % cres, c / (cres * cres)};
+        for (int i = 0; i < 3; i++) sk.cub_x[3 * c + i] = -half[i] + (ijk[i] + 0.5) * 2 * half[i] / cres;
+        sk.cub_vol[c] = 8 * half[0] * half[1] * half[2] / (double)sk.nc;
+    }
+    DsMesh m;
+    CHECK(sim_mesh_box(half, &m) == 0);
+    sk.nv = m.nv, sk.nf = m.nf;
+    sk.vert_x = malloc(sizeof(double) * 3 * (size_t)m.nv);
+    for (int64_t k = 0; k < 3 * m.nv; k++) sk.vert_x[k] = m.v[k];
+    sk.faces = malloc(sizeof(int32_t) * 3 * (size_t)m.nf);
+    memcpy(sk.faces, m.f, sizeof(int32_t) * 3 * (size_t)m.nf);
+    ds_mesh_free(&m);
+    sk.vert_w = malloc(sizeof(double) * (size_t)(sk.nv * sk.m)), sk.vert_dw = malloc(sizeof(double) * 3 * (size_t)(sk.nv * sk.m));
+    double L = fmax(half[0], fmax(half[1], half[2])), centers[6] = {0};
+    int ax = half[0] == L ? 0 : half[1] == L ? 1 : 2;
+    centers[ax] = -0.5 * L, centers[3 + ax] = 0.5 * L;
+    sim_rbf_eval(2, centers, 1.5 * L, sk.nc, sk.cub_x, sk.cub_w, sk.cub_dw);
+    sim_rbf_eval(2, centers, 1.5 * L, sk.nv, sk.vert_x, sk.vert_w, sk.vert_dw);
+    snprintf(sk.source, sizeof sk.source, "test bar");
+    SimMaterial mat = {.E = 1e6, .nu = 0.3, .rho = 1000};
+    SimPose pose = sim_pose_identity();
+    sim_pose_euler(&pose, (double[3]){0, 0, rot_z_deg});
+    memcpy(pose.translate, at, sizeof pose.translate);
+    char err[256];
+    int rc = sim_object_init(o, &sk, &mat, &pose, err, sizeof err);
+    CHECK_MSG(rc == 0, "%s", err);
+    sim_skinning_free(&sk);
+}
+
+/* does segment [a, b] pass through triangle (p, q, r)? (Möller–Trumbore on the segment) */
+static int segment_hits_triangle(const double *a, const double *b, const double *p, const double *q, const double *r) {
+    double d[3], e1[3], e2[3], h[3], s[3], qv[3];
+    for (int i = 0; i < 3; i++) d[i] = b[i] - a[i], e1[i] = q[i] - p[i], e2[i] = r[i] - p[i], s[i] = a[i] - p[i];
+    h[0] = d[1] * e2[2] - d[2] * e2[1], h[1] = d[2] * e2[0] - d[0] * e2[2], h[2] = d[0] * e2[1] - d[1] * e2[0];
+    double det = e1[0] * h[0] + e1[1] * h[1] + e1[2] * h[2];
+    if (fabs(det) < 1e-300) return 0;
+    double u = (s[0] * h[0] + s[1] * h[1] + s[2] * h[2]) / det;
+    if (u < 0 || u > 1) return 0;
+    qv[0] = s[1] * e1[2] - s[2] * e1[1], qv[1] = s[2] * e1[0] - s[0] * e1[2], qv[2] = s[0] * e1[1] - s[1] * e1[0];
+    double v = (d[0] * qv[0] + d[1] * qv[1] + d[2] * qv[2]) / det, t = (e2[0] * qv[0] + e2[1] * qv[1] + e2[2] * qv[2]) / det;
+    return v >= 0 && u + v <= 1 && t >= 0 && t <= 1;
+}
+
+/* two closed box surfaces overlap when an edge of one passes through a face of the other (or one
+ * holds the other whole: a corner of one inside the other's box, not possible here at the sizes) */
+static int surfaces_cross(const SimObject *A, const double *xa, const SimObject *B, const double *xb) {
+    for (int side = 0; side < 2; side++) {
+        const SimObject *E = side ? B : A, *F = side ? A : B;
+        const double *xe = side ? xb : xa, *xf = side ? xa : xb;
+        for (int64_t f = 0; f < E->nf; f++)
+            for (int k = 0; k < 3; k++) {
+                const double *a = xe + 3 * E->faces[3 * f + k], *b = xe + 3 * E->faces[3 * f + (k + 1) % 3];
+                for (int64_t g = 0; g < F->nf; g++)
+                    if (segment_hits_triangle(a, b, xf + 3 * F->faces[3 * g], xf + 3 * F->faces[3 * g + 1], xf + 3 * F->faces[3 * g + 2]))
+                        return 1;
+            }
+    }
+    return 0;
+}
+
+/* Two bars 2 cm thick crossing at right angles, one at rest, one thrown down at it at 8 m/s
+ * (8 cm a step, four times their thickness); no corner of either ever comes near a face of the
+ * other. Returns the falling bar's lowest centre height relative to the other's; the smallest
+ * pair distance seen and the steps whose surfaces cross (an edge through a face). */
+static double bars_crossing(bool edge_edge, double *dmin, int *crossed) {
+    SimObject bars[2];
+    double ha[3] = {0.25, 0.01, 0.01}, hb[3] = {0.01, 0.01, 0.25}, at_a[3] = {0.02, 0.1, 0.03}, at_b[3] = {0, 0, 0};
+    bar_object(&bars[0], ha, at_a);
+    bar_object(&bars[1], hb, at_b);
+    bars[0].zdot[1 * bars[0].nb + 4 * bars[0].m + 3] = -8;
+    SimContactOptions c;
+    sim_contact_defaults(&c);
+    c.edge_edge = edge_edge;
+    c.dhat = 0.004;
+    SimWorld w;
+    char err[256];
+    int rc = sim_world_init(&w, bars, 2, NULL, 0, NULL, 0, &c, err, sizeof err);
+    CHECK_MSG(rc == 0, "%s", err);
+    double low = INFINITY;
+    *dmin = INFINITY, *crossed = 0;
+    for (int s = 0; s < 20 && rc == 0; s++) {
+        rc = sim_world_step(&w, 0.01, err, sizeof err);
+        CHECK_MSG(rc == 0, "%s", err);
+        *dmin = fmin(*dmin, w.last.min_distance);
+        double x[2][24], y[2] = {0, 0};
+        for (int k = 0; k < 2; k++) {
+            sim_object_vertices(&bars[k], x[k]);
+            for (int v = 0; v < 8; v++) y[k] += x[k][3 * v + 1] / 8;
+        }
+        low = fmin(low, y[0] - y[1]);
+        *crossed += surfaces_cross(&bars[0], x[0], &bars[1], x[1]);
+    }
+    sim_world_free(&w);
+    sim_object_free(&bars[0]), sim_object_free(&bars[1]);
+    return low;
+}
+
+TEST(sim_world_thin_bars_crossing_at_speed_never_cross) {
+    double dmin_pt, dmin_ee;
+    int cross_pt, cross_ee;
+    double low_pt = bars_crossing(false, &dmin_pt, &cross_pt), low_ee = bars_crossing(true, &dmin_ee, &cross_ee);
+    printf("    bars: lowest centre of the thrown bar over the other's %.4f m with point-triangle pairs alone (%d steps "
+           "with surfaces crossing), %.4f m with edge-edge pairs (%d steps); min pair distance %.3g m\n", low_pt, cross_pt,
+           low_ee, cross_ee, dmin_ee);
+    CHECK(low_pt < -0.02); /* without edge pairs the bar goes through */
+    CHECK(cross_ee == 0 && low_ee > 0 && dmin_ee > 0);
+}
+
+/* The pile's objects' proxies at the default resolution: closed (no boundary edge), fewer
+ * vertices than the mesh, every proxy vertex a mesh vertex, the mesh within a cell of the proxy;
+ * a finer grid is closer. */
+TEST(sim_proxy_is_closed_coarse_and_near_the_mesh) {
+    SimScene sc;
+    char err[512];
+    CHECK_MSG(sim_scene_load("scenes/pile.json", &sc, err, sizeof err) == 0, "%s", err);
+    SimObject objs[3];
+    CHECK_MSG(sim_scene_build(&sc, "scenes", objs, err, sizeof err) == 0, "%s", err);
+    for (int k = 0; k < 3; k++) {
+        const SimObject *o = &objs[k];
+        SimProxy p, fine;
+        double h = o->diag / sc.contact.proxy_cells;
+        CHECK(sim_proxy_build(o->nv, o->Xv, o->nf, o->faces, h, &p) == 0);
+        CHECK(sim_proxy_build(o->nv, o->Xv, o->nf, o->faces, h / 2, &fine) == 0);
+        printf("    object %d: mesh %lld vertices %lld triangles; proxy (h %.3g m) %lld vertices %lld triangles, "
+               "%lld boundary edges, deviation %.3g m (%.2f h); at h/2 %lld vertices, deviation %.3g m\n", k,
+               (long long)o->nv, (long long)o->nf, h, (long long)p.np, (long long)p.nf, (long long)p.boundary, p.deviation,
+               p.deviation / h, (long long)fine.np, fine.deviation);
+        CHECK(p.boundary == 0 && fine.boundary == 0);
+        CHECK(p.np < o->nv && p.nf > 20);
+        CHECK(p.deviation > 0 && p.deviation < h);
+        CHECK(fine.deviation < p.deviation && fine.np > p.np);
+        for (int64_t v = 0; v < p.np; v++) CHECK(p.vert[v] >= 0 && p.vert[v] < o->nv);
+        sim_proxy_free(&p), sim_proxy_free(&fine);
+        sim_object_free(&objs[k]);
+    }
+    sim_scene_free(&sc);
+}
+
+/* a closed mesh whose clustering leaves nothing (one cell) keeps its own surface */
+TEST(sim_proxy_of_a_tiny_mesh_is_the_mesh) {
+    DsMesh m;
+    double half[3] = {0.1, 0.1, 0.1}, *x;
+    CHECK(box_mesh_body(half, (double[3]){0, 0, 0}, &m, &x) == 0);
+    SimProxy p;
+    CHECK(sim_proxy_build(m.nv, x, m.nf, m.f, 10, &p) == 0);
+    CHECK(p.np == m.nv && p.nf == m.nf && p.boundary == 0 && p.deviation == 0);
+    sim_proxy_free(&p);
+    free(x), ds_mesh_free(&m);
+}
+
+/* The friction potential's gradient and Hessian in the relative displacement against finite
+ * differences, below and beyond the smoothing threshold, and the Hessian PSD. */
+TEST(sim_friction_derivatives_match_fd) {
+    uint64_t seed = 17;
+    double eps = 1e-3;
+    for (int trial = 0; trial < 40; trial++) {
+        double n[3], T[6], a[3] = {0, 0, 0};
+        for (int i = 0; i < 3; i++) n[i] = 2 * urand(&seed) - 1;
+        double l = sqrt(n[0] * n[0] + n[1] * n[1] + n[2] * n[2]);
+        for (int i = 0; i < 3; i++) n[i] /= l;
+        a[fabs(n[0]) < 0.5 ? 0 : 1] = 1;
+        T[0] = n[1] * a[2] - n[2] * a[1], T[1] = n[2] * a[0] - n[0] * a[2], T[2] = n[0] * a[1] - n[1] * a[0];
+        l = sqrt(T[0] * T[0] + T[1] * T[1] + T[2] * T[2]);
+        for (int i = 0; i < 3; i++) T[i] /= l;
+        T[3] = n[1] * T[2] - n[2] * T[1], T[4] = n[2] * T[0] - n[0] * T[2], T[5] = n[0] * T[1] - n[1] * T[0];
+        /* slips from 0.05 ε to 20 ε */
+        double D[3], mag = eps * 0.05 * pow(400, trial / 39.0), c = 2.5, g[3], H[9];
+        for (int i = 0; i < 3; i++) D[i] = mag * (2 * urand(&seed) - 1);
+        double E = sim_friction(D, T, c, eps, g, H);
+        CHECK(E >= 0);
+        double gmax = 0, hmax = 0;
+        for (int i = 0; i < 3; i++) gmax = fmax(gmax, fabs(g[i]));
+        for (int i = 0; i < 9; i++) hmax = fmax(hmax, fabs(H[i]));
+        for (int i = 0; i < 3; i++) {
+            double h = 1e-4 * fmin(mag, eps), Dp[3], Dm[3], gp[3], gm[3];
+            memcpy(Dp, D, sizeof Dp), memcpy(Dm, D, sizeof Dm);
+            Dp[i] += h, Dm[i] -= h;
+            double fd = (sim_friction(Dp, T, c, eps, gp, NULL) - sim_friction(Dm, T, c, eps, gm, NULL)) / (2 * h);
+            CHECK_MSG(fabs(fd - g[i]) <= 1e-5 * gmax + 1e-12, "trial %d (|D| %.3g ε): gradient %g vs %g", trial, mag / eps, g[i], fd);
+            for (int j = 0; j < 3; j++)
+                CHECK_MSG(fabs((gp[j] - gm[j]) / (2 * h) - H[3 * j + i]) <= 1e-4 * hmax, "trial %d: Hessian (%d, %d) %g vs %g",
+                          trial, j, i, H[3 * j + i], (gp[j] - gm[j]) / (2 * h));
+        }
+        for (int k = 0; k < 10; k++) {
+            double v[3] = {2 * urand(&seed) - 1, 2 * urand(&seed) - 1, 2 * urand(&seed) - 1}, q = 0;
+            for (int i = 0; i < 3; i++)
+                for (int j = 0; j < 3; j++) q += v[i] * H[3 * i + j] * v[j];
+            CHECK(q >= -1e-12 * hmax);
+        }
+    }
+    /* no slip along the normal: friction ignores it */
+    double T[6] = {1, 0, 0, 0, 0, 1}, D[3] = {0, 0.3, 0};
+    CHECK(sim_friction(D, T, 1, 1e-3, NULL, NULL) == 0);
+}
+
+/* A 10 cm block resting on a fixed incline tilted θ about z, μ between them: it sticks below the
+ * friction angle atan μ and slides above it with a = g (sin θ − μ cos θ) (frictionless: g sin θ).
+ * Returns the block's travel down the slope in 0.5 s. */
+static double incline_travel(double theta_deg, double mu) {
+    double th = theta_deg * M_PI / 180, dhat = 0.004, hb[3] = {0.05, 0.05, 0.05}, hi[3] = {0.6, 0.05, 0.3};
+    /* the incline's top face normal (−sin θ, cos θ, 0); the block above its centre at d̂/2 */
+    double nrm[3] = {-sin(th), cos(th), 0}, off = hi[1] + hb[1] + 0.5 * dhat, at[3];
+    for (int i = 0; i < 3; i++) at[i] = off * nrm[i];
+    SimObject block;
+    bar_object_rot(&block, hb, at, theta_deg);
+    block.gravity[1] = -9.81;
+    DsMesh m;
+    CHECK(sim_mesh_box(hi, &m) == 0);
+    SimPose pose = sim_pose_identity();
+    sim_pose_euler(&pose, (double[3]){0, 0, theta_deg});
+    SimRigid incline;
+    char err[256];
+    CHECK_MSG(sim_rigid_init(&incline, &m, 1e9, &pose, err, sizeof err) == 0, "%s", err); /* immovable */
+    ds_mesh_free(&m);
+    memset(incline.gravity, 0, sizeof incline.gravity);
+    SimContactOptions c;
+    sim_contact_defaults(&c);
+    c.dhat = dhat, c.mu = mu;
+    /* the block's weight on its four bottom corners at d̂/2 (−b′(d̂/2) ≈ 1.19 d̂) */
+    c.stiffness = block.mass * 9.81 / (4 * 1.19 * dhat);
+    SimWorld w;
+    CHECK_MSG(sim_world_init(&w, &block, 1, &incline, 1, NULL, 0, &c, err, sizeof err) == 0, "%s", err);
+    double x0[24], x1[24], s0 = 0, s1 = 0, dir[3] = {-cos(th), -sin(th), 0}; /* down the slope */
+    sim_object_vertices(&block, x0);
+    for (int s = 0; s < 50; s++) {
+        CHECK_MSG(sim_world_step(&w, 0.01, err, sizeof err) == 0, "%s", err);
+        CHECK(w.last.min_distance > 0);
+    }
+    sim_object_vertices(&block, x1);
+    for (int v = 0; v < 8; v++)
+        for (int i = 0; i < 3; i++) s0 += dir[i] * x0[3 * v + i] / 8, s1 += dir[i] * x1[3 * v + i] / 8;
+    sim_world_free(&w);
+    sim_rigid_free(&incline);
+    sim_object_free(&block);
+    return s1 - s0;
+}
+
+TEST(sim_world_block_on_incline_sticks_below_the_friction_angle) {
+    double mu = 0.5, crit = atan(mu) * 180 / M_PI, t = 0.5, g = 9.81;
+    double below = crit - 7, above = crit + 7;
+    double stick = incline_travel(below, mu), slide = incline_travel(above, mu), free_ = incline_travel(below, 0);
+    double a_slide = g * (sin(above * M_PI / 180) - mu * cos(above * M_PI / 180)), a_free = g * sin(below * M_PI / 180);
+    printf("    incline, μ %.2f (friction angle %.1f°): at %.1f° the block travels %.2f mm in %.1f s (sticks), at %.1f° "
+           "%.1f mm (Coulomb %.1f mm), frictionless at %.1f° %.1f mm (%.1f mm)\n", mu, crit, below, 1e3 * stick, t, above,
+           1e3 * slide, 1e3 * 0.5 * a_slide * t * t, below, 1e3 * free_, 1e3 * 0.5 * a_free * t * t);
+    CHECK(fabs(stick) < 3e-3);
+    CHECK(slide > 0.7 * 0.5 * a_slide * t * t && slide < 1.3 * 0.5 * a_slide * t * t);
+    CHECK(free_ > 0.8 * 0.5 * a_free * t * t);
+}
+
+/* Two 10 cm blocks thrown along a floor plane at 1 m/s (the plane's penalty contact, friction μ
+ * with it): each stops after v²/(2 μ g); frictionless they keep going. Returns the first block's
+ * travel in 0.5 s. */
+static double floor_travel(double mu) {
+    double hb[3] = {0.05, 0.05, 0.05}, v0 = 1;
+    SimObject blocks[2];
+    SimPlane floor = {.normal = {0, 1, 0}, .offset = 0, .stiffness = 1e6};
+    char err[256];
+    for (int k = 0; k < 2; k++) {
+        bar_object(&blocks[k], hb, (double[3]){1.5 * k, 0.05, 0});
+        blocks[k].gravity[1] = -9.81;
+        blocks[k].zdot[0 * blocks[k].nb + 4 * blocks[k].m + 3] = v0;
+        CHECK(sim_object_add_plane(&blocks[k], &floor, err, sizeof err) == 0);
+    }
+    SimContactOptions c;
+    sim_contact_defaults(&c);
+    c.mu = mu;
+    SimWorld w;
+    CHECK_MSG(sim_world_init(&w, blocks, 2, NULL, 0, &floor, 1, &c, err, sizeof err) == 0, "%s", err);
+    double x0[24], x1[24], s = 0;
+    sim_object_vertices(&blocks[0], x0);
+    for (int st = 0; st < 50; st++) CHECK_MSG(sim_world_step(&w, 0.01, err, sizeof err) == 0, "%s", err);
+    sim_object_vertices(&blocks[0], x1);
+    for (int v = 0; v < 8; v++) s += (x1[3 * v] - x0[3 * v]) / 8;
+    sim_world_free(&w);
+    sim_object_free(&blocks[0]), sim_object_free(&blocks[1]);
+    return s;
+}
+
+TEST(sim_world_block_thrown_along_the_floor_stops_after_coulomb_distance) {
+    double mu = 0.5, g = 9.81, expect = 1.0 / (2 * mu * g);
+    double with = floor_travel(mu), without = floor_travel(0);
+    printf("    floor: a block thrown at 1 m/s travels %.1f mm with μ %.1f (Coulomb %.1f mm), %.1f mm frictionless in 0.5 s\n",
+           1e3 * with, mu, 1e3 * expect, 1e3 * without);
+    CHECK(with > 0.8 * expect && with < 1.2 * expect);
+    CHECK(without > 0.45);
+}

@@ -1,0 +1,676 @@
+/* tools/cmd_animate.c — `anima animate`: a Skelebones rig (rig.h5) driven by a novel motion.
+ * The motion's joint rotations on the rig's extracted skeleton come from the benchmark's held-out
+ * motion (IK on its ground-truth mesh sequence only, models/partmm/rig.h); PartMM
+ * (models/partmm/partmm.h) synthesizes the free-form bones' transforms from the rig's own
+ * motion; the canonical Gaussians (one per rest point of the rig, colored by the benchmark's
+ * texture) follow by LBS with the SSDR weights. Writes per-frame Gaussian PLYs, renders (PNG and
+ * GIF) from a benchmark camera or any eye point, and DIR/animation.h5 (the synthesized bone
+ * transforms and the pose); --eval adds the baselines and ablations on the held-out motion
+ * (DIR/eval.json and a table on stdout). */
+#include <float.h>
+#include <libgen.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "base/errbuf.h"
+#include "base/h5file.h"
+#include "datasets/mesh/gaussian_ply.h"
+#include "datasets/motion/bench.h"
+#include "datasets/motion/dnerf.h"
+#include "datasets/motion/motion.h"
+#include "datasets/motion/rig.h"
+#include "datasets/render/gif.h"
+#include "datasets/render/image.h"
+#include "models/gaussians/fit.h"
+#include "models/gaussians/rasterize.h"
+#include "models/gs4d/gs4d.h"
+#include "models/partmm/partmm.h"
+#include "models/partmm/regress.h"
+#include "models/skelebones/cluster.h"
+#include "models/partmm/rig.h"
+#include "tools/cmd.h"
+#include "tools/cmd_args.h"
+
+#define NAME "anima animate"
+
+typedef struct {
+    struct {
+        int64_t patch, k, levels;
+        double lambda, power;
+        bool global_part;
+        char keys[16], align[16];
+    } partmm;
+    struct {
+        int64_t steps, points;
+        double lr, lambda;
+    } ik;
+    struct {
+        int64_t fps, view;
+        double scale, opacity, fov;
+    } render;
+    struct {
+        int64_t every;
+    } eval;
+    struct {
+        int64_t hidden, layers, window, steps, batch, seed;
+        double lr;
+    } regress;
+} AnimConfig;
+
+#define NO_RANGE .min = 1, .max = 0
+static const char *const KEY_CHOICES[] = {"refit", "rig", NULL};
+static const char *const ALIGN_CHOICES[] = {"bone", "part", "none", NULL};
+#define F(sec, name) offsetof(AnimConfig, sec.name) - offsetof(AnimConfig, sec)
+static const DsConfigField PARTMM_FIELDS[] = {
+    {"patch", DS_CFG_INT, F(partmm, patch), "7", 1, 1000, .help = "p: frames per database patch (paper 7)"},
+    {"k", DS_CFG_INT, F(partmm, k), "7", 1, 64, .help = "nearest patches per part and window (paper 7)"},
+    {"levels", DS_CFG_INT, F(partmm, levels), "5", 1, 12, .help = "temporal pyramid levels, level l downsampled by 2^(levels-l) (paper 5; 1: no pyramid)"},
+    {"lambda", DS_CFG_FLOAT, F(partmm, lambda), "0.7", 0, 1, .help = "coarse-to-fine weight: T(l+1) = (1-lambda) T(l) + lambda Tbar(l) (paper 0.7)"},
+    {"power", DS_CFG_FLOAT, F(partmm, power), "2", 0, 16, .help = "Shepard weights of the k matches: distance^-power"},
+    {"align", DS_CFG_STRING, F(partmm, align), "\"bone\"", NO_RANGE, .size = 16, .choices = ALIGN_CHOICES,
+     .help = "rigid alignment of each match to the query: bone (per bone, over the joints driving it), part (one SVD rotation per part) or none"},
+    {"global_part", DS_CFG_BOOL, F(partmm, global_part), "false", NO_RANGE, .help = "one part of every joint (the ablation)"},
+    {"keys", DS_CFG_STRING, F(partmm, keys), "\"refit\"", NO_RANGE, .size = 16, .choices = KEY_CHOICES,
+     .help = "the database's joint rotations: refit (the rig's own SSDR motion posed by the same IK as the query, so keys and queries come from one estimator) or rig (rig.h5 ik/rotations)"},
+    {0}};
+static const DsConfigField IK_FIELDS[] = {
+    {"steps", DS_CFG_INT, F(ik, steps), "200", 1, 100000, .help = "Adam steps per frame of the IK (of the novel motion and of the database's keys)"},
+    {"points", DS_CFG_INT, F(ik, points), "400", 1, 1e9, .help = "points of the IK's L2 term, evenly strided"},
+    {"lr", DS_CFG_FLOAT, F(ik, lr), "0.03", 1e-6, 10, .help = "Adam learning rate of the IK"},
+    {"lambda", DS_CFG_FLOAT, F(ik, lambda), "1", 0, 1e9, .help = "weight of the IK's point term"},
+    {0}};
+static const DsConfigField RENDER_FIELDS[] = {
+    {"fps", DS_CFG_INT, F(render, fps), "25", 1, 100, .help = "frames per second of the GIF"},
+    {"view", DS_CFG_INT, F(render, view), "0", 0, 1000, .help = "which held-out benchmark camera renders the frames (without --eye)"},
+    {"scale", DS_CFG_FLOAT, F(render, scale), "0.6", 1e-3, 100, .help = "Gaussian standard deviation x the mean edge length of the rest mesh"},
+    {"opacity", DS_CFG_FLOAT, F(render, opacity), "0.95", 1e-3, 0.999999, .help = "opacity of every Gaussian"},
+    {"fov", DS_CFG_FLOAT, F(render, fov), "40", 1, 170, .help = "vertical field of view of an --eye camera (degrees)"},
+    {0}};
+static const DsConfigField EVAL_FIELDS[] = {
+    {"every", DS_CFG_INT, F(eval, every), "1", 1, 100000, .help = "--eval renders every n-th frame of each held-out view"},
+    {0}};
+static const DsConfigField REGRESS_FIELDS[] = {
+    {"hidden", DS_CFG_INT, F(regress, hidden), "256", 1, 65536, .help = "--eval's MLP/GRU baselines: hidden width"},
+    {"layers", DS_CFG_INT, F(regress, layers), "2", 1, 64, .help = "hidden layers (MLP) or stacked GRU layers"},
+    {"window", DS_CFG_INT, F(regress, window), "7", 1, 1000, .help = "frames of context (causal), PartMM's patch length"},
+    {"steps", DS_CFG_INT, F(regress, steps), "2000", 1, 1e9, .help = "Adam steps"},
+    {"batch", DS_CFG_INT, F(regress, batch), "64", 1, 1e6, .help = "frames per minibatch"},
+    {"lr", DS_CFG_FLOAT, F(regress, lr), "1e-3", 1e-9, 10, .help = "Adam learning rate"},
+    {"seed", DS_CFG_INT, F(regress, seed), "0", 0, 9e15, .help = "initialization and minibatch seed"},
+    {0}};
+static const DsConfigField ANIM_SCHEMA[] = {
+    {"partmm", DS_CFG_OBJECT, offsetof(AnimConfig, partmm), .fields = PARTMM_FIELDS},
+    {"ik", DS_CFG_OBJECT, offsetof(AnimConfig, ik), .fields = IK_FIELDS},
+    {"render", DS_CFG_OBJECT, offsetof(AnimConfig, render), .fields = RENDER_FIELDS},
+    {"eval", DS_CFG_OBJECT, offsetof(AnimConfig, eval), .fields = EVAL_FIELDS},
+    {"regress", DS_CFG_OBJECT, offsetof(AnimConfig, regress), .fields = REGRESS_FIELDS},
+    {0}};
+
+static double cpu_seconds(void) { return (double)clock() / CLOCKS_PER_SEC; }
+static double wall_seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + 1e-9 * ts.tv_nsec;
+}
+
+static PmOptions pm_opts(const AnimConfig *c) {
+    PmOptions o;
+    pm_options_defaults(&o);
+    o.patch = (int)c->partmm.patch, o.k = (int)c->partmm.k, o.levels = (int)c->partmm.levels;
+    o.lambda = c->partmm.lambda, o.power = c->partmm.power, o.global_part = c->partmm.global_part;
+    o.align = !strcmp(c->partmm.align, "bone") ? PM_ALIGN_BONE : !strcmp(c->partmm.align, "part") ? PM_ALIGN_PART : PM_ALIGN_NONE;
+    return o;
+}
+
+/* The canonical Gaussians: one isotropic Gaussian per rest point, its color the benchmark's
+ * albedo, σ = scale × the rest mesh's mean edge length */
+typedef struct {
+    int64_t n;
+    float *colors;   /* n × 3 */
+    float log_scale, logit;
+} Canon;
+
+static double mean_edge(const DsMotionGt *g) {
+    double s = 0;
+    int64_t m = 0;
+    for (int64_t f = 0; f < g->nf; f++)
+        for (int e = 0; e < 3; e++) {
+            const float *a = g->rest + g->faces[f * 3 + e] * 3, *b = g->rest + g->faces[f * 3 + (e + 1) % 3] * 3;
+            s += sqrt((a[0] - b[0]) * (a[0] - b[0]) + (a[1] - b[1]) * (a[1] - b[1]) + (a[2] - b[2]) * (a[2] - b[2])), m++;
+        }
+    return m ? s / m : 0.01;
+}
+
+/* Renders n Gaussians at pos (n × 3) over white: (H, W, 3) f32 in the current scope */
+static Tensor *render_points(const Canon *c, const float *pos, const DsCamera *cam) {
+    int64_t n = c->n;
+    float *sc = malloc(sizeof(float) * n), *op = malloc(sizeof(float) * n);
+    for (int64_t i = 0; i < n; i++) sc[i] = c->log_scale, op[i] = c->logit;
+    GsGaussians g = {tensor_from_data(TENSOR_SHAPE(n, 3), TENSOR_F32, pos),
+                     tensor_from_data(TENSOR_SHAPE(n, 1), TENSOR_F32, sc), NULL,
+                     tensor_from_data(TENSOR_SHAPE(n, 1), TENSOR_F32, op),
+                     tensor_from_data(TENSOR_SHAPE(n, 3), TENSOR_F32, c->colors)};
+    free(sc), free(op);
+    const double white[3] = {1, 1, 1};
+    bool prev = ag_no_grad_begin();
+    Tensor *img = tensor_contiguous(gs_render(&g, cam, white).image);
+    ag_no_grad_end(prev);
+    return img;
+}
+
+static int write_ply(const char *path, const Canon *c, const float *pos, char *err, size_t errlen) {
+    DsGaussians g;
+    if (ds_gaussians_alloc(&g, c->n, 0)) return base_errf(err, errlen, "%s: out of memory", path);
+    const double C0 = 0.28209479177387814; /* SH band 0: rgb = C0 f + 0.5 */
+    for (int64_t i = 0; i < c->n; i++) {
+        for (int k = 0; k < 3; k++) {
+            g.xyz[i * 3 + k] = pos[i * 3 + k];
+            g.sh[i * 3 + k] = (float)((c->colors[i * 3 + k] - 0.5) / C0);
+            g.scale[i * 3 + k] = c->log_scale;
+        }
+        g.opacity[i] = c->logit;
+        g.rot[i * 4] = 1, g.rot[i * 4 + 1] = g.rot[i * 4 + 2] = g.rot[i * 4 + 3] = 0;
+    }
+    int rc = ds_gaussians_write(path, &g, err, errlen);
+    ds_gaussians_free(&g);
+    return rc;
+}
+
+static int write_png(const char *path, const Tensor *img, char *err, size_t errlen) {
+    const float *p = tensor_f32(img);
+    DsImageF im = {(int)img->shape[1], (int)img->shape[0], 3, (float *)p};
+    return ds_imagef_write(path, &im, err, errlen);
+}
+
+/* animation.h5: the synthesized bone transforms and the pose that drove them */
+static int write_anim_h5(const char *path, int F, int B, int J, const float *tb, const float *rot, const float *trans,
+                         const char *motion, const char *rig, char *err, size_t errlen) {
+    char tmp[4200];
+    hid_t f = base_h5_save_begin(path, tmp, sizeof tmp, err, errlen);
+    if (f < 0) return -1;
+    hsize_t dt[4] = {(hsize_t)F, (hsize_t)B, 3, 4}, dq[3] = {(hsize_t)F, (hsize_t)J, 4}, dtr[2] = {(hsize_t)F, 3};
+    bool ok = base_h5_write_checked(f, "bones/transforms", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 4, dt, tb, 1 << 20, false) == 0;
+    ok = ok && base_h5_write_checked(f, "pose/rotations", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 3, dq, rot, 1 << 20, false) == 0;
+    ok = ok && base_h5_write_checked(f, "pose/translation", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 2, dtr, trans, 1 << 20, false) == 0;
+    ok = ok && base_h5_attr_str(f, "producer", "anima animate (PartMM)") == 0;
+    ok = ok && base_h5_attr_str(f, "motion", motion) == 0 && base_h5_attr_str(f, "rig", rig) == 0;
+    ok = ok && base_h5_attr_i64(f, "frames", F) == 0 && base_h5_attr_i64(f, "bones", B) == 0;
+    return base_h5_save_end(f, tmp, path, ok, "animation", err, errlen);
+}
+
+/* ---- the evaluation: every method's point positions on the held-out frames ---------------- */
+
+typedef struct {
+    const char *name, *what;
+    double rmse, psnr, ssim;
+    double seconds;
+} Row;
+
+/* frame of a test view: its time × (F − 1), rounded */
+static int view_frame(const DsDnerfView *v, int F) {
+    int f = (int)lround(v->time * (F - 1));
+    return f < 0 ? 0 : f >= F ? F - 1 : f;
+}
+
+static void score(Row *row, const float *pos, int F, int64_t n, const float *gt_v, double diag, const Canon *canon,
+                  const DsDnerfSplit *views, int every) {
+    double se = 0;
+    for (int64_t k = 0; k < (int64_t)F * n * 3; k++) se += ((double)pos[k] - gt_v[k]) * ((double)pos[k] - gt_v[k]);
+    row->rmse = 100 * sqrt(se / ((double)F * n)) / diag;
+    double ps = 0, ss = 0;
+    int m = 0;
+    for (int v = 0; views && v < views->n; v++) {
+        const DsDnerfView *vw = &views->views[v];
+        int f = view_frame(vw, F);
+        if (f % every) continue;
+        TensorScope *sc = tensor_scope_begin();
+        Tensor *img = render_points(canon, pos + (int64_t)f * n * 3, &vw->cam);
+        int H = views->height, W = views->width;
+        float *ref = malloc(sizeof(float) * H * W * 3);
+        for (int64_t p = 0; p < (int64_t)H * W; p++) {
+            float a = vw->rgba[p * 4 + 3];
+            for (int c = 0; c < 3; c++) ref[p * 3 + c] = vw->rgba[p * 4 + c] * a + (1 - a); /* over white */
+        }
+        Tensor *rt = tensor_from_data(TENSOR_SHAPE(H, W, 3), TENSOR_F32, ref);
+        free(ref);
+        ps += gs_psnr(img, rt), ss += gs4d_ssim(img, rt), m++;
+        tensor_scope_end(sc);
+    }
+    row->psnr = m ? ps / m : NAN, row->ssim = m ? ss / m : NAN;
+}
+
+static void lbs_all(int F, int64_t n, int B, const float *rest, const float *w, const float *tb, float *out) {
+    for (int t = 0; t < F; t++) pm_lbs(n, B, rest, w, tb + (int64_t)t * B * 12, out + (int64_t)t * n * 3);
+}
+
+/* The learned baselines predict each bone in the root joint's frame, S_root⁻¹ ∘ T_b, from the
+ * joint rotations without the root's (the articulation): a regressor cannot know where the root
+ * went, so the root's own motion is handed to it, as PartMM's alignment hands it the query's
+ * placement. to_root: 1 world → root frame (training targets), 0 back (predictions). */
+static void root_frame(int F, int B, int J, const float *S, float *tb, int to_root) {
+    for (int t = 0; t < F; t++) {
+        const float *R0 = S + (int64_t)t * J * 12; /* joint 0's [G | o] */
+        for (int b = 0; b < B; b++) {
+            float *T = tb + ((int64_t)t * B + b) * 12, o[12];
+            for (int r = 0; r < 3; r++) {
+                for (int c = 0; c < 4; c++) {
+                    double v = 0;
+                    if (to_root) { /* Gᵀ (T − o) */
+                        for (int k = 0; k < 3; k++) v += R0[k * 4 + r] * (T[k * 4 + c] - (c == 3 ? R0[k * 4 + 3] : 0));
+                    } else { /* G T + o */
+                        for (int k = 0; k < 3; k++) v += R0[r * 4 + k] * T[k * 4 + c];
+                        if (c == 3) v += R0[r * 4 + 3];
+                    }
+                    o[r * 4 + c] = (float)v;
+                }
+            }
+            memcpy(T, o, sizeof o);
+        }
+    }
+}
+
+static int regress_row(const AnimConfig *cfg, PmRegressKind kind, const PmRig *rig, int Q, const float *qrot,
+                       const float *Sq, float *out, double *seconds, char *err, size_t errlen) {
+    int F = rig->F, B = rig->B, J = rig->J;
+    float *S = malloc(sizeof(float) * F * J * 12), *tb = malloc(sizeof(float) * F * B * 12);
+    float *rot = malloc(sizeof(float) * F * J * 4), *qr = malloc(sizeof(float) * Q * J * 4);
+    if (!S || !tb || !rot || !qr) {
+        free(S), free(tb), free(rot), free(qr);
+        return base_errf(err, errlen, "out of memory");
+    }
+    pm_skin_transforms(J, rig->rest, rig->parents, F, rig->rot, rig->trans, S);
+    memcpy(tb, rig->tb, sizeof(float) * F * B * 12);
+    root_frame(F, B, J, S, tb, 1);
+    memcpy(rot, rig->rot, sizeof(float) * F * J * 4), memcpy(qr, qrot, sizeof(float) * Q * J * 4);
+    for (int t = 0; t < F; t++) rot[t * J * 4] = 1, rot[t * J * 4 + 1] = rot[t * J * 4 + 2] = rot[t * J * 4 + 3] = 0;
+    for (int t = 0; t < Q; t++) qr[t * J * 4] = 1, qr[t * J * 4 + 1] = qr[t * J * 4 + 2] = qr[t * J * 4 + 3] = 0;
+    PmRegressOptions o = {kind, (int)cfg->regress.hidden, (int)cfg->regress.layers, (int)cfg->regress.window,
+                          (int)cfg->regress.steps, (int)cfg->regress.batch, (float)cfg->regress.lr, (uint64_t)cfg->regress.seed};
+    double w = wall_seconds();
+    PmRegress *r = pm_regress_train(rot, tb, F, J, B, &o, NULL, NULL, err, errlen);
+    int rc = r ? pm_regress_predict(r, qr, Q, out, err, errlen) : -1;
+    *seconds = wall_seconds() - w;
+    if (!rc) root_frame(Q, B, J, Sq, out, 0);
+    pm_regress_free(r);
+    free(S), free(tb), free(rot), free(qr);
+    return rc;
+}
+
+/* A BVH on the benchmark character: the character is rebuilt from gt.h5's category and seed (and
+ * the grid of its command line, default 96; its mesh must match the benchmark's vertex for
+ * vertex), the BVH retargeted onto its named rig (datasets/motion/motion.h: humanoids, by the CMU
+ * joint names), and the ground-truth rest mesh posed by that rig's LBS with the benchmark's
+ * weights: a mesh sequence the extracted skeleton is then fitted to by the same IK as the
+ * held-out motion. frames × V × 3 into *out (malloc'd). 0, or -1 with err. */
+static int bvh_vertices(const char *gt_path, const DsMotionGt *gt, const char *bvh, int frames, float **out, char *err,
+                        size_t errlen) {
+    *out = NULL;
+    int64_t seed = 0, grid = 96;
+    hid_t f = base_h5_open_read(gt_path, "the motion benchmark's gt.h5", err, errlen);
+    if (f < 0) return -1;
+    if (H5Aexists(f, "seed") > 0) {
+        hid_t a = H5Aopen(f, "seed", H5P_DEFAULT);
+        if (a < 0 || H5Aread(a, H5T_NATIVE_INT64, &seed) < 0) seed = -1;
+        if (a >= 0) H5Aclose(a);
+    }
+    char *cmd = base_h5_attr_read_str(f, "command", 8192);
+    H5Fclose(f);
+    const char *g = cmd ? strstr(cmd, "--grid ") : NULL;
+    if (g) grid = atoll(g + 7);
+    free(cmd);
+    if (seed < 0 || grid < 16) return base_errf(err, errlen, "%s: cannot read the benchmark's seed and grid", gt_path);
+    DsProceduralShape shape;
+    if (ds_procedural_make(gt->category, (uint64_t)seed, (int)grid, &shape, err, errlen)) return -1;
+    int rc = 0;
+    DsMotion m = {0};
+    if (shape.mesh.nv != gt->nv || shape.nbones != gt->nbones) {
+        rc = base_errf(err, errlen, "%s: the %s of seed %lld at grid %lld has %lld vertices and %d bones, the benchmark %lld and %d",
+                       gt_path, gt->category, (long long)seed, (long long)grid, (long long)shape.mesh.nv, shape.nbones,
+                       (long long)gt->nv, gt->nbones);
+        goto done;
+    }
+    DsMotionOptions mo = {gt->fps, NULL, -1};
+    if (ds_motion_make(&shape, bvh, frames, (uint64_t)seed, &mo, &m, err, errlen)) {
+        rc = -1;
+        goto done;
+    }
+    float *v = malloc(sizeof(float) * frames * gt->nv * 3);
+    double *skin = malloc(sizeof(double) * 16 * shape.nbones);
+    if (!v || !skin) {
+        free(v), free(skin);
+        rc = base_errf(err, errlen, "out of memory");
+        goto done;
+    }
+    for (int t = 0; t < frames; t++) {
+        ds_rig_fk(shape.nbones, shape.bones, m.local + (int64_t)t * shape.nbones * 4, m.root + t * 3, NULL, NULL, skin);
+        ds_rig_lbs(gt->nv, gt->rest, shape.nbones, gt->weights, skin, v + (int64_t)t * gt->nv * 3);
+    }
+    free(skin);
+    *out = v;
+done:
+    ds_motion_free(&m);
+    ds_procedural_free(&shape);
+    return rc;
+}
+
+int cmd_animate(int argc, char **argv) {
+    const char *rig_path = NULL, *motion = NULL, *out = NULL, *bench = NULL, *config_path = NULL, *eye = NULL;
+    bool do_eval = false, no_ply = false, no_progress = false;
+    int64_t bvh_frames = 48;
+    CmdArgList sets = {0};
+    const CmdArg args[] = {
+        {"--rig", CMD_ARG_STRING, &rig_path, "FILE", "anima skelebones' rig.h5 (with its skeleton and IK)", .required = true},
+        {"--motion", CMD_ARG_STRING, &motion, "heldout|FILE.bvh", "the novel motion: heldout (the benchmark's held-out motion) or a BVH (humanoids: CMU joint names), each fitted onto the extracted skeleton by IK on the character's mesh sequence", .required = true},
+        {"--frames", CMD_ARG_INT, &bvh_frames, "N", "(BVH) frames at the benchmark's frame rate (default 48)", 1, 100000},
+        {"--out", CMD_ARG_STRING, &out, "DIR", "writes DIR/gaussians/f*.ply, DIR/frames/f*.png, DIR/animation.gif, DIR/animation.h5", .required = true},
+        {"--bench", CMD_ARG_STRING, &bench, "DIR", "the motion benchmark the rig was made from (default: the folder of the rig's source gt.h5)"},
+        {"--config", CMD_ARG_STRING, &config_path, "FILE", "JSON config (configs/partmm.json); defaults for absent keys"},
+        {"--set", CMD_ARG_LIST, &sets, "k=v", "override a config key, e.g. --set partmm.k=1"},
+        {"--eye", CMD_ARG_STRING, &eye, "X,Y,Z", "render from this point looking at the character's rest center (default: a held-out benchmark camera)"},
+        {"--eval", CMD_ARG_FLAG, &do_eval, NULL, "also score PartMM, its ablations and the baselines on the held-out motion: DIR/eval.json and a table"},
+        {"--no-ply", CMD_ARG_FLAG, &no_ply, NULL, "no per-frame PLYs"},
+        {"--no-progress", CMD_ARG_FLAG, &no_progress, NULL, "no progress lines on stderr"},
+        {0}};
+    const CmdArgSpec spec = {NAME, "--rig RIG --motion heldout --out DIR [options]",
+                             "novel-pose animation of a Skelebones rig by PartMM (part-wise motion matching)", args, NULL, 0, 0,
+                             ANIM_SCHEMA, "config keys (--config FILE, --set key=value)"};
+    int prc = cmd_args_parse(&spec, argc, argv, 1, stderr, NULL, NULL);
+    if (prc) return prc == CMD_ARGS_HELP ? 0 : 2;
+    AnimConfig cfg;
+    if (cmd_args_config(&spec, stderr, config_path, &sets, ANIM_SCHEMA, &cfg)) return 2;
+    size_t ml = strlen(motion);
+    bool is_bvh = ml > 4 && !strcasecmp(motion + ml - 4, ".bvh");
+    if (strcmp(motion, "heldout") && !is_bvh)
+        return cmd_args_fail(&spec, stderr, "--motion expects heldout or a .bvh file, got '%s'", motion);
+    if (is_bvh && do_eval)
+        return cmd_args_fail(&spec, stderr, "--eval scores the held-out motion (it has ground-truth renders): use --motion heldout");
+    double eye_p[3] = {0};
+    if (eye && sscanf(eye, "%lf,%lf,%lf", &eye_p[0], &eye_p[1], &eye_p[2]) != 3)
+        return cmd_args_fail(&spec, stderr, "--eye expects X,Y,Z, got '%s'", eye);
+
+    char err[12288] = "";
+    int rc = 1;
+    PmRig rig;
+    if (pm_rig_load(rig_path, &rig, err, sizeof err)) {
+        fprintf(stderr, NAME ": %s\n", err);
+        return 1;
+    }
+    char bench_dir[4096];
+    if (bench) {
+        snprintf(bench_dir, sizeof bench_dir, "%s", bench);
+    } else {
+        hid_t f = base_h5_open_read(rig_path, "rig", err, sizeof err);
+        char *src = f >= 0 ? base_h5_attr_read_str(f, "source", 4096) : NULL;
+        if (f >= 0) H5Fclose(f);
+        if (!src || !*src) {
+            fprintf(stderr, NAME ": %s records no source; pass --bench DIR\n", rig_path);
+            free(src), pm_rig_free(&rig);
+            return 2;
+        }
+        snprintf(bench_dir, sizeof bench_dir, "%s", dirname(src));
+        free(src);
+    }
+    if (cmd_make_dirs(out)) {
+        fprintf(stderr, NAME ": cannot create %s\n", out);
+        pm_rig_free(&rig);
+        return 1;
+    }
+    DsMotionGt train = {0}, held = {0};
+    DsDnerfSplit views = {0};
+    float *qrot = NULL, *qtrans = NULL, *tb = NULL, *pos = NULL, *bp_d = NULL;
+    double *bone_part = NULL, *bone_joint = NULL;
+    float *bvh_v = NULL;
+    int32_t *bind = NULL;
+    PmDatabase db = {0};
+    Canon canon = {0};
+    char path[4600], held_dir[4200];
+    snprintf(path, sizeof path, "%s/gt.h5", bench_dir);
+    snprintf(held_dir, sizeof held_dir, "%s/heldout", bench_dir);
+    if (ds_motion_gt_load(path, &train, err, sizeof err)) goto fail;
+    snprintf(path, sizeof path, "%s/gt.h5", held_dir);
+    if (ds_motion_gt_load(path, &held, err, sizeof err)) goto fail;
+    if (train.nv != rig.n || held.nv != rig.n) {
+        snprintf(err, sizeof err, "the rig has %lld points, the benchmark %lld vertices: a rig made from %s/gt.h5 is needed",
+                 (long long)rig.n, (long long)train.nv, bench_dir);
+        goto fail;
+    }
+    int Q = held.nframes, B = rig.B, J = rig.J;
+    const float *observed = held.vertices;
+    if (is_bvh) {
+        snprintf(path, sizeof path, "%s/gt.h5", bench_dir);
+        if (bvh_vertices(path, &train, motion, (int)bvh_frames, &bvh_v, err, sizeof err)) goto fail;
+        Q = (int)bvh_frames, observed = bvh_v;
+    }
+    int64_t n = rig.n;
+    /* canonical Gaussians */
+    canon.n = n;
+    canon.colors = train.colors;
+    canon.log_scale = (float)log(cfg.render.scale * mean_edge(&train));
+    canon.logit = (float)log(cfg.render.opacity / (1 - cfg.render.opacity));
+    /* the novel pose: IK of the held-out ground-truth meshes on the rig's tree */
+    qrot = malloc(sizeof(float) * Q * J * 4), qtrans = malloc(sizeof(float) * Q * 3);
+    tb = malloc(sizeof(float) * Q * B * 12), pos = malloc(sizeof(float) * Q * n * 3);
+    bone_part = malloc(sizeof(double) * B * rig.P), bind = malloc(sizeof(int32_t) * n);
+    bone_joint = malloc(sizeof(double) * B * J);
+    if (!qrot || !qtrans || !tb || !pos || !bone_part || !bind || !bone_joint) {
+        snprintf(err, sizeof err, "out of memory");
+        goto fail;
+    }
+    SbIkOptions io;
+    sb_ik_defaults(&io);
+    io.steps = (int)cfg.ik.steps, io.lr = cfg.ik.lr, io.lambda = cfg.ik.lambda;
+    double t0 = wall_seconds();
+    if (pm_pose_from_points(&rig, Q, observed, cfg.ik.points, &io, qrot, qtrans, err, sizeof err)) goto fail;
+    if (!no_progress) fprintf(stderr, NAME ": IK of %d %s frames on %d joints: %.2f s\n", Q, is_bvh ? "BVH" : "held-out", J, wall_seconds() - t0);
+    /* the database: the rig's bone transforms, keyed by its joint rotations */
+    if (!strcmp(cfg.partmm.keys, "refit")) {
+        float *own = malloc(sizeof(float) * rig.F * n * 3);
+        if (!own) {
+            snprintf(err, sizeof err, "out of memory");
+            goto fail;
+        }
+        lbs_all(rig.F, n, B, rig.points, rig.weights, rig.tb, own);
+        t0 = wall_seconds();
+        int bad = pm_pose_from_points(&rig, rig.F, own, cfg.ik.points, &io, rig.rot, rig.trans, err, sizeof err);
+        free(own);
+        if (bad) goto fail;
+        if (!no_progress) fprintf(stderr, NAME ": IK of the rig's %d frames: %.2f s\n", rig.F, wall_seconds() - t0);
+    }
+    pm_bind_points(J, rig.rest, rig.parents, n, rig.points, bind);
+    pm_bone_parts(n, B, J, rig.P, rig.weights, bind, rig.parts, bone_part);
+    pm_bone_joint_shares(n, B, J, rig.weights, bind, bone_joint);
+    if (pm_db_build(&db, rig.F, J, B, rig.P, rig.rot, rig.trans, rig.rest, rig.parents, rig.tb, rig.parts, bone_part,
+                    bone_joint, err, sizeof err))
+        goto fail;
+    PmOptions po = pm_opts(&cfg);
+    double c0 = cpu_seconds(), w0 = wall_seconds();
+    if (pm_synthesize(&db, Q, qrot, qtrans, &po, tb, err, sizeof err)) goto fail;
+    double cpu = cpu_seconds() - c0, wall = wall_seconds() - w0;
+    lbs_all(Q, n, B, rig.points, rig.weights, tb, pos);
+    printf("partmm: %d poses from a %d-frame database (%d bones, %d joints, %d parts) in %.4f s wall, %.4f s cpu: %.0f poses/s\n",
+           Q, rig.F, B, J, rig.P, wall, cpu, Q / wall);
+    /* outputs */
+    snprintf(path, sizeof path, "%s/animation.h5", out);
+    if (write_anim_h5(path, Q, B, J, tb, qrot, qtrans, motion, rig_path, err, sizeof err)) goto fail;
+    DsCamera cam;
+    if (eye) {
+        double c[3] = {0}, up[3] = {0, 1, 0};
+        for (int64_t i = 0; i < n; i++)
+            for (int k = 0; k < 3; k++) c[k] += rig.points[i * 3 + k] / n;
+        cam = ds_camera_look_at(eye_p, c, up, 256, 256, cfg.render.fov);
+    }
+    if (ds_dnerf_load(held_dir, "test", &views, err, sizeof err)) goto fail;
+    if (!eye) {
+        /* the held-out cameras are the views at time 0, in order */
+        int k = 0, found = 0;
+        for (int v = 0; v < views.n && !found; v++)
+            if (views.views[v].time == 0 && k++ == cfg.render.view) cam = views.views[v].cam, found = 1;
+        if (!found) {
+            snprintf(err, sizeof err, "render.view %lld: the benchmark has %d held-out cameras", (long long)cfg.render.view, k);
+            goto fail;
+        }
+    }
+    snprintf(path, sizeof path, "%s/frames", out);
+    if (cmd_make_dirs(path)) {
+        snprintf(err, sizeof err, "cannot create %s", path);
+        goto fail;
+    }
+    if (!no_ply) {
+        snprintf(path, sizeof path, "%s/gaussians", out);
+        if (cmd_make_dirs(path)) {
+            snprintf(err, sizeof err, "cannot create %s", path);
+            goto fail;
+        }
+    }
+    float *gif = malloc(sizeof(float) * Q * cam.width * cam.height * 3);
+    if (!gif) {
+        snprintf(err, sizeof err, "out of memory");
+        goto fail;
+    }
+    for (int t = 0; t < Q; t++) {
+        TensorScope *sc = tensor_scope_begin();
+        Tensor *img = render_points(&canon, pos + (int64_t)t * n * 3, &cam);
+        memcpy(gif + (int64_t)t * cam.width * cam.height * 3, tensor_f32(img), sizeof(float) * cam.width * cam.height * 3);
+        snprintf(path, sizeof path, "%s/frames/f%04d.png", out, t);
+        int bad = write_png(path, img, err, sizeof err);
+        tensor_scope_end(sc);
+        if (!bad && !no_ply) {
+            snprintf(path, sizeof path, "%s/gaussians/f%04d.ply", out, t);
+            bad = write_ply(path, &canon, pos + (int64_t)t * n * 3, err, sizeof err);
+        }
+        if (bad) {
+            free(gif);
+            goto fail;
+        }
+    }
+    snprintf(path, sizeof path, "%s/animation.gif", out);
+    int grc = ds_gif_write(path, gif, cam.width, cam.height, Q, (int)lround(100.0 / cfg.render.fps), err, sizeof err);
+    free(gif);
+    if (grc) goto fail;
+    if (!no_progress) fprintf(stderr, NAME ": wrote %d frames to %s\n", Q, out);
+
+    if (do_eval) {
+        /* the rest bounding-box diagonal: the unit of the RMSE */
+        double lo[3] = {DBL_MAX, DBL_MAX, DBL_MAX}, hi[3] = {-DBL_MAX, -DBL_MAX, -DBL_MAX};
+        for (int64_t i = 0; i < n; i++)
+            for (int k = 0; k < 3; k++) lo[k] = fmin(lo[k], held.rest[i * 3 + k]), hi[k] = fmax(hi[k], held.rest[i * 3 + k]);
+        double diag = sqrt((hi[0] - lo[0]) * (hi[0] - lo[0]) + (hi[1] - lo[1]) * (hi[1] - lo[1]) + (hi[2] - lo[2]) * (hi[2] - lo[2]));
+        enum { NROWS = 10 };
+        Row rows[NROWS] = {
+            {"partmm", "PartMM with the config's options (paper: 5 parts, k 7, 5 levels, lambda 0.7)", 0, 0, 0, wall},
+            {"lbs", "LBS: the kinematic skeleton alone (each point rigidly on its joint)", 0, 0, 0, 0},
+            {"bag_of_bones", "bag-of-bones: SSDR bones each on its nearest joint, no tree", 0, 0, 0, 0},
+            {"global_part", "PartMM, one global part", 0, 0, 0, 0},
+            {"no_pyramid", "PartMM, no pyramid (1 level)", 0, 0, 0, 0},
+            {"k1", "PartMM, k = 1", 0, 0, 0, 0},
+            {"part_align", "PartMM, one SVD alignment per part instead of per bone", 0, 0, 0, 0},
+            {"mlp", "MLP regressor R_J -> T_B (root frame), trained on the rig's motion", 0, 0, 0, 0},
+            {"gru", "GRU regressor R_J -> T_B (root frame), trained on the rig's motion", 0, 0, 0, 0},
+            {"oracle_ik_skin", "reference: each SSDR bone rigidly fitted to the held-out points it dominates", 0, 0, 0, 0},
+        };
+        int every = (int)cfg.eval.every;
+        score(&rows[0], pos, Q, n, held.vertices, diag, &canon, &views, every);
+        float *S = malloc(sizeof(float) * Q * J * 12), *w1 = calloc((size_t)n * J, sizeof(float));
+        float *tb2 = malloc(sizeof(float) * Q * B * 12);
+        int32_t *bj = malloc(sizeof(int32_t) * B);
+        if (!S || !w1 || !tb2 || !bj) {
+            free(S), free(w1), free(tb2), free(bj);
+            snprintf(err, sizeof err, "out of memory");
+            goto fail;
+        }
+        pm_skin_transforms(J, rig.rest, rig.parents, Q, qrot, qtrans, S);
+        for (int64_t i = 0; i < n; i++) w1[i * J + bind[i]] = 1;
+        lbs_all(Q, n, J, rig.points, w1, S, pos);
+        score(&rows[1], pos, Q, n, held.vertices, diag, &canon, &views, every);
+        pm_bone_joints(&rig, bj);
+        for (int t = 0; t < Q; t++)
+            for (int b = 0; b < B; b++) memcpy(tb2 + ((int64_t)t * B + b) * 12, S + ((int64_t)t * J + bj[b]) * 12, 48);
+        lbs_all(Q, n, B, rig.points, rig.weights, tb2, pos);
+        score(&rows[2], pos, Q, n, held.vertices, diag, &canon, &views, every);
+        for (int r = 3; r < 7; r++) {
+            PmOptions ab = po;
+            if (r == 6) ab.align = PM_ALIGN_PART;
+            if (r == 3) ab.global_part = 1;
+            if (r == 4) ab.levels = 1;
+            if (r == 5) ab.k = 1;
+            double w = wall_seconds();
+            if (pm_synthesize(&db, Q, qrot, qtrans, &ab, tb2, err, sizeof err)) {
+                free(S), free(w1), free(tb2), free(bj);
+                goto fail;
+            }
+            rows[r].seconds = wall_seconds() - w;
+            lbs_all(Q, n, B, rig.points, rig.weights, tb2, pos);
+            score(&rows[r], pos, Q, n, held.vertices, diag, &canon, &views, every);
+        }
+        for (int r = 7; r < 9; r++) {
+            if (!no_progress) fprintf(stderr, NAME ": training the %s regressor\n", rows[r].name);
+            if (regress_row(&cfg, r == 7 ? PM_REGRESS_MLP : PM_REGRESS_GRU, &rig, Q, qrot, S, tb2, &rows[r].seconds, err,
+                            sizeof err)) {
+                free(S), free(w1), free(tb2), free(bj);
+                goto fail;
+            }
+            lbs_all(Q, n, B, rig.points, rig.weights, tb2, pos);
+            score(&rows[r], pos, Q, n, held.vertices, diag, &canon, &views, every);
+        }
+        /* the reference row: each bone's rigid fit to the held-out points it dominates (per frame,
+         * per bone). Not an upper bound: LBS blends bones, so a bone fitted on its own points
+         * alone can do worse than a synthesized T_B (the snake: 1.52% vs PartMM's 0.48%) */
+        for (int t = 0; t < Q; t++) {
+            for (int b = 0; b < B; b++) {
+                int64_t m = 0;
+                for (int64_t i = 0; i < n; i++) {
+                    int best = 0;
+                    for (int c = 1; c < B; c++)
+                        if (rig.weights[i * B + c] > rig.weights[i * B + best]) best = c;
+                    if (best == b) m++;
+                }
+                double *p = malloc(sizeof(double) * (m + 1) * 3), *q = malloc(sizeof(double) * (m + 1) * 3), T[12];
+                m = 0;
+                for (int64_t i = 0; i < n; i++) {
+                    int best = 0;
+                    for (int c = 1; c < B; c++)
+                        if (rig.weights[i * B + c] > rig.weights[i * B + best]) best = c;
+                    if (best != b) continue;
+                    for (int k = 0; k < 3; k++) p[m * 3 + k] = rig.points[i * 3 + k], q[m * 3 + k] = held.vertices[((int64_t)t * n + i) * 3 + k];
+                    m++;
+                }
+                sb_kabsch(m, p, q, NULL, T);
+                for (int k = 0; k < 12; k++) tb2[((int64_t)t * B + b) * 12 + k] = (float)T[k];
+                free(p), free(q);
+            }
+        }
+        lbs_all(Q, n, B, rig.points, rig.weights, tb2, pos);
+        score(&rows[9], pos, Q, n, held.vertices, diag, &canon, &views, every);
+        free(S), free(w1), free(tb2), free(bj);
+        printf("%-16s %10s %9s %7s %9s  %s\n", "method", "rmse_%diag", "psnr_dB", "ssim", "synth_s", "what");
+        for (int r = 0; r < NROWS; r++)
+            printf("%-16s %10.3f %9.2f %7.4f %9.4f  %s\n", rows[r].name, rows[r].rmse, rows[r].psnr, rows[r].ssim, rows[r].seconds,
+                   rows[r].what);
+        char *js = malloc(16384);
+        size_t u = 0;
+        u += snprintf(js + u, 16384 - u, "{\n  \"bench\": \"%s\",\n  \"rig\": \"%s\",\n  \"frames\": %d,\n  \"gaussians\": \"one per ground-truth rest vertex, benchmark albedo\",\n  \"rows\": [\n", bench_dir, rig_path, Q);
+        for (int r = 0; r < NROWS; r++)
+            u += snprintf(js + u, 16384 - u, "    {\"method\": \"%s\", \"rmse_pct_diag\": %.5f, \"psnr\": %.4f, \"ssim\": %.5f, \"seconds\": %.5f}%s\n",
+                          rows[r].name, rows[r].rmse, rows[r].psnr, rows[r].ssim, rows[r].seconds, r + 1 < NROWS ? "," : "");
+        u += snprintf(js + u, 16384 - u, "  ]\n}\n");
+        snprintf(path, sizeof path, "%s/eval.json", out);
+        int wr = cmd_write_text(path, js, err, sizeof err);
+        free(js);
+        if (wr) goto fail;
+    }
+    rc = 0;
+fail:
+    if (rc) fprintf(stderr, NAME ": %s\n", err);
+    (void)bp_d;
+    free(qrot), free(qtrans), free(tb), free(pos), free(bone_part), free(bind), free(bone_joint), free(bvh_v);
+    pm_db_free(&db);
+    ds_dnerf_free(&views);
+    ds_motion_gt_free(&train), ds_motion_gt_free(&held);
+    pm_rig_free(&rig);
+    return rc;
+}
