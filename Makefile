@@ -68,8 +68,10 @@ $(BUILD)/app/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
 
+# `anima view`'s HTTP + WebSocket server (tools/cmd_view.c) is the program's alone: libwebsockets
+# links into ./anima only, not into the library
 $(BUILD)/anima: $(APP_SRC:%.c=$(BUILD)/app/%.o) $(BUILD)/libanima.a
-	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS) -lwebsockets -lpthread
 
 # ./anima is a copy of the last build's program, refreshed whenever it differs: a SANITIZE=1
 # build (ASan, which cannot run under valgrind) and a plain one each keep theirs in $(BUILD),

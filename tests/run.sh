@@ -41,6 +41,13 @@ fi
 run_suite examples env BUILD="$build" bash tests/examples.sh
 # `anima export`'s glTF files through the Khronos validator, Blender and three.js (tests/gltf/run.sh)
 run_suite gltf env BUILD="$build" bash tests/gltf/run.sh
+# anima view end to end (tests/browser/viewer_test.mjs): the server over HTTP and WebSocket, then the
+# page in headless Chromium (skipped with a message when chromium is absent); needs make web-deps
+if command -v node >/dev/null; then
+  run_suite browser node --experimental-websocket tests/browser/viewer_test.mjs "$build"
+else
+  echo "FAIL browser: node not found (tools/install-deps.sh installs nodejs and npm)"; total_fail=$((total_fail + 1))
+fi
 # every CUDA kernel on the CPU (docs/cuemu.md): its own build (build-emu/), the checks' tests and
 # the CUDA parity suite under three thread orders; the build uses all cores (make test's
 # jobserver does not reach this script)

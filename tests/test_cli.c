@@ -88,6 +88,10 @@ TEST(cli_bad_arguments_exit_2_naming_them) {
         {"fit --config configs", {"anima fit: configs: is a directory, not a JSON config", "", ""}},
         {"fit --config /dev/null", {"anima fit: /dev/null: empty file, not a JSON config", "", ""}},
         {"gs fit --config configs/", {"anima gs fit: configs/: is a directory, not a JSON config", "", ""}},
+        {"view", {"anima view: give a RUN directory or FILE to show, or --scene FILE.json", "usage: anima view", "--help"}},
+        {"view --scene scenes/drag.json --port 70000", {"anima view: --port expects an integer in [0, 65535]", "'70000'", "usage"}},
+        {"view --scene scenes/drag.json --drag-stiffness 0", {"anima view: --drag-stiffness expects a positive number", "'0'", "usage"}},
+        {"view a.ply b.ply", {"anima view: unexpected argument 'b.ply'", "usage: anima view", "--help"}},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         int rc = run(cases[i].args, out, sizeof out);
@@ -120,6 +124,7 @@ TEST(cli_help_lists_every_option) {
         {"dataset make", {"--family", "--real", "--no-progress"}},
         {"dataset show", {"--shape", "--check", "--ply", "--field", "--cubature-res"}},
         {"demo", {"--out", "--ckpt", "--mesh", "--steps", "--every", "--size", "--mlp"}},
+        {"view", {"--scene", "--port", "--bind", "--drag-stiffness", "--web", "--modules"}},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         char args[256];

@@ -16,6 +16,7 @@ static const AnimaCommand commands[] = {
     {"mesh", "mesh files: info FILE..., convert IN OUT [--ascii]", cmd_mesh},
     {"sim", "reduced elastic simulation: --scene FILE.json --out DIR; skinning OUT.h5", cmd_sim},
     {"physskin", "neural skinning fields (PhysSkin++): train, skin, eval", cmd_physskin},
+    {"view", "web viewer: [RUN|FILE] meshes, weights, Gaussians, frames; --scene X.json: a live sim to drag", cmd_view},
     {"skelebones", "skinning decomposition of trajectories (LBG-VQ + SSDR): --traj|--meshes|--gt --out DIR", cmd_skelebones},
     {"animate", "novel-pose animation of a Skelebones rig by PartMM: --rig RIG --motion heldout --out DIR [--eval]", cmd_animate},
 };

@@ -31,6 +31,8 @@ int cmd_fit_comm(int argc, char **argv, OptimComm *comm);
 int cmd_mesh(int argc, char **argv);
 int cmd_sim(int argc, char **argv);
 int cmd_physskin(int argc, char **argv);
+/* `anima view` (tools/cmd_view.c: the web viewer and its live simulation) */
+int cmd_view(int argc, char **argv);
 /* `anima skelebones` (tools/cmd_skelebones.c) */
 int cmd_skelebones(int argc, char **argv);
 /* `anima animate` (tools/cmd_animate.c) */

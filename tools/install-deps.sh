@@ -5,8 +5,8 @@
 set -euo pipefail
 pkgs=(build-essential libopenblas-openmp-dev liblapack-dev libhdf5-dev libcjson-dev libpng-dev
       openmpi-bin libopenmpi-dev valgrind python3-torch python3-numpy python3-h5py
-      tetgen libsuitesparse-dev libassimp-dev
-      nodejs ffmpeg blender chromium) # this line: make web-deps (nodejs brings npm), videos, the glTF checks
+      tetgen libsuitesparse-dev libassimp-dev libwebsockets-dev
+      nodejs ffmpeg blender chromium) # this line: make web-deps (nodejs brings npm), videos, the glTF checks, anima view
 bench_pkgs=(libcgal-dev libeigen3-dev libgmp-dev libmpfr-dev)
 case "${1:-}" in
   --bench) pkgs+=("${bench_pkgs[@]}") ;;

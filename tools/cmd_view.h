@@ -1,0 +1,65 @@
+/* tools/cmd_view.h — `anima view`'s two halves: the HTTP + WebSocket server (tools/cmd_view.c, on
+ * libwebsockets) and the live simulation it drives (tools/cmd_view_live.c): a scene (sim/scene.h)
+ * stepped in its own thread at the scene's rate, whose vertex positions the server streams and
+ * whose controls (drag, pin, ball, reset) the clients' JSON messages change. docs/viewer.md has
+ * the protocol; the byte layouts are defined here once. */
+#ifndef ANIMA_TOOLS_CMD_VIEW_H
+#define ANIMA_TOOLS_CMD_VIEW_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Binary messages, little-endian. A frame: this header then nv × 3 float32 positions. */
+#define VIEW_FRAME_MAGIC 0x31465641u /* "AVF1" */
+#define VIEW_TOPO_MAGIC 0x31545641u  /* "AVT1" */
+typedef struct {
+    uint32_t magic;   /* VIEW_FRAME_MAGIC */
+    uint32_t topo;    /* the topology these positions belong to (a ball dropped changes it) */
+    uint32_t frame;   /* the sim step count since start */
+    uint32_t ack;     /* the id of the last client input applied before this step (0: none) */
+    double t;         /* simulated time (s) */
+    uint32_t nv;      /* vertices that follow */
+    uint32_t nobj_v;  /* the first nobj_v vertices are the deformable objects' (draggable) */
+} ViewFrameHeader;
+/* A topology: magic, topo, nv, nf (4 × uint32), then nf × 3 uint32 triangle indices, then nv × 3
+ * float32 colours in [0, 1]. Sent on connect and whenever topo changes, before that topo's frames. */
+
+/* Client messages are JSON texts of at most this many bytes (longer: an error reply). */
+#define VIEW_MAX_MESSAGE 4096
+
+typedef struct ViewLive ViewLive;
+
+/* Loads the scene, builds it and starts its thread. notify(ctx) is called from the sim thread after
+ * each published frame (lws_cancel_service: the server's loop wakes and writes). 0, or -1 with err. */
+int view_live_start(ViewLive **out, const char *scene_path, double drag_stiffness, void (*notify)(void *), void *ctx,
+                    char *err, size_t errlen);
+void view_live_stop(ViewLive *L);
+
+/* One client message: validated here (in the server's thread) and queued for the sim thread.
+ * Returns 0 and writes {"type":"ok","id":N} into reply, or -1 and writes {"type":"error",...}. */
+int view_live_message(ViewLive *L, const char *text, size_t len, char *reply, size_t replylen);
+
+/* The hello JSON a client gets on connect (malloc'd; NULL on no memory). */
+char *view_live_hello(ViewLive *L);
+/* The current topology's id. */
+uint32_t view_live_topo(ViewLive *L);
+/* The topology message (malloc'd with `pre` bytes of headroom before it; *len its size after
+ * them); NULL on no memory. */
+uint8_t *view_live_topology(ViewLive *L, size_t pre, size_t *len);
+/* The newest frame if it is newer than *frame (then *frame is updated), with `pre` bytes of
+ * headroom; NULL when there is none newer or no memory. *topo gets its topology id. */
+uint8_t *view_live_frame(ViewLive *L, size_t pre, uint32_t *frame, uint32_t *topo, size_t *len);
+/* The state for GET /api/state (malloc'd JSON): time, frame, the objects' centroid, timings;
+ * vertex >= 0 adds that vertex's position. */
+char *view_live_state(ViewLive *L, int64_t vertex);
+/* A message the sim thread has for every client (a step that failed and reset the scene), copied
+ * into buf; 0 when there is none. */
+size_t view_live_broadcast(ViewLive *L, uint64_t *seen, char *buf, size_t len);
+
+/* tools/cmd_view_h5.c: which HDF5 file path is ("motion": a gt.h5, "rig": a rig.h5, "trajectories",
+ * else "skinning"; NULL when it cannot be opened), and a motion, rig or trajectories file as the
+ * page's binary animation (malloc'd, *len bytes; NULL with err). */
+const char *view_h5_kind(const char *path);
+uint8_t *view_h5_animation(const char *path, size_t *len, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,780 @@
+/* tools/cmd_view_live.c — the live simulation behind `anima view --scene`: the scene's objects and
+ * rigid bodies in one SimWorld (sim/world.h), stepped in a thread of their own at the scene's dt in
+ * real time (slower when a step takes longer than dt), each step's vertex positions published for
+ * the server (tools/cmd_view.c) to stream. Clients change the controls through JSON messages,
+ * validated in the server's thread and applied by the sim thread between two steps:
+ *
+ *   drag {vertex, target}   the drag energy of sim/solver.h (SimDrag): the cubature points near the
+ *                           vertex's rest position pulled towards it moved by target − rest, so the
+ *                           vertex goes to target. Dragging the same vertex again moves only the
+ *                           target (no re-preparation: the drag's pull-back does not depend on it).
+ *   release                 the drag lets go (its t_release set in the past).
+ *   pin {center, radius}    a drag that holds the points near the vertex closest to center at the
+ *                           offset they have now (5 × the drag stiffness, never released); unpin
+ *                           removes them all. An exact Dirichlet region would be relative to the
+ *                           rest shape (sim/solver.h: ū = v t) and snap a deformed region back.
+ *   drop_ball {pos, vel, radius?}  a rigid sphere (sim/rigid.h) in the world, IPC contact with the
+ *                           objects when the scene's contact is on; at most 4 (the oldest goes).
+ *   joint {...}             moving a rig joint: answered "no rig in scene" (no scene has a rig yet).
+ *   reset                   rest state, no drags, pins or balls, t = 0.
+ *
+ * The scene's own scripted drags are left out: in the viewer the user drags. A control change that
+ * needs the object re-prepared (a new grab point, a pin, a ball) rebuilds the world around the same
+ * objects (its caches point into the prepared state); the object's z and ż are kept. */
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <libgen.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "base/clock.h"
+#include "base/errbuf.h"
+#include "datasets/mesh/mesh.h"
+#include "sim/rigid.h"
+#include "sim/scene.h"
+#include "tools/cmd_view.h"
+
+enum { CMD_DRAG, CMD_RELEASE, CMD_PIN, CMD_UNPIN, CMD_BALL, CMD_RESET };
+enum { QCAP = 64, MAX_BALLS = 4, MAX_PINS = 8, NTIME = 128 };
+
+typedef struct {
+    int type;
+    uint32_t id;
+    int64_t vertex;
+    double a[3], b[3], radius;
+} Cmd;
+
+/* a user control on an object: the drag slot index in o->drags */
+typedef struct {
+    int obj, slot; /* slot -1: none */
+    int64_t vertex;
+} DragRef;
+
+struct ViewLive {
+    SimScene sc;
+    char dir[4096], name[256];
+    int nobj;
+    SimObject *objs;
+    SimRigid *rigids;   /* the scene's rigid bodies, then the balls */
+    int nrigid, nscene_rigid;
+    SimWorld world;
+    bool world_ok;
+    double t, drag_k, drag_radius, extent, center[3];
+    double **z0;        /* each object's initial z (reset) */
+    int64_t *v0;        /* each object's first vertex in the frame */
+    int64_t nobj_v;     /* the objects' vertices (the draggable ones) */
+    DragRef drag;
+    int npins;
+    /* published frame (under mu) */
+    pthread_mutex_t mu;
+    pthread_t th;
+    bool started;
+    volatile int stop;
+    float *pos;
+    int64_t nv, pos_cap;
+    uint32_t frame, ack, topo, pub_topo;
+    double tpub;
+    int pub_balls, pub_pins, pub_dragging; /* the controls at the published frame */
+    uint32_t *faces;
+    float *colors;
+    int64_t nf, topo_nv;
+    Cmd q[QCAP];
+    int qn;
+    double wall_ms[NTIME], cpu_ms[NTIME];
+    int64_t ntime;
+    double behind;      /* simulated time / wall time over the last NTIME steps */
+    char bcast[512];
+    uint64_t bcast_seq;
+    uint32_t last_applied;
+    void (*notify)(void *);
+    void *ctx;
+};
+
+/* ---- building -------------------------------------------------------------------------------- */
+
+static int world_rebuild(ViewLive *L, char *err, size_t errlen) {
+    if (L->world_ok) sim_world_free(&L->world), L->world_ok = false;
+    for (int k = 0; k < L->nobj; k++)
+        if (sim_object_prepare(&L->objs[k], err, errlen)) return -1;
+    if (sim_world_init(&L->world, L->objs, L->nobj, L->rigids, L->nrigid, L->sc.planes, L->sc.nplanes, &L->sc.contact,
+                       err, errlen))
+        return -1;
+    L->world.t = L->t;
+    L->world_ok = true;
+    return 0;
+}
+
+/* faces and colours of the objects then the rigid bodies; called with mu held */
+static int topology_build(ViewLive *L) {
+    int64_t nv = 0, nf = 0;
+    for (int k = 0; k < L->nobj; k++) nv += L->objs[k].nv, nf += L->objs[k].nf;
+    for (int r = 0; r < L->nrigid; r++) nv += L->rigids[r].nv, nf += L->rigids[r].nf;
+    uint32_t *f = malloc(sizeof(uint32_t) * 3 * (size_t)(nf + 1));
+    float *c = malloc(sizeof(float) * 3 * (size_t)(nv + 1));
+    if (!f || !c) {
+        free(f), free(c);
+        return -1;
+    }
+    int64_t v0 = 0, f0 = 0;
+    for (int k = 0; k < L->nobj; k++) {
+        const SimObject *o = &L->objs[k];
+        for (int64_t i = 0; i < 3 * o->nf; i++) f[3 * f0 + i] = (uint32_t)(o->faces[i] + v0);
+        for (int64_t v = 0; v < o->nv; v++)
+            for (int i = 0; i < 3; i++) c[3 * (v0 + v) + i] = (float)L->sc.objects[k].color[i];
+        v0 += o->nv, f0 += o->nf;
+    }
+    for (int r = 0; r < L->nrigid; r++) {
+        const SimRigid *b = &L->rigids[r];
+        for (int64_t i = 0; i < 3 * b->nf; i++) f[3 * f0 + i] = (uint32_t)(b->faces[i] + v0);
+        for (int64_t v = 0; v < b->nv; v++)
+            for (int i = 0; i < 3; i++) c[3 * (v0 + v) + i] = (float)b->color[i];
+        v0 += b->nv, f0 += b->nf;
+    }
+    free(L->faces), free(L->colors);
+    L->faces = f, L->colors = c, L->nf = nf, L->topo_nv = nv;
+    L->topo++;
+    return 0;
+}
+
+/* the positions now into L->pos; called with mu held */
+static int publish(ViewLive *L, uint32_t ack) {
+    int64_t nv = L->topo_nv;
+    if (nv > L->pos_cap) {
+        float *p = realloc(L->pos, sizeof(float) * 3 * (size_t)nv);
+        if (!p) return -1;
+        L->pos = p, L->pos_cap = nv;
+    }
+    int64_t mx = 1;
+    for (int k = 0; k < L->nobj; k++) mx = L->objs[k].nv > mx ? L->objs[k].nv : mx;
+    for (int r = 0; r < L->nrigid; r++) mx = L->rigids[r].nv > mx ? L->rigids[r].nv : mx;
+    double *x = malloc(sizeof(double) * 3 * (size_t)mx);
+    if (!x) return -1;
+    int64_t v0 = 0;
+    for (int k = 0; k < L->nobj; k++) {
+        sim_object_vertices(&L->objs[k], x);
+        for (int64_t i = 0; i < 3 * L->objs[k].nv; i++) L->pos[3 * v0 + i] = (float)x[i];
+        v0 += L->objs[k].nv;
+    }
+    for (int r = 0; r < L->nrigid; r++) {
+        sim_rigid_vertices(&L->rigids[r], x);
+        for (int64_t i = 0; i < 3 * L->rigids[r].nv; i++) L->pos[3 * v0 + i] = (float)x[i];
+        v0 += L->rigids[r].nv;
+    }
+    free(x);
+    L->nv = nv;
+    L->pub_topo = L->topo;
+    L->pub_balls = L->nrigid - L->nscene_rigid, L->pub_pins = L->npins;
+    L->pub_dragging = L->drag.slot >= 0 && L->objs[L->drag.obj].drags[L->drag.slot].t_release > 0;
+    L->frame++;
+    L->ack = ack;
+    L->tpub = L->t;
+    return 0;
+}
+
+static void free_all(ViewLive *L) {
+    if (L->world_ok) sim_world_free(&L->world);
+    for (int k = 0; k < L->nobj; k++) sim_object_free(&L->objs[k]);
+    for (int r = 0; r < L->nrigid; r++) sim_rigid_free(&L->rigids[r]);
+    if (L->z0)
+        for (int k = 0; k < L->nobj; k++) free(L->z0[k]);
+    free(L->z0), free(L->objs), free(L->rigids), free(L->v0);
+    free(L->pos), free(L->faces), free(L->colors);
+    sim_scene_free(&L->sc);
+    pthread_mutex_destroy(&L->mu);
+    free(L);
+}
+
+static int rigids_reset(ViewLive *L, char *err, size_t errlen) {
+    for (int r = 0; r < L->nrigid; r++) sim_rigid_free(&L->rigids[r]);
+    L->nrigid = 0;
+    if (sim_scene_build_rigids(&L->sc, L->dir, L->rigids, err, errlen)) return -1;
+    L->nrigid = L->nscene_rigid;
+    return 0;
+}
+
+/* ---- controls (sim thread) ------------------------------------------------------------------- */
+
+static int obj_of(const ViewLive *L, int64_t v, int64_t *local) {
+    for (int k = L->nobj - 1; k >= 0; k--)
+        if (v >= L->v0[k]) {
+            *local = v - L->v0[k];
+            return k;
+        }
+    return -1;
+}
+
+static void vertex_now(const SimObject *o, int64_t v, double x[3]) {
+    /* x = X_v + Σ_q B_v[q] z⁽ⁱ⁾[q] (sim/solver.h) */
+    for (int i = 0; i < 3; i++) {
+        double s = o->Xv[3 * v + i];
+        for (int64_t q = 0; q < o->nb; q++) s += o->Bv[v * o->nb + q] * o->z[i * o->nb + q];
+        x[i] = s;
+    }
+}
+
+static void remove_slot(SimObject *o, int slot) {
+    memmove(o->drags + slot, o->drags + slot + 1, sizeof(SimDrag) * (size_t)(o->ndrags - slot - 1));
+    o->ndrags--;
+}
+
+static int apply(ViewLive *L, const Cmd *c, char *err, size_t errlen) {
+    switch (c->type) {
+    case CMD_DRAG: {
+        int64_t lv = 0;
+        int k = obj_of(L, c->vertex, &lv);
+        SimObject *o = &L->objs[k];
+        if (L->drag.slot >= 0 && L->drag.obj == k && L->drag.vertex == c->vertex) {
+            SimDrag *d = &o->drags[L->drag.slot]; /* the same grab: only the target moves */
+            memcpy(d->target, c->a, sizeof d->target);
+            d->t_release = 1e30;
+            return 0;
+        }
+        if (L->drag.slot >= 0) { /* a new grab point: the old drag goes */
+            SimObject *po = &L->objs[L->drag.obj];
+            remove_slot(po, L->drag.slot);
+            L->drag.slot = -1;
+        }
+        SimDrag d = {.radius = L->drag_radius, .stiffness = L->drag_k, .t0 = -1, .t1 = -1, .t_release = 1e30};
+        memcpy(d.grab, o->Xv + 3 * lv, sizeof d.grab);
+        memcpy(d.target, c->a, sizeof d.target);
+        if (sim_object_add_drag(o, &d, err, errlen)) return -1;
+        L->drag = (DragRef){k, o->ndrags - 1, c->vertex};
+        return world_rebuild(L, err, errlen);
+    }
+    case CMD_RELEASE:
+        if (L->drag.slot >= 0) L->objs[L->drag.obj].drags[L->drag.slot].t_release = -1e30;
+        return 0;
+    case CMD_PIN: {
+        if (L->npins >= MAX_PINS) {
+            base_errf(err, errlen, "at most %d pins (unpin first)", MAX_PINS);
+            return -1;
+        }
+        /* the object vertex closest to center now */
+        double best = INFINITY, x[3];
+        int bk = 0;
+        int64_t bv = 0;
+        for (int k = 0; k < L->nobj; k++)
+            for (int64_t v = 0; v < L->objs[k].nv; v++) {
+                vertex_now(&L->objs[k], v, x);
+                double r2 = 0;
+                for (int i = 0; i < 3; i++) r2 += (x[i] - c->a[i]) * (x[i] - c->a[i]);
+                if (r2 < best) best = r2, bk = k, bv = v;
+            }
+        SimObject *o = &L->objs[bk];
+        SimDrag d = {.radius = c->radius, .stiffness = 5 * L->drag_k, .t0 = -1, .t1 = -1, .t_release = 1e30};
+        memcpy(d.grab, o->Xv + 3 * bv, sizeof d.grab);
+        vertex_now(o, bv, d.target);
+        /* pins go before the user's drag so the drag's slot index stays valid: insert at 0 */
+        if (sim_object_add_drag(o, &d, err, errlen)) return -1;
+        memmove(o->drags + 1, o->drags, sizeof(SimDrag) * (size_t)(o->ndrags - 1));
+        o->drags[0] = d;
+        if (L->drag.slot >= 0 && L->drag.obj == bk) L->drag.slot++;
+        L->npins++;
+        return world_rebuild(L, err, errlen);
+    }
+    case CMD_UNPIN:
+        for (int k = 0; k < L->nobj; k++) {
+            SimObject *o = &L->objs[k];
+            if (L->drag.slot >= 0 && L->drag.obj == k) { /* keep the drag alone, at slot 0 */
+                o->drags[0] = o->drags[L->drag.slot];
+                o->ndrags = 1, L->drag.slot = 0;
+            } else
+                o->ndrags = 0;
+        }
+        L->npins = 0;
+        return world_rebuild(L, err, errlen);
+    case CMD_BALL: {
+        if (L->nrigid - L->nscene_rigid >= MAX_BALLS) { /* the oldest ball goes */
+            sim_rigid_free(&L->rigids[L->nscene_rigid]);
+            memmove(L->rigids + L->nscene_rigid, L->rigids + L->nscene_rigid + 1,
+                    sizeof(SimRigid) * (size_t)(L->nrigid - L->nscene_rigid - 1));
+            L->nrigid--;
+        }
+        DsMesh m;
+        if (sim_mesh_icosphere(c->radius, 2, &m)) {
+            base_errf(err, errlen, "out of memory");
+            return -1;
+        }
+        SimPose p = sim_pose_identity();
+        memcpy(p.translate, c->a, sizeof p.translate);
+        SimRigid *b = &L->rigids[L->nrigid];
+        int rc = sim_rigid_init(b, &m, 2000, &p, err, errlen);
+        ds_mesh_free(&m);
+        if (rc) return -1;
+        memcpy(b->gravity, L->sc.gravity, sizeof b->gravity);
+        memcpy(b->v, c->b, sizeof b->v);
+        b->restitution = 0.3, b->friction = 0.5;
+        b->color[0] = 0.3, b->color[1] = 0.45, b->color[2] = 0.85;
+        L->nrigid++;
+        pthread_mutex_lock(&L->mu);
+        rc = topology_build(L);
+        pthread_mutex_unlock(&L->mu);
+        if (rc) {
+            base_errf(err, errlen, "out of memory");
+            return -1;
+        }
+        return world_rebuild(L, err, errlen);
+    }
+    case CMD_RESET:
+    default: {
+        for (int k = 0; k < L->nobj; k++) {
+            SimObject *o = &L->objs[k];
+            memcpy(o->z, L->z0[k], sizeof(double) * (size_t)o->n);
+            memset(o->zdot, 0, sizeof(double) * (size_t)o->n);
+            o->ndrags = 0, o->t = 0;
+        }
+        L->drag.slot = -1, L->npins = 0, L->t = 0;
+        if (rigids_reset(L, err, errlen)) return -1;
+        pthread_mutex_lock(&L->mu);
+        int rc = topology_build(L);
+        pthread_mutex_unlock(&L->mu);
+        if (rc) {
+            base_errf(err, errlen, "out of memory");
+            return -1;
+        }
+        return world_rebuild(L, err, errlen);
+    }
+    }
+}
+
+/* ---- the sim thread -------------------------------------------------------------------------- */
+
+static void say_all(ViewLive *L, const char *msg) {
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddStringToObject(j, "type", "error");
+    cJSON_AddStringToObject(j, "message", msg);
+    char *s = cJSON_PrintUnformatted(j);
+    cJSON_Delete(j);
+    pthread_mutex_lock(&L->mu);
+    snprintf(L->bcast, sizeof L->bcast, "%s", s ? s : "{\"type\":\"error\",\"message\":\"simulation reset\"}");
+    L->bcast_seq++;
+    pthread_mutex_unlock(&L->mu);
+    free(s);
+}
+
+static void sleep_s(double s) {
+    if (s <= 0) return;
+    struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
+    while (nanosleep(&ts, &ts) && errno == EINTR) {
+    }
+}
+
+static void *sim_thread(void *arg) {
+    ViewLive *L = arg;
+    char err[1024];
+    double next = base_now(), wall0 = next, sim0 = L->t;
+    while (!L->stop) {
+        Cmd cmds[QCAP];
+        pthread_mutex_lock(&L->mu);
+        int n = L->qn;
+        memcpy(cmds, L->q, sizeof(Cmd) * (size_t)n);
+        L->qn = 0;
+        pthread_mutex_unlock(&L->mu);
+        for (int i = 0; i < n; i++) {
+            if (apply(L, &cmds[i], err, sizeof err)) {
+                char msg[1200];
+                snprintf(msg, sizeof msg, "input %u not applied: %s", cmds[i].id, err);
+                say_all(L, msg);
+                if (!L->world_ok && world_rebuild(L, err, sizeof err)) {
+                    say_all(L, "the simulation cannot continue");
+                    return NULL;
+                }
+            }
+            if (cmds[i].id) L->last_applied = cmds[i].id;
+        }
+        double c0 = base_cpu_now(), w0 = base_now();
+        if (sim_world_step(&L->world, L->sc.dt, err, sizeof err)) {
+            char msg[1200];
+            snprintf(msg, sizeof msg, "step failed (%s): scene reset", err);
+            say_all(L, msg);
+            Cmd r = {.type = CMD_RESET};
+            if (apply(L, &r, err, sizeof err)) {
+                say_all(L, "the simulation cannot continue");
+                return NULL;
+            }
+            next = base_now(), wall0 = next, sim0 = 0;
+            continue;
+        }
+        L->t = L->world.t;
+        double w1 = base_now();
+        /* balls that left the scene (no gravity, or thrown away) go */
+        for (int r = L->nrigid - 1; r >= L->nscene_rigid; r--) {
+            double d2 = 0;
+            for (int i = 0; i < 3; i++) d2 += (L->rigids[r].c[i] - L->center[i]) * (L->rigids[r].c[i] - L->center[i]);
+            if (d2 > 400 * L->extent * L->extent) {
+                sim_rigid_free(&L->rigids[r]);
+                memmove(L->rigids + r, L->rigids + r + 1, sizeof(SimRigid) * (size_t)(L->nrigid - r - 1));
+                L->nrigid--;
+                pthread_mutex_lock(&L->mu);
+                topology_build(L);
+                pthread_mutex_unlock(&L->mu);
+                if (world_rebuild(L, err, sizeof err)) {
+                    say_all(L, "the simulation cannot continue");
+                    return NULL;
+                }
+            }
+        }
+        pthread_mutex_lock(&L->mu);
+        L->wall_ms[L->ntime % NTIME] = 1e3 * (w1 - w0);
+        L->cpu_ms[L->ntime % NTIME] = 1e3 * (base_cpu_now() - c0);
+        L->ntime++;
+        int prc = publish(L, L->last_applied);
+        pthread_mutex_unlock(&L->mu);
+        if (prc) say_all(L, "out of memory publishing a frame");
+        if (L->notify) L->notify(L->ctx);
+        /* real time: the next step when the wall clock reaches its simulated time; a sim that is
+         * behind by more than a tenth of a second runs on from now instead of catching up */
+        next += L->sc.dt;
+        double now = base_now();
+        if (now > next + 0.1) next = now;
+        sleep_s(next - now);
+        if (L->ntime % NTIME == 0) {
+            double wn = base_now();
+            pthread_mutex_lock(&L->mu);
+            L->behind = wn > wall0 ? (L->t - sim0) / (wn - wall0) : 1;
+            pthread_mutex_unlock(&L->mu);
+            wall0 = wn, sim0 = L->t;
+        }
+    }
+    return NULL;
+}
+
+int view_live_start(ViewLive **out, const char *scene_path, double drag_stiffness, void (*notify)(void *), void *ctx,
+                    char *err, size_t errlen) {
+    *out = NULL;
+    ViewLive *L = calloc(1, sizeof *L);
+    if (!L) {
+        base_errf(err, errlen, "out of memory");
+        return -1;
+    }
+    pthread_mutex_init(&L->mu, NULL);
+    L->notify = notify, L->ctx = ctx, L->drag.slot = -1, L->behind = 1;
+    if (sim_scene_load(scene_path, &L->sc, err, errlen)) {
+        sim_scene_free(&L->sc);
+        pthread_mutex_destroy(&L->mu);
+        free(L);
+        return -1;
+    }
+    snprintf(L->dir, sizeof L->dir, "%s", scene_path);
+    char *d = dirname(L->dir);
+    memmove(L->dir, d, strlen(d) + 1);
+    char nb[4096];
+    snprintf(nb, sizeof nb, "%s", scene_path);
+    snprintf(L->name, sizeof L->name, "%s", basename(nb));
+    /* the scripted drags are `anima sim`'s; here the user drags. Their stiffness and radius are
+     * the user's drag's (scenes/drag.json: 2e5 N/m, 0.08 m) */
+    L->drag_k = L->sc.ndrags ? L->sc.drags[0].stiffness : 2e5;
+    L->drag_radius = L->sc.ndrags ? L->sc.drags[0].radius : 0;
+    if (drag_stiffness > 0) L->drag_k = drag_stiffness;
+    L->sc.ndrags = 0;
+    L->nobj = L->sc.nobjects;
+    L->objs = calloc((size_t)L->nobj, sizeof *L->objs);
+    L->rigids = calloc((size_t)(L->sc.nrigids + MAX_BALLS + 1), sizeof *L->rigids);
+    L->z0 = calloc((size_t)L->nobj, sizeof *L->z0);
+    L->v0 = calloc((size_t)L->nobj + 1, sizeof *L->v0);
+    if (!L->objs || !L->rigids || !L->z0 || !L->v0) {
+        base_errf(err, errlen, "out of memory");
+        goto fail;
+    }
+    if (sim_scene_build(&L->sc, L->dir, L->objs, err, errlen)) {
+        L->nobj = 0; /* sim_scene_build freed them */
+        goto fail;
+    }
+    L->nscene_rigid = L->sc.nrigids;
+    if (rigids_reset(L, err, errlen)) goto fail;
+    double lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
+    for (int k = 0; k < L->nobj; k++) {
+        SimObject *o = &L->objs[k];
+        if (!o->nv) {
+            base_errf(err, errlen, "objects[%d]: no surface mesh to show", k);
+            goto fail;
+        }
+        L->v0[k] = L->nobj_v;
+        L->nobj_v += o->nv;
+        L->z0[k] = malloc(sizeof(double) * (size_t)o->n);
+        if (!L->z0[k]) {
+            base_errf(err, errlen, "out of memory");
+            goto fail;
+        }
+        memcpy(L->z0[k], o->z, sizeof(double) * (size_t)o->n);
+        for (int64_t v = 0; v < o->nv; v++)
+            for (int i = 0; i < 3; i++) lo[i] = fmin(lo[i], o->Xv[3 * v + i]), hi[i] = fmax(hi[i], o->Xv[3 * v + i]);
+        if (!(L->drag_radius > 0)) L->drag_radius = 0.1 * o->diag;
+    }
+    for (int i = 0; i < 3; i++) L->center[i] = 0.5 * (lo[i] + hi[i]), L->extent = fmax(L->extent, hi[i] - lo[i]);
+    if (world_rebuild(L, err, errlen) || topology_build(L) || publish(L, 0)) {
+        if (!err[0]) base_errf(err, errlen, "out of memory");
+        goto fail;
+    }
+    if (pthread_create(&L->th, NULL, sim_thread, L)) {
+        base_errf(err, errlen, "cannot start the simulation thread");
+        goto fail;
+    }
+    L->started = true;
+    *out = L;
+    return 0;
+fail:
+    free_all(L);
+    return -1;
+}
+
+void view_live_stop(ViewLive *L) {
+    if (!L) return;
+    L->stop = 1;
+    if (L->started) pthread_join(L->th, NULL);
+    free_all(L);
+}
+
+/* ---- messages (server thread) ---------------------------------------------------------------- */
+
+static int reply_json(char *reply, size_t len, bool ok, uint32_t id, const char *msg) {
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddStringToObject(j, "type", ok ? "ok" : "error");
+    if (id) cJSON_AddNumberToObject(j, "id", id);
+    if (msg) cJSON_AddStringToObject(j, "message", msg);
+    if (!j || !cJSON_PrintPreallocated(j, reply, (int)len, false)) snprintf(reply, len, "{\"type\":\"error\"}");
+    cJSON_Delete(j);
+    return ok ? 0 : -1;
+}
+
+/* a finite 3-vector with every |component| <= lim */
+static const char *vec3(const cJSON *o, const char *key, double lim, double v[3]) {
+    const cJSON *a = cJSON_GetObjectItemCaseSensitive(o, key);
+    if (!a) return "is missing";
+    if (!cJSON_IsArray(a) || cJSON_GetArraySize(a) != 3) return "must be an array of 3 numbers";
+    for (int i = 0; i < 3; i++) {
+        const cJSON *x = cJSON_GetArrayItem(a, i);
+        if (!cJSON_IsNumber(x) || !isfinite(x->valuedouble)) return "must be an array of 3 finite numbers";
+        if (fabs(x->valuedouble) > lim) return "is out of range";
+        v[i] = x->valuedouble;
+    }
+    return NULL;
+}
+
+int view_live_message(ViewLive *L, const char *text, size_t len, char *reply, size_t replylen) {
+    if (len > VIEW_MAX_MESSAGE) return reply_json(reply, replylen, false, 0, "message too large");
+    cJSON *j = cJSON_ParseWithLength(text, len);
+    if (!j) return reply_json(reply, replylen, false, 0, "not JSON");
+    char why[160] = "";
+    uint32_t id = 0;
+    Cmd c = {0};
+    const cJSON *ty = cJSON_GetObjectItemCaseSensitive(j, "type"), *jid = cJSON_GetObjectItemCaseSensitive(j, "id");
+    if (!cJSON_IsObject(j) || !cJSON_IsString(ty)) {
+        snprintf(why, sizeof why, "a message is an object with a string \"type\"");
+        goto bad;
+    }
+    if (jid) {
+        if (!cJSON_IsNumber(jid) || !(jid->valuedouble >= 1 && jid->valuedouble <= 2147483647.0) ||
+            jid->valuedouble != floor(jid->valuedouble)) {
+            snprintf(why, sizeof why, "id must be an integer from 1 to 2147483647");
+            goto bad;
+        }
+        id = (uint32_t)jid->valuedouble;
+    }
+    c.id = id;
+    /* positions within a kilometre, speeds within 100 m/s: far beyond any scene, and a bound on
+     * what a spring or a ball can put into the solver */
+    const double LIM = 1e3;
+    const char *t = ty->valuestring, *e;
+    if (!strcmp(t, "drag")) {
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, "vertex");
+        if (!cJSON_IsNumber(v) || v->valuedouble != floor(v->valuedouble) || !(v->valuedouble >= 0) ||
+            v->valuedouble >= (double)L->nobj_v) {
+            snprintf(why, sizeof why, "drag: vertex must be an integer from 0 to %lld", (long long)L->nobj_v - 1);
+            goto bad;
+        }
+        if ((e = vec3(j, "target", LIM, c.a))) {
+            snprintf(why, sizeof why, "drag: target %s", e);
+            goto bad;
+        }
+        c.type = CMD_DRAG, c.vertex = (int64_t)v->valuedouble;
+    } else if (!strcmp(t, "release")) {
+        c.type = CMD_RELEASE;
+    } else if (!strcmp(t, "pin")) {
+        const cJSON *r = cJSON_GetObjectItemCaseSensitive(j, "radius");
+        if ((e = vec3(j, "center", LIM, c.a))) {
+            snprintf(why, sizeof why, "pin: center %s", e);
+            goto bad;
+        }
+        if (!cJSON_IsNumber(r) || !(r->valuedouble > 0 && r->valuedouble <= L->extent)) {
+            snprintf(why, sizeof why, "pin: radius must be a number in (0, %g]", L->extent);
+            goto bad;
+        }
+        c.type = CMD_PIN, c.radius = r->valuedouble;
+    } else if (!strcmp(t, "unpin")) {
+        c.type = CMD_UNPIN;
+    } else if (!strcmp(t, "drop_ball")) {
+        const cJSON *r = cJSON_GetObjectItemCaseSensitive(j, "radius");
+        if ((e = vec3(j, "pos", LIM, c.a))) {
+            snprintf(why, sizeof why, "drop_ball: pos %s", e);
+            goto bad;
+        }
+        if ((e = vec3(j, "vel", 100, c.b))) {
+            snprintf(why, sizeof why, "drop_ball: vel %s", e);
+            goto bad;
+        }
+        c.radius = 0.1 * L->extent;
+        if (r) {
+            if (!cJSON_IsNumber(r) || !(r->valuedouble >= 0.01 * L->extent && r->valuedouble <= L->extent)) {
+                snprintf(why, sizeof why, "drop_ball: radius must be a number in [%g, %g]", 0.01 * L->extent, L->extent);
+                goto bad;
+            }
+            c.radius = r->valuedouble;
+        }
+        c.type = CMD_BALL;
+    } else if (!strcmp(t, "joint")) {
+        snprintf(why, sizeof why, "no rig in scene");
+        goto bad;
+    } else if (!strcmp(t, "reset")) {
+        c.type = CMD_RESET;
+    } else {
+        snprintf(why, sizeof why, "unknown type (drag, release, pin, unpin, drop_ball, joint, reset)");
+        goto bad;
+    }
+    cJSON_Delete(j);
+    pthread_mutex_lock(&L->mu);
+    int ok = 1;
+    /* a drag of the same vertex as the last queued one replaces it (mouse moves coalesce) */
+    if (c.type == CMD_DRAG && L->qn && L->q[L->qn - 1].type == CMD_DRAG && L->q[L->qn - 1].vertex == c.vertex)
+        L->q[L->qn - 1] = c;
+    else if (L->qn < QCAP)
+        L->q[L->qn++] = c;
+    else
+        ok = 0;
+    pthread_mutex_unlock(&L->mu);
+    if (!ok) return reply_json(reply, replylen, false, id, "busy: too many inputs queued");
+    return reply_json(reply, replylen, true, id, NULL);
+bad:
+    cJSON_Delete(j);
+    return reply_json(reply, replylen, false, id, why);
+}
+
+char *view_live_hello(ViewLive *L) {
+    cJSON *j = cJSON_CreateObject(), *objs = cJSON_AddArrayToObject(j, "objects");
+    cJSON_AddStringToObject(j, "type", "hello");
+    cJSON_AddStringToObject(j, "mode", "live");
+    cJSON_AddStringToObject(j, "scene", L->name);
+    cJSON_AddNumberToObject(j, "dt", L->sc.dt);
+    cJSON_AddNumberToObject(j, "nobj_v", (double)L->nobj_v);
+    cJSON_AddNumberToObject(j, "extent", L->extent);
+    cJSON_AddItemToObject(j, "center", cJSON_CreateDoubleArray(L->center, 3));
+    cJSON_AddNumberToObject(j, "drag_radius", L->drag_radius);
+    cJSON_AddBoolToObject(j, "rig", false);
+    cJSON_AddBoolToObject(j, "contact", L->sc.contact.enabled);
+    for (int k = 0; k < L->nobj; k++) {
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddNumberToObject(o, "v0", (double)L->v0[k]);
+        cJSON_AddNumberToObject(o, "nv", (double)L->objs[k].nv);
+        cJSON_AddNumberToObject(o, "handles", (double)L->objs[k].m);
+        cJSON_AddNumberToObject(o, "cubature", (double)(L->objs[k].ne ? L->objs[k].ne : L->objs[k].nc));
+        cJSON_AddItemToArray(objs, o);
+    }
+    cJSON *pl = cJSON_AddArrayToObject(j, "planes");
+    for (int p = 0; p < L->sc.nplanes; p++) {
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddItemToObject(o, "normal", cJSON_CreateDoubleArray(L->sc.planes[p].normal, 3));
+        cJSON_AddNumberToObject(o, "offset", L->sc.planes[p].offset);
+        cJSON_AddItemToArray(pl, o);
+    }
+    char *s = cJSON_PrintUnformatted(j);
+    cJSON_Delete(j);
+    return s;
+}
+
+uint32_t view_live_topo(ViewLive *L) {
+    pthread_mutex_lock(&L->mu);
+    uint32_t t = L->topo;
+    pthread_mutex_unlock(&L->mu);
+    return t;
+}
+
+uint8_t *view_live_topology(ViewLive *L, size_t pre, size_t *len) {
+    pthread_mutex_lock(&L->mu);
+    size_t n = 16 + 12 * (size_t)L->nf + 12 * (size_t)L->topo_nv;
+    uint8_t *b = malloc(pre + n);
+    if (b) {
+        uint32_t h[4] = {VIEW_TOPO_MAGIC, L->topo, (uint32_t)L->topo_nv, (uint32_t)L->nf};
+        memcpy(b + pre, h, 16);
+        memcpy(b + pre + 16, L->faces, 12 * (size_t)L->nf);
+        memcpy(b + pre + 16 + 12 * (size_t)L->nf, L->colors, 12 * (size_t)L->topo_nv);
+        *len = n;
+    }
+    pthread_mutex_unlock(&L->mu);
+    return b;
+}
+
+uint8_t *view_live_frame(ViewLive *L, size_t pre, uint32_t *frame, uint32_t *topo, size_t *len) {
+    pthread_mutex_lock(&L->mu);
+    uint8_t *b = NULL;
+    if (L->frame != *frame && L->pub_topo == L->topo) {
+        size_t n = sizeof(ViewFrameHeader) + 12 * (size_t)L->nv;
+        b = malloc(pre + n);
+        if (b) {
+            ViewFrameHeader h = {VIEW_FRAME_MAGIC, L->topo, L->frame, L->ack, L->tpub, (uint32_t)L->nv, (uint32_t)L->nobj_v};
+            memcpy(b + pre, &h, sizeof h);
+            memcpy(b + pre + sizeof h, L->pos, 12 * (size_t)L->nv);
+            *len = n, *frame = L->frame, *topo = L->topo;
+        }
+    }
+    pthread_mutex_unlock(&L->mu);
+    return b;
+}
+
+static int cmp_d(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+char *view_live_state(ViewLive *L, int64_t vertex) {
+    cJSON *j = cJSON_CreateObject();
+    double cen[3] = {0, 0, 0}, w[NTIME], c[NTIME];
+    pthread_mutex_lock(&L->mu);
+    for (int64_t v = 0; v < L->nobj_v; v++)
+        for (int i = 0; i < 3; i++) cen[i] += L->pos[3 * v + i];
+    for (int i = 0; i < 3; i++) cen[i] /= (double)L->nobj_v;
+    cJSON_AddNumberToObject(j, "t", L->tpub);
+    cJSON_AddNumberToObject(j, "frame", L->frame);
+    cJSON_AddNumberToObject(j, "ack", L->ack);
+    cJSON_AddNumberToObject(j, "topo", L->topo);
+    cJSON_AddNumberToObject(j, "nv", (double)L->nv);
+    cJSON_AddNumberToObject(j, "nobj_v", (double)L->nobj_v);
+    cJSON_AddItemToObject(j, "centroid", cJSON_CreateDoubleArray(cen, 3));
+    if (vertex >= 0 && vertex < L->nv) {
+        double x[3] = {L->pos[3 * vertex], L->pos[3 * vertex + 1], L->pos[3 * vertex + 2]};
+        cJSON_AddItemToObject(j, "vertex", cJSON_CreateDoubleArray(x, 3));
+    }
+    int nt = (int)(L->ntime < NTIME ? L->ntime : NTIME);
+    memcpy(w, L->wall_ms, sizeof(double) * (size_t)nt);
+    memcpy(c, L->cpu_ms, sizeof(double) * (size_t)nt);
+    cJSON_AddNumberToObject(j, "realtime", L->behind);
+    cJSON_AddNumberToObject(j, "balls", L->pub_balls);
+    cJSON_AddNumberToObject(j, "pins", L->pub_pins);
+    cJSON_AddBoolToObject(j, "dragging", L->pub_dragging);
+    pthread_mutex_unlock(&L->mu);
+    if (nt) { /* the last NTIME steps: wall and process-CPU milliseconds per step, medians */
+        qsort(w, (size_t)nt, sizeof *w, cmp_d);
+        qsort(c, (size_t)nt, sizeof *c, cmp_d);
+        cJSON_AddNumberToObject(j, "step_ms_median", w[nt / 2]);
+        cJSON_AddNumberToObject(j, "step_cpu_ms_median", c[nt / 2]);
+    }
+    cJSON_AddNumberToObject(j, "dt", L->sc.dt);
+    char *s = cJSON_PrintUnformatted(j);
+    cJSON_Delete(j);
+    return s;
+}
+
+size_t view_live_broadcast(ViewLive *L, uint64_t *seen, char *buf, size_t len) {
+    size_t n = 0;
+    pthread_mutex_lock(&L->mu);
+    if (L->bcast_seq != *seen) {
+        snprintf(buf, len, "%s", L->bcast);
+        n = strlen(buf);
+        *seen = L->bcast_seq;
+    }
+    pthread_mutex_unlock(&L->mu);
+    return n;
+}
