@@ -553,6 +553,11 @@ int sim_scene_build(const SimScene *sc, const char *scene_dir, SimObject *objs, 
     return build_objects(sc, scene_dir, objs, NULL, NULL, err, errlen);
 }
 
+int sim_scene_build_rigged(const SimScene *sc, const char *scene_dir, SimObject *objs, SimRig *rig, char *err,
+                           size_t errlen) {
+    return build_objects(sc, scene_dir, objs, NULL, rig, err, errlen);
+}
+
 int sim_scene_build_rigids(const SimScene *sc, const char *scene_dir, SimRigid *rigids, char *err, size_t errlen) {
     memset(rigids, 0, sizeof(SimRigid) * (size_t)(sc->nrigids + 1));
     for (int i = 0; i < sc->nrigids; i++) {

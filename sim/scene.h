@@ -117,6 +117,11 @@ void sim_scene_free(SimScene *sc);
 /* Builds the objects of a scene with all its controls (fixed regions resolved). objs gets
  * sc->nobjects entries. 0, or -1 with err set. */
 int sim_scene_build(const SimScene *sc, const char *scene_dir, SimObject *objs, char *err, size_t errlen);
+/* The same, and with a rig (sc->rig.object >= 0) the scene's rig built on its object into *rig
+ * (sim_rig_free it; untouched without one): for a caller that steps the world itself (the viewer)
+ * and calls sim_rig_advance before each step. */
+int sim_scene_build_rigged(const SimScene *sc, const char *scene_dir, SimObject *objs, SimRig *rig, char *err,
+                           size_t errlen);
 
 typedef struct {
     int64_t steps, frames;
