@@ -20,6 +20,9 @@
  *       material: {E [5e4] (Pa), nu [0.3], rho [1000] (kg/m³)},
  *       pose: {scale [0.5], translate [[0, 1, 0]], rotate_deg [[0, 0, 0]]},
  *       color [[0.8, 0.45, 0.3]],
+ *       cubature_points [0] (> 0: the elastic forces over an optimized set of at most this many
+ *                        cubature points, sim_cubature_optimize at load with its defaults but
+ *                        cubature_drops turned drops; 0: every point), cubature_drops [8],
  *       gaussians [""] (a 3DGS PLY in the skinning's frame: bound by sim/bindings.h and written
  *                       per frame as frame_NNNNN_gaussians_K.ply, K the object index) } ]
  *   contact: {enabled [true], dhat [0] (m; 0: auto), stiffness [0] (N/m; 0: auto),
@@ -63,6 +66,7 @@ typedef struct {
     SimMaterial material;
     double scale, translate[3], rotate_deg[3], color[3];
     char gaussians[1024];
+    int64_t cubature_points, cubature_drops; /* sim/cubature.h at load (0: the full set) */
 } SimSceneObject;
 
 typedef struct {

@@ -197,7 +197,9 @@ const canvasVariance = (page) => page.evaluate(() => {
 });
 
 async function liveChecks(browser, sceneName) {
-  const server = await startServer(['--scene', `scenes/${sceneName}`]);
+  // VIEWER_TEST_CUBATURE=N: the live scenes with --cubature N (measuring both ways)
+  const cub = process.env.VIEWER_TEST_CUBATURE;
+  const server = await startServer(['--scene', `scenes/${sceneName}`, ...(cub ? ['--cubature', cub] : [])]);
   const state = async (v) => (await fetch(`${server.base}/api/state${v !== undefined ? `?vertex=${v}` : ''}`)).json();
   try {
     const page = await newPage(browser);
@@ -237,10 +239,11 @@ async function liveChecks(browser, sceneName) {
           `centroid moved (${dc.map((x) => x.toFixed(4)).join(', ')}) m`);
     const fps = (shown1 - shown0) / elapsed, st = await state();
     const sw = await page.evaluate(() => window.viewerStats.software);
+    const cubPts = await page.evaluate(() => window.viewerStats.hello.objects.map((o) => o.cubature).join('+'));
     console.log(`info ${sceneName}: ${fps.toFixed(1)} sim frames shown per second in the browser during a ${DRAG_SECONDS} s drag ` +
                 `(${sw ? 'SwiftShader, half resolution' : 'GPU'}, 800x600); input-to-pixel latency median ${median(lats).toFixed(1)} ms, ` +
                 `p90 ${pct(lats, 0.9).toFixed(1)} ms (${lats.length} inputs); sim step wall ${st.step_ms_median.toFixed(2)} ms, ` +
-                `CPU ${st.step_cpu_ms_median.toFixed(2)} ms (medians, last 128 steps), real-time ratio ${st.realtime.toFixed(2)}; ` +
+                `CPU ${st.step_cpu_ms_median.toFixed(2)} ms (medians, last 128 steps; ${cubPts} cubature points), real-time ratio ${st.realtime.toFixed(2)}; ` +
                 `targets >= 30 fps and <= 100 ms ${fps >= 30 && median(lats) <= 100 ? 'met' : 'NOT met'} ` +
                 `(load average ${os.loadavg()[0].toFixed(2)} on ${os.cpus().length} cores)`);
     check(`${sceneName}: frames per second and latency measured`, fps > 0 && lats.length > 5, `${fps.toFixed(1)} fps, ${lats.length} inputs timed`);
