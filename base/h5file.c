@@ -320,8 +320,8 @@ bool base_h5_attr_is_vlen_str(hid_t loc, const char *name) {
     return v;
 }
 
-int base_h5_read_array(hid_t f, const char *path, const char *name, int rank, int64_t *want, bool is_int, void **out,
-                       char *err, size_t errlen) {
+int base_h5_read_typed(hid_t f, const char *path, const char *name, int rank, int64_t *want, hid_t mem, size_t elem,
+                       void **out, char *err, size_t errlen) {
     *out = NULL;
     /* H5Lexists fails (rather than says no) when a group on the way is missing: test each prefix */
     char pre[128];
@@ -359,23 +359,34 @@ int base_h5_read_array(hid_t f, const char *path, const char *name, int rank, in
         H5Dclose(d);
         return base_errf(err, errlen, "%s: %s is implausibly large", path, name);
     }
-    void *buf = malloc(4 * (n + 1));
+    void *buf = malloc(elem * (n + 1));
     if (!buf) {
         H5Dclose(d);
         return base_errf(err, errlen, "%s: out of memory reading %s", path, name);
     }
-    herr_t e = H5Dread(d, is_int ? H5T_NATIVE_INT32 : H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf);
+    herr_t e = n ? H5Dread(d, mem, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) : 0;
     H5Dclose(d);
     if (e < 0) {
         free(buf);
         return base_errf(err, errlen, "%s: reading %s failed (damaged or not numeric)", path, name);
     }
-    if (!is_int)
+    *out = buf;
+    return 0;
+}
+
+int base_h5_read_array(hid_t f, const char *path, const char *name, int rank, int64_t *want, bool is_int, void **out,
+                       char *err, size_t errlen) {
+    if (base_h5_read_typed(f, path, name, rank, want, is_int ? H5T_NATIVE_INT32 : H5T_NATIVE_FLOAT, 4, out, err,
+                           errlen))
+        return -1;
+    if (!is_int) {
+        size_t n = 1;
+        for (int k = 0; k < rank; k++) n *= (size_t)want[k];
         for (size_t i = 0; i < n; i++)
-            if (!isfinite(((float *)buf)[i])) {
-                free(buf);
+            if (!isfinite(((float *)*out)[i])) {
+                free(*out), *out = NULL;
                 return base_errf(err, errlen, "%s: %s holds a non-finite value", path, name);
             }
-    *out = buf;
+    }
     return 0;
 }

@@ -66,5 +66,9 @@ bool base_h5_attr_is_vlen_str(hid_t loc, const char *name);
  * -1 with err naming the file and the dataset. */
 int base_h5_read_array(hid_t f, const char *path, const char *name, int rank, int64_t *want, bool is_int, void **out,
                        char *err, size_t errlen);
+/* The same in any memory type mem of elem bytes (H5T_NATIVE_DOUBLE, H5T_NATIVE_UINT8, ...), no
+ * finiteness check: the one reader of whole datasets the others are built on. */
+int base_h5_read_typed(hid_t f, const char *path, const char *name, int rank, int64_t *want, hid_t mem, size_t elem,
+                       void **out, char *err, size_t errlen);
 
 #endif

@@ -1,4 +1,4 @@
-/* base/mat3.h — small 3×3 and 3-vector arithmetic on plain double arrays, header only: the
+/* base/mat3.h — small 3×3, 3-vector and quaternion arithmetic on plain double arrays, header only: the
  * products, determinant and cross product that sim/ (rigid bodies, bindings, the FEM baseline)
  * and datasets/ (cameras) each used to carry a private copy of.
  *
@@ -8,6 +8,8 @@
  * the inputs only where a function says so. */
 #ifndef ANIMA_BASE_MAT3_H
 #define ANIMA_BASE_MAT3_H
+
+#include <math.h>
 
 /* C = A B (C must not alias A or B) */
 static inline void base_mat3_mul(const double A[9], const double B[9], double C[9]) {
@@ -29,6 +31,25 @@ static inline double base_mat3_det(const double A[9]) {
 static inline void base_vec3_cross(const double a[3], const double b[3], double c[3]) {
     double t0 = a[1] * b[2] - a[2] * b[1], t1 = a[2] * b[0] - a[0] * b[2], t2 = a[0] * b[1] - a[1] * b[0];
     c[0] = t0, c[1] = t1, c[2] = t2;
+}
+
+/* out = the unit quaternion a fraction u of the way from a to b (w x y z) along the shorter arc
+ * (b's sign flipped when a·b < 0); linear blending, renormalized, when they are within ~1.8° of
+ * each other (sin θ too small to divide by). out may alias a or b. */
+static inline void base_quat_slerp(const double a[4], const double b0[4], double u, double out[4]) {
+    double b[4], d = a[0] * b0[0] + a[1] * b0[1] + a[2] * b0[2] + a[3] * b0[3];
+    double s = d < 0 ? -1 : 1;
+    for (int k = 0; k < 4; k++) b[k] = s * b0[k];
+    d = fabs(d);
+    double wa = 1 - u, wb = u;
+    if (d < 0.9995) {
+        double th = acos(d), sn = sin(th);
+        wa = sin((1 - u) * th) / sn, wb = sin(u * th) / sn;
+    }
+    double n = 0;
+    for (int k = 0; k < 4; k++) out[k] = wa * a[k] + wb * b[k], n += out[k] * out[k];
+    n = sqrt(n);
+    for (int k = 0; k < 4; k++) out[k] /= n;
 }
 
 #endif

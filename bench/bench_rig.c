@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench/bench_stats.h"
 #include "base/clock.h"
 #include "sim/rig.h"
 #include "sim/skinning.h"
@@ -16,16 +17,6 @@
 static void die(const char *what, const char *err) {
     fprintf(stderr, "bench_rig: %s: %s\n", what, err);
     exit(1);
-}
-
-static int cmp_d(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n) {
-    qsort(v, (size_t)n, sizeof *v, cmp_d);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 /* the quadruped (rbf 16 handles, as the drop benchmark's cactus), its pose, on a floor */
@@ -73,14 +64,14 @@ int main(void) {
             if (sim_object_step(&o, dt, err, sizeof err)) die("step", err);
             w[f] = 1e3 * (base_now() - w0), c[f] = 1e3 * (base_cpu_now() - c0);
         }
-        med[rigged][0] = median(w, frames), med[rigged][1] = median(c, frames);
+        med[rigged][0] = bench_median(w, frames), med[rigged][1] = bench_median(c, frames);
         if (rigged) sim_rig_free(&r);
         sim_object_free(&o);
     }
     printf("case sim_rig_frame %.3f (cpu %.3f) plain %.3f (cpu %.3f) ratio %.2f (cpu %.2f; target <= 1.2) "
            "rig_advance %.3f %d\n",
            med[1][0], med[1][1], med[0][0], med[0][1], med[1][0] / med[0][0], med[1][1] / med[0][1],
-           median(adv, frames), frames);
+           bench_median(adv, frames), frames);
     free(w), free(c), free(adv);
     return 0;
 }

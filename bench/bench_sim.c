@@ -31,6 +31,7 @@
 #include <string.h>
 
 
+#include "bench/bench_stats.h"
 #include "base/clock.h"
 #include "sim/cubature.h"
 #include "sim/fem.h"
@@ -38,14 +39,6 @@
 #include "sim/solver.h"
 #include "sim/world.h"
 
-static int cmp_d(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-static double median(double *v, int n) {
-    qsort(v, (size_t)n, sizeof *v, cmp_d);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 static bool wanted(int argc, char **argv, const char *name) {
     if (argc < 2) return true;
     for (int i = 1; i < argc; i++)
@@ -193,7 +186,7 @@ static void run_pile(const char *scene, int cap, const char *name, bool keep, Pi
     printf("parts %s ms per contact frame (CPU, means): broad phase + CCD %.2f, pairs %.2f, Hessians %.2f, solves %.2f, "
            "rest %.2f\n", name, 1e3 * part[0] / ncontact, 1e3 * part[1] / ncontact, 1e3 * part[2] / ncontact,
            1e3 * part[3] / ncontact, 1e3 * part[4] / ncontact);
-    printf("case %s %.4f %d\ncpu %s %.4f\n", name, median(cw, ncontact), ncontact, name, median(cc, ncontact));
+    printf("case %s %.4f %d\ncpu %s %.4f\n", name, bench_median(cw, ncontact), ncontact, name, bench_median(cc, ncontact));
     out->x = x, out->n = 3 * nv * steps, out->dmin = dmin;
     free(cw), free(cc);
     sim_world_free(&world);
@@ -221,8 +214,8 @@ int main(int argc, char **argv) {
         if (wanted(argc, argv, "sim_drop_full")) {
             printf("info sim_drop_full %lld handles + 1, %lld cubature points, %lld contact points, %.2f Hessians/frame\n",
                    (long long)ref.m, (long long)ref.nc, (long long)ref.nv, (double)h / frames);
-            double mc = median(cpu, frames);
-            printf("case sim_drop_full %.4f %d\ncpu sim_drop_full %.4f\n", median(wall, frames), frames, mc);
+            double mc = bench_median(cpu, frames);
+            printf("case sim_drop_full %.4f %d\ncpu sim_drop_full %.4f\n", bench_median(wall, frames), frames, mc);
         }
     }
     if (wanted(argc, argv, "sim_drop_cubature")) {
@@ -255,8 +248,8 @@ int main(int argc, char **argv) {
         double *traj = malloc(sizeof(double) * 3 * (size_t)nv * (size_t)frames);
         int h;
         run_frames(&o, frames, wall, cpu, traj, &h);
-        printf("case sim_drop_cubature %.4f %d\ncpu sim_drop_cubature %.4f\n", median(wall, frames), frames,
-               median(cpu, frames));
+        printf("case sim_drop_cubature %.4f %d\ncpu sim_drop_cubature %.4f\n", bench_median(wall, frames), frames,
+               bench_median(cpu, frames));
         /* max over frames and vertices of ‖x_S − x_full‖ / max ‖x_full − X‖ */
         double dev = 0, amp = 0;
         for (int f = 0; f < frames; f++)
@@ -309,8 +302,8 @@ int main(int argc, char **argv) {
             if (sim_object_step(&o, sc.dt, err, sizeof err)) die("step", err);
             wall[f] = 1e3 * (base_now() - w0), cpu[f] = 1e3 * (base_cpu_now() - c0);
         }
-        red_ms = median(wall, fr);
-        printf("case sim_sag_reduced %.4f %d\ncpu sim_sag_reduced %.4f\n", red_ms, fr, median(cpu, fr));
+        red_ms = bench_median(wall, fr);
+        printf("case sim_sag_reduced %.4f %d\ncpu sim_sag_reduced %.4f\n", red_ms, fr, bench_median(cpu, fr));
         int fem_it = 0;
         for (int f = 0; f < ff; f++) {
             double w0 = base_now(), c0 = base_cpu_now();
@@ -318,9 +311,9 @@ int main(int argc, char **argv) {
             wall[f] = 1e3 * (base_now() - w0), cpu[f] = 1e3 * (base_cpu_now() - c0);
             fem_it += fem.last.iters;
         }
-        fem_ms = median(wall, ff);
+        fem_ms = bench_median(wall, ff);
         printf("case sim_sag_fem %.4f %d\ncpu sim_sag_fem %.4f (%.1f Newton iterations per step)\n", fem_ms, ff,
-               median(cpu, ff), (double)fem_it / ff);
+               bench_median(cpu, ff), (double)fem_it / ff);
         printf("ratio sim_vs_fem %.4f\n", red_ms / fem_ms);
         /* static equilibrium: quasi-static steps (velocity zeroed; dt 1000 s, so the inertia term
          * is a proximal weight M/dt² that barely damps even the softest modes, and it vanishes at

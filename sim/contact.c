@@ -301,10 +301,15 @@ static int cmp_edge(const void *a, const void *b) {
     return x[0] != y[0] ? (x[0] > y[0]) - (x[0] < y[0]) : (x[1] > y[1]) - (x[1] < y[1]);
 }
 
-int sim_mesh_edges(int64_t nf, const int32_t *faces, int64_t *ne, int32_t **edges) {
+int sim_mesh_edge_uses(int64_t nf, const int32_t *faces, int64_t *ne, int32_t **edges, int32_t **uses) {
     *ne = 0, *edges = NULL;
+    if (uses) *uses = NULL;
     int32_t *e = malloc(sizeof(int32_t) * 6 * (size_t)(nf + 1));
-    if (!e) return -1;
+    int32_t *u = uses ? malloc(sizeof(int32_t) * 3 * (size_t)(nf + 1)) : NULL;
+    if (!e || (uses && !u)) {
+        free(e), free(u);
+        return -1;
+    }
     for (int64_t f = 0; f < nf; f++)
         for (int k = 0; k < 3; k++) {
             int32_t i = faces[3 * f + k], j = faces[3 * f + (k + 1) % 3];
@@ -312,10 +317,21 @@ int sim_mesh_edges(int64_t nf, const int32_t *faces, int64_t *ne, int32_t **edge
         }
     qsort(e, (size_t)(3 * nf), 2 * sizeof(int32_t), cmp_edge);
     int64_t n = 0;
-    for (int64_t k = 0; k < 3 * nf; k++)
-        if (!n || cmp_edge(e + 2 * k, e + 2 * (n - 1))) e[2 * n] = e[2 * k], e[2 * n + 1] = e[2 * k + 1], n++;
+    for (int64_t k = 0; k < 3 * nf; k++) {
+        if (!n || cmp_edge(e + 2 * k, e + 2 * (n - 1))) {
+            e[2 * n] = e[2 * k], e[2 * n + 1] = e[2 * k + 1];
+            if (u) u[n] = 0;
+            n++;
+        }
+        if (u) u[n - 1]++;
+    }
     *ne = n, *edges = e;
+    if (uses) *uses = u;
     return 0;
+}
+
+int sim_mesh_edges(int64_t nf, const int32_t *faces, int64_t *ne, int32_t **edges) {
+    return sim_mesh_edge_uses(nf, faces, ne, edges, NULL);
 }
 
 static double clamp01(double v) { return v < 0 ? 0 : v > 1 ? 1 : v; }

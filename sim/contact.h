@@ -87,6 +87,9 @@ int sim_contact_broad_phase(const SimContactBody *bodies, int nbodies, double ma
 /* The unique undirected edges of a triangle mesh, each (i < j) once, sorted: *edges (2 × *ne,
  * malloc'd, the caller frees). 0, or -1 out of memory. */
 int sim_mesh_edges(int64_t nf, const int32_t *faces, int64_t *ne, int32_t **edges);
+/* The same, and with uses (may be NULL) how many triangles use each edge (*ne entries, malloc'd):
+ * 2 everywhere on a closed manifold surface. 0, or -1 out of memory. */
+int sim_mesh_edge_uses(int64_t nf, const int32_t *faces, int64_t *ne, int32_t **edges, int32_t **uses);
 
 /* The closest points of segments [p0, p1] and [q0, q1]: parameters s, t ∈ [0, 1] of p0 + s (p1 − p0)
  * and q0 + t (q1 − q0); returns the distance. Parallel or degenerate segments: one of the closest

@@ -35,29 +35,14 @@ static int cmp_tri(const void *a, const void *b) {
     return 0;
 }
 
-static int cmp_pair(const void *a, const void *b) {
-    const int32_t *x = a, *y = b;
-    return x[0] != y[0] ? (x[0] > y[0]) - (x[0] < y[0]) : (x[1] > y[1]) - (x[1] < y[1]);
-}
-
 /* edges used by an odd number of the triangles */
 static int64_t odd_edges(int64_t nf, const int32_t *faces) {
-    int32_t *e = malloc(sizeof(int32_t) * 6 * (size_t)(nf + 1));
-    if (!e) return -1;
-    for (int64_t f = 0; f < nf; f++)
-        for (int k = 0; k < 3; k++) {
-            int32_t i = faces[3 * f + k], j = faces[3 * f + (k + 1) % 3];
-            e[6 * f + 2 * k] = i < j ? i : j, e[6 * f + 2 * k + 1] = i < j ? j : i;
-        }
-    qsort(e, (size_t)(3 * nf), 2 * sizeof(int32_t), cmp_pair);
+    int64_t ne;
+    int32_t *e, *uses;
+    if (sim_mesh_edge_uses(nf, faces, &ne, &e, &uses)) return -1;
     int64_t odd = 0;
-    for (int64_t k = 0; k < 3 * nf;) {
-        int64_t r = k + 1;
-        while (r < 3 * nf && !cmp_pair(e + 2 * r, e + 2 * k)) r++;
-        odd += (r - k) & 1;
-        k = r;
-    }
-    free(e);
+    for (int64_t k = 0; k < ne; k++) odd += uses[k] & 1;
+    free(e), free(uses);
     return odd;
 }
 

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/mat3.h"
 #include "datasets/config.h"
 #include "datasets/motion/rig.h"
 #include "datasets/render/image.h"
@@ -172,22 +173,6 @@ void sim_rig_clear_joint(SimRig *r, int bone) {
     if (bone >= 0 && bone < r->nbones) r->live_on[bone] = 0;
 }
 
-/* spherical interpolation of unit quaternions along the shorter arc */
-static void slerp(const double a[4], const double b0[4], double s, double out[4]) {
-    double b[4], d = a[0] * b0[0] + a[1] * b0[1] + a[2] * b0[2] + a[3] * b0[3];
-    double sg = d < 0 ? -1 : 1;
-    for (int k = 0; k < 4; k++) b[k] = sg * b0[k];
-    d = fabs(d);
-    double wa = 1 - s, wb = s;
-    if (d < 0.9995) {
-        double th = acos(d), st = sin(th);
-        wa = sin((1 - s) * th) / st, wb = sin(s * th) / st;
-    }
-    double n = 0;
-    for (int k = 0; k < 4; k++) out[k] = wa * a[k] + wb * b[k], n += out[k] * out[k];
-    n = sqrt(n);
-    for (int k = 0; k < 4; k++) out[k] /= n;
-}
 
 void sim_rig_pose(SimRig *r, double t, double *local, double root[3]) {
     int nb = r->nbones;
@@ -206,7 +191,7 @@ void sim_rig_pose(SimRig *r, double t, double *local, double root[3]) {
         int f0 = (int)floor(fpos), f1 = f0 < last ? f0 + 1 : f0;
         double s = fpos - f0;
         for (int j = 0; j < nb; j++)
-            slerp(r->clip.local + ((size_t)f0 * nb + j) * 4, r->clip.local + ((size_t)f1 * nb + j) * 4, s, local + 4 * j);
+            base_quat_slerp(r->clip.local + ((size_t)f0 * nb + j) * 4, r->clip.local + ((size_t)f1 * nb + j) * 4, s, local + 4 * j);
         for (int a = 0; a < 3; a++) root[a] = (1 - s) * r->clip.root[3 * f0 + a] + s * r->clip.root[3 * f1 + a];
     }
     for (int j = 0; j < nb; j++) { /* keyframes of bone j, composed after the clip */
@@ -218,7 +203,7 @@ void sim_rig_pose(SimRig *r, double t, double *local, double root[3]) {
         }
         if (!prev && !next) continue;
         double q[4];
-        if (prev && next) slerp(prev->q, next->q, (t - prev->t) / (next->t - prev->t), q);
+        if (prev && next) base_quat_slerp(prev->q, next->q, (t - prev->t) / (next->t - prev->t), q);
         else memcpy(q, prev ? prev->q : next->q, sizeof q);
         ds_quat_mul(local + 4 * j, q, local + 4 * j);
     }
@@ -242,7 +227,7 @@ void sim_rig_pose(SimRig *r, double t, double *local, double root[3]) {
         double qb[4], qs[4], id[4], Rnew[9], Rp[9], Rl[9], ql[4];
         ds_quat_between(cur, want, qb);
         ds_quat_identity(id);
-        slerp(id, qb, s, qs);
+        base_quat_slerp(id, qb, s, qs);
         /* new world rotation Q·R_j; local = R_parentᵀ (Q R_j) */
         double Q[9];
         ds_quat_to_mat3(qs, Q);

@@ -554,21 +554,27 @@ static void friction_coefficients(const SimWorld *w, double scale, int64_t f, do
     for (int q = 0; q < 6; q++) cf[q] = H[3 * PI_[q] + PJ_[q]];
 }
 
+/* room for one more friction pair in the store (its four parallel arrays grow together);
+ * 0, or -1 when out of memory (the arrays that did grow are kept) */
+static int fr_reserve(struct SimWorldScratch *s) {
+    if (s->nfr < s->fr_cap) return 0;
+    int64_t cap = s->fr_cap ? 2 * s->fr_cap : 256;
+    SimContactPair *q = realloc(s->fr, sizeof *q * (size_t)cap);
+    if (q) s->fr = q;
+    double *g = realloc(s->frgeo, sizeof(double) * GEO * (size_t)cap);
+    if (g) s->frgeo = g;
+    double *T = realloc(s->frT, sizeof(double) * 6 * (size_t)cap);
+    if (T) s->frT = T;
+    int32_t *ix = realloc(s->fridx, sizeof(int32_t) * 5 * (size_t)cap);
+    if (ix) s->fridx = ix;
+    if (!q || !g || !T || !ix) return -1;
+    s->fr_cap = cap;
+    return 0;
+}
+
 /* adds friction pair (object a's contact point p against a plane: b = −1) to the store */
 static int fr_push_plane(struct SimWorldScratch *s, int a, int64_t p, const double *x0, double lam, const double *nrm) {
-    if (s->nfr == s->fr_cap) {
-        int64_t cap = s->fr_cap ? 2 * s->fr_cap : 256;
-        SimContactPair *q = realloc(s->fr, sizeof *q * (size_t)cap);
-        if (q) s->fr = q;
-        double *g = realloc(s->frgeo, sizeof(double) * GEO * (size_t)cap);
-        if (g) s->frgeo = g;
-        double *T = realloc(s->frT, sizeof(double) * 6 * (size_t)cap);
-        if (T) s->frT = T;
-        int32_t *ix = realloc(s->fridx, sizeof(int32_t) * 5 * (size_t)cap);
-        if (ix) s->fridx = ix;
-        if (!q || !g || !T || !ix) return -1;
-        s->fr_cap = cap;
-    }
+    if (fr_reserve(s)) return -1;
     s->fr[s->nfr] = (SimContactPair){.a = a, .b = -1, .p = (int32_t)p, .q = -1, .f = -1};
     double *ge = s->frgeo + GEO * s->nfr, *T = s->frT + 6 * s->nfr, ax[3] = {0, 0, 0}, t1[3], t2[3];
     int32_t *ix = s->fridx + 5 * s->nfr;
@@ -641,19 +647,7 @@ static int friction_collect(SimWorld *w, double dt) {
         int32_t ia[2], ib[3];
         double d = sim_contact_pair_stencil(s->bodies, q, 0, r, ua, ia, wb, ib);
         if (!(d < w->dhat)) continue;
-        if (s->nfr == s->fr_cap) {
-            int64_t cap = s->fr_cap ? 2 * s->fr_cap : 256;
-            SimContactPair *a = realloc(s->fr, sizeof *a * (size_t)cap);
-            if (a) s->fr = a;
-            double *g = realloc(s->frgeo, sizeof(double) * GEO * (size_t)cap);
-            if (g) s->frgeo = g;
-            double *T = realloc(s->frT, sizeof(double) * 6 * (size_t)cap);
-            if (T) s->frT = T;
-            int32_t *ix = realloc(s->fridx, sizeof(int32_t) * 5 * (size_t)cap);
-            if (ix) s->fridx = ix;
-            if (!a || !g || !T || !ix) return -1;
-            s->fr_cap = cap;
-        }
+        if (fr_reserve(s)) return -1;
         double db, *ge = s->frgeo + GEO * s->nfr, *T = s->frT + 6 * s->nfr;
         sim_barrier(d, w->dhat, &db, NULL);
         double lam = -w->kappa * sim_contact_pair_mollifier(s->bodies, q, 0) * db;

@@ -18,6 +18,7 @@
 #include "models/gaussians/fit.h"
 #include "models/gs4d/gs4d.h"
 #include "models/gs4d/synth.h"
+#include "models/skelebones/cluster.h"
 #include "optim/train.h"
 #include "tests/test.h"
 
@@ -258,6 +259,34 @@ TEST(gs4d_arap_gradcheck) {
     CHECK_MSG(ok, "input %d element %lld: analytic %.10g vs numeric %.10g", r.bad_input, (long long)r.bad_index,
               r.analytic, r.numeric);
     CHECK(r.max_ref > 1e-3); /* the gradient is not trivially zero */
+    tensor_scope_end(sc);
+}
+
+static Tensor *fn_reg(int n, Tensor *const *in, void *user) {
+    (void)n, (void)user;
+    GsGaussians g = {.means = NULL, .scales = in[0], .opacities = in[1]};
+    return gs4d_regularizer(&g, 0.3, 0.7);
+}
+
+/* 3DGS-MCMC's opacity and scale regularizers: the value, and the gradient against f64 finite
+ * differences (isotropic (N, 1) and anisotropic (N, 3) scales). */
+TEST(gs4d_regularizer_value_and_gradcheck) {
+    TensorScope *sc = tensor_scope_begin();
+    for (int ns = 1; ns <= 3; ns += 2) {
+        int64_t n = 9;
+        double s[27], o[9], want = 0;
+        for (int64_t i = 0; i < n * ns; i++) s[i] = -3 + 2 * urand(), want += 0.7 * exp(s[i]) / (double)(n * ns);
+        for (int64_t i = 0; i < n; i++) o[i] = 4 * urand() - 2, want += 0.3 / (1 + exp(-o[i])) / (double)n;
+        Tensor *in[2] = {tensor_requires_grad(tensor_from_f64(2, (int64_t[]){n, ns}, TENSOR_F64, s), true),
+                         tensor_requires_grad(tensor_from_f64(2, (int64_t[]){n, 1}, TENSOR_F64, o), true)};
+        CHECK_NEAR(tensor_item(fn_reg(2, in, NULL)), want, 1e-12);
+        AgGradcheckReport r;
+        bool ok = ag_gradcheck(fn_reg, 2, in, NULL, 1e-6, 1e-9, 1e-6, &r);
+        CHECK_MSG(ok, "ns %d: input %d element %lld: analytic %.10g vs numeric %.10g", ns, r.bad_input,
+                  (long long)r.bad_index, r.analytic, r.numeric);
+    }
+    GsGaussians g = {0};
+    CHECK(gs4d_regularizer(&g, 0, 0) == NULL);
     tensor_scope_end(sc);
 }
 
@@ -759,6 +788,135 @@ TEST(gs4d_labels_and_anisotropic_variant) {
     gs4d_free(&m);
     gs4d_data_free(&d);
     gs4d_data_free(&dt);
+    gs4d_synth_free(&s);
+    tensor_scope_end(sc);
+}
+
+/* ---- reclustering (issue 19 item 2's wiring) ----------------------------------------------------------- */
+
+typedef struct {
+    int bones, calls, fail;
+    int frames;
+} ReclusterProbe;
+
+static int probe_lbgvq(void *user, int frames, int64_t n, const float *rest, const float *pos, int32_t *labels) {
+    ReclusterProbe *p = user;
+    p->calls++, p->frames = frames;
+    if (p->fail) return -1;
+    SbClusterOptions o;
+    sb_cluster_defaults(&o);
+    o.bones = p->bones;
+    SbClusters c;
+    char err[256];
+    if (sb_cluster_lbgvq(frames, n, rest, pos, &o, &c, err, sizeof err)) return -1;
+    memcpy(labels, c.labels, sizeof(int32_t) * (size_t)n);
+    sb_clusters_free(&c);
+    return 0;
+}
+
+/* train.recluster_every: the step hands the trajectories to the callback every K deformation
+ * steps; LBG-VQ's labels replace the one cluster, the ARAP neighbors stay inside the new clusters,
+ * the loss stays finite; a failing callback leaves the labels as they were. */
+TEST(gs4d_recluster_with_lbgvq) {
+    TensorScope *sc = tensor_scope_begin();
+    Gs4dSynth s;
+    char err[512];
+    CHECK_MSG(gs4d_synth_make("quadruped", 0, 4, 4, 1, 24, &s, err, sizeof err) == 0, "%s", err);
+    Gs4dData d;
+    CHECK_MSG(gs4d_data_make(s.train, s.n_train, &d, err, sizeof err) == 0, "%s", err);
+    int64_t iters = 90;
+    Gs4dConfig c = tiny_config(iters);
+    c.n = 300, c.warmup = 30, c.recluster_every = 20, c.recluster_frames = 3, c.knn_every = 1000;
+    Gs4dModel m;
+    gs4d_init(&m, &c, &d, NULL);
+    ReclusterProbe probe = {.bones = 4};
+    gs4d_set_recluster(&m, probe_lbgvq, &probe);
+    TensorRng rng = {.seed = 5, .stream = 3};
+    int distinct = 1;
+    for (int64_t step = 0; step < iters; step++) {
+        int64_t v;
+        optim_data_order(0, step, d.n, 1, &v);
+        double l = gs4d_step(&m, &d, (int)v, &rng, NULL);
+        CHECK_MSG(isfinite(l), "step %lld: loss %g", (long long)step, l);
+        if (step + 1 < c.warmup + c.recluster_every) CHECK_MSG(probe.calls == 0, "called before the deformation phase");
+    }
+    /* after steps 50, 70, 90: every 20 steps of the deformation phase (it begins at 30) */
+    CHECK_MSG(probe.calls == 3 && m.reclustered == 3, "%d calls, %lld reclusterings", probe.calls, (long long)m.reclustered);
+    CHECK_MSG(probe.frames == 3, "the callback saw %d frames", probe.frames);
+    const float *l = tensor_f32(m.labels), *nb = tensor_f32(m.neighbors);
+    bool seen[64] = {false};
+    int bad = 0;
+    for (int64_t i = 0; i < c.n; i++) {
+        CHECK(l[i] >= 0 && l[i] < 64);
+        seen[(int)l[i]] = true;
+        for (int k = 0; k < c.arap_k; k++) bad += nb[i * c.arap_k + k] >= 0 && l[(int64_t)nb[i * c.arap_k + k]] != l[i];
+    }
+    distinct = 0;
+    for (int b = 0; b < 64; b++) distinct += seen[b];
+    CHECK_MSG(distinct > 1 && distinct <= probe.bones, "%d clusters after reclustering into %d", distinct, probe.bones);
+    CHECK_MSG(bad == 0, "%d neighbor pairs cross the new clusters", bad);
+    /* a failing callback: the labels stay */
+    float *before = malloc(sizeof(float) * (size_t)c.n);
+    memcpy(before, l, sizeof(float) * (size_t)c.n);
+    probe.fail = 1;
+    CHECK(gs4d_recluster(&m, &d) == -1);
+    CHECK(m.recluster_failed == 1);
+    CHECK(memcmp(before, tensor_f32(m.labels), sizeof(float) * (size_t)c.n) == 0);
+    free(before);
+    gs4d_free(&m);
+    gs4d_data_free(&d);
+    gs4d_synth_free(&s);
+    tensor_scope_end(sc);
+}
+
+/* ---- the geometry fix (issue 18): 3DGS-MCMC's opacity + scale regularizers --------------------------- */
+
+/* mean opacity and scale of the canonical set */
+static void mean_opacity_scale(const Gs4dModel *m, double *o, double *sc) {
+    int64_t n = m->cfg.n;
+    float *p = malloc(sizeof(float) * 3 * (size_t)n), *s = malloc(sizeof(float) * (size_t)n),
+          *rgb = malloc(sizeof(float) * 3 * (size_t)n), *op = malloc(sizeof(float) * (size_t)n);
+    gs4d_state_at(m, 0, p, s, rgb, op);
+    *o = *sc = 0;
+    for (int64_t i = 0; i < n; i++) *o += op[i] / (double)n, *sc += s[i] / (double)n;
+    free(p), free(s), free(rgb), free(op);
+}
+
+/* The step adds the regularizers to its loss (info.reg, the total) and they act: the same run
+ * with them ends with lower mean opacity (Gaussians nothing needs fade: the occluded inner layers
+ * of the benchmark) and smaller Gaussians. */
+TEST(gs4d_regularizers_in_the_step) {
+    TensorScope *sc = tensor_scope_begin();
+    Gs4dSynth s;
+    char err[512];
+    CHECK_MSG(gs4d_synth_make("quadruped", 0, 1, 6, 1, 24, &s, err, sizeof err) == 0, "%s", err);
+    Gs4dData d;
+    CHECK_MSG(gs4d_data_make(s.train, s.n_train, &d, err, sizeof err) == 0, "%s", err);
+    int64_t iters = 120;
+    double op[2], scl[2];
+    for (int reg = 0; reg < 2; reg++) {
+        Gs4dConfig c = tiny_config(iters);
+        c.n = 200, c.warmup = iters, c.densify_every = 0, c.reset_every = 0, c.arap_weight = 0;
+        if (reg) c.reg_opacity = 0.05, c.reg_scale = 0.5;
+        Gs4dModel m;
+        gs4d_init(&m, &c, &d, NULL);
+        TensorRng rng = {.seed = 4, .stream = 3};
+        for (int64_t step = 0; step < iters; step++) {
+            int64_t v;
+            optim_data_order(0, step, d.n, 1, &v);
+            Gs4dStepInfo info;
+            double l = gs4d_step(&m, &d, (int)v, &rng, &info);
+            CHECK(isfinite(l));
+            if (reg) CHECK_MSG(info.reg > 0 && fabs(l - info.photometric - info.reg) < 1e-6 * fabs(l),
+                               "loss %g, photometric %g, reg %g", l, info.photometric, info.reg);
+            else CHECK(info.reg == 0);
+        }
+        mean_opacity_scale(&m, &op[reg], &scl[reg]);
+        gs4d_free(&m);
+    }
+    fprintf(stderr, "  mean opacity %.4f -> %.4f, mean scale %.5f -> %.5f with the regularizers\n", op[0], op[1], scl[0], scl[1]);
+    CHECK_MSG(op[1] < op[0] && scl[1] < scl[0], "opacity %g vs %g, scale %g vs %g", op[1], op[0], scl[1], scl[0]);
+    gs4d_data_free(&d);
     gs4d_synth_free(&s);
     tensor_scope_end(sc);
 }

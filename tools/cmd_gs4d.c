@@ -2,7 +2,7 @@
  *
  *   anima gs4d fit --data DIR|synthetic[:category] [--config FILE] [--out RUN] [--iters K]
  *                  [--resume|--force] [--stop-after N] [--set key.path=value ...] [--no-progress]
- *                  [--device cpu|cuda]
+ *                  [--device cpu|cuda] [--no-eval]
  *   anima gs4d eval RUN
  *
  * fit: trains the canonical Gaussians and the deformation MLP on the training views, with
@@ -24,11 +24,20 @@
  * moments moved, the training images uploaded, the MLP on cuBLAS, the CUDA rasterizer, the losses
  * on the device; densification and the kNN on host copies written back); checkpoints, metrics and
  * the products are the same files. The held-out views stay on the host (renders come back).
+ * --no-eval skips every held-out and training PSNR (a smoke run of gs4d-paper on a CPU, where one
+ * evaluation pass costs more than the steps). train.recluster_every > 0: every that many
+ * deformation steps the ARAP clusters become Skelebones' LBG-VQ motion clusters
+ * (models/skelebones/cluster.h, train.recluster_bones of them) of the current trajectories — the
+ * model takes them through a callback set here, since models/gs4d may not use models/skelebones.
  * eval: reloads RUN's config and checkpoint and prints the held-out PSNR and SSIM (SSIM over the
  * valid 11×11 windows), and where the data has ground truth, the Chamfer distance between the
  * centers of the visible Gaussians (opacity ≥ 0.05) and the true surface per frame (% of the
  * frame's bounding-box diagonal; mean and max over frames) and the local-rigidity error of the
- * trajectories (models/gs4d/arap.h), next to the ground-truth surface's own. */
+ * trajectories (models/gs4d/arap.h), next to the ground-truth surface's own. The Chamfer line is
+ * followed by its two sides (centers → surface: accuracy; surface → centers: completeness), what
+ * as many points exactly on the surface would score (the floor for that many Gaussians), and the
+ * signed distances of the visible centers (negative inside; the median also in units of each
+ * Gaussian's scale; quantiles) — the measurements that tell a thin layer from a shrunken one. */
 #include <errno.h>
 #include <math.h>
 #include <stddef.h>
@@ -51,6 +60,7 @@
 #include "models/gaussians/fit.h"
 #include "models/gs4d/gs4d.h"
 #include "models/gs4d/synth.h"
+#include "models/skelebones/cluster.h"
 #include "optim/checkpoint.h"
 #include "optim/comm.h"
 #include "optim/train.h"
@@ -71,9 +81,11 @@ typedef struct {
     } model;
     struct {
         double lr_means, lr_means_final, lr_deform, lr_deform_final, lr_scales, lr_quats, lr_opacity, lr_color, lambda;
+        double reg_opacity, reg_scale;
     } optim;
     struct {
         int64_t iters, batch, turntable_frames, warmup, log_every, ckpt_every, densify_every, reset_every, knn_every, arap_k;
+        int64_t recluster_every, recluster_bones, recluster_frames;
         double refine_frac, prune_opacity, densify_grad, split_scale, arap_weight;
         bool random_background;
     } train;
@@ -114,6 +126,10 @@ static const DsConfigField OPTIM_FIELDS[] = {
     {"lr_opacity", DS_CFG_FLOAT, F(optim, lr_opacity), "5e-2", 0, 1},
     {"lr_color", DS_CFG_FLOAT, F(optim, lr_color), "2.5e-3", 0, 1},
     {"lambda", DS_CFG_FLOAT, F(optim, lambda), "0.2", 0, 1, .help = "D-SSIM weight"},
+    {"reg_opacity", DS_CFG_FLOAT, F(optim, reg_opacity), "0", 0, 100,
+     .help = "x mean opacity (3DGS-MCMC's 0.01): occluded inner Gaussians die and are relocated"},
+    {"reg_scale", DS_CFG_FLOAT, F(optim, reg_scale), "0", 0, 100,
+     .help = "x mean scale in world units (3DGS-MCMC's 0.01): small Gaussians whose centers sit on the surface"},
     {0}};
 static const DsConfigField TRAIN_FIELDS[] = {
     {"iters", DS_CFG_INT, F(train, iters), "8000", 1, 1e9},
@@ -135,6 +151,12 @@ static const DsConfigField TRAIN_FIELDS[] = {
     {"arap_k", DS_CFG_INT, F(train, arap_k), "8", 1, 64, .help = "neighbors per Gaussian"},
     {"knn_every", DS_CFG_INT, F(train, knn_every), "100", 0, 1e9, .help = "recompute the ARAP neighbors every N steps"},
     {"random_background", DS_CFG_BOOL, F(train, random_background), "true", NO_RANGE},
+    {"recluster_every", DS_CFG_INT, F(train, recluster_every), "0", 0, 1e9,
+     .help = "every N deformation steps, the ARAP clusters become Skelebones' LBG-VQ motion clusters of the "
+             "current trajectories (0: one cluster throughout)"},
+    {"recluster_bones", DS_CFG_INT, F(train, recluster_bones), "8", 1, SB_MAX_BONES, .help = "LBG-VQ's target cluster count"},
+    {"recluster_frames", DS_CFG_INT, F(train, recluster_frames), "16", 1, 10000,
+     .help = "training times (evenly picked) whose trajectories LBG-VQ sees"},
     {0}};
 static const DsConfigField GS4D_SCHEMA[] = {
     {"seed", DS_CFG_INT, offsetof(Gs4dCmdConfig, seed), "0", 0, 9e15},
@@ -155,12 +177,28 @@ static Gs4dConfig model_config(const Gs4dCmdConfig *c) {
     g.lr_deform = c->optim.lr_deform, g.lr_deform_final = c->optim.lr_deform_final, g.lr_steps = c->train.iters;
     g.lr_scales = c->optim.lr_scales, g.lr_quats = c->optim.lr_quats, g.lr_opacity = c->optim.lr_opacity;
     g.lr_color = c->optim.lr_color, g.lambda = c->optim.lambda;
+    g.reg_opacity = c->optim.reg_opacity, g.reg_scale = c->optim.reg_scale;
     g.warmup = c->train.warmup, g.densify_every = c->train.densify_every;
     g.refine_until = (int64_t)(c->train.refine_frac * (double)c->train.iters), g.reset_every = c->train.reset_every;
     g.prune_opacity = c->train.prune_opacity, g.densify_grad = c->train.densify_grad, g.split_scale = c->train.split_scale;
     g.arap_weight = c->train.arap_weight, g.arap_k = (int)c->train.arap_k, g.knn_every = c->train.knn_every;
     g.random_background = c->train.random_background;
+    g.recluster_every = c->train.recluster_every, g.recluster_frames = (int)c->train.recluster_frames;
     return g;
+}
+
+/* train.recluster_every: the model's recluster callback is Skelebones' LBG-VQ (the tool may use
+ * both model families; models/gs4d may not depend on models/skelebones) */
+static int recluster_lbgvq(void *user, int frames, int64_t n, const float *rest, const float *pos, int32_t *labels) {
+    SbClusterOptions o;
+    sb_cluster_defaults(&o);
+    o.bones = *(const int *)user;
+    SbClusters c;
+    char err[256];
+    if (sb_cluster_lbgvq(frames, n, rest, pos, &o, &c, err, sizeof err)) return -1;
+    memcpy(labels, c.labels, sizeof(int32_t) * (size_t)n);
+    sb_clusters_free(&c);
+    return 0;
 }
 
 /* ---- the data -------------------------------------------------------------------------------------- */
@@ -439,7 +477,7 @@ static int gs4d_fit_run(int argc, char **argv, OptimComm *comm) {
     bool is_main = rank == 0;
     FILE *errf = is_main ? stderr : NULL;
     const char *config_path = NULL, *out = "runs/gs4d";
-    bool no_progress = false, force = false, resume = false;
+    bool no_progress = false, force = false, resume = false, no_eval = false;
     int64_t stop_after = 0;
     CmdArgList sets = {.n = 0};
     const char *device = "cpu", *video = "auto";
@@ -454,6 +492,8 @@ static int gs4d_fit_run(int argc, char **argv, OptimComm *comm) {
         {"--stop-after", CMD_ARG_INT, &stop_after, "N", "checkpoint and stop after N steps of this run", 1, -1},
         {"--set", CMD_ARG_LIST, &sets, "k=v", "override a config key, e.g. --set train.arap_weight=0"},
         {"--no-progress", CMD_ARG_FLAG, &no_progress, NULL, "no progress display on stderr"},
+        {"--no-eval", CMD_ARG_FLAG, &no_eval, NULL,
+         "no held-out or training PSNR (at init, log steps, end): a smoke run of a large preset on a CPU"},
         {"--device", CMD_ARG_CHOICE, &device, "D",
          "cpu (default) or cuda: MLP, render, losses, gradients and Adam on the GPU", .choices = DEVICES},
         {"--video", CMD_ARG_CHOICE, &video, "KIND", CMD_VIDEO_HELP " of the turntable: RUN/turntable.{gif,mp4} (default auto)",
@@ -532,7 +572,9 @@ static int gs4d_fit_run(int argc, char **argv, OptimComm *comm) {
     Gs4dConfig mc = model_config(&cfg);
     Gs4dModel m;
     gs4d_init(&m, &mc, &dtr, NULL);
-    double psnr0 = rc || !is_main ? NAN : eval_views(&m, &dte, NULL);
+    int bones = (int)cfg.train.recluster_bones;
+    if (mc.recluster_every > 0) gs4d_set_recluster(&m, recluster_lbgvq, &bones);
+    double psnr0 = rc || !is_main || no_eval ? NAN : eval_views(&m, &dte, NULL);
     if (!rc && is_main)
         fprintf(stderr, "anima gs4d fit: %s, %d training + %d held-out views at %dx%d, %lld %s Gaussians, MLP %lldx%lld; "
                         "held-out PSNR at init %.2f dB\n",
@@ -577,7 +619,7 @@ static int gs4d_fit_run(int argc, char **argv, OptimComm *comm) {
         fprintf(stderr, "anima gs4d fit: %d ranks (%s), %lld views per step\n", ranks,
                 optim_comm_kind(comm) == OPTIM_COMM_NCCL ? "NCCL" : "MPI", (long long)cfg.train.batch);
     if (is_main && resume) fprintf(stderr, "anima gs4d fit: resuming %s at step %lld\n", ckpt_path, (long long)tl.step);
-    double t_train = base_now(), t_eval = 0, ts[6] = {0};
+    double t_train = base_now(), t_eval = 0, ts[6] = {0}, cs[6] = {0}, c_train = base_cpu_now(), c_eval = 0;
     int64_t n_def = 0;
     int64_t first = tl.step;
     int64_t *batch = base_malloc(sizeof(int64_t) * (size_t)cfg.train.batch);
@@ -589,20 +631,22 @@ static int gs4d_fit_run(int argc, char **argv, OptimComm *comm) {
         gs4d_step_batch(&m, &dtr, batch, (int)cfg.train.batch, &tl.rng, comm, &info);
         if (m.step > mc.warmup) { /* the stage times of the deformation phase */
             double t6[6] = {info.t_deform, info.t_render, info.t_loss, info.t_backward, info.t_optim, info.t_refine};
-            for (int k = 0; k < 6; k++) ts[k] += t6[k];
+            double c6[6] = {info.c_deform, info.c_render, info.c_loss, info.c_backward, info.c_optim, info.c_refine};
+            for (int k = 0; k < 6; k++) ts[k] += t6[k], cs[k] += c6[k];
             n_def++;
         }
         bool log_now = (tl.step + 1) % cfg.train.log_every == 0 || tl.step + 1 == cfg.train.iters;
-        double te = base_now();
-        double psnr = log_now && is_main ? eval_views(&m, &dte, NULL) : NAN;
-        t_eval += base_now() - te;
-        OptimMetric extra[5] = {{"test_psnr", psnr}, {"photometric", info.photometric}, {"arap", info.arap},
-                                {"densified", (double)m.densified}, {"relocated", (double)m.relocated}};
-        optim_train_step_end(&tl, info.loss, lr, 5, extra);
+        double te = base_now(), ce = base_cpu_now();
+        double psnr = log_now && is_main && !no_eval ? eval_views(&m, &dte, NULL) : NAN;
+        t_eval += base_now() - te, c_eval += base_cpu_now() - ce;
+        OptimMetric extra[7] = {{"test_psnr", psnr}, {"photometric", info.photometric}, {"arap", info.arap},
+                                {"densified", (double)m.densified}, {"relocated", (double)m.relocated}, {"reg", info.reg},
+                                {"reclustered", (double)m.reclustered}};
+        optim_train_step_end(&tl, info.loss, lr, 7, extra);
     }
     free(batch);
     bool finished = tl.step >= cfg.train.iters;
-    double t_loop = base_now() - t_train - t_eval;
+    double t_loop = base_now() - t_train - t_eval, c_loop = base_cpu_now() - c_train - c_eval;
     rc = optim_train_finish(&tl);
     if (cuda) { /* the products read the parameters and the training images on the host */
         gs4d_to_device(&m, TENSOR_CPU);
@@ -618,15 +662,18 @@ static int gs4d_fit_run(int argc, char **argv, OptimComm *comm) {
         tensor_runtime_shutdown();
         return rc;
     }
-    double ssim, psnr = eval_views(&m, &dte, &ssim), psnr_tr = eval_views(&m, &dtr, NULL);
+    double ssim = NAN, psnr = NAN, psnr_tr = NAN;
+    if (!no_eval) psnr = eval_views(&m, &dte, &ssim), psnr_tr = eval_views(&m, &dtr, NULL);
     printf("%s after %lld iterations: held-out PSNR %.2f dB, SSIM %.4f (%d views; %.2f dB at init), training PSNR %.2f dB; "
-           "%.1f s (%.1f ms/iteration)\n",
+           "%.1f s (%.1f ms/iteration); CPU %.1f s (training %.1f ms/iteration)\n",
            finished ? "done" : "stopped", (long long)m.step, psnr, ssim, dte.n, psnr0, psnr_tr, base_now() - t0,
-           steps ? 1e3 * t_loop / (double)steps : 0.0);
-    if (n_def)
-        printf("per deformation-phase iteration: MLP forward %.1f ms, rasterize %.1f ms, losses %.1f ms, backward %.1f ms, "
-               "Adam %.1f ms, densify/kNN %.1f ms\n", 1e3 * ts[0] / n_def, 1e3 * ts[1] / n_def, 1e3 * ts[2] / n_def,
-               1e3 * ts[3] / n_def, 1e3 * ts[4] / n_def, 1e3 * ts[5] / n_def);
+           steps ? 1e3 * t_loop / (double)steps : 0.0, base_cpu_now(), steps ? 1e3 * c_loop / (double)steps : 0.0);
+    for (int clk = 0; clk < 2 && n_def; clk++) {
+        const double *x = clk ? cs : ts;
+        printf("per deformation-phase iteration (%s): MLP forward %.1f ms, rasterize %.1f ms, losses %.1f ms, backward "
+               "%.1f ms, Adam %.1f ms, densify/kNN %.1f ms\n", clk ? "CPU" : "wall", 1e3 * x[0] / n_def,
+               1e3 * x[1] / n_def, 1e3 * x[2] / n_def, 1e3 * x[3] / n_def, 1e3 * x[4] / n_def, 1e3 * x[5] / n_def);
+    }
     if (finished) { /* the products of a finished run (a stopped one has its checkpoint) */
         DsGaussians g = {0};
         double *times = NULL;
@@ -667,6 +714,11 @@ static int gs4d_fit_main(int argc, char **argv) {
     int rc = gs4d_fit_run(argc, argv, comm);
     optim_comm_finalize(comm);
     return rc;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
 }
 
 /* ---- eval ----------------------------------------------------------------------------------------------- */
@@ -755,7 +807,21 @@ static int gs4d_eval_main(int argc, char **argv) {
                 if (r1 + r2 > 1) r1 = 1 - r1, r2 = 1 - r2;
                 tri[i] = lo, bary[2 * i] = r1, bary[2 * i + 1] = r2;
             }
-            double cham = 0, cham_max = 0;
+            /* a pixel's footprint at the scene center, and the rasterizer's 0.3 px² screen-space
+             * dilation of every Gaussian (σ ≥ 0.55 px on screen) in world units: the resolution's
+             * own limit; σ_eff = √(σ² + dilation) is the blur a Gaussian's silhouette has */
+            double o[3], px;
+            ds_camera_center(&dte.views[0].cam, o);
+            px = sqrt((o[0] - dte.center[0]) * (o[0] - dte.center[0]) + (o[1] - dte.center[1]) * (o[1] - dte.center[1]) +
+                      (o[2] - dte.center[2]) * (o[2] - dte.center[2])) / dte.views[0].cam.fx;
+            double dil2 = 0.3 * px * px, med_eff = 0, med_scale = 0;
+            double diag_mean = 0, cham = 0, cham_max = 0, side_cs = 0, side_sc = 0, floor_c = 0, inside = 0, med_sig = 0, nvis_mean = 0;
+            static const double QUANT[5] = {0.05, 0.25, 0.5, 0.75, 0.95};
+            double squant[5] = {0};
+            double *dist = base_malloc(sizeof(double) * (size_t)n), *sig = base_malloc(sizeof(double) * (size_t)n);
+            double *sige = base_malloc(sizeof(double) * (size_t)n);
+            float *visr = base_malloc(sizeof(float) * (size_t)n);
+            int64_t *near = base_malloc(sizeof(int64_t) * (size_t)n);
             for (int f = 0; f < s->frames; f++) {
                 const float *V = s->verts + (size_t)f * nv * 3;
                 double lo3[3] = {INFINITY, INFINITY, INFINITY}, hi3[3] = {-INFINITY, -INFINITY, -INFINITY};
@@ -775,13 +841,60 @@ static int gs4d_eval_main(int argc, char **argv) {
                 /* the Gaussians that show: opacity ≥ 0.05 (fainter ones are invisible floaters) */
                 int64_t nvis = 0;
                 for (int64_t i = 0; i < n; i++)
-                    if (op[i] >= 0.05f) memcpy(vis + 3 * nvis++, P + 3 * i, sizeof(float) * 3);
+                    if (op[i] >= 0.05f) visr[nvis] = sc[mc.isotropic ? i : 3 * i], memcpy(vis + 3 * nvis++, P + 3 * i, sizeof(float) * 3);
                 double diag = sqrt((hi3[0] - lo3[0]) * (hi3[0] - lo3[0]) + (hi3[1] - lo3[1]) * (hi3[1] - lo3[1]) +
                                    (hi3[2] - lo3[2]) * (hi3[2] - lo3[2]));
-                double c = nvis ? 100 * gs4d_chamfer(vis, nvis, samp, ns_s + nv) / diag : NAN;
+                double cs, scd;
+                gs4d_chamfer_sides(vis, nvis, samp, ns_s + nv, &cs, &scd);
+                double c = nvis ? 100 * 0.5 * (cs + scd) / diag : NAN;
                 cham += c / s->frames;
                 cham_max = fmax(cham_max, c);
+                diag_mean += diag / s->frames;
+                side_cs += 100 * cs / diag / s->frames, side_sc += 100 * scd / diag / s->frames;
+                nvis_mean += (double)nvis / s->frames;
+                /* what the metric gives for as many points as perfectly on the surface (uniform
+                 * samples, the first nvis of the i.i.d. ones): the floor n Gaussians can reach */
+                if (nvis && nvis <= ns_s) floor_c += 100 * gs4d_chamfer(samp, nvis, samp, ns_s + nv) / diag / s->frames;
+                /* signed distance of each visible center to the surface: the distance to the
+                 * nearest triangle sample, negative when behind that sample's triangle (outward
+                 * normals: the winding that gives the mesh a positive volume), in units of the
+                 * Gaussian's own scale */
+                if (nvis) {
+                    double vol6 = 0;
+                    for (int64_t t = 0; t < s->nf; t++) {
+                        const float *a = V + 3 * s->faces[3 * t], *b = V + 3 * s->faces[3 * t + 1], *cc = V + 3 * s->faces[3 * t + 2];
+                        vol6 += a[0] * ((double)b[1] * cc[2] - (double)b[2] * cc[1]) - a[1] * ((double)b[0] * cc[2] - (double)b[2] * cc[0]) +
+                                a[2] * ((double)b[0] * cc[1] - (double)b[1] * cc[0]);
+                    }
+                    gs4d_nearest(samp, ns_s, vis, nvis, dist, near);
+                    int64_t nin = 0;
+                    for (int64_t i = 0; i < nvis; i++) {
+                        const int32_t *t = s->faces + 3 * tri[near[i]];
+                        const float *a = V + 3 * t[0], *b = V + 3 * t[1], *cc = V + 3 * t[2];
+                        double e1[3] = {b[0] - a[0], b[1] - a[1], b[2] - a[2]}, e2[3] = {cc[0] - a[0], cc[1] - a[1], cc[2] - a[2]};
+                        double nr[3] = {e1[1] * e2[2] - e1[2] * e2[1], e1[2] * e2[0] - e1[0] * e2[2], e1[0] * e2[1] - e1[1] * e2[0]};
+                        const float *q = samp + 3 * near[i], *pp = vis + 3 * i;
+                        double dot = (pp[0] - q[0]) * nr[0] + (pp[1] - q[1]) * nr[1] + (pp[2] - q[2]) * nr[2];
+                        bool in = (dot < 0) == (vol6 > 0);
+                        nin += in;
+                        sig[i] = (in ? -dist[i] : dist[i]) / (visr[i] > 0 ? visr[i] : 1);
+                        sige[i] = (in ? -dist[i] : dist[i]) / sqrt((double)visr[i] * visr[i] + dil2);
+                        dist[i] = 100 * (in ? -dist[i] : dist[i]) / diag;
+                    }
+                    qsort(dist, (size_t)nvis, sizeof(double), cmp_double);
+                    for (int qi = 0; qi < 5; qi++) squant[qi] += dist[(int64_t)((nvis - 1) * QUANT[qi])] / s->frames;
+                    inside += (double)nin / (double)nvis / s->frames;
+                    /* the median (selection by sorting a copy is fine at these sizes) */
+                    qsort(sig, (size_t)nvis, sizeof(double), cmp_double);
+                    med_sig += sig[nvis / 2] / s->frames;
+                    qsort(sige, (size_t)nvis, sizeof(double), cmp_double);
+                    med_eff += sige[nvis / 2] / s->frames;
+                    for (int64_t i = 0; i < nvis; i++) sige[i] = visr[i];
+                    qsort(sige, (size_t)nvis, sizeof(double), cmp_double);
+                    med_scale += 100 * sige[nvis / 2] / diag / s->frames;
+                }
             }
+            free(dist), free(sig), free(sige), free(visr), free(near);
             /* rigidity: the trajectories' local neighborhoods (the kNN of the canonical centers)
              * against the ground-truth surface's own (the kNN of the canonical vertices) */
             int k = 8;
@@ -798,6 +911,14 @@ static int gs4d_eval_main(int argc, char **argv) {
             double rig_gt = gs4d_rigidity_error(s->verts, s->frames, s->rest, nv, nbv, k);
             printf("Chamfer (visible centers vs surface): mean %.3f%%, max %.3f%% of the bbox diagonal over %d frames\n",
                    cham, cham_max, s->frames);
+            printf("  sides: centers -> surface %.3f%%, surface -> centers %.3f%% (%.0f visible centers; the same number of "
+                   "points exactly on the surface: Chamfer %.3f%%)\n", side_cs, side_sc, nvis_mean, floor_c);
+            printf("  bbox diagonal %.4g; one pixel at the scene center is %.3f%% of it; median scale of the visible "
+                   "Gaussians %.3f%%\n", diag_mean, 100 * px / diag_mean, med_scale);
+            printf("  signed: %.1f%% of the visible centers inside the surface, median signed distance %.2f x their own "
+                   "scale, %.2f x sqrt(scale^2 + the dilation); quantiles 5/25/50/75/95%%: %.2f %.2f %.2f %.2f %.2f %% of the "
+                   "diagonal\n", 100 * inside, med_sig, med_eff,
+                   squant[0], squant[1], squant[2], squant[3], squant[4]);
             printf("local-rigidity error (RMS non-rigid residual of 8-NN neighborhoods / their size): %.3f%% "
                    "(ground truth's own: %.3f%%)\n", 100 * rig, 100 * rig_gt);
             free(pos3), free(sc), free(rgb), free(op), free(vis), free(samp), free(cum), free(tri), free(bary), free(rest);

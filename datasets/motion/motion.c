@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/mat3.h"
 #include "base/errbuf.h"
 #include "datasets/motion/motion.h"
 #include "datasets/motion/rig.h"
@@ -395,21 +396,6 @@ static void rot_of(const double *W, double R[9]) {
         for (int k = 0; k < 3; k++) R[3 * r + k] = W[4 * r + k];
 }
 
-static void slerp(const double a[4], const double b0[4], double u, double out[4]) {
-    double b[4], d = a[0] * b0[0] + a[1] * b0[1] + a[2] * b0[2] + a[3] * b0[3];
-    double s = d < 0 ? -1 : 1;
-    for (int k = 0; k < 4; k++) b[k] = s * b0[k];
-    d = fabs(d);
-    double wa = 1 - u, wb = u;
-    if (d < 0.9995) {
-        double th = acos(d), sn = sin(th);
-        wa = sin((1 - u) * th) / sn, wb = sin(u * th) / sn;
-    }
-    double n = 0;
-    for (int k = 0; k < 4; k++) out[k] = wa * a[k] + wb * b[k], n += out[k] * out[k];
-    n = sqrt(n);
-    for (int k = 0; k < 4; k++) out[k] /= n;
-}
 
 /* ---- mapping JSON ---------------------------------------------------------------------------------- */
 
@@ -754,7 +740,7 @@ int ds_motion_retarget_bvh(const DsBvh *bvh, const char *bvh_name, double start,
         if (nsrc < 2) i = 0, u = 0;
         int64_t i1 = nsrc < 2 ? 0 : i + 1;
         for (int b = 0; b < nb; b++)
-            slerp(loc + 4 * ((size_t)i * nb + b), loc + 4 * ((size_t)i1 * nb + b), u,
+            base_quat_slerp(loc + 4 * ((size_t)i * nb + b), loc + 4 * ((size_t)i1 * nb + b), u,
                   out->local + 4 * ((size_t)f * nb + b));
         for (int k = 0; k < 3; k++) out->root[3 * f + k] = (1 - u) * rt[3 * i + k] + u * rt[3 * i1 + k];
         mean[0] += out->root[3 * f] / nframes, mean[1] += out->root[3 * f + 2] / nframes;

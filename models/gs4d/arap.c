@@ -297,6 +297,10 @@ Tensor *gs4d_arap_loss(Tensor *xf, Tensor *xc, const int32_t *nbr, int k) {
 /* ---- evaluation metrics ------------------------------------------------------------------------- */
 
 void gs4d_nearest_dist(const float *ref, int64_t nr, const float *q, int64_t nq, double *out) {
+    gs4d_nearest(ref, nr, q, nq, out, NULL);
+}
+
+void gs4d_nearest(const float *ref, int64_t nr, const float *q, int64_t nq, double *out, int64_t *idx) {
     double lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
     for (int64_t i = 0; i < nr; i++)
         for (int a = 0; a < 3; a++) lo[a] = fmin(lo[a], ref[3 * i + a]), hi[a] = fmax(hi[a], ref[3 * i + a]);
@@ -340,6 +344,7 @@ void gs4d_nearest_dist(const float *ref, int64_t nr, const float *q, int64_t nq,
             ci[a] = v < 0 ? 0 : v >= g[a] ? g[a] - 1 : v;
         }
         double best = INFINITY;
+        int64_t bi = -1;
         for (int64_t r = 0; r <= gmax; r++) {
             for (int64_t a = ci[0] - r; a <= ci[0] + r; a++) {
                 if (a < 0 || a >= g[0]) continue;
@@ -356,7 +361,7 @@ void gs4d_nearest_dist(const float *ref, int64_t nr, const float *q, int64_t nq,
                             const float *o = ref + 3 * sorted[s];
                             double d = 0;
                             for (int e = 0; e < 3; e++) d += ((double)p[e] - o[e]) * ((double)p[e] - o[e]);
-                            if (d < best) best = d;
+                            if (d < best || (d == best && sorted[s] < bi)) best = d, bi = sorted[s];
                         }
                     }
                 }
@@ -366,12 +371,22 @@ void gs4d_nearest_dist(const float *ref, int64_t nr, const float *q, int64_t nq,
             if (best <= ((double)r * hmin) * ((double)r * hmin)) break;
         }
         out[k] = sqrt(best);
+        if (idx) idx[k] = bi;
     }
     free(start), free(cellof), free(sorted), free(fill);
 }
 
 double gs4d_chamfer(const float *a, int64_t na, const float *b, int64_t nb) {
-    if (na < 1 || nb < 1) return NAN;
+    double ab, ba;
+    gs4d_chamfer_sides(a, na, b, nb, &ab, &ba);
+    return 0.5 * (ab + ba);
+}
+
+void gs4d_chamfer_sides(const float *a, int64_t na, const float *b, int64_t nb, double *ab, double *ba) {
+    if (na < 1 || nb < 1) {
+        *ab = *ba = NAN;
+        return;
+    }
     double *da = base_malloc(sizeof(double) * (size_t)na), *db = base_malloc(sizeof(double) * (size_t)nb);
     gs4d_nearest_dist(b, nb, a, na, da);
     gs4d_nearest_dist(a, na, b, nb, db);
@@ -379,7 +394,7 @@ double gs4d_chamfer(const float *a, int64_t na, const float *b, int64_t nb) {
     for (int64_t i = 0; i < na; i++) sa += da[i];
     for (int64_t i = 0; i < nb; i++) sb += db[i];
     free(da), free(db);
-    return 0.5 * (sa / (double)na + sb / (double)nb);
+    *ab = sa / (double)na, *ba = sb / (double)nb;
 }
 
 double gs4d_rigidity_error(const float *pos, int frames, const float *rest, int64_t n, const int32_t *nbr, int k) {

@@ -42,10 +42,15 @@ Tensor *gs4d_arap_loss(Tensor *xf, Tensor *xc, const int32_t *nbr, int k);
 /* For each of the nq query points (nq × 3), the distance to the nearest of the nr reference points
  * (exact, a uniform grid over the references); out: nq. nr ≥ 1. */
 void gs4d_nearest_dist(const float *ref, int64_t nr, const float *q, int64_t nq, double *out);
+/* The same, and idx (nq; NULL: not wanted) the nearest reference (the smallest index among ties). */
+void gs4d_nearest(const float *ref, int64_t nr, const float *q, int64_t nq, double *out, int64_t *idx);
 
 /* Symmetric Chamfer distance between point sets a and b: ½ (mean_a min_b ‖a − b‖ + mean_b min_a
  * ‖b − a‖) (distances, not squared, so it reads in the scene's units). */
 double gs4d_chamfer(const float *a, int64_t na, const float *b, int64_t nb);
+/* Its two sides: ab = mean_a min_b ‖a − b‖ (accuracy: how far a's points are from b), ba = mean_b
+ * min_a ‖b − a‖ (completeness: how far b's points are from a). NAN when either set is empty. */
+void gs4d_chamfer_sides(const float *a, int64_t na, const float *b, int64_t nb, double *ab, double *ba);
 
 /* Local-rigidity error of trajectories pos (frames × n × 3) against the rest positions rest
  * (n × 3) over the neighbor lists nbr (n × k, −1 none): per frame, per point i, the best rotation

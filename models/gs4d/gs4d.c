@@ -27,7 +27,7 @@ Gs4dConfig gs4d_defaults(void) {
         /* 3DGS: densify every 100 until 15k, threshold 2e-4, percent_dense 0.01, reset every 3000 */
         .densify_every = 100, .refine_until = 15000, .reset_every = 3000,
         .prune_opacity = 0.005, .densify_grad = 2e-4, .split_scale = 0.01,
-        .arap_weight = 1.0, .arap_k = 8, .knn_every = 100,
+        .arap_weight = 1.0, .arap_k = 8, .knn_every = 100, .recluster_every = 0, .recluster_frames = 16,
         .background = {1, 1, 1}, .random_background = true, .dtype = TENSOR_F32,
     };
 }
@@ -425,6 +425,16 @@ GsGaussians gs4d_deform_at(const Gs4dModel *m, const GsGaussians *canon, Tensor 
     return g;
 }
 
+Tensor *gs4d_regularizer(const GsGaussians *g, double reg_opacity, double reg_scale) {
+    Tensor *r = NULL;
+    if (reg_opacity > 0) r = tensor_mul_scalar(tensor_mean_all(tensor_sigmoid(g->opacities)), reg_opacity);
+    if (reg_scale > 0) {
+        Tensor *s = tensor_mul_scalar(tensor_mean_all(tensor_exp(g->scales)), reg_scale);
+        r = r ? tensor_add(r, s) : s;
+    }
+    return r;
+}
+
 double gs4d_lr(const Gs4dModel *m, int g, int64_t step) {
     if (g != GS4D_MEANS && g != GS4D_DEFORM) return m->gopt[g].cfg.lr;
     double a = (g == GS4D_MEANS ? m->cfg.lr_means : m->cfg.lr_deform) * m->extent;
@@ -602,6 +612,62 @@ void gs4d_update_neighbors(Gs4dModel *m) {
     tensor_scope_end(s);
 }
 
+void gs4d_set_recluster(Gs4dModel *m, Gs4dReclusterFn fn, void *user) {
+    m->recluster = fn;
+    m->recluster_user = user;
+}
+
+static int cmp_f64(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+int gs4d_recluster(Gs4dModel *m, const Gs4dData *d) {
+    if (!m->recluster) return -1;
+    /* the distinct times of the views, ascending, then up to recluster_frames of them evenly */
+    double *t = base_malloc(sizeof(double) * (size_t)d->n);
+    for (int v = 0; v < d->n; v++) t[v] = d->views[v].time;
+    qsort(t, (size_t)d->n, sizeof(double), cmp_f64);
+    int nt = 0;
+    for (int v = 0; v < d->n; v++)
+        if (nt == 0 || t[v] != t[nt - 1]) t[nt++] = t[v];
+    int nf = m->cfg.recluster_frames > 0 && m->cfg.recluster_frames < nt ? m->cfg.recluster_frames : nt;
+    int64_t n = m->cfg.n, ns = m->cfg.isotropic ? 1 : 3;
+    float *pos = base_malloc(sizeof(float) * 3 * (size_t)n * (size_t)(nf + 1));
+    float *sc = base_malloc(sizeof(float) * (size_t)(n * ns)), *rgb = base_malloc(sizeof(float) * 3 * (size_t)n);
+    float *op = base_malloc(sizeof(float) * (size_t)n);
+    int32_t *lab = base_malloc(sizeof(int32_t) * (size_t)n);
+    float *rest = pos + 3 * (size_t)n * (size_t)nf;
+    for (int f = 0; f < nf; f++) {
+        int k = nf > 1 ? (int)((int64_t)f * (nt - 1) / (nf - 1)) : 0;
+        gs4d_state_at(m, t[k], pos + 3 * (size_t)n * f, sc, rgb, op);
+    }
+    {
+        TensorScope *s = tensor_scope_begin();
+        Tensor *mu = tensor_contiguous(tensor_to(m->means, TENSOR_CPU));
+        memcpy(rest, tensor_f32(mu), sizeof(float) * 3 * (size_t)n);
+        tensor_scope_end(s);
+    }
+    int rc = m->recluster(m->recluster_user, nf, n, rest, pos, lab);
+    for (int64_t i = 0; rc == 0 && i < n; i++)
+        if (lab[i] < 0) rc = -1;
+    if (rc == 0) {
+        TensorScope *s = tensor_scope_begin();
+        HostSession h;
+        host_begin(m, &h);
+        float *l = tensor_f32(m->labels);
+        for (int64_t i = 0; i < n; i++) l[i] = (float)lab[i];
+        if (m->cfg.arap_weight > 0) neighbors_host(m);
+        host_end(m, &h);
+        tensor_scope_end(s);
+        m->reclustered++;
+    } else {
+        m->recluster_failed++;
+    }
+    free(t), free(pos), free(sc), free(rgb), free(op), free(lab);
+    return rc;
+}
+
 static void opacity_reset(Gs4dModel *m) {
     float *o = tensor_f32(m->opacities);
     double cap = logit(0.01);
@@ -634,7 +700,8 @@ double gs4d_step_batch(Gs4dModel *m, const Gs4dData *d, const int64_t *views, in
     if (comm) optim_comm_shard(comm, batch, &b0, &b1);
     bool def = deforming(m);
     double tk[7] = {0}, t_def = 0, t_ren = 0, t_loss = 0, t_back = 0;
-    double sums[3] = {0, 0, 0}; /* loss, photometric, arap: this rank's sums over its views */
+    double ck[7] = {0}, c_def = 0, c_ren = 0, c_loss = 0, c_back = 0; /* the same on the CPU clock */
+    double sums[4] = {0, 0, 0, 0}; /* loss, photometric, arap, reg: this rank's sums over its views */
     int64_t n = m->cfg.n;
     int k = m->cfg.arap_k;
     int32_t *nbr = NULL;
@@ -656,23 +723,26 @@ double gs4d_step_batch(Gs4dModel *m, const Gs4dData *d, const int64_t *views, in
         int v = (int)views[j];
         const Gs4dView *view = &d->views[v];
         const double *bg = bgs + 3 * j;
-        tk[0] = base_now();
+        tk[0] = base_now(), ck[0] = base_cpu_now();
         TensorScope *s = tensor_scope_begin();
         Tensor *target = gs4d_target(d, v, bg);
         GsGaussians canon = gs4d_canonical(m);
         GsGaussians g = def ? gs4d_deform(m, &canon, view->time) : canon;
-        tk[1] = base_now();
+        tk[1] = base_now(), ck[1] = base_cpu_now();
         GsRenderOut r = gs_render(&g, &view->cam, bg);
-        tk[2] = base_now();
+        tk[2] = base_now(), ck[2] = base_cpu_now();
         Tensor *photo = gs_loss_photometric(r.image, target, m->cfg.lambda);
         Tensor *loss = photo, *arap = NULL;
         if (nbr) {
             arap = gs4d_arap_loss(g.means, canon.means, nbr, k);
             loss = tensor_add(loss, tensor_mul_scalar(arap, m->cfg.arap_weight));
         }
-        tk[3] = base_now();
+        Tensor *reg = gs4d_regularizer(&g, m->cfg.reg_opacity, m->cfg.reg_scale);
+        if (reg) loss = tensor_add(loss, reg);
+        tk[3] = base_now(), ck[3] = base_cpu_now();
         ag_backward(tensor_mul_scalar(loss, scale), NULL, false);
         sums[0] += tensor_item(loss), sums[1] += tensor_item(photo), sums[2] += arap ? tensor_item(arap) : 0;
+        sums[3] += reg ? tensor_item(reg) : 0;
         /* 3DGS's densification statistic: ‖∂L/∂μ'‖ of the view's own loss (undoing the scale) in
          * NDC (pixels × size / 2), summed over the steps that saw the Gaussian */
         Tensor *g2 = tensor_contiguous(tensor_to(tensor_cast(r.mean2d_grad, TENSOR_F64), TENSOR_CPU));
@@ -685,13 +755,14 @@ double gs4d_step_batch(Gs4dModel *m, const Gs4dData *d, const int64_t *views, in
             dcnt[i] += 1;
         }
         tensor_scope_end(s);
-        tk[4] = base_now();
+        tk[4] = base_now(), ck[4] = base_cpu_now();
         t_def += tk[1] - tk[0], t_ren += tk[2] - tk[1], t_loss += tk[3] - tk[2], t_back += tk[4] - tk[3];
+        c_def += ck[1] - ck[0], c_ren += ck[2] - ck[1], c_loss += ck[3] - ck[2], c_back += ck[4] - ck[3];
     }
     free(nbr);
     free(bgs);
     if (ranks > 1) {
-        tk[3] = base_now();
+        tk[3] = base_now(), ck[3] = base_cpu_now();
         optim_comm_allreduce_grads(comm, &m->params);
         TensorScope *s = tensor_scope_begin();
         Tensor *st = tensor_from_data(1, (int64_t[]){2 * n}, TENSOR_F32, dacc);
@@ -699,8 +770,8 @@ double gs4d_step_batch(Gs4dModel *m, const Gs4dData *d, const int64_t *views, in
         const float *sv = tensor_f32(st);
         for (int64_t i = 0; i < 2 * n; i++) dacc[i] = sv[i] * (float)ranks;
         tensor_scope_end(s);
-        for (int a = 0; a < 3; a++) sums[a] = optim_comm_allreduce_sum_scalar(comm, sums[a]);
-        t_back += base_now() - tk[3];
+        for (int a = 0; a < 4; a++) sums[a] = optim_comm_allreduce_sum_scalar(comm, sums[a]);
+        t_back += base_now() - tk[3], c_back += base_cpu_now() - ck[3];
     }
     if (tensor_device(m->grad_accum) == TENSOR_CPU) {
         float *acc = tensor_f32(m->grad_accum), *cnt = tensor_f32(m->grad_count);
@@ -720,13 +791,14 @@ double gs4d_step_batch(Gs4dModel *m, const Gs4dData *d, const int64_t *views, in
         info->loss = lv;
         info->photometric = sums[1] / batch;
         info->arap = sums[2] / batch;
+        info->reg = sums[3] / batch;
     }
-    tk[4] = base_now();
+    tk[4] = base_now(), ck[4] = base_cpu_now();
     for (int gi = 0; gi < GS4D_GROUPS; gi++) {
         if (!m->used[gi] || (gi == GS4D_DEFORM && !def)) continue;
         optim_step(&m->gopt[gi], gs4d_lr(m, gi, m->step));
     }
-    tk[5] = base_now();
+    tk[5] = base_now(), ck[5] = base_cpu_now();
     m->step++;
     m->optim.step = m->step;
     m->densified = m->relocated = 0;
@@ -744,10 +816,17 @@ double gs4d_step_batch(Gs4dModel *m, const Gs4dData *d, const int64_t *views, in
         host_end(m, &h);
         tensor_scope_end(s);
     }
-    tk[6] = base_now();
+    /* after the step's own refinement, so the new clusters' neighbors are the ones the next
+     * step uses (a recluster recomputes them) */
+    if (m->recluster && m->cfg.recluster_every > 0 && m->step > m->cfg.warmup &&
+        (m->step - m->cfg.warmup) % m->cfg.recluster_every == 0)
+        gs4d_recluster(m, d);
+    tk[6] = base_now(), ck[6] = base_cpu_now();
     if (info) {
         info->t_deform = t_def, info->t_render = t_ren, info->t_loss = t_loss, info->t_backward = t_back;
         info->t_optim = tk[5] - tk[4], info->t_refine = tk[6] - tk[5];
+        info->c_deform = c_def, info->c_render = c_ren, info->c_loss = c_loss, info->c_backward = c_back;
+        info->c_optim = ck[5] - ck[4], info->c_refine = ck[6] - ck[5];
     }
     return lv;
 }

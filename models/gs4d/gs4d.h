@@ -75,6 +75,16 @@ typedef struct {
     int64_t lr_steps;
     double lr_scales, lr_quats, lr_opacity, lr_color;
     double lambda; /* D-SSIM weight */
+    /* 3DGS-MCMC's regularizers (Kheradmand et al. 2024) on the rendered set: reg_opacity × mean
+     * opacity + reg_scale × mean scale (world units); 0 (every preset): off. Tried for issue 18's
+     * Chamfer distance: `anima gs4d eval` measured the visible centers sitting inside the true
+     * surface (98%, median −1.9% of the diagonal ≈ 2 σ_eff, σ_eff² = σ² + the rasterizer's 0.3 px²
+     * dilation), since a silhouette lies about 2 σ_eff outside the centers that make it; the terms
+     * were meant to shrink σ and fade occluded inner layers for densification to relocate. At
+     * 0.01 each they did not: the quadruped moved from −1.71% to −1.61% (Chamfer 2.14% → 2.03%)
+     * with σ no smaller, and once densification stops the opacity term fades Gaussians nothing
+     * recycles (the snake kept 556 of 3000 visible). Measurements: docs/gaussianimate.md §3. */
+    double reg_opacity, reg_scale;
     int64_t warmup;
     /* densification (fixed n) */
     int64_t densify_every, refine_until, reset_every;
@@ -83,6 +93,13 @@ typedef struct {
     double arap_weight;
     int arap_k;
     int64_t knn_every;
+    /* motion clusters: every recluster_every steps of the deformation phase (0: never) the
+     * trajectories of the canonical Gaussians at up to recluster_frames of the training times go
+     * to the model's recluster callback (gs4d_set_recluster), whose labels replace the ARAP
+     * clusters (the paper's clustering, issue 19: Skelebones' LBG-VQ, wired by the tool, as this
+     * layer may not depend on models/skelebones) */
+    int64_t recluster_every;
+    int recluster_frames;
     double background[3];
     bool random_background;
     TensorDType dtype; /* f32 for training; f64 for gradchecks */
@@ -121,9 +138,17 @@ typedef struct {
     int64_t in_dim;
 } Gs4dMlp;
 
+/* Labels for n points from their trajectories: rest (n × 3, the canonical means), pos (frames × n
+ * × 3, frame-major, the deformed means at each frame); writes labels (n, ≥ 0). 0, or -1 (the
+ * labels are then left as they were). Must be deterministic for the run to resume bit-identically. */
+typedef int (*Gs4dReclusterFn)(void *user, int frames, int64_t n, const float *rest, const float *pos, int32_t *labels);
+
 typedef struct {
     Gs4dConfig cfg;
     double extent;
+    Gs4dReclusterFn recluster; /* NULL: the labels stay as given to gs4d_init */
+    void *recluster_user;
+    int64_t reclustered, recluster_failed; /* calls that replaced the labels / that failed */
     NnParams params; /* everything, one flat buffer (checkpointed whole) */
     Optim optim;     /* Adam state over params->flat (what the checkpoint stores); stepped per group */
     NnParams gparams[GS4D_GROUPS];
@@ -173,15 +198,22 @@ GsGaussians gs4d_deform_at(const Gs4dModel *m, const GsGaussians *canon, Tensor 
 void gs4d_mlp_forward(const Gs4dMlp *mlp, const Gs4dConfig *cfg, Tensor *x, double t, Tensor **dmu, Tensor **ds,
                       Tensor **dq, Tensor **dc, Tensor **dop);
 
+/* reg_opacity · mean(sigmoid(opacities)) + reg_scale · mean(exp(scales)) of g (0-d, g's dtype;
+ * NULL when both weights are 0). */
+Tensor *gs4d_regularizer(const GsGaussians *g, double reg_opacity, double reg_scale);
+
 /* The learning rate of group g at step (means and deform: log-linear decay ×extent). */
 double gs4d_lr(const Gs4dModel *m, int g, int64_t step);
 
 typedef struct {
-    double loss, photometric, arap; /* means over the batch */
+    double loss, photometric, arap, reg; /* means over the batch (reg: gs4d_regularizer's) */
     /* seconds spent per stage (wall clock): the MLP forward, the rasterizer forward, the losses'
      * forward (photometric + ARAP with its rotation fits), the whole backward, the Adam updates,
      * and densification / opacity reset / kNN */
     double t_deform, t_render, t_loss, t_backward, t_optim, t_refine;
+    /* the same stages in this process's CPU seconds (base_cpu_now): on a loaded machine the wall
+     * clock also counts the time other processes held the cores */
+    double c_deform, c_render, c_loss, c_backward, c_optim, c_refine;
 } Gs4dStepInfo;
 
 /* One training step on view v of d, drawing the background (and relocations) from rng. */
@@ -197,6 +229,12 @@ double gs4d_step_batch(Gs4dModel *m, const Gs4dData *d, const int64_t *views, in
 int64_t gs4d_densify(Gs4dModel *m, const Gs4dData *d, TensorRng *rng);
 /* Recompute the ARAP neighbors from the canonical means (the step does it when due). */
 void gs4d_update_neighbors(Gs4dModel *m);
+/* The callback the step calls every cfg.recluster_every steps (of the deformation phase). */
+void gs4d_set_recluster(Gs4dModel *m, Gs4dReclusterFn fn, void *user);
+/* Recluster now: the deformed means at up to cfg.recluster_frames distinct times of d's views
+ * (evenly picked) go to the callback, its labels replace m->labels and the ARAP neighbors are
+ * recomputed inside the new clusters. 0, or -1 (no callback, or it failed: labels unchanged). */
+int gs4d_recluster(Gs4dModel *m, const Gs4dData *d);
 
 /* Render at time t without recording, (H, W, 3) f32 on the host over bg (NULL: cfg.background). Before the
  * warm-up ends (m->step < warmup) the canonical set is rendered, as in training. */

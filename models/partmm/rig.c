@@ -17,44 +17,11 @@ void pm_rig_free(PmRig *r) {
 
 /* Reads dataset name (rank dims, converted to mem of elem bytes) into a new buffer; the dims go to
  * dims. 0, or -1 with err. */
-static int read_ds(hid_t f, const char *path, const char *name, int rank, hid_t mem, size_t elem, hsize_t *dims,
+/* reads a dataset of the rig into a malloc'd array (base_h5_read_typed); dims out */
+static int read_ds(hid_t f, const char *path, const char *name, int rank, hid_t mem, size_t elem, int64_t *dims,
                    void **out, char *err, size_t errlen) {
-    *out = NULL;
-    if (H5Lexists(f, name, H5P_DEFAULT) <= 0) {
-        /* the group may be missing too */
-        return base_errf(err, errlen, "%s: no dataset %s (a rig from anima skelebones with its skeleton and IK)", path,
-                         name);
-    }
-    hid_t d = H5Dopen2(f, name, H5P_DEFAULT);
-    if (d < 0) return base_errf(err, errlen, "%s: cannot open the dataset %s", path, name);
-    hid_t sp = H5Dget_space(d);
-    int r = sp >= 0 ? H5Sget_simple_extent_ndims(sp) : -1;
-    if (r != rank || H5Sget_simple_extent_dims(sp, dims, NULL) < 0) {
-        if (sp >= 0) H5Sclose(sp);
-        H5Dclose(d);
-        return base_errf(err, errlen, "%s: the dataset %s has rank %d, expected %d", path, name, r, rank);
-    }
-    H5Sclose(sp);
-    size_t n = 1;
-    for (int k = 0; k < rank; k++) {
-        if (dims[k] > ((hsize_t)1 << 30)) {
-            H5Dclose(d);
-            return base_errf(err, errlen, "%s: the dataset %s is too large", path, name);
-        }
-        n *= dims[k];
-    }
-    void *p = malloc(n * elem + 8);
-    if (!p) {
-        H5Dclose(d);
-        return base_errf(err, errlen, "%s: out of memory reading %s", path, name);
-    }
-    if (n && H5Dread(d, mem, H5S_ALL, H5S_ALL, H5P_DEFAULT, p) < 0) {
-        free(p), H5Dclose(d);
-        return base_errf(err, errlen, "%s: reading the dataset %s failed (damaged or not numeric)", path, name);
-    }
-    H5Dclose(d);
-    *out = p;
-    return 0;
+    for (int k = 0; k < rank; k++) dims[k] = -1;
+    return base_h5_read_typed(f, path, name, rank, dims, mem, elem, out, err, errlen);
 }
 
 static int finite_all(const float *x, size_t n) {
@@ -68,7 +35,7 @@ int pm_rig_load(const char *path, PmRig *r, char *err, size_t errlen) {
     base_h5_quiet();
     hid_t f = base_h5_open_read(path, "rig (anima skelebones' rig.h5)", err, errlen);
     if (f < 0) return -1;
-    hsize_t dp[2], dw[2], dt[4], dj[2], dpa[1], dq[3], dtr[2], dparts[2];
+    int64_t dp[2], dw[2], dt[4], dj[2], dpa[1], dq[3], dtr[2], dparts[2];
     void *points = NULL, *weights = NULL, *tb = NULL, *rest = NULL, *parents = NULL, *rot = NULL, *trans = NULL,
          *parts = NULL;
     int rc = read_ds(f, path, "rest/points", 2, H5T_NATIVE_FLOAT, 4, dp, &points, err, errlen);

@@ -30,42 +30,14 @@ static int all_finite(const float *p, size_t n) {
     return 1;
 }
 
-/* reads dataset name of the given rank into a malloc'd array of mem type (float or int32); dims
- * out. 1 when absent, 0 read, -1 error. */
-static int rd(hid_t f, const char *path, const char *name, int rank, hid_t mem, hsize_t *dims, void **out, char *err,
+/* reads dataset name of the given rank into a malloc'd array of mem type (float or int32,
+ * base_h5_read_typed); dims out. 1 when absent, 0 read, -1 error. */
+static int rd(hid_t f, const char *path, const char *name, int rank, hid_t mem, int64_t *dims, void **out, char *err,
               size_t errlen) {
     *out = NULL;
     if (H5Lexists(f, name, H5P_DEFAULT) <= 0) return 1;
-    hid_t d = H5Dopen2(f, name, H5P_DEFAULT);
-    if (d < 0) return base_errf(err, errlen, "%s: cannot open the dataset %s", path, name);
-    hid_t sp = H5Dget_space(d);
-    int r = sp >= 0 ? H5Sget_simple_extent_ndims(sp) : -1;
-    if (r != rank || H5Sget_simple_extent_dims(sp, dims, NULL) < 0) {
-        if (sp >= 0) H5Sclose(sp);
-        H5Dclose(d);
-        return base_errf(err, errlen, "%s: the dataset %s has rank %d, expected %d", path, name, r, rank);
-    }
-    H5Sclose(sp);
-    size_t n = 1;
-    for (int k = 0; k < rank; k++) {
-        if (dims[k] > ((hsize_t)1 << 31)) {
-            H5Dclose(d);
-            return base_errf(err, errlen, "%s: the dataset %s is too large", path, name);
-        }
-        n *= dims[k];
-    }
-    void *p = malloc(n * 4 + 4);
-    if (!p) {
-        H5Dclose(d);
-        return base_errf(err, errlen, "%s: out of memory reading %s", path, name);
-    }
-    if (n && H5Dread(d, mem, H5S_ALL, H5S_ALL, H5P_DEFAULT, p) < 0) {
-        free(p), H5Dclose(d);
-        return base_errf(err, errlen, "%s: reading the dataset %s failed (damaged or not numeric)", path, name);
-    }
-    H5Dclose(d);
-    *out = p;
-    return 0;
+    for (int k = 0; k < rank; k++) dims[k] = -1;
+    return base_h5_read_typed(f, path, name, rank, dims, mem, 4, out, err, errlen);
 }
 
 static int check_faces(const char *path, const int32_t *f, int64_t nf, int64_t nv, char *err, size_t errlen) {
@@ -93,7 +65,7 @@ int sb_traj_read_h5(const char *path, const char *dataset, SbTraj *t, char *err,
                 rest_name = "canonical/positions";
         }
     }
-    hsize_t dp[3] = {0}, dr[2] = {0}, df[2] = {0};
+    int64_t dp[3] = {0}, dr[2] = {0}, df[2] = {0};
     void *pos = NULL, *rest = NULL, *faces = NULL;
     int rc = rd(f, path, dataset, 3, H5T_NATIVE_FLOAT, dp, &pos, err, errlen);
     if (rc == 1) rc = base_errf(err, errlen, "%s: no dataset '%s' (F × N × 3 trajectories)", path, dataset);
