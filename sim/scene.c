@@ -12,6 +12,7 @@
 #include "datasets/render/raster.h"
 #include "models/physskin/infer.h"
 #include "sim/bindings.h"
+#include "sim/cubature.h"
 #include "sim/internal.h"
 #include "sim/scene.h"
 
@@ -111,6 +112,8 @@ static const DsConfigField OBJECT[] = {
     OBJ("pose", 0, POSE),
     VEC("color", O(color), "[0.8, 0.45, 0.3]", .help = "RGB in [0, 1] of its renders"),
     STR("gaussians", O(gaussians), "", OSZ(gaussians), NULL, .help = "a 3DGS PLY in the skinning's frame, carried along and written per frame (\"\": none)"),
+    INT("cubature_points", O(cubature_points), "0", 0, 1e6, .help = "> 0: elastic forces over an optimized cubature set of at most this many points (sim/cubature.h, built at load); 0: every point"),
+    INT("cubature_drops", O(cubature_drops), "8", 0, 64, .help = "cubature_points > 0: the turned drops simulated for its training poses (0: random poses only)"),
     {0}};
 #undef O
 #undef OSZ
@@ -539,6 +542,22 @@ static int build_objects(const SimScene *sc, const char *scene_dir, SimObject *o
             base_errf(err, errlen, "objects[%d]: %s", k, e2);
             goto fail;
         }
+        if (so->cubature_points > 0) { /* after prepare: the drops step the object in its scene */
+            SimCubatureOptions co;
+            sim_cubature_defaults(&co);
+            co.max_points = (int)so->cubature_points, co.drops = (int)so->cubature_drops;
+            SimCubature cub;
+            if (sim_cubature_optimize(o, &co, &cub, e2, sizeof e2)) {
+                base_errf(err, errlen, "objects[%d].cubature_points: %s", k, e2);
+                goto fail;
+            }
+            rc = sim_object_set_cubature(o, cub.k, cub.idx, cub.w, e2, sizeof e2);
+            sim_cubature_free(&cub);
+            if (rc) {
+                base_errf(err, errlen, "objects[%d].cubature_points: %s", k, e2);
+                goto fail;
+            }
+        }
     }
     return 0;
 fail:
@@ -551,6 +570,11 @@ fail:
 
 int sim_scene_build(const SimScene *sc, const char *scene_dir, SimObject *objs, char *err, size_t errlen) {
     return build_objects(sc, scene_dir, objs, NULL, NULL, err, errlen);
+}
+
+int sim_scene_build_rigged(const SimScene *sc, const char *scene_dir, SimObject *objs, SimRig *rig, char *err,
+                           size_t errlen) {
+    return build_objects(sc, scene_dir, objs, NULL, rig, err, errlen);
 }
 
 int sim_scene_build_rigids(const SimScene *sc, const char *scene_dir, SimRigid *rigids, char *err, size_t errlen) {

@@ -20,6 +20,9 @@
  *       material: {E [5e4] (Pa), nu [0.3], rho [1000] (kg/m³)},
  *       pose: {scale [0.5], translate [[0, 1, 0]], rotate_deg [[0, 0, 0]]},
  *       color [[0.8, 0.45, 0.3]],
+ *       cubature_points [0] (> 0: the elastic forces over an optimized set of at most this many
+ *                        cubature points, sim_cubature_optimize at load with its defaults but
+ *                        cubature_drops turned drops; 0: every point), cubature_drops [8],
  *       gaussians [""] (a 3DGS PLY in the skinning's frame: bound by sim/bindings.h and written
  *                       per frame as frame_NNNNN_gaussians_K.ply, K the object index) } ]
  *   contact: {enabled [true], dhat [0] (m; 0: auto), stiffness [0] (N/m; 0: auto),
@@ -63,6 +66,7 @@ typedef struct {
     SimMaterial material;
     double scale, translate[3], rotate_deg[3], color[3];
     char gaussians[1024];
+    int64_t cubature_points, cubature_drops; /* sim/cubature.h at load (0: the full set) */
 } SimSceneObject;
 
 typedef struct {
@@ -117,6 +121,11 @@ void sim_scene_free(SimScene *sc);
 /* Builds the objects of a scene with all its controls (fixed regions resolved). objs gets
  * sc->nobjects entries. 0, or -1 with err set. */
 int sim_scene_build(const SimScene *sc, const char *scene_dir, SimObject *objs, char *err, size_t errlen);
+/* The same, and with a rig (sc->rig.object >= 0) the scene's rig built on its object into *rig
+ * (sim_rig_free it; untouched without one): for a caller that steps the world itself (the viewer)
+ * and calls sim_rig_advance before each step. */
+int sim_scene_build_rigged(const SimScene *sc, const char *scene_dir, SimObject *objs, SimRig *rig, char *err,
+                           size_t errlen);
 
 typedef struct {
     int64_t steps, frames;

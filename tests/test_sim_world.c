@@ -718,3 +718,35 @@ TEST(sim_scene_ipc_scenes_parse_and_errors) {
         CHECK_MSG(strstr(err, cases[i].expect) != NULL, "case %zu: %s", i, err);
     }
 }
+
+/* The object key cubature_points (sim/scene.h): > 0 builds an optimized cubature set at load
+ * (sim_cubature_optimize) of at most that many points and installs it; absent, every point; the
+ * viewer's default (tools/cmd_view_live.c) rests on it. Random poses only (cubature_drops 0) and a
+ * small grid keep it to a fraction of a second. */
+TEST(sim_scene_cubature_points_key_installs_an_optimized_set) {
+    const char *fmt = "{\"dt\": 0.01, \"gravity\": [0, -9.81, 0], \"objects\": [{\"skinning\": {\"category\": \"cactus\", "
+                      "\"kind\": \"rbf\", \"handles\": 4, \"cubature_res\": 12, \"mesh_res\": 24}%s}], "
+                      "\"planes\": [{\"normal\": [0, 1, 0], \"offset\": 0}]}";
+    char text[1024], err[512];
+    int64_t ne[2], nc = 0;
+    for (int with = 0; with < 2; with++) {
+        snprintf(text, sizeof text, fmt, with ? ", \"cubature_points\": 30, \"cubature_drops\": 0" : "");
+        SimScene sc;
+        CHECK_MSG(sim_scene_parse(text, "test", &sc, err, sizeof err) == 0, "%s", err);
+        SimObject o;
+        CHECK_MSG(sim_scene_build(&sc, NULL, &o, err, sizeof err) == 0, "%s", err);
+        ne[with] = o.ne, nc = o.nc;
+        if (with) {
+            double wsum = 0;
+            for (int64_t e = 0; e < o.ne; e++) wsum += o.ew[e];
+            CHECK_MSG(wsum > 0, "the set's weights sum to %g", wsum);
+        }
+        sim_object_free(&o);
+        sim_scene_free(&sc);
+    }
+    CHECK_MSG(ne[0] == 0 && ne[1] > 0 && ne[1] <= 30 && nc > 30, "full %lld, optimized %lld of %lld points",
+              (long long)ne[0], (long long)ne[1], (long long)nc);
+    SimScene sc;
+    snprintf(text, sizeof text, fmt, ", \"cubature_points\": -1");
+    CHECK(sim_scene_parse(text, "test", &sc, err, sizeof err) != 0 && strstr(err, "cubature_points"));
+}

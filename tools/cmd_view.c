@@ -544,11 +544,13 @@ int cmd_view(int argc, char **argv) {
     const char *scene = NULL, *bind = "127.0.0.1", *web = NULL, *modules = NULL;
     int64_t port = 8720;
     double drag_k = 0;
+    int64_t cubature = -1;
     const CmdArg args[] = {
         {"--scene", CMD_ARG_STRING, &scene, "FILE.json", "a scene (sim/scene.h) to simulate live and drag in the browser"},
         {"--port", CMD_ARG_INT, &port, "P", "TCP port (0: any free one, printed)", 0, 65535},
         {"--bind", CMD_ARG_STRING, &bind, "ADDR", "listen address; not loopback: a token is required (printed in the URL)"},
         {"--drag-stiffness", CMD_ARG_DOUBLE, &drag_k, "K", "the mouse drag's spring (N/m; default: the scene's first drag, else 2e5)", 0, -1, .above_min = true},
+        {"--cubature", CMD_ARG_INT, &cubature, "N", "live: every object's elastic forces over an optimized set of at most N cubature points built at load (sim/cubature.h; 0: every point; default: the scene's cubature_points, else 300 without a rig)", 0, 1000000},
         {"--web", CMD_ARG_STRING, &web, "DIR", "the page's files (default: tools/web/viewer beside the program)"},
         {"--modules", CMD_ARG_STRING, &modules, "DIR", "node_modules with three.js (default: build/web/node_modules, make web-deps)"},
         {0}};
@@ -603,7 +605,7 @@ int cmd_view(int argc, char **argv) {
     }
     struct lws_vhost *vh = lws_get_vhost_by_name(S.ctx, "default");
     int lport = vh ? lws_get_vhost_listen_port(vh) : (int)port;
-    if (scene && view_live_start(&S.live, scene, drag_k, notify, S.ctx, err, sizeof err)) {
+    if (scene && view_live_start(&S.live, scene, drag_k, cubature, notify, S.ctx, err, sizeof err)) {
         fprintf(stderr, "anima view: %s\n", err);
         lws_context_destroy(S.ctx);
         return 1;

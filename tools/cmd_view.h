@@ -29,10 +29,15 @@ typedef struct {
 
 typedef struct ViewLive ViewLive;
 
-/* Loads the scene, builds it and starts its thread. notify(ctx) is called from the sim thread after
- * each published frame (lws_cancel_service: the server's loop wakes and writes). 0, or -1 with err. */
-int view_live_start(ViewLive **out, const char *scene_path, double drag_stiffness, void (*notify)(void *), void *ctx,
-                    char *err, size_t errlen);
+/* the live view's optimized cubature set by default (sim/cubature.h's default size) */
+#define VIEW_CUBATURE_POINTS 300
+
+/* Loads the scene, builds it and starts its thread. cubature_points >= 0 replaces every object's
+ * cubature_points key (sim/scene.h: > 0 an optimized set built at load, 0 every point); -1: the
+ * scene's key where set, else VIEW_CUBATURE_POINTS in a scene without a rig. notify(ctx) is called from the sim thread after each published frame
+ * (lws_cancel_service: the server's loop wakes and writes). 0, or -1 with err. */
+int view_live_start(ViewLive **out, const char *scene_path, double drag_stiffness, int64_t cubature_points,
+                    void (*notify)(void *), void *ctx, char *err, size_t errlen);
 void view_live_stop(ViewLive *L);
 
 /* One client message: validated here (in the server's thread) and queued for the sim thread.

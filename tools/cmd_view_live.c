@@ -15,9 +15,15 @@
  *                           rest shape (sim/solver.h: ū = v t) and snap a deformed region back.
  *   drop_ball {pos, vel, radius?}  a rigid sphere (sim/rigid.h) in the world, IPC contact with the
  *                           objects when the scene's contact is on; at most 4 (the oldest goes).
- *   joint {...}             moving a rig joint: answered "no rig in scene" (no scene has a rig yet).
+ *   joint {joint, rotation | clear}  a rigged scene's bone (index or name) given a local rotation
+ *                           (rotation vector in radians, axis × angle about world axes at rest,
+ *                           carried by the parent: rig.h's conventions) that
+ *                           replaces the scene's motion for that bone (sim_rig_set_joint_rotation)
+ *                           until clear:true gives it back. Without a rig: "no rig in scene".
  *   reset                   rest state, no drags, pins or balls, t = 0.
  *
+ * A rigged scene's rig (sim/rig.h: its clip, keys and drags) plays on the live clock, advanced
+ * before every step; balls are refused there (the IPC contact does not see the rig's displacement).
  * The scene's own scripted drags are left out: in the viewer the user drags. A control change that
  * needs the object re-prepared (a new grab point, a pin, a ball) rebuilds the world around the same
  * objects (its caches point into the prepared state); the object's z and ż are kept. */
@@ -38,7 +44,7 @@
 #include "sim/scene.h"
 #include "tools/cmd_view.h"
 
-enum { CMD_DRAG, CMD_RELEASE, CMD_PIN, CMD_UNPIN, CMD_BALL, CMD_RESET };
+enum { CMD_DRAG, CMD_RELEASE, CMD_PIN, CMD_UNPIN, CMD_BALL, CMD_JOINT, CMD_RESET };
 enum { QCAP = 64, MAX_BALLS = 4, MAX_PINS = 8, NTIME = 128 };
 
 typedef struct {
@@ -63,6 +69,8 @@ struct ViewLive {
     int nrigid, nscene_rigid;
     SimWorld world;
     bool world_ok;
+    SimRig rig;         /* the scene's rig (rigged: on objs[sc.rig.object]) */
+    bool rigged;
     double t, drag_k, drag_radius, extent, center[3];
     double **z0;        /* each object's initial z (reset) */
     int64_t *v0;        /* each object's first vertex in the frame */
@@ -179,6 +187,7 @@ static void free_all(ViewLive *L) {
     if (L->world_ok) sim_world_free(&L->world);
     for (int k = 0; k < L->nobj; k++) sim_object_free(&L->objs[k]);
     for (int r = 0; r < L->nrigid; r++) sim_rigid_free(&L->rigids[r]);
+    if (L->rigged) sim_rig_free(&L->rig);
     if (L->z0)
         for (int k = 0; k < L->nobj; k++) free(L->z0[k]);
     free(L->z0), free(L->objs), free(L->rigids), free(L->v0);
@@ -208,9 +217,9 @@ static int obj_of(const ViewLive *L, int64_t v, int64_t *local) {
 }
 
 static void vertex_now(const SimObject *o, int64_t v, double x[3]) {
-    /* x = X_v + Σ_q B_v[q] z⁽ⁱ⁾[q] (sim/solver.h) */
+    /* x = X_v + u_r + Σ_q B_v[q] z⁽ⁱ⁾[q] (sim/solver.h; u_r the rig's, when there is one) */
     for (int i = 0; i < 3; i++) {
-        double s = o->Xv[3 * v + i];
+        double s = o->Xv[3 * v + i] + (o->rig_uv ? o->rig_uv[3 * v + i] : 0);
         for (int64_t q = 0; q < o->nb; q++) s += o->Bv[v * o->nb + q] * o->z[i * o->nb + q];
         x[i] = s;
     }
@@ -219,6 +228,12 @@ static void vertex_now(const SimObject *o, int64_t v, double x[3]) {
 static void remove_slot(SimObject *o, int slot) {
     memmove(o->drags + slot, o->drags + slot + 1, sizeof(SimDrag) * (size_t)(o->ndrags - slot - 1));
     o->ndrags--;
+}
+
+/* the rig's pose at t = 0 shown, its history started again (as sim/scene.c's run does) */
+static void rig_start(ViewLive *L) {
+    sim_rig_advance(&L->rig, &L->objs[L->sc.rig.object], 0, L->sc.dt);
+    L->rig.hist = 0;
 }
 
 static int apply(ViewLive *L, const Cmd *c, char *err, size_t errlen) {
@@ -319,6 +334,23 @@ static int apply(ViewLive *L, const Cmd *c, char *err, size_t errlen) {
         }
         return world_rebuild(L, err, errlen);
     }
+    case CMD_JOINT: {
+        if (c->radius > 0) {
+            sim_rig_clear_joint(&L->rig, (int)c->vertex);
+            return 0;
+        }
+        /* the rotation vector r = θ a is given in world axes; the rig's are the object's pose's
+         * rotation R away (rig.h: world = scale·R p + T), so a_rig = Rᵀ a. As a unit quaternion
+         * (cos θ/2, sin θ/2 a_rig) */
+        double ar[3], q[4] = {1, 0, 0, 0};
+        for (int i = 0; i < 3; i++) ar[i] = L->rig.R[i] * c->a[0] + L->rig.R[3 + i] * c->a[1] + L->rig.R[6 + i] * c->a[2];
+        double th = sqrt(ar[0] * ar[0] + ar[1] * ar[1] + ar[2] * ar[2]);
+        if (th > 0) {
+            q[0] = cos(0.5 * th);
+            for (int i = 0; i < 3; i++) q[i + 1] = sin(0.5 * th) * ar[i] / th;
+        }
+        return sim_rig_set_joint_rotation(&L->rig, (int)c->vertex, q, err, errlen);
+    }
     case CMD_RESET:
     default: {
         for (int k = 0; k < L->nobj; k++) {
@@ -328,6 +360,10 @@ static int apply(ViewLive *L, const Cmd *c, char *err, size_t errlen) {
             o->ndrags = 0, o->t = 0;
         }
         L->drag.slot = -1, L->npins = 0, L->t = 0;
+        if (L->rigged) { /* the scene's motion again from t = 0, every bone given back */
+            for (int b = 0; b < L->rig.nbones; b++) sim_rig_clear_joint(&L->rig, b);
+            rig_start(L);
+        }
         if (rigids_reset(L, err, errlen)) return -1;
         pthread_mutex_lock(&L->mu);
         int rc = topology_build(L);
@@ -387,6 +423,7 @@ static void *sim_thread(void *arg) {
             if (cmds[i].id) L->last_applied = cmds[i].id;
         }
         double c0 = base_cpu_now(), w0 = base_now();
+        if (L->rigged) sim_rig_advance(&L->rig, &L->objs[L->sc.rig.object], L->t + L->sc.dt, L->sc.dt);
         if (sim_world_step(&L->world, L->sc.dt, err, sizeof err)) {
             char msg[1200];
             snprintf(msg, sizeof msg, "step failed (%s): scene reset", err);
@@ -443,8 +480,8 @@ static void *sim_thread(void *arg) {
     return NULL;
 }
 
-int view_live_start(ViewLive **out, const char *scene_path, double drag_stiffness, void (*notify)(void *), void *ctx,
-                    char *err, size_t errlen) {
+int view_live_start(ViewLive **out, const char *scene_path, double drag_stiffness, int64_t cubature_points,
+                    void (*notify)(void *), void *ctx, char *err, size_t errlen) {
     *out = NULL;
     ViewLive *L = calloc(1, sizeof *L);
     if (!L) {
@@ -471,6 +508,13 @@ int view_live_start(ViewLive **out, const char *scene_path, double drag_stiffnes
     L->drag_radius = L->sc.ndrags ? L->sc.drags[0].radius : 0;
     if (drag_stiffness > 0) L->drag_k = drag_stiffness;
     L->sc.ndrags = 0;
+    /* an optimized cubature by default: on drop.json and drag.json it cut the sim's CPU per step
+     * (2.4 -> 1.2 ms on the drop at rest) and left the browser more of the 2 cores (docs/viewer.md);
+     * not under a rig, whose skinning is a network's and whose drops would not move the rig */
+    for (int k = 0; k < L->sc.nobjects; k++)
+        if (cubature_points >= 0) L->sc.objects[k].cubature_points = cubature_points;
+        else if (!L->sc.objects[k].cubature_points && L->sc.rig.object < 0)
+            L->sc.objects[k].cubature_points = VIEW_CUBATURE_POINTS;
     L->nobj = L->sc.nobjects;
     L->objs = calloc((size_t)L->nobj, sizeof *L->objs);
     L->rigids = calloc((size_t)(L->sc.nrigids + MAX_BALLS + 1), sizeof *L->rigids);
@@ -480,10 +524,12 @@ int view_live_start(ViewLive **out, const char *scene_path, double drag_stiffnes
         base_errf(err, errlen, "out of memory");
         goto fail;
     }
-    if (sim_scene_build(&L->sc, L->dir, L->objs, err, errlen)) {
-        L->nobj = 0; /* sim_scene_build freed them */
+    if (sim_scene_build_rigged(&L->sc, L->dir, L->objs, &L->rig, err, errlen)) {
+        L->nobj = 0; /* sim_scene_build_rigged freed them (and the rig) */
         goto fail;
     }
+    L->rigged = L->sc.rig.object >= 0;
+    if (L->rigged) rig_start(L);
     L->nscene_rigid = L->sc.nrigids;
     if (rigids_reset(L, err, errlen)) goto fail;
     double lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
@@ -617,6 +663,10 @@ int view_live_message(ViewLive *L, const char *text, size_t len, char *reply, si
             snprintf(why, sizeof why, "drop_ball: vel %s", e);
             goto bad;
         }
+        if (L->rigged) { /* world.c's IPC does not see the rig's displacement (sim/scene.h) */
+            snprintf(why, sizeof why, "drop_ball: not in a rigged scene (contact does not see the rig)");
+            goto bad;
+        }
         c.radius = 0.1 * L->extent;
         if (r) {
             if (!cJSON_IsNumber(r) || !(r->valuedouble >= 0.01 * L->extent && r->valuedouble <= L->extent)) {
@@ -627,8 +677,31 @@ int view_live_message(ViewLive *L, const char *text, size_t len, char *reply, si
         }
         c.type = CMD_BALL;
     } else if (!strcmp(t, "joint")) {
-        snprintf(why, sizeof why, "no rig in scene");
-        goto bad;
+        if (!L->rigged) {
+            snprintf(why, sizeof why, "no rig in scene");
+            goto bad;
+        }
+        const cJSON *b = cJSON_GetObjectItemCaseSensitive(j, "joint"), *cl = cJSON_GetObjectItemCaseSensitive(j, "clear");
+        int bone = -1;
+        if (cJSON_IsString(b)) bone = sim_rig_bone(&L->rig, b->valuestring); /* names are fixed after the load */
+        else if (cJSON_IsNumber(b) && b->valuedouble == floor(b->valuedouble) && b->valuedouble >= 0 &&
+                 b->valuedouble < L->rig.nbones)
+            bone = (int)b->valuedouble;
+        if (bone < 0) {
+            snprintf(why, sizeof why, "joint: joint must be a bone name or an integer from 0 to %d", L->rig.nbones - 1);
+            goto bad;
+        }
+        if (cl && !cJSON_IsBool(cl)) {
+            snprintf(why, sizeof why, "joint: clear must be true or false");
+            goto bad;
+        }
+        if (cJSON_IsTrue(cl)) {
+            c.radius = 1;
+        } else if ((e = vec3(j, "rotation", 4 * M_PI, c.a))) {
+            snprintf(why, sizeof why, "joint: rotation %s", e);
+            goto bad;
+        }
+        c.type = CMD_JOINT, c.vertex = bone;
     } else if (!strcmp(t, "reset")) {
         c.type = CMD_RESET;
     } else {
@@ -663,7 +736,25 @@ char *view_live_hello(ViewLive *L) {
     cJSON_AddNumberToObject(j, "extent", L->extent);
     cJSON_AddItemToObject(j, "center", cJSON_CreateDoubleArray(L->center, 3));
     cJSON_AddNumberToObject(j, "drag_radius", L->drag_radius);
-    cJSON_AddBoolToObject(j, "rig", false);
+    cJSON_AddBoolToObject(j, "rig", L->rigged);
+    if (L->rigged) { /* the bones at rest in the world (rig frame p → L p + off) for the page's joint list */
+        cJSON *bs = cJSON_AddArrayToObject(j, "bones");
+        for (int b = 0; b < L->rig.nbones; b++) {
+            const DsBone *db = &L->rig.shape.bones[b];
+            double h[3], tl[3];
+            for (int i = 0; i < 3; i++) {
+                h[i] = L->rig.off[i], tl[i] = L->rig.off[i];
+                for (int k = 0; k < 3; k++)
+                    h[i] += L->rig.L[3 * i + k] * db->head[k], tl[i] += L->rig.L[3 * i + k] * db->tail[k];
+            }
+            cJSON *o = cJSON_CreateObject();
+            cJSON_AddStringToObject(o, "name", db->name);
+            cJSON_AddNumberToObject(o, "parent", db->parent);
+            cJSON_AddItemToObject(o, "head", cJSON_CreateDoubleArray(h, 3));
+            cJSON_AddItemToObject(o, "tail", cJSON_CreateDoubleArray(tl, 3));
+            cJSON_AddItemToArray(bs, o);
+        }
+    }
     cJSON_AddBoolToObject(j, "contact", L->sc.contact.enabled);
     for (int k = 0; k < L->nobj; k++) {
         cJSON *o = cJSON_CreateObject();

@@ -14,7 +14,7 @@
 // The last line is "N passed, M failed" (tests/run.sh). Without chromium the browser part is skipped
 // with a message; the server checks still run.
 import { spawn, execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { connect } from 'node:net';
 import os from 'node:os';
@@ -137,7 +137,7 @@ async function serverChecks(server) {
   for (let i = 0; i < 100; i++) ws.send(i === 50 ? new Uint8Array([1, 2, 3, 4]) : bad[i % bad.length]);
   const t = Date.now();
   while (errors < 100 && Date.now() - t < 20000) await sleep(50);
-  check('100 malformed messages: an error reply each', errors === 100 && alive(server.proc),
+  check('100 malformed messages: an error reply each', errors === 100 && rig === 'no rig in scene' && alive(server.proc),
         `${errors} error replies (joint: "${rig}")`);
   // ---- a client that leaves mid-stream, a socket cut inside a frame, then a new client ----
   const framesBefore = frames;
@@ -197,7 +197,9 @@ const canvasVariance = (page) => page.evaluate(() => {
 });
 
 async function liveChecks(browser, sceneName) {
-  const server = await startServer(['--scene', `scenes/${sceneName}`]);
+  // VIEWER_TEST_CUBATURE=N: the live scenes with --cubature N (measuring both ways)
+  const cub = process.env.VIEWER_TEST_CUBATURE;
+  const server = await startServer(['--scene', `scenes/${sceneName}`, ...(cub ? ['--cubature', cub] : [])]);
   const state = async (v) => (await fetch(`${server.base}/api/state${v !== undefined ? `?vertex=${v}` : ''}`)).json();
   try {
     const page = await newPage(browser);
@@ -237,10 +239,11 @@ async function liveChecks(browser, sceneName) {
           `centroid moved (${dc.map((x) => x.toFixed(4)).join(', ')}) m`);
     const fps = (shown1 - shown0) / elapsed, st = await state();
     const sw = await page.evaluate(() => window.viewerStats.software);
+    const cubPts = await page.evaluate(() => window.viewerStats.hello.objects.map((o) => o.cubature).join('+'));
     console.log(`info ${sceneName}: ${fps.toFixed(1)} sim frames shown per second in the browser during a ${DRAG_SECONDS} s drag ` +
                 `(${sw ? 'SwiftShader, half resolution' : 'GPU'}, 800x600); input-to-pixel latency median ${median(lats).toFixed(1)} ms, ` +
                 `p90 ${pct(lats, 0.9).toFixed(1)} ms (${lats.length} inputs); sim step wall ${st.step_ms_median.toFixed(2)} ms, ` +
-                `CPU ${st.step_cpu_ms_median.toFixed(2)} ms (medians, last 128 steps), real-time ratio ${st.realtime.toFixed(2)}; ` +
+                `CPU ${st.step_cpu_ms_median.toFixed(2)} ms (medians, last 128 steps; ${cubPts} cubature points), real-time ratio ${st.realtime.toFixed(2)}; ` +
                 `targets >= 30 fps and <= 100 ms ${fps >= 30 && median(lats) <= 100 ? 'met' : 'NOT met'} ` +
                 `(load average ${os.loadavg()[0].toFixed(2)} on ${os.cpus().length} cores)`);
     check(`${sceneName}: frames per second and latency measured`, fps > 0 && lats.length > 5, `${fps.toFixed(1)} fps, ${lats.length} inputs timed`);
@@ -267,6 +270,65 @@ async function liveChecks(browser, sceneName) {
           (errs.length ? `; errors ${JSON.stringify(errs)}` : ''));
     await page.close();
   } finally { server.proc.kill('SIGTERM'); }
+}
+
+// a rigged scene (scenes/mocap_quadruped.json without its clip: the rig holds its rest pose, no
+// gravity): the page lists the rig's bones; turning a leaf bone with its slider moves the vertex at
+// the bone's tail the way the rotation turns the bone (R d − d, d = tail − head) while the vertex at
+// the root's head stays; "give back" returns it; a ball (contact does not see the rig) and malformed
+// joint messages are refused
+async function rigChecks(browser) {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'anima-view-rig-'));
+  const sc = JSON.parse(readFileSync(path.join(root, 'scenes/mocap_quadruped.json'), 'utf8'));
+  sc.objects[0].skinning.ckpt = path.resolve(root, 'scenes', sc.objects[0].skinning.ckpt);
+  delete sc.rig.clip;
+  writeFileSync(path.join(dir, 'rig.json'), JSON.stringify(sc));
+  const server = await startServer(['--scene', path.join(dir, 'rig.json')]);
+  const state = async (v) => (await fetch(`${server.base}/api/state${v !== undefined ? `?vertex=${v}` : ''}`)).json();
+  const waitSim = async (s) => { const t0 = (await state()).t; for (const w = Date.now(); Date.now() - w < 30000 && (await state()).t < t0 + s;) await sleep(100); };
+  try {
+    const page = await newPage(browser);
+    await page.goto(server.url, { waitUntil: 'load' });
+    await page.waitForFunction(() => window.viewerStats && window.viewerStats.framesShown > 20, { timeout: 60000 });
+    const bones = await page.evaluate(() => window.viewerStats.hello.bones);
+    const nopt = await page.$$eval('#joint option', (o) => o.length);
+    // the longest leaf bone, turned 60 degrees about the world axis most across it
+    const sub = (a, b) => a.map((x, i) => x - b[i]);
+    let bi = -1, blen = 0;
+    bones.forEach((b, i) => { const l = Math.hypot(...sub(b.tail, b.head)); if (!bones.some((c) => c.parent === i) && l > blen) { bi = i; blen = l; } });
+    const b = bones[bi], d = sub(b.tail, b.head), ax = [0, 1, 2].reduce((m, i) => (Math.abs(d[i]) < Math.abs(d[m]) ? i : m), 0);
+    const th = Math.PI / 3, c = Math.cos(th), s = Math.sin(th), Rd = [...d];
+    const [i1, i2] = [(ax + 1) % 3, (ax + 2) % 3]; // rotation about axis ax: (i1, i2) turn by th
+    Rd[i1] = c * d[i1] - s * d[i2], Rd[i2] = s * d[i1] + c * d[i2];
+    const want = sub(Rd, d), wn = Math.hypot(...want);
+    const vt = await page.evaluate((p) => window.viewerTest.nearestVertex(p), b.tail);
+    const vr = await page.evaluate((p) => window.viewerTest.nearestVertex(p), bones[0].head);
+    const t0 = (await state(vt)).vertex, r0 = (await state(vr)).vertex;
+    await page.select('#joint', String(bi));
+    await page.$eval(['#jx', '#jy', '#jz'][ax], (el) => { el.value = '60'; el.dispatchEvent(new Event('input')); });
+    await waitSim(2);
+    const t1 = (await state(vt)).vertex, r1 = (await state(vr)).vertex;
+    const dt = sub(t1, t0), dtn = Math.hypot(...dt), dr = Math.hypot(...sub(r1, r0)), cos = dot(dt, want) / (dtn * wn || 1);
+    check('rigged scene: a joint turned from the page moves the vertices its bone drives', nopt === bones.length && bones.length > 3 &&
+          cos > 0.7 && dtn > 0.3 * wn && dr < 0.25 * wn,
+          `${bones.length} bones listed (${nopt} options); bone ${b.name} turned 60 deg about ${'xyz'[ax]}: its tail vertex ${vt} moved ` +
+          `${dtn.toFixed(3)} m (expected ${wn.toFixed(3)} m, cosine ${cos.toFixed(2)} to R d - d), the root's ${dr.toFixed(3)} m`);
+    const errs0 = await page.evaluate(() => window.viewerStats.errors.length);
+    await page.click('#jointclear');
+    await page.evaluate(() => {
+      window.viewerSend({ type: 'drop_ball', pos: [0, 2, 0], vel: [0, 0, 0] });
+      for (const m of [{ joint: 99, rotation: [0, 0, 1] }, { joint: 'nosuch', rotation: [0, 0, 1] }, { joint: 0, rotation: [100, 0, 0] },
+                       { joint: 0, clear: 1 }, { joint: 0.5, rotation: [0, 0, 1] }]) window.viewerSend({ type: 'joint', ...m });
+    });
+    await waitSim(2);
+    const t2 = (await state(vt)).vertex, back = Math.hypot(...sub(t2, t0));
+    const errs = await page.evaluate((k) => window.viewerStats.errors.slice(k).map((e) => e.message), errs0);
+    check('rigged scene: give back returns the bone; a ball and 5 bad joint messages refused', back < 0.3 * wn && errs.length === 6 &&
+          /rigged/.test(errs[0]) && errs.slice(1).every((e) => /^joint: /.test(e)) && page.consoleErrors.length === 0,
+          `tail vertex ${back.toFixed(3)} m from rest after give back; errors ${JSON.stringify(errs)}` +
+          (page.consoleErrors.length ? `; console: ${page.consoleErrors.slice(0, 3).join(' | ')}` : ''));
+    await page.close();
+  } finally { server.proc.kill('SIGTERM'); rmSync(dir, { recursive: true, force: true }); }
 }
 
 // a small 3DGS PLY (binary, the properties 3DGS writes): n Gaussians on a sphere
@@ -340,7 +402,7 @@ async function fileChecks(browser) {
 const t0 = Date.now();
 let browser;
 try {
-  const only = process.env.VIEWER_TEST_ONLY; // "server", "live" or "files": one part (while developing)
+  const only = process.env.VIEWER_TEST_ONLY; // "server", "live", "rig" or "files": one part (while developing)
   if (!only || only === 'server') {
     const server = await startServer(['--scene', 'scenes/drag.json']);
     try { await serverChecks(server); } finally {
@@ -362,6 +424,7 @@ try {
       await liveChecks(browser, 'drag.json');
       await liveChecks(browser, 'drop.json');
     }
+    if (!only || only === 'rig') await rigChecks(browser);
     if (!only || only === 'files') await fileChecks(browser);
   }
 } catch (e) {

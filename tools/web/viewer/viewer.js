@@ -184,6 +184,40 @@ function applyFrame(buf) {
   return true;
 }
 
+// a rigged scene: the joint list and three sliders (Euler angles, degrees) that send the bone's
+// local rotation as a rotation vector (the server's `joint` message); the chosen bone is drawn
+const rig = { line: null, bones: null };
+function setupRig(bones) {
+  rig.bones = bones;
+  const sel = $('joint');
+  sel.replaceChildren(...bones.map((b, i) => Object.assign(document.createElement('option'), { value: String(i), textContent: b.name })));
+  $('rigbox').classList.remove('hidden');
+  const g = new THREE.BufferGeometry().setAttribute('position', new THREE.BufferAttribute(new Float32Array(6), 3));
+  rig.line = new THREE.Line(g, new THREE.LineBasicMaterial({ color: 0xd02020, depthTest: false }));
+  rig.line.renderOrder = 1;
+  rig.line.frustumCulled = false;
+  scene.add(rig.line);
+  const angles = new Map(); // each bone's slider values, so switching bones keeps them
+  const showBone = () => {
+    const b = bones[+sel.value], a = angles.get(sel.value) || [0, 0, 0];
+    rig.line.geometry.attributes.position.array.set([...b.head, ...b.tail]);
+    rig.line.geometry.attributes.position.needsUpdate = true;
+    ['jx', 'jy', 'jz'].forEach((id, i) => { $(id).value = String(a[i]); });
+  };
+  const sendJoint = () => {
+    const a = ['jx', 'jy', 'jz'].map((id) => +$(id).value);
+    angles.set(sel.value, a);
+    const q = new THREE.Quaternion().setFromEuler(new THREE.Euler(...a.map((x) => x * Math.PI / 180), 'XYZ'));
+    const th = 2 * Math.acos(Math.min(1, Math.abs(q.w))), s = Math.sin(th / 2) * Math.sign(q.w || 1);
+    const r = s > 1e-9 ? [q.x / s * th, q.y / s * th, q.z / s * th] : [0, 0, 0];
+    send({ type: 'joint', joint: +sel.value, rotation: r });
+  };
+  sel.onchange = showBone;
+  for (const id of ['jx', 'jy', 'jz']) $(id).oninput = sendJoint;
+  $('jointclear').onclick = () => { angles.delete(sel.value); showBone(); send({ type: 'joint', joint: +sel.value, clear: true }); };
+  showBone();
+}
+
 function startLive() {
   stats.mode = 'live';
   $('live').classList.remove('hidden');
@@ -202,6 +236,7 @@ function startLive() {
         $('title').textContent = `live: ${m.scene}`;
         frameCamera(m.center, m.extent);
         for (const p of m.planes) if (Math.abs(p.normal[1]) > 0.99) addGround(m.center, m.extent, p.offset / p.normal[1]);
+        if (m.rig && m.bones) setupRig(m.bones);
         stats.ready = true;
       } else if (m.type === 'error') {
         stats.errors.push(m);
@@ -287,6 +322,16 @@ function startLive() {
       return { x, y: r.top + (1 - c.y) / 2 * r.height };
     },
     cameraRight() { return new THREE.Vector3().setFromMatrixColumn(camera.matrixWorld, 0).toArray(); },
+    // the object vertex nearest to a world point, as shown now
+    nearestVertex(pt) {
+      const p = live.geom.attributes.position, x = new THREE.Vector3(), q = new THREE.Vector3(...pt);
+      let best = -1, bd = Infinity;
+      for (let v = 0; v < live.nobj_v; v++) {
+        const d = x.fromBufferAttribute(p, v).distanceToSquared(q);
+        if (d < bd) { bd = d; best = v; }
+      }
+      return best;
+    },
   };
   $('reset').onclick = () => send({ type: 'reset' });
 }
