@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "datasets/render/video.h"
 #include "models/partmm/partmm.h"
 #include "models/partmm/rig.h"
 #include "tests/test.h"
@@ -328,6 +329,8 @@ TEST(partmm_animate_cli_heldout_eval) {
     const char *files[] = {"animation.h5", "animation.gif", "frames/f0000.png", "frames/f0007.png", "gaussians/f0000.ply",
                            "gaussians/f0007.ply", "eval.json"};
     for (int k = 0; k < 7; k++) CHECK_MSG(file_nonempty(anim, files[k]), "no %s", files[k]);
+    /* --video auto: the MP4 beside the GIF wherever ffmpeg is installed */
+    if (ds_video_have_ffmpeg()) CHECK_MSG(file_nonempty(anim, "animation.mp4"), "no animation.mp4");
     const char *rows[] = {"partmm ", "lbs ", "bag_of_bones ", "global_part ", "no_pyramid ", "k1 ", "part_align ", "mlp ", "gru ",
                           "oracle_ik_skin "};
     for (int k = 0; k < 10; k++) CHECK_MSG(strstr(out, rows[k]), "no row %s: %s", rows[k], out);

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "datasets/render/video.h"
 #include "models/skelebones/rigging.h"
 #include "models/skelebones/skelebones.h"
 #include "tests/test.h"
@@ -98,6 +99,12 @@ TEST(skelebones_cli_full_pipeline) {
     }
     /* the tree against the true rig is reported (joints matched, bones kept) */
     CHECK_MSG(field(out, "tree_matched ") >= 1 && field(out, "tree_bones_kept ") >= 0, "%s", out);
+    /* the rig animated: an MP4 beside the GIF wherever ffmpeg is installed (--video auto) */
+    if (ds_video_have_ffmpeg()) {
+        struct stat st;
+        snprintf(path, sizeof path, "%s/rig/rig.mp4", dir);
+        CHECK_MSG(stat(path, &st) == 0 && st.st_size > 0, "%s", path);
+    }
     /* the rig animated: a GIF of 320 × 240 pixels, one image per frame (6 frames) */
     snprintf(path, sizeof path, "%s/rig/rig.gif", dir);
     FILE *gf = fopen(path, "rb");

@@ -25,6 +25,7 @@
 #include "datasets/motion/motion.h"
 #include "datasets/motion/rig.h"
 #include "datasets/render/gif.h"
+#include "datasets/render/video.h"
 #include "datasets/render/image.h"
 #include "models/gaussians/fit.h"
 #include "models/gaussians/rasterize.h"
@@ -85,7 +86,7 @@ static const DsConfigField IK_FIELDS[] = {
     {"lambda", DS_CFG_FLOAT, F(ik, lambda), "1", 0, 1e9, .help = "weight of the IK's point term"},
     {0}};
 static const DsConfigField RENDER_FIELDS[] = {
-    {"fps", DS_CFG_INT, F(render, fps), "25", 1, 100, .help = "frames per second of the GIF"},
+    {"fps", DS_CFG_INT, F(render, fps), "25", 1, 100, .help = "frames per second of the GIF and MP4"},
     {"view", DS_CFG_INT, F(render, view), "0", 0, 1000, .help = "which held-out benchmark camera renders the frames (without --eye)"},
     {"scale", DS_CFG_FLOAT, F(render, scale), "0.6", 1e-3, 100, .help = "Gaussian standard deviation x the mean edge length of the rest mesh"},
     {"opacity", DS_CFG_FLOAT, F(render, opacity), "0.95", 1e-3, 0.999999, .help = "opacity of every Gaussian"},
@@ -361,6 +362,7 @@ done:
 int cmd_animate(int argc, char **argv) {
     const char *map_path = NULL;
     const char *rig_path = NULL, *motion = NULL, *out = NULL, *bench = NULL, *config_path = NULL, *eye = NULL;
+    const char *video = "auto";
     bool do_eval = false, no_ply = false, no_progress = false;
     int64_t bvh_frames = 48;
     CmdArgList sets = {0};
@@ -369,7 +371,9 @@ int cmd_animate(int argc, char **argv) {
         {"--motion", CMD_ARG_STRING, &motion, "heldout|FILE.bvh", "the novel motion: heldout (the benchmark's held-out motion) or a BVH (humanoids: CMU or Boxing joint names; any character with --map), each fitted onto the extracted skeleton by IK on the character's mesh sequence", .required = true},
         {"--map", CMD_ARG_STRING, &map_path, "FILE.json", "(BVH) a mapping JSON {\"rig bone\": \"BVH joint\", ...} (datasets/motion/motion.h) for BVHs of other joint names or other characters"},
         {"--frames", CMD_ARG_INT, &bvh_frames, "N", "(BVH) frames at the benchmark's frame rate (default 48)", 1, 100000},
-        {"--out", CMD_ARG_STRING, &out, "DIR", "writes DIR/gaussians/f*.ply, DIR/frames/f*.png, DIR/animation.gif, DIR/animation.h5", .required = true},
+        {"--out", CMD_ARG_STRING, &out, "DIR", "writes DIR/gaussians/f*.ply, DIR/frames/f*.png, DIR/animation.{gif,mp4}, DIR/animation.h5", .required = true},
+        {"--video", CMD_ARG_CHOICE, &video, "KIND", CMD_VIDEO_HELP " of the frames: DIR/animation.{mp4,gif} (default auto)",
+         .choices = DS_VIDEO_KINDS},
         {"--bench", CMD_ARG_STRING, &bench, "DIR", "the motion benchmark the rig was made from (default: the folder of the rig's source gt.h5)"},
         {"--config", CMD_ARG_STRING, &config_path, "FILE", "JSON config (configs/partmm.json); defaults for absent keys"},
         {"--set", CMD_ARG_LIST, &sets, "k=v", "override a config key, e.g. --set partmm.k=1"},
@@ -530,15 +534,9 @@ int cmd_animate(int argc, char **argv) {
             goto fail;
         }
     }
-    float *gif = malloc(sizeof(float) * Q * cam.width * cam.height * 3);
-    if (!gif) {
-        snprintf(err, sizeof err, "out of memory");
-        goto fail;
-    }
     for (int t = 0; t < Q; t++) {
         TensorScope *sc = tensor_scope_begin();
         Tensor *img = render_points(&canon, pos + (int64_t)t * n * 3, &cam);
-        memcpy(gif + (int64_t)t * cam.width * cam.height * 3, tensor_f32(img), sizeof(float) * cam.width * cam.height * 3);
         snprintf(path, sizeof path, "%s/frames/f%04d.png", out, t);
         int bad = write_png(path, img, err, sizeof err);
         tensor_scope_end(sc);
@@ -546,16 +544,18 @@ int cmd_animate(int argc, char **argv) {
             snprintf(path, sizeof path, "%s/gaussians/f%04d.ply", out, t);
             bad = write_ply(path, &canon, pos + (int64_t)t * n * 3, err, sizeof err);
         }
-        if (bad) {
-            free(gif);
+        if (bad) goto fail;
+    }
+    if (!no_progress) fprintf(stderr, NAME ": wrote %d frames to %s\n", Q, out);
+    {
+        char frames_dir[4200], base[4200];
+        snprintf(frames_dir, sizeof frames_dir, "%s/frames", out);
+        snprintf(base, sizeof base, "%s/animation", out);
+        if (cmd_write_video(NAME, frames_dir, "f", ".png", Q, (double)cfg.render.fps, video, base)) {
+            snprintf(err, sizeof err, "the video of %s was not written", frames_dir);
             goto fail;
         }
     }
-    snprintf(path, sizeof path, "%s/animation.gif", out);
-    int grc = ds_gif_write(path, gif, cam.width, cam.height, Q, (int)lround(100.0 / cfg.render.fps), err, sizeof err);
-    free(gif);
-    if (grc) goto fail;
-    if (!no_progress) fprintf(stderr, NAME ": wrote %d frames to %s\n", Q, out);
 
     if (do_eval) {
         /* the rest bounding-box diagonal: the unit of the RMSE */

@@ -2,13 +2,14 @@
  * benchmark's gt.h5, a folder of mesh frames, or an animated skinned model through libassimp)
  * → LBG-VQ clusters → SSDR → mean curvature skeleton of the rest shape → joints, tree, parts →
  * IK of every frame (models/skelebones/rigging.h) → DIR/rig.h5, DIR/bones.ply, DIR/bones.png,
- * DIR/skeleton.ply, DIR/skeleton.png and, with IK, DIR/rig.gif (the rig animated over the shape;
+ * DIR/skeleton.ply, DIR/skeleton.png and, with IK, DIR/rig.{gif,mp4} (the rig animated over the shape;
  * models/skelebones/skelebones.h, rigging.h). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "datasets/render/video.h"
 #include "models/skelebones/rigging.h"
 #include "models/skelebones/skelebones.h"
 #include "tools/cmd.h"
@@ -28,6 +29,7 @@ int cmd_skelebones(int argc, char **argv) {
     double smooth = 1e-4, fraction = 1.0;
     bool no_progress = false;
     const char *init = "lbgvq";
+    const char *video = "auto";
     bool ik = false, no_skeleton = false, no_ik = false;
     int64_t ik_steps = 50, ik_points = 400, grid = 64;
     double ik_lambda = 1.0;
@@ -41,7 +43,9 @@ int cmd_skelebones(int argc, char **argv) {
         {"--model", CMD_ARG_STRING, &model, "FILE", "an animated, skinned model through libassimp (glTF, FBX, Collada, .x); its rig is the true one"},
         {"--model-frames", CMD_ARG_INT, &model_frames, "F", "(--model) frames sampled evenly over the animation (default 40)", 1, 100000},
         {"--model-anim", CMD_ARG_INT, &model_anim, "K", "(--model) which of the file's animations (default 0)", 0, 1000000},
-        {"--out", CMD_ARG_STRING, &out, "DIR", "writes DIR/rig.h5, DIR/bones.ply, (meshes) DIR/bones.png, DIR/skeleton.{png,ply}, (with IK) DIR/rig.gif", 0, 0, NULL, false},
+        {"--out", CMD_ARG_STRING, &out, "DIR", "writes DIR/rig.h5, DIR/bones.ply, (meshes) DIR/bones.png, DIR/skeleton.{png,ply}, (with IK) DIR/rig.{gif,mp4}", 0, 0, NULL, false},
+        {"--video", CMD_ARG_CHOICE, &video, "KIND", CMD_VIDEO_HELP " of the rig animation: DIR/rig.{mp4,gif} (default auto)",
+         .choices = DS_VIDEO_KINDS},
         {"--bones", CMD_ARG_INT, &bones, "B", "bones (1..64; default 20)", 1, SB_MAX_BONES},
         {"--iters", CMD_ARG_INT, &iters, "N", "SSDR iterations (default 30)", 0, 100000},
         {"--influences", CMD_ARG_INT, &influences, "K", "most bones per point (default 8)", 1, SB_MAX_BONES},
@@ -156,8 +160,14 @@ int cmd_skelebones(int argc, char **argv) {
         rc = sb_skeleton_view(path, path2, 640, &g.shape, &g.skel, &g.rig, err, sizeof err);
     }
     if (rc == 0 && have_rig && r.ik.njoints > 0) { /* the rig animated: the IK's bones over the shape */
+        int vk = ds_video_kind(video);
+        if (vk == DS_VIDEO_AUTO) vk = ds_video_have_ffmpeg() ? DS_VIDEO_BOTH : DS_VIDEO_GIF;
         snprintf(path, sizeof path, "%s/rig.gif", out);
-        rc = sb_rig_animation_gif(path, &t, &r, &g, 320, 60, err, sizeof err);
+        snprintf(path2, sizeof path2, "%s/rig.mp4", out);
+        if (vk != DS_VIDEO_NONE)
+            rc = sb_rig_animation(vk == DS_VIDEO_GIF || vk == DS_VIDEO_BOTH ? path : NULL,
+                                  vk == DS_VIDEO_MP4 || vk == DS_VIDEO_BOTH ? path2 : NULL, &t, &r, &g, 320, 60, err,
+                                  sizeof err);
     }
     if (rc == 0) {
         snprintf(path, sizeof path, "%s/bones.ply", out);

@@ -9,6 +9,7 @@
 #include "base/errbuf.h"
 #include "datasets/geometry/geometry.h"
 #include "datasets/render/gif.h"
+#include "datasets/render/video.h"
 #include "datasets/render/raster.h"
 
 void sb_rig_options_defaults(SbRigOptions *o) {
@@ -526,8 +527,8 @@ int sb_rig_h5_write(hid_t f, const SbRigResult *g) {
     return ok ? 0 : -1;
 }
 
-int sb_rig_animation_gif(const char *path, const SbTraj *t, const SbResult *r, const SbRigResult *g, int width,
-                         int max_frames, char *err, size_t errlen) {
+int sb_rig_animation(const char *gif_path, const char *mp4_path, const SbTraj *t, const SbResult *r,
+                     const SbRigResult *g, int width, int max_frames, char *err, size_t errlen) {
     const SbIkResult *ik = &r->ik;
     if (ik->njoints < 1 || ik->nframes < 1 || !r->ik_parents)
         return base_errf(err, errlen, "rig animation: no IK result to draw"), -1;
@@ -607,7 +608,8 @@ int sb_rig_animation_gif(const char *path, const SbTraj *t, const SbResult *r, c
         memcpy(img + (size_t)q * rs.w * rs.h * 3, rs.rgb, (size_t)rs.w * rs.h * 3 * sizeof *img);
         int w = rs.w, h = rs.h;
         ds_render_free(&rs);
-        if (q == nout - 1 && ds_gif_write(path, img, w, h, nout, 8, err, errlen)) goto done;
+        if (q == nout - 1 && gif_path && ds_gif_write(gif_path, img, w, h, nout, 8, err, errlen)) goto done;
+        if (q == nout - 1 && mp4_path && ds_video_write_mp4(mp4_path, img, w, h, nout, 12.5, err, errlen)) goto done;
     }
     rc = 0;
     goto done;

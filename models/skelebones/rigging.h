@@ -76,11 +76,12 @@ int sb_skeleton_view(const char *ply, const char *png, int width, const DsMesh *
 /* The rig animated (issue 19 item 8): per frame (at most max_frames, evenly strided) the shape —
  * the input's own faces at that frame, or the skeleton's mesh moved by LBS of the SSDR bones
  * (each vertex with its nearest point's weights) — in grey with the IK's FK bones (joint →
- * parent, blue bars) seen through it, from one camera framing every frame; an animated GIF of
- * width × ¾width pixels, 12.5 frames per second. Needs r's IK (sb_rig_run with run_ik). 0, or -1
+ * parent, blue bars) seen through it, from one camera framing every frame; an animated GIF
+ * (gif_path) and an MP4 through ffmpeg (mp4_path, datasets/render/video.h), either NULL to skip,
+ * of width × ¾width pixels, 12.5 frames per second. Needs r's IK (sb_rig_run with run_ik). 0, or -1
  * with err. */
-int sb_rig_animation_gif(const char *path, const SbTraj *t, const SbResult *r, const SbRigResult *g, int width,
-                         int max_frames, char *err, size_t errlen);
+int sb_rig_animation(const char *gif_path, const char *mp4_path, const SbTraj *t, const SbResult *r,
+                     const SbRigResult *g, int width, int max_frames, char *err, size_t errlen);
 
 /* Writes skeleton/{nodes,edges,corr}, joints/{positions,parents,kind,node,parts} and the joint
  * errors into an open rig.h5 (skelebones.c calls it). 0 or -1. */
