@@ -71,6 +71,15 @@ static int64_t body_ents(const SimContactBody *B) { return B->np + body_tris(B) 
 
 /* Entities: every body's points, then the triangles of the bodies that have them; boxes in
  * out->box (6 per entity: lo, hi), entity e of body b at eoff[b] + e (points first). */
+/* bx = the union of the k point boxes (lo xyz, hi xyz) of pts[idx[0..k)]: a face's or edge's box */
+static void boxes_union(const double *pts, const int32_t *idx, int k, double bx[6]) {
+    for (int i = 0; i < 3; i++) bx[i] = INFINITY, bx[3 + i] = -INFINITY;
+    for (int j = 0; j < k; j++) {
+        const double *c = pts + 6 * idx[j];
+        for (int i = 0; i < 3; i++) bx[i] = fmin(bx[i], c[i]), bx[3 + i] = fmax(bx[3 + i], c[3 + i]);
+    }
+}
+
 int sim_contact_broad_phase(const SimContactBody *bodies, int nbodies, double margin, SimContactSet *out) {
     out->n = 0;
     if (nbodies < 2) return 0;
@@ -99,23 +108,11 @@ int sim_contact_broad_phase(const SimContactBody *bodies, int nbodies, double ma
             for (int i = 0; i < 3; i++) blo[b][i] = fmin(blo[b][i], bx[i]), bhi[b][i] = fmax(bhi[b][i], bx[3 + i]);
         }
         off += B->np;
-        for (int64_t f = 0; f < body_tris(B); f++) {
-            double *bx = out->box + 6 * (off + f);
-            for (int i = 0; i < 3; i++) bx[i] = INFINITY, bx[3 + i] = -INFINITY;
-            for (int k = 0; k < 3; k++) {
-                const double *c = out->box + 6 * (eoff[b] + B->faces[3 * f + k]);
-                for (int i = 0; i < 3; i++) bx[i] = fmin(bx[i], c[i]), bx[3 + i] = fmax(bx[3 + i], c[3 + i]);
-            }
-        }
+        for (int64_t f = 0; f < body_tris(B); f++)
+            boxes_union(out->box + 6 * eoff[b], B->faces + 3 * f, 3, out->box + 6 * (off + f));
         off += body_tris(B);
-        for (int64_t e = 0; e < body_edges(B); e++) {
-            double *bx = out->box + 6 * (off + e);
-            for (int i = 0; i < 3; i++) bx[i] = INFINITY, bx[3 + i] = -INFINITY;
-            for (int k = 0; k < 2; k++) {
-                const double *c = out->box + 6 * (eoff[b] + B->edges[2 * e + k]);
-                for (int i = 0; i < 3; i++) bx[i] = fmin(bx[i], c[i]), bx[3 + i] = fmax(bx[3 + i], c[3 + i]);
-            }
-        }
+        for (int64_t e = 0; e < body_edges(B); e++)
+            boxes_union(out->box + 6 * eoff[b], B->edges + 2 * e, 2, out->box + 6 * (off + e));
         off += body_edges(B);
     }
     /* which entities can meet another body at all (their box overlaps that body's box) */

@@ -319,6 +319,23 @@ static double barrier_energy(const SimWorld *w, const SimContactPair *pairs, int
     return w->kappa * E;
 }
 
+/* room for need pairs in the active store (its three parallel arrays grow together, at least
+ * doubling); 0, or -1 when out of memory (the arrays that did grow are kept) */
+static int act_reserve(struct SimWorldScratch *s, int64_t need) {
+    if (need <= s->act_cap) return 0;
+    int64_t cap = s->act_cap ? 2 * s->act_cap : 256;
+    if (cap < need) cap = need + 256;
+    SimContactPair *a = realloc(s->act, sizeof *a * (size_t)cap);
+    if (a) s->act = a;
+    double *g = realloc(s->ageo, sizeof(double) * GEO * (size_t)cap);
+    if (g) s->ageo = g;
+    int32_t *ix = realloc(s->aidx, sizeof(int32_t) * 5 * (size_t)cap);
+    if (ix) s->aidx = ix;
+    if (!a || !g || !ix) return -1;
+    s->act_cap = cap;
+    return 0;
+}
+
 /* the pairs of the candidate set within d̂ at α = 0 (bodies' x) become the active set */
 static int collect_active(SimWorld *w) {
     struct SimWorldScratch *s = w->ws;
@@ -327,17 +344,7 @@ static int collect_active(SimWorld *w) {
         double r[3], d;
         pair_geom(s, &s->cand.pairs[k], 0, r, &d);
         if (d >= w->dhat) continue;
-        if (s->nact == s->act_cap) {
-            int64_t cap = s->act_cap ? 2 * s->act_cap : 256;
-            SimContactPair *a = realloc(s->act, sizeof *a * (size_t)cap);
-            if (a) s->act = a;
-            double *g = realloc(s->ageo, sizeof(double) * GEO * (size_t)cap);
-            if (g) s->ageo = g;
-            int32_t *ix = realloc(s->aidx, sizeof(int32_t) * 5 * (size_t)cap);
-            if (ix) s->aidx = ix;
-            if (!a || !g || !ix) return -1;
-            s->act_cap = cap;
-        }
+        if (act_reserve(s, s->nact + 1)) return -1;
         s->act[s->nact++] = s->cand.pairs[k];
     }
     for (int64_t t = 0; t < s->nact; t++) {
@@ -347,17 +354,7 @@ static int collect_active(SimWorld *w) {
         ge[9] = sim_contact_pair_mollifier(s->bodies, &s->act[t], 0);
     }
     /* the step's friction pairs after them, with their lagged stencils */
-    if (s->nact + s->nfr > s->act_cap) {
-        int64_t cap = s->nact + s->nfr + 256;
-        SimContactPair *a = realloc(s->act, sizeof *a * (size_t)cap);
-        if (a) s->act = a;
-        double *g = realloc(s->ageo, sizeof(double) * GEO * (size_t)cap);
-        if (g) s->ageo = g;
-        int32_t *ix = realloc(s->aidx, sizeof(int32_t) * 5 * (size_t)cap);
-        if (ix) s->aidx = ix;
-        if (!a || !g || !ix) return -1;
-        s->act_cap = cap;
-    }
+    if (act_reserve(s, s->nact + s->nfr)) return -1;
     if (s->nfr) {
         memcpy(s->act + s->nact, s->fr, sizeof *s->fr * (size_t)s->nfr);
         memcpy(s->ageo + GEO * s->nact, s->frgeo, sizeof(double) * GEO * (size_t)s->nfr);
