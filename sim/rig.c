@@ -630,3 +630,43 @@ int sim_rig_write_plot(const char *path, int64_t n, const double *t, const doubl
     ds_image_free(&im);
     return rc;
 }
+
+/* ---- the rig at other points (rig.h) ---------------------------------------------------------- */
+
+void sim_rig_points_free(SimRigPoints *pts) {
+    free(pts->p), free(pts->w), free(pts->dw);
+    memset(pts, 0, sizeof *pts);
+}
+
+int sim_rig_points_init(const SimRig *r, int64_t n, const double *X, SimRigPoints *pts, char *err, size_t errlen) {
+    memset(pts, 0, sizeof *pts);
+    int nb = r->nbones;
+    pts->n = n;
+    pts->p = malloc(sizeof(double) * 3 * (size_t)(n + 1)), pts->w = malloc(sizeof(double) * (size_t)((n + 1) * nb));
+    pts->dw = calloc((size_t)((n + 1) * nb * 3), sizeof(double));
+    if (!pts->p || !pts->w || !pts->dw) {
+        sim_rig_points_free(pts);
+        return base_errf(err, errlen, "rig: out of memory for %lld points", (long long)n);
+    }
+    /* p = L⁻¹ (X − off), L = s R (as sim_rig_init maps the object's points) */
+    double s = sqrt(r->L[0] * r->L[0] + r->L[3] * r->L[3] + r->L[6] * r->L[6]);
+    for (int64_t q = 0; q < n; q++) {
+        double d[3] = {X[3 * q] - r->off[0], X[3 * q + 1] - r->off[1], X[3 * q + 2] - r->off[2]};
+        for (int a = 0; a < 3; a++)
+            pts->p[3 * q + a] = (r->R[a] * d[0] + r->R[3 + a] * d[1] + r->R[6 + a] * d[2]) / s;
+    }
+    if (rig_weights(r, n, pts->p, pts->w, pts->dw)) {
+        sim_rig_points_free(pts);
+        return base_errf(err, errlen, "rig: out of memory for %lld points", (long long)n);
+    }
+    return 0;
+}
+
+void sim_rig_points_eval(const SimRig *r, const SimRigPoints *pts, const double *local, const double root[3], double *u,
+                         double *F) {
+    /* the points as the cubature set of a view of the rig: sim_rig_eval's LBS and F_r, unchanged */
+    SimRig v = *r;
+    v.nc = pts->n, v.pc = pts->p, v.wc = pts->w, v.dwc = pts->dw;
+    v.nv = 0, v.pv = NULL, v.wv = NULL;
+    sim_rig_eval(&v, local, root, u, NULL, F);
+}

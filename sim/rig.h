@@ -154,7 +154,8 @@ int sim_rig_set_cut(SimRig *r, SimObject *o, double tau, int *kept, char *err, s
  *         drags: [{bone, target, t0 [0], t1 [0.5], t_release [1e30]}] (joint drags)}
  * The rigged object's skinning must be of the same procedural shape (its category, seed and
  * mesh_res are the rig's); the scene then holds that one object and no rigid bodies (world.c's
- * IPC does not see u_r), and the object carries no gaussians (sim/bindings.h moves them by B z). */
+ * IPC does not see u_r). Its gaussians move with x = X + u_r + B z and F = F_r + (G z)ᵀ
+ * (sim_rig_points_*, sim_gaussians_update_rigged). */
 typedef struct {
     char bone[24];
     double t, axis[3], deg;
@@ -196,5 +197,22 @@ int sim_rig_write_plot(const char *path, int64_t n, const double *t, const doubl
  * mass-weighted projection onto the rig space span(J) (J the LBS Jacobian over 12 affine
  * parameters per bone, physskin.md §9), ‖P u_c‖_M / ‖u_c‖_M (0 when u_c = 0). */
 double sim_rig_projection(const SimRig *r, const SimObject *o);
+
+/* ---- the rig at other points (3D Gaussians bound to a rigged object, sim/bindings.h) -----------
+ * A point set's rig weights (and their gradients) at its world rest positions, evaluated once;
+ * then u_r and F_r there for any pose, by sim_rig_eval's own LBS. */
+typedef struct {
+    int64_t n;
+    double *p, *w, *dw; /* rig-frame rest points (n × 3), weights (n × nb), their p-gradients (n × nb × 3) */
+} SimRigPoints;
+
+/* The rig's weights at n world rest points X (n × 3: the object's frame after its pose, as
+ * SimBinding.X). 0, or -1 with err (out of memory). */
+int sim_rig_points_init(const SimRig *r, int64_t n, const double *X, SimRigPoints *pts, char *err, size_t errlen);
+void sim_rig_points_free(SimRigPoints *pts);
+/* u_r (world, n × 3) and F_r (n × 9 row-major, may be NULL) at the points for the pose (local,
+ * root) — r->local, r->root after sim_rig_advance are the pose of the step just taken. */
+void sim_rig_points_eval(const SimRig *r, const SimRigPoints *pts, const double *local, const double root[3], double *u,
+                         double *F);
 
 #endif
