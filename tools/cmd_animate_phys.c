@@ -177,11 +177,11 @@ int cmd_animate_physics(const char *config, const char *rig_path, int Q, int B, 
     sim_object_constraint_info(&o, &fixed_rows, &free_dims);
     char js[2048];
     snprintf(js, sizeof js,
-             "{\n  \"ckpt\": \"%s\",\n  \"secondary\": %s,\n  \"rig_strain\": %s,\n  \"handles\": %lld,\n  \"cubature\": %lld,\n  \"free_modes\": "
+             "{\n  \"ckpt\": \"%s\",\n  \"secondary\": %s,\n  \"rig_strain\": %s,\n  \"E\": %.6g,\n  \"nu\": %.6g,\n  \"rho\": %.6g,\n  \"handles\": %lld,\n  \"cubature\": %lld,\n  \"free_modes\": "
              "%lld,\n  \"steps\": %lld,\n  \"dt\": %.6g,\n  \"newton_iters\": %lld,\n  \"newton_failures\": %d,\n"
              "  \"max_secondary_m\": %.6g,\n  \"max_secondary_pct_diag\": %.6g,\n  \"kinetic_max_J\": %.6g,\n"
              "  \"kinetic_end_J\": %.6g,\n  \"cpu_s_skinning\": %.3f,\n  \"cpu_s_total\": %.3f\n}\n",
-             cfg.ckpt, cfg.secondary ? "true" : "false", cfg.rig_strain ? "true" : "false", (long long)sk.m, (long long)o.nc, (long long)(free_dims / 3), (long long)nsteps,
+             cfg.ckpt, cfg.secondary ? "true" : "false", cfg.rig_strain ? "true" : "false", cfg.material.E, cfg.material.nu, cfg.material.rho, (long long)sk.m, (long long)o.nc, (long long)(free_dims / 3), (long long)nsteps,
              dt, (long long)iters, failures, bz_max, 100 * bz_max / o.diag, ke_max, nsteps ? ke[nsteps] : 0.0, c_skin, cpu);
     snprintf(path, sizeof path, "%s/physics.json", out);
     if (cmd_write_text(path, js, e2, sizeof e2)) {
