@@ -58,7 +58,7 @@ int main(void) {
         for (int f = 0; f < frames; f++) {
             double w0 = base_now(), c0 = base_cpu_now();
             if (rigged) {
-                sim_rig_advance(&r, &o, (f + 1) * dt, dt);
+                sim_rig_advance(&r, &o, (f + 1) * dt);
                 adv[f] = 1e3 * (base_now() - w0);
             }
             if (sim_object_step(&o, dt, err, sizeof err)) die("step", err);
