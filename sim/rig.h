@@ -148,7 +148,7 @@ void sim_rig_pose(SimRig *r, double t, double *local, double root[3]);
 void sim_rig_eval(const SimRig *r, const double *local, const double root[3], double *uc, double *uv, double *F);
 
 /* Before the step of o that ends at t₁: evaluates the rig at t₁ and points o's rig inputs (rig_F,
- * rig_uc, rig_uv; rig_f stays NULL: Bᵀ M a = 0, above) at the rig's buffers for that step. Then
+ * rig_uc, rig_uv; no inertial term: Bᵀ M a = 0, above) at the rig's buffers for that step. Then
  * sim_object_step or sim_world_step. */
 void sim_rig_advance(SimRig *r, SimObject *o, double t1);
 

@@ -932,11 +932,6 @@ static void term_inertia(const SimObject *o, struct SimPrepared *p, const double
             for (int64_t a = 0; a < nb; a++)
                 for (int64_t b = 0; b < nb; b++) H[(i * nb + a) * n + i * nb + b] += scale * o->Mb[a * nb + b];
     }
-    if (o->rig_f) /* ½‖B(z − z̃) + a‖²_M = the above + (z − z̃)ᵀ Bᵀ M a + const (solver.h) */
-        for (int64_t q = 0; q < n; q++) {
-            E += o->rig_f[q] * (z[q] - at->ztil[q]);
-            if (g) g[q] += scale * o->rig_f[q];
-        }
     *Eacc = E;
 }
 

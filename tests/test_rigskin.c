@@ -299,7 +299,6 @@ TEST(rigskin_complement_sees_no_rig_acceleration) {
     CHECK(rel[0][0] < 1e-9 && rel[0][1] < 1e-9);
     CHECK(rel[1][0] > 1e-3 && rel[1][1] > 1e-3);
     for (int s = 1; s <= 3; s++) sim_rig_advance(&g.r, &g.o, s * dt);
-    CHECK(g.o.rig_f == NULL);
     int64_t n = g.o.n;
     double *z = malloc(sizeof(double) * (size_t)n), *zt = calloc((size_t)n, sizeof(double)), *gr = malloc(sizeof(double) * (size_t)n);
     TensorRng rg = {.seed = 3, .stream = 1};
