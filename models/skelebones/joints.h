@@ -68,6 +68,12 @@ void sb_joint_defaults(SbJointOptions *o);
 /* W: s->nsurf × nbones. 0, or -1 with err set. */
 int sb_rig_from_skeleton(const SbSkeleton *s, const float *W, int nbones, const SbJointOptions *o, SbRig *out,
                          char *err, size_t errlen);
+/* As sb_rig_from_skeleton, with the bones' motion T (nframes × nbones × 12, rows [R | t] mapping
+ * rest to frame, as SbSkin.transforms): inside each run of g > τ a joint goes at every change of
+ * dominant bone along the chain, at the two bones' common rotation centre (the nearest chain
+ * node to it), instead of one joint per run; see joints.c. T NULL: sb_rig_from_skeleton. */
+int sb_rig_from_motion(const SbSkeleton *s, const float *W, int nbones, const double *T, int nframes,
+                       const SbJointOptions *o, SbRig *out, char *err, size_t errlen);
 void sb_rig_free(SbRig *r);
 
 /* The found tree against a true rig's (issue 19 item 9: "tree topology compared with the true

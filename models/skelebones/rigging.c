@@ -338,7 +338,7 @@ int sb_rig_run(const SbTraj *t, SbResult *r, const SbRigOptions *o, SbRigResult 
         for (int64_t i = 0; i < N; i++) g->point_node[i] = g->skel.corr[near[i]];
     } else
         for (int64_t i = 0; i < N; i++) g->point_node[i] = g->skel.corr[i];
-    if (sb_rig_from_skeleton(&g->skel, Wv, B, &o->joints, &g->rig, err, errlen)) goto fail;
+    if (sb_rig_from_motion(&g->skel, Wv, B, r->skin.transforms, r->skin.nframes, &o->joints, &g->rig, err, errlen)) goto fail;
     if (rig_parents_first(&g->rig, g->skel.nnodes)) {
         base_errf(err, errlen, "joints: the tree does not reach every joint from the root");
         goto fail;
