@@ -406,3 +406,46 @@ TEST(skeleton_joints_chain_from_motion) {
     sb_rig_free(&r);
     free(s.nodes), free(s.edges), free(s.corr), free(W), free(T);
 }
+
+TEST(skeleton_joints_fan_pruned) {
+    /* A trunk x ∈ [0, 1] ending in a fan: six single edges 0.15 long (three times the spur
+     * length) leaving its end node, as a flared part contracts (huesitos' foot). Weights: bone 0
+     * everywhere but the tip of spoke 0, which is bone 1 — that spoke articulates, the other
+     * five do not. The five are pruned until the fan is a plain fork (trunk, spoke 0 and one
+     * more): three ends, spoke 0's among them. Without the fan rule all seven ends stay. */
+    enum { NT = 101, NS = 6, N = NT + NS, NB = 2 };
+    SbSkeleton s;
+    memset(&s, 0, sizeof s);
+    s.nnodes = s.nsurf = N, s.nedges = N - 1, s.diag = 1.0;
+    s.nodes = calloc(3 * N, sizeof *s.nodes);
+    s.edges = malloc(2 * (N - 1) * sizeof *s.edges);
+    s.corr = malloc(N * sizeof *s.corr);
+    float *W = calloc((size_t)N * NB, sizeof *W);
+    CHECK(s.nodes && s.edges && s.corr && W);
+    int e = 0;
+    for (int i = 0; i < NT; i++) {
+        s.nodes[3 * i] = (float)i / (NT - 1), s.corr[i] = i, W[i * NB] = 1;
+        if (i + 1 < NT) s.edges[2 * e] = i, s.edges[2 * e + 1] = i + 1, e++;
+    }
+    for (int k = 0; k < NS; k++) {
+        int v = NT + k;
+        double a = 2 * M_PI * k / NS;
+        s.nodes[3 * v] = 1, s.nodes[3 * v + 1] = (float)(0.15 * cos(a)), s.nodes[3 * v + 2] = (float)(0.15 * sin(a));
+        s.corr[v] = v, W[v * NB + (k == 0)] = 1;
+        s.edges[2 * e] = NT - 1, s.edges[2 * e + 1] = v, e++;
+    }
+    s.centroid[0] = 0.5f;
+    char err[256];
+    SbRig r;
+    CHECK_MSG(sb_rig_from_skeleton(&s, W, NB, NULL, &r, err, sizeof err) == 0, "%s", err);
+    check_tree(&r);
+    int ends = 0, spoke0 = 0;
+    for (int j = 0; j < r.njoints; j++) {
+        ends += r.kind[j] == SB_JOINT_END;
+        spoke0 |= r.joint_node[j] == NT;
+    }
+    CHECK_MSG(ends == 3, "%d ends (trunk start, spoke 0 and one more spoke)", ends);
+    CHECK(spoke0);
+    sb_rig_free(&r);
+    free(s.nodes), free(s.edges), free(s.corr), free(W);
+}

@@ -17,7 +17,10 @@
  *     procedural quadruped's 18 with its own rig weights; 21 with the window).
  *  3. Spurs first: an end chain (end node to the first branch node) shorter than prune_rel ×
  *     diagonal (0.05) is a contraction artifact — rounded tips and surface bumps grow them — not
- *     a limb; it gets no joint and its nodes go to the branch node's joint.
+ *     a limb; it gets no joint and its nodes go to the branch node's joint. So is an end chain
+ *     of any length leaving a fan (a node of degree ≥ 4) along which the weights never differ
+ *     from the fan node's by τ (nothing articulates along it; flat or flared parts contract to
+ *     such fans), repeatedly, until the fan is a plain fork.
  *     Joints: the curve is cut into chains between nodes of degree ≠ 2 (not counting spurs). Every end (degree 1) and
  *     branch node (degree ≥ 3) is a joint; inside a chain, each run of consecutive edges with
  *     g > τ gives one joint at the node where half of the run's weight change has happened. A
