@@ -13,8 +13,17 @@
 
 #define RIG_FD 1e-3 /* central-difference step of the weights' gradients (rig frame; f32 weights) */
 
+/* the f32 weights of point q in double, rescaled to sum to 1: u_r must lie in the rig space
+ * span_j(w_j X̃) exactly (its −X term is −Σ_j w_j X), or the rig's acceleration and gravity leak
+ * into the complementary subspace at the f32 rounding of the sum (1e-5 of a step's acceleration) */
+static void unit_sum(int nb, const float *wf, double *w) {
+    double sum = 0;
+    for (int j = 0; j < nb; j++) sum += wf[j];
+    for (int j = 0; j < nb; j++) w[j] = sum > 0 ? wf[j] / sum : 0;
+}
+
 /* weights of the rig at n points p (n × 3, rig frame) into w (n × nb), and their gradients dw
- * (n × nb × 3) when given */
+ * (n × nb × 3) when given (of the rescaled weights, so Σ_j ∇w_j = 0 to roundoff) */
 static int rig_weights(const SimRig *r, int64_t n, const double *p, double *w, double *dw) {
     int nb = r->nbones;
     if (n == 0) return 0;
@@ -25,18 +34,25 @@ static int rig_weights(const SimRig *r, int64_t n, const double *p, double *w, d
     }
     for (int64_t k = 0; k < 3 * n; k++) pf[k] = (float)p[k];
     ds_procedural_weights(&r->shape.scene, nb, pf, n, r->sigma, wf);
-    for (int64_t k = 0; k < n * nb; k++) w[k] = wf[k];
+    for (int64_t q = 0; q < n; q++) unit_sum(nb, wf + q * nb, w + q * nb);
+    double one[DS_RIG_MAX_BONES];
     for (int a = 0; dw && a < 3; a++)
         for (int s = -1; s <= 1; s += 2) {
             for (int64_t k = 0; k < 3 * n; k++) pf[k] = (float)p[k];
             for (int64_t q = 0; q < n; q++) pf[3 * q + a] = (float)(p[3 * q + a] + s * RIG_FD);
             ds_procedural_weights(&r->shape.scene, nb, pf, n, r->sigma, wf);
-            for (int64_t q = 0; q < n; q++)
-                for (int j = 0; j < nb; j++) dw[(q * nb + j) * 3 + a] += s * wf[q * nb + j] / (2 * RIG_FD);
+            for (int64_t q = 0; q < n; q++) {
+                unit_sum(nb, wf + q * nb, one);
+                for (int j = 0; j < nb; j++) dw[(q * nb + j) * 3 + a] += s * one[j] / (2 * RIG_FD);
+            }
         }
     free(pf), free(wf);
     return 0;
 }
+
+static void rig_basis(const SimRig *r, const SimObject *o, double *A, double *m);
+static int gram_chol(const double *A, const double *m, int64_t nc, int K, double *Gm);
+static int rig_complement(SimRig *r, SimObject *o);
 
 int sim_rig_init(SimRig *r, SimObject *o, const char *category, uint64_t seed, int mesh_res, float sigma,
                  const double center[3], double k, const SimPose *pose, char *err, size_t errlen) {
@@ -60,12 +76,11 @@ int sim_rig_init(SimRig *r, SimObject *o, const char *category, uint64_t seed, i
     r->wc = malloc(sizeof(double) * (size_t)(nc * nb)), r->dwc = calloc((size_t)(nc * nb * 3), sizeof(double));
     r->wv = malloc(sizeof(double) * (size_t)((nv + 1) * nb));
     r->live = malloc(sizeof(double) * 4 * (size_t)nb), r->live_on = calloc((size_t)nb, 1);
-    r->u_prev = malloc(sizeof(double) * 3 * (size_t)nc), r->u_cur = malloc(sizeof(double) * 3 * (size_t)nc);
-    r->u_next = malloc(sizeof(double) * 3 * (size_t)nc), r->F = malloc(sizeof(double) * 9 * (size_t)nc);
-    r->uv = malloc(sizeof(double) * 3 * (size_t)(nv + 1)), r->f = malloc(sizeof(double) * (size_t)o->n);
+    r->uc = malloc(sizeof(double) * 3 * (size_t)nc), r->F = malloc(sizeof(double) * 9 * (size_t)nc);
+    r->uv = malloc(sizeof(double) * 3 * (size_t)(nv + 1));
     r->local = malloc(sizeof(double) * 4 * (size_t)nb);
-    if (!r->pc || !r->pv || !r->wc || !r->dwc || !r->wv || !r->live || !r->live_on || !r->u_prev || !r->u_cur ||
-        !r->u_next || !r->F || !r->uv || !r->f || !r->local) {
+    if (!r->pc || !r->pv || !r->wc || !r->dwc || !r->wv || !r->live || !r->live_on || !r->uc ||
+        !r->F || !r->uv || !r->local) {
         sim_rig_free(r);
         return base_errf(err, errlen, "rig: out of memory");
     }
@@ -81,29 +96,35 @@ int sim_rig_init(SimRig *r, SimObject *o, const char *category, uint64_t seed, i
         sim_rig_free(r);
         return base_errf(err, errlen, "rig: out of memory");
     }
-    /* rows 0..3: the constant handle's coefficients; 4..7: Σ_c ρ V_c X̃_c,l b_c, the global affine
-     * moments of B z (rig.h) */
+    /* rows 0..3: the constant handle's coefficients (rig.h: the rig carries the affine motion) */
     int64_t nbz = o->nb;
-    r->rows = calloc((size_t)(8 * nbz), sizeof(double));
-    if (!r->rows) {
+    r->rows = calloc((size_t)(4 * nbz), sizeof(double));
+    r->lam = malloc(sizeof(double) * (size_t)nbz), r->mrows = malloc(sizeof(double) * (size_t)(nbz * nbz));
+    if (!r->rows || !r->lam || !r->mrows) {
         sim_rig_free(r);
         return base_errf(err, errlen, "rig: out of memory");
     }
     for (int l = 0; l < 4; l++) r->rows[l * nbz + 4 * o->m + l] = 1;
-    for (int64_t c = 0; c < nc; c++) {
-        const double *X = o->Xc + 3 * c;
-        double xh[4] = {X[0], X[1], X[2], 1}, m = o->rho * o->Vc[c];
-        for (int l = 0; l < 4; l++) cblas_daxpy((int)nbz, m * xh[l], o->Bc + c * nbz, 1, r->rows + (4 + l) * nbz, 1);
-    }
-    o->rig_rows = r->rows, o->rig_nrows = 8;
-    r->cut = 1;
+    o->rig_rows = r->rows, o->rig_nrows = 4;
     if (sim_object_prepare(o, e2, sizeof e2)) {
         sim_rig_free(r);
         return base_errf(err, errlen, "rig: %s", e2);
     }
-    int64_t fixed_rows, free_dims;
-    sim_object_constraint_info(o, &fixed_rows, &free_dims);
-    r->kept = (int)(free_dims / 3);
+    /* the learned subspace's modes by rig share, before the projection (they stay M-orthogonal
+     * after it, with complementary share 1 − λ: rig.h) */
+    r->nm = sim_rig_modes(r, o, r->lam, r->mrows);
+    if (r->nm < 1) {
+        sim_rig_free(r);
+        return base_errf(err, errlen, "rig: the rig-space eigenproblem failed");
+    }
+    if (rig_complement(r, o)) {
+        sim_rig_free(r);
+        return base_errf(err, errlen, "rig: the projection onto the rig's complement failed");
+    }
+    if (sim_rig_set_rank_tol(r, o, SIM_RIG_RANK_TOL, NULL, e2, sizeof e2)) {
+        sim_rig_free(r);
+        return base_errf(err, errlen, "%s", e2);
+    }
     return 0;
 }
 
@@ -111,8 +132,9 @@ void sim_rig_free(SimRig *r) {
     ds_procedural_free(&r->shape);
     if (r->has_clip) ds_motion_free(&r->clip);
     free(r->pc), free(r->pv), free(r->wc), free(r->dwc), free(r->wv), free(r->keys), free(r->drags);
-    free(r->live), free(r->live_on), free(r->u_prev), free(r->u_cur), free(r->u_next), free(r->F), free(r->uv);
-    free(r->f), free(r->local), free(r->rows);
+    free(r->live), free(r->live_on), free(r->uc), free(r->F), free(r->uv);
+    free(r->local), free(r->rows), free(r->lam), free(r->mrows);
+    free(r->C);
     memset(r, 0, sizeof *r);
 }
 
@@ -286,31 +308,11 @@ void sim_rig_eval(const SimRig *r, const double *local, const double root[3], do
     }
 }
 
-void sim_rig_advance(SimRig *r, SimObject *o, double t1, double dt) {
-    int64_t nc = r->nc, nb = o->nb;
-    if (r->hist == 0) { /* the first step: the rig's state at t₀ and t₀ − dt from its motion */
-        sim_rig_pose(r, t1 - 2 * dt, r->local, r->root);
-        sim_rig_eval(r, r->local, r->root, r->u_prev, NULL, NULL);
-        sim_rig_pose(r, t1 - dt, r->local, r->root);
-        sim_rig_eval(r, r->local, r->root, r->u_cur, NULL, NULL);
-        r->hist = 2;
-    }
+void sim_rig_advance(SimRig *r, SimObject *o, double t1) {
+    /* the rig's acceleration enters no term: Bᵀ M a = 0 for the complementary B (rig.h) */
     sim_rig_pose(r, t1, r->local, r->root);
-    sim_rig_eval(r, r->local, r->root, r->u_next, r->uv, r->F);
-    /* f⁽ⁱ⁾ = Σ_c ρ V_c b_c a_c,i, a = u(t₁) − 2u(t₀) + u(t₀ − dt) */
-    memset(r->f, 0, sizeof(double) * (size_t)o->n);
-    for (int64_t c = 0; c < nc; c++) {
-        double m = o->rho * o->Vc[c];
-        for (int i = 0; i < 3; i++) {
-            double a = r->u_next[3 * c + i] - 2 * r->u_cur[3 * c + i] + r->u_prev[3 * c + i];
-            if (a != 0) cblas_daxpy((int)nb, m * a, o->Bc + c * nb, 1, r->f + i * nb, 1);
-        }
-    }
-    /* rotate the history: the next step's u(t₀ − dt), u(t₀) are this one's u(t₀), u(t₁) */
-    double *tmp = r->u_prev;
-    r->u_prev = r->u_cur, r->u_cur = r->u_next, r->u_next = tmp;
-    o->rig_F = r->F, o->rig_uc = r->u_cur, o->rig_uv = r->nv ? r->uv : NULL, o->rig_f = r->f;
-    r->t_cur = t1;
+    sim_rig_eval(r, r->local, r->root, r->uc, r->nv ? r->uv : NULL, r->F);
+    o->rig_F = r->F, o->rig_uc = r->uc, o->rig_uv = r->nv ? r->uv : NULL;
 }
 
 /* A (nc × K, K = 4 nb_rig): A[c, (j, l)] = w_cj X̃_cl in the world frame — the rig's affine maps act
@@ -338,6 +340,128 @@ static int gram_chol(const double *A, const double *m, int64_t nc, int K, double
     int info = 0;
     dpotrf_("L", &K, Gm, &K, &info, 1);
     return info ? -1 : 0;
+}
+
+/* ∇_X w (world) from ∇_p w: p = Rᵀ (X − off) / s, so ∇_X w = R ∇_p w / s */
+static void world_gradient(const SimRig *r, const double *dwp, double *dwx) {
+    double s = sqrt(r->L[0] * r->L[0] + r->L[3] * r->L[3] + r->L[6] * r->L[6]);
+    for (int a = 0; a < 3; a++) dwx[a] = (r->R[3 * a] * dwp[0] + r->R[3 * a + 1] * dwp[1] + r->R[3 * a + 2] * dwp[2]) / s;
+}
+
+/* The rig space's orthonormal basis in the mass metric: the thin SVD M½A = U Σ Vᵀ (U nc × K and Vᵀ
+ * K × K column-major, as LAPACK gives them), with rank *rk: singular values above 1e-13 of the
+ * largest (bones holding no point give zero columns). An SVD of M½A rather than a Cholesky of
+ * AᵀMA, whose ridge would leave the weakly sampled bones' directions (σ² near the ridge) partly
+ * unprojected: 1e-5 of a step's rig acceleration then leaked into B_comp. 0 or -1. */
+static int rig_range(const SimRig *r, const SimObject *o, double *U, double *sv, double *VT, double *m, int *rk) {
+    int64_t nc = o->nc;
+    int K = 4 * r->nbones, M = (int)nc, info = 0, lwork = -1, kk = M < K ? M : K;
+    double *A = malloc(sizeof(double) * (size_t)(nc * K)), *S = malloc(sizeof(double) * (size_t)(nc * K)), wq;
+    double *work = NULL;
+    int rc = -1;
+    if (!A || !S) goto done;
+    rig_basis(r, o, A, m);
+    for (int64_t c = 0; c < nc; c++)
+        for (int k = 0; k < K; k++) S[(size_t)k * nc + c] = sqrt(m[c]) * A[c * K + k];
+    dgesvd_("S", "S", &M, &K, S, &M, sv, U, &M, VT, &kk, &wq, &lwork, &info, 1, 1);
+    lwork = (int)wq;
+    work = malloc(sizeof(double) * (size_t)(lwork > 1 ? lwork : 1));
+    if (!work) goto done;
+    dgesvd_("S", "S", &M, &K, S, &M, sv, U, &M, VT, &kk, work, &lwork, &info, 1, 1);
+    if (info) goto done;
+    *rk = 0;
+    while (*rk < kk && sv[*rk] > 1e-13 * sv[0]) (*rk)++;
+    rc = 0;
+done:
+    free(A), free(S), free(work);
+    return rc;
+}
+
+/* B_comp = B − A C, C = (AᵀMA)⁺ AᵀM B over the learned columns (rig.h), by rig_range's SVD:
+ * C = V Σ⁺ Uᵀ M½ B. The rows b, G of the cubature points and b of the vertices are replaced in
+ * place. A row a(X) = [w_j(X) X̃ᵀ]_j is a smooth field, so the correction is exact everywhere: at
+ * the vertices by their own rig weights, and in G by its derivative ∂_d a[4j + l] = ∂_d w_j X̃_l +
+ * w_j δ_dl. A second pass (iterative refinement) takes the residual AᵀM B_comp to roundoff. 0 or -1. */
+static int rig_complement(SimRig *r, SimObject *o) {
+    int64_t nc = o->nc, nv = o->nv, nb = o->nb;
+    int K = 4 * r->nbones, Lc = (int)(4 * o->m), nbr = r->nbones, rk = 0, kk = nc < K ? (int)nc : K;
+    if (Lc == 0) return 0;
+    double *A = malloc(sizeof(double) * (size_t)(nc * K)), *m = malloc(sizeof(double) * (size_t)nc);
+    double *U = malloc(sizeof(double) * (size_t)(nc * K)), *sv = malloc(sizeof(double) * (size_t)K);
+    double *VT = malloc(sizeof(double) * (size_t)K * K), *C = malloc(sizeof(double) * (size_t)K * Lc);
+    double *Y = malloc(sizeof(double) * (size_t)K * Lc), *SB = malloc(sizeof(double) * (size_t)(nc * Lc));
+    double *row = malloc(sizeof(double) * (size_t)(3 * K));
+    int rc = -1;
+    if (!A || !m || !U || !sv || !VT || !C || !Y || !SB || !row) goto done;
+    if (rig_range(r, o, U, sv, VT, m, &rk)) goto done;
+    free(r->C);
+    if (!(r->C = calloc((size_t)K * Lc, sizeof(double)))) goto done;
+    rig_basis(r, o, A, m);
+    for (int pass = 0; pass < 2; pass++) {
+        /* SB = M½ B_L (row-major nc × Lc); Y = Uᵀ SB (row-major K × Lc, rows past the rank 0; the
+         * column-major U is the row-major Uᵀ) */
+        for (int64_t c = 0; c < nc; c++)
+            for (int q = 0; q < Lc; q++) SB[c * Lc + q] = sqrt(m[c]) * o->Bc[c * nb + q];
+        memset(Y, 0, sizeof(double) * (size_t)K * Lc);
+        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rk, Lc, (int)nc, 1.0, U, (int)nc, SB, Lc, 0.0, Y, Lc);
+        for (int k = 0; k < rk; k++) cblas_dscal(Lc, 1 / sv[k], Y + (size_t)k * Lc, 1);
+        /* C = V Y: Vᵀ column-major kk × K is row-major V (K × kk) */
+        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, K, Lc, rk, 1.0, VT, kk, Y, Lc, 0.0, C, Lc);
+        cblas_daxpy(K * Lc, 1.0, C, 1, r->C, 1); /* the total over the passes (sim_rig_points_project) */
+        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)nc, Lc, K, -1.0, A, K, C, Lc, 1.0, o->Bc, (int)nb);
+        for (int64_t c = 0; c < nc; c++) { /* G rows: ∂_d a_c C */
+            const double *X = o->Xc + 3 * c;
+            double xh[4] = {X[0], X[1], X[2], 1};
+            for (int j = 0; j < nbr; j++) {
+                double w = r->wc[c * nbr + j], dw[3];
+                world_gradient(r, r->dwc + (c * nbr + j) * 3, dw);
+                for (int d = 0; d < 3; d++)
+                    for (int l = 0; l < 4; l++) row[d * K + 4 * j + l] = dw[d] * xh[l] + (l == d ? w : 0);
+            }
+            cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, 3, Lc, K, -1.0, row, K, C, Lc, 1.0, o->Gc + 3 * c * nb,
+                        (int)nb);
+        }
+        for (int64_t v = 0; v < nv; v++) { /* vertex rows: a_v C */
+            const double *X = o->Xv + 3 * v;
+            double xh[4] = {X[0], X[1], X[2], 1};
+            for (int j = 0; j < nbr; j++)
+                for (int l = 0; l < 4; l++) row[4 * j + l] = r->wv[v * nbr + j] * xh[l];
+            cblas_dgemv(CblasRowMajor, CblasTrans, K, Lc, -1.0, C, Lc, row, 1, 1.0, o->Bv + v * nb, 1);
+        }
+    }
+    rc = sim_object_rows_changed(o);
+done:
+    free(A), free(m), free(U), free(sv), free(VT), free(C), free(Y), free(SB), free(row);
+    return rc;
+}
+
+int sim_rig_set_rank_tol(SimRig *r, SimObject *o, double tol, int *kept, char *err, size_t errlen) {
+    int64_t nb = o->nb;
+    if (!(tol >= 0 && tol < 1)) return base_errf(err, errlen, "rig: rank_tol must be in [0, 1) (got %g)", tol);
+    int ncut = 0;
+    for (int i = 0; i < r->nm; i++) ncut += 1 - r->lam[i] < tol;
+    if (ncut == r->nm)
+        return base_errf(err, errlen, "rig: rank_tol %g leaves none of the %d modes (the largest complementary share "
+                                      "is %.3g); lower it", tol, r->nm, 1 - r->lam[0]);
+    double *nr = malloc(sizeof(double) * (size_t)((4 + ncut) * nb));
+    if (!nr) return base_errf(err, errlen, "rig: out of memory");
+    memcpy(nr, r->rows, sizeof(double) * (size_t)(4 * nb)); /* the constant handle's rows come first */
+    int k = 4;
+    for (int i = 0; i < r->nm; i++)
+        if (1 - r->lam[i] < tol) memcpy(nr + (size_t)(k++) * nb, r->mrows + (size_t)i * nb, sizeof(double) * (size_t)nb);
+    free(r->rows);
+    r->rows = nr, r->rank_tol = tol;
+    o->rig_rows = r->rows, o->rig_nrows = k;
+    char e2[512];
+    if (sim_object_prepare(o, e2, sizeof e2)) return base_errf(err, errlen, "rig: %s", e2);
+    int64_t fixed_rows, free_dims;
+    sim_object_constraint_info(o, &fixed_rows, &free_dims);
+    r->kept = (int)(free_dims / 3);
+    if (kept) *kept = r->kept;
+    if (r->kept == 0) /* what the rig leaves was cut as unobservable (solver.h): too few points */
+        return base_errf(err, errlen, "rig: no free mode outside the rig space (%lld cubature points against %d rig "
+                                      "columns per coordinate); use more cubature points", (long long)o->nc, 4 * r->nbones);
+    return 0;
 }
 
 int sim_rig_modes(const SimRig *r, SimObject *o, double *lam, double *rows) {
@@ -405,95 +529,26 @@ done:
     return rc;
 }
 
-int sim_rig_set_cut(SimRig *r, SimObject *o, double tau, int *kept, char *err, size_t errlen) {
-    int64_t nb = o->nb;
-    double *lam = malloc(sizeof(double) * (size_t)nb), *rows = malloc(sizeof(double) * (size_t)(nb * nb));
-    double *nr = NULL;
-    char e2[512];
-    if (!lam || !rows) goto oom;
-    /* the modes of the subspace the eight fixed rows leave (an earlier cut undone first) */
-    o->rig_rows = r->rows, o->rig_nrows = 8;
-    if (sim_object_prepare(o, e2, sizeof e2)) {
-        free(lam), free(rows);
-        return base_errf(err, errlen, "rig: %s", e2);
-    }
-    int nm = sim_rig_modes(r, o, lam, rows);
-    if (nm < 0) {
-        free(lam), free(rows);
-        return base_errf(err, errlen, "rig: the rig-space eigenproblem failed");
-    }
-    int ncut = 0;
-    for (int64_t i = 0; i < nm; i++) ncut += tau < 1 && lam[i] > tau * tau;
-    if (ncut == nm) {
-        double least = sqrt(fmax(lam[0], 0));
-        free(lam), free(rows);
-        return base_errf(err, errlen, "rig: cut %g leaves none of the %d modes (the least rig share is %.3g²); "
-                                      "raise it", tau, nm, least);
-    }
-    nr = malloc(sizeof(double) * (size_t)((8 + ncut) * nb));
-    if (!nr) goto oom;
-    memcpy(nr, r->rows, sizeof(double) * (size_t)(8 * nb)); /* the fixed rows come first */
-    int k = 8;
-    for (int64_t i = 0; i < nm; i++)
-        if (tau < 1 && lam[i] > tau * tau) memcpy(nr + (size_t)(k++) * nb, rows + i * nb, sizeof(double) * (size_t)nb);
-    free(r->rows);
-    r->rows = nr, r->cut = tau;
-    o->rig_rows = r->rows, o->rig_nrows = k;
-    r->kept = nm - ncut;
-    if (kept) *kept = r->kept;
-    free(lam), free(rows);
-    if (sim_object_prepare(o, e2, sizeof e2)) return base_errf(err, errlen, "rig: %s", e2);
-    return 0;
-oom:
-    free(lam), free(rows), free(nr);
-    return base_errf(err, errlen, "rig: out of memory");
-}
-
 double sim_rig_projection(const SimRig *r, const SimObject *o) {
     int64_t nc = o->nc, nb = o->nb;
-    int K = 4 * r->nbones, info = 0, three = 3;
-    double *A = malloc(sizeof(double) * (size_t)(nc * K)), *G = calloc((size_t)(K * K), sizeof(double));
-    double *rhs = calloc((size_t)(3 * K), sizeof(double)), *u = malloc(sizeof(double) * 3 * (size_t)nc);
+    int K = 4 * r->nbones, rk = 0;
+    double *U = malloc(sizeof(double) * (size_t)(nc * K)), *sv = malloc(sizeof(double) * (size_t)K);
+    double *VT = malloc(sizeof(double) * (size_t)K * K), *m = malloc(sizeof(double) * (size_t)nc);
+    double *u = malloc(sizeof(double) * 3 * (size_t)nc), *p = malloc(sizeof(double) * 3 * (size_t)K);
     double res = NAN;
-    if (!A || !G || !rhs || !u) goto done;
-    /* u_c = B z at the cubature points; A[c, (j, l)] = w_cj p̃_cl in the world frame: the rig's
-     * affine maps act on world rest positions X̃ as well as on p̃ (an affine change of frame) */
+    if (!U || !sv || !VT || !m || !u || !p || rig_range(r, o, U, sv, VT, m, &rk)) goto done;
+    /* M½ u_c, u_c = B z at the cubature points (nc × 3) */
     cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)nc, 3, (int)nb, 1.0, o->Bc, (int)nb, o->z, (int)nb, 0.0,
                 u, 3);
-    double unorm = 0;
-    for (int64_t c = 0; c < nc; c++) {
-        const double *X = o->Xc + 3 * c;
-        double xh[4] = {X[0], X[1], X[2], 1}, m = o->rho * o->Vc[c];
-        for (int j = 0; j < r->nbones; j++)
-            for (int l = 0; l < 4; l++) A[c * K + 4 * j + l] = r->wc[c * r->nbones + j] * xh[l];
-        for (int i = 0; i < 3; i++) {
-            unorm += m * u[3 * c + i] * u[3 * c + i];
-            for (int k = 0; k < K; k++) rhs[i * K + k] += m * A[c * K + k] * u[3 * c + i];
-        }
-        cblas_dsyr(CblasRowMajor, CblasUpper, K, m, A + c * K, 1, G, K);
-    }
-    if (!(unorm > 0)) {
-        res = 0;
-        goto done;
-    }
-    /* (AᵀMA) p = AᵀM u_i; a ridge of 1e-12 of the largest diagonal keeps bones without points
-     * (zero columns) solvable without moving the projection */
-    double dmax = 0;
-    for (int k = 0; k < K; k++) dmax = fmax(dmax, G[k * K + k]);
-    for (int k = 0; k < K; k++) G[k * K + k] += 1e-12 * dmax;
-    double *p = malloc(sizeof(double) * (size_t)(3 * K));
-    if (!p) goto done;
-    memcpy(p, rhs, sizeof(double) * (size_t)(3 * K));
-    dpotrf_("L", &K, G, &K, &info, 1); /* row-major upper = column-major lower */
-    if (!info) dpotrs_("L", &K, &three, G, &K, p, &K, &info, 1);
-    if (!info) {
-        double pn = 0; /* ‖P u‖²_M = Σ_i rhs_iᵀ p_i */
-        for (int k = 0; k < 3 * K; k++) pn += rhs[k] * p[k];
-        res = sqrt(fmax(pn, 0) / unorm);
-    }
-    free(p);
+    double un = 0, pn = 0;
+    for (int64_t c = 0; c < nc; c++)
+        for (int i = 0; i < 3; i++) u[3 * c + i] *= sqrt(m[c]), un += u[3 * c + i] * u[3 * c + i];
+    /* ‖P u‖²_M = ‖U_rᵀ M½ u‖² per coordinate */
+    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rk, 3, (int)nc, 1.0, U, (int)nc, u, 3, 0.0, p, 3);
+    for (int k = 0; k < 3 * rk; k++) pn += p[k] * p[k];
+    res = un > 0 ? sqrt(pn / un) : 0;
 done:
-    free(A), free(G), free(rhs), free(u);
+    free(U), free(sv), free(VT), free(m), free(u), free(p);
     return res;
 }
 
@@ -526,7 +581,8 @@ const DsConfigField SIM_RIG_SCENE_FIELDS[] = {
     {"fps", DS_CFG_FLOAT, RS(fps), "30", 1e-3, 1e4, .help = "the clip's sampling rate (frames per second)"},
     {"frames", DS_CFG_INT, RS(frames), "0", 0, 1e7, .help = "clip frames (0: as long as the scene)"},
     {"seed", DS_CFG_INT, RS(seed), "1", 0, 9e15, .help = "seed of a procedural clip"},
-    {"cut", DS_CFG_FLOAT, RS(cut), "1", 1e-6, 1, .help = "remove the subspace modes whose rig share exceeds cut² (sim_rig_set_cut; 1: none)"},
+    {"rank_tol", DS_CFG_FLOAT, RS(rank_tol), "1e-3", 0, 0.999999,
+     .help = "drop the modes whose complement of the rig space holds less than this share of their mass-weighted norm² (sim_rig_set_rank_tol)"},
     {"loop", DS_CFG_BOOL, RS(loop), "false", 1, 0, .help = "play the clip forward and back for as long as the scene runs"},
     {"bvh_start", DS_CFG_INT, RS(bvh_start), "-1", -1, 1e9, .help = "BVH clip: first source frame (-1: the clip's default)"},
     {"t_stop", DS_CFG_FLOAT, RS(t_stop), "1e30", 0, 1e30, .help = "the rig holds its pose from this time on (s)"},
@@ -544,7 +600,7 @@ int sim_rig_from_scene(SimRig *r, SimObject *o, const SimSceneRig *sr, const cha
                        double duration, char *err, size_t errlen) {
     if (sim_rig_init(r, o, category, seed, mesh_res, (float)sr->sigma, center, k, pose, err, errlen)) return -1;
     r->t_stop = sr->t_stop, r->loop = sr->loop;
-    if (sr->cut < 1 && sim_rig_set_cut(r, o, sr->cut, NULL, err, errlen)) goto fail;
+    if (sr->rank_tol != SIM_RIG_RANK_TOL && sim_rig_set_rank_tol(r, o, sr->rank_tol, NULL, err, errlen)) goto fail;
     if (sr->clip[0]) {
         char path[2048];
         size_t len = strlen(sr->clip);
@@ -669,4 +725,26 @@ void sim_rig_points_eval(const SimRig *r, const SimRigPoints *pts, const double 
     v.nc = pts->n, v.pc = pts->p, v.wc = pts->w, v.dwc = pts->dw;
     v.nv = 0, v.pv = NULL, v.wv = NULL;
     sim_rig_eval(&v, local, root, u, NULL, F);
+}
+
+void sim_rig_points_project(const SimRig *r, const SimRigPoints *pts, const double *X, int64_t nb, double *B, double *G) {
+    if (!r->C) return;
+    int K = 4 * r->nbones, nbr = r->nbones, Lc = (int)(nb / 4 - 1) * 4;
+    double *row = malloc(sizeof(double) * (size_t)(3 * K));
+    if (!row) return;
+    for (int64_t p = 0; p < pts->n; p++) { /* as rig_complement does the object's rows */
+        const double *x = X + 3 * p;
+        double xh[4] = {x[0], x[1], x[2], 1};
+        for (int j = 0; j < nbr; j++)
+            for (int l = 0; l < 4; l++) row[4 * j + l] = pts->w[p * nbr + j] * xh[l];
+        cblas_dgemv(CblasRowMajor, CblasTrans, K, Lc, -1.0, r->C, Lc, row, 1, 1.0, B + p * nb, 1);
+        for (int j = 0; j < nbr; j++) {
+            double dw[3];
+            world_gradient(r, pts->dw + (p * nbr + j) * 3, dw);
+            for (int d = 0; d < 3; d++)
+                for (int l = 0; l < 4; l++) row[d * K + 4 * j + l] = dw[d] * xh[l] + (l == d ? pts->w[p * nbr + j] : 0);
+        }
+        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, 3, Lc, K, -1.0, row, K, r->C, Lc, 1.0, G + 3 * p * nb, (int)nb);
+    }
+    free(row);
 }

@@ -1,22 +1,38 @@
-/* sim/rig.h — rig-complementary dynamics (PhysSkin++ §III-E, §IV-D; physskin.md §9): a
- * procedural character's rig (datasets/geometry/procedural.h bones, LBS weights) drives an object
- * of the reduced solver, and the object's subspace adds the secondary motion:
+/* sim/rig.h — rig-complementary dynamics (PhysSkin++ §III-E, §IV-D; physskin.md §9; Complementary
+ * Dynamics): a procedural character's rig (datasets/geometry/procedural.h bones, LBS weights) drives
+ * an object of the reduced solver, and the object's subspace adds the secondary motion:
  *
- *     x(X, t) = X + u_r(X, t) + B z(t),   u_r = Σ_j w_j(X) S_j(t)(X) − X   (LBS, rig.h conventions)
+ *     x(X, t) = X + u_r(X, t) + B_comp z(t),   u_r = Σ_j w_j(X) S_j(t)(X) − X   (LBS, rig.h conventions)
  *
- * The rig displacement is prescribed input to the same implicit Euler step (sim/solver.h): with
- * x̃ = x₀ + dt ẋ₀ the inertia ½‖x − x̃‖²_M becomes ½(z − z̃)ᵀM_r(z − z̃) + (z − z̃)ᵀBᵀM a, where
- * a = u_r(t₁) − 2u_r(t₀) + u_r(t₀ − dt) is the rig's acceleration over the step (× dt²), and the
- * elastic energy is taken at the total deformation F = F_r + (G z)ᵀ, F_r = ∂(X + u_r)/∂X =
- * Σ_j w_j R_j + Σ_j S_j(X) ⊗ ∇w_j. So the rig's accelerations and its own strain (the blend zones of
- * LBS) drive z; nothing enforces JᵀMBz = 0 at runtime — the fields are trained for it (L_comp,
- * models/physskin/losses.h). Two exact linear conditions are kept (SimObject.rig_rows): the
- * object's constant handle is held at zero, and so are the mass-weighted global affine moments
- * Σ_c m_c X̃_c (B z)_c,iᵀ — the complementarity condition of a one-bone rig, 12 of the 3·nb
- * coordinates. The rig carries the rigid and affine motion; without them a rigid motion of B z,
- * which no elastic energy restores, would drift under gravity and the rig's accelerations.
- * (Per-bone complementarity has 12 conditions per bone, more than a small subspace has
- * coordinates: it stays learned, and sim_rig_projection measures it.)
+ * The complementary subspace. The rig space at a point is spanned per coordinate by the row
+ * a(X) = [w_j(X) X̃ᵀ]_j (X̃ = [X; 1], K = 4 bones entries: J of physskin.md §9 is I₃ ⊗ a). The
+ * measure of complementarity is the one L_comp trains (models/physskin/losses.h): lumped masses
+ * m_c = ρ V_c at the cubature points, u_c ⊥_M span(J) ⇔ Aᵀ M u_c = 0 (A the nc × K rows a(X_c)).
+ * Trained fields satisfy it only approximately, and with 12 affine parameters per bone the rig
+ * expresses most of a small learned subspace (the modes' rig shares reach 0.99). So at load the
+ * learned columns of B are projected, once, onto the M-orthogonal complement of the rig space:
+ *
+ *     B_comp = B − A C,   C = (Aᵀ M A)⁻¹ Aᵀ M B        (a ridge of 1e-12 for bones without points)
+ *
+ * Since a(X) is a smooth field, B_comp is one too: the vertices' rows use their own rig weights and
+ * G (the deformation gradient rows) the derivative of a(X), so outputs, contact and the elastic
+ * energy all see the same field. By construction Aᵀ M B_comp z = 0 for every z (up to roundoff):
+ * nothing is enforced during the steps. The reduction is rank-revealing: before the projection
+ * the free modes y_i of the subspace are taken M-orthogonal and diagonalizing the rig share
+ * (sim_rig_modes: λ_i = ‖P B y_i‖²_M / ‖B y_i‖²_M), so after it B_comp y_i = (I − P) B y_i stay
+ * M-orthogonal with norms² 1 − λ_i. Modes whose complementary share 1 − λ_i is below rank_tol
+ * (default SIM_RIG_RANK_TOL) are removed by exact rows, as is the constant handle (an affine map,
+ * all rig). How many modes survive is the runtime face of L_comp: fields trained for
+ * complementarity keep more.
+ *
+ * The step. The rig displacement is prescribed input to the same implicit Euler step
+ * (sim/solver.h). The inertia ½‖x − x̃‖²_M with the rig's share would add (z − z̃)ᵀ B_compᵀ M a,
+ * a = u_r(t₁) − 2u_r(t₀) + u_r(t₀ − dt); but u_r(t) is in span(A) at every t (Σ_j w_j = 1), so a is,
+ * and B_compᵀ M a = 0: the rig's accelerations do not push z directly, as in Complementary
+ * Dynamics. Gravity's pull-back Σ_c m_c b_c vanishes for the same reason (a constant field is
+ * affine). What drives z is the elastic energy at the total deformation F = F_r + (G z)ᵀ,
+ * F_r = ∂(X + u_r)/∂X = Σ_j w_j R_j + Σ_j S_j(X) ⊗ ∇w_j: the rig's own strain (the blend zones of
+ * LBS) and its rotations, which turn the rest frame of B_comp z.
  *
  * Rig motion, evaluated as a function of time (clamped at t_stop, after which the rig holds its
  * pose and the secondary motion decays):
@@ -77,21 +93,29 @@ typedef struct {
     double *live;            /* nb × 4 live local rotations, used where live_on */
     unsigned char *live_on;
     /* per-step state (world frame) */
-    int hist;                /* how many of u_prev/u_cur hold values */
-    double t_cur;            /* the time u_cur was taken at */
-    double *u_prev, *u_cur, *u_next; /* u_r at the cubature points at t_cur − dt, t_cur, t_next */
-    double *F, *uv, *f;      /* F_r (nc × 9), u_r at the vertices (nv × 3), Bᵀ M a (o->n) */
+    double *uc, *F, *uv;     /* u_r at the cubature points (nc × 3), F_r (nc × 9), u_r at the vertices */
     double *local, root[3];  /* the last pose evaluated (nb × 4) */
-    double *rows;            /* the exact rows given to the object (8, plus the cut modes) */
-    double cut;              /* sim_rig_set_cut's τ (1: none) */
-    int kept;                /* free modes per coordinate block (after the fixed rows and any cut) */
+    /* the complementary subspace */
+    int nm;                  /* the learned subspace's free modes before the projection */
+    double *lam, *mrows;     /* their rig shares λ_i ascending (nm), exact rows removing each (nm × o->nb) */
+    double *rows;            /* the exact rows given to the object (4: constant handle, plus the dropped modes) */
+    double rank_tol;         /* modes with 1 − λ_i < rank_tol are dropped */
+    int kept;                /* free modes per coordinate block */
+    double *C;               /* the projection's C (4 nbones × 4 o->m, B_comp = B − A C), for other points' rows */
 } SimRig;
+
+/* The default rank_tol: a mode is kept when at least 0.1% of its mass-weighted norm² lies outside
+ * the rig space (3% of its amplitude): below that its complement is roundoff-sized relative to
+ * the mode and its stiffness per unit mass large. */
+#define SIM_RIG_RANK_TOL 1e-3
 
 /* The rig of procedural shape (category, seed, mesh_res: as the object's skinning was made;
  * sigma: ds_procedural_weights' softness, 0 its default) attached to object o, whose skinning
  * frame is (p − center)·k and whose pose is `pose`. Evaluates the weights and their gradients
- * (central differences, δ = 1e-3 in p) at the object's cubature points and vertices, gives o
- * its exact rows (constant handle, global affine moments) and prepares o again. 0, or -1 with err set. */
+ * (central differences, δ = 1e-3 in p) at the object's cubature points and vertices, replaces o's
+ * learned rows by their complementary projection B_comp (above; add o's fixed regions with
+ * falloff and its optimized cubature first), gives o its exact rows (constant handle, modes below
+ * SIM_RIG_RANK_TOL) and prepares o again. 0, or -1 with err set. */
 int sim_rig_init(SimRig *r, SimObject *o, const char *category, uint64_t seed, int mesh_res, float sigma,
                  const double center[3], double k, const SimPose *pose, char *err, size_t errlen);
 void sim_rig_free(SimRig *r);
@@ -124,32 +148,32 @@ void sim_rig_pose(SimRig *r, double t, double *local, double root[3]);
  * F_r (nc × 9, may be NULL), for the pose (local, root). */
 void sim_rig_eval(const SimRig *r, const double *local, const double root[3], double *uc, double *uv, double *F);
 
-/* Before the step of o from t₁ − dt to t₁: evaluates the rig at t₁ and points o's rig inputs
- * (rig_F, rig_uc, rig_uv, rig_f) at the rig's buffers for that step. Then sim_object_step or
- * sim_world_step. */
-void sim_rig_advance(SimRig *r, SimObject *o, double t1, double dt);
+/* Before the step of o that ends at t₁: evaluates the rig at t₁ and points o's rig inputs (rig_F,
+ * rig_uc, rig_uv; no inertial term: Bᵀ M a = 0, above) at the rig's buffers for that step. Then
+ * sim_object_step or sim_world_step. */
+void sim_rig_advance(SimRig *r, SimObject *o, double t1);
 
 /* The subspace's modes by their rig content: over the free modes z = N y the prepared object has
- * (sim_object_subspace: after the fixed regions and the rig's eight rows), the generalized
- * eigenproblem Nᵀ Q N y = λ Nᵀ M_b N y with Q = Bᵀ M A (Aᵀ M A)⁻¹ Aᵀ M B, A the rig's LBS basis
- * w_j X̃ᵀ at the cubature points (one coordinate block). λ_i ∈ [0, 1] is the squared
+ * (sim_object_subspace), the generalized eigenproblem Nᵀ Q N y = λ Nᵀ M_b N y with
+ * Q = Bᵀ M A (Aᵀ M A)⁻¹ Aᵀ M B (one coordinate block). λ_i ∈ [0, 1] is the squared
  * mass-weighted share of mode i's displacement that the rig can express; the modes are
- * M_b-orthogonal and also diagonalize Q, so any z of modes with λ ≤ τ² has its projection ≤ τ.
- * lam (≤ nb values) ascending; rows (may be NULL; ≤ nb × nb): row i = (M_b N y_i)ᵀ, the exact
- * constraint row that removes mode i and no other. Returns the number of modes, or -1. */
+ * M_b-orthogonal and also diagonalize Q. sim_rig_init takes them before the projection (after it
+ * every λ is 0 up to roundoff). lam (≤ nb values) ascending; rows (may be NULL; ≤ nb × nb):
+ * row i = (M_b N y_i)ᵀ, the exact constraint row that removes mode i and no other. Returns the
+ * number of modes, or -1. */
 int sim_rig_modes(const SimRig *r, SimObject *o, double *lam, double *rows);
-/* Complementarity at runtime, as an option (τ = 1: off, the paper's way): the modes whose rig
- * share λ exceeds τ² are removed from the object's subspace (exact rows), so the secondary
- * displacement's projection onto the rig space stays ≤ τ. *kept (may be NULL) gets the free
- * modes left per coordinate block. Prepares o again. 0, or -1 with err (e.g. nothing left). */
-int sim_rig_set_cut(SimRig *r, SimObject *o, double tau, int *kept, char *err, size_t errlen);
+/* The rank-revealing reduction again with another tolerance: the modes of sim_rig_init whose
+ * complementary share 1 − λ_i is below tol ([0, 1)) are removed from o's subspace (exact rows).
+ * *kept (may be NULL) gets the free modes left per coordinate block. Prepares o again. 0, or -1
+ * with err (e.g. nothing left). */
+int sim_rig_set_rank_tol(SimRig *r, SimObject *o, double tol, int *kept, char *err, size_t errlen);
 
 /* ---- scenes (sim/scene.h's "rig" key) ----------------------------------------------------------
  *   rig: {object [-1: none], clip [""] (motion.h name: "walk", "trot", "cmu_01_01", a .bvh path
  *         relative to the scene's folder), clip_map [""] (a mapping JSON for a BVH clip, relative to
  *         the scene's folder; "": the built-in humanoid names), fps [30] (the clip's sampling), frames [0: as long as
  *         the scene], loop [false] (forward and back), seed [1], bvh_start [-1], t_stop [1e30] (s),
- *         sigma [0], cut [1] (sim_rig_set_cut's τ; 1: off),
+ *         sigma [0], rank_tol [1e-3] (sim_rig_set_rank_tol),
  *         keys: [{bone, t, axis, deg}] (a local rotation of deg about axis at time t),
  *         drags: [{bone, target, t0 [0], t1 [0.5], t_release [1e30]}] (joint drags)}
  * The rigged object's skinning must be of the same procedural shape (its category, seed and
@@ -172,7 +196,7 @@ typedef struct {
     double fps, t_stop, sigma;
     int64_t frames, seed, bvh_start;
     bool loop;
-    double cut;
+    double rank_tol;
     int nkeys, ndrags;
     SimSceneRigKey *keys;
     SimSceneRigDrag *drags;
@@ -195,7 +219,8 @@ int sim_rig_write_plot(const char *path, int64_t n, const double *t, const doubl
 
 /* Complementarity of the current secondary displacement u_c = B z at the cubature points: its
  * mass-weighted projection onto the rig space span(J) (J the LBS Jacobian over 12 affine
- * parameters per bone, physskin.md §9), ‖P u_c‖_M / ‖u_c‖_M (0 when u_c = 0). */
+ * parameters per bone, physskin.md §9; M the lumped ρ V_c, as L_comp trains it),
+ * ‖P u_c‖_M / ‖u_c‖_M (0 when u_c = 0). Roundoff-sized for the projected subspace. */
 double sim_rig_projection(const SimRig *r, const SimObject *o);
 
 /* ---- the rig at other points (3D Gaussians bound to a rigged object, sim/bindings.h) -----------
@@ -214,5 +239,9 @@ void sim_rig_points_free(SimRigPoints *pts);
  * root) — r->local, r->root after sim_rig_advance are the pose of the step just taken. */
 void sim_rig_points_eval(const SimRig *r, const SimRigPoints *pts, const double *local, const double root[3], double *u,
                          double *F);
+/* The complementary projection on a binding's rows at the points (sim/bindings.h's SimBinding of
+ * the same n points X, world; nb = o->nb): b ← b − a(X) C, G_d ← G_d − ∂_d a(X) C, as sim_rig_init
+ * projects the object's own rows, so bound points see B_comp too. */
+void sim_rig_points_project(const SimRig *r, const SimRigPoints *pts, const double *X, int64_t nb, double *B, double *G);
 
 #endif

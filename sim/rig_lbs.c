@@ -12,7 +12,7 @@
 
 void sim_lbs_rig_free(SimLbsRig *r) {
     free(r->wc), free(r->dwc), free(r->wv), free(r->u_prev), free(r->u_cur), free(r->u_next);
-    free(r->F), free(r->uv), free(r->f), free(r->rows);
+    free(r->F), free(r->uv), free(r->f), free(r->rows), free(r->Mchol);
     memset(r, 0, sizeof *r);
 }
 
@@ -60,9 +60,10 @@ int sim_lbs_rig_init(SimLbsRig *r, SimObject *o, int64_t np, const double *P, co
     r->u_next = malloc(sizeof(double) * 3 * (size_t)nc), r->F = malloc(sizeof(double) * 9 * (size_t)nc);
     r->uv = malloc(sizeof(double) * 3 * (size_t)(nv + 1)), r->f = malloc(sizeof(double) * (size_t)o->n);
     r->rows = calloc((size_t)(8 * nbz), sizeof(double));
+    r->Mchol = malloc(sizeof(double) * (size_t)(nbz * nbz));
     int rc = -1;
     if (!pts.cub_x || !pts.cub_w || !pts.cub_dw || !r->wc || !r->dwc || !r->wv || !r->u_prev || !r->u_cur ||
-        !r->u_next || !r->F || !r->uv || !r->f || !r->rows)
+        !r->u_next || !r->F || !r->uv || !r->f || !r->rows || !r->Mchol)
         goto oom;
     memcpy(pts.cub_x, P, sizeof(double) * 3 * (size_t)np);
     for (int64_t k = 0; k < np * B; k++) pts.cub_w[k] = W[k];
@@ -74,6 +75,20 @@ int sim_lbs_rig_init(SimLbsRig *r, SimObject *o, int64_t np, const double *P, co
         const double *X = o->Xc + 3 * c;
         double xh[4] = {X[0], X[1], X[2], 1}, m = o->rho * o->Vc[c];
         for (int l = 0; l < 4; l++) cblas_daxpy((int)nbz, m * xh[l], o->Bc + c * nbz, 1, r->rows + (4 + l) * nbz, 1);
+    }
+    /* M_b's Cholesky factor, for the inertia term's shift of the prediction (advance), with a ridge
+     * of 1e-10 of its largest diagonal: weights summing to one make the constant handle a
+     * combination of the others (M_b singular); f = Bᵀ M a lies in M_b's range, and a shift along
+     * its null space changes no position */
+    memcpy(r->Mchol, o->Mb, sizeof(double) * (size_t)(nbz * nbz));
+    double dmax = 0;
+    for (int64_t k = 0; k < nbz; k++) dmax = fmax(dmax, r->Mchol[k * nbz + k]);
+    for (int64_t k = 0; k < nbz; k++) r->Mchol[k * nbz + k] += 1e-10 * dmax + 1e-300;
+    int info = 0, nn = (int)nbz;
+    dpotrf_("L", &nn, r->Mchol, &nn, &info, 1);
+    if (info) {
+        base_errf(err, errlen, "rig: the subspace's mass matrix is not positive definite");
+        goto fail;
     }
     o->rig_rows = r->rows, o->rig_nrows = 8;
     char e2[512];
@@ -115,7 +130,7 @@ void sim_lbs_rig_eval(int nbones, const double *T, int64_t n, const double *X, c
     }
 }
 
-void sim_lbs_rig_advance(SimLbsRig *r, SimObject *o, const double *T) {
+void sim_lbs_rig_advance(SimLbsRig *r, SimObject *o, const double *T, double dt) {
     int64_t nc = r->nc, nb = o->nb;
     sim_lbs_rig_eval(r->nbones, T, nc, o->Xc, r->wc, r->dwc, r->u_next, r->F);
     if (r->nv) sim_lbs_rig_eval(r->nbones, T, r->nv, o->Xv, r->wv, NULL, r->uv, NULL);
@@ -136,8 +151,16 @@ void sim_lbs_rig_advance(SimLbsRig *r, SimObject *o, const double *T) {
             if (a != 0) cblas_daxpy((int)nb, m * a, o->Bc + c * nb, 1, r->f + i * nb, 1);
         }
     }
+    /* the inertia ½‖z − z̃‖²_M_r + fᵀ(z − z̃) is ½‖z − (z̃ − M_r⁻¹ f)‖²_M_r + const: the rig's
+     * acceleration shifts the prediction z̃ = z₀ + dt ż₀, i.e. ż₀ by −M_r⁻¹ f / dt (the step then
+     * takes ż₁ = (z₁ − z₀)/dt from positions, so the shift does not persist) */
+    int nn = (int)nb, one = 1, info = 0;
+    for (int i = 0; i < 3; i++) {
+        dpotrs_("L", &nn, &one, r->Mchol, &nn, r->f + i * nb, &nn, &info, 1);
+        if (!info) cblas_daxpy((int)nb, -1 / dt, r->f + i * nb, 1, o->zdot + i * nb, 1);
+    }
     double *tmp = r->u_prev;
     r->u_prev = r->u_cur, r->u_cur = r->u_next, r->u_next = tmp;
     r->hist = r->hist < 2 ? r->hist + 1 : 2;
-    o->rig_F = r->F, o->rig_uc = r->u_cur, o->rig_uv = r->nv ? r->uv : NULL, o->rig_f = r->f;
+    o->rig_F = r->F, o->rig_uc = r->u_cur, o->rig_uv = r->nv ? r->uv : NULL;
 }

@@ -36,6 +36,7 @@ typedef struct {
     int hist;                      /* how many of u_prev/u_cur hold values */
     double *u_prev, *u_cur, *u_next; /* u_r at the cubature points at the last three rig times */
     double *F, *uv, *f, *rows;     /* F_r (nc × 9), u_r at the vertices (nv × 3), Bᵀ M a (n), 8 exact rows */
+    double *Mchol;                 /* M_b's Cholesky factor (nb × nb) */
 } SimLbsRig;
 
 /* The rig of np points P (np × 3, world rest positions: the object's frame after its pose) with
@@ -50,10 +51,12 @@ void sim_lbs_rig_free(SimLbsRig *r);
 void sim_lbs_rig_eval(int nbones, const double *T, int64_t n, const double *X, const double *w, const double *dw,
                       double *u, double *F);
 
-/* Before the step of o to the time of pose T (B × 12): u_r, F_r there, the inertia's Bᵀ M a with
- * a = u_r(T) − 2 u_r(previous pose) + u_r(the one before), and o's rig inputs pointed at them; then
- * sim_object_step. Poses come one per step time. A missing history repeats the first pose (the rig
- * was at rest before it). */
-void sim_lbs_rig_advance(SimLbsRig *r, SimObject *o, const double *T);
+/* Before the step of o (length dt) to the time of pose T (B × 12): u_r, F_r there, and o's rig
+ * inputs pointed at them; the inertia's linear term f = Bᵀ M a, a = u_r(T) − 2 u_r(previous pose)
+ * + u_r(the one before), enters as the equivalent shift of the prediction: ż₀ −= M_r⁻¹ f / dt
+ * (the solver no longer takes the term itself: sim/rig.h's projected B_comp makes it vanish,
+ * whereas this rig keeps the learned B). Then sim_object_step. Poses come one per step time; a
+ * missing history repeats the first pose (the rig was at rest before it). */
+void sim_lbs_rig_advance(SimLbsRig *r, SimObject *o, const double *T, double dt);
 
 #endif

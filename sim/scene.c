@@ -817,7 +817,7 @@ int sim_scene_run(const SimScene *sc, const char *scene_dir, const char *outdir,
     else eye[0] = target[0] + 0.6 * extent, eye[1] = target[1] + 0.6 * extent, eye[2] = target[2] + 2.4 * extent;
     DsCamera cam = ds_camera_look_at(eye, target, upv, (int)sc->output.width, (int)sc->output.height, sc->output.fov);
     SimObject *ro = rigged ? &objs[sc->rig.object] : NULL;
-    if (rigged) report->rig_modes = (int)ro->nb, report->rig_modes_kept = rig.kept;
+    if (rigged) report->rig_modes = rig.nm, report->rig_modes_kept = rig.kept;
     if (rigged && gauss[sc->rig.object].bind.n) {
         int64_t n = gauss[sc->rig.object].bind.n;
         rg.rig = &rig, rg.object = (int)sc->rig.object;
@@ -826,11 +826,12 @@ int sim_scene_run(const SimScene *sc, const char *scene_dir, const char *outdir,
             base_errf(err, errlen, "sim: out of memory");
             goto done;
         }
-        if (sim_rig_points_init(&rig, n, gauss[sc->rig.object].bind.X, &rg.pts, err, errlen)) goto done;
+        SimBinding *gbind = &gauss[sc->rig.object].bind;
+        if (sim_rig_points_init(&rig, n, gbind->X, &rg.pts, err, errlen)) goto done;
+        sim_rig_points_project(&rig, &rg.pts, gbind->X, gbind->nb, gbind->B, gbind->G); /* B_comp (sim/rig.h) */
     }
     if (rigged) { /* frame 0 shows the rig's pose at t = 0 */
-        sim_rig_advance(&rig, ro, 0, sc->dt);
-        rig.hist = 0; /* the first step starts the history again from the motion */
+        sim_rig_advance(&rig, ro, 0);
         ke[0] = 0, ke[sc->steps + 1] = 0;
     }
     double e0 = sim_world_energy(&world);
@@ -838,7 +839,7 @@ int sim_scene_run(const SimScene *sc, const char *scene_dir, const char *outdir,
     report->frames = 1;
     for (int64_t s = 1; s <= sc->steps; s++) {
         double c0 = base_cpu_now();
-        if (rigged) sim_rig_advance(&rig, ro, (double)s * sc->dt, sc->dt);
+        if (rigged) sim_rig_advance(&rig, ro, (double)s * sc->dt);
         if (sim_world_step(&world, sc->dt, err, errlen)) goto done;
         cpu[s - 1] = 1e3 * (base_cpu_now() - c0);
         const SimWorldStats *st = &world.last;

@@ -141,7 +141,7 @@ typedef struct {
      * rig space over the written frames (sim_rig_projection), and the kinetic energy of the
      * secondary motion at the last step; kinetic.png (and kinetic.csv) in outdir plot it */
     double rig_projection_max, rig_kinetic_end, rig_kinetic_max;
-    int rig_modes, rig_modes_kept; /* subspace size per coordinate block, and its free modes (sim/rig.h) */
+    int rig_modes, rig_modes_kept; /* learned modes per coordinate block before the rig projection, and those kept (sim/rig.h) */
 } SimRunReport;
 
 /* Builds the rigid bodies of a scene (rigids gets sc->nrigids entries). 0, or -1 with err set. */

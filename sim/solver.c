@@ -130,6 +130,15 @@ static void mass_matrices(SimObject *o, double *sq) {
         for (int64_t b = 0; b < a; b++) o->Mb[a * nb + b] = o->Mb[b * nb + a];
 }
 
+/* after the rows Bc, Gc (and Bv) were changed in place: the optimized cubature's copies Ge and the
+ * mass matrices follow, and what prepare derived is dropped; sq is nc × nb scratch */
+static void rows_changed(SimObject *o, double *sq) {
+    int64_t nb = o->nb;
+    for (int64_t e = 0; e < o->ne; e++) memcpy(o->Ge + 3 * e * nb, o->Gc + 3 * o->eidx[e] * nb, sizeof(double) * 3 * (size_t)nb);
+    mass_matrices(o, sq);
+    prep_free(o->prep), o->prep = NULL;
+}
+
 void sim_object_free(SimObject *o) {
     free(o->Xc), free(o->Vc), free(o->Bc), free(o->Gc), free(o->Xv), free(o->Bv), free(o->faces);
     free(o->Mb), free(o->mvec), free(o->z), free(o->zdot);
@@ -364,8 +373,15 @@ int sim_object_add_dirichlet(SimObject *o, const SimDirichlet *d, char *err, siz
         double df[3], f = falloff_factor(d, o->Xv + 3 * v, df);
         sim_falloff_rows(o->m, nb, f, df, o->Bv + v * nb, NULL);
     }
-    for (int64_t e = 0; e < o->ne; e++) memcpy(o->Ge + 3 * e * nb, o->Gc + 3 * o->eidx[e] * nb, sizeof(double) * 3 * (size_t)nb);
-    mass_matrices(o, sq);
+    rows_changed(o, sq);
+    free(sq);
+    return 0;
+}
+
+int sim_object_rows_changed(SimObject *o) {
+    double *sq = malloc(sizeof(double) * (size_t)(o->nc * o->nb));
+    if (!sq) return -1;
+    rows_changed(o, sq);
     free(sq);
     return 0;
 }
@@ -916,11 +932,6 @@ static void term_inertia(const SimObject *o, struct SimPrepared *p, const double
             for (int64_t a = 0; a < nb; a++)
                 for (int64_t b = 0; b < nb; b++) H[(i * nb + a) * n + i * nb + b] += scale * o->Mb[a * nb + b];
     }
-    if (o->rig_f) /* ½‖B(z − z̃) + a‖²_M = the above + (z − z̃)ᵀ Bᵀ M a + const (solver.h) */
-        for (int64_t q = 0; q < n; q++) {
-            E += o->rig_f[q] * (z[q] - at->ztil[q]);
-            if (g) g[q] += scale * o->rig_f[q];
-        }
     *Eacc = E;
 }
 

@@ -202,18 +202,18 @@ typedef struct {
     struct SimPrepared *prep; /* what sim_object_prepare derived from the controls */
     SimStepStats last;
     /* Rig-complementary dynamics (sim/rig.h, physskin.md §9): x = X + u_r(t) + B z with the rig
-     * displacement u_r prescribed. sim_rig_advance fills these before each step; all NULL/false
-     * without a rig. rig_rows (rig_nrows × nb): exact constraint rows with velocity 0 that prepare
-     * adds to the fixed regions' (an object given them must be prepared again): the rig holds the
-     * constant handle and the global affine moments of B z at zero (sim/rig.h). rig_F: nc × 9 row-major deformation gradients of the rig
-     * at the cubature points, F = rig_F + (G z)ᵀ in the elastic term. rig_uc, rig_uv: u_r at the
-     * cubature points and binding vertices (planes and the outputs add them). rig_f: n, the
-     * inertia's linear term Bᵀ M a with a = u_r(t₁) − 2u_r(t₀) + u_r(t₀ − dt), the rig's
-     * acceleration over the step (× dt²): the objective gains rig_fᵀ (z − z̃). The IPC contact
+     * displacement u_r prescribed and B the rig's complementary rows (sim_rig_init replaces them).
+     * sim_rig_advance fills these before each step; all NULL without a rig. rig_rows (rig_nrows ×
+     * nb): exact constraint rows with velocity 0 that prepare adds to the fixed regions' (an object
+     * given them must be prepared again): the constant handle and the modes with too little
+     * complement (sim/rig.h). rig_F: nc × 9 row-major deformation gradients of the rig at the
+     * cubature points, F = rig_F + (G z)ᵀ in the elastic term. rig_uc, rig_uv: u_r at the cubature
+     * points and binding vertices (planes and the outputs add them). The inertia gains no rig term:
+     * the rig's acceleration pulls back to Bᵀ M a = 0 through complementary rows. The IPC contact
      * of world.c does not see u_r (scenes with a rig hold one object). */
     int64_t rig_nrows;
     const double *rig_rows;
-    const double *rig_F, *rig_uc, *rig_uv, *rig_f;
+    const double *rig_F, *rig_uc, *rig_uv;
 } SimObject;
 
 /* Builds the subspace from a skinning source, a material and a pose. 0, or -1 with err set. */

@@ -73,7 +73,7 @@ TEST(rig_lbs_rigid_motion_and_F) {
     CHECK_MSG(sim_lbs_rig_init(&r, &b.o, b.np, b.P, b.W, 2, err, sizeof err) == 0, "%s", err);
     double T[24], c[3] = {0, 0.4, 0}, d[3] = {0.1, 0.05, -0.02};
     turn(35, c, d, T), turn(35, c, d, T + 12);
-    sim_lbs_rig_advance(&r, &b.o, T);
+    sim_lbs_rig_advance(&r, &b.o, T, 0.01);
     double eu = 0, eF = 0;
     for (int64_t q = 0; q < b.o.nc; q++) {
         const double *X = b.o.Xc + 3 * q;
@@ -87,7 +87,7 @@ TEST(rig_lbs_rigid_motion_and_F) {
     CHECK_MSG(eu < 1e-6 && eF < 1e-5, "%g %g", eu, eF); /* the weights are f32: rows sum to 1 within 6e-8 */
     /* two bones: the tail half turned 40° about the middle */
     turn(0, c, d, T), turn(40, c, d, T + 12);
-    sim_lbs_rig_advance(&r, &b.o, T);
+    sim_lbs_rig_advance(&r, &b.o, T, 0.01);
     SimSkinning pts = {.m = 2, .nc = b.np, .cub_x = b.P};
     pts.cub_w = malloc(sizeof(double) * 2 * (size_t)b.np), pts.cub_dw = calloc((size_t)b.np * 6, sizeof(double));
     for (int64_t k = 0; k < 2 * b.np; k++) pts.cub_w[k] = b.W[k];
@@ -126,7 +126,7 @@ TEST(rig_lbs_secondary_motion) {
     for (int s = 0; s <= 150; s++) {
         double t = s * dt, deg = t < 0.3 ? 60 * sin(M_PI * t / 0.6) * sin(M_PI * t / 0.6) : 60;
         turn(0, c, z0, T), turn(deg, c, z0, T + 12);
-        sim_lbs_rig_advance(&r, &b.o, T);
+        sim_lbs_rig_advance(&r, &b.o, T, dt);
         if (s == 0) continue;
         CHECK_MSG(sim_object_step(&b.o, dt, err, sizeof err) == 0, "%s", err);
         for (int k = 0; k < 8; k++)
@@ -166,7 +166,7 @@ TEST(rig_lbs_rotation_only_leaves_a_held_pose_alone) {
         double T[24], c[3] = {0, 0.4, 0}, z0[3] = {0, 0, 0};
         turn(0, c, z0, T), turn(70, c, z0, T + 12);
         for (int s = 0; s < 20; s++) {
-            sim_lbs_rig_advance(&r, &b.o, T);
+            sim_lbs_rig_advance(&r, &b.o, T, 0.01);
             CHECK_MSG(sim_object_step(&b.o, 0.01, err, sizeof err) == 0, "%s", err);
         }
         for (int64_t k = 0; k < b.o.n; k++) zmax[rot] = fmax(zmax[rot], fabs(b.o.z[k]));

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "datasets/render/image.h"
 #include "models/skelebones/ssdr.h"
 #include "models/skelebones/traj.h"
 #include "tests/test.h"
@@ -106,5 +107,30 @@ TEST(traj_assimp_cli) {
     CHECK(stat(path, &st) == 0 && st.st_size > 0);
     snprintf(cmd, sizeof cmd, "%s skelebones --model %s --traj x.h5 --out %s/x 2>&1", test_anima_bin(), HUESITOS, dir);
     CHECK(test_run_capture(cmd, out, sizeof out) == 2);
+    tmpdir_remove(dir);
+}
+
+TEST(traj_assimp_pictures_in_model_units) {
+    /* animation_with_skeleton is about 7000 units long: the skeleton picture's clip planes must
+     * follow the shape's size — with the look-at default (0.01..100) it came out blank */
+    need_model();
+    const char *model = "/usr/share/assimp/models/FBX/animation_with_skeleton.fbx";
+    char dir[64], cmd[1024], out[8192];
+    tmpdir_make(dir, sizeof dir);
+    snprintf(cmd, sizeof cmd, "%s skelebones --model %s --model-frames 6 --bones 4 --iters 2 --no-ik --out %s/rig --no-progress 2>&1",
+             test_anima_bin(), model, dir);
+    int rc = test_run_capture(cmd, out, sizeof out);
+    CHECK_MSG(rc == 0, "rc %d: %s", rc, out);
+    char path[160], err[256];
+    snprintf(path, sizeof path, "%s/rig/skeleton.png", dir);
+    DsImage im;
+    CHECK_MSG(ds_image_read(path, &im, err, sizeof err) == 0, "%s", err);
+    if (im.data) {
+        /* the shape (a long thin rod) is drawn: pixels darker than the white background */
+        int64_t dark = 0, n = (int64_t)im.w * im.h;
+        for (int64_t i = 0; i < n; i++) dark += im.data[i * im.channels] < 200;
+        CHECK_MSG(dark > n / 100, "%lld of %lld pixels drawn", (long long)dark, (long long)n);
+        ds_image_free(&im);
+    }
     tmpdir_remove(dir);
 }

@@ -137,12 +137,12 @@ int cmd_animate_physics(const char *config, const char *rig_path, int Q, int B, 
     int failures = 0;
     int64_t iters = 0, step = 0;
     pose_at(tb, Q, B, 0, T);
-    sim_lbs_rig_advance(&rig, &o, T);
+    sim_lbs_rig_advance(&rig, &o, T, dt);
     ke[0] = 0, ke[nsteps + 1] = 0;
     for (int t = 1; t < Q; t++) {
         for (int64_t s = 1; s <= cfg.substeps; s++) {
             pose_at(tb, Q, B, (t - 1) + (double)s / (double)cfg.substeps, T);
-            sim_lbs_rig_advance(&rig, &o, T);
+            sim_lbs_rig_advance(&rig, &o, T, dt);
             if (cfg.secondary && sim_object_step(&o, dt, e2, sizeof e2)) {
                 base_errf(err, errlen, "--physics: frame %d: %s", t, e2);
                 goto done;

@@ -230,10 +230,9 @@ static void remove_slot(SimObject *o, int slot) {
     o->ndrags--;
 }
 
-/* the rig's pose at t = 0 shown, its history started again (as sim/scene.c's run does) */
+/* the rig's pose at t = 0 shown (as sim/scene.c's run does) */
 static void rig_start(ViewLive *L) {
-    sim_rig_advance(&L->rig, &L->objs[L->sc.rig.object], 0, L->sc.dt);
-    L->rig.hist = 0;
+    sim_rig_advance(&L->rig, &L->objs[L->sc.rig.object], 0);
 }
 
 static int apply(ViewLive *L, const Cmd *c, char *err, size_t errlen) {
@@ -423,7 +422,7 @@ static void *sim_thread(void *arg) {
             if (cmds[i].id) L->last_applied = cmds[i].id;
         }
         double c0 = base_cpu_now(), w0 = base_now();
-        if (L->rigged) sim_rig_advance(&L->rig, &L->objs[L->sc.rig.object], L->t + L->sc.dt, L->sc.dt);
+        if (L->rigged) sim_rig_advance(&L->rig, &L->objs[L->sc.rig.object], L->t + L->sc.dt);
         if (sim_world_step(&L->world, L->sc.dt, err, sizeof err)) {
             char msg[1200];
             snprintf(msg, sizeof msg, "step failed (%s): scene reset", err);

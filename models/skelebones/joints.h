@@ -17,7 +17,10 @@
  *     procedural quadruped's 18 with its own rig weights; 21 with the window).
  *  3. Spurs first: an end chain (end node to the first branch node) shorter than prune_rel ×
  *     diagonal (0.05) is a contraction artifact — rounded tips and surface bumps grow them — not
- *     a limb; it gets no joint and its nodes go to the branch node's joint.
+ *     a limb; it gets no joint and its nodes go to the branch node's joint. So is an end chain
+ *     of any length leaving a fan (a node of degree ≥ 4) along which the weights never differ
+ *     from the fan node's by τ (nothing articulates along it; flat or flared parts contract to
+ *     such fans), repeatedly, until the fan is a plain fork.
  *     Joints: the curve is cut into chains between nodes of degree ≠ 2 (not counting spurs). Every end (degree 1) and
  *     branch node (degree ≥ 3) is a joint; inside a chain, each run of consecutive edges with
  *     g > τ gives one joint at the node where half of the run's weight change has happened. A
@@ -68,6 +71,12 @@ void sb_joint_defaults(SbJointOptions *o);
 /* W: s->nsurf × nbones. 0, or -1 with err set. */
 int sb_rig_from_skeleton(const SbSkeleton *s, const float *W, int nbones, const SbJointOptions *o, SbRig *out,
                          char *err, size_t errlen);
+/* As sb_rig_from_skeleton, with the bones' motion T (nframes × nbones × 12, rows [R | t] mapping
+ * rest to frame, as SbSkin.transforms): inside each run of g > τ a joint goes at every change of
+ * dominant bone along the chain, at the two bones' common rotation centre (the nearest chain
+ * node to it), instead of one joint per run; see joints.c. T NULL: sb_rig_from_skeleton. */
+int sb_rig_from_motion(const SbSkeleton *s, const float *W, int nbones, const double *T, int nframes,
+                       const SbJointOptions *o, SbRig *out, char *err, size_t errlen);
 void sb_rig_free(SbRig *r);
 
 /* The found tree against a true rig's (issue 19 item 9: "tree topology compared with the true

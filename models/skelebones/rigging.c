@@ -338,7 +338,7 @@ int sb_rig_run(const SbTraj *t, SbResult *r, const SbRigOptions *o, SbRigResult 
         for (int64_t i = 0; i < N; i++) g->point_node[i] = g->skel.corr[near[i]];
     } else
         for (int64_t i = 0; i < N; i++) g->point_node[i] = g->skel.corr[i];
-    if (sb_rig_from_skeleton(&g->skel, Wv, B, &o->joints, &g->rig, err, errlen)) goto fail;
+    if (sb_rig_from_motion(&g->skel, Wv, B, r->skin.transforms, r->skin.nframes, &o->joints, &g->rig, err, errlen)) goto fail;
     if (rig_parents_first(&g->rig, g->skel.nnodes)) {
         base_errf(err, errlen, "joints: the tree does not reach every joint from the root");
         goto fail;
@@ -403,7 +403,12 @@ static DsCamera view_camera(const float lo[3], const float hi[3], int width) {
                        (double)(hi[2] - lo[2]) * (hi[2] - lo[2]));
     double c[3] = {(lo[0] + hi[0]) / 2, (lo[1] + hi[1]) / 2, (lo[2] + hi[2]) / 2};
     double eye[3] = {c[0] + 0.55 * diag, c[1] + 0.35 * diag, c[2] + 0.95 * diag}, up[3] = {0, 1, 0};
-    return ds_camera_look_at(eye, c, up, width, width * 3 / 4, 40);
+    DsCamera cam = ds_camera_look_at(eye, c, up, width, width * 3 / 4, 40);
+    /* the clip planes in the shape's own units: the look-at default (0.01..100) suits meter-sized
+     * shapes, and the assimp models come in centimeters or worse (huesitos is 600 units across,
+     * animation_with_skeleton 7000), whose pictures came out blank */
+    cam.znear = 0.01 * diag, cam.zfar = 10 * diag;
+    return cam;
 }
 
 /* The shape in grey with the bars (their own colors) seen through it at 75%: the skeleton is
