@@ -24,7 +24,7 @@
  * - Static warm-up: the first `warmup` steps render the canonical set alone (Deformable 3DGS:
  *   3000 of 40k), so the MLP starts from a reasonable shape; then the deformed set at the view's
  *   time, plus arap_weight × the ARAP loss between the deformed and canonical means.
- * - Time curriculum (time_ramp > 0; gs4d-small): the canonical set is carved from, and warmed up
+ * - Time curriculum (time_ramp > 0; off in the presets, docs/gaussianimate.md §3): the canonical set is carved from, and warmed up
  *   on, the first time's views; then the window of times a step may draw widens to all of them
  *   over time_ramp steps (gs4d_pick_view), so a fast part is never asked to jump further than
  *   the MLP's extrapolation in t brings it (why: Gs4dConfig.time_ramp).
@@ -98,7 +98,7 @@ typedef struct {
      * window of times trained on widens linearly from that first time (at step warmup) to every
      * time (at warmup + time_ramp); gs4d_pick_view maps a uniform draw into the window. Why:
      * photometric gradients are local, so a part that moves farther than its own size between
-     * the times a step may draw (the bird's wings, ±75° at the tip) is not pulled toward where it
+     * the times a step may draw (the bird's wings: ±45° at the shoulder, ±30° more at the elbow) is not pulled toward where it
      * is but faded where it is not: a canonical set carved or warmed up over every time loses
      * it, and one fitted to the first time alone fades it as soon as all times are drawn. Within
      * a widening window the MLP's smooth extrapolation in t puts each newly admitted time's part
