@@ -218,7 +218,7 @@ TEST(partmm_aligns_a_rigidly_moved_window) {
     /* the window l..l+6 moved as a whole: root rotated by R0 about the origin, then shifted */
     const int l = 9;
     float q0[4], qrot[7 * TJ * 4], qtrans[7 * 3];
-    quat_axis(0.2, 1, 0.1, 0.15, q0);
+    quat_axis(0.2, 1, 0.1, 2.5, q0); /* a quite different heading */
     double R0[9], t0[3] = {0.5, -1, 2};
     quat_mat(q0, R0);
     memcpy(qrot, rot + l * TJ * 4, sizeof qrot);
@@ -231,7 +231,9 @@ TEST(partmm_aligns_a_rigidly_moved_window) {
     }
     PmOptions o;
     pm_options_defaults(&o);
-    o.k = 1; /* the part holding the root no longer matches at distance 0; its nearest is still l */
+    /* matching sees the articulation alone (match_root 0): the moved window is still at distance
+     * 0 from l, which takes all the weight; counting the root's rotation, l would be one of k
+     * blended matches (below) */
     char err[256] = "";
     CHECK_MSG(pm_synthesize(&db, 7, qrot, qtrans, &o, out, err, sizeof err) == 0, "%s", err);
     double worst = 0;
@@ -248,6 +250,17 @@ TEST(partmm_aligns_a_rigidly_moved_window) {
             }
         }
     CHECK_MSG(worst < 1e-4, "aligned: %g", worst);
+    o.match_root = 1;
+    CHECK(pm_synthesize(&db, 7, qrot, qtrans, &o, out, err, sizeof err) == 0);
+    double w2 = 0;
+    for (int t = 0; t < 7; t++)
+        for (int b = 0; b < TB; b++) {
+            const float *T = tb + ((l + t) * TB + b) * 12, *Y = out + (t * TB + b) * 12;
+            for (int r = 0; r < 3; r++)
+                w2 = fmax(w2, fabs(R0[r * 3] * T[3] + R0[r * 3 + 1] * T[7] + R0[r * 3 + 2] * T[11] + t0[r] - Y[r * 4 + 3]));
+        }
+    CHECK_MSG(w2 > 1e-3, "with the root matched: %g", w2);
+    o.match_root = 0;
     /* without the alignment the bones stay where the database had them */
     o.align = PM_ALIGN_NONE;
     CHECK(pm_synthesize(&db, 7, qrot, qtrans, &o, out, err, sizeof err) == 0);

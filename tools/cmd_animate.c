@@ -43,7 +43,7 @@ typedef struct {
     struct {
         int64_t patch, k, levels;
         double lambda, power;
-        bool global_part;
+        bool global_part, match_root;
         char keys[16], align[16];
     } partmm;
     struct {
@@ -78,6 +78,7 @@ static const DsConfigField PARTMM_FIELDS[] = {
     {"align", DS_CFG_STRING, F(partmm, align), "\"bone\"", NO_RANGE, .size = 16, .choices = ALIGN_CHOICES,
      .help = "rigid alignment of each match to the query: bone (per bone, over the joints driving it), part (one SVD rotation per part) or none"},
     {"global_part", DS_CFG_BOOL, F(partmm, global_part), "false", NO_RANGE, .help = "one part of every joint (the ablation)"},
+    {"match_root", DS_CFG_BOOL, F(partmm, match_root), "false", NO_RANGE, .help = "the root's rotation (global orientation) counts in the matching distance (the ablation; default: the articulation alone, the alignment carries the placement)"},
     {"keys", DS_CFG_STRING, F(partmm, keys), "\"refit\"", NO_RANGE, .size = 16, .choices = KEY_CHOICES,
      .help = "the database's joint rotations: refit (the rig's own SSDR motion posed by the same IK as the query, so keys and queries come from one estimator) or rig (rig.h5 ik/rotations)"},
     {0}};
@@ -130,7 +131,7 @@ static PmOptions pm_opts(const AnimConfig *c) {
     PmOptions o;
     pm_options_defaults(&o);
     o.patch = (int)c->partmm.patch, o.k = (int)c->partmm.k, o.levels = (int)c->partmm.levels;
-    o.lambda = c->partmm.lambda, o.power = c->partmm.power, o.global_part = c->partmm.global_part;
+    o.lambda = c->partmm.lambda, o.power = c->partmm.power, o.global_part = c->partmm.global_part, o.match_root = c->partmm.match_root;
     o.align = !strcmp(c->partmm.align, "bone") ? PM_ALIGN_BONE : !strcmp(c->partmm.align, "part") ? PM_ALIGN_PART : PM_ALIGN_NONE;
     return o;
 }
@@ -791,7 +792,7 @@ int cmd_animate(int argc, char **argv) {
         for (int64_t i = 0; i < n; i++)
             for (int k = 0; k < 3; k++) lo[k] = fmin(lo[k], truth->rest[i * 3 + k]), hi[k] = fmax(hi[k], truth->rest[i * 3 + k]);
         double diag = sqrt((hi[0] - lo[0]) * (hi[0] - lo[0]) + (hi[1] - lo[1]) * (hi[1] - lo[1]) + (hi[2] - lo[2]) * (hi[2] - lo[2]));
-        enum { NROWS = 11 };
+        enum { NROWS = 12 };
         Row rows[NROWS] = {
             {"partmm", "PartMM with the config's options (paper: 5 parts, k 7, 5 levels, lambda 0.7)", 0, 0, 0, wall},
             {"lbs", "LBS: the kinematic skeleton alone (each point rigidly on its joint)", 0, 0, 0, 0},
@@ -804,6 +805,7 @@ int cmd_animate(int argc, char **argv) {
             {"gru", "GRU regressor R_J -> T_B (root frame), trained on the rig's motion", 0, 0, 0, 0},
             {"oracle_ik_skin", "reference: each SSDR bone rigidly fitted to the held-out points it dominates", 0, 0, 0, 0},
             {"rig_own", "the rig's own SSDR transforms (--motion train only: what a query equal to the database must give)", 0, 0, 0, 0},
+            {"match_root", "PartMM, the root's rotation (global orientation) counted in the matching", 0, 0, 0, 0},
         };
         rows[7].skip = rows[8].skip = !cfg.eval.regress;
         rows[10].skip = !is_train && !is_val;
@@ -826,8 +828,10 @@ int cmd_animate(int argc, char **argv) {
             for (int b = 0; b < B; b++) memcpy(tb2 + ((int64_t)t * B + b) * 12, S + ((int64_t)t * J + bj[b]) * 12, 48);
         lbs_all(Q, n, B, rig.points, rig.weights, tb2, pos);
         score(&rows[2], pos, Q, n, truth_v, diag, &canon, sv, every);
-        for (int r = 3; r < 7; r++) {
+        for (int r = 3; r < NROWS; r++) {
+            if (r == 7) r = 11; /* the PartMM ablations: rows 3..6 and 11 */
             PmOptions ab = po;
+            if (r == 11) ab.match_root = !po.match_root;
             if (r == 6) ab.align = PM_ALIGN_PART;
             if (r == 3) ab.global_part = 1;
             if (r == 4) ab.levels = 1;
