@@ -444,6 +444,16 @@ TEST(partmm_animate_cli_heldout_eval) {
              test_anima_bin(), dir, dir, small);
     rc = test_run_capture(cmd, out, sizeof out);
     CHECK_MSG(rc == 0 && strstr(out, "3 poses from a 5-frame database") && row_rmse(out, "partmm") > 0, "rc %d: %s", rc, out);
+    {
+        /* no renders scored: eval.json stays JSON (null, not nan) */
+        char jp[128], js[4096] = "";
+        snprintf(jp, sizeof jp, "%s/va/eval.json", dir);
+        FILE *f = fopen(jp, "r");
+        size_t got = f ? fread(js, 1, sizeof js - 1, f) : 0;
+        if (f) fclose(f);
+        js[got] = 0;
+        CHECK_MSG(strstr(js, "\"psnr\": null") && !strstr(js, "nan"), "%s", js);
+    }
     /* --gaussians: canonical Gaussians at the rig's points, tied to the surface through the
      * training motion; here they are the vertices themselves, so their truth is the vertices'
      * (up to the rig's reconstruction in the offsets) and the table that of the vertices */

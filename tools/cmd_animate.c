@@ -901,9 +901,14 @@ int cmd_animate(int argc, char **argv) {
         int last = NROWS - 1;
         while (last > 0 && rows[last].skip) last--;
         for (int r = 0; r < NROWS; r++)
-            if (!rows[r].skip)
-                u += snprintf(js + u, 16384 - u, "    {\"method\": \"%s\", \"rmse_pct_diag\": %.5f, \"psnr\": %.4f, \"ssim\": %.5f, \"seconds\": %.5f}%s\n",
-                              rows[r].name, rows[r].rmse, rows[r].psnr, rows[r].ssim, rows[r].seconds, r < last ? "," : "");
+            if (!rows[r].skip) {
+                /* JSON has no NaN: a table without renders (--motion val) writes null */
+                char ps[32] = "null", ss[32] = "null";
+                if (isfinite(rows[r].psnr)) snprintf(ps, sizeof ps, "%.4f", rows[r].psnr);
+                if (isfinite(rows[r].ssim)) snprintf(ss, sizeof ss, "%.5f", rows[r].ssim);
+                u += snprintf(js + u, 16384 - u, "    {\"method\": \"%s\", \"rmse_pct_diag\": %.5f, \"psnr\": %s, \"ssim\": %s, \"seconds\": %.5f}%s\n",
+                              rows[r].name, rows[r].rmse, ps, ss, rows[r].seconds, r < last ? "," : "");
+            }
         u += snprintf(js + u, 16384 - u, "  ]\n}\n");
         snprintf(path, sizeof path, "%s/eval.json", out);
         int wr = cmd_write_text(path, js, err, sizeof err);
