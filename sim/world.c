@@ -24,6 +24,30 @@ void sim_contact_defaults(SimContactOptions *c) {
     c->proxy_cells = 20;
     c->mu = 0;
     c->eps_v = 1e-3;
+    memset(c->mu_set, 0, sizeof c->mu_set);
+    memset(c->mu_pair, 0, sizeof c->mu_pair);
+}
+
+static bool material_ok(int i) { return i >= 0 && i < SIM_CONTACT_MATERIALS; }
+
+double sim_contact_mu(const SimContactOptions *c, int i, int j) {
+    return material_ok(i) && material_ok(j) && c->mu_set[i][j] ? c->mu_pair[i][j] : c->mu;
+}
+
+int sim_contact_set_mu(SimContactOptions *c, int i, int j, double mu) {
+    if (!material_ok(i) || !material_ok(j) || !(mu >= 0)) return -1;
+    c->mu_set[i][j] = c->mu_set[j][i] = true;
+    c->mu_pair[i][j] = c->mu_pair[j][i] = mu;
+    return 0;
+}
+
+/* whether any pair of materials rubs (μ > 0 by default or in the table): else no friction pairs */
+static bool any_friction(const SimContactOptions *c) {
+    if (c->mu > 0) return true;
+    for (int i = 0; i < SIM_CONTACT_MATERIALS; i++)
+        for (int j = 0; j < SIM_CONTACT_MATERIALS; j++)
+            if (c->mu_set[i][j] && c->mu_pair[i][j] > 0) return true;
+    return false;
 }
 
 /* doubles per active pair in ageo (see SimWorldScratch) */
@@ -60,7 +84,7 @@ struct SimWorldScratch {
     int64_t *nedges;
     double **elen2;            /* per body: the edges' squared lengths at init (the mollifier's ε_x) */
     /* lagged friction (IPC §5): the pairs within d̂ at the step's start, fixed over the step, each
-     * with its stencil (GEO apart as ageo: r₀ (3), λ, side b's weights (3), side a's (2), −),
+     * with its stencil (GEO apart as ageo: r₀ (3), μ λ, side b's weights (3), side a's (2), −),
      * points (5 as aidx) and tangent basis (6: two unit vectors ⊥ the normal). They follow the
      * barrier pairs in act (act[nact ..]) so the Hessian's assembly and products take them too. */
     int64_t nfr, fr_cap;
@@ -173,6 +197,20 @@ int sim_world_init(SimWorld *w, SimObject *objs, int nobj, SimRigid *rigids, int
     if (!(w->contact.min_sep > 0 && w->contact.min_sep < 1)) {
         base_errf(err, errlen, "contact: min_sep must be in (0, 1) (got %g)", w->contact.min_sep);
         return -1;
+    }
+    for (int k = 0; k < nobj + nrigid; k++) {
+        int m = k < nobj ? objs[k].contact_material : rigids[k - nobj].contact_material;
+        if (!material_ok(m)) {
+            base_errf(err, errlen, "contact: %s %d's contact material %d is not in [0, %d)", k < nobj ? "object" : "rigid body",
+                      k < nobj ? k : k - nobj, m, SIM_CONTACT_MATERIALS);
+            return -1;
+        }
+        for (int p = 0; k < nobj && p < objs[k].nplanes; p++)
+            if (!material_ok(objs[k].planes[p].material)) {
+                base_errf(err, errlen, "contact: object %d's plane %d has contact material %d, not in [0, %d)", k, p,
+                          objs[k].planes[p].material, SIM_CONTACT_MATERIALS);
+                return -1;
+            }
     }
     w->planes = malloc(sizeof(SimPlane) * (size_t)(nplanes + 1));
     struct SimWorldScratch *s = w->ws = calloc(1, sizeof *s);
@@ -503,7 +541,7 @@ static void fr_delta(const SimWorld *w, const double *ge, const int32_t *ix, con
     }
 }
 
-/* μ Σ λ φ(|u|) over the step's friction pairs at α */
+/* Σ μ λ φ(|u|) over the step's friction pairs at α (each pair's μ λ lagged in its ge[3]) */
 static double friction_energy(const SimWorld *w, double alpha) {
     const struct SimWorldScratch *s = w->ws;
     double E = 0;
@@ -511,7 +549,7 @@ static double friction_energy(const SimWorld *w, double alpha) {
         const double *ge = s->frgeo + GEO * f;
         double D[3];
         fr_delta(w, ge, s->fridx + 5 * f, &s->fr[f], alpha, D);
-        E += sim_friction(D, s->frT + 6 * f, w->contact.mu * ge[3], s->fr_eps, NULL, NULL);
+        E += sim_friction(D, s->frT + 6 * f, ge[3], s->fr_eps, NULL, NULL);
     }
     return E;
 }
@@ -526,7 +564,7 @@ static void friction_gradient(const SimWorld *w, double scale, double *g) {
         const SimContactPair *q = &s->fr[f];
         double D[3], F[3];
         fr_delta(w, ge, ix, q, 0, D);
-        sim_friction(D, s->frT + 6 * f, scale * w->contact.mu * ge[3], s->fr_eps, F, NULL);
+        sim_friction(D, s->frT + 6 * f, scale * ge[3], s->fr_eps, F, NULL);
         for (int side = 0; side < 2; side++) {
             int body = side ? q->b : q->a;
             if (body < 0 || body >= w->nobj) continue; /* static: a rigid body or a plane (−1) */
@@ -547,7 +585,7 @@ static void friction_coefficients(const SimWorld *w, double scale, int64_t f, do
     const double *ge = s->frgeo + GEO * f;
     double D[3], H[9];
     fr_delta(w, ge, s->fridx + 5 * f, &s->fr[f], 0, D);
-    sim_friction(D, s->frT + 6 * f, scale * w->contact.mu * ge[3], s->fr_eps, NULL, H);
+    sim_friction(D, s->frT + 6 * f, scale * ge[3], s->fr_eps, NULL, H);
     for (int q = 0; q < 6; q++) cf[q] = H[3 * PI_[q] + PJ_[q]];
 }
 
@@ -591,7 +629,8 @@ static int fr_push_plane(struct SimWorldScratch *s, int a, int64_t p, const doub
 /* Friction against each object's planes (its penalty contact, solver.h: k Σ min(0, n·x − h)² over
  * the mesh vertices, force 2k|d| each): lagged at x⁰ on the contact points (the proxy's vertices,
  * a subset of the mesh's) below a plane, each with λ = 2k|d|, scaled so that their sum is the
- * mesh vertices' (the proxy samples the same contact patch more coarsely). */
+ * mesh vertices' (the proxy samples the same contact patch more coarsely), times the μ of the
+ * object's and the plane's materials. */
 static int friction_planes(SimWorld *w) {
     struct SimWorldScratch *s = w->ws;
     for (int k = 0; k < w->nobj; k++) {
@@ -616,8 +655,9 @@ static int friction_planes(SimWorld *w) {
                 double d = P->normal[0] * xp[3 * p] + P->normal[1] * xp[3 * p + 1] + P->normal[2] * xp[3 * p + 2] - P->offset;
                 if (d < 0) dp -= d;
             }
-            if (!(dp > 0)) continue;
-            double ratio = xv ? dm / dp : 1;
+            double mu = sim_contact_mu(&w->contact, o->contact_material, P->material);
+            if (!(dp > 0) || !(mu > 0)) continue;
+            double ratio = xv ? mu * dm / dp : mu;
             for (int64_t p = 0; p < oi->np; p++) {
                 double d = P->normal[0] * xp[3 * p] + P->normal[1] * xp[3 * p + 1] + P->normal[2] * xp[3 * p + 2] - P->offset;
                 if (d < 0 && fr_push_plane(s, k, p, xp + 3 * p, -2 * P->stiffness * d * ratio, P->normal)) {
@@ -631,24 +671,31 @@ static int friction_planes(SimWorld *w) {
     return 0;
 }
 
-/* The step's friction pairs: the candidates within d̂ at the step's start (bodies at x⁰), with λ,
- * weights, r⁰ and T lagged. */
+/* body b's contact material (deformables, then rigid bodies) */
+static int body_material(const SimWorld *w, int b) {
+    return b < w->nobj ? w->obj[b].contact_material : w->rigid[b - w->nobj].contact_material;
+}
+
+/* The step's friction pairs: the candidates within d̂ at the step's start (bodies at x⁰), with
+ * μ λ (μ of the two bodies' materials), weights, r⁰ and T lagged. */
 static int friction_collect(SimWorld *w, double dt) {
     struct SimWorldScratch *s = w->ws;
     s->nfr = 0;
     s->fr_eps = w->contact.eps_v * dt;
-    if (!(w->contact.mu > 0)) return 0;
+    if (!any_friction(&w->contact)) return 0;
     for (int64_t k = 0; k < s->cand.n; k++) {
         const SimContactPair *q = &s->cand.pairs[k];
         double r[3], ua[2], wb[3];
         int32_t ia[2], ib[3];
         double d = sim_contact_pair_stencil(s->bodies, q, 0, r, ua, ia, wb, ib);
-        if (!(d < w->dhat)) continue;
+        double mu = sim_contact_mu(&w->contact, body_material(w, q->a), body_material(w, q->b));
+        if (!(d < w->dhat) || !(mu > 0)) continue;
         if (fr_reserve(s)) return -1;
         double db, *ge = s->frgeo + GEO * s->nfr, *T = s->frT + 6 * s->nfr;
         sim_barrier(d, w->dhat, &db, NULL);
         double lam = -w->kappa * sim_contact_pair_mollifier(s->bodies, q, 0) * db;
         if (!(lam > 0)) continue;
+        lam *= mu; /* stored as μ λ: the pair's Coulomb force bound */
         s->fr[s->nfr] = *q;
         memcpy(ge, r, sizeof r), ge[3] = lam, memcpy(ge + 4, wb, sizeof wb), memcpy(ge + 7, ua, sizeof ua), ge[9] = 1;
         memcpy(s->fridx + 5 * s->nfr, ib, sizeof ib), memcpy(s->fridx + 5 * s->nfr + 3, ia, sizeof ia);
