@@ -21,6 +21,7 @@ void sim_contact_defaults(SimContactOptions *c) {
     c->stiffness = 0;
     c->min_sep = 0.2;
     c->edge_edge = true;
+    c->dedup = true;
     c->proxy_cells = 20;
     c->mu = 0;
     c->eps_v = 1e-3;
@@ -82,6 +83,7 @@ struct SimWorldScratch {
     int32_t *aidx;             /* per active pair (5 apart): side b's points (3), side a's (2), −1 unused */
     int32_t **edges;           /* per body: its surface edges (sim_mesh_edges), NULL without faces */
     int64_t *nedges;
+    int32_t **euses, **fedges, **vcoef; /* per body: the deduplication's tables (contact.h), or NULL */
     double **elen2;            /* per body: the edges' squared lengths at init (the mollifier's ε_x) */
     /* lagged friction (IPC §5): the pairs within d̂ at the step's start, fixed over the step, each
      * with its stencil (GEO apart as ageo: r₀ (3), μ λ, side b's weights (3), side a's (2), −),
@@ -123,7 +125,9 @@ static void scratch_free(struct SimWorldScratch *s, int nbodies) {
     free(s->Hob), free(s->cg), free(s->Ug), free(s->cfx), free(s->Hf), free(s->hf_ok);
     if (s->edges)
         for (int b = 0; b < nbodies; b++) free(s->edges[b]), free(s->elen2[b]);
-    free(s->edges), free(s->nedges), free(s->elen2);
+    if (s->euses)
+        for (int b = 0; b < nbodies; b++) free(s->euses[b]), free(s->fedges[b]), free(s->vcoef[b]);
+    free(s->edges), free(s->nedges), free(s->elen2), free(s->euses), free(s->fedges), free(s->vcoef);
     free(s->fr), free(s->frgeo), free(s->frT), free(s->fridx);
     sim_contact_set_free(&s->cand);
     free(s);
@@ -236,7 +240,12 @@ int sim_world_init(SimWorld *w, SimObject *objs, int nobj, SimRigid *rigids, int
     s->edges = calloc((size_t)(nbodies + 1), sizeof(int32_t *));
     s->nedges = calloc((size_t)(nbodies + 1), sizeof(int64_t));
     s->elen2 = calloc((size_t)(nbodies + 1), sizeof(double *));
-    if (!s->oi || !s->x || !s->dx || !s->bodies || !s->comp || !s->edges || !s->nedges || !s->elen2) goto oom;
+    s->euses = calloc((size_t)(nbodies + 1), sizeof(int32_t *));
+    s->fedges = calloc((size_t)(nbodies + 1), sizeof(int32_t *));
+    s->vcoef = calloc((size_t)(nbodies + 1), sizeof(int32_t *));
+    if (!s->oi || !s->x || !s->dx || !s->bodies || !s->comp || !s->edges || !s->nedges || !s->elen2 || !s->euses ||
+        !s->fedges || !s->vcoef)
+        goto oom;
     int64_t off = 0, roff = 0, maxn = 1, hoff = 0, rmax = 1;
     double spacing = 0, heavy = 0, gmax = 9.81;
     /* a body alone has no pairs (sim_object_step's world of one): no reduced contact rows, no
@@ -296,12 +305,15 @@ int sim_world_init(SimWorld *w, SimObject *objs, int nobj, SimRigid *rigids, int
         heavy = fmax(heavy, rb->mass);
     }
     /* each surface's edges for the edge–edge pairs, and their squared lengths now (the rest
-     * shape, posed: ε_x of the mollifier) */
-    for (int b = 0; b < nbodies && pairs && w->contact.edge_edge; b++) {
-        int64_t nf = b < nobj ? s->oi[b].nf : rigids[b - nobj].nf;
+     * shape, posed: ε_x of the mollifier); the deduplication's adjacency (contact.h) */
+    for (int b = 0; b < nbodies && pairs && (w->contact.edge_edge || w->contact.dedup); b++) {
+        int64_t nf = b < nobj ? s->oi[b].nf : rigids[b - nobj].nf, npb = b < nobj ? s->oi[b].np : rigids[b - nobj].nv;
         const int32_t *faces = b < nobj ? s->oi[b].faces : rigids[b - nobj].faces;
         if (!nf || !faces) continue;
-        if (sim_mesh_edges(nf, faces, &s->nedges[b], &s->edges[b])) goto oom;
+        if (sim_mesh_edge_uses(nf, faces, &s->nedges[b], &s->edges[b], &s->euses[b])) goto oom;
+        if (w->contact.dedup &&
+            sim_mesh_dedup_tables(npb, nf, faces, s->nedges[b], s->edges[b], s->euses[b], &s->fedges[b], &s->vcoef[b]))
+            goto oom;
         s->elen2[b] = malloc(sizeof(double) * (size_t)(s->nedges[b] + 1));
         if (!s->elen2[b]) goto oom;
         for (int64_t e = 0; e < s->nedges[b]; e++) {
@@ -343,7 +355,12 @@ static void pair_geom(const struct SimWorldScratch *s, const SimContactPair *q, 
     *d = sim_contact_pair_vector(s->bodies, q, alpha, r, NULL, NULL);
 }
 
-/* κ Σ b over the pairs at α (bodies' x + α dx) */
+/* a pair's factor on its barrier: its dedup weight (contact.h) times an edge pair's mollifier at α */
+static double pair_factor(const struct SimWorldScratch *s, const SimContactPair *q, double alpha) {
+    return sim_contact_pair_weight(s->bodies, q) * sim_contact_pair_mollifier(s->bodies, q, alpha);
+}
+
+/* κ Σ w m b over the pairs at α (bodies' x + α dx) */
 static double barrier_energy(const SimWorld *w, const SimContactPair *pairs, int64_t np, double alpha, double *dmin) {
     const struct SimWorldScratch *s = w->ws;
     double E = 0, m = INFINITY;
@@ -351,7 +368,7 @@ static double barrier_energy(const SimWorld *w, const SimContactPair *pairs, int
         double r[3], d;
         pair_geom(s, &pairs[k], alpha, r, &d);
         m = fmin(m, d);
-        if (d < w->dhat) E += sim_contact_pair_mollifier(s->bodies, &pairs[k], alpha) * sim_barrier(d, w->dhat, NULL, NULL);
+        if (d < w->dhat) E += pair_factor(s, &pairs[k], alpha) * sim_barrier(d, w->dhat, NULL, NULL);
     }
     if (dmin) *dmin = m;
     return w->kappa * E;
@@ -389,7 +406,7 @@ static int collect_active(SimWorld *w) {
         double *ge = s->ageo + GEO * t;
         int32_t *ix = s->aidx + 5 * t;
         ge[3] = sim_contact_pair_stencil(s->bodies, &s->act[t], 0, ge, ge + 7, ix + 3, ge + 4, ix);
-        ge[9] = sim_contact_pair_mollifier(s->bodies, &s->act[t], 0);
+        ge[9] = pair_factor(s, &s->act[t], 0);
     }
     /* the step's friction pairs after them, with their lagged stencils */
     if (act_reserve(s, s->nact + s->nfr)) return -1;
@@ -449,7 +466,7 @@ static void barrier_gradient(const SimWorld *w, double scale, double *g) {
         const double *r = s->ageo + GEO * t, d = r[3], m = r[9];
         double db, b = sim_barrier(d, w->dhat, &db, NULL);
         double f = scale * w->kappa * m * db / d;
-        if (m < 1) {
+        if (q->f == SIM_PAIR_EE && m < 1) {
             double dm[4][3];
             mollifier_gradient(w, q, dm);
             const int32_t *ea = s->edges[q->a] + 2 * q->p, *eb = s->edges[q->b] + 2 * q->q;
@@ -487,15 +504,19 @@ static const int PI_[6] = {0, 0, 0, 1, 1, 2}, PJ_[6] = {0, 1, 2, 1, 2, 2};
  * converges quadratically where the projected one crawls (resting contact: full Newton steps
  * shrinking the decrement by only 0.5–0.75 each); the projected one always factors. The step
  * factors the projected one and solves with the exact one by CG (below). */
-static void friction_coefficients(const SimWorld *w, double scale, int64_t f, double cf[6]);
+static void friction_coefficients(const SimWorld *w, double scale, int64_t f, bool tangential, double cf[6]);
 
 static void pair_coefficients(const SimWorld *w, double scale, int64_t t, bool tangential, double cf[6]) {
     const struct SimWorldScratch *s = w->ws;
     if (t >= s->nact) { /* a friction pair (they follow the barrier's in act) */
-        friction_coefficients(w, scale, t - s->nact, cf);
+        friction_coefficients(w, scale, t - s->nact, tangential, cf);
         return;
     }
     const double *r = s->ageo + GEO * t, d = r[3], *wt = r + 4, *ua = r + 7, m = r[9];
+    if (!tangential && m < 0) { /* a dedup term subtracting: nothing of it in the PSD matrix */
+        memset(cf, 0, sizeof(double) * 6);
+        return;
+    }
     const int32_t *ib = s->aidx + 5 * t, *ia = ib + 3;
     double c = scale * w->kappa * m * sim_barrier_pair_curvature(d, w->dhat) / (d * d), tg = 0, e[3] = {0, 0, 0};
     int nz = 0, k0 = -1, k1 = -1, na = (ia[0] >= 0 && ua[0] > 0) + (ia[1] >= 0 && ua[1] > 0);
@@ -579,10 +600,15 @@ static void friction_gradient(const SimWorld *w, double scale, double *g) {
     }
 }
 
-/* the six coefficients of friction pair f's 3 × 3 Hessian in Δ, scaled */
-static void friction_coefficients(const SimWorld *w, double scale, int64_t f, double cf[6]) {
+/* the six coefficients of friction pair f's 3 × 3 Hessian in Δ, scaled; a dedup term's negative
+ * one (μ λ < 0) is left out of the PSD matrix (tangential false) */
+static void friction_coefficients(const SimWorld *w, double scale, int64_t f, bool tangential, double cf[6]) {
     const struct SimWorldScratch *s = w->ws;
     const double *ge = s->frgeo + GEO * f;
+    if (!tangential && ge[3] < 0) {
+        memset(cf, 0, sizeof(double) * 6);
+        return;
+    }
     double D[3], H[9];
     fr_delta(w, ge, s->fridx + 5 * f, &s->fr[f], 0, D);
     sim_friction(D, s->frT + 6 * f, scale * ge[3], s->fr_eps, NULL, H);
@@ -693,8 +719,10 @@ static int friction_collect(SimWorld *w, double dt) {
         if (fr_reserve(s)) return -1;
         double db, *ge = s->frgeo + GEO * s->nfr, *T = s->frT + 6 * s->nfr;
         sim_barrier(d, w->dhat, &db, NULL);
-        double lam = -w->kappa * sim_contact_pair_mollifier(s->bodies, q, 0) * db;
-        if (!(lam > 0)) continue;
+        /* the dedup's negative terms take their share of friction too: where the triangles at a
+         * feature agree on it, their friction pairs are the same and the sum is one contact's */
+        double lam = -w->kappa * pair_factor(s, q, 0) * db;
+        if (lam == 0) continue;
         lam *= mu; /* stored as μ λ: the pair's Coulomb force bound */
         s->fr[s->nfr] = *q;
         memcpy(ge, r, sizeof r), ge[3] = lam, memcpy(ge + 4, wb, sizeof wb), memcpy(ge + 7, ua, sizeof ua), ge[9] = 1;
@@ -1134,7 +1162,10 @@ static double mass_bound(const SimWorld *w) {
  * cubature points) */
 static SimContactBody body_of(const SimWorld *w, int b, const double *x, const double *dx, int is_static) {
     SimContactBody B = {.x = x, .dx = dx, .is_static = is_static};
-    if (w->ws->edges[b]) B.ne = w->ws->nedges[b], B.edges = w->ws->edges[b], B.edge_len2 = w->ws->elen2[b];
+    /* the edges for the edge–edge pairs (ne = 0 without them: the dedup's point–edge terms still
+     * read edges) and the dedup's tables */
+    if (w->ws->edges[b]) B.ne = w->contact.edge_edge ? w->ws->nedges[b] : 0, B.edges = w->ws->edges[b], B.edge_len2 = w->ws->elen2[b];
+    if (w->ws->fedges[b]) B.face_edges = w->ws->fedges[b], B.edge_uses = w->ws->euses[b], B.vert_coef = w->ws->vcoef[b];
     if (b < w->nobj) {
         const ObjInfo *oi = &w->ws->oi[b];
         B.np = oi->np;
@@ -1144,6 +1175,12 @@ static SimContactBody body_of(const SimWorld *w, int b, const double *x, const d
         B.np = rb->nv, B.nf = rb->nf, B.faces = rb->faces;
     }
     return B;
+}
+
+/* the broad phase's candidates for energies (margin d̂/2), with the dedup's terms (contact.h) */
+static int candidates(const SimWorld *w, const SimContactBody *bodies, SimContactSet *set) {
+    if (sim_contact_broad_phase(bodies, w->nobj + w->nrigid, 0.5 * w->dhat, set)) return -1;
+    return w->contact.dedup ? sim_contact_dedup(bodies, set) : 0;
 }
 
 /* bodies with the deformables at Z (+ dZ when given) and the rigid bodies static at their pose */
@@ -1323,7 +1360,7 @@ static int ws_step_bound(void *ctx, const double *z, const double *dz, double *a
     struct SimWorldScratch *s = w->ws;
     double t0 = base_cpu_now();
     set_bodies(w, z, dz);
-    if (sim_contact_broad_phase(s->bodies, w->nobj + w->nrigid, 0.5 * w->dhat, &s->cand)) return -1;
+    if (candidates(w, s->bodies, &s->cand)) return -1;
     w->last.candidates = s->cand.n;
     *alpha = sim_contact_ccd(s->bodies, &s->cand, w->contact.min_sep);
     if (*alpha < 1) w->last.ccd_limited++;
@@ -1426,7 +1463,7 @@ static int world_step(SimWorld *w, double dt, char *err, size_t errlen) {
         for (int64_t q = 0; q < N; q++) s->dz[q] = s->zt[q] - s->z0[q];
         double tb = base_cpu_now();
         set_bodies(w, s->z0, s->dz);
-        if (sim_contact_broad_phase(s->bodies, w->nobj + w->nrigid, 0.5 * w->dhat, &s->cand)) goto oom;
+        if (candidates(w, s->bodies, &s->cand)) goto oom;
         w->last.min_distance = sim_contact_min_distance(s->bodies, &s->cand, 0);
         /* friction lagged at x⁰: the candidates of the swept guess hold every pair within d̂ at x⁰ */
         if (friction_collect(w, dt)) goto oom;
@@ -1560,8 +1597,7 @@ double sim_world_energy(const SimWorld *w) {
     if (w->contact.enabled && w->ws && w->nobj + w->nrigid > 1) {
         bodies_now(w);
         SimContactSet set = {0};
-        if (!sim_contact_broad_phase(w->ws->bodies, w->nobj + w->nrigid, 0.5 * w->dhat, &set))
-            e += barrier_energy(w, set.pairs, set.n, 0, NULL);
+        if (!candidates(w, w->ws->bodies, &set)) e += barrier_energy(w, set.pairs, set.n, 0, NULL);
         sim_contact_set_free(&set);
     }
     return e;
@@ -1596,7 +1632,7 @@ double sim_world_hessian_product_error(SimWorld *w, double dt) {
     memcpy(comp, s->comp, sizeof(int) * (size_t)w->nobj);
     /* the pairs within d̂ now (a broad phase of the static bodies), the objects' blocks */
     set_bodies(w, Z, NULL);
-    if (sim_contact_broad_phase(s->bodies, w->nobj + w->nrigid, 0.5 * w->dhat, &s->cand) || collect_active(w) ||
+    if (candidates(w, s->bodies, &s->cand) || collect_active(w) ||
         contact_prepare(w, dt * dt)) {
         free(v), free(comp);
         return INFINITY;

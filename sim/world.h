@@ -86,6 +86,9 @@ typedef struct {
                          smoothed Coulomb friction, world.c), for every pair of contact materials
                          the table below does not set; 0: frictionless (0) */
     double eps_v;     /* slip speed (m/s) below which friction is smoothed to a stiff spring (1e-3) */
+    bool dedup;       /* the deduplicated point–surface constraint set (contact.h: sim_contact_dedup,
+                         each point–edge and point–vertex contact counted once) (true); false: the
+                         plain sum over point–triangle pairs */
     /* μ per pair of contact materials: each deformable (SimObject.contact_material), rigid body
      * (SimRigid.contact_material) and plane (SimPlane.material) names one, 0 the default; a pair
      * (i, j) with mu_set[i][j] (kept symmetric) rubs with mu_pair[i][j], every other pair with mu.

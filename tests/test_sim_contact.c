@@ -164,6 +164,81 @@ static int box_mesh_body(const double half[3], const double at[3], DsMesh *m, do
     return 0;
 }
 
+/* Σ w b(d) over a point's pairs with a surface: the deduplicated set (weights, sim_contact_dedup)
+ * or the plain point–triangle sum; the point is body 0 (a point alone), its point–point pairs
+ * with the surface's vertices (a faceless body meets points too) left out */
+static double point_surface_energy(SimContactBody bodies[2], const double p[3], double dhat, bool dedup) {
+    bodies[0].x = p;
+    SimContactSet set = {0};
+    CHECK(sim_contact_broad_phase(bodies, 2, 0.5 * dhat, &set) == 0);
+    int64_t m = 0;
+    for (int64_t k = 0; k < set.n; k++)
+        if (set.pairs[k].f != -1) set.pairs[m++] = set.pairs[k];
+    set.n = m;
+    if (dedup) CHECK(sim_contact_dedup(bodies, &set) == 0);
+    double E = 0, r[3];
+    for (int64_t k = 0; k < set.n; k++) {
+        double d = sim_contact_pair_vector(bodies, &set.pairs[k], 0, r, NULL, NULL);
+        E += sim_contact_pair_weight(bodies, &set.pairs[k]) * sim_barrier(d, dhat, NULL, NULL);
+    }
+    sim_contact_set_free(&set);
+    return E;
+}
+
+/* Deduplication (contact.h): a point over a closed box's corner, along an arc around one of its
+ * edges (from over one face, over the edge, to over the other face) and over a face feels the
+ * barrier of its distance to the box once — Σ w b = b(d) — where the plain point–triangle sum
+ * counts the corner once per triangle there (3–6) and the edge twice. Along the arc the sum is
+ * continuous across the changes of the closest feature. */
+TEST(sim_contact_dedup_counts_each_feature_once) {
+    double half[3] = {0.1, 0.1, 0.1}, *xb, dhat = 0.02, d = 0.01, p[3];
+    DsMesh m;
+    CHECK(box_mesh_body(half, (double[3]){0, 0, 0}, &m, &xb) == 0);
+    int64_t ne;
+    int32_t *edges, *uses, *fe, *vc;
+    CHECK(sim_mesh_edge_uses(m.nf, m.f, &ne, &edges, &uses) == 0);
+    CHECK(sim_mesh_dedup_tables(m.nv, m.nf, m.f, ne, edges, uses, &fe, &vc) == 0);
+    for (int64_t v = 0; v < m.nv; v++) CHECK(vc[v] == 1); /* closed and manifold */
+    for (int64_t f = 0; f < m.nf; f++)
+        for (int k = 0; k < 3; k++) {
+            const int32_t *e = edges + 2 * fe[3 * f + k];
+            int32_t i = m.f[3 * f + k], j = m.f[3 * f + (k + 1) % 3];
+            CHECK((e[0] == i && e[1] == j) || (e[0] == j && e[1] == i));
+        }
+    SimContactBody bodies[2] = {
+        {.np = 1},
+        {.np = m.nv, .x = xb, .nf = m.nf, .faces = m.f, .edges = edges, .face_edges = fe, .edge_uses = uses, .vert_coef = vc},
+    };
+    double b = sim_barrier(d, dhat, NULL, NULL);
+    for (int64_t v = 0; v < m.nv; v++) /* the box as stored (single-precision corners) */
+        for (int i = 0; i < 3; i++) half[i] = xb[3 * v + i];
+    for (int i = 0; i < 3; i++) half[i] = fabs(half[i]);
+    /* over a corner, along the diagonal: every triangle there is closest at the corner */
+    for (int i = 0; i < 3; i++) p[i] = half[i] + d / sqrt(3.0);
+    double Ed = point_surface_energy(bodies, p, dhat, true), Ep = point_surface_energy(bodies, p, dhat, false);
+    printf("    corner: deduplicated %.4g b(d), plain %.4g b(d); ", Ed / b, Ep / b);
+    CHECK_MSG(fabs(Ed - b) <= 1e-9 * b, "corner: %g vs b(d) %g", Ed, b);
+    CHECK(Ep >= 2.9 * b);
+    /* over a face, away from its diagonal and edges */
+    p[0] = half[0] + d, p[1] = 0.05, p[2] = 0;
+    CHECK(fabs(point_surface_energy(bodies, p, dhat, true) - b) <= 1e-9 * b);
+    /* an arc of radius d around the edge x = y = 0.1 (at z = 0): over face x+ for θ < 0 (distance
+     * d cos θ), over the edge for 0 ≤ θ ≤ 90°, over face y+ beyond (d sin θ) */
+    double worst = 0, plain_edge = 0;
+    for (int k = 0; k <= 42; k++) {
+        double th = (-60 + 5 * k) * M_PI / 180;
+        p[0] = half[0] + d * cos(th), p[1] = half[1] + d * sin(th), p[2] = 0;
+        double dist = th < 0 ? d * cos(th) : th <= M_PI / 2 ? d : d * sin(th), want = sim_barrier(dist, dhat, NULL, NULL);
+        double E = point_surface_energy(bodies, p, dhat, true);
+        worst = fmax(worst, fabs(E - want) / want);
+        if (th >= 0 && th <= M_PI / 2) plain_edge = fmax(plain_edge, point_surface_energy(bodies, p, dhat, false) / want);
+    }
+    printf("around an edge: deduplicated within %.2g of b(distance), plain up to %.3g b\n", worst, plain_edge);
+    CHECK(worst <= 1e-9);
+    CHECK(plain_edge >= 1.99);
+    free(edges), free(uses), free(fe), free(vc), free(xb), ds_mesh_free(&m);
+}
+
 /* two moving boxes' edges: the broad phase reports every edge pair whose swept, inflated boxes
  * overlap, once, and no other */
 TEST(sim_broad_phase_edges_match_brute_force) {
