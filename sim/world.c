@@ -1470,6 +1470,24 @@ static int world_step(SimWorld *w, double dt, char *err, size_t errlen) {
         double a0 = sim_contact_ccd(s->bodies, &s->cand, w->contact.min_sep);
         if (a0 < 1) w->last.ccd_limited++;
         w->last.t_broad += base_cpu_now() - tb;
+        /* CCD alone lets the guess shrink a pair's gap to min_sep of its value at every step, and
+         * a capped Newton loop need not win it back: under a cap the pile's pairs closed to ~1e-8 m
+         * in a dozen frames, where additive CCD then crawls (64 advances per pair) and every later
+         * step is cut to nothing. So the guess must not raise the step's energy: when E(z₀ + α Δ)
+         * > E(z₀), Newton starts from z₀ itself (feasible; IPC's own start), whose first direction
+         * sees the barrier's and the planes' curvature. Halving α instead holds every object back
+         * with the one that meets a plane (all share α): the pile then hardly fell under a cap. */
+        double E0 = objects_energy(w, s->z0, s->ztil, dt, t1, NULL), tp = base_cpu_now();
+        E0 += dt2 * (barrier_energy(w, s->cand.pairs, s->cand.n, 0, NULL) + friction_energy(w, 0));
+        w->last.t_pairs += base_cpu_now() - tp;
+        if (a0 > 0) {
+            for (int64_t q = 0; q < N; q++) s->zt[q] = s->z0[q] + a0 * s->dz[q];
+            double Ea = objects_energy(w, s->zt, s->ztil, dt, t1, NULL);
+            tp = base_cpu_now();
+            Ea += dt2 * (barrier_energy(w, s->cand.pairs, s->cand.n, a0, NULL) + friction_energy(w, a0));
+            w->last.t_pairs += base_cpu_now() - tp;
+            if (!(Ea <= E0)) a0 = 0;
+        }
         for (int64_t q = 0; q < N; q++) s->z[q] = s->z0[q] + a0 * s->dz[q];
         set_bodies(w, s->z, NULL);
         /* the candidates of the swept guess hold every pair within d̂ at z (contact.h) */
