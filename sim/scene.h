@@ -26,7 +26,7 @@
  *       gaussians [""] (a 3DGS PLY in the skinning's frame: bound by sim/bindings.h and written
  *                       per frame as frame_NNNNN_gaussians_K.ply, K the object index) } ]
  *   contact: {enabled [true], dhat [0] (m; 0: auto), stiffness [0] (N/m; 0: auto),
- *             min_sep [0.2], proxy_cells [20], mu [0], eps_v [1e-3], edge_edge [true]}
+ *             min_sep [0.2], proxy_cells [20], mu [0], eps_v [1e-3], edge_edge [true], dedup [true]}
  *                                                  (IPC between bodies, sim/world.h)
  *   contact_materials: [ {name} ]  named contact materials (at most 15; "" is the default one)
  *   friction_pairs: [ {a, b, mu} ]  μ between two materials (by name, "" the default), both ways;
