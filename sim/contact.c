@@ -42,7 +42,7 @@ static int push_pair(SimContactSet *s, int32_t a, int32_t p, int32_t b, int32_t 
         if (!np) return -1;
         s->pairs = np, s->cap = cap;
     }
-    if (f < 0 && a > b) { /* point–point and edge–edge pairs: a < b */
+    if ((f == -1 || f == SIM_PAIR_EE) && a > b) { /* point–point and edge–edge pairs: a < b */
         int32_t t = a;
         a = b, b = t, t = p, p = q, q = t;
     }
@@ -331,6 +331,81 @@ int sim_mesh_edges(int64_t nf, const int32_t *faces, int64_t *ne, int32_t **edge
     return sim_mesh_edge_uses(nf, faces, ne, edges, NULL);
 }
 
+static int cmp_pair(const void *x, const void *y) {
+    const SimContactPair *u = x, *v = y;
+    int32_t ku[5] = {u->f, u->a, u->b, u->p, u->q}, kv[5] = {v->f, v->a, v->b, v->p, v->q};
+    for (int i = 0; i < 5; i++)
+        if (ku[i] != kv[i]) return ku[i] < kv[i] ? -1 : 1;
+    return 0;
+}
+
+int sim_contact_dedup(const SimContactBody *bodies, SimContactSet *set) {
+    int64_t n0 = set->n, extra = 0;
+    for (int64_t k = 0; k < n0; k++)
+        if (set->pairs[k].f >= 0 && bodies[set->pairs[k].b].face_edges) extra += 6;
+    if (!extra) return 0;
+    if (set->cap < n0 + extra) {
+        int64_t cap = n0 + extra + (n0 + extra) / 2;
+        SimContactPair *np = realloc(set->pairs, sizeof *np * (size_t)cap);
+        if (!np) return -1;
+        set->pairs = np, set->cap = cap;
+    }
+    int64_t n = n0;
+    for (int64_t k = 0; k < n0; k++) {
+        const SimContactPair q = set->pairs[k];
+        const SimContactBody *B = &bodies[q.b];
+        if (q.f < 0 || !B->face_edges) continue;
+        for (int c = 0; c < 3; c++) {
+            int32_t e = B->face_edges[3 * q.f + c], v = B->faces[3 * q.f + c];
+            if (B->edge_uses[e] > 1) set->pairs[n++] = (SimContactPair){.a = q.a, .b = q.b, .p = q.p, .q = e, .f = SIM_PAIR_PE};
+            if (B->vert_coef[v] != 0) set->pairs[n++] = (SimContactPair){.a = q.a, .b = q.b, .p = q.p, .q = v, .f = SIM_PAIR_PV};
+        }
+    }
+    /* each (p, e) and (p, v) once */
+    qsort(set->pairs + n0, (size_t)(n - n0), sizeof *set->pairs, cmp_pair);
+    int64_t m = n0;
+    for (int64_t k = n0; k < n; k++)
+        if (m == n0 || cmp_pair(&set->pairs[k], &set->pairs[m - 1])) set->pairs[m++] = set->pairs[k];
+    set->n = m;
+    return 0;
+}
+
+double sim_contact_pair_weight(const SimContactBody *bodies, const SimContactPair *q) {
+    if (q->f == SIM_PAIR_PE) return 1 - (double)bodies[q->b].edge_uses[q->q];
+    if (q->f == SIM_PAIR_PV) return bodies[q->b].vert_coef[q->q];
+    return 1;
+}
+
+static int cmp_i64(const void *a, const void *b) {
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+int sim_mesh_dedup_tables(int64_t np, int64_t nf, const int32_t *faces, int64_t ne, const int32_t *edges,
+                          const int32_t *uses, int32_t **face_edges, int32_t **vert_coef) {
+    int32_t *fe = malloc(sizeof(int32_t) * 3 * (size_t)(nf + 1)), *vc = malloc(sizeof(int32_t) * (size_t)(np + 1));
+    int64_t *key = malloc(sizeof(int64_t) * (size_t)(ne + 1));
+    if (!fe || !vc || !key) {
+        free(fe), free(vc), free(key);
+        return -1;
+    }
+    /* the edges are sorted by (i, j): key i·2³² + j is sorted too, and bsearch finds a face's */
+    for (int64_t e = 0; e < ne; e++) key[e] = (int64_t)edges[2 * e] << 32 | (int64_t)edges[2 * e + 1];
+    for (int64_t v = 0; v < np; v++) vc[v] = 1;
+    for (int64_t f = 0; f < nf; f++)
+        for (int k = 0; k < 3; k++) {
+            int32_t i = faces[3 * f + k], j = faces[3 * f + (k + 1) % 3];
+            int64_t want = (int64_t)(i < j ? i : j) << 32 | (int64_t)(i < j ? j : i);
+            const int64_t *hit = bsearch(&want, key, (size_t)ne, sizeof *key, cmp_i64);
+            fe[3 * f + k] = hit ? (int32_t)(hit - key) : -1; /* always found: edges are the faces' */
+            vc[faces[3 * f + k]]--;                          /* − F_v */
+        }
+    for (int64_t e = 0; e < ne; e++) vc[edges[2 * e]] += uses[e] - 1, vc[edges[2 * e + 1]] += uses[e] - 1;
+    free(key);
+    *face_edges = fe, *vert_coef = vc;
+    return 0;
+}
+
 static double clamp01(double v) { return v < 0 ? 0 : v > 1 ? 1 : v; }
 
 /* Ericson 2005 §5.1.9 */
@@ -518,9 +593,17 @@ double sim_contact_pair_stencil(const SimContactBody *bodies, const SimContactPa
         uu[0] = 1 - s, uu[1] = s, ida[0] = ea[0], ida[1] = ea[1];
         ww[0] = 1 - t, ww[1] = t, idb[0] = eb[0], idb[1] = eb[1];
         for (int i = 0; i < 3; i++) xa[i] = uu[0] * p0[i] + uu[1] * p1[i], y[i] = ww[0] * q0[i] + ww[1] * q1[i];
+    } else if (q->f == SIM_PAIR_PE) { /* a point against an edge: its closest point's weights */
+        const int32_t *eb = B->edges + 2 * q->q;
+        double q0[3], q1[3], t;
+        body_point(A, q->p, alpha, xa);
+        body_point(B, eb[0], alpha, q0), body_point(B, eb[1], alpha, q1);
+        sim_segment_segment(xa, xa, q0, q1, NULL, &t);
+        ww[0] = 1 - t, ww[1] = t, idb[0] = eb[0], idb[1] = eb[1];
+        for (int i = 0; i < 3; i++) y[i] = ww[0] * q0[i] + ww[1] * q1[i];
     } else {
         body_point(A, q->p, alpha, xa);
-        if (q->f < 0)
+        if (q->f < 0) /* a point, or a surface vertex (SIM_PAIR_PV) */
             body_point(B, q->q, alpha, y);
         else {
             const int32_t *t = B->faces + 3 * q->f;
@@ -602,6 +685,8 @@ static double accd(const SimContactBody *bodies, const SimContactPair *q, double
 double sim_contact_ccd(const SimContactBody *bodies, const SimContactSet *set, double min_sep) {
     double amax = 1;
     for (int64_t k = 0; k < set->n; k++) {
+        /* the deduplication's terms are never closer than their triangles' pairs */
+        if (set->pairs[k].f == SIM_PAIR_PE || set->pairs[k].f == SIM_PAIR_PV) continue;
         if (set->pairs[k].f != -1) {
             amax = fmin(amax, accd(bodies, &set->pairs[k], min_sep));
             continue;

@@ -44,12 +44,22 @@ typedef struct {
     const int32_t *edges;
     const double *edge_len2; /* ne rest squared edge lengths for the mollifier's ε_x, or NULL: no
                                 mollifier (m = 1) */
+    /* The surface's adjacency for the deduplicated constraint set (sim_contact_dedup), or NULL:
+     * none. face_edges (nf × 3): triangle f's edge from corner k to k + 1 as an index into
+     * edges (which then must be set, whatever ne says); edge_uses (ne): the triangles using each
+     * edge; vert_coef (np): c_v = 1 − F_v + Σ_(e ∋ v) (u_e − 1), F_v the triangles at v (1 at
+     * every vertex of a closed manifold). */
+    const int32_t *face_edges, *edge_uses, *vert_coef;
 } SimContactBody;
 
 /* A point–point pair (f = −1: points p of a and q of b, a < b), a point–triangle pair (f ≥ 0:
  * point p of a and triangle f of b, any a ≠ b; q unused) or an edge–edge pair (f = SIM_PAIR_EE:
  * edge p of a and edge q of b, a < b). */
 #define SIM_PAIR_EE (-2)
+/* The deduplication's terms (sim_contact_dedup): point p of a against edge q of b's surface
+ * (SIM_PAIR_PE, weight −(u_q − 1)) or against vertex q of b's surface (SIM_PAIR_PV, weight c_q). */
+#define SIM_PAIR_PE (-3)
+#define SIM_PAIR_PV (-4)
 typedef struct {
     int32_t a, b;
     int32_t p, q;
@@ -83,6 +93,32 @@ void sim_contact_set_free(SimContactSet *s);
  * the largest box), so a box covers at most 2 cells per axis; entities outside every other
  * body's (inflated, swept) bounding box are not inserted at all. 0, or -1 out of memory. */
 int sim_contact_broad_phase(const SimContactBody *bodies, int nbodies, double margin, SimContactSet *out);
+
+/* Deduplicates the point–surface part of the constraint set (Li et al. 2020's constraints are
+ * feature pairs, each counted once). A point p near a surface meets every triangle T within
+ * reach through the distance to T's closest feature; where that feature is an edge e or a vertex
+ * v, every triangle at e (or v) reports the same distance, and the plain sum over point–triangle
+ * pairs counts the one contact u_e (or F_v) times: a point over a closed mesh's vertex pushed 3–6
+ * times as hard as over a face. Dropping the repeats by the closest feature's type would make the
+ * energy jump where the closest feature changes (a point crossing from T₁'s face over e: b(d_T₁) +
+ * b(d_e) before, b(d_e) after). So the set gets inclusion–exclusion terms instead (the max
+ * approximation of Li, Ferguson et al. 2023, without its area weights): each (p, e) once with
+ * weight −(u_e − 1), each (p, v) once with weight c_v, all distances the clamped closest-point
+ * ones. Σ_T b − Σ_e (u_e − 1) b + Σ_v c_v b is continuous, equals b(d) exactly where the triangles
+ * at the closest feature agree on it (face, edge or vertex), and stays ≥ the largest single
+ * triangle's term (each edge's negative term is paired with one of its triangles, whose distance
+ * is no larger). The terms come from the set's point–triangle pairs (every (p, e) or (p, v) within
+ * reach has its triangles' pairs there, their distances being no larger), sorted and unique, and
+ * need no CCD of their own (their distance is never below their triangles'). Edge–edge pairs
+ * are left as they are. Bodies without face_edges get none. 0, or -1 out of memory. */
+int sim_contact_dedup(const SimContactBody *bodies, SimContactSet *set);
+/* A pair's weight in the barrier sum: 1, or a deduplication term's −(u_e − 1) or c_v. */
+double sim_contact_pair_weight(const SimContactBody *bodies, const SimContactPair *q);
+/* Per surface, the adjacency sim_contact_dedup reads: *face_edges (nf × 3, into edges as
+ * sim_mesh_edge_uses sorts them) and *vert_coef (np); malloc'd, the caller frees. 0, or -1 out
+ * of memory. */
+int sim_mesh_dedup_tables(int64_t np, int64_t nf, const int32_t *faces, int64_t ne, const int32_t *edges,
+                          const int32_t *uses, int32_t **face_edges, int32_t **vert_coef);
 
 /* The unique undirected edges of a triangle mesh, each (i < j) once, sorted: *edges (2 × *ne,
  * malloc'd, the caller frees). 0, or -1 out of memory. */

@@ -31,6 +31,7 @@ typedef struct {
     double v[3], w[3]; /* linear velocity, angular velocity (world) */
     double gravity[3];
     double restitution, friction; /* plane impulses: normal restitution e, Coulomb μ */
+    int contact_material;         /* friction with the deformables (sim/world.h: mu_pair; 0 the default) */
     /* contact force and torque (about c) from the last deformable solve (the one-step lag) */
     double force[3], torque[3];
     double color[3];

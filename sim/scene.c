@@ -47,6 +47,21 @@ typedef struct {
     bool has_lo, has_hi, has_center, has_radius;
 } ForceIn;
 
+/* a plane with its contact material's name, resolved to SimPlane.material */
+typedef struct {
+    SimPlane p;
+    char contact_material[24];
+} PlaneIn;
+
+typedef struct {
+    char name[24];
+} MaterialIn;
+
+typedef struct {
+    char a[24], b[24];
+    double mu;
+} PairIn;
+
 typedef struct {
     SimScene sc; /* everything the file states as SimScene stores it */
     struct {
@@ -56,7 +71,10 @@ typedef struct {
     FixedIn *fixed;
     DragIn *drags;
     ForceIn *forces;
-    int nfixed, ndrags, nforces;
+    PlaneIn *planes;
+    MaterialIn *materials;
+    PairIn *pairs;
+    int nfixed, ndrags, nforces, nplanes, nmaterials, npairs;
 } SceneFile;
 
 /* the trailing arguments: designated initializers, .help = "..." (anima sim --help lists it) */
@@ -114,14 +132,26 @@ static const DsConfigField OBJECT[] = {
     STR("gaussians", O(gaussians), "", OSZ(gaussians), NULL, .help = "a 3DGS PLY in the skinning's frame, carried along and written per frame (\"\": none)"),
     INT("cubature_points", O(cubature_points), "0", 0, 1e6, .help = "> 0: elastic forces over an optimized cubature set of at most this many points (sim/cubature.h, built at load); 0: every point"),
     INT("cubature_drops", O(cubature_drops), "8", 0, 64, .help = "cubature_points > 0: the turned drops simulated for its training poses (0: random poses only)"),
+    STR("contact_material", O(contact_material), "", OSZ(contact_material), NULL, .help = "its contact material (a name from contact_materials; \"\": the default), for friction_pairs"),
     {0}};
 #undef O
 #undef OSZ
 
 static const DsConfigField PLANE[] = {
-    VEC("normal", offsetof(SimPlane, normal), "[0, 1, 0]", .help = "the plane's normal, pointing to the free side"),
-    NUM("offset", offsetof(SimPlane, offset), "0", -BIG, BIG, .help = "the free side is n·x >= offset (m)"),
-    NUM("stiffness", offsetof(SimPlane, stiffness), "1e6", 0, BIG, .help = "penalty stiffness of the contact (N/m)"),
+    VEC("normal", offsetof(PlaneIn, p.normal), "[0, 1, 0]", .help = "the plane's normal, pointing to the free side"),
+    NUM("offset", offsetof(PlaneIn, p.offset), "0", -BIG, BIG, .help = "the free side is n·x >= offset (m)"),
+    NUM("stiffness", offsetof(PlaneIn, p.stiffness), "1e6", 0, BIG, .help = "penalty stiffness of the contact (N/m)"),
+    STR("contact_material", offsetof(PlaneIn, contact_material), "", 24, NULL, .help = "its contact material (a name from contact_materials; \"\": the default), for friction_pairs"),
+    {0}};
+
+static const DsConfigField MATERIAL_NAME[] = {
+    STR("name", offsetof(MaterialIn, name), NULL, 24, NULL, .help = "the material's name (objects', rigids' and planes' contact_material)"),
+    {0}};
+
+static const DsConfigField FRICTION_PAIR[] = {
+    STR("a", offsetof(PairIn, a), NULL, 24, NULL, .help = "one contact material's name (\"\": the default)"),
+    STR("b", offsetof(PairIn, b), NULL, 24, NULL, .help = "the other's"),
+    NUM("mu", offsetof(PairIn, mu), NULL, 0, 10, .help = "the friction coefficient between them"),
     {0}};
 
 /* the object index is checked against the number of objects once they are read */
@@ -181,7 +211,8 @@ static const DsConfigField RIGID[] = {
     VEC("velocity", R(velocity), "[0, 0, 0]", .help = "initial velocity (m/s)"),
     VEC("angular_velocity", R(angular_velocity), "[0, 0, 0]", .help = "initial angular velocity (rad/s)"),
     NUM("restitution", R(restitution), "0.3", 0, 1, .help = "bounce: 0 inelastic to 1 elastic"),
-    NUM("friction", R(friction), "0.5", 0, 10, .help = "Coulomb friction coefficient"),
+    NUM("friction", R(friction), "0.5", 0, 10, .help = "Coulomb friction coefficient against the planes (impulses)"),
+    STR("contact_material", R(contact_material), "", sizeof(((SimSceneRigid *)0)->contact_material), NULL, .help = "its contact material against the objects (a name from contact_materials; \"\": the default)"),
     VEC("color", R(color), "[0.6, 0.6, 0.65]", .help = "RGB in [0, 1] of its renders"),
     {0}};
 #undef R
@@ -207,6 +238,7 @@ static const DsConfigField CONTACT[] = {
     NUM("proxy_cells", C(proxy_cells), "20", 0, 1000, .help = "collision proxies: contact on each mesh clustered to cells of side max(diagonal / proxy_cells, dhat) (0: on the render mesh)"),
     NUM("mu", C(mu), "0", 0, 10, .help = "friction coefficient between the bodies (lagged smoothed Coulomb friction; 0: none)"),
     NUM("eps_v", C(eps_v), "1e-3", 1e-9, 10, .help = "slip speed (m/s) below which friction is smoothed"),
+    BOOL("dedup", C(dedup), "true", .help = "deduplicated contact constraints: a point near a surface's edge or vertex counted once, not once per triangle there"),
     BOOL("edge_edge", C(edge_edge), "true", .help = "edge-edge pairs between surfaces besides point-triangle ones (false: thin parts can pass through each other)"),
     {0}};
 #undef C
@@ -232,7 +264,9 @@ static const DsConfigField SCENE[] = {
     OBJ("newton", offsetof(SceneFile, newton), NEWTON),
     {"objects", DS_CFG_ARRAY, S(objects), NULL, 1, 1e9, .fields = OBJECT, .elem_size = sizeof(SimSceneObject),
      .count_offset = S(nobjects), .help = "the deformable objects: each a skinning subspace, stepped together and coupled by IPC contact"},
-    ARR("planes", SceneFile, sc.planes, sc.nplanes, SimPlane, PLANE, 0, .help = "contact planes (the ground)"),
+    ARR("planes", SceneFile, planes, nplanes, PlaneIn, PLANE, 0, .help = "contact planes (the ground)"),
+    ARR("contact_materials", SceneFile, materials, nmaterials, MaterialIn, MATERIAL_NAME, 0, .help = "named contact materials (at most 15 besides the default \"\"), for friction_pairs"),
+    ARR("friction_pairs", SceneFile, pairs, npairs, PairIn, FRICTION_PAIR, 0, .help = "the friction coefficient between two contact materials (both ways; other pairs: contact.mu)"),
     ARR("fixed", SceneFile, fixed, nfixed, FixedIn, FIXED, 0, .help = "regions of an object held fixed or moved at a constant velocity"),
     ARR("drags", SceneFile, drags, ndrags, DragIn, DRAG, 0, .help = "springs pulling a region of an object towards a moving target (a mouse drag)"),
     ARR("forces", SceneFile, forces, nforces, ForceIn, FORCE, 0, .help = "external accelerations on an object, or a region of it, during [t0, t1)"),
@@ -287,6 +321,22 @@ static int region(const char *src, const char *array, int i, const char *shape, 
     return 0;
 }
 
+/* a contact material's name to its index: "" the default (0), else 1 + its place in
+ * contact_materials (the key named in errors: array[i].contact_material, or friction_pairs[i]) */
+static int material_id(const char *src, const char *array, int i, const char *name, const SceneFile *in, int *id,
+                       char *err, size_t errlen) {
+    *id = 0;
+    if (!name[0]) return 0;
+    for (int m = 0; m < in->nmaterials; m++)
+        if (!strcmp(name, in->materials[m].name)) {
+            *id = m + 1;
+            return 0;
+        }
+    char what[96];
+    snprintf(what, sizeof what, "no contact material named \"%s\" in contact_materials", name);
+    return key_err(src, i, array, strcmp(array, "friction_pairs") ? "contact_material" : "a/b", what, err, errlen);
+}
+
 static int resolve(const char *src, SceneFile *in, SimScene *sc, char *err, size_t errlen) {
     char what[160];
     for (int i = 0; i < sc->nobjects; i++)
@@ -308,6 +358,38 @@ static int resolve(const char *src, SceneFile *in, SimScene *sc, char *err, size
         base_errf(err, errlen, "%s: key 'rig': a rigged scene holds one object and no rigid bodies (the IPC contact "
                                "between bodies does not see the rig's displacement)", src);
         return -1;
+    }
+    /* contact materials: index 0 the default (""), then the named ones in order */
+    if (in->nmaterials > SIM_CONTACT_MATERIALS - 1) {
+        base_errf(err, errlen, "%s: key 'contact_materials': at most %d, got %d", src, SIM_CONTACT_MATERIALS - 1, in->nmaterials);
+        return -1;
+    }
+    for (int i = 0; i < in->nmaterials; i++) {
+        if (!in->materials[i].name[0]) return key_err(src, i, "contact_materials", "name", "expected a nonempty name", err, errlen);
+        for (int j = 0; j < i; j++)
+            if (!strcmp(in->materials[i].name, in->materials[j].name))
+                return key_err(src, i, "contact_materials", "name", "a name given twice", err, errlen);
+    }
+    for (int i = 0; i < sc->nobjects; i++)
+        if (material_id(src, "objects", i, sc->objects[i].contact_material, in, &sc->objects[i].material_id, err, errlen)) return -1;
+    for (int i = 0; i < sc->nrigids; i++)
+        if (material_id(src, "rigids", i, sc->rigids[i].contact_material, in, &sc->rigids[i].material_id, err, errlen)) return -1;
+    sc->planes = calloc((size_t)in->nplanes + 1, sizeof *sc->planes);
+    if (!sc->planes) {
+        base_errf(err, errlen, "%s: out of memory", src);
+        return -1;
+    }
+    sc->nplanes = in->nplanes;
+    for (int i = 0; i < in->nplanes; i++) {
+        sc->planes[i] = in->planes[i].p;
+        if (material_id(src, "planes", i, in->planes[i].contact_material, in, &sc->planes[i].material, err, errlen)) return -1;
+    }
+    for (int i = 0; i < in->npairs; i++) {
+        int a, b;
+        if (material_id(src, "friction_pairs", i, in->pairs[i].a, in, &a, err, errlen) ||
+            material_id(src, "friction_pairs", i, in->pairs[i].b, in, &b, err, errlen))
+            return -1;
+        sim_contact_set_mu(&sc->contact, a, b, in->pairs[i].mu); /* in range: the schema bounds μ, ids from material_id */
     }
     for (int i = 0; i < sc->nplanes; i++) {
         const double *n = sc->planes[i].normal;
@@ -394,7 +476,7 @@ static int scene_read(const char *text, const char *source, SimScene *sc, char *
     if (rc) return -1;
     *sc = in.sc;
     rc = resolve(source, &in, sc, err, errlen);
-    free(in.fixed), free(in.drags), free(in.forces);
+    free(in.fixed), free(in.drags), free(in.forces), free(in.planes), free(in.materials), free(in.pairs);
     if (rc) sim_scene_free(sc);
     return rc;
 }
@@ -490,6 +572,7 @@ static int build_objects(const SimScene *sc, const char *scene_dir, SimObject *o
         }
         SimObject *o = &objs[k];
         memcpy(o->gravity, sc->gravity, sizeof o->gravity);
+        o->contact_material = so->material_id;
         o->newton = sc->newton;
         for (int i = 0; i < sc->nplanes; i++)
             if (sim_object_add_plane(o, &sc->planes[i], e2, sizeof e2)) {
@@ -610,6 +693,7 @@ int sim_scene_build_rigids(const SimScene *sc, const char *scene_dir, SimRigid *
         memcpy(rb->w, r->angular_velocity, sizeof rb->w);
         memcpy(rb->color, r->color, sizeof rb->color);
         rb->restitution = r->restitution, rb->friction = r->friction;
+        rb->contact_material = r->material_id;
     }
     return 0;
 fail:

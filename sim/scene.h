@@ -27,7 +27,12 @@
  *                       per frame as frame_NNNNN_gaussians_K.ply, K the object index; on the
  *                       rigged object they move with X + u_r + B z, sim/rig.h) } ]
  *   contact: {enabled [true], dhat [0] (m; 0: auto), stiffness [0] (N/m; 0: auto),
- *             min_sep [0.2]}                       (IPC between bodies, sim/world.h)
+ *             min_sep [0.2], proxy_cells [20], mu [0], eps_v [1e-3], edge_edge [true], dedup [true]}
+ *                                                  (IPC between bodies, sim/world.h)
+ *   contact_materials: [ {name} ]  named contact materials (at most 15; "" is the default one)
+ *   friction_pairs: [ {a, b, mu} ]  μ between two materials (by name, "" the default), both ways;
+ *                   every pair not listed rubs with contact.mu. objects[].contact_material,
+ *                   rigids[].contact_material and planes[].contact_material [""] name a body's.
  *   rigids: [ {shape ["sphere"] | "box" | "mesh", radius [0.1], subdiv [3], half [[0.1, 0.1, 0.1]],
  *              file (shape "mesh": a closed mesh), density [1000], scale [1], translate [[0, 1, 0]],
  *              rotate_deg [[0, 0, 0]], velocity [[0, 0, 0]], angular_velocity [[0, 0, 0]],
@@ -68,6 +73,8 @@ typedef struct {
     double scale, translate[3], rotate_deg[3], color[3];
     char gaussians[1024];
     int64_t cubature_points, cubature_drops; /* sim/cubature.h at load (0: the full set) */
+    char contact_material[24]; /* its contact material's name ("": the default) */
+    int material_id;           /* resolved: its index (0 the default, then contact_materials[] from 1) */
 } SimSceneObject;
 
 typedef struct {
@@ -76,6 +83,8 @@ typedef struct {
     int64_t subdiv;
     double density, scale, translate[3], rotate_deg[3], velocity[3], angular_velocity[3];
     double restitution, friction, color[3];
+    char contact_material[24]; /* as the objects' */
+    int material_id;
 } SimSceneRigid;
 
 typedef enum { SIM_FIX_BOX, SIM_FIX_SPHERE, SIM_FIX_TOP, SIM_FIX_BOTTOM } SimFixShape;

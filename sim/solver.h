@@ -79,6 +79,7 @@ typedef struct {
  * object has none) — paper Eq. 14, physskin.md §7. */
 typedef struct {
     double normal[3], offset, stiffness;
+    int material; /* its contact material for friction (sim/world.h: SimContactOptions.mu_pair; 0 the default) */
 } SimPlane;
 
 /* Interactive drag (physskin.md §7): E = ½ k Σ_c g_c ‖u_c − d(t)‖² over the cubature points,
@@ -185,6 +186,7 @@ typedef struct {
     double t;
     double *z, *zdot;    /* n each */
     double gravity[3];
+    int contact_material; /* friction with other bodies and planes (sim/world.h: mu_pair; 0 the default) */
     SimNewtonOptions newton;
     bool no_projection;  /* tests: the exact Hessian, not its PSD projection */
     /* The elastic integration rule: Σ_e w_e Ψ(F(X_{idx_e})) over ne of the nc points (an

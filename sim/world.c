@@ -21,9 +21,34 @@ void sim_contact_defaults(SimContactOptions *c) {
     c->stiffness = 0;
     c->min_sep = 0.2;
     c->edge_edge = true;
+    c->dedup = true;
     c->proxy_cells = 20;
     c->mu = 0;
     c->eps_v = 1e-3;
+    memset(c->mu_set, 0, sizeof c->mu_set);
+    memset(c->mu_pair, 0, sizeof c->mu_pair);
+}
+
+static bool material_ok(int i) { return i >= 0 && i < SIM_CONTACT_MATERIALS; }
+
+double sim_contact_mu(const SimContactOptions *c, int i, int j) {
+    return material_ok(i) && material_ok(j) && c->mu_set[i][j] ? c->mu_pair[i][j] : c->mu;
+}
+
+int sim_contact_set_mu(SimContactOptions *c, int i, int j, double mu) {
+    if (!material_ok(i) || !material_ok(j) || !(mu >= 0)) return -1;
+    c->mu_set[i][j] = c->mu_set[j][i] = true;
+    c->mu_pair[i][j] = c->mu_pair[j][i] = mu;
+    return 0;
+}
+
+/* whether any pair of materials rubs (μ > 0 by default or in the table): else no friction pairs */
+static bool any_friction(const SimContactOptions *c) {
+    if (c->mu > 0) return true;
+    for (int i = 0; i < SIM_CONTACT_MATERIALS; i++)
+        for (int j = 0; j < SIM_CONTACT_MATERIALS; j++)
+            if (c->mu_set[i][j] && c->mu_pair[i][j] > 0) return true;
+    return false;
 }
 
 /* doubles per active pair in ageo (see SimWorldScratch) */
@@ -58,9 +83,10 @@ struct SimWorldScratch {
     int32_t *aidx;             /* per active pair (5 apart): side b's points (3), side a's (2), −1 unused */
     int32_t **edges;           /* per body: its surface edges (sim_mesh_edges), NULL without faces */
     int64_t *nedges;
+    int32_t **euses, **fedges, **vcoef; /* per body: the deduplication's tables (contact.h), or NULL */
     double **elen2;            /* per body: the edges' squared lengths at init (the mollifier's ε_x) */
     /* lagged friction (IPC §5): the pairs within d̂ at the step's start, fixed over the step, each
-     * with its stencil (GEO apart as ageo: r₀ (3), λ, side b's weights (3), side a's (2), −),
+     * with its stencil (GEO apart as ageo: r₀ (3), μ λ, side b's weights (3), side a's (2), −),
      * points (5 as aidx) and tangent basis (6: two unit vectors ⊥ the normal). They follow the
      * barrier pairs in act (act[nact ..]) so the Hessian's assembly and products take them too. */
     int64_t nfr, fr_cap;
@@ -99,7 +125,9 @@ static void scratch_free(struct SimWorldScratch *s, int nbodies) {
     free(s->Hob), free(s->cg), free(s->Ug), free(s->cfx), free(s->Hf), free(s->hf_ok);
     if (s->edges)
         for (int b = 0; b < nbodies; b++) free(s->edges[b]), free(s->elen2[b]);
-    free(s->edges), free(s->nedges), free(s->elen2);
+    if (s->euses)
+        for (int b = 0; b < nbodies; b++) free(s->euses[b]), free(s->fedges[b]), free(s->vcoef[b]);
+    free(s->edges), free(s->nedges), free(s->elen2), free(s->euses), free(s->fedges), free(s->vcoef);
     free(s->fr), free(s->frgeo), free(s->frT), free(s->fridx);
     sim_contact_set_free(&s->cand);
     free(s);
@@ -174,6 +202,20 @@ int sim_world_init(SimWorld *w, SimObject *objs, int nobj, SimRigid *rigids, int
         base_errf(err, errlen, "contact: min_sep must be in (0, 1) (got %g)", w->contact.min_sep);
         return -1;
     }
+    for (int k = 0; k < nobj + nrigid; k++) {
+        int m = k < nobj ? objs[k].contact_material : rigids[k - nobj].contact_material;
+        if (!material_ok(m)) {
+            base_errf(err, errlen, "contact: %s %d's contact material %d is not in [0, %d)", k < nobj ? "object" : "rigid body",
+                      k < nobj ? k : k - nobj, m, SIM_CONTACT_MATERIALS);
+            return -1;
+        }
+        for (int p = 0; k < nobj && p < objs[k].nplanes; p++)
+            if (!material_ok(objs[k].planes[p].material)) {
+                base_errf(err, errlen, "contact: object %d's plane %d has contact material %d, not in [0, %d)", k, p,
+                          objs[k].planes[p].material, SIM_CONTACT_MATERIALS);
+                return -1;
+            }
+    }
     w->planes = malloc(sizeof(SimPlane) * (size_t)(nplanes + 1));
     struct SimWorldScratch *s = w->ws = calloc(1, sizeof *s);
     int nbodies = nobj + nrigid;
@@ -198,7 +240,12 @@ int sim_world_init(SimWorld *w, SimObject *objs, int nobj, SimRigid *rigids, int
     s->edges = calloc((size_t)(nbodies + 1), sizeof(int32_t *));
     s->nedges = calloc((size_t)(nbodies + 1), sizeof(int64_t));
     s->elen2 = calloc((size_t)(nbodies + 1), sizeof(double *));
-    if (!s->oi || !s->x || !s->dx || !s->bodies || !s->comp || !s->edges || !s->nedges || !s->elen2) goto oom;
+    s->euses = calloc((size_t)(nbodies + 1), sizeof(int32_t *));
+    s->fedges = calloc((size_t)(nbodies + 1), sizeof(int32_t *));
+    s->vcoef = calloc((size_t)(nbodies + 1), sizeof(int32_t *));
+    if (!s->oi || !s->x || !s->dx || !s->bodies || !s->comp || !s->edges || !s->nedges || !s->elen2 || !s->euses ||
+        !s->fedges || !s->vcoef)
+        goto oom;
     int64_t off = 0, roff = 0, maxn = 1, hoff = 0, rmax = 1;
     double spacing = 0, heavy = 0, gmax = 9.81;
     /* a body alone has no pairs (sim_object_step's world of one): no reduced contact rows, no
@@ -258,12 +305,15 @@ int sim_world_init(SimWorld *w, SimObject *objs, int nobj, SimRigid *rigids, int
         heavy = fmax(heavy, rb->mass);
     }
     /* each surface's edges for the edge–edge pairs, and their squared lengths now (the rest
-     * shape, posed: ε_x of the mollifier) */
-    for (int b = 0; b < nbodies && pairs && w->contact.edge_edge; b++) {
-        int64_t nf = b < nobj ? s->oi[b].nf : rigids[b - nobj].nf;
+     * shape, posed: ε_x of the mollifier); the deduplication's adjacency (contact.h) */
+    for (int b = 0; b < nbodies && pairs && (w->contact.edge_edge || w->contact.dedup); b++) {
+        int64_t nf = b < nobj ? s->oi[b].nf : rigids[b - nobj].nf, npb = b < nobj ? s->oi[b].np : rigids[b - nobj].nv;
         const int32_t *faces = b < nobj ? s->oi[b].faces : rigids[b - nobj].faces;
         if (!nf || !faces) continue;
-        if (sim_mesh_edges(nf, faces, &s->nedges[b], &s->edges[b])) goto oom;
+        if (sim_mesh_edge_uses(nf, faces, &s->nedges[b], &s->edges[b], &s->euses[b])) goto oom;
+        if (w->contact.dedup &&
+            sim_mesh_dedup_tables(npb, nf, faces, s->nedges[b], s->edges[b], s->euses[b], &s->fedges[b], &s->vcoef[b]))
+            goto oom;
         s->elen2[b] = malloc(sizeof(double) * (size_t)(s->nedges[b] + 1));
         if (!s->elen2[b]) goto oom;
         for (int64_t e = 0; e < s->nedges[b]; e++) {
@@ -305,7 +355,12 @@ static void pair_geom(const struct SimWorldScratch *s, const SimContactPair *q, 
     *d = sim_contact_pair_vector(s->bodies, q, alpha, r, NULL, NULL);
 }
 
-/* κ Σ b over the pairs at α (bodies' x + α dx) */
+/* a pair's factor on its barrier: its dedup weight (contact.h) times an edge pair's mollifier at α */
+static double pair_factor(const struct SimWorldScratch *s, const SimContactPair *q, double alpha) {
+    return sim_contact_pair_weight(s->bodies, q) * sim_contact_pair_mollifier(s->bodies, q, alpha);
+}
+
+/* κ Σ w m b over the pairs at α (bodies' x + α dx) */
 static double barrier_energy(const SimWorld *w, const SimContactPair *pairs, int64_t np, double alpha, double *dmin) {
     const struct SimWorldScratch *s = w->ws;
     double E = 0, m = INFINITY;
@@ -313,7 +368,7 @@ static double barrier_energy(const SimWorld *w, const SimContactPair *pairs, int
         double r[3], d;
         pair_geom(s, &pairs[k], alpha, r, &d);
         m = fmin(m, d);
-        if (d < w->dhat) E += sim_contact_pair_mollifier(s->bodies, &pairs[k], alpha) * sim_barrier(d, w->dhat, NULL, NULL);
+        if (d < w->dhat) E += pair_factor(s, &pairs[k], alpha) * sim_barrier(d, w->dhat, NULL, NULL);
     }
     if (dmin) *dmin = m;
     return w->kappa * E;
@@ -351,7 +406,7 @@ static int collect_active(SimWorld *w) {
         double *ge = s->ageo + GEO * t;
         int32_t *ix = s->aidx + 5 * t;
         ge[3] = sim_contact_pair_stencil(s->bodies, &s->act[t], 0, ge, ge + 7, ix + 3, ge + 4, ix);
-        ge[9] = sim_contact_pair_mollifier(s->bodies, &s->act[t], 0);
+        ge[9] = pair_factor(s, &s->act[t], 0);
     }
     /* the step's friction pairs after them, with their lagged stencils */
     if (act_reserve(s, s->nact + s->nfr)) return -1;
@@ -411,7 +466,7 @@ static void barrier_gradient(const SimWorld *w, double scale, double *g) {
         const double *r = s->ageo + GEO * t, d = r[3], m = r[9];
         double db, b = sim_barrier(d, w->dhat, &db, NULL);
         double f = scale * w->kappa * m * db / d;
-        if (m < 1) {
+        if (q->f == SIM_PAIR_EE && m < 1) {
             double dm[4][3];
             mollifier_gradient(w, q, dm);
             const int32_t *ea = s->edges[q->a] + 2 * q->p, *eb = s->edges[q->b] + 2 * q->q;
@@ -449,15 +504,19 @@ static const int PI_[6] = {0, 0, 0, 1, 1, 2}, PJ_[6] = {0, 1, 2, 1, 2, 2};
  * converges quadratically where the projected one crawls (resting contact: full Newton steps
  * shrinking the decrement by only 0.5–0.75 each); the projected one always factors. The step
  * factors the projected one and solves with the exact one by CG (below). */
-static void friction_coefficients(const SimWorld *w, double scale, int64_t f, double cf[6]);
+static void friction_coefficients(const SimWorld *w, double scale, int64_t f, bool tangential, double cf[6]);
 
 static void pair_coefficients(const SimWorld *w, double scale, int64_t t, bool tangential, double cf[6]) {
     const struct SimWorldScratch *s = w->ws;
     if (t >= s->nact) { /* a friction pair (they follow the barrier's in act) */
-        friction_coefficients(w, scale, t - s->nact, cf);
+        friction_coefficients(w, scale, t - s->nact, tangential, cf);
         return;
     }
     const double *r = s->ageo + GEO * t, d = r[3], *wt = r + 4, *ua = r + 7, m = r[9];
+    if (!tangential && m < 0) { /* a dedup term subtracting: nothing of it in the PSD matrix */
+        memset(cf, 0, sizeof(double) * 6);
+        return;
+    }
     const int32_t *ib = s->aidx + 5 * t, *ia = ib + 3;
     double c = scale * w->kappa * m * sim_barrier_pair_curvature(d, w->dhat) / (d * d), tg = 0, e[3] = {0, 0, 0};
     int nz = 0, k0 = -1, k1 = -1, na = (ia[0] >= 0 && ua[0] > 0) + (ia[1] >= 0 && ua[1] > 0);
@@ -503,7 +562,7 @@ static void fr_delta(const SimWorld *w, const double *ge, const int32_t *ix, con
     }
 }
 
-/* μ Σ λ φ(|u|) over the step's friction pairs at α */
+/* Σ μ λ φ(|u|) over the step's friction pairs at α (each pair's μ λ lagged in its ge[3]) */
 static double friction_energy(const SimWorld *w, double alpha) {
     const struct SimWorldScratch *s = w->ws;
     double E = 0;
@@ -511,7 +570,7 @@ static double friction_energy(const SimWorld *w, double alpha) {
         const double *ge = s->frgeo + GEO * f;
         double D[3];
         fr_delta(w, ge, s->fridx + 5 * f, &s->fr[f], alpha, D);
-        E += sim_friction(D, s->frT + 6 * f, w->contact.mu * ge[3], s->fr_eps, NULL, NULL);
+        E += sim_friction(D, s->frT + 6 * f, ge[3], s->fr_eps, NULL, NULL);
     }
     return E;
 }
@@ -526,7 +585,7 @@ static void friction_gradient(const SimWorld *w, double scale, double *g) {
         const SimContactPair *q = &s->fr[f];
         double D[3], F[3];
         fr_delta(w, ge, ix, q, 0, D);
-        sim_friction(D, s->frT + 6 * f, scale * w->contact.mu * ge[3], s->fr_eps, F, NULL);
+        sim_friction(D, s->frT + 6 * f, scale * ge[3], s->fr_eps, F, NULL);
         for (int side = 0; side < 2; side++) {
             int body = side ? q->b : q->a;
             if (body < 0 || body >= w->nobj) continue; /* static: a rigid body or a plane (−1) */
@@ -541,13 +600,18 @@ static void friction_gradient(const SimWorld *w, double scale, double *g) {
     }
 }
 
-/* the six coefficients of friction pair f's 3 × 3 Hessian in Δ, scaled */
-static void friction_coefficients(const SimWorld *w, double scale, int64_t f, double cf[6]) {
+/* the six coefficients of friction pair f's 3 × 3 Hessian in Δ, scaled; a dedup term's negative
+ * one (μ λ < 0) is left out of the PSD matrix (tangential false) */
+static void friction_coefficients(const SimWorld *w, double scale, int64_t f, bool tangential, double cf[6]) {
     const struct SimWorldScratch *s = w->ws;
     const double *ge = s->frgeo + GEO * f;
+    if (!tangential && ge[3] < 0) {
+        memset(cf, 0, sizeof(double) * 6);
+        return;
+    }
     double D[3], H[9];
     fr_delta(w, ge, s->fridx + 5 * f, &s->fr[f], 0, D);
-    sim_friction(D, s->frT + 6 * f, scale * w->contact.mu * ge[3], s->fr_eps, NULL, H);
+    sim_friction(D, s->frT + 6 * f, scale * ge[3], s->fr_eps, NULL, H);
     for (int q = 0; q < 6; q++) cf[q] = H[3 * PI_[q] + PJ_[q]];
 }
 
@@ -591,7 +655,8 @@ static int fr_push_plane(struct SimWorldScratch *s, int a, int64_t p, const doub
 /* Friction against each object's planes (its penalty contact, solver.h: k Σ min(0, n·x − h)² over
  * the mesh vertices, force 2k|d| each): lagged at x⁰ on the contact points (the proxy's vertices,
  * a subset of the mesh's) below a plane, each with λ = 2k|d|, scaled so that their sum is the
- * mesh vertices' (the proxy samples the same contact patch more coarsely). */
+ * mesh vertices' (the proxy samples the same contact patch more coarsely), times the μ of the
+ * object's and the plane's materials. */
 static int friction_planes(SimWorld *w) {
     struct SimWorldScratch *s = w->ws;
     for (int k = 0; k < w->nobj; k++) {
@@ -616,8 +681,9 @@ static int friction_planes(SimWorld *w) {
                 double d = P->normal[0] * xp[3 * p] + P->normal[1] * xp[3 * p + 1] + P->normal[2] * xp[3 * p + 2] - P->offset;
                 if (d < 0) dp -= d;
             }
-            if (!(dp > 0)) continue;
-            double ratio = xv ? dm / dp : 1;
+            double mu = sim_contact_mu(&w->contact, o->contact_material, P->material);
+            if (!(dp > 0) || !(mu > 0)) continue;
+            double ratio = xv ? mu * dm / dp : mu;
             for (int64_t p = 0; p < oi->np; p++) {
                 double d = P->normal[0] * xp[3 * p] + P->normal[1] * xp[3 * p + 1] + P->normal[2] * xp[3 * p + 2] - P->offset;
                 if (d < 0 && fr_push_plane(s, k, p, xp + 3 * p, -2 * P->stiffness * d * ratio, P->normal)) {
@@ -631,24 +697,33 @@ static int friction_planes(SimWorld *w) {
     return 0;
 }
 
-/* The step's friction pairs: the candidates within d̂ at the step's start (bodies at x⁰), with λ,
- * weights, r⁰ and T lagged. */
+/* body b's contact material (deformables, then rigid bodies) */
+static int body_material(const SimWorld *w, int b) {
+    return b < w->nobj ? w->obj[b].contact_material : w->rigid[b - w->nobj].contact_material;
+}
+
+/* The step's friction pairs: the candidates within d̂ at the step's start (bodies at x⁰), with
+ * μ λ (μ of the two bodies' materials), weights, r⁰ and T lagged. */
 static int friction_collect(SimWorld *w, double dt) {
     struct SimWorldScratch *s = w->ws;
     s->nfr = 0;
     s->fr_eps = w->contact.eps_v * dt;
-    if (!(w->contact.mu > 0)) return 0;
+    if (!any_friction(&w->contact)) return 0;
     for (int64_t k = 0; k < s->cand.n; k++) {
         const SimContactPair *q = &s->cand.pairs[k];
         double r[3], ua[2], wb[3];
         int32_t ia[2], ib[3];
         double d = sim_contact_pair_stencil(s->bodies, q, 0, r, ua, ia, wb, ib);
-        if (!(d < w->dhat)) continue;
+        double mu = sim_contact_mu(&w->contact, body_material(w, q->a), body_material(w, q->b));
+        if (!(d < w->dhat) || !(mu > 0)) continue;
         if (fr_reserve(s)) return -1;
         double db, *ge = s->frgeo + GEO * s->nfr, *T = s->frT + 6 * s->nfr;
         sim_barrier(d, w->dhat, &db, NULL);
-        double lam = -w->kappa * sim_contact_pair_mollifier(s->bodies, q, 0) * db;
-        if (!(lam > 0)) continue;
+        /* the dedup's negative terms take their share of friction too: where the triangles at a
+         * feature agree on it, their friction pairs are the same and the sum is one contact's */
+        double lam = -w->kappa * pair_factor(s, q, 0) * db;
+        if (lam == 0) continue;
+        lam *= mu; /* stored as μ λ: the pair's Coulomb force bound */
         s->fr[s->nfr] = *q;
         memcpy(ge, r, sizeof r), ge[3] = lam, memcpy(ge + 4, wb, sizeof wb), memcpy(ge + 7, ua, sizeof ua), ge[9] = 1;
         memcpy(s->fridx + 5 * s->nfr, ib, sizeof ib), memcpy(s->fridx + 5 * s->nfr + 3, ia, sizeof ia);
@@ -1087,7 +1162,10 @@ static double mass_bound(const SimWorld *w) {
  * cubature points) */
 static SimContactBody body_of(const SimWorld *w, int b, const double *x, const double *dx, int is_static) {
     SimContactBody B = {.x = x, .dx = dx, .is_static = is_static};
-    if (w->ws->edges[b]) B.ne = w->ws->nedges[b], B.edges = w->ws->edges[b], B.edge_len2 = w->ws->elen2[b];
+    /* the edges for the edge–edge pairs (ne = 0 without them: the dedup's point–edge terms still
+     * read edges) and the dedup's tables */
+    if (w->ws->edges[b]) B.ne = w->contact.edge_edge ? w->ws->nedges[b] : 0, B.edges = w->ws->edges[b], B.edge_len2 = w->ws->elen2[b];
+    if (w->ws->fedges[b]) B.face_edges = w->ws->fedges[b], B.edge_uses = w->ws->euses[b], B.vert_coef = w->ws->vcoef[b];
     if (b < w->nobj) {
         const ObjInfo *oi = &w->ws->oi[b];
         B.np = oi->np;
@@ -1097,6 +1175,12 @@ static SimContactBody body_of(const SimWorld *w, int b, const double *x, const d
         B.np = rb->nv, B.nf = rb->nf, B.faces = rb->faces;
     }
     return B;
+}
+
+/* the broad phase's candidates for energies (margin d̂/2), with the dedup's terms (contact.h) */
+static int candidates(const SimWorld *w, const SimContactBody *bodies, SimContactSet *set) {
+    if (sim_contact_broad_phase(bodies, w->nobj + w->nrigid, 0.5 * w->dhat, set)) return -1;
+    return w->contact.dedup ? sim_contact_dedup(bodies, set) : 0;
 }
 
 /* bodies with the deformables at Z (+ dZ when given) and the rigid bodies static at their pose */
@@ -1276,7 +1360,7 @@ static int ws_step_bound(void *ctx, const double *z, const double *dz, double *a
     struct SimWorldScratch *s = w->ws;
     double t0 = base_cpu_now();
     set_bodies(w, z, dz);
-    if (sim_contact_broad_phase(s->bodies, w->nobj + w->nrigid, 0.5 * w->dhat, &s->cand)) return -1;
+    if (candidates(w, s->bodies, &s->cand)) return -1;
     w->last.candidates = s->cand.n;
     *alpha = sim_contact_ccd(s->bodies, &s->cand, w->contact.min_sep);
     if (*alpha < 1) w->last.ccd_limited++;
@@ -1379,13 +1463,31 @@ static int world_step(SimWorld *w, double dt, char *err, size_t errlen) {
         for (int64_t q = 0; q < N; q++) s->dz[q] = s->zt[q] - s->z0[q];
         double tb = base_cpu_now();
         set_bodies(w, s->z0, s->dz);
-        if (sim_contact_broad_phase(s->bodies, w->nobj + w->nrigid, 0.5 * w->dhat, &s->cand)) goto oom;
+        if (candidates(w, s->bodies, &s->cand)) goto oom;
         w->last.min_distance = sim_contact_min_distance(s->bodies, &s->cand, 0);
         /* friction lagged at x⁰: the candidates of the swept guess hold every pair within d̂ at x⁰ */
         if (friction_collect(w, dt)) goto oom;
         double a0 = sim_contact_ccd(s->bodies, &s->cand, w->contact.min_sep);
         if (a0 < 1) w->last.ccd_limited++;
         w->last.t_broad += base_cpu_now() - tb;
+        /* CCD alone lets the guess shrink a pair's gap to min_sep of its value at every step, and
+         * a capped Newton loop need not win it back: under a cap the pile's pairs closed to ~1e-8 m
+         * in a dozen frames, where additive CCD then crawls (64 advances per pair) and every later
+         * step is cut to nothing. So the guess must not raise the step's energy: when E(z₀ + α Δ)
+         * > E(z₀), Newton starts from z₀ itself (feasible; IPC's own start), whose first direction
+         * sees the barrier's and the planes' curvature. Halving α instead holds every object back
+         * with the one that meets a plane (all share α): the pile then hardly fell under a cap. */
+        double E0 = objects_energy(w, s->z0, s->ztil, dt, t1, NULL), tp = base_cpu_now();
+        E0 += dt2 * (barrier_energy(w, s->cand.pairs, s->cand.n, 0, NULL) + friction_energy(w, 0));
+        w->last.t_pairs += base_cpu_now() - tp;
+        if (a0 > 0) {
+            for (int64_t q = 0; q < N; q++) s->zt[q] = s->z0[q] + a0 * s->dz[q];
+            double Ea = objects_energy(w, s->zt, s->ztil, dt, t1, NULL);
+            tp = base_cpu_now();
+            Ea += dt2 * (barrier_energy(w, s->cand.pairs, s->cand.n, a0, NULL) + friction_energy(w, a0));
+            w->last.t_pairs += base_cpu_now() - tp;
+            if (!(Ea <= E0)) a0 = 0;
+        }
         for (int64_t q = 0; q < N; q++) s->z[q] = s->z0[q] + a0 * s->dz[q];
         set_bodies(w, s->z, NULL);
         /* the candidates of the swept guess hold every pair within d̂ at z (contact.h) */
@@ -1513,8 +1615,7 @@ double sim_world_energy(const SimWorld *w) {
     if (w->contact.enabled && w->ws && w->nobj + w->nrigid > 1) {
         bodies_now(w);
         SimContactSet set = {0};
-        if (!sim_contact_broad_phase(w->ws->bodies, w->nobj + w->nrigid, 0.5 * w->dhat, &set))
-            e += barrier_energy(w, set.pairs, set.n, 0, NULL);
+        if (!candidates(w, w->ws->bodies, &set)) e += barrier_energy(w, set.pairs, set.n, 0, NULL);
         sim_contact_set_free(&set);
     }
     return e;
@@ -1549,7 +1650,7 @@ double sim_world_hessian_product_error(SimWorld *w, double dt) {
     memcpy(comp, s->comp, sizeof(int) * (size_t)w->nobj);
     /* the pairs within d̂ now (a broad phase of the static bodies), the objects' blocks */
     set_bodies(w, Z, NULL);
-    if (sim_contact_broad_phase(s->bodies, w->nobj + w->nrigid, 0.5 * w->dhat, &s->cand) || collect_active(w) ||
+    if (candidates(w, s->bodies, &s->cand) || collect_active(w) ||
         contact_prepare(w, dt * dt)) {
         free(v), free(comp);
         return INFINITY;

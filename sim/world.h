@@ -67,6 +67,9 @@
 #include "sim/rigid.h"
 #include "sim/solver.h"
 
+/* contact materials per world (the default one, 0, and up to 15 named ones) */
+#define SIM_CONTACT_MATERIALS 16
+
 typedef struct {
     bool enabled;     /* false: objects are stepped independently (no pairs at all) */
     double dhat;      /* barrier reach d̂ (m); 0: 1.5 × the largest median nearest-neighbour spacing
@@ -79,10 +82,26 @@ typedef struct {
     double proxy_cells; /* collision proxies (sim/proxy.h): contact on each mesh's vertex clustering
                          with cells of side max(diag / proxy_cells, dhat) (diag: the object's rest
                          bounding-box diagonal) (20); 0: contact on the render mesh itself */
-    double mu;        /* friction coefficient between bodies (IPC's lagged smoothed Coulomb
-                         friction, world.c); 0: frictionless (0) */
+    double mu;        /* friction coefficient between bodies and against planes (IPC's lagged
+                         smoothed Coulomb friction, world.c), for every pair of contact materials
+                         the table below does not set; 0: frictionless (0) */
     double eps_v;     /* slip speed (m/s) below which friction is smoothed to a stiff spring (1e-3) */
+    bool dedup;       /* the deduplicated point–surface constraint set (contact.h: sim_contact_dedup,
+                         each point–edge and point–vertex contact counted once) (true); false: the
+                         plain sum over point–triangle pairs */
+    /* μ per pair of contact materials: each deformable (SimObject.contact_material), rigid body
+     * (SimRigid.contact_material) and plane (SimPlane.material) names one, 0 the default; a pair
+     * (i, j) with mu_set[i][j] (kept symmetric) rubs with mu_pair[i][j], every other pair with mu.
+     * Flags, not a sentinel value, so that a zeroed table means "mu everywhere" and a pair may be
+     * frictionless (μ 0) under a nonzero default. */
+    bool mu_set[SIM_CONTACT_MATERIALS][SIM_CONTACT_MATERIALS];
+    double mu_pair[SIM_CONTACT_MATERIALS][SIM_CONTACT_MATERIALS];
 } SimContactOptions;
+
+/* μ between contact materials i and j under c (c->mu unless the pair table sets it) */
+double sim_contact_mu(const SimContactOptions *c, int i, int j);
+/* sets μ between materials i and j (both orders); 0, or -1 when i or j is out of range or μ < 0 */
+int sim_contact_set_mu(SimContactOptions *c, int i, int j, double mu);
 
 void sim_contact_defaults(SimContactOptions *c);
 

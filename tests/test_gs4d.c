@@ -920,3 +920,159 @@ TEST(gs4d_regularizers_in_the_step) {
     gs4d_synth_free(&s);
     tensor_scope_end(sc);
 }
+
+/* ---- time curriculum ------------------------------------------------------------------------------ */
+
+/* whether x lands on alpha > 0.5 in at least half of the views of time t that see it */
+static bool carved_by_time(const Gs4dView *v, int n, float t, const double x[3]) {
+    int seen = 0, hit = 0;
+    for (int k = 0; k < n; k++) {
+        if (v[k].time != t) continue;
+        double uv[2], z;
+        if (!ds_camera_project(&v[k].cam, x, uv, &z)) continue;
+        int i = (int)floor(uv[0]), j = (int)floor(uv[1]), w = v[k].cam.width;
+        if (i < 0 || j < 0 || i >= w || j >= v[k].cam.height) continue;
+        seen++;
+        hit += v[k].rgba[((size_t)j * w + i) * 4 + 3] > 0.5f;
+    }
+    return seen > 0 && 2 * hit >= seen;
+}
+
+TEST(gs4d_time_curriculum_carves_and_picks) {
+    TensorScope *sc = tensor_scope_begin();
+    /* three times, four cameras around the origin each, listed out of time order (1, 0, 0.5);
+     * at time 0 the object fills the left half of every image, later it fills every image, so
+     * a vote over all views keeps points that the first time's views carve away */
+    enum { W = 16, NV = 12 };
+    static float half[W * W * 4], full[W * W * 4];
+    for (int p = 0; p < W * W; p++) {
+        for (int a = 0; a < 3; a++) half[4 * p + a] = full[4 * p + a] = 0.5f;
+        half[4 * p + 3] = p % W < W / 2, full[4 * p + 3] = 1;
+    }
+    const float times[3] = {1.f, 0.f, 0.5f};
+    Gs4dView v[NV];
+    for (int k = 0; k < NV; k++) {
+        double ang = 2 * M_PI * (k % 4) / 4, eye[3] = {3 * sin(ang), 0.3, -3 * cos(ang)}, at[3] = {0, 0, 0}, up[3] = {0, -1, 0};
+        float t = times[k / 4];
+        v[k] = (Gs4dView){.cam = ds_camera_look_at(eye, at, up, W, W, 50), .time = t, .rgba = t == 0.f ? half : full};
+    }
+    Gs4dData d;
+    char err[256];
+    CHECK_MSG(gs4d_data_make(v, NV, &d, err, sizeof err) == 0, "%s", err);
+    for (int k = 1; k < NV; k++) CHECK(v[d.by_time[k - 1]].time <= v[d.by_time[k]].time);
+    Gs4dConfig cfg = gs4d_defaults();
+    cfg.n = 300, cfg.depth = 2, cfg.width = 8, cfg.skip = 0, cfg.freq_x = 2, cfg.freq_t = 2, cfg.arap_k = 3;
+    cfg.warmup = 10;
+    int outside[2] = {0, 0};
+    for (int ramp = 0; ramp < 2; ramp++) {
+        cfg.time_ramp = ramp ? 100 : 0;
+        Gs4dModel m;
+        gs4d_init(&m, &cfg, &d, NULL);
+        const float *mu = tensor_f32(tensor_contiguous(m.means));
+        for (int64_t i = 0; i < cfg.n; i++) {
+            double x[3] = {mu[3 * i], mu[3 * i + 1], mu[3 * i + 2]};
+            outside[ramp] += !carved_by_time(v, NV, 0.f, x);
+        }
+        /* the views a step may train on: every one without the curriculum; the first time's
+         * through the warm-up, then the window widens to 0.5 halfway and to all at the end */
+        const int64_t steps[4] = {0, 10, 60, 110};
+        const float tmax[4] = {0.f, 0.f, 0.5f, 1.f};
+        const int count[4] = {4, 4, 8, 12};
+        for (int s = 0; s < 4; s++) {
+            bool hitv[NV] = {false};
+            int distinct = 0;
+            for (int k = 0; k < NV; k++) {
+                int p = gs4d_pick_view(&m, &d, steps[s], k);
+                CHECK(p >= 0 && p < NV);
+                if (!ramp) {
+                    CHECK(p == k);
+                    continue;
+                }
+                CHECK_MSG(v[p].time <= tmax[s], "step %lld: view %d of time %g, window ends at %g", (long long)steps[s], p,
+                          (double)v[p].time, (double)tmax[s]);
+                distinct += !hitv[p], hitv[p] = true;
+            }
+            if (ramp) CHECK_MSG(distinct == count[s], "step %lld: %d distinct views, want %d", (long long)steps[s], distinct, count[s]);
+        }
+        gs4d_free(&m);
+    }
+    CHECK_MSG(outside[1] == 0, "with the curriculum %d of %d means lie outside the first time's carve", outside[1], (int)cfg.n);
+    CHECK_MSG(outside[0] > cfg.n / 50, "without it only %d of %d (the test would not tell the carves apart)", outside[0], (int)cfg.n);
+    gs4d_data_free(&d);
+    tensor_scope_end(sc);
+}
+
+/* ---- the silhouette Chamfer term ------------------------------------------------------------------ */
+
+typedef struct {
+    DsCamera cam;
+    Gs4dMask mask;
+} SilCtx;
+
+static Tensor *fn_sil(int n, Tensor *const *in, void *user) {
+    (void)n;
+    SilCtx *c = user;
+    return tensor_reshape(gs4d_silhouette_loss(in[0], &c->cam, &c->mask), 1, (int64_t[]){1});
+}
+
+TEST(gs4d_silhouette_value_and_gradcheck) {
+    TensorScope *sc = tensor_scope_begin();
+    enum { W = 16 };
+    static float rgba[W * W * 4];
+    /* the mask: a 6 × 4 block of pixels x in [5, 11), y in [6, 10) */
+    for (int y = 0; y < W; y++)
+        for (int x = 0; x < W; x++) rgba[4 * (y * W + x) + 3] = x >= 5 && x < 11 && y >= 6 && y < 10;
+    SilCtx c;
+    double eye[3] = {0, 0, -3}, at[3] = {0, 0, 0}, up[3] = {0, -1, 0};
+    c.cam = ds_camera_look_at(eye, at, up, W, W, 50);
+    gs4d_mask_make(rgba, W, W, &c.mask);
+    CHECK(c.mask.n_mask == 24 && c.mask.n_contour == 16); /* 24 pixels, the 2 × 4 inside ones not on the contour */
+    /* value: one center projected exactly onto pixel (5, 6)'s center is inside; the contour term is
+     * the mean over the 16 contour pixels of the squared distance to it / 16² */
+    double z = 3, uv[2] = {5.5, 6.5}, X[3];
+    /* the camera looks along +z from (0, 0, −3); invert the projection at depth 3 */
+    {
+        double xc = (uv[0] - c.cam.cx) * z / c.cam.fx, yc = (uv[1] - c.cam.cy) * z / c.cam.fy, pc[3] = {xc, yc, z};
+        for (int a = 0; a < 3; a++) {
+            X[a] = 0;
+            for (int r = 0; r < 3; r++) X[a] += c.cam.R[3 * r + a] * (pc[r] - c.cam.t[r]);
+        }
+    }
+    double want = 0;
+    for (int k = 0; k < c.mask.n_contour; k++) {
+        double dx = c.mask.contour[2 * k] - uv[0], dy = c.mask.contour[2 * k + 1] - uv[1];
+        want += (dx * dx + dy * dy) / (16.0 * 16.0 * c.mask.n_contour);
+    }
+    Tensor *one = tensor_from_f64(2, (int64_t[]){1, 3}, TENSOR_F64, X);
+    CHECK_NEAR(tensor_item(gs4d_silhouette_loss(one, &c.cam, &c.mask)), want, 1e-9);
+    /* the same center moved out of the mask to pixel (2.5, 6.5): plus its squared distance to the
+     * nearest mask pixel center (5.5, 6.5), 9 px², over n = 1 */
+    {
+        double u2[2] = {2.5, 6.5}, xc = (u2[0] - c.cam.cx) * z / c.cam.fx, yc = (u2[1] - c.cam.cy) * z / c.cam.fy, pc[3] = {xc, yc, z};
+        for (int a = 0; a < 3; a++) {
+            X[a] = 0;
+            for (int r = 0; r < 3; r++) X[a] += c.cam.R[3 * r + a] * (pc[r] - c.cam.t[r]);
+        }
+        want = 9.0 / 256;
+        for (int k = 0; k < c.mask.n_contour; k++) {
+            double dx = c.mask.contour[2 * k] - u2[0], dy = c.mask.contour[2 * k + 1] - u2[1];
+            want += (dx * dx + dy * dy) / (16.0 * 16.0 * c.mask.n_contour);
+        }
+    }
+    one = tensor_from_f64(2, (int64_t[]){1, 3}, TENSOR_F64, X);
+    CHECK_NEAR(tensor_item(gs4d_silhouette_loss(one, &c.cam, &c.mask)), want, 1e-9);
+    /* gradcheck: 7 centers scattered in and out of the mask (away from argmin ties), one behind
+     * the camera (left out) */
+    double pts[21];
+    for (int i = 0; i < 7; i++) {
+        pts[3 * i] = 1.2 * urand() - 0.6, pts[3 * i + 1] = 1.2 * urand() - 0.6, pts[3 * i + 2] = 0.5 * urand() - 0.25;
+    }
+    pts[20] = -4; /* behind the camera at z = −3 */
+    Tensor *in[1] = {tensor_requires_grad(tensor_from_f64(2, (int64_t[]){7, 3}, TENSOR_F64, pts), true)};
+    AgGradcheckReport r;
+    bool ok = ag_gradcheck(fn_sil, 1, in, &c, 1e-7, 1e-9, 1e-5, &r);
+    CHECK_MSG(ok, "input %d element %lld: analytic %.10g vs numeric %.10g", r.bad_input, (long long)r.bad_index, r.analytic, r.numeric);
+    CHECK(r.max_ref > 1e-4);
+    gs4d_mask_free(&c.mask);
+    tensor_scope_end(sc);
+}

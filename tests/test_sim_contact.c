@@ -164,6 +164,81 @@ static int box_mesh_body(const double half[3], const double at[3], DsMesh *m, do
     return 0;
 }
 
+/* Σ w b(d) over a point's pairs with a surface: the deduplicated set (weights, sim_contact_dedup)
+ * or the plain point–triangle sum; the point is body 0 (a point alone), its point–point pairs
+ * with the surface's vertices (a faceless body meets points too) left out */
+static double point_surface_energy(SimContactBody bodies[2], const double p[3], double dhat, bool dedup) {
+    bodies[0].x = p;
+    SimContactSet set = {0};
+    CHECK(sim_contact_broad_phase(bodies, 2, 0.5 * dhat, &set) == 0);
+    int64_t m = 0;
+    for (int64_t k = 0; k < set.n; k++)
+        if (set.pairs[k].f != -1) set.pairs[m++] = set.pairs[k];
+    set.n = m;
+    if (dedup) CHECK(sim_contact_dedup(bodies, &set) == 0);
+    double E = 0, r[3];
+    for (int64_t k = 0; k < set.n; k++) {
+        double d = sim_contact_pair_vector(bodies, &set.pairs[k], 0, r, NULL, NULL);
+        E += sim_contact_pair_weight(bodies, &set.pairs[k]) * sim_barrier(d, dhat, NULL, NULL);
+    }
+    sim_contact_set_free(&set);
+    return E;
+}
+
+/* Deduplication (contact.h): a point over a closed box's corner, along an arc around one of its
+ * edges (from over one face, over the edge, to over the other face) and over a face feels the
+ * barrier of its distance to the box once — Σ w b = b(d) — where the plain point–triangle sum
+ * counts the corner once per triangle there (3–6) and the edge twice. Along the arc the sum is
+ * continuous across the changes of the closest feature. */
+TEST(sim_contact_dedup_counts_each_feature_once) {
+    double half[3] = {0.1, 0.1, 0.1}, *xb, dhat = 0.02, d = 0.01, p[3];
+    DsMesh m;
+    CHECK(box_mesh_body(half, (double[3]){0, 0, 0}, &m, &xb) == 0);
+    int64_t ne;
+    int32_t *edges, *uses, *fe, *vc;
+    CHECK(sim_mesh_edge_uses(m.nf, m.f, &ne, &edges, &uses) == 0);
+    CHECK(sim_mesh_dedup_tables(m.nv, m.nf, m.f, ne, edges, uses, &fe, &vc) == 0);
+    for (int64_t v = 0; v < m.nv; v++) CHECK(vc[v] == 1); /* closed and manifold */
+    for (int64_t f = 0; f < m.nf; f++)
+        for (int k = 0; k < 3; k++) {
+            const int32_t *e = edges + 2 * fe[3 * f + k];
+            int32_t i = m.f[3 * f + k], j = m.f[3 * f + (k + 1) % 3];
+            CHECK((e[0] == i && e[1] == j) || (e[0] == j && e[1] == i));
+        }
+    SimContactBody bodies[2] = {
+        {.np = 1},
+        {.np = m.nv, .x = xb, .nf = m.nf, .faces = m.f, .edges = edges, .face_edges = fe, .edge_uses = uses, .vert_coef = vc},
+    };
+    double b = sim_barrier(d, dhat, NULL, NULL);
+    for (int64_t v = 0; v < m.nv; v++) /* the box as stored (single-precision corners) */
+        for (int i = 0; i < 3; i++) half[i] = xb[3 * v + i];
+    for (int i = 0; i < 3; i++) half[i] = fabs(half[i]);
+    /* over a corner, along the diagonal: every triangle there is closest at the corner */
+    for (int i = 0; i < 3; i++) p[i] = half[i] + d / sqrt(3.0);
+    double Ed = point_surface_energy(bodies, p, dhat, true), Ep = point_surface_energy(bodies, p, dhat, false);
+    printf("    corner: deduplicated %.4g b(d), plain %.4g b(d); ", Ed / b, Ep / b);
+    CHECK_MSG(fabs(Ed - b) <= 1e-9 * b, "corner: %g vs b(d) %g", Ed, b);
+    CHECK(Ep >= 2.9 * b);
+    /* over a face, away from its diagonal and edges */
+    p[0] = half[0] + d, p[1] = 0.05, p[2] = 0;
+    CHECK(fabs(point_surface_energy(bodies, p, dhat, true) - b) <= 1e-9 * b);
+    /* an arc of radius d around the edge x = y = 0.1 (at z = 0): over face x+ for θ < 0 (distance
+     * d cos θ), over the edge for 0 ≤ θ ≤ 90°, over face y+ beyond (d sin θ) */
+    double worst = 0, plain_edge = 0;
+    for (int k = 0; k <= 42; k++) {
+        double th = (-60 + 5 * k) * M_PI / 180;
+        p[0] = half[0] + d * cos(th), p[1] = half[1] + d * sin(th), p[2] = 0;
+        double dist = th < 0 ? d * cos(th) : th <= M_PI / 2 ? d : d * sin(th), want = sim_barrier(dist, dhat, NULL, NULL);
+        double E = point_surface_energy(bodies, p, dhat, true);
+        worst = fmax(worst, fabs(E - want) / want);
+        if (th >= 0 && th <= M_PI / 2) plain_edge = fmax(plain_edge, point_surface_energy(bodies, p, dhat, false) / want);
+    }
+    printf("around an edge: deduplicated within %.2g of b(distance), plain up to %.3g b\n", worst, plain_edge);
+    CHECK(worst <= 1e-9);
+    CHECK(plain_edge >= 1.99);
+    free(edges), free(uses), free(fe), free(vc), free(xb), ds_mesh_free(&m);
+}
+
 /* two moving boxes' edges: the broad phase reports every edge pair whose swept, inflated boxes
  * overlap, once, and no other */
 TEST(sim_broad_phase_edges_match_brute_force) {
@@ -494,6 +569,116 @@ TEST(sim_world_block_on_incline_sticks_below_the_friction_angle) {
     CHECK(fabs(stick) < 3e-3);
     CHECK(slide > 0.7 * 0.5 * a_slide * t * t && slide < 1.3 * 0.5 * a_slide * t * t);
     CHECK(free_ > 0.8 * 0.5 * a_free * t * t);
+}
+
+/* μ per material pair: two 10 cm blocks side by side on one incline tilted θ about z, each of its
+ * own contact material against the incline's (rubber μ 0.7: friction angle 35.0°; ice μ 0.3:
+ * 16.7°; the default μ between other pairs 0.5, which would hold both at 25°). At θ = 25° the
+ * rubber block sticks and the ice block slides with a = g (sin θ − μ cos θ). travel gets each
+ * block's travel down the slope in 0.5 s. */
+static void incline_two_materials(double theta_deg, const double mu_pair[2], double travel[2]) {
+    double th = theta_deg * M_PI / 180, dhat = 0.004, hb[3] = {0.05, 0.05, 0.05}, hi[3] = {0.6, 0.05, 0.4};
+    double nrm[3] = {-sin(th), cos(th), 0}, off = hi[1] + hb[1] + 0.5 * dhat;
+    SimObject blocks[2];
+    for (int k = 0; k < 2; k++) {
+        double at[3];
+        for (int i = 0; i < 3; i++) at[i] = off * nrm[i];
+        at[2] = k ? 0.2 : -0.2; /* apart along the slope's horizontal (z): they never touch */
+        bar_object_rot(&blocks[k], hb, at, theta_deg);
+        blocks[k].gravity[1] = -9.81;
+        blocks[k].contact_material = 1 + k; /* 1: rubber, 2: ice */
+    }
+    DsMesh m;
+    CHECK(sim_mesh_box(hi, &m) == 0);
+    SimPose pose = sim_pose_identity();
+    sim_pose_euler(&pose, (double[3]){0, 0, theta_deg});
+    SimRigid incline;
+    char err[256];
+    CHECK_MSG(sim_rigid_init(&incline, &m, 1e9, &pose, err, sizeof err) == 0, "%s", err);
+    ds_mesh_free(&m);
+    memset(incline.gravity, 0, sizeof incline.gravity);
+    incline.contact_material = 3;
+    SimContactOptions c;
+    sim_contact_defaults(&c);
+    c.dhat = dhat, c.mu = 0.5;
+    CHECK(sim_contact_set_mu(&c, 1, 3, mu_pair[0]) == 0 && sim_contact_set_mu(&c, 2, 3, mu_pair[1]) == 0);
+    CHECK(sim_contact_mu(&c, 3, 1) == mu_pair[0] && sim_contact_mu(&c, 1, 2) == 0.5 && sim_contact_mu(&c, 0, 0) == 0.5);
+    CHECK(sim_contact_set_mu(&c, 1, SIM_CONTACT_MATERIALS, 0.1) == -1 && sim_contact_set_mu(&c, 1, 2, -0.1) == -1);
+    c.stiffness = blocks[0].mass * 9.81 / (4 * 1.19 * dhat);
+    SimWorld w;
+    CHECK_MSG(sim_world_init(&w, blocks, 2, &incline, 1, NULL, 0, &c, err, sizeof err) == 0, "%s", err);
+    double x0[2][24], x1[2][24], dir[3] = {-cos(th), -sin(th), 0};
+    for (int k = 0; k < 2; k++) sim_object_vertices(&blocks[k], x0[k]);
+    for (int s = 0; s < 50; s++) {
+        CHECK_MSG(sim_world_step(&w, 0.01, err, sizeof err) == 0, "%s", err);
+        CHECK(w.last.min_distance > 0);
+    }
+    for (int k = 0; k < 2; k++) {
+        sim_object_vertices(&blocks[k], x1[k]);
+        double s0 = 0, s1 = 0;
+        for (int v = 0; v < 8; v++)
+            for (int i = 0; i < 3; i++) s0 += dir[i] * x0[k][3 * v + i] / 8, s1 += dir[i] * x1[k][3 * v + i] / 8;
+        travel[k] = s1 - s0;
+    }
+    sim_world_free(&w);
+    sim_rigid_free(&incline);
+    sim_object_free(&blocks[0]), sim_object_free(&blocks[1]);
+}
+
+TEST(sim_world_mu_per_material_pair_one_block_sticks_one_slides) {
+    double theta = 25, th = theta * M_PI / 180, t = 0.5, g = 9.81, mu[2] = {0.7, 0.3}, tr[2];
+    incline_two_materials(theta, mu, tr);
+    double coulomb = 0.5 * g * (sin(th) - mu[1] * cos(th)) * t * t;
+    printf("    one incline at %.0f°: rubber (μ %.1f, friction angle %.1f°) travels %.2f mm, ice (μ %.1f, %.1f°) %.1f mm "
+           "(Coulomb %.1f mm) in %.1f s\n", theta, mu[0], atan(mu[0]) * 180 / M_PI, 1e3 * tr[0], mu[1],
+           atan(mu[1]) * 180 / M_PI, 1e3 * tr[1], 1e3 * coulomb, t);
+    CHECK(fabs(tr[0]) < 3e-3);
+    CHECK(tr[1] > 0.7 * coulomb && tr[1] < 1.3 * coulomb);
+    /* the same pair table swapped: the blocks swap roles (the table, not the blocks, decides) */
+    double sw[2] = {mu[1], mu[0]};
+    incline_two_materials(theta, sw, tr);
+    CHECK(fabs(tr[1]) < 3e-3);
+    CHECK(tr[0] > 0.7 * coulomb && tr[0] < 1.3 * coulomb);
+}
+
+/* The scene keys: contact_materials names them, friction_pairs sets μ per pair, objects', planes'
+ * and rigids' contact_material pick one; unknown names and duplicates are errors. */
+TEST(sim_scene_contact_materials_and_friction_pairs) {
+    const char *json = "{\"objects\": [{\"contact_material\": \"rubber\"}, {}], \"planes\": [{\"contact_material\": \"ice\"}],"
+                       " \"rigids\": [{\"contact_material\": \"ice\"}], \"contact\": {\"mu\": 0.4},"
+                       " \"contact_materials\": [{\"name\": \"rubber\"}, {\"name\": \"ice\"}],"
+                       " \"friction_pairs\": [{\"a\": \"rubber\", \"b\": \"ice\", \"mu\": 0.05}, {\"a\": \"\", \"b\": \"ice\", \"mu\": 0}]}";
+    SimScene sc;
+    char err[512];
+    int rc = sim_scene_parse(json, "t.json", &sc, err, sizeof err);
+    CHECK_MSG(rc == 0, "%s", err);
+    if (!rc) {
+        CHECK(sc.objects[0].material_id == 1 && sc.objects[1].material_id == 0);
+        CHECK(sc.planes[0].material == 2 && sc.rigids[0].material_id == 2);
+        CHECK(sim_contact_mu(&sc.contact, 1, 2) == 0.05 && sim_contact_mu(&sc.contact, 2, 1) == 0.05);
+        CHECK(sim_contact_mu(&sc.contact, 0, 2) == 0 && sim_contact_mu(&sc.contact, 0, 1) == 0.4);
+        sim_scene_free(&sc);
+    }
+    const struct {
+        const char *json, *expect;
+    } cases[] = {
+        {"{\"objects\": [{\"contact_material\": \"wood\"}]}", "'objects[0].contact_material'"},
+        {"{\"objects\": [{}], \"planes\": [{\"contact_material\": \"wood\"}]}", "'planes[0].contact_material'"},
+        {"{\"objects\": [{}], \"contact_materials\": [{\"name\": \"a\"}, {\"name\": \"a\"}]}", "'contact_materials[1].name'"},
+        {"{\"objects\": [{}], \"contact_materials\": [{\"name\": \"a\"}], \"friction_pairs\": [{\"a\": \"a\", \"b\": \"b\", \"mu\": 1}]}",
+         "'friction_pairs[0]"},
+        {"{\"objects\": [{}], \"contact_materials\": [{\"name\": \"a\"}], \"friction_pairs\": [{\"a\": \"a\", \"b\": \"a\", \"mu\": -1}]}",
+         "'friction_pairs[0].mu'"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        rc = sim_scene_parse(cases[i].json, "t.json", &sc, err, sizeof err);
+        CHECK_MSG(rc != 0, "case %zu parsed", i);
+        if (!rc) {
+            sim_scene_free(&sc);
+            continue;
+        }
+        CHECK_MSG(strstr(err, cases[i].expect) != NULL, "case %zu: %s", i, err);
+    }
 }
 
 /* Two 10 cm blocks thrown along a floor plane at 1 m/s (the plane's penalty contact, friction μ

@@ -44,19 +44,21 @@ typedef struct {
     struct {
         int64_t patch, k, levels;
         double lambda, power;
-        bool global_part;
+        bool global_part, match_root;
         char keys[16], align[16];
     } partmm;
     struct {
         int64_t steps, points;
         double lr, lambda;
+        char method[16];
     } ik;
     struct {
         int64_t fps, view;
         double scale, opacity, fov;
     } render;
     struct {
-        int64_t every;
+        int64_t every, val_frames;
+        bool regress;
     } eval;
     struct {
         int64_t hidden, layers, window, steps, batch, seed;
@@ -77,10 +79,14 @@ static const DsConfigField PARTMM_FIELDS[] = {
     {"align", DS_CFG_STRING, F(partmm, align), "\"bone\"", NO_RANGE, .size = 16, .choices = ALIGN_CHOICES,
      .help = "rigid alignment of each match to the query: bone (per bone, over the joints driving it), part (one SVD rotation per part) or none"},
     {"global_part", DS_CFG_BOOL, F(partmm, global_part), "false", NO_RANGE, .help = "one part of every joint (the ablation)"},
+    {"match_root", DS_CFG_BOOL, F(partmm, match_root), "false", NO_RANGE, .help = "the root's rotation (global orientation) counts in the matching distance (the ablation; default: the articulation alone, the alignment carries the placement)"},
     {"keys", DS_CFG_STRING, F(partmm, keys), "\"refit\"", NO_RANGE, .size = 16, .choices = KEY_CHOICES,
      .help = "the database's joint rotations: refit (the rig's own SSDR motion posed by the same IK as the query, so keys and queries come from one estimator) or rig (rig.h5 ik/rotations)"},
     {0}};
+static const char *const IK_METHODS[] = {"fit", "adam", "fit+adam", NULL};
 static const DsConfigField IK_FIELDS[] = {
+    {"method", DS_CFG_STRING, F(ik, method), "\"fit+adam\"", NO_RANGE, .size = 16, .choices = IK_METHODS,
+     .help = "the pose of a mesh sequence on the rig's tree (the query and the database's keys): fit (closed form: each joint's rotation the rigid fit of its bound points), adam (iterative IK, models/skelebones/ik.h, the steps/lr/lambda/points below, each frame from the previous) or fit+adam (the iterative IK started at every frame from the closed form)"},
     {"steps", DS_CFG_INT, F(ik, steps), "200", 1, 100000, .help = "Adam steps per frame of the IK (of the novel motion and of the database's keys)"},
     {"points", DS_CFG_INT, F(ik, points), "400", 1, 1e9, .help = "points of the IK's L2 term, evenly strided"},
     {"lr", DS_CFG_FLOAT, F(ik, lr), "0.03", 1e-6, 10, .help = "Adam learning rate of the IK"},
@@ -95,6 +101,8 @@ static const DsConfigField RENDER_FIELDS[] = {
     {0}};
 static const DsConfigField EVAL_FIELDS[] = {
     {"every", DS_CFG_INT, F(eval, every), "1", 1, 100000, .help = "--eval renders every n-th frame of each held-out view"},
+    {"val_frames", DS_CFG_INT, F(eval, val_frames), "16", 1, 100000, .help = "--motion val: the last n training frames are the query, the database the frames before"},
+    {"regress", DS_CFG_BOOL, F(eval, regress), "true", NO_RANGE, .help = "--eval trains and scores the MLP and GRU regressors (minutes; false: their rows are skipped)"},
     {0}};
 static const DsConfigField REGRESS_FIELDS[] = {
     {"hidden", DS_CFG_INT, F(regress, hidden), "256", 1, 65536, .help = "--eval's MLP/GRU baselines: hidden width"},
@@ -124,7 +132,7 @@ static PmOptions pm_opts(const AnimConfig *c) {
     PmOptions o;
     pm_options_defaults(&o);
     o.patch = (int)c->partmm.patch, o.k = (int)c->partmm.k, o.levels = (int)c->partmm.levels;
-    o.lambda = c->partmm.lambda, o.power = c->partmm.power, o.global_part = c->partmm.global_part;
+    o.lambda = c->partmm.lambda, o.power = c->partmm.power, o.global_part = c->partmm.global_part, o.match_root = c->partmm.match_root;
     o.align = !strcmp(c->partmm.align, "bone") ? PM_ALIGN_BONE : !strcmp(c->partmm.align, "part") ? PM_ALIGN_PART : PM_ALIGN_NONE;
     return o;
 }
@@ -133,8 +141,9 @@ static PmOptions pm_opts(const AnimConfig *c) {
  * albedo, σ = scale × the rest mesh's mean edge length */
 typedef struct {
     int64_t n;
-    float *colors;   /* n × 3 */
-    float log_scale, logit;
+    float *colors;    /* n × 3 */
+    float *log_scale; /* n (isotropic log standard deviations) */
+    float *logit;     /* n opacity logits */
 } Canon;
 
 static double mean_edge(const DsMotionGt *g) {
@@ -152,7 +161,7 @@ static double mean_edge(const DsMotionGt *g) {
 static Tensor *render_points(const Canon *c, const float *pos, const DsCamera *cam) {
     int64_t n = c->n;
     float *sc = malloc(sizeof(float) * n), *op = malloc(sizeof(float) * n);
-    for (int64_t i = 0; i < n; i++) sc[i] = c->log_scale, op[i] = c->logit;
+    for (int64_t i = 0; i < n; i++) sc[i] = c->log_scale[i], op[i] = c->logit[i];
     GsGaussians g = {tensor_from_data(TENSOR_SHAPE(n, 3), TENSOR_F32, pos),
                      tensor_from_data(TENSOR_SHAPE(n, 1), TENSOR_F32, sc), NULL,
                      tensor_from_data(TENSOR_SHAPE(n, 1), TENSOR_F32, op),
@@ -173,9 +182,9 @@ static int write_ply(const char *path, const Canon *c, const float *pos, char *e
         for (int k = 0; k < 3; k++) {
             g.xyz[i * 3 + k] = pos[i * 3 + k];
             g.sh[i * 3 + k] = (float)((c->colors[i * 3 + k] - 0.5) / C0);
-            g.scale[i * 3 + k] = c->log_scale;
+            g.scale[i * 3 + k] = c->log_scale[i];
         }
-        g.opacity[i] = c->logit;
+        g.opacity[i] = c->logit[i];
         g.rot[i * 4] = 1, g.rot[i * 4 + 1] = g.rot[i * 4 + 2] = g.rot[i * 4 + 3] = 0;
     }
     int rc = ds_gaussians_write(path, &g, err, errlen);
@@ -191,7 +200,8 @@ static int write_png(const char *path, const Tensor *img, char *err, size_t errl
 
 /* animation.h5: the synthesized bone transforms and the pose that drove them */
 static int write_anim_h5(const char *path, int F, int B, int J, const float *tb, const float *rot, const float *trans,
-                         const char *motion, const char *rig, char *err, size_t errlen) {
+                         int FK, const float *krot, const float *ktrans, const char *motion, const char *rig, char *err,
+                         size_t errlen) {
     char tmp[4200];
     hid_t f = base_h5_save_begin(path, tmp, sizeof tmp, err, errlen);
     if (f < 0) return -1;
@@ -199,10 +209,155 @@ static int write_anim_h5(const char *path, int F, int B, int J, const float *tb,
     bool ok = base_h5_write_checked(f, "bones/transforms", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 4, dt, tb, 1 << 20, false) == 0;
     ok = ok && base_h5_write_checked(f, "pose/rotations", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 3, dq, rot, 1 << 20, false) == 0;
     ok = ok && base_h5_write_checked(f, "pose/translation", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 2, dtr, trans, 1 << 20, false) == 0;
+    /* the database's keys (the refit IK of the rig's frames), so --reuse-pose skips both IKs */
+    hsize_t dk[3] = {(hsize_t)FK, (hsize_t)J, 4}, dkt[2] = {(hsize_t)FK, 3};
+    ok = ok && base_h5_write_checked(f, "keys/rotations", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 3, dk, krot, 1 << 20, false) == 0;
+    ok = ok && base_h5_write_checked(f, "keys/translation", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 2, dkt, ktrans, 1 << 20, false) == 0;
     ok = ok && base_h5_attr_str(f, "producer", "anima animate (PartMM)") == 0;
     ok = ok && base_h5_attr_str(f, "motion", motion) == 0 && base_h5_attr_str(f, "rig", rig) == 0;
     ok = ok && base_h5_attr_i64(f, "frames", F) == 0 && base_h5_attr_i64(f, "bones", B) == 0;
     return base_h5_save_end(f, tmp, path, ok, "animation", err, errlen);
+}
+
+/* Canonical Gaussians of a gs4d run (--gaussians RUN/canonical.ply) for a rig made from that
+ * run's trajectories (anima skelebones --traj RUN/trajectories.h5): the rig's rest points are the
+ * Gaussians' canonical means, in gs4d's canonical space, not the benchmark's rest mesh. Each
+ * Gaussian is tied to the ground-truth surface through the training motion alone: its anchor is
+ * the benchmark vertex nearest to its trajectory (the rig's own reconstruction of the training
+ * frames: Σ_f ‖x_i(f) − v(f)‖², every 4th frame), its offset from the anchor is carried back to the
+ * anchor's rest frame by the ground-truth skinning matrix L_a(f) = Σ_b w_ab T_b(f) (3 × 3 part) and
+ * averaged over the frames. Its ground-truth position in any frame t of a benchmark motion m is
+ * then v_a(t) + L_a(t) δ_i: the targets of the IK and of the RMSE. Needs the rig's frames to be
+ * the benchmark's training frames (F of them, all the rig has, whatever --motion val keeps). */
+typedef struct {
+    int32_t *anchor; /* n */
+    float *offset;   /* n × 3, in the anchor's rest frame */
+} GsTie;
+
+static void gt_linear(const DsMotionGt *g, int t, int64_t v, double L[9]) {
+    for (int k = 0; k < 9; k++) L[k] = 0;
+    for (int b = 0; b < g->nbones; b++) {
+        double w = g->weights[v * g->nbones + b];
+        if (w == 0) continue;
+        const float *T = g->bone_transforms + ((int64_t)t * g->nbones + b) * 16;
+        for (int r = 0; r < 3; r++)
+            for (int c = 0; c < 3; c++) L[r * 3 + c] += w * T[r * 4 + c];
+    }
+}
+
+static int inv3(const double A[9], double X[9]) {
+    double d = A[0] * (A[4] * A[8] - A[5] * A[7]) - A[1] * (A[3] * A[8] - A[5] * A[6]) + A[2] * (A[3] * A[7] - A[4] * A[6]);
+    if (!(fabs(d) > 1e-12)) return -1;
+    X[0] = (A[4] * A[8] - A[5] * A[7]) / d, X[1] = (A[2] * A[7] - A[1] * A[8]) / d, X[2] = (A[1] * A[5] - A[2] * A[4]) / d;
+    X[3] = (A[5] * A[6] - A[3] * A[8]) / d, X[4] = (A[0] * A[8] - A[2] * A[6]) / d, X[5] = (A[2] * A[3] - A[0] * A[5]) / d;
+    X[6] = (A[3] * A[7] - A[4] * A[6]) / d, X[7] = (A[1] * A[6] - A[0] * A[7]) / d, X[8] = (A[0] * A[4] - A[1] * A[3]) / d;
+    return 0;
+}
+
+static int gs_tie(const PmRig *rig, int F, const DsMotionGt *train, GsTie *tie, char *err, size_t errlen) {
+    int64_t n = rig->n, nv = train->nv;
+    if (F != train->nframes)
+        return base_errf(err, errlen, "the rig has %d frames, the benchmark's training motion %d: --gaussians needs a rig made from a run on that motion", F, train->nframes);
+    float *own = malloc(sizeof(float) * F * n * 3);
+    tie->anchor = malloc(sizeof(int32_t) * n), tie->offset = malloc(sizeof(float) * n * 3);
+    if (!own || !tie->anchor || !tie->offset) {
+        free(own);
+        return base_errf(err, errlen, "out of memory");
+    }
+    for (int t = 0; t < F; t++) pm_lbs(n, rig->B, rig->points, rig->weights, rig->tb + (int64_t)t * rig->B * 12, own + (int64_t)t * n * 3);
+    int bad = 0;
+#pragma omp parallel for schedule(dynamic, 16)
+    for (int64_t i = 0; i < n; i++) {
+        double best = INFINITY;
+        int32_t a = 0;
+        for (int64_t v = 0; v < nv; v++) {
+            double d = 0;
+            for (int t = 0; t < F && d < best; t += 4)
+                for (int k = 0; k < 3; k++) {
+                    double e = own[((int64_t)t * n + i) * 3 + k] - train->vertices[((int64_t)t * nv + v) * 3 + k];
+                    d += e * e;
+                }
+            if (d < best) best = d, a = (int32_t)v;
+        }
+        tie->anchor[i] = a;
+        double acc[3] = {0};
+        int m = 0;
+        for (int t = 0; t < F; t++) {
+            double L[9], X[9], e[3];
+            gt_linear(train, t, a, L);
+            if (inv3(L, X)) continue;
+            for (int k = 0; k < 3; k++) e[k] = own[((int64_t)t * n + i) * 3 + k] - train->vertices[((int64_t)t * nv + a) * 3 + k];
+            for (int k = 0; k < 3; k++) acc[k] += X[k * 3] * e[0] + X[k * 3 + 1] * e[1] + X[k * 3 + 2] * e[2];
+            m++;
+        }
+        if (!m) {
+#pragma omp atomic write
+            bad = 1;
+        }
+        for (int k = 0; k < 3; k++) tie->offset[i * 3 + k] = m ? (float)(acc[k] / m) : 0;
+    }
+    free(own);
+    return bad ? base_errf(err, errlen, "a ground-truth skinning matrix is singular") : 0;
+}
+
+/* The tied Gaussians' ground-truth positions in frames [t0, t0 + Q) of motion g → out Q × n × 3 */
+static void gs_targets(const GsTie *tie, int64_t n, const DsMotionGt *g, int t0, int Q, float *out) {
+#pragma omp parallel for schedule(static)
+    for (int t = 0; t < Q; t++)
+        for (int64_t i = 0; i < n; i++) {
+            double L[9];
+            int64_t a = tie->anchor[i];
+            gt_linear(g, t0 + t, a, L);
+            const float *o = tie->offset + i * 3, *v = g->vertices + ((int64_t)(t0 + t) * g->nv + a) * 3;
+            for (int k = 0; k < 3; k++)
+                out[((int64_t)t * n + i) * 3 + k] = (float)(v[k] + L[k * 3] * o[0] + L[k * 3 + 1] * o[1] + L[k * 3 + 2] * o[2]);
+        }
+}
+
+/* The pose of F frames of the rig's points (the query, and the database's keys: one estimator) */
+static int pose_of(const AnimConfig *cfg, const SbIkOptions *io, const PmRig *rig, int F, const float *observed, float *rot,
+                   float *trans, char *err, size_t errlen) {
+    if (!strcmp(cfg->ik.method, "adam")) return pm_pose_from_points(rig, F, observed, cfg->ik.points, io, rot, trans, err, errlen);
+    if (pm_pose_by_fits(rig, F, observed, rot, trans, err, errlen)) return -1;
+    if (!strcmp(cfg->ik.method, "fit")) return 0;
+    /* fit+adam: the iterative IK refines the closed-form pose from where it is, frame by frame */
+    SbIkOptions o = *io;
+    o.init_rotations = rot, o.init_translation = trans;
+    return pm_pose_from_points(rig, F, observed, cfg->ik.points, &o, rot, trans, err, errlen);
+}
+
+/* --reuse-pose: the query pose and the database keys of an earlier run's animation.h5 (same rig,
+ * same motion), so a rerun with other PartMM options skips both IKs. 0, or -1 with err. */
+static int read_pose_h5(const char *path, const char *motion, int Q, int F, int J, float *qrot, float *qtrans, float *krot,
+                        float *ktrans, char *err, size_t errlen) {
+    hid_t f = base_h5_open_read(path, "an animation.h5 of anima animate", err, errlen);
+    if (f < 0) return -1;
+    char *m = base_h5_attr_read_str(f, "motion", 4096);
+    int rc = 0;
+    if (!m || strcmp(m, motion))
+        rc = base_errf(err, errlen, "%s: made for --motion %s, not %s", path, m ? m : "(none)", motion);
+    free(m);
+    struct {
+        const char *name;
+        int rank;
+        int64_t dims[3];
+        float *dst;
+    } ds[4] = {{"pose/rotations", 3, {Q, J, 4}, qrot}, {"pose/translation", 2, {Q, 3}, qtrans},
+               {"keys/rotations", 3, {F, J, 4}, krot}, {"keys/translation", 2, {F, 3}, ktrans}};
+    for (int k = 0; k < 4 && !rc; k++) {
+        void *buf = NULL;
+        int64_t want[3];
+        memcpy(want, ds[k].dims, sizeof want);
+        rc = base_h5_read_typed(f, path, ds[k].name, ds[k].rank, want, H5T_NATIVE_FLOAT, 4, &buf, err, errlen);
+        if (!rc) {
+            int64_t cnt = 1;
+            for (int d = 0; d < ds[k].rank; d++) cnt *= ds[k].dims[d];
+            memcpy(ds[k].dst, buf, sizeof(float) * cnt);
+        }
+        free(buf);
+    }
+    H5Fclose(f);
+    return rc;
 }
 
 /* ---- the evaluation: every method's point positions on the held-out frames ---------------- */
@@ -211,6 +366,7 @@ typedef struct {
     const char *name, *what;
     double rmse, psnr, ssim;
     double seconds;
+    int skip; /* not run (the regressors without eval.regress; the rig's own row off the training motion) */
 } Row;
 
 /* frame of a test view: its time × (F − 1), rounded */
@@ -363,13 +519,16 @@ done:
 int cmd_animate(int argc, char **argv) {
     const char *map_path = NULL, *physics = NULL;
     const char *rig_path = NULL, *motion = NULL, *out = NULL, *bench = NULL, *config_path = NULL, *eye = NULL;
+    const char *reuse = NULL, *gaussians = NULL;
     const char *video = "auto";
     bool do_eval = false, no_ply = false, no_progress = false;
     int64_t bvh_frames = 48;
     CmdArgList sets = {0};
     const CmdArg args[] = {
         {"--rig", CMD_ARG_STRING, &rig_path, "FILE", "anima skelebones' rig.h5 (with its skeleton and IK)", .required = true},
-        {"--motion", CMD_ARG_STRING, &motion, "heldout|FILE.bvh", "the novel motion: heldout (the benchmark's held-out motion) or a BVH (humanoids: CMU or Boxing joint names; any character with --map), each fitted onto the extracted skeleton by IK on the character's mesh sequence", .required = true},
+        {"--motion", CMD_ARG_STRING, &motion, "heldout|train|FILE.bvh", "the novel motion: heldout (the benchmark's held-out motion), train (the rig's own training motion: the known-answer check, --eval then also scores the rig's own reconstruction) or a BVH (humanoids: CMU or Boxing joint names; any character with --map), each fitted onto the extracted skeleton by IK on the character's mesh sequence", .required = true},
+        {"--gaussians", CMD_ARG_STRING, &gaussians, "FILE.ply", "canonical Gaussians of a gs4d run (RUN/canonical.ply) for a rig made from its trajectories (anima skelebones --traj RUN/trajectories.h5; pass --bench): tied to the ground-truth surface through the training motion, scored against it (default: one Gaussian per ground-truth vertex, the rig made from gt.h5)"},
+        {"--reuse-pose", CMD_ARG_STRING, &reuse, "FILE", "take the query pose and the database keys from an earlier run's animation.h5 (same rig and motion) instead of solving both IKs again"},
         {"--map", CMD_ARG_STRING, &map_path, "FILE.json", "(BVH) a mapping JSON {\"rig bone\": \"BVH joint\", ...} (datasets/motion/motion.h) for BVHs of other joint names or other characters"},
         {"--frames", CMD_ARG_INT, &bvh_frames, "N", "(BVH) frames at the benchmark's frame rate (default 48)", 1, 100000},
         {"--out", CMD_ARG_STRING, &out, "DIR", "writes DIR/gaussians/f*.ply, DIR/frames/f*.png, DIR/animation.{gif,mp4}, DIR/animation.h5", .required = true},
@@ -393,9 +552,12 @@ int cmd_animate(int argc, char **argv) {
     if (cmd_args_config(&spec, stderr, config_path, &sets, ANIM_SCHEMA, &cfg)) return 2;
     size_t ml = strlen(motion);
     bool is_bvh = ml > 4 && !strcasecmp(motion + ml - 4, ".bvh");
-    if (strcmp(motion, "heldout") && !is_bvh)
-        return cmd_args_fail(&spec, stderr, "--motion expects heldout or a .bvh file, got '%s'", motion);
+    bool is_train = !strcmp(motion, "train"), is_val = !strcmp(motion, "val");
+    if (strcmp(motion, "heldout") && !is_train && !is_val && !is_bvh)
+        return cmd_args_fail(&spec, stderr, "--motion expects heldout, train, val or a .bvh file, got '%s'", motion);
     if (map_path && !is_bvh) return cmd_args_fail(&spec, stderr, "--map applies to --motion FILE.bvh");
+    if (gaussians && is_bvh) return cmd_args_fail(&spec, stderr, "--gaussians: the ground truth of a BVH motion's Gaussians is not defined; use --motion heldout|train|val");
+    if (is_val && !do_eval) return cmd_args_fail(&spec, stderr, "--motion val is a check: it needs --eval");
     if (is_bvh && do_eval)
         return cmd_args_fail(&spec, stderr, "--eval scores the held-out motion (it has ground-truth renders): use --motion heldout");
     double eye_p[3] = {0};
@@ -437,19 +599,66 @@ int cmd_animate(int argc, char **argv) {
     int32_t *bind = NULL;
     PmDatabase db = {0};
     Canon canon = {0};
+    DsGaussians gply = {0};
+    GsTie tie = {0};
+    float *targets = NULL, *c_scale = NULL, *c_logit = NULL, *c_col = NULL;
     char path[4600], held_dir[4200];
     snprintf(path, sizeof path, "%s/gt.h5", bench_dir);
     snprintf(held_dir, sizeof held_dir, "%s/heldout", bench_dir);
     if (ds_motion_gt_load(path, &train, err, sizeof err)) goto fail;
     snprintf(path, sizeof path, "%s/gt.h5", held_dir);
     if (ds_motion_gt_load(path, &held, err, sizeof err)) goto fail;
-    if (train.nv != rig.n || held.nv != rig.n) {
+    if (!gaussians && (train.nv != rig.n || held.nv != rig.n)) {
         snprintf(err, sizeof err, "the rig has %lld points, the benchmark %lld vertices: a rig made from %s/gt.h5 is needed",
                  (long long)rig.n, (long long)train.nv, bench_dir);
         goto fail;
     }
     int Q = held.nframes, B = rig.B, J = rig.J;
     const float *observed = held.vertices;
+    /* the motion scored by --eval (its ground-truth vertices and its test views) */
+    const DsMotionGt *truth = &held;
+    const float *truth_v = held.vertices;
+    const char *views_dir = held_dir;
+    int own0 = 0; /* the first rig frame the query replays (train, val) */
+    if (is_train) Q = train.nframes, observed = train.vertices, truth = &train, truth_v = train.vertices, views_dir = bench_dir;
+    if (is_val) {
+        /* the validation split of the training motion: the database keeps the rig's first F − V
+         * frames, the query is the last V (a motion the database never saw, from training data
+         * only: where constants may be chosen); scored on geometry alone (no renders) */
+        int V = (int)cfg.eval.val_frames;
+        if (V < 1 || V > rig.F - 2 || rig.F != train.nframes) {
+            snprintf(err, sizeof err, "eval.val_frames %d: the rig has %d frames (the benchmark's training motion %d)", V, rig.F,
+                     train.nframes);
+            goto fail;
+        }
+        own0 = rig.F - V, rig.F -= V, Q = V, truth = &train;
+        observed = train.vertices + (int64_t)own0 * rig.n * 3, truth_v = observed;
+    }
+    if (gaussians) {
+        /* the gs4d run's Gaussians: their ground-truth positions in the query's frames stand in for
+         * the benchmark's vertices (the IK's observations and the RMSE's truth) */
+        if (ds_gaussians_read(gaussians, &gply, err, sizeof err)) goto fail;
+        if (gply.n != rig.n) {
+            snprintf(err, sizeof err, "%s has %lld Gaussians, the rig %lld points: a rig made from the same run's trajectories is needed",
+                     gaussians, (long long)gply.n, (long long)rig.n);
+            goto fail;
+        }
+        double md = 0;
+        for (int64_t k = 0; k < rig.n * 3; k++) md = fmax(md, fabs((double)gply.xyz[k] - rig.points[k]));
+        if (md > 1e-4) {
+            snprintf(err, sizeof err, "%s: the means are not the rig's rest points (off by %g): a rig made from the same run's trajectories is needed", gaussians, md);
+            goto fail;
+        }
+        if (gs_tie(&rig, is_val ? own0 + Q : rig.F, &train, &tie, err, sizeof err)) goto fail;
+        const DsMotionGt *m = is_train || is_val ? &train : &held;
+        targets = malloc(sizeof(float) * Q * rig.n * 3);
+        if (!targets) {
+            snprintf(err, sizeof err, "out of memory");
+            goto fail;
+        }
+        gs_targets(&tie, rig.n, m, own0, Q, targets);
+        observed = truth_v = targets;
+    }
     if (is_bvh) {
         snprintf(path, sizeof path, "%s/gt.h5", bench_dir);
         if (bvh_vertices(path, &train, motion, map_path, (int)bvh_frames, &bvh_v, err, sizeof err)) goto fail;
@@ -458,9 +667,23 @@ int cmd_animate(int argc, char **argv) {
     int64_t n = rig.n;
     /* canonical Gaussians */
     canon.n = n;
-    canon.colors = train.colors;
-    canon.log_scale = (float)log(cfg.render.scale * mean_edge(&train));
-    canon.logit = (float)log(cfg.render.opacity / (1 - cfg.render.opacity));
+    c_scale = malloc(sizeof(float) * n), c_logit = malloc(sizeof(float) * n), c_col = malloc(sizeof(float) * n * 3);
+    if (!c_scale || !c_logit || !c_col) {
+        snprintf(err, sizeof err, "out of memory");
+        goto fail;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        if (gaussians) { /* the run's own: isotropic (the mean of the three log-scales), SH band 0 */
+            c_scale[i] = (gply.scale[i * 3] + gply.scale[i * 3 + 1] + gply.scale[i * 3 + 2]) / 3, c_logit[i] = gply.opacity[i];
+            int K = (gply.sh_degree + 1) * (gply.sh_degree + 1);
+            for (int k = 0; k < 3; k++) c_col[i * 3 + k] = (float)(0.28209479177387814 * gply.sh[(int64_t)i * K * 3 + k] + 0.5);
+        } else {
+            c_scale[i] = (float)log(cfg.render.scale * mean_edge(&train));
+            c_logit[i] = (float)log(cfg.render.opacity / (1 - cfg.render.opacity));
+            for (int k = 0; k < 3; k++) c_col[i * 3 + k] = train.colors[i * 3 + k];
+        }
+    }
+    canon.colors = c_col, canon.log_scale = c_scale, canon.logit = c_logit;
     /* the novel pose: IK of the held-out ground-truth meshes on the rig's tree */
     qrot = malloc(sizeof(float) * Q * J * 4), qtrans = malloc(sizeof(float) * Q * 3);
     tb = malloc(sizeof(float) * Q * B * 12), pos = malloc(sizeof(float) * Q * n * 3);
@@ -474,10 +697,15 @@ int cmd_animate(int argc, char **argv) {
     sb_ik_defaults(&io);
     io.steps = (int)cfg.ik.steps, io.lr = cfg.ik.lr, io.lambda = cfg.ik.lambda;
     double t0 = wall_seconds();
-    if (pm_pose_from_points(&rig, Q, observed, cfg.ik.points, &io, qrot, qtrans, err, sizeof err)) goto fail;
-    if (!no_progress) fprintf(stderr, NAME ": IK of %d %s frames on %d joints: %.2f s\n", Q, is_bvh ? "BVH" : "held-out", J, wall_seconds() - t0);
+    if (reuse) {
+        if (read_pose_h5(reuse, motion, Q, rig.F, J, qrot, qtrans, rig.rot, rig.trans, err, sizeof err)) goto fail;
+    } else {
+        if (pose_of(&cfg, &io, &rig, Q, observed, qrot, qtrans, err, sizeof err)) goto fail;
+        if (!no_progress)
+            fprintf(stderr, NAME ": IK of %d %s frames on %d joints: %.2f s\n", Q, is_bvh ? "BVH" : motion, J, wall_seconds() - t0);
+    }
     /* the database: the rig's bone transforms, keyed by its joint rotations */
-    if (!strcmp(cfg.partmm.keys, "refit")) {
+    if (!reuse && !strcmp(cfg.partmm.keys, "refit")) {
         float *own = malloc(sizeof(float) * rig.F * n * 3);
         if (!own) {
             snprintf(err, sizeof err, "out of memory");
@@ -485,7 +713,7 @@ int cmd_animate(int argc, char **argv) {
         }
         lbs_all(rig.F, n, B, rig.points, rig.weights, rig.tb, own);
         t0 = wall_seconds();
-        int bad = pm_pose_from_points(&rig, rig.F, own, cfg.ik.points, &io, rig.rot, rig.trans, err, sizeof err);
+        int bad = pose_of(&cfg, &io, &rig, rig.F, own, rig.rot, rig.trans, err, sizeof err);
         free(own);
         if (bad) goto fail;
         if (!no_progress) fprintf(stderr, NAME ": IK of the rig's %d frames: %.2f s\n", rig.F, wall_seconds() - t0);
@@ -508,7 +736,7 @@ int cmd_animate(int argc, char **argv) {
            Q, rig.F, B, J, rig.P, wall, cpu, Q / wall);
     /* outputs */
     snprintf(path, sizeof path, "%s/animation.h5", out);
-    if (write_anim_h5(path, Q, B, J, tb, qrot, qtrans, motion, rig_path, err, sizeof err)) goto fail;
+    if (write_anim_h5(path, Q, B, J, tb, qrot, qtrans, rig.F, rig.rot, rig.trans, motion, rig_path, err, sizeof err)) goto fail;
     DsCamera cam;
     if (eye) {
         double c[3] = {0}, up[3] = {0, 1, 0};
@@ -516,7 +744,7 @@ int cmd_animate(int argc, char **argv) {
             for (int k = 0; k < 3; k++) c[k] += rig.points[i * 3 + k] / n;
         cam = ds_camera_look_at(eye_p, c, up, 256, 256, cfg.render.fov);
     }
-    if (ds_dnerf_load(held_dir, "test", &views, err, sizeof err)) goto fail;
+    if (ds_dnerf_load(views_dir, "test", &views, err, sizeof err)) goto fail;
     if (!eye) {
         /* the held-out cameras are the views at time 0, in order */
         int k = 0, found = 0;
@@ -563,12 +791,13 @@ int cmd_animate(int argc, char **argv) {
     }
 
     if (do_eval) {
+        const DsDnerfSplit *sv = is_val ? NULL : &views; /* val: geometry alone */
         /* the rest bounding-box diagonal: the unit of the RMSE */
         double lo[3] = {DBL_MAX, DBL_MAX, DBL_MAX}, hi[3] = {-DBL_MAX, -DBL_MAX, -DBL_MAX};
         for (int64_t i = 0; i < n; i++)
-            for (int k = 0; k < 3; k++) lo[k] = fmin(lo[k], held.rest[i * 3 + k]), hi[k] = fmax(hi[k], held.rest[i * 3 + k]);
+            for (int k = 0; k < 3; k++) lo[k] = fmin(lo[k], truth->rest[i * 3 + k]), hi[k] = fmax(hi[k], truth->rest[i * 3 + k]);
         double diag = sqrt((hi[0] - lo[0]) * (hi[0] - lo[0]) + (hi[1] - lo[1]) * (hi[1] - lo[1]) + (hi[2] - lo[2]) * (hi[2] - lo[2]));
-        enum { NROWS = 10 };
+        enum { NROWS = 12 };
         Row rows[NROWS] = {
             {"partmm", "PartMM with the config's options (paper: 5 parts, k 7, 5 levels, lambda 0.7)", 0, 0, 0, wall},
             {"lbs", "LBS: the kinematic skeleton alone (each point rigidly on its joint)", 0, 0, 0, 0},
@@ -580,9 +809,13 @@ int cmd_animate(int argc, char **argv) {
             {"mlp", "MLP regressor R_J -> T_B (root frame), trained on the rig's motion", 0, 0, 0, 0},
             {"gru", "GRU regressor R_J -> T_B (root frame), trained on the rig's motion", 0, 0, 0, 0},
             {"oracle_ik_skin", "reference: each SSDR bone rigidly fitted to the held-out points it dominates", 0, 0, 0, 0},
+            {"rig_own", "the rig's own SSDR transforms (--motion train only: what a query equal to the database must give)", 0, 0, 0, 0},
+            {"match_root", "PartMM, the root's rotation (global orientation) counted in the matching", 0, 0, 0, 0},
         };
+        rows[7].skip = rows[8].skip = !cfg.eval.regress;
+        rows[10].skip = !is_train && !is_val;
         int every = (int)cfg.eval.every;
-        score(&rows[0], pos, Q, n, held.vertices, diag, &canon, &views, every);
+        score(&rows[0], pos, Q, n, truth_v, diag, &canon, sv, every);
         float *S = malloc(sizeof(float) * Q * J * 12), *w1 = calloc((size_t)n * J, sizeof(float));
         float *tb2 = malloc(sizeof(float) * Q * B * 12);
         int32_t *bj = malloc(sizeof(int32_t) * B);
@@ -594,14 +827,16 @@ int cmd_animate(int argc, char **argv) {
         pm_skin_transforms(J, rig.rest, rig.parents, Q, qrot, qtrans, S);
         for (int64_t i = 0; i < n; i++) w1[i * J + bind[i]] = 1;
         lbs_all(Q, n, J, rig.points, w1, S, pos);
-        score(&rows[1], pos, Q, n, held.vertices, diag, &canon, &views, every);
+        score(&rows[1], pos, Q, n, truth_v, diag, &canon, sv, every);
         pm_bone_joints(&rig, bj);
         for (int t = 0; t < Q; t++)
             for (int b = 0; b < B; b++) memcpy(tb2 + ((int64_t)t * B + b) * 12, S + ((int64_t)t * J + bj[b]) * 12, 48);
         lbs_all(Q, n, B, rig.points, rig.weights, tb2, pos);
-        score(&rows[2], pos, Q, n, held.vertices, diag, &canon, &views, every);
-        for (int r = 3; r < 7; r++) {
+        score(&rows[2], pos, Q, n, truth_v, diag, &canon, sv, every);
+        for (int r = 3; r < NROWS; r++) {
+            if (r == 7) r = 11; /* the PartMM ablations: rows 3..6 and 11 */
             PmOptions ab = po;
+            if (r == 11) ab.match_root = !po.match_root;
             if (r == 6) ab.align = PM_ALIGN_PART;
             if (r == 3) ab.global_part = 1;
             if (r == 4) ab.levels = 1;
@@ -613,9 +848,10 @@ int cmd_animate(int argc, char **argv) {
             }
             rows[r].seconds = wall_seconds() - w;
             lbs_all(Q, n, B, rig.points, rig.weights, tb2, pos);
-            score(&rows[r], pos, Q, n, held.vertices, diag, &canon, &views, every);
+            score(&rows[r], pos, Q, n, truth_v, diag, &canon, sv, every);
         }
         for (int r = 7; r < 9; r++) {
+            if (rows[r].skip) continue;
             if (!no_progress) fprintf(stderr, NAME ": training the %s regressor\n", rows[r].name);
             if (regress_row(&cfg, r == 7 ? PM_REGRESS_MLP : PM_REGRESS_GRU, &rig, Q, qrot, S, tb2, &rows[r].seconds, err,
                             sizeof err)) {
@@ -623,7 +859,7 @@ int cmd_animate(int argc, char **argv) {
                 goto fail;
             }
             lbs_all(Q, n, B, rig.points, rig.weights, tb2, pos);
-            score(&rows[r], pos, Q, n, held.vertices, diag, &canon, &views, every);
+            score(&rows[r], pos, Q, n, truth_v, diag, &canon, sv, every);
         }
         /* the reference row: each bone's rigid fit to the held-out points it dominates (per frame,
          * per bone). Not an upper bound: LBS blends bones, so a bone fitted on its own points
@@ -644,7 +880,7 @@ int cmd_animate(int argc, char **argv) {
                     for (int c = 1; c < B; c++)
                         if (rig.weights[i * B + c] > rig.weights[i * B + best]) best = c;
                     if (best != b) continue;
-                    for (int k = 0; k < 3; k++) p[m * 3 + k] = rig.points[i * 3 + k], q[m * 3 + k] = held.vertices[((int64_t)t * n + i) * 3 + k];
+                    for (int k = 0; k < 3; k++) p[m * 3 + k] = rig.points[i * 3 + k], q[m * 3 + k] = truth_v[((int64_t)t * n + i) * 3 + k];
                     m++;
                 }
                 sb_kabsch(m, p, q, NULL, T);
@@ -653,18 +889,31 @@ int cmd_animate(int argc, char **argv) {
             }
         }
         lbs_all(Q, n, B, rig.points, rig.weights, tb2, pos);
-        score(&rows[9], pos, Q, n, held.vertices, diag, &canon, &views, every);
+        score(&rows[9], pos, Q, n, truth_v, diag, &canon, sv, every);
+        if (is_train || is_val) {
+            lbs_all(Q, n, B, rig.points, rig.weights, rig.tb + (int64_t)own0 * B * 12, pos);
+            score(&rows[10], pos, Q, n, truth_v, diag, &canon, sv, every);
+        }
         free(S), free(w1), free(tb2), free(bj);
         printf("%-16s %10s %9s %7s %9s  %s\n", "method", "rmse_%diag", "psnr_dB", "ssim", "synth_s", "what");
         for (int r = 0; r < NROWS; r++)
-            printf("%-16s %10.3f %9.2f %7.4f %9.4f  %s\n", rows[r].name, rows[r].rmse, rows[r].psnr, rows[r].ssim, rows[r].seconds,
+            if (!rows[r].skip)
+                printf("%-16s %10.3f %9.2f %7.4f %9.4f  %s\n", rows[r].name, rows[r].rmse, rows[r].psnr, rows[r].ssim, rows[r].seconds,
                    rows[r].what);
         char *js = malloc(16384);
         size_t u = 0;
-        u += snprintf(js + u, 16384 - u, "{\n  \"bench\": \"%s\",\n  \"rig\": \"%s\",\n  \"frames\": %d,\n  \"gaussians\": \"one per ground-truth rest vertex, benchmark albedo\",\n  \"rows\": [\n", bench_dir, rig_path, Q);
+        u += snprintf(js + u, 16384 - u, "{\n  \"bench\": \"%s\",\n  \"rig\": \"%s\",\n  \"frames\": %d,\n  \"gaussians\": \"%s\",\n  \"rows\": [\n", bench_dir, rig_path, Q, gaussians ? gaussians : "one per ground-truth rest vertex, benchmark albedo");
+        int last = NROWS - 1;
+        while (last > 0 && rows[last].skip) last--;
         for (int r = 0; r < NROWS; r++)
-            u += snprintf(js + u, 16384 - u, "    {\"method\": \"%s\", \"rmse_pct_diag\": %.5f, \"psnr\": %.4f, \"ssim\": %.5f, \"seconds\": %.5f}%s\n",
-                          rows[r].name, rows[r].rmse, rows[r].psnr, rows[r].ssim, rows[r].seconds, r + 1 < NROWS ? "," : "");
+            if (!rows[r].skip) {
+                /* JSON has no NaN: a table without renders (--motion val) writes null */
+                char ps[32] = "null", ss[32] = "null";
+                if (isfinite(rows[r].psnr)) snprintf(ps, sizeof ps, "%.4f", rows[r].psnr);
+                if (isfinite(rows[r].ssim)) snprintf(ss, sizeof ss, "%.5f", rows[r].ssim);
+                u += snprintf(js + u, 16384 - u, "    {\"method\": \"%s\", \"rmse_pct_diag\": %.5f, \"psnr\": %s, \"ssim\": %s, \"seconds\": %.5f}%s\n",
+                              rows[r].name, rows[r].rmse, ps, ss, rows[r].seconds, r < last ? "," : "");
+            }
         u += snprintf(js + u, 16384 - u, "  ]\n}\n");
         snprintf(path, sizeof path, "%s/eval.json", out);
         int wr = cmd_write_text(path, js, err, sizeof err);
@@ -676,6 +925,8 @@ fail:
     if (rc) fprintf(stderr, NAME ": %s\n", err);
     (void)bp_d;
     free(qrot), free(qtrans), free(tb), free(pos), free(bone_part), free(bind), free(bone_joint), free(bvh_v);
+    free(targets), free(c_scale), free(c_logit), free(c_col), free(tie.anchor), free(tie.offset);
+    ds_gaussians_free(&gply);
     pm_db_free(&db);
     ds_dnerf_free(&views);
     ds_motion_gt_free(&train), ds_motion_gt_free(&held);

@@ -81,10 +81,10 @@ typedef struct {
     } model;
     struct {
         double lr_means, lr_means_final, lr_deform, lr_deform_final, lr_scales, lr_quats, lr_opacity, lr_color, lambda;
-        double reg_opacity, reg_scale;
+        double reg_opacity, reg_scale, silhouette;
     } optim;
     struct {
-        int64_t iters, batch, turntable_frames, warmup, log_every, ckpt_every, densify_every, reset_every, knn_every, arap_k;
+        int64_t iters, batch, turntable_frames, warmup, time_ramp, log_every, ckpt_every, densify_every, reset_every, knn_every, arap_k;
         int64_t recluster_every, recluster_bones, recluster_frames;
         double refine_frac, prune_opacity, densify_grad, split_scale, arap_weight;
         bool random_background;
@@ -128,6 +128,8 @@ static const DsConfigField OPTIM_FIELDS[] = {
     {"lambda", DS_CFG_FLOAT, F(optim, lambda), "0.2", 0, 1, .help = "D-SSIM weight"},
     {"reg_opacity", DS_CFG_FLOAT, F(optim, reg_opacity), "0", 0, 100,
      .help = "x mean opacity (3DGS-MCMC's 0.01): occluded inner Gaussians die and are relocated"},
+    {"silhouette", DS_CFG_FLOAT, F(optim, silhouette), "0", 0, 1e6,
+     .help = "x the silhouette Chamfer of the centers against each view's mask (long-range pull for far-moving parts)"},
     {"reg_scale", DS_CFG_FLOAT, F(optim, reg_scale), "0", 0, 100,
      .help = "x mean scale in world units (3DGS-MCMC's 0.01): small Gaussians whose centers sit on the surface"},
     {0}};
@@ -138,6 +140,9 @@ static const DsConfigField TRAIN_FIELDS[] = {
     {"batch", DS_CFG_INT, F(train, batch), "1", 1, 4096,
      .help = "views per step (their mean loss); under mpirun a multiple of the ranks, sharded across them"},
     {"warmup", DS_CFG_INT, F(train, warmup), "1000", 0, 1e9, .help = "static steps on the canonical set first"},
+    {"time_ramp", DS_CFG_INT, F(train, time_ramp), "0", 0, 1e9,
+     .help = "time curriculum (0: off): carve and warm up on the first time's views, then widen the trained "
+             "times linearly to all of them over this many steps after the warm-up"},
     {"log_every", DS_CFG_INT, F(train, log_every), "200", 1, 1e9, .help = "JSONL line + held-out PSNR"},
     {"ckpt_every", DS_CFG_INT, F(train, ckpt_every), "1000", 0, 1e9, .help = "checkpoint period (0: end only)"},
     {"densify_every", DS_CFG_INT, F(train, densify_every), "100", 0, 1e9},
@@ -177,8 +182,8 @@ static Gs4dConfig model_config(const Gs4dCmdConfig *c) {
     g.lr_deform = c->optim.lr_deform, g.lr_deform_final = c->optim.lr_deform_final, g.lr_steps = c->train.iters;
     g.lr_scales = c->optim.lr_scales, g.lr_quats = c->optim.lr_quats, g.lr_opacity = c->optim.lr_opacity;
     g.lr_color = c->optim.lr_color, g.lambda = c->optim.lambda;
-    g.reg_opacity = c->optim.reg_opacity, g.reg_scale = c->optim.reg_scale;
-    g.warmup = c->train.warmup, g.densify_every = c->train.densify_every;
+    g.reg_opacity = c->optim.reg_opacity, g.reg_scale = c->optim.reg_scale, g.silhouette_weight = c->optim.silhouette;
+    g.warmup = c->train.warmup, g.time_ramp = c->train.time_ramp, g.densify_every = c->train.densify_every;
     g.refine_until = (int64_t)(c->train.refine_frac * (double)c->train.iters), g.reset_every = c->train.reset_every;
     g.prune_opacity = c->train.prune_opacity, g.densify_grad = c->train.densify_grad, g.split_scale = c->train.split_scale;
     g.arap_weight = c->train.arap_weight, g.arap_k = (int)c->train.arap_k, g.knn_every = c->train.knn_every;
@@ -626,6 +631,7 @@ static int gs4d_fit_run(int argc, char **argv, OptimComm *comm) {
     while (optim_train_next(&tl)) {
         /* 3DGS pops views off a reshuffled stack: every view once per epoch */
         optim_data_order((uint64_t)cfg.seed, tl.step, dtr.n, cfg.train.batch, batch);
+        for (int64_t j = 0; j < cfg.train.batch; j++) batch[j] = gs4d_pick_view(&m, &dtr, tl.step, (int)batch[j]);
         double lr = gs4d_lr(&m, GS4D_MEANS, m.step);
         Gs4dStepInfo info;
         gs4d_step_batch(&m, &dtr, batch, (int)cfg.train.batch, &tl.rng, comm, &info);

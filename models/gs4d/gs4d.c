@@ -23,7 +23,7 @@ Gs4dConfig gs4d_defaults(void) {
          * over the whole run; scaling 5e-3, rotation 1e-3, opacity 5e-2, feature 2.5e-3 */
         .lr_means = 1.6e-4, .lr_means_final = 1.6e-6, .lr_deform = 8e-4, .lr_deform_final = 1.6e-6,
         .lr_steps = 40000, .lr_scales = 5e-3, .lr_quats = 1e-3, .lr_opacity = 5e-2, .lr_color = 2.5e-3,
-        .lambda = GS_PHOTOMETRIC_LAMBDA, .warmup = 3000,
+        .lambda = GS_PHOTOMETRIC_LAMBDA, .warmup = 3000, .time_ramp = 0,
         /* 3DGS: densify every 100 until 15k, threshold 2e-4, percent_dense 0.01, reset every 3000 */
         .densify_every = 100, .refine_until = 15000, .reset_every = 3000,
         .prune_opacity = 0.005, .densify_grad = 2e-4, .split_scale = 0.01,
@@ -121,6 +121,14 @@ int gs4d_data_make(const Gs4dView *views, int n, Gs4dData *d, char *err, size_t 
     d->n = n;
     d->views = base_malloc(sizeof(Gs4dView) * (size_t)n);
     memcpy(d->views, views, sizeof(Gs4dView) * (size_t)n);
+    d->by_time = base_malloc(sizeof(int) * (size_t)n);
+    for (int v = 0; v < n; v++) { /* insertion sort: stable, and the lists are short */
+        int j = v;
+        while (j > 0 && views[d->by_time[j - 1]].time > views[v].time) d->by_time[j] = d->by_time[j - 1], j--;
+        d->by_time[j] = v;
+    }
+    d->masks = base_calloc((size_t)n, sizeof(Gs4dMask));
+    for (int v = 0; v < n; v++) gs4d_mask_make(views[v].rgba, views[v].cam.width, views[v].cam.height, &d->masks[v]);
     d->rgb = base_calloc((size_t)n, sizeof(Tensor *));
     d->alpha = base_calloc((size_t)n, sizeof(Tensor *));
     for (int v = 0; v < n; v++) {
@@ -133,7 +141,8 @@ int gs4d_data_make(const Gs4dView *views, int n, Gs4dData *d, char *err, size_t 
 }
 
 void gs4d_data_free(Gs4dData *d) {
-    free(d->views), free(d->rgb), free(d->alpha);
+    for (int v = 0; d->masks && v < d->n; v++) gs4d_mask_free(&d->masks[v]);
+    free(d->views), free(d->by_time), free(d->masks), free(d->rgb), free(d->alpha);
     memset(d, 0, sizeof *d);
 }
 
@@ -159,12 +168,13 @@ static NnLinear head(NnParams *p, const char *prefix, int64_t in, int64_t out, d
     return l;
 }
 
-/* whether world point x lands on alpha > 0.5 in at least half of the views that see it (at most
- * 64 views, evenly spaced over the list: a long sequence has hundreds, and 64 already carve
- * the union of the poses) */
-static bool carved_in(const Gs4dData *d, const double x[3]) {
-    int seen = 0, hit = 0, stride = d->n > 64 ? (d->n + 63) / 64 : 1;
-    for (int v = 0; v < d->n; v += stride) {
+/* whether world point x lands on alpha > 0.5 in at least half of the first nv views of the time
+ * order that see it (at most 64 views, evenly spaced over them: a long sequence has hundreds, and
+ * 64 already carve the intersection of the poses) */
+static bool carved_in(const Gs4dData *d, int nv, const double x[3]) {
+    int seen = 0, hit = 0, stride = nv > 64 ? (nv + 63) / 64 : 1;
+    for (int k = 0; k < nv; k += stride) {
+        int v = d->by_time[k];
         const DsCamera *c = &d->views[v].cam;
         double uv[2], z;
         if (!ds_camera_project(c, x, uv, &z)) continue;
@@ -333,10 +343,13 @@ void gs4d_init(Gs4dModel *m, const Gs4dConfig *cfg, const Gs4dData *d, const int
     int64_t got = 0, tries = 0, max_tries = 200 * n;
     const double *c = d->center;
     double r = d->radius;
+    int voters = d->n; /* with a time curriculum, the views of the first time (the warm-up's) */
+    if (cfg->time_ramp > 0)
+        for (voters = 1; voters < d->n && d->views[d->by_time[voters]].time == d->views[d->by_time[0]].time;) voters++;
     for (; got < n && tries < max_tries; tries++) {
         double x[3];
         for (int a = 0; a < 3; a++) x[a] = c[a] + r * (2 * draw_u(&dr) - 1);
-        if (carved_in(d, x)) memcpy(mu + 3 * got++, x, sizeof x);
+        if (carved_in(d, voters, x)) memcpy(mu + 3 * got++, x, sizeof x);
     }
     double vol = 8 * r * r * r;
     if (got < n / 4) got = 0; /* too little survives (no alpha?): the whole region */
@@ -446,6 +459,22 @@ double gs4d_lr(const Gs4dModel *m, int g, int64_t step) {
 }
 
 static bool deforming(const Gs4dModel *m) { return m->step >= m->cfg.warmup; }
+
+int gs4d_pick_view(const Gs4dModel *m, const Gs4dData *d, int64_t step, int v) {
+    if (m->cfg.time_ramp <= 0) return v;
+    double t0 = d->views[d->by_time[0]].time, t1 = d->views[d->by_time[d->n - 1]].time;
+    double f = (double)(step - m->cfg.warmup) / (double)m->cfg.time_ramp;
+    f = f < 0 ? 0 : f > 1 ? 1 : f;
+    double lim = t0 + f * (t1 - t0);
+    int lo = 1, hi = d->n; /* views in the window: the first time's always, then by binary search */
+    while (lo < hi) {
+        int mid = (lo + hi) / 2;
+        if (d->views[d->by_time[mid]].time <= lim) lo = mid + 1;
+        else hi = mid;
+    }
+    if (f >= 1) lo = d->n;
+    return d->by_time[(int64_t)v * lo / d->n];
+}
 
 Tensor *gs4d_render(const Gs4dModel *m, const DsCamera *cam, double t, const double bg[3]) {
     bool prev = ag_no_grad_begin();
@@ -738,6 +767,10 @@ double gs4d_step_batch(Gs4dModel *m, const Gs4dData *d, const int64_t *views, in
             loss = tensor_add(loss, tensor_mul_scalar(arap, m->cfg.arap_weight));
         }
         Tensor *reg = gs4d_regularizer(&g, m->cfg.reg_opacity, m->cfg.reg_scale);
+        if (m->cfg.silhouette_weight > 0) { /* logged with the regularizers */
+            Tensor *sil = tensor_mul_scalar(gs4d_silhouette_loss(g.means, &view->cam, &d->masks[v]), m->cfg.silhouette_weight);
+            reg = reg ? tensor_add(reg, sil) : sil;
+        }
         if (reg) loss = tensor_add(loss, reg);
         tk[3] = base_now(), ck[3] = base_cpu_now();
         ag_backward(tensor_mul_scalar(loss, scale), NULL, false);

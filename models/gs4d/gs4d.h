@@ -24,6 +24,12 @@
  * - Static warm-up: the first `warmup` steps render the canonical set alone (Deformable 3DGS:
  *   3000 of 40k), so the MLP starts from a reasonable shape; then the deformed set at the view's
  *   time, plus arap_weight × the ARAP loss between the deformed and canonical means.
+ * - Time curriculum (time_ramp > 0; off in the presets, docs/gaussianimate.md §3): the canonical set is carved from, and warmed up
+ *   on, the first time's views; then the window of times a step may draw widens to all of them
+ *   over time_ramp steps (gs4d_pick_view), so a fast part is never asked to jump further than
+ *   the MLP's extrapolation in t brings it (why: Gs4dConfig.time_ramp).
+ * - Optional silhouette Chamfer term (silhouette_weight, silhouette.h): a long-range pull of the
+ *   centers into each view's mask and onto its contour.
  * - Parameters live in one NnParams (one flat buffer, so optim/checkpoint.h saves and resumes
  *   everything) with one Adam per group over its slice of the flat buffers: Adam is invariant
  *   to the gradient's scale, so the 3DGS learning rates that differ by orders of magnitude need
@@ -60,6 +66,7 @@
 #include "nn/modules.h"
 #include "optim/comm.h"
 #include "optim/optim.h"
+#include "silhouette.h"
 
 typedef struct {
     int64_t n;
@@ -86,6 +93,22 @@ typedef struct {
      * recycles (the snake kept 556 of 3000 visible). Measurements: docs/gaussianimate.md §3. */
     double reg_opacity, reg_scale;
     int64_t warmup;
+    /* time curriculum (0: off, every training view from step 0 on). Else the canonical set is
+     * carved from the views of the first time alone and the warm-up trains on them, then the
+     * window of times trained on widens linearly from that first time (at step warmup) to every
+     * time (at warmup + time_ramp); gs4d_pick_view maps a uniform draw into the window. Why:
+     * photometric gradients are local, so a part that moves farther than its own size between
+     * the times a step may draw (the bird's wings: ±45° at the shoulder, ±30° more at the elbow) is not pulled toward where it
+     * is but faded where it is not: a canonical set carved or warmed up over every time loses
+     * it, and one fitted to the first time alone fades it as soon as all times are drawn. Within
+     * a widening window the MLP's smooth extrapolation in t puts each newly admitted time's part
+     * near its image, where the local gradient can finish the job (the coarse-to-fine-in-time
+     * schedule of sequential dynamic fitting, e.g. Luiten et al.'s Dynamic 3D Gaussians, which
+     * fits frame after frame). */
+    int64_t time_ramp;
+    /* silhouette_weight × the silhouette Chamfer of the rendered centers against the view's mask
+     * (silhouette.h; 0: off), added in every step from the first */
+    double silhouette_weight;
     /* densification (fixed n) */
     int64_t densify_every, refine_until, reset_every;
     double prune_opacity, densify_grad, split_scale;
@@ -122,6 +145,8 @@ typedef struct {
     Tensor **rgb, **alpha;
     double center[3], radius; /* the region the cameras look at */
     double extent;            /* 1.1 × the camera centers' radius around their mean (3DGS) */
+    int *by_time;             /* the view indices sorted by time (stable): the curriculum's order */
+    Gs4dMask *masks;          /* each view's alpha > 0.5 mask, for the silhouette term */
 } Gs4dData;
 
 /* Checks sizes (every image cam.width × cam.height), finds the center (least-squares point
@@ -166,11 +191,15 @@ typedef struct {
 } Gs4dModel;
 
 /* Canonical Gaussians in the region d looks at, carved by the training alphas (a point is kept
- * when at least half of the views that see it have alpha > 0.5 there; uniform in the region when
- * too few survive), labels (n; NULL: one cluster). Allocates in the current scope, which must
+ * when at least half of the views that see it have alpha > 0.5 there; with cfg->time_ramp > 0
+ * only the views of the first time vote; uniform in the region when too few survive), labels (n; NULL: one cluster). Allocates in the current scope, which must
  * outlive m. The Adam steps of every group start at 0. */
 void gs4d_init(Gs4dModel *m, const Gs4dConfig *cfg, const Gs4dData *d, const int32_t *labels);
 void gs4d_free(Gs4dModel *m);
+/* The view a step trains on, given v, a uniform draw in [0, d->n) (optim_data_order's): v itself
+ * without a time curriculum (cfg.time_ramp = 0); else the view at rank ⌊v m / n⌋ in time order,
+ * m the number of views whose time is in the window at `step` (see Gs4dConfig.time_ramp). */
+int gs4d_pick_view(const Gs4dModel *m, const Gs4dData *d, int64_t step, int v);
 /* After optim_checkpoint_load into m->params / m->optim: the step of the model and of each group. */
 void gs4d_set_step(Gs4dModel *m, int64_t step);
 

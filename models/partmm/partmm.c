@@ -16,6 +16,7 @@ void pm_options_defaults(PmOptions *o) {
     o->power = 2;
     o->align = PM_ALIGN_BONE;
     o->global_part = 0;
+    o->match_root = 0;
 }
 
 double pm_geodesic(const float a[4], const float b[4]) {
@@ -356,7 +357,7 @@ int pm_synthesize(const PmDatabase *db, int Q, const float *rot, const float *tr
             for (int p = 0; p < P; p++) {
                 double d = 0;
                 for (int j = 0; j < J; j++)
-                    if (o->global_part || db->parts[p * J + j]) d += th[j];
+                    if ((o->global_part || db->parts[p * J + j]) && (o->match_root || db->parents[j] >= 0)) d += th[j];
                 dist[((int64_t)p * Q + t) * F + f] = d;
             }
         }

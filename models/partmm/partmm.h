@@ -13,7 +13,10 @@
  * a level whose dilated patch, (p − 1)s + 1 frames, is longer than the query or the database is
  * skipped), per part, per query window u (frames u, u + s, …, u + (p−1)s):
  *  1. k nearest database patches by d = Σ_i Σ_{j∈part} θ(R_q(u+is, j), R_db(l+is, j)), θ the SO(3)
- *     geodesic 2 acos|⟨q₁, q₂⟩| (= arccos((tr R₁ᵀR₂ − 1)/2)) of the local joint rotations;
+ *     geodesic 2 acos|⟨q₁, q₂⟩| (= arccos((tr R₁ᵀR₂ − 1)/2)) of the local joint rotations, the
+ *     root's excluded (match_root 0): its local rotation is the global orientation, which the
+ *     alignment below makes irrelevant — counted, a held-out motion facing another way (147° on
+ *     the humanoid) picks patches by heading instead of by pose;
  *  2. per matched frame pair, the rigid alignment (PM_ALIGN_PART) of the part: R_align = argmin Σ_{j∈part}
  *     ‖R G_db,j − G_q,j‖²_F over the joints' global rotations (the SVD/polar solution, through
  *     Horn's quaternion eigenvector, skelebones' sb_rotation_from_cov), about the part's joint
@@ -62,6 +65,9 @@ typedef struct {
     double power;      /* Shepard weights d^(−power) (2) */
     PmAlign align;     /* (PM_ALIGN_BONE when the database has bone_joint, else as PART) */
     int global_part;   /* 1: one part holding every joint and bone (the ablation; 0) */
+    int match_root;    /* 1: the root joint's rotation (the global orientation) counts in the
+                          matching distance; 0 (default): matching sees the articulation alone,
+                          the alignment carries the global placement (the ablation: 1) */
 } PmOptions;
 
 void pm_options_defaults(PmOptions *o);

@@ -7,6 +7,7 @@
 
 #include "base/errbuf.h"
 #include "base/h5file.h"
+#include "datasets/motion/rig.h"
 #include "models/skelebones/cluster.h"
 
 void pm_rig_free(PmRig *r) {
@@ -226,6 +227,67 @@ int pm_pose_from_points(const PmRig *r, int F, const float *observed, int64_t ma
 done:
     free(bind), free(order), free(start), free(buf), free(fits), free(has), free(pts), free(pw), free(pobs), free(nodes);
     free(off);
+    return rc;
+}
+
+int pm_pose_by_fits(const PmRig *r, int F, const float *observed, float *rot, float *trans, char *err, size_t errlen) {
+    int J = r->J;
+    int64_t n = r->n;
+    if (F < 1) return base_errf(err, errlen, "partmm: a pose of %d frames", F);
+    int32_t *bind = malloc(sizeof(int32_t) * n);
+    int64_t *order = malloc(sizeof(int64_t) * n), *start = calloc((size_t)J + 1, sizeof(int64_t));
+    int64_t *fill = calloc((size_t)J, sizeof(int64_t));
+    int rc = 0;
+    if (!bind || !order || !start || !fill) {
+        rc = base_errf(err, errlen, "partmm: out of memory (a pose of %d frames)", F);
+        goto done;
+    }
+    pm_bind_points(J, r->rest, r->parents, n, r->points, bind);
+    for (int64_t i = 0; i < n; i++) start[bind[i] + 1]++;
+    for (int j = 0; j < J; j++) start[j + 1] += start[j];
+    for (int64_t i = 0; i < n; i++) order[start[bind[i]] + fill[bind[i]]++] = i;
+    int fail = 0;
+#pragma omp parallel for schedule(dynamic, 1)
+    for (int t = 0; t < F; t++) {
+        const float *obs = observed + (int64_t)t * n * 3;
+        double G[SB_IK_MAX_JOINTS * 9], T[12], troot[3] = {0, 0, 0};
+        double *buf = malloc(sizeof(double) * (n > 0 ? n : 1) * 6);
+        if (!buf) {
+#pragma omp atomic write
+            fail = 1;
+            continue;
+        }
+        for (int j = 0; j < J; j++) {
+            int p = r->parents[j];
+            if (group_fit(start[j + 1] - start[j], order + start[j], r->points, obs, buf, T)) {
+                for (int a = 0; a < 3; a++)
+                    for (int b = 0; b < 3; b++) G[j * 9 + a * 3 + b] = T[a * 4 + b];
+                if (p < 0) /* p_root = T(x_root) = x_root + translation */
+                    for (int a = 0; a < 3; a++)
+                        troot[a] = T[a * 4] * r->rest[0] + T[a * 4 + 1] * r->rest[1] + T[a * 4 + 2] * r->rest[2] + T[a * 4 + 3] - r->rest[a];
+            } else if (p >= 0) {
+                memcpy(G + j * 9, G + p * 9, sizeof(double) * 9); /* no group of its own: rigid with its parent */
+            } else {
+                for (int k = 0; k < 9; k++) G[k] = k % 4 == 0;
+            }
+            /* the local rotation L_j = G_parentᵀ G_j (FK: G_j = G_parent L_j) */
+            double L[9], q[4];
+            for (int a = 0; a < 3; a++)
+                for (int b = 0; b < 3; b++) {
+                    double v = 0;
+                    for (int k = 0; k < 3; k++) v += (p >= 0 ? G[p * 9 + k * 3 + a] : (double)(k == a)) * G[j * 9 + k * 3 + b];
+                    L[a * 3 + b] = v;
+                }
+            ds_quat_from_mat3(L, q);
+            double s = q[0] < 0 ? -1 : 1;
+            for (int k = 0; k < 4; k++) rot[((int64_t)t * J + j) * 4 + k] = (float)(s * q[k]);
+        }
+        for (int a = 0; a < 3; a++) trans[t * 3 + a] = (float)troot[a];
+        free(buf);
+    }
+    if (fail) rc = base_errf(err, errlen, "partmm: out of memory (a pose of %d frames)", F);
+done:
+    free(bind), free(order), free(start), free(fill);
     return rc;
 }
 

@@ -56,6 +56,14 @@ void pm_bone_parts(int64_t n, int B, int J, int P, const float *weights, const i
 int pm_pose_from_points(const PmRig *r, int F, const float *observed, int64_t max_points, const SbIkOptions *o,
                         float *rot, float *trans, char *err, size_t errlen);
 
+/* The same pose in closed form (partmm.ik = fit): each joint's global rotation is the rigid
+ * (Kabsch) fit of the rest points bound to it onto their observed positions, a joint without 3
+ * points of its own rigid with its parent; local rotations L_j = G_parentᵀ G_j, the root
+ * translation from the root group's fit. The global optimum of each fit, so nearly equal inputs
+ * give nearly equal poses — the iterative IK can settle in another basin for a weakly observed
+ * twist (a hand turned by 167° between the held-out query and the database's keys). */
+int pm_pose_by_fits(const PmRig *r, int F, const float *observed, float *rot, float *trans, char *err, size_t errlen);
+
 /* S_j per frame (F × J × 12) of a pose sequence (rot F × J × 4, trans F × 3) on the tree. */
 void pm_skin_transforms(int J, const double *rest, const int32_t *parents, int F, const float *rot, const float *trans,
                         float *out);

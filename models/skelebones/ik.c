@@ -180,6 +180,10 @@ int sb_ik_solve(const SbTree *tree, int F, const double *nodes, const int64_t *o
         OptimConfig cfg = optim_defaults(OPTIM_ADAM);
         cfg.lr = o->lr;
         optim_init(&opt, &p, &cfg); /* fresh moments per frame: each frame is its own problem */
+        if (o->init_rotations && o->init_translation) {
+            for (int k = 0; k < J * 4; k++) flat[k] = o->init_rotations[(size_t)t * J * 4 + k];
+            for (int k = 0; k < 3; k++) flat[J * 4 + k] = o->init_translation[(size_t)t * 3 + k];
+        }
         fr.Y = tensor_from_f64(2, (int64_t[]){off[t + 1] - off[t], 3}, TENSOR_F64, nodes + off[t] * 3);
         if (N > 0) {
             for (int64_t i = 0; i < N * 3; i++) buf[i] = observed[(size_t)t * N * 3 + i];

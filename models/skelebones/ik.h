@@ -34,6 +34,10 @@ typedef struct {
     double lambda; /* the weight of the point term (default 1) */
     SbProgressFn progress; /* (user, frame, frames, final loss of that frame) */
     void *user;
+    /* NULL (default): each frame starts from the previous frame's solution (the first from
+     * rest); else each frame t starts from init_rotations[t] (J × 4) and init_translation[t] (3):
+     * a refinement of a given pose, so the solution stays in that pose's basin */
+    const float *init_rotations, *init_translation;
 } SbIkOptions;
 
 void sb_ik_defaults(SbIkOptions *o);

@@ -40,7 +40,8 @@ function startServer(args) {
     const cmd = [...wrap, path.join(root, 'anima'), 'view', '--port', '0', ...args];
     const proc = spawn(cmd[0], cmd.slice(1), { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '', err = '';
-    const limit = process.env.VIEWER_TEST_WRAP ? 600 : 60;
+    // the server optimizes its cubature before it listens: seconds alone, minutes on a busy machine
+    const limit = process.env.VIEWER_TEST_WRAP ? 600 : 240;
     const timer = setTimeout(() => reject(new Error(`anima view printed no URL in ${limit} s: ${out} ${err}`)), limit * 1000);
     proc.stdout.on('data', (d) => {
       out += d;
