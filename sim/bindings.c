@@ -286,7 +286,9 @@ done:
     return rc;
 }
 
-void sim_gaussians_update(SimGaussianBinding *gb, const SimObject *o) {
+void sim_gaussians_update(SimGaussianBinding *gb, const SimObject *o) { sim_gaussians_update_rigged(gb, o, NULL, NULL); }
+
+void sim_gaussians_update_rigged(SimGaussianBinding *gb, const SimObject *o, const double *u_r, const double *F_r) {
     int64_t n = gb->bind.n;
     double *x = malloc(sizeof(double) * 3 * (size_t)(n + 1)), *F = malloc(sizeof(double) * 9 * (size_t)(n + 1));
     if (!x || !F) {
@@ -294,6 +296,11 @@ void sim_gaussians_update(SimGaussianBinding *gb, const SimObject *o) {
         return;
     }
     sim_binding_eval(&gb->bind, o->z, x, F);
+    if (u_r)
+        for (int64_t k = 0; k < 3 * n; k++) x[k] += u_r[k];
+    if (F_r) /* F = F_r + (G z)ᵀ = F_r + (F_z − I) */
+        for (int64_t p = 0; p < n; p++)
+            for (int k = 0; k < 9; k++) F[9 * p + k] += F_r[9 * p + k] - (k % 4 == 0);
     double sR[9];
     for (int k = 0; k < 9; k++) sR[k] = gb->pose_scale * gb->pose_R[k];
     int par_nt = base_par_threads(n, 200);

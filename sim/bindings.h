@@ -74,5 +74,10 @@ void sim_gaussians_free(SimGaussianBinding *gb);
  * (pose scale · pose R) — the world covariance of the rest Gaussian is (sR) Σ₀ (sR)ᵀ — color and
  * opacity copied (higher SH bands are not rotated). */
 void sim_gaussians_update(SimGaussianBinding *gb, const SimObject *o);
+/* The same on a rigged object (sim/rig.h: x = X + u_r + B z): u_r (n × 3, world) and F_r (n × 9,
+ * row-major) the rig's displacement and deformation gradient at the rest centers (gb->bind.X;
+ * sim_rig_points_eval), so that x = X + u_r + B z and F = F_r + (G z)ᵀ, the total deformation the
+ * solver's elastic term sees; u_r and F_r NULL: sim_gaussians_update. */
+void sim_gaussians_update_rigged(SimGaussianBinding *gb, const SimObject *o, const double *u_r, const double *F_r);
 
 #endif

@@ -52,7 +52,7 @@ static int rig_weights(const SimRig *r, int64_t n, const double *p, double *w, d
 
 static void rig_basis(const SimRig *r, const SimObject *o, double *A, double *m);
 static int gram_chol(const double *A, const double *m, int64_t nc, int K, double *Gm);
-static int rig_complement(const SimRig *r, SimObject *o);
+static int rig_complement(SimRig *r, SimObject *o);
 
 int sim_rig_init(SimRig *r, SimObject *o, const char *category, uint64_t seed, int mesh_res, float sigma,
                  const double center[3], double k, const SimPose *pose, char *err, size_t errlen) {
@@ -134,6 +134,7 @@ void sim_rig_free(SimRig *r) {
     free(r->pc), free(r->pv), free(r->wc), free(r->dwc), free(r->wv), free(r->keys), free(r->drags);
     free(r->live), free(r->live_on), free(r->uc), free(r->F), free(r->uv);
     free(r->local), free(r->rows), free(r->lam), free(r->mrows);
+    free(r->C);
     memset(r, 0, sizeof *r);
 }
 
@@ -381,7 +382,7 @@ done:
  * place. A row a(X) = [w_j(X) X̃ᵀ]_j is a smooth field, so the correction is exact everywhere: at
  * the vertices by their own rig weights, and in G by its derivative ∂_d a[4j + l] = ∂_d w_j X̃_l +
  * w_j δ_dl. A second pass (iterative refinement) takes the residual AᵀM B_comp to roundoff. 0 or -1. */
-static int rig_complement(const SimRig *r, SimObject *o) {
+static int rig_complement(SimRig *r, SimObject *o) {
     int64_t nc = o->nc, nv = o->nv, nb = o->nb;
     int K = 4 * r->nbones, Lc = (int)(4 * o->m), nbr = r->nbones, rk = 0, kk = nc < K ? (int)nc : K;
     if (Lc == 0) return 0;
@@ -393,6 +394,8 @@ static int rig_complement(const SimRig *r, SimObject *o) {
     int rc = -1;
     if (!A || !m || !U || !sv || !VT || !C || !Y || !SB || !row) goto done;
     if (rig_range(r, o, U, sv, VT, m, &rk)) goto done;
+    free(r->C);
+    if (!(r->C = calloc((size_t)K * Lc, sizeof(double)))) goto done;
     rig_basis(r, o, A, m);
     for (int pass = 0; pass < 2; pass++) {
         /* SB = M½ B_L (row-major nc × Lc); Y = Uᵀ SB (row-major K × Lc, rows past the rank 0; the
@@ -404,6 +407,7 @@ static int rig_complement(const SimRig *r, SimObject *o) {
         for (int k = 0; k < rk; k++) cblas_dscal(Lc, 1 / sv[k], Y + (size_t)k * Lc, 1);
         /* C = V Y: Vᵀ column-major kk × K is row-major V (K × kk) */
         cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, K, Lc, rk, 1.0, VT, kk, Y, Lc, 0.0, C, Lc);
+        cblas_daxpy(K * Lc, 1.0, C, 1, r->C, 1); /* the total over the passes (sim_rig_points_project) */
         cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)nc, Lc, K, -1.0, A, K, C, Lc, 1.0, o->Bc, (int)nb);
         for (int64_t c = 0; c < nc; c++) { /* G rows: ∂_d a_c C */
             const double *X = o->Xc + 3 * c;
@@ -681,4 +685,66 @@ int sim_rig_write_plot(const char *path, int64_t n, const double *t, const doubl
     int rc = ds_image_write(path, &im, err, errlen);
     ds_image_free(&im);
     return rc;
+}
+
+/* ---- the rig at other points (rig.h) ---------------------------------------------------------- */
+
+void sim_rig_points_free(SimRigPoints *pts) {
+    free(pts->p), free(pts->w), free(pts->dw);
+    memset(pts, 0, sizeof *pts);
+}
+
+int sim_rig_points_init(const SimRig *r, int64_t n, const double *X, SimRigPoints *pts, char *err, size_t errlen) {
+    memset(pts, 0, sizeof *pts);
+    int nb = r->nbones;
+    pts->n = n;
+    pts->p = malloc(sizeof(double) * 3 * (size_t)(n + 1)), pts->w = malloc(sizeof(double) * (size_t)((n + 1) * nb));
+    pts->dw = calloc((size_t)((n + 1) * nb * 3), sizeof(double));
+    if (!pts->p || !pts->w || !pts->dw) {
+        sim_rig_points_free(pts);
+        return base_errf(err, errlen, "rig: out of memory for %lld points", (long long)n);
+    }
+    /* p = L⁻¹ (X − off), L = s R (as sim_rig_init maps the object's points) */
+    double s = sqrt(r->L[0] * r->L[0] + r->L[3] * r->L[3] + r->L[6] * r->L[6]);
+    for (int64_t q = 0; q < n; q++) {
+        double d[3] = {X[3 * q] - r->off[0], X[3 * q + 1] - r->off[1], X[3 * q + 2] - r->off[2]};
+        for (int a = 0; a < 3; a++)
+            pts->p[3 * q + a] = (r->R[a] * d[0] + r->R[3 + a] * d[1] + r->R[6 + a] * d[2]) / s;
+    }
+    if (rig_weights(r, n, pts->p, pts->w, pts->dw)) {
+        sim_rig_points_free(pts);
+        return base_errf(err, errlen, "rig: out of memory for %lld points", (long long)n);
+    }
+    return 0;
+}
+
+void sim_rig_points_eval(const SimRig *r, const SimRigPoints *pts, const double *local, const double root[3], double *u,
+                         double *F) {
+    /* the points as the cubature set of a view of the rig: sim_rig_eval's LBS and F_r, unchanged */
+    SimRig v = *r;
+    v.nc = pts->n, v.pc = pts->p, v.wc = pts->w, v.dwc = pts->dw;
+    v.nv = 0, v.pv = NULL, v.wv = NULL;
+    sim_rig_eval(&v, local, root, u, NULL, F);
+}
+
+void sim_rig_points_project(const SimRig *r, const SimRigPoints *pts, const double *X, int64_t nb, double *B, double *G) {
+    if (!r->C) return;
+    int K = 4 * r->nbones, nbr = r->nbones, Lc = (int)(nb / 4 - 1) * 4;
+    double *row = malloc(sizeof(double) * (size_t)(3 * K));
+    if (!row) return;
+    for (int64_t p = 0; p < pts->n; p++) { /* as rig_complement does the object's rows */
+        const double *x = X + 3 * p;
+        double xh[4] = {x[0], x[1], x[2], 1};
+        for (int j = 0; j < nbr; j++)
+            for (int l = 0; l < 4; l++) row[4 * j + l] = pts->w[p * nbr + j] * xh[l];
+        cblas_dgemv(CblasRowMajor, CblasTrans, K, Lc, -1.0, r->C, Lc, row, 1, 1.0, B + p * nb, 1);
+        for (int j = 0; j < nbr; j++) {
+            double dw[3];
+            world_gradient(r, pts->dw + (p * nbr + j) * 3, dw);
+            for (int d = 0; d < 3; d++)
+                for (int l = 0; l < 4; l++) row[d * K + 4 * j + l] = dw[d] * xh[l] + (l == d ? pts->w[p * nbr + j] : 0);
+        }
+        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, 3, Lc, K, -1.0, row, K, r->C, Lc, 1.0, G + 3 * p * nb, (int)nb);
+    }
+    free(row);
 }

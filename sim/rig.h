@@ -101,6 +101,7 @@ typedef struct {
     double *rows;            /* the exact rows given to the object (4: constant handle, plus the dropped modes) */
     double rank_tol;         /* modes with 1 − λ_i < rank_tol are dropped */
     int kept;                /* free modes per coordinate block */
+    double *C;               /* the projection's C (4 nbones × 4 o->m, B_comp = B − A C), for other points' rows */
 } SimRig;
 
 /* The default rank_tol: a mode is kept when at least 0.1% of its mass-weighted norm² lies outside
@@ -177,7 +178,8 @@ int sim_rig_set_rank_tol(SimRig *r, SimObject *o, double tol, int *kept, char *e
  *         drags: [{bone, target, t0 [0], t1 [0.5], t_release [1e30]}] (joint drags)}
  * The rigged object's skinning must be of the same procedural shape (its category, seed and
  * mesh_res are the rig's); the scene then holds that one object and no rigid bodies (world.c's
- * IPC does not see u_r), and the object carries no gaussians (sim/bindings.h moves them by B z). */
+ * IPC does not see u_r). Its gaussians move with x = X + u_r + B z and F = F_r + (G z)ᵀ
+ * (sim_rig_points_*, sim_gaussians_update_rigged). */
 typedef struct {
     char bone[24];
     double t, axis[3], deg;
@@ -220,5 +222,26 @@ int sim_rig_write_plot(const char *path, int64_t n, const double *t, const doubl
  * parameters per bone, physskin.md §9; M the lumped ρ V_c, as L_comp trains it),
  * ‖P u_c‖_M / ‖u_c‖_M (0 when u_c = 0). Roundoff-sized for the projected subspace. */
 double sim_rig_projection(const SimRig *r, const SimObject *o);
+
+/* ---- the rig at other points (3D Gaussians bound to a rigged object, sim/bindings.h) -----------
+ * A point set's rig weights (and their gradients) at its world rest positions, evaluated once;
+ * then u_r and F_r there for any pose, by sim_rig_eval's own LBS. */
+typedef struct {
+    int64_t n;
+    double *p, *w, *dw; /* rig-frame rest points (n × 3), weights (n × nb), their p-gradients (n × nb × 3) */
+} SimRigPoints;
+
+/* The rig's weights at n world rest points X (n × 3: the object's frame after its pose, as
+ * SimBinding.X). 0, or -1 with err (out of memory). */
+int sim_rig_points_init(const SimRig *r, int64_t n, const double *X, SimRigPoints *pts, char *err, size_t errlen);
+void sim_rig_points_free(SimRigPoints *pts);
+/* u_r (world, n × 3) and F_r (n × 9 row-major, may be NULL) at the points for the pose (local,
+ * root) — r->local, r->root after sim_rig_advance are the pose of the step just taken. */
+void sim_rig_points_eval(const SimRig *r, const SimRigPoints *pts, const double *local, const double root[3], double *u,
+                         double *F);
+/* The complementary projection on a binding's rows at the points (sim/bindings.h's SimBinding of
+ * the same n points X, world; nb = o->nb): b ← b − a(X) C, G_d ← G_d − ∂_d a(X) C, as sim_rig_init
+ * projects the object's own rows, so bound points see B_comp too. */
+void sim_rig_points_project(const SimRig *r, const SimRigPoints *pts, const double *X, int64_t nb, double *B, double *G);
 
 #endif

@@ -354,11 +354,6 @@ static int resolve(const char *src, SceneFile *in, SimScene *sc, char *err, size
                   (long long)sc->rig.object);
         return -1;
     }
-    if (sc->rig.object >= 0 && sc->objects[sc->rig.object].gaussians[0]) {
-        base_errf(err, errlen, "%s: key 'rig': the rigged object cannot carry gaussians yet (sim/bindings.h moves "
-                               "them by B z alone, without the rig's displacement)", src);
-        return -1;
-    }
     if (sc->rig.object >= 0 && (sc->nobjects > 1 || sc->nrigids > 0)) {
         base_errf(err, errlen, "%s: key 'rig': a rigged scene holds one object and no rigid bodies (the IPC contact "
                                "between bodies does not see the rig's displacement)", src);
@@ -784,13 +779,27 @@ static int cmp_d(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
+/* The rigged object's Gaussians (rig NULL: none): the rig's weights at their rest centers, once,
+ * and per frame u_r, F_r there at the rig's current pose (x = X + u_r + B z, sim/rig.h). */
+typedef struct {
+    const SimRig *rig;
+    int object;
+    SimRigPoints pts;
+    double *u, *F;
+} SceneRigGauss;
+
 static int write_frame(const SimScene *sc, const SimObject *objs, const SimRigid *rigids, SimGaussianBinding *gauss,
-                       const char *outdir, int64_t frame, const DsCamera *cam, const double center[3], double extent,
-                       char *err, size_t errlen) {
+                       const SceneRigGauss *rg, const char *outdir, int64_t frame, const DsCamera *cam,
+                       const double center[3], double extent, char *err, size_t errlen) {
     char path[4096];
     for (int k = 0; k < sc->nobjects; k++) { /* bound 3D Gaussians (sim/bindings.h) */
         if (!gauss[k].bind.n) continue;
-        sim_gaussians_update(&gauss[k], &objs[k]);
+        if (rg->rig && rg->object == k) {
+            sim_rig_points_eval(rg->rig, &rg->pts, rg->rig->local, rg->rig->root, rg->u, rg->F);
+            sim_gaussians_update_rigged(&gauss[k], &objs[k], rg->u, rg->F);
+        } else {
+            sim_gaussians_update(&gauss[k], &objs[k]);
+        }
         snprintf(path, sizeof path, "%s/frame_%05lld_gaussians_%d.ply", outdir, (long long)frame, k);
         if (ds_gaussians_write(path, &gauss[k].out, err, errlen)) return -1;
     }
@@ -860,6 +869,7 @@ int sim_scene_run(const SimScene *sc, const char *scene_dir, const char *outdir,
         return -1;
     }
     SimWorld world = {0};
+    SceneRigGauss rg = {0};
     int rc = -1;
     if (sim_scene_build_rigids(sc, scene_dir, rigids, err, errlen)) {
         if (rigged) sim_rig_free(&rig);
@@ -892,12 +902,24 @@ int sim_scene_run(const SimScene *sc, const char *scene_dir, const char *outdir,
     DsCamera cam = ds_camera_look_at(eye, target, upv, (int)sc->output.width, (int)sc->output.height, sc->output.fov);
     SimObject *ro = rigged ? &objs[sc->rig.object] : NULL;
     if (rigged) report->rig_modes = rig.nm, report->rig_modes_kept = rig.kept;
+    if (rigged && gauss[sc->rig.object].bind.n) {
+        int64_t n = gauss[sc->rig.object].bind.n;
+        rg.rig = &rig, rg.object = (int)sc->rig.object;
+        rg.u = malloc(sizeof(double) * 3 * (size_t)n), rg.F = malloc(sizeof(double) * 9 * (size_t)n);
+        if (!rg.u || !rg.F) {
+            base_errf(err, errlen, "sim: out of memory");
+            goto done;
+        }
+        SimBinding *gbind = &gauss[sc->rig.object].bind;
+        if (sim_rig_points_init(&rig, n, gbind->X, &rg.pts, err, errlen)) goto done;
+        sim_rig_points_project(&rig, &rg.pts, gbind->X, gbind->nb, gbind->B, gbind->G); /* B_comp (sim/rig.h) */
+    }
     if (rigged) { /* frame 0 shows the rig's pose at t = 0 */
         sim_rig_advance(&rig, ro, 0);
         ke[0] = 0, ke[sc->steps + 1] = 0;
     }
     double e0 = sim_world_energy(&world);
-    if (write_frame(sc, objs, rigids, gauss, outdir, 0, &cam, center, extent, err, errlen)) goto done;
+    if (write_frame(sc, objs, rigids, gauss, &rg, outdir, 0, &cam, center, extent, err, errlen)) goto done;
     report->frames = 1;
     for (int64_t s = 1; s <= sc->steps; s++) {
         double c0 = base_cpu_now();
@@ -923,7 +945,7 @@ int sim_scene_run(const SimScene *sc, const char *scene_dir, const char *outdir,
                 report->rig_projection_max = fmax(report->rig_projection_max, sim_rig_projection(&rig, ro));
         }
         if (s % sc->output.every == 0) {
-            if (write_frame(sc, objs, rigids, gauss, outdir, s / sc->output.every, &cam, center, extent, err, errlen))
+            if (write_frame(sc, objs, rigids, gauss, &rg, outdir, s / sc->output.every, &cam, center, extent, err, errlen))
                 goto done;
             report->frames++;
         }
@@ -943,6 +965,7 @@ int sim_scene_run(const SimScene *sc, const char *scene_dir, const char *outdir,
     }
     rc = 0;
 done:
+    sim_rig_points_free(&rg.pts), free(rg.u), free(rg.F);
     if (rigged) sim_rig_free(&rig);
     free(ke);
     sim_world_free(&world);

@@ -24,7 +24,8 @@
  *                        cubature points, sim_cubature_optimize at load with its defaults but
  *                        cubature_drops turned drops; 0: every point), cubature_drops [8],
  *       gaussians [""] (a 3DGS PLY in the skinning's frame: bound by sim/bindings.h and written
- *                       per frame as frame_NNNNN_gaussians_K.ply, K the object index) } ]
+ *                       per frame as frame_NNNNN_gaussians_K.ply, K the object index; on the
+ *                       rigged object they move with X + u_r + B z, sim/rig.h) } ]
  *   contact: {enabled [true], dhat [0] (m; 0: auto), stiffness [0] (N/m; 0: auto),
  *             min_sep [0.2], proxy_cells [20], mu [0], eps_v [1e-3], edge_edge [true], dedup [true]}
  *                                                  (IPC between bodies, sim/world.h)

@@ -54,7 +54,10 @@ USES = {
 # photometric loss, which live in models/gaussians.
 MODEL_USES = {"models/gs4d": {"models/gaussians"},
               # PartMM animates a Skelebones rig (its FK, IK and rigid fits); rendering is tools'
-              "models/partmm": {"models/skelebones"}}
+              "models/partmm": {"models/skelebones"},
+              # PhysSkin trains on rigged shapes read from Skelebones rig.h5 files and, through
+              # Skelebones' libassimp reader, from skinned models (models/physskin/data.c)
+              "models/physskin": {"models/skelebones"}}
 SOURCE_EXT = (".c", ".h", ".cu")
 PREFIX_CHECK = True
 # A backend's kernels inside tensor/ keep their own short prefix (cpu_, cu_): they are the

@@ -425,9 +425,6 @@ TEST(rigskin_scene_runs_with_a_rig) {
     CHECK(sim_scene_parse("{\"objects\": [{}, {}], \"rig\": {\"object\": 0}}", "inline", &sc, err, sizeof err) != 0);
     CHECK(strstr(err, "one object") != NULL);
     CHECK(sim_scene_parse("{\"objects\": [{}], \"rig\": {\"object\": 1}}", "inline", &sc, err, sizeof err) != 0);
-    CHECK(sim_scene_parse("{\"objects\": [{\"gaussians\": \"g.ply\"}], \"rig\": {\"object\": 0}}", "inline", &sc, err,
-                          sizeof err) != 0);
-    CHECK(strstr(err, "gaussians") != NULL);
 }
 
 /* the controls under rig motion: an exact fixed region follows the rig (B z = 0 there); a floor

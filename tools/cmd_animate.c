@@ -36,6 +36,7 @@
 #include "models/partmm/rig.h"
 #include "tools/cmd.h"
 #include "tools/cmd_args.h"
+#include "tools/cmd_animate_phys.h"
 
 #define NAME "anima animate"
 
@@ -516,7 +517,7 @@ done:
 }
 
 int cmd_animate(int argc, char **argv) {
-    const char *map_path = NULL;
+    const char *map_path = NULL, *physics = NULL;
     const char *rig_path = NULL, *motion = NULL, *out = NULL, *bench = NULL, *config_path = NULL, *eye = NULL;
     const char *reuse = NULL, *gaussians = NULL;
     const char *video = "auto";
@@ -539,6 +540,7 @@ int cmd_animate(int argc, char **argv) {
         {"--eye", CMD_ARG_STRING, &eye, "X,Y,Z", "render from this point looking at the character's rest center (default: a held-out benchmark camera)"},
         {"--eval", CMD_ARG_FLAG, &do_eval, NULL, "also score PartMM, its ablations and the baselines on the held-out motion: DIR/eval.json and a table"},
         {"--no-ply", CMD_ARG_FLAG, &no_ply, NULL, "no per-frame PLYs"},
+        {"--physics", CMD_ARG_STRING, &physics, "CONFIG.json", "PhysSkin secondary motion on top of the animation (tools/cmd_animate_phys.c; \"\": defaults): DIR/physics.json, DIR/kinetic.png"},
         {"--no-progress", CMD_ARG_FLAG, &no_progress, NULL, "no progress lines on stderr"},
         {0}};
     const CmdArgSpec spec = {NAME, "--rig RIG --motion heldout --out DIR [options]",
@@ -727,6 +729,9 @@ int cmd_animate(int argc, char **argv) {
     if (pm_synthesize(&db, Q, qrot, qtrans, &po, tb, err, sizeof err)) goto fail;
     double cpu = cpu_seconds() - c0, wall = wall_seconds() - w0;
     lbs_all(Q, n, B, rig.points, rig.weights, tb, pos);
+    if (physics && cmd_animate_physics(physics, rig_path, Q, B, tb, (double)cfg.render.fps, n, rig.points, pos, out,
+                                       !no_progress, err, sizeof err))
+        goto fail;
     printf("partmm: %d poses from a %d-frame database (%d bones, %d joints, %d parts) in %.4f s wall, %.4f s cpu: %.0f poses/s\n",
            Q, rig.F, B, J, rig.P, wall, cpu, Q / wall);
     /* outputs */

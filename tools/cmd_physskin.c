@@ -56,7 +56,7 @@ static int cmd_train(int argc, char **argv) {
     const CmdArg args[] = {
         {"--config", CMD_ARG_STRING, &config_path, "FILE",
          "JSON config (configs/physskin-{paper,small,tiny}.json; default: the small preset)"},
-        {"--data", CMD_ARG_STRING, &data, "SRC", "a dataset directory, or procedural:<category>,... (procedural: all)",
+        {"--data", CMD_ARG_STRING, &data, "SRC", "a dataset directory, procedural:<category>,... (procedural: all), or rigs:<rig.h5|skinned model>,...",
          .required = true},
         {"--out", CMD_ARG_STRING, &out, "DIR", "writes DIR/ckpt.h5 and DIR/metrics.jsonl (default runs/physskin)"},
         {"--resume", CMD_ARG_FLAG, &resume, NULL, "continue from DIR/ckpt.h5"},

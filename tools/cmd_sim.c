@@ -11,7 +11,11 @@
 #include <unistd.h>
 
 #include "base/clock.h"
+#include "base/errbuf.h"
+#include "datasets/mesh/gaussian_ply.h"
+#include "datasets/render/image.h"
 #include "datasets/render/video.h"
+#include "models/gaussians/rasterize.h"
 #include "sim/scene.h"
 #include "sim/skinning.h"
 #include "tools/cmd.h"
@@ -82,6 +86,66 @@ static int cmd_skinning(int argc, char **argv) {
     printf("%s: %lld handles, %lld cubature points, %lld vertices, %lld triangles (%s)\n", argv[2], (long long)s.m,
            (long long)s.nc, (long long)s.nv, (long long)s.nf, s.source);
     sim_skinning_free(&s);
+    return 0;
+}
+
+static int cmp_float(const void *a, const void *b) {
+    float x = *(const float *)a, y = *(const float *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Object k's bound Gaussians of frames 0..frames-1 (sim/scene.c writes frame_NNNNN_gaussians_K.ply)
+ * rendered by the 3DGS rasterizer (models/gaussians/rasterize.h) over white to
+ * gaussians_K_NNNNN.png, through the scene's eye and target when it gives them, else a camera
+ * framing the first frame's means (eye placed as the scene places its own; its output size and
+ * fov). */
+static int render_gaussians(const SimScene *sc, const char *out, int k, int64_t frames, char *err, size_t errlen) {
+    DsCamera cam;
+    char path[4300];
+    for (int64_t f = 0; f < frames; f++) {
+        DsGaussians g;
+        snprintf(path, sizeof path, "%s/frame_%05lld_gaussians_%d.ply", out, (long long)f, k);
+        if (ds_gaussians_read(path, &g, err, errlen)) return -1;
+        int64_t n = g.n, K = ds_gaussians_sh_count(g.sh_degree);
+        if (f == 0) {
+            /* the box of the means from their 1st to 99th percentile per axis: a fitted set's few
+             * stray Gaussians would otherwise shrink the object in the frame */
+            double lo[3] = {0, 0, 0}, hi[3] = {1, 1, 1}, c[3], e = 0;
+            float *v = malloc(sizeof(float) * (size_t)(n + 1));
+            if (!v) {
+                ds_gaussians_free(&g);
+                return base_errf(err, errlen, "out of memory");
+            }
+            for (int a = 0; a < 3 && n > 0; a++) {
+                for (int64_t i = 0; i < n; i++) v[i] = g.xyz[3 * i + a];
+                qsort(v, (size_t)n, sizeof *v, cmp_float);
+                lo[a] = v[n / 100], hi[a] = v[n - 1 - n / 100];
+            }
+            free(v);
+            for (int a = 0; a < 3; a++) c[a] = 0.5 * (lo[a] + hi[a]), e = fmax(e, hi[a] - lo[a]);
+            double target[3], eye[3], up[3] = {0, 1, 0};
+            memcpy(target, sc->output.has_target ? sc->output.target : c, sizeof target);
+            if (sc->output.has_eye) memcpy(eye, sc->output.eye, sizeof eye);
+            else eye[0] = target[0] + 0.6 * e, eye[1] = target[1] + 0.6 * e, eye[2] = target[2] + 2.4 * e;
+            cam = ds_camera_look_at(eye, target, up, (int)sc->output.width, (int)sc->output.height, sc->output.fov);
+        }
+        TensorScope *ts = tensor_scope_begin();
+        GsGaussians gs = {tensor_from_data(TENSOR_SHAPE(n, 3), TENSOR_F32, g.xyz),
+                          tensor_from_data(TENSOR_SHAPE(n, 3), TENSOR_F32, g.scale),
+                          tensor_from_data(TENSOR_SHAPE(n, 4), TENSOR_F32, g.rot),
+                          tensor_from_data(TENSOR_SHAPE(n, 1), TENSOR_F32, g.opacity),
+                          tensor_from_data(TENSOR_SHAPE(n, K, 3), TENSOR_F32, g.sh)};
+        ds_gaussians_free(&g);
+        const double white[3] = {1, 1, 1};
+        bool prev = ag_no_grad_begin();
+        Tensor *img = tensor_contiguous(gs_render(&gs, &cam, white).image);
+        ag_no_grad_end(prev);
+        DsImageF im = {(int)img->shape[1], (int)img->shape[0], 3, (float *)tensor_f32(img)};
+        snprintf(path, sizeof path, "%s/gaussians_%d_%05lld.png", out, k, (long long)f);
+        int rc = ds_imagef_write(path, &im, err, errlen);
+        tensor_scope_end(ts);
+        if (rc) return -1;
+    }
     return 0;
 }
 
@@ -156,6 +220,21 @@ int cmd_sim(int argc, char **argv) {
                               video, vpath);
     else if (ds_video_kind(video) != DS_VIDEO_NONE && ds_video_kind(video) != DS_VIDEO_AUTO)
         fprintf(stderr, "anima sim: no video: the scene writes no PNG frames (output.png false)\n"), vrc = 1;
+    for (int k = 0; k < sc.nobjects && sc.output.png; k++) { /* the bound Gaussians, rendered */
+        if (!sc.objects[k].gaussians[0]) continue;
+        if (render_gaussians(&sc, out, k, r.frames, err, sizeof err)) {
+            fprintf(stderr, "anima sim: rendering the Gaussians: %s\n", err);
+            sim_scene_free(&sc);
+            return 1;
+        }
+        char prefix[64];
+        snprintf(prefix, sizeof prefix, "gaussians_%d_", k);
+        snprintf(vpath, sizeof vpath, "%s/gaussians_%d", out, k);
+        printf("  gaussians of object %d: %s/frame_NNNNN_gaussians_%d.ply, rendered as %s/%sNNNNN.png\n", k, out, k, out,
+               prefix);
+        vrc |= cmd_write_video("anima sim", out, prefix, ".png", (int)r.frames, 1.0 / (sc.dt * (double)sc.output.every),
+                               video, vpath);
+    }
     sim_scene_free(&sc);
     return vrc;
 }

@@ -12,9 +12,12 @@
 #include "datasets/geometry/geometry.h"
 #include "datasets/geometry/procedural.h"
 #include "datasets/motion/rig.h"
+#include "models/skelebones/rig_file.h"
+#include "models/skelebones/traj.h"
 #include "tensor/ops.h"
 
 #define PROC "procedural"
+#define RIGS "rigs:"
 
 /* "procedural[:a,b,c]" -> the category list (NULL-terminated, into names[]); -1 if unknown */
 static int parse_categories(const char *source, char names[][32], int max, char *err, size_t errlen) {
@@ -63,7 +66,34 @@ static int cache_path(const char *source, char *path, size_t n, char *err, size_
     return 0;
 }
 
+/* "rigs:a,b,..." -> the number of files (paths must not contain commas); -1 if an entry is empty */
+static int64_t rigs_count(const char *source, char *err, size_t errlen) {
+    const char *p = source + strlen(RIGS);
+    int64_t n = 0;
+    for (;;) {
+        const char *e = strchr(p, ',');
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        if (len == 0 || len >= 4096) {
+            snprintf(err, errlen, "--data %s: expected rigs:<rig.h5 or skinned model>,...", source);
+            return -1;
+        }
+        n++;
+        if (!e) return n;
+        p = e + 1;
+    }
+}
+
+/* entry i of "rigs:a,b,..." into path */
+static void rigs_entry(const char *source, int64_t i, char *path, size_t n) {
+    const char *p = source + strlen(RIGS);
+    for (int64_t k = 0; k < i; k++) p = strchr(p, ',') + 1;
+    const char *e = strchr(p, ',');
+    size_t len = e ? (size_t)(e - p) : strlen(p);
+    snprintf(path, n, "%.*s", (int)(len < n ? len : n - 1), p);
+}
+
 int ps_data_count(const char *source, const PsConfig *c, int64_t *count, char *err, size_t errlen) {
+    if (!strncmp(source, RIGS, strlen(RIGS))) return (*count = rigs_count(source, err, errlen)) < 0 ? -1 : 0;
     if (!strncmp(source, PROC, strlen(PROC))) {
         char names[32][32];
         if (parse_categories(source, names, 32, err, errlen) < 0) return -1;
@@ -156,6 +186,87 @@ static float *rig_at(const float *verts, const float *w, int64_t nv, int nb, con
     return out;
 }
 
+/* A rigged shape from a file: a Skelebones rig.h5 (its rest points, faces and SSDR weights;
+ * models/skelebones/rig_file.h) or an animated skinned model read through libassimp (its rest
+ * mesh and skin weights, models/skelebones/traj.h). The rest mesh is preprocessed as a real mesh
+ * is (normalized, surface samples, winding-number interior candidates) and the rig's vertex weights
+ * are carried to the points by rig_at. The mesh must be a closed surface: a rig of a point cloud
+ * (a gs4d run's Gaussians) has no faces and is refused. */
+static int load_rig_file(PsShape *s, const char *path, uint64_t seed, const PsConfig *c, char *err, size_t errlen) {
+    DsMesh mesh = {0};
+    float *weights = NULL;
+    int nb = 0, rc = -1;
+    const char *dot = strrchr(path, '.');
+    if (dot && !strcmp(dot, ".h5")) {
+        SbRigFile r;
+        if (sb_rig_file_read(path, &r, err, errlen)) return -1;
+        mesh.nv = r.npoints, mesh.nf = r.nfaces, mesh.v = r.rest, mesh.f = r.faces;
+        weights = r.weights, nb = r.nbones;
+        r.rest = r.weights = NULL, r.faces = NULL;
+        sb_rig_file_free(&r);
+    } else {
+        SbTraj t;
+        if (sb_traj_read_assimp(path, 1, 0, &t, err, errlen)) return -1;
+        if (t.true_bones < 1) {
+            sb_traj_free(&t);
+            snprintf(err, errlen, "%s: the model has no skin weights", path);
+            return -1;
+        }
+        mesh.nv = t.npoints, mesh.nf = t.nfaces, mesh.v = t.rest, mesh.f = t.faces;
+        weights = t.true_weights, nb = t.true_bones;
+        t.rest = t.true_weights = NULL, t.faces = NULL;
+        sb_traj_free(&t);
+    }
+    if (mesh.nf < 1) {
+        snprintf(err, errlen, "%s: the rig has no faces (a closed mesh is needed for the interior points)", path);
+        goto done;
+    }
+    if (nb > DS_RIG_MAX_BONES) {
+        snprintf(err, errlen, "%s: %d bones (at most %d)", path, nb, DS_RIG_MAX_BONES);
+        goto done;
+    }
+    DsPreprocessOptions o;
+    ds_preprocess_defaults(&o);
+    o.n_surface = c->data.pool_surface, o.n_dense = 0, o.n_sharp = 0;
+    o.grid_res = (int)c->data.cubature_res, o.seed = seed;
+    DsPreprocessed pp;
+    if (ds_preprocess(&mesh, &o, &pp, err, errlen)) goto done;
+    const char *base = strrchr(path, '/');
+    snprintf(s->category, sizeof s->category, "%.31s", base ? base + 1 : path); /* the file's name */
+    s->n_surface = pp.n_surface;
+    s->surface = pp.surface, s->surface_normal = pp.surface_normal;
+    pp.surface = pp.surface_normal = NULL;
+    s->n_cubature = pp.cubature.n;
+    s->cubature = pp.cubature.x;
+    pp.cubature.x = NULL;
+    s->volume = pp.cubature.n > 0 ? pp.cubature.volume : fabs(pp.check.volume);
+    /* the normalized copy keeps the vertex order, so the weights stay on their vertices */
+    s->nbones = nb;
+    s->rig_surface = rig_at(pp.mesh.v, weights, pp.mesh.nv, nb, s->surface, s->n_surface);
+    s->rig_cubature = rig_at(pp.mesh.v, weights, pp.mesh.nv, nb, s->cubature, s->n_cubature);
+    ds_preprocessed_free(&pp);
+    rc = 0;
+done:
+    free(mesh.v), free(mesh.f), free(weights);
+    return rc;
+}
+
+/* Shapes [d->begin, d->begin + d->n) of "rigs:..." (one by one: HDF5 and assimp readers) */
+static int load_rigs(PsData *d, const char *source, const PsConfig *c, PsDataProgressFn fn, void *user, char *err,
+                     size_t errlen) {
+    for (int64_t i = 0; i < d->n; i++) {
+        char path[4096];
+        rigs_entry(source, d->begin + i, path, sizeof path);
+        uint64_t seed = (uint64_t)c->seed * 1000003ull + (uint64_t)(d->begin + i);
+        if (load_rig_file(&d->shapes[i], path, seed, c, err, errlen)) {
+            ps_data_free(d);
+            return -1;
+        }
+        if (fn) fn(i + 1, d->n, user);
+    }
+    return 0;
+}
+
 /* Shapes [d->begin, d->begin + d->n) of a cache (HDF5 is not thread-safe here: one by one). */
 static int load_cache(PsData *d, const char *source, PsDataProgressFn fn, void *user, char *err, size_t errlen) {
     char path[4096];
@@ -208,6 +319,7 @@ int ps_data_load_progress(PsData *d, const char *source, const PsConfig *c, int6
     }
     d->begin = begin, d->n = end - begin;
     d->shapes = base_calloc((size_t)d->n, sizeof *d->shapes);
+    if (!strncmp(source, RIGS, strlen(RIGS))) return load_rigs(d, source, c, fn, user, err, errlen);
     if (strncmp(source, PROC, strlen(PROC))) return load_cache(d, source, fn, user, err, errlen);
     char names[32][32];
     int ncat = parse_categories(source, names, 32, err, errlen);

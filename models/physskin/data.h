@@ -7,7 +7,10 @@
  * Sources (`--data`): "procedural:<cat>,<cat>,..." (or "procedural" for all categories)
  * generates data.shapes shapes with ds_procedural_make + ds_preprocess on small grids
  * (data.mesh_res, data.cubature_res); a directory from `anima dataset make` (its train.h5) or
- * a cache file is read with datasets/corpus/cache.h — both fill the same PsShape. */
+ * a cache file is read with datasets/corpus/cache.h; "rigs:<file>,<file>,..." reads rigged shapes,
+ * one per file: a Skelebones rig.h5 (its rest mesh and SSDR weights) or a skinned model through
+ * libassimp (FBX, glTF, Collada, ...: its rest mesh and skin weights), each preprocessed as a
+ * real mesh on data.cubature_res (it needs faces) — all fill the same PsShape. */
 #ifndef ANIMA_MODELS_PHYSSKIN_DATA_H
 #define ANIMA_MODELS_PHYSSKIN_DATA_H
 
@@ -27,8 +30,8 @@ typedef struct {
     /* the shape's rig (L_comp, physskin.md §9): LBS weights of nbones bones at every surface
      * sample and interior candidate (n_surface × nbones, n_cubature × nbones); nbones 0 and
      * NULL when the source has no rig. Procedural shapes: ds_procedural_weights at the points;
-     * a cache: the rig it stores at the mesh vertices, carried to the points by inverse squared
-     * distance over the 4 nearest vertices (real meshes have none) */
+     * a cache or a rig file: the rig at the mesh vertices, carried to the points by inverse
+     * squared distance over the 4 nearest vertices (a cache's real meshes have none) */
     int nbones;
     float *rig_surface, *rig_cubature;
 } PsShape;
