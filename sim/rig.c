@@ -96,36 +96,29 @@ int sim_rig_init(SimRig *r, SimObject *o, const char *category, uint64_t seed, i
         sim_rig_free(r);
         return base_errf(err, errlen, "rig: out of memory");
     }
+    if (sim_rig_attach(r, o, err, errlen)) {
+        sim_rig_free(r);
+        return -1;
+    }
+    return 0;
+}
+
+int sim_rig_attach(SimRig *r, SimObject *o, char *err, size_t errlen) {
+    char e2[512];
     /* rows 0..3: the constant handle's coefficients (rig.h: the rig carries the affine motion) */
     int64_t nbz = o->nb;
     r->rows = calloc((size_t)(4 * nbz), sizeof(double));
     r->lam = malloc(sizeof(double) * (size_t)nbz), r->mrows = malloc(sizeof(double) * (size_t)(nbz * nbz));
-    if (!r->rows || !r->lam || !r->mrows) {
-        sim_rig_free(r);
-        return base_errf(err, errlen, "rig: out of memory");
-    }
+    if (!r->rows || !r->lam || !r->mrows) return base_errf(err, errlen, "rig: out of memory");
     for (int l = 0; l < 4; l++) r->rows[l * nbz + 4 * o->m + l] = 1;
     o->rig_rows = r->rows, o->rig_nrows = 4;
-    if (sim_object_prepare(o, e2, sizeof e2)) {
-        sim_rig_free(r);
-        return base_errf(err, errlen, "rig: %s", e2);
-    }
+    if (sim_object_prepare(o, e2, sizeof e2)) return base_errf(err, errlen, "rig: %s", e2);
     /* the learned subspace's modes by rig share, before the projection (they stay M-orthogonal
      * after it, with complementary share 1 − λ: rig.h) */
     r->nm = sim_rig_modes(r, o, r->lam, r->mrows);
-    if (r->nm < 1) {
-        sim_rig_free(r);
-        return base_errf(err, errlen, "rig: the rig-space eigenproblem failed");
-    }
-    if (rig_complement(r, o)) {
-        sim_rig_free(r);
-        return base_errf(err, errlen, "rig: the projection onto the rig's complement failed");
-    }
-    if (sim_rig_set_rank_tol(r, o, SIM_RIG_RANK_TOL, NULL, e2, sizeof e2)) {
-        sim_rig_free(r);
-        return base_errf(err, errlen, "%s", e2);
-    }
-    return 0;
+    if (r->nm < 1) return base_errf(err, errlen, "rig: the rig-space eigenproblem failed");
+    if (rig_complement(r, o)) return base_errf(err, errlen, "rig: the projection onto the rig's complement failed");
+    return sim_rig_set_rank_tol(r, o, SIM_RIG_RANK_TOL, NULL, err, errlen);
 }
 
 void sim_rig_free(SimRig *r) {

@@ -119,6 +119,14 @@ typedef struct {
 int sim_rig_init(SimRig *r, SimObject *o, const char *category, uint64_t seed, int mesh_res, float sigma,
                  const double center[3], double k, const SimPose *pose, char *err, size_t errlen);
 void sim_rig_free(SimRig *r);
+/* The complementary construction alone, for a rig whose weights come from elsewhere (sim/rig_lbs.h:
+ * bone transforms and point weights): given r->nbones, nc, nv, wc, dwc (gradients in the rig frame
+ * p), wv at o's cubature points and vertices, and the frame map L, R (identity when the rig frame is
+ * the world), it gives o the constant handle's exact rows, takes the modes' rig shares
+ * (sim_rig_modes), replaces o's rows by B_comp (r->C kept for other points,
+ * sim_rig_points_project) and removes the modes below SIM_RIG_RANK_TOL, as sim_rig_init does.
+ * 0, or -1 with err (the caller frees r). */
+int sim_rig_attach(SimRig *r, SimObject *o, char *err, size_t errlen);
 
 /* Bone index by name, -1 if none. */
 int sim_rig_bone(const SimRig *r, const char *name);

@@ -7,12 +7,11 @@
 #include "base/errbuf.h"
 #include "sim/bindings.h"
 #include "sim/internal.h"
-#include "sim/lapack.h"
 #include "sim/rig_lbs.h"
 
 void sim_lbs_rig_free(SimLbsRig *r) {
-    free(r->wc), free(r->dwc), free(r->wv), free(r->u_prev), free(r->u_cur), free(r->u_next);
-    free(r->F), free(r->uv), free(r->f), free(r->rows), free(r->Mchol);
+    sim_rig_free(&r->rig);
+    free(r->src.cub_x), free(r->src.cub_w), free(r->src.cub_dw);
     memset(r, 0, sizeof *r);
 }
 
@@ -48,64 +47,58 @@ int sim_lbs_rig_init(SimLbsRig *r, SimObject *o, int64_t np, const double *P, co
                      size_t errlen) {
     memset(r, 0, sizeof *r);
     if (np < 1 || nbones < 1) return base_errf(err, errlen, "rig: %lld points, %d bones", (long long)np, nbones);
-    int64_t nc = o->nc, nv = o->nv, B = nbones, nbz = o->nb;
+    int64_t nc = o->nc, nv = o->nv, B = nbones;
     r->nbones = nbones, r->nc = nc, r->nv = nv;
     /* the rig points as a weights-only skinning source, for sim_skinning_interpolate's k-NN blend */
-    SimSkinning pts = {.m = B, .nc = np};
-    pts.cub_x = malloc(sizeof(double) * 3 * (size_t)np), pts.cub_w = malloc(sizeof(double) * (size_t)(np * B));
-    pts.cub_dw = calloc((size_t)(np * B * 3), sizeof(double));
-    r->wc = malloc(sizeof(double) * (size_t)(nc * B)), r->dwc = malloc(sizeof(double) * (size_t)(nc * B * 3));
-    r->wv = malloc(sizeof(double) * (size_t)((nv + 1) * B));
-    r->u_prev = malloc(sizeof(double) * 3 * (size_t)nc), r->u_cur = malloc(sizeof(double) * 3 * (size_t)nc);
-    r->u_next = malloc(sizeof(double) * 3 * (size_t)nc), r->F = malloc(sizeof(double) * 9 * (size_t)nc);
-    r->uv = malloc(sizeof(double) * 3 * (size_t)(nv + 1)), r->f = malloc(sizeof(double) * (size_t)o->n);
-    r->rows = calloc((size_t)(8 * nbz), sizeof(double));
-    r->Mchol = malloc(sizeof(double) * (size_t)(nbz * nbz));
-    int rc = -1;
-    if (!pts.cub_x || !pts.cub_w || !pts.cub_dw || !r->wc || !r->dwc || !r->wv || !r->u_prev || !r->u_cur ||
-        !r->u_next || !r->F || !r->uv || !r->f || !r->rows || !r->Mchol)
-        goto oom;
-    memcpy(pts.cub_x, P, sizeof(double) * 3 * (size_t)np);
-    for (int64_t k = 0; k < np * B; k++) pts.cub_w[k] = W[k];
-    if (carry_weights(&pts, nc, o->Xc, 1e-4 * o->diag, r->wc, r->dwc) || carry_weights(&pts, nv, o->Xv, 0, r->wv, NULL))
-        goto oom;
-    /* the exact rows, as sim_rig_init gives them: the constant handle, and Σ_c ρ V_c X̃_c,l b_c */
-    for (int l = 0; l < 4; l++) r->rows[l * nbz + 4 * o->m + l] = 1;
-    for (int64_t c = 0; c < nc; c++) {
-        const double *X = o->Xc + 3 * c;
-        double xh[4] = {X[0], X[1], X[2], 1}, m = o->rho * o->Vc[c];
-        for (int l = 0; l < 4; l++) cblas_daxpy((int)nbz, m * xh[l], o->Bc + c * nbz, 1, r->rows + (4 + l) * nbz, 1);
+    SimSkinning *pts = &r->src;
+    pts->m = B, pts->nc = np;
+    pts->cub_x = malloc(sizeof(double) * 3 * (size_t)np), pts->cub_w = malloc(sizeof(double) * (size_t)(np * B));
+    pts->cub_dw = calloc((size_t)(np * B * 3), sizeof(double));
+    /* sim/rig.h's state on these weights; its rig frame is the world (L = R = I, off = 0), so its
+     * gradients are the world ones and sim_rig_points_project applies unchanged */
+    SimRig *g = &r->rig;
+    g->nbones = nbones, g->nc = nc, g->nv = nv, g->t_stop = 1e30;
+    g->L[0] = g->L[4] = g->L[8] = 1, g->R[0] = g->R[4] = g->R[8] = 1;
+    g->wc = malloc(sizeof(double) * (size_t)(nc * B)), g->dwc = malloc(sizeof(double) * (size_t)(nc * B * 3));
+    g->wv = malloc(sizeof(double) * (size_t)((nv + 1) * B));
+    g->uc = malloc(sizeof(double) * 3 * (size_t)nc), g->F = malloc(sizeof(double) * 9 * (size_t)nc);
+    g->uv = malloc(sizeof(double) * 3 * (size_t)(nv + 1));
+    if (!pts->cub_x || !pts->cub_w || !pts->cub_dw || !g->wc || !g->dwc || !g->wv || !g->uc || !g->F || !g->uv) {
+        sim_lbs_rig_free(r);
+        return base_errf(err, errlen, "rig: out of memory");
     }
-    /* M_b's Cholesky factor, for the inertia term's shift of the prediction (advance), with a ridge
-     * of 1e-10 of its largest diagonal: weights summing to one make the constant handle a
-     * combination of the others (M_b singular); f = Bᵀ M a lies in M_b's range, and a shift along
-     * its null space changes no position */
-    memcpy(r->Mchol, o->Mb, sizeof(double) * (size_t)(nbz * nbz));
-    double dmax = 0;
-    for (int64_t k = 0; k < nbz; k++) dmax = fmax(dmax, r->Mchol[k * nbz + k]);
-    for (int64_t k = 0; k < nbz; k++) r->Mchol[k * nbz + k] += 1e-10 * dmax + 1e-300;
-    int info = 0, nn = (int)nbz;
-    dpotrf_("L", &nn, r->Mchol, &nn, &info, 1);
-    if (info) {
-        base_errf(err, errlen, "rig: the subspace's mass matrix is not positive definite");
-        goto fail;
+    memcpy(pts->cub_x, P, sizeof(double) * 3 * (size_t)np);
+    for (int64_t k = 0; k < np * B; k++) pts->cub_w[k] = W[k];
+    if (carry_weights(pts, nc, o->Xc, 1e-4 * o->diag, g->wc, g->dwc) || carry_weights(pts, nv, o->Xv, 0, g->wv, NULL)) {
+        sim_lbs_rig_free(r);
+        return base_errf(err, errlen, "rig: out of memory");
     }
-    o->rig_rows = r->rows, o->rig_nrows = 8;
-    char e2[512];
-    if (sim_object_prepare(o, e2, sizeof e2)) {
-        base_errf(err, errlen, "rig: %s", e2);
-        goto fail;
+    if (sim_rig_attach(g, o, err, errlen)) {
+        o->rig_rows = NULL, o->rig_nrows = 0;
+        sim_lbs_rig_free(r);
+        return -1;
     }
-    rc = 0;
-    goto done;
-oom:
-    base_errf(err, errlen, "rig: out of memory");
-fail:
-    o->rig_rows = NULL, o->rig_nrows = 0;
-    sim_lbs_rig_free(r);
-done:
-    free(pts.cub_x), free(pts.cub_w), free(pts.cub_dw);
-    return rc;
+    return 0;
+}
+
+int sim_lbs_rig_points(const SimLbsRig *r, int64_t n, const double *X, SimRigPoints *pts, char *err, size_t errlen) {
+    memset(pts, 0, sizeof *pts);
+    int64_t B = r->nbones;
+    pts->n = n;
+    pts->p = malloc(sizeof(double) * 3 * (size_t)(n + 1)), pts->w = malloc(sizeof(double) * (size_t)((n + 1) * B));
+    pts->dw = malloc(sizeof(double) * (size_t)((n + 1) * B * 3));
+    /* the step of the gradients' differences as at the cubature points: 1e-4 of the diagonal of
+     * the rig's points */
+    double lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY}, d2 = 0;
+    for (int64_t q = 0; q < r->src.nc; q++)
+        for (int a = 0; a < 3; a++) lo[a] = fmin(lo[a], r->src.cub_x[3 * q + a]), hi[a] = fmax(hi[a], r->src.cub_x[3 * q + a]);
+    for (int a = 0; a < 3; a++) d2 += (hi[a] - lo[a]) * (hi[a] - lo[a]);
+    if (!pts->p || !pts->w || !pts->dw || (memcpy(pts->p, X, sizeof(double) * 3 * (size_t)n), 0) ||
+        carry_weights(&r->src, n, X, 1e-4 * sqrt(d2), pts->w, pts->dw)) {
+        sim_rig_points_free(pts);
+        return base_errf(err, errlen, "rig: out of memory for %lld points", (long long)n);
+    }
+    return 0;
 }
 
 void sim_lbs_rig_eval(int nbones, const double *T, int64_t n, const double *X, const double *w, const double *dw,
@@ -130,37 +123,16 @@ void sim_lbs_rig_eval(int nbones, const double *T, int64_t n, const double *X, c
     }
 }
 
-void sim_lbs_rig_advance(SimLbsRig *r, SimObject *o, const double *T, double dt) {
-    int64_t nc = r->nc, nb = o->nb;
-    sim_lbs_rig_eval(r->nbones, T, nc, o->Xc, r->wc, r->dwc, r->u_next, r->F);
-    if (r->nv) sim_lbs_rig_eval(r->nbones, T, r->nv, o->Xv, r->wv, NULL, r->uv, NULL);
+void sim_lbs_rig_advance(SimLbsRig *r, SimObject *o, const double *T) {
+    /* no inertial term: B_compᵀ M a = 0 (sim/rig.h), as sim_rig_advance */
+    SimRig *g = &r->rig;
+    sim_lbs_rig_eval(r->nbones, T, r->nc, o->Xc, g->wc, g->dwc, g->uc, g->F);
+    if (r->nv) sim_lbs_rig_eval(r->nbones, T, r->nv, o->Xv, g->wv, NULL, g->uv, NULL);
     if (r->rotation_only)
-        for (int64_t c = 0; c < nc; c++) {
+        for (int64_t c = 0; c < r->nc; c++) {
             double R[9], S[9];
-            sim_polar3(r->F + 9 * c, R, S);
-            memcpy(r->F + 9 * c, R, sizeof R);
+            sim_polar3(g->F + 9 * c, R, S);
+            memcpy(g->F + 9 * c, R, sizeof R);
         }
-    if (r->hist == 0) memcpy(r->u_cur, r->u_next, sizeof(double) * 3 * (size_t)nc);
-    if (r->hist <= 1) memcpy(r->u_prev, r->u_cur, sizeof(double) * 3 * (size_t)nc);
-    /* f⁽ⁱ⁾ = Σ_c ρ V_c b_c a_c,i (sim/rig.h) */
-    memset(r->f, 0, sizeof(double) * (size_t)o->n);
-    for (int64_t c = 0; c < nc; c++) {
-        double m = o->rho * o->Vc[c];
-        for (int i = 0; i < 3; i++) {
-            double a = r->u_next[3 * c + i] - 2 * r->u_cur[3 * c + i] + r->u_prev[3 * c + i];
-            if (a != 0) cblas_daxpy((int)nb, m * a, o->Bc + c * nb, 1, r->f + i * nb, 1);
-        }
-    }
-    /* the inertia ½‖z − z̃‖²_M_r + fᵀ(z − z̃) is ½‖z − (z̃ − M_r⁻¹ f)‖²_M_r + const: the rig's
-     * acceleration shifts the prediction z̃ = z₀ + dt ż₀, i.e. ż₀ by −M_r⁻¹ f / dt (the step then
-     * takes ż₁ = (z₁ − z₀)/dt from positions, so the shift does not persist) */
-    int nn = (int)nb, one = 1, info = 0;
-    for (int i = 0; i < 3; i++) {
-        dpotrs_("L", &nn, &one, r->Mchol, &nn, r->f + i * nb, &nn, &info, 1);
-        if (!info) cblas_daxpy((int)nb, -1 / dt, r->f + i * nb, 1, o->zdot + i * nb, 1);
-    }
-    double *tmp = r->u_prev;
-    r->u_prev = r->u_cur, r->u_cur = r->u_next, r->u_next = tmp;
-    r->hist = r->hist < 2 ? r->hist + 1 : 2;
-    o->rig_F = r->F, o->rig_uc = r->u_cur, o->rig_uv = r->nv ? r->uv : NULL;
+    o->rig_F = g->F, o->rig_uc = g->uc, o->rig_uv = r->nv ? g->uv : NULL;
 }

@@ -9,10 +9,12 @@
  * The weights at the object's cubature points are the rig points' weights carried by the
  * inverse-squared-distance blend of sim_skinning_interpolate (its k nearest points, the points'
  * own gradients taken as zero), their gradients by central differences of that blend (δ = 1e-4 of
- * the rest diagonal). The step is sim/rig.h's: the rig's acceleration over the step enters the
- * inertia as Bᵀ M a, its strain the elastic term through F = F_r + (G z)ᵀ, and the object's
- * constant handle and global affine moments of B z are held at zero (the exact rows of
- * SimObject.rig_rows: the rig carries the rigid and affine motion). */
+ * the rest diagonal). From there the construction is sim/rig.h's own (sim_rig_attach, one code
+ * path): the learned B is replaced by its complementary projection B_comp = B − A C, the constant
+ * handle and the modes with no complementary share are removed by exact rows, and the step is
+ * sim_rig_advance's: Aᵀ M B_comp = 0, so the rig's acceleration and gravity enter no term; what
+ * drives z is the elastic energy at F = F_r + (G z)ᵀ (the rig's own strain, and its rotations,
+ * which turn the rest frame of B_comp z). */
 #ifndef ANIMA_SIM_RIG_LBS_H
 #define ANIMA_SIM_RIG_LBS_H
 
@@ -20,43 +22,44 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "sim/rig.h"
 #include "sim/solver.h"
 
 typedef struct {
     int nbones;
-    /* false (sim_lbs_rig_init's default): F_r as above, so the elastic term also sees the rig's own
-     * strain (LBS blend zones, the SSDR bones' non-rigid fits) and z pushes back against it
-     * wherever the subspace can express it. true: F_r replaced by its rotation (polar factor), so
-     * the rig's posed shape is locally unstrained and only the rig's accelerations (and gravity)
-     * drive z — secondary motion about the animation rather than a correction of it. */
+    /* false (sim_lbs_rig_init's default): F_r as above, so the elastic term sees the rig's own
+     * strain (LBS blend zones, the SSDR bones' non-rigid fits) and z answers it — the only driver
+     * of the complementary subspace. true: F_r replaced by its rotation (polar factor); the posed
+     * shape is then locally unstrained and, with no inertial or gravity term left (B_compᵀ M a = 0),
+     * z stays 0: a check, not a mode of animation. */
     bool rotation_only;
     int64_t nc, nv;
-    double *wc, *dwc;              /* weights at the cubature points (nc × B), world gradients (nc × B × 3) */
-    double *wv;                    /* weights at the binding vertices (nv × B) */
-    int hist;                      /* how many of u_prev/u_cur hold values */
-    double *u_prev, *u_cur, *u_next; /* u_r at the cubature points at the last three rig times */
-    double *F, *uv, *f, *rows;     /* F_r (nc × 9), u_r at the vertices (nv × 3), Bᵀ M a (n), 8 exact rows */
-    double *Mchol;                 /* M_b's Cholesky factor (nb × nb) */
+    SimRig rig;      /* the complementary construction (sim_rig_attach) on the carried weights: wc, dwc
+                      * (world gradients: its frame map L, R is the identity), wv; its uc, F, uv the
+                      * per-step rig state */
+    SimSkinning src; /* the rig's points as a weights-only skinning source (sim_lbs_rig_points) */
 } SimLbsRig;
 
 /* The rig of np points P (np × 3, world rest positions: the object's frame after its pose) with
  * weights W (np × B, rows summing to one) on object o: weights at o's cubature points and vertices,
- * o's exact rows, o prepared again. 0, or -1 with err. */
+ * then sim_rig_attach (o's rows become B_comp, its exact rows set, o prepared again). 0, or -1
+ * with err. */
 int sim_lbs_rig_init(SimLbsRig *r, SimObject *o, int64_t np, const double *P, const float *W, int nbones, char *err,
                      size_t errlen);
 void sim_lbs_rig_free(SimLbsRig *r);
+
+/* The rig's weights (and world gradients) at n other world rest points X (3D Gaussians bound to o),
+ * for sim_rig_points_project(&r->rig, ...): their binding rows then see B_comp too. 0, or -1 with
+ * err (out of memory). */
+int sim_lbs_rig_points(const SimLbsRig *r, int64_t n, const double *X, SimRigPoints *pts, char *err, size_t errlen);
 
 /* u_r at n points with weights w (n × B) and, when F is given, F_r from their gradients dw
  * (n × B × 3), for the bone transforms T (B × 12, [R | t] row-major, world). X: n × 3 rest. */
 void sim_lbs_rig_eval(int nbones, const double *T, int64_t n, const double *X, const double *w, const double *dw,
                       double *u, double *F);
 
-/* Before the step of o (length dt) to the time of pose T (B × 12): u_r, F_r there, and o's rig
- * inputs pointed at them; the inertia's linear term f = Bᵀ M a, a = u_r(T) − 2 u_r(previous pose)
- * + u_r(the one before), enters as the equivalent shift of the prediction: ż₀ −= M_r⁻¹ f / dt
- * (the solver no longer takes the term itself: sim/rig.h's projected B_comp makes it vanish,
- * whereas this rig keeps the learned B). Then sim_object_step. Poses come one per step time; a
- * missing history repeats the first pose (the rig was at rest before it). */
-void sim_lbs_rig_advance(SimLbsRig *r, SimObject *o, const double *T, double dt);
+/* Before the step of o to the time of pose T (B × 12): u_r, F_r there, and o's rig inputs pointed
+ * at them (as sim_rig_advance: no inertial term). Then sim_object_step. */
+void sim_lbs_rig_advance(SimLbsRig *r, SimObject *o, const double *T);
 
 #endif

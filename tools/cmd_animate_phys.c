@@ -1,8 +1,8 @@
 /* tools/cmd_animate_phys.c — `anima animate --physics CONFIG` (cmd_animate_phys.h): physics
  * secondary motion on top of PartMM animation (issue 21 item 4). The animation's bone
  * transforms are the prescribed rig motion u_r(t) (LBS with the Skelebones rig's weights), the
- * PhysSkin fields of the rig's rest mesh are the subspace, and the complementary response B z of
- * sim/rig_lbs.h is added to the Gaussians: x = X + u_r(t) + B z(t). The Gaussians' u_r is the
+ * PhysSkin fields of the rig's rest mesh are the subspace, and the complementary response B_comp z of
+ * sim/rig_lbs.h (sim/rig.h's projected subspace) is added to the Gaussians: x = X + u_r(t) + B z(t). The Gaussians' u_r is the
  * animation's own output (pos), untouched, so z = 0 reproduces PartMM exactly. */
 #include <math.h>
 #include <stdio.h>
@@ -42,9 +42,9 @@ static const DsConfigField CMD_ANIMATE_PHYS_SCHEMA[] = {
     {"substeps", DS_CFG_INT, P(substeps), "4", 1, 1000, .help = "implicit Euler steps per animation frame"},
     {"gravity", DS_CFG_VEC3, P(gravity), "[0, 0, 0]", -1e3, 1e3, .help = "gravity (m/s^2; the rig carries the body, so it only sags)"},
     {"cubature", DS_CFG_INT, P(cubature), "0", 0, 1e7, .help = "cubature points drawn from the interior candidates (0: all)"},
-    {"rig_strain", DS_CFG_BOOL, P(rig_strain), "false", 1, 0,
-     .help = "true: the elastic term sees the rig's own strain (z then pushes back against the LBS deformation); "
-             "false: only its rotation, so the rig's accelerations alone drive the secondary motion (sim/rig_lbs.h)"},
+    {"rig_strain", DS_CFG_BOOL, P(rig_strain), "true", 1, 0,
+     .help = "true: the elastic term sees the rig's own strain, the complementary subspace's only driver; "
+             "false: only its rotation, which leaves z at 0 (B_comp sees no rig acceleration or gravity: sim/rig_lbs.h)"},
     {"secondary", DS_CFG_BOOL, P(secondary), "true", 1, 0,
      .help = "false: z held at 0 (the rig alone): the output must equal the animation's exactly"},
     {0}};
@@ -75,6 +75,7 @@ int cmd_animate_physics(const char *config, const char *rig_path, int Q, int B, 
     SimObject o = {0};
     SimLbsRig rig = {0};
     SimBinding bind = {0};
+    SimRigPoints rp = {0};
     double *P = NULL, *Xobj = NULL, *w = NULL, *dw = NULL, *x = NULL, *T = NULL, *ke = NULL;
     int rc = -1;
     double c0 = base_cpu_now();
@@ -132,17 +133,23 @@ int cmd_animate_physics(const char *config, const char *rig_path, int Q, int B, 
         base_errf(err, errlen, "--physics: binding the Gaussians: %s", e2);
         goto done;
     }
+    /* the Gaussians' rows projected as the object's were: they see B_comp (sim/rig.h) */
+    if (sim_lbs_rig_points(&rig, n, bind.X, &rp, e2, sizeof e2)) {
+        base_errf(err, errlen, "--physics: %s", e2);
+        goto done;
+    }
+    sim_rig_points_project(&rig.rig, &rp, bind.X, bind.nb, bind.B, bind.G);
     /* the rig at rest before the first frame, then substeps per frame; frame 0 has z = 0 */
-    double dt = 1.0 / (fps * (double)cfg.substeps), bz_max = 0, ke_max = 0;
+    double dt = 1.0 / (fps * (double)cfg.substeps), bz_max = 0, ke_max = 0, proj_max = 0;
     int failures = 0;
     int64_t iters = 0, step = 0;
     pose_at(tb, Q, B, 0, T);
-    sim_lbs_rig_advance(&rig, &o, T, dt);
+    sim_lbs_rig_advance(&rig, &o, T);
     ke[0] = 0, ke[nsteps + 1] = 0;
     for (int t = 1; t < Q; t++) {
         for (int64_t s = 1; s <= cfg.substeps; s++) {
             pose_at(tb, Q, B, (t - 1) + (double)s / (double)cfg.substeps, T);
-            sim_lbs_rig_advance(&rig, &o, T, dt);
+            sim_lbs_rig_advance(&rig, &o, T);
             if (cfg.secondary && sim_object_step(&o, dt, e2, sizeof e2)) {
                 base_errf(err, errlen, "--physics: frame %d: %s", t, e2);
                 goto done;
@@ -151,6 +158,7 @@ int cmd_animate_physics(const char *config, const char *rig_path, int Q, int B, 
             failures += o.last.failures, iters += o.last.iters;
             ke[step] = sim_object_energy(&o).kinetic, ke[nsteps + 1 + step] = (double)step * dt;
             ke_max = fmax(ke_max, ke[step]);
+            if (cfg.secondary) proj_max = fmax(proj_max, sim_rig_projection(&rig.rig, &o));
         }
         /* B z at the Gaussians: x − X is exactly 0 where z is 0 */
         sim_binding_eval(&bind, o.z, x, NULL);
@@ -179,23 +187,24 @@ int cmd_animate_physics(const char *config, const char *rig_path, int Q, int B, 
     snprintf(js, sizeof js,
              "{\n  \"ckpt\": \"%s\",\n  \"secondary\": %s,\n  \"rig_strain\": %s,\n  \"E\": %.6g,\n  \"nu\": %.6g,\n  \"rho\": %.6g,\n  \"handles\": %lld,\n  \"cubature\": %lld,\n  \"free_modes\": "
              "%lld,\n  \"steps\": %lld,\n  \"dt\": %.6g,\n  \"newton_iters\": %lld,\n  \"newton_failures\": %d,\n"
-             "  \"max_secondary_m\": %.6g,\n  \"max_secondary_pct_diag\": %.6g,\n  \"kinetic_max_J\": %.6g,\n"
+             "  \"rig_projection_max\": %.6g,\n  \"max_secondary_m\": %.6g,\n  \"max_secondary_pct_diag\": %.6g,\n  \"kinetic_max_J\": %.6g,\n"
              "  \"kinetic_end_J\": %.6g,\n  \"cpu_s_skinning\": %.3f,\n  \"cpu_s_total\": %.3f\n}\n",
              cfg.ckpt, cfg.secondary ? "true" : "false", cfg.rig_strain ? "true" : "false", cfg.material.E, cfg.material.nu, cfg.material.rho, (long long)sk.m, (long long)o.nc, (long long)(free_dims / 3), (long long)nsteps,
-             dt, (long long)iters, failures, bz_max, 100 * bz_max / o.diag, ke_max, nsteps ? ke[nsteps] : 0.0, c_skin, cpu);
+             dt, (long long)iters, failures, proj_max, bz_max, 100 * bz_max / o.diag, ke_max, nsteps ? ke[nsteps] : 0.0, c_skin, cpu);
     snprintf(path, sizeof path, "%s/physics.json", out);
     if (cmd_write_text(path, js, e2, sizeof e2)) {
         base_errf(err, errlen, "--physics: %s", e2);
         goto done;
     }
     printf("physics: %lld steps of %.4g s (%lld handles, %lld cubature points), secondary motion up to %.4g m (%.3g%% of "
-           "the rest diagonal), %d Newton failures, %.2f s cpu (%.2f s of it the fields)\n",
-           (long long)nsteps, dt, (long long)sk.m, (long long)o.nc, bz_max, 100 * bz_max / o.diag, failures, cpu, c_skin);
+           "the rest diagonal; its rig-space share %.1e), %d Newton failures, %.2f s cpu (%.2f s of it the fields)\n",
+           (long long)nsteps, dt, (long long)sk.m, (long long)o.nc, bz_max, 100 * bz_max / o.diag, proj_max, failures, cpu, c_skin);
     if (progress) fprintf(stderr, "anima animate: physics written to %s/physics.json, %s/kinetic.png\n", out, out);
     rc = 0;
 done:
     free(P), free(Xobj), free(w), free(dw), free(x), free(T), free(ke);
     sim_binding_free(&bind);
+    sim_rig_points_free(&rp);
     sim_lbs_rig_free(&rig);
     sim_object_free(&o);
     sim_skinning_free(&sk);
