@@ -273,19 +273,8 @@ void sim_rig_eval(const SimRig *r, const double *local, const double root[3], do
         if (!u) continue;
         for (int64_t q = 0; q < n; q++) {
             const double *p = P + 3 * q;
-            double x[3] = {0, 0, 0}, Fp[9] = {0};
-            for (int j = 0; j < nb; j++) {
-                double w = W[q * nb + j];
-                const double *S = skin + 16 * j;
-                double sp[3];
-                for (int a = 0; a < 3; a++) sp[a] = S[4 * a] * p[0] + S[4 * a + 1] * p[1] + S[4 * a + 2] * p[2] + S[4 * a + 3];
-                for (int a = 0; a < 3; a++) x[a] += w * sp[a];
-                if (!pass && F) { /* F_r = Σ w_j R_j + Σ (S_j p) ⊗ ∇w_j */
-                    const double *dw = r->dwc + (q * nb + j) * 3;
-                    for (int a = 0; a < 3; a++)
-                        for (int c = 0; c < 3; c++) Fp[3 * a + c] += w * S[4 * a + c] + sp[a] * dw[c];
-                }
-            }
+            double x[3], Fp[9];
+            sim_lbs_point(nb, skin, 16, p, W + q * nb, pass ? NULL : r->dwc + q * nb * 3, x, !pass && F ? Fp : NULL);
             double d[3] = {x[0] - p[0], x[1] - p[1], x[2] - p[2]};
             /* world displacement L d = sc R d */
             for (int a = 0; a < 3; a++) u[3 * q + a] = sc * (r->R[3 * a] * d[0] + r->R[3 * a + 1] * d[1] + r->R[3 * a + 2] * d[2]);
@@ -298,6 +287,21 @@ void sim_rig_eval(const SimRig *r, const double *local, const double root[3], do
                         F[9 * q + 3 * a + c] = T[3 * a] * r->R[3 * c] + T[3 * a + 1] * r->R[3 * c + 1] + T[3 * a + 2] * r->R[3 * c + 2];
             }
         }
+    }
+}
+
+void sim_lbs_point(int nbones, const double *S, int stride, const double p[3], const double *w, const double *dw,
+                   double x[3], double *F) {
+    x[0] = x[1] = x[2] = 0;
+    if (F) memset(F, 0, 9 * sizeof *F);
+    for (int j = 0; j < nbones; j++) {
+        const double *Sj = S + (int64_t)stride * j;
+        double sp[3];
+        for (int a = 0; a < 3; a++) sp[a] = Sj[4 * a] * p[0] + Sj[4 * a + 1] * p[1] + Sj[4 * a + 2] * p[2] + Sj[4 * a + 3];
+        for (int a = 0; a < 3; a++) x[a] += w[j] * sp[a];
+        if (F)
+            for (int a = 0; a < 3; a++)
+                for (int c = 0; c < 3; c++) F[3 * a + c] += w[j] * Sj[4 * a + c] + sp[a] * dw[3 * j + c];
     }
 }
 

@@ -105,21 +105,9 @@ void sim_lbs_rig_eval(int nbones, const double *T, int64_t n, const double *X, c
                       double *u, double *F) {
     for (int64_t q = 0; q < n; q++) {
         const double *p = X + 3 * q;
-        double x[3] = {0, 0, 0}, Fp[9] = {0};
-        for (int j = 0; j < nbones; j++) {
-            double wj = w[q * nbones + j];
-            const double *S = T + 12 * j;
-            double sp[3];
-            for (int a = 0; a < 3; a++) sp[a] = S[4 * a] * p[0] + S[4 * a + 1] * p[1] + S[4 * a + 2] * p[2] + S[4 * a + 3];
-            for (int a = 0; a < 3; a++) x[a] += wj * sp[a];
-            if (F) {
-                const double *g = dw + (q * nbones + j) * 3;
-                for (int a = 0; a < 3; a++)
-                    for (int c = 0; c < 3; c++) Fp[3 * a + c] += wj * S[4 * a + c] + sp[a] * g[c];
-            }
-        }
+        double x[3];
+        sim_lbs_point(nbones, T, 12, p, w + q * nbones, F ? dw + q * nbones * 3 : NULL, x, F ? F + 9 * q : NULL);
         for (int a = 0; a < 3; a++) u[3 * q + a] = x[a] - p[a];
-        if (F) memcpy(F + 9 * q, Fp, sizeof Fp);
     }
 }
 
