@@ -113,6 +113,18 @@ int ps_data_count(const char *source, const PsConfig *c, int64_t *count, char *e
     return 0;
 }
 
+/* The shape takes the preprocessed surface and cubature points (pp keeps its mesh) */
+static void shape_take_points(PsShape *s, DsPreprocessed *pp) {
+    s->n_surface = pp->n_surface;
+    s->surface = pp->surface, s->surface_normal = pp->surface_normal;
+    pp->surface = pp->surface_normal = NULL;
+    s->n_cubature = pp->cubature.n;
+    s->cubature = pp->cubature.x;
+    pp->cubature.x = NULL;
+    /* parts thinner than a cell have no interior candidate; the mesh volume then stands in */
+    s->volume = pp->cubature.n > 0 ? pp->cubature.volume : fabs(pp->check.volume);
+}
+
 static int load_procedural(PsShape *s, const char *category, uint64_t seed, const PsConfig *c, char *err,
                            size_t errlen) {
     DsProceduralShape sh;
@@ -126,14 +138,7 @@ static int load_procedural(PsShape *s, const char *category, uint64_t seed, cons
     int rc = ds_preprocess(&sh.mesh, &o, &pp, err, errlen);
     if (rc == 0) {
         snprintf(s->category, sizeof s->category, "%s", category);
-        s->n_surface = pp.n_surface;
-        s->surface = pp.surface, s->surface_normal = pp.surface_normal;
-        pp.surface = pp.surface_normal = NULL;
-        s->n_cubature = pp.cubature.n;
-        s->cubature = pp.cubature.x;
-        pp.cubature.x = NULL;
-        /* parts thinner than a cell have no interior candidate; the mesh volume then stands in */
-        s->volume = pp.cubature.n > 0 ? pp.cubature.volume : fabs(pp.check.volume);
+        shape_take_points(s, &pp);
         ds_preprocessed_free(&pp);
         /* the category's rig, its weights from the generating primitives at the very points the
          * batches draw (the mesh-vertex weights would need an interpolation inside) */
@@ -233,13 +238,7 @@ static int load_rig_file(PsShape *s, const char *path, uint64_t seed, const PsCo
     if (ds_preprocess(&mesh, &o, &pp, err, errlen)) goto done;
     const char *base = strrchr(path, '/');
     snprintf(s->category, sizeof s->category, "%.31s", base ? base + 1 : path); /* the file's name */
-    s->n_surface = pp.n_surface;
-    s->surface = pp.surface, s->surface_normal = pp.surface_normal;
-    pp.surface = pp.surface_normal = NULL;
-    s->n_cubature = pp.cubature.n;
-    s->cubature = pp.cubature.x;
-    pp.cubature.x = NULL;
-    s->volume = pp.cubature.n > 0 ? pp.cubature.volume : fabs(pp.check.volume);
+    shape_take_points(s, &pp);
     /* the normalized copy keeps the vertex order, so the weights stay on their vertices */
     s->nbones = nb;
     s->rig_surface = rig_at(pp.mesh.v, weights, pp.mesh.nv, nb, s->surface, s->n_surface);
