@@ -803,15 +803,7 @@ static int probe_lbgvq(void *user, int frames, int64_t n, const float *rest, con
     ReclusterProbe *p = user;
     p->calls++, p->frames = frames;
     if (p->fail) return -1;
-    SbClusterOptions o;
-    sb_cluster_defaults(&o);
-    o.bones = p->bones;
-    SbClusters c;
-    char err[256];
-    if (sb_cluster_lbgvq(frames, n, rest, pos, &o, &c, err, sizeof err)) return -1;
-    memcpy(labels, c.labels, sizeof(int32_t) * (size_t)n);
-    sb_clusters_free(&c);
-    return 0;
+    return sb_cluster_labels_cb(&p->bones, frames, n, rest, pos, labels); /* what anima gs4d fit hands over */
 }
 
 /* train.recluster_every: the step hands the trajectories to the callback every K deformation

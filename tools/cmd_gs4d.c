@@ -192,20 +192,6 @@ static Gs4dConfig model_config(const Gs4dCmdConfig *c) {
     return g;
 }
 
-/* train.recluster_every: the model's recluster callback is Skelebones' LBG-VQ (the tool may use
- * both model families; models/gs4d may not depend on models/skelebones) */
-static int recluster_lbgvq(void *user, int frames, int64_t n, const float *rest, const float *pos, int32_t *labels) {
-    SbClusterOptions o;
-    sb_cluster_defaults(&o);
-    o.bones = *(const int *)user;
-    SbClusters c;
-    char err[256];
-    if (sb_cluster_lbgvq(frames, n, rest, pos, &o, &c, err, sizeof err)) return -1;
-    memcpy(labels, c.labels, sizeof(int32_t) * (size_t)n);
-    sb_clusters_free(&c);
-    return 0;
-}
-
 /* ---- the data -------------------------------------------------------------------------------------- */
 
 /* the ground-truth surface per frame (the synthetic sequence's, or DIR/gt.h5's) */
@@ -578,7 +564,7 @@ static int gs4d_fit_run(int argc, char **argv, OptimComm *comm) {
     Gs4dModel m;
     gs4d_init(&m, &mc, &dtr, NULL);
     int bones = (int)cfg.train.recluster_bones;
-    if (mc.recluster_every > 0) gs4d_set_recluster(&m, recluster_lbgvq, &bones);
+    if (mc.recluster_every > 0) gs4d_set_recluster(&m, sb_cluster_labels_cb, &bones); /* Skelebones' LBG-VQ (the tool may use both model families; models/gs4d may not depend on models/skelebones) */
     double psnr0 = rc || !is_main || no_eval ? NAN : eval_views(&m, &dte, NULL);
     if (!rc && is_main)
         fprintf(stderr, "anima gs4d fit: %s, %d training + %d held-out views at %dx%d, %lld %s Gaussians, MLP %lldx%lld; "

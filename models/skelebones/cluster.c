@@ -361,3 +361,16 @@ int sb_cluster_random(int F, int64_t N, const float *rest, const float *pos, int
     out->rmse = sqrt(total / ((double)F * (double)N));
     return 0;
 }
+
+int sb_cluster_labels_cb(void *user, int nframes, int64_t npoints, const float *rest, const float *pos,
+                         int32_t *labels) {
+    SbClusterOptions o;
+    sb_cluster_defaults(&o);
+    o.bones = *(const int *)user;
+    SbClusters c;
+    char err[256];
+    if (sb_cluster_lbgvq(nframes, npoints, rest, pos, &o, &c, err, sizeof err)) return -1;
+    memcpy(labels, c.labels, sizeof(int32_t) * (size_t)npoints);
+    sb_clusters_free(&c);
+    return 0;
+}

@@ -58,6 +58,12 @@ int sb_cluster_lbgvq(int nframes, int64_t npoints, const float *rest, const floa
                      SbClusters *out, char *err, size_t errlen);
 void sb_clusters_free(SbClusters *c);
 
+/* LBG-VQ's labels alone, with the default options and `bones` clusters at most: the shape of
+ * gs4d's recluster callback (models/gs4d/gs4d.h), so a tool or a test hands it over as is.
+ * user: an int, the bone count. labels: N. 0, or -1 (bad sizes, out of memory). */
+int sb_cluster_labels_cb(void *user, int nframes, int64_t npoints, const float *rest, const float *pos,
+                         int32_t *labels);
+
 /* The ablation's random start: `bones` distinct points drawn by seed (a 64-bit LCG), every point
  * labeled by its nearest drawn point at rest (Voronoi cells), one rigid fit per cell and frame.
  * Deterministic for a seed. 0, or -1 with err. */
