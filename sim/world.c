@@ -66,6 +66,7 @@ typedef struct {
     int64_t nf;                /* the contact surface over the points: the proxy's, or the mesh's */
     const int32_t *faces;
     SimProxy proxy;            /* np 0: none (the render mesh, or the cubature points, are the points) */
+    const int32_t *pvert;      /* the proxy's mesh vertex per point (NULL: point q is vertex q) */
     double *Xown, *Bown;       /* the proxy's rows of Xv and Bv */
 } ObjInfo;
 
@@ -182,9 +183,16 @@ static void rows_times_coords(int64_t n, int64_t m, const double *R, const doubl
     }
 }
 
-/* x = Xp + Bp z per coordinate (np × 3) */
-static void obj_points(const ObjInfo *oi, const double *z, double *x) {
+/* x = Xp + u_r + Bp z per coordinate (np × 3). u_r: a rigged object's rig displacement at its
+ * contact points (sim/rig.h: x = X + u_r + B z), the pose sim_rig_advance set for the step's end;
+ * the rig is prescribed input, so its own move over a step is not swept by CCD (world.h). */
+static void obj_points(const SimObject *o, const ObjInfo *oi, const double *z, double *x) {
     memcpy(x, oi->Xp, sizeof(double) * 3 * (size_t)oi->np);
+    const double *ur = o->nv ? o->rig_uv : o->rig_uc; /* indexed as Xv / Xc, as the planes read it */
+    for (int64_t q = 0; ur && q < oi->np; q++) {
+        const double *u = ur + 3 * (oi->pvert ? oi->pvert[q] : q);
+        x[3 * q] += u[0], x[3 * q + 1] += u[1], x[3 * q + 2] += u[2];
+    }
     rows_times_coords(oi->np, oi->nb, oi->Bp, z, x, true);
 }
 
@@ -281,6 +289,7 @@ int sim_world_init(SimWorld *w, SimObject *objs, int nobj, SimRigid *rigids, int
                 memcpy(oi->Bown + v * o->nb, o->Bv + px->vert[v] * o->nb, sizeof(double) * (size_t)o->nb);
             }
             oi->np = px->np, oi->Xp = oi->Xown, oi->Bp = oi->Bown, oi->nf = px->nf, oi->faces = px->faces;
+            oi->pvert = px->vert;
         }
         if (oi->N && pairs) {
             oi->Bpr = malloc(sizeof(double) * (size_t)(oi->np * oi->r));
@@ -291,7 +300,7 @@ int sim_world_init(SimWorld *w, SimObject *objs, int nobj, SimRigid *rigids, int
         s->x[k] = malloc(sizeof(double) * 3 * (size_t)(oi->np + 1));
         s->dx[k] = malloc(sizeof(double) * 3 * (size_t)(oi->np + 1));
         if (!s->x[k] || !s->dx[k]) goto oom;
-        obj_points(oi, o->z, s->x[k]);
+        obj_points(o, oi, o->z, s->x[k]);
         heavy = fmax(heavy, o->mass);
         gmax = fmax(gmax, sqrt(o->gravity[0] * o->gravity[0] + o->gravity[1] * o->gravity[1] + o->gravity[2] * o->gravity[2]));
     }
@@ -1188,7 +1197,7 @@ static void set_bodies(SimWorld *w, const double *Z, const double *dZ) {
     struct SimWorldScratch *s = w->ws;
     for (int k = 0; k < w->nobj; k++) {
         const ObjInfo *oi = &s->oi[k];
-        obj_points(oi, Z + oi->off, s->x[k]);
+        obj_points(&w->obj[k], oi, Z + oi->off, s->x[k]);
         if (dZ) obj_disp(oi, dZ + oi->off, s->dx[k]);
         s->bodies[k] = body_of(w, k, s->x[k], dZ ? s->dx[k] : NULL, 0);
     }
@@ -1209,7 +1218,7 @@ static int rigid_advance(SimWorld *w, double dt) {
             SimContactBody *bd = malloc(sizeof *bd * (size_t)(w->nobj + 1));
             if (!bd) return -1;
             for (int k = 0; k < w->nobj; k++) {
-                obj_points(&s->oi[k], w->obj[k].z, s->x[k]);
+                obj_points(&w->obj[k], &s->oi[k], w->obj[k].z, s->x[k]);
                 bd[k] = body_of(w, k, s->x[k], NULL, 1);
             }
             double *xr = s->x[w->nobj + r], *dxr = s->dx[w->nobj + r];
@@ -1418,6 +1427,13 @@ int sim_world_step(SimWorld *w, double dt, char *err, size_t errlen) {
     return rc;
 }
 
+/* whether an object moves with a rig (sim/rig.h) */
+static bool rigged(const SimWorld *w) {
+    for (int k = 0; k < w->nobj; k++)
+        if (w->obj[k].rig_uc || w->obj[k].rig_uv) return true;
+    return false;
+}
+
 static int world_step(SimWorld *w, double dt, char *err, size_t errlen) {
     double t0 = base_now();
     if (!(dt > 0)) {
@@ -1465,6 +1481,13 @@ static int world_step(SimWorld *w, double dt, char *err, size_t errlen) {
         set_bodies(w, s->z0, s->dz);
         if (candidates(w, s->bodies, &s->cand)) goto oom;
         w->last.min_distance = sim_contact_min_distance(s->bodies, &s->cand, 0);
+        if (!(w->last.min_distance > 0) && rigged(w)) {
+            /* every step ends with all pairs apart, so only the rig's prescribed move since (not
+             * swept: obj_points) can have carried a surface onto or through another body */
+            base_errf(err, errlen, "sim: at t = %g a rig's move over the step carried a surface into another body "
+                      "(pair distance %g m at the step's start): a smaller dt or a slower rig", w->t, w->last.min_distance);
+            return -1;
+        }
         /* friction lagged at x⁰: the candidates of the swept guess hold every pair within d̂ at x⁰ */
         if (friction_collect(w, dt)) goto oom;
         double a0 = sim_contact_ccd(s->bodies, &s->cand, w->contact.min_sep);
@@ -1599,7 +1622,7 @@ void sim_world_momentum(const SimWorld *w, double p[3]) {
 static void bodies_now(const SimWorld *w) {
     struct SimWorldScratch *s = w->ws;
     for (int k = 0; k < w->nobj; k++) {
-        obj_points(&s->oi[k], w->obj[k].z, s->x[k]);
+        obj_points(&w->obj[k], &s->oi[k], w->obj[k].z, s->x[k]);
         s->bodies[k] = body_of(w, k, s->x[k], NULL, 0);
     }
     for (int r = 0; r < w->nrigid; r++) {
