@@ -421,11 +421,16 @@ TEST(rigskin_scene_runs_with_a_rig) {
     CHECK(access(path, F_OK) == 0);
     unlink(path), rmdir(dir);
     sim_scene_free(&sc);
-    /* a scene without "rig" has none; a rig with a bone the shape lacks, or beside a second object, is refused */
+    /* a scene without "rig" has none; a rig beside a second object is fine, beside a rigid body or on
+     * an object the scene lacks it is refused */
     CHECK(sim_scene_parse("{\"objects\": [{}]}", "inline", &sc, err, sizeof err) == 0 && sc.rig.object == -1);
     sim_scene_free(&sc);
-    CHECK(sim_scene_parse("{\"objects\": [{}, {}], \"rig\": {\"object\": 0}}", "inline", &sc, err, sizeof err) != 0);
-    CHECK(strstr(err, "one object") != NULL);
+    CHECK_MSG(sim_scene_parse("{\"objects\": [{}, {}], \"rig\": {\"object\": 0}}", "inline", &sc, err, sizeof err) == 0,
+              "%s", err);
+    sim_scene_free(&sc);
+    CHECK(sim_scene_parse("{\"objects\": [{}], \"rigids\": [{}], \"rig\": {\"object\": 0}}", "inline", &sc, err,
+                          sizeof err) != 0);
+    CHECK(strstr(err, "rigid") != NULL);
     CHECK(sim_scene_parse("{\"objects\": [{}], \"rig\": {\"object\": 1}}", "inline", &sc, err, sizeof err) != 0);
 }
 
