@@ -112,6 +112,8 @@ struct SimWorldScratch {
     double *Hf;
     bool *hf_ok;
     bool kel_stale;            /* the objects' lagged elastic Hessians want reassembly (solver.h) */
+    double **xr;               /* per object: a rigged one's contact points at the last step's end
+                                  (rig_sweep), NULL before its first step or without a rig */
 };
 
 static void scratch_free(struct SimWorldScratch *s, int nbodies) {
@@ -130,6 +132,9 @@ static void scratch_free(struct SimWorldScratch *s, int nbodies) {
         for (int b = 0; b < nbodies; b++) free(s->euses[b]), free(s->fedges[b]), free(s->vcoef[b]);
     free(s->edges), free(s->nedges), free(s->elen2), free(s->euses), free(s->fedges), free(s->vcoef);
     free(s->fr), free(s->frgeo), free(s->frT), free(s->fridx);
+    if (s->xr)
+        for (int k = 0; k < s->nobj; k++) free(s->xr[k]);
+    free(s->xr);
     sim_contact_set_free(&s->cand);
     free(s);
 }
@@ -185,7 +190,7 @@ static void rows_times_coords(int64_t n, int64_t m, const double *R, const doubl
 
 /* x = Xp + u_r + Bp z per coordinate (np × 3). u_r: a rigged object's rig displacement at its
  * contact points (sim/rig.h: x = X + u_r + B z), the pose sim_rig_advance set for the step's end;
- * the rig is prescribed input, so its own move over a step is not swept by CCD (world.h). */
+ * the rig is prescribed input, so its own move is swept apart, before the step (rig_sweep). */
 static void obj_points(const SimObject *o, const ObjInfo *oi, const double *z, double *x) {
     memcpy(x, oi->Xp, sizeof(double) * 3 * (size_t)oi->np);
     const double *ur = o->nv ? o->rig_uv : o->rig_uc; /* indexed as Xv / Xc, as the planes read it */
@@ -1427,11 +1432,56 @@ int sim_world_step(SimWorld *w, double dt, char *err, size_t errlen) {
     return rc;
 }
 
-/* whether an object moves with a rig (sim/rig.h) */
-static bool rigged(const SimWorld *w) {
-    for (int k = 0; k < w->nobj; k++)
-        if (w->obj[k].rig_uc || w->obj[k].rig_uv) return true;
+/* whether object k moves with a rig (sim/rig.h), or any does (k < 0) */
+static bool rigged(const SimWorld *w, int k) {
+    for (int j = k < 0 ? 0 : k; j < (k < 0 ? w->nobj : k + 1); j++)
+        if (w->obj[j].rig_uc || w->obj[j].rig_uv) return true;
     return false;
+}
+
+/* A pair may close to this fraction of its distance under a rig's move before it counts as a hit. */
+#define RIG_SWEEP_SEP 1e-2
+
+/* The rigs' own move since the last step's end, u_r(t₀) → u_r(t₁) at z₀, swept by CCD against
+ * the other bodies held still. The rig is prescribed input: no iterate of the step can hold it
+ * back, and the step's own CCD starts after it (obj_points), so a rig that carries a surface into
+ * or through another body within one step would leave a crossing the barrier then keeps. *alpha:
+ * the fraction of the move that is clear (1: all of it; also before a rigged object's first step).
+ * 0, or -1 out of memory. */
+static int rig_sweep(SimWorld *w, double *alpha) {
+    struct SimWorldScratch *s = w->ws;
+    *alpha = 1;
+    bool any = false;
+    for (int k = 0; k < w->nobj; k++) {
+        const SimObject *o = &w->obj[k];
+        const ObjInfo *oi = &s->oi[k];
+        bool moving = s->xr && s->xr[k];
+        if (moving) { /* from where the last step left it to where the rig now puts it */
+            obj_points(o, oi, o->z, s->dx[k]);
+            memcpy(s->x[k], s->xr[k], sizeof(double) * 3 * (size_t)oi->np);
+            for (int64_t q = 0; q < 3 * oi->np; q++) s->dx[k][q] -= s->x[k][q];
+            any = true;
+        } else
+            obj_points(o, oi, o->z, s->x[k]);
+        s->bodies[k] = body_of(w, k, s->x[k], moving ? s->dx[k] : NULL, !moving);
+    }
+    if (!any) return 0;
+    for (int r = 0; r < w->nrigid; r++) s->bodies[w->nobj + r] = body_of(w, w->nobj + r, s->x[w->nobj + r], NULL, 1);
+    if (sim_contact_broad_phase(s->bodies, w->nobj + w->nrigid, 0.5 * w->dhat, &s->cand)) return -1;
+    *alpha = sim_contact_ccd(s->bodies, &s->cand, RIG_SWEEP_SEP);
+    return 0;
+}
+
+/* after a step: the rigged objects' contact points, where the next rig_sweep starts */
+static int rig_keep(SimWorld *w) {
+    struct SimWorldScratch *s = w->ws;
+    if (!s->xr && !(s->xr = calloc((size_t)w->nobj, sizeof *s->xr))) return -1;
+    for (int k = 0; k < w->nobj; k++) {
+        if (!rigged(w, k)) continue;
+        if (!s->xr[k] && !(s->xr[k] = malloc(sizeof(double) * 3 * (size_t)(s->oi[k].np + 1)))) return -1;
+        obj_points(&w->obj[k], &s->oi[k], w->obj[k].z, s->xr[k]);
+    }
+    return 0;
 }
 
 static int world_step(SimWorld *w, double dt, char *err, size_t errlen) {
@@ -1475,15 +1525,25 @@ static int world_step(SimWorld *w, double dt, char *err, size_t errlen) {
     }
     /* initial guess: z̃, with contact filtered by CCD from the feasible z₀ (IPC §4.2) */
     s->cand.n = 0, s->nact = 0, s->nfr = 0;
+    if (contact && rigged(w, -1)) {
+        double ar;
+        if (rig_sweep(w, &ar)) goto oom;
+        if (ar < 1) {
+            base_errf(err, errlen, "sim: at t = %g a rig's move over the step reaches another body (%.0f%% of it is clear; "
+                      "the rig is prescribed, contact cannot hold it back): a smaller dt or a slower rig", w->t, 100 * ar);
+            return -1;
+        }
+        s->cand.n = 0;
+    }
     if (contact) {
         for (int64_t q = 0; q < N; q++) s->dz[q] = s->zt[q] - s->z0[q];
         double tb = base_cpu_now();
         set_bodies(w, s->z0, s->dz);
         if (candidates(w, s->bodies, &s->cand)) goto oom;
         w->last.min_distance = sim_contact_min_distance(s->bodies, &s->cand, 0);
-        if (!(w->last.min_distance > 0) && rigged(w)) {
-            /* every step ends with all pairs apart, so only the rig's prescribed move since (not
-             * swept: obj_points) can have carried a surface onto or through another body */
+        if (!(w->last.min_distance > 0) && rigged(w, -1)) {
+            /* every step ends with all pairs apart, so only a rig's move before its first swept
+             * step (rig_sweep) can have put a surface onto another body */
             base_errf(err, errlen, "sim: at t = %g a rig's move over the step carried a surface into another body "
                       "(pair distance %g m at the step's start): a smaller dt or a slower rig", w->t, w->last.min_distance);
             return -1;
@@ -1560,6 +1620,7 @@ static int world_step(SimWorld *w, double dt, char *err, size_t errlen) {
         o->t = t1;
     }
     if (contact) rigid_reaction(w);
+    if (contact && rigged(w, -1) && rig_keep(w)) goto oom;
     w->t = t1;
     st->seconds = base_now() - t0;
     st->t_cpu = base_cpu_now() - c0;
