@@ -185,8 +185,12 @@ int sim_rig_set_rank_tol(SimRig *r, SimObject *o, double tol, int *kept, char *e
  *         keys: [{bone, t, axis, deg}] (a local rotation of deg about axis at time t),
  *         drags: [{bone, target, t0 [0], t1 [0.5], t_release [1e30]}] (joint drags)}
  * The rigged object's skinning must be of the same procedural shape (its category, seed and
- * mesh_res are the rig's); the scene then holds that one object and no rigid bodies (world.c's
- * IPC does not see u_r). Its gaussians move with x = X + u_r + B z and F = F_r + (G z)ᵀ
+ * mesh_res are the rig's). Other deformable objects may share the scene: the IPC pairs between
+ * bodies see the rigged one at X + u_r + B z (world.c), with the rig at the step's end time from
+ * the step's start on. The rig is prescribed input that contact cannot hold back, so its own move
+ * over a step (z held) is swept by CCD first, and a move that would reach another body stops the
+ * run with an error (a smaller dt or a slower rig) rather than leave a crossing. Rigid bodies are refused beside a rig (their CCD move and lagged reaction are not
+ * tested against prescribed motion). One rig per scene. Its gaussians move with x = X + u_r + B z and F = F_r + (G z)ᵀ
  * (sim_rig_points_*, sim_gaussians_update_rigged). */
 typedef struct {
     char bone[24];

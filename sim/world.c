@@ -66,6 +66,7 @@ typedef struct {
     int64_t nf;                /* the contact surface over the points: the proxy's, or the mesh's */
     const int32_t *faces;
     SimProxy proxy;            /* np 0: none (the render mesh, or the cubature points, are the points) */
+    const int32_t *pvert;      /* the proxy's mesh vertex per point (NULL: point q is vertex q) */
     double *Xown, *Bown;       /* the proxy's rows of Xv and Bv */
 } ObjInfo;
 
@@ -111,6 +112,8 @@ struct SimWorldScratch {
     double *Hf;
     bool *hf_ok;
     bool kel_stale;            /* the objects' lagged elastic Hessians want reassembly (solver.h) */
+    double **xr;               /* per object: a rigged one's contact points at the last step's end
+                                  (rig_sweep), NULL before its first step or without a rig */
 };
 
 static void scratch_free(struct SimWorldScratch *s, int nbodies) {
@@ -129,6 +132,9 @@ static void scratch_free(struct SimWorldScratch *s, int nbodies) {
         for (int b = 0; b < nbodies; b++) free(s->euses[b]), free(s->fedges[b]), free(s->vcoef[b]);
     free(s->edges), free(s->nedges), free(s->elen2), free(s->euses), free(s->fedges), free(s->vcoef);
     free(s->fr), free(s->frgeo), free(s->frT), free(s->fridx);
+    if (s->xr)
+        for (int k = 0; k < s->nobj; k++) free(s->xr[k]);
+    free(s->xr);
     sim_contact_set_free(&s->cand);
     free(s);
 }
@@ -182,9 +188,16 @@ static void rows_times_coords(int64_t n, int64_t m, const double *R, const doubl
     }
 }
 
-/* x = Xp + Bp z per coordinate (np × 3) */
-static void obj_points(const ObjInfo *oi, const double *z, double *x) {
+/* x = Xp + u_r + Bp z per coordinate (np × 3). u_r: a rigged object's rig displacement at its
+ * contact points (sim/rig.h: x = X + u_r + B z), the pose sim_rig_advance set for the step's end;
+ * the rig is prescribed input, so its own move is swept apart, before the step (rig_sweep). */
+static void obj_points(const SimObject *o, const ObjInfo *oi, const double *z, double *x) {
     memcpy(x, oi->Xp, sizeof(double) * 3 * (size_t)oi->np);
+    const double *ur = o->nv ? o->rig_uv : o->rig_uc; /* indexed as Xv / Xc, as the planes read it */
+    for (int64_t q = 0; ur && q < oi->np; q++) {
+        const double *u = ur + 3 * (oi->pvert ? oi->pvert[q] : q);
+        x[3 * q] += u[0], x[3 * q + 1] += u[1], x[3 * q + 2] += u[2];
+    }
     rows_times_coords(oi->np, oi->nb, oi->Bp, z, x, true);
 }
 
@@ -281,6 +294,7 @@ int sim_world_init(SimWorld *w, SimObject *objs, int nobj, SimRigid *rigids, int
                 memcpy(oi->Bown + v * o->nb, o->Bv + px->vert[v] * o->nb, sizeof(double) * (size_t)o->nb);
             }
             oi->np = px->np, oi->Xp = oi->Xown, oi->Bp = oi->Bown, oi->nf = px->nf, oi->faces = px->faces;
+            oi->pvert = px->vert;
         }
         if (oi->N && pairs) {
             oi->Bpr = malloc(sizeof(double) * (size_t)(oi->np * oi->r));
@@ -291,7 +305,7 @@ int sim_world_init(SimWorld *w, SimObject *objs, int nobj, SimRigid *rigids, int
         s->x[k] = malloc(sizeof(double) * 3 * (size_t)(oi->np + 1));
         s->dx[k] = malloc(sizeof(double) * 3 * (size_t)(oi->np + 1));
         if (!s->x[k] || !s->dx[k]) goto oom;
-        obj_points(oi, o->z, s->x[k]);
+        obj_points(o, oi, o->z, s->x[k]);
         heavy = fmax(heavy, o->mass);
         gmax = fmax(gmax, sqrt(o->gravity[0] * o->gravity[0] + o->gravity[1] * o->gravity[1] + o->gravity[2] * o->gravity[2]));
     }
@@ -1188,7 +1202,7 @@ static void set_bodies(SimWorld *w, const double *Z, const double *dZ) {
     struct SimWorldScratch *s = w->ws;
     for (int k = 0; k < w->nobj; k++) {
         const ObjInfo *oi = &s->oi[k];
-        obj_points(oi, Z + oi->off, s->x[k]);
+        obj_points(&w->obj[k], oi, Z + oi->off, s->x[k]);
         if (dZ) obj_disp(oi, dZ + oi->off, s->dx[k]);
         s->bodies[k] = body_of(w, k, s->x[k], dZ ? s->dx[k] : NULL, 0);
     }
@@ -1209,7 +1223,7 @@ static int rigid_advance(SimWorld *w, double dt) {
             SimContactBody *bd = malloc(sizeof *bd * (size_t)(w->nobj + 1));
             if (!bd) return -1;
             for (int k = 0; k < w->nobj; k++) {
-                obj_points(&s->oi[k], w->obj[k].z, s->x[k]);
+                obj_points(&w->obj[k], &s->oi[k], w->obj[k].z, s->x[k]);
                 bd[k] = body_of(w, k, s->x[k], NULL, 1);
             }
             double *xr = s->x[w->nobj + r], *dxr = s->dx[w->nobj + r];
@@ -1418,6 +1432,58 @@ int sim_world_step(SimWorld *w, double dt, char *err, size_t errlen) {
     return rc;
 }
 
+/* whether object k moves with a rig (sim/rig.h), or any does (k < 0) */
+static bool rigged(const SimWorld *w, int k) {
+    for (int j = k < 0 ? 0 : k; j < (k < 0 ? w->nobj : k + 1); j++)
+        if (w->obj[j].rig_uc || w->obj[j].rig_uv) return true;
+    return false;
+}
+
+/* A pair may close to this fraction of its distance under a rig's move before it counts as a hit. */
+#define RIG_SWEEP_SEP 1e-2
+
+/* The rigs' own move since the last step's end, u_r(t₀) → u_r(t₁) at z₀, swept by CCD against
+ * the other bodies held still. The rig is prescribed input: no iterate of the step can hold it
+ * back, and the step's own CCD starts after it (obj_points), so a rig that carries a surface into
+ * or through another body within one step would leave a crossing the barrier then keeps. *alpha:
+ * the fraction of the move that is clear (1: all of it; also before a rigged object's first step).
+ * 0, or -1 out of memory. */
+static int rig_sweep(SimWorld *w, double *alpha) {
+    struct SimWorldScratch *s = w->ws;
+    *alpha = 1;
+    bool any = false;
+    for (int k = 0; k < w->nobj; k++) {
+        const SimObject *o = &w->obj[k];
+        const ObjInfo *oi = &s->oi[k];
+        bool moving = s->xr && s->xr[k];
+        if (moving) { /* from where the last step left it to where the rig now puts it */
+            obj_points(o, oi, o->z, s->dx[k]);
+            memcpy(s->x[k], s->xr[k], sizeof(double) * 3 * (size_t)oi->np);
+            for (int64_t q = 0; q < 3 * oi->np; q++) s->dx[k][q] -= s->x[k][q];
+            any = true;
+        } else
+            obj_points(o, oi, o->z, s->x[k]);
+        s->bodies[k] = body_of(w, k, s->x[k], moving ? s->dx[k] : NULL, !moving);
+    }
+    if (!any) return 0;
+    for (int r = 0; r < w->nrigid; r++) s->bodies[w->nobj + r] = body_of(w, w->nobj + r, s->x[w->nobj + r], NULL, 1);
+    if (sim_contact_broad_phase(s->bodies, w->nobj + w->nrigid, 0.5 * w->dhat, &s->cand)) return -1;
+    *alpha = sim_contact_ccd(s->bodies, &s->cand, RIG_SWEEP_SEP);
+    return 0;
+}
+
+/* after a step: the rigged objects' contact points, where the next rig_sweep starts */
+static int rig_keep(SimWorld *w) {
+    struct SimWorldScratch *s = w->ws;
+    if (!s->xr && !(s->xr = calloc((size_t)w->nobj, sizeof *s->xr))) return -1;
+    for (int k = 0; k < w->nobj; k++) {
+        if (!rigged(w, k)) continue;
+        if (!s->xr[k] && !(s->xr[k] = malloc(sizeof(double) * 3 * (size_t)(s->oi[k].np + 1)))) return -1;
+        obj_points(&w->obj[k], &s->oi[k], w->obj[k].z, s->xr[k]);
+    }
+    return 0;
+}
+
 static int world_step(SimWorld *w, double dt, char *err, size_t errlen) {
     double t0 = base_now();
     if (!(dt > 0)) {
@@ -1459,12 +1525,29 @@ static int world_step(SimWorld *w, double dt, char *err, size_t errlen) {
     }
     /* initial guess: z̃, with contact filtered by CCD from the feasible z₀ (IPC §4.2) */
     s->cand.n = 0, s->nact = 0, s->nfr = 0;
+    if (contact && rigged(w, -1)) {
+        double ar;
+        if (rig_sweep(w, &ar)) goto oom;
+        if (ar < 1) {
+            base_errf(err, errlen, "sim: at t = %g a rig's move over the step reaches another body (%.0f%% of it is clear; "
+                      "the rig is prescribed, contact cannot hold it back): a smaller dt or a slower rig", w->t, 100 * ar);
+            return -1;
+        }
+        s->cand.n = 0;
+    }
     if (contact) {
         for (int64_t q = 0; q < N; q++) s->dz[q] = s->zt[q] - s->z0[q];
         double tb = base_cpu_now();
         set_bodies(w, s->z0, s->dz);
         if (candidates(w, s->bodies, &s->cand)) goto oom;
         w->last.min_distance = sim_contact_min_distance(s->bodies, &s->cand, 0);
+        if (!(w->last.min_distance > 0) && rigged(w, -1)) {
+            /* every step ends with all pairs apart, so only a rig's move before its first swept
+             * step (rig_sweep) can have put a surface onto another body */
+            base_errf(err, errlen, "sim: at t = %g a rig's move over the step carried a surface into another body "
+                      "(pair distance %g m at the step's start): a smaller dt or a slower rig", w->t, w->last.min_distance);
+            return -1;
+        }
         /* friction lagged at x⁰: the candidates of the swept guess hold every pair within d̂ at x⁰ */
         if (friction_collect(w, dt)) goto oom;
         double a0 = sim_contact_ccd(s->bodies, &s->cand, w->contact.min_sep);
@@ -1537,6 +1620,7 @@ static int world_step(SimWorld *w, double dt, char *err, size_t errlen) {
         o->t = t1;
     }
     if (contact) rigid_reaction(w);
+    if (contact && rigged(w, -1) && rig_keep(w)) goto oom;
     w->t = t1;
     st->seconds = base_now() - t0;
     st->t_cpu = base_cpu_now() - c0;
@@ -1599,7 +1683,7 @@ void sim_world_momentum(const SimWorld *w, double p[3]) {
 static void bodies_now(const SimWorld *w) {
     struct SimWorldScratch *s = w->ws;
     for (int k = 0; k < w->nobj; k++) {
-        obj_points(&s->oi[k], w->obj[k].z, s->x[k]);
+        obj_points(&w->obj[k], &s->oi[k], w->obj[k].z, s->x[k]);
         s->bodies[k] = body_of(w, k, s->x[k], NULL, 0);
     }
     for (int r = 0; r < w->nrigid; r++) {

@@ -11,6 +11,8 @@
 #include "models/physskin/train.h"
 #include "sim/rig.h"
 #include "sim/scene.h"
+#include "sim/world.h"
+#include "tests/sim_test_util.h"
 #include "tests/test.h"
 
 static Tensor *rand_t(uint64_t seed, int nd, const int64_t *shape, double lo, double hi) {
@@ -419,11 +421,16 @@ TEST(rigskin_scene_runs_with_a_rig) {
     CHECK(access(path, F_OK) == 0);
     unlink(path), rmdir(dir);
     sim_scene_free(&sc);
-    /* a scene without "rig" has none; a rig with a bone the shape lacks, or beside a second object, is refused */
+    /* a scene without "rig" has none; a rig beside a second object is fine, beside a rigid body or on
+     * an object the scene lacks it is refused */
     CHECK(sim_scene_parse("{\"objects\": [{}]}", "inline", &sc, err, sizeof err) == 0 && sc.rig.object == -1);
     sim_scene_free(&sc);
-    CHECK(sim_scene_parse("{\"objects\": [{}, {}], \"rig\": {\"object\": 0}}", "inline", &sc, err, sizeof err) != 0);
-    CHECK(strstr(err, "one object") != NULL);
+    CHECK_MSG(sim_scene_parse("{\"objects\": [{}, {}], \"rig\": {\"object\": 0}}", "inline", &sc, err, sizeof err) == 0,
+              "%s", err);
+    sim_scene_free(&sc);
+    CHECK(sim_scene_parse("{\"objects\": [{}], \"rigids\": [{}], \"rig\": {\"object\": 0}}", "inline", &sc, err,
+                          sizeof err) != 0);
+    CHECK(strstr(err, "rigid") != NULL);
     CHECK(sim_scene_parse("{\"objects\": [{}], \"rig\": {\"object\": 1}}", "inline", &sc, err, sizeof err) != 0);
 }
 
@@ -596,4 +603,128 @@ TEST(rigskin_scene_clip_map) {
     unlink(path);
     rmdir(dir);
     rigged_free(&g);
+}
+
+/* A quadruped (rigged, objs[0] with rig r) and a free mug (objs[1], unrigged) in a world without
+ * gravity or floor: the tail keyframed to swing 70° about the vertical in swing_t seconds (0: no
+ * keys), the mug
+ * centred three quarters along the tail at 35° of the swing, about a third of the tail across.
+ * *len: the tail's length (m). */
+static void tail_and_mug(SimObject objs[2], SimRig *r, SimWorld *w, double swing_t, double *len) {
+    SimProceduralOptions po;
+    sim_procedural_defaults(&po);
+    po.kind = "rbf", po.normalize = true, po.seed = 1;
+    SimSkinning sk;
+    SimMaterial mat = {.E = 2e4, .nu = 0.3, .rho = 1000};
+    char err[1024];
+    po.category = "quadruped", po.handles = 10, po.cubature_res = 24, po.mesh_res = 32;
+    CHECK_MSG(sim_skinning_procedural(&po, &sk, err, sizeof err) == 0, "%s", err);
+    SimPose pq = sim_pose_identity();
+    pq.scale = 0.5, pq.translate[1] = 0.5;
+    CHECK_MSG(sim_object_init(&objs[0], &sk, &mat, &pq, err, sizeof err) == 0, "%s", err);
+    sim_skinning_free(&sk);
+    CHECK_MSG(sim_rig_init(r, &objs[0], "quadruped", 1, 32, 0, (double[]){0, 0, 0}, 1, &pq, err, sizeof err) == 0,
+              "%s", err);
+    int tail = sim_rig_bone(r, "tail");
+    CHECK(tail >= 0);
+    /* the tail in the world (X = L p + off) */
+    double base[3], tip[3], d[3], l2 = 0;
+    for (int a = 0; a < 3; a++) {
+        base[a] = r->off[a], tip[a] = r->off[a];
+        for (int b = 0; b < 3; b++)
+            base[a] += r->L[3 * a + b] * r->shape.bones[tail].head[b], tip[a] += r->L[3 * a + b] * r->shape.bones[tail].tail[b];
+    }
+    for (int a = 0; a < 3; a++) d[a] = tip[a] - base[a], l2 += d[a] * d[a];
+    *len = sqrt(l2);
+    double th = 35 * M_PI / 180, at[3] = {base[0] + 0.75 * (cos(th) * d[0] + sin(th) * d[2]), base[1] + 0.75 * d[1],
+                                          base[2] + 0.75 * (-sin(th) * d[0] + cos(th) * d[2])};
+    SimRigKey k0 = {.bone = tail, .t = 0, .q = {1, 0, 0, 0}}, k1 = {.bone = tail, .t = swing_t};
+    ds_quat_axis_angle((double[]){0, 1, 0}, 70 * M_PI / 180, k1.q);
+    if (swing_t > 0) CHECK(sim_rig_add_key(r, &k0, err, sizeof err) == 0 && sim_rig_add_key(r, &k1, err, sizeof err) == 0);
+    po.category = "mug", po.handles = 6, po.cubature_res = 16, po.mesh_res = 24;
+    CHECK_MSG(sim_skinning_procedural(&po, &sk, err, sizeof err) == 0, "%s", err);
+    SimPose pm = sim_pose_identity();
+    pm.scale = 0.18 * *len;
+    memcpy(pm.translate, at, sizeof at);
+    CHECK_MSG(sim_object_init(&objs[1], &sk, &mat, &pm, err, sizeof err) == 0, "%s", err);
+    sim_skinning_free(&sk);
+    SimContactOptions co;
+    sim_contact_defaults(&co);
+    sim_rig_advance(r, &objs[0], 0);
+    CHECK_MSG(sim_world_init(w, objs, 2, NULL, 0, NULL, 0, &co, err, sizeof err) == 0, "%s", err);
+}
+
+/* Multi-body contact under rig motion (world.c's obj_points): the IPC pairs between bodies see a
+ * rigged object at x = X + u_r + B z. The quadruped's tail sweeps through where the free mug
+ * floats (tail_and_mug, 0.6 s). The tail must push the mug away, with no rendered vertex of either
+ * deeper inside the other than the two collision proxies' deviations (sim/proxy.h), and every pair
+ * apart at every step. Before, contact saw the rigged body at X + B z (its rest pose plus the
+ * secondary motion): the tail went through the mug and left it where it was. */
+TEST(rigskin_rigged_body_pushes_a_free_body) {
+    SimObject objs[2];
+    SimRig r;
+    SimWorld w;
+    double len;
+    tail_and_mug(objs, &r, &w, 0.6, &len);
+    char err[1024];
+    double dev = (sim_world_proxy(&w, 0) ? sim_world_proxy(&w, 0)->deviation : 0) +
+                 (sim_world_proxy(&w, 1) ? sim_world_proxy(&w, 1)->deviation : 0);
+    double dt = 1 / 60.0, c0[3] = {0, 0, 0}, c1[3] = {0, 0, 0}, dmin = INFINITY;
+    int64_t nv = objs[1].nv, deep = 0, any = 0, failures = 0;
+    double *x = malloc(sizeof(double) * 3 * (size_t)nv);
+    sim_object_vertices(&objs[1], x);
+    for (int64_t v = 0; v < nv; v++)
+        for (int a = 0; a < 3; a++) c0[a] += x[3 * v + a] / nv;
+    int steps = test_quick() ? 30 : 45;
+    for (int s = 1; s <= steps; s++) {
+        sim_rig_advance(&r, &objs[0], s * dt);
+        CHECK_MSG(sim_world_step(&w, dt, err, sizeof err) == 0, "step %d: %s", s, err);
+        failures += w.last.failures;
+        dmin = fmin(dmin, w.last.min_distance);
+        for (int a = 0; a < 2; a++) {
+            int64_t n = vertices_inside(&objs[a], &objs[1 - a], dev, &any);
+            deep = n > deep ? n : deep;
+        }
+    }
+    sim_object_vertices(&objs[1], x);
+    for (int64_t v = 0; v < nv; v++)
+        for (int a = 0; a < 3; a++) c1[a] += x[3 * v + a] / nv;
+    double moved = sqrt((c1[0] - c0[0]) * (c1[0] - c0[0]) + (c1[1] - c0[1]) * (c1[1] - c0[1]) + (c1[2] - c0[2]) * (c1[2] - c0[2]));
+    printf("    tail %.3f m swept 70°: the mug moved %.3f m; %lld vertices deeper inside the other body than the "
+           "proxies' deviations (%.3g m; %lld inside at all); min pair distance %.3g m; %lld Newton failures\n",
+           len, moved, (long long)deep, dev, (long long)any, dmin, (long long)failures);
+    CHECK(deep == 0);
+    CHECK(moved > 0.1 * len);
+    CHECK(dmin > 0 && failures == 0);
+    free(x);
+    sim_world_free(&w);
+    sim_rig_free(&r);
+    for (int k = 0; k < 2; k++) sim_object_free(&objs[k]);
+}
+
+/* The rig is prescribed: contact cannot hold it back, so its own move over a step is swept by CCD
+ * before the step (world.c's rig_sweep). The same tail swung 70° in one step jumps from one side of
+ * the mug to the other: the step must stop with an error, not leave the tail through the mug (no
+ * pair of the end pose need be at distance ≤ 0, so the step's own checks did not see it). */
+TEST(rigskin_rig_jump_through_a_body_is_an_error) {
+    SimObject objs[2];
+    SimRig r;
+    SimWorld w;
+    double len, dt = 1 / 60.0;
+    tail_and_mug(objs, &r, &w, 0, &len);
+    char err[1024] = "";
+    /* the first step only records where the rig left the bodies (nothing to sweep from yet): the
+     * jump comes at the second */
+    SimRigKey k0 = {.bone = sim_rig_bone(&r, "tail"), .t = dt, .q = {1, 0, 0, 0}}, k1 = {.bone = k0.bone, .t = 2 * dt};
+    ds_quat_axis_angle((double[]){0, 1, 0}, 70 * M_PI / 180, k1.q);
+    CHECK(sim_rig_add_key(&r, &k0, err, sizeof err) == 0 && sim_rig_add_key(&r, &k1, err, sizeof err) == 0);
+    sim_rig_advance(&r, &objs[0], dt);
+    CHECK_MSG(sim_world_step(&w, dt, err, sizeof err) == 0, "%s", err);
+    sim_rig_advance(&r, &objs[0], 2 * dt);
+    int rc = sim_world_step(&w, dt, err, sizeof err);
+    printf("    70° in one step: %s\n", rc ? err : "no error");
+    CHECK(rc != 0 && strstr(err, "rig's move") != NULL);
+    sim_world_free(&w);
+    sim_rig_free(&r);
+    for (int k = 0; k < 2; k++) sim_object_free(&objs[k]);
 }

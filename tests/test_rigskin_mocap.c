@@ -20,8 +20,9 @@
 TEST(rigskin_mocap_scenes_run_long) {
     int steps = getenv("ANIMA_RIG_STEPS") ? atoi(getenv("ANIMA_RIG_STEPS")) : (test_quick() ? 60 : 240);
     CHECK_MSG(steps >= 10, "ANIMA_RIG_STEPS must be >= 10");
-    const char *files[2] = {"scenes/mocap_biped.json", "scenes/mocap_quadruped.json"};
-    for (int i = 0; i < 2; i++) {
+    /* mocap_tail_swat: a second body (a free mug) the keyframed tail hits, through the IPC pairs */
+    const char *files[3] = {"scenes/mocap_biped.json", "scenes/mocap_quadruped.json", "scenes/mocap_tail_swat.json"};
+    for (int i = 0; i < 3; i++) {
         SimScene sc;
         char err[1024];
         CHECK_MSG(sim_scene_load(files[i], &sc, err, sizeof err) == 0, "%s", err);
@@ -33,11 +34,12 @@ TEST(rigskin_mocap_scenes_run_long) {
         double t0 = base_now(), c0 = base_cpu_now();
         CHECK_MSG(sim_scene_run(&sc, "scenes", dir, NULL, NULL, &rep, err, sizeof err) == 0, "%s: %s", files[i], err);
         printf("    %s: %lld steps in %.1f s (cpu %.1f s), Newton %.2f it/step, failures %lld, secondary KE max %.3g J, "
-               "projection onto the rig space <= %.2e, modes %d of %d\n", files[i], (long long)rep.steps,
+               "projection onto the rig space <= %.2e, modes %d of %d, min pair distance %.3g m\n", files[i], (long long)rep.steps,
                base_now() - t0, base_cpu_now() - c0, (double)rep.newton_iters / (double)rep.steps,
                (long long)rep.newton_failures, rep.rig_kinetic_max, rep.rig_projection_max, rep.rig_modes_kept,
-               rep.rig_modes);
+               rep.rig_modes, rep.min_distance);
         CHECK(rep.steps == steps && rep.newton_failures == 0);
+        CHECK(rep.min_distance > 0); /* INFINITY without a second body */
         CHECK(isfinite(rep.rig_kinetic_max) && isfinite(rep.max_energy_rise) && rep.rig_kinetic_max > 0);
         CHECK_MSG(rep.rig_projection_max <= RIG_PROJECTION_TOL, "%s: projection %g", files[i], rep.rig_projection_max);
         char path[256];

@@ -19,6 +19,7 @@
 #include "sim/rigid.h"
 #include "sim/scene.h"
 #include "sim/world.h"
+#include "tests/sim_test_util.h"
 #include "tests/test.h"
 
 static double urand(uint64_t *s) {
@@ -352,9 +353,8 @@ TEST(sim_world_pile_keeps_every_pair_distance_positive) {
     for (int k = 0; k < 3; k++) sim_object_free(&objs[k]);
 }
 
-/* vertices of object a inside object b's surface (generalized winding number > 1/2) deeper than
- * tol (their distance from b's surface); *any: inside at all */
-static int64_t vertices_inside(SimObject *a, SimObject *b, double tol, int64_t *any) {
+/* tests/sim_test_util.h */
+int64_t vertices_inside(SimObject *a, SimObject *b, double tol, int64_t *any) {
     double *xa = malloc(sizeof(double) * 3 * (size_t)a->nv), *xb = malloc(sizeof(double) * 3 * (size_t)b->nv);
     float *vb = malloc(sizeof(float) * 3 * (size_t)b->nv);
     sim_object_vertices(a, xa), sim_object_vertices(b, xb);
