@@ -43,8 +43,11 @@
  * normal. Vertices whose ray misses (open or inverted meshes) get no pole term. Rays walk a
  * uniform grid of the faces (about two per cell), so the search is about O(V·∛F), not O(V·F).
  * CGAL further drops a pole once it falls outside the contracted surface; tried here (a ray-parity
- * test per iteration), it contracted the bunny's body to a curve but moved procedural skeletons
- * outside their shape (up to 4% of the diagonal), so the pole term stays on.
+ * test, later a winding number, per iteration), it moved the procedural skeletons further from
+ * their generating bones (up to 4% of the diagonal outside their shape with the former rules),
+ * so the pole term stays on. Where ray poles differ from CGAL's Voronoi poles: at a short
+ * protrusion (the bunny's tail) the ray from the tip crosses the whole body, so its midpoint lies
+ * in the body and the flow retracts the protrusion; the Voronoi pole stays in it.
  *
  * Cost: the mesh's edge table is rebuilt several times per iteration by a counting sort (linear);
  * the solve is a fresh CHOLMOD factorization per iteration (the pattern changes with every
