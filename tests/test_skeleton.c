@@ -120,7 +120,13 @@ TEST(skeleton_quadruped_tree) {
            s.iterations, s.area_ratio, worst, outside, dt);
     CHECK(comps == 1);
     CHECK(cycles == 0);
-    CHECK(outside == 0);
+    /* Nodes may poke out of the concave creases where the legs meet the body, as CGAL's do:
+     * with CGAL's rules (split only doubly obtuse edges) 6 of 178 nodes lie more than 0.5% of the
+     * diagonal outside, the worst 0.89%; CGAL's own skeleton of this mesh has 12 of 179 outside,
+     * the worst 1.59%. Splitting at any obtuse angle kept every node inside but left the
+     * Stanford bunny 2.7% from CGAL's skeleton. */
+    CHECK_MSG(worst < 0.01 * diag, "a node %.2f%% of the diagonal outside the shape", 100 * worst / diag);
+    CHECK_MSG(outside * 20 < s.nnodes, "%d nodes outside the shape", outside);
     /* four legs, a head/neck and a tail: at least five ends */
     CHECK(ends >= 5);
     sb_skeleton_free(&s);
@@ -448,4 +454,43 @@ TEST(skeleton_joints_fan_pruned) {
     CHECK(spoke0);
     sb_rig_free(&r);
     free(s.nodes), free(s.edges), free(s.corr), free(W);
+}
+
+/* A fat, flattened blob (a short capsule squashed to half its thickness: its medial axis is a
+ * sheet, as the Stanford bunny's body is). The contraction must still end in a curve along the
+ * long axis, as CGAL's does. When the edge collapse refused every edge with an end of valence 3
+ * (CGAL refuses only a closed tetrahedron), short edges stayed, the degeneracy test froze their
+ * vertices, and the blob stayed a sheet that ended in a fan of branches: 18 ends, 25 of 97 nodes
+ * more than 0.09 (a fifth of the half-width) off the long axis (45 ends, 113 of 390 with the
+ * old split rule as well). */
+TEST(skeleton_flat_blob_contracts_to_curve) {
+    float a[3] = {-0.45f, 0, 0}, b[3] = {0.45f, 0, 0};
+    DsMesh m;
+    CHECK(make_capsule(a, b, 0.45f, 0.04f, &m) == 0);
+    for (int64_t v = 0; v < m.nv; v++) m.v[3 * v + 2] *= 0.5f;
+    double diag = mesh_diag(&m);
+    SbSkeleton s;
+    char err[256];
+    CHECK_MSG(sb_skeleton_mcf(&m, NULL, &s, err, sizeof err) == 0, "%s", err);
+    check_corr(&s);
+    int64_t *deg = calloc((size_t)s.nnodes + 1, sizeof *deg);
+    CHECK(deg != NULL);
+    for (int64_t e = 0; e < 2 * s.nedges; e++) deg[s.edges[e]]++;
+    int ends = 0, far = 0;
+    for (int64_t i = 0; i < s.nnodes; i++) {
+        const float *p = s.nodes + 3 * i;
+        ends += deg[i] == 1;
+        far += sqrt(p[1] * p[1] + p[2] * p[2]) > 0.09;
+    }
+    int64_t cycles;
+    int comps = sb_skeleton_components(&s, &cycles);
+    printf("    flat blob: %lld vertices → %lld nodes, %d ends, %d components, %lld cycles, %d iterations, "
+           "area ratio %.2e, %d nodes > 0.09 off the long axis (diagonal %.2f)\n",
+           (long long)m.nv, (long long)s.nnodes, ends, comps, (long long)cycles, s.iterations, s.area_ratio, far, diag);
+    CHECK(comps == 1 && cycles == 0);
+    CHECK_MSG(ends <= 4, "%d ends: the blob stayed a sheet", ends);
+    CHECK_MSG(far * 5 < s.nnodes, "%d of %lld nodes off the long axis", far, (long long)s.nnodes);
+    free(deg);
+    sb_skeleton_free(&s);
+    ds_mesh_free(&m);
 }

@@ -258,9 +258,12 @@ static bool link_ok(const Work *w, const Topo *t, int64_t e) {
             common++, i++, j++;
         }
     }
-    /* a tetrahedron-like closed piece (both have exactly three neighbors) would collapse to a
-     * flat double triangle; refuse it too */
-    if (la <= 3 || lb <= 3) return false;
+    /* a closed tetrahedron (both ends have exactly three neighbors: the whole component) would
+     * collapse to a flat double triangle; refuse only that, as CGAL's link condition does. Refusing
+     * every edge with one end of valence 3, as before, left short edges that could never collapse
+     * and that the degeneracy test then froze as skeletal: the contraction of the bunny's body
+     * stalled as a sheet with thousands of fixed vertices and ended in a fan of branches. */
+    if (la <= 3 && lb <= 3) return false;
     return common == 2;
 }
 
@@ -391,8 +394,9 @@ static int64_t detect_degenerate(Work *w, double min_len) {
     return n;
 }
 
-/* splits obtuse triangles at the foot of the obtuse vertex; returns splits, -1 on failure */
-static int64_t split_pass(Work *w, double max_angle_rad, double min_len) {
+/* splits edges between two obtuse triangles at the foot of the larger obtuse angle (one pass: a
+ * face is split at most once); returns splits, -1 on failure */
+static int64_t split_pass(Work *w, double max_angle_rad) {
     Topo t;
     if (topo_build(w, &t)) return -1;
     double cmax = cos(max_angle_rad);
@@ -405,14 +409,15 @@ static int64_t split_pass(Work *w, double max_angle_rad, double min_len) {
         if (ftouched[f0] || ftouched[f1]) continue;
         /* an edge between two skeletal (fixed) vertices is part of the curve already */
         if (w->fixed[a] && w->fixed[b]) continue;
-        /* an edge with an obtuse angle (> max_angle) opposite it on either side is split at the
-         * foot of that angle. CGAL splits only where both opposite angles are obtuse: tried
-         * here, it ran 2-5x faster (the bunny's 10k vertices stayed 20k, not 88k), but the
-         * procedural quadruped's leg curves then cut through the concave creases where the legs
-         * meet the body (nodes up to 2% of the diagonal outside the shape). */
-        int32_t sel = -1;
-        double tt = 0;
-        for (int s = 0; s < 2 && sel < 0; s++) {
+        /* As CGAL: an edge is split only when the angles opposite it on both sides are obtuse
+         * (> max_angle), at the foot of the larger one. Splitting where either side is obtuse,
+         * as before, multiplied the vertices (the bunny's 10k became 88k) and was kept only
+         * because, with the link condition above refusing valence-3 collapses, the quadruped's
+         * leg curves cut through the creases where the legs meet the body; with CGAL's link
+         * condition they do not (bench/run_skeleton.sh, against the generating bones). */
+        double cs[2], foot[2];
+        bool ok = true;
+        for (int s = 0; s < 2 && ok; s++) {
             int32_t fi = s ? f1 : f0, c = opposite(w, fi, a, b);
             const double *pa = w->x + 3 * a, *pb = w->x + 3 * b, *pc = w->x + 3 * c;
             double u[3], v[3], d[3], uu = 0, vv = 0, uv = 0, dd = 0, du = 0;
@@ -421,15 +426,13 @@ static int64_t split_pass(Work *w, double max_angle_rad, double min_len) {
                 uu += u[k] * u[k], vv += v[k] * v[k], uv += u[k] * v[k], dd += d[k] * d[k];
                 du += d[k] * (pc[k] - pa[k]);
             }
-            if (uu <= 0 || vv <= 0 || dd <= 0) continue;
-            if (uv / sqrt(uu * vv) < cmax) {
-                double r = du / dd;
-                /* a foot too close to an end would only make a short edge to collapse again */
-                if (r * sqrt(dd) < min_len || (1 - r) * sqrt(dd) < min_len) continue;
-                sel = c, tt = r;
-            }
+            ok = uu > 0 && vv > 0 && dd > 0;
+            if (ok) cs[s] = uv / sqrt(uu * vv), foot[s] = du / dd, ok = cs[s] < cmax;
         }
-        if (sel < 0) continue;
+        if (!ok) continue;
+        /* the foot of the larger angle (CGAL puts no length condition on it) */
+        double tt = cs[0] < cs[1] ? foot[0] : foot[1];
+
         if (work_growv(w, w->nv + 1) || work_growf(w, w->nf + 2)) {
             free(ftouched), topo_free(&t);
             return -1;
@@ -439,7 +442,9 @@ static int64_t split_pass(Work *w, double max_angle_rad, double min_len) {
             w->x[3 * p + k] = (1 - tt) * w->x[3 * a + k] + tt * w->x[3 * b + k];
             w->pole[3 * p + k] = (1 - tt) * w->pole[3 * a + k] + tt * w->pole[3 * b + k];
         }
-        w->has_pole[p] = w->has_pole[a] && w->has_pole[b];
+        /* no pole for a split vertex (CGAL attracts only input vertices to their poles): an
+         * interpolated pole lies between two poles, off the medial axis */
+        w->has_pole[p] = 0;
         /* a small mass: a node made only of split vertices still gets a position, and one with input
          * vertices is placed by them */
         w->fixed[p] = 0, w->mass[p] = 1e-3, w->parent[p] = p;
@@ -793,7 +798,13 @@ int sb_skeleton_mcf(const DsMesh *m, const SbSkelOptions *opt, SbSkeleton *out, 
             if (c < 0) goto oom;
             if (c == 0) break;
         }
-        if (split_pass(&w, o.max_angle_deg * M_PI / 180.0, min_len) < 0) goto oom;
+        /* split until no edge qualifies, as CGAL does (a split can leave a new doubly obtuse
+         * edge); the cap only guards against a cycle */
+        for (int pass = 0; pass < 50; pass++) {
+            int64_t c = split_pass(&w, o.max_angle_deg * M_PI / 180.0);
+            if (c < 0) goto oom;
+            if (c == 0) break;
+        }
         if (detect_degenerate(&w, min_len) < 0) goto oom;
         double A = work_area(&w);
         double V = work_volume(&w);

@@ -19,17 +19,17 @@
  *      L row and are pinned (weight 1e4). Normal equations LᵀL + diag(...) are SPD and are
  *      solved with CHOLMOD (supernodal Cholesky), as sim/fem.c does.
  *   2. edge collapse of edges shorter than min_edge (default 0.002 × bbox diagonal) when the
- *      link condition holds (the mesh stays a 2-manifold); the kept vertex goes to the midpoint.
+ *      link condition holds (the mesh stays a 2-manifold; as CGAL, only a closed tetrahedron is
+ *      refused besides); the kept vertex goes to the midpoint.
  *   3. degenerate vertices (after the splits, as CGAL): the mesh within min_edge of a vertex,
  *      reached along edges, is a disk (Euler characteristic V − E + F = 1) where the surface is
  *      still a surface, and not where it has thinned into a curve; such vertices become fixed.
  *      (Fixing both ends of every short edge the link condition refuses, as before, also froze
  *      valence-3 vertices of surfaces far from thin — the bunny's body then kept a fan of long
  *      edges to its surface.)
- *   4. split of obtuse triangles (angle > max_angle, default 110°) at the projection of the
- *      obtuse vertex onto the opposite edge (both faces of that edge are split), which keeps
- *      the cotangent weights positive. (CGAL splits only edges with both opposite angles
- *      obtuse: faster, but see split_pass for what it did to the quadruped.)
+ *   4. as CGAL, split of the edges whose opposite angles are both obtuse (> max_angle, default
+ *      110°) at the projection of the vertex of the larger angle onto the edge (both faces of
+ *      the edge are split), repeated until no edge qualifies. Split vertices get no pole term.
  *   Stops when the surface area changes by less than area_tol (relative to the original area)
  *   per iteration, averaged over the last two (one iteration's change is noisy), when the enclosed volume falls below vol_tol × the original, or after
  *   max_iter iterations. Then the curve graph: the remaining faces are collapsed shortest edge
@@ -43,8 +43,11 @@
  * normal. Vertices whose ray misses (open or inverted meshes) get no pole term. Rays walk a
  * uniform grid of the faces (about two per cell), so the search is about O(V·∛F), not O(V·F).
  * CGAL further drops a pole once it falls outside the contracted surface; tried here (a ray-parity
- * test per iteration), it contracted the bunny's body to a curve but moved procedural skeletons
- * outside their shape (up to 4% of the diagonal), so the pole term stays on.
+ * test, later a winding number, per iteration), it moved the procedural skeletons further from
+ * their generating bones (up to 4% of the diagonal outside their shape with the former rules),
+ * so the pole term stays on. Where ray poles differ from CGAL's Voronoi poles: at a short
+ * protrusion (the bunny's tail) the ray from the tip crosses the whole body, so its midpoint lies
+ * in the body and the flow retracts the protrusion; the Voronoi pole stays in it.
  *
  * Cost: the mesh's edge table is rebuilt several times per iteration by a counting sort (linear);
  * the solve is a fresh CHOLMOD factorization per iteration (the pattern changes with every
