@@ -418,9 +418,10 @@ TEST(partmm_animate_cli_heldout_eval) {
     /* --video auto: the MP4 beside the GIF wherever ffmpeg is installed */
     if (ds_video_have_ffmpeg()) CHECK_MSG(file_nonempty(anim, "animation.mp4"), "no animation.mp4");
     const char *rows[] = {"partmm ", "lbs ", "bag_of_bones ", "global_part ", "no_pyramid ", "k1 ", "part_align ", "mlp ", "gru ",
-                          "oracle_ik_skin "};
-    for (int k = 0; k < 10; k++) CHECK_MSG(strstr(out, rows[k]), "no row %s: %s", rows[k], out);
+                          "oracle_ik_skin ", "truth "};
+    for (int k = 0; k < 11; k++) CHECK_MSG(strstr(out, rows[k]), "no row %s: %s", rows[k], out);
     CHECK(strstr(out, " poses/s"));
+    CHECK_MSG(row_rmse(out, "truth") == 0, "%s", out); /* the image metrics' reference row is the truth itself */
     /* the known answer on the benchmark: the training motion as the query (its pose from the
      * ground-truth meshes, the database's keys from the rig's own reconstruction, one estimator)
      * gives back the rig's own transforms — near the rig's own RMSE, far below LBS. The iterative
