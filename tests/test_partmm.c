@@ -445,6 +445,15 @@ TEST(partmm_animate_cli_heldout_eval) {
              test_anima_bin(), dir, dir, small);
     rc = test_run_capture(cmd, out, sizeof out);
     CHECK_MSG(rc == 0 && strstr(out, "3 poses from a 5-frame database") && row_rmse(out, "partmm") > 0, "rc %d: %s", rc, out);
+    /* eval.db_frames: the held-out query against the rig's first 5 frames only; more than the rig has is refused */
+    snprintf(cmd, sizeof cmd, "OMP_NUM_THREADS=2 %s animate --rig %s/rig/rig.h5 --motion heldout --set eval.db_frames=5 --out %s/db --eval --no-ply %s 2>&1",
+             test_anima_bin(), dir, dir, small);
+    rc = test_run_capture(cmd, out, sizeof out);
+    CHECK_MSG(rc == 0 && strstr(out, "8 poses from a 5-frame database") && row_rmse(out, "partmm") > 0, "rc %d: %s", rc, out);
+    snprintf(cmd, sizeof cmd, "OMP_NUM_THREADS=2 %s animate --rig %s/rig/rig.h5 --motion heldout --set eval.db_frames=9 --out %s/db9 --eval --no-ply %s 2>&1",
+             test_anima_bin(), dir, dir, small);
+    rc = test_run_capture(cmd, out, sizeof out);
+    CHECK_MSG(rc != 0 && strstr(out, "eval.db_frames 9: the rig has 8 frames"), "rc %d: %s", rc, out);
     {
         /* no renders scored: eval.json stays JSON (null, not nan) */
         char jp[128], js[4096] = "";

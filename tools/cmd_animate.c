@@ -57,7 +57,7 @@ typedef struct {
         double scale, opacity, fov;
     } render;
     struct {
-        int64_t every, val_frames;
+        int64_t every, val_frames, db_frames;
         bool regress;
     } eval;
     struct {
@@ -102,6 +102,7 @@ static const DsConfigField RENDER_FIELDS[] = {
 static const DsConfigField EVAL_FIELDS[] = {
     {"every", DS_CFG_INT, F(eval, every), "1", 1, 100000, .help = "--eval renders every n-th frame of each held-out view"},
     {"val_frames", DS_CFG_INT, F(eval, val_frames), "16", 1, 100000, .help = "--motion val: the last n training frames are the query, the database the frames before"},
+    {"db_frames", DS_CFG_INT, F(eval, db_frames), "0", 0, 100000, .help = "--motion heldout or a BVH: the database keeps the rig's first n frames (0: all), so one rig shows how PartMM scales with its database"},
     {"regress", DS_CFG_BOOL, F(eval, regress), "true", NO_RANGE, .help = "--eval trains and scores the MLP and GRU regressors (minutes; false: their rows are skipped)"},
     {0}};
 static const DsConfigField REGRESS_FIELDS[] = {
@@ -631,6 +632,7 @@ int cmd_animate(int argc, char **argv) {
     const char *views_dir = held_dir;
     int own0 = 0; /* the first rig frame the query replays (train, val) */
     if (is_train) Q = train.nframes, observed = train.vertices, truth = &train, truth_v = train.vertices, views_dir = bench_dir;
+    const int rig_frames_all = rig.F; /* before val or db_frames shorten the database */
     if (is_val) {
         /* the validation split of the training motion: the database keeps the rig's first F − V
          * frames, the query is the last V (a motion the database never saw, from training data
@@ -643,6 +645,15 @@ int cmd_animate(int argc, char **argv) {
         }
         own0 = rig.F - V, rig.F -= V, Q = V, truth = &train;
         observed = train.vertices + (int64_t)own0 * rig.n * 3, truth_v = observed;
+    }
+    if (cfg.eval.db_frames > 0 && !is_train && !is_val) {
+        /* a shorter database on the same rig (the rig's first frames, keys and transforms alike):
+         * a rig made from more frames is also a different rig, so this separates the two */
+        if (cfg.eval.db_frames > rig.F || cfg.eval.db_frames < 2) {
+            snprintf(err, sizeof err, "eval.db_frames %lld: the rig has %d frames", (long long)cfg.eval.db_frames, rig.F);
+            goto fail;
+        }
+        rig.F = (int)cfg.eval.db_frames;
     }
     if (gaussians) {
         /* the gs4d run's Gaussians: their ground-truth positions in the query's frames stand in for
@@ -659,7 +670,7 @@ int cmd_animate(int argc, char **argv) {
             snprintf(err, sizeof err, "%s: the means are not the rig's rest points (off by %g): a rig made from the same run's trajectories is needed", gaussians, md);
             goto fail;
         }
-        if (gs_tie(&rig, is_val ? own0 + Q : rig.F, &train, &tie, err, sizeof err)) goto fail;
+        if (gs_tie(&rig, rig_frames_all, &train, &tie, err, sizeof err)) goto fail;
         const DsMotionGt *m = is_train || is_val ? &train : &held;
         targets = malloc(sizeof(float) * Q * rig.n * 3);
         if (!targets) {
