@@ -982,6 +982,42 @@ TEST(motion_bench_files_parse_and_agree) {
     tmpdir_remove(dir);
 }
 
+/* --heldout-frames: a longer training motion keeps the held-out clip. The held-out motion of a
+ * benchmark with 8 training frames and 5 held-out ones is vertex for vertex the one of the
+ * 5-frame benchmark (its own clip from its own start; its secondary motion simulated on it
+ * alone), and the training motion's first 4 frames are the 5-frame training motion's (not the
+ * 5th: the secondary springs take a clip's last frame as unaccelerated). */
+TEST(motion_bench_heldout_frames_keep_the_clip) {
+    char d1[256], d2[256], err[1024], p1[400], p2[400];
+    tmpdir_make(d1, sizeof d1), tmpdir_make(d2, sizeof d2);
+    DsMotionBenchOptions o;
+    DsMotionBenchStats st;
+    tiny_opts(&o, "quadruped", d1, 4);
+    o.views = 3;
+    CHECK_MSG(ds_motion_bench_make(&o, NULL, err, sizeof err) == 0, "%s", err);
+    tiny_opts(&o, "quadruped", d2, 4);
+    o.views = 3, o.frames = 8, o.heldout_frames = 5;
+    CHECK_MSG(ds_motion_bench_make(&o, &st, err, sizeof err) == 0, "%s", err);
+    CHECK(st.images == (8 + 5) * 3);
+    for (int k = 0; k < 2; k++) {
+        DsMotionGt a, b;
+        snprintf(p1, sizeof p1, k ? "%s/heldout/gt.h5" : "%s/gt.h5", d1);
+        snprintf(p2, sizeof p2, k ? "%s/heldout/gt.h5" : "%s/gt.h5", d2);
+        CHECK_MSG(ds_motion_gt_load(p1, &a, err, sizeof err) == 0, "%s", err);
+        CHECK_MSG(ds_motion_gt_load(p2, &b, err, sizeof err) == 0, "%s", err);
+        CHECK(a.nframes == 5 && b.nframes == (k ? 5 : 8) && a.nv == b.nv && a.nbones == b.nbones);
+        double worst = 0;
+        int same = k ? 5 : 4;
+        for (int64_t i = 0; i < (int64_t)same * a.nv * 3 && a.nv == b.nv; i++)
+            worst = fmax(worst, fabs((double)a.vertices[i] - b.vertices[i]));
+        CHECK_MSG(worst < 1e-6, "%s motion: the first %d frames differ by %g", k ? "held-out" : "training", same, worst);
+        ds_motion_gt_free(&a), ds_motion_gt_free(&b);
+    }
+    o.heldout_frames = -1;
+    CHECK(ds_motion_bench_make(&o, NULL, err, sizeof err) == -1 && strstr(err, "held-out frames"));
+    tmpdir_remove(d1), tmpdir_remove(d2);
+}
+
 /* The same seed writes the same images and ground truth; another seed another character. */
 TEST(motion_bench_deterministic_by_seed) {
     char d1[256], d2[256], d3[256], err[1024];

@@ -418,9 +418,10 @@ TEST(partmm_animate_cli_heldout_eval) {
     /* --video auto: the MP4 beside the GIF wherever ffmpeg is installed */
     if (ds_video_have_ffmpeg()) CHECK_MSG(file_nonempty(anim, "animation.mp4"), "no animation.mp4");
     const char *rows[] = {"partmm ", "lbs ", "bag_of_bones ", "global_part ", "no_pyramid ", "k1 ", "part_align ", "mlp ", "gru ",
-                          "oracle_ik_skin "};
-    for (int k = 0; k < 10; k++) CHECK_MSG(strstr(out, rows[k]), "no row %s: %s", rows[k], out);
+                          "oracle_ik_skin ", "truth "};
+    for (int k = 0; k < 11; k++) CHECK_MSG(strstr(out, rows[k]), "no row %s: %s", rows[k], out);
     CHECK(strstr(out, " poses/s"));
+    CHECK_MSG(row_rmse(out, "truth") == 0, "%s", out); /* the image metrics' reference row is the truth itself */
     /* the known answer on the benchmark: the training motion as the query (its pose from the
      * ground-truth meshes, the database's keys from the rig's own reconstruction, one estimator)
      * gives back the rig's own transforms — near the rig's own RMSE, far below LBS. The iterative
@@ -444,6 +445,15 @@ TEST(partmm_animate_cli_heldout_eval) {
              test_anima_bin(), dir, dir, small);
     rc = test_run_capture(cmd, out, sizeof out);
     CHECK_MSG(rc == 0 && strstr(out, "3 poses from a 5-frame database") && row_rmse(out, "partmm") > 0, "rc %d: %s", rc, out);
+    /* eval.db_frames: the held-out query against the rig's first 5 frames only; more than the rig has is refused */
+    snprintf(cmd, sizeof cmd, "OMP_NUM_THREADS=2 %s animate --rig %s/rig/rig.h5 --motion heldout --set eval.db_frames=5 --out %s/db --eval --no-ply %s 2>&1",
+             test_anima_bin(), dir, dir, small);
+    rc = test_run_capture(cmd, out, sizeof out);
+    CHECK_MSG(rc == 0 && strstr(out, "8 poses from a 5-frame database") && row_rmse(out, "partmm") > 0, "rc %d: %s", rc, out);
+    snprintf(cmd, sizeof cmd, "OMP_NUM_THREADS=2 %s animate --rig %s/rig/rig.h5 --motion heldout --set eval.db_frames=9 --out %s/db9 --eval --no-ply %s 2>&1",
+             test_anima_bin(), dir, dir, small);
+    rc = test_run_capture(cmd, out, sizeof out);
+    CHECK_MSG(rc != 0 && strstr(out, "eval.db_frames 9: the rig has 8 frames"), "rc %d: %s", rc, out);
     {
         /* no renders scored: eval.json stays JSON (null, not nan) */
         char jp[128], js[4096] = "";

@@ -57,7 +57,7 @@ typedef struct {
         double scale, opacity, fov;
     } render;
     struct {
-        int64_t every, val_frames;
+        int64_t every, val_frames, db_frames;
         bool regress;
     } eval;
     struct {
@@ -102,6 +102,7 @@ static const DsConfigField RENDER_FIELDS[] = {
 static const DsConfigField EVAL_FIELDS[] = {
     {"every", DS_CFG_INT, F(eval, every), "1", 1, 100000, .help = "--eval renders every n-th frame of each held-out view"},
     {"val_frames", DS_CFG_INT, F(eval, val_frames), "16", 1, 100000, .help = "--motion val: the last n training frames are the query, the database the frames before"},
+    {"db_frames", DS_CFG_INT, F(eval, db_frames), "0", 0, 100000, .help = "--motion heldout or a BVH: the database keeps the rig's first n frames (0: all), so one rig shows how PartMM scales with its database"},
     {"regress", DS_CFG_BOOL, F(eval, regress), "true", NO_RANGE, .help = "--eval trains and scores the MLP and GRU regressors (minutes; false: their rows are skipped)"},
     {0}};
 static const DsConfigField REGRESS_FIELDS[] = {
@@ -365,6 +366,7 @@ static int read_pose_h5(const char *path, const char *motion, int Q, int F, int 
 typedef struct {
     const char *name, *what;
     double rmse, psnr, ssim;
+    double psnr_gs; /* PSNR against the render of the same Gaussians at their true positions */
     double seconds;
     int skip; /* not run (the regressors without eval.regress; the rig's own row off the training motion) */
 } Row;
@@ -375,12 +377,17 @@ static int view_frame(const DsDnerfView *v, int F) {
     return f < 0 ? 0 : f >= F ? F - 1 : f;
 }
 
+/* ref_gs (views->n × H × W × 3, or NULL): each scored view rendered with the Gaussians at their
+ * true positions. PSNR against the benchmark's images mixes two errors: where the points are,
+ * and how well fixed isotropic Gaussians stand in for a rasterized textured mesh — measured,
+ * the second dominates (the truth's own row scores below LBS on the quadruped). PSNR against
+ * ref_gs keeps the first alone: 0 error gives +inf. */
 static void score(Row *row, const float *pos, int F, int64_t n, const float *gt_v, double diag, const Canon *canon,
-                  const DsDnerfSplit *views, int every) {
+                  const DsDnerfSplit *views, int every, const float *ref_gs) {
     double se = 0;
     for (int64_t k = 0; k < (int64_t)F * n * 3; k++) se += ((double)pos[k] - gt_v[k]) * ((double)pos[k] - gt_v[k]);
     row->rmse = 100 * sqrt(se / ((double)F * n)) / diag;
-    double ps = 0, ss = 0;
+    double ps = 0, ss = 0, pg = 0;
     int m = 0;
     for (int v = 0; views && v < views->n; v++) {
         const DsDnerfView *vw = &views->views[v];
@@ -397,9 +404,13 @@ static void score(Row *row, const float *pos, int F, int64_t n, const float *gt_
         Tensor *rt = tensor_from_data(TENSOR_SHAPE(H, W, 3), TENSOR_F32, ref);
         free(ref);
         ps += gs_psnr(img, rt), ss += gs4d_ssim(img, rt), m++;
+        if (ref_gs) {
+            Tensor *rg = tensor_from_data(TENSOR_SHAPE(H, W, 3), TENSOR_F32, ref_gs + (int64_t)v * H * W * 3);
+            pg += gs_psnr(img, rg);
+        }
         tensor_scope_end(sc);
     }
-    row->psnr = m ? ps / m : NAN, row->ssim = m ? ss / m : NAN;
+    row->psnr = m ? ps / m : NAN, row->ssim = m ? ss / m : NAN, row->psnr_gs = m && ref_gs ? pg / m : NAN;
 }
 
 static void lbs_all(int F, int64_t n, int B, const float *rest, const float *w, const float *tb, float *out) {
@@ -621,6 +632,7 @@ int cmd_animate(int argc, char **argv) {
     const char *views_dir = held_dir;
     int own0 = 0; /* the first rig frame the query replays (train, val) */
     if (is_train) Q = train.nframes, observed = train.vertices, truth = &train, truth_v = train.vertices, views_dir = bench_dir;
+    const int rig_frames_all = rig.F; /* before val or db_frames shorten the database */
     if (is_val) {
         /* the validation split of the training motion: the database keeps the rig's first F − V
          * frames, the query is the last V (a motion the database never saw, from training data
@@ -633,6 +645,15 @@ int cmd_animate(int argc, char **argv) {
         }
         own0 = rig.F - V, rig.F -= V, Q = V, truth = &train;
         observed = train.vertices + (int64_t)own0 * rig.n * 3, truth_v = observed;
+    }
+    if (cfg.eval.db_frames > 0 && !is_train && !is_val) {
+        /* a shorter database on the same rig (the rig's first frames, keys and transforms alike):
+         * a rig made from more frames is also a different rig, so this separates the two */
+        if (cfg.eval.db_frames > rig.F || cfg.eval.db_frames < 2) {
+            snprintf(err, sizeof err, "eval.db_frames %lld: the rig has %d frames", (long long)cfg.eval.db_frames, rig.F);
+            goto fail;
+        }
+        rig.F = (int)cfg.eval.db_frames;
     }
     if (gaussians) {
         /* the gs4d run's Gaussians: their ground-truth positions in the query's frames stand in for
@@ -649,7 +670,7 @@ int cmd_animate(int argc, char **argv) {
             snprintf(err, sizeof err, "%s: the means are not the rig's rest points (off by %g): a rig made from the same run's trajectories is needed", gaussians, md);
             goto fail;
         }
-        if (gs_tie(&rig, is_val ? own0 + Q : rig.F, &train, &tie, err, sizeof err)) goto fail;
+        if (gs_tie(&rig, rig_frames_all, &train, &tie, err, sizeof err)) goto fail;
         const DsMotionGt *m = is_train || is_val ? &train : &held;
         targets = malloc(sizeof(float) * Q * rig.n * 3);
         if (!targets) {
@@ -797,7 +818,7 @@ int cmd_animate(int argc, char **argv) {
         for (int64_t i = 0; i < n; i++)
             for (int k = 0; k < 3; k++) lo[k] = fmin(lo[k], truth->rest[i * 3 + k]), hi[k] = fmax(hi[k], truth->rest[i * 3 + k]);
         double diag = sqrt((hi[0] - lo[0]) * (hi[0] - lo[0]) + (hi[1] - lo[1]) * (hi[1] - lo[1]) + (hi[2] - lo[2]) * (hi[2] - lo[2]));
-        enum { NROWS = 12 };
+        enum { NROWS = 13 };
         Row rows[NROWS] = {
             {"partmm", "PartMM with the config's options (paper: 5 parts, k 7, 5 levels, lambda 0.7)", 0, 0, 0, wall},
             {"lbs", "LBS: the kinematic skeleton alone (each point rigidly on its joint)", 0, 0, 0, 0},
@@ -811,11 +832,34 @@ int cmd_animate(int argc, char **argv) {
             {"oracle_ik_skin", "reference: each SSDR bone rigidly fitted to the held-out points it dominates", 0, 0, 0, 0},
             {"rig_own", "the rig's own SSDR transforms (--motion train only: what a query equal to the database must give)", 0, 0, 0, 0},
             {"match_root", "PartMM, the root's rotation (global orientation) counted in the matching", 0, 0, 0, 0},
+            {"truth", "reference: the Gaussians at their ground-truth positions (RMSE 0: the renders' own PSNR/SSIM)", 0, 0, 0, 0},
         };
         rows[7].skip = rows[8].skip = !cfg.eval.regress;
         rows[10].skip = !is_train && !is_val;
         int every = (int)cfg.eval.every;
-        score(&rows[0], pos, Q, n, truth_v, diag, &canon, sv, every);
+        /* the scored views rendered with the Gaussians at their true positions (psnr_gs) */
+        float *ref_gs = sv && sv->n ? malloc(sizeof(float) * sv->n * sv->height * sv->width * 3) : NULL;
+        for (int v = 0; ref_gs && v < sv->n; v++) {
+            int f = view_frame(&sv->views[v], Q);
+            if (f % every) continue;
+            TensorScope *sc = tensor_scope_begin();
+            Tensor *img = render_points(&canon, truth_v + (int64_t)f * n * 3, &sv->views[v].cam);
+            int64_t np = (int64_t)sv->height * sv->width * 3;
+            double *px = malloc(sizeof(double) * np);
+            if (px) {
+                tensor_to_f64_array(img, px);
+                /* clamped as gs_psnr clamps the image it scores, so the truth scores +inf */
+                for (int64_t k = 0; k < np; k++) ref_gs[v * np + k] = (float)(px[k] < 0 ? 0 : px[k] > 1 ? 1 : px[k]);
+            }
+            tensor_scope_end(sc);
+            if (!px) {
+                free(ref_gs);
+                snprintf(err, sizeof err, "out of memory");
+                goto fail;
+            }
+            free(px);
+        }
+        score(&rows[0], pos, Q, n, truth_v, diag, &canon, sv, every, ref_gs);
         float *S = malloc(sizeof(float) * Q * J * 12), *w1 = calloc((size_t)n * J, sizeof(float));
         float *tb2 = malloc(sizeof(float) * Q * B * 12);
         int32_t *bj = malloc(sizeof(int32_t) * B);
@@ -827,13 +871,13 @@ int cmd_animate(int argc, char **argv) {
         pm_skin_transforms(J, rig.rest, rig.parents, Q, qrot, qtrans, S);
         for (int64_t i = 0; i < n; i++) w1[i * J + bind[i]] = 1;
         lbs_all(Q, n, J, rig.points, w1, S, pos);
-        score(&rows[1], pos, Q, n, truth_v, diag, &canon, sv, every);
+        score(&rows[1], pos, Q, n, truth_v, diag, &canon, sv, every, ref_gs);
         pm_bone_joints(&rig, bj);
         for (int t = 0; t < Q; t++)
             for (int b = 0; b < B; b++) memcpy(tb2 + ((int64_t)t * B + b) * 12, S + ((int64_t)t * J + bj[b]) * 12, 48);
         lbs_all(Q, n, B, rig.points, rig.weights, tb2, pos);
-        score(&rows[2], pos, Q, n, truth_v, diag, &canon, sv, every);
-        for (int r = 3; r < NROWS; r++) {
+        score(&rows[2], pos, Q, n, truth_v, diag, &canon, sv, every, ref_gs);
+        for (int r = 3; r <= 11; r++) {
             if (r == 7) r = 11; /* the PartMM ablations: rows 3..6 and 11 */
             PmOptions ab = po;
             if (r == 11) ab.match_root = !po.match_root;
@@ -848,7 +892,7 @@ int cmd_animate(int argc, char **argv) {
             }
             rows[r].seconds = wall_seconds() - w;
             lbs_all(Q, n, B, rig.points, rig.weights, tb2, pos);
-            score(&rows[r], pos, Q, n, truth_v, diag, &canon, sv, every);
+            score(&rows[r], pos, Q, n, truth_v, diag, &canon, sv, every, ref_gs);
         }
         for (int r = 7; r < 9; r++) {
             if (rows[r].skip) continue;
@@ -859,7 +903,7 @@ int cmd_animate(int argc, char **argv) {
                 goto fail;
             }
             lbs_all(Q, n, B, rig.points, rig.weights, tb2, pos);
-            score(&rows[r], pos, Q, n, truth_v, diag, &canon, sv, every);
+            score(&rows[r], pos, Q, n, truth_v, diag, &canon, sv, every, ref_gs);
         }
         /* the reference row: each bone's rigid fit to the held-out points it dominates (per frame,
          * per bone). Not an upper bound: LBS blends bones, so a bone fitted on its own points
@@ -889,17 +933,21 @@ int cmd_animate(int argc, char **argv) {
             }
         }
         lbs_all(Q, n, B, rig.points, rig.weights, tb2, pos);
-        score(&rows[9], pos, Q, n, truth_v, diag, &canon, sv, every);
+        score(&rows[9], pos, Q, n, truth_v, diag, &canon, sv, every, ref_gs);
         if (is_train || is_val) {
             lbs_all(Q, n, B, rig.points, rig.weights, rig.tb + (int64_t)own0 * B * 12, pos);
-            score(&rows[10], pos, Q, n, truth_v, diag, &canon, sv, every);
+            score(&rows[10], pos, Q, n, truth_v, diag, &canon, sv, every, ref_gs);
         }
-        free(S), free(w1), free(tb2), free(bj);
-        printf("%-16s %10s %9s %7s %9s  %s\n", "method", "rmse_%diag", "psnr_dB", "ssim", "synth_s", "what");
+        /* the ceiling of the image metrics: one Gaussian per point can render the truth only so
+         * well (fixed isotropic size against a rasterized textured mesh), so a row's PSNR is read
+         * against this one, not against infinity */
+        score(&rows[12], truth_v, Q, n, truth_v, diag, &canon, sv, every, ref_gs);
+        free(S), free(w1), free(tb2), free(bj), free(ref_gs);
+        printf("%-16s %10s %9s %7s %10s %9s  %s\n", "method", "rmse_%diag", "psnr_dB", "ssim", "psnr_gs_dB", "synth_s", "what");
         for (int r = 0; r < NROWS; r++)
             if (!rows[r].skip)
-                printf("%-16s %10.3f %9.2f %7.4f %9.4f  %s\n", rows[r].name, rows[r].rmse, rows[r].psnr, rows[r].ssim, rows[r].seconds,
-                   rows[r].what);
+                printf("%-16s %10.3f %9.2f %7.4f %10.2f %9.4f  %s\n", rows[r].name, rows[r].rmse, rows[r].psnr, rows[r].ssim,
+                       rows[r].psnr_gs, rows[r].seconds, rows[r].what);
         char *js = malloc(16384);
         size_t u = 0;
         u += snprintf(js + u, 16384 - u, "{\n  \"bench\": \"%s\",\n  \"rig\": \"%s\",\n  \"frames\": %d,\n  \"gaussians\": \"%s\",\n  \"rows\": [\n", bench_dir, rig_path, Q, gaussians ? gaussians : "one per ground-truth rest vertex, benchmark albedo");
@@ -908,11 +956,12 @@ int cmd_animate(int argc, char **argv) {
         for (int r = 0; r < NROWS; r++)
             if (!rows[r].skip) {
                 /* JSON has no NaN: a table without renders (--motion val) writes null */
-                char ps[32] = "null", ss[32] = "null";
+                char ps[32] = "null", ss[32] = "null", pg[32] = "null";
                 if (isfinite(rows[r].psnr)) snprintf(ps, sizeof ps, "%.4f", rows[r].psnr);
                 if (isfinite(rows[r].ssim)) snprintf(ss, sizeof ss, "%.5f", rows[r].ssim);
-                u += snprintf(js + u, 16384 - u, "    {\"method\": \"%s\", \"rmse_pct_diag\": %.5f, \"psnr\": %s, \"ssim\": %s, \"seconds\": %.5f}%s\n",
-                              rows[r].name, rows[r].rmse, ps, ss, rows[r].seconds, r < last ? "," : "");
+                if (isfinite(rows[r].psnr_gs)) snprintf(pg, sizeof pg, "%.4f", rows[r].psnr_gs);
+                u += snprintf(js + u, 16384 - u, "    {\"method\": \"%s\", \"rmse_pct_diag\": %.5f, \"psnr\": %s, \"ssim\": %s, \"psnr_gs\": %s, \"seconds\": %.5f}%s\n",
+                              rows[r].name, rows[r].rmse, ps, ss, pg, rows[r].seconds, r < last ? "," : "");
             }
         u += snprintf(js + u, 16384 - u, "  ]\n}\n");
         snprintf(path, sizeof path, "%s/eval.json", out);

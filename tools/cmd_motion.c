@@ -41,7 +41,7 @@ static double cpu_s(void) {
 int cmd_dataset_motion(int argc, char **argv) {
     DsMotionBenchOptions o;
     ds_motion_bench_defaults(&o);
-    int64_t frames = o.frames, views = o.views, size = o.size, grid = o.grid, ss = o.supersample,
+    int64_t frames = o.frames, heldout_frames = 0, views = o.views, size = o.size, grid = o.grid, ss = o.supersample,
             hold = o.holdout_every, valev = o.val_every, bvh_start = -1;
     double fps = o.fps, fov = o.fov_deg;
     bool lit = false, no_progress = false;
@@ -60,6 +60,7 @@ int cmd_dataset_motion(int argc, char **argv) {
         {"--motion", CMD_ARG_STRING, &o.motion, "M", "the training motion (default: the category's; see below)"},
         {"--heldout", CMD_ARG_STRING, &o.heldout_motion, "M", "the held-out motion, or none (default: the category's)"},
         {"--frames", CMD_ARG_INT, &frames, "F", "frames per motion (default 48)", 1, 9999},
+        {"--heldout-frames", CMD_ARG_INT, &heldout_frames, "F", "frames of the held-out motion (default: --frames); both clips start at their own start, so a longer training motion keeps the held-out clip", 1, 9999},
         {"--views", CMD_ARG_INT, &views, "V", "cameras: 2/3 on a low ring, 1/3 on an upper ring (default 24)", 2, 99},
         {"--size", CMD_ARG_INT, &size, "PX", "image side in pixels (default 128)", 8, 4096},
         {"--fps", CMD_ARG_DOUBLE, &fps, "R", "frames per second of the motions (default 30)", 1, 1000},
@@ -94,14 +95,14 @@ int cmd_dataset_motion(int argc, char **argv) {
     size_t n = strlen(footer);
     snprintf(footer + n, sizeof footer - n, "  any .bvh path with CMU or Boxing_Toes joint names (humanoid)\n");
     const CmdArgSpec spec = {
-        NAME, "--category C --out DIR [--seed S] [--motion M] [--heldout M] [--frames F] [--views V] [--size PX]",
+        NAME, "--category C --out DIR [--seed S] [--motion M] [--heldout M] [--frames F] [--heldout-frames F] [--views V] [--size PX]",
         "a procedural character posed by a training and a held-out motion (gaits, gestures, CMU motion\n"
         "capture) with soft secondary motion, rendered with alpha from a ring and an upper ring of\n"
         "cameras: transforms_{train,val,test}.json + RGBA PNGs (D-NeRF / nerfstudio) and gt.h5",
         args, footer, 0, 0};
     int prc = cmd_args_parse(&spec, argc, argv, 1, stderr, NULL, NULL);
     if (prc) return prc == CMD_ARGS_HELP ? 0 : 2;
-    o.frames = (int)frames, o.views = (int)views, o.size = (int)size, o.grid = (int)grid, o.supersample = (int)ss;
+    o.frames = (int)frames, o.heldout_frames = (int)heldout_frames, o.views = (int)views, o.size = (int)size, o.grid = (int)grid, o.supersample = (int)ss;
     o.holdout_every = (int)hold, o.val_every = (int)valev, o.fps = fps, o.fov_deg = fov, o.lit = lit;
     o.bvh_start = bvh_start, o.command = command;
     /* motion names are checked here, so a typo is an argument error (2), not a run failure */

@@ -439,6 +439,10 @@ int ds_motion_bench_make(const DsMotionBenchOptions *o, DsMotionBenchStats *st, 
                          o->frames, o->views, o->size, o->holdout_every);
     if (o->views > 99) return base_errf(err, errlen, "motion benchmark: %d views (at most 99)", o->views);
     if (o->frames > 9999) return base_errf(err, errlen, "motion benchmark: %d frames (at most 9999)", o->frames);
+    if (o->heldout_frames < 0 || o->heldout_frames > 9999)
+        return base_errf(err, errlen, "motion benchmark: %d held-out frames (0: as many as the training motion, at most 9999)",
+                         o->heldout_frames);
+    const int nframes[2] = {o->frames, o->heldout_frames ? o->heldout_frames : o->frames};
     /* every path below is built in 4 kB buffers: refuse what would not fit rather than write
      * somewhere else */
     if (!o->out || !o->out[0] || strlen(o->out) > 3000)
@@ -480,13 +484,13 @@ int ds_motion_bench_make(const DsMotionBenchOptions *o, DsMotionBenchStats *st, 
         /* the held-out motion draws its own variation: seed + 1 */
         /* the mapping is for the BVH motions; a procedural one (the other of the two) has none */
         mo.map = ds_motion_is_bvh(names[k]) ? o->bvh_map : NULL;
-        if (ds_motion_make(&shape, names[k], o->frames, o->seed + (uint64_t)k, &mo, &P[k].m, err, errlen)) goto out;
+        if (ds_motion_make(&shape, names[k], nframes[k], o->seed + (uint64_t)k, &mo, &P[k].m, err, errlen)) goto out;
         pose_all(&P[k], &shape, &spec, soft_w);
     }
     /* cameras: a bounding sphere of every frame of both motions */
     double lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
     for (int k = 0; k < nm; k++)
-        for (int64_t i = 0; i < (int64_t)o->frames * V; i++)
+        for (int64_t i = 0; i < (int64_t)nframes[k] * V; i++)
             for (int c = 0; c < 3; c++) {
                 double x = P[k].verts[3 * i + c];
                 if (!isfinite(x)) {
@@ -498,7 +502,7 @@ int ds_motion_bench_make(const DsMotionBenchOptions *o, DsMotionBenchStats *st, 
     double center[3], R = 0;
     for (int c = 0; c < 3; c++) center[c] = 0.5 * (lo[c] + hi[c]);
     for (int k = 0; k < nm; k++)
-        for (int64_t i = 0; i < (int64_t)o->frames * V; i++) {
+        for (int64_t i = 0; i < (int64_t)nframes[k] * V; i++) {
             double d = 0;
             for (int c = 0; c < 3; c++) d += pow(P[k].verts[3 * i + c] - center[c], 2);
             R = fmax(R, sqrt(d));
@@ -523,7 +527,7 @@ int ds_motion_bench_make(const DsMotionBenchOptions *o, DsMotionBenchStats *st, 
         cams[v] = ds_camera_look_at(eye, center, up, o->size, o->size, o->fov_deg);
         const double *Rc = cams[v].R;
         for (int k = 0; k < nm; k++)
-            for (int64_t i2 = 0; i2 < (int64_t)o->frames * V; i2++) {
+            for (int64_t i2 = 0; i2 < (int64_t)nframes[k] * V; i2++) {
                 double q[3], c3[3];
                 for (int c = 0; c < 3; c++) q[c] = P[k].verts[3 * i2 + c] - center[c];
                 for (int r = 0; r < 3; r++) c3[r] = Rc[3 * r] * q[0] + Rc[3 * r + 1] * q[1] + Rc[3 * r + 2] * q[2];
@@ -546,7 +550,7 @@ int ds_motion_bench_make(const DsMotionBenchOptions *o, DsMotionBenchStats *st, 
     }
     st->distance = dist;
     /* render, then the ground truth, then the JSONs */
-    RenderJob job = {o, &shape, albedo, cams, heldout, 0, (int64_t)nm * o->frames * o->views, 0};
+    RenderJob job = {o, &shape, albedo, cams, heldout, 0, (int64_t)(nframes[0] + (nm > 1 ? nframes[1] : 0)) * o->views, 0};
     for (int k = 0; k < nm; k++) {
         char dir[4200];
         textf(dir, sizeof dir, k ? "%s/heldout" : "%s", o->out);
@@ -562,7 +566,7 @@ int ds_motion_bench_make(const DsMotionBenchOptions *o, DsMotionBenchStats *st, 
         if (write_gt(gt, &g, err, errlen)) goto out;
         if (write_jsons(o, &P[k], dir, cams, heldout, k ? "heldout" : "train", err, errlen)) goto out;
         double mx = 0;
-        for (int64_t i = 0; i < (int64_t)o->frames * V; i++) {
+        for (int64_t i = 0; i < (int64_t)nframes[k] * V; i++) {
             const float *d = P[k].disp + 3 * i;
             mx = fmax(mx, sqrt((double)d[0] * d[0] + (double)d[1] * d[1] + (double)d[2] * d[2]));
         }

@@ -46,6 +46,10 @@ typedef struct {
                                    training motion the training default (else "wiggle"); "none":
                                    no held-out motion */
     int frames, views, size;    /* per motion; cameras in all; image side in pixels */
+    int heldout_frames;         /* the held-out motion's frames; 0: frames. A longer training
+                                   motion (a larger PartMM database, more gs4d data) keeps the
+                                   held-out clip the default one: both start at their clip's
+                                   start, so its first frames do not depend on the length asked */
     int grid;                   /* marching-cubes cells of the character (ds_procedural_make) */
     int supersample;            /* anti-aliased edges and alpha: s × s samples per pixel */
     int holdout_every;          /* view i is held out when i % holdout_every == holdout_every − 1
@@ -74,7 +78,7 @@ typedef struct {
     double coverage;          /* mean fraction of pixels with alpha > 0 */
 } DsMotionBenchStats;
 
-/* 48 frames, 24 views, 128 px, grid 96, supersample 2, holdout_every 6, val_every 4, 30 fps,
+/* 48 frames (held-out: the same), 24 views, 128 px, grid 96, supersample 2, holdout_every 6, val_every 4, 30 fps,
  * fov 40°, unlit, seed 0 */
 void ds_motion_bench_defaults(DsMotionBenchOptions *o);
 /* Builds the benchmark into o->out (created if missing). 0, or -1 with err. Images and gt.h5
