@@ -15,6 +15,9 @@
 #include "sim/proxy.h"
 #include "sim/world.h"
 
+/* IPC's ceiling on the adaptive barrier stiffness: 100 × its initial value (Li et al. 2020) */
+#define KAPPA_MAX_RATIO 100
+
 void sim_contact_defaults(SimContactOptions *c) {
     c->enabled = true;
     c->dhat = 0;
@@ -25,6 +28,7 @@ void sim_contact_defaults(SimContactOptions *c) {
     c->proxy_cells = 20;
     c->mu = 0;
     c->eps_v = 1e-3;
+    c->kappa_adapt = 0.1;
     memset(c->mu_set, 0, sizeof c->mu_set);
     memset(c->mu_pair, 0, sizeof c->mu_pair);
 }
@@ -114,6 +118,7 @@ struct SimWorldScratch {
     bool kel_stale;            /* the objects' lagged elastic Hessians want reassembly (solver.h) */
     double **xr;               /* per object: a rigged one's contact points at the last step's end
                                   (rig_sweep), NULL before its first step or without a rig */
+    double dmin_prev;          /* the smallest pair distance at the last step's start (adaptive κ) */
 };
 
 static void scratch_free(struct SimWorldScratch *s, int nbodies) {
@@ -203,6 +208,41 @@ static void obj_points(const SimObject *o, const ObjInfo *oi, const double *z, d
 
 static void obj_disp(const ObjInfo *oi, const double *dz, double *dx) {
     rows_times_coords(oi->np, oi->nb, oi->Bp, dz, dx, false);
+}
+
+/* The automatic barrier stiffness (docs/contact.md, "The barrier stiffness κ"). With the
+ * deduplicated constraint set every contact point meets a flat support once, so a body b of
+ * weight W_b = M_b |g_b| resting in its initial orientation on a flat support, its lowest contact
+ * point at the gap d₀ = d̂/2, is held by Σ_i κ (−b′(d₀ + h_i)) over its contact points at heights
+ * h_i < d̂/2 above the lowest one along g_b (those farther contribute little and lie beyond d̂ at
+ * any gap ≥ d̂/2). κ_b = W_b / that sum puts b's equilibrium gap at d̂/2 whatever its mass and its
+ * number of points; κ is the largest κ_b, so no body sinks below d̂/2 in its rest orientation
+ * (a lighter one rests higher in the band). Resting on a vertex, an edge or a curved patch has
+ * fewer points in reach than the rest orientation's face: the adaptive increase (world_step)
+ * covers those. Bodies without weight (no gravity, or the immovable supports of the tests) do not
+ * count; a world where none has any keeps the earlier rule for scale: the heaviest mass at
+ * |g| ≥ 9.81 on 24 pairs at d̂/2. */
+static double support_kappa(const SimWorld *w, double heavy, double gmax) {
+    const struct SimWorldScratch *s = w->ws;
+    double d0 = 0.5 * w->dhat, kappa = 0;
+    for (int b = 0; b < w->nobj + w->nrigid; b++) {
+        const double *g = b < w->nobj ? w->obj[b].gravity : w->rigid[b - w->nobj].gravity;
+        double M = b < w->nobj ? w->obj[b].mass : w->rigid[b - w->nobj].mass, gn = sqrt(g[0] * g[0] + g[1] * g[1] + g[2] * g[2]);
+        int64_t np = b < w->nobj ? s->oi[b].np : w->rigid[b - w->nobj].nv;
+        if (!(gn > 0) || !(M > 0) || np < 1) continue;
+        const double *x = s->x[b];
+        double low = INFINITY, sum = 0;
+        for (int64_t i = 0; i < np; i++) low = fmin(low, (x[3 * i] * g[0] + x[3 * i + 1] * g[1] + x[3 * i + 2] * g[2]) / -gn);
+        for (int64_t i = 0; i < np; i++) {
+            double h = (x[3 * i] * g[0] + x[3 * i + 1] * g[1] + x[3 * i + 2] * g[2]) / -gn - low, db;
+            if (h >= d0) continue;
+            sim_barrier(d0 + h, w->dhat, &db, NULL);
+            sum -= db;
+        }
+        if (sum > 0) kappa = fmax(kappa, M * gn / sum);
+    }
+    /* −b′(d̂/2) = d̂ (1 + 2 ln 2) / 2 ≈ 1.19 d̂ */
+    return kappa > 0 ? kappa : heavy * gmax / (24 * w->dhat);
 }
 
 int sim_world_init(SimWorld *w, SimObject *objs, int nobj, SimRigid *rigids, int nrigid, const SimPlane *planes,
@@ -352,8 +392,9 @@ int sim_world_init(SimWorld *w, SimObject *objs, int nobj, SimRigid *rigids, int
     if (!s->Hob || !s->cg || !s->Hf || !s->hf_ok) goto oom;
     w->dhat = w->contact.dhat > 0 ? w->contact.dhat : 1.5 * spacing;
     if (!(w->dhat > 0)) w->dhat = 1e-2;
-    /* −b′(d̂/2) = d̂ (1 + 2 ln 2) / 2 ≈ 1.19 d̂ per pair; 24 pairs carry the heaviest weight */
-    w->kappa = w->contact.stiffness > 0 ? w->contact.stiffness : heavy * gmax / (24 * w->dhat);
+    w->kappa = w->contact.stiffness > 0 ? w->contact.stiffness : pairs ? support_kappa(w, heavy, gmax) : 1;
+    w->kappa_max = w->contact.stiffness > 0 ? w->kappa : KAPPA_MAX_RATIO * w->kappa;
+    s->dmin_prev = INFINITY;
     return 0;
 oom:
     base_errf(err, errlen, "sim world: out of memory");
@@ -1548,6 +1589,14 @@ static int world_step(SimWorld *w, double dt, char *err, size_t errlen) {
                       "(pair distance %g m at the step's start): a smaller dt or a slower rig", w->t, w->last.min_distance);
             return -1;
         }
+        /* IPC's adaptive κ (Li et al. 2020, §4.3), between steps so that each step's energy is one
+         * function: when the closest pair is inside ξ d̂ and closer than at the last step's start,
+         * double κ (up to κ_max), so the barrier holds what rests on contacts the initial rule did
+         * not count (a corner, an edge, a pile) at ξ d̂ or above */
+        double d0 = w->last.min_distance;
+        if (d0 < w->contact.kappa_adapt * w->dhat && d0 < s->dmin_prev && w->kappa < w->kappa_max)
+            w->kappa = fmin(2 * w->kappa, w->kappa_max);
+        s->dmin_prev = d0;
         /* friction lagged at x⁰: the candidates of the swept guess hold every pair within d̂ at x⁰ */
         if (friction_collect(w, dt)) goto oom;
         double a0 = sim_contact_ccd(s->bodies, &s->cand, w->contact.min_sep);
@@ -1626,9 +1675,9 @@ static int world_step(SimWorld *w, double dt, char *err, size_t errlen) {
     st->t_cpu = base_cpu_now() - c0;
     if (getenv("ANIMA_WORLD_DEBUG")) /* the leading newline ends a progress line drawn in place */
         base_logf(BASE_LOG_DEBUG,
-                  "\nworld t=%.3f it %d hess %d fact %d fail %d ccd %d comps %d cand %lld act %lld dmin %.3g beta %.3g ms %.1f",
+                  "\nworld t=%.3f it %d hess %d fact %d fail %d ccd %d comps %d cand %lld act %lld dmin %.3g beta %.3g kappa %.4g ms %.1f",
                   w->t, st->iters, st->hessians, st->factorizations, st->failures, st->ccd_limited, st->components,
-                  (long long)st->candidates, (long long)st->active, st->min_distance, st->rigid_beta, 1e3 * st->seconds);
+                  (long long)st->candidates, (long long)st->active, st->min_distance, st->rigid_beta, w->kappa, 1e3 * st->seconds);
     for (int k = 0; k < w->nobj; k++) {
         SimStepStats *os = &w->obj[k].last;
         os->iters = st->iters, os->hessians = st->hessians, os->failures = st->failures, os->converged = st->converged;

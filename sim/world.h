@@ -74,8 +74,12 @@ typedef struct {
     bool enabled;     /* false: objects are stepped independently (no pairs at all) */
     double dhat;      /* barrier reach d̂ (m); 0: 1.5 × the largest median nearest-neighbour spacing
                          of any body's contact points, so no point can slip between two others */
-    double stiffness; /* κ (N/m); 0: the heaviest body's weight (|g| ≥ 9.81) carried by ~24
-                         pairs at d̂/2, i.e. κ = M g / (24 d̂) (−b′(d̂/2) ≈ 1.19 d̂) */
+    double stiffness; /* κ (N/m), fixed; 0: automatic (world.c support_kappa): each body resting in
+                         its initial orientation on a flat support sits at d̂/2 or above, every
+                         contact point counted once; then raised as kappa_adapt says */
+    double kappa_adapt; /* the automatic κ doubles (up to 100 × its start) at a step whose closest
+                         pair is inside kappa_adapt × d̂ and closer than at the last step (IPC's
+                         adaptive κ) (0.1); 0: never */
     double min_sep;   /* CCD: a step may shrink a pair's distance to this fraction, (0, 1) (0.2) */
     bool edge_edge;   /* edge–edge pairs (with the mollifier) between bodies with surfaces besides the
                          point–triangle ones (true); false: two edges can pass through each other */
@@ -136,7 +140,8 @@ typedef struct {
     SimRigid *rigid;        /* not owned */
     SimPlane *planes;       /* copy, for the rigid bodies (the objects hold their own) */
     SimContactOptions contact;
-    double dhat, kappa;     /* resolved */
+    double dhat, kappa;     /* resolved (κ the current one: the adaptive increase raises it) */
+    double kappa_max;       /* the adaptive increase's ceiling (κ₀ × 100; a set stiffness: itself) */
     double t;
     SimWorldStats last;
     struct SimWorldScratch *ws;

@@ -311,9 +311,47 @@ TEST(sim_ccd_edge_edge_stops_before_crossing) {
 
 /* A thin deformable bar: its 8-corner box mesh as binding points and surface, a grid of cubature
  * points, two Wendland handles. */
-static void bar_object_rot(SimObject *o, const double half[3], const double at[3], double rot_z_deg);
-static void bar_object(SimObject *o, const double half[3], const double at[3]) { bar_object_rot(o, half, at, 0); }
+static void block_object(SimObject *o, const double half[3], const double at[3], double rot_z_deg, double rho, int sub);
 static void bar_object_rot(SimObject *o, const double half[3], const double at[3], double rot_z_deg) {
+    block_object(o, half, at, rot_z_deg, 1000, 0);
+}
+static void bar_object(SimObject *o, const double half[3], const double at[3]) { bar_object_rot(o, half, at, 0); }
+
+/* the box's surface with every triangle split in four (edge midpoints) sub times: a face of the
+ * box carries (2^sub + 1)² vertices */
+static void box_mesh_subdivided(const double half[3], int sub, DsMesh *m) {
+    CHECK(sim_mesh_box(half, m) == 0);
+    for (int level = 0; level < sub; level++) {
+        int64_t nv = m->nv, nf = m->nf, cap = nv + 3 * nf;
+        float *v = malloc(sizeof(float) * 3 * (size_t)cap);
+        int32_t *f = malloc(sizeof(int32_t) * 12 * (size_t)nf), *ea = malloc(sizeof(int32_t) * 3 * (size_t)(3 * nf));
+        CHECK(v && f && ea);
+        memcpy(v, m->v, sizeof(float) * 3 * (size_t)nv);
+        int64_t ne = 0;
+        for (int64_t t = 0; t < nf; t++) {
+            int32_t c[3], mid[3];
+            for (int k = 0; k < 3; k++) c[k] = m->f[3 * t + k];
+            for (int k = 0; k < 3; k++) {
+                int32_t a = c[k], b = c[(k + 1) % 3], lo = a < b ? a : b, hi = a < b ? b : a;
+                mid[k] = -1;
+                for (int64_t e = 0; e < ne && mid[k] < 0; e++)
+                    if (ea[3 * e] == lo && ea[3 * e + 1] == hi) mid[k] = ea[3 * e + 2];
+                if (mid[k] < 0) {
+                    for (int i = 0; i < 3; i++) v[3 * nv + i] = 0.5f * (v[3 * a + i] + v[3 * b + i]);
+                    ea[3 * ne] = lo, ea[3 * ne + 1] = hi, ea[3 * ne + 2] = (int32_t)nv, mid[k] = (int32_t)nv++, ne++;
+                }
+            }
+            int32_t T[12] = {c[0], mid[0], mid[2], mid[0], c[1], mid[1], mid[2], mid[1], c[2], mid[0], mid[1], mid[2]};
+            memcpy(f + 12 * t, T, sizeof T);
+        }
+        free(m->v), free(m->f), free(ea);
+        m->v = v, m->f = f, m->nv = nv, m->nf = 4 * nf;
+    }
+}
+
+/* a deformable box of half extents half at `at`, turned rot_z_deg about z, of density rho, its
+ * surface subdivided sub times (box_mesh_subdivided); two RBF handles along its longest axis */
+static void block_object(SimObject *o, const double half[3], const double at[3], double rot_z_deg, double rho, int sub) {
     SimSkinning sk;
     memset(&sk, 0, sizeof sk);
     int cres = 4;
@@ -326,7 +364,7 @@ static void bar_object_rot(SimObject *o, const double half[3], const double at[3
         sk.cub_vol[c] = 8 * half[0] * half[1] * half[2] / (double)sk.nc;
     }
     DsMesh m;
-    CHECK(sim_mesh_box(half, &m) == 0);
+    box_mesh_subdivided(half, sub, &m);
     sk.nv = m.nv, sk.nf = m.nf;
     sk.vert_x = malloc(sizeof(double) * 3 * (size_t)m.nv);
     for (int64_t k = 0; k < 3 * m.nv; k++) sk.vert_x[k] = m.v[k];
@@ -340,7 +378,7 @@ static void bar_object_rot(SimObject *o, const double half[3], const double at[3
     sim_rbf_eval(2, centers, 1.5 * L, sk.nc, sk.cub_x, sk.cub_w, sk.cub_dw);
     sim_rbf_eval(2, centers, 1.5 * L, sk.nv, sk.vert_x, sk.vert_w, sk.vert_dw);
     snprintf(sk.source, sizeof sk.source, "test bar");
-    SimMaterial mat = {.E = 1e6, .nu = 0.3, .rho = 1000};
+    SimMaterial mat = {.E = 1e6, .nu = 0.3, .rho = rho};
     SimPose pose = sim_pose_identity();
     sim_pose_euler(&pose, (double[3]){0, 0, rot_z_deg});
     memcpy(pose.translate, at, sizeof pose.translate);
@@ -717,4 +755,115 @@ TEST(sim_world_block_thrown_along_the_floor_stops_after_coulomb_distance) {
            1e3 * with, mu, 1e3 * expect, 1e3 * without);
     CHECK(with > 0.8 * expect && with < 1.2 * expect);
     CHECK(without > 0.45);
+}
+
+/* A 10 cm block of density rho, its surface subdivided sub times, released 0.9 d̂ above a fixed
+ * slab and left to settle for 1 s; returns its gap (the smallest pair distance) over d̂. κ
+ * automatic (stiffness 0), or set. */
+static double resting_gap(double rho, int sub, double stiffness) {
+    double dhat = 0.004, hb[3] = {0.05, 0.05, 0.05}, hs[3] = {0.6, 0.05, 0.6}, at[3] = {0, hs[1] + hb[1] + 0.9 * dhat, 0};
+    SimObject block;
+    block_object(&block, hb, at, 0, rho, sub);
+    block.gravity[1] = -9.81;
+    DsMesh m;
+    CHECK(sim_mesh_box(hs, &m) == 0);
+    SimPose pose = sim_pose_identity();
+    SimRigid slab;
+    char err[256];
+    CHECK_MSG(sim_rigid_init(&slab, &m, 1e9, &pose, err, sizeof err) == 0, "%s", err); /* immovable */
+    ds_mesh_free(&m);
+    memset(slab.gravity, 0, sizeof slab.gravity);
+    SimContactOptions c;
+    sim_contact_defaults(&c);
+    c.dhat = dhat, c.proxy_cells = 0, c.stiffness = stiffness;
+    SimWorld w;
+    CHECK_MSG(sim_world_init(&w, &block, 1, &slab, 1, NULL, 0, &c, err, sizeof err) == 0, "%s", err);
+    for (int s = 0; s < 100; s++) CHECK_MSG(sim_world_step(&w, 0.01, err, sizeof err) == 0, "%s", err);
+    double gap = sim_world_min_distance(&w) / dhat;
+    sim_world_free(&w);
+    sim_rigid_free(&slab);
+    sim_object_free(&block);
+    return gap;
+}
+
+/* The automatic κ counts contacts: a block resting on a face rests at d̂/2 (within the band
+ * [0.35, 0.65] d̂) whatever its mass and however many contact points its face has (4 corners, or
+ * 25 or 81 points of a subdivided surface). The earlier rule, κ = M g / (24 d̂), sized for a
+ * contact counted 2–6 times, puts the same blocks at 0.2 d̂ (4 corners: each carries 6 pairs'
+ * share) to 0.8 d̂ (81 points). */
+TEST(sim_world_resting_block_gap_is_half_dhat_whatever_mass_and_contact_count) {
+    const double rho[4] = {1000, 8000, 1000, 250};
+    const int sub[4] = {0, 0, 2, 3};
+    int old_outside = 0;
+    for (int k = 0; k < 4; k++) {
+        double gap = resting_gap(rho[k], sub[k], 0);
+        SimObject probe;
+        double hb[3] = {0.05, 0.05, 0.05}, at[3] = {0, 0, 0};
+        block_object(&probe, hb, at, 0, rho[k], sub[k]);
+        double old = resting_gap(rho[k], sub[k], probe.mass * 9.81 / (24 * 0.004));
+        sim_object_free(&probe);
+        printf("    block ρ %.0f, %d points on its face: rests at %.3f d̂ (earlier rule: %.3f d̂)\n", rho[k],
+               (1 << sub[k]) * (1 << sub[k]) + 2 * (1 << sub[k]) + 1, gap, old);
+        CHECK(gap > 0.35 && gap < 0.65);
+        old_outside += !(old > 0.35 && old < 0.65);
+    }
+    CHECK(old_outside >= 2);
+}
+
+/* IPC's adaptive κ: a 10 cm block whose faces carry 81 points each rests on three fixed spikes
+ * (pyramids' apexes, 3 cm from its centre). The initial κ holds its weight on the 81 points of a
+ * face at d̂/2; on three points each carries 27 points' share, −b′(d) is 27 times larger and the
+ * block sinks to about 0.04 d̂. With the adaptive increase κ doubles while the closest pair is
+ * inside 0.1 d̂ and closing. Returns the block's lowest point above the apexes over d̂ after 1 s and
+ * the final κ over the initial one. */
+static double tripod_gap(double adapt, double *kappa_ratio) {
+    double dhat = 0.004, hb[3] = {0.05, 0.05, 0.05}, at[3] = {0, hb[1] + 0.6 * dhat, 0};
+    SimObject block;
+    block_object(&block, hb, at, 0, 1000, 3);
+    block.gravity[1] = -9.81;
+    /* three pyramids, apex up at y = 0 (base half-width 2 cm, height 2 cm) */
+    DsMesh m = {0};
+    m.nv = 15, m.nf = 18;
+    m.v = malloc(sizeof(float) * 45), m.f = malloc(sizeof(int32_t) * 54);
+    CHECK(m.v && m.f);
+    for (int p = 0; p < 3; p++) {
+        double cx = 0.03 * cos(2 * M_PI * p / 3), cz = 0.03 * sin(2 * M_PI * p / 3);
+        float *v = m.v + 15 * p;
+        for (int k = 0; k < 4; k++)
+            v[3 * k] = (float)(cx + (k & 1 ? 0.02 : -0.02)), v[3 * k + 1] = -0.02f, v[3 * k + 2] = (float)(cz + (k & 2 ? 0.02 : -0.02));
+        v[12] = (float)cx, v[13] = 0, v[14] = (float)cz;
+        /* outward: base (y down) 0 1 3, 0 3 2; sides toward the apex 4 */
+        const int32_t F[18] = {0, 1, 3, 0, 3, 2, 0, 4, 1, 1, 4, 3, 3, 4, 2, 2, 4, 0};
+        for (int k = 0; k < 18; k++) m.f[18 * p + k] = 5 * p + F[k];
+    }
+    SimPose pose = sim_pose_identity();
+    SimRigid spikes;
+    char err[256];
+    CHECK_MSG(sim_rigid_init(&spikes, &m, 1e9, &pose, err, sizeof err) == 0, "%s", err); /* immovable */
+    ds_mesh_free(&m);
+    memset(spikes.gravity, 0, sizeof spikes.gravity);
+    SimContactOptions c;
+    sim_contact_defaults(&c);
+    c.dhat = dhat, c.proxy_cells = 0, c.kappa_adapt = adapt, c.mu = 0.5;
+    SimWorld w;
+    CHECK_MSG(sim_world_init(&w, &block, 1, &spikes, 1, NULL, 0, &c, err, sizeof err) == 0, "%s", err);
+    double k0 = w.kappa;
+    for (int s = 0; s < 100; s++) {
+        CHECK_MSG(sim_world_step(&w, 0.01, err, sizeof err) == 0, "%s", err);
+        CHECK(w.last.min_distance > 0);
+    }
+    double gap = sim_world_min_distance(&w) / dhat;
+    *kappa_ratio = w.kappa / k0;
+    sim_world_free(&w);
+    sim_rigid_free(&spikes);
+    sim_object_free(&block);
+    return gap;
+}
+
+TEST(sim_world_adaptive_kappa_holds_a_block_on_spikes_above_a_tenth_of_dhat) {
+    double r_on, r_off, on = tripod_gap(0.1, &r_on), off = tripod_gap(0, &r_off);
+    printf("    block of 81 points a face on three spikes: rests at %.3f d̂ with the adaptive κ (κ × %.0f), %.3f d̂ without\n",
+           on, r_on, off);
+    CHECK(off < 0.1 && r_off == 1);
+    CHECK(on > 0.1 && on < 0.65 && r_on > 1);
 }
