@@ -751,10 +751,11 @@ static void compute_poles(Work *w, double eps) {
  * mesh vertices), the one farthest along the inward normal d. That vertex is the optimum of the
  * linear program  max d·x  s.t.  (u − v)·x ≤ |u − v|²/2 for every other vertex u  (x = p − v),
  * solved here without a Delaunay tetrahedralization by Seidel's randomized incremental LP
- * (expected O(n) in 3 variables), bounded by the mesh's bounding box. The constraints come from the
- * vertices within a radius r of v (a uniform vertex grid), r growing until it certifies the
- * optimum: a vertex u with |u − v| > 2|x| satisfies (u − v)·x ≤ |u − v||x| < |u − v|²/2, so
- * once every vertex within 2|x| is in, x is optimal for all of them. */
+ * (expected O(n) in 3 variables), bounded by the mesh's bounding box. The constraints come from a
+ * uniform vertex grid: a vertex u with |u − v| > 2|x| satisfies (u − v)·x ≤ |u − v||x| <
+ * |u − v|²/2, so only vertices near v can cut the optimum, and those that do lie in the ball
+ * through v centred at the current optimum; constraints are added from that ball until it is
+ * empty (the optimum's Delaunay ball), which certifies the optimum for all vertices. */
 typedef struct {
     double a[3], b;
 } LpHalf;
@@ -886,11 +887,15 @@ static int voronoi_pole(const Work *w, const VertGrid *g, const double *blo, con
     double lo[3], hi[3], x[3];
     for (int k = 0; k < 3; k++) lo[k] = blo[k] - pv[k], hi[k] = bhi[k] - pv[k];
     uint64_t seed = 0x9E3779B97F4A7C15ull * (uint64_t)(v + 1);
-    double rin = 0, r = 2 * g->h;
+    /* first the vertices within 2 grid cells of v; then, each round, those strictly inside the
+     * ball centred at the current optimum p through v — exactly the constraints p violates
+     * ((u − v)·x > |u − v|²/2 ⟺ |u − p| < |p − v|) — until there are none: p is then optimal for
+     * all vertices (the ball lies within 2|x| of v, the radius argument above) */
+    double c[3] = {pv[0], pv[1], pv[2]}, r = 2 * g->h;
     L->n = 0;
-    for (;;) {
+    for (int round = 0; round < 64; round++) {
         int start = L->n, c0[3], c1[3];
-        for (int k = 0; k < 3; k++) c0[k] = vgrid_cell(g, k, pv[k] - r), c1[k] = vgrid_cell(g, k, pv[k] + r);
+        for (int k = 0; k < 3; k++) c0[k] = vgrid_cell(g, k, c[k] - r), c1[k] = vgrid_cell(g, k, c[k] + r);
         for (int z = c0[2]; z <= c1[2]; z++)
             for (int y = c0[1]; y <= c1[1]; y++)
                 for (int xx = c0[0]; xx <= c1[0]; xx++) {
@@ -899,12 +904,20 @@ static int voronoi_pole(const Work *w, const VertGrid *g, const double *blo, con
                         const double *pu = w->x + 3 * g->v[q];
                         double e[3] = {pu[0] - pv[0], pu[1] - pv[1], pu[2] - pv[2]};
                         double l2 = e[0] * e[0] + e[1] * e[1] + e[2] * e[2];
-                        if (l2 <= rin * rin || l2 > r * r) continue; /* coincident vertices give no plane */
+                        if (l2 <= 0) continue; /* coincident vertices give no plane */
+                        if (round == 0) {
+                            if (l2 > r * r) continue;
+                        } else {
+                            double ex = e[0] * x[0] + e[1] * x[1] + e[2] * x[2];
+                            /* violated beyond the LP's tolerance: not among the constraints yet */
+                            if (ex - 0.5 * l2 <= 1e-10 * (0.5 * l2 + fabs(ex))) continue;
+                        }
                         if (lpw_reserve(L, L->n + 1)) return -1;
                         LpHalf *hh = L->h + L->n++;
                         memcpy(hh->a, e, sizeof e), hh->b = 0.5 * l2;
                     }
                 }
+        if (round > 0 && L->n == start) break;
         for (int i = L->n - 1; i > start; i--) { /* Seidel's expected bound needs a random order */
             seed = seed * 6364136223846793005ull + 1442695040888963407ull;
             int j = start + (int)((seed >> 33) % (uint64_t)(i - start + 1));
@@ -912,9 +925,8 @@ static int voronoi_pole(const Work *w, const VertGrid *g, const double *blo, con
             L->h[i] = L->h[j], L->h[j] = t;
         }
         lp_seidel(3, d, lo, hi, L->h, L->n, start, x, L->buf);
-        double R = sqrt(x[0] * x[0] + x[1] * x[1] + x[2] * x[2]);
-        if (2 * R <= r || r > 2 * diag) break;
-        rin = r, r = fmax(2 * R, 1.5 * r);
+        r = sqrt(x[0] * x[0] + x[1] * x[1] + x[2] * x[2]);
+        for (int k = 0; k < 3; k++) c[k] = pv[k] + x[k];
     }
     for (int k = 0; k < 3; k++)
         if (x[k] <= lo[k] + 1e-9 * diag || x[k] >= hi[k] - 1e-9 * diag) return 0;
@@ -976,8 +988,10 @@ static int poles_inside(Work *w) {
     for (int64_t i = 0; i < 3 * w->nv; i++) m.v[i] = (float)w->x[i];
     for (int64_t i = 0, j = 0; i < w->nf; i++)
         if (w->falive[i]) memcpy(m.f + 3 * j++, w->f + 3 * i, 3 * sizeof(int32_t));
+    /* only the vertices whose pole the solve uses: alive (not collapsed into another) and not fixed */
+#define POLE_USED(v) (w->has_pole[v] && w->parent[v] == (int32_t)(v) && !w->fixed[v])
     for (int64_t v = 0; v < w->nv; v++)
-        if (w->has_pole[v]) {
+        if (POLE_USED(v)) {
             for (int k = 0; k < 3; k++) q[3 * nq + k] = (float)w->pole[3 * v + k];
             nq++;
         }
@@ -988,7 +1002,8 @@ static int poles_inside(Work *w) {
         ds_winding_eval_many(W, nq, q, wn);
         ds_winding_free(W);
         for (int64_t v = 0, j = 0; v < w->nv; v++)
-            if (w->has_pole[v]) w->pole_in[v] = wn[j++] > 0.5f;
+            if (POLE_USED(v)) w->pole_in[v] = wn[j++] > 0.5f;
+#undef POLE_USED
     }
     rc = 0;
 done:
