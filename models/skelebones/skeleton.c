@@ -812,7 +812,9 @@ static void lp_seidel(int d, const double *c, const double *lo, const double *hi
     }
 }
 
-/* the mesh's vertices sorted into a uniform grid of cubes of side h (about 3 vertices a cell) */
+/* the mesh's vertices sorted into a uniform grid of cubes of side h, one vertex per cell of the
+ * bounding box's volume (a surface's vertices crowd the cells it crosses; 3 per cell made the LP
+ * start with about 400 constraints and ran 1.5× slower on the bunny) */
 typedef struct {
     int n[3];
     double lo[3], h;
@@ -830,7 +832,7 @@ static int vgrid_build(const Work *w, const double *lo, const double *hi, VertGr
     double ext[3], vol = 1, maxe = 0;
     for (int k = 0; k < 3; k++) ext[k] = hi[k] - lo[k], maxe = fmax(maxe, ext[k]);
     for (int k = 0; k < 3; k++) vol *= fmax(ext[k], 1e-3 * maxe);
-    g->h = cbrt(3 * vol / (double)w->nv);
+    g->h = cbrt(vol / (double)w->nv);
     if (!(g->h > 0)) g->h = maxe > 0 ? maxe : 1;
     int64_t cells = 1;
     for (int k = 0; k < 3; k++) {
