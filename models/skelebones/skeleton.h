@@ -60,10 +60,10 @@
  * differently). With them, as CGAL, a pole attracts only while it lies inside the contracted
  * surface (the generalized winding number > 1/2, each iteration), and a collapse keeps the pole
  * nearer the kept vertex: without the test the flow stalls against the (shallower) poles and
- * the bunny ran 100 iterations. Measured (bench/run_skeleton.sh): this mode is within 0.15–0.35%
- * of CGAL's skeleton on the six meshes (the bunny 0.14%) but 0.1–0.4% of the diagonal further
- * from the procedural meshes' generating bones than the ray poles, and 1.2–1.5× slower; the
- * ray poles stay the default for that reason.
+ * the bunny ran 100 iterations. Measured (bench/run_skeleton.sh, docs/gaussianimate.md §6): this
+ * mode is within 0.14–0.36% of CGAL's skeleton on the six meshes (the bunny 0.14%, ray poles
+ * 1.25%) at about CGAL's CPU time, but 0.3–0.4% of the diagonal further from the procedural
+ * meshes' generating bones than the ray poles (as far as CGAL's); the ray poles stay the default.
  *
  * Cost: the mesh's edge table is rebuilt several times per iteration by a counting sort (linear);
  * the solve is a fresh CHOLMOD factorization per iteration (the pattern changes with every
