@@ -494,3 +494,88 @@ TEST(skeleton_flat_blob_contracts_to_curve) {
     sb_skeleton_free(&s);
     ds_mesh_free(&m);
 }
+
+/* CGAL's Voronoi poles (sb_skeleton_poles, voronoi = 1): every finite Voronoi vertex of points on
+ * a sphere is its centre, so every pole is; on a long box the pole of a vertex on a long face's
+ * midline, away from the ends, is the axis point below it (the ball touching four faces). The
+ * LP's bounding box lies 5% of the diagonal outside the mesh, so a pole that missed the cell's
+ * true vertex would land far off. */
+TEST(skeleton_voronoi_poles) {
+    DsMesh m;
+    CHECK(ds_mesh_make_uv_sphere(1.0f, 24, 48, &m) == 0);
+    double *p = malloc((size_t)m.nv * 3 * sizeof *p);
+    uint8_t *has = malloc((size_t)m.nv);
+    CHECK(p && has);
+    CHECK(sb_skeleton_poles(&m, 1, p, has) == 0);
+    double worst = 0;
+    int64_t n = 0;
+    for (int64_t v = 0; v < m.nv; v++) {
+        if (!has[v]) continue;
+        n++;
+        worst = fmax(worst, sqrt(p[3 * v] * p[3 * v] + p[3 * v + 1] * p[3 * v + 1] + p[3 * v + 2] * p[3 * v + 2]));
+    }
+    printf("    sphere: %lld of %lld vertices have a pole, farthest %.2e from the centre\n", (long long)n,
+           (long long)m.nv, worst);
+    CHECK(n == m.nv);
+    CHECK_MSG(worst < 1e-3, "a pole %.2e from the centre", worst);
+    free(p), free(has), ds_mesh_free(&m);
+
+    const float half[3] = {2.0f, 0.5f, 0.5f};
+    CHECK(ds_mesh_make_box(half, 24, &m) == 0);
+    p = malloc((size_t)m.nv * 3 * sizeof *p), has = malloc((size_t)m.nv);
+    CHECK(p && has);
+    CHECK(sb_skeleton_poles(&m, 1, p, has) == 0);
+    double off = 0, along = 0;
+    int64_t tested = 0;
+    for (int64_t v = 0; v < m.nv; v++) {
+        const float *x = m.v + 3 * v;
+        /* the midlines of the four long faces: one of y, z at ±0.5, the other 0 */
+        bool mid = (fabsf(fabsf(x[1]) - 0.5f) < 1e-6f && fabsf(x[2]) < 1e-6f) ||
+                   (fabsf(fabsf(x[2]) - 0.5f) < 1e-6f && fabsf(x[1]) < 1e-6f);
+        if (!mid || fabsf(x[0]) > 1.2f) continue;
+        tested++;
+        CHECK_MSG(has[v], "vertex %lld has no pole", (long long)v);
+        if (!has[v]) continue;
+        off = fmax(off, sqrt(p[3 * v + 1] * p[3 * v + 1] + p[3 * v + 2] * p[3 * v + 2]));
+        along = fmax(along, fabs(p[3 * v] - x[0]));
+    }
+    printf("    long box: %lld midline vertices, poles at most %.3f off the axis and %.3f along it from the "
+           "vertex\n", (long long)tested, off, along);
+    CHECK(tested >= 4 * 10);
+    CHECK_MSG(off < 0.05, "a pole %.3f off the axis", off);   /* the half width is 0.5 */
+    CHECK_MSG(along < 0.17, "a pole %.3f along the axis", along); /* the x spacing is 1/6 */
+    free(p), free(has), ds_mesh_free(&m);
+}
+
+/* the whole flow with the Voronoi poles and CGAL's inside test: the capsule still contracts to
+ * its axis (the poles switch off once the surface passes them, so it also converges) */
+TEST(skeleton_voronoi_capsule_axis) {
+    float a[3] = {-0.6f, 0, 0}, b[3] = {0.6f, 0, 0};
+    DsMesh m;
+    CHECK(make_capsule(a, b, 0.25f, 0.05f, &m) == 0);
+    double diag = mesh_diag(&m);
+    SbSkelOptions o;
+    sb_skel_defaults(&o);
+    o.voronoi_poles = 1;
+    SbSkeleton s;
+    char err[256];
+    CHECK_MSG(sb_skeleton_mcf(&m, &o, &s, err, sizeof err) == 0, "%s", err);
+    check_corr(&s);
+    int64_t cycles;
+    int comps = sb_skeleton_components(&s, &cycles);
+    double off = 0, xmin = 1e9, xmax = -1e9;
+    for (int64_t i = 0; i < s.nnodes; i++) {
+        const float *q = s.nodes + 3 * i;
+        if (fabs(q[0]) < 0.45) off = fmax(off, sqrt(q[1] * q[1] + q[2] * q[2]));
+        xmin = fmin(xmin, q[0]), xmax = fmax(xmax, q[0]);
+    }
+    printf("    capsule (Voronoi poles): %lld nodes, %d components, %lld cycles, %d iterations, max off-axis "
+           "%.2f%% of the diagonal, x ∈ [%.3f, %.3f]\n",
+           (long long)s.nnodes, comps, (long long)cycles, s.iterations, 100 * off / diag, xmin, xmax);
+    CHECK(comps == 1 && cycles == 0);
+    CHECK(s.iterations < 100);
+    CHECK_MSG(off < 0.01 * diag, "a node %.4f off the axis", off);
+    CHECK(xmin < -0.4 && xmax > 0.4);
+    sb_skeleton_free(&s);
+    ds_mesh_free(&m);
+}

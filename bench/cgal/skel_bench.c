@@ -162,9 +162,14 @@ int main(int argc, char **argv) {
         DsMesh m;
         if (ds_mesh_read(argv[2], &m, err, sizeof err)) return fprintf(stderr, "%s\n", err), 1;
         SbSkeleton s;
+        SbSkelOptions so;
+        sb_skel_defaults(&so);
+        /* SKEL_POLES=voronoi: CGAL's Voronoi poles instead of the ray poles, for comparing the two */
+        const char *pe = getenv("SKEL_POLES");
+        so.voronoi_poles = pe && !strcmp(pe, "voronoi");
         double t0 = base_now();
         clock_t c0 = clock();
-        if (sb_skeleton_mcf(&m, NULL, &s, err, sizeof err)) return fprintf(stderr, "%s: %s\n", argv[2], err), 1;
+        if (sb_skeleton_mcf(&m, &so, &s, err, sizeof err)) return fprintf(stderr, "%s: %s\n", argv[2], err), 1;
         double dt = base_now() - t0, cpu = (double)(clock() - c0) / CLOCKS_PER_SEC;
         int64_t cycles;
         int comps = sb_skeleton_components(&s, &cycles);

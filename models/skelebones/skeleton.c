@@ -20,6 +20,7 @@ void sb_skel_defaults(SbSkelOptions *o) {
     o->area_tol = 1e-4;
     o->vol_tol = 1e-9;
     o->max_iter = 100;
+    o->voronoi_poles = 0;
 }
 
 void sb_skeleton_free(SbSkeleton *s) {
@@ -35,6 +36,8 @@ typedef struct {
     double *x;       /* capv × 3 */
     double *pole;    /* capv × 3 */
     uint8_t *has_pole, *fixed;
+    uint8_t *pole_in; /* the pole is inside the contracted surface (CGAL's test; ray poles: always) */
+    bool voronoi;     /* Voronoi poles: CGAL's inside test and pole choice on collapse */
     double *mass;    /* vertices merged into this one (for the curve graph's node positions) */
     int32_t *parent; /* union-find: the vertex this one collapsed into (itself while alive) */
     int32_t *f;      /* capf × 3 */
@@ -56,6 +59,9 @@ static int work_growv(Work *w, int64_t need) {
     uint8_t *fx = realloc(w->fixed, (size_t)c);
     if (!fx) return -1;
     w->fixed = fx;
+    uint8_t *pi = realloc(w->pole_in, (size_t)c);
+    if (!pi) return -1;
+    w->pole_in = pi;
     double *ms = realloc(w->mass, (size_t)c * sizeof *ms);
     if (!ms) return -1;
     w->mass = ms;
@@ -80,7 +86,7 @@ static int work_growf(Work *w, int64_t need) {
 }
 
 static void work_free(Work *w) {
-    free(w->x), free(w->pole), free(w->has_pole), free(w->fixed), free(w->mass), free(w->parent);
+    free(w->x), free(w->pole), free(w->has_pole), free(w->fixed), free(w->pole_in), free(w->mass), free(w->parent);
     free(w->f), free(w->falive);
 }
 
@@ -302,9 +308,12 @@ static void collapse(Work *w, const Topo *t, int32_t a, int32_t b, int32_t **ge,
             w->x[3 * a + c] = midpoint ? 0.5 * (w->x[3 * a + c] + w->x[3 * b + c])
                                        : (ma * w->x[3 * a + c] + mb * w->x[3 * b + c]) / (ma + mb);
     }
-    if (!w->has_pole[a] && w->has_pole[b]) {
+    /* the kept vertex keeps its pole, or takes b's if it has none; with the Voronoi poles, as
+     * CGAL's update_pole, the nearer of the two */
+    if (w->has_pole[b] && (!w->has_pole[a] || (w->voronoi && dist3(w->pole + 3 * b, w->x + 3 * a) <
+                                                                 dist3(w->pole + 3 * a, w->x + 3 * a)))) {
         memcpy(w->pole + 3 * a, w->pole + 3 * b, 3 * sizeof(double));
-        w->has_pole[a] = 1;
+        w->has_pole[a] = 1, w->pole_in[a] = w->pole_in[b];
     }
     w->fixed[a] |= w->fixed[b];
     w->mass[a] = ma + mb;
@@ -529,7 +538,7 @@ static int contract(Work *w, const SbSkelOptions *o, cholmod_common *cm, char *e
         if (w->fixed[v]) wd = 1e8;
         else {
             wd = o->w_h * o->w_h;
-            if (w->has_pole[v]) wp = o->w_m * o->w_m;
+            if (w->has_pole[v] && w->pole_in[v]) wp = o->w_m * o->w_m;
         }
         Di[i] = Dj[i] = i, Dx[i] = wd + wp;
         for (int c = 0; c < 3; c++) Bx[i + c * n] = wd * w->x[3 * v + c] + (wp > 0 ? wp * w->pole[3 * v + c] : 0);
@@ -736,6 +745,278 @@ static void compute_poles(Work *w, double eps) {
     free(vn);
 }
 
+/* ---- Voronoi poles (CGAL's) ------------------------------------------------------------------ */
+
+/* CGAL's pole of a surface vertex v: of the vertices of v's Voronoi cell (Voronoi diagram of the
+ * mesh vertices), the one farthest along the inward normal d. That vertex is the optimum of the
+ * linear program  max d·x  s.t.  (u − v)·x ≤ |u − v|²/2 for every other vertex u  (x = p − v),
+ * solved here without a Delaunay tetrahedralization by Seidel's randomized incremental LP
+ * (expected O(n) in 3 variables), bounded by the mesh's bounding box. The constraints come from a
+ * uniform vertex grid: a vertex u with |u − v| > 2|x| satisfies (u − v)·x ≤ |u − v||x| <
+ * |u − v|²/2, so only vertices near v can cut the optimum, and those that do lie in the ball
+ * through v centred at the current optimum; constraints are added from that ball until it is
+ * empty (the optimum's Delaunay ball), which certifies the optimum for all vertices. */
+typedef struct {
+    double a[3], b;
+} LpHalf;
+
+/* max c·x over lo ≤ x ≤ hi (d coordinates, d ≤ 3) and h[0..n); h[0..start) already hold at x
+ * (start = 0: x is set from the box). buf holds (n + 2) × (d − 1) projected constraints. The
+ * problem is never infeasible (x = 0, the vertex itself, satisfies every constraint), so a
+ * numerically empty interval takes its midpoint. */
+static void lp_seidel(int d, const double *c, const double *lo, const double *hi, const LpHalf *h, int n, int start,
+                      double *x, LpHalf *buf) {
+    if (d == 1) {
+        double L = lo[0], H = hi[0];
+        for (int i = 0; i < n; i++) {
+            double a = h[i].a[0], b = h[i].b;
+            if (a > 0) H = fmin(H, b / a);
+            else if (a < 0) L = fmax(L, b / a);
+        }
+        x[0] = L > H ? 0.5 * (L + H) : c[0] > 0 ? H : c[0] < 0 ? L : 0.5 * (L + H);
+        return;
+    }
+    if (start == 0)
+        for (int k = 0; k < d; k++) x[k] = c[k] > 0 ? hi[k] : c[k] < 0 ? lo[k] : 0.5 * (lo[k] + hi[k]);
+    for (int i = start; i < n; i++) {
+        const double *a = h[i].a;
+        double ax = 0, an = 0;
+        for (int k = 0; k < d; k++) ax += a[k] * x[k], an += fabs(a[k]);
+        if (an == 0 || ax - h[i].b <= 1e-12 * (fabs(h[i].b) + fabs(ax))) continue;
+        /* the new optimum lies on a·x = b: eliminate the coordinate k with the largest |a_k|,
+         * x_k = β + Σ γ_j x_j, and solve the constraints before i (and x_k's box) in d − 1 */
+        int k = 0;
+        for (int j = 1; j < d; j++)
+            if (fabs(a[j]) > fabs(a[k])) k = j;
+        int r[2], m = 0;
+        for (int j = 0; j < d; j++)
+            if (j != k) r[m++] = j;
+        double beta = h[i].b / a[k], gam[2], c2[2], lo2[2], hi2[2];
+        for (int j = 0; j < m; j++)
+            gam[j] = -a[r[j]] / a[k], c2[j] = c[r[j]] + c[k] * gam[j], lo2[j] = lo[r[j]], hi2[j] = hi[r[j]];
+        LpHalf *p = buf;
+        int np = 0;
+        for (int q = -2; q < i; q++) {
+            double g[3] = {0, 0, 0}, e;
+            if (q == -2) g[k] = 1, e = hi[k];
+            else if (q == -1) g[k] = -1, e = -lo[k];
+            else memcpy(g, h[q].a, sizeof g), e = h[q].b;
+            for (int j = 0; j < m; j++) p[np].a[j] = g[r[j]] + g[k] * gam[j];
+            p[np].b = e - g[k] * beta;
+            np++;
+        }
+        double y[2];
+        lp_seidel(d - 1, c2, lo2, hi2, p, np, 0, y, buf + np);
+        x[k] = beta;
+        for (int j = 0; j < m; j++) x[r[j]] = y[j], x[k] += gam[j] * y[j];
+    }
+}
+
+/* the mesh's vertices sorted into a uniform grid of cubes of side h, one vertex per cell of the
+ * bounding box's volume (a surface's vertices crowd the cells it crosses; 3 per cell made the LP
+ * start with about 400 constraints and ran 1.5× slower on the bunny) */
+typedef struct {
+    int n[3];
+    double lo[3], h;
+    int64_t *off; /* cells + 1 */
+    int32_t *v;
+} VertGrid;
+
+static int vgrid_cell(const VertGrid *g, int k, double x) {
+    int c = (int)floor((x - g->lo[k]) / g->h);
+    return c < 0 ? 0 : c >= g->n[k] ? g->n[k] - 1 : c;
+}
+
+static int vgrid_build(const Work *w, const double *lo, const double *hi, VertGrid *g) {
+    memset(g, 0, sizeof *g);
+    double ext[3], vol = 1, maxe = 0;
+    for (int k = 0; k < 3; k++) ext[k] = hi[k] - lo[k], maxe = fmax(maxe, ext[k]);
+    for (int k = 0; k < 3; k++) vol *= fmax(ext[k], 1e-3 * maxe);
+    g->h = cbrt(vol / (double)w->nv);
+    if (!(g->h > 0)) g->h = maxe > 0 ? maxe : 1;
+    int64_t cells = 1;
+    for (int k = 0; k < 3; k++) {
+        g->n[k] = (int)(ext[k] / g->h) + 1;
+        if (g->n[k] > 256) g->n[k] = 256;
+        g->lo[k] = lo[k], cells *= g->n[k];
+    }
+    for (int k = 0; k < 3; k++)
+        if (ext[k] / g->n[k] > g->h) g->h = ext[k] / g->n[k] * (1 + 1e-9);
+    g->off = calloc((size_t)cells + 1, sizeof *g->off);
+    g->v = malloc((size_t)w->nv * sizeof *g->v);
+    if (!g->off || !g->v) return free(g->off), free(g->v), -1;
+    for (int pass = 0; pass < 2; pass++) {
+        for (int64_t v = 0; v < w->nv; v++) {
+            const double *p = w->x + 3 * v;
+            int64_t cell = ((int64_t)vgrid_cell(g, 2, p[2]) * g->n[1] + vgrid_cell(g, 1, p[1])) * g->n[0] +
+                           vgrid_cell(g, 0, p[0]);
+            if (pass == 0) g->off[cell + 1]++;
+            else g->v[g->off[cell]++] = (int32_t)v;
+        }
+        if (pass == 0)
+            for (int64_t c = 0; c < cells; c++) g->off[c + 1] += g->off[c];
+    }
+    for (int64_t c = cells; c > 0; c--) g->off[c] = g->off[c - 1];
+    g->off[0] = 0;
+    return 0;
+}
+
+/* per thread: the constraints of one vertex and the LP's projection buffer */
+typedef struct {
+    LpHalf *h, *buf;
+    int n, cap;
+} LpWork;
+
+static int lpw_reserve(LpWork *L, int need) {
+    if (need <= L->cap) return 0;
+    int c = L->cap ? L->cap : 64;
+    while (c < need) c *= 2;
+    LpHalf *h = realloc(L->h, (size_t)c * sizeof *h);
+    if (!h) return -1;
+    L->h = h;
+    LpHalf *b = realloc(L->buf, (size_t)(c + 3) * 2 * sizeof *b);
+    if (!b) return -1;
+    L->buf = b, L->cap = c;
+    return 0;
+}
+
+/* the pole of vertex v along the inward direction d (unit); 1 with pole set, 0 without (the cell
+ * is open to the box that way: no finite Voronoi vertex there, as for CGAL's infinite cells), -1 out
+ * of memory */
+static int voronoi_pole(const Work *w, const VertGrid *g, const double *blo, const double *bhi, double diag, int64_t v,
+                        const double *d, LpWork *L, double *pole) {
+    const double *pv = w->x + 3 * v;
+    double lo[3], hi[3], x[3];
+    for (int k = 0; k < 3; k++) lo[k] = blo[k] - pv[k], hi[k] = bhi[k] - pv[k];
+    uint64_t seed = 0x9E3779B97F4A7C15ull * (uint64_t)(v + 1);
+    /* first the vertices within 2 grid cells of v; then, each round, those strictly inside the
+     * ball centred at the current optimum p through v — exactly the constraints p violates
+     * ((u − v)·x > |u − v|²/2 ⟺ |u − p| < |p − v|) — until there are none: p is then optimal for
+     * all vertices (the ball lies within 2|x| of v, the radius argument above) */
+    double c[3] = {pv[0], pv[1], pv[2]}, r = 2 * g->h;
+    L->n = 0;
+    for (int round = 0; round < 64; round++) {
+        int start = L->n, c0[3], c1[3];
+        for (int k = 0; k < 3; k++) c0[k] = vgrid_cell(g, k, c[k] - r), c1[k] = vgrid_cell(g, k, c[k] + r);
+        for (int z = c0[2]; z <= c1[2]; z++)
+            for (int y = c0[1]; y <= c1[1]; y++)
+                for (int xx = c0[0]; xx <= c1[0]; xx++) {
+                    int64_t cell = ((int64_t)z * g->n[1] + y) * g->n[0] + xx;
+                    for (int64_t q = g->off[cell]; q < g->off[cell + 1]; q++) {
+                        const double *pu = w->x + 3 * g->v[q];
+                        double e[3] = {pu[0] - pv[0], pu[1] - pv[1], pu[2] - pv[2]};
+                        double l2 = e[0] * e[0] + e[1] * e[1] + e[2] * e[2];
+                        if (l2 <= 0) continue; /* coincident vertices give no plane */
+                        if (round == 0) {
+                            if (l2 > r * r) continue;
+                        } else {
+                            double ex = e[0] * x[0] + e[1] * x[1] + e[2] * x[2];
+                            /* violated beyond the LP's tolerance: not among the constraints yet */
+                            if (ex - 0.5 * l2 <= 1e-10 * (0.5 * l2 + fabs(ex))) continue;
+                        }
+                        if (lpw_reserve(L, L->n + 1)) return -1;
+                        LpHalf *hh = L->h + L->n++;
+                        memcpy(hh->a, e, sizeof e), hh->b = 0.5 * l2;
+                    }
+                }
+        if (round > 0 && L->n == start) break;
+        for (int i = L->n - 1; i > start; i--) { /* Seidel's expected bound needs a random order */
+            seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+            int j = start + (int)((seed >> 33) % (uint64_t)(i - start + 1));
+            LpHalf t = L->h[i];
+            L->h[i] = L->h[j], L->h[j] = t;
+        }
+        lp_seidel(3, d, lo, hi, L->h, L->n, start, x, L->buf);
+        r = sqrt(x[0] * x[0] + x[1] * x[1] + x[2] * x[2]);
+        for (int k = 0; k < 3; k++) c[k] = pv[k] + x[k];
+    }
+    for (int k = 0; k < 3; k++)
+        if (x[k] <= lo[k] + 1e-9 * diag || x[k] >= hi[k] - 1e-9 * diag) return 0;
+    if (d[0] * x[0] + d[1] * x[1] + d[2] * x[2] <= 0) return 0;
+    for (int k = 0; k < 3; k++) pole[k] = pv[k] + x[k];
+    return 1;
+}
+
+static void compute_poles_voronoi(Work *w) {
+    int64_t nv = w->nv, nf = w->nf;
+    double *vn = calloc((size_t)nv * 3, sizeof *vn);
+    double lo[3] = {DBL_MAX, DBL_MAX, DBL_MAX}, hi[3] = {-DBL_MAX, -DBL_MAX, -DBL_MAX};
+    memset(w->has_pole, 0, (size_t)nv);
+    for (int64_t v = 0; v < nv; v++)
+        for (int k = 0; k < 3; k++) lo[k] = fmin(lo[k], w->x[3 * v + k]), hi[k] = fmax(hi[k], w->x[3 * v + k]);
+    double diag = sqrt((hi[0] - lo[0]) * (hi[0] - lo[0]) + (hi[1] - lo[1]) * (hi[1] - lo[1]) + (hi[2] - lo[2]) * (hi[2] - lo[2]));
+    VertGrid g;
+    if (!vn || !(diag > 0) || vgrid_build(w, lo, hi, &g)) return free(vn);
+    double blo[3], bhi[3]; /* the LP's box: the mesh's, a little larger so no surface vertex is on it */
+    for (int k = 0; k < 3; k++) blo[k] = lo[k] - 0.05 * diag, bhi[k] = hi[k] + 0.05 * diag;
+    for (int64_t i = 0; i < nf; i++) {
+        if (!w->falive[i]) continue;
+        const int32_t *F = w->f + 3 * i;
+        double n[3];
+        tri_normal(w->x + 3 * F[0], w->x + 3 * F[1], w->x + 3 * F[2], n);
+        for (int c = 0; c < 3; c++)
+            for (int k = 0; k < 3; k++) vn[3 * F[c] + k] += n[k];
+    }
+#pragma omp parallel
+    {
+        LpWork L = {0};
+#pragma omp for schedule(dynamic, 64)
+        for (int64_t v = 0; v < nv; v++) {
+            double *n = vn + 3 * v, l = sqrt(n[0] * n[0] + n[1] * n[1] + n[2] * n[2]);
+            if (l <= 0) continue;
+            double d[3] = {-n[0] / l, -n[1] / l, -n[2] / l};
+            w->has_pole[v] = voronoi_pole(w, &g, blo, bhi, diag, v, d, &L, w->pole + 3 * v) == 1;
+        }
+        free(L.h), free(L.buf);
+    }
+    free(g.off), free(g.v);
+    free(vn);
+}
+
+/* CGAL's inside test, each iteration: a Voronoi pole attracts its vertex only while it lies inside
+ * the contracted surface (generalized winding number > 1/2, the fast hierarchical evaluation);
+ * once the surface has contracted past the medial axis the pole would pull it back outward. */
+static int poles_inside(Work *w) {
+    if (w->nv <= 0) return 0;
+    DsMesh m = {0};
+    int64_t nfa = 0, nq = 0;
+    for (int64_t i = 0; i < w->nf; i++) nfa += w->falive[i];
+    m.nv = w->nv, m.nf = nfa;
+    m.v = malloc((size_t)w->nv * 3 * sizeof *m.v);
+    m.f = malloc((size_t)(nfa + 1) * 3 * sizeof *m.f);
+    float *q = malloc((size_t)w->nv * 3 * sizeof *q), *wn = malloc((size_t)w->nv * sizeof *wn);
+    int rc = -1;
+    if (!m.v || !m.f || !q || !wn) goto done;
+    for (int64_t i = 0; i < 3 * w->nv; i++) m.v[i] = (float)w->x[i];
+    for (int64_t i = 0, j = 0; i < w->nf; i++)
+        if (w->falive[i]) memcpy(m.f + 3 * j++, w->f + 3 * i, 3 * sizeof(int32_t));
+    /* only the vertices whose pole the solve uses: alive (not collapsed into another) and not fixed */
+#define POLE_USED(v) (w->has_pole[v] && w->parent[v] == (int32_t)(v) && !w->fixed[v])
+    for (int64_t v = 0; v < w->nv; v++)
+        if (POLE_USED(v)) {
+            for (int k = 0; k < 3; k++) q[3 * nq + k] = (float)w->pole[3 * v + k];
+            nq++;
+        }
+    for (int64_t v = 0; v < w->nv; v++) w->pole_in[v] = 0;
+    if (nfa && nq) {
+        DsWinding *W = ds_winding_build(&m);
+        if (!W) goto done;
+        /* the far field from one node radius (default 2): the poles sit well inside or outside,
+         * where the winding number is near 0 or 1, so the coarser expansion classifies them alike
+         * (the same skeletons on the bench's six meshes) at less cost */
+        ds_winding_set_beta(W, 1.0);
+        ds_winding_eval_many(W, nq, q, wn);
+        ds_winding_free(W);
+        for (int64_t v = 0, j = 0; v < w->nv; v++)
+            if (POLE_USED(v)) w->pole_in[v] = wn[j++] > 0.5f;
+#undef POLE_USED
+    }
+    rc = 0;
+done:
+    free(m.v), free(m.f), free(q), free(wn);
+    return rc;
+}
+
 /* ---- the whole thing ------------------------------------------------------------------------ */
 
 int sb_skeleton_mcf(const DsMesh *m, const SbSkelOptions *opt, SbSkeleton *out, char *err, size_t errlen) {
@@ -784,14 +1065,18 @@ int sb_skeleton_mcf(const DsMesh *m, const SbSkelOptions *opt, SbSkeleton *out, 
     double cen[3] = {0, 0, 0};
     for (int64_t v = 0; v < m->nv; v++)
         for (int k = 0; k < 3; k++) cen[k] += w.x[3 * v + k] / (double)m->nv;
-    if (o.w_m > 0) compute_poles(&w, 1e-6 * diag);
+    if (o.w_m > 0 && !o.voronoi_poles) compute_poles(&w, 1e-6 * diag);
+    else if (o.w_m > 0) compute_poles_voronoi(&w);
     else memset(w.has_pole, 0, (size_t)w.nv);
+    memset(w.pole_in, 1, (size_t)w.capv);
+    w.voronoi = o.voronoi_poles != 0;
     double A0 = work_area(&w), V0 = work_volume(&w), Aprev = A0, Aprev2 = A0;
     cholmod_common cm;
     cholmod_start(&cm);
     cm.print = 0;
     int rc = -1, it = 0;
     for (it = 0; it < o.max_iter; it++) {
+        if (o.w_m > 0 && o.voronoi_poles && poles_inside(&w)) goto oom;
         if (contract(&w, &o, &cm, err, errlen)) goto out;
         for (int pass = 0; pass < 20; pass++) {
             int64_t c = collapse_pass(&w, min_len);
@@ -984,5 +1269,29 @@ int sb_skeleton_to_mesh(const SbSkeleton *s, float r, const float rgb[3], const 
             F[6 * q + 3] = i0, F[6 * q + 4] = i2, F[6 * q + 5] = i3;
         }
     }
+    return 0;
+}
+
+int sb_skeleton_poles(const DsMesh *m, int voronoi, double *pole, uint8_t *has_pole) {
+    Work w = {0};
+    if (!m || m->nv < 4 || m->nv > INT32_MAX / 4) return -1;
+    w.nv = w.capv = m->nv, w.nf = w.capf = m->nf;
+    w.x = malloc((size_t)m->nv * 3 * sizeof *w.x);
+    w.falive = malloc((size_t)m->nf + 1);
+    if (!w.x || !w.falive) return free(w.x), free(w.falive), -1;
+    for (int64_t i = 0; i < 3 * m->nv; i++) w.x[i] = m->v[i];
+    for (int64_t i = 0; i < 3 * m->nf; i++)
+        if (m->f[i] < 0 || m->f[i] >= m->nv) return free(w.x), free(w.falive), -1;
+    memset(w.falive, 1, (size_t)m->nf);
+    w.f = m->f, w.pole = pole, w.has_pole = has_pole;
+    if (!voronoi) {
+        float lo[3], hi[3];
+        ds_mesh_bbox(m, lo, hi);
+        double diag = sqrt((double)(hi[0] - lo[0]) * (hi[0] - lo[0]) + (double)(hi[1] - lo[1]) * (hi[1] - lo[1]) +
+                           (double)(hi[2] - lo[2]) * (hi[2] - lo[2]));
+        compute_poles(&w, 1e-6 * diag);
+    } else
+        compute_poles_voronoi(&w);
+    free(w.x), free(w.falive);
     return 0;
 }
