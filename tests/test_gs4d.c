@@ -522,6 +522,7 @@ static bool read_file(const char *path, char **buf, long *len) {
     fseek(f, 0, SEEK_SET);
     *buf = malloc((size_t)*len + 1);
     bool ok = fread(*buf, 1, (size_t)*len, f) == (size_t)*len;
+    (*buf)[*len] = 0; /* callers strstr the text */
     fclose(f);
     return ok;
 }
@@ -992,6 +993,63 @@ TEST(gs4d_time_curriculum_carves_and_picks) {
     CHECK_MSG(outside[0] > cfg.n / 50, "without it only %d of %d (the test would not tell the carves apart)", outside[0], (int)cfg.n);
     gs4d_data_free(&d);
     tensor_scope_end(sc);
+}
+
+/* gs4d_lr with lr_start: the means' and MLP's rates hold their start value up to lr_start, then
+ * decay log-linearly to the final rate at lr_steps (the geometric mean halfway); other groups
+ * are constant; lr_start = 0 is the 3DGS decay from step 0. */
+TEST(gs4d_lr_decay_starts_at_lr_start) {
+    Gs4dModel m;
+    memset(&m, 0, sizeof m);
+    m.cfg = gs4d_defaults();
+    m.extent = 2;
+    m.cfg.lr_means = 1e-2, m.cfg.lr_means_final = 1e-4, m.cfg.lr_deform = 4e-3, m.cfg.lr_deform_final = 4e-5;
+    m.cfg.lr_steps = 1000, m.cfg.lr_start = 400;
+    for (int g = 0; g < 2; g++) {
+        int grp = g ? GS4D_DEFORM : GS4D_MEANS;
+        double a = (g ? 4e-3 : 1e-2) * 2, b = (g ? 4e-5 : 1e-4) * 2;
+        CHECK_NEAR(gs4d_lr(&m, grp, 0), a, 1e-12 * a);
+        CHECK_NEAR(gs4d_lr(&m, grp, 400), a, 1e-12 * a);
+        CHECK_NEAR(gs4d_lr(&m, grp, 700), sqrt(a * b), 1e-9 * a);
+        CHECK_NEAR(gs4d_lr(&m, grp, 1000), b, 1e-9 * b);
+        CHECK_NEAR(gs4d_lr(&m, grp, 5000), b, 1e-9 * b);
+    }
+    m.cfg.lr_start = 0; /* the old schedule: halfway at 500 */
+    CHECK_NEAR(gs4d_lr(&m, GS4D_MEANS, 500), sqrt(1e-2 * 1e-4) * 2, 1e-12);
+    CHECK(gs4d_lr(&m, GS4D_MEANS, 400) < 1e-2 * 2 * 0.5);
+}
+
+/* `train.ramp_schedule` (with a time ramp) holds the means' rate, which metrics.jsonl logs, at
+ * its start until every time is in (warmup + time_ramp = 40 here), then decays it; without the
+ * flag it decays from step 0. */
+TEST(gs4d_cli_ramp_schedule) {
+    char dir[] = "/tmp/anima-gs4d-ramp-XXXXXX", cmd[2048], out[8192];
+    CHECK(mkdtemp(dir));
+    double lr[2][3] = {{0}};
+    for (int flag = 0; flag < 2; flag++) {
+        snprintf(cmd, sizeof cmd,
+                 "OMP_NUM_THREADS=1 %s gs4d fit --config configs/gs4d-tiny.json --set train.iters=60 --set train.warmup=20 "
+                 "--set train.time_ramp=20 --set train.ramp_schedule=%s --set train.log_every=20 --set train.ckpt_every=0 "
+                 "--set model.n=100 --no-progress --no-eval --out %s/r%d 2>&1",
+                 test_anima_bin(), flag ? "true" : "false", dir, flag);
+        int rc = test_run_capture(cmd, out, sizeof out);
+        CHECK_MSG(rc == 0, "rc %d: %s", rc, out);
+        char p[512], *log = NULL;
+        long len = 0;
+        snprintf(p, sizeof p, "%s/r%d/metrics.jsonl", dir, flag);
+        CHECK(read_file(p, &log, &len));
+        const char *q = log;
+        for (int i = 0; i < 3 && q; i++) {
+            q = strstr(q, "\"lr\":");
+            if (q) lr[flag][i] = strtod(q + 5, NULL), q += 5;
+        }
+        free(log);
+    }
+    CHECK_MSG(lr[1][0] > 0 && lr[1][0] == lr[1][1] && lr[1][2] < 0.1 * lr[1][1], "with the flag: %g %g %g", lr[1][0],
+              lr[1][1], lr[1][2]);
+    CHECK_MSG(lr[0][0] < lr[1][0] && lr[0][1] < lr[0][0], "without it: %g %g %g", lr[0][0], lr[0][1], lr[0][2]);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    CHECK(system(cmd) == 0);
 }
 
 /* ---- the silhouette Chamfer term ------------------------------------------------------------------ */

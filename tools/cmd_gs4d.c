@@ -87,7 +87,7 @@ typedef struct {
         int64_t iters, batch, turntable_frames, warmup, time_ramp, log_every, ckpt_every, densify_every, reset_every, knn_every, arap_k;
         int64_t recluster_every, recluster_bones, recluster_frames;
         double refine_frac, prune_opacity, densify_grad, split_scale, arap_weight;
-        bool random_background;
+        bool random_background, ramp_schedule;
     } train;
 } Gs4dCmdConfig;
 
@@ -143,6 +143,9 @@ static const DsConfigField TRAIN_FIELDS[] = {
     {"time_ramp", DS_CFG_INT, F(train, time_ramp), "0", 0, 1e9,
      .help = "time curriculum (0: off): carve and warm up on the first time's views, then widen the trained "
              "times linearly to all of them over this many steps after the warm-up"},
+    {"ramp_schedule", DS_CFG_BOOL, F(train, ramp_schedule), "false", NO_RANGE,
+     .help = "with time_ramp: the means' and MLP's rate decay and the densification window (refine_frac) "
+             "run over the steps after the ramp, so the last times admitted meet the full rates"},
     {"log_every", DS_CFG_INT, F(train, log_every), "200", 1, 1e9, .help = "JSONL line + held-out PSNR"},
     {"ckpt_every", DS_CFG_INT, F(train, ckpt_every), "1000", 0, 1e9, .help = "checkpoint period (0: end only)"},
     {"densify_every", DS_CFG_INT, F(train, densify_every), "100", 0, 1e9},
@@ -185,6 +188,13 @@ static Gs4dConfig model_config(const Gs4dCmdConfig *c) {
     g.reg_opacity = c->optim.reg_opacity, g.reg_scale = c->optim.reg_scale, g.silhouette_weight = c->optim.silhouette;
     g.warmup = c->train.warmup, g.time_ramp = c->train.time_ramp, g.densify_every = c->train.densify_every;
     g.refine_until = (int64_t)(c->train.refine_frac * (double)c->train.iters), g.reset_every = c->train.reset_every;
+    if (c->train.ramp_schedule && c->train.time_ramp > 0) {
+        /* the schedules start when every time is in (gs4d.h, Gs4dConfig.lr_start): the decay
+         * from there, and densification for refine_frac of the steps left */
+        int64_t s0 = c->train.warmup + c->train.time_ramp, left = c->train.iters > s0 ? c->train.iters - s0 : 0;
+        g.lr_start = s0;
+        g.refine_until = s0 + (int64_t)(c->train.refine_frac * (double)left);
+    }
     g.prune_opacity = c->train.prune_opacity, g.densify_grad = c->train.densify_grad, g.split_scale = c->train.split_scale;
     g.arap_weight = c->train.arap_weight, g.arap_k = (int)c->train.arap_k, g.knn_every = c->train.knn_every;
     g.random_background = c->train.random_background;

@@ -452,8 +452,9 @@ double gs4d_lr(const Gs4dModel *m, int g, int64_t step) {
     if (g != GS4D_MEANS && g != GS4D_DEFORM) return m->gopt[g].cfg.lr;
     double a = (g == GS4D_MEANS ? m->cfg.lr_means : m->cfg.lr_deform) * m->extent;
     double b = (g == GS4D_MEANS ? m->cfg.lr_means_final : m->cfg.lr_deform_final) * m->extent;
-    double r = m->cfg.lr_steps > 0 ? (double)step / (double)m->cfg.lr_steps : 1;
-    if (r > 1) r = 1;
+    int64_t s0 = m->cfg.lr_start > 0 ? m->cfg.lr_start : 0, len = m->cfg.lr_steps - s0;
+    double r = len > 0 ? (double)(step - s0) / (double)len : step >= s0 ? 1 : 0;
+    r = r < 0 ? 0 : r > 1 ? 1 : r;
     if (!(a > 0) || !(b > 0)) return a;
     return exp((1 - r) * log(a) + r * log(b)); /* 3DGS get_expon_lr_func without the delay */
 }

@@ -33,8 +33,8 @@
  * - Parameters live in one NnParams (one flat buffer, so optim/checkpoint.h saves and resumes
  *   everything) with one Adam per group over its slice of the flat buffers: Adam is invariant
  *   to the gradient's scale, so the 3DGS learning rates that differ by orders of magnitude need
- *   separate optimizers. Means and MLP rates decay log-linearly to their final values at
- *   lr_steps (3DGS / Deformable 3DGS schedules, ×extent).
+ *   separate optimizers. Means and MLP rates decay log-linearly from lr_start to their final
+ *   values at lr_steps (3DGS / Deformable 3DGS schedules, ×extent).
  * - Densification at a fixed budget n (the house style of models/gaussians/fit.h, which keeps the
  *   flat parameter and Adam buffers and the MLP batch shape fixed, so a checkpoint has one shape
  *   for the whole run): every densify_every steps up to refine_until, Gaussians whose opacity
@@ -80,6 +80,12 @@ typedef struct {
     /* learning rates (3DGS / Deformable 3DGS); means and deform × extent, decaying to *_final */
     double lr_means, lr_means_final, lr_deform, lr_deform_final;
     int64_t lr_steps;
+    /* the step the decay of the means' and MLP's rates starts at (0: the first step, as 3DGS);
+     * before it they stay at lr_means / lr_deform, then decay log-linearly to their finals at
+     * lr_steps. Why: with a time curriculum the last times enter at warmup + time_ramp, and a
+     * decay from step 0 meets them with a rate already cut (to 22% at 2500 of 8000; the tool's
+     * train.ramp_schedule sets this to warmup + time_ramp). */
+    int64_t lr_start;
     double lr_scales, lr_quats, lr_opacity, lr_color;
     double lambda; /* D-SSIM weight */
     /* 3DGS-MCMC's regularizers (Kheradmand et al. 2024) on the rendered set: reg_opacity × mean
@@ -231,7 +237,8 @@ void gs4d_mlp_forward(const Gs4dMlp *mlp, const Gs4dConfig *cfg, Tensor *x, doub
  * NULL when both weights are 0). */
 Tensor *gs4d_regularizer(const GsGaussians *g, double reg_opacity, double reg_scale);
 
-/* The learning rate of group g at step (means and deform: log-linear decay ×extent). */
+/* The learning rate of group g at step (means and deform: constant up to lr_start, then a
+ * log-linear decay to the final rate at lr_steps, ×extent). */
 double gs4d_lr(const Gs4dModel *m, int g, int64_t step);
 
 typedef struct {
