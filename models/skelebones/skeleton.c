@@ -561,7 +561,8 @@ static int contract(Work *w, const SbSkelOptions *o, cholmod_common *cm, char *e
      * three helpers thousands of times per solve, 0.61 -> 0.41 CPU s of the bunny's contraction
      * without them (bench/run_skeleton.sh). When the caller's team is one thread, make every
      * region inactive for the solve (max active levels 0) and restore it after. Only then: with
-     * more threads OpenBLAS, called inside, sizes its own team and relies on getting it. */
+     * more threads OpenBLAS, called inside, sizes its own team (OMP_MAX_ACTIVE_LEVELS=0 for a
+     * whole run with the default thread count hung it; not traced further). */
     int serial = !omp_in_parallel() && omp_get_max_threads() == 1, levels = omp_get_max_active_levels();
     if (serial) omp_set_max_active_levels(0);
     L = cholmod_analyze(Su, cm);
