@@ -17,7 +17,9 @@ mkdir -p "$OUT"
 if [ -n "${LDLIBS:-}" ]; then LIBS="$LDLIBS"; else
 LIBS="-L/usr/lib/x86_64-linux-gnu/openblas-openmp -Wl,-rpath,/usr/lib/x86_64-linux-gnu/openblas-openmp -lopenblas -L/usr/lib/x86_64-linux-gnu/hdf5/serial -lhdf5 -lcjson -lpng -lcholmod -lassimp"
 mpi=$(mpicc --showme:link 2>/dev/null || true); LIBS="$LIBS $mpi -fopenmp -lm"
-if nm build/libanima.a 2>/dev/null | grep -q cudaMalloc; then
+# grep reads all of nm's output: with -q it exits at the first match and, under pipefail, nm's
+# SIGPIPE fails the test and drops the CUDA libraries (the link then fails)
+if nm build/libanima.a 2>/dev/null | grep cudaMalloc >/dev/null; then
     LIBS="$LIBS -L/usr/local/cuda/lib64 -Wl,-rpath,/usr/local/cuda/lib64 -lnccl -lcublas -lcudart -lstdc++"
 fi
 fi

@@ -1,6 +1,7 @@
 /* tests/test_skeleton.c — the mean curvature skeleton (models/skelebones/skeleton.h) and the joints,
  * tree and parts built on it (models/skelebones/joints.h). */
 #include <math.h>
+#include <omp.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -577,5 +578,39 @@ TEST(skeleton_voronoi_capsule_axis) {
     CHECK_MSG(off < 0.01 * diag, "a node %.4f off the axis", off);
     CHECK(xmin < -0.4 && xmax > 0.4);
     sb_skeleton_free(&s);
+    ds_mesh_free(&m);
+}
+
+/* With one thread asked for, the contraction solve makes CHOLMOD's OpenMP regions inactive (its
+ * fixed team of 4 ignores the caller's count): the skeleton must be the one the threaded solve
+ * gives (the same factorization; at most rounding apart), and the caller's max-active-levels
+ * setting must come back unchanged. */
+TEST(skeleton_one_thread_solve_same) {
+    float a[3] = {-0.6f, 0, 0}, b[3] = {0.6f, 0, 0};
+    DsMesh m;
+    CHECK(make_capsule(a, b, 0.25f, 0.05f, &m) == 0);
+    double diag = mesh_diag(&m);
+    SbSkelOptions o;
+    sb_skel_defaults(&o);
+    o.voronoi_poles = 1;
+    SbSkeleton s1, sn;
+    char err[256];
+    int nt = omp_get_max_threads(), levels = omp_get_max_active_levels();
+    omp_set_num_threads(1);
+    int rc1 = sb_skeleton_mcf(&m, &o, &s1, err, sizeof err);
+    int levels1 = omp_get_max_active_levels();
+    omp_set_num_threads(nt > 1 ? nt : 2);
+    int rcn = sb_skeleton_mcf(&m, &o, &sn, err, sizeof err);
+    omp_set_num_threads(nt);
+    CHECK_MSG(rc1 == 0 && rcn == 0, "%s", err);
+    CHECK_MSG(levels1 == levels, "max active levels %d after the one-thread solve, was %d", levels1, levels);
+    CHECK(s1.nnodes == sn.nnodes && s1.nedges == sn.nedges && s1.iterations == sn.iterations);
+    double dmax = 0;
+    for (int64_t i = 0; s1.nnodes == sn.nnodes && i < 3 * s1.nnodes; i++)
+        dmax = fmax(dmax, fabs((double)s1.nodes[i] - sn.nodes[i]));
+    printf("    capsule (Voronoi poles): one thread vs %d: %lld nodes, largest node difference %.1e of the diagonal\n",
+           nt > 1 ? nt : 2, (long long)s1.nnodes, dmax / diag);
+    CHECK(dmax <= 1e-6 * diag);
+    sb_skeleton_free(&s1), sb_skeleton_free(&sn);
     ds_mesh_free(&m);
 }

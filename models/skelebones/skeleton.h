@@ -62,12 +62,14 @@
  * nearer the kept vertex: without the test the flow stalls against the (shallower) poles and
  * the bunny ran 100 iterations. Measured (bench/run_skeleton.sh, docs/gaussianimate.md §6): this
  * mode is within 0.14–0.36% of CGAL's skeleton on the six meshes (the bunny 0.14%, ray poles
- * 1.25%) at about CGAL's CPU time, but 0.3–0.4% of the diagonal further from the procedural
+ * 1.25%) at or under CGAL's CPU time (one thread; quadruped_7 once 5% over, a tie the next), but
+ * 0.3–0.4% of the diagonal further from the procedural
  * meshes' generating bones than the ray poles (as far as CGAL's); the ray poles stay the default.
  *
  * Cost: the mesh's edge table is rebuilt several times per iteration by a counting sort (linear);
  * the solve is a fresh CHOLMOD factorization per iteration (the pattern changes with every
- * collapse and split).
+ * collapse and split); with one thread asked for, its OpenMP regions are made inactive (CHOLMOD
+ * opens them per supernode with a fixed team of 4).
  *
  * Sizes: the mesh has nv vertices; corr has nv entries; nodes nnodes × 3; edges nedges × 2. */
 #ifndef ANIMA_MODELS_SKELEBONES_SKELETON_H
