@@ -2,7 +2,7 @@
 # bench/run_sim.sh — the simulator's lines of `make bench` (bench/bench_sim.c): ms per frame
 # (median) for one object with 16 handles and floor contact, all cubature points and the
 # optimized set, the three-object IPC pile (converged, and the real-time caps 1, 2, 4 with their
-# trajectory RMSE against it), the ten-object pile (cap 2 and converged), and the reduced vs FEM
+# trajectory RMSE against it), the ten-object pile (converged, caps 1 and 2 with their RMSE), and the reduced vs FEM
 # ratio on the sag scene. The pile lines add "parts": broad phase + CCD, pairs, Hessians, solves.
 # Usage: run_sim.sh ANIMA_BENCH_SIM.
 # Threads: BENCH_SIM_THREADS, default 1. A reduced frame is a few hundred small BLAS calls and

@@ -650,8 +650,10 @@ static void pair_r(const SimContactBody *bodies, const SimContactPair *q, double
 /* additive CCD for a point–triangle or edge–edge pair (contact.h): the largest α ≤ 1 found such
  * that the distance stays ≥ s d₀ on [0, α]. The rate bound l is taken after subtracting the
  * pair's mean displacement (the distance does not change under a common translation; IPC's ACCD
- * does the same): two bodies resting on each other and moving together do not throttle the step. */
-static double accd(const SimContactBody *bodies, const SimContactPair *q, double min_sep) {
+ * does the same): two bodies resting on each other and moving together do not throttle the step.
+ * Only α below amax (the bound so far) matters: once an advance reaches amax the pair cannot
+ * lower it, and the advances that would follow are skipped (the set's minimum is unchanged). */
+static double accd(const SimContactBody *bodies, const SimContactPair *q, double min_sep, double amax) {
     const SimContactBody *A = &bodies[q->a], *B = &bodies[q->b];
     const int32_t *ia = q->f == SIM_PAIR_EE ? A->edges + 2 * q->p : &q->p;
     const int32_t *ib = q->f == SIM_PAIR_EE ? B->edges + 2 * q->q : B->faces + 3 * q->f;
@@ -674,7 +676,7 @@ static double accd(const SimContactBody *bodies, const SimContactPair *q, double
     double d0 = sim_contact_pair_vector(bodies, q, 0, r, NULL, NULL), target = min_sep * d0, t = 0, d = d0;
     for (int it = 0; it < 64; it++) {
         double step = (d - target) / l;
-        if (t + step >= 1) return 1;
+        if (t + step >= amax) return amax;
         t += step;
         d = sim_contact_pair_vector(bodies, q, t, r, NULL, NULL);
         if (d - target <= 1e-3 * (d0 - target)) break;
@@ -688,7 +690,7 @@ double sim_contact_ccd(const SimContactBody *bodies, const SimContactSet *set, d
         /* the deduplication's terms are never closer than their triangles' pairs */
         if (set->pairs[k].f == SIM_PAIR_PE || set->pairs[k].f == SIM_PAIR_PV) continue;
         if (set->pairs[k].f != -1) {
-            amax = fmin(amax, accd(bodies, &set->pairs[k], min_sep));
+            amax = fmin(amax, accd(bodies, &set->pairs[k], min_sep, amax));
             continue;
         }
         double r[3], dr[3];

@@ -119,6 +119,7 @@ struct SimWorldScratch {
     double **xr;               /* per object: a rigged one's contact points at the last step's end
                                   (rig_sweep), NULL before its first step or without a rig */
     double dmin_prev;          /* the smallest pair distance at the last step's start (adaptive κ) */
+    double sweep_len;          /* this step's longest Newton move of a contact point (ws_step_bound) */
 };
 
 static void scratch_free(struct SimWorldScratch *s, int nbodies) {
@@ -1250,6 +1251,18 @@ static void set_bodies(SimWorld *w, const double *Z, const double *dZ) {
     for (int r = 0; r < w->nrigid; r++) s->bodies[w->nobj + r] = body_of(w, w->nobj + r, s->x[w->nobj + r], NULL, 1);
 }
 
+/* the longest displacement of a deformable body's contact point in the bodies' dx */
+static double longest_move(const SimWorld *w) {
+    const struct SimWorldScratch *s = w->ws;
+    double m2 = 0;
+    for (int k = 0; k < w->nobj; k++) {
+        const double *dx = s->dx[k];
+        for (int64_t p = 0; p < s->oi[k].np; p++)
+            m2 = fmax(m2, dx[3 * p] * dx[3 * p] + dx[3 * p + 1] * dx[3 * p + 1] + dx[3 * p + 2] * dx[3 * p + 2]);
+    }
+    return sqrt(m2);
+}
+
 /* ---- rigid bodies: velocity, CCD-limited move, reaction ------------------------------------- */
 
 static int rigid_advance(SimWorld *w, double dt) {
@@ -1321,6 +1334,7 @@ typedef struct {
     double dt, t1;
     bool contact;
     double Eo, dmin; /* the last trial's objects' energy and smallest pair distance */
+    double sweep;    /* the fraction of dz the bodies' dx hold (ws_step_bound): trial α is α / sweep there */
 } WorldStep;
 
 static double ws_measure(void *ctx, const double *g) {
@@ -1415,9 +1429,20 @@ static int ws_step_bound(void *ctx, const double *z, const double *dz, double *a
     struct SimWorldScratch *s = w->ws;
     double t0 = base_cpu_now();
     set_bodies(w, z, dz);
+    /* A direction that moves a point much farther than the step's own motion (truncated CG on
+     * an indefinite barrier Hessian can) sweeps boxes over much of the scene: the ten-object
+     * pile under cap 2 had frames with 2-13 M candidates (one 12.6 s long) against ~40 k
+     * typically. The line search is then capped to the fraction of dz that moves no point
+     * farther than sweep_len, and the broad phase and CCD see that fraction only: the candidates
+     * stay complete for every α the line search tries, so no crossing, whatever the cap. */
+    double m = longest_move(w), sweep = m > s->sweep_len ? s->sweep_len / m : 1;
+    if (sweep < 1)
+        for (int k = 0; k < w->nobj; k++)
+            for (int64_t q = 0; q < 3 * s->oi[k].np; q++) s->dx[k][q] *= sweep;
+    c->sweep = sweep;
     if (candidates(w, s->bodies, &s->cand)) return -1;
     w->last.candidates = s->cand.n;
-    *alpha = sim_contact_ccd(s->bodies, &s->cand, w->contact.min_sep);
+    *alpha = sweep * sim_contact_ccd(s->bodies, &s->cand, w->contact.min_sep);
     if (*alpha < 1) w->last.ccd_limited++;
     w->last.t_broad += base_cpu_now() - t0;
     return 0;
@@ -1431,7 +1456,10 @@ static double ws_trial(void *ctx, const double *zt, double alpha, double *gt) {
     double Et = c->Eo = objects_energy(w, zt, w->ws->ztil, c->dt, c->t1, gt);
     c->dmin = INFINITY;
     double t0 = base_cpu_now();
-    if (c->contact) Et += c->dt * c->dt * (barrier_energy(w, w->ws->cand.pairs, w->ws->cand.n, alpha, &c->dmin) + friction_energy(w, alpha));
+    if (c->contact) {
+        double a = alpha / c->sweep; /* the bodies' dx hold sweep × dz */
+        Et += c->dt * c->dt * (barrier_energy(w, w->ws->cand.pairs, w->ws->cand.n, a, &c->dmin) + friction_energy(w, a));
+    }
     w->last.t_pairs += base_cpu_now() - t0;
     return Et;
 }
@@ -1525,6 +1553,11 @@ static int rig_keep(SimWorld *w) {
     return 0;
 }
 
+/* the longest Newton move of a contact point the line search allows (ws_step_bound): this many
+ * times the step's predicted (inertial) move, and at least this many d̂ */
+#define SWEEP_PRED 2.0
+#define SWEEP_DHAT 2.0
+
 static int world_step(SimWorld *w, double dt, char *err, size_t errlen) {
     double t0 = base_now();
     if (!(dt > 0)) {
@@ -1599,6 +1632,9 @@ static int world_step(SimWorld *w, double dt, char *err, size_t errlen) {
         s->dmin_prev = d0;
         /* friction lagged at x⁰: the candidates of the swept guess hold every pair within d̂ at x⁰ */
         if (friction_collect(w, dt)) goto oom;
+        /* a Newton move may reach SWEEP_PRED times the step's predicted move, or SWEEP_DHAT d̂
+         * (ws_step_bound) */
+        s->sweep_len = fmax(SWEEP_DHAT * w->dhat, SWEEP_PRED * longest_move(w));
         double a0 = sim_contact_ccd(s->bodies, &s->cand, w->contact.min_sep);
         if (a0 < 1) w->last.ccd_limited++;
         w->last.t_broad += base_cpu_now() - tb;
@@ -1633,7 +1669,7 @@ static int world_step(SimWorld *w, double dt, char *err, size_t errlen) {
         barrier_gradient(w, dt2, s->g);
         friction_gradient(w, dt2, s->g);
     }
-    WorldStep ctx = {.w = w, .dt = dt, .t1 = t1, .contact = contact};
+    WorldStep ctx = {.w = w, .dt = dt, .t1 = t1, .contact = contact, .sweep = 1};
     SimNewtonProblem P = {.ctx = &ctx, .n = N, .z = s->z, .g = s->g, .gt = s->gt, .zt = s->zt, .dz = s->dz,
                           .measure = ws_measure, .hessian = ws_hessian, .direction = ws_direction,
                           .step_bound = contact ? ws_step_bound : NULL, .trial = ws_trial,
