@@ -196,6 +196,15 @@ static void run_pile(const char *scene, int cap, const char *name, bool keep, Pi
     sim_scene_free(&sc);
 }
 
+/* a capped run's deviation from the converged one: RMSE over every rendered vertex of every
+ * frame, % of the pile's bounding-box diagonal at the start */
+static void print_cap_rmse(const char *name, const PileRun *conv, const PileRun *rt) {
+    double se = 0;
+    for (int64_t k = 0; k < conv->n; k++) se += (rt->x[k] - conv->x[k]) * (rt->x[k] - conv->x[k]);
+    printf("check %s_rmse %.3f %% of the diagonal %.3f m (min pair distance %.3g m)\n", name,
+           100 * sqrt(se / (double)(conv->n / 3)) / conv->diag, conv->diag, rt->dmin);
+}
+
 int main(int argc, char **argv) {
     int frames = getenv("BENCH_FRAMES") ? atoi(getenv("BENCH_FRAMES")) : 60;
     if (frames < 5) frames = 5;
@@ -397,10 +406,7 @@ int main(int argc, char **argv) {
             snprintf(name, sizeof name, "sim_pile_cap%d", caps[c]);
             PileRun rt;
             run_pile(scene, caps[c], name, true, &rt);
-            double se = 0;
-            for (int64_t k = 0; k < conv.n; k++) se += (rt.x[k] - conv.x[k]) * (rt.x[k] - conv.x[k]);
-            printf("check %s_rmse %.3f %% of the diagonal %.3f m (min pair distance %.3g m)\n", name,
-                   100 * sqrt(se / (double)(conv.n / 3)) / conv.diag, conv.diag, rt.dmin);
+            print_cap_rmse(name, &conv, &rt);
             free(rt.x);
         }
         free(conv.x);
@@ -415,10 +421,7 @@ int main(int argc, char **argv) {
             snprintf(name, sizeof name, "sim_pile10_cap%d", cap);
             PileRun rt;
             run_pile("scenes/pile10.json", cap, name, true, &rt);
-            double se = 0;
-            for (int64_t k = 0; k < conv.n; k++) se += (rt.x[k] - conv.x[k]) * (rt.x[k] - conv.x[k]);
-            printf("check %s_rmse %.3f %% of the diagonal %.3f m (min pair distance %.3g m)\n", name,
-                   100 * sqrt(se / (double)(conv.n / 3)) / conv.diag, conv.diag, rt.dmin);
+            print_cap_rmse(name, &conv, &rt);
             free(rt.x);
         }
         free(conv.x);

@@ -427,6 +427,16 @@ TEST(sim_world_pile_scene_objects_never_interpenetrate) {
     sim_scene_free(&sc);
 }
 
+/* the shipped three-object pile (scenes/pile.json) capped at one Newton iteration per frame */
+static void capped_pile_init(SimScene *sc, SimObject objs[3], SimWorld *w) {
+    char err[512];
+    CHECK_MSG(sim_scene_load("scenes/pile.json", sc, err, sizeof err) == 0, "%s", err);
+    CHECK(sc->nobjects == 3);
+    CHECK_MSG(sim_scene_build(sc, "scenes", objs, err, sizeof err) == 0, "%s", err);
+    for (int k = 0; k < 3; k++) objs[k].newton.max_iters = 1;
+    CHECK_MSG(sim_world_init(w, objs, 3, NULL, 0, sc->planes, sc->nplanes, &sc->contact, err, sizeof err) == 0, "%s", err);
+}
+
 /* The real-time mode keeps gaps at the energy's scale: the shipped pile (μ 0.5) under a cap of one
  * Newton iteration per frame. The CCD-filtered initial guess alone may shrink every gap to
  * min_sep of its value at each step, and one iteration did not win it back: the pairs closed to
@@ -434,14 +444,10 @@ TEST(sim_world_pile_scene_objects_never_interpenetrate) {
  * nothing). With the guess held to E(guess) ≤ E(start) they stay at a fraction of d̂. */
 TEST(sim_world_capped_pile_keeps_gaps_at_the_barrier_scale) {
     SimScene sc;
-    char err[512];
-    CHECK_MSG(sim_scene_load("scenes/pile.json", &sc, err, sizeof err) == 0, "%s", err);
     SimObject objs[3];
-    CHECK(sc.nobjects == 3);
-    CHECK_MSG(sim_scene_build(&sc, "scenes", objs, err, sizeof err) == 0, "%s", err);
-    for (int k = 0; k < 3; k++) objs[k].newton.max_iters = 1;
     SimWorld w;
-    CHECK_MSG(sim_world_init(&w, objs, 3, NULL, 0, sc.planes, sc.nplanes, &sc.contact, err, sizeof err) == 0, "%s", err);
+    char err[512];
+    capped_pile_init(&sc, objs, &w);
     double dmin = INFINITY;
     int contact = 0, steps = 90;
     for (int s = 0; s < steps; s++) {
@@ -472,14 +478,10 @@ static int cmp_double(const void *a, const void *b) {
  * without the cap: 60 k against 5.4 k), and the pairs stay apart. */
 TEST(sim_world_capped_pile_sweeps_stay_local) {
     SimScene sc;
-    char err[512];
-    CHECK_MSG(sim_scene_load("scenes/pile.json", &sc, err, sizeof err) == 0, "%s", err);
     SimObject objs[3];
-    CHECK(sc.nobjects == 3);
-    CHECK_MSG(sim_scene_build(&sc, "scenes", objs, err, sizeof err) == 0, "%s", err);
-    for (int k = 0; k < 3; k++) objs[k].newton.max_iters = 1;
     SimWorld w;
-    CHECK_MSG(sim_world_init(&w, objs, 3, NULL, 0, sc.planes, sc.nplanes, &sc.contact, err, sizeof err) == 0, "%s", err);
+    char err[512];
+    capped_pile_init(&sc, objs, &w);
     enum { STEPS = 90 };
     double cand[STEPS], dmin = INFINITY;
     int n = 0;

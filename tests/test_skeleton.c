@@ -257,6 +257,18 @@ TEST(skeleton_rejects_open_mesh) {
     ds_mesh_free(&m);
 }
 
+/* the skeleton of a capsule from a to b (radius r, edge length h) squashed along z by `squash`;
+ * returns the mesh's diagonal */
+static double flat_capsule_skeleton(const float a[3], const float b[3], float r, float h, float squash, DsMesh *m,
+                                    SbSkeleton *s) {
+    CHECK(make_capsule(a, b, r, h, m) == 0);
+    for (int64_t v = 0; v < m->nv; v++) m->v[3 * v + 2] *= squash;
+    char err[256];
+    CHECK_MSG(sb_skeleton_mcf(m, NULL, s, err, sizeof err) == 0, "%s", err);
+    check_corr(s);
+    return mesh_diag(m);
+}
+
 /* A flattened tube (a capsule squashed to 40% across): its medial axis is a ribbon, not a curve,
  * and its surface forms valence-3 vertices and short edges the link condition refuses long before
  * it has thinned into a curve. Those vertices must not be frozen on the surface (that left a fan
@@ -265,13 +277,8 @@ TEST(skeleton_rejects_open_mesh) {
 TEST(skeleton_flat_tube_contracts_to_axis) {
     float a[3] = {-0.6f, 0, 0}, b[3] = {0.6f, 0, 0};
     DsMesh m;
-    CHECK(make_capsule(a, b, 0.3f, 0.035f, &m) == 0);
-    for (int64_t v = 0; v < m.nv; v++) m.v[3 * v + 2] *= 0.4f;
-    double diag = mesh_diag(&m);
     SbSkeleton s;
-    char err[256];
-    CHECK_MSG(sb_skeleton_mcf(&m, NULL, &s, err, sizeof err) == 0, "%s", err);
-    check_corr(&s);
+    double diag = flat_capsule_skeleton(a, b, 0.3f, 0.035f, 0.4f, &m, &s);
     double off = 0, longest = 0;
     int far = 0;
     for (int64_t i = 0; i < s.nnodes; i++) {
@@ -467,13 +474,8 @@ TEST(skeleton_joints_fan_pruned) {
 TEST(skeleton_flat_blob_contracts_to_curve) {
     float a[3] = {-0.45f, 0, 0}, b[3] = {0.45f, 0, 0};
     DsMesh m;
-    CHECK(make_capsule(a, b, 0.45f, 0.04f, &m) == 0);
-    for (int64_t v = 0; v < m.nv; v++) m.v[3 * v + 2] *= 0.5f;
-    double diag = mesh_diag(&m);
     SbSkeleton s;
-    char err[256];
-    CHECK_MSG(sb_skeleton_mcf(&m, NULL, &s, err, sizeof err) == 0, "%s", err);
-    check_corr(&s);
+    double diag = flat_capsule_skeleton(a, b, 0.45f, 0.04f, 0.5f, &m, &s);
     int64_t *deg = calloc((size_t)s.nnodes + 1, sizeof *deg);
     CHECK(deg != NULL);
     for (int64_t e = 0; e < 2 * s.nedges; e++) deg[s.edges[e]]++;

@@ -723,16 +723,9 @@ static double grid_ray(const FaceGrid *g, const Work *w, const double *o, const 
     }
 }
 
-static void compute_poles(Work *w, double eps) {
-    int64_t nv = w->nv, nf = w->nf;
-    double *vn = calloc((size_t)nv * 3, sizeof *vn);
-    FaceGrid g;
-    if (!vn || grid_build(w, &g)) {
-        free(vn);
-        memset(w->has_pole, 0, (size_t)nv);
-        return;
-    }
-    for (int64_t i = 0; i < nf; i++) {
+/* area-weighted vertex normals (unnormalized) of the live faces, added into vn (nv x 3, zeroed) */
+static void vertex_normals(const Work *w, double *vn) {
+    for (int64_t i = 0; i < w->nf; i++) {
         if (!w->falive[i]) continue;
         const int32_t *F = w->f + 3 * i;
         double n[3];
@@ -740,6 +733,18 @@ static void compute_poles(Work *w, double eps) {
         for (int c = 0; c < 3; c++)
             for (int k = 0; k < 3; k++) vn[3 * F[c] + k] += n[k];
     }
+}
+
+static void compute_poles(Work *w, double eps) {
+    int64_t nv = w->nv;
+    double *vn = calloc((size_t)nv * 3, sizeof *vn);
+    FaceGrid g;
+    if (!vn || grid_build(w, &g)) {
+        free(vn);
+        memset(w->has_pole, 0, (size_t)nv);
+        return;
+    }
+    vertex_normals(w, vn);
 #pragma omp parallel for schedule(dynamic, 64)
     for (int64_t v = 0; v < nv; v++) {
         double *n = vn + 3 * v, l = sqrt(n[0] * n[0] + n[1] * n[1] + n[2] * n[2]);
@@ -950,7 +955,7 @@ static int voronoi_pole(const Work *w, const VertGrid *g, const double *blo, con
 }
 
 static void compute_poles_voronoi(Work *w) {
-    int64_t nv = w->nv, nf = w->nf;
+    int64_t nv = w->nv;
     double *vn = calloc((size_t)nv * 3, sizeof *vn);
     double lo[3] = {DBL_MAX, DBL_MAX, DBL_MAX}, hi[3] = {-DBL_MAX, -DBL_MAX, -DBL_MAX};
     memset(w->has_pole, 0, (size_t)nv);
@@ -961,14 +966,7 @@ static void compute_poles_voronoi(Work *w) {
     if (!vn || !(diag > 0) || vgrid_build(w, lo, hi, &g)) return free(vn);
     double blo[3], bhi[3]; /* the LP's box: the mesh's, a little larger so no surface vertex is on it */
     for (int k = 0; k < 3; k++) blo[k] = lo[k] - 0.05 * diag, bhi[k] = hi[k] + 0.05 * diag;
-    for (int64_t i = 0; i < nf; i++) {
-        if (!w->falive[i]) continue;
-        const int32_t *F = w->f + 3 * i;
-        double n[3];
-        tri_normal(w->x + 3 * F[0], w->x + 3 * F[1], w->x + 3 * F[2], n);
-        for (int c = 0; c < 3; c++)
-            for (int k = 0; k < 3; k++) vn[3 * F[c] + k] += n[k];
-    }
+    vertex_normals(w, vn);
 #pragma omp parallel
     {
         LpWork L = {0};
