@@ -107,12 +107,26 @@ async function serverChecks(server) {
     wf.onmessage = (e) => { if (typeof e.data !== 'string' && new DataView(e.data).getUint32(0, true) === 0x31465641) nf++; };
     await new Promise((r, j) => { wf.onopen = r; wf.onerror = j; });
     wf.send('{"type":"flow","window":1}');
-    await sleep(1500);
-    const held = nf;
-    for (let i = 0; i < 3; i++) { wf.send('{"type":"ready"}'); await sleep(300); }
+    // frames sent before the window came still arrive; then the stream must go quiet (1.5 s without a
+    // frame; a server that ignores the window never does, and the wait gives up after 10 s)
+    let last = nf, quietSince = Date.now();
+    const tq = Date.now();
+    while (Date.now() - quietSince < 1500 && Date.now() - tq < 10000) {
+      await sleep(50);
+      if (nf !== last) last = nf, quietSince = Date.now();
+    }
+    const quiet = Date.now() - quietSince >= 1500, held = nf;
+    // each ready releases one frame; wait for it rather than a fixed time, since a loaded machine may
+    // take seconds per step; then wait a little more so a frame the window should hold back shows up
+    for (let i = 0; i < 3; i++) {
+      const want = nf + 1, t0 = Date.now();
+      wf.send('{"type":"ready"}');
+      while (nf < want && Date.now() - t0 < 10000) await sleep(20);
+    }
+    await sleep(500);
     wf.close();
-    check('flow control: frames wait for the client\'s ready', held <= 3 && nf >= held + 2 && nf <= held + 4,
-          `${held} frames in 1.5 s without ready (those sent before the window came count too), ${nf - held} after 3 readys`);
+    check('flow control: frames wait for the client\'s ready', quiet && nf >= held + 3 && nf <= held + 4,
+          `${held} frames before the stream went quiet (${quiet ? 'quiet' : 'never quiet in 10 s'}; those sent before the window came count too), ${nf - held} after 3 readys`);
   }
   // ---- 100 malformed messages ----
   const nobj = (await state()).nobj_v;
