@@ -75,6 +75,17 @@ void base_par_blas_serial_end(int prev) {
     max_override = prev;
 }
 
+int base_par_serial_regions_begin(void) {
+    if (omp_in_parallel() || omp_get_max_threads() != 1) return -1;
+    int levels = omp_get_max_active_levels();
+    omp_set_max_active_levels(0);
+    return levels;
+}
+
+void base_par_serial_regions_end(int saved) {
+    if (saved >= 0) omp_set_max_active_levels(saved);
+}
+
 int base_par_threads(int64_t n, int64_t cost) {
     if (n <= 1 || omp_in_parallel()) return 1;
     if (cost < 1) cost = 1;

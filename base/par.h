@@ -64,6 +64,17 @@ int base_par_free_cpus(void);
 int base_par_blas_serial_begin(void);
 void base_par_blas_serial_end(int prev);
 
+/* Between begin and end, when the calling team is one thread (OMP_NUM_THREADS=1, or inside a
+ * blas_serial section), every OpenMP region opened by a library called in between is inactive.
+ * For libraries whose regions carry a fixed num_threads clause that ignores the caller's count:
+ * CHOLMOD's supernodal factorization asks for CHOLMOD_OMP_NUM_THREADS (4) per supernode, so a
+ * one-thread run still woke three helpers thousands of times per solve (the skeleton's
+ * contraction: 0.61 -> 0.41 CPU s on the bunny without them). It sets max-active-levels to 0
+ * and returns what end restores (-1: nothing changed, with more threads or inside a region:
+ * then OpenBLAS, called inside, sizes its own team and must keep doing so). */
+int base_par_serial_regions_begin(void);
+void base_par_serial_regions_end(int saved);
+
 /* Whether this process runs with the bounded waiting described above (false: the user set
  * OMP_WAIT_POLICY/GOMP_SPINCOUNT/ANIMA_OMP_DEFAULTS=0, or a shared libanima, or one CPU). */
 bool base_par_bounded_wait(void);

@@ -493,13 +493,16 @@ static int fs_direction(void *ctx, bool fresh, bool lagged, double *dx) {
     (void)fresh, (void)lagged;
     FemStep *c = ctx;
     struct SimFemSolver *s = c->f->sol;
-    if (!cholmod_factorize(s->K, s->L, &s->cm) || s->cm.status != CHOLMOD_OK) return 1;
+    /* CHOLMOD's fixed 4-thread regions stay inactive in a one-thread run (base/par.h) */
+    int saved = base_par_serial_regions_begin();
+    bool ok = cholmod_factorize(s->K, s->L, &s->cm) && s->cm.status == CHOLMOD_OK;
     int64_t n3 = 3 * c->f->nn;
     double *r = c->rhs->x;
     const double *g = c->P->g;
     for (int64_t k = 0; k < n3; k++)
         if (s->dof[k] >= 0) r[s->dof[k]] = -g[k];
-    cholmod_dense *sol = cholmod_solve(CHOLMOD_A, s->L, c->rhs, &s->cm);
+    cholmod_dense *sol = ok ? cholmod_solve(CHOLMOD_A, s->L, c->rhs, &s->cm) : NULL;
+    base_par_serial_regions_end(saved);
     if (!sol) return 1;
     const double *sx = sol->x;
     for (int64_t k = 0; k < n3; k++) dx[k] = s->dof[k] >= 0 ? sx[s->dof[k]] : 0;

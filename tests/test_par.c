@@ -80,6 +80,27 @@ TEST(par_blas_serial_scope) {
     CHECK(inner <= 2);
 }
 
+/* a one-thread caller makes a library's fixed-width regions (CHOLMOD's num_threads(4)) inactive:
+ * such a region then runs on one thread; with more threads nothing changes; the setting comes back */
+TEST(par_serial_regions_scope) {
+    int levels = omp_get_max_active_levels();
+    omp_set_num_threads(1);
+    int saved = base_par_serial_regions_begin();
+    CHECK(saved == levels);
+    int team = 0;
+#pragma omp parallel num_threads(4)
+#pragma omp single
+    team = omp_get_num_threads();
+    CHECK_MSG(team == 1, "a num_threads(4) region ran on %d threads", team);
+    base_par_serial_regions_end(saved);
+    CHECK(omp_get_max_active_levels() == levels);
+    omp_set_num_threads(2);
+    saved = base_par_serial_regions_begin();
+    CHECK(saved == -1 && omp_get_max_active_levels() == levels);
+    base_par_serial_regions_end(saved);
+    CHECK(omp_get_max_active_levels() == levels);
+}
+
 static double cpu_now(void) {
     struct timespec ts;
     clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
