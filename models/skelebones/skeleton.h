@@ -58,7 +58,9 @@
  * optimum lies on that box (a cell open inward) gets no pole, where CGAL takes its farthest
  * finite Voronoi vertex; normals are area-weighted face sums (CGAL's PMP normals weight
  * differently). With them, as CGAL, a pole attracts only while it lies inside the contracted
- * surface (the generalized winding number > 1/2, each iteration), and a collapse keeps the pole
+ * surface (each iteration, the parity of a ray's crossings through the face grid, as CGAL's
+ * Side_of_triangle_mesh; the winding number > 1/2, used before, gave the same skeletons on the
+ * bench's six meshes at three times the cost), and a collapse keeps the pole
  * nearer the kept vertex: without the test the flow stalls against the (shallower) poles and
  * the bunny ran 100 iterations. Measured (bench/run_skeleton.sh, docs/gaussianimate.md §6): this
  * mode is within 0.14–0.36% of CGAL's skeleton on the six meshes (the bunny 0.14%, ray poles
