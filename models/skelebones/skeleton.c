@@ -32,6 +32,29 @@ void sb_skeleton_free(SbSkeleton *s) {
 
 /* ---- the working mesh ------------------------------------------------------------------------ */
 
+/* The edges and adjacency of the working mesh (connectivity only: positions may change while it
+ * stays current). Its arrays are kept between builds and grow as needed: it is rebuilt several
+ * times per contraction iteration. */
+typedef struct {
+    int64_t ne;
+    int32_t *a, *b;   /* a < b */
+    int32_t *f0, *f1; /* up to two faces; nfc counts all */
+    int32_t *nfc;
+    int64_t *vadj_off; /* nv + 1 */
+    int32_t *vadj;     /* sorted neighbor lists */
+    int64_t *vf_off;
+    int32_t *vf;       /* faces of each vertex */
+    int64_t *boff, *fill; /* build scratch, nv + 2 */
+    int32_t *bb, *bf;     /* build scratch, 3 × faces + 1 */
+    int64_t capv, capm;   /* capacities: per vertex (nv + 2), per face corner (3 × faces + 1) */
+} Topo;
+
+static void topo_free(Topo *t) {
+    free(t->a), free(t->b), free(t->f0), free(t->f1), free(t->nfc), free(t->vadj_off), free(t->vadj);
+    free(t->vf_off), free(t->vf), free(t->boff), free(t->fill), free(t->bb), free(t->bf);
+    memset(t, 0, sizeof *t);
+}
+
 typedef struct {
     int64_t nv, capv, nf, capf;
     double *x;       /* capv × 3 */
@@ -43,6 +66,12 @@ typedef struct {
     int32_t *parent; /* union-find: the vertex this one collapsed into (itself while alive) */
     int32_t *f;      /* capf × 3 */
     uint8_t *falive;
+    /* the connectivity of f/falive while topo_ok (work_topo); every change of the faces clears
+     * topo_ok. Between a pass that changes nothing and the next step (the last collapse pass and
+     * the first split pass, the last split pass and the degeneracy test, that test and the next
+     * iteration's solve) the mesh's connectivity is the same, and the build is skipped. */
+    Topo topo;
+    bool topo_ok;
 } Work;
 
 static int work_growv(Work *w, int64_t need) {
@@ -89,6 +118,7 @@ static int work_growf(Work *w, int64_t need) {
 static void work_free(Work *w) {
     free(w->x), free(w->pole), free(w->has_pole), free(w->fixed), free(w->pole_in), free(w->mass), free(w->parent);
     free(w->f), free(w->falive);
+    topo_free(&w->topo);
 }
 
 static int32_t uf_find(int32_t *p, int32_t i) {
@@ -137,23 +167,6 @@ static double work_volume(const Work *w) {
 
 /* ---- edges and adjacency of the current mesh ---------------------------------------------------- */
 
-typedef struct {
-    int64_t ne;
-    int32_t *a, *b;   /* a < b */
-    int32_t *f0, *f1; /* up to two faces; nfc counts all */
-    int32_t *nfc;
-    int64_t *vadj_off; /* nv + 1 */
-    int32_t *vadj;     /* sorted neighbor lists */
-    int64_t *vf_off;
-    int32_t *vf;       /* faces of each vertex */
-} Topo;
-
-static void topo_free(Topo *t) {
-    free(t->a), free(t->b), free(t->f0), free(t->f1), free(t->nfc), free(t->vadj_off), free(t->vadj);
-    free(t->vf_off), free(t->vf);
-    memset(t, 0, sizeof *t);
-}
-
 static int cmp_u64(const void *p, const void *q) {
     uint64_t a = *(const uint64_t *)p, b = *(const uint64_t *)q;
     return a < b ? -1 : a > b;
@@ -163,23 +176,42 @@ static int cmp_u64(const void *p, const void *q) {
  * the (a, b) keys gives): a counting sort by a, then each vertex's few (b, face) pairs by
  * insertion sort. It runs several times per contraction iteration, so it is linear, not a
  * general sort. Neighbour lists come out sorted because edges are visited in (a, b) order. */
+static int topo_grow(void **p, size_t n, size_t elem) {
+    void *q = realloc(*p, n * elem);
+    if (!q) return -1;
+    *p = q;
+    return 0;
+}
+
 static int topo_build(const Work *w, Topo *t) {
-    memset(t, 0, sizeof *t);
     int64_t nv = w->nv, nfa = 0;
     for (int64_t i = 0; i < w->nf; i++) nfa += w->falive[i];
     int64_t m = 3 * nfa;
-    int64_t *boff = calloc((size_t)nv + 2, sizeof *boff);
-    int32_t *bb = malloc((size_t)(m + 1) * sizeof *bb), *bf = malloc((size_t)(m + 1) * sizeof *bf);
-    int64_t *fill = malloc((size_t)(nv + 1) * sizeof *fill);
-    t->a = malloc((size_t)(m + 1) * sizeof *t->a), t->b = malloc((size_t)(m + 1) * sizeof *t->b);
-    t->f0 = malloc((size_t)(m + 1) * sizeof *t->f0), t->f1 = malloc((size_t)(m + 1) * sizeof *t->f1);
-    t->nfc = malloc((size_t)(m + 1) * sizeof *t->nfc);
-    t->vadj_off = calloc((size_t)nv + 1, sizeof *t->vadj_off);
-    t->vf_off = calloc((size_t)nv + 1, sizeof *t->vf_off);
-    t->vf = malloc((size_t)(m + 1) * sizeof *t->vf);
-    if (!boff || !bb || !bf || !fill || !t->a || !t->b || !t->f0 || !t->f1 || !t->nfc || !t->vadj_off || !t->vf_off ||
-        !t->vf)
-        goto fail;
+    t->ne = 0;
+    if (nv + 2 > t->capv) {
+        size_t c = (size_t)(nv + 2) * 2;
+        if (topo_grow((void **)&t->boff, c, sizeof *t->boff) || topo_grow((void **)&t->fill, c, sizeof *t->fill) ||
+            topo_grow((void **)&t->vadj_off, c, sizeof *t->vadj_off) ||
+            topo_grow((void **)&t->vf_off, c, sizeof *t->vf_off))
+            return -1;
+        t->capv = (int64_t)c;
+    }
+    if (m + 1 > t->capm) {
+        size_t c = (size_t)(m + 1) * 2;
+        /* vadj holds both directions of every edge: at most 2 × corners */
+        if (topo_grow((void **)&t->bb, c, sizeof *t->bb) || topo_grow((void **)&t->bf, c, sizeof *t->bf) ||
+            topo_grow((void **)&t->a, c, sizeof *t->a) || topo_grow((void **)&t->b, c, sizeof *t->b) ||
+            topo_grow((void **)&t->f0, c, sizeof *t->f0) || topo_grow((void **)&t->f1, c, sizeof *t->f1) ||
+            topo_grow((void **)&t->nfc, c, sizeof *t->nfc) || topo_grow((void **)&t->vf, c, sizeof *t->vf) ||
+            topo_grow((void **)&t->vadj, 2 * c, sizeof *t->vadj))
+            return -1;
+        t->capm = (int64_t)c;
+    }
+    int64_t *boff = t->boff, *fill = t->fill;
+    int32_t *bb = t->bb, *bf = t->bf;
+    memset(boff, 0, (size_t)(nv + 2) * sizeof *boff);
+    memset(t->vadj_off, 0, (size_t)(nv + 1) * sizeof *t->vadj_off);
+    memset(t->vf_off, 0, (size_t)(nv + 1) * sizeof *t->vf_off);
     for (int64_t i = 0; i < w->nf; i++) {
         if (!w->falive[i]) continue;
         for (int c = 0; c < 3; c++) {
@@ -219,8 +251,6 @@ static int topo_build(const Work *w, Topo *t) {
     t->ne = ne;
     for (int64_t e = 0; e < ne; e++) t->vadj_off[t->a[e] + 1]++, t->vadj_off[t->b[e] + 1]++;
     for (int64_t v = 0; v < nv; v++) t->vadj_off[v + 1] += t->vadj_off[v];
-    t->vadj = malloc((size_t)(2 * ne + 1) * sizeof *t->vadj);
-    if (!t->vadj) goto fail;
     memcpy(fill, t->vadj_off, (size_t)nv * sizeof *fill);
     for (int64_t e = 0; e < ne; e++) t->vadj[fill[t->a[e]]++] = t->b[e], t->vadj[fill[t->b[e]]++] = t->a[e];
     for (int64_t i = 0; i < w->nf; i++)
@@ -231,13 +261,20 @@ static int topo_build(const Work *w, Topo *t) {
     for (int64_t i = 0; i < w->nf; i++)
         if (w->falive[i])
             for (int c = 0; c < 3; c++) t->vf[fill[w->f[3 * i + c]]++] = (int32_t)i;
-    free(boff), free(bb), free(bf), free(fill);
     return 0;
-fail:
-    free(boff), free(bb), free(bf), free(fill);
-    topo_free(t);
-    return -1;
 }
+
+/* the current connectivity of w (built when the faces changed since the last call); NULL when out
+ * of memory */
+static const Topo *work_topo(Work *w) {
+    if (!w->topo_ok) {
+        if (topo_build(w, &w->topo)) return NULL;
+        w->topo_ok = true;
+    }
+    return &w->topo;
+}
+
+
 
 /* the vertex of face fi that is neither a nor b */
 static int32_t opposite(const Work *w, int32_t fi, int32_t a, int32_t b) {
@@ -278,6 +315,7 @@ static bool link_ok(const Work *w, const Topo *t, int64_t e) {
  * long as the caller touches no vertex twice in a pass). Died faces' edges go to *ge when ge. */
 static void collapse(Work *w, const Topo *t, int32_t a, int32_t b, int32_t **ge, int64_t *nge, int64_t *cge,
                      bool midpoint) {
+    w->topo_ok = false;
     for (int64_t q = t->vf_off[b]; q < t->vf_off[b + 1]; q++) {
         int32_t fi = t->vf[q];
         if (!w->falive[fi]) continue;
@@ -329,24 +367,23 @@ static void mark_ring(const Topo *t, uint8_t *dirty, int32_t v) {
 /* one pass of short-edge collapse with the link condition; degenerate vertices get fixed.
  * Returns collapses done, -1 on allocation failure. */
 static int64_t collapse_pass(Work *w, double min_len) {
-    Topo t;
-    if (topo_build(w, &t)) return -1;
+    const Topo *t = work_topo(w);
+    if (!t) return -1;
     uint8_t *dirty = calloc((size_t)w->nv, 1);
-    if (!dirty) { topo_free(&t); return -1; }
+    if (!dirty) return -1;
     int64_t done = 0;
-    for (int64_t e = 0; e < t.ne; e++) {
-        int32_t a = t.a[e], b = t.b[e];
+    for (int64_t e = 0; e < t->ne; e++) {
+        int32_t a = t->a[e], b = t->b[e];
         if (dirty[a] || dirty[b]) continue;
         if (dist3(w->x + 3 * a, w->x + 3 * b) >= min_len) continue;
         if (w->fixed[a] && w->fixed[b]) continue;
         /* short but not collapsible: left to the degeneracy test (detect_degenerate) */
-        if (!link_ok(w, &t, e)) continue;
-        mark_ring(&t, dirty, a), mark_ring(&t, dirty, b);
-        collapse(w, &t, a, b, NULL, NULL, NULL, true);
+        if (!link_ok(w, t, e)) continue;
+        mark_ring(t, dirty, a), mark_ring(t, dirty, b);
+        collapse(w, t, a, b, NULL, NULL, NULL, true);
         done++;
     }
     free(dirty);
-    topo_free(&t);
     return done;
 }
 
@@ -356,26 +393,26 @@ static int64_t collapse_pass(Work *w, double min_len) {
  * form a ring or a path without faces and the count differs. Such vertices are skeletal: they get
  * fixed. Returns the number newly fixed, -1 on allocation failure. */
 static int64_t detect_degenerate(Work *w, double min_len) {
-    Topo t;
-    if (topo_build(w, &t)) return -1;
+    const Topo *t = work_topo(w);
+    if (!t) return -1;
     int32_t *disk = malloc((size_t)w->nv * sizeof *disk);
     int32_t *mark = malloc((size_t)w->nv * sizeof *mark);
     uint8_t *newfix = calloc((size_t)w->nv + 1, 1);
     if (!disk || !mark || !newfix) {
-        free(disk), free(mark), free(newfix), topo_free(&t);
+        free(disk), free(mark), free(newfix);
         return -1;
     }
     for (int64_t v = 0; v < w->nv; v++) mark[v] = -1;
     double l2 = min_len * min_len;
     for (int64_t r = 0; r < w->nv; r++) {
-        if (w->fixed[r] || t.vf_off[r + 1] == t.vf_off[r]) continue;
+        if (w->fixed[r] || t->vf_off[r + 1] == t->vf_off[r]) continue;
         /* breadth first from r over edges, keeping vertices closer than min_len to r */
         int64_t nd = 0;
         disk[nd++] = (int32_t)r, mark[r] = (int32_t)r;
         for (int64_t q = 0; q < nd; q++) {
             int32_t v = disk[q];
-            for (int64_t k = t.vadj_off[v]; k < t.vadj_off[v + 1]; k++) {
-                int32_t u = t.vadj[k];
+            for (int64_t k = t->vadj_off[v]; k < t->vadj_off[v + 1]; k++) {
+                int32_t u = t->vadj[k];
                 if (mark[u] == (int32_t)r) continue;
                 const double *pu = w->x + 3 * u, *pr = w->x + 3 * r;
                 double d0 = pu[0] - pr[0], d1 = pu[1] - pr[1], d2 = pu[2] - pr[2];
@@ -386,9 +423,9 @@ static int64_t detect_degenerate(Work *w, double min_len) {
         int64_t E = 0, F = 0;
         for (int64_t q = 0; q < nd; q++) {
             int32_t v = disk[q];
-            for (int64_t k = t.vadj_off[v]; k < t.vadj_off[v + 1]; k++) E += t.vadj[k] > v && mark[t.vadj[k]] == (int32_t)r;
-            for (int64_t k = t.vf_off[v]; k < t.vf_off[v + 1]; k++) {
-                const int32_t *Fv = w->f + 3 * t.vf[k];
+            for (int64_t k = t->vadj_off[v]; k < t->vadj_off[v + 1]; k++) E += t->vadj[k] > v && mark[t->vadj[k]] == (int32_t)r;
+            for (int64_t k = t->vf_off[v]; k < t->vf_off[v + 1]; k++) {
+                const int32_t *Fv = w->f + 3 * t->vf[k];
                 /* count each face once: at its smallest vertex */
                 int32_t lo = Fv[0] < Fv[1] ? (Fv[0] < Fv[2] ? Fv[0] : Fv[2]) : (Fv[1] < Fv[2] ? Fv[1] : Fv[2]);
                 if (lo == v && mark[Fv[0]] == (int32_t)r && mark[Fv[1]] == (int32_t)r && mark[Fv[2]] == (int32_t)r) F++;
@@ -400,22 +437,21 @@ static int64_t detect_degenerate(Work *w, double min_len) {
     for (int64_t v = 0; v < w->nv; v++)
         if (newfix[v]) w->fixed[v] = 1, n++;
     free(disk), free(mark), free(newfix);
-    topo_free(&t);
     return n;
 }
 
 /* splits edges between two obtuse triangles at the foot of the larger obtuse angle (one pass: a
  * face is split at most once); returns splits, -1 on failure */
 static int64_t split_pass(Work *w, double max_angle_rad) {
-    Topo t;
-    if (topo_build(w, &t)) return -1;
+    const Topo *t = work_topo(w);
+    if (!t) return -1;
     double cmax = cos(max_angle_rad);
     uint8_t *ftouched = calloc((size_t)w->nf + 1, 1);
-    if (!ftouched) { topo_free(&t); return -1; }
+    if (!ftouched) return -1;
     int64_t done = 0, nf0 = w->nf;
-    for (int64_t e = 0; e < t.ne; e++) {
-        if (t.nfc[e] != 2) continue;
-        int32_t a = t.a[e], b = t.b[e], f0 = t.f0[e], f1 = t.f1[e];
+    for (int64_t e = 0; e < t->ne; e++) {
+        if (t->nfc[e] != 2) continue;
+        int32_t a = t->a[e], b = t->b[e], f0 = t->f0[e], f1 = t->f1[e];
         if (ftouched[f0] || ftouched[f1]) continue;
         /* an edge between two skeletal (fixed) vertices is part of the curve already */
         if (w->fixed[a] && w->fixed[b]) continue;
@@ -444,7 +480,7 @@ static int64_t split_pass(Work *w, double max_angle_rad) {
         double tt = cs[0] < cs[1] ? foot[0] : foot[1];
 
         if (work_growv(w, w->nv + 1) || work_growf(w, w->nf + 2)) {
-            free(ftouched), topo_free(&t);
+            free(ftouched);
             return -1;
         }
         int32_t p = (int32_t)w->nv++;
@@ -469,11 +505,11 @@ static int64_t split_pass(Work *w, double max_angle_rad) {
             }
             ftouched[fi] = 1;
         }
+        w->topo_ok = false;
         done++;
     }
     (void)nf0;
     free(ftouched);
-    topo_free(&t);
     return done;
 }
 
@@ -493,15 +529,15 @@ static double cot_at(const double *o, const double *p, const double *q) {
 }
 
 static int contract(Work *w, const SbSkelOptions *o, cholmod_common *cm, char *err, size_t errlen) {
-    Topo t;
-    if (topo_build(w, &t)) return (void)base_errf(err, errlen, "skeleton: out of memory"), -1;
+    const Topo *t = work_topo(w);
+    if (!t) return (void)base_errf(err, errlen, "skeleton: out of memory"), -1;
     int64_t nv = w->nv;
     /* the active vertices (on some alive face) get consecutive indices */
     int32_t *idx = malloc((size_t)nv * sizeof *idx);
-    if (!idx) return topo_free(&t), (void)base_errf(err, errlen, "skeleton: out of memory"), -1;
+    if (!idx) return (void)base_errf(err, errlen, "skeleton: out of memory"), -1;
     int64_t n = 0;
-    for (int64_t v = 0; v < nv; v++) idx[v] = t.vf_off[v + 1] > t.vf_off[v] ? (int32_t)n++ : -1;
-    cholmod_triplet *T = cholmod_allocate_triplet((size_t)n, (size_t)n, (size_t)(n + 2 * t.ne), 0, CHOLMOD_REAL, cm);
+    for (int64_t v = 0; v < nv; v++) idx[v] = t->vf_off[v + 1] > t->vf_off[v] ? (int32_t)n++ : -1;
+    cholmod_triplet *T = cholmod_allocate_triplet((size_t)n, (size_t)n, (size_t)(n + 2 * t->ne), 0, CHOLMOD_REAL, cm);
     cholmod_triplet *D = cholmod_allocate_triplet((size_t)n, (size_t)n, (size_t)n, 0, CHOLMOD_REAL, cm);
     cholmod_dense *B = cholmod_zeros((size_t)n, 3, CHOLMOD_REAL, cm);
     double *diag = calloc((size_t)n + 1, sizeof *diag);
@@ -514,11 +550,11 @@ static int contract(Work *w, const SbSkelOptions *o, cholmod_common *cm, char *e
     double *Tx = T->x;
     int64_t nz = 0;
     /* Mt = transpose of the Laplacian with fixed rows removed: column j holds row j of L */
-    for (int64_t e = 0; e < t.ne; e++) {
-        int32_t a = t.a[e], b = t.b[e];
+    for (int64_t e = 0; e < t->ne; e++) {
+        int32_t a = t->a[e], b = t->b[e];
         double wgt = 0;
         for (int s = 0; s < 2; s++) {
-            int32_t fi = s ? t.f1[e] : t.f0[e];
+            int32_t fi = s ? t->f1[e] : t->f0[e];
             if (fi < 0) continue;
             int32_t c = opposite(w, fi, a, b);
             if (c >= 0) wgt += cot_at(w->x + 3 * c, w->x + 3 * a, w->x + 3 * b);
@@ -582,7 +618,6 @@ done:
     cholmod_free_sparse(&S, cm), cholmod_free_sparse(&Su, cm), cholmod_free_factor(&L, cm);
     cholmod_free_dense(&X, cm);
     free(diag), free(idx);
-    topo_free(&t);
     return rc;
 }
 
@@ -1179,41 +1214,40 @@ int sb_skeleton_mcf(const DsMesh *m, const SbSkelOptions *opt, SbSkeleton *out, 
     int32_t *ge = NULL;
     int64_t nge = 0, cge = 0;
     for (;;) {
-        Topo t;
-        if (topo_build(&w, &t)) goto oom;
-        if (t.ne == 0) { topo_free(&t); break; }
-        double *len = malloc((size_t)t.ne * sizeof *len);
-        int64_t *ord = malloc((size_t)t.ne * sizeof *ord);
+        const Topo *t = work_topo(&w);
+        if (!t) goto oom;
+        if (t->ne == 0) break;
+        double *len = malloc((size_t)t->ne * sizeof *len);
+        int64_t *ord = malloc((size_t)t->ne * sizeof *ord);
         uint8_t *dirty = calloc((size_t)w.nv, 1);
         if (!len || !ord || !dirty) {
-            free(len), free(ord), free(dirty), topo_free(&t), free(ge);
+            free(len), free(ord), free(dirty), free(ge);
             goto oom;
         }
         /* sort edges by length (pack the length's bits, non-negative doubles sort as integers) */
-        uint64_t *key = malloc((size_t)t.ne * 2 * sizeof *key);
+        uint64_t *key = malloc((size_t)t->ne * 2 * sizeof *key);
         if (!key) {
-            free(len), free(ord), free(dirty), topo_free(&t), free(ge);
+            free(len), free(ord), free(dirty), free(ge);
             goto oom;
         }
-        for (int64_t e = 0; e < t.ne; e++) {
-            double l = dist3(w.x + 3 * t.a[e], w.x + 3 * t.b[e]);
+        for (int64_t e = 0; e < t->ne; e++) {
+            double l = dist3(w.x + 3 * t->a[e], w.x + 3 * t->b[e]);
             memcpy(&key[2 * e], &l, sizeof l);
             key[2 * e + 1] = (uint64_t)e;
         }
-        qsort(key, (size_t)t.ne, 2 * sizeof *key, cmp_u64);
+        qsort(key, (size_t)t->ne, 2 * sizeof *key, cmp_u64);
         int64_t done = 0;
-        for (int64_t q = 0; q < t.ne; q++) {
+        for (int64_t q = 0; q < t->ne; q++) {
             int64_t e = (int64_t)key[2 * q + 1];
-            int32_t a = t.a[e], b = t.b[e];
+            int32_t a = t->a[e], b = t->b[e];
             if (dirty[a] || dirty[b]) continue;
-            mark_ring(&t, dirty, a), mark_ring(&t, dirty, b);
+            mark_ring(t, dirty, a), mark_ring(t, dirty, b);
             int64_t before = nge;
-            collapse(&w, &t, a, b, &ge, &nge, &cge, false);
+            collapse(&w, t, a, b, &ge, &nge, &cge, false);
             (void)before;
             done++;
         }
         free(key), free(len), free(ord), free(dirty);
-        topo_free(&t);
         if (!done) break;
     }
     /* nodes: the union-find roots reached from input vertices and from graph edges */
