@@ -1107,10 +1107,34 @@ static int poles_inside(Work *w) {
         w->pole_in[v] = 0;
         /* only the vertices whose pole the solve uses: alive (not collapsed into another), not fixed */
         if (!w->has_pole[v] || w->parent[v] != (int32_t)v || w->fixed[v]) continue;
-        int odd = 0, votes = 0;
-        for (int r = 0; r < 3; r++) {
+        /* the six directions ±dirs by the length of their path to the grid's boundary (the walk's
+         * cost); three tries of different lines at most */
+        const double *q = w->pole + 3 * v;
+        double len[6];
+        int ord[6];
+        for (int r = 0; r < 6; r++) {
+            double t = INFINITY, sg = r < 3 ? 1 : -1;
+            for (int k = 0; k < 3; k++) {
+                double dk = sg * dirs[r % 3][k], bound = dk > 0 ? g.lo[k] + g.n[k] * g.h : g.lo[k];
+                if (dk != 0) t = fmin(t, (bound - q[k]) / dk);
+            }
+            len[r] = t, ord[r] = r;
+        }
+        for (int i = 1; i < 6; i++)
+            for (int j = i; j > 0 && len[ord[j]] < len[ord[j - 1]]; j--) {
+                int tmp = ord[j];
+                ord[j] = ord[j - 1], ord[j - 1] = tmp;
+            }
+        int odd = 0, votes = 0, tried = 0;
+        bool line_used[3] = {false, false, false};
+        for (int i = 0; i < 6 && tried < 3; i++) {
+            int r = ord[i];
+            if (line_used[r % 3]) continue; /* the opposite ray of a degenerate one meets the same edge */
+            line_used[r % 3] = true, tried++;
+            double d[3];
+            for (int k = 0; k < 3; k++) d[k] = (r < 3 ? 1 : -1) * dirs[r % 3][k];
             bool deg;
-            int n = grid_ray_crossings(&g, w, w->pole + 3 * v, dirs[r], &deg);
+            int n = grid_ray_crossings(&g, w, q, d, &deg);
             if (!deg) { odd = n & 1, votes = -1; break; }
             votes += n & 1;
         }
