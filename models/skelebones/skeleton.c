@@ -21,7 +21,7 @@ void sb_skel_defaults(SbSkelOptions *o) {
     o->area_tol = 1e-4;
     o->vol_tol = 1e-9;
     o->max_iter = 100;
-    o->voronoi_poles = 0;
+    o->voronoi_poles = 1;
 }
 
 void sb_skeleton_free(SbSkeleton *s) {
