@@ -634,3 +634,47 @@ TEST(skeleton_one_thread_solve_same) {
     sb_skeleton_free(&s1), sb_skeleton_free(&sn);
     ds_mesh_free(&m);
 }
+
+/* The Voronoi mode's inside test (sb_mesh_inside: ray-crossing parity through the face grid) on a
+ * box meshed with one cell per face (12 triangles, each spanning many grid cells: a crossing
+ * must count once, not once per cell) and with 6 per side (grid-aligned vertices and edges), and
+ * on a UV sphere; query points on a lattice that shares the meshes' vertex coordinates, so rays
+ * from them meet edges and vertices; points within 1e-3 of the surface are skipped. */
+TEST(skeleton_inside_parity) {
+    const float half[3] = {1.0f, 0.5f, 0.5f};
+    for (int pass = 0; pass < 3; pass++) {
+        DsMesh m;
+        if (pass < 2) CHECK(ds_mesh_make_box(half, pass == 0 ? 1 : 6, &m) == 0);
+        else CHECK(ds_mesh_make_uv_sphere(1.0f, 12, 24, &m) == 0);
+        enum { N = 13 };
+        double *q = malloc((size_t)N * N * N * 3 * sizeof *q);
+        uint8_t *in = malloc((size_t)N * N * N);
+        CHECK(q && in);
+        int64_t n = 0;
+        for (int i = 0; i < N; i++)
+            for (int j = 0; j < N; j++)
+                for (int k = 0; k < N; k++) {
+                    /* steps of 1/4 from −1.5: many on the boxes' vertex coordinates (0, ±1, ±0.5) */
+                    q[3 * n] = -1.5 + 0.25 * i, q[3 * n + 1] = -1.5 + 0.25 * j, q[3 * n + 2] = -1.5 + 0.25 * k;
+                    n++;
+                }
+        CHECK(sb_mesh_inside(&m, n, q, in) == 0);
+        int64_t tested = 0, wrong = 0, nin = 0;
+        for (int64_t p = 0; p < n; p++) {
+            const double *x = q + 3 * p;
+            double d; /* signed distance-like: < 0 inside */
+            if (pass < 2) d = fmax(fabs(x[0]) - half[0], fmax(fabs(x[1]) - half[1], fabs(x[2]) - half[2]));
+            else d = sqrt(x[0] * x[0] + x[1] * x[1] + x[2] * x[2]) - 1.0;
+            /* the UV sphere is inscribed: its faces lie up to about 0.03 inside the sphere */
+            if (d < 1e-3 && d > (pass < 2 ? -1e-3 : -0.04)) continue;
+            tested++, nin += d < 0;
+            wrong += in[p] != (d < 0);
+        }
+        printf("    %s: %lld points tested (%lld inside), %lld misclassified\n",
+               pass == 0 ? "box, 12 faces" : pass == 1 ? "box, 6 per side" : "UV sphere", (long long)tested,
+               (long long)nin, (long long)wrong);
+        CHECK(tested > 1000 && nin > 50);
+        CHECK(wrong == 0);
+        free(q), free(in), ds_mesh_free(&m);
+    }
+}

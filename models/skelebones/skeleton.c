@@ -1092,53 +1092,56 @@ static void compute_poles_voronoi(Work *w) {
  * three do, their majority). The face grid of the ray poles makes it about O(∛F) per pole; the
  * generalized winding number used before (> 1/2) classified the bench's poles alike but its
  * hierarchy, rebuilt each iteration, cost a fifth of the whole contraction (bench/run_skeleton.sh). */
-static int poles_inside(Work *w) {
-    if (w->nv <= 0) return 0;
-    FaceGrid g;
-    if (grid_build(w, &g)) return -1;
+static bool grid_inside(const FaceGrid *g, const Work *w, const double *q) {
     /* directions with no simple ratios between components: an axis-aligned ray would run along
      * grid-aligned edges of marching-cubes meshes */
     static const double dirs[3][3] = {{0.438743940212, 0.781178235012, -0.444144481076},
                                       {-0.691293574456, 0.229097870545, 0.685293630225},
                                       {0.552682883676, -0.603081322861, 0.575182186884}};
+    /* the six directions ±dirs by the length of their path to the grid's boundary (the walk's
+     * cost); three tries of different lines at most */
+    double len[6];
+    int ord[6];
+    for (int r = 0; r < 6; r++) {
+        double t = INFINITY, sg = r < 3 ? 1 : -1;
+        for (int k = 0; k < 3; k++) {
+            double dk = sg * dirs[r % 3][k], bound = dk > 0 ? g->lo[k] + g->n[k] * g->h : g->lo[k];
+            if (dk != 0) t = fmin(t, (bound - q[k]) / dk);
+        }
+        len[r] = t, ord[r] = r;
+    }
+    for (int i = 1; i < 6; i++)
+        for (int j = i; j > 0 && len[ord[j]] < len[ord[j - 1]]; j--) {
+            int tmp = ord[j];
+            ord[j] = ord[j - 1], ord[j - 1] = tmp;
+        }
+    int votes = 0, tried = 0;
+    bool line_used[3] = {false, false, false};
+    for (int i = 0; i < 6 && tried < 3; i++) {
+        int r = ord[i];
+        if (line_used[r % 3]) continue; /* the opposite ray of a degenerate one meets the same edge */
+        line_used[r % 3] = true, tried++;
+        double d[3];
+        for (int k = 0; k < 3; k++) d[k] = (r < 3 ? 1 : -1) * dirs[r % 3][k];
+        bool deg;
+        int n = grid_ray_crossings(g, w, q, d, &deg);
+        if (!deg) return n & 1;
+        votes += n & 1;
+    }
+    return votes >= 2;
+}
+
+static int poles_inside(Work *w) {
+    if (w->nv <= 0) return 0;
+    FaceGrid g;
+    if (grid_build(w, &g)) return -1;
     int64_t nv = w->nv;
 #pragma omp parallel for schedule(dynamic, 64)
     for (int64_t v = 0; v < nv; v++) {
         w->pole_in[v] = 0;
         /* only the vertices whose pole the solve uses: alive (not collapsed into another), not fixed */
         if (!w->has_pole[v] || w->parent[v] != (int32_t)v || w->fixed[v]) continue;
-        /* the six directions ±dirs by the length of their path to the grid's boundary (the walk's
-         * cost); three tries of different lines at most */
-        const double *q = w->pole + 3 * v;
-        double len[6];
-        int ord[6];
-        for (int r = 0; r < 6; r++) {
-            double t = INFINITY, sg = r < 3 ? 1 : -1;
-            for (int k = 0; k < 3; k++) {
-                double dk = sg * dirs[r % 3][k], bound = dk > 0 ? g.lo[k] + g.n[k] * g.h : g.lo[k];
-                if (dk != 0) t = fmin(t, (bound - q[k]) / dk);
-            }
-            len[r] = t, ord[r] = r;
-        }
-        for (int i = 1; i < 6; i++)
-            for (int j = i; j > 0 && len[ord[j]] < len[ord[j - 1]]; j--) {
-                int tmp = ord[j];
-                ord[j] = ord[j - 1], ord[j - 1] = tmp;
-            }
-        int odd = 0, votes = 0, tried = 0;
-        bool line_used[3] = {false, false, false};
-        for (int i = 0; i < 6 && tried < 3; i++) {
-            int r = ord[i];
-            if (line_used[r % 3]) continue; /* the opposite ray of a degenerate one meets the same edge */
-            line_used[r % 3] = true, tried++;
-            double d[3];
-            for (int k = 0; k < 3; k++) d[k] = (r < 3 ? 1 : -1) * dirs[r % 3][k];
-            bool deg;
-            int n = grid_ray_crossings(&g, w, q, d, &deg);
-            if (!deg) { odd = n & 1, votes = -1; break; }
-            votes += n & 1;
-        }
-        w->pole_in[v] = (uint8_t)(votes < 0 ? odd : votes >= 2);
+        w->pole_in[v] = grid_inside(&g, w, w->pole + 3 * v);
     }
     grid_free(&g);
     return 0;
@@ -1418,6 +1421,26 @@ int sb_skeleton_poles(const DsMesh *m, int voronoi, double *pole, uint8_t *has_p
         compute_poles(&w, 1e-6 * diag);
     } else
         compute_poles_voronoi(&w);
+    free(w.x), free(w.falive);
+    return 0;
+}
+
+int sb_mesh_inside(const DsMesh *m, int64_t n, const double *q, uint8_t *inside) {
+    if (!m || m->nv < 1 || m->nv > INT32_MAX / 4 || n < 0) return -1;
+    for (int64_t i = 0; i < 3 * m->nf; i++)
+        if (m->f[i] < 0 || m->f[i] >= m->nv) return -1;
+    Work w = {0};
+    w.nv = w.capv = m->nv, w.nf = w.capf = m->nf;
+    w.x = malloc((size_t)m->nv * 3 * sizeof *w.x);
+    w.falive = malloc((size_t)m->nf + 1);
+    FaceGrid g;
+    if (!w.x || !w.falive) return free(w.x), free(w.falive), -1;
+    for (int64_t i = 0; i < 3 * m->nv; i++) w.x[i] = m->v[i];
+    memset(w.falive, 1, (size_t)m->nf);
+    w.f = m->f;
+    if (grid_build(&w, &g)) return free(w.x), free(w.falive), -1;
+    for (int64_t i = 0; i < n; i++) inside[i] = grid_inside(&g, &w, q + 3 * i);
+    grid_free(&g);
     free(w.x), free(w.falive);
     return 0;
 }

@@ -109,6 +109,10 @@ void sb_skeleton_free(SbSkeleton *s);
 /* The medial poles the contraction attracts the input vertices to (voronoi as in the options):
  * pole nv × 3, has_pole nv (0 where a vertex has none). 0, or -1 (bad mesh, out of memory). */
 int sb_skeleton_poles(const DsMesh *m, int voronoi, double *pole, uint8_t *has_pole);
+/* The inside test of the Voronoi mode on a closed mesh: inside[i] = 1 when q[i] (n × 3) is inside
+ * m by the parity of a ray's crossings (three fixed directions, shortest first; one that meets an
+ * edge or vertex gives way to the next, all three such: their majority). 0, or -1. */
+int sb_mesh_inside(const DsMesh *m, int64_t n, const double *q, uint8_t *inside);
 /* Connected components of the node graph, and its number of independent cycles (E − V + C). */
 int sb_skeleton_components(const SbSkeleton *s, int64_t *cycles);
 /* A mesh for viewing: the skeleton's edges as thin boxes (radius r) colored `rgb`, appended to a
