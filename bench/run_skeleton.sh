@@ -4,7 +4,8 @@
 # and real closed meshes found on this machine. Prints, per mesh, both times, their ratio, node
 # counts and the skeleton-to-skeleton Chamfer distance (% of the bounding-box diagonal), and
 # leaves build/bench-skeleton/*_view.{png,ply} (anima's skeleton over the shape) to look at.
-# Times are medians of RUNS runs (default 3; RUNS=1 for a quick look).
+# Times are medians of RUNS runs (default 3; RUNS=1 for a quick look). SKEL_POLES=ray: anima's
+# skeleton with the ray poles instead of CGAL's Voronoi poles (the default).
 # CGAL is header-only (Debian libcgal-dev, with libeigen3-dev and Boost headers); when it is not
 # installed, only anima's side runs and the script says so. Needs build/libanima.a (make).
 set -euo pipefail

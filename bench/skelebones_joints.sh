@@ -5,15 +5,15 @@
 # against the true rig (sb_tree_compare, models/skelebones/joints.h: true joints matched within 5%
 # of the diagonal, true bones whose matched ends the found tree joins directly, ends and forks
 # found / true) and the seconds of each stage (process CPU of the whole run in the last column).
-#   bench/skelebones_joints.sh [MOTION_DIR] [OUTDIR]     (NOIK=1: skip the IK stage; VORONOI=1: the
-#   skeleton with CGAL's Voronoi poles, --voronoi-poles)
+#   bench/skelebones_joints.sh [MOTION_DIR] [OUTDIR]     (NOIK=1: skip the IK stage; RAY=1: the
+#   skeleton with ray poles, --ray-poles, instead of CGAL's Voronoi poles)
 # MOTION_DIR holds <character>/gt.h5 (anima motion bench makes it; default /work/scratch/motion).
 set -euo pipefail
 ANIMA=${ANIMA:-./build/anima}
 motion=${1:-/work/scratch/motion}
 out=${2:-$(mktemp -d /tmp/anima-sb-joints-XXXXXX)}
 ik=(); [ "${NOIK:-0}" = 1 ] && ik=(--no-ik)
-[ "${VORONOI:-0}" = 1 ] && ik+=(--voronoi-poles)
+[ "${RAY:-0}" = 1 ] && ik+=(--ray-poles)
 field() { echo "$1" | grep -o "$2 [^ ]*" | head -1 | awk '{print $2}'; }
 printf "%-26s %7s %7s %7s %9s %9s %7s %9s %7s %7s %7s %7s %7s\n" input joints true tf_% ft_% matched kept ends branches clus+ssdr skel ik cpu_s
 row() { # name, args...

@@ -30,7 +30,7 @@ int cmd_skelebones(int argc, char **argv) {
     bool no_progress = false;
     const char *init = "lbgvq";
     const char *video = "auto";
-    bool ik = false, no_skeleton = false, no_ik = false, voronoi_poles = false;
+    bool ik = false, no_skeleton = false, no_ik = false, ray_poles = false;
     int64_t ik_steps = 50, ik_points = 400, grid = 64;
     double ik_lambda = 1.0;
     uint64_t seed = 0;
@@ -59,7 +59,7 @@ int cmd_skelebones(int argc, char **argv) {
         {"--export-traj", CMD_ARG_STRING, &export_traj, "FILE", "also write the trajectories used (after --frames-fraction) as a trajectories HDF5"},
         {"--ik-true-tree", CMD_ARG_FLAG, &ik, NULL, "(--gt, --model) IK per frame on the true tree against the true joints: rig.h5 ik/ (instead of the found tree)"},
         {"--no-skeleton", CMD_ARG_FLAG, &no_skeleton, NULL, "stop after SSDR: no skeleton, joints, tree, parts or IK"},
-        {"--voronoi-poles", CMD_ARG_FLAG, &voronoi_poles, NULL, "the skeleton's medial poles as CGAL's (Voronoi vertices; default: ray poles)"},
+        {"--ray-poles", CMD_ARG_FLAG, &ray_poles, NULL, "the skeleton's medial poles by inward rays (default: CGAL's Voronoi poles)"},
         {"--no-ik", CMD_ARG_FLAG, &no_ik, NULL, "skeleton, joints, tree and parts, but no IK"},
         {"--grid", CMD_ARG_INT, &grid, "N", "(inputs without faces) marching-cubes cells along the longest side of the points' density (default 64)", 8, 1024},
         {"--ik-lambda", CMD_ARG_DOUBLE, &ik_lambda, "L", "the weight of the IK's point term (default 1)", 0, 1e9},
@@ -144,7 +144,7 @@ int cmd_skelebones(int argc, char **argv) {
         sb_rig_options_defaults(&ro);
         ro.ik.steps = (int)ik_steps, ro.ik.lambda = ik_lambda, ro.ik_points = ik_points, ro.grid = (int)grid;
         ro.run_ik = !ik && !no_ik;
-        ro.skel.voronoi_poles = voronoi_poles;
+        ro.skel.voronoi_poles = !ray_poles;
         if (sb_rig_run(&t, &r, &ro, &g, err, sizeof err)) {
             fprintf(stderr, NAME ": %s\n", err);
             sb_result_free(&r);

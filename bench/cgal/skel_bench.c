@@ -164,9 +164,9 @@ int main(int argc, char **argv) {
         SbSkeleton s;
         SbSkelOptions so;
         sb_skel_defaults(&so);
-        /* SKEL_POLES=voronoi: CGAL's Voronoi poles instead of the ray poles, for comparing the two */
+        /* SKEL_POLES=ray: the ray poles instead of CGAL's Voronoi poles (the default), for comparing the two */
         const char *pe = getenv("SKEL_POLES");
-        so.voronoi_poles = pe && !strcmp(pe, "voronoi");
+        so.voronoi_poles = !(pe && !strcmp(pe, "ray"));
         double t0 = base_now();
         clock_t c0 = clock();
         if (sb_skeleton_mcf(&m, &so, &s, err, sizeof err)) return fprintf(stderr, "%s: %s\n", argv[2], err), 1;

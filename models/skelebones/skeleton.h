@@ -36,37 +36,36 @@
  *   first with no link condition; edges left without faces are the skeleton's edges. Nodes sit at
  *   the mass-weighted mean of the contracted vertices merged into them.
  *
- * Medial poles: not the Voronoi poles of the paper (they need a 3D Delaunay tetrahedralization);
- * instead each vertex casts a ray along its inward normal and the pole is the midpoint to the
- * first surface hit — the centre of the largest ball touching the surface there along the
- * normal, which equals the Voronoi pole on tubes and blobs and is robust to noise in the
- * normal. Vertices whose ray misses (open or inverted meshes) get no pole term. Rays walk a
- * uniform grid of the faces (about two per cell), so the search is about O(V·∛F), not O(V·F).
- * CGAL further drops a pole once it falls outside the contracted surface; tried here (a ray-parity
- * test, later a winding number, per iteration), it moved the procedural skeletons further from
- * their generating bones (up to 4% of the diagonal outside their shape with the former rules),
- * so the pole term stays on. Where ray poles differ from CGAL's Voronoi poles: at a short
- * protrusion (the bunny's tail) the ray from the tip crosses the whole body, so its midpoint lies
- * in the body and the flow retracts the protrusion; the Voronoi pole stays in it.
- * Voronoi poles (option voronoi_poles; CGAL's): the pole of a vertex v is the vertex of v's
- * Voronoi cell (of the mesh vertices) farthest along the inward normal, as CGAL picks it among
- * the circumcentres of v's Delaunay cells. No tetrahedralization here: it is the optimum of the
- * 3-variable LP max (p − v)·(−n) s.t. (p − v)·(u − v) ≤ |u − v|²/2, solved by Seidel's
+ * Medial poles (default, option voronoi_poles = 1; CGAL's): the pole of a vertex v is the vertex
+ * of v's Voronoi cell (of the mesh vertices) farthest along the inward normal, as CGAL picks it
+ * among the circumcentres of v's Delaunay cells. No tetrahedralization here: it is the optimum of
+ * the 3-variable LP max (p − v)·(−n) s.t. (p − v)·(u − v) ≤ |u − v|²/2, solved by Seidel's
  * randomized incremental LP over the vertices u within a radius that grows until it certifies the
  * optimum (no u farther than 2|p − v| can cut it), inside the bounding box enlarged by 5% of its
  * diagonal. Differences from CGAL: double precision, not exact constructions; a vertex whose
  * optimum lies on that box (a cell open inward) gets no pole, where CGAL takes its farthest
  * finite Voronoi vertex; normals are area-weighted face sums (CGAL's PMP normals weight
  * differently). With them, as CGAL, a pole attracts only while it lies inside the contracted
- * surface (the generalized winding number > 1/2, each iteration), and a collapse keeps the pole
- * nearer the kept vertex: without the test the flow stalls against the (shallower) poles and
- * the bunny ran 100 iterations. Measured (bench/run_skeleton.sh, docs/gaussianimate.md §6): this
- * mode is within 0.14–0.36% of CGAL's skeleton on the six meshes (the bunny 0.14%, ray poles
- * 1.25%) at or under CGAL's CPU time (one thread; quadruped_7 once 5% over, a tie the next), but
- * 0.3–0.4% of the diagonal further from the procedural
- * meshes' generating bones than the ray poles (as far as CGAL's); the ray poles stay the default.
+ * surface (each iteration, the parity of a ray's crossings through the face grid below, as CGAL's
+ * Side_of_triangle_mesh; the winding number > 1/2, used before, gave the same skeletons on the
+ * bench's six meshes at three times the cost), and a collapse keeps the pole nearer the kept
+ * vertex: without the test the flow stalls against the (shallower) poles and the bunny ran 100
+ * iterations. Measured (bench/run_skeleton.sh, docs/gaussianimate.md §6): within 0.14–0.35% of
+ * CGAL's skeleton on the six meshes, in less CPU time than CGAL on each (one thread).
+ * Ray poles (voronoi_poles = 0): each vertex casts a ray along its inward normal and the pole is
+ * the midpoint to the first surface hit — the centre of the largest ball touching the surface
+ * there along the normal, which equals the Voronoi pole on tubes and blobs. Rays walk a uniform
+ * grid of the faces (about two per cell), so the search is about O(V·∛F), not O(V·F); vertices
+ * whose ray misses get no pole term, and the pole term stays on throughout (CGAL's inside test
+ * moved these skeletons further from the procedural meshes' bones). Why one would use them: they
+ * cost about half of the Voronoi mode (0.4–0.6× CGAL's time), sit deeper, and put the procedural
+ * meshes' skeletons 0.3–0.4% of the diagonal nearer their generating bones (nearer than CGAL's),
+ * and animation_with_skeleton's joints nearer its rig; but at a short protrusion (the bunny's
+ * tail) the ray from the tip crosses the whole body, its midpoint lies in the body and the flow
+ * retracts the protrusion (the bunny 1.25% from CGAL's skeleton, the one mesh over 1%).
  *
- * Cost: the mesh's edge table is rebuilt several times per iteration by a counting sort (linear);
+ * Cost: the mesh's edge table is rebuilt by a counting sort (linear, into kept buffers) after every
+ * pass that changed the faces, and reused where none did (about a quarter fewer builds);
  * the solve is a fresh CHOLMOD factorization per iteration (the pattern changes with every
  * collapse and split); with one thread asked for, its OpenMP regions are made inactive (CHOLMOD
  * opens them per supernode with a fixed team of 4).
@@ -88,7 +87,7 @@ typedef struct {
     double area_tol;     /* stop when |ΔA| / A_0 < area_tol (1e-4) */
     double vol_tol;      /* stop when V / V_0 < vol_tol (1e-9) */
     int max_iter;        /* (100) */
-    int voronoi_poles;   /* 0: ray poles (default); 1: CGAL's Voronoi poles with its inside test (above) */
+    int voronoi_poles;   /* 1: CGAL's Voronoi poles with its inside test (default); 0: ray poles (above) */
 } SbSkelOptions;
 
 typedef struct {
@@ -110,6 +109,10 @@ void sb_skeleton_free(SbSkeleton *s);
 /* The medial poles the contraction attracts the input vertices to (voronoi as in the options):
  * pole nv × 3, has_pole nv (0 where a vertex has none). 0, or -1 (bad mesh, out of memory). */
 int sb_skeleton_poles(const DsMesh *m, int voronoi, double *pole, uint8_t *has_pole);
+/* The inside test of the Voronoi mode on a closed mesh: inside[i] = 1 when q[i] (n × 3) is inside
+ * m by the parity of a ray's crossings (three fixed directions, shortest first; one that meets an
+ * edge or vertex gives way to the next, all three such: their majority). 0, or -1. */
+int sb_mesh_inside(const DsMesh *m, int64_t n, const double *q, uint8_t *inside);
 /* Connected components of the node graph, and its number of independent cycles (E − V + C). */
 int sb_skeleton_components(const SbSkeleton *s, int64_t *cycles);
 /* A mesh for viewing: the skeleton's edges as thin boxes (radius r) colored `rgb`, appended to a
