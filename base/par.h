@@ -71,7 +71,8 @@ void base_par_blas_serial_end(int prev);
  * one-thread run still woke three helpers thousands of times per solve (the skeleton's
  * contraction: 0.61 -> 0.41 CPU s on the bunny without them). It sets max-active-levels to 0
  * and returns what end restores (-1: nothing changed, with more threads or inside a region:
- * then OpenBLAS, called inside, sizes its own team and must keep doing so). */
+ * then OpenBLAS, called inside, sizes its own team and must keep doing so: max-active-levels 0
+ * for a whole run with the default thread count hung the skeleton's solves, not traced further). */
 int base_par_serial_regions_begin(void);
 void base_par_serial_regions_end(int saved);
 

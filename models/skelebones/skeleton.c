@@ -1,5 +1,6 @@
 /* models/skelebones/skeleton.c — mean curvature skeleton; see skeleton.h for the algorithm. */
 #include "base/errbuf.h"
+#include "base/par.h"
 #include "models/skelebones/skeleton.h"
 
 #include "datasets/geometry/geometry.h"
@@ -591,20 +592,13 @@ static int contract(Work *w, const SbSkelOptions *o, cholmod_common *cm, char *e
     if (!S) goto done;
     Su = cholmod_copy(S, 1, 1, cm); /* symmetric, upper part */
     if (!Su) goto done;
-    /* CHOLMOD's supernodal factorization opens OpenMP regions per supernode with a fixed
-     * num_threads(CHOLMOD_OMP_NUM_THREADS = 4) clause, which ignores the caller's thread count:
-     * with one thread asked for (OMP_NUM_THREADS=1, as the CGAL comparison runs) it still woke
-     * three helpers thousands of times per solve, 0.61 -> 0.41 CPU s of the bunny's contraction
-     * without them (bench/run_skeleton.sh). When the caller's team is one thread, make every
-     * region inactive for the solve (max active levels 0) and restore it after. Only then: with
-     * more threads OpenBLAS, called inside, sizes its own team (OMP_MAX_ACTIVE_LEVELS=0 for a
-     * whole run with the default thread count hung it; not traced further). */
-    int serial = !omp_in_parallel() && omp_get_max_threads() == 1, levels = omp_get_max_active_levels();
-    if (serial) omp_set_max_active_levels(0);
+    /* CHOLMOD's fixed 4-thread regions stay inactive when the caller runs one thread (the CGAL
+     * comparison: OMP_NUM_THREADS=1): 0.61 -> 0.41 CPU s of the bunny's contraction (base/par.h) */
+    int saved = base_par_serial_regions_begin();
     L = cholmod_analyze(Su, cm);
     int fac_ok = L && cholmod_factorize(Su, L, cm) && cm->status == CHOLMOD_OK;
     if (fac_ok) X = cholmod_solve(CHOLMOD_A, L, B, cm);
-    if (serial) omp_set_max_active_levels(levels);
+    base_par_serial_regions_end(saved);
     if (!fac_ok || !X) goto done;
     const double *Xx = X->x;
     for (int64_t v = 0; v < nv; v++)
