@@ -111,7 +111,7 @@ TEST(traj_assimp_cli) {
 }
 
 TEST(traj_assimp_pictures_in_model_units) {
-    /* animation_with_skeleton is about 7000 units long: the skeleton picture's clip planes must
+    /* animation_with_skeleton is about 7000 units long: the pictures' clip planes must
      * follow the shape's size — with the look-at default (0.01..100) it came out blank */
     need_model();
     const char *model = "/usr/share/assimp/models/FBX/animation_with_skeleton.fbx";
@@ -121,15 +121,18 @@ TEST(traj_assimp_pictures_in_model_units) {
              test_anima_bin(), model, dir);
     int rc = test_run_capture(cmd, out, sizeof out);
     CHECK_MSG(rc == 0, "rc %d: %s", rc, out);
-    char path[160], err[256];
-    snprintf(path, sizeof path, "%s/rig/skeleton.png", dir);
-    DsImage im;
-    CHECK_MSG(ds_image_read(path, &im, err, sizeof err) == 0, "%s", err);
-    if (im.data) {
-        /* the shape (a long thin rod) is drawn: pixels darker than the white background */
+    /* both pictures (the skeleton's, and the shape colored by bone) draw the shape, a long thin
+     * rod: pixels darker than the white background */
+    const char *pics[] = {"skeleton.png", "bones.png"};
+    for (int k = 0; k < 2; k++) {
+        char path[160], err[256];
+        snprintf(path, sizeof path, "%s/rig/%s", dir, pics[k]);
+        DsImage im;
+        CHECK_MSG(ds_image_read(path, &im, err, sizeof err) == 0, "%s", err);
+        if (!im.data) continue;
         int64_t dark = 0, n = (int64_t)im.w * im.h;
         for (int64_t i = 0; i < n; i++) dark += im.data[i * im.channels] < 200;
-        CHECK_MSG(dark > n / 100, "%lld of %lld pixels drawn", (long long)dark, (long long)n);
+        CHECK_MSG(dark > n / 100, "%s: %lld of %lld pixels drawn", pics[k], (long long)dark, (long long)n);
         ds_image_free(&im);
     }
     tmpdir_remove(dir);

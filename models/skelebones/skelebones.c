@@ -207,6 +207,9 @@ int sb_bones_png(const char *path, const SbTraj *t, const SbResult *r, int size,
     diag = sqrt(diag);
     double eye[3] = {c[0] + 0.35 * diag, c[1] + 0.3 * diag, c[2] + 1.5 * diag}, up[3] = {0, 1, 0};
     DsCamera cam = ds_camera_look_at(eye, c, up, size, size, 40);
+    /* clip planes in the shape's units, as the skeleton pictures' (rigging.c): assimp models come
+     * in centimeters or worse, and the look-at default 0.01..100 left this picture blank */
+    cam.znear = 0.01 * diag, cam.zfar = 10 * diag;
     DsRasterOptions ro = ds_raster_options_default();
     ro.supersample = 2;
     DsRender out;
