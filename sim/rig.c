@@ -112,6 +112,18 @@ int sim_rig_attach(SimRig *r, SimObject *o, char *err, size_t errlen) {
     if (!r->rows || !r->lam || !r->mrows) return base_errf(err, errlen, "rig: out of memory");
     for (int l = 0; l < 4; l++) r->rows[l * nbz + 4 * o->m + l] = 1;
     o->rig_rows = r->rows, o->rig_nrows = 4;
+    /* the lagged elastic Hessian turns with the bones (solver.h: rig_group): each cubature point
+     * in the group of its dominant bone */
+    r->group = malloc(sizeof(int32_t) * (size_t)(r->nc + 1));
+    if (!r->group) return base_errf(err, errlen, "rig: out of memory");
+    for (int64_t c = 0; c < r->nc; c++) {
+        int b = 0;
+        for (int j = 1; j < r->nbones; j++)
+            if (r->wc[c * r->nbones + j] > r->wc[c * r->nbones + b]) b = j;
+        r->group[c] = b;
+    }
+    o->rig_group = r->group, o->rig_ngroups = r->nbones;
+    o->newton.elastic_lag = fmin(o->newton.elastic_lag, SIM_RIG_ELASTIC_LAG);
     if (sim_object_prepare(o, e2, sizeof e2)) return base_errf(err, errlen, "rig: %s", e2);
     /* the learned subspace's modes by rig share, before the projection (they stay M-orthogonal
      * after it, with complementary share 1 − λ: rig.h) */
@@ -127,7 +139,7 @@ void sim_rig_free(SimRig *r) {
     free(r->pc), free(r->pv), free(r->wc), free(r->dwc), free(r->wv), free(r->keys), free(r->drags);
     free(r->live), free(r->live_on), free(r->uc), free(r->F), free(r->uv);
     free(r->local), free(r->rows), free(r->lam), free(r->mrows);
-    free(r->C);
+    free(r->C), free(r->group);
     memset(r, 0, sizeof *r);
 }
 
