@@ -10,7 +10,6 @@
 #include "sim/internal.h"
 #include "sim/lapack.h"
 #include "sim/solver.h"
-#include "sim/bindings.h"
 
 #define NPAIR 6
 /* the (i, i') blocks of the elastic Hessian computed; the other three are their transposes */
@@ -913,13 +912,17 @@ static void scatter_pairs(int64_t nb, const double *K, int64_t ldk, double *H) {
 static void group_rotations(const SimObject *o, const struct SimPrepared *p, double *R) {
     const double *Vol = o->ne ? o->ew : o->Vc;
     for (int g = 0; g < p->ng; g++) {
-        double A[9] = {0}, S[9];
+        double A[9] = {0};
         for (int64_t k = p->gstart[g]; k < p->gstart[g + 1]; k++) {
             int64_t e = p->gidx[k], c = o->ne ? o->eidx[e] : e;
             for (int a = 0; a < 9; a++) A[a] += Vol[e] * (o->rig_F ? o->rig_F[9 * c + a] : (a % 4 == 0));
         }
         if (p->gstart[g + 1] == p->gstart[g]) A[0] = A[4] = A[8] = 1;
-        sim_polar3(A, R + 9 * g, S);
+        /* the polar factor U Vᵀ of A = U Σ Vᵀ (U, V rotations, σ₂ signed) */
+        double U[9], sig[3], V[9];
+        sim_svd3_signed(A, U, sig, V);
+        for (int i = 0; i < 3; i++)
+            for (int j = 0; j < 3; j++) R[9 * g + 3 * i + j] = U[3 * i] * V[3 * j] + U[3 * i + 1] * V[3 * j + 1] + U[3 * i + 2] * V[3 * j + 2];
     }
 }
 
