@@ -74,7 +74,7 @@ int sim_lbs_rig_init(SimLbsRig *r, SimObject *o, int64_t np, const double *P, co
         return base_errf(err, errlen, "rig: out of memory");
     }
     if (sim_rig_attach(g, o, err, errlen)) {
-        o->rig_rows = NULL, o->rig_nrows = 0;
+        o->rig_rows = NULL, o->rig_nrows = 0, o->rig_group = NULL, o->rig_ngroups = 0;
         sim_lbs_rig_free(r);
         return -1;
     }

@@ -225,7 +225,7 @@ static const DsConfigField NEWTON[] = {
     {"armijo", DS_CFG_FLOAT, N(armijo), DS_CFG_KEEP, 0, 0.5, .help = "the line search's sufficient-decrease constant (default 1e-4)"},
     {"max_hessians", DS_CFG_INT, N(max_hessians), DS_CFG_KEEP, 1, 1000, .help = "Hessian assemblies per step at most (default 50)"},
     {"reuse_ratio", DS_CFG_FLOAT, N(reuse_ratio), DS_CFG_KEEP, 0, 1, .help = "> 0: keep the Hessian (chord steps) while each step decreases the energy by this ratio (default 0: off)"},
-    {"elastic_lag", DS_CFG_FLOAT, N(elastic_lag), DS_CFG_KEEP, 0, 1, .help = "reassemble the elastic Hessian only when a step's progress falls below this ratio (default 0.5; 0: every iteration)"},
+    {"elastic_lag", DS_CFG_FLOAT, N(elastic_lag), DS_CFG_KEEP, 0, 1, .help = "reassemble the elastic Hessian only when a step's progress falls below this ratio (default 0.5, a rigged object at most 0.1: sim/rig.h; 0: every iteration)"},
     {0}};
 #undef N
 

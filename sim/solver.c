@@ -14,6 +14,8 @@
 #define NPAIR 6
 /* the (i, i') blocks of the elastic Hessian computed; the other three are their transposes */
 static const int PAIR_I[NPAIR] = {0, 0, 0, 1, 1, 2}, PAIR_J[NPAIR] = {0, 1, 2, 1, 2, 2};
+/* the pairs with the three diagonal blocks first (the co-rotation's storage, corotate_kel) */
+static const int PORD[NPAIR] = {0, 3, 5, 1, 2, 4};
 /* points per blocked Hessian product: W is 3·CHUNK × 6nb doubles (2.5 MB at m = 16) */
 #define CHUNK 512
 
@@ -37,6 +39,18 @@ struct SimPrepared {
      * unscaled; valid once assembled, stale when the last iteration that used it contracted poorly */
     double *Kel;
     bool kel_valid;
+    /* its co-rotation under a rig (SimObject.rig_group; 0 groups: off): the integration points
+     * by group (gidx, starting at gstart), the groups' unscaled elastic Hessians of the last
+     * assembly (Kg: one nb × nb pair block per row, row k·ng + g for group g and pair PORD[k],
+     * the diagonal blocks' rows first), each group's rotation then (Rg0) and the rotations Kel
+     * was last composed for (Rgk), scratch (Gg: the rule's G rows in group order; Cg, Og: the
+     * composition's coefficients and output) */
+    int ng;
+    int64_t *gidx, *gstart;
+    double *Rg0, *Rgk, *Gg;
+    float *Kg, *Cg, *Og; /* single precision: the composition reads ng·NPAIR·nb² numbers each step, and
+                            the lagged Hessian only steers the direction (a 1e-7 error in it is far
+                            below the lag's own) */
     /* sim_object_step's world of one (world.c), released with what it points into */
     void *solo;
     void (*solo_release)(void *);
@@ -49,6 +63,7 @@ static void prep_free(struct SimPrepared *p) {
     if (p->solo) p->solo_release(p->solo);
     free(p->N), free(p->zp_rate), free(p->Lm), free(p->pen_S), free(p->pen_s), free(p->pen_n);
     free(p->drag_S), free(p->drag_s), free(p->drag_g), free(p->force_m), free(p->Kel);
+    free(p->gidx), free(p->gstart), free(p->Kg), free(p->Rg0), free(p->Rgk), free(p->Gg), free(p->Cg), free(p->Og);
     free(p->Ft), free(p->PT), free(p->W), free(p->K), free(p->up), free(p->Aact), free(p->Sact), free(p->tmp);
     free(p);
 }
@@ -621,6 +636,37 @@ done:
     return rc;
 }
 
+/* the co-rotation's point groups and storage (SimPrepared.ng); 0, or -1 out of memory */
+static int prepare_groups(const SimObject *o, struct SimPrepared *p) {
+    int ng = o->rig_ngroups;
+    int64_t nb = o->nb, nr = o->ne ? o->ne : o->nc;
+    const double *Gall = o->ne ? o->Ge : o->Gc;
+    p->gidx = malloc(sizeof(int64_t) * (size_t)(nr + 1)), p->gstart = calloc((size_t)ng + 1, sizeof(int64_t));
+    p->Kg = malloc(sizeof(float) * (size_t)(ng * NPAIR * nb * nb)), p->Rg0 = malloc(sizeof(double) * 9 * (size_t)ng);
+    p->Rgk = malloc(sizeof(double) * 9 * (size_t)ng), p->Gg = malloc(sizeof(double) * (size_t)(3 * nr * nb + 1));
+    p->Cg = malloc(sizeof(float) * (size_t)(2 * NPAIR * ng * NPAIR));
+    p->Og = malloc(sizeof(float) * (size_t)(2 * NPAIR * nb * nb));
+    if (!p->gidx || !p->gstart || !p->Kg || !p->Rg0 || !p->Rgk || !p->Gg || !p->Cg || !p->Og) return -1;
+    /* a counting sort of the rule's points by group; a group index out of range counts as group 0 */
+    for (int64_t e = 0; e < nr; e++) {
+        int g = o->rig_group[o->ne ? o->eidx[e] : e];
+        p->gstart[(g >= 0 && g < ng ? g : 0) + 1]++;
+    }
+    for (int g = 0; g < ng; g++) p->gstart[g + 1] += p->gstart[g];
+    int64_t *fill = calloc((size_t)ng, sizeof(int64_t));
+    if (!fill) return -1;
+    for (int64_t e = 0; e < nr; e++) {
+        int g = o->rig_group[o->ne ? o->eidx[e] : e];
+        g = g >= 0 && g < ng ? g : 0;
+        int64_t k = p->gstart[g] + fill[g]++;
+        p->gidx[k] = e;
+        memcpy(p->Gg + 3 * k * nb, Gall + 3 * e * nb, sizeof(double) * 3 * (size_t)nb);
+    }
+    free(fill);
+    p->ng = ng;
+    return 0;
+}
+
 int sim_object_prepare(SimObject *o, char *err, size_t errlen) {
     prep_free(o->prep);
     struct SimPrepared *p = o->prep = calloc(1, sizeof *p);
@@ -817,6 +863,7 @@ int sim_object_prepare(SimObject *o, char *err, size_t errlen) {
     if (!p->Ft || !p->PT || !p->W || !p->K || !p->Kel || !p->up ||
         !p->Aact || !p->Sact || !p->tmp)
         goto oom;
+    if (o->rig_ngroups > 0 && o->rig_group && prepare_groups(o, p)) goto oom;
     return 0;
 oom:
     prep_free(o->prep), o->prep = NULL;
@@ -831,11 +878,154 @@ void sim_object_constraint_info(const SimObject *o, int64_t *rows, int64_t *free
 
 /* ---- energy, gradient, Hessian ------------------------------------------------------------------ */
 
+/* W rows (j = 0..2) of one point, block `pair` (i, i'): Σ_j' sv Ĥ[3i+j][3i'+j'] G_j' — the right
+ * factor of (dF/dz)ᵀ Ĥ (dF/dz) restricted to the (i, i') block (G: the point's 3 rows of nb) */
+static void hessian_rows(int64_t nb, double sv, const double Hc[81], const double *G, double *W) {
+    for (int pr = 0; pr < NPAIR; pr++) {
+        int i = PAIR_I[pr], ii = PAIR_J[pr];
+        for (int j = 0; j < 3; j++) {
+            double h0 = sv * Hc[9 * (3 * i + j) + 3 * ii], h1 = sv * Hc[9 * (3 * i + j) + 3 * ii + 1],
+                   h2 = sv * Hc[9 * (3 * i + j) + 3 * ii + 2];
+            double *w = W + j * NPAIR * nb + pr * nb;
+            for (int64_t q = 0; q < nb; q++) w[q] = h0 * G[q] + h1 * G[nb + q] + h2 * G[2 * nb + q];
+        }
+    }
+}
+
+/* K's pair blocks (nb × NPAIR·nb, row stride ldk) scattered into H (n × n) with both triangles */
+static void scatter_pairs(int64_t nb, const double *K, int64_t ldk, double *H) {
+    int64_t n = 3 * nb;
+    for (int pr = 0; pr < NPAIR; pr++) {
+        int i = PAIR_I[pr], ii = PAIR_J[pr];
+        for (int64_t q = 0; q < nb; q++)
+            for (int64_t qq = 0; qq < nb; qq++) {
+                double v = K[q * ldk + pr * nb + qq];
+                H[(i * nb + q) * n + ii * nb + qq] += v;
+                if (i != ii) H[(ii * nb + qq) * n + i * nb + q] += v;
+            }
+    }
+}
+
+/* Each group's rotation (SimPrepared.ng): the rotation factor of Σ_c V_c F_r,c over its points
+ * (identity without rig_F). A point of a bone that turns rigidly has F_r = R, so the group of a
+ * bone turns by that bone's rotation; blend points weigh in by volume. */
+static void group_rotations(const SimObject *o, const struct SimPrepared *p, double *R) {
+    const double *Vol = o->ne ? o->ew : o->Vc;
+    for (int g = 0; g < p->ng; g++) {
+        double A[9] = {0};
+        for (int64_t k = p->gstart[g]; k < p->gstart[g + 1]; k++) {
+            int64_t e = p->gidx[k], c = o->ne ? o->eidx[e] : e;
+            for (int a = 0; a < 9; a++) A[a] += Vol[e] * (o->rig_F ? o->rig_F[9 * c + a] : (a % 4 == 0));
+        }
+        if (p->gstart[g + 1] == p->gstart[g]) A[0] = A[4] = A[8] = 1;
+        /* the polar factor U Vᵀ of A = U Σ Vᵀ (U, V rotations, σ₂ signed) */
+        double U[9], sig[3], V[9];
+        sim_svd3_signed(A, U, sig, V);
+        for (int i = 0; i < 3; i++)
+            for (int j = 0; j < 3; j++) R[9 * g + 3 * i + j] = U[3 * i] * V[3 * j] + U[3 * i + 1] * V[3 * j + 1] + U[3 * i + 2] * V[3 * j + 2];
+    }
+}
+
+/* The elastic Hessian (unscaled, PSD-projected) at z assembled group by group into Kg, its sum
+ * into p->Kel (zeroed first), the groups' rotations kept as Rg0 and Rgk: the same matrix as
+ * elastic()'s, the points summed in group order. */
+static void elastic_hessian_groups(const SimObject *o, struct SimPrepared *p, const double *z, int *nproj) {
+    int64_t nb = o->nb, n = o->n, nr = o->ne ? o->ne : o->nc, ng = p->ng;
+    const double *Gall = o->ne ? o->Ge : o->Gc, *Vol = o->ne ? o->ew : o->Vc;
+    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)(3 * nr), 3, (int)nb, 1.0, Gall, (int)nb, z, (int)nb, 0.0,
+                p->Ft, 3);
+    int proj = 0;
+    memset(p->Kel, 0, sizeof(double) * (size_t)(n * n));
+    for (int g = 0; g < ng; g++) {
+        memset(p->K, 0, sizeof(double) * (size_t)(NPAIR * nb * nb));
+        for (int64_t k0 = p->gstart[g]; k0 < p->gstart[g + 1]; k0 += CHUNK) {
+            int64_t k1 = k0 + CHUNK < p->gstart[g + 1] ? k0 + CHUNK : p->gstart[g + 1];
+            int par_nt = base_par_threads(k1 - k0, 300 + 60 * nb);
+#pragma omp parallel for reduction(+ : proj) schedule(static) num_threads(par_nt) if (par_nt > 1)
+            for (int64_t k = k0; k < k1; k++) {
+                int64_t e = p->gidx[k];
+                double F[9], Hc[81];
+                const double *Fr = o->rig_F ? o->rig_F + 9 * (o->ne ? o->eidx[e] : e) : NULL;
+                for (int i = 0; i < 3; i++)
+                    for (int j = 0; j < 3; j++) F[3 * i + j] = (Fr ? Fr[3 * i + j] : (i == j)) + p->Ft[(3 * e + j) * 3 + i];
+                if (o->no_projection) sim_snh(F, o->mu, o->lam, NULL, Hc);
+                else proj += sim_snh_hessian_psd(F, o->mu, o->lam, Hc) > 0;
+                hessian_rows(nb, Vol[e], Hc, p->Gg + 3 * k * nb, p->W + 3 * (k - k0) * NPAIR * nb);
+            }
+            cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)nb, (int)(NPAIR * nb), (int)(3 * (k1 - k0)), 1.0,
+                        p->Gg + 3 * k0 * nb, (int)nb, p->W, (int)(NPAIR * nb), 1.0, p->K, (int)(NPAIR * nb));
+        }
+        scatter_pairs(nb, p->K, NPAIR * nb, p->Kel);
+        for (int k = 0; k < NPAIR; k++)
+            for (int64_t q = 0; q < nb; q++)
+                for (int64_t qq = 0; qq < nb; qq++)
+                    p->Kg[((k * ng + g) * nb + q) * nb + qq] = (float)p->K[q * NPAIR * nb + PORD[k] * nb + qq];
+    }
+    group_rotations(o, p, p->Rg0);
+    memcpy(p->Rgk, p->Rg0, sizeof(double) * 9 * (size_t)ng);
+    if (nproj) *nproj = proj;
+}
+
+/* The lagged elastic Hessian co-rotated to the rig's current pose: Ψ is isotropic, so at F' = Q F
+ * its Hessian is Ĥ(F') = (Q ⊗ I) Ĥ(F) (Qᵀ ⊗ I) (the PSD projection too), and since dF/dz = I₃ ⊗ G
+ * the same rotation passes through to z: a group's block K_g at F turns into
+ * (Q ⊗ I_nb) K_g (Qᵀ ⊗ I_nb), block (i, i') = Σ_aa' Q_ia Q_i'a' K_g(a, a'). With Q_g = R_g R_g0ᵀ
+ * (the group's rotation now and at the assembly) this is exact for groups whose points all turned
+ * rigidly by Q_g with z following them, and otherwise a better start than K_g unturned: a moving
+ * rig turns each bone's points every step, which is what left the lagged Hessian behind (rig.h).
+ * Composed for all groups at once: per row q of the pair blocks, Og = Cg · [K_g(pair) rows q],
+ * the coefficients of block (i ≤ i') on K_g(a ≤ a') in Cg's first NPAIR rows and those on
+ * K_g(a, a')ᵀ (a < a') in its last NPAIR, then Kel(i, i') = S + Tᵀ. Only when a rotation changed
+ * since the last composition (a rig moves once per step). */
+static void corotate_kel(const SimObject *o, struct SimPrepared *p) {
+    int64_t nb = o->nb, n = o->n, ng = p->ng, nb2 = nb * nb;
+    double R[9 * 64], *Rn = ng <= 64 ? R : malloc(sizeof(double) * 9 * (size_t)ng);
+    if (!Rn) return; /* out of memory: the lagged Hessian stays as it is (still a descent direction) */
+    group_rotations(o, p, Rn);
+    if (!memcmp(Rn, p->Rgk, sizeof(double) * 9 * (size_t)ng)) {
+        if (Rn != R) free(Rn);
+        return;
+    }
+    /* S (NPAIR × nb²) = C1 Kg over all its rows, T = C2 Kg over the off-diagonal blocks' rows */
+    int K = (int)(ng * NPAIR), Ko = (int)(ng * 3);
+    float *C1 = p->Cg, *C2 = p->Cg + NPAIR * K;
+    for (int g = 0; g < ng; g++) {
+        double Q[9];
+        const double *R1 = Rn + 9 * g, *R0 = p->Rg0 + 9 * g;
+        for (int i = 0; i < 3; i++)
+            for (int a = 0; a < 3; a++) Q[3 * i + a] = R1[3 * i] * R0[3 * a] + R1[3 * i + 1] * R0[3 * a + 1] + R1[3 * i + 2] * R0[3 * a + 2];
+        for (int po = 0; po < NPAIR; po++) {
+            int i = PAIR_I[po], ii = PAIR_J[po];
+            for (int k = 0; k < NPAIR; k++) {
+                int a = PAIR_I[PORD[k]], aa = PAIR_J[PORD[k]];
+                C1[po * K + k * ng + g] = (float)(Q[3 * i + a] * Q[3 * ii + aa]);
+                if (k >= 3) C2[po * Ko + (k - 3) * ng + g] = (float)(Q[3 * i + aa] * Q[3 * ii + a]);
+            }
+        }
+    }
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, NPAIR, (int)nb2, K, 1.0f, C1, K, p->Kg, (int)nb2, 0.0f, p->Og,
+                (int)nb2);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, NPAIR, (int)nb2, Ko, 1.0f, C2, Ko, p->Kg + 3 * ng * nb2,
+                (int)nb2, 0.0f, p->Og + NPAIR * nb2, (int)nb2);
+    for (int po = 0; po < NPAIR; po++) {
+        int i = PAIR_I[po], ii = PAIR_J[po];
+        const float *S = p->Og + po * nb2, *T = p->Og + (NPAIR + po) * nb2;
+        for (int64_t q = 0; q < nb; q++)
+            for (int64_t qq = 0; qq < nb; qq++) {
+                double v = (double)S[q * nb + qq] + (double)T[qq * nb + q];
+                p->Kel[(i * nb + q) * n + ii * nb + qq] = v;
+                if (i != ii) p->Kel[(ii * nb + qq) * n + i * nb + q] = v;
+            }
+    }
+    memcpy(p->Rgk, Rn, sizeof(double) * 9 * (size_t)ng);
+    if (Rn != R) free(Rn);
+}
+
 /* Elastic part, scaled: returns Σ_c V_c Ψ(F_c(z)) (unscaled) and adds scale·∇ to g and
  * scale·(PSD-projected Hessian) to H (n × n) when they are given. */
 static double elastic(const SimObject *o, struct SimPrepared *p, const double *z, double scale, double *g, double *H,
                       int *nproj) {
-    int64_t nb = o->nb, n = o->n;
+    int64_t nb = o->nb;
     /* the integration rule: all points with their volumes, or an optimized subset (solver.h) */
     int64_t nc = o->ne ? o->ne : o->nc;
     const double *Gall = o->ne ? o->Ge : o->Gc, *Vol = o->ne ? o->ew : o->Vc;
@@ -863,19 +1053,7 @@ static double elastic(const SimObject *o, struct SimPrepared *p, const double *z
                     for (int j = 0; j < 3; j++) p->PT[(3 * c + j) * 3 + i] = scale * Vol[c] * P[3 * i + j];
             if (H) {
                 if (!o->no_projection) proj += sim_snh_hessian_psd(F, o->mu, o->lam, Hc) > 0;
-                double sv = scale * Vol[c];
-                const double *G = Gall + 3 * c * nb;
-                /* W rows (c, j), block `pair` (i, i'): Σ_j' Ĥ[3i+j][3i'+j'] G_j' — the right factor
-                 * of (dF/dz)ᵀ Ĥ (dF/dz) restricted to the (i, i') block */
-                for (int pr = 0; pr < NPAIR; pr++) {
-                    int i = PAIR_I[pr], ii = PAIR_J[pr];
-                    for (int j = 0; j < 3; j++) {
-                        double h0 = sv * Hc[9 * (3 * i + j) + 3 * ii], h1 = sv * Hc[9 * (3 * i + j) + 3 * ii + 1],
-                               h2 = sv * Hc[9 * (3 * i + j) + 3 * ii + 2];
-                        double *w = p->W + (3 * (c - c0) + j) * NPAIR * nb + pr * nb;
-                        for (int64_t q = 0; q < nb; q++) w[q] = h0 * G[q] + h1 * G[nb + q] + h2 * G[2 * nb + q];
-                    }
-                }
+                hessian_rows(nb, scale * Vol[c], Hc, Gall + 3 * c * nb, p->W + 3 * (c - c0) * NPAIR * nb);
             }
         }
         if (H) /* the hot loop: K_(i,i') += Σ_c G_cᵀ W_c over a block of points, one dgemm */
@@ -885,16 +1063,7 @@ static double elastic(const SimObject *o, struct SimPrepared *p, const double *z
     if (g) /* ∇ = (dF/dz)ᵀ vec(P) for all points: g⁽ⁱ⁾ += Σ_(c,j) scale V_c P_ij G_j */
         cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, 3, (int)nb, (int)(3 * nc), 1.0, p->PT, 3, Gall, (int)nb,
                     1.0, g, (int)nb);
-    if (H)
-        for (int pr = 0; pr < NPAIR; pr++) {
-            int i = PAIR_I[pr], ii = PAIR_J[pr];
-            for (int64_t q = 0; q < nb; q++)
-                for (int64_t qq = 0; qq < nb; qq++) {
-                    double v = p->K[q * NPAIR * nb + pr * nb + qq];
-                    H[(i * nb + q) * n + ii * nb + qq] += v;
-                    if (i != ii) H[(ii * nb + qq) * n + i * nb + q] += v;
-                }
-        }
+    if (H) scatter_pairs(nb, p->K, NPAIR * nb, H);
     if (nproj) *nproj = proj;
     return E;
 }
@@ -1105,10 +1274,14 @@ static void lagged_hessian(const SimObject *o, struct SimPrepared *p, const doub
     int64_t nb = o->nb, n = o->n;
     double dt2 = dt * dt;
     if (fresh || !p->kel_valid) {
-        memset(p->Kel, 0, sizeof(double) * (size_t)(n * n));
-        elastic(o, p, z, 1.0, NULL, p->Kel, nproj);
+        if (p->ng) elastic_hessian_groups(o, p, z, nproj);
+        else {
+            memset(p->Kel, 0, sizeof(double) * (size_t)(n * n));
+            elastic(o, p, z, 1.0, NULL, p->Kel, nproj);
+        }
         p->kel_valid = true;
-    }
+    } else if (p->ng)
+        corotate_kel(o, p);
     const double *Kel = p->Kel;
 #pragma omp simd
     for (int64_t k = 0; k < n * n; k++) H[k] = dt2 * Kel[k];

@@ -216,6 +216,14 @@ typedef struct {
     int64_t rig_nrows;
     const double *rig_rows;
     const double *rig_F, *rig_uc, *rig_uv;
+    /* The lagged elastic Hessian's co-rotation (SimNewtonOptions.elastic_lag; solver.c's
+     * corotate_kel): rig_ngroups > 0 groups of the cubature points (rig_group, nc: each point's
+     * dominant bone). The Hessian is kept per group and turned, before it is used, by each group's
+     * rotation since its assembly (the polar factor of the group's volume-weighted rig_F), so that
+     * a rig's turning bones do not leave it behind. Set by sim_rig_attach; prepare again after a
+     * change. 0: off. */
+    int rig_ngroups;
+    const int32_t *rig_group;
 } SimObject;
 
 /* Builds the subspace from a skinning source, a material and a pose. 0, or -1 with err set. */
