@@ -1440,6 +1440,7 @@ static int ws_step_bound(void *ctx, const double *z, const double *dz, double *a
         for (int k = 0; k < w->nobj; k++)
             for (int64_t q = 0; q < 3 * s->oi[k].np; q++) s->dx[k][q] *= sweep;
     c->sweep = sweep;
+    w->last.sweep_limited += sweep < 1;
     if (candidates(w, s->bodies, &s->cand)) return -1;
     w->last.candidates = s->cand.n;
     *alpha = sweep * sim_contact_ccd(s->bodies, &s->cand, w->contact.min_sep);
@@ -1690,6 +1691,7 @@ static int world_step(SimWorld *w, double dt, char *err, size_t errlen) {
     s->g = P.g, s->gt = P.gt;
     if (nrc) goto oom;
     SimWorldStats *st = &w->last;
+    st->backtracks = res.backtracks;
     st->iters = res.iters, st->hessians = res.hessians, st->failures = res.failures, st->converged = res.converged;
     st->decrement = res.decrement;
     if (contact && res.line_search_failed) set_bodies(w, s->z, NULL);
