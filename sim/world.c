@@ -111,8 +111,6 @@ struct SimWorldScratch {
     double *cfx;               /* per active pair: the six coefficients of its exact 3 × 3 Hessian */
     int64_t pair_cap;
     bool have_factor;          /* Lh holds the factors of a PSD Newton matrix over comp */
-    double fac_trace;          /* Σ over pairs of the trace of their PSD 3 × 3 coefficients in those
-                                  factors (contact_trace) */
     /* without contact (direct_direction): each object's factor in Lh at hoff, of the block kept
      * in Hf (valid when hf_ok) */
     double *Hf;
@@ -848,12 +846,9 @@ static int barrier_hessian(SimWorld *w, double scale, bool tangential) {
     if (!U) return -1;
     s->U = U;
     double *Y = U + n * r_max, *K6 = Y + 6 * n * r_max, *cf = K6 + 6 * r_max * r_max;
-    double tr = 0;
     for (int64_t t = 0; t < nall; t++) {
         pair_coefficients(w, scale, t, tangential, cf + 6 * t);
-        tr += cf[6 * t] + cf[6 * t + 3] + cf[6 * t + 5];
     }
-    if (!tangential) s->fac_trace = tr; /* the PSD matrix factor_psd factors */
     for (int a = 0; a < w->nobj; a++) {
         const ObjInfo *A = &s->oi[a];
         int64_t ra = A->r, P = 0;
@@ -1149,7 +1144,6 @@ static int factor_psd(SimWorld *w, double scale, bool contact, int *ncomp) {
     memset(s->hf_ok, 0, sizeof(bool) * (size_t)w->nobj); /* Lh is about to hold other factors */
     double t0 = base_cpu_now();
     hr_from_objects(w);
-    s->fac_trace = 0;
     if (contact && barrier_hessian(w, scale, false)) return -1;
     /* the assembly is the Hessians' share of the direction's time (ws_direction counts it all as solves) */
     double th = base_cpu_now() - t0;
@@ -1391,22 +1385,6 @@ static int direct_direction(SimWorld *w, bool fresh) {
     return 0;
 }
 
-/* The pairs' stiffness in the PSD matrix (Σ of their 3 × 3 coefficients' traces): how far the
- * contact part of the Newton matrix has moved since the kept factors were made */
-static double contact_trace(const SimWorld *w, double scale) {
-    const struct SimWorldScratch *s = w->ws;
-    double tr = 0, cf[6];
-    for (int64_t t = 0; t < s->nact + s->nfr; t++) {
-        pair_coefficients(w, scale, t, false, cf);
-        tr += cf[0] + cf[3] + cf[5];
-    }
-    return tr;
-}
-
-/* Kept factors whose pairs' stiffness differs from the current one by more than this factor
- * either way are refreshed before CG rather than after it runs slow (ws_direction) */
-#define STALE_TRACE 2.0
-
 /* Without contact: direct_direction. With it: without the lag every Hessian is factored (plain
  * Newton); with it the factors are kept while CG converges quickly with them, and a slow CG
  * refactors and runs again. Not fresh: a chord step with the last factors as they are. */
@@ -1422,15 +1400,6 @@ static int ws_direction(void *ctx, bool fresh, bool lagged, double *dz) {
         s->have_factor = false; /* Lh now holds the blocks' factors, not the CG preconditioner's */
     } else if (fresh) {
         bool refactor = !lagged || !s->have_factor;
-        /* Kept factors go stale as pairs come, go and stiffen; CG with stale ones runs its 16
-         * products and fails, then the refactor and a second CG follow (on the capped pile ~60%
-         * of contact frames). In one capped-pile run, where the pairs' stiffness had moved by over
-         * 2× since the factorization CG was slow in 34 of 47 frames (within 0.8–1.05×: 5 of 25), so
-         * those refactor at once. */
-        if (!refactor) {
-            double tr = contact_trace(w, c->dt * c->dt);
-            refactor = tr > STALE_TRACE * s->fac_trace || tr * STALE_TRACE < s->fac_trace;
-        }
         for (;;) {
             if (refactor) {
                 rc = factor_psd(w, c->dt * c->dt, c->contact, &st->components);

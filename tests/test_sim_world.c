@@ -503,30 +503,6 @@ TEST(sim_world_capped_pile_sweeps_stay_local) {
     sim_scene_free(&sc);
 }
 
-/* The CG preconditioner's factors are kept across steps while CG converges with them; once the
- * pairs' stiffness has moved far from the one factored (world.c, STALE_TRACE), they are refreshed
- * before CG instead of after 16 products that fail. On the pile capped at one iteration (90 steps)
- * that took 15.8 CG products and 0.77 factorizations per contact iteration to 8.6 and 0.54. */
-TEST(sim_world_capped_pile_refreshes_stale_factors_before_cg) {
-    SimScene sc;
-    SimObject objs[3];
-    SimWorld w;
-    char err[512];
-    capped_pile_init(&sc, objs, &w);
-    int iters = 0, prods = 0, fact = 0, steps = 90;
-    for (int s = 0; s < steps; s++) {
-        CHECK_MSG(sim_world_step(&w, sc.dt, err, sizeof err) == 0, "step %d: %s", s, err);
-        if (w.last.active > 0 || w.last.candidates > 0) iters += w.last.iters, prods += w.last.cg_products, fact += w.last.factorizations;
-    }
-    printf("    pile capped at 1 Newton iteration, %d steps: %d contact iterations, %.1f CG products and %.2f "
-           "factorizations each\n", steps, iters, (double)prods / iters, (double)fact / iters);
-    CHECK(iters > 20);
-    CHECK((double)prods / iters < 10);
-    sim_world_free(&w);
-    for (int k = 0; k < 3; k++) sim_object_free(&objs[k]);
-    sim_scene_free(&sc);
-}
-
 TEST(sim_world_head_on_collision_conserves_momentum) {
     SimObject objs[2];
     double half[3] = {0.1, 0.1, 0.1}, at0[3] = {-0.2, 0, 0}, at1[3] = {0.2, 0.01, 0};
