@@ -11,7 +11,8 @@
  *   sim_pile            three deformables piling up (scenes/pile.json), IPC contact between them:
  *                       the frames with contact pairs in reach; then sim_pile_cap1, _cap2, _cap4:
  *                       the real-time mode (a fixed cap of Newton iterations per frame), each with
- *                       "check sim_pile_capN_rmse <% of the diagonal>" against the converged run
+ *                       "check sim_pile_capN_rmse <% of the diagonal>" against the converged run;
+ *                       sim_pile_cap1, _cap2, _cap4 named: that cap alone, no RMSE
  *   sim_pile10          ten objects piling up (scenes/pile10.json): converged, then caps 1 and 2 with
  *                       their RMSE against it; sim_pile10_cap1, _cap2: one cap alone, no RMSE
  * The pile cases also print "parts <name> ..." (broad phase, pairs, Hessians, solves per frame).
@@ -106,7 +107,7 @@ static void run_pile(const char *scene, int cap, const char *name, bool keep, Pi
     SimWorld world = {0};
     if (sim_world_init(&world, objs, sc.nobjects, NULL, 0, sc.planes, sc.nplanes, &sc.contact, err, sizeof err))
         die("world", err);
-    int steps = (int)sc.steps, ncontact = 0, iters = 0, hess = 0, fact = 0, prods = 0, unconverged = 0;
+    int steps = (int)sc.steps, ncontact = 0, iters = 0, hess = 0, fact = 0, prods = 0, unconverged = 0, bt = 0, swept = 0;
     double *cw = malloc(sizeof(double) * (size_t)steps), *cc = malloc(sizeof(double) * (size_t)steps), dmin = INFINITY;
     double part[5] = {0, 0, 0, 0, 0}; /* broad, pairs, Hessians, solves, rest: sums over contact frames */
     int64_t pts = 0, nv = 0, proxy = 0;
@@ -137,13 +138,14 @@ static void run_pile(const char *scene, int cap, const char *name, bool keep, Pi
         dmin = fmin(dmin, st->min_distance);
         if (!(st->min_distance > 0)) die(name, "a pair distance reached 0: a crossing");
         if (getenv("BENCH_VERBOSE"))
-            printf("frame %d: %.1f ms, %d iterations, %d Hessians, %d factorizations, %d CG products (%d negative), %d CCD-limited, "
+            printf("frame %d: %.1f ms, %d iterations, %d Hessians, %d factorizations, %d CG products (%d negative), %d CCD-limited, %d sweep-limited, %d backtracks, "
                    "%lld candidates, %lld active, converged %d\n", f, c1, st->iters, st->hessians, st->factorizations,
-                   st->cg_products, st->negative, st->ccd_limited, (long long)st->candidates, (long long)st->active,
+                   st->cg_products, st->negative, st->ccd_limited, st->sweep_limited, st->backtracks, (long long)st->candidates, (long long)st->active,
                    st->converged);
         if (st->active > 0 || st->candidates > 0) {
             cw[ncontact] = w1, cc[ncontact] = c1, ncontact++, iters += st->iters, hess += st->hessians,
-            fact += st->factorizations, prods += st->cg_products, unconverged += !st->converged;
+            fact += st->factorizations, prods += st->cg_products, unconverged += !st->converged, bt += st->backtracks,
+            swept += st->sweep_limited;
             part[0] += st->t_broad, part[1] += st->t_pairs, part[2] += st->t_hessian, part[3] += st->t_solve;
             part[4] += st->t_cpu - st->t_broad - st->t_pairs - st->t_hessian - st->t_solve;
         }
@@ -178,11 +180,11 @@ static void run_pile(const char *scene, int cap, const char *name, bool keep, Pi
         free(c), free(v);
     }
     printf("info %s %d objects, %lld cubature points in all, %lld contact points (proxies), %d of %d frames in contact, "
-           "%.1f Newton iterations (%.1f CG products each), %.1f elastic Hessians and %.1f factorizations per contact "
-           "frame, %d frames unconverged, min pair distance %.3g m (d̂ %.3g m, κ %.3g, μ %.2g); at the end the "
+           "%.1f Newton iterations (%.1f CG products each), %.1f elastic Hessians, %.1f factorizations and %.1f backtracks per "
+           "contact frame, %d sweep-limited iterations, %d frames unconverged, min pair distance %.3g m (d̂ %.3g m, κ %.3g, μ %.2g); at the end the "
            "centres %.3f m apart horizontally at most, the fastest vertex at %.3f m/s\n",
            name, sc.nobjects, (long long)pts, (long long)proxy, ncontact, steps, (double)iters / ncontact,
-           (double)prods / fmax(iters, 1), (double)hess / ncontact, (double)fact / ncontact, unconverged, dmin, world.dhat,
+           (double)prods / fmax(iters, 1), (double)hess / ncontact, (double)fact / ncontact, (double)bt / ncontact, swept, unconverged, dmin, world.dhat,
            world.kappa, sc.contact.mu, spread, vmax);
     printf("parts %s ms per contact frame (CPU, means): broad phase + CCD %.2f, pairs %.2f, Hessians %.2f, solves %.2f, "
            "rest %.2f\n", name, 1e3 * part[0] / ncontact, 1e3 * part[1] / ncontact, 1e3 * part[2] / ncontact,
@@ -425,6 +427,15 @@ int main(int argc, char **argv) {
             free(rt.x);
         }
         free(conv.x);
+    }
+    /* one real-time cap of the three-object pile alone (not in the default run), no RMSE: for
+     * profiling and side-by-side timing without the converged run */
+    for (int cap = 1; cap <= 4 && argc > 1; cap *= 2) {
+        char name[64];
+        snprintf(name, sizeof name, "sim_pile_cap%d", cap);
+        PileRun a;
+        if (wanted(argc, argv, name))
+            run_pile(getenv("BENCH_PILE_SCENE") ? getenv("BENCH_PILE_SCENE") : "scenes/pile.json", cap, name, false, &a);
     }
     /* one real-time cap of the ten-object pile alone (not in the default run: the converged
      * line above takes minutes), for profiling and for the cap 1 vs cap 2 choice */

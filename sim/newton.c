@@ -73,6 +73,7 @@ int sim_newton_solve(SimNewtonProblem *P, const SimNewtonPolicy *o, double E0, b
             Et = P->trial(P->ctx, P->zt, alpha, o->grad_every_trial || bt == 0 ? P->gt : NULL);
             if (Et <= E + o->armijo * alpha * dec) break;
         }
+        r->backtracks += bt;
         if (bt > o->max_backtracks) {
             r->failures++;
             r->line_search_failed = true;

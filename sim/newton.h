@@ -69,6 +69,7 @@ typedef struct {
 
 typedef struct {
     int iters, hessians, failures;
+    int backtracks; /* Armijo halvings over all iterations */
     bool converged, line_search_failed;
     double decrement; /* the last gᵀM⁻¹g or |Δzᵀg|, over scale */
 } SimNewtonResult;

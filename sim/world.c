@@ -1440,6 +1440,7 @@ static int ws_step_bound(void *ctx, const double *z, const double *dz, double *a
         for (int k = 0; k < w->nobj; k++)
             for (int64_t q = 0; q < 3 * s->oi[k].np; q++) s->dx[k][q] *= sweep;
     c->sweep = sweep;
+    w->last.sweep_limited += sweep < 1;
     if (candidates(w, s->bodies, &s->cand)) return -1;
     w->last.candidates = s->cand.n;
     *alpha = sweep * sim_contact_ccd(s->bodies, &s->cand, w->contact.min_sep);
@@ -1598,6 +1599,8 @@ static int world_step(SimWorld *w, double dt, char *err, size_t errlen) {
         sim_object_predict(o, dt, t1, s->ztil + oi->off, s->zt + oi->off, s->dz, s->dy);
     }
     /* initial guess: z̃, with contact filtered by CCD from the feasible z₀ (IPC §4.2) */
+    double Eobj = 0;     /* the objects' energy at the start z when have_g (its gradient in s->g) */
+    bool have_g = false;
     s->cand.n = 0, s->nact = 0, s->nfr = 0;
     if (contact && rigged(w, -1)) {
         double ar;
@@ -1645,16 +1648,20 @@ static int world_step(SimWorld *w, double dt, char *err, size_t errlen) {
          * > E(z₀), Newton starts from z₀ itself (feasible; IPC's own start), whose first direction
          * sees the barrier's and the planes' curvature. Halving α instead holds every object back
          * with the one that meets a plane (all share α): the pile then hardly fell under a cap. */
-        double E0 = objects_energy(w, s->z0, s->ztil, dt, t1, NULL), tp = base_cpu_now();
+        /* The objects' energy of the start Newton takes (z₀, or the guess) is evaluated here with
+         * its gradient into s->g, once: each evaluation is a pass over all cubature points. */
+        double E0 = objects_energy(w, s->z0, s->ztil, dt, t1, a0 > 0 ? NULL : s->g), tp = base_cpu_now();
+        Eobj = E0, have_g = !(a0 > 0);
         E0 += dt2 * (barrier_energy(w, s->cand.pairs, s->cand.n, 0, NULL) + friction_energy(w, 0));
         w->last.t_pairs += base_cpu_now() - tp;
         if (a0 > 0) {
             for (int64_t q = 0; q < N; q++) s->zt[q] = s->z0[q] + a0 * s->dz[q];
-            double Ea = objects_energy(w, s->zt, s->ztil, dt, t1, NULL);
+            double Eo = objects_energy(w, s->zt, s->ztil, dt, t1, s->g), Ea = Eo;
             tp = base_cpu_now();
             Ea += dt2 * (barrier_energy(w, s->cand.pairs, s->cand.n, a0, NULL) + friction_energy(w, a0));
             w->last.t_pairs += base_cpu_now() - tp;
-            if (!(Ea <= E0)) a0 = 0;
+            if (Ea <= E0) Eobj = Eo, have_g = true;
+            else a0 = 0;
         }
         for (int64_t q = 0; q < N; q++) s->z[q] = s->z0[q] + a0 * s->dz[q];
         set_bodies(w, s->z, NULL);
@@ -1663,7 +1670,7 @@ static int world_step(SimWorld *w, double dt, char *err, size_t errlen) {
         w->last.min_distance = fmin(w->last.min_distance, sim_contact_min_distance(s->bodies, &s->cand, 0));
     } else
         memcpy(s->z, s->zt, sizeof(double) * (size_t)N);
-    double E = objects_energy(w, s->z, s->ztil, dt, t1, s->g);
+    double E = have_g ? Eobj : objects_energy(w, s->z, s->ztil, dt, t1, s->g);
     if (contact) {
         E += dt2 * (barrier_energy(w, s->act, s->nact, 0, NULL) + friction_energy(w, 0));
         barrier_gradient(w, dt2, s->g);
@@ -1690,6 +1697,7 @@ static int world_step(SimWorld *w, double dt, char *err, size_t errlen) {
     s->g = P.g, s->gt = P.gt;
     if (nrc) goto oom;
     SimWorldStats *st = &w->last;
+    st->backtracks = res.backtracks;
     st->iters = res.iters, st->hessians = res.hessians, st->failures = res.failures, st->converged = res.converged;
     st->decrement = res.decrement;
     if (contact && res.line_search_failed) set_bodies(w, s->z, NULL);

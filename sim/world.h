@@ -118,6 +118,9 @@ typedef struct {
     int cg_products;        /* exact-Hessian products of the conjugate-gradient solves */
     int negative;           /* CG solves that met negative curvature (the exact Hessian indefinite) */
     int ccd_limited;        /* iterations (and the initial guess) whose step CCD shortened */
+    int sweep_limited;      /* iterations whose line search the sweep bound shortened (world.c,
+                               ws_step_bound: no point moves farther than the step allows) */
+    int backtracks;         /* Armijo halvings of the step's line searches */
     int components;         /* Cholesky blocks solved in the last iteration */
     bool converged;
     int64_t candidates;     /* broad-phase pairs of the last line search */
