@@ -776,7 +776,7 @@ TEST(motion_procedural_motions) {
         CHECK(names && n >= 3);
         for (int i = 0; i < n; i++) {
             if (!strncmp(names[i], "cmu_", 4) || !strcmp(names[i], "boxing")) continue;
-            if (!strcmp(names[i], "repertoire") && !strcmp(cats[c], "humanoid") && !have_bvh()) continue;
+            if (!strncmp(names[i], "repertoire", 10) && !strcmp(cats[c], "humanoid") && !have_bvh()) continue;
             DsMotion a, b, d;
             CHECK_MSG(ds_motion_make(&s, names[i], 10, 7, &o, &a, err, sizeof err) == 0, "%s", err);
             CHECK(ds_motion_make(&s, names[i], 10, 7, &o, &b, err, sizeof err) == 0);
@@ -847,10 +847,17 @@ TEST(motion_repertoire_spans_kinds_not_the_heldout_clip) {
         CHECK(a.nframes == F && memcmp(a.local, b.local, sizeof(double) * nq) == 0 &&
               memcmp(a.root, b.root, sizeof(double) * 3 * F) == 0 && !strcmp(a.source, b.source));
         CHECK_MSG(memcmp(a.local, d.local, sizeof(double) * nq) != 0, "%s: seeds 0 and 1 give one repertoire", cats[c]);
+        /* every kind in it; repertoire_unseen: every kind but the held-out motion's */
+        const char *hn = ds_motion_default(cats[c], true);
+        DsMotion u;
+        CHECK_MSG(ds_motion_make(&s, "repertoire_unseen", F, 0, &o, &u, err, sizeof err) == 0, "%s", err);
         const char *const *names = ds_motion_names(cats[c], NULL);
         for (int i = 0; names[i]; i++)
-            if (strcmp(names[i], "rest") && strcmp(names[i], "repertoire"))
+            if (strcmp(names[i], "rest") && strncmp(names[i], "repertoire", 10)) {
                 CHECK_MSG(strstr(a.source, names[i]), "%s: %s missing from %s", cats[c], names[i], a.source);
+                bool in = strstr(u.source, names[i]) != NULL;
+                CHECK_MSG(in == !!strcmp(names[i], hn), "%s: %s %s %s", cats[c], names[i], in ? "in" : "missing from", u.source);
+            }
         /* continuity: the largest per-bone turn between consecutive frames. A cut between two
          * segments without the cross-fade turns bones by up to 180°; the boxing capture's punches
          * turn a forearm by up to 42° a frame at 30 fps, the procedural gaits under 25°. */
@@ -862,18 +869,19 @@ TEST(motion_repertoire_spans_kinds_not_the_heldout_clip) {
             }
         CHECK_MSG(step * 180 / M_PI < 45, "%s: a %.1f° jump between frames", cats[c], step * 180 / M_PI);
         /* the benchmark's held-out clip: its default motion, seed + 1, 48 frames */
-        const char *hn = ds_motion_default(cats[c], true);
         CHECK_MSG(ds_motion_make(&s, hn, 48, 1, &o, &h, err, sizeof err) == 0, "%s", err);
-        double w = nearest_window_deg(&s, &a, &h);
+        double w = nearest_window_deg(&s, &a, &h), wu = nearest_window_deg(&s, &u, &h);
+        CHECK_MSG(wu > w, "%s: the held-out clip nearer to repertoire_unseen (%.2f°) than to repertoire (%.2f°)", cats[c], wu, w);
         CHECK_MSG(w > 0.5, "%s: held-out %s within %.3f° (mean per bone over the clip) of a repertoire window", cats[c], hn, w);
         /* the check sees a clip that is there: the held-out clip inside a longer one */
         DsMotion self;
         CHECK(ds_motion_make(&s, hn, 60, 1, &o, &self, err, sizeof err) == 0);
         CHECK(nearest_window_deg(&s, &self, &h) < 1e-6);
         if (getenv("ANIMA_MOTION_VERBOSE"))
-            fprintf(stderr, "%s: held-out %s nearest repertoire window %.2f deg, largest step %.1f deg\n", cats[c], hn, w,
-                    step * 180 / M_PI);
+            fprintf(stderr, "%s: held-out %s nearest repertoire window %.2f deg (unseen %.2f), largest step %.1f deg\n",
+                    cats[c], hn, w, wu, step * 180 / M_PI);
         ds_motion_free(&a), ds_motion_free(&b), ds_motion_free(&d), ds_motion_free(&h), ds_motion_free(&self);
+        ds_motion_free(&u);
         ds_procedural_free(&s);
     }
 }

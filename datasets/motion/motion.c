@@ -54,7 +54,7 @@ static const Catalogue CATALOGUE[] = {
     {"lamp", {"nod", "hop", NULL}, "nod", "hop"},
 };
 #define NCAT_MOTION (int)(sizeof CATALOGUE / sizeof CATALOGUE[0])
-static const char *const GENERIC[] = {"sway", "wiggle", "rest", "repertoire"};
+static const char *const GENERIC[] = {"sway", "wiggle", "rest", "repertoire", "repertoire_unseen"};
 #define NGENERIC (int)(sizeof GENERIC / sizeof GENERIC[0])
 
 const char *const *ds_motion_names(const char *category, int *count) {
@@ -791,20 +791,23 @@ static int ds_motion_make_seg(const DsProceduralShape *shape, const char *name, 
     return ds_motion_make(shape, name, nframes, seed, &o, out, err, errlen);
 }
 
-static int repertoire(const DsProceduralShape *s, int nframes, uint64_t seed, const DsMotionOptions *opt, double fps,
-                      DsMotion *out, char *err, size_t errlen) {
-    /* the kinds: every motion of the category but rest and the repertoire itself */
+/* unseen: without the kind of the category's held-out motion (a gait never shown) */
+static int repertoire(const DsProceduralShape *s, int nframes, uint64_t seed, bool unseen, const DsMotionOptions *opt,
+                      double fps, DsMotion *out, char *err, size_t errlen) {
+    /* the kinds: every motion of the category but rest and the repertoires */
+    const char *heldout = ds_motion_default(s->category, true);
     const char *kinds[16];
     int nk = 0;
     const char *const *names = ds_motion_names(s->category, NULL);
     for (int i = 0; names && names[i] && nk < 16; i++)
-        if (strcmp(names[i], "rest") && strcmp(names[i], "repertoire")) kinds[nk++] = names[i];
+        if (strcmp(names[i], "rest") && strncmp(names[i], "repertoire", 10) && !(unseen && !strcmp(names[i], heldout)))
+            kinds[nk++] = names[i];
     if (nk == 0) return base_errf(err, errlen, "motion repertoire: %s has no motions", s->category);
-    const char *heldout = ds_motion_default(s->category, true);
     int seg = (int)lround(REP_SEG_S * fps), fade = (int)lround(REP_FADE_S * fps);
     if (seg < 2) seg = 2;
     if (fade > seg / 2) fade = seg / 2;
-    if (motion_alloc(out, "repertoire", "repertoire:", nframes, fps, s->nbones, err, errlen)) return -1;
+    const char *rname = unseen ? "repertoire_unseen" : "repertoire";
+    if (motion_alloc(out, rname, rname, nframes, fps, s->nbones, err, errlen)) return -1;
     int nb = s->nbones, order[16];
     for (int cursor = 0, k = 0; cursor < nframes; k++) {
         int round = k / nk, slot = k % nk;
@@ -868,7 +871,7 @@ static int repertoire(const DsProceduralShape *s, int nframes, uint64_t seed, co
             return -1;
         }
         size_t used = strlen(out->source);
-        snprintf(out->source + used, sizeof out->source - used, "%s%s%s", k ? ", " : " ", kind, where);
+        snprintf(out->source + used, sizeof out->source - used, "%s%s%s", k ? ", " : ": ", kind, where);
         /* the first segment is copied; each later one fades in over the last `fade` frames written */
         int at = k ? cursor - fade : 0;
         for (int i = 0; i < seg && at + i < nframes; i++) {
@@ -913,9 +916,9 @@ int ds_motion_make(const DsProceduralShape *shape, const char *name, int nframes
     size_t len = strlen(name);
     bool path = len > 4 && !strcmp(name + len - 4, ".bvh");
     bool mapped = opt && opt->map && opt->map[0];
-    if (!strcmp(name, "repertoire")) {
-        if (mapped) return base_errf(err, errlen, "motion repertoire: a mapping JSON (%s) applies to BVH clips only", opt->map);
-        return repertoire(shape, nframes, seed, opt, fps, out, err, errlen);
+    if (!strcmp(name, "repertoire") || !strcmp(name, "repertoire_unseen")) {
+        if (mapped) return base_errf(err, errlen, "motion %s: a mapping JSON (%s) applies to BVH clips only", name, opt->map);
+        return repertoire(shape, nframes, seed, name[10] != 0, opt, fps, out, err, errlen);
     }
     if (!clip && !path) {
         if (mapped)

@@ -21,7 +21,9 @@
  *   first 4 s (held-out clips up to 120 frames at 30 fps) is used. The repertoire is built
  *   from the generator's ranges and the files alone, never from the held-out frames; the
  *   held-out gait's kind is in it (a trot, a hop, boxing), as in the paper's training videos
- *   of an actor's repertoire, which are then driven by novel clips;
+ *   of an actor's repertoire, which are then driven by novel clips. "repertoire_unseen" is the
+ *   same without the held-out motion's kind (no trot, hop, strike or boxing): a gait never
+ *   shown, the harder test;
  * - CMU motion capture (BVH, datasets/mesh/bvh.h) retargeted onto the humanoid rig: named clips
  *   "cmu_01_01" (forward jumps), "cmu_01_03" (climbing, jumps), "boxing" from the folder of
  *   assimp's test models, or any BVH file by path whose joints carry the CMU or the
