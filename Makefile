@@ -128,15 +128,18 @@ $(BUILD)/web/node_modules/.stamp: tools/web/package.json tools/web/package-lock.
 
 # the multi-view motion benchmark (issue 18, datasets/motion/bench.h): each character a training
 # and a held-out motion, 24 views x 48 frames at 128x128, into $(MOTION_DATA)/<category>; the CMU
-# clips come from assimp-testmodels (datasets/fetch-real.sh installs it when missing)
+# clips come from assimp-testmodels (datasets/fetch-real.sh installs it when missing).
+# MOTION_ARGS adds options, e.g. "--motion repertoire --frames 300 --heldout-frames 48" (the
+# character's repertoire as the training motion; datasets/motion/motion.h, docs/partmm.md)
 MOTION_DATA ?= data/motion
+MOTION_ARGS ?=
 MOTION_CATEGORIES ?= humanoid quadruped bird snake
 .PHONY: motion-data
 motion-data: deps
 	@$(MAKE) --no-print-directory all
 	@test -r /usr/share/assimp/models/BVH/01_01.bvh || bash datasets/fetch-real.sh
 	@t0=$$(date +%s); for c in $(MOTION_CATEGORIES); do \
-	  OMP_NUM_THREADS=$${OMP_NUM_THREADS:-2} ./anima dataset motion --category $$c --out $(MOTION_DATA)/$$c || exit 1; done; \
+	  OMP_NUM_THREADS=$${OMP_NUM_THREADS:-2} ./anima dataset motion --category $$c --out $(MOTION_DATA)/$$c $(MOTION_ARGS) || exit 1; done; \
 	  echo "motion-data: $(words $(MOTION_CATEGORIES)) characters in $(MOTION_DATA) in $$(( $$(date +%s) - t0 )) s"
 
 # the installed tree at $(BUILD)/install-test is what tests/examples.sh builds examples/ against

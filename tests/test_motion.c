@@ -776,6 +776,7 @@ TEST(motion_procedural_motions) {
         CHECK(names && n >= 3);
         for (int i = 0; i < n; i++) {
             if (!strncmp(names[i], "cmu_", 4) || !strcmp(names[i], "boxing")) continue;
+            if (!strncmp(names[i], "repertoire", 10) && !strcmp(cats[c], "humanoid") && !have_bvh()) continue;
             DsMotion a, b, d;
             CHECK_MSG(ds_motion_make(&s, names[i], 10, 7, &o, &a, err, sizeof err) == 0, "%s", err);
             CHECK(ds_motion_make(&s, names[i], 10, 7, &o, &b, err, sizeof err) == 0);
@@ -798,6 +799,115 @@ TEST(motion_procedural_motions) {
         }
         ds_procedural_free(&s);
     }
+}
+
+/* the mean per-bone geodesic (degrees) between frame t of p and frame g of q, root bone excluded
+ * (the character's heading is not a pose) */
+static double pose_deg(const DsProceduralShape *s, const DsMotion *p, int t, const DsMotion *q, int g) {
+    int nb = s->nbones, n = 0;
+    double d = 0;
+    for (int b = 0; b < nb; b++) {
+        if (s->bones[b].parent < 0) continue;
+        const double *x = p->local + 4 * ((size_t)t * nb + b), *y = q->local + 4 * ((size_t)g * nb + b);
+        d += 2 * acos(fmin(1, fabs(x[0] * y[0] + x[1] * y[1] + x[2] * y[2] + x[3] * y[3]))), n++;
+    }
+    return d / n * 180 / M_PI;
+}
+
+/* the clip h against every window of train as long as h: the smallest mean pose distance */
+static double nearest_window_deg(const DsProceduralShape *s, const DsMotion *train, const DsMotion *h) {
+    double best = INFINITY;
+    for (int g = 0; g + h->nframes <= train->nframes; g++) {
+        double d = 0;
+        for (int t = 0; t < h->nframes; t++) d += pose_deg(s, h, t, train, g + t);
+        best = fmin(best, d / h->nframes);
+    }
+    return best;
+}
+
+/* The repertoire: deterministic for a seed (another seed another motion), every kind of the
+ * category in it, continuous across the cross-fades, and the benchmark's held-out clip (its
+ * motion with seed + 1; the humanoid's boxing window) not part of it: every 48-frame window of
+ * the repertoire is over 0.5° (mean per bone and frame) from the clip. Single frames may come
+ * closer: the same gait at another amplitude passes near the same poses, which is the point. */
+TEST(motion_repertoire_spans_kinds_not_the_heldout_clip) {
+    const char *cats[4] = {"humanoid", "quadruped", "bird", "snake"};
+    char err[1024];
+    DsMotionOptions o = {30, NULL, -1, NULL};
+    for (int c = 0; c < 4; c++) {
+        if (!strcmp(cats[c], "humanoid") && !have_bvh()) continue;
+        DsProceduralShape s;
+        CHECK_MSG(ds_procedural_make(cats[c], 0, 24, &s, err, sizeof err) == 0, "%s", err);
+        DsMotion a, b, d, h;
+        const int F = 300;
+        CHECK_MSG(ds_motion_make(&s, "repertoire", F, 0, &o, &a, err, sizeof err) == 0, "%s %s", cats[c], err);
+        CHECK(ds_motion_make(&s, "repertoire", F, 0, &o, &b, err, sizeof err) == 0);
+        CHECK(ds_motion_make(&s, "repertoire", F, 1, &o, &d, err, sizeof err) == 0);
+        size_t nq = 4 * (size_t)F * s.nbones;
+        CHECK(a.nframes == F && memcmp(a.local, b.local, sizeof(double) * nq) == 0 &&
+              memcmp(a.root, b.root, sizeof(double) * 3 * F) == 0 && !strcmp(a.source, b.source));
+        CHECK_MSG(memcmp(a.local, d.local, sizeof(double) * nq) != 0, "%s: seeds 0 and 1 give one repertoire", cats[c]);
+        /* every kind in it; repertoire_unseen: every kind but the held-out motion's */
+        const char *hn = ds_motion_default(cats[c], true);
+        DsMotion u;
+        CHECK_MSG(ds_motion_make(&s, "repertoire_unseen", F, 0, &o, &u, err, sizeof err) == 0, "%s", err);
+        const char *const *names = ds_motion_names(cats[c], NULL);
+        for (int i = 0; names[i]; i++)
+            if (strcmp(names[i], "rest") && strncmp(names[i], "repertoire", 10)) {
+                CHECK_MSG(strstr(a.source, names[i]), "%s: %s missing from %s", cats[c], names[i], a.source);
+                bool in = strstr(u.source, names[i]) != NULL;
+                CHECK_MSG(in == !!strcmp(names[i], hn), "%s: %s %s %s", cats[c], names[i], in ? "in" : "missing from", u.source);
+            }
+        /* continuity: the largest per-bone turn between consecutive frames. A cut between two
+         * segments without the cross-fade turns bones by up to 180°; the boxing capture's punches
+         * turn a forearm by up to 42° a frame at 30 fps, the procedural gaits under 25°. */
+        double step = 0;
+        for (int f = 1; f < F; f++)
+            for (int j = 0; j < s.nbones; j++) {
+                const double *p = a.local + 4 * ((size_t)f * s.nbones + j), *q = p - 4 * (size_t)s.nbones;
+                step = fmax(step, 2 * acos(fmin(1, fabs(p[0] * q[0] + p[1] * q[1] + p[2] * q[2] + p[3] * q[3]))));
+            }
+        CHECK_MSG(step * 180 / M_PI < 45, "%s: a %.1f° jump between frames", cats[c], step * 180 / M_PI);
+        /* the benchmark's held-out clip: its default motion, seed + 1, 48 frames */
+        CHECK_MSG(ds_motion_make(&s, hn, 48, 1, &o, &h, err, sizeof err) == 0, "%s", err);
+        double w = nearest_window_deg(&s, &a, &h), wu = nearest_window_deg(&s, &u, &h);
+        CHECK_MSG(wu > w, "%s: the held-out clip nearer to repertoire_unseen (%.2f°) than to repertoire (%.2f°)", cats[c], wu, w);
+        CHECK_MSG(w > 0.5, "%s: held-out %s within %.3f° (mean per bone over the clip) of a repertoire window", cats[c], hn, w);
+        /* the check sees a clip that is there: the held-out clip inside a longer one */
+        DsMotion self;
+        CHECK(ds_motion_make(&s, hn, 60, 1, &o, &self, err, sizeof err) == 0);
+        CHECK(nearest_window_deg(&s, &self, &h) < 1e-6);
+        if (getenv("ANIMA_MOTION_VERBOSE"))
+            fprintf(stderr, "%s: held-out %s nearest repertoire window %.2f deg (unseen %.2f), largest step %.1f deg\n",
+                    cats[c], hn, w, wu, step * 180 / M_PI);
+        ds_motion_free(&a), ds_motion_free(&b), ds_motion_free(&d), ds_motion_free(&h), ds_motion_free(&self);
+        ds_motion_free(&u);
+        ds_procedural_free(&s);
+    }
+}
+
+/* The humanoid's repertoire takes boxing windows from the whole capture but never around the
+ * held-out clip (8.4 s in, up to 4 s long, 1 s of guard: no 1.5 s segment starts in
+ * (5.9, 13.4) s), and uses both sides of it. */
+TEST(motion_repertoire_keeps_off_the_heldout_window) {
+    if (!have_bvh()) _exit(77);
+    char err[1024];
+    DsMotionOptions o = {30, NULL, -1, NULL};
+    DsProceduralShape s;
+    CHECK_MSG(ds_procedural_make("humanoid", 0, 24, &s, err, sizeof err) == 0, "%s", err);
+    int before = 0, after = 0;
+    for (uint64_t seed = 0; seed < 12; seed++) {
+        DsMotion a;
+        CHECK_MSG(ds_motion_make(&s, "repertoire", 300, seed, &o, &a, err, sizeof err) == 0, "%s", err);
+        for (const char *p = strstr(a.source, "boxing@"); p; p = strstr(p + 1, "boxing@")) {
+            double t = atof(p + 7);
+            CHECK_MSG(t <= 5.9 || t >= 13.4, "seed %llu: a boxing segment at %.2f s (%s)", (unsigned long long)seed, t, a.source);
+            before += t <= 5.9, after += t >= 13.4;
+        }
+        ds_motion_free(&a);
+    }
+    CHECK_MSG(before > 0 && after > 0, "boxing segments: %d before the held-out clip, %d after", before, after);
+    ds_procedural_free(&s);
 }
 
 /* ---- the secondary field -------------------------------------------------------------------------- */

@@ -57,7 +57,7 @@ int cmd_dataset_motion(int argc, char **argv) {
         {"--out", CMD_ARG_STRING, &o.out, "DIR", "the benchmark folder (the held-out motion in DIR/heldout)", 0, 0,
          NULL, true},
         {"--seed", CMD_ARG_UINT, &o.seed, "S", "character, texture and motion variation (default 0)"},
-        {"--motion", CMD_ARG_STRING, &o.motion, "M", "the training motion (default: the category's; see below)"},
+        {"--motion", CMD_ARG_STRING, &o.motion, "M", "the training motion (default: the category's; see below; repertoire: every motion of the category in seeded 1.5 s segments, the held-out clip left out)"},
         {"--heldout", CMD_ARG_STRING, &o.heldout_motion, "M", "the held-out motion, or none (default: the category's)"},
         {"--frames", CMD_ARG_INT, &frames, "F", "frames per motion (default 48)", 1, 9999},
         {"--heldout-frames", CMD_ARG_INT, &heldout_frames, "F", "frames of the held-out motion (default: --frames); both clips start at their own start, so a longer training motion keeps the held-out clip", 1, 9999},

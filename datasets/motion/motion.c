@@ -54,7 +54,8 @@ static const Catalogue CATALOGUE[] = {
     {"lamp", {"nod", "hop", NULL}, "nod", "hop"},
 };
 #define NCAT_MOTION (int)(sizeof CATALOGUE / sizeof CATALOGUE[0])
-static const char *const GENERIC[] = {"sway", "wiggle", "rest"};
+static const char *const GENERIC[] = {"sway", "wiggle", "rest", "repertoire", "repertoire_unseen"};
+#define NGENERIC (int)(sizeof GENERIC / sizeof GENERIC[0])
 
 const char *const *ds_motion_names(const char *category, int *count) {
     static const char *lists[64][12];
@@ -66,7 +67,7 @@ const char *const *ds_motion_names(const char *category, int *count) {
         for (int k = 0; k < NCAT_MOTION; k++)
             if (!strcmp(CATALOGUE[k].category, category))
                 for (int i = 0; CATALOGUE[k].names[i]; i++) lists[c][n++] = CATALOGUE[k].names[i];
-        for (int i = 0; i < 3; i++) lists[c][n++] = GENERIC[i];
+        for (int i = 0; i < NGENERIC; i++) lists[c][n++] = GENERIC[i];
         lists[c][n] = NULL;
         if (count) *count = n;
         return lists[c];
@@ -771,6 +772,130 @@ static const NamedClip CLIPS[] = {
     {"boxing", "Boxing_Toes.bvh", 8.4},
 };
 
+/* ---- the repertoire ------------------------------------------------------------------------------- */
+
+/* Segments of 1.5 s joined by 0.3 s cross-fades: as long as the default held-out clips' 1.6 s,
+ * so a segment shows a whole gait cycle (periods 0.45-1.4 s) and several segments fit in a
+ * few hundred frames. */
+#define REP_SEG_S 1.5
+#define REP_FADE_S 0.3
+/* Around the category's held-out clip, when it is a named BVH clip, no repertoire segment
+ * starts within REP_GUARD_S before it or ends within its first REP_EXCLUDE_S seconds (held-out
+ * clips up to 4 s: 120 frames at 30 fps), plus the guard. */
+#define REP_GUARD_S 1.0
+#define REP_EXCLUDE_S 4.0
+
+static int ds_motion_make_seg(const DsProceduralShape *shape, const char *name, int nframes, uint64_t seed,
+                              const DsMotionOptions *opt, double fps, DsMotion *out, char *err, size_t errlen) {
+    DsMotionOptions o = {fps, opt ? opt->bvh_dir : NULL, -1, NULL};
+    return ds_motion_make(shape, name, nframes, seed, &o, out, err, errlen);
+}
+
+/* unseen: without the kind of the category's held-out motion (a gait never shown) */
+static int repertoire(const DsProceduralShape *s, int nframes, uint64_t seed, bool unseen, const DsMotionOptions *opt,
+                      double fps, DsMotion *out, char *err, size_t errlen) {
+    /* the kinds: every motion of the category but rest and the repertoires */
+    const char *heldout = ds_motion_default(s->category, true);
+    const char *kinds[16];
+    int nk = 0;
+    const char *const *names = ds_motion_names(s->category, NULL);
+    for (int i = 0; names && names[i] && nk < 16; i++)
+        if (strcmp(names[i], "rest") && strncmp(names[i], "repertoire", 10) && !(unseen && !strcmp(names[i], heldout)))
+            kinds[nk++] = names[i];
+    if (nk == 0) return base_errf(err, errlen, "motion repertoire: %s has no motions", s->category);
+    int seg = (int)lround(REP_SEG_S * fps), fade = (int)lround(REP_FADE_S * fps);
+    if (seg < 2) seg = 2;
+    if (fade > seg / 2) fade = seg / 2;
+    const char *rname = unseen ? "repertoire_unseen" : "repertoire";
+    if (motion_alloc(out, rname, rname, nframes, fps, s->nbones, err, errlen)) return -1;
+    int nb = s->nbones, order[16];
+    for (int cursor = 0, k = 0; cursor < nframes; k++) {
+        int round = k / nk, slot = k % nk;
+        if (slot == 0) { /* a seed-shuffled order of the kinds each round, so each appears once per round */
+            for (int i = 0; i < nk; i++) order[i] = i;
+            for (int i = nk - 1; i > 0; i--) {
+                int j = (int)U(seed, "repertoire-order", 16 * round + i, 0, i + 1 - 1e-9);
+                int t = order[i];
+                order[i] = order[j], order[j] = t;
+            }
+        }
+        const char *kind = kinds[order[slot]];
+        /* a segment's own variation: the generator's ranges (procedural: P ±10%, A ±15%, any
+         * phase) from a seed no plain motion of this benchmark uses (those use seed, seed + 1) */
+        uint64_t sseed = splitmix(splitmix(seed ^ 0x7265706572746f69ull) + (uint64_t)k);
+        char where[48] = "";
+        DsMotion m;
+        if (ds_motion_is_bvh(kind)) {
+            /* a window of the file anywhere but around the held-out clip */
+            const NamedClip *clip = NULL;
+            for (size_t c = 0; c < sizeof CLIPS / sizeof CLIPS[0]; c++)
+                if (!strcmp(CLIPS[c].name, kind)) clip = &CLIPS[c];
+            char file[1024];
+            snprintf(file, sizeof file, "%s/%s", opt && opt->bvh_dir ? opt->bvh_dir : DS_MOTION_BVH_DIR,
+                     clip ? clip->file : kind);
+            DsBvh b;
+            if (ds_bvh_read(file, &b, err, errlen)) {
+                ds_motion_free(out);
+                return -1;
+            }
+            double ft = b.frame_time, dur = (b.nframes - 1) * ft, len = seg / fps;
+            if (!(ft > 0) || !isfinite(ft) || dur < len) {
+                ds_bvh_free(&b);
+                ds_motion_free(out);
+                return base_errf(err, errlen, "motion repertoire: %s is shorter than a segment (%.1f s)", file, len);
+            }
+            /* allowed starts: [0, dur − len] minus (a − len, b) around the held-out clip */
+            double a = 1e300, bnd = 1e300;
+            if (clip && !strcmp(kind, heldout))
+                a = clip->start_s - REP_GUARD_S, bnd = clip->start_s + REP_EXCLUDE_S + REP_GUARD_S;
+            double lo1 = 0, hi1 = fmin(dur - len, a - len), lo2 = fmax(0, bnd), hi2 = dur - len;
+            double w1 = fmax(0, hi1 - lo1), w2 = fmax(0, hi2 - lo2);
+            if (w1 + w2 <= 0) {
+                ds_bvh_free(&b);
+                ds_motion_free(out);
+                return base_errf(err, errlen, "motion repertoire: %s has no window outside the held-out clip", file);
+            }
+            double u = U(sseed, kind, 3, 0, w1 + w2), t0 = u < w1 ? lo1 + u : lo2 + (u - w1);
+            double start = floor(t0 / ft), step = 1.0 / (fps * ft);
+            if (start + step * (seg - 1) > (double)(b.nframes - 1)) start = fmax(0, floor((double)(b.nframes - 1) - step * (seg - 1)));
+            snprintf(where, sizeof where, "@%.2fs", start * ft);
+            /* the file read once: retargeted here rather than through ds_motion_make */
+            int rc = ds_motion_retarget_bvh(&b, file, start, step, seg, s, NULL, &m, err, errlen);
+            ds_bvh_free(&b);
+            if (rc) {
+                ds_motion_free(out);
+                return -1;
+            }
+        } else if (ds_motion_make_seg(s, kind, seg, sseed, opt, fps, &m, err, errlen)) {
+            ds_motion_free(out);
+            return -1;
+        }
+        size_t used = strlen(out->source);
+        snprintf(out->source + used, sizeof out->source - used, "%s%s%s", k ? ", " : ": ", kind, where);
+        /* the first segment is copied; each later one fades in over the last `fade` frames written */
+        int at = k ? cursor - fade : 0;
+        for (int i = 0; i < seg && at + i < nframes; i++) {
+            int f = at + i;
+            double w = k && i < fade ? smooth01((i + 1.0) / (fade + 1.0)) : 1;
+            for (int j = 0; j < nb; j++) {
+                double *q = out->local + 4 * ((size_t)f * nb + j);
+                base_quat_slerp(q, m.local + 4 * ((size_t)i * nb + j), w, q);
+            }
+            for (int c = 0; c < 3; c++) out->root[3 * f + c] = (1 - w) * out->root[3 * f + c] + w * m.root[3 * i + c];
+        }
+        ds_motion_free(&m);
+        cursor = at + seg;
+    }
+    /* one hemisphere for consecutive quaternions, as the BVH clips */
+    for (int f = 1; f < nframes; f++)
+        for (int j = 0; j < nb; j++) {
+            double *q = out->local + 4 * ((size_t)f * nb + j), *p = q - 4 * (size_t)nb;
+            if (q[0] * p[0] + q[1] * p[1] + q[2] * p[2] + q[3] * p[3] < 0)
+                for (int c = 0; c < 4; c++) q[c] = -q[c];
+        }
+    return 0;
+}
+
 bool ds_motion_is_bvh(const char *name) {
     for (size_t k = 0; k < sizeof CLIPS / sizeof CLIPS[0]; k++)
         if (!strcmp(CLIPS[k].name, name)) return true;
@@ -791,6 +916,10 @@ int ds_motion_make(const DsProceduralShape *shape, const char *name, int nframes
     size_t len = strlen(name);
     bool path = len > 4 && !strcmp(name + len - 4, ".bvh");
     bool mapped = opt && opt->map && opt->map[0];
+    if (!strcmp(name, "repertoire") || !strcmp(name, "repertoire_unseen")) {
+        if (mapped) return base_errf(err, errlen, "motion %s: a mapping JSON (%s) applies to BVH clips only", name, opt->map);
+        return repertoire(shape, nframes, seed, name[10] != 0, opt, fps, out, err, errlen);
+    }
     if (!clip && !path) {
         if (mapped)
             return base_errf(err, errlen, "motion %s: a mapping JSON (%s) applies to BVH clips only", name, opt->map);

@@ -7,6 +7,23 @@
  *   and hop, snake slither and strike, lamp nod and hop), and for every category "sway" and
  *   "wiggle" (each bone swings about axes perpendicular to it) and "rest" (the rest pose);
  *   the seed varies periods (±10%), amplitudes (±15%) and the starting phase;
+ * - "repertoire" (every category): the character's whole repertoire in one training motion,
+ *   for motion matching (PartMM) whose database must span the poses a novel clip asks for.
+ *   1.5 s segments joined by 0.3 s cross-fades (slerp of the local rotations, the root
+ *   translation blended linearly); each round of segments shows every motion of the category
+ *   but rest once, in a seed-shuffled order. A procedural segment draws its own period,
+ *   amplitude and phase from the ranges above with a seed of its own (from seed and the
+ *   segment's index, never seed or seed + 1, which the benchmark's plain motions use); a BVH
+ *   segment (the humanoid: the CMU clips and the boxing capture) is a window at a seeded time
+ *   of its file. Fair as a training motion for the benchmark's held-out clip: the held-out
+ *   clip is the category's default held-out motion with seed + 1 (a parameter combination no
+ *   segment draws), and for a BVH held-out clip (boxing) no window within 1 s of the clip's
+ *   first 4 s (held-out clips up to 120 frames at 30 fps) is used. The repertoire is built
+ *   from the generator's ranges and the files alone, never from the held-out frames; the
+ *   held-out gait's kind is in it (a trot, a hop, boxing), as in the paper's training videos
+ *   of an actor's repertoire, which are then driven by novel clips. "repertoire_unseen" is the
+ *   same without the held-out motion's kind (no trot, hop, strike or boxing): a gait never
+ *   shown, the harder test;
  * - CMU motion capture (BVH, datasets/mesh/bvh.h) retargeted onto the humanoid rig: named clips
  *   "cmu_01_01" (forward jumps), "cmu_01_03" (climbing, jumps), "boxing" from the folder of
  *   assimp's test models, or any BVH file by path whose joints carry the CMU or the
