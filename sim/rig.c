@@ -315,12 +315,19 @@ void sim_rig_eval(const SimRig *r, const double *local, const double root[3], do
                 if (!withF) continue;
                 double Fp[9];
                 const double *spk = SP + 3 * nb * k, *dw = r->dwc + q * nb * 3;
-                for (int a = 0; a < 3; a++)
-                    for (int c = 0; c < 3; c++) {
-                        double v = Mk[4 * a + c];
-                        for (int j = 0; j < nb; j++) v += spk[3 * j + a] * dw[3 * j + c];
-                        Fp[3 * a + c] = v;
-                    }
+                /* bones outermost: nine independent sums (each in the same order as one sum at a
+                 * time, which waited on its own additions: 0.06 ms a step in the bench) */
+                double f00 = Mk[0], f01 = Mk[1], f02 = Mk[2], f10 = Mk[4], f11 = Mk[5], f12 = Mk[6];
+                double f20 = Mk[8], f21 = Mk[9], f22 = Mk[10];
+                for (int j = 0; j < nb; j++) {
+                    const double s0 = spk[3 * j], s1 = spk[3 * j + 1], s2 = spk[3 * j + 2];
+                    const double g0 = dw[3 * j], g1 = dw[3 * j + 1], g2 = dw[3 * j + 2];
+                    f00 += s0 * g0, f01 += s0 * g1, f02 += s0 * g2;
+                    f10 += s1 * g0, f11 += s1 * g1, f12 += s1 * g2;
+                    f20 += s2 * g0, f21 += s2 * g1, f22 += s2 * g2;
+                }
+                Fp[0] = f00, Fp[1] = f01, Fp[2] = f02, Fp[3] = f10, Fp[4] = f11, Fp[5] = f12;
+                Fp[6] = f20, Fp[7] = f21, Fp[8] = f22;
                 double T[9]; /* R F Rᵀ */
                 for (int a = 0; a < 3; a++)
                     for (int c = 0; c < 3; c++) T[3 * a + c] = r->R[3 * a] * Fp[c] + r->R[3 * a + 1] * Fp[3 + c] + r->R[3 * a + 2] * Fp[6 + c];
