@@ -50,10 +50,17 @@ static int push_pair(SimContactSet *s, int32_t a, int32_t p, int32_t b, int32_t 
     return 0;
 }
 
+/* min and max of the broad phase's box arithmetic as comparisons: fmin/fmax are library calls
+ * here (their NaN rules keep GCC from inlining them), ~3% of a capped pile's samples in
+ * boxes_union alone. Equal to fmin/fmax when `acc` is not NaN (the boxes start at ±∞ and are
+ * built from finite coordinates), so the candidates are the same. */
+static inline double lo2(double acc, double v) { return v < acc ? v : acc; }
+static inline double hi2(double acc, double v) { return v > acc ? v : acc; }
+
 static void point_box(const SimContactBody *B, int64_t p, double margin, double lo[3], double hi[3]) {
     for (int i = 0; i < 3; i++) {
         double x0 = B->x[3 * p + i], x1 = B->dx ? x0 + B->dx[3 * p + i] : x0;
-        lo[i] = fmin(x0, x1) - margin, hi[i] = fmax(x0, x1) + margin;
+        lo[i] = lo2(x0, x1) - margin, hi[i] = hi2(x0, x1) + margin;
     }
 }
 
@@ -76,7 +83,7 @@ static void boxes_union(const double *pts, const int32_t *idx, int k, double bx[
     for (int i = 0; i < 3; i++) bx[i] = INFINITY, bx[3 + i] = -INFINITY;
     for (int j = 0; j < k; j++) {
         const double *c = pts + 6 * idx[j];
-        for (int i = 0; i < 3; i++) bx[i] = fmin(bx[i], c[i]), bx[3 + i] = fmax(bx[3 + i], c[3 + i]);
+        for (int i = 0; i < 3; i++) bx[i] = lo2(bx[i], c[i]), bx[3 + i] = hi2(bx[3 + i], c[3 + i]);
     }
 }
 
@@ -105,7 +112,7 @@ int sim_contact_broad_phase(const SimContactBody *bodies, int nbodies, double ma
         for (int64_t p = 0; p < B->np; p++) {
             double *bx = out->box + 6 * (off + p);
             point_box(B, p, margin, bx, bx + 3);
-            for (int i = 0; i < 3; i++) blo[b][i] = fmin(blo[b][i], bx[i]), bhi[b][i] = fmax(bhi[b][i], bx[3 + i]);
+            for (int i = 0; i < 3; i++) blo[b][i] = lo2(blo[b][i], bx[i]), bhi[b][i] = hi2(bhi[b][i], bx[3 + i]);
         }
         off += B->np;
         for (int64_t f = 0; f < body_tris(B); f++)
@@ -131,7 +138,7 @@ int sim_contact_broad_phase(const SimContactBody *bodies, int nbodies, double ma
             out->use[eoff[a] + e] = u;
             if (u) {
                 ninsert++;
-                for (int i = 0; i < 3; i++) ext = fmax(ext, hi[i] - lo[i]);
+                for (int i = 0; i < 3; i++) ext = hi2(ext, hi[i] - lo[i]);
             }
         }
     }
@@ -222,7 +229,7 @@ int sim_contact_broad_phase(const SimContactBody *bodies, int nbodies, double ma
                 int ok = 1;
                 for (int d = 0; d < 3 && ok; d++) {
                     ok = la[d] <= hb[d] && lb[d] <= ha[d];
-                    if (ok) ok = (int64_t)floor(fmax(la[d], lb[d]) * inv) == cu[d];
+                    if (ok) ok = (int64_t)floor(hi2(la[d], lb[d]) * inv) == cu[d];
                 }
                 if (!ok) continue;
                 int32_t ea = (int32_t)(cu[4] - bodies[cu[3]].np - body_tris(&bodies[cu[3]]));
@@ -248,7 +255,7 @@ int sim_contact_broad_phase(const SimContactBody *bodies, int nbodies, double ma
                 for (int d = 0; d < 3 && ok; d++) {
                     ok = la[d] <= hb[d] && lb[d] <= ha[d];
                     /* report once: in the cell holding the corner max(lo_a, lo_b) of the overlap */
-                    if (ok) ok = (int64_t)floor(fmax(la[d], lb[d]) * inv) == cu[d];
+                    if (ok) ok = (int64_t)floor(hi2(la[d], lb[d]) * inv) == cu[d];
                 }
                 if (!ok) continue;
                 int rc = tri ? push_pair(out, cu[3], cu[4], cv[3], -1, (int32_t)(cv[4] - Bb->np))

@@ -1077,9 +1077,18 @@ static double elastic(const SimObject *o, struct SimPrepared *p, const double *z
     /* the integration rule: all points with their volumes, or an optimized subset (solver.h) */
     int64_t nc = o->ne ? o->ne : o->nc;
     const double *Gall = o->ne ? o->Ge : o->Gc, *Vol = o->ne ? o->ew : o->Vc;
-    /* Fᵀ − I for all points in one product: row (c, j), column i = G_j(X_c)·z⁽ⁱ⁾ */
-    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)(3 * nc), 3, (int)nb, 1.0, Gall, (int)nb, z, (int)nb,
-                0.0, p->Ft, 3);
+    /* Fᵀ − I for all points: row (c, j), column i = G_j(X_c)·z⁽ⁱ⁾. By plain loops, not BLAS:
+     * with three columns (or rows, for the gradient below) dgemm spends longer packing G than
+     * multiplying, and dgemv's kernels are slow on rows of nb (16) entries (perf on the pile at
+     * cap 1: the two dgemm calls 23% of the run's samples; with three dgemv each, 17%; with
+     * these loops the "rest" of a contact frame went from 4.6 to 3.6 ms, docs/contact.md) */
+    for (int64_t r = 0; r < 3 * nc; r++) {
+        const double *Gr = Gall + r * nb;
+        double f0 = 0, f1 = 0, f2 = 0;
+#pragma omp simd reduction(+ : f0, f1, f2)
+        for (int64_t q = 0; q < nb; q++) f0 += Gr[q] * z[q], f1 += Gr[q] * z[nb + q], f2 += Gr[q] * z[2 * nb + q];
+        p->Ft[3 * r] = f0, p->Ft[3 * r + 1] = f1, p->Ft[3 * r + 2] = f2;
+    }
     double E = 0;
     int proj = 0;
     if (H) memset(p->K, 0, sizeof(double) * (size_t)(NPAIR * nb * nb));
@@ -1108,9 +1117,12 @@ static double elastic(const SimObject *o, struct SimPrepared *p, const double *z
             cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)nb, (int)(NPAIR * nb), (int)(3 * (c1 - c0)), 1.0,
                         Gall + 3 * c0 * nb, (int)nb, p->W, (int)(NPAIR * nb), 1.0, p->K, (int)(NPAIR * nb));
     }
-    if (g) /* ∇ = (dF/dz)ᵀ vec(P) for all points: g⁽ⁱ⁾ += Σ_(c,j) scale V_c P_ij G_j */
-        cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, 3, (int)nb, (int)(3 * nc), 1.0, p->PT, 3, Gall, (int)nb,
-                    1.0, g, (int)nb);
+    if (g) /* ∇ = (dF/dz)ᵀ vec(P) for all points: g⁽ⁱ⁾ += Σ_(c,j) scale V_c P_ij G_j (loops, as above) */
+        for (int64_t r = 0; r < 3 * nc; r++) {
+            const double *Gr = Gall + r * nb, *P = p->PT + 3 * r;
+#pragma omp simd
+            for (int64_t q = 0; q < nb; q++) g[q] += P[0] * Gr[q], g[nb + q] += P[1] * Gr[q], g[2 * nb + q] += P[2] * Gr[q];
+        }
     if (H) scatter_pairs(nb, p->K, NPAIR * nb, H);
     if (nproj) *nproj = proj;
     return E;
