@@ -75,7 +75,7 @@ typedef struct {
         int64_t size, frames, views, test_views;
     } data;
     struct {
-        int64_t n, depth, width, skip, freq_x, freq_t;
+        int64_t n, depth, width, skip, freq_x, freq_t, supersample;
         bool isotropic, deform_color, deform_opacity;
         double init_opacity, init_scale, head_init;
     } model;
@@ -115,6 +115,8 @@ static const DsConfigField MODEL_FIELDS[] = {
     {"init_opacity", DS_CFG_FLOAT, F(model, init_opacity), "0.1", 1e-4, 0.9999},
     {"init_scale", DS_CFG_FLOAT, F(model, init_scale), "0.5", 1e-3, 10, .help = "x the mean spacing"},
     {"head_init", DS_CFG_FLOAT, F(model, head_init), "1e-5", 0, 1, .help = "std of the output heads' weights"},
+    {"supersample", DS_CFG_INT, F(model, supersample), "1", 1, 8,
+     .help = "render at k x the resolution and box-average (1: off; Gs4dConfig.supersample)"},
     {0}};
 static const DsConfigField OPTIM_FIELDS[] = {
     {"lr_means", DS_CFG_FLOAT, F(optim, lr_means), "1.6e-4", 0, 1, .help = "x scene extent"},
@@ -181,6 +183,7 @@ static Gs4dConfig model_config(const Gs4dCmdConfig *c) {
     g.depth = (int)c->model.depth, g.width = (int)c->model.width, g.skip = (int)c->model.skip;
     g.freq_x = (int)c->model.freq_x, g.freq_t = (int)c->model.freq_t;
     g.deform_color = c->model.deform_color, g.deform_opacity = c->model.deform_opacity, g.head_init = c->model.head_init;
+    g.supersample = (int)c->model.supersample;
     g.lr_means = c->optim.lr_means, g.lr_means_final = c->optim.lr_means_final;
     g.lr_deform = c->optim.lr_deform, g.lr_deform_final = c->optim.lr_deform_final, g.lr_steps = c->train.iters;
     g.lr_scales = c->optim.lr_scales, g.lr_quats = c->optim.lr_quats, g.lr_opacity = c->optim.lr_opacity;
