@@ -819,7 +819,9 @@ static int gs4d_eval_main(int argc, char **argv) {
             ds_camera_center(&dte.views[0].cam, o);
             px = sqrt((o[0] - dte.center[0]) * (o[0] - dte.center[0]) + (o[1] - dte.center[1]) * (o[1] - dte.center[1]) +
                       (o[2] - dte.center[2]) * (o[2] - dte.center[2])) / dte.views[0].cam.fx;
-            double dil2 = 0.3 * px * px, med_eff = 0, med_scale = 0;
+            /* (rendered at supersample × the resolution, the dilation is that much smaller) */
+            double ssk = mc.supersample > 1 ? mc.supersample : 1;
+            double dil2 = 0.3 * px * px / (ssk * ssk), med_eff = 0, med_scale = 0;
             double diag_mean = 0, cham = 0, cham_max = 0, side_cs = 0, side_sc = 0, floor_c = 0, inside = 0, med_sig = 0, nvis_mean = 0;
             static const double QUANT[5] = {0.05, 0.25, 0.5, 0.75, 0.95};
             double squant[5] = {0};
@@ -845,10 +847,15 @@ static int gs4d_eval_main(int argc, char **argv) {
                 }
                 float *P = pos3 + (size_t)f * n * 3;
                 gs4d_state_at(&m, s->times[f], P, sc, rgb, op);
-                /* the Gaussians that show: opacity ≥ 0.05 (fainter ones are invisible floaters) */
+                /* the Gaussians that show: opacity ≥ 0.05 (fainter ones are invisible floaters);
+                 * their scale: the smallest axis when anisotropic (a flat splat's thickness, what
+                 * blurs its silhouette edge-on) */
                 int64_t nvis = 0;
                 for (int64_t i = 0; i < n; i++)
-                    if (op[i] >= 0.05f) visr[nvis] = sc[mc.isotropic ? i : 3 * i], memcpy(vis + 3 * nvis++, P + 3 * i, sizeof(float) * 3);
+                    if (op[i] >= 0.05f) {
+                        visr[nvis] = mc.isotropic ? sc[i] : fminf(sc[3 * i], fminf(sc[3 * i + 1], sc[3 * i + 2]));
+                        memcpy(vis + 3 * nvis++, P + 3 * i, sizeof(float) * 3);
+                    }
                 double diag = sqrt((hi3[0] - lo3[0]) * (hi3[0] - lo3[0]) + (hi3[1] - lo3[1]) * (hi3[1] - lo3[1]) +
                                    (hi3[2] - lo3[2]) * (hi3[2] - lo3[2]));
                 double cs, scd;
@@ -940,7 +947,7 @@ static int gs4d_eval_main(int argc, char **argv) {
             printf("  sides: centers -> surface %.3f%%, surface -> centers %.3f%% (%.0f visible centers; the same number of "
                    "points exactly on the surface: Chamfer %.3f%%)\n", side_cs, side_sc, nvis_mean, floor_c);
             printf("  bbox diagonal %.4g; one pixel at the scene center is %.3f%% of it; median scale of the visible "
-                   "Gaussians %.3f%%\n", diag_mean, 100 * px / diag_mean, med_scale);
+                   "Gaussians %.3f%%%s\n", diag_mean, 100 * px / diag_mean, med_scale, mc.isotropic ? "" : " (smallest axis)");
             printf("  signed: %.1f%% of the visible centers inside the surface, median signed distance %.2f x their own "
                    "scale, %.2f x sqrt(scale^2 + the dilation); quantiles 5/25/50/75/95%%: %.2f %.2f %.2f %.2f %.2f %% of the "
                    "diagonal\n", 100 * inside, med_sig, med_eff,
