@@ -995,6 +995,63 @@ TEST(gs4d_time_curriculum_carves_and_picks) {
     tensor_scope_end(sc);
 }
 
+/* cfg.supersample = 2: every render is the 2×2 block mean of the render through the camera at
+ * twice the resolution (pixel centers at x + 0.5, so the blocks tile the pixels exactly), which
+ * differs from the plain render (the dilation and the edges), and training through it runs. */
+TEST(gs4d_supersample_renders_block_means) {
+    TensorScope *sc = tensor_scope_begin();
+    Gs4dSynth s;
+    char err[512];
+    CHECK_MSG(gs4d_synth_make("quadruped", 0, 1, 4, 1, 16, &s, err, sizeof err) == 0, "%s", err);
+    Gs4dData d;
+    CHECK_MSG(gs4d_data_make(s.train, s.n_train, &d, err, sizeof err) == 0, "%s", err);
+    int64_t iters = 30;
+    Gs4dConfig c = tiny_config(iters);
+    c.n = 200, c.supersample = 2, c.densify_every = 0, c.reset_every = 0, c.arap_weight = 0;
+    Gs4dModel m;
+    gs4d_init(&m, &c, &d, NULL);
+    const double bg[3] = {0.2, 0.5, 0.9};
+    const DsCamera *cam = &d.views[0].cam;
+    int w = cam->width, h = cam->height;
+    Tensor *img = gs4d_render(&m, cam, d.views[0].time, bg);
+    CHECK(img->ndim == 3 && img->shape[0] == h && img->shape[1] == w && img->shape[2] == 3);
+    DsCamera c2 = *cam;
+    c2.width *= 2, c2.height *= 2, c2.fx *= 2, c2.fy *= 2, c2.cx *= 2, c2.cy *= 2;
+    GsGaussians g = gs4d_canonical(&m);
+    const float *big = tensor_f32(tensor_contiguous(gs_render(&g, &c2, bg).image));
+    const float *one = tensor_f32(tensor_contiguous(gs_render(&g, cam, bg).image));
+    const float *ss = tensor_f32(img);
+    double worst = 0, differ = 0;
+    for (int y = 0; y < h; y++)
+        for (int x = 0; x < w; x++)
+            for (int a = 0; a < 3; a++) {
+                double mean = 0;
+                for (int dy = 0; dy < 2; dy++)
+                    for (int dx = 0; dx < 2; dx++) mean += 0.25 * big[((2 * y + dy) * 2 * w + 2 * x + dx) * 3 + a];
+                int i = (y * w + x) * 3 + a;
+                worst = fmax(worst, fabs(ss[i] - mean));
+                differ = fmax(differ, fabs(ss[i] - one[i]));
+            }
+    CHECK_MSG(worst < 1e-6, "supersampled render vs block means of the 2x render: %g", worst);
+    CHECK_MSG(differ > 1e-3, "the supersampled render equals the plain one (%g)", differ);
+    TensorRng rng = {.seed = 2, .stream = 3};
+    Gs4dStepInfo info;
+    double first = 0, last = 0;
+    for (int64_t step = 0; step < iters; step++) {
+        int64_t v;
+        optim_data_order(0, step, d.n, 1, &v);
+        double l = gs4d_step(&m, &d, (int)v, &rng, &info);
+        CHECK(isfinite(l));
+        if (step < 4) first += l / 4;
+        if (step >= iters - 4) last += l / 4;
+    }
+    CHECK_MSG(last < first, "loss %g -> %g over %lld supersampled steps", first, last, (long long)iters);
+    gs4d_free(&m);
+    gs4d_data_free(&d);
+    gs4d_synth_free(&s);
+    tensor_scope_end(sc);
+}
+
 /* gs4d_lr with lr_start: the means' and MLP's rates hold their start value up to lr_start, then
  * decay log-linearly to the final rate at lr_steps (the geometric mean halfway); other groups
  * are constant; lr_start = 0 is the 3DGS decay from step 0. */

@@ -75,7 +75,7 @@ typedef struct {
         int64_t size, frames, views, test_views;
     } data;
     struct {
-        int64_t n, depth, width, skip, freq_x, freq_t;
+        int64_t n, depth, width, skip, freq_x, freq_t, supersample;
         bool isotropic, deform_color, deform_opacity;
         double init_opacity, init_scale, head_init;
     } model;
@@ -115,6 +115,8 @@ static const DsConfigField MODEL_FIELDS[] = {
     {"init_opacity", DS_CFG_FLOAT, F(model, init_opacity), "0.1", 1e-4, 0.9999},
     {"init_scale", DS_CFG_FLOAT, F(model, init_scale), "0.5", 1e-3, 10, .help = "x the mean spacing"},
     {"head_init", DS_CFG_FLOAT, F(model, head_init), "1e-5", 0, 1, .help = "std of the output heads' weights"},
+    {"supersample", DS_CFG_INT, F(model, supersample), "1", 1, 8,
+     .help = "render at k x the resolution and box-average (1: off; Gs4dConfig.supersample)"},
     {0}};
 static const DsConfigField OPTIM_FIELDS[] = {
     {"lr_means", DS_CFG_FLOAT, F(optim, lr_means), "1.6e-4", 0, 1, .help = "x scene extent"},
@@ -181,6 +183,7 @@ static Gs4dConfig model_config(const Gs4dCmdConfig *c) {
     g.depth = (int)c->model.depth, g.width = (int)c->model.width, g.skip = (int)c->model.skip;
     g.freq_x = (int)c->model.freq_x, g.freq_t = (int)c->model.freq_t;
     g.deform_color = c->model.deform_color, g.deform_opacity = c->model.deform_opacity, g.head_init = c->model.head_init;
+    g.supersample = (int)c->model.supersample;
     g.lr_means = c->optim.lr_means, g.lr_means_final = c->optim.lr_means_final;
     g.lr_deform = c->optim.lr_deform, g.lr_deform_final = c->optim.lr_deform_final, g.lr_steps = c->train.iters;
     g.lr_scales = c->optim.lr_scales, g.lr_quats = c->optim.lr_quats, g.lr_opacity = c->optim.lr_opacity;
@@ -816,7 +819,9 @@ static int gs4d_eval_main(int argc, char **argv) {
             ds_camera_center(&dte.views[0].cam, o);
             px = sqrt((o[0] - dte.center[0]) * (o[0] - dte.center[0]) + (o[1] - dte.center[1]) * (o[1] - dte.center[1]) +
                       (o[2] - dte.center[2]) * (o[2] - dte.center[2])) / dte.views[0].cam.fx;
-            double dil2 = 0.3 * px * px, med_eff = 0, med_scale = 0;
+            /* (rendered at supersample × the resolution, the dilation is that much smaller) */
+            double ssk = mc.supersample > 1 ? mc.supersample : 1;
+            double dil2 = 0.3 * px * px / (ssk * ssk), med_eff = 0, med_scale = 0;
             double diag_mean = 0, cham = 0, cham_max = 0, side_cs = 0, side_sc = 0, floor_c = 0, inside = 0, med_sig = 0, nvis_mean = 0;
             static const double QUANT[5] = {0.05, 0.25, 0.5, 0.75, 0.95};
             double squant[5] = {0};
@@ -824,6 +829,8 @@ static int gs4d_eval_main(int argc, char **argv) {
             double *sige = base_malloc(sizeof(double) * (size_t)n);
             float *visr = base_malloc(sizeof(float) * (size_t)n);
             int64_t *near = base_malloc(sizeof(int64_t) * (size_t)n);
+            float *inset_pts = base_malloc(sizeof(float) * 3 * (size_t)n);
+            double inset_c = 0, inset_cs = 0, inset_sc = 0;
             for (int f = 0; f < s->frames; f++) {
                 const float *V = s->verts + (size_t)f * nv * 3;
                 double lo3[3] = {INFINITY, INFINITY, INFINITY}, hi3[3] = {-INFINITY, -INFINITY, -INFINITY};
@@ -840,10 +847,15 @@ static int gs4d_eval_main(int argc, char **argv) {
                 }
                 float *P = pos3 + (size_t)f * n * 3;
                 gs4d_state_at(&m, s->times[f], P, sc, rgb, op);
-                /* the Gaussians that show: opacity ≥ 0.05 (fainter ones are invisible floaters) */
+                /* the Gaussians that show: opacity ≥ 0.05 (fainter ones are invisible floaters);
+                 * their scale: the smallest axis when anisotropic (a flat splat's thickness, what
+                 * blurs its silhouette edge-on) */
                 int64_t nvis = 0;
                 for (int64_t i = 0; i < n; i++)
-                    if (op[i] >= 0.05f) visr[nvis] = sc[mc.isotropic ? i : 3 * i], memcpy(vis + 3 * nvis++, P + 3 * i, sizeof(float) * 3);
+                    if (op[i] >= 0.05f) {
+                        visr[nvis] = mc.isotropic ? sc[i] : fminf(sc[3 * i], fminf(sc[3 * i + 1], sc[3 * i + 2]));
+                        memcpy(vis + 3 * nvis++, P + 3 * i, sizeof(float) * 3);
+                    }
                 double diag = sqrt((hi3[0] - lo3[0]) * (hi3[0] - lo3[0]) + (hi3[1] - lo3[1]) * (hi3[1] - lo3[1]) +
                                    (hi3[2] - lo3[2]) * (hi3[2] - lo3[2]));
                 double cs, scd;
@@ -885,6 +897,25 @@ static int gs4d_eval_main(int argc, char **argv) {
                     }
                     qsort(dist, (size_t)nvis, sizeof(double), cmp_double);
                     for (int qi = 0; qi < 5; qi++) squant[qi] += dist[(int64_t)((nvis - 1) * QUANT[qi])] / s->frames;
+                    /* the floor's samples pushed inward along their triangle's normal by the
+                     * centers' median depth: what a perfect layer at that depth would score, so
+                     * the inset's share of the Chamfer distance is measured, not guessed */
+                    double depth = fmax(0, -dist[nvis / 2]) * diag / 100;
+                    if (nvis <= ns_s) {
+                        for (int64_t i = 0; i < nvis; i++) {
+                            const int32_t *t = s->faces + 3 * tri[i];
+                            const float *a = V + 3 * t[0], *b = V + 3 * t[1], *cc = V + 3 * t[2];
+                            double e1[3] = {b[0] - a[0], b[1] - a[1], b[2] - a[2]}, e2[3] = {cc[0] - a[0], cc[1] - a[1], cc[2] - a[2]};
+                            double nr[3] = {e1[1] * e2[2] - e1[2] * e2[1], e1[2] * e2[0] - e1[0] * e2[2], e1[0] * e2[1] - e1[1] * e2[0]};
+                            double ln = sqrt(nr[0] * nr[0] + nr[1] * nr[1] + nr[2] * nr[2]), sgn = vol6 > 0 ? -1 : 1;
+                            for (int ax = 0; ax < 3; ax++)
+                                inset_pts[3 * i + ax] = (float)(samp[3 * i + ax] + (ln > 0 ? sgn * depth * nr[ax] / ln : 0));
+                        }
+                        double ics, isc;
+                        gs4d_chamfer_sides(inset_pts, nvis, samp, ns_s + nv, &ics, &isc);
+                        inset_c += 100 * 0.5 * (ics + isc) / diag / s->frames;
+                        inset_cs += 100 * ics / diag / s->frames, inset_sc += 100 * isc / diag / s->frames;
+                    }
                     inside += (double)nin / (double)nvis / s->frames;
                     /* the median (selection by sorting a copy is fine at these sizes) */
                     qsort(sig, (size_t)nvis, sizeof(double), cmp_double);
@@ -896,7 +927,7 @@ static int gs4d_eval_main(int argc, char **argv) {
                     med_scale += 100 * sige[nvis / 2] / diag / s->frames;
                 }
             }
-            free(dist), free(sig), free(sige), free(visr), free(near);
+            free(dist), free(sig), free(sige), free(visr), free(near), free(inset_pts);
             /* rigidity: the trajectories' local neighborhoods (the kNN of the canonical centers)
              * against the ground-truth surface's own (the kNN of the canonical vertices) */
             int k = 8;
@@ -916,11 +947,13 @@ static int gs4d_eval_main(int argc, char **argv) {
             printf("  sides: centers -> surface %.3f%%, surface -> centers %.3f%% (%.0f visible centers; the same number of "
                    "points exactly on the surface: Chamfer %.3f%%)\n", side_cs, side_sc, nvis_mean, floor_c);
             printf("  bbox diagonal %.4g; one pixel at the scene center is %.3f%% of it; median scale of the visible "
-                   "Gaussians %.3f%%\n", diag_mean, 100 * px / diag_mean, med_scale);
+                   "Gaussians %.3f%%%s\n", diag_mean, 100 * px / diag_mean, med_scale, mc.isotropic ? "" : " (smallest axis)");
             printf("  signed: %.1f%% of the visible centers inside the surface, median signed distance %.2f x their own "
                    "scale, %.2f x sqrt(scale^2 + the dilation); quantiles 5/25/50/75/95%%: %.2f %.2f %.2f %.2f %.2f %% of the "
                    "diagonal\n", 100 * inside, med_sig, med_eff,
                    squant[0], squant[1], squant[2], squant[3], squant[4]);
+            printf("  inset floor: the same surface points pushed inward by the median depth: Chamfer %.3f%% "
+                   "(centers -> surface %.3f%%, surface -> centers %.3f%%)\n", inset_c, inset_cs, inset_sc);
             printf("local-rigidity error (RMS non-rigid residual of 8-NN neighborhoods / their size): %.3f%% "
                    "(ground truth's own: %.3f%%)\n", 100 * rig, 100 * rig_gt);
             free(pos3), free(sc), free(rgb), free(op), free(vis), free(samp), free(cum), free(tri), free(bary), free(rest);

@@ -18,7 +18,7 @@ Gs4dConfig gs4d_defaults(void) {
         .n = 20000, .isotropic = true, .seed = 0, .init_opacity = 0.1, .init_scale = 0.5,
         /* Deformable 3DGS (Yang et al. 2024): D = 8, W = 256, skip at 4, multires 10 / 6 */
         .depth = 8, .width = 256, .skip = 4, .freq_x = 10, .freq_t = 6,
-        .deform_color = false, .deform_opacity = false, .head_init = 1e-5,
+        .deform_color = false, .deform_opacity = false, .head_init = 1e-5, .supersample = 1,
         /* 3DGS position 1.6e-4 → 1.6e-6; Deformable 3DGS deform 8e-4 → 1.6e-6 (both × extent),
          * over the whole run; scaling 5e-3, rotation 1e-3, opacity 5e-2, feature 2.5e-3 */
         .lr_means = 1.6e-4, .lr_means_final = 1.6e-6, .lr_deform = 8e-4, .lr_deform_final = 1.6e-6,
@@ -477,11 +477,28 @@ int gs4d_pick_view(const Gs4dModel *m, const Gs4dData *d, int64_t step, int v) {
     return d->by_time[(int64_t)v * lo / d->n];
 }
 
+GsRenderOut gs4d_render_set(const Gs4dModel *m, const GsGaussians *g, const DsCamera *cam, const double bg[3]) {
+    int k = m->cfg.supersample > 1 ? m->cfg.supersample : 1;
+    if (k == 1) return gs_render(g, cam, bg);
+    /* pixel centers at x + 0.5 (camera.h): scaling every intrinsic by k makes sub-pixel block
+     * (x, y) of the k× image exactly pixel (x, y) of the camera's */
+    DsCamera c = *cam;
+    c.width *= k, c.height *= k, c.fx *= k, c.fy *= k, c.cx *= k, c.cy *= k;
+    GsRenderOut r = gs_render(g, &c, bg);
+    int64_t h = cam->height, w = cam->width;
+    Tensor *blocks = tensor_reshape(r.image, 5, (int64_t[]){h, k, w, k, 3});
+    r.image = tensor_mean(blocks, 2, (int[]){1, 3}, false);
+    if (r.alpha) r.alpha = tensor_mean(tensor_reshape(r.alpha, 4, (int64_t[]){h, k, w, k}), 2, (int[]){1, 3}, false);
+    if (r.depth) r.depth = tensor_mean(tensor_reshape(r.depth, 4, (int64_t[]){h, k, w, k}), 2, (int[]){1, 3}, false);
+    r.packed = NULL; /* the k× op output has no camera-resolution counterpart */
+    return r;
+}
+
 Tensor *gs4d_render(const Gs4dModel *m, const DsCamera *cam, double t, const double bg[3]) {
     bool prev = ag_no_grad_begin();
     GsGaussians g = gs4d_canonical(m);
     if (deforming(m)) g = gs4d_deform(m, &g, t);
-    Tensor *img = tensor_contiguous(tensor_to(gs_render(&g, cam, bg ? bg : m->cfg.background).image, TENSOR_CPU));
+    Tensor *img = tensor_contiguous(tensor_to(gs4d_render_set(m, &g, cam, bg ? bg : m->cfg.background).image, TENSOR_CPU));
     ag_no_grad_end(prev);
     return img;
 }
@@ -759,7 +776,7 @@ double gs4d_step_batch(Gs4dModel *m, const Gs4dData *d, const int64_t *views, in
         GsGaussians canon = gs4d_canonical(m);
         GsGaussians g = def ? gs4d_deform(m, &canon, view->time) : canon;
         tk[1] = base_now(), ck[1] = base_cpu_now();
-        GsRenderOut r = gs_render(&g, &view->cam, bg);
+        GsRenderOut r = gs4d_render_set(m, &g, &view->cam, bg);
         tk[2] = base_now(), ck[2] = base_cpu_now();
         Tensor *photo = gs_loss_photometric(r.image, target, m->cfg.lambda);
         Tensor *loss = photo, *arap = NULL;
@@ -782,7 +799,9 @@ double gs4d_step_batch(Gs4dModel *m, const Gs4dData *d, const int64_t *views, in
         Tensor *g2 = tensor_contiguous(tensor_to(tensor_cast(r.mean2d_grad, TENSOR_F64), TENSOR_CPU));
         const double *gg = tensor_data_ptr(g2);
         const int64_t *rad = tensor_data_ptr(tensor_contiguous(tensor_to(r.radii, TENSOR_CPU)));
-        double sx = 0.5 * view->cam.width / scale, sy = 0.5 * view->cam.height / scale;
+        /* (in the rendered image's pixels: the same NDC gradient whatever the supersampling) */
+        int ss = m->cfg.supersample > 1 ? m->cfg.supersample : 1;
+        double sx = 0.5 * view->cam.width * ss / scale, sy = 0.5 * view->cam.height * ss / scale;
         for (int64_t i = 0; i < n; i++) {
             if (rad[i] <= 0) continue;
             dacc[i] += (float)hypot(gg[2 * i] * sx, gg[2 * i + 1] * sy);

@@ -77,6 +77,14 @@ typedef struct {
     int depth, width, skip, freq_x, freq_t;
     bool deform_color, deform_opacity;
     double head_init;
+    /* supersampling (1: off): every render, in training and after, is made at supersample × the
+     * camera's resolution (intrinsics scaled, so each image pixel is exactly a block of
+     * supersample² sub-pixels) and averaged over each block, the box filter a real pixel is. Why:
+     * the rasterizer widens every splat by its 0.3 px² low-pass dilation (σ ≥ 0.55 px on screen,
+     * about 0.45% of the diagonal at 128²), and a silhouette made of splats lies about 2 σ_eff
+     * outside their centers, so the photometric fit sits the centers that far inside the surface
+     * (issue 18's Chamfer distance); at k× the dilation is k× smaller in world units. */
+    int supersample;
     /* learning rates (3DGS / Deformable 3DGS); means and deform × extent, decaying to *_final */
     double lr_means, lr_means_final, lr_deform, lr_deform_final;
     int64_t lr_steps;
@@ -275,6 +283,10 @@ int gs4d_recluster(Gs4dModel *m, const Gs4dData *d);
 /* Render at time t without recording, (H, W, 3) f32 on the host over bg (NULL: cfg.background). Before the
  * warm-up ends (m->step < warmup) the canonical set is rendered, as in training. */
 Tensor *gs4d_render(const Gs4dModel *m, const DsCamera *cam, double t, const double bg[3]);
+/* g rendered through cam as every render of m is (gs_render, at cfg.supersample × and block-
+ * averaged back to cam's resolution: image, alpha and depth; packed is NULL then; radii and
+ * mean2d_grad are the k× render's) */
+GsRenderOut gs4d_render_set(const Gs4dModel *m, const GsGaussians *g, const DsCamera *cam, const double bg[3]);
 /* The view's target over bg, (H, W, 3) f32. */
 Tensor *gs4d_target(const Gs4dData *d, int v, const double bg[3]);
 
