@@ -711,44 +711,73 @@ static int grid_build(const Work *w, FaceGrid *g) {
     return 0;
 }
 
-/* the nearest hit along the ray o + t d (t > 0) with a face not touching vertex `skip` */
-static double grid_ray(const FaceGrid *g, const Work *w, const double *o, const double *d, int64_t skip) {
-    if (!g->off) return INFINITY;
-    /* enter the grid's box */
+/* A walk of the ray o + t d through the grid's cells in the order it meets them (3D DDA): from
+ * the cell where it enters the grid's box; start is false when it misses the box. */
+typedef struct {
+    int c[3], step[3];
+    double tmax[3], tdelta[3]; /* t of the next boundary on each axis; t between two of them */
+} GridWalk;
+
+static bool grid_walk_start(const FaceGrid *g, const double *o, const double *d, GridWalk *gw) {
     double t0 = 0, t1 = INFINITY;
     for (int k = 0; k < 3; k++) {
         double a = g->lo[k], b = g->lo[k] + g->n[k] * g->h;
         if (fabs(d[k]) < 1e-300) {
-            if (o[k] < a || o[k] > b) return INFINITY;
+            if (o[k] < a || o[k] > b) return false;
             continue;
         }
         double ta = (a - o[k]) / d[k], tb = (b - o[k]) / d[k];
         if (ta > tb) { double s = ta; ta = tb; tb = s; }
         t0 = ta > t0 ? ta : t0, t1 = tb < t1 ? tb : t1;
     }
-    if (t0 > t1) return INFINITY;
-    int c[3], step[3];
-    double tmax[3], tdelta[3];
+    if (t0 > t1) return false;
     for (int k = 0; k < 3; k++) {
-        c[k] = grid_cell(g, k, o[k] + t0 * d[k]);
-        if (d[k] > 0) step[k] = 1, tmax[k] = (g->lo[k] + (c[k] + 1) * g->h - o[k]) / d[k], tdelta[k] = g->h / d[k];
-        else if (d[k] < 0) step[k] = -1, tmax[k] = (g->lo[k] + c[k] * g->h - o[k]) / d[k], tdelta[k] = -g->h / d[k];
-        else step[k] = 0, tmax[k] = INFINITY, tdelta[k] = INFINITY;
+        gw->c[k] = grid_cell(g, k, o[k] + t0 * d[k]);
+        if (d[k] > 0)
+            gw->step[k] = 1, gw->tmax[k] = (g->lo[k] + (gw->c[k] + 1) * g->h - o[k]) / d[k], gw->tdelta[k] = g->h / d[k];
+        else if (d[k] < 0)
+            gw->step[k] = -1, gw->tmax[k] = (g->lo[k] + gw->c[k] * g->h - o[k]) / d[k], gw->tdelta[k] = -g->h / d[k];
+        else gw->step[k] = 0, gw->tmax[k] = INFINITY, gw->tdelta[k] = INFINITY;
     }
+    return true;
+}
+
+static int64_t grid_walk_cell(const FaceGrid *g, const GridWalk *gw) {
+    return ((int64_t)gw->c[2] * g->n[1] + gw->c[1]) * g->n[0] + gw->c[0];
+}
+
+static int grid_walk_axis(const GridWalk *gw) {
+    const double *t = gw->tmax;
+    return t[0] < t[1] ? (t[0] < t[2] ? 0 : 2) : (t[1] < t[2] ? 1 : 2);
+}
+
+/* the t at which the ray leaves the current cell */
+static double grid_walk_exit(const GridWalk *gw) { return gw->tmax[grid_walk_axis(gw)]; }
+
+/* on to the next cell; false when the ray leaves the grid */
+static bool grid_walk_next(const FaceGrid *g, GridWalk *gw) {
+    int k = grid_walk_axis(gw);
+    gw->c[k] += gw->step[k];
+    if (gw->c[k] < 0 || gw->c[k] >= g->n[k]) return false;
+    gw->tmax[k] += gw->tdelta[k];
+    return true;
+}
+
+/* the nearest hit along the ray o + t d (t > 0) with a face not touching vertex `skip` */
+static double grid_ray(const FaceGrid *g, const Work *w, const double *o, const double *d, int64_t skip) {
+    GridWalk gw;
+    if (!g->off || !grid_walk_start(g, o, d, &gw)) return INFINITY;
     double best = INFINITY;
     for (;;) {
-        int64_t cell = ((int64_t)c[2] * g->n[1] + c[1]) * g->n[0] + c[0];
+        int64_t cell = grid_walk_cell(g, &gw);
         for (int64_t q = g->off[cell]; q < g->off[cell + 1]; q++) {
             const int32_t *F = w->f + 3 * g->face[q];
             if (F[0] == skip || F[1] == skip || F[2] == skip) continue;
             double tt = ray_tri(o, d, w->x + 3 * F[0], w->x + 3 * F[1], w->x + 3 * F[2]);
             if (tt < best) best = tt;
         }
-        int k = tmax[0] < tmax[1] ? (tmax[0] < tmax[2] ? 0 : 2) : (tmax[1] < tmax[2] ? 1 : 2);
-        if (best <= tmax[k]) return best; /* no later cell can hold a nearer hit */
-        c[k] += step[k];
-        if (c[k] < 0 || c[k] >= g->n[k]) return best;
-        tmax[k] += tdelta[k];
+        if (best <= grid_walk_exit(&gw)) return best; /* no later cell can hold a nearer hit */
+        if (!grid_walk_next(g, &gw)) return best;
     }
 }
 
@@ -760,33 +789,14 @@ static double grid_ray(const FaceGrid *g, const Work *w, const double *o, const 
  * of a neighbour, which flags the ray. */
 static int grid_ray_crossings(const FaceGrid *g, const Work *w, const double *o, const double *d, bool *degenerate) {
     *degenerate = false;
-    if (!g->off) return 0;
-    double t0 = 0, t1 = INFINITY;
-    for (int k = 0; k < 3; k++) {
-        double a = g->lo[k], b = g->lo[k] + g->n[k] * g->h;
-        if (fabs(d[k]) < 1e-300) {
-            if (o[k] < a || o[k] > b) return 0;
-            continue;
-        }
-        double ta = (a - o[k]) / d[k], tb = (b - o[k]) / d[k];
-        if (ta > tb) { double s = ta; ta = tb; tb = s; }
-        t0 = ta > t0 ? ta : t0, t1 = tb < t1 ? tb : t1;
-    }
-    if (t0 > t1) return 0;
-    int c[3], step[3];
-    double tmax[3], tdelta[3];
-    for (int k = 0; k < 3; k++) {
-        c[k] = grid_cell(g, k, o[k] + t0 * d[k]);
-        if (d[k] > 0) step[k] = 1, tmax[k] = (g->lo[k] + (c[k] + 1) * g->h - o[k]) / d[k], tdelta[k] = g->h / d[k];
-        else if (d[k] < 0) step[k] = -1, tmax[k] = (g->lo[k] + c[k] * g->h - o[k]) / d[k], tdelta[k] = -g->h / d[k];
-        else step[k] = 0, tmax[k] = INFINITY, tdelta[k] = INFINITY;
-    }
+    GridWalk gw;
+    if (!g->off || !grid_walk_start(g, o, d, &gw)) return 0;
     enum { MAXHIT = 256 };
     int32_t hit[MAXHIT];
     int nhit = 0;
     const double tol = 1e-9;
     for (;;) {
-        int64_t cell = ((int64_t)c[2] * g->n[1] + c[1]) * g->n[0] + c[0];
+        int64_t cell = grid_walk_cell(g, &gw);
         for (int64_t q = g->off[cell]; q < g->off[cell + 1]; q++) {
             int32_t fi = g->face[q];
             const int32_t *F = w->f + 3 * fi;
@@ -812,10 +822,7 @@ static int grid_ray_crossings(const FaceGrid *g, const Work *w, const double *o,
             if (nhit == MAXHIT) { *degenerate = true; return nhit; }
             hit[nhit++] = fi;
         }
-        int k = tmax[0] < tmax[1] ? (tmax[0] < tmax[2] ? 0 : 2) : (tmax[1] < tmax[2] ? 1 : 2);
-        c[k] += step[k];
-        if (c[k] < 0 || c[k] >= g->n[k]) return nhit;
-        tmax[k] += tdelta[k];
+        if (!grid_walk_next(g, &gw)) return nhit;
     }
 }
 
