@@ -53,6 +53,13 @@ struct SimPrepared {
     int ng;
     int64_t *gidx, *gstart;
     double *Rg0, *Rgk, *Gg;
+    /* with a subspace N (p->N), the groups' blocks are kept reduced, Nᵀ K_g(pair) N (r × r: the
+     * turn Q ⊗ I commutes with I ⊗ N, so this is exact and the turn reads (r/nb)² of the numbers),
+     * and the turn's result is the reduced elastic Hessian Kelr (3r × 3r, unscaled), which
+     * lagged_hessian then leaves out of H for the caller to add after its reduction (kelr_out).
+     * Gg then holds the G rows times N (3 × r per point), so a fresh assembly is reduced too. */
+    double *Kelr;
+    bool kelr_out;
     float *Kg, *Cg, *Og; /* single precision: the composition reads ng·NPAIR·nb² numbers each step, and
                             the lagged Hessian only steers the direction (a 1e-7 error in it is far
                             below the lag's own) */
@@ -68,7 +75,7 @@ static void prep_free(struct SimPrepared *p) {
     if (p->solo) p->solo_release(p->solo);
     free(p->N), free(p->zp_rate), free(p->Lm), free(p->pen_S), free(p->pen_s), free(p->pen_n);
     free(p->drag_S), free(p->drag_s), free(p->drag_g), free(p->force_m), free(p->Kel);
-    free(p->gidx), free(p->gstart), free(p->Kg), free(p->Rg0), free(p->Rgk), free(p->Gg), free(p->Cg), free(p->Og);
+    free(p->gidx), free(p->gstart), free(p->Kg), free(p->Rg0), free(p->Rgk), free(p->Gg), free(p->Cg), free(p->Og), free(p->Kelr);
     free(p->Ft), free(p->PT), free(p->W), free(p->K), free(p->up), free(p->Aact), free(p->Sact), free(p->tmp);
     free(p);
 }
@@ -653,6 +660,10 @@ static int prepare_groups(const SimObject *o, struct SimPrepared *p) {
     p->Rgk = malloc(sizeof(double) * 9 * (size_t)ng), p->Gg = malloc(sizeof(double) * (size_t)(3 * nr * nb + 1));
     p->Cg = malloc(sizeof(float) * (size_t)(2 * NPAIR * ng * NPAIR));
     p->Og = malloc(sizeof(float) * (size_t)(2 * NPAIR * nb * nb));
+    if (p->N) {
+        p->Kelr = malloc(sizeof(double) * (size_t)(9 * p->r * p->r + 1));
+        if (!p->Kelr) return -1;
+    }
     if (!p->gidx || !p->gstart || !p->Kg || !p->Rg0 || !p->Rgk || !p->Gg || !p->Cg || !p->Og) return -1;
     /* a counting sort of the rule's points by group; a group index out of range counts as group 0 */
     for (int64_t e = 0; e < nr; e++) {
@@ -670,6 +681,14 @@ static int prepare_groups(const SimObject *o, struct SimPrepared *p) {
         memcpy(p->Gg + 3 * k * nb, Gall + 3 * e * nb, sizeof(double) * 3 * (size_t)nb);
     }
     free(fill);
+    if (p->N) { /* the rows in the subspace's coordinates: G N (3 nr × r) */
+        double *Gr = malloc(sizeof(double) * (size_t)(3 * nr * p->r + 1));
+        if (!Gr) return -1;
+        if (nr && p->r)
+            cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)(3 * nr), (int)p->r, (int)nb, 1.0, p->Gg, (int)nb,
+                        p->N, (int)p->r, 0.0, Gr, (int)p->r);
+        free(p->Gg), p->Gg = Gr;
+    }
     p->ng = ng;
     return 0;
 }
@@ -935,19 +954,22 @@ static void group_rotations(const SimObject *o, const struct SimPrepared *p, dou
 
 /* The elastic Hessian (unscaled, PSD-projected) at z assembled group by group into Kg, its sum
  * into p->Kel (zeroed first), the groups' rotations kept as Rg0 and Rgk: the same matrix as
- * elastic()'s, the points summed in group order. */
+ * elastic()'s, the points summed in group order. With a subspace N all of it in N's coordinates
+ * (Gg holds G N): Kg's blocks Nᵀ K_g N and their sum into p->Kelr (3r × 3r) instead. */
 static void elastic_hessian_groups(const SimObject *o, struct SimPrepared *p, const double *z, int *nproj) {
-    int64_t nb = o->nb, n = o->n, nr = o->ne ? o->ne : o->nc, ng = p->ng;
+    int64_t nb = o->nb, nr = o->ne ? o->ne : o->nc, ng = p->ng;
+    int64_t rk = p->N ? p->r : nb, nk = 3 * rk; /* the kept blocks' size */
+    double *Kout = p->N ? p->Kelr : p->Kel;
     const double *Gall = o->ne ? o->Ge : o->Gc, *Vol = o->ne ? o->ew : o->Vc;
     cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)(3 * nr), 3, (int)nb, 1.0, Gall, (int)nb, z, (int)nb, 0.0,
                 p->Ft, 3);
     int proj = 0;
-    memset(p->Kel, 0, sizeof(double) * (size_t)(n * n));
+    memset(Kout, 0, sizeof(double) * (size_t)(nk * nk));
     for (int g = 0; g < ng; g++) {
-        memset(p->K, 0, sizeof(double) * (size_t)(NPAIR * nb * nb));
+        memset(p->K, 0, sizeof(double) * (size_t)(NPAIR * rk * rk));
         for (int64_t k0 = p->gstart[g]; k0 < p->gstart[g + 1]; k0 += CHUNK) {
             int64_t k1 = k0 + CHUNK < p->gstart[g + 1] ? k0 + CHUNK : p->gstart[g + 1];
-            int par_nt = base_par_threads(k1 - k0, 300 + 60 * nb);
+            int par_nt = base_par_threads(k1 - k0, 300 + 60 * rk);
 #pragma omp parallel for reduction(+ : proj) schedule(static) num_threads(par_nt) if (par_nt > 1)
             for (int64_t k = k0; k < k1; k++) {
                 int64_t e = p->gidx[k];
@@ -957,22 +979,23 @@ static void elastic_hessian_groups(const SimObject *o, struct SimPrepared *p, co
                     for (int j = 0; j < 3; j++) F[3 * i + j] = (Fr ? Fr[3 * i + j] : (i == j)) + p->Ft[(3 * e + j) * 3 + i];
                 if (o->no_projection) sim_snh(F, o->mu, o->lam, NULL, Hc);
                 else proj += sim_snh_hessian_psd(F, o->mu, o->lam, Hc) > 0;
-                hessian_rows(nb, Vol[e], Hc, p->Gg + 3 * k * nb, p->W + 3 * (k - k0) * NPAIR * nb);
+                hessian_rows(rk, Vol[e], Hc, p->Gg + 3 * k * rk, p->W + 3 * (k - k0) * NPAIR * rk);
             }
-            cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)nb, (int)(NPAIR * nb), (int)(3 * (k1 - k0)), 1.0,
-                        p->Gg + 3 * k0 * nb, (int)nb, p->W, (int)(NPAIR * nb), 1.0, p->K, (int)(NPAIR * nb));
+            if (rk)
+                cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)rk, (int)(NPAIR * rk), (int)(3 * (k1 - k0)), 1.0,
+                            p->Gg + 3 * k0 * rk, (int)rk, p->W, (int)(NPAIR * rk), 1.0, p->K, (int)(NPAIR * rk));
         }
-        scatter_pairs(nb, p->K, NPAIR * nb, p->Kel);
+        scatter_pairs(rk, p->K, NPAIR * rk, Kout);
         /* into Kg's tiles one cache line (KG_TILE floats) at a time, element j = (q, qq) of the pair
          * block; walking (q, qq) instead scattered the stores a tile (4.6 KB in the bench) apart */
         for (int k = 0; k < NPAIR; k++) {
-            const double *src = p->K + PORD[k] * nb;
+            const double *src = p->K + PORD[k] * rk;
             int64_t q = 0, qq = 0;
-            for (int64_t j0 = 0; j0 < nb * nb; j0 += KG_TILE) {
+            for (int64_t j0 = 0; j0 < rk * rk; j0 += KG_TILE) {
                 float *dst = p->Kg + KG_AT(k * ng + g, j0, ng * NPAIR);
-                for (int jj = 0; jj < KG_TILE && j0 + jj < nb * nb; jj++) {
-                    dst[jj] = (float)src[q * NPAIR * nb + qq];
-                    if (++qq == nb) qq = 0, q++;
+                for (int jj = 0; jj < KG_TILE && j0 + jj < rk * rk; jj++) {
+                    dst[jj] = (float)src[q * NPAIR * rk + qq];
+                    if (++qq == rk) qq = 0, q++;
                 }
             }
         }
@@ -1014,7 +1037,9 @@ static void compose_tile(int K, const float *C, const float *A, float res[NPAIR]
  * NPAIR rows and those on K_g(a, a')ᵀ (a < a') in its last NPAIR, then Kel(i, i') = S + Tᵀ. Only
  * when a rotation changed since the last composition (a rig moves once per step). */
 static void corotate_kel(const SimObject *o, struct SimPrepared *p) {
-    int64_t nb = o->nb, n = o->n, ng = p->ng, nb2 = nb * nb;
+    /* with a subspace, all in its coordinates (rk = r, into Kelr) */
+    int64_t nb = p->N ? p->r : o->nb, n = 3 * nb, ng = p->ng, nb2 = nb * nb;
+    double *Kel = p->N ? p->Kelr : p->Kel;
     double R[9 * 64], *Rn = ng <= 64 ? R : malloc(sizeof(double) * 9 * (size_t)ng);
     if (!Rn) return; /* out of memory: the lagged Hessian stays as it is (still a descent direction) */
     group_rotations(o, p, Rn);
@@ -1060,8 +1085,8 @@ static void corotate_kel(const SimObject *o, struct SimPrepared *p) {
             for (int64_t qq = 0; qq < nb; qq++)
                 for (int64_t q = q0; q < q1; q++) {
                     double v = (double)S[q * nb + qq] + (double)T[qq * nb + q];
-                    p->Kel[(i * nb + q) * n + ii * nb + qq] = v;
-                    if (i != ii) p->Kel[(ii * nb + qq) * n + i * nb + q] = v;
+                    Kel[(i * nb + q) * n + ii * nb + qq] = v;
+                    if (i != ii) Kel[(ii * nb + qq) * n + i * nb + q] = v;
                 }
         }
     }
@@ -1342,9 +1367,13 @@ static void lagged_hessian(const SimObject *o, struct SimPrepared *p, const doub
         p->kel_valid = true;
     } else if (p->ng)
         corotate_kel(o, p);
-    const double *Kel = p->Kel;
+    p->kelr_out = p->ng && p->N;
+    if (p->kelr_out) memset(H, 0, sizeof(double) * (size_t)(n * n)); /* Kelr: the caller's, after its reduction */
+    else {
+        const double *Kel = p->Kel;
 #pragma omp simd
-    for (int64_t k = 0; k < n * n; k++) H[k] = dt2 * Kel[k];
+        for (int64_t k = 0; k < n * n; k++) H[k] = dt2 * Kel[k];
+    }
     for (int i = 0; i < 3; i++)
         for (int64_t a = 0; a < nb; a++) cblas_daxpy((int)nb, 1.0, o->Mb + a * nb, 1, H + (i * nb + a) * n + i * nb, 1);
     external(o, p, z, t, dt2, NULL, H, NULL);
@@ -1470,6 +1499,10 @@ bool sim_object_lagged_hessian(SimObject *o, const double *z, double dt, double 
     bool assembled = fresh || !o->prep->kel_valid;
     lagged_hessian(o, o->prep, z, dt, t, fresh, H, &o->last.projected);
     return assembled;
+}
+
+const double *sim_object_lagged_reduced(const SimObject *o) {
+    return o->prep && o->prep->kelr_out ? o->prep->Kelr : NULL;
 }
 
 int64_t sim_object_subspace(SimObject *o, const double **N, const double **zp_rate, const double **Lm) {

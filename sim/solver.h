@@ -311,6 +311,11 @@ double sim_object_objective(SimObject *o, const double *z, const double *ztil, d
  * the one kept from the last assembly unless `fresh` (or none is kept), when it is assembled at z
  * and kept; inertia and the external terms are exact at z. Returns whether it assembled. */
 bool sim_object_lagged_hessian(SimObject *o, const double *z, double dt, double t, bool fresh, double *H);
+/* After sim_object_lagged_hessian: NULL when H holds the whole step Hessian; otherwise H left the
+ * elastic term out and this is that term already in the subspace's coordinates, unscaled (3r × 3r,
+ * in (I ⊗ N)ᵀ · (I ⊗ N)'s block order): the caller adds dt² times it to its reduced H. A rigged
+ * object with a subspace keeps its co-rotated Hessian there (r of nb coordinates: less to turn). */
+const double *sim_object_lagged_reduced(const SimObject *o);
 /* The step's initial guess: z̃ = z + dt ż (ztil, n) and z̃ projected onto the exact-Dirichlet
  * subspace at time t1 (z, n); tmp_n (n) and tmp_r (3r) are scratch. The object must be prepared. */
 void sim_object_predict(SimObject *o, double dt, double t1, double *ztil, double *z, double *tmp_n, double *tmp_r);

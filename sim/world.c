@@ -941,6 +941,10 @@ static bool objects_hessian(SimWorld *w, const double *Z, const double *Ztil, do
         else
             sim_object_objective(&w->obj[k], Z + oi->off, Ztil + oi->off, dt, t, NULL, H);
         if (oi->N) reduce_object_block(w, k);
+        const double *Kr = lagged && oi->N ? sim_object_lagged_reduced(&w->obj[k]) : NULL;
+        if (Kr) /* the elastic term kept in the subspace (solver.h): dt² Kr into the block */
+            for (int64_t a = 0; a < oi->m; a++)
+                cblas_daxpy((int)oi->m, dt * dt, Kr + a * oi->m, 1, s->Hob + oi->hoff + a * oi->m, 1);
     }
     return any;
 }

@@ -715,6 +715,57 @@ TEST(sim_corotated_lagged_hessian_exact_for_turned_groups) {
     CHECK(e0 <= 1e-12 * big);
     CHECK(e1 <= 1e-6 * big);
     CHECK(e2 >= 0.1 * big);
+    CHECK(sim_object_lagged_reduced(&o) == NULL); /* no subspace: the whole Hessian in H */
+    /* (3) with a subspace (the bottom fixed: r < nb), the groups' blocks are kept reduced and the
+     * elastic term comes back apart (sim_object_lagged_reduced): fresh, it is (I ⊗ N)ᵀ K_el (I ⊗ N)
+     * of the plain assembly (H without groups minus H without the elastic term); turned, the
+     * co-rotated one equals a fresh one again */
+    o.rig_F = F0, o.rig_group = NULL, o.rig_ngroups = 0;
+    char err[256];
+    SimDirichlet d = {.region = {.kind = SIM_REGION_BOX, .lo = {-9, -9, -9}, .hi = {9, ylo + 0.1 * (yhi - ylo), 9}}};
+    CHECK_MSG(sim_object_add_dirichlet(&o, &d, err, sizeof err) == 0, "%s", err);
+    CHECK(sim_object_prepare(&o, NULL, 0) == 0);
+    const double *N, *zp, *Lm;
+    int64_t nb = o.nb, r = sim_object_subspace(&o, &N, &zp, &Lm), m = 3 * r;
+    CHECK(N != NULL && r > 0 && r < nb);
+    CHECK(sim_object_lagged_hessian(&o, z, dt, 0, true, Href));
+    CHECK(sim_object_lagged_reduced(&o) == NULL);
+    o.rig_group = grp, o.rig_ngroups = 4;
+    CHECK(sim_object_prepare(&o, NULL, 0) == 0);
+    CHECK(sim_object_lagged_hessian(&o, z, dt, 0, true, H0));
+    const double *Kr = sim_object_lagged_reduced(&o);
+    CHECK(Kr != NULL);
+    double *R0 = malloc(sizeof(double) * (size_t)(3 * m * m)), *Rrot = R0 + m * m, *Rfresh = Rrot + m * m;
+    double b3 = 0, e3 = 0, e4 = 0, e5 = 0;
+    for (int i = 0; i < 3; i++) /* (N_ᵀ (Href − H0) N) block (i, i') against Kr, dt = 1 */
+        for (int ii = 0; ii < 3; ii++)
+            for (int64_t a = 0; a < r; a++)
+                for (int64_t b = 0; b < r; b++) {
+                    double v = 0;
+                    for (int64_t q = 0; q < nb; q++)
+                        for (int64_t qq = 0; qq < nb; qq++)
+                            v += N[q * r + a] * (Href[(i * nb + q) * n + ii * nb + qq] - H0[(i * nb + q) * n + ii * nb + qq]) *
+                                 N[qq * r + b];
+                    double k = Kr[(i * r + a) * m + ii * r + b];
+                    b3 += v * v, e3 += (k - v) * (k - v);
+                }
+    memcpy(R0, Kr, sizeof(double) * (size_t)(m * m));
+    o.rig_F = F1;
+    CHECK(!sim_object_lagged_hessian(&o, z, dt, 0, false, Hrot));
+    memcpy(Rrot, sim_object_lagged_reduced(&o), sizeof(double) * (size_t)(m * m));
+    CHECK(sim_object_lagged_hessian(&o, z, dt, 0, true, Hfresh));
+    memcpy(Rfresh, sim_object_lagged_reduced(&o), sizeof(double) * (size_t)(m * m));
+    double b4 = 0;
+    for (int64_t k = 0; k < m * m; k++)
+        b4 += Rfresh[k] * Rfresh[k], e4 += (Rrot[k] - Rfresh[k]) * (Rrot[k] - Rfresh[k]),
+            e5 += (R0[k] - Rfresh[k]) * (R0[k] - Rfresh[k]);
+    b3 = sqrt(b3), b4 = sqrt(b4), e3 = sqrt(e3), e4 = sqrt(e4), e5 = sqrt(e5);
+    printf("    subspace r %lld of %lld: reduced vs plain %.2e, co-rotated vs fresh %.2e, unturned vs fresh %.2e\n",
+           (long long)r, (long long)nb, e3 / b3, e4 / b4, e5 / b4);
+    CHECK(e3 <= 1e-12 * b3);
+    CHECK(e4 <= 1e-6 * b4);
+    CHECK(e5 >= 0.1 * b4);
+    free(R0);
     o.rig_F = NULL, o.rig_group = NULL, o.rig_ngroups = 0;
     sim_object_free(&o);
     free(grp), free(F0), free(F1), free(z), free(H0), free(Href), free(Hrot), free(Hfresh);
