@@ -732,6 +732,8 @@ TEST(sim_corotated_lagged_hessian_exact_for_turned_groups) {
     CHECK(sim_object_lagged_reduced(&o) == NULL);
     o.rig_group = grp, o.rig_ngroups = 4;
     CHECK(sim_object_prepare(&o, NULL, 0) == 0);
+    /* preparing again frees the prepared state N pointed into: the same subspace, fetched anew */
+    CHECK(sim_object_subspace(&o, &N, &zp, &Lm) == r);
     CHECK(sim_object_lagged_hessian(&o, z, dt, 0, true, H0));
     const double *Kr = sim_object_lagged_reduced(&o);
     CHECK(Kr != NULL);
