@@ -54,14 +54,19 @@ static void check_corr(const SbSkeleton *s) {
         CHECK(s->edges[2 * e] >= 0 && s->edges[2 * e] < s->edges[2 * e + 1] && s->edges[2 * e + 1] < s->nnodes);
 }
 
-TEST(skeleton_capsule_axis) {
+/* A capsule contracts to its axis in the given pole mode: one curve, no cycle, converged before the
+ * iteration cap, along the cylindrical part within 1% of the diagonal of the axis */
+static void capsule_axis(int voronoi) {
     float a[3] = {-0.6f, 0, 0}, b[3] = {0.6f, 0, 0};
     DsMesh m;
     CHECK(make_capsule(a, b, 0.25f, 0.05f, &m) == 0);
     double diag = mesh_diag(&m), t0 = base_now();
+    SbSkelOptions o;
+    sb_skel_defaults(&o);
+    o.voronoi_poles = voronoi;
     SbSkeleton s;
     char err[256];
-    CHECK_MSG(sb_skeleton_mcf(&m, NULL, &s, err, sizeof err) == 0, "%s", err);
+    CHECK_MSG(sb_skeleton_mcf(&m, &o, &s, err, sizeof err) == 0, "%s", err);
     double dt = base_now() - t0;
     check_corr(&s);
     int64_t cycles;
@@ -76,19 +81,28 @@ TEST(skeleton_capsule_axis) {
         off_all = fmax(off_all, r);
         xmin = fmin(xmin, p[0]), xmax = fmax(xmax, p[0]);
     }
-    printf("    capsule: %lld vertices → %lld nodes, %lld edges, %d components, %lld cycles, %d iterations, "
+    printf("    capsule (%s poles): %lld vertices → %lld nodes, %lld edges, %d components, %lld cycles, %d iterations, "
            "area ratio %.2e, max off-axis %.2f%% of diagonal (%.2f%% with the caps), x ∈ [%.3f, %.3f], %.2f s\n",
-           (long long)m.nv, (long long)s.nnodes, (long long)s.nedges, comps, (long long)cycles, s.iterations,
-           s.area_ratio, 100 * off / diag, 100 * off_all / diag, xmin, xmax, dt);
+           voronoi ? "Voronoi" : "ray", (long long)m.nv, (long long)s.nnodes, (long long)s.nedges, comps,
+           (long long)cycles, s.iterations, s.area_ratio, 100 * off / diag, 100 * off_all / diag, xmin, xmax, dt);
     CHECK(comps == 1);
     CHECK(cycles == 0);
     CHECK(s.nedges >= 3);
+    CHECK(s.iterations < 100);
     CHECK_MSG(off < 0.01 * diag, "a node %.4f off the axis", off);
     CHECK_MSG(off_all < 0.03 * diag, "a node %.4f off the axis", off_all);
     /* the curve spans most of the segment (MCF skeletons stop short of the caps' ends) */
     CHECK(xmin < -0.4 && xmax > 0.4);
     sb_skeleton_free(&s);
     ds_mesh_free(&m);
+}
+
+/* the default (CGAL's Voronoi poles) */
+TEST(skeleton_capsule_axis) {
+    SbSkelOptions o;
+    sb_skel_defaults(&o);
+    CHECK(o.voronoi_poles == 1);
+    capsule_axis(1);
 }
 
 /* the procedural quadruped's skeleton in one pole mode: one tree with at least five ends, and at
@@ -568,38 +582,8 @@ TEST(skeleton_voronoi_poles) {
     free(p), free(has), ds_mesh_free(&m);
 }
 
-/* the whole flow with the ray poles (the option; the default is CGAL's Voronoi poles, which
- * skeleton_capsule_axis runs): the capsule still contracts to its axis and converges */
-TEST(skeleton_ray_capsule_axis) {
-    float a[3] = {-0.6f, 0, 0}, b[3] = {0.6f, 0, 0};
-    DsMesh m;
-    CHECK(make_capsule(a, b, 0.25f, 0.05f, &m) == 0);
-    double diag = mesh_diag(&m);
-    SbSkelOptions o;
-    sb_skel_defaults(&o);
-    o.voronoi_poles = 0;
-    SbSkeleton s;
-    char err[256];
-    CHECK_MSG(sb_skeleton_mcf(&m, &o, &s, err, sizeof err) == 0, "%s", err);
-    check_corr(&s);
-    int64_t cycles;
-    int comps = sb_skeleton_components(&s, &cycles);
-    double off = 0, xmin = 1e9, xmax = -1e9;
-    for (int64_t i = 0; i < s.nnodes; i++) {
-        const float *q = s.nodes + 3 * i;
-        if (fabs(q[0]) < 0.45) off = fmax(off, sqrt(q[1] * q[1] + q[2] * q[2]));
-        xmin = fmin(xmin, q[0]), xmax = fmax(xmax, q[0]);
-    }
-    printf("    capsule (ray poles): %lld nodes, %d components, %lld cycles, %d iterations, max off-axis "
-           "%.2f%% of the diagonal, x ∈ [%.3f, %.3f]\n",
-           (long long)s.nnodes, comps, (long long)cycles, s.iterations, 100 * off / diag, xmin, xmax);
-    CHECK(comps == 1 && cycles == 0);
-    CHECK(s.iterations < 100);
-    CHECK_MSG(off < 0.01 * diag, "a node %.4f off the axis", off);
-    CHECK(xmin < -0.4 && xmax > 0.4);
-    sb_skeleton_free(&s);
-    ds_mesh_free(&m);
-}
+/* the option: the ray poles */
+TEST(skeleton_ray_capsule_axis) { capsule_axis(0); }
 
 /* With one thread asked for, the contraction solve makes CHOLMOD's OpenMP regions inactive (its
  * fixed team of 4 ignores the caller's count): the skeleton must be the one the threaded solve

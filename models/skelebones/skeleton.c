@@ -640,21 +640,22 @@ static double ray_tri(const double *o, const double *d, const double *a, const d
 typedef struct {
     int n[3];
     double lo[3], h;
-    int64_t *off; /* cells + 1 */
-    int32_t *face;
-} FaceGrid;
+    int64_t *off;  /* cells + 1 */
+    int32_t *item; /* the cells' lists, one after another: faces here, vertices for the Voronoi
+                      poles' grid (vgrid_build) */
+} CellGrid;
 
-static void grid_free(FaceGrid *g) {
-    free(g->off), free(g->face);
+static void grid_free(CellGrid *g) {
+    free(g->off), free(g->item);
     memset(g, 0, sizeof *g);
 }
 
-static int grid_cell(const FaceGrid *g, int k, double x) {
+static int grid_cell(const CellGrid *g, int k, double x) {
     int c = (int)floor((x - g->lo[k]) / g->h);
     return c < 0 ? 0 : c >= g->n[k] ? g->n[k] - 1 : c;
 }
 
-static int grid_build(const Work *w, FaceGrid *g) {
+static int grid_build(const Work *w, CellGrid *g) {
     memset(g, 0, sizeof *g);
     double lo[3] = {DBL_MAX, DBL_MAX, DBL_MAX}, hi[3] = {-DBL_MAX, -DBL_MAX, -DBL_MAX};
     int64_t nfa = 0;
@@ -697,13 +698,13 @@ static int grid_build(const Work *w, FaceGrid *g) {
                     for (int x = c0[0]; x <= c1[0]; x++) {
                         int64_t cell = ((int64_t)z * g->n[1] + y) * g->n[0] + x;
                         if (pass == 0) g->off[cell + 1]++;
-                        else g->face[g->off[cell]++] = (int32_t)i;
+                        else g->item[g->off[cell]++] = (int32_t)i;
                     }
         }
         if (pass == 0) {
             for (int64_t c = 0; c < cells; c++) g->off[c + 1] += g->off[c];
-            g->face = malloc((size_t)(g->off[cells] + 1) * sizeof *g->face);
-            if (!g->face) return grid_free(g), -1;
+            g->item = malloc((size_t)(g->off[cells] + 1) * sizeof *g->item);
+            if (!g->item) return grid_free(g), -1;
         }
     }
     for (int64_t c = cells; c > 0; c--) g->off[c] = g->off[c - 1]; /* the fill pass advanced each start */
@@ -718,7 +719,7 @@ typedef struct {
     double tmax[3], tdelta[3]; /* t of the next boundary on each axis; t between two of them */
 } GridWalk;
 
-static bool grid_walk_start(const FaceGrid *g, const double *o, const double *d, GridWalk *gw) {
+static bool grid_walk_start(const CellGrid *g, const double *o, const double *d, GridWalk *gw) {
     double t0 = 0, t1 = INFINITY;
     for (int k = 0; k < 3; k++) {
         double a = g->lo[k], b = g->lo[k] + g->n[k] * g->h;
@@ -742,7 +743,7 @@ static bool grid_walk_start(const FaceGrid *g, const double *o, const double *d,
     return true;
 }
 
-static int64_t grid_walk_cell(const FaceGrid *g, const GridWalk *gw) {
+static int64_t grid_walk_cell(const CellGrid *g, const GridWalk *gw) {
     return ((int64_t)gw->c[2] * g->n[1] + gw->c[1]) * g->n[0] + gw->c[0];
 }
 
@@ -755,7 +756,7 @@ static int grid_walk_axis(const GridWalk *gw) {
 static double grid_walk_exit(const GridWalk *gw) { return gw->tmax[grid_walk_axis(gw)]; }
 
 /* on to the next cell; false when the ray leaves the grid */
-static bool grid_walk_next(const FaceGrid *g, GridWalk *gw) {
+static bool grid_walk_next(const CellGrid *g, GridWalk *gw) {
     int k = grid_walk_axis(gw);
     gw->c[k] += gw->step[k];
     if (gw->c[k] < 0 || gw->c[k] >= g->n[k]) return false;
@@ -764,14 +765,14 @@ static bool grid_walk_next(const FaceGrid *g, GridWalk *gw) {
 }
 
 /* the nearest hit along the ray o + t d (t > 0) with a face not touching vertex `skip` */
-static double grid_ray(const FaceGrid *g, const Work *w, const double *o, const double *d, int64_t skip) {
+static double grid_ray(const CellGrid *g, const Work *w, const double *o, const double *d, int64_t skip) {
     GridWalk gw;
     if (!g->off || !grid_walk_start(g, o, d, &gw)) return INFINITY;
     double best = INFINITY;
     for (;;) {
         int64_t cell = grid_walk_cell(g, &gw);
         for (int64_t q = g->off[cell]; q < g->off[cell + 1]; q++) {
-            const int32_t *F = w->f + 3 * g->face[q];
+            const int32_t *F = w->f + 3 * g->item[q];
             if (F[0] == skip || F[1] == skip || F[2] == skip) continue;
             double tt = ray_tri(o, d, w->x + 3 * F[0], w->x + 3 * F[1], w->x + 3 * F[2]);
             if (tt < best) best = tt;
@@ -787,7 +788,7 @@ static double grid_ray(const FaceGrid *g, const Work *w, const double *o, const 
  * neither), and the caller tries another direction (the count is still returned, for a vote).
  * Faces (nearly) parallel to the ray are skipped: a ray through such a face also crosses an edge
  * of a neighbour, which flags the ray. */
-static int grid_ray_crossings(const FaceGrid *g, const Work *w, const double *o, const double *d, bool *degenerate) {
+static int grid_ray_crossings(const CellGrid *g, const Work *w, const double *o, const double *d, bool *degenerate) {
     *degenerate = false;
     GridWalk gw;
     if (!g->off || !grid_walk_start(g, o, d, &gw)) return 0;
@@ -798,7 +799,7 @@ static int grid_ray_crossings(const FaceGrid *g, const Work *w, const double *o,
     for (;;) {
         int64_t cell = grid_walk_cell(g, &gw);
         for (int64_t q = g->off[cell]; q < g->off[cell + 1]; q++) {
-            int32_t fi = g->face[q];
+            int32_t fi = g->item[q];
             const int32_t *F = w->f + 3 * fi;
             const double *a = w->x + 3 * F[0], *b = w->x + 3 * F[1], *cc = w->x + 3 * F[2];
             double e1[3] = {b[0] - a[0], b[1] - a[1], b[2] - a[2]}, e2[3] = {cc[0] - a[0], cc[1] - a[1], cc[2] - a[2]};
@@ -841,7 +842,7 @@ static void vertex_normals(const Work *w, double *vn) {
 static void compute_poles(Work *w, double eps) {
     int64_t nv = w->nv;
     double *vn = calloc((size_t)nv * 3, sizeof *vn);
-    FaceGrid g;
+    CellGrid g;
     if (!vn || grid_build(w, &g)) {
         free(vn);
         memset(w->has_pole, 0, (size_t)nv);
@@ -935,19 +936,7 @@ static void lp_seidel(int d, const double *c, const double *lo, const double *hi
 /* the mesh's vertices sorted into a uniform grid of cubes of side h, one vertex per cell of the
  * bounding box's volume (a surface's vertices crowd the cells it crosses; 3 per cell made the LP
  * start with about 400 constraints and ran 1.5× slower on the bunny) */
-typedef struct {
-    int n[3];
-    double lo[3], h;
-    int64_t *off; /* cells + 1 */
-    int32_t *v;
-} VertGrid;
-
-static int vgrid_cell(const VertGrid *g, int k, double x) {
-    int c = (int)floor((x - g->lo[k]) / g->h);
-    return c < 0 ? 0 : c >= g->n[k] ? g->n[k] - 1 : c;
-}
-
-static int vgrid_build(const Work *w, const double *lo, const double *hi, VertGrid *g) {
+static int vgrid_build(const Work *w, const double *lo, const double *hi, CellGrid *g) {
     memset(g, 0, sizeof *g);
     double ext[3], vol = 1, maxe = 0;
     for (int k = 0; k < 3; k++) ext[k] = hi[k] - lo[k], maxe = fmax(maxe, ext[k]);
@@ -963,15 +952,15 @@ static int vgrid_build(const Work *w, const double *lo, const double *hi, VertGr
     for (int k = 0; k < 3; k++)
         if (ext[k] / g->n[k] > g->h) g->h = ext[k] / g->n[k] * (1 + 1e-9);
     g->off = calloc((size_t)cells + 1, sizeof *g->off);
-    g->v = malloc((size_t)w->nv * sizeof *g->v);
-    if (!g->off || !g->v) return free(g->off), free(g->v), -1;
+    g->item = malloc((size_t)w->nv * sizeof *g->item);
+    if (!g->off || !g->item) return grid_free(g), -1;
     for (int pass = 0; pass < 2; pass++) {
         for (int64_t v = 0; v < w->nv; v++) {
             const double *p = w->x + 3 * v;
-            int64_t cell = ((int64_t)vgrid_cell(g, 2, p[2]) * g->n[1] + vgrid_cell(g, 1, p[1])) * g->n[0] +
-                           vgrid_cell(g, 0, p[0]);
+            int64_t cell = ((int64_t)grid_cell(g, 2, p[2]) * g->n[1] + grid_cell(g, 1, p[1])) * g->n[0] +
+                           grid_cell(g, 0, p[0]);
             if (pass == 0) g->off[cell + 1]++;
-            else g->v[g->off[cell]++] = (int32_t)v;
+            else g->item[g->off[cell]++] = (int32_t)v;
         }
         if (pass == 0)
             for (int64_t c = 0; c < cells; c++) g->off[c + 1] += g->off[c];
@@ -1003,7 +992,7 @@ static int lpw_reserve(LpWork *L, int need) {
 /* the pole of vertex v along the inward direction d (unit); 1 with pole set, 0 without (the cell
  * is open to the box that way: no finite Voronoi vertex there, as for CGAL's infinite cells), -1 out
  * of memory */
-static int voronoi_pole(const Work *w, const VertGrid *g, const double *blo, const double *bhi, double diag, int64_t v,
+static int voronoi_pole(const Work *w, const CellGrid *g, const double *blo, const double *bhi, double diag, int64_t v,
                         const double *d, LpWork *L, double *pole) {
     const double *pv = w->x + 3 * v;
     double lo[3], hi[3], x[3];
@@ -1017,13 +1006,13 @@ static int voronoi_pole(const Work *w, const VertGrid *g, const double *blo, con
     L->n = 0;
     for (int round = 0; round < 64; round++) {
         int start = L->n, c0[3], c1[3];
-        for (int k = 0; k < 3; k++) c0[k] = vgrid_cell(g, k, c[k] - r), c1[k] = vgrid_cell(g, k, c[k] + r);
+        for (int k = 0; k < 3; k++) c0[k] = grid_cell(g, k, c[k] - r), c1[k] = grid_cell(g, k, c[k] + r);
         for (int z = c0[2]; z <= c1[2]; z++)
             for (int y = c0[1]; y <= c1[1]; y++)
                 for (int xx = c0[0]; xx <= c1[0]; xx++) {
                     int64_t cell = ((int64_t)z * g->n[1] + y) * g->n[0] + xx;
                     for (int64_t q = g->off[cell]; q < g->off[cell + 1]; q++) {
-                        const double *pu = w->x + 3 * g->v[q];
+                        const double *pu = w->x + 3 * g->item[q];
                         double e[3] = {pu[0] - pv[0], pu[1] - pv[1], pu[2] - pv[2]};
                         double l2 = e[0] * e[0] + e[1] * e[1] + e[2] * e[2];
                         if (l2 <= 0) continue; /* coincident vertices give no plane */
@@ -1065,7 +1054,7 @@ static void compute_poles_voronoi(Work *w) {
     for (int64_t v = 0; v < nv; v++)
         for (int k = 0; k < 3; k++) lo[k] = fmin(lo[k], w->x[3 * v + k]), hi[k] = fmax(hi[k], w->x[3 * v + k]);
     double diag = sqrt((hi[0] - lo[0]) * (hi[0] - lo[0]) + (hi[1] - lo[1]) * (hi[1] - lo[1]) + (hi[2] - lo[2]) * (hi[2] - lo[2]));
-    VertGrid g;
+    CellGrid g;
     if (!vn || !(diag > 0) || vgrid_build(w, lo, hi, &g)) return free(vn);
     double blo[3], bhi[3]; /* the LP's box: the mesh's, a little larger so no surface vertex is on it */
     for (int k = 0; k < 3; k++) blo[k] = lo[k] - 0.05 * diag, bhi[k] = hi[k] + 0.05 * diag;
@@ -1082,7 +1071,7 @@ static void compute_poles_voronoi(Work *w) {
         }
         free(L.h), free(L.buf);
     }
-    free(g.off), free(g.v);
+    grid_free(&g);
     free(vn);
 }
 
@@ -1093,7 +1082,7 @@ static void compute_poles_voronoi(Work *w) {
  * three do, their majority). The face grid of the ray poles makes it about O(∛F) per pole; the
  * generalized winding number used before (> 1/2) classified the bench's poles alike but its
  * hierarchy, rebuilt each iteration, cost a fifth of the whole contraction (bench/run_skeleton.sh). */
-static bool grid_inside(const FaceGrid *g, const Work *w, const double *q) {
+static bool grid_inside(const CellGrid *g, const Work *w, const double *q) {
     /* directions with no simple ratios between components: an axis-aligned ray would run along
      * grid-aligned edges of marching-cubes meshes */
     static const double dirs[3][3] = {{0.438743940212, 0.781178235012, -0.444144481076},
@@ -1134,7 +1123,7 @@ static bool grid_inside(const FaceGrid *g, const Work *w, const double *q) {
 
 static int poles_inside(Work *w) {
     if (w->nv <= 0) return 0;
-    FaceGrid g;
+    CellGrid g;
     if (grid_build(w, &g)) return -1;
     int64_t nv = w->nv;
 #pragma omp parallel for schedule(dynamic, 64)
@@ -1434,7 +1423,7 @@ int sb_mesh_inside(const DsMesh *m, int64_t n, const double *q, uint8_t *inside)
     w.nv = w.capv = m->nv, w.nf = w.capf = m->nf;
     w.x = malloc((size_t)m->nv * 3 * sizeof *w.x);
     w.falive = malloc((size_t)m->nf + 1);
-    FaceGrid g;
+    CellGrid g;
     if (!w.x || !w.falive) return free(w.x), free(w.falive), -1;
     for (int64_t i = 0; i < 3 * m->nv; i++) w.x[i] = m->v[i];
     memset(w.falive, 1, (size_t)m->nf);
