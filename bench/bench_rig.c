@@ -12,7 +12,9 @@
  * medians over BENCH_FRAMES frames (default 60), wall clock and CPU time (the CPU ratio is the one
  * to read on a loaded machine); Newton iterations and elastic Hessians per frame are means, and so
  * is mean_cpu: the median frame assembles no elastic Hessian (fewer than half the frames do, each
- * ~5 ms), the mean carries them. */
+ * ~5 ms), the mean carries them. With BENCH_VERBOSE, per scene the frames and their mean CPU by
+ * Newton iterations and elastic Hessians (stderr): where the two scenes' medians come from (rig-22:
+ * at equal iterations the rigged frame costs ~5% more; the gap is the iteration mix). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -67,6 +69,10 @@ int main(void) {
     SimPose pose[2];
     double *x[2];
     long it[2] = {0, 0}, hs[2] = {0, 0};
+    /* BENCH_VERBOSE: frames and CPU by (iterations, Hessians), iterations 1..7 (7: 7 or more), Hessians 0 / ≥ 1 */
+    enum { MIX_IT = 8 };
+    int mix_n[2][MIX_IT][2] = {{{0}}};
+    double mix_c[2][MIX_IT][2] = {{{0}}};
     for (int k = 0; k < 2; k++) {
         object(&o[k], &pose[k]);
         w[k] = malloc(sizeof(double) * (size_t)frames), c[k] = malloc(sizeof(double) * (size_t)frames);
@@ -93,6 +99,8 @@ int main(void) {
             w[k][f] = 1e3 * (base_now() - w0), c[k][f] = 1e3 * (base_cpu_now() - c0);
             if (k) adv[f] = 1e3 * a;
             it[k] += o[k].last.iters, hs[k] += o[k].last.hessians;
+            int mi = o[k].last.iters < MIX_IT - 1 ? o[k].last.iters : MIX_IT - 1, mh = o[k].last.hessians > 0;
+            mix_n[k][mi][mh]++, mix_c[k][mi][mh] += c[k][f];
         }
     double mw[2], mc[2], mean[2] = {0, 0};
     for (int k = 0; k < 2; k++) {
@@ -104,6 +112,14 @@ int main(void) {
            mw[1], mc[1], mw[0], mc[0], mw[1] / mw[0], mc[1] / mc[0], bench_median(adv, frames),
            (double)it[1] / frames, (double)it[0] / frames, (double)hs[1] / frames, (double)hs[0] / frames, frames,
            mean[1], mean[0], mean[1] / mean[0]);
+    if (getenv("BENCH_VERBOSE"))
+        for (int k = 1; k >= 0; k--)
+            for (int mi = 0; mi < MIX_IT; mi++)
+                for (int mh = 0; mh < 2; mh++)
+                    if (mix_n[k][mi][mh])
+                        fprintf(stderr, "%s: %d%s iterations, %s elastic Hessian: %d frames, mean cpu %.3f ms\n",
+                                k ? "rigged" : "plain", mi, mi == MIX_IT - 1 ? "+" : "", mh ? "with" : "no", mix_n[k][mi][mh],
+                                mix_c[k][mi][mh] / mix_n[k][mi][mh]);
     sim_rig_free(&r);
     for (int k = 0; k < 2; k++) sim_object_free(&o[k]), free(w[k]), free(c[k]), free(x[k]);
     free(adv);

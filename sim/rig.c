@@ -359,6 +359,7 @@ void sim_rig_advance(SimRig *r, SimObject *o, double t1) {
     sim_rig_pose(r, t1, r->local, r->root);
     sim_rig_eval(r, r->local, r->root, r->uc, r->nv ? r->uv : NULL, r->F);
     o->rig_F = r->F, o->rig_uc = r->uc, o->rig_uv = r->nv ? r->uv : NULL;
+    o->rig_F_version++;
 }
 
 /* A (nc × K, K = 4 nb_rig): A[c, (j, l)] = w_cj X̃_cl in the world frame — the rig's affine maps act

@@ -123,4 +123,5 @@ void sim_lbs_rig_advance(SimLbsRig *r, SimObject *o, const double *T) {
             memcpy(g->F + 9 * c, R, sizeof R);
         }
     o->rig_F = g->F, o->rig_uc = g->uc, o->rig_uv = r->nv ? g->uv : NULL;
+    o->rig_F_version++;
 }

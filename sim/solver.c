@@ -53,6 +53,11 @@ struct SimPrepared {
     int ng;
     int64_t *gidx, *gstart;
     double *Rg0, *Rgk, *Gg;
+    /* the rig_F (pointer and SimObject.rig_F_version) Rgk was last computed from: another
+     * iteration of the same step finds Kel composed for it already */
+    const double *rgk_F;
+    uint64_t rgk_version;
+    bool rgk_valid;
     /* with a subspace N (p->N), the groups' blocks are kept reduced, Nᵀ K_g(pair) N (r × r: the
      * turn Q ⊗ I commutes with I ⊗ N, so this is exact and the turn reads (r/nb)² of the numbers),
      * and the turn's result is the reduced elastic Hessian Kelr (3r × 3r, unscaled), which
@@ -659,7 +664,7 @@ static int prepare_groups(const SimObject *o, struct SimPrepared *p) {
     p->Rg0 = malloc(sizeof(double) * 9 * (size_t)ng);
     p->Rgk = malloc(sizeof(double) * 9 * (size_t)ng), p->Gg = malloc(sizeof(double) * (size_t)(3 * nr * nb + 1));
     p->Cg = malloc(sizeof(float) * (size_t)(2 * NPAIR * ng * NPAIR));
-    p->Og = malloc(sizeof(float) * (size_t)(2 * NPAIR * nb * nb));
+    p->Og = malloc(sizeof(float) * (size_t)(2 * NPAIR * KG_TILES(nb * nb) * KG_TILE)); /* rows padded to tiles; r ≤ nb */
     if (p->N) {
         p->Kelr = malloc(sizeof(double) * (size_t)(9 * p->r * p->r + 1));
         if (!p->Kelr) return -1;
@@ -1002,6 +1007,7 @@ static void elastic_hessian_groups(const SimObject *o, struct SimPrepared *p, co
     }
     group_rotations(o, p, p->Rg0);
     memcpy(p->Rgk, p->Rg0, sizeof(double) * 9 * (size_t)ng);
+    p->rgk_F = o->rig_F, p->rgk_version = o->rig_F_version, p->rgk_valid = true;
     if (nproj) *nproj = proj;
 }
 
@@ -1011,7 +1017,7 @@ static void elastic_hessian_groups(const SimObject *o, struct SimPrepared *p, co
  * plain rows each tile touched K cache lines 18 KB apart, more streams than the prefetcher follows
  * (slower than OpenBLAS's sgemm, which itself spent twice its product packing Kg: perf). */
 typedef float f32x8 __attribute__((vector_size(32)));
-static void compose_tile(int K, const float *C, const float *A, float res[NPAIR][KG_TILE]) {
+static void compose_tile(int K, const float *C, const float *A, float *res, int64_t stride) {
     f32x8 s0 = {0}, s1 = s0, s2 = s0, s3 = s0, s4 = s0, s5 = s0, t0 = s0, t1 = s0, t2 = s0, t3 = s0, t4 = s0, t5 = s0;
     for (int k = 0; k < K; k++) {
         f32x8 u, v;
@@ -1022,7 +1028,10 @@ static void compose_tile(int K, const float *C, const float *A, float res[NPAIR]
         s3 += c3 * u, t3 += c3 * v, s4 += c4 * u, t4 += c4 * v, s5 += c5 * u, t5 += c5 * v;
     }
     const f32x8 lo[NPAIR] = {s0, s1, s2, s3, s4, s5}, hi[NPAIR] = {t0, t1, t2, t3, t4, t5};
-    for (int o = 0; o < NPAIR; o++) memcpy(res[o], &lo[o], sizeof lo[o]), memcpy(res[o] + 8, &hi[o], sizeof hi[o]);
+    /* row o of the result at res + o·stride: straight into the output (memcpy of a whole row
+     * tile, not a stack copy then a variable-length one: those ran as rep movsq, ~30% of
+     * corotate_kel's own time under perf) */
+    for (int o = 0; o < NPAIR; o++) memcpy(res + o * stride, &lo[o], sizeof lo[o]), memcpy(res + o * stride + 8, &hi[o], sizeof hi[o]);
 }
 
 /* The lagged elastic Hessian co-rotated to the rig's current pose: Ψ is isotropic, so at F' = Q F
@@ -1040,9 +1049,13 @@ static void corotate_kel(const SimObject *o, struct SimPrepared *p) {
     /* with a subspace, all in its coordinates (rk = r, into Kelr) */
     int64_t nb = p->N ? p->r : o->nb, n = 3 * nb, ng = p->ng, nb2 = nb * nb;
     double *Kel = p->N ? p->Kelr : p->Kel;
+    /* the rig moves once per step: the later iterations find Kel composed for this rig_F (the
+     * rotations themselves cost ~0.02 ms, a sum over every point and an SVD per group) */
+    if (p->rgk_valid && p->rgk_F == o->rig_F && p->rgk_version == o->rig_F_version) return;
     double R[9 * 64], *Rn = ng <= 64 ? R : malloc(sizeof(double) * 9 * (size_t)ng);
     if (!Rn) return; /* out of memory: the lagged Hessian stays as it is (still a descent direction) */
     group_rotations(o, p, Rn);
+    p->rgk_F = o->rig_F, p->rgk_version = o->rig_F_version, p->rgk_valid = true;
     if (!memcmp(Rn, p->Rgk, sizeof(double) * 9 * (size_t)ng)) {
         if (Rn != R) free(Rn);
         return;
@@ -1064,20 +1077,16 @@ static void corotate_kel(const SimObject *o, struct SimPrepared *p) {
             }
         }
     }
+    /* Og's rows padded to whole tiles (nb2p), so every tile is stored whole */
+    int64_t nb2p = KG_TILES(nb2) * KG_TILE;
     for (int64_t j0 = 0; j0 < nb2; j0 += KG_TILE) {
         const float *A = p->Kg + j0 * K; /* tile j0 / KG_TILE: K rows of KG_TILE */
-        float S[NPAIR][KG_TILE], T[NPAIR][KG_TILE];
-        compose_tile(K, C1, A, S);
-        compose_tile(Ko, C2, A + 3 * ng * KG_TILE, T); /* the off-diagonal blocks' rows, still in L1 */
-        int64_t w = nb2 - j0 < KG_TILE ? nb2 - j0 : KG_TILE;
-        for (int po = 0; po < NPAIR; po++) {
-            memcpy(p->Og + po * nb2 + j0, S[po], sizeof(float) * (size_t)w);
-            memcpy(p->Og + (NPAIR + po) * nb2 + j0, T[po], sizeof(float) * (size_t)w);
-        }
+        compose_tile(K, C1, A, p->Og + j0, nb2p);
+        compose_tile(Ko, C2, A + 3 * ng * KG_TILE, p->Og + NPAIR * nb2p + j0, nb2p); /* the off-diagonal blocks' rows, still in L1 */
     }
     for (int po = 0; po < NPAIR; po++) {
         int i = PAIR_I[po], ii = PAIR_J[po];
-        const float *S = p->Og + po * nb2, *T = p->Og + (NPAIR + po) * nb2;
+        const float *S = p->Og + po * nb2p, *T = p->Og + (NPAIR + po) * nb2p;
         /* by bands of 8 rows q, so that the transposed read of T and the mirror block's writes run
          * along cache lines (row by row, each of the mirror's writes was n doubles from the last) */
         for (int64_t q0 = 0; q0 < nb; q0 += 8) {

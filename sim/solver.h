@@ -216,6 +216,10 @@ typedef struct {
     int64_t rig_nrows;
     const double *rig_rows;
     const double *rig_F, *rig_uc, *rig_uv;
+    /* counts rewrites of rig_F in place: whoever refills the array rig_F points to increments it
+     * (sim_rig_advance, sim_lbs_rig_advance), so that what is derived from rig_F per step (the
+     * groups' rotations below) is computed once per (rig_F, rig_F_version), not every iteration */
+    uint64_t rig_F_version;
     /* The lagged elastic Hessian's co-rotation (SimNewtonOptions.elastic_lag; solver.c's
      * corotate_kel): rig_ngroups > 0 groups of the cubature points (rig_group, nc: each point's
      * dominant bone). The Hessian is kept per group and turned, before it is used, by each group's

@@ -715,6 +715,19 @@ TEST(sim_corotated_lagged_hessian_exact_for_turned_groups) {
     CHECK(e0 <= 1e-12 * big);
     CHECK(e1 <= 1e-6 * big);
     CHECK(e2 >= 0.1 * big);
+    /* (2b) rig_F refilled in place, as a rig does each step (here with F0's values), and
+     * rig_F_version counted up: the kept Hessian (now F1's) turns back to F0's grouped one; the
+     * rotations are kept per (rig_F, version), so without the count it would stay at F1's */
+    double *F1s = malloc(sizeof(double) * 9 * (size_t)nc), e6 = 0;
+    memcpy(F1s, F1, sizeof(double) * 9 * (size_t)nc);
+    memcpy(F1, F0, sizeof(double) * 9 * (size_t)nc);
+    o.rig_F_version++;
+    CHECK(!sim_object_lagged_hessian(&o, z, dt, 0, false, Hrot));
+    for (int64_t k = 0; k < n * n; k++) e6 += (Hrot[k] - H0[k]) * (Hrot[k] - H0[k]);
+    CHECK_MSG(sqrt(e6) <= 1e-6 * big, "refilled rig_F: %g of |H|", sqrt(e6) / big);
+    memcpy(F1, F1s, sizeof(double) * 9 * (size_t)nc);
+    o.rig_F_version++;
+    free(F1s);
     CHECK(sim_object_lagged_reduced(&o) == NULL); /* no subspace: the whole Hessian in H */
     /* (3) with a subspace (the bottom fixed: r < nb), the groups' blocks are kept reduced and the
      * elastic term comes back apart (sim_object_lagged_reduced): fresh, it is (I ⊗ N)ᵀ K_el (I ⊗ N)
