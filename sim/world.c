@@ -102,6 +102,8 @@ struct SimWorldScratch {
     int64_t nact, act_cap;
     double *U;                 /* contact Hessian scratch */
     int *comp;                 /* component of each object */
+    bool *hr_dirty;            /* nobj × nobj: Hr's off-diagonal object blocks written since they were
+                                  last zeroed (hr_from_objects) */
     /* Newton directions by conjugate gradients on the exact Hessian, preconditioned by a
      * factorization of the PSD one (see sim_world_step) */
     double *Hob;               /* each object's reduced diagonal block (m × m), without contact */
@@ -131,7 +133,7 @@ static void scratch_free(struct SimWorldScratch *s, int nbodies) {
     if (s->x)
         for (int b = 0; b < nbodies; b++) free(s->x[b]), free(s->dx[b]);
     free(s->x), free(s->dx), free(s->bodies), free(s->act), free(s->ageo), free(s->aidx), free(s->U), free(s->comp);
-    free(s->Hob), free(s->cg), free(s->Ug), free(s->cfx), free(s->Hf), free(s->hf_ok);
+    free(s->Hob), free(s->cg), free(s->Ug), free(s->cfx), free(s->Hf), free(s->hf_ok), free(s->hr_dirty);
     if (s->edges)
         for (int b = 0; b < nbodies; b++) free(s->edges[b]), free(s->elen2[b]);
     if (s->euses)
@@ -381,7 +383,7 @@ int sim_world_init(SimWorld *w, SimObject *objs, int nobj, SimRigid *rigids, int
     s->z0 = malloc(sizeof(double) * n), s->z = malloc(sizeof(double) * n), s->ztil = malloc(sizeof(double) * n);
     s->g = malloc(sizeof(double) * n), s->gt = malloc(sizeof(double) * n), s->dz = malloc(sizeof(double) * n), s->zt = malloc(sizeof(double) * n);
     s->Hk = malloc(sizeof(double) * (size_t)(maxn * maxn));
-    s->Hr = malloc(sizeof(double) * nr * nr), s->gr = malloc(sizeof(double) * nr), s->dy = malloc(sizeof(double) * nr);
+    s->Hr = calloc(nr * nr, sizeof(double)), s->gr = malloc(sizeof(double) * nr), s->dy = malloc(sizeof(double) * nr);
     s->Lh = malloc(sizeof(double) * nr * nr), s->sub = malloc(sizeof(double) * nr * nr);
     s->tmp = malloc(sizeof(double) * (size_t)(maxn * maxn + 3 * maxn + roff + 1));
     if (!s->z0 || !s->z || !s->ztil || !s->g || !s->gt || !s->dz || !s->zt || !s->Hk || !s->Hr || !s->gr || !s->dy ||
@@ -389,8 +391,9 @@ int sim_world_init(SimWorld *w, SimObject *objs, int nobj, SimRigid *rigids, int
         goto oom;
     s->Hob = malloc(sizeof(double) * (size_t)(hoff + 1)), s->cg = malloc(sizeof(double) * 5 * nr);
     s->Hf = malloc(sizeof(double) * (size_t)(hoff + 1)), s->hf_ok = calloc((size_t)nobj + 1, sizeof(bool));
+    s->hr_dirty = calloc((size_t)(nobj * nobj) + 1, sizeof(bool));
     s->rmax = rmax;
-    if (!s->Hob || !s->cg || !s->Hf || !s->hf_ok) goto oom;
+    if (!s->Hob || !s->cg || !s->Hf || !s->hf_ok || !s->hr_dirty) goto oom;
     w->dhat = w->contact.dhat > 0 ? w->contact.dhat : 1.5 * spacing;
     if (!(w->dhat > 0)) w->dhat = 1e-2;
     w->kappa = w->contact.stiffness > 0 ? w->contact.stiffness : pairs ? support_kappa(w, heavy, gmax) : 1;
@@ -888,6 +891,7 @@ static int barrier_hessian(SimWorld *w, double scale, bool tangential) {
             /* H_ab(i, i') = H_ab(i', i) = −K; H_ba = H_abᵀ */
             scatter6(s, A, B, K6, -1);
             scatter6_transposed(s, B, A, K6, -1);
+            s->hr_dirty[a * w->nobj + b] = s->hr_dirty[b * w->nobj + a] = true;
             int ca = s->comp[a], cb = s->comp[b];
             if (ca != cb)
                 for (int o = 0; o < w->nobj; o++)
@@ -978,13 +982,15 @@ static void expand(const SimWorld *w, const double *dy, double *dz) {
 }
 
 /* Cholesky with a growing diagonal shift on failure (as the single-object solver), at most
- * `attempts` factorizations; -1: none */
-static int chol_shifted(double *A, const double *src, int n, int attempts) {
+ * `attempts` factorizations of src (n × n, its rows lds apart) into A (n × n); -1: none */
+static int chol_shifted(double *A, const double *src, int lds, int n, int attempts) {
     double tr = 0;
-    for (int i = 0; i < n; i++) tr += src[(size_t)i * n + i];
+    for (int i = 0; i < n; i++) tr += src[(size_t)i * lds + i];
     double shift = 1e-14 * fmax(tr / n, 1e-300);
     for (int attempt = 0; attempt < attempts; attempt++) {
-        memcpy(A, src, sizeof(double) * (size_t)n * n);
+        if (lds == n) memcpy(A, src, sizeof(double) * (size_t)n * n);
+        else
+            for (int i = 0; i < n; i++) memcpy(A + (size_t)i * n, src + (size_t)i * lds, sizeof(double) * (size_t)n);
         for (int i = 0; i < n; i++) A[(size_t)i * n + i] += shift;
         int info = 0;
         dpotrf_("L", &n, A, &n, &info, 1);
@@ -1022,7 +1028,7 @@ static int solve_components(SimWorld *w, bool refactor, int attempts, int *ncomp
             const ObjInfo *A = &s->oi[members[u]];
             for (int64_t i = 0; i < A->m; i++, ru++) {
                 int64_t rv = 0;
-                for (int v = 0; v < nm && refactor; v++) {
+                for (int v = 0; v < nm && refactor && nm > 1; v++) {
                     const ObjInfo *B = &s->oi[members[v]];
                     memcpy(S + ru * dim + rv, s->Hr + (A->roff + i) * NR + B->roff, sizeof(double) * (size_t)B->m);
                     rv += B->m;
@@ -1031,7 +1037,9 @@ static int solve_components(SimWorld *w, bool refactor, int attempts, int *ncomp
             }
         }
         if (refactor) {
-            int tries = chol_shifted(L, S, (int)dim, attempts);
+            /* one object: its block of Hr as it stands (no gather into S first) */
+            int tries = nm == 1 ? chol_shifted(L, s->Hr + s->oi[members[0]].roff * (NR + 1), (int)NR, (int)dim, attempts)
+                                : chol_shifted(L, S, (int)dim, (int)dim, attempts);
             if (tries < 0) {
                 rc = 1;
                 break;
@@ -1128,11 +1136,20 @@ static void hess_apply(const SimWorld *w, const double *v, double *out) {
     }
 }
 
-/* Hr = the objects' blocks (Hob) on its diagonal, each object its own component */
+/* Hr = the objects' blocks (Hob) on its diagonal, each object its own component. Only the
+ * off-diagonal blocks the last assembly's pairs wrote are zeroed (the rest still are): with ten
+ * objects Hr is 1920² doubles, and clearing all of it (30 MB) took 3% of a capped ten-object pile,
+ * whose off-diagonal blocks are nearly all zero (most components are one object). */
 static void hr_from_objects(SimWorld *w) {
     struct SimWorldScratch *s = w->ws;
     int64_t NR = s->nred;
-    memset(s->Hr, 0, sizeof(double) * (size_t)(NR * NR));
+    for (int a = 0; a < w->nobj; a++)
+        for (int b = 0; b < w->nobj; b++) {
+            if (!s->hr_dirty[a * w->nobj + b]) continue;
+            const ObjInfo *A = &s->oi[a], *B = &s->oi[b];
+            for (int64_t i = 0; i < A->m; i++) memset(s->Hr + (A->roff + i) * NR + B->roff, 0, sizeof(double) * (size_t)B->m);
+            s->hr_dirty[a * w->nobj + b] = false;
+        }
     for (int k = 0; k < w->nobj; k++) {
         const ObjInfo *A = &s->oi[k];
         for (int64_t i = 0; i < A->m; i++)
@@ -1374,7 +1391,7 @@ static int direct_direction(SimWorld *w, bool fresh) {
         double *Hb = s->Hob + A->hoff, *L = s->Lh + A->hoff, *F = s->Hf + A->hoff, *dy = s->dy + A->roff;
         size_t bytes = sizeof(double) * (size_t)m * (size_t)m;
         if (fresh && !(s->hf_ok[k] && !memcmp(Hb, F, bytes))) {
-            int tries = chol_shifted(L, Hb, m, 8);
+            int tries = chol_shifted(L, Hb, m, m, 8);
             memcpy(F, Hb, bytes);
             s->hf_ok[k] = tries >= 0;
             if (tries < 0) return 1;
