@@ -15,6 +15,11 @@
  *                       sim_pile_cap1, _cap2, _cap4 named: that cap alone, no RMSE
  *   sim_pile10          ten objects piling up (scenes/pile10.json): converged, then caps 1 and 2 with
  *                       their RMSE against it; sim_pile10_cap1, _cap2: one cap alone, no RMSE
+ *                       sim_pile and sim_pile10 also run cap 1 from BENCH_STARTS (6) starts with every
+ *                       object moved horizontally by up to 2 mm (seeded) and print "starts <name>
+ *                       <mean_ms> <median_ms> <n>" over the starts' medians: under a cap the trajectory
+ *                       and its cost are chaotic, so that mean is the figure to quote;
+ *                       sim_pile_cap1_starts, sim_pile10_cap1_starts named: the starts alone
  * The pile cases also print "parts <name> ..." (broad phase, pairs, Hessians, solves per frame).
  * Each prints "case <name> <median_ms> <n>" with the median over frames of the wall time, and
  * "cpu <name> <median_ms>" with the median of the process CPU time (all threads: on a shared
@@ -23,7 +28,8 @@
  *   check cubature_traj <max dev / motion>   drop trajectory, optimized vs full set
  *   check sag_tip <reduced> <fem> <rel diff> static tip displacement (m) under gravity; only
  *                                            when the case sim_sag_tip is named (~30 s)
- * Usage: anima-bench-sim [case ...]; BENCH_FRAMES (default 60) frames per reduced case;
+ * Usage: anima-bench-sim [case ...]; BENCH_FRAMES (default 60) frames per reduced case; BENCH_START k
+ * runs the named single-cap pile cases from perturbed start k (0: the scene as shipped);
  * BENCH_FEM_QUALITY the TetGen radius-edge bound (3); BENCH_CUB_POINTS, BENCH_CUB_TAU the cubature's
  * max_points and tau (sim/cubature.h's defaults). */
 #include <math.h>
