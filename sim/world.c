@@ -419,8 +419,8 @@ static double pair_factor(const struct SimWorldScratch *s, const SimContactPair 
     return sim_contact_pair_weight(s->bodies, q) * sim_contact_pair_mollifier(s->bodies, q, alpha);
 }
 
-/* κ Σ w m b over the pairs at α (bodies' x + α dx) */
-static double barrier_energy(const SimWorld *w, const SimContactPair *pairs, int64_t np, double alpha, double *dmin) {
+/* Σ w m b over the pairs at α (bodies' x + α dx), without κ; *dmin: the smallest pair distance */
+static double barrier_sum(const SimWorld *w, const SimContactPair *pairs, int64_t np, double alpha, double *dmin) {
     const struct SimWorldScratch *s = w->ws;
     double E = 0, m = INFINITY;
     for (int64_t k = 0; k < np; k++) {
@@ -430,6 +430,23 @@ static double barrier_energy(const SimWorld *w, const SimContactPair *pairs, int
         if (d < w->dhat) E += pair_factor(s, &pairs[k], alpha) * sim_barrier(d, w->dhat, NULL, NULL);
     }
     if (dmin) *dmin = m;
+    return E;
+}
+
+/* κ Σ w m b over the pairs at α */
+static double barrier_energy(const SimWorld *w, const SimContactPair *pairs, int64_t np, double alpha, double *dmin) {
+    return w->kappa * barrier_sum(w, pairs, np, alpha, dmin);
+}
+
+/* the same over the active pairs at the bodies' x, from the distances and factors collect_active
+ * stored (the same values barrier_energy would compute again, in the same order) */
+static double active_energy(const SimWorld *w) {
+    const struct SimWorldScratch *s = w->ws;
+    double E = 0;
+    for (int64_t t = 0; t < s->nact; t++) {
+        const double *ge = s->ageo + GEO * t;
+        E += ge[9] * sim_barrier(ge[3], w->dhat, NULL, NULL);
+    }
     return w->kappa * E;
 }
 
@@ -450,23 +467,23 @@ static int act_reserve(struct SimWorldScratch *s, int64_t need) {
     return 0;
 }
 
-/* the pairs of the candidate set within d̂ at α = 0 (bodies' x) become the active set */
-static int collect_active(SimWorld *w) {
+/* the pairs of the candidate set within d̂ at α = 0 (bodies' x) become the active set, each with
+ * its stencil; *dmin (when given): the smallest distance over all candidates (one pass for both) */
+static int collect_active(SimWorld *w, double *dmin) {
     struct SimWorldScratch *s = w->ws;
+    double m = INFINITY;
     s->nact = 0;
     for (int64_t k = 0; k < s->cand.n; k++) {
-        double r[3], d;
-        pair_geom(s, &s->cand.pairs[k], 0, r, &d);
-        if (d >= w->dhat) continue;
         if (act_reserve(s, s->nact + 1)) return -1;
+        double *ge = s->ageo + GEO * s->nact;
+        int32_t *ix = s->aidx + 5 * s->nact;
+        double d = sim_contact_pair_stencil(s->bodies, &s->cand.pairs[k], 0, ge, ge + 7, ix + 3, ge + 4, ix);
+        m = fmin(m, d);
+        if (d >= w->dhat) continue;
+        ge[3] = d, ge[9] = pair_factor(s, &s->cand.pairs[k], 0);
         s->act[s->nact++] = s->cand.pairs[k];
     }
-    for (int64_t t = 0; t < s->nact; t++) {
-        double *ge = s->ageo + GEO * t;
-        int32_t *ix = s->aidx + 5 * t;
-        ge[3] = sim_contact_pair_stencil(s->bodies, &s->act[t], 0, ge, ge + 7, ix + 3, ge + 4, ix);
-        ge[9] = pair_factor(s, &s->act[t], 0);
-    }
+    if (dmin) *dmin = m;
     /* the step's friction pairs after them, with their lagged stencils */
     if (act_reserve(s, s->nact + s->nfr)) return -1;
     if (s->nfr) {
@@ -1496,13 +1513,13 @@ static int ws_accept(void *ctx, const double *z, bool have_grad, double Et, doub
     double t0 = base_cpu_now();
     if (c->contact) {
         w->last.min_distance = fmin(w->last.min_distance, c->dmin);
-        if (collect_active(w)) return -1;
+        if (collect_active(w, NULL)) return -1;
     }
     double t1 = base_cpu_now();
     *E = have_grad ? c->Eo : objects_energy(w, z, s->ztil, c->dt, c->t1, g);
     double t2 = base_cpu_now();
     if (c->contact) {
-        *E += c->dt * c->dt * (barrier_energy(w, s->act, s->nact, 0, NULL) + friction_energy(w, 0));
+        *E += c->dt * c->dt * (active_energy(w) + friction_energy(w, 0));
         barrier_gradient(w, c->dt * c->dt, g);
         friction_gradient(w, c->dt * c->dt, g);
     }
@@ -1638,7 +1655,9 @@ static int world_step(SimWorld *w, double dt, char *err, size_t errlen) {
         double tb = base_cpu_now();
         set_bodies(w, s->z0, s->dz);
         if (candidates(w, s->bodies, &s->cand)) goto oom;
-        w->last.min_distance = sim_contact_min_distance(s->bodies, &s->cand, 0);
+        /* the barrier at z₀ (its κ applied below, after the adaptive rule) and the smallest distance
+         * in one pass */
+        double B0 = barrier_sum(w, s->cand.pairs, s->cand.n, 0, &w->last.min_distance);
         if (!(w->last.min_distance > 0) && rigged(w, -1)) {
             /* every step ends with all pairs apart, so only a rig's move before its first swept
              * step (rig_sweep) can have put a surface onto another body */
@@ -1673,7 +1692,7 @@ static int world_step(SimWorld *w, double dt, char *err, size_t errlen) {
          * its gradient into s->g, once: each evaluation is a pass over all cubature points. */
         double E0 = objects_energy(w, s->z0, s->ztil, dt, t1, a0 > 0 ? NULL : s->g), tp = base_cpu_now();
         Eobj = E0, have_g = !(a0 > 0);
-        E0 += dt2 * (barrier_energy(w, s->cand.pairs, s->cand.n, 0, NULL) + friction_energy(w, 0));
+        E0 += dt2 * (w->kappa * B0 + friction_energy(w, 0));
         w->last.t_pairs += base_cpu_now() - tp;
         if (a0 > 0) {
             for (int64_t q = 0; q < N; q++) s->zt[q] = s->z0[q] + a0 * s->dz[q];
@@ -1687,13 +1706,14 @@ static int world_step(SimWorld *w, double dt, char *err, size_t errlen) {
         for (int64_t q = 0; q < N; q++) s->z[q] = s->z0[q] + a0 * s->dz[q];
         set_bodies(w, s->z, NULL);
         /* the candidates of the swept guess hold every pair within d̂ at z (contact.h) */
-        if (collect_active(w)) goto oom;
-        w->last.min_distance = fmin(w->last.min_distance, sim_contact_min_distance(s->bodies, &s->cand, 0));
+        double dz_min;
+        if (collect_active(w, &dz_min)) goto oom;
+        w->last.min_distance = fmin(w->last.min_distance, dz_min);
     } else
         memcpy(s->z, s->zt, sizeof(double) * (size_t)N);
     double E = have_g ? Eobj : objects_energy(w, s->z, s->ztil, dt, t1, s->g);
     if (contact) {
-        E += dt2 * (barrier_energy(w, s->act, s->nact, 0, NULL) + friction_energy(w, 0));
+        E += dt2 * (active_energy(w) + friction_energy(w, 0));
         barrier_gradient(w, dt2, s->g);
         friction_gradient(w, dt2, s->g);
     }
@@ -1848,7 +1868,7 @@ double sim_world_hessian_product_error(SimWorld *w, double dt) {
     memcpy(comp, s->comp, sizeof(int) * (size_t)w->nobj);
     /* the pairs within d̂ now (a broad phase of the static bodies), the objects' blocks */
     set_bodies(w, Z, NULL);
-    if (candidates(w, s->bodies, &s->cand) || collect_active(w) ||
+    if (candidates(w, s->bodies, &s->cand) || collect_active(w, NULL) ||
         contact_prepare(w, dt * dt)) {
         free(v), free(comp);
         return INFINITY;
