@@ -780,40 +780,72 @@ static int body_material(const SimWorld *w, int b) {
 
 /* The step's friction pairs: the candidates within d̂ at the step's start (bodies at x⁰), with
  * μ λ (μ of the two bodies' materials), weights, r⁰ and T lagged. */
-static int friction_collect(SimWorld *w, double dt) {
+/* The step's first pass over the candidates at x⁰ (one stencil per pair): the barrier sum Σ w m b
+ * without κ (*B0: κ is applied after the adaptive rule, which needs *dmin, the smallest distance
+ * first) and, with friction, every pair within d̂ of a pair of materials with μ > 0 put aside in
+ * the friction store with its stencil (its factor w m, b′, d and μ held in the λ, T slots until
+ * friction_collect). One pass where there were two (a third of a capped pile's broad-phase part). */
+static int start_pass(SimWorld *w, double dt, double *B0, double *dmin) {
     struct SimWorldScratch *s = w->ws;
     s->nfr = 0;
     s->fr_eps = w->contact.eps_v * dt;
-    if (!any_friction(&w->contact)) return 0;
+    bool fric = any_friction(&w->contact);
+    double E = 0, m = INFINITY;
     for (int64_t k = 0; k < s->cand.n; k++) {
         const SimContactPair *q = &s->cand.pairs[k];
         double r[3], ua[2], wb[3];
         int32_t ia[2], ib[3];
         double d = sim_contact_pair_stencil(s->bodies, q, 0, r, ua, ia, wb, ib);
+        m = fmin(m, d);
+        if (!(d < w->dhat)) continue;
+        double db, f = pair_factor(s, q, 0);
+        E += f * sim_barrier(d, w->dhat, &db, NULL);
+        if (!fric) continue;
         double mu = sim_contact_mu(&w->contact, body_material(w, q->a), body_material(w, q->b));
-        if (!(d < w->dhat) || !(mu > 0)) continue;
+        if (!(mu > 0)) continue;
         if (fr_reserve(s)) return -1;
-        double db, *ge = s->frgeo + GEO * s->nfr, *T = s->frT + 6 * s->nfr;
-        sim_barrier(d, w->dhat, &db, NULL);
-        /* the dedup's negative terms take their share of friction too: where the triangles at a
-         * feature agree on it, their friction pairs are the same and the sum is one contact's */
-        double lam = -w->kappa * pair_factor(s, q, 0) * db;
-        if (lam == 0) continue;
-        lam *= mu; /* stored as μ λ: the pair's Coulomb force bound */
+        double *ge = s->frgeo + GEO * s->nfr, *T = s->frT + 6 * s->nfr;
         s->fr[s->nfr] = *q;
-        memcpy(ge, r, sizeof r), ge[3] = lam, memcpy(ge + 4, wb, sizeof wb), memcpy(ge + 7, ua, sizeof ua), ge[9] = 1;
+        memcpy(ge, r, sizeof r), ge[3] = f, memcpy(ge + 4, wb, sizeof wb), memcpy(ge + 7, ua, sizeof ua), ge[9] = db;
+        T[0] = d, T[1] = mu;
         memcpy(s->fridx + 5 * s->nfr, ib, sizeof ib), memcpy(s->fridx + 5 * s->nfr + 3, ia, sizeof ia);
-        /* T: the normal's two perpendiculars (the first from the axis least along n) */
-        double n[3] = {r[0] / d, r[1] / d, r[2] / d}, ax[3] = {0, 0, 0}, t1[3], t2[3];
-        int m = fabs(n[0]) <= fabs(n[1]) && fabs(n[0]) <= fabs(n[2]) ? 0 : fabs(n[1]) <= fabs(n[2]) ? 1 : 2;
-        ax[m] = 1;
-        base_vec3_cross(n, ax, t1);
-        double l = sqrt(t1[0] * t1[0] + t1[1] * t1[1] + t1[2] * t1[2]);
-        for (int i = 0; i < 3; i++) t1[i] /= l;
-        base_vec3_cross(n, t1, t2);
-        memcpy(T, t1, sizeof t1), memcpy(T + 3, t2, sizeof t2);
         s->nfr++;
     }
+    *B0 = E, *dmin = m;
+    return 0;
+}
+
+/* The lagged friction pairs start_pass put aside, with the step's κ: the normal force λ, stored
+ * as μ λ (the pair's Coulomb force bound), and the tangent basis; then the planes'. */
+static int friction_collect(SimWorld *w) {
+    struct SimWorldScratch *s = w->ws;
+    int64_t n = 0;
+    for (int64_t k = 0; k < s->nfr; k++) {
+        const double *gk = s->frgeo + GEO * k, *Tk = s->frT + 6 * k;
+        double d = Tk[0], mu = Tk[1];
+        /* the dedup's negative terms take their share of friction too: where the triangles at a
+         * feature agree on it, their friction pairs are the same and the sum is one contact's */
+        double lam = -w->kappa * gk[3] * gk[9];
+        if (lam == 0) continue;
+        lam *= mu;
+        double *ge = s->frgeo + GEO * n, *T = s->frT + 6 * n;
+        if (n < k) {
+            s->fr[n] = s->fr[k];
+            memcpy(ge, gk, sizeof(double) * GEO), memcpy(s->fridx + 5 * n, s->fridx + 5 * k, sizeof(int32_t) * 5);
+        }
+        ge[3] = lam, ge[9] = 1;
+        /* T: the normal's two perpendiculars (the first from the axis least along n) */
+        double nv[3] = {ge[0] / d, ge[1] / d, ge[2] / d}, ax[3] = {0, 0, 0}, t1[3], t2[3];
+        int m = fabs(nv[0]) <= fabs(nv[1]) && fabs(nv[0]) <= fabs(nv[2]) ? 0 : fabs(nv[1]) <= fabs(nv[2]) ? 1 : 2;
+        ax[m] = 1;
+        base_vec3_cross(nv, ax, t1);
+        double l = sqrt(t1[0] * t1[0] + t1[1] * t1[1] + t1[2] * t1[2]);
+        for (int i = 0; i < 3; i++) t1[i] /= l;
+        base_vec3_cross(nv, t1, t2);
+        memcpy(T, t1, sizeof t1), memcpy(T + 3, t2, sizeof t2);
+        n++;
+    }
+    s->nfr = n;
     return friction_planes(w);
 }
 
@@ -1655,9 +1687,10 @@ static int world_step(SimWorld *w, double dt, char *err, size_t errlen) {
         double tb = base_cpu_now();
         set_bodies(w, s->z0, s->dz);
         if (candidates(w, s->bodies, &s->cand)) goto oom;
-        /* the barrier at z₀ (its κ applied below, after the adaptive rule) and the smallest distance
-         * in one pass */
-        double B0 = barrier_sum(w, s->cand.pairs, s->cand.n, 0, &w->last.min_distance);
+        /* the barrier at z₀ (its κ applied below, after the adaptive rule), the smallest distance
+         * and the friction pairs in one pass */
+        double B0;
+        if (start_pass(w, dt, &B0, &w->last.min_distance)) goto oom;
         if (!(w->last.min_distance > 0) && rigged(w, -1)) {
             /* every step ends with all pairs apart, so only a rig's move before its first swept
              * step (rig_sweep) can have put a surface onto another body */
@@ -1674,7 +1707,7 @@ static int world_step(SimWorld *w, double dt, char *err, size_t errlen) {
             w->kappa = fmin(2 * w->kappa, w->kappa_max);
         s->dmin_prev = d0;
         /* friction lagged at x⁰: the candidates of the swept guess hold every pair within d̂ at x⁰ */
-        if (friction_collect(w, dt)) goto oom;
+        if (friction_collect(w)) goto oom;
         /* a Newton move may reach SWEEP_PRED times the step's predicted move, or SWEEP_DHAT d̂
          * (ws_step_bound) */
         s->sweep_len = fmax(SWEEP_DHAT * w->dhat, SWEEP_PRED * longest_move(w));
