@@ -217,13 +217,22 @@ int sim_contact_broad_phase(const SimContactBody *bodies, int nbodies, double ma
             else if (c[4] >= Bc->np) tris[-1 - ntri++] = out->ent[u];
             else pts[npt++] = out->ent[u];
         }
-        /* edge against edge of another body, each pair once (i < j) */
+        /* The counting sort is stable and the entries were made body by body, so a bucket's
+         * points, triangles and edges each come in ascending body order: an entity's own body's
+         * entities form one run, skipped whole instead of entry by entry (most of a contact
+         * cell's entries are of the entity's own body; the skipped ones never made a pair, so
+         * the candidates and their order are unchanged). */
+        /* edge against edge of another body, each pair once (i < j): j from the first edge of
+         * a later body */
+        int64_t jnext = 0;
         for (int64_t i = 0; i < ned; i++) {
             const int32_t *cu = out->cell + 5 * eds[i];
             const double *la = out->box + 6 * (eoff[cu[3]] + cu[4]), *ha = la + 3;
-            for (int64_t j = i + 1; j < ned; j++) {
+            if (jnext <= i)
+                for (jnext = i + 1; jnext < ned && out->cell[5 * eds[jnext] + 3] == cu[3]; jnext++) {}
+            for (int64_t j = jnext; j < ned; j++) {
                 const int32_t *cv = out->cell + 5 * eds[j];
-                if (cu[3] == cv[3] || cu[0] != cv[0] || cu[1] != cv[1] || cu[2] != cv[2]) continue;
+                if (cu[0] != cv[0] || cu[1] != cv[1] || cu[2] != cv[2]) continue;
                 if (bodies[cu[3]].is_static && bodies[cv[3]].is_static) continue;
                 const double *lb = out->box + 6 * (eoff[cv[3]] + cv[4]), *hb = lb + 3;
                 int ok = 1;
@@ -237,12 +246,21 @@ int sim_contact_broad_phase(const SimContactBody *bodies, int nbodies, double ma
                 if (push_pair(out, cu[3], ea, cv[3], eb, SIM_PAIR_EE)) goto oom;
             }
         }
+        /* the triangles [tlo, thi) are the current point's body's (points in ascending body
+         * order too: recomputed when the body changes) */
+        int64_t tlo = 0, thi = 0;
+        int32_t tbody = -1;
         for (int64_t i = 0; i < npt; i++) {
             const int32_t *cu = out->cell + 5 * pts[i];
             const SimContactBody *A = &bodies[cu[3]];
             const double *la = out->box + 6 * (eoff[cu[3]] + cu[4]), *ha = la + 3;
+            if (cu[3] != tbody) {
+                tbody = cu[3];
+                for (tlo = 0; tlo < ntri && out->cell[5 * tris[-1 - tlo] + 3] < tbody; tlo++) {}
+                for (thi = tlo; thi < ntri && out->cell[5 * tris[-1 - thi] + 3] == tbody; thi++) {}
+            }
             /* against the triangles, then (only where a body has none) the other points */
-            for (int64_t j = 0; j < ntri + (faceless ? npt : 0); j++) {
+            for (int64_t j = tlo ? 0 : thi; j < ntri + (faceless ? npt : 0); j = j + 1 == tlo ? thi : j + 1) {
                 int tri = j < ntri;
                 if (!tri && j - ntri <= i) continue;
                 const int32_t *cv = out->cell + 5 * (tri ? tris[-1 - j] : pts[j - ntri]);

@@ -102,6 +102,8 @@ struct SimWorldScratch {
     int64_t nact, act_cap;
     double *U;                 /* contact Hessian scratch */
     int *comp;                 /* component of each object */
+    bool *hr_dirty;            /* nobj × nobj: Hr's off-diagonal object blocks written since they were
+                                  last zeroed (hr_from_objects) */
     /* Newton directions by conjugate gradients on the exact Hessian, preconditioned by a
      * factorization of the PSD one (see sim_world_step) */
     double *Hob;               /* each object's reduced diagonal block (m × m), without contact */
@@ -131,7 +133,7 @@ static void scratch_free(struct SimWorldScratch *s, int nbodies) {
     if (s->x)
         for (int b = 0; b < nbodies; b++) free(s->x[b]), free(s->dx[b]);
     free(s->x), free(s->dx), free(s->bodies), free(s->act), free(s->ageo), free(s->aidx), free(s->U), free(s->comp);
-    free(s->Hob), free(s->cg), free(s->Ug), free(s->cfx), free(s->Hf), free(s->hf_ok);
+    free(s->Hob), free(s->cg), free(s->Ug), free(s->cfx), free(s->Hf), free(s->hf_ok), free(s->hr_dirty);
     if (s->edges)
         for (int b = 0; b < nbodies; b++) free(s->edges[b]), free(s->elen2[b]);
     if (s->euses)
@@ -381,7 +383,7 @@ int sim_world_init(SimWorld *w, SimObject *objs, int nobj, SimRigid *rigids, int
     s->z0 = malloc(sizeof(double) * n), s->z = malloc(sizeof(double) * n), s->ztil = malloc(sizeof(double) * n);
     s->g = malloc(sizeof(double) * n), s->gt = malloc(sizeof(double) * n), s->dz = malloc(sizeof(double) * n), s->zt = malloc(sizeof(double) * n);
     s->Hk = malloc(sizeof(double) * (size_t)(maxn * maxn));
-    s->Hr = malloc(sizeof(double) * nr * nr), s->gr = malloc(sizeof(double) * nr), s->dy = malloc(sizeof(double) * nr);
+    s->Hr = calloc(nr * nr, sizeof(double)), s->gr = malloc(sizeof(double) * nr), s->dy = malloc(sizeof(double) * nr);
     s->Lh = malloc(sizeof(double) * nr * nr), s->sub = malloc(sizeof(double) * nr * nr);
     s->tmp = malloc(sizeof(double) * (size_t)(maxn * maxn + 3 * maxn + roff + 1));
     if (!s->z0 || !s->z || !s->ztil || !s->g || !s->gt || !s->dz || !s->zt || !s->Hk || !s->Hr || !s->gr || !s->dy ||
@@ -389,8 +391,9 @@ int sim_world_init(SimWorld *w, SimObject *objs, int nobj, SimRigid *rigids, int
         goto oom;
     s->Hob = malloc(sizeof(double) * (size_t)(hoff + 1)), s->cg = malloc(sizeof(double) * 5 * nr);
     s->Hf = malloc(sizeof(double) * (size_t)(hoff + 1)), s->hf_ok = calloc((size_t)nobj + 1, sizeof(bool));
+    s->hr_dirty = calloc((size_t)(nobj * nobj) + 1, sizeof(bool));
     s->rmax = rmax;
-    if (!s->Hob || !s->cg || !s->Hf || !s->hf_ok) goto oom;
+    if (!s->Hob || !s->cg || !s->Hf || !s->hf_ok || !s->hr_dirty) goto oom;
     w->dhat = w->contact.dhat > 0 ? w->contact.dhat : 1.5 * spacing;
     if (!(w->dhat > 0)) w->dhat = 1e-2;
     w->kappa = w->contact.stiffness > 0 ? w->contact.stiffness : pairs ? support_kappa(w, heavy, gmax) : 1;
@@ -416,8 +419,8 @@ static double pair_factor(const struct SimWorldScratch *s, const SimContactPair 
     return sim_contact_pair_weight(s->bodies, q) * sim_contact_pair_mollifier(s->bodies, q, alpha);
 }
 
-/* κ Σ w m b over the pairs at α (bodies' x + α dx) */
-static double barrier_energy(const SimWorld *w, const SimContactPair *pairs, int64_t np, double alpha, double *dmin) {
+/* Σ w m b over the pairs at α (bodies' x + α dx), without κ; *dmin: the smallest pair distance */
+static double barrier_sum(const SimWorld *w, const SimContactPair *pairs, int64_t np, double alpha, double *dmin) {
     const struct SimWorldScratch *s = w->ws;
     double E = 0, m = INFINITY;
     for (int64_t k = 0; k < np; k++) {
@@ -427,6 +430,23 @@ static double barrier_energy(const SimWorld *w, const SimContactPair *pairs, int
         if (d < w->dhat) E += pair_factor(s, &pairs[k], alpha) * sim_barrier(d, w->dhat, NULL, NULL);
     }
     if (dmin) *dmin = m;
+    return E;
+}
+
+/* κ Σ w m b over the pairs at α */
+static double barrier_energy(const SimWorld *w, const SimContactPair *pairs, int64_t np, double alpha, double *dmin) {
+    return w->kappa * barrier_sum(w, pairs, np, alpha, dmin);
+}
+
+/* the same over the active pairs at the bodies' x, from the distances and factors collect_active
+ * stored (the same values barrier_energy would compute again, in the same order) */
+static double active_energy(const SimWorld *w) {
+    const struct SimWorldScratch *s = w->ws;
+    double E = 0;
+    for (int64_t t = 0; t < s->nact; t++) {
+        const double *ge = s->ageo + GEO * t;
+        E += ge[9] * sim_barrier(ge[3], w->dhat, NULL, NULL);
+    }
     return w->kappa * E;
 }
 
@@ -447,23 +467,23 @@ static int act_reserve(struct SimWorldScratch *s, int64_t need) {
     return 0;
 }
 
-/* the pairs of the candidate set within d̂ at α = 0 (bodies' x) become the active set */
-static int collect_active(SimWorld *w) {
+/* the pairs of the candidate set within d̂ at α = 0 (bodies' x) become the active set, each with
+ * its stencil; *dmin (when given): the smallest distance over all candidates (one pass for both) */
+static int collect_active(SimWorld *w, double *dmin) {
     struct SimWorldScratch *s = w->ws;
+    double m = INFINITY;
     s->nact = 0;
     for (int64_t k = 0; k < s->cand.n; k++) {
-        double r[3], d;
-        pair_geom(s, &s->cand.pairs[k], 0, r, &d);
-        if (d >= w->dhat) continue;
         if (act_reserve(s, s->nact + 1)) return -1;
+        double *ge = s->ageo + GEO * s->nact;
+        int32_t *ix = s->aidx + 5 * s->nact;
+        double d = sim_contact_pair_stencil(s->bodies, &s->cand.pairs[k], 0, ge, ge + 7, ix + 3, ge + 4, ix);
+        m = fmin(m, d);
+        if (d >= w->dhat) continue;
+        ge[3] = d, ge[9] = pair_factor(s, &s->cand.pairs[k], 0);
         s->act[s->nact++] = s->cand.pairs[k];
     }
-    for (int64_t t = 0; t < s->nact; t++) {
-        double *ge = s->ageo + GEO * t;
-        int32_t *ix = s->aidx + 5 * t;
-        ge[3] = sim_contact_pair_stencil(s->bodies, &s->act[t], 0, ge, ge + 7, ix + 3, ge + 4, ix);
-        ge[9] = pair_factor(s, &s->act[t], 0);
-    }
+    if (dmin) *dmin = m;
     /* the step's friction pairs after them, with their lagged stencils */
     if (act_reserve(s, s->nact + s->nfr)) return -1;
     if (s->nfr) {
@@ -760,40 +780,72 @@ static int body_material(const SimWorld *w, int b) {
 
 /* The step's friction pairs: the candidates within d̂ at the step's start (bodies at x⁰), with
  * μ λ (μ of the two bodies' materials), weights, r⁰ and T lagged. */
-static int friction_collect(SimWorld *w, double dt) {
+/* The step's first pass over the candidates at x⁰ (one stencil per pair): the barrier sum Σ w m b
+ * without κ (*B0: κ is applied after the adaptive rule, which needs *dmin, the smallest distance
+ * first) and, with friction, every pair within d̂ of a pair of materials with μ > 0 put aside in
+ * the friction store with its stencil (its factor w m, b′, d and μ held in the λ, T slots until
+ * friction_collect). One pass where there were two (a third of a capped pile's broad-phase part). */
+static int start_pass(SimWorld *w, double dt, double *B0, double *dmin) {
     struct SimWorldScratch *s = w->ws;
     s->nfr = 0;
     s->fr_eps = w->contact.eps_v * dt;
-    if (!any_friction(&w->contact)) return 0;
+    bool fric = any_friction(&w->contact);
+    double E = 0, m = INFINITY;
     for (int64_t k = 0; k < s->cand.n; k++) {
         const SimContactPair *q = &s->cand.pairs[k];
         double r[3], ua[2], wb[3];
         int32_t ia[2], ib[3];
         double d = sim_contact_pair_stencil(s->bodies, q, 0, r, ua, ia, wb, ib);
+        m = fmin(m, d);
+        if (!(d < w->dhat)) continue;
+        double db, f = pair_factor(s, q, 0);
+        E += f * sim_barrier(d, w->dhat, &db, NULL);
+        if (!fric) continue;
         double mu = sim_contact_mu(&w->contact, body_material(w, q->a), body_material(w, q->b));
-        if (!(d < w->dhat) || !(mu > 0)) continue;
+        if (!(mu > 0)) continue;
         if (fr_reserve(s)) return -1;
-        double db, *ge = s->frgeo + GEO * s->nfr, *T = s->frT + 6 * s->nfr;
-        sim_barrier(d, w->dhat, &db, NULL);
-        /* the dedup's negative terms take their share of friction too: where the triangles at a
-         * feature agree on it, their friction pairs are the same and the sum is one contact's */
-        double lam = -w->kappa * pair_factor(s, q, 0) * db;
-        if (lam == 0) continue;
-        lam *= mu; /* stored as μ λ: the pair's Coulomb force bound */
+        double *ge = s->frgeo + GEO * s->nfr, *T = s->frT + 6 * s->nfr;
         s->fr[s->nfr] = *q;
-        memcpy(ge, r, sizeof r), ge[3] = lam, memcpy(ge + 4, wb, sizeof wb), memcpy(ge + 7, ua, sizeof ua), ge[9] = 1;
+        memcpy(ge, r, sizeof r), ge[3] = f, memcpy(ge + 4, wb, sizeof wb), memcpy(ge + 7, ua, sizeof ua), ge[9] = db;
+        T[0] = d, T[1] = mu;
         memcpy(s->fridx + 5 * s->nfr, ib, sizeof ib), memcpy(s->fridx + 5 * s->nfr + 3, ia, sizeof ia);
-        /* T: the normal's two perpendiculars (the first from the axis least along n) */
-        double n[3] = {r[0] / d, r[1] / d, r[2] / d}, ax[3] = {0, 0, 0}, t1[3], t2[3];
-        int m = fabs(n[0]) <= fabs(n[1]) && fabs(n[0]) <= fabs(n[2]) ? 0 : fabs(n[1]) <= fabs(n[2]) ? 1 : 2;
-        ax[m] = 1;
-        base_vec3_cross(n, ax, t1);
-        double l = sqrt(t1[0] * t1[0] + t1[1] * t1[1] + t1[2] * t1[2]);
-        for (int i = 0; i < 3; i++) t1[i] /= l;
-        base_vec3_cross(n, t1, t2);
-        memcpy(T, t1, sizeof t1), memcpy(T + 3, t2, sizeof t2);
         s->nfr++;
     }
+    *B0 = E, *dmin = m;
+    return 0;
+}
+
+/* The lagged friction pairs start_pass put aside, with the step's κ: the normal force λ, stored
+ * as μ λ (the pair's Coulomb force bound), and the tangent basis; then the planes'. */
+static int friction_collect(SimWorld *w) {
+    struct SimWorldScratch *s = w->ws;
+    int64_t n = 0;
+    for (int64_t k = 0; k < s->nfr; k++) {
+        const double *gk = s->frgeo + GEO * k, *Tk = s->frT + 6 * k;
+        double d = Tk[0], mu = Tk[1];
+        /* the dedup's negative terms take their share of friction too: where the triangles at a
+         * feature agree on it, their friction pairs are the same and the sum is one contact's */
+        double lam = -w->kappa * gk[3] * gk[9];
+        if (lam == 0) continue;
+        lam *= mu;
+        double *ge = s->frgeo + GEO * n, *T = s->frT + 6 * n;
+        if (n < k) {
+            s->fr[n] = s->fr[k];
+            memcpy(ge, gk, sizeof(double) * GEO), memcpy(s->fridx + 5 * n, s->fridx + 5 * k, sizeof(int32_t) * 5);
+        }
+        ge[3] = lam, ge[9] = 1;
+        /* T: the normal's two perpendiculars (the first from the axis least along n) */
+        double nv[3] = {ge[0] / d, ge[1] / d, ge[2] / d}, ax[3] = {0, 0, 0}, t1[3], t2[3];
+        int m = fabs(nv[0]) <= fabs(nv[1]) && fabs(nv[0]) <= fabs(nv[2]) ? 0 : fabs(nv[1]) <= fabs(nv[2]) ? 1 : 2;
+        ax[m] = 1;
+        base_vec3_cross(nv, ax, t1);
+        double l = sqrt(t1[0] * t1[0] + t1[1] * t1[1] + t1[2] * t1[2]);
+        for (int i = 0; i < 3; i++) t1[i] /= l;
+        base_vec3_cross(nv, t1, t2);
+        memcpy(T, t1, sizeof t1), memcpy(T + 3, t2, sizeof t2);
+        n++;
+    }
+    s->nfr = n;
     return friction_planes(w);
 }
 
@@ -888,6 +940,7 @@ static int barrier_hessian(SimWorld *w, double scale, bool tangential) {
             /* H_ab(i, i') = H_ab(i', i) = −K; H_ba = H_abᵀ */
             scatter6(s, A, B, K6, -1);
             scatter6_transposed(s, B, A, K6, -1);
+            s->hr_dirty[a * w->nobj + b] = s->hr_dirty[b * w->nobj + a] = true;
             int ca = s->comp[a], cb = s->comp[b];
             if (ca != cb)
                 for (int o = 0; o < w->nobj; o++)
@@ -978,13 +1031,15 @@ static void expand(const SimWorld *w, const double *dy, double *dz) {
 }
 
 /* Cholesky with a growing diagonal shift on failure (as the single-object solver), at most
- * `attempts` factorizations; -1: none */
-static int chol_shifted(double *A, const double *src, int n, int attempts) {
+ * `attempts` factorizations of src (n × n, its rows lds apart) into A (n × n); -1: none */
+static int chol_shifted(double *A, const double *src, int lds, int n, int attempts) {
     double tr = 0;
-    for (int i = 0; i < n; i++) tr += src[(size_t)i * n + i];
+    for (int i = 0; i < n; i++) tr += src[(size_t)i * lds + i];
     double shift = 1e-14 * fmax(tr / n, 1e-300);
     for (int attempt = 0; attempt < attempts; attempt++) {
-        memcpy(A, src, sizeof(double) * (size_t)n * n);
+        if (lds == n) memcpy(A, src, sizeof(double) * (size_t)n * n);
+        else
+            for (int i = 0; i < n; i++) memcpy(A + (size_t)i * n, src + (size_t)i * lds, sizeof(double) * (size_t)n);
         for (int i = 0; i < n; i++) A[(size_t)i * n + i] += shift;
         int info = 0;
         dpotrf_("L", &n, A, &n, &info, 1);
@@ -1022,7 +1077,7 @@ static int solve_components(SimWorld *w, bool refactor, int attempts, int *ncomp
             const ObjInfo *A = &s->oi[members[u]];
             for (int64_t i = 0; i < A->m; i++, ru++) {
                 int64_t rv = 0;
-                for (int v = 0; v < nm && refactor; v++) {
+                for (int v = 0; v < nm && refactor && nm > 1; v++) {
                     const ObjInfo *B = &s->oi[members[v]];
                     memcpy(S + ru * dim + rv, s->Hr + (A->roff + i) * NR + B->roff, sizeof(double) * (size_t)B->m);
                     rv += B->m;
@@ -1031,7 +1086,9 @@ static int solve_components(SimWorld *w, bool refactor, int attempts, int *ncomp
             }
         }
         if (refactor) {
-            int tries = chol_shifted(L, S, (int)dim, attempts);
+            /* one object: its block of Hr as it stands (no gather into S first) */
+            int tries = nm == 1 ? chol_shifted(L, s->Hr + s->oi[members[0]].roff * (NR + 1), (int)NR, (int)dim, attempts)
+                                : chol_shifted(L, S, (int)dim, (int)dim, attempts);
             if (tries < 0) {
                 rc = 1;
                 break;
@@ -1128,11 +1185,20 @@ static void hess_apply(const SimWorld *w, const double *v, double *out) {
     }
 }
 
-/* Hr = the objects' blocks (Hob) on its diagonal, each object its own component */
+/* Hr = the objects' blocks (Hob) on its diagonal, each object its own component. Only the
+ * off-diagonal blocks the last assembly's pairs wrote are zeroed (the rest still are): with ten
+ * objects Hr is 1920² doubles, and clearing all of it (30 MB) took 3% of a capped ten-object pile,
+ * whose off-diagonal blocks are nearly all zero (most components are one object). */
 static void hr_from_objects(SimWorld *w) {
     struct SimWorldScratch *s = w->ws;
     int64_t NR = s->nred;
-    memset(s->Hr, 0, sizeof(double) * (size_t)(NR * NR));
+    for (int a = 0; a < w->nobj; a++)
+        for (int b = 0; b < w->nobj; b++) {
+            if (!s->hr_dirty[a * w->nobj + b]) continue;
+            const ObjInfo *A = &s->oi[a], *B = &s->oi[b];
+            for (int64_t i = 0; i < A->m; i++) memset(s->Hr + (A->roff + i) * NR + B->roff, 0, sizeof(double) * (size_t)B->m);
+            s->hr_dirty[a * w->nobj + b] = false;
+        }
     for (int k = 0; k < w->nobj; k++) {
         const ObjInfo *A = &s->oi[k];
         for (int64_t i = 0; i < A->m; i++)
@@ -1374,7 +1440,7 @@ static int direct_direction(SimWorld *w, bool fresh) {
         double *Hb = s->Hob + A->hoff, *L = s->Lh + A->hoff, *F = s->Hf + A->hoff, *dy = s->dy + A->roff;
         size_t bytes = sizeof(double) * (size_t)m * (size_t)m;
         if (fresh && !(s->hf_ok[k] && !memcmp(Hb, F, bytes))) {
-            int tries = chol_shifted(L, Hb, m, 8);
+            int tries = chol_shifted(L, Hb, m, m, 8);
             memcpy(F, Hb, bytes);
             s->hf_ok[k] = tries >= 0;
             if (tries < 0) return 1;
@@ -1479,13 +1545,13 @@ static int ws_accept(void *ctx, const double *z, bool have_grad, double Et, doub
     double t0 = base_cpu_now();
     if (c->contact) {
         w->last.min_distance = fmin(w->last.min_distance, c->dmin);
-        if (collect_active(w)) return -1;
+        if (collect_active(w, NULL)) return -1;
     }
     double t1 = base_cpu_now();
     *E = have_grad ? c->Eo : objects_energy(w, z, s->ztil, c->dt, c->t1, g);
     double t2 = base_cpu_now();
     if (c->contact) {
-        *E += c->dt * c->dt * (barrier_energy(w, s->act, s->nact, 0, NULL) + friction_energy(w, 0));
+        *E += c->dt * c->dt * (active_energy(w) + friction_energy(w, 0));
         barrier_gradient(w, c->dt * c->dt, g);
         friction_gradient(w, c->dt * c->dt, g);
     }
@@ -1621,7 +1687,10 @@ static int world_step(SimWorld *w, double dt, char *err, size_t errlen) {
         double tb = base_cpu_now();
         set_bodies(w, s->z0, s->dz);
         if (candidates(w, s->bodies, &s->cand)) goto oom;
-        w->last.min_distance = sim_contact_min_distance(s->bodies, &s->cand, 0);
+        /* the barrier at z₀ (its κ applied below, after the adaptive rule), the smallest distance
+         * and the friction pairs in one pass */
+        double B0;
+        if (start_pass(w, dt, &B0, &w->last.min_distance)) goto oom;
         if (!(w->last.min_distance > 0) && rigged(w, -1)) {
             /* every step ends with all pairs apart, so only a rig's move before its first swept
              * step (rig_sweep) can have put a surface onto another body */
@@ -1638,7 +1707,7 @@ static int world_step(SimWorld *w, double dt, char *err, size_t errlen) {
             w->kappa = fmin(2 * w->kappa, w->kappa_max);
         s->dmin_prev = d0;
         /* friction lagged at x⁰: the candidates of the swept guess hold every pair within d̂ at x⁰ */
-        if (friction_collect(w, dt)) goto oom;
+        if (friction_collect(w)) goto oom;
         /* a Newton move may reach SWEEP_PRED times the step's predicted move, or SWEEP_DHAT d̂
          * (ws_step_bound) */
         s->sweep_len = fmax(SWEEP_DHAT * w->dhat, SWEEP_PRED * longest_move(w));
@@ -1656,7 +1725,7 @@ static int world_step(SimWorld *w, double dt, char *err, size_t errlen) {
          * its gradient into s->g, once: each evaluation is a pass over all cubature points. */
         double E0 = objects_energy(w, s->z0, s->ztil, dt, t1, a0 > 0 ? NULL : s->g), tp = base_cpu_now();
         Eobj = E0, have_g = !(a0 > 0);
-        E0 += dt2 * (barrier_energy(w, s->cand.pairs, s->cand.n, 0, NULL) + friction_energy(w, 0));
+        E0 += dt2 * (w->kappa * B0 + friction_energy(w, 0));
         w->last.t_pairs += base_cpu_now() - tp;
         if (a0 > 0) {
             for (int64_t q = 0; q < N; q++) s->zt[q] = s->z0[q] + a0 * s->dz[q];
@@ -1670,13 +1739,14 @@ static int world_step(SimWorld *w, double dt, char *err, size_t errlen) {
         for (int64_t q = 0; q < N; q++) s->z[q] = s->z0[q] + a0 * s->dz[q];
         set_bodies(w, s->z, NULL);
         /* the candidates of the swept guess hold every pair within d̂ at z (contact.h) */
-        if (collect_active(w)) goto oom;
-        w->last.min_distance = fmin(w->last.min_distance, sim_contact_min_distance(s->bodies, &s->cand, 0));
+        double dz_min;
+        if (collect_active(w, &dz_min)) goto oom;
+        w->last.min_distance = fmin(w->last.min_distance, dz_min);
     } else
         memcpy(s->z, s->zt, sizeof(double) * (size_t)N);
     double E = have_g ? Eobj : objects_energy(w, s->z, s->ztil, dt, t1, s->g);
     if (contact) {
-        E += dt2 * (barrier_energy(w, s->act, s->nact, 0, NULL) + friction_energy(w, 0));
+        E += dt2 * (active_energy(w) + friction_energy(w, 0));
         barrier_gradient(w, dt2, s->g);
         friction_gradient(w, dt2, s->g);
     }
@@ -1831,7 +1901,7 @@ double sim_world_hessian_product_error(SimWorld *w, double dt) {
     memcpy(comp, s->comp, sizeof(int) * (size_t)w->nobj);
     /* the pairs within d̂ now (a broad phase of the static bodies), the objects' blocks */
     set_bodies(w, Z, NULL);
-    if (candidates(w, s->bodies, &s->cand) || collect_active(w) ||
+    if (candidates(w, s->bodies, &s->cand) || collect_active(w, NULL) ||
         contact_prepare(w, dt * dt)) {
         free(v), free(comp);
         return INFINITY;

@@ -291,6 +291,115 @@ TEST(sim_broad_phase_edges_match_brute_force) {
     }
 }
 
+/* five bodies crowded into a few cells — four moving or static boxes with surfaces and a point
+ * cloud — so that a hash bucket holds the points, triangles and edges of several bodies: every
+ * point–triangle, point–point (the cloud's) and edge–edge pair whose swept, inflated boxes overlap
+ * is reported once, none else, and none between two static bodies (the bucket's own body's
+ * entries are skipped as a run: a wrong run would drop another body's pairs) */
+static void swept_box(const double *x, const double *dx, const int32_t *idx, int k, double margin, double lo[3], double hi[3]) {
+    for (int c = 0; c < 3; c++) {
+        lo[c] = INFINITY, hi[c] = -INFINITY;
+        for (int j = 0; j < k; j++) {
+            double a0 = x[3 * idx[j] + c], a1 = dx ? a0 + dx[3 * idx[j] + c] : a0;
+            lo[c] = fmin(lo[c], fmin(a0, a1) - margin), hi[c] = fmax(hi[c], fmax(a0, a1) + margin);
+        }
+    }
+}
+static bool boxes_meet(const double la[3], const double ha[3], const double lb[3], const double hb[3]) {
+    return la[0] <= hb[0] && lb[0] <= ha[0] && la[1] <= hb[1] && lb[1] <= ha[1] && la[2] <= hb[2] && lb[2] <= ha[2];
+}
+TEST(sim_broad_phase_many_bodies_match_brute_force) {
+    uint64_t seed = 11;
+    enum { NB = 5, NCLOUD = 30 };
+    int64_t total = 0;
+    for (int trial = 0; trial < 8; trial++) {
+        DsMesh m[NB - 1];
+        double *x[NB], *dx[NB];
+        int32_t *edges[NB - 1];
+        int64_t ne[NB - 1];
+        SimContactBody bodies[NB];
+        for (int b = 0; b < NB; b++) {
+            int is_static = b == 2 || b == 3; /* two static bodies: never paired with each other */
+            if (b < NB - 1) {
+                double half[3] = {0.03 + 0.05 * urand(&seed), 0.03 + 0.05 * urand(&seed), 0.03 + 0.05 * urand(&seed)};
+                double at[3] = {0.1 * urand(&seed), 0.1 * urand(&seed), 0.1 * urand(&seed)};
+                CHECK(box_mesh_body(half, at, &m[b], &x[b]) == 0);
+                CHECK(sim_mesh_edges(m[b].nf, m[b].f, &ne[b], &edges[b]) == 0);
+                bodies[b] = (SimContactBody){.np = m[b].nv, .x = x[b], .nf = m[b].nf, .faces = m[b].f, .ne = ne[b], .edges = edges[b]};
+            } else {
+                x[b] = malloc(sizeof(double) * 3 * NCLOUD);
+                for (int k = 0; k < 3 * NCLOUD; k++) x[b][k] = -0.05 + 0.2 * urand(&seed);
+                bodies[b] = (SimContactBody){.np = NCLOUD, .x = x[b]};
+            }
+            dx[b] = NULL;
+            if (!is_static) {
+                dx[b] = malloc(sizeof(double) * 3 * (size_t)bodies[b].np);
+                for (int64_t k = 0; k < 3 * bodies[b].np; k++) dx[b][k] = 0.03 * (2 * urand(&seed) - 1);
+            }
+            bodies[b].dx = dx[b], bodies[b].is_static = is_static;
+        }
+        double margin = 0.005;
+        SimContactSet set = {0};
+        CHECK(sim_contact_broad_phase(bodies, NB, margin, &set) == 0);
+        int64_t expect = 0, wrong = 0;
+        for (int a = 0; a < NB; a++)
+            for (int b = 0; b < NB; b++) {
+                if (a == b || (bodies[a].is_static && bodies[b].is_static)) continue;
+                /* points of a against triangles of b */
+                for (int64_t p = 0; p < bodies[a].np; p++) {
+                    double la[3], ha[3], lb[3], hb[3];
+                    int32_t ip = (int32_t)p;
+                    swept_box(x[a], dx[a], &ip, 1, margin, la, ha);
+                    for (int64_t f = 0; f < (b < NB - 1 ? m[b].nf : 0); f++) {
+                        swept_box(x[b], dx[b], m[b].f + 3 * f, 3, margin, lb, hb);
+                        int ov = boxes_meet(la, ha, lb, hb), n = 0;
+                        for (int64_t k = 0; k < set.n; k++) {
+                            const SimContactPair *q = &set.pairs[k];
+                            n += q->f == f && q->a == a && q->p == p && q->b == b;
+                        }
+                        expect += ov, wrong += n != ov;
+                    }
+                    /* and the cloud's points against other bodies' points, a < b */
+                    if (a < b && (a == NB - 1 || b == NB - 1))
+                        for (int64_t r = 0; r < bodies[b].np; r++) {
+                            int32_t ir = (int32_t)r;
+                            swept_box(x[b], dx[b], &ir, 1, margin, lb, hb);
+                            int ov = boxes_meet(la, ha, lb, hb), n = 0;
+                            for (int64_t k = 0; k < set.n; k++) {
+                                const SimContactPair *q = &set.pairs[k];
+                                n += q->f == -1 && q->a == a && q->p == p && q->b == b && q->q == r;
+                            }
+                            expect += ov, wrong += n != ov;
+                        }
+                }
+                /* edges, a < b */
+                if (a < b && b < NB - 1)
+                    for (int64_t i = 0; i < ne[a]; i++)
+                        for (int64_t j = 0; j < ne[b]; j++) {
+                            double la[3], ha[3], lb[3], hb[3];
+                            swept_box(x[a], dx[a], edges[a] + 2 * i, 2, margin, la, ha);
+                            swept_box(x[b], dx[b], edges[b] + 2 * j, 2, margin, lb, hb);
+                            int ov = boxes_meet(la, ha, lb, hb), n = 0;
+                            for (int64_t k = 0; k < set.n; k++) {
+                                const SimContactPair *q = &set.pairs[k];
+                                n += q->f == SIM_PAIR_EE && q->a == a && q->p == i && q->b == b && q->q == j;
+                            }
+                            expect += ov, wrong += n != ov;
+                        }
+            }
+        CHECK_MSG(wrong == 0 && expect == set.n, "trial %d: %lld pairs expected, %lld found, %lld wrong", trial,
+                  (long long)expect, (long long)set.n, (long long)wrong);
+        total += expect;
+        sim_contact_set_free(&set);
+        for (int b = 0; b < NB; b++) {
+            free(x[b]), free(dx[b]);
+            if (b < NB - 1) free(edges[b]), ds_mesh_free(&m[b]);
+        }
+    }
+    printf("    %lld pairs over 8 crowded scenes, each found once\n", (long long)total);
+    CHECK(total > 1000);
+}
+
 /* an edge sweeping across another (no corner near any face): CCD stops it short, at ≥ s d₀ */
 TEST(sim_ccd_edge_edge_stops_before_crossing) {
     double xa[6] = {-1, 0.1, 0, 1, 0.1, 0}, da[6] = {0, -1, 0, 0, -1, 0};
