@@ -678,7 +678,7 @@ TEST(gs4d_cli_motion_benchmark) {
     char dir[] = "/tmp/anima-gs4d-bench-XXXXXX", cmd[2048], out[8192];
     CHECK(mkdtemp(dir));
     snprintf(cmd, sizeof cmd, "OMP_NUM_THREADS=1 %s dataset motion --category quadruped --out %s/b --frames 3 --views 6 "
-                              "--size 24 --grid 32 --heldout none --holdout-every 3 --val-every 1 --no-progress 2>&1",
+                              "--size 24 --grid 32 --motion walk --heldout none --holdout-every 3 --val-every 1 --no-progress 2>&1",
              test_anima_bin(), dir);
     int rc = test_run_capture(cmd, out, sizeof out);
     CHECK_MSG(rc == 0, "rc %d: %s", rc, out);
