@@ -470,7 +470,7 @@ TEST(gltf_export_bad_files_name_the_file) {
     }
     snprintf(cmd, sizeof cmd,
              "cd %s && %s dataset motion --category lamp --out mo --frames 3 --views 2 --size 8 --grid 24 --supersample 1 "
-             "--heldout none --no-progress >/dev/null 2>&1 && %s export mo/gt.h5 --gltf ok.glb 2>&1",
+             "--motion nod --heldout none --no-progress >/dev/null 2>&1 && %s export mo/gt.h5 --gltf ok.glb 2>&1",
              dir, A, A);
     int rc = test_run_capture(cmd, out, sizeof out);
     CHECK_MSG(rc == 0 && strstr(out, "3 frames"), "rc %d: %s", rc, out);

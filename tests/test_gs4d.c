@@ -527,14 +527,16 @@ static bool read_file(const char *path, char **buf, long *len) {
     return ok;
 }
 
-/* SIGINT / SIGTERM: the current step finishes, a checkpoint is written, exit 128 + signal */
+/* SIGINT / SIGTERM: the current step finishes, a checkpoint is written, exit 128 + signal, with no
+ * final evaluation (it renders every view: minutes on the default benchmark) */
 TEST(gs4d_cli_signal_checkpoints) {
     char dir[] = "/tmp/anima-gs4d-sig-XXXXXX";
     CHECK(mkdtemp(dir));
     const int sigs[2] = {SIGINT, SIGTERM};
     for (int k = 0; k < 2; k++) {
-        char out[512], log[600], ckpt[600];
+        char out[512], log[600], ckpt[600], text[600];
         snprintf(out, sizeof out, "%s/%d", dir, k);
+        snprintf(text, sizeof text, "%s/%d.out", dir, k);
         snprintf(log, sizeof log, "%s/metrics.jsonl", out);
         snprintf(ckpt, sizeof ckpt, "%s/ckpt.h5", out);
         const char *argv[] = {"anima", "gs4d", "fit", "--no-progress", "--config", "configs/gs4d-tiny.json", "--set",
@@ -543,7 +545,7 @@ TEST(gs4d_cli_signal_checkpoints) {
         fflush(NULL);
         pid_t pid = fork();
         if (pid == 0) {
-            if (!freopen("/dev/null", "w", stdout) || !freopen("/dev/null", "w", stderr)) _exit(126);
+            if (!freopen(text, "w", stdout) || !freopen("/dev/null", "w", stderr)) _exit(126);
             setenv("OMP_NUM_THREADS", "1", 1);
             execv(test_anima_bin(), (char *const *)argv);
             _exit(127);
@@ -556,6 +558,11 @@ TEST(gs4d_cli_signal_checkpoints) {
         CHECK_MSG(WIFEXITED(status) && WEXITSTATUS(status) == 128 + sigs[k], "signal %d: %s %d", sigs[k],
                   WIFEXITED(status) ? "exit" : "killed by signal", WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
         CHECK_MSG(access(ckpt, R_OK) == 0, "no checkpoint after signal %d", sigs[k]);
+        char *said = NULL;
+        long n = 0;
+        CHECK(read_file(text, &said, &n));
+        CHECK_MSG(!strstr(said, "iterations: held-out PSNR"), "evaluated after signal %d: %s", sigs[k], said);
+        free(said);
     }
     char cmd[256];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
@@ -678,7 +685,7 @@ TEST(gs4d_cli_motion_benchmark) {
     char dir[] = "/tmp/anima-gs4d-bench-XXXXXX", cmd[2048], out[8192];
     CHECK(mkdtemp(dir));
     snprintf(cmd, sizeof cmd, "OMP_NUM_THREADS=1 %s dataset motion --category quadruped --out %s/b --frames 3 --views 6 "
-                              "--size 24 --grid 32 --heldout none --holdout-every 3 --val-every 1 --no-progress 2>&1",
+                              "--size 24 --grid 32 --motion walk --heldout none --holdout-every 3 --val-every 1 --no-progress 2>&1",
              test_anima_bin(), dir);
     int rc = test_run_capture(cmd, out, sizeof out);
     CHECK_MSG(rc == 0, "rc %d: %s", rc, out);

@@ -396,7 +396,7 @@ TEST(partmm_animate_cli_heldout_eval) {
     /* 8 frames of each motion, 6 views (view 5 held out), a 16-px image: a rig and an animation in seconds */
     snprintf(cmd, sizeof cmd,
              "OMP_NUM_THREADS=2 %s dataset motion --category humanoid --out %s/b --frames 8 --views 6 --size 16 --grid 32 "
-             "--no-progress 2>&1 && OMP_NUM_THREADS=2 %s skelebones --gt %s/b/gt.h5 --bones 8 --iters 5 --ik-steps 20 "
+             "--motion cmu_01_01 --no-progress 2>&1 && OMP_NUM_THREADS=2 %s skelebones --gt %s/b/gt.h5 --bones 8 --iters 5 --ik-steps 20 "
              "--ik-points 100 --out %s/rig --no-progress 2>&1",
              test_anima_bin(), dir, test_anima_bin(), dir, dir);
     int rc = test_run_capture(cmd, out, sizeof out);

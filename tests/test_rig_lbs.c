@@ -220,7 +220,7 @@ TEST(rig_lbs_animate_physics_cli) {
     if (!mkdtemp(dir)) abort();
     snprintf(cmd, sizeof cmd,
              "OMP_NUM_THREADS=2 %s dataset motion --category quadruped --out %s/b --frames 8 --views 6 --size 16 --grid 32 "
-             "--no-progress 2>&1 && OMP_NUM_THREADS=2 %s skelebones --gt %s/b/gt.h5 --bones 8 --iters 5 --ik-steps 20 "
+             "--motion walk --no-progress 2>&1 && OMP_NUM_THREADS=2 %s skelebones --gt %s/b/gt.h5 --bones 8 --iters 5 --ik-steps 20 "
              "--ik-points 100 --out %s/rig --no-progress 2>&1",
              test_anima_bin(), dir, test_anima_bin(), dir, dir);
     int rc = test_run_capture(cmd, out, sizeof out);

@@ -31,7 +31,7 @@ static int make_bench(const char *dir, int frames) {
     char cmd[1024], out[8192];
     snprintf(cmd, sizeof cmd,
              "%s dataset motion --category humanoid --out %s/bench --frames %d --views 2 --size 8 --grid 32 "
-             "--heldout none --no-progress 2>&1",
+             "--motion cmu_01_01 --heldout none --no-progress 2>&1",
              test_anima_bin(), dir, frames);
     int rc = test_run_capture(cmd, out, sizeof out);
     CHECK_MSG(rc == 0, "rc %d: %s", rc, out);

@@ -641,7 +641,7 @@ TEST(ssdr_cli_gt_with_true_tree_ik) {
     tmpdir_make(dir, sizeof dir);
     snprintf(cmd, sizeof cmd,
              "%s dataset motion --category humanoid --out %s/bench --frames 4 --views 2 --size 8 --grid 24 --heldout none "
-             "--no-progress 2>&1",
+             "--motion cmu_01_01 --no-progress 2>&1",
              test_anima_bin(), dir);
     int rc = test_run_capture(cmd, out, sizeof out);
     CHECK_MSG(rc == 0, "rc %d: %s", rc, out);

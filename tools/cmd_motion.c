@@ -57,10 +57,10 @@ int cmd_dataset_motion(int argc, char **argv) {
         {"--out", CMD_ARG_STRING, &o.out, "DIR", "the benchmark folder (the held-out motion in DIR/heldout)", 0, 0,
          NULL, true},
         {"--seed", CMD_ARG_UINT, &o.seed, "S", "character, texture and motion variation (default 0)"},
-        {"--motion", CMD_ARG_STRING, &o.motion, "M", "the training motion (default: the category's; see below; repertoire: every motion of the category in seeded 1.5 s segments, the held-out clip left out)"},
+        {"--motion", CMD_ARG_STRING, &o.motion, "M", "the training motion (default repertoire: every motion of the category in seeded 1.5 s segments, the held-out clip left out; or one of those below)"},
         {"--heldout", CMD_ARG_STRING, &o.heldout_motion, "M", "the held-out motion, or none (default: the category's)"},
-        {"--frames", CMD_ARG_INT, &frames, "F", "frames per motion (default 48)", 1, 9999},
-        {"--heldout-frames", CMD_ARG_INT, &heldout_frames, "F", "frames of the held-out motion (default: --frames); both clips start at their own start, so a longer training motion keeps the held-out clip", 1, 9999},
+        {"--frames", CMD_ARG_INT, &frames, "F", "frames of the training motion (default 300)", 1, 9999},
+        {"--heldout-frames", CMD_ARG_INT, &heldout_frames, "F", "frames of the held-out motion (default 48, or --frames when fewer); both clips start at their own start, so a longer training motion keeps the held-out clip", 1, 9999},
         {"--views", CMD_ARG_INT, &views, "V", "cameras: 2/3 on a low ring, 1/3 on an upper ring (default 24)", 2, 99},
         {"--size", CMD_ARG_INT, &size, "PX", "image side in pixels (default 128)", 8, 4096},
         {"--fps", CMD_ARG_DOUBLE, &fps, "R", "frames per second of the motions (default 30)", 1, 1000},
@@ -79,7 +79,7 @@ int cmd_dataset_motion(int argc, char **argv) {
          CMD_VIDEO_HELP ": a preview, camera 0 over time, as DIR/preview.{mp4,gif} (and DIR/heldout/) (default auto)",
          .choices = DS_VIDEO_KINDS},
         {0}};
-    char footer[2048] = "motions (default training / held-out first):\n";
+    char footer[2048] = "motions (the category's gait / its held-out default first):\n";
     for (int c = 0; c < ncat; c++) {
         const char *const *m = ds_motion_names(cats[c], NULL);
         size_t n = strlen(footer);
@@ -149,7 +149,7 @@ int cmd_dataset_motion(int argc, char **argv) {
            (unsigned long long)o.seed, (long long)st.nv, (long long)st.nf, st.nbones, st.nsoft);
     for (int k = 0; k < st.motions; k++)
         printf("  %-8s %-12s %d frames at %g fps -> %s%s (max secondary displacement %.4f)\n", k ? "held-out" : "train",
-               st.motion[k], o.frames, o.fps, o.out, k ? "/heldout" : "", st.max_secondary[k]);
+               st.motion[k], st.frames[k], o.fps, o.out, k ? "/heldout" : "", st.max_secondary[k]);
     printf("  %d views (%d training, %d held out), %dx%d RGBA, %lld images, %.0f%% of pixels covered on average; "
            "bounding radius %.3f, cameras at %.3f\n",
            o.views, st.train_views, st.heldout_views, o.size, o.size, (long long)st.images, 100 * st.coverage,
@@ -161,7 +161,7 @@ int cmd_dataset_motion(int argc, char **argv) {
         char dir[4200], base[4200];
         snprintf(dir, sizeof dir, "%s%s/train", o.out, k ? "/heldout" : "");
         snprintf(base, sizeof base, "%s%s/preview", o.out, k ? "/heldout" : "");
-        vrc = cmd_write_video(NAME, dir, "f", "_v00.png", o.frames, o.fps, video, base);
+        vrc = cmd_write_video(NAME, dir, "f", "_v00.png", st.frames[k], o.fps, video, base);
     }
     return vrc;
 }

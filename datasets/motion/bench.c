@@ -32,7 +32,11 @@ static void textf(char *buf, size_t n, const char *fmt, ...) {
 void ds_motion_bench_defaults(DsMotionBenchOptions *o) {
     memset(o, 0, sizeof *o);
     o->category = "humanoid";
-    o->frames = 48, o->views = 24, o->size = 128, o->grid = 96, o->supersample = 2;
+    /* the repertoire: a novel clip can only be matched against poses the database holds (the
+     * 48 frames of one gait could not beat LBS); 300 frames = 6-7 segments per kind, one round
+     * of every kind at least (docs/partmm.md) */
+    o->motion = "repertoire";
+    o->frames = 300, o->views = 24, o->size = 128, o->grid = 96, o->supersample = 2;
     o->holdout_every = 6, o->val_every = 4;
     o->fps = 30, o->fov_deg = 40;
     o->bvh_start = -1;
@@ -440,9 +444,11 @@ int ds_motion_bench_make(const DsMotionBenchOptions *o, DsMotionBenchStats *st, 
     if (o->views > 99) return base_errf(err, errlen, "motion benchmark: %d views (at most 99)", o->views);
     if (o->frames > 9999) return base_errf(err, errlen, "motion benchmark: %d frames (at most 9999)", o->frames);
     if (o->heldout_frames < 0 || o->heldout_frames > 9999)
-        return base_errf(err, errlen, "motion benchmark: %d held-out frames (0: as many as the training motion, at most 9999)",
-                         o->heldout_frames);
-    const int nframes[2] = {o->frames, o->heldout_frames ? o->heldout_frames : o->frames};
+        return base_errf(err, errlen, "motion benchmark: %d held-out frames (0: min(frames, %d), at most 9999)",
+                         o->heldout_frames, DS_MOTION_HELDOUT_FRAMES);
+    const int nframes[2] = {o->frames, o->heldout_frames                          ? o->heldout_frames
+                                       : o->frames < DS_MOTION_HELDOUT_FRAMES ? o->frames
+                                                                              : DS_MOTION_HELDOUT_FRAMES};
     /* every path below is built in 4 kB buffers: refuse what would not fit rather than write
      * somewhere else */
     if (!o->out || !o->out[0] || strlen(o->out) > 3000)
@@ -570,7 +576,7 @@ int ds_motion_bench_make(const DsMotionBenchOptions *o, DsMotionBenchStats *st, 
             const float *d = P[k].disp + 3 * i;
             mx = fmax(mx, sqrt((double)d[0] * d[0] + (double)d[1] * d[1] + (double)d[2] * d[2]));
         }
-        st->max_secondary[k] = mx;
+        st->max_secondary[k] = mx, st->frames[k] = nframes[k];
         textf(st->motion[k], sizeof st->motion[k], "%s", P[k].m.name);
     }
     st->nv = V, st->nf = shape.mesh.nf, st->nbones = shape.nbones, st->nsoft = spec.n, st->motions = nm;

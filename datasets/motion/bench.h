@@ -41,12 +41,15 @@
 typedef struct {
     const char *category;
     uint64_t seed;
-    const char *motion;         /* NULL: ds_motion_default(category, false) */
+    const char *motion;         /* the defaults: "repertoire" (every motion of the category but
+                                   the held-out clip, motion.h: what PartMM's database must span);
+                                   NULL: the category's own gait, ds_motion_default(category, false) */
     const char *heldout_motion; /* NULL: ds_motion_default(category, true), or when that is the
                                    training motion the training default (else "wiggle"); "none":
                                    no held-out motion */
     int frames, views, size;    /* per motion; cameras in all; image side in pixels */
-    int heldout_frames;         /* the held-out motion's frames; 0: frames. A longer training
+    int heldout_frames;         /* the held-out motion's frames; 0: min(frames,
+                                   DS_MOTION_HELDOUT_FRAMES), so a small run stays small. A longer training
                                    motion (a larger PartMM database, more gs4d data) keeps the
                                    held-out clip the default one: both start at their clip's
                                    start, so its first frames do not depend on the length asked */
@@ -72,15 +75,18 @@ typedef struct {
     int64_t nv, nf, images;
     int nbones, nsoft, train_views, heldout_views, motions;
     char motion[2][64];
+    int frames[2];            /* each motion's frames */
     double max_secondary[2];  /* the largest |displacement| of each motion */
     double extent;            /* the bounding-sphere radius of every frame */
     double distance;          /* the cameras' distance from its center */
     double coverage;          /* mean fraction of pixels with alpha > 0 */
 } DsMotionBenchStats;
 
-/* 48 frames (held-out: the same), 24 views, 128 px, grid 96, supersample 2, holdout_every 6, val_every 4, 30 fps,
+/* The default benchmark (`make motion-data`): training motion "repertoire", 300 frames, held-out
+ * 48 frames, 24 views, 128 px, grid 96, supersample 2, holdout_every 6, val_every 4, 30 fps,
  * fov 40°, unlit, seed 0 */
 void ds_motion_bench_defaults(DsMotionBenchOptions *o);
+#define DS_MOTION_HELDOUT_FRAMES 48
 /* Builds the benchmark into o->out (created if missing). 0, or -1 with err. Images and gt.h5
  * go to temporary names and are renamed; the transforms JSONs are written last (and any old
  * ones removed first), so an interrupted run leaves no JSON describing half-written images. */
