@@ -696,6 +696,32 @@ TEST(gs4d_cli_motion_benchmark) {
     rc = test_run_capture(cmd, out, sizeof out);
     CHECK_MSG(rc == 0 && strstr(out, "test views") && strstr(out, "Chamfer") && strstr(out, "over 3 frames") &&
                   strstr(out, "local-rigidity"), "rc %d: %s", rc, out);
+    /* --split val scores the validation views instead; --per-view writes each view's PSNR (their
+     * mean is the printed one) and each frame's Chamfer line */
+    snprintf(cmd, sizeof cmd, "OMP_NUM_THREADS=1 %s gs4d eval %s/run --split val --per-view %s/pv.tsv 2>&1", test_anima_bin(),
+             dir, dir);
+    rc = test_run_capture(cmd, out, sizeof out);
+    double mean = 0;
+    const char *h = strstr(out, "held-out PSNR ");
+    CHECK_MSG(rc == 0 && strstr(out, "over 6 val views") && h && sscanf(h, "held-out PSNR %lf", &mean) == 1, "rc %d: %s", rc,
+              out);
+    char path[600], line[512];
+    snprintf(path, sizeof path, "%s/pv.tsv", dir);
+    FILE *fp = fopen(path, "r");
+    CHECK(fp);
+    int nview = 0, nframe = 0;
+    double sum = 0;
+    while (fp && fgets(line, sizeof line, fp)) {
+        int idx;
+        double t, el, az, ps, ss;
+        if (sscanf(line, "view\t%d\t%lf\t%lf\t%lf\t%lf\t%lf", &idx, &t, &el, &az, &ps, &ss) == 6) {
+            CHECK(idx == nview && t >= 0 && t <= 1 && ss > 0 && ss <= 1);
+            nview++, sum += ps;
+        } else if (!strncmp(line, "frame\t", 6)) nframe++;
+    }
+    if (fp) fclose(fp);
+    CHECK_MSG(nview == 6 && nframe == 3, "%d views, %d frames", nview, nframe);
+    CHECK_MSG(fabs(sum / 6 - mean) < 0.01, "per-view mean %.3f against %.3f", sum / 6, mean);
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     CHECK(system(cmd) == 0);
 }
