@@ -415,6 +415,54 @@ static double eval_test(const Gs4dModel *m, const Gs4dSynth *s, const Gs4dData *
     return sum / s->n_test;
 }
 
+/* freq_t = GS4D_FREQ_T_AUTO: the fewest time frequencies whose highest band turns ≥ 2/3 rad between
+ * neighboring training times: 6 on 48 frames over [0, 1] (the presets' fixed value), 9 on 300,
+ * 7 when the same 48 frames span half the range; repeated times (several views) count once; the
+ * model built with it has the matching MLP input. */
+static int auto_freq_t_of(int frames, int views, double span) {
+    int n = frames * views;
+    Gs4dView *v = calloc((size_t)n, sizeof *v);
+    int *order = calloc((size_t)n, sizeof *order);
+    for (int i = 0; i < n; i++) {
+        v[i].time = frames > 1 ? (float)(span * (i / views) / (frames - 1)) : 0;
+        order[i] = i;
+    }
+    Gs4dData d = {.n = n, .views = v, .by_time = order};
+    int L = gs4d_auto_freq_t(&d);
+    free(v), free(order);
+    return L;
+}
+
+TEST(gs4d_auto_freq_t_from_times) {
+    CHECK_MSG(auto_freq_t_of(48, 20, 1) == 6, "%d", auto_freq_t_of(48, 20, 1));
+    CHECK_MSG(auto_freq_t_of(300, 3, 1) == 9, "%d", auto_freq_t_of(300, 3, 1));
+    CHECK_MSG(auto_freq_t_of(48, 2, 0.5) == 7, "%d", auto_freq_t_of(48, 2, 0.5));
+    CHECK(auto_freq_t_of(1, 4, 1) == 1);
+    for (int f = 2; f < 400; f += 37) {
+        int L = auto_freq_t_of(f, 1, 1);
+        double dt = 1.0 / (f - 1);
+        CHECK_MSG(ldexp(1, L - 1) * dt >= GS4D_FREQ_T_RAD_PER_FRAME && (L == 1 || ldexp(1, L - 2) * dt < GS4D_FREQ_T_RAD_PER_FRAME),
+                  "%d frames: L %d", f, L);
+    }
+    TensorScope *sc = tensor_scope_begin();
+    Gs4dSynth s;
+    char err[512];
+    CHECK_MSG(gs4d_synth_make("quadruped", 0, 4, 2, 1, 16, &s, err, sizeof err) == 0, "%s", err);
+    Gs4dData d;
+    CHECK_MSG(gs4d_data_make(s.train, s.n_train, &d, err, sizeof err) == 0, "%s", err);
+    Gs4dConfig c = tiny_config(10);
+    c.freq_t = GS4D_FREQ_T_AUTO;
+    Gs4dModel m;
+    gs4d_init(&m, &c, &d, NULL);
+    /* 4 frames over [0, 1]: 1/3 apart, 2^(L-1)/3 >= 2/3 at L = 2 */
+    CHECK_MSG(m.cfg.freq_t == 2 && m.mlp.in_dim == nn_fourier_embed_dim(3, c.freq_x) + nn_fourier_embed_dim(1, 2), "L %d, in %lld",
+              m.cfg.freq_t, (long long)m.mlp.in_dim);
+    gs4d_free(&m);
+    gs4d_data_free(&d);
+    gs4d_synth_free(&s);
+    tensor_scope_end(sc);
+}
+
 TEST(gs4d_tiny_sequence_trains) {
     bool quick = test_quick();
     int64_t iters = quick ? 30 : 1500;

@@ -109,7 +109,8 @@ static const DsConfigField MODEL_FIELDS[] = {
     {"width", DS_CFG_INT, F(model, width), "128", 1, 4096},
     {"skip", DS_CFG_INT, F(model, skip), "4", 0, 32, .help = "the input is concatenated again before this layer"},
     {"freq_x", DS_CFG_INT, F(model, freq_x), "10", 0, 32, .help = "positional encoding frequencies of x"},
-    {"freq_t", DS_CFG_INT, F(model, freq_t), "6", 0, 32, .help = "positional encoding frequencies of t"},
+    {"freq_t", DS_CFG_INT, F(model, freq_t), "6", -1, 32,
+     .help = "positional encoding frequencies of t (-1: from the training times' spacing, gs4d_auto_freq_t)"},
     {"deform_color", DS_CFG_BOOL, F(model, deform_color), "false", NO_RANGE, .help = "a head for Δc"},
     {"deform_opacity", DS_CFG_BOOL, F(model, deform_opacity), "false", NO_RANGE, .help = "a head for Δo"},
     {"init_opacity", DS_CFG_FLOAT, F(model, init_opacity), "0.1", 1e-4, 0.9999},
@@ -590,10 +591,10 @@ static int gs4d_fit_run(int argc, char **argv, OptimComm *comm) {
     if (mc.recluster_every > 0) gs4d_set_recluster(&m, sb_cluster_labels_cb, &bones); /* Skelebones' LBG-VQ (the tool may use both model families; models/gs4d may not depend on models/skelebones) */
     double psnr0 = rc || !is_main || no_eval ? NAN : eval_views(&m, &dte, NULL);
     if (!rc && is_main)
-        fprintf(stderr, "anima gs4d fit: %s, %d training + %d held-out views at %dx%d, %lld %s Gaussians, MLP %lldx%lld; "
-                        "held-out PSNR at init %.2f dB\n",
+        fprintf(stderr, "anima gs4d fit: %s, %d training + %d held-out views at %dx%d, %lld %s Gaussians, MLP %lldx%lld, %d "
+                        "time frequencies; held-out PSNR at init %.2f dB\n",
                 cfg.data.dir, dtr.n, dte.n, dtr.views[0].cam.width, dtr.views[0].cam.height, (long long)mc.n,
-                mc.isotropic ? "isotropic" : "anisotropic", (long long)cfg.model.depth, (long long)cfg.model.width, psnr0);
+                mc.isotropic ? "isotropic" : "anisotropic", (long long)cfg.model.depth, (long long)cfg.model.width, m.cfg.freq_t, psnr0);
     BaseProgress display;
     OptimTrainOptions to = {.name = "anima gs4d fit", .total_steps = cfg.train.iters, .log_every = cfg.train.log_every,
                             .ckpt_every = cfg.train.ckpt_every, .ckpt_path = ckpt_path, .metrics_path = log_path,
