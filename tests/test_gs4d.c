@@ -415,6 +415,54 @@ static double eval_test(const Gs4dModel *m, const Gs4dSynth *s, const Gs4dData *
     return sum / s->n_test;
 }
 
+/* freq_t = GS4D_FREQ_T_AUTO: the fewest time frequencies whose highest band turns ≥ 2/3 rad between
+ * neighboring training times: 6 on 48 frames over [0, 1] (the presets' fixed value), 9 on 300,
+ * 7 when the same 48 frames span half the range; repeated times (several views) count once; the
+ * model built with it has the matching MLP input. */
+static int auto_freq_t_of(int frames, int views, double span) {
+    int n = frames * views;
+    Gs4dView *v = calloc((size_t)n, sizeof *v);
+    int *order = calloc((size_t)n, sizeof *order);
+    for (int i = 0; i < n; i++) {
+        v[i].time = frames > 1 ? (float)(span * (i / views) / (frames - 1)) : 0;
+        order[i] = i;
+    }
+    Gs4dData d = {.n = n, .views = v, .by_time = order};
+    int L = gs4d_auto_freq_t(&d);
+    free(v), free(order);
+    return L;
+}
+
+TEST(gs4d_auto_freq_t_from_times) {
+    CHECK_MSG(auto_freq_t_of(48, 20, 1) == 6, "%d", auto_freq_t_of(48, 20, 1));
+    CHECK_MSG(auto_freq_t_of(300, 3, 1) == 9, "%d", auto_freq_t_of(300, 3, 1));
+    CHECK_MSG(auto_freq_t_of(48, 2, 0.5) == 7, "%d", auto_freq_t_of(48, 2, 0.5));
+    CHECK(auto_freq_t_of(1, 4, 1) == 1);
+    for (int f = 2; f < 400; f += 37) {
+        int L = auto_freq_t_of(f, 1, 1);
+        double dt = 1.0 / (f - 1);
+        CHECK_MSG(ldexp(1, L - 1) * dt >= GS4D_FREQ_T_RAD_PER_FRAME && (L == 1 || ldexp(1, L - 2) * dt < GS4D_FREQ_T_RAD_PER_FRAME),
+                  "%d frames: L %d", f, L);
+    }
+    TensorScope *sc = tensor_scope_begin();
+    Gs4dSynth s;
+    char err[512];
+    CHECK_MSG(gs4d_synth_make("quadruped", 0, 4, 2, 1, 16, &s, err, sizeof err) == 0, "%s", err);
+    Gs4dData d;
+    CHECK_MSG(gs4d_data_make(s.train, s.n_train, &d, err, sizeof err) == 0, "%s", err);
+    Gs4dConfig c = tiny_config(10);
+    c.freq_t = GS4D_FREQ_T_AUTO;
+    Gs4dModel m;
+    gs4d_init(&m, &c, &d, NULL);
+    /* 4 frames over [0, 1]: 1/3 apart, 2^(L-1)/3 >= 2/3 at L = 2 */
+    CHECK_MSG(m.cfg.freq_t == 2 && m.mlp.in_dim == nn_fourier_embed_dim(3, c.freq_x) + nn_fourier_embed_dim(1, 2), "L %d, in %lld",
+              m.cfg.freq_t, (long long)m.mlp.in_dim);
+    gs4d_free(&m);
+    gs4d_data_free(&d);
+    gs4d_synth_free(&s);
+    tensor_scope_end(sc);
+}
+
 TEST(gs4d_tiny_sequence_trains) {
     bool quick = test_quick();
     int64_t iters = quick ? 30 : 1500;
@@ -703,6 +751,32 @@ TEST(gs4d_cli_motion_benchmark) {
     rc = test_run_capture(cmd, out, sizeof out);
     CHECK_MSG(rc == 0 && strstr(out, "test views") && strstr(out, "Chamfer") && strstr(out, "over 3 frames") &&
                   strstr(out, "local-rigidity"), "rc %d: %s", rc, out);
+    /* --split val scores the validation views instead; --per-view writes each view's PSNR (their
+     * mean is the printed one) and each frame's Chamfer line */
+    snprintf(cmd, sizeof cmd, "OMP_NUM_THREADS=1 %s gs4d eval %s/run --split val --per-view %s/pv.tsv 2>&1", test_anima_bin(),
+             dir, dir);
+    rc = test_run_capture(cmd, out, sizeof out);
+    double mean = 0;
+    const char *h = strstr(out, "held-out PSNR ");
+    CHECK_MSG(rc == 0 && strstr(out, "over 6 val views") && h && sscanf(h, "held-out PSNR %lf", &mean) == 1, "rc %d: %s", rc,
+              out);
+    char path[600], line[512];
+    snprintf(path, sizeof path, "%s/pv.tsv", dir);
+    FILE *fp = fopen(path, "r");
+    CHECK(fp);
+    int nview = 0, nframe = 0;
+    double sum = 0;
+    while (fp && fgets(line, sizeof line, fp)) {
+        int idx;
+        double t, el, az, ps, ss;
+        if (sscanf(line, "view\t%d\t%lf\t%lf\t%lf\t%lf\t%lf", &idx, &t, &el, &az, &ps, &ss) == 6) {
+            CHECK(idx == nview && t >= 0 && t <= 1 && ss > 0 && ss <= 1);
+            nview++, sum += ps;
+        } else if (!strncmp(line, "frame\t", 6)) nframe++;
+    }
+    if (fp) fclose(fp);
+    CHECK_MSG(nview == 6 && nframe == 3, "%d views, %d frames", nview, nframe);
+    CHECK_MSG(fabs(sum / 6 - mean) < 0.01, "per-view mean %.3f against %.3f", sum / 6, mean);
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     CHECK(system(cmd) == 0);
 }

@@ -109,7 +109,8 @@ static const DsConfigField MODEL_FIELDS[] = {
     {"width", DS_CFG_INT, F(model, width), "128", 1, 4096},
     {"skip", DS_CFG_INT, F(model, skip), "4", 0, 32, .help = "the input is concatenated again before this layer"},
     {"freq_x", DS_CFG_INT, F(model, freq_x), "10", 0, 32, .help = "positional encoding frequencies of x"},
-    {"freq_t", DS_CFG_INT, F(model, freq_t), "6", 0, 32, .help = "positional encoding frequencies of t"},
+    {"freq_t", DS_CFG_INT, F(model, freq_t), "6", -1, 32,
+     .help = "positional encoding frequencies of t (-1: from the training times' spacing, gs4d_auto_freq_t)"},
     {"deform_color", DS_CFG_BOOL, F(model, deform_color), "false", NO_RANGE, .help = "a head for Δc"},
     {"deform_opacity", DS_CFG_BOOL, F(model, deform_opacity), "false", NO_RANGE, .help = "a head for Δo"},
     {"init_opacity", DS_CFG_FLOAT, F(model, init_opacity), "0.1", 1e-4, 0.9999},
@@ -248,9 +249,10 @@ static Gs4dView *views_of(const DsDnerfSplit *s) {
     return v;
 }
 
-/* eval: held-out views from "test" (every frame), falling back to "val"; fit monitors "val"
- * (every few frames) first */
-static int load_data(const Gs4dCmdConfig *c, bool for_eval, RunData *d, char *err, size_t errlen) {
+/* the held-out views from the split `prefer` names ("test": every frame, what eval reports;
+ * "val": every few frames, what fit monitors and what settings are chosen on), falling back to
+ * the other one */
+static int load_data(const Gs4dCmdConfig *c, const char *prefer, RunData *d, char *err, size_t errlen) {
     memset(d, 0, sizeof *d);
     const char *dir = c->data.dir;
     if (!strncmp(dir, "synthetic", 9) && (dir[9] == 0 || dir[9] == ':')) {
@@ -268,7 +270,8 @@ static int load_data(const Gs4dCmdConfig *c, bool for_eval, RunData *d, char *er
         return 0;
     }
     if (ds_dnerf_load(dir, "train", &d->split[0], err, errlen)) return -1;
-    const char *order[2] = {for_eval ? "test" : "val", for_eval ? "val" : "test"};
+    bool val = !strcmp(prefer, "val");
+    const char *order[2] = {val ? "val" : "test", val ? "test" : "val"};
     char e2[1024];
     int k = 0;
     for (; k < 2; k++) {
@@ -315,17 +318,25 @@ static void free_data(RunData *d) {
 
 static const double WHITE[3] = {1, 1, 1};
 
-static double eval_views(const Gs4dModel *m, const Gs4dData *d, double *ssim) {
+/* the mean PSNR (and SSIM) over the views; per_psnr / per_ssim (NULL or d->n each) take every
+ * view's own, for `eval --per-view` (which frames or cameras lose) */
+static double eval_views_each(const Gs4dModel *m, const Gs4dData *d, double *ssim, double *per_psnr, double *per_ssim) {
     double s = 0, ss = 0;
     for (int v = 0; v < d->n; v++) {
         TensorScope *sc = tensor_scope_begin();
         Tensor *img = gs4d_render(m, &d->views[v].cam, d->views[v].time, WHITE), *ref = gs4d_target(d, v, WHITE);
-        s += gs_psnr(img, ref);
-        if (ssim) ss += gs4d_ssim(img, ref);
+        double p = gs_psnr(img, ref), q = ssim || per_ssim ? gs4d_ssim(img, ref) : NAN;
+        s += p, ss += q;
+        if (per_psnr) per_psnr[v] = p;
+        if (per_ssim) per_ssim[v] = q;
         tensor_scope_end(sc);
     }
     if (ssim) *ssim = d->n ? ss / d->n : NAN;
     return d->n ? s / d->n : NAN;
+}
+
+static double eval_views(const Gs4dModel *m, const Gs4dData *d, double *ssim) {
+    return eval_views_each(m, d, ssim, NULL, NULL);
 }
 
 static int write_renders(const char *dir, const Gs4dModel *m, const Gs4dData *d, char *err, size_t errlen) {
@@ -549,7 +560,7 @@ static int gs4d_fit_run(int argc, char **argv, OptimComm *comm) {
     bool want_gif = vk == DS_VIDEO_GIF || vk == DS_VIDEO_BOTH, want_mp4 = vk == DS_VIDEO_MP4 || vk == DS_VIDEO_BOTH;
     double t0 = base_now();
     RunData rd;
-    if (load_data(&cfg, false, &rd, err, sizeof err)) {
+    if (load_data(&cfg, "val", &rd, err, sizeof err)) {
         if (is_main) fprintf(stderr, "anima gs4d fit: %s\n", err);
         return 2;
     }
@@ -580,10 +591,10 @@ static int gs4d_fit_run(int argc, char **argv, OptimComm *comm) {
     if (mc.recluster_every > 0) gs4d_set_recluster(&m, sb_cluster_labels_cb, &bones); /* Skelebones' LBG-VQ (the tool may use both model families; models/gs4d may not depend on models/skelebones) */
     double psnr0 = rc || !is_main || no_eval ? NAN : eval_views(&m, &dte, NULL);
     if (!rc && is_main)
-        fprintf(stderr, "anima gs4d fit: %s, %d training + %d held-out views at %dx%d, %lld %s Gaussians, MLP %lldx%lld; "
-                        "held-out PSNR at init %.2f dB\n",
+        fprintf(stderr, "anima gs4d fit: %s, %d training + %d held-out views at %dx%d, %lld %s Gaussians, MLP %lldx%lld, %d "
+                        "time frequencies; held-out PSNR at init %.2f dB\n",
                 cfg.data.dir, dtr.n, dte.n, dtr.views[0].cam.width, dtr.views[0].cam.height, (long long)mc.n,
-                mc.isotropic ? "isotropic" : "anisotropic", (long long)cfg.model.depth, (long long)cfg.model.width, psnr0);
+                mc.isotropic ? "isotropic" : "anisotropic", (long long)cfg.model.depth, (long long)cfg.model.width, m.cfg.freq_t, psnr0);
     BaseProgress display;
     OptimTrainOptions to = {.name = "anima gs4d fit", .total_steps = cfg.train.iters, .log_every = cfg.train.log_every,
                             .ckpt_every = cfg.train.ckpt_every, .ckpt_path = ckpt_path, .metrics_path = log_path,
@@ -733,11 +744,18 @@ static int cmp_double(const void *a, const void *b) {
 /* ---- eval ----------------------------------------------------------------------------------------------- */
 
 static int gs4d_eval_main(int argc, char **argv) {
-    static const CmdArg none[] = {{0}};
-    const CmdArgSpec spec = {"anima gs4d eval", "RUN",
+    static const char *const SPLITS[] = {"test", "val", NULL};
+    const char *split = "test", *per_view = NULL;
+    CmdArg args[] = {
+        {"--split", CMD_ARG_CHOICE, &split, "S",
+         "test (default; the views to report) or val (the views to choose settings on)", .choices = SPLITS},
+        {"--per-view", CMD_ARG_STRING, &per_view, "FILE",
+         "also write each held-out view's PSNR / SSIM (with its time and camera) and each frame's Chamfer sides, tab-separated"},
+        {0}};
+    const CmdArgSpec spec = {"anima gs4d eval", "RUN [--split test|val] [--per-view FILE]",
                              "held-out PSNR / SSIM of a gs4d fit, and with ground truth the Chamfer distance of the\n"
                              "Gaussian centers to the surface per frame and the local-rigidity error of the trajectories",
-                             none, NULL, 1, 1};
+                             args, NULL, 1, 1};
     const char *pos[1];
     int prc = cmd_args_parse(&spec, argc, argv, 1, stderr, pos, NULL);
     if (prc) return prc == CMD_ARGS_HELP ? 0 : 2;
@@ -752,7 +770,7 @@ static int gs4d_eval_main(int argc, char **argv) {
         return 2;
     }
     RunData rd;
-    if (load_data(&cfg, true, &rd, err, sizeof err)) {
+    if (load_data(&cfg, split, &rd, err, sizeof err)) {
         fprintf(stderr, "anima gs4d eval: %s\n", err);
         return 2;
     }
@@ -776,7 +794,29 @@ static int gs4d_eval_main(int argc, char **argv) {
     } else {
         free(meta.config_json);
         gs4d_set_step(&m, meta.step);
-        double ssim, psnr = eval_views(&m, &dte, &ssim);
+        double *pv = per_view ? base_malloc(sizeof(double) * 2 * (size_t)(dte.n ? dte.n : 1)) : NULL;
+        double ssim, psnr = eval_views_each(&m, &dte, &ssim, pv, pv ? pv + dte.n : NULL);
+        /* --per-view: one line per view, then (with ground truth) one per frame, filled below */
+        size_t tcap = 0, tlen = 0;
+        char *text = NULL;
+        if (pv) {
+            tcap = 256 + 96 * (size_t)dte.n + 96 * (size_t)(rd.has_gt ? rd.gt.frames : 0);
+            text = base_malloc(tcap);
+            tlen += (size_t)snprintf(text + tlen, tcap - tlen, "# kind\tindex\ttime\televation_deg\tazimuth_deg\tpsnr_db\tssim\n");
+            for (int v = 0; v < dte.n; v++) {
+                double o[3];
+                ds_camera_center(&dte.views[v].cam, o);
+                for (int a = 0; a < 3; a++) o[a] -= dte.center[a];
+                double r = sqrt(o[0] * o[0] + o[1] * o[1] + o[2] * o[2]);
+                /* y is up in the D-NeRF (OpenGL) convention */
+                double el = r > 0 ? asin(o[1] / r) * 180 / M_PI : 0, az = atan2(o[0], o[2]) * 180 / M_PI;
+                tlen += (size_t)snprintf(text + tlen, tcap - tlen, "view\t%d\t%.5f\t%.1f\t%.1f\t%.3f\t%.4f\n", v,
+                                         dte.views[v].time, el, az, pv[v], pv[dte.n + v]);
+            }
+            if (rd.has_gt)
+                tlen += (size_t)snprintf(text + tlen, tcap - tlen,
+                                         "# kind\tindex\ttime\tchamfer_pct\tcenters_to_surface_pct\tsurface_to_centers_pct\tvisible\n");
+        }
         printf("%s at step %lld: held-out PSNR %.2f dB, SSIM %.4f over %d %s views\n", run, (long long)meta.step, psnr, ssim,
                dte.n, rd.test_split);
         if (rd.has_gt) {
@@ -870,6 +910,9 @@ static int gs4d_eval_main(int argc, char **argv) {
                 diag_mean += diag / s->frames;
                 side_cs += 100 * cs / diag / s->frames, side_sc += 100 * scd / diag / s->frames;
                 nvis_mean += (double)nvis / s->frames;
+                if (text)
+                    tlen += (size_t)snprintf(text + tlen, tcap - tlen, "frame\t%d\t%.5f\t%.3f\t%.3f\t%.3f\t%lld\n", f,
+                                             s->times[f], c, 100 * cs / diag, 100 * scd / diag, (long long)nvis);
                 /* what the metric gives for as many points as perfectly on the surface (uniform
                  * samples, the first nvis of the i.i.d. ones): the floor n Gaussians can reach */
                 if (nvis && nvis <= ns_s) floor_c += 100 * gs4d_chamfer(samp, nvis, samp, ns_s + nv) / diag / s->frames;
@@ -965,6 +1008,11 @@ static int gs4d_eval_main(int argc, char **argv) {
         } else {
             printf("no ground truth in %s: Chamfer and rigidity not computed\n", cfg.data.dir);
         }
+        if (text && cmd_write_text(per_view, text, err, sizeof err)) {
+            fprintf(stderr, "anima gs4d eval: %s\n", err);
+            rc = 1;
+        }
+        free(text), free(pv);
     }
     gs4d_free(&m);
     gs4d_data_free(&dtr), gs4d_data_free(&dte);

@@ -268,9 +268,28 @@ static void host_end(Gs4dModel *m, HostSession *h) {
     for (int g = 0; g < GS4D_GROUPS; g++) m->gopt[g].params = &m->gparams[g];
 }
 
-void gs4d_init(Gs4dModel *m, const Gs4dConfig *cfg, const Gs4dData *d, const int32_t *labels) {
+int gs4d_auto_freq_t(const Gs4dData *d) {
+    /* distinct training times (d->by_time is sorted) and their mean spacing */
+    int nt = 0;
+    double lo = 0, hi = 0, prev = 0;
+    for (int i = 0; i < d->n; i++) {
+        double t = d->views[d->by_time[i]].time;
+        if (i == 0 || t != prev) nt++;
+        if (i == 0) lo = t;
+        hi = prev = t;
+    }
+    if (nt < 2 || !(hi > lo)) return 1;
+    double dt = (hi - lo) / (nt - 1);
+    int L = 1;
+    while (L < 32 && ldexp(1.0, L - 1) * dt < GS4D_FREQ_T_RAD_PER_FRAME) L++;
+    return L;
+}
+
+void gs4d_init(Gs4dModel *m, const Gs4dConfig *cfg_in, const Gs4dData *d, const int32_t *labels) {
     memset(m, 0, sizeof *m);
-    m->cfg = *cfg;
+    m->cfg = *cfg_in;
+    if (m->cfg.freq_t == GS4D_FREQ_T_AUTO) m->cfg.freq_t = gs4d_auto_freq_t(d);
+    const Gs4dConfig *cfg = &m->cfg;
     m->extent = d->extent;
     int64_t n = cfg->n, ns = cfg->isotropic ? 1 : 3;
     if (n < 2 || cfg->depth < 1 || cfg->depth > 32 || cfg->width < 1 || cfg->arap_k < 1 || cfg->freq_x < 0 ||

@@ -74,6 +74,7 @@ typedef struct {
     uint64_t seed;
     double init_opacity, init_scale; /* init_scale × the mean spacing (box volume / n)^(1/3) */
     /* deformation MLP */
+    /* freq_t: GS4D_FREQ_T_AUTO (-1) derives it from the training times (gs4d_auto_freq_t) */
     int depth, width, skip, freq_x, freq_t;
     bool deform_color, deform_opacity;
     double head_init;
@@ -168,6 +169,19 @@ typedef struct {
  * distance). 0, or -1 with err. */
 int gs4d_data_make(const Gs4dView *views, int n, Gs4dData *d, char *err, size_t errlen);
 void gs4d_data_free(Gs4dData *d);
+
+/* The time encoding's frequencies from the data: the fewest L whose highest band, sin(2^(L-1) t),
+ * turns by at least GS4D_FREQ_T_RAD_PER_FRAME between neighboring training times (their mean
+ * spacing over the distinct times; 1 for a single time). gs4d_init uses it when freq_t is
+ * GS4D_FREQ_T_AUTO. Why: t is normalized to [0, 1] whatever the clip's length, so a fixed L
+ * resolves a fixed fraction of the clip: freq_t = 6 (the paper's, and the presets' on the 48-frame
+ * benchmark: 32 rad over 47 gaps, 0.68 rad a frame) spreads one band's period over 59 frames of a
+ * 300-frame clip (0.11 rad a frame): a bird's wing beat (about 15 frames) then spans a quarter of
+ * the band's period, and the MLP must build the beat's fast changes out of slowly varying inputs.
+ * 2/3 rad a frame gives 6 on 48 frames (unchanged) and 9 on 300. */
+#define GS4D_FREQ_T_AUTO (-1)
+#define GS4D_FREQ_T_RAD_PER_FRAME (2.0 / 3.0)
+int gs4d_auto_freq_t(const Gs4dData *d);
 
 enum { GS4D_MEANS, GS4D_SCALES, GS4D_QUATS, GS4D_OPACITY, GS4D_COLOR, GS4D_DEFORM, GS4D_GROUPS };
 
