@@ -320,8 +320,10 @@ bool sim_object_lagged_hessian(SimObject *o, const double *z, double dt, double 
  * in (I ⊗ N)ᵀ · (I ⊗ N)'s block order): the caller adds dt² times it to its reduced H. A rigged
  * object with a subspace keeps its co-rotated Hessian there (r of nb coordinates: less to turn). */
 const double *sim_object_lagged_reduced(const SimObject *o);
-/* The step's initial guess: z̃ = z + dt ż (ztil, n) and z̃ projected onto the exact-Dirichlet
- * subspace at time t1 (z, n); tmp_n (n) and tmp_r (3r) are scratch. The object must be prepared. */
+/* The step's inertial prediction z̃ = z + dt ż (ztil, n) and initial guess (z, n): z̃, under a rig
+ * plus dt² times the last step's acceleration (ż − ż at the previous call) / its dt, projected onto
+ * the exact-Dirichlet subspace at time t1; tmp_n (n) and tmp_r (3r) are scratch. Remembers ż for the
+ * next call. The object must be prepared. */
 void sim_object_predict(SimObject *o, double dt, double t1, double *ztil, double *z, double *tmp_n, double *tmp_r);
 /* The exact-Dirichlet and observable subspace: z⁽ⁱ⁾ = t · zp_rate⁽ⁱ⁾ + N y⁽ⁱ⁾ (N nb × r, NULL when
  * unconstrained and nothing is cut;
