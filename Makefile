@@ -126,11 +126,11 @@ $(BUILD)/web/node_modules/.stamp: tools/web/package.json tools/web/package-lock.
 	@cd $(BUILD)/web && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error
 	@touch $@
 
-# the multi-view motion benchmark (issue 18, datasets/motion/bench.h): each character's repertoire
-# (every motion of the category but the held-out clip; 300 frames) and a held-out motion (48
-# frames), 24 views at 128x128, into $(MOTION_DATA)/<category>; the CMU clips come from
-# assimp-testmodels (datasets/fetch-real.sh installs it when missing). MOTION_ARGS adds options,
-# e.g. "--motion walk --frames 48" (one gait, the benchmark before the repertoire; docs/partmm.md)
+# the multi-view motion benchmark (issue 18, datasets/motion/bench.h): each character a training
+# and a held-out motion, 24 views x 48 frames at 128x128, into $(MOTION_DATA)/<category>; the CMU
+# clips come from assimp-testmodels (datasets/fetch-real.sh installs it when missing).
+# MOTION_ARGS adds options, e.g. "--motion repertoire --frames 300" (the character's repertoire as
+# the training motion, PartMM's database; datasets/motion/motion.h, docs/partmm.md)
 MOTION_DATA ?= data/motion
 MOTION_ARGS ?=
 MOTION_CATEGORIES ?= humanoid quadruped bird snake

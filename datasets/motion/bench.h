@@ -41,9 +41,10 @@
 typedef struct {
     const char *category;
     uint64_t seed;
-    const char *motion;         /* the defaults: "repertoire" (every motion of the category but
-                                   the held-out clip, motion.h: what PartMM's database must span);
-                                   NULL: the category's own gait, ds_motion_default(category, false) */
+    const char *motion;         /* NULL (the default): the category's own gait,
+                                   ds_motion_default(category, false); "repertoire": every motion
+                                   of the category but the held-out clip (motion.h: what PartMM's
+                                   database must span) */
     const char *heldout_motion; /* NULL: ds_motion_default(category, true), or when that is the
                                    training motion the training default (else "wiggle"); "none":
                                    no held-out motion */
@@ -82,7 +83,7 @@ typedef struct {
     double coverage;          /* mean fraction of pixels with alpha > 0 */
 } DsMotionBenchStats;
 
-/* The default benchmark (`make motion-data`): training motion "repertoire", 300 frames, held-out
+/* The default benchmark (`make motion-data`): the category's training gait, 48 frames, held-out
  * 48 frames, 24 views, 128 px, grid 96, supersample 2, holdout_every 6, val_every 4, 30 fps,
  * fov 40°, unlit, seed 0 */
 void ds_motion_bench_defaults(DsMotionBenchOptions *o);
