@@ -813,9 +813,11 @@ int cmd_animate(int argc, char **argv) {
 
     if (do_eval) {
         const DsDnerfSplit *sv = is_val ? NULL : &views; /* val: geometry alone */
-        /* the rest bounding-box diagonal: the unit of the RMSE */
+        /* the rest mesh's bounding-box diagonal: the unit of the RMSE. Over the mesh's nv vertices,
+         * not the n points: with --gaussians they are gs4d's Gaussians, n != nv (reading n
+         * vertices ran past the mesh, an infinite diagonal printed RMSE 0 for the snake) */
         double lo[3] = {DBL_MAX, DBL_MAX, DBL_MAX}, hi[3] = {-DBL_MAX, -DBL_MAX, -DBL_MAX};
-        for (int64_t i = 0; i < n; i++)
+        for (int64_t i = 0; i < truth->nv; i++)
             for (int k = 0; k < 3; k++) lo[k] = fmin(lo[k], truth->rest[i * 3 + k]), hi[k] = fmax(hi[k], truth->rest[i * 3 + k]);
         double diag = sqrt((hi[0] - lo[0]) * (hi[0] - lo[0]) + (hi[1] - lo[1]) * (hi[1] - lo[1]) + (hi[2] - lo[2]) * (hi[2] - lo[2]));
         enum { NROWS = 13 };
