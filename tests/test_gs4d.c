@@ -777,6 +777,12 @@ TEST(gs4d_cli_motion_benchmark) {
     if (fp) fclose(fp);
     CHECK_MSG(nview == 6 && nframe == 3, "%d views, %d frames", nview, nframe);
     CHECK_MSG(fabs(sum / 6 - mean) < 0.01, "per-view mean %.3f against %.3f", sum / 6, mean);
+    /* a --per-view file that cannot be written fails the command, naming it, and leaves the
+     * earlier file as it was */
+    snprintf(cmd, sizeof cmd, "OMP_NUM_THREADS=1 %s gs4d eval %s/run --per-view %s/no/such/pv.tsv 2>&1", test_anima_bin(), dir,
+             dir);
+    rc = test_run_capture(cmd, out, sizeof out);
+    CHECK_MSG(rc != 0 && strstr(out, "no/such/pv.tsv"), "rc %d: %s", rc, out);
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     CHECK(system(cmd) == 0);
 }
