@@ -209,17 +209,17 @@ static void run_pile(const char *scene, int start, int cap, const char *name, bo
     out->cpu_median = bench_median(cc, ncontact);
     for (int i = 0; i < 5; i++) out->parts[i] = 1e3 * part[i] / ncontact;
     if (!quiet) {
-    printf("info %s %d objects, %lld cubature points in all, %lld contact points (proxies), %d of %d frames in contact, "
-           "%.1f Newton iterations (%.1f CG products each), %.1f elastic Hessians, %.1f factorizations and %.1f backtracks per "
-           "contact frame, %d sweep-limited iterations, %d frames unconverged, min pair distance %.3g m (d̂ %.3g m, κ %.3g, μ %.2g); at the end the "
-           "centres %.3f m apart horizontally at most, the fastest vertex at %.3f m/s\n",
-           name, sc.nobjects, (long long)pts, (long long)proxy, ncontact, steps, (double)iters / ncontact,
-           (double)prods / fmax(iters, 1), (double)hess / ncontact, (double)fact / ncontact, (double)bt / ncontact, swept, unconverged, dmin, world.dhat,
-           world.kappa, sc.contact.mu, spread, vmax);
-    printf("parts %s ms per contact frame (CPU, means): broad phase + CCD %.2f, pairs %.2f, Hessians %.2f, solves %.2f, "
-           "rest %.2f\n", name, 1e3 * part[0] / ncontact, 1e3 * part[1] / ncontact, 1e3 * part[2] / ncontact,
-           1e3 * part[3] / ncontact, 1e3 * part[4] / ncontact);
-    printf("case %s %.4f %d\ncpu %s %.4f\n", name, bench_median(cw, ncontact), ncontact, name, out->cpu_median);
+        printf("info %s %d objects, %lld cubature points in all, %lld contact points (proxies), %d of %d frames in contact, "
+               "%.1f Newton iterations (%.1f CG products each), %.1f elastic Hessians, %.1f factorizations and %.1f backtracks per "
+               "contact frame, %d sweep-limited iterations, %d frames unconverged, min pair distance %.3g m (d̂ %.3g m, κ %.3g, μ %.2g); at the end the "
+               "centres %.3f m apart horizontally at most, the fastest vertex at %.3f m/s\n",
+               name, sc.nobjects, (long long)pts, (long long)proxy, ncontact, steps, (double)iters / ncontact,
+               (double)prods / fmax(iters, 1), (double)hess / ncontact, (double)fact / ncontact, (double)bt / ncontact, swept, unconverged, dmin, world.dhat,
+               world.kappa, sc.contact.mu, spread, vmax);
+        printf("parts %s ms per contact frame (CPU, means): broad phase + CCD %.2f, pairs %.2f, Hessians %.2f, solves %.2f, "
+               "rest %.2f\n", name, 1e3 * part[0] / ncontact, 1e3 * part[1] / ncontact, 1e3 * part[2] / ncontact,
+               1e3 * part[3] / ncontact, 1e3 * part[4] / ncontact);
+        printf("case %s %.4f %d\ncpu %s %.4f\n", name, bench_median(cw, ncontact), ncontact, name, out->cpu_median);
     }
     out->x = x, out->n = 3 * nv * steps, out->dmin = dmin;
     free(cw), free(cc);
