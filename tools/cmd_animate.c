@@ -27,6 +27,7 @@
 #include "datasets/render/gif.h"
 #include "datasets/render/video.h"
 #include "datasets/render/image.h"
+#include "models/gaussians/appearance.h"
 #include "models/gaussians/fit.h"
 #include "models/gaussians/rasterize.h"
 #include "models/gs4d/gs4d.h"
@@ -64,6 +65,11 @@ typedef struct {
         int64_t hidden, layers, window, steps, batch, seed;
         double lr;
     } regress;
+    struct {
+        bool fit, normal_offset;
+        int64_t steps, frame_every, seed;
+        double lr_color, lr_scale, lr_opacity, lr_offset, lambda;
+    } appearance;
 } AnimConfig;
 
 #define NO_RANGE .min = 1, .max = 0
@@ -114,12 +120,27 @@ static const DsConfigField REGRESS_FIELDS[] = {
     {"lr", DS_CFG_FLOAT, F(regress, lr), "1e-3", 1e-9, 10, .help = "Adam learning rate"},
     {"seed", DS_CFG_INT, F(regress, seed), "0", 0, 9e15, .help = "initialization and minibatch seed"},
     {0}};
+static const DsConfigField APPEARANCE_FIELDS[] = {
+    {"fit", DS_CFG_BOOL, F(appearance, fit), "false", NO_RANGE,
+     .help = "fit the canonical Gaussians' colors, sizes and opacities (one isotropic Gaussian per ground-truth vertex) to the benchmark's training views of its training motion, each view with the Gaussians at that frame's ground-truth vertices (models/gaussians/appearance.h); false: the benchmark's albedo, render.scale and render.opacity"},
+    {"normal_offset", DS_CFG_BOOL, F(appearance, normal_offset), "true", NO_RANGE,
+     .help = "with fit: each Gaussian sits at its vertex + s x the vertex normal of the posed mesh (every row's own geometry), s fitted per Gaussian (sharper silhouettes); false: at the vertex"},
+    {"steps", DS_CFG_INT, F(appearance, steps), "2000", 0, 1e9, .help = "views rendered (one per Adam step)"},
+    {"frame_every", DS_CFG_INT, F(appearance, frame_every), "1", 1, 100000, .help = "use the training views of every n-th training frame"},
+    {"seed", DS_CFG_INT, F(appearance, seed), "0", 0, 9e15, .help = "the order of the views"},
+    {"lr_color", DS_CFG_FLOAT, F(appearance, lr_color), "0.01", 0, 10, .help = "Adam rate of the plain RGB colors"},
+    {"lr_scale", DS_CFG_FLOAT, F(appearance, lr_scale), "0.005", 0, 10, .help = "Adam rate of the log standard deviations"},
+    {"lr_opacity", DS_CFG_FLOAT, F(appearance, lr_opacity), "0.05", 0, 10, .help = "Adam rate of the opacity logits"},
+    {"lr_offset", DS_CFG_FLOAT, F(appearance, lr_offset), "1e-4", 0, 10, .help = "Adam rate of the normal offsets (scene units)"},
+    {"lambda", DS_CFG_FLOAT, F(appearance, lambda), "0.2", 0, 1, .help = "D-SSIM weight of the loss (3DGS 0.2)"},
+    {0}};
 static const DsConfigField ANIM_SCHEMA[] = {
     {"partmm", DS_CFG_OBJECT, offsetof(AnimConfig, partmm), .fields = PARTMM_FIELDS},
     {"ik", DS_CFG_OBJECT, offsetof(AnimConfig, ik), .fields = IK_FIELDS},
     {"render", DS_CFG_OBJECT, offsetof(AnimConfig, render), .fields = RENDER_FIELDS},
     {"eval", DS_CFG_OBJECT, offsetof(AnimConfig, eval), .fields = EVAL_FIELDS},
     {"regress", DS_CFG_OBJECT, offsetof(AnimConfig, regress), .fields = REGRESS_FIELDS},
+    {"appearance", DS_CFG_OBJECT, offsetof(AnimConfig, appearance), .fields = APPEARANCE_FIELDS},
     {0}};
 
 static double cpu_seconds(void) { return (double)clock() / CLOCKS_PER_SEC; }
@@ -145,6 +166,11 @@ typedef struct {
     float *colors;    /* n × 3 */
     float *log_scale; /* n (isotropic log standard deviations) */
     float *logit;     /* n opacity logits */
+    /* appearance.normal_offset: Gaussian i renders at its position + offset_i × the vertex normal
+     * of the mesh (faces over the n points) at the positions rendered; NULL: at its position */
+    float *offset;
+    int64_t nf;
+    const int32_t *faces;
 } Canon;
 
 static double mean_edge(const DsMotionGt *g) {
@@ -163,11 +189,18 @@ static Tensor *render_points(const Canon *c, const float *pos, const DsCamera *c
     int64_t n = c->n;
     float *sc = malloc(sizeof(float) * n), *op = malloc(sizeof(float) * n);
     for (int64_t i = 0; i < n; i++) sc[i] = c->log_scale[i], op[i] = c->logit[i];
-    GsGaussians g = {tensor_from_data(TENSOR_SHAPE(n, 3), TENSOR_F32, pos),
+    float *moved = NULL;
+    if (c->offset) { /* along the posed mesh's normals */
+        moved = malloc(sizeof(float) * n * 3);
+        gs_appearance_vertex_normals(n, pos, c->nf, c->faces, moved);
+        for (int64_t i = 0; i < n; i++)
+            for (int k = 0; k < 3; k++) moved[i * 3 + k] = pos[i * 3 + k] + c->offset[i] * moved[i * 3 + k];
+    }
+    GsGaussians g = {tensor_from_data(TENSOR_SHAPE(n, 3), TENSOR_F32, moved ? moved : pos),
                      tensor_from_data(TENSOR_SHAPE(n, 1), TENSOR_F32, sc), NULL,
                      tensor_from_data(TENSOR_SHAPE(n, 1), TENSOR_F32, op),
                      tensor_from_data(TENSOR_SHAPE(n, 3), TENSOR_F32, c->colors)};
-    free(sc), free(op);
+    free(sc), free(op), free(moved);
     const double white[3] = {1, 1, 1};
     bool prev = ag_no_grad_begin();
     Tensor *img = tensor_contiguous(gs_render(&g, cam, white).image);
@@ -413,6 +446,100 @@ static void score(Row *row, const float *pos, int F, int64_t n, const float *gt_
     row->psnr = m ? ps / m : NAN, row->ssim = m ? ss / m : NAN, row->psnr_gs = m && ref_gs ? pg / m : NAN;
 }
 
+/* appearance.fit: what was fitted and how well, for the table and eval.json */
+typedef struct {
+    int views;                     /* training views used */
+    double loss;                   /* the fit's mean loss over its last steps */
+    double val_before, val_after;  /* PSNR on the benchmark's val split (training motion, other cameras) */
+    double cpu;                    /* CPU seconds of the fit */
+} AppearanceInfo;
+
+static void appearance_progress(int64_t step, double loss, void *user) {
+    (void)user;
+    fprintf(stderr, NAME ": appearance step %lld: loss %.4f\n", (long long)step, loss);
+}
+
+/* Mean PSNR of the canonical Gaussians at the training motion's ground-truth vertices over the
+ * benchmark split's views of frames below max_frame (NAN: none) */
+static double split_psnr(const Canon *c, const DsMotionGt *train, const DsDnerfSplit *s, int max_frame) {
+    double ps = 0;
+    int m = 0;
+    for (int v = 0; v < s->n; v++) {
+        int f = view_frame(&s->views[v], train->nframes);
+        if (f >= max_frame) continue;
+        TensorScope *sc = tensor_scope_begin();
+        Tensor *img = render_points(c, train->vertices + (int64_t)f * train->nv * 3, &s->views[v].cam);
+        int H = s->height, W = s->width;
+        float *ref = malloc(sizeof(float) * H * W * 3);
+        for (int64_t p = 0; ref && p < (int64_t)H * W; p++) {
+            float a = s->views[v].rgba[p * 4 + 3];
+            for (int k = 0; k < 3; k++) ref[p * 3 + k] = s->views[v].rgba[p * 4 + k] * a + (1 - a);
+        }
+        if (ref) ps += gs_psnr(img, tensor_from_data(TENSOR_SHAPE(H, W, 3), TENSOR_F32, ref)), m++;
+        free(ref);
+        tensor_scope_end(sc);
+    }
+    return m ? ps / m : NAN;
+}
+
+/* appearance.fit: the canonical Gaussians' colors, sizes and opacities fitted to the benchmark's
+ * training views of its training motion (frames below max_frame: --motion val keeps its query
+ * frames out), each view with the Gaussians at that frame's ground-truth vertices. Never the
+ * held-out motion or the held-out cameras: the val split (other cameras, training motion) only
+ * reports how well the fit generalizes. 0, or -1 with err. */
+static int fit_appearance(const AnimConfig *cfg, const char *bench_dir, const DsMotionGt *train, int max_frame, Canon *c,
+                          bool progress, AppearanceInfo *info, char *err, size_t errlen) {
+    DsDnerfSplit tv = {0}, vv = {0};
+    if (ds_dnerf_load(bench_dir, "train", &tv, err, errlen)) return -1;
+    GsAppearanceView *av = malloc(sizeof(GsAppearanceView) * (tv.n ? tv.n : 1));
+    if (!av) {
+        ds_dnerf_free(&tv);
+        return base_errf(err, errlen, "out of memory");
+    }
+    /* normal offsets: the training meshes' vertex normals, per frame */
+    float *nrm = NULL;
+    if (cfg->appearance.normal_offset) {
+        nrm = malloc(sizeof(float) * (size_t)max_frame * train->nv * 3);
+        if (!nrm) {
+            free(av), ds_dnerf_free(&tv);
+            return base_errf(err, errlen, "out of memory");
+        }
+        for (int f = 0; f < max_frame; f++)
+            gs_appearance_vertex_normals(train->nv, train->vertices + (int64_t)f * train->nv * 3, train->nf, train->faces,
+                                         nrm + (int64_t)f * train->nv * 3);
+    }
+    int m = 0;
+    for (int v = 0; v < tv.n; v++) {
+        int f = view_frame(&tv.views[v], train->nframes);
+        if (f >= max_frame || f % cfg->appearance.frame_every) continue;
+        av[m++] = (GsAppearanceView){&tv.views[v].cam, train->vertices + (int64_t)f * train->nv * 3, tv.views[v].rgba,
+                                     nrm ? nrm + (int64_t)f * train->nv * 3 : NULL};
+    }
+    int rc = 0;
+    if (!m) rc = base_errf(err, errlen, "appearance.fit: %s has no training views of the training motion's frames", bench_dir);
+    bool have_val = !rc && ds_dnerf_load(bench_dir, "val", &vv, err, errlen) == 0;
+    info->val_before = have_val ? split_psnr(c, train, &vv, max_frame) : NAN;
+    if (!rc) {
+        GsAppearanceConfig ac = gs_appearance_defaults();
+        ac.steps = cfg->appearance.steps, ac.seed = (uint64_t)cfg->appearance.seed, ac.lambda = cfg->appearance.lambda;
+        ac.lr_color = cfg->appearance.lr_color, ac.lr_scale = cfg->appearance.lr_scale, ac.lr_opacity = cfg->appearance.lr_opacity;
+        ac.normal_offset = cfg->appearance.normal_offset, ac.lr_offset = cfg->appearance.lr_offset;
+        float *off = NULL;
+        if (ac.normal_offset && !(off = calloc((size_t)c->n, sizeof(float)))) rc = base_errf(err, errlen, "out of memory");
+        double c0 = cpu_seconds();
+        if (!rc)
+            info->loss = gs_appearance_fit(c->n, m, av, &ac, c->colors, c->log_scale, c->logit, off,
+                                           progress ? appearance_progress : NULL, 200, NULL, err, errlen);
+        info->cpu = cpu_seconds() - c0, info->views = m;
+        if (rc || info->loss < 0) rc = -1, free(off);
+        else c->offset = off; /* render_points moves the Gaussians along the normals from here on */
+    }
+    info->val_after = have_val && !rc ? split_psnr(c, train, &vv, max_frame) : NAN;
+    free(av), free(nrm);
+    ds_dnerf_free(&tv), ds_dnerf_free(&vv);
+    return rc;
+}
+
 static void lbs_all(int F, int64_t n, int B, const float *rest, const float *w, const float *tb, float *out) {
     for (int t = 0; t < F; t++) pm_lbs(n, B, rest, w, tb + (int64_t)t * B * 12, out + (int64_t)t * n * 3);
 }
@@ -568,6 +695,8 @@ int cmd_animate(int argc, char **argv) {
         return cmd_args_fail(&spec, stderr, "--motion expects heldout, train, val or a .bvh file, got '%s'", motion);
     if (map_path && !is_bvh) return cmd_args_fail(&spec, stderr, "--map applies to --motion FILE.bvh");
     if (gaussians && is_bvh) return cmd_args_fail(&spec, stderr, "--gaussians: the ground truth of a BVH motion's Gaussians is not defined; use --motion heldout|train|val");
+    if (gaussians && cfg.appearance.fit)
+        return cmd_args_fail(&spec, stderr, "appearance.fit: --gaussians brings its own appearance (a gs4d run's); the fit is for the ground-truth vertices' Gaussians");
     if (is_val && !do_eval) return cmd_args_fail(&spec, stderr, "--motion val is a check: it needs --eval");
     if (is_bvh && do_eval)
         return cmd_args_fail(&spec, stderr, "--eval scores the held-out motion (it has ground-truth renders): use --motion heldout");
@@ -610,6 +739,7 @@ int cmd_animate(int argc, char **argv) {
     int32_t *bind = NULL;
     PmDatabase db = {0};
     Canon canon = {0};
+    AppearanceInfo ainfo = {0, NAN, NAN, NAN, 0};
     DsGaussians gply = {0};
     GsTie tie = {0};
     float *targets = NULL, *c_scale = NULL, *c_logit = NULL, *c_col = NULL;
@@ -705,6 +835,31 @@ int cmd_animate(int argc, char **argv) {
         }
     }
     canon.colors = c_col, canon.log_scale = c_scale, canon.logit = c_logit;
+    if (cfg.appearance.fit) {
+        /* the per-vertex Gaussians' appearance from the training motion's training views */
+        canon.nf = train.nf, canon.faces = train.faces;
+        if (fit_appearance(&cfg, bench_dir, &train, is_val ? own0 : train.nframes, &canon, !no_progress, &ainfo, err, sizeof err))
+            goto fail;
+        printf("appearance: fitted on %d training views in %.1f s cpu (%lld steps, loss %.4f); val-split PSNR %.2f -> %.2f dB\n",
+               ainfo.views, ainfo.cpu, (long long)cfg.appearance.steps, ainfo.loss, ainfo.val_before, ainfo.val_after);
+        snprintf(path, sizeof path, "%s/canonical.ply", out);
+        float *restp = malloc(sizeof(float) * n * 3);
+        if (!restp) {
+            snprintf(err, sizeof err, "out of memory");
+            goto fail;
+        }
+        memcpy(restp, rig.points, sizeof(float) * n * 3);
+        if (canon.offset) { /* at rest, moved along the rest mesh's normals as every render moves them */
+            float *nr = malloc(sizeof(float) * n * 3);
+            if (nr) gs_appearance_vertex_normals(n, rig.points, canon.nf, canon.faces, nr);
+            for (int64_t i = 0; nr && i < n; i++)
+                for (int k = 0; k < 3; k++) restp[i * 3 + k] += canon.offset[i] * nr[i * 3 + k];
+            free(nr);
+        }
+        int bad = write_ply(path, &canon, restp, err, sizeof err);
+        free(restp);
+        if (bad) goto fail;
+    }
     /* the novel pose: IK of the held-out ground-truth meshes on the rig's tree */
     qrot = malloc(sizeof(float) * Q * J * 4), qtrans = malloc(sizeof(float) * Q * 3);
     tb = malloc(sizeof(float) * Q * B * 12), pos = malloc(sizeof(float) * Q * n * 3);
@@ -952,7 +1107,25 @@ int cmd_animate(int argc, char **argv) {
                        rows[r].psnr_gs, rows[r].seconds, rows[r].what);
         char *js = malloc(16384);
         size_t u = 0;
-        u += snprintf(js + u, 16384 - u, "{\n  \"bench\": \"%s\",\n  \"rig\": \"%s\",\n  \"frames\": %d,\n  \"gaussians\": \"%s\",\n  \"rows\": [\n", bench_dir, rig_path, Q, gaussians ? gaussians : "one per ground-truth rest vertex, benchmark albedo");
+        u += snprintf(js + u, 16384 - u, "{\n  \"bench\": \"%s\",\n  \"rig\": \"%s\",\n  \"frames\": %d,\n  \"gaussians\": \"%s\",\n  \"diag\": %.6f,\n",
+                      bench_dir, rig_path, Q,
+                      gaussians ? gaussians
+                      : cfg.appearance.fit ? "one per ground-truth rest vertex, appearance fitted to the training views"
+                                           : "one per ground-truth rest vertex, benchmark albedo",
+                      diag);
+        {
+            /* the canonical Gaussians' appearance: the option and what the fit reached */
+            char lo_s[32] = "null", vb[32] = "null", va[32] = "null";
+            if (cfg.appearance.fit) snprintf(lo_s, sizeof lo_s, "%.5f", ainfo.loss);
+            if (isfinite(ainfo.val_before)) snprintf(vb, sizeof vb, "%.4f", ainfo.val_before);
+            if (isfinite(ainfo.val_after)) snprintf(va, sizeof va, "%.4f", ainfo.val_after);
+            u += snprintf(js + u, 16384 - u,
+                          "  \"appearance\": {\"fit\": %s, \"steps\": %lld, \"frame_every\": %lld, \"views\": %d, \"loss\": %s, "
+                          "\"val_psnr_before\": %s, \"val_psnr_after\": %s, \"cpu_s\": %.2f, \"normal_offset\": %s},\n  \"rows\": [\n",
+                          cfg.appearance.fit ? "true" : "false", (long long)cfg.appearance.steps,
+                          (long long)cfg.appearance.frame_every, ainfo.views, lo_s, vb, va, ainfo.cpu,
+                          canon.offset ? "true" : "false");
+        }
         int last = NROWS - 1;
         while (last > 0 && rows[last].skip) last--;
         for (int r = 0; r < NROWS; r++)
@@ -978,6 +1151,7 @@ fail:
     free(qrot), free(qtrans), free(tb), free(pos), free(bone_part), free(bind), free(bone_joint), free(bvh_v);
     free(targets), free(c_scale), free(c_logit), free(c_col), free(tie.anchor), free(tie.offset);
     ds_gaussians_free(&gply);
+    free(canon.offset);
     pm_db_free(&db);
     ds_dnerf_free(&views);
     ds_motion_gt_free(&train), ds_motion_gt_free(&held);
