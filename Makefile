@@ -131,16 +131,22 @@ $(BUILD)/web/node_modules/.stamp: tools/web/package.json tools/web/package-lock.
 # clips come from assimp-testmodels (datasets/fetch-real.sh installs it when missing).
 # MOTION_ARGS adds options, e.g. "--motion repertoire --frames 300" (the character's repertoire as
 # the training motion, PartMM's database; datasets/motion/motion.h, docs/partmm.md)
+# The same four characters with their repertoire (every motion of the category, 300 frames) as the
+# training motion and the same held-out clip go to $(MOTION_REP_DATA)/<category>: PartMM's database
+# (docs/partmm.md; the 48-frame gait is too narrow a database). MOTION_REP_DATA= skips it.
 MOTION_DATA ?= data/motion
 MOTION_ARGS ?=
+MOTION_REP_DATA ?= data/motion-repertoire
 MOTION_CATEGORIES ?= humanoid quadruped bird snake
 .PHONY: motion-data
 motion-data: deps
 	@$(MAKE) --no-print-directory all
 	@test -r /usr/share/assimp/models/BVH/01_01.bvh || bash datasets/fetch-real.sh
 	@t0=$$(date +%s); for c in $(MOTION_CATEGORIES); do \
-	  OMP_NUM_THREADS=$${OMP_NUM_THREADS:-2} ./anima dataset motion --category $$c --out $(MOTION_DATA)/$$c $(MOTION_ARGS) || exit 1; done; \
-	  echo "motion-data: $(words $(MOTION_CATEGORIES)) characters in $(MOTION_DATA) in $$(( $$(date +%s) - t0 )) s"
+	  OMP_NUM_THREADS=$${OMP_NUM_THREADS:-2} ./anima dataset motion --category $$c --out $(MOTION_DATA)/$$c $(MOTION_ARGS) || exit 1; \
+	  if [ -n "$(MOTION_REP_DATA)" ]; then OMP_NUM_THREADS=$${OMP_NUM_THREADS:-2} ./anima dataset motion --category $$c \
+	    --out $(MOTION_REP_DATA)/$$c --motion repertoire --frames 300 || exit 1; fi; done; \
+	  echo "motion-data: $(words $(MOTION_CATEGORIES)) characters in $(MOTION_DATA)$(if $(MOTION_REP_DATA), and $(MOTION_REP_DATA)) in $$(( $$(date +%s) - t0 )) s"
 
 # the installed tree at $(BUILD)/install-test is what tests/examples.sh builds examples/ against
 test: deps web-deps
