@@ -263,30 +263,38 @@ TEST(gs4d_arap_gradcheck) {
 }
 
 static Tensor *fn_reg(int n, Tensor *const *in, void *user) {
-    (void)n, (void)user;
+    (void)n;
+    const double *w = user; /* reg_opacity, reg_scale, reg_flat */
     GsGaussians g = {.means = NULL, .scales = in[0], .opacities = in[1]};
-    return gs4d_regularizer(&g, 0.3, 0.7);
+    return gs4d_regularizer(&g, w[0], w[1], w[2]);
 }
 
-/* 3DGS-MCMC's opacity and scale regularizers: the value, and the gradient against f64 finite
- * differences (isotropic (N, 1) and anisotropic (N, 3) scales). */
+/* 3DGS-MCMC's opacity and scale regularizers and the flatness term (the smallest of each
+ * Gaussian's scales): the value, and the gradient against f64 finite differences (isotropic
+ * (N, 1) and anisotropic (N, 3) scales; the flatness term alone, then all three). */
 TEST(gs4d_regularizer_value_and_gradcheck) {
     TensorScope *sc = tensor_scope_begin();
-    for (int ns = 1; ns <= 3; ns += 2) {
+    for (int run = 0; run < 4; run++) {
+        int ns = run % 2 ? 3 : 1;
+        double w[3] = {run < 2 ? 0 : 0.3, run < 2 ? 0 : 0.7, 1.9};
         int64_t n = 9;
         double s[27], o[9], want = 0;
-        for (int64_t i = 0; i < n * ns; i++) s[i] = -3 + 2 * urand(), want += 0.7 * exp(s[i]) / (double)(n * ns);
-        for (int64_t i = 0; i < n; i++) o[i] = 4 * urand() - 2, want += 0.3 / (1 + exp(-o[i])) / (double)n;
+        for (int64_t i = 0; i < n * ns; i++) s[i] = -3 + 2 * urand(), want += w[1] * exp(s[i]) / (double)(n * ns);
+        for (int64_t i = 0; i < n; i++) {
+            double smin = s[i * ns];
+            for (int k = 1; k < ns; k++) smin = fmin(smin, s[i * ns + k]);
+            o[i] = 4 * urand() - 2, want += w[0] / (1 + exp(-o[i])) / (double)n + w[2] * exp(smin) / (double)n;
+        }
         Tensor *in[2] = {tensor_requires_grad(tensor_from_f64(2, (int64_t[]){n, ns}, TENSOR_F64, s), true),
                          tensor_requires_grad(tensor_from_f64(2, (int64_t[]){n, 1}, TENSOR_F64, o), true)};
-        CHECK_NEAR(tensor_item(fn_reg(2, in, NULL)), want, 1e-12);
+        CHECK_NEAR(tensor_item(fn_reg(2, in, w)), want, 1e-12);
         AgGradcheckReport r;
-        bool ok = ag_gradcheck(fn_reg, 2, in, NULL, 1e-6, 1e-9, 1e-6, &r);
-        CHECK_MSG(ok, "ns %d: input %d element %lld: analytic %.10g vs numeric %.10g", ns, r.bad_input,
+        bool ok = ag_gradcheck(fn_reg, 2, in, w, 1e-6, 1e-9, 1e-6, &r);
+        CHECK_MSG(ok, "run %d: input %d element %lld: analytic %.10g vs numeric %.10g", run, r.bad_input,
                   (long long)r.bad_index, r.analytic, r.numeric);
     }
     GsGaussians g = {0};
-    CHECK(gs4d_regularizer(&g, 0, 0) == NULL);
+    CHECK(gs4d_regularizer(&g, 0, 0, 0) == NULL);
     tensor_scope_end(sc);
 }
 
@@ -996,6 +1004,60 @@ TEST(gs4d_regularizers_in_the_step) {
     }
     fprintf(stderr, "  mean opacity %.4f -> %.4f, mean scale %.5f -> %.5f with the regularizers\n", op[0], op[1], scl[0], scl[1]);
     CHECK_MSG(op[1] < op[0] && scl[1] < scl[0], "opacity %g vs %g, scale %g vs %g", op[1], op[0], scl[1], scl[0]);
+    gs4d_data_free(&d);
+    gs4d_synth_free(&s);
+    tensor_scope_end(sc);
+}
+
+/* mean over the canonical set of the smallest scale, and of the smallest / largest scale */
+static void mean_min_scale(const Gs4dModel *m, double *smin, double *ratio) {
+    TensorScope *sc = tensor_scope_begin();
+    GsGaussians canon = gs4d_canonical(m);
+    Tensor *s = tensor_contiguous(tensor_to(tensor_cast(canon.scales, TENSOR_F64), TENSOR_CPU));
+    const double *v = tensor_data_ptr(s);
+    int64_t n = s->shape[0], k = s->shape[1];
+    *smin = *ratio = 0;
+    for (int64_t i = 0; i < n; i++) {
+        double lo = v[i * k], hi = v[i * k];
+        for (int64_t j = 1; j < k; j++) lo = fmin(lo, v[i * k + j]), hi = fmax(hi, v[i * k + j]);
+        *smin += exp(lo) / (double)n, *ratio += exp(lo - hi) / (double)n;
+    }
+    tensor_scope_end(sc);
+}
+
+/* optim.reg_flat (issue 18): the same anisotropic static fit with the flatness term ends with
+ * thinner Gaussians (a smaller mean smallest scale) that are flatter (smallest / largest) than
+ * without it, and the step's info.reg carries it. */
+TEST(gs4d_reg_flat_thins_the_gaussians) {
+    TensorScope *sc = tensor_scope_begin();
+    Gs4dSynth s;
+    char err[512];
+    CHECK_MSG(gs4d_synth_make("quadruped", 0, 1, 6, 1, 24, &s, err, sizeof err) == 0, "%s", err);
+    Gs4dData d;
+    CHECK_MSG(gs4d_data_make(s.train, s.n_train, &d, err, sizeof err) == 0, "%s", err);
+    int64_t iters = 120;
+    double smin[2], ratio[2];
+    for (int flat = 0; flat < 2; flat++) {
+        Gs4dConfig c = tiny_config(iters);
+        c.n = 200, c.isotropic = false, c.warmup = iters, c.densify_every = 0, c.reset_every = 0, c.arap_weight = 0;
+        if (flat) c.reg_flat = 1;
+        Gs4dModel m;
+        gs4d_init(&m, &c, &d, NULL);
+        TensorRng rng = {.seed = 4, .stream = 3};
+        for (int64_t step = 0; step < iters; step++) {
+            int64_t v;
+            optim_data_order(0, step, d.n, 1, &v);
+            Gs4dStepInfo info;
+            CHECK(isfinite(gs4d_step(&m, &d, (int)v, &rng, &info)));
+            CHECK(flat ? info.reg > 0 : info.reg == 0);
+        }
+        mean_min_scale(&m, &smin[flat], &ratio[flat]);
+        gs4d_free(&m);
+    }
+    fprintf(stderr, "  mean smallest scale %.5f -> %.5f, smallest / largest %.3f -> %.3f with reg_flat\n", smin[0],
+            smin[1], ratio[0], ratio[1]);
+    CHECK_MSG(smin[1] < 0.8 * smin[0] && ratio[1] < ratio[0], "smallest %g vs %g, ratio %g vs %g", smin[1], smin[0],
+              ratio[1], ratio[0]);
     gs4d_data_free(&d);
     gs4d_synth_free(&s);
     tensor_scope_end(sc);

@@ -81,7 +81,7 @@ typedef struct {
     } model;
     struct {
         double lr_means, lr_means_final, lr_deform, lr_deform_final, lr_scales, lr_quats, lr_opacity, lr_color, lambda;
-        double reg_opacity, reg_scale, silhouette;
+        double reg_opacity, reg_scale, reg_flat, silhouette;
     } optim;
     struct {
         int64_t iters, batch, turntable_frames, warmup, time_ramp, log_every, ckpt_every, densify_every, reset_every, knn_every, arap_k;
@@ -135,6 +135,8 @@ static const DsConfigField OPTIM_FIELDS[] = {
      .help = "x the silhouette Chamfer of the centers against each view's mask (long-range pull for far-moving parts)"},
     {"reg_scale", DS_CFG_FLOAT, F(optim, reg_scale), "0", 0, 100,
      .help = "x mean scale in world units (3DGS-MCMC's 0.01): small Gaussians whose centers sit on the surface"},
+    {"reg_flat", DS_CFG_FLOAT, F(optim, reg_flat), "0", 0, 1e6,
+     .help = "x mean smallest scale in world units (anisotropic): flat discs whose centers sit on the surface"},
     {0}};
 static const DsConfigField TRAIN_FIELDS[] = {
     {"iters", DS_CFG_INT, F(train, iters), "8000", 1, 1e9},
@@ -189,7 +191,8 @@ static Gs4dConfig model_config(const Gs4dCmdConfig *c) {
     g.lr_deform = c->optim.lr_deform, g.lr_deform_final = c->optim.lr_deform_final, g.lr_steps = c->train.iters;
     g.lr_scales = c->optim.lr_scales, g.lr_quats = c->optim.lr_quats, g.lr_opacity = c->optim.lr_opacity;
     g.lr_color = c->optim.lr_color, g.lambda = c->optim.lambda;
-    g.reg_opacity = c->optim.reg_opacity, g.reg_scale = c->optim.reg_scale, g.silhouette_weight = c->optim.silhouette;
+    g.reg_opacity = c->optim.reg_opacity, g.reg_scale = c->optim.reg_scale, g.reg_flat = c->optim.reg_flat,
+    g.silhouette_weight = c->optim.silhouette;
     g.warmup = c->train.warmup, g.time_ramp = c->train.time_ramp, g.densify_every = c->train.densify_every;
     g.refine_until = (int64_t)(c->train.refine_frac * (double)c->train.iters), g.reset_every = c->train.reset_every;
     if (c->train.ramp_schedule && c->train.time_ramp > 0) {

@@ -457,12 +457,16 @@ GsGaussians gs4d_deform_at(const Gs4dModel *m, const GsGaussians *canon, Tensor 
     return g;
 }
 
-Tensor *gs4d_regularizer(const GsGaussians *g, double reg_opacity, double reg_scale) {
+Tensor *gs4d_regularizer(const GsGaussians *g, double reg_opacity, double reg_scale, double reg_flat) {
     Tensor *r = NULL;
     if (reg_opacity > 0) r = tensor_mul_scalar(tensor_mean_all(tensor_sigmoid(g->opacities)), reg_opacity);
     if (reg_scale > 0) {
         Tensor *s = tensor_mul_scalar(tensor_mean_all(tensor_exp(g->scales)), reg_scale);
         r = r ? tensor_add(r, s) : s;
+    }
+    if (reg_flat > 0) { /* exp is monotone: exp(min_k s_ik) is the smallest world-space scale */
+        Tensor *f = tensor_mul_scalar(tensor_mean_all(tensor_exp(tensor_min(g->scales, 1, (int[]){1}, false))), reg_flat);
+        r = r ? tensor_add(r, f) : f;
     }
     return r;
 }
@@ -803,7 +807,7 @@ double gs4d_step_batch(Gs4dModel *m, const Gs4dData *d, const int64_t *views, in
             arap = gs4d_arap_loss(g.means, canon.means, nbr, k);
             loss = tensor_add(loss, tensor_mul_scalar(arap, m->cfg.arap_weight));
         }
-        Tensor *reg = gs4d_regularizer(&g, m->cfg.reg_opacity, m->cfg.reg_scale);
+        Tensor *reg = gs4d_regularizer(&g, m->cfg.reg_opacity, m->cfg.reg_scale, m->cfg.reg_flat);
         if (m->cfg.silhouette_weight > 0) { /* logged with the regularizers */
             Tensor *sil = tensor_mul_scalar(gs4d_silhouette_loss(g.means, &view->cam, &d->masks[v]), m->cfg.silhouette_weight);
             reg = reg ? tensor_add(reg, sil) : sil;

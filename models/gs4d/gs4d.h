@@ -107,6 +107,14 @@ typedef struct {
      * with σ no smaller, and once densification stops the opacity term fades Gaussians nothing
      * recycles (the snake kept 556 of 3000 visible). Measurements: docs/gaussianimate.md §3. */
     double reg_opacity, reg_scale;
+    /* Flatness (anisotropic Gaussians; 0, every preset: off): reg_flat × the mean over Gaussians of
+     * the smallest of the three world-space scales, exp(min log-scale), in world units as
+     * reg_scale (the 2DGS / SuGaR "min-scale" idea). Why: the splats that draw a silhouette put
+     * their centers ~2 σ_eff inside it, σ_eff² = σ_min² + the rasterizer's dilation; a disc
+     * tangent to the surface draws the silhouette with its tangential extent and, thin across,
+     * can keep its center on the surface (issue 18's Chamfer; docs/gaussianimate.md §3). With
+     * isotropic Gaussians it is a second reg_scale. */
+    double reg_flat;
     int64_t warmup;
     /* time curriculum (0: off, every training view from step 0 on). Else the canonical set is
      * carved from the views of the first time alone and the warm-up trains on them, then the
@@ -255,9 +263,9 @@ GsGaussians gs4d_deform_at(const Gs4dModel *m, const GsGaussians *canon, Tensor 
 void gs4d_mlp_forward(const Gs4dMlp *mlp, const Gs4dConfig *cfg, Tensor *x, double t, Tensor **dmu, Tensor **ds,
                       Tensor **dq, Tensor **dc, Tensor **dop);
 
-/* reg_opacity · mean(sigmoid(opacities)) + reg_scale · mean(exp(scales)) of g (0-d, g's dtype;
- * NULL when both weights are 0). */
-Tensor *gs4d_regularizer(const GsGaussians *g, double reg_opacity, double reg_scale);
+/* reg_opacity · mean(sigmoid(opacities)) + reg_scale · mean(exp(scales))
+ * + reg_flat · mean_i exp(min_k scales[i, k]) of g (0-d, g's dtype; NULL when every weight is 0). */
+Tensor *gs4d_regularizer(const GsGaussians *g, double reg_opacity, double reg_scale, double reg_flat);
 
 /* The learning rate of group g at step (means and deform: constant up to lr_start, then a
  * log-linear decay to the final rate at lr_steps, ×extent). */
