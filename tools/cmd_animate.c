@@ -695,8 +695,10 @@ int cmd_animate(int argc, char **argv) {
         return cmd_args_fail(&spec, stderr, "--motion expects heldout, train, val or a .bvh file, got '%s'", motion);
     if (map_path && !is_bvh) return cmd_args_fail(&spec, stderr, "--map applies to --motion FILE.bvh");
     if (gaussians && is_bvh) return cmd_args_fail(&spec, stderr, "--gaussians: the ground truth of a BVH motion's Gaussians is not defined; use --motion heldout|train|val");
-    if (gaussians && cfg.appearance.fit)
-        return cmd_args_fail(&spec, stderr, "appearance.fit: --gaussians brings its own appearance (a gs4d run's); the fit is for the ground-truth vertices' Gaussians");
+    if (gaussians && cfg.appearance.fit) { /* configs/partmm.json turns it on for the ground-truth path */
+        fprintf(stderr, NAME ": appearance.fit is off with --gaussians: a gs4d run brings its own appearance\n");
+        cfg.appearance.fit = false;
+    }
     if (is_val && !do_eval) return cmd_args_fail(&spec, stderr, "--motion val is a check: it needs --eval");
     if (is_bvh && do_eval)
         return cmd_args_fail(&spec, stderr, "--eval scores the held-out motion (it has ground-truth renders): use --motion heldout");
