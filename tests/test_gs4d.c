@@ -1332,3 +1332,27 @@ TEST(gs4d_silhouette_value_and_gradcheck) {
     gs4d_mask_free(&c.mask);
     tensor_scope_end(sc);
 }
+
+/* optim.eps_deform (session 23): the deformation MLP's Adam takes its own eps, every other group
+ * keeps the 3DGS optimizer's 1e-15 (the default leaves the MLP at 1e-15 too). */
+TEST(gs4d_eps_deform_reaches_the_mlp_optimizer) {
+    TensorScope *sc = tensor_scope_begin();
+    Gs4dSynth s;
+    char err[512];
+    CHECK_MSG(gs4d_synth_make("quadruped", 0, 1, 4, 1, 16, &s, err, sizeof err) == 0, "%s", err);
+    Gs4dData d;
+    CHECK_MSG(gs4d_data_make(s.train, s.n_train, &d, err, sizeof err) == 0, "%s", err);
+    for (int k = 0; k < 2; k++) {
+        Gs4dConfig c = tiny_config(20);
+        c.n = 100;
+        if (k) c.eps_deform = 1e-8;
+        Gs4dModel m;
+        gs4d_init(&m, &c, &d, NULL);
+        CHECK_MSG(m.gopt[GS4D_DEFORM].cfg.eps == (k ? 1e-8 : 1e-15), "deform eps %g", m.gopt[GS4D_DEFORM].cfg.eps);
+        CHECK_MSG(m.gopt[GS4D_MEANS].cfg.eps == 1e-15, "means eps %g", m.gopt[GS4D_MEANS].cfg.eps);
+        gs4d_free(&m);
+    }
+    gs4d_data_free(&d);
+    gs4d_synth_free(&s);
+    tensor_scope_end(sc);
+}

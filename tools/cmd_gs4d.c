@@ -81,7 +81,7 @@ typedef struct {
     } model;
     struct {
         double lr_means, lr_means_final, lr_deform, lr_deform_final, lr_scales, lr_quats, lr_opacity, lr_color, lambda;
-        double reg_opacity, reg_scale, reg_flat, silhouette;
+        double reg_opacity, reg_scale, reg_flat, silhouette, eps_deform;
     } optim;
     struct {
         int64_t iters, batch, turntable_frames, warmup, time_ramp, log_every, ckpt_every, densify_every, reset_every, knn_every, arap_k;
@@ -137,6 +137,8 @@ static const DsConfigField OPTIM_FIELDS[] = {
      .help = "x mean scale in world units (3DGS-MCMC's 0.01): small Gaussians whose centers sit on the surface"},
     {"reg_flat", DS_CFG_FLOAT, F(optim, reg_flat), "0", 0, 1e6,
      .help = "x mean smallest scale in world units (anisotropic): flat discs whose centers sit on the surface"},
+    {"eps_deform", DS_CFG_FLOAT, F(optim, eps_deform), "1e-15", 0, 1,
+     .help = "Adam eps of the deformation MLP (1e-15: the 3DGS optimizer's; 1e-8: PyTorch's default)"},
     {0}};
 static const DsConfigField TRAIN_FIELDS[] = {
     {"iters", DS_CFG_INT, F(train, iters), "8000", 1, 1e9},
@@ -192,6 +194,7 @@ static Gs4dConfig model_config(const Gs4dCmdConfig *c) {
     g.lr_scales = c->optim.lr_scales, g.lr_quats = c->optim.lr_quats, g.lr_opacity = c->optim.lr_opacity;
     g.lr_color = c->optim.lr_color, g.lambda = c->optim.lambda;
     g.reg_opacity = c->optim.reg_opacity, g.reg_scale = c->optim.reg_scale, g.reg_flat = c->optim.reg_flat,
+    g.eps_deform = c->optim.eps_deform,
     g.silhouette_weight = c->optim.silhouette;
     g.warmup = c->train.warmup, g.time_ramp = c->train.time_ramp, g.densify_every = c->train.densify_every;
     g.refine_until = (int64_t)(c->train.refine_frac * (double)c->train.iters), g.reset_every = c->train.reset_every;

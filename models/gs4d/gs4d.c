@@ -23,7 +23,7 @@ Gs4dConfig gs4d_defaults(void) {
          * over the whole run; scaling 5e-3, rotation 1e-3, opacity 5e-2, feature 2.5e-3 */
         .lr_means = 1.6e-4, .lr_means_final = 1.6e-6, .lr_deform = 8e-4, .lr_deform_final = 1.6e-6,
         .lr_steps = 40000, .lr_scales = 5e-3, .lr_quats = 1e-3, .lr_opacity = 5e-2, .lr_color = 2.5e-3,
-        .lambda = GS_PHOTOMETRIC_LAMBDA, .warmup = 3000, .time_ramp = 0,
+        .lambda = GS_PHOTOMETRIC_LAMBDA, .eps_deform = 1e-15, .warmup = 3000, .time_ramp = 0,
         /* 3DGS: densify every 100 until 15k, threshold 2e-4, percent_dense 0.01, reset every 3000 */
         .densify_every = 100, .refine_until = 15000, .reset_every = 3000,
         .prune_opacity = 0.005, .densify_grad = 2e-4, .split_scale = 0.01,
@@ -351,6 +351,7 @@ void gs4d_init(Gs4dModel *m, const Gs4dConfig *cfg_in, const Gs4dData *d, const 
         m->used[g] = true;
         OptimConfig gc = oc;
         gc.lr = lrs[g];
+        if (g == GS4D_DEFORM) gc.eps = cfg->eps_deform;
         m->gopt[g] = (Optim){.cfg = gc};
     }
     slice_groups(m);
