@@ -648,7 +648,8 @@ static double row_psnr(const char *out, const char *name) {
 /* appearance.fit: the per-vertex Gaussians' colors, sizes and opacities fitted to the training
  * motion's training views lift the image metrics of the truth row (the Gaussians at their
  * ground-truth held-out positions, cameras never fitted) well above the albedo's; eval.json says
- * which appearance was used; --gaussians refuses it. Without the fit the truth row keeps the
+ * which appearance was used; --gaussians drops it with a note; a canonical.ply that cannot be
+ * written fails the command, naming it. Without the fit the truth row keeps the
  * albedo's PSNR (a fit that does not move the parameters fails here). The normal offsets
  * (appearance.normal_offset, on by default) lift the val split further than the fit without them
  * (14.9 -> 20.6 against 19.9 dB here; removing the offsets from the fit or the renders fails). */
@@ -692,6 +693,17 @@ TEST(partmm_animate_fits_the_appearance) {
     /* the preset's fit is dropped with a note (the run's own appearance), not a usage error;
      * x.ply does not exist, so the command fails after the note, naming it */
     CHECK_MSG(rc == 1 && strstr(out, "appearance.fit is off with --gaussians") && strstr(out, "x.ply"), "rc %d: %s", rc, out);
+    /* the fitted set's canonical.ply cannot be written (a folder holds its name): the command
+     * fails naming the file and leaves the folder in place */
+    snprintf(cmd, sizeof cmd, "mkdir -p %s/w/canonical.ply && OMP_NUM_THREADS=2 %s animate --rig %s/rig/rig.h5 --motion heldout "
+             "--out %s/w --eval %s --set appearance.fit=true --set appearance.steps=20 2>&1",
+             dir, test_anima_bin(), dir, dir, small);
+    rc = test_run_capture(cmd, out, sizeof out);
+    CHECK_MSG(rc == 1 && strstr(out, "canonical.ply"), "rc %d: %s", rc, out);
+    char wp[128];
+    struct stat wst;
+    snprintf(wp, sizeof wp, "%s/w/canonical.ply", dir);
+    CHECK(stat(wp, &wst) == 0 && S_ISDIR(wst.st_mode));
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     if (system(cmd) != 0) {
         /* a leftover /tmp folder */
