@@ -184,6 +184,20 @@ static double mean_edge(const DsMotionGt *g) {
     return m ? s / m : 0.01;
 }
 
+/* A benchmark view's RGBA (H × W × 4, straight alpha) composited over white, as every render here
+ * is: (H, W, 3) f32 in the current scope, NULL when out of memory */
+static Tensor *over_white(const float *rgba, int H, int W) {
+    float *ref = malloc(sizeof(float) * H * W * 3);
+    if (!ref) return NULL;
+    for (int64_t p = 0; p < (int64_t)H * W; p++) {
+        float a = rgba[p * 4 + 3];
+        for (int c = 0; c < 3; c++) ref[p * 3 + c] = rgba[p * 4 + c] * a + (1 - a);
+    }
+    Tensor *t = tensor_from_data(TENSOR_SHAPE(H, W, 3), TENSOR_F32, ref);
+    free(ref);
+    return t;
+}
+
 /* Renders n Gaussians at pos (n × 3) over white: (H, W, 3) f32 in the current scope */
 static Tensor *render_points(const Canon *c, const float *pos, const DsCamera *cam) {
     int64_t n = c->n;
@@ -429,14 +443,8 @@ static void score(Row *row, const float *pos, int F, int64_t n, const float *gt_
         TensorScope *sc = tensor_scope_begin();
         Tensor *img = render_points(canon, pos + (int64_t)f * n * 3, &vw->cam);
         int H = views->height, W = views->width;
-        float *ref = malloc(sizeof(float) * H * W * 3);
-        for (int64_t p = 0; p < (int64_t)H * W; p++) {
-            float a = vw->rgba[p * 4 + 3];
-            for (int c = 0; c < 3; c++) ref[p * 3 + c] = vw->rgba[p * 4 + c] * a + (1 - a); /* over white */
-        }
-        Tensor *rt = tensor_from_data(TENSOR_SHAPE(H, W, 3), TENSOR_F32, ref);
-        free(ref);
-        ps += gs_psnr(img, rt), ss += gs4d_ssim(img, rt), m++;
+        Tensor *rt = over_white(vw->rgba, H, W);
+        if (rt) ps += gs_psnr(img, rt), ss += gs4d_ssim(img, rt), m++;
         if (ref_gs) {
             Tensor *rg = tensor_from_data(TENSOR_SHAPE(H, W, 3), TENSOR_F32, ref_gs + (int64_t)v * H * W * 3);
             pg += gs_psnr(img, rg);
@@ -470,13 +478,8 @@ static double split_psnr(const Canon *c, const DsMotionGt *train, const DsDnerfS
         TensorScope *sc = tensor_scope_begin();
         Tensor *img = render_points(c, train->vertices + (int64_t)f * train->nv * 3, &s->views[v].cam);
         int H = s->height, W = s->width;
-        float *ref = malloc(sizeof(float) * H * W * 3);
-        for (int64_t p = 0; ref && p < (int64_t)H * W; p++) {
-            float a = s->views[v].rgba[p * 4 + 3];
-            for (int k = 0; k < 3; k++) ref[p * 3 + k] = s->views[v].rgba[p * 4 + k] * a + (1 - a);
-        }
-        if (ref) ps += gs_psnr(img, tensor_from_data(TENSOR_SHAPE(H, W, 3), TENSOR_F32, ref)), m++;
-        free(ref);
+        Tensor *rt = over_white(s->views[v].rgba, H, W);
+        if (rt) ps += gs_psnr(img, rt), m++;
         tensor_scope_end(sc);
     }
     return m ? ps / m : NAN;
