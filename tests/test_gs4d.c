@@ -666,9 +666,19 @@ TEST(gs4d_cli_fit_resume_eval) {
     snprintf(cmd, sizeof cmd, "OMP_NUM_THREADS=1 %s %s --out %s/b 2>&1", test_anima_bin(), common, dir);
     rc = test_run_capture(cmd, out, sizeof out);
     CHECK_MSG(rc == 2 && strstr(out, "--resume"), "a second run into a run folder: rc %d: %s", rc, out);
-    snprintf(cmd, sizeof cmd, "OMP_NUM_THREADS=1 %s %s --out %s/b --resume 2>&1", test_anima_bin(), common, dir);
+    /* --resume without --config or --set: the run's own config (stored in its checkpoint), not the
+     * built-in defaults, whose model would not match; config.json is left as the run wrote it */
+    char *ca = NULL, *cb = NULL;
+    long lca = 0, lcb = 0;
+    snprintf(p, sizeof p, "%s/b/config.json", dir);
+    CHECK(read_file(p, &ca, &lca));
+    snprintf(cmd, sizeof cmd, "OMP_NUM_THREADS=1 %s gs4d fit --out %s/b --resume --no-progress 2>&1", test_anima_bin(), dir);
     rc = test_run_capture(cmd, out, sizeof out);
-    CHECK_MSG(rc == 0 && strstr(out, "resuming") && strstr(out, "done after 120"), "rc %d: %s", rc, out);
+    CHECK_MSG(rc == 0 && strstr(out, "config stored in") && strstr(out, "resuming") && strstr(out, "done after 120"),
+              "rc %d: %s", rc, out);
+    CHECK(read_file(p, &cb, &lcb));
+    CHECK_MSG(lca == lcb && memcmp(ca, cb, (size_t)lca) == 0, "the resume rewrote config.json:\n%.*s", (int)lcb, cb);
+    free(ca), free(cb);
     char *pa = NULL, *pb = NULL;
     long la = 0, lb = 0;
     snprintf(p, sizeof p, "%s/a/canonical.ply", dir);

@@ -5,6 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sys/stat.h>
+#include "nn/params.h"
+#include "optim/checkpoint.h"
 #include "tools/cmd_args.h"
 
 static void usage_line(const CmdArgSpec *spec, FILE *f) {
@@ -283,5 +286,35 @@ int cmd_args_config(const CmdArgSpec *spec, FILE *errf, const char *path, const 
         if (errf) fprintf(errf, "%s: %s\n", spec->cmd, err);
         return CMD_ARGS_BAD;
     }
+    return 0;
+}
+
+int cmd_args_config_run(const CmdArgSpec *spec, FILE *errf, const char *path, const CmdArgList *sets,
+                        const DsConfigField *schema, void *cfg, bool resume, const char *run_dir, bool *from_ckpt) {
+    char stored[4200], err[8192];
+    struct stat st;
+    bool use = !path && resume && snprintf(stored, sizeof stored, "%s/ckpt.h5", run_dir) < (int)sizeof stored &&
+               stat(stored, &st) == 0;
+    if (from_ckpt) *from_ckpt = use;
+    if (!use) return cmd_args_config(spec, errf, path, sets, schema, cfg);
+    OptimCheckpointMeta meta = {0};
+    NnParams empty;
+    nn_params_init(&empty, tensor_scope_current(), TENSOR_F32, 0);
+    nn_params_pack(&empty);
+    /* non-strict on an empty model: reads only the attributes */
+    int rc = optim_checkpoint_load(stored, &empty, NULL, false, &meta, err, sizeof err);
+    nn_params_free(&empty);
+    if (!rc && !meta.config_json) {
+        snprintf(err, sizeof err, "%s: no config stored (not a checkpoint of %s)", stored, spec->cmd);
+        rc = -1;
+    }
+    if (!rc) rc = ds_config_parse(meta.config_json, stored, schema, cfg, err, sizeof err);
+    free(meta.config_json);
+    for (int i = 0; sets && i < sets->n && !rc; i++) rc = ds_config_set(sets->v[i], schema, cfg, err, sizeof err);
+    if (rc) {
+        if (errf) fprintf(errf, "%s: %s\n", spec->cmd, err);
+        return CMD_ARGS_BAD;
+    }
+    if (errf) fprintf(errf, "%s: no --config, resuming with the config stored in %s\n", spec->cmd, stored);
     return 0;
 }

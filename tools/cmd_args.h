@@ -80,4 +80,11 @@ int cmd_args_fail(const CmdArgSpec *spec, FILE *errf, const char *fmt, ...) __at
 int cmd_args_config(const CmdArgSpec *spec, FILE *errf, const char *path, const CmdArgList *sets,
                     const DsConfigField *schema, void *cfg);
 
+/* The config of a training command that writes run_dir/ckpt.h5: with --resume, no --config and a
+ * checkpoint there, the config that checkpoint stores, then each --set (a run continues with its
+ * own model, not the built-in defaults, whose sizes need not match it); otherwise as
+ * cmd_args_config. *from_ckpt says which (may be NULL); the first case says so on errf. */
+int cmd_args_config_run(const CmdArgSpec *spec, FILE *errf, const char *path, const CmdArgList *sets,
+                        const DsConfigField *schema, void *cfg, bool resume, const char *run_dir, bool *from_ckpt);
+
 #endif

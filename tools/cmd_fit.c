@@ -226,31 +226,8 @@ int cmd_fit_comm(int argc, char **argv, OptimComm *comm) {
     char err[8192];
     /* --resume without --config continues with the config DIR/ckpt.h5 stores (then --set), not the
      * small preset — whose model need not match the checkpoint's, as physskin train does */
-    char stored[4200];
-    struct stat st;
-    bool from_ckpt = !config_path && resume && snprintf(stored, sizeof stored, "%s/ckpt.h5", out) < (int)sizeof stored &&
-                     stat(stored, &st) == 0;
-    if (from_ckpt) {
-        OptimCheckpointMeta meta = {0};
-        NnParams empty;
-        nn_params_init(&empty, tensor_scope_current(), TENSOR_F32, 0);
-        nn_params_pack(&empty);
-        /* non-strict on an empty model: reads only the attributes */
-        int lrc = optim_checkpoint_load(stored, &empty, NULL, false, &meta, err, sizeof err);
-        nn_params_free(&empty);
-        if (!lrc && !meta.config_json) {
-            snprintf(err, sizeof err, "%s: no config stored (not a checkpoint of anima fit)", stored);
-            lrc = -1;
-        }
-        if (!lrc) lrc = ds_config_parse(meta.config_json, stored, FIT_SCHEMA, &cfg, err, sizeof err);
-        free(meta.config_json);
-        for (int i = 0; i < sets.n && !lrc; i++) lrc = ds_config_set(sets.v[i], FIT_SCHEMA, &cfg, err, sizeof err);
-        if (lrc) {
-            if (is_main) fprintf(stderr, "anima fit: %s\n", err);
-            return 2;
-        }
-        if (is_main) fprintf(stderr, "anima fit: no --config, resuming with the config stored in %s\n", stored);
-    } else if (cmd_args_config(&spec, is_main ? stderr : NULL, config_path, &sets, FIT_SCHEMA, &cfg))
+    bool from_ckpt = false;
+    if (cmd_args_config_run(&spec, is_main ? stderr : NULL, config_path, &sets, FIT_SCHEMA, &cfg, resume, out, &from_ckpt))
         return 2;
     if (is_main && !config_path && !from_ckpt)
         fprintf(stderr, "anima fit: no --config, using the small preset (the built-in defaults: a %lldx%lld MLP, %lld "

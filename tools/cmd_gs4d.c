@@ -78,6 +78,7 @@ typedef struct {
         int64_t n, depth, width, skip, freq_x, freq_t, supersample;
         bool isotropic, deform_color, deform_opacity;
         double init_opacity, init_scale, head_init;
+        char trunk_init[16];
     } model;
     struct {
         double lr_means, lr_means_final, lr_deform, lr_deform_final, lr_scales, lr_quats, lr_opacity, lr_color, lambda;
@@ -102,6 +103,7 @@ static const DsConfigField DATA_FIELDS[] = {
     {"views", DS_CFG_INT, F(data, views), "8", 1, 1000, .help = "synthetic: training cameras per frame"},
     {"test_views", DS_CFG_INT, F(data, test_views), "2", 1, 1000, .help = "synthetic: held-out cameras per frame"},
     {0}};
+static const char *const TRUNK_INITS[] = {"torch", "he", NULL};
 static const DsConfigField MODEL_FIELDS[] = {
     {"n", DS_CFG_INT, F(model, n), "3000", 2, 1e8, .help = "Gaussians (a fixed budget)"},
     {"isotropic", DS_CFG_BOOL, F(model, isotropic), "true", NO_RANGE, .help = "one scale, no rotation (the paper)"},
@@ -116,6 +118,8 @@ static const DsConfigField MODEL_FIELDS[] = {
     {"init_opacity", DS_CFG_FLOAT, F(model, init_opacity), "0.1", 1e-4, 0.9999},
     {"init_scale", DS_CFG_FLOAT, F(model, init_scale), "0.5", 1e-3, 10, .help = "x the mean spacing"},
     {"head_init", DS_CFG_FLOAT, F(model, head_init), "1e-5", 0, 1, .help = "std of the output heads' weights"},
+    {"trunk_init", DS_CFG_STRING, F(model, trunk_init), "\"torch\"", NO_RANGE, .size = 16, .choices = TRUNK_INITS,
+     .help = "the MLP's ReLU layers: torch (PyTorch's Linear default) or he (N(0, 2/fan_in), zero bias; Gs4dConfig.trunk_init)"},
     {"supersample", DS_CFG_INT, F(model, supersample), "1", 1, 8,
      .help = "render at k x the resolution and box-average (1: off; Gs4dConfig.supersample)"},
     {0}};
@@ -189,6 +193,7 @@ static Gs4dConfig model_config(const Gs4dCmdConfig *c) {
     g.freq_x = (int)c->model.freq_x, g.freq_t = (int)c->model.freq_t;
     g.deform_color = c->model.deform_color, g.deform_opacity = c->model.deform_opacity, g.head_init = c->model.head_init;
     g.supersample = (int)c->model.supersample;
+    g.trunk_init = strcmp(c->model.trunk_init, "he") ? GS4D_INIT_TORCH : GS4D_INIT_HE;
     g.lr_means = c->optim.lr_means, g.lr_means_final = c->optim.lr_means_final;
     g.lr_deform = c->optim.lr_deform, g.lr_deform_final = c->optim.lr_deform_final, g.lr_steps = c->train.iters;
     g.lr_scales = c->optim.lr_scales, g.lr_quats = c->optim.lr_quats, g.lr_opacity = c->optim.lr_opacity;
@@ -527,7 +532,8 @@ static int gs4d_fit_run(int argc, char **argv, OptimComm *comm) {
     if (prc) return prc == CMD_ARGS_HELP ? 0 : 2;
     Gs4dCmdConfig cfg;
     char err[8192];
-    if (cmd_args_config(&spec, errf, config_path, &sets, GS4D_SCHEMA, &cfg)) return 2;
+    bool from_ckpt = false; /* --resume without --config: the run's own config (then --set) */
+    if (cmd_args_config_run(&spec, errf, config_path, &sets, GS4D_SCHEMA, &cfg, resume, out, &from_ckpt)) return 2;
     bool cuda = !strcmp(device, "cuda");
     if (cuda && !tensor_backend_cuda()) {
         if (is_main) fprintf(stderr, "anima gs4d fit: --device cuda: no CUDA device (built without CUDA=1, or no GPU answered)\n");
@@ -541,7 +547,7 @@ static int gs4d_fit_run(int argc, char **argv, OptimComm *comm) {
         if (is_main) fprintf(stderr, "anima gs4d fit: train.batch = %lld views must be a multiple of the %d ranks\n", (long long)cfg.train.batch, ranks);
         return 2;
     }
-    if (is_main && !config_path) fprintf(stderr, "anima gs4d fit: no --config, using the built-in defaults (configs/gs4d-small.json's sizes)\n");
+    if (is_main && !config_path && !from_ckpt) fprintf(stderr, "anima gs4d fit: no --config, using the built-in defaults (configs/gs4d-small.json's sizes)\n");
     static const char *const run_files[] = {"ckpt.h5", "metrics.jsonl", NULL};
     if (strlen(out) > 4000) {
         if (is_main) fprintf(stderr, "anima gs4d fit: --out: path too long\n");

@@ -309,7 +309,13 @@ void gs4d_init(Gs4dModel *m, const Gs4dConfig *cfg_in, const Gs4dData *d, const 
         char pre[64];
         snprintf(pre, sizeof pre, "deform.layers.%d", i);
         int64_t li = i == 0 ? in : (i == cfg->skip ? w + in : w);
-        nn_linear_init(&m->mlp.layer[i], p, pre, li, w, true);
+        if (cfg->trunk_init == GS4D_INIT_HE) {
+            NnLinear *l = &m->mlp.layer[i];
+            *l = (NnLinear){.in = li, .out = w};
+            l->weight = nn_param(p, pre, "weight", 2, (int64_t[]){w, li}, NN_INIT_KAIMING_NORMAL, 0);
+            l->bias = nn_param(p, pre, "bias", 1, (int64_t[]){w}, NN_INIT_ZEROS, 0);
+        } else
+            nn_linear_init(&m->mlp.layer[i], p, pre, li, w, true);
     }
     m->mlp.mu = head(p, "deform.mu", w, 3, cfg->head_init);
     m->mlp.scale = head(p, "deform.scale", w, ns, cfg->head_init);

@@ -68,6 +68,8 @@
 #include "optim/optim.h"
 #include "silhouette.h"
 
+enum { GS4D_INIT_TORCH, GS4D_INIT_HE };
+
 typedef struct {
     int64_t n;
     bool isotropic;
@@ -78,6 +80,15 @@ typedef struct {
     int depth, width, skip, freq_x, freq_t;
     bool deform_color, deform_opacity;
     double head_init;
+    /* the trunk's init. GS4D_INIT_TORCH: PyTorch's nn.Linear default, U(±1/√fan_in) on weights
+     * and biases (Deformable 3DGS). GS4D_INIT_HE: He's N(0, 2/fan_in) weights and zero biases, the
+     * ReLU init. Why: under the PyTorch default each ReLU layer shrinks the input-dependent part
+     * of its pre-activations ~2.5×, and by layer 8 it is ~0.01 against biases of ~0.05, so the
+     * trunk's output hardly depends on (x, t) at the start; Adam (eps 1e-15) moves every bias by
+     * ~lr (≈ 1e-3) a step, which soon outweighs that part: layers go dead or constant and some runs
+     * end with one rigid motion for every Gaussian (docs/gaussianimate.md §3, session 24). He's
+     * init keeps the spread ~0.5 through all eight layers. */
+    int trunk_init;
     /* supersampling (1: off): every render, in training and after, is made at supersample × the
      * camera's resolution (intrinsics scaled, so each image pixel is exactly a block of
      * supersample² sub-pixels) and averaged over each block, the box filter a real pixel is. Why:
