@@ -1366,3 +1366,56 @@ TEST(gs4d_eps_deform_reaches_the_mlp_optimizer) {
     gs4d_synth_free(&s);
     tensor_scope_end(sc);
 }
+
+/* model.trunk_init he: the deformation MLP's ReLU layers draw N(0, 2/fan_in) with zero biases, and
+ * at the start the trunk's output still depends on the input (the reason for the key: under the
+ * PyTorch default the input-dependent part shrinks ~2.5x a layer, Gs4dConfig.trunk_init). Measured
+ * through a Δμ head with unit weights: its spread over the Gaussians is the trunk's. */
+TEST(gs4d_trunk_init_he_keeps_the_input_dependence) {
+    TensorScope *sc = tensor_scope_begin();
+    Gs4dSynth s;
+    char err[512];
+    CHECK_MSG(gs4d_synth_make("quadruped", 0, 1, 4, 1, 16, &s, err, sizeof err) == 0, "%s", err);
+    Gs4dData d;
+    CHECK_MSG(gs4d_data_make(s.train, s.n_train, &d, err, sizeof err) == 0, "%s", err);
+    double spread[2] = {0, 0};
+    for (int k = 0; k < 2; k++) {
+        Gs4dConfig c = tiny_config(20);
+        c.n = 400, c.depth = 8, c.width = 128, c.skip = 4, c.freq_x = 10, c.freq_t = 6, c.head_init = 1;
+        c.trunk_init = k ? GS4D_INIT_HE : GS4D_INIT_TORCH;
+        Gs4dModel m;
+        gs4d_init(&m, &c, &d, NULL);
+        if (k) {
+            for (int i = 0; i < c.depth; i++) {
+                const Tensor *w = m.mlp.layer[i].weight, *b = m.mlp.layer[i].bias;
+                int64_t nw = tensor_numel(w), nb = tensor_numel(b), fan_in = w->shape[1];
+                double *wv = malloc(sizeof(double) * (size_t)nw), *bv = malloc(sizeof(double) * (size_t)nb), ss = 0, bmax = 0;
+                tensor_to_f64_array(w, wv);
+                tensor_to_f64_array(b, bv);
+                for (int64_t j = 0; j < nw; j++) ss += wv[j] * wv[j];
+                for (int64_t j = 0; j < nb; j++) bmax = fmax(bmax, fabs(bv[j]));
+                free(wv), free(bv);
+                double sd = sqrt(ss / (double)nw), want = sqrt(2.0 / (double)fan_in);
+                CHECK_MSG(fabs(sd / want - 1) < 0.05 && bmax == 0, "layer %d: weight std %.4f (want %.4f), |bias| max %g", i,
+                          sd, want, bmax);
+            }
+        }
+        Tensor *dmu, *ds;
+        gs4d_mlp_forward(&m.mlp, &m.cfg, m.means, 0.5, &dmu, &ds, NULL, NULL, NULL);
+        int64_t n = dmu->shape[0];
+        double *v = malloc(sizeof(double) * (size_t)(3 * n)), mean[3] = {0}, var = 0;
+        tensor_to_f64_array(dmu, v);
+        for (int64_t i = 0; i < n; i++)
+            for (int a = 0; a < 3; a++) mean[a] += v[3 * i + a] / (double)n;
+        for (int64_t i = 0; i < n; i++)
+            for (int a = 0; a < 3; a++) var += pow(v[3 * i + a] - mean[a], 2) / (double)(3 * n);
+        free(v);
+        spread[k] = sqrt(var);
+        gs4d_free(&m);
+    }
+    CHECK_MSG(spread[1] > 10 * spread[0], "spread of the trunk's output over the Gaussians: he %.4g, torch %.4g", spread[1],
+              spread[0]);
+    gs4d_data_free(&d);
+    gs4d_synth_free(&s);
+    tensor_scope_end(sc);
+}
