@@ -1419,3 +1419,61 @@ TEST(gs4d_trunk_init_he_keeps_the_input_dependence) {
     gs4d_synth_free(&s);
     tensor_scope_end(sc);
 }
+
+/* train.redo_every (ReDo): a trunk layer killed outright (every bias −100: its ReLUs are 0 for
+ * every input, the collapse runs end in) is recycled at the next check — every unit of it and
+ * no other, the deformation unchanged at that step (the outgoing weights start at 0), and the
+ * layer alive again afterwards; with the check off it stays dead. */
+TEST(gs4d_redo_recycles_a_dead_layer) {
+    TensorScope *sc = tensor_scope_begin();
+    Gs4dSynth s;
+    char err[512];
+    CHECK_MSG(gs4d_synth_make("quadruped", 0, 3, 4, 1, 16, &s, err, sizeof err) == 0, "%s", err);
+    Gs4dData d;
+    CHECK_MSG(gs4d_data_make(s.train, s.n_train, &d, err, sizeof err) == 0, "%s", err);
+    for (int k = 0; k < 2; k++) {
+        Gs4dConfig c = tiny_config(20);
+        c.n = 200, c.warmup = 2, c.densify_every = 0, c.redo_every = k ? 1 : 0, c.trunk_init = GS4D_INIT_HE;
+        Gs4dModel m;
+        gs4d_init(&m, &c, &d, NULL);
+        TensorRng rng = {.seed = 7, .stream = 3};
+        for (int st = 0; st < 2; st++) gs4d_step(&m, &d, st % d.n, &rng, NULL); /* the warm-up */
+        int last = c.depth - 1;
+        {
+            Tensor *b = m.mlp.layer[last].bias;
+            float *bf = tensor_f32(b);
+            for (int64_t j = 0; j < b->shape[0]; j++) bf[j] = -100;
+        }
+        Tensor *dmu1, *ds1;
+        gs4d_step(&m, &d, 0, &rng, NULL); /* the first deformation step, then the check */
+        CHECK_MSG(m.revived == (k ? c.width : 0), "redo %d: %lld units recycled (want %d)", k, (long long)m.revived,
+                  k ? c.width : 0);
+        float *bf = tensor_f32(m.mlp.layer[last].bias);
+        int dead = 0;
+        for (int j = 0; j < c.width; j++) dead += bf[j] < -50;
+        CHECK_MSG(dead == (k ? 0 : c.width), "redo %d: %d biases still at -100", k, dead);
+        if (k) {
+            /* the deformation at the check: the head bias alone before and after (outgoing weights 0) */
+            gs4d_mlp_forward(&m.mlp, &m.cfg, m.means, 0.5, &dmu1, &ds1, NULL, NULL, NULL);
+            int64_t n = dmu1->shape[0];
+            double *v = malloc(sizeof(double) * (size_t)(3 * n)), spread = 0;
+            tensor_to_f64_array(dmu1, v);
+            for (int64_t i = 1; i < n; i++)
+                for (int a = 0; a < 3; a++) spread = fmax(spread, fabs(v[3 * i + a] - v[a]));
+            free(v);
+            CHECK_MSG(spread == 0, "recycled units changed the deformation at once: spread %g", spread);
+            for (int st = 0; st < 10; st++) gs4d_step(&m, &d, st % d.n, &rng, NULL);
+            gs4d_mlp_forward(&m.mlp, &m.cfg, m.means, 0.5, &dmu1, &ds1, NULL, NULL, NULL);
+            tensor_to_f64_array(dmu1, v = malloc(sizeof(double) * (size_t)(3 * n)));
+            spread = 0;
+            for (int64_t i = 1; i < n; i++)
+                for (int a = 0; a < 3; a++) spread = fmax(spread, fabs(v[3 * i + a] - v[a]));
+            free(v);
+            CHECK_MSG(spread > 0, "10 steps after the recycling the deformation is still one translation");
+        }
+        gs4d_free(&m);
+    }
+    gs4d_data_free(&d);
+    gs4d_synth_free(&s);
+    tensor_scope_end(sc);
+}

@@ -86,6 +86,7 @@ typedef struct {
     } optim;
     struct {
         int64_t iters, batch, turntable_frames, warmup, time_ramp, log_every, ckpt_every, densify_every, reset_every, knn_every, arap_k;
+        int64_t redo_every;
         int64_t recluster_every, recluster_bones, recluster_frames;
         double refine_frac, prune_opacity, densify_grad, split_scale, arap_weight;
         bool random_background, ramp_schedule;
@@ -169,6 +170,8 @@ static const DsConfigField TRAIN_FIELDS[] = {
     {"arap_weight", DS_CFG_FLOAT, F(train, arap_weight), "1", 0, 1e6, .help = "ARAP + distance loss weight (0: off)"},
     {"arap_k", DS_CFG_INT, F(train, arap_k), "8", 1, 64, .help = "neighbors per Gaussian"},
     {"knn_every", DS_CFG_INT, F(train, knn_every), "100", 0, 1e9, .help = "recompute the ARAP neighbors every N steps"},
+    {"redo_every", DS_CFG_INT, F(train, redo_every), "0", 0, 1e9,
+     .help = "recycle the deformation MLP's dead ReLU units every N deformation steps (0: off; Gs4dConfig.redo_every)"},
     {"random_background", DS_CFG_BOOL, F(train, random_background), "true", NO_RANGE},
     {"recluster_every", DS_CFG_INT, F(train, recluster_every), "0", 0, 1e9,
      .help = "every N deformation steps, the ARAP clusters become Skelebones' LBG-VQ motion clusters of the "
@@ -212,6 +215,7 @@ static Gs4dConfig model_config(const Gs4dCmdConfig *c) {
     }
     g.prune_opacity = c->train.prune_opacity, g.densify_grad = c->train.densify_grad, g.split_scale = c->train.split_scale;
     g.arap_weight = c->train.arap_weight, g.arap_k = (int)c->train.arap_k, g.knn_every = c->train.knn_every;
+    g.redo_every = c->train.redo_every;
     g.random_background = c->train.random_background;
     g.recluster_every = c->train.recluster_every, g.recluster_frames = (int)c->train.recluster_frames;
     return g;
@@ -647,7 +651,7 @@ static int gs4d_fit_run(int argc, char **argv, OptimComm *comm) {
                 optim_comm_kind(comm) == OPTIM_COMM_NCCL ? "NCCL" : "MPI", (long long)cfg.train.batch);
     if (is_main && resume) fprintf(stderr, "anima gs4d fit: resuming %s at step %lld\n", ckpt_path, (long long)tl.step);
     double t_train = base_now(), t_eval = 0, ts[6] = {0}, cs[6] = {0}, c_train = base_cpu_now(), c_eval = 0;
-    int64_t n_def = 0;
+    int64_t n_def = 0, revived = 0; /* trunk units recycled since the last log line */
     int64_t first = tl.step;
     int64_t *batch = base_malloc(sizeof(int64_t) * (size_t)cfg.train.batch);
     while (optim_train_next(&tl)) {
@@ -664,13 +668,15 @@ static int gs4d_fit_run(int argc, char **argv, OptimComm *comm) {
             n_def++;
         }
         bool log_now = (tl.step + 1) % cfg.train.log_every == 0 || tl.step + 1 == cfg.train.iters;
+        revived += m.revived;
         double te = base_now(), ce = base_cpu_now();
         double psnr = log_now && is_main && !no_eval ? eval_views(&m, &dte, NULL) : NAN;
         t_eval += base_now() - te, c_eval += base_cpu_now() - ce;
-        OptimMetric extra[7] = {{"test_psnr", psnr}, {"photometric", info.photometric}, {"arap", info.arap},
+        OptimMetric extra[8] = {{"test_psnr", psnr}, {"photometric", info.photometric}, {"arap", info.arap},
                                 {"densified", (double)m.densified}, {"relocated", (double)m.relocated}, {"reg", info.reg},
-                                {"reclustered", (double)m.reclustered}};
-        optim_train_step_end(&tl, info.loss, lr, 7, extra);
+                                {"reclustered", (double)m.reclustered}, {"revived", (double)revived}};
+        optim_train_step_end(&tl, info.loss, lr, 8, extra);
+        if (log_now) revived = 0;
     }
     free(batch);
     bool finished = tl.step >= cfg.train.iters;

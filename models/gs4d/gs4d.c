@@ -422,8 +422,9 @@ GsGaussians gs4d_canonical(const Gs4dModel *m) {
                          .colors = m->colors};
 }
 
-void gs4d_mlp_forward(const Gs4dMlp *mlp, const Gs4dConfig *cfg, Tensor *x, double t, Tensor **dmu, Tensor **ds,
-                      Tensor **dq, Tensor **dc, Tensor **dop) {
+/* the trunk: [γ(x), γ(t)] through the ReLU layers (the input again before layer skip); the last
+ * layer's output, and each layer's in hidden[i] when hidden is not NULL */
+static Tensor *mlp_trunk(const Gs4dMlp *mlp, const Gs4dConfig *cfg, Tensor *x, double t, Tensor **hidden) {
     int64_t n = x->shape[0];
     Tensor *tt = tensor_full(2, (int64_t[]){1, 1}, t, x->dtype);
     if (tensor_device(x) != TENSOR_CPU) tt = tensor_to(tt, tensor_device(x));
@@ -438,7 +439,14 @@ void gs4d_mlp_forward(const Gs4dMlp *mlp, const Gs4dConfig *cfg, Tensor *x, doub
             h = tensor_cat(2, sk, 1);
         }
         h = tensor_relu(nn_linear_forward(&mlp->layer[i], h));
+        if (hidden) hidden[i] = h;
     }
+    return h;
+}
+
+void gs4d_mlp_forward(const Gs4dMlp *mlp, const Gs4dConfig *cfg, Tensor *x, double t, Tensor **dmu, Tensor **ds,
+                      Tensor **dq, Tensor **dc, Tensor **dop) {
+    Tensor *h = mlp_trunk(mlp, cfg, x, t, NULL);
     *dmu = nn_linear_forward(&mlp->mu, h);
     *ds = nn_linear_forward(&mlp->scale, h);
     if (dq) *dq = mlp->rot.weight ? nn_linear_forward(&mlp->rot, h) : NULL;
@@ -745,6 +753,72 @@ int gs4d_recluster(Gs4dModel *m, const Gs4dData *d) {
     return rc;
 }
 
+/* ---- dead trunk units (ReDo; Gs4dConfig.redo_every) ---- */
+
+/* element j of parameter t in the flat buffers: the same index in the Adam moments */
+static int64_t flat_index(const Gs4dModel *m, const Tensor *t, int64_t j) { return t->offset - m->params.flat->offset + j; }
+
+static void zero_param(Gs4dModel *m, const Tensor *t, int64_t j) {
+    int64_t k = flat_index(m, t, j);
+    tensor_f32(m->params.flat)[k] = 0;
+    tensor_f32(m->optim.exp_avg)[k] = 0;
+    tensor_f32(m->optim.exp_avg_sq)[k] = 0;
+}
+
+/* recycles every trunk unit that is 0 for every canonical Gaussian at 5 times over [t0, t1];
+ * returns how many (on the host session's CPU buffers) */
+static int64_t redo_host(Gs4dModel *m, double t0, double t1, TensorRng *rng) {
+    const Gs4dConfig *cfg = &m->cfg;
+    int depth = cfg->depth, w = cfg->width;
+    bool *alive = base_calloc((size_t)depth * (size_t)w, sizeof(bool));
+    TensorScope *s = tensor_scope_begin();
+    bool prev = ag_no_grad_begin();
+    Tensor *hidden[32];
+    for (int k = 0; k < 5; k++) {
+        mlp_trunk(&m->mlp, cfg, tensor_detach(m->means), t0 + (t1 - t0) * k / 4.0, hidden);
+        for (int i = 0; i < depth; i++) {
+            /* a unit is alive when its largest output over the Gaussians is > 0 */
+            const float *mx = tensor_f32(tensor_contiguous(tensor_max(hidden[i], 1, (int[]){0}, false)));
+            for (int j = 0; j < w; j++) alive[i * w + j] |= mx[j] > 0;
+        }
+    }
+    ag_no_grad_end(prev);
+    tensor_scope_end(s);
+    Draw dr = {.g = rng};
+    int64_t revived = 0;
+    NnLinear *heads[5] = {&m->mlp.mu, &m->mlp.scale, &m->mlp.rot, &m->mlp.color, &m->mlp.opacity};
+    for (int i = 0; i < depth; i++) {
+        NnLinear *l = &m->mlp.layer[i];
+        int64_t fan_in = l->in;
+        for (int j = 0; j < w; j++) {
+            if (alive[i * w + j]) continue;
+            revived++;
+            /* fresh incoming weights and bias, as gs4d_init draws them */
+            float *W = tensor_f32(m->params.flat);
+            for (int64_t c = 0; c < fan_in; c++) {
+                int64_t k = flat_index(m, l->weight, j * fan_in + c);
+                W[k] = (float)(cfg->trunk_init == GS4D_INIT_HE ? sqrt(2.0 / (double)fan_in) * draw_n(&dr)
+                                                               : (2 * draw_u(&dr) - 1) / sqrt((double)fan_in));
+                tensor_f32(m->optim.exp_avg)[k] = tensor_f32(m->optim.exp_avg_sq)[k] = 0;
+            }
+            int64_t kb = flat_index(m, l->bias, j);
+            W[kb] = cfg->trunk_init == GS4D_INIT_HE ? 0 : (float)((2 * draw_u(&dr) - 1) / sqrt((double)fan_in));
+            tensor_f32(m->optim.exp_avg)[kb] = tensor_f32(m->optim.exp_avg_sq)[kb] = 0;
+            /* outgoing weights to zero: the deformation is unchanged at this step */
+            if (i + 1 < depth) {
+                NnLinear *nx = &m->mlp.layer[i + 1];
+                int64_t col = i + 1 == cfg->skip ? m->mlp.in_dim + j : j;
+                for (int64_t r = 0; r < nx->out; r++) zero_param(m, nx->weight, r * nx->in + col);
+            } else
+                for (int h = 0; h < 5; h++)
+                    if (heads[h]->weight)
+                        for (int64_t r = 0; r < heads[h]->out; r++) zero_param(m, heads[h]->weight, r * heads[h]->in + j);
+        }
+    }
+    free(alive);
+    return revived;
+}
+
 static void opacity_reset(Gs4dModel *m) {
     float *o = tensor_f32(m->opacities);
     double cap = logit(0.01);
@@ -889,12 +963,15 @@ double gs4d_step_batch(Gs4dModel *m, const Gs4dData *d, const int64_t *views, in
     bool densify = refine && m->cfg.densify_every > 0 && m->step % m->cfg.densify_every == 0;
     bool reset = refine && m->cfg.reset_every > 0 && m->step % m->cfg.reset_every == 0;
     bool knn = m->cfg.arap_weight > 0 && m->cfg.knn_every > 0 && m->step % m->cfg.knn_every == 0;
-    if (densify || reset || knn) { /* one host session (on a device: one copy down and up) */
+    bool redo = def && m->cfg.redo_every > 0 && (m->step - m->cfg.warmup) % m->cfg.redo_every == 0;
+    m->revived = 0;
+    if (densify || reset || knn || redo) { /* one host session (on a device: one copy down and up) */
         TensorScope *s = tensor_scope_begin();
         HostSession h;
         host_begin(m, &h);
         if (densify) moved = densify_host(m, rng) > 0;
         if (reset) opacity_reset(m);
+        if (redo) m->revived = redo_host(m, d->views[d->by_time[0]].time, d->views[d->by_time[d->n - 1]].time, rng);
         if (m->cfg.arap_weight > 0 && (moved || knn)) neighbors_host(m);
         host_end(m, &h);
         tensor_scope_end(s);

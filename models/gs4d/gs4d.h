@@ -152,6 +152,19 @@ typedef struct {
     double silhouette_weight;
     /* densification (fixed n) */
     int64_t densify_every, refine_until, reset_every;
+    /* dead-unit recycling (ReDo, Sokar et al. 2023; 0: off) for the deformation MLP: every
+     * redo_every steps of the deformation phase, a trunk unit whose ReLU output is 0 for every
+     * canonical Gaussian at each of 5 times spread over the training clip gets fresh incoming
+     * weights (the trunk's init, model.trunk_init), and its outgoing weights (the next layer's
+     * column, or the heads' for the last layer) and the Adam moments of all of them are zeroed,
+     * so the deformation is unchanged at that step. Why: the heads start near zero (head_init), so
+     * early in the deformation phase the error the trunk sees is mostly one global motion, and
+     * Adam moves all of a unit's incoming weights by ~lr in the same direction (its inputs are
+     * ReLU outputs, ≥ 0), shifting its pre-activation by ~lr Σh a step; whole layers die. A run
+     * whose last layer dies deforms by one rigid motion for good (ARAP exactly 0; measured: the
+     * last layer 0–1 of 128 units alive, docs/gaussianimate.md §3, session 24); a dead unit never
+     * gets a gradient again, so nothing else brings it back. */
+    int64_t redo_every;
     double prune_opacity, densify_grad, split_scale;
     /* ARAP */
     double arap_weight;
@@ -241,6 +254,7 @@ typedef struct {
     Tensor *neighbors;               /* (N, arap_k): the ARAP kNN (−1: none) */
     int64_t step;
     int64_t densified, relocated;    /* by the last densification */
+    int64_t revived;                 /* trunk units recycled by the last dead-unit check (redo_every) */
     int64_t glo[GS4D_GROUPS], ghi[GS4D_GROUPS]; /* each group's slice of the flat buffers */
 } Gs4dModel;
 
