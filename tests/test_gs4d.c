@@ -2,9 +2,11 @@
  * under any rigid motion of each cluster, f64 finite-difference gradcheck, kNN against brute
  * force, the rotation fit), the deformation path's gradients, a tiny synthetic sequence that must
  * train to a stated held-out PSNR, and resume reproducing an uninterrupted run. */
+#include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -1476,4 +1478,48 @@ TEST(gs4d_redo_recycles_a_dead_layer) {
     gs4d_data_free(&d);
     gs4d_synth_free(&s);
     tensor_scope_end(sc);
+}
+
+/* The run folder is locked while a run writes it: a second `gs4d fit` into it, --resume or
+ * --force, exits 2 naming the lock and leaves the running run's log alone; once that run ends
+ * (here SIGTERM: it checkpoints and exits) the folder resumes. */
+TEST(gs4d_cli_run_folder_is_locked_while_running) {
+    char dir[] = "/tmp/anima-gs4d-lock-XXXXXX", cmd[2048], out[8192], p[600];
+    CHECK(mkdtemp(dir));
+    snprintf(cmd, sizeof cmd,
+             "OMP_NUM_THREADS=1 %s gs4d fit --config configs/gs4d-tiny.json --set train.iters=1000000 --set model.n=200 "
+             "--set train.log_every=5 --no-progress --video none --out %s/run >%s/first.log 2>&1 & echo $!",
+             test_anima_bin(), dir, dir);
+    CHECK(test_run_capture(cmd, out, sizeof out) == 0);
+    long pid = atol(out);
+    CHECK(pid > 0);
+    snprintf(p, sizeof p, "%s/run/metrics.jsonl", dir);
+    struct stat st;
+    for (int i = 0; i < 600 && (stat(p, &st) != 0 || st.st_size == 0); i++) usleep(50000); /* its first log line */
+    CHECK_MSG(stat(p, &st) == 0 && st.st_size > 0, "the first run wrote no log line in 30 s");
+    const char *modes[2] = {"--resume", "--force"};
+    for (int k = 0; k < 2; k++) {
+        snprintf(cmd, sizeof cmd, "OMP_NUM_THREADS=1 %s gs4d fit --config configs/gs4d-tiny.json --no-progress --out %s/run %s 2>&1",
+                 test_anima_bin(), dir, modes[k]);
+        int rc = test_run_capture(cmd, out, sizeof out);
+        CHECK_MSG(rc == 2 && strstr(out, "in use by another process") && strstr(out, "/run/.lock"), "%s: rc %d: %s", modes[k], rc, out);
+        struct stat now;
+        CHECK_MSG(stat(p, &now) == 0 && now.st_size >= st.st_size, "%s emptied the running run's log", modes[k]);
+    }
+    kill((pid_t)pid, SIGTERM);
+    /* the lock is free once the process is gone (a reaped or zombie child alike) */
+    snprintf(p, sizeof p, "%s/run/.lock", dir);
+    int fd = open(p, O_RDWR), free_now = 0;
+    CHECK(fd >= 0);
+    for (int i = 0; i < 600 && !free_now; i++) {
+        free_now = flock(fd, LOCK_EX | LOCK_NB) == 0;
+        if (!free_now) usleep(50000);
+    }
+    close(fd);
+    CHECK_MSG(free_now, "the first run did not stop on SIGTERM within 30 s");
+    snprintf(cmd, sizeof cmd, "OMP_NUM_THREADS=1 %s gs4d fit --out %s/run --resume --stop-after 1 --no-progress 2>&1", test_anima_bin(), dir);
+    int rc = test_run_capture(cmd, out, sizeof out);
+    CHECK_MSG(rc == 0 && strstr(out, "resuming"), "after the first run ended: rc %d: %s", rc, out);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    CHECK(system(cmd) == 0);
 }

@@ -58,7 +58,9 @@ int cmd_write_text(const char *path, const char *text, char *err, size_t errlen)
  * 0 to go on, or 2 after saying on errf (NULL: silently) "anima x: DIR already holds a run
  * (ckpt.h5, metrics.jsonl); pass --resume to continue it or --force to replace it". With
  * --force, DIR/metrics.jsonl is emptied here, before the run starts (1 with a message when it
- * cannot be). */
+ * cannot be). It first makes DIR and takes its lock (an flock on DIR/.lock, held until the
+ * process ends): a folder a running process holds gives 2 and a message naming the lock, before
+ * anything in it is touched. */
 int cmd_check_run_dir(const char *cmd, FILE *errf, const char *dir, const char *const *files, bool can_resume,
                       bool resume, bool force);
 

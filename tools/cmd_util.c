@@ -1,10 +1,12 @@
 /* tools/cmd_util.c — what the subcommands share. */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -63,9 +65,39 @@ int cmd_check_memory(const char *cmd, FILE *errf, int64_t need, const char *what
     return 2;
 }
 
+/* The run folder's lock: an exclusive flock on DIR/.lock, held until the process ends (the
+ * kernel drops it on exit or kill), so a second process cannot --resume, --force or start a run
+ * into a folder a running one writes (the two would interleave its log and checkpoints). One
+ * folder per process: locking another releases the previous. 0, or 2 with a message when the
+ * lock is held elsewhere; a folder that cannot be made or written is not locked here (the
+ * command's own writes fail, naming their files). */
+static int lock_run_dir(const char *cmd, FILE *errf, const char *dir) {
+    static char locked[4200];
+    static int fd = -1;
+    if (fd >= 0 && !strcmp(locked, dir)) return 0;
+    char path[4200];
+    if (snprintf(path, sizeof path, "%s/.lock", dir) >= (int)sizeof path || cmd_make_dirs(dir) != 0) return 0;
+    int f = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+    if (f < 0) return 0;
+    if (flock(f, LOCK_EX | LOCK_NB) != 0) {
+        int e = errno;
+        close(f);
+        if (e != EWOULDBLOCK) return 0;
+        if (errf)
+            fprintf(errf, "%s: %s is in use by another process (it holds %s); wait for that run to end or stop it\n", cmd,
+                    dir, path);
+        return 2;
+    }
+    if (fd >= 0) close(fd);
+    fd = f;
+    snprintf(locked, sizeof locked, "%s", dir);
+    return 0;
+}
+
 int cmd_check_run_dir(const char *cmd, FILE *errf, const char *dir, const char *const *files, bool can_resume,
                       bool resume, bool force) {
     char found[512] = "", path[4200];
+    if (lock_run_dir(cmd, errf, dir)) return 2;
     if (force && !resume) {
         /* the old run's log is emptied now, as the run starts, not at its first log line (data
          * preparation can take a minute, during which a reader would see the old run's lines as

@@ -126,12 +126,12 @@ typedef struct {
      * can keep its center on the surface (issue 18's Chamfer; docs/gaussianimate.md §3). With
      * isotropic Gaussians it is a second reg_scale. */
     double reg_flat;
-    /* Adam's eps for the deformation MLP (1e-15, every preset: the 3DGS optimizer's, as every group).
-     * Why a key: with the output heads starting near zero (head_init) the trunk's gradients are
-     * tiny, and at eps 1e-15 Adam moves every trunk weight by ~lr a step whatever their size; some
-     * runs then end with a deformation that is one rigid motion for all Gaussians (ARAP exactly 0,
-     * rigidity error 0.000%: a dead ReLU trunk, suspected) and stay at the static set's PSNR
-     * (docs/gaussianimate.md §3, session 23). 1e-8 (PyTorch's default) scales such steps down. */
+    /* Adam's eps for the deformation MLP (1e-15: the 3DGS optimizer's, as every group). 1e-8
+     * (PyTorch's default) scales down the trunk's steps while its gradients are tiny (the heads
+     * start near zero, head_init). Session 23 used it against runs whose deformation collapsed to
+     * one rigid motion; session 24 found the cause (the last ReLU layer dies, redo_every) and that
+     * 1e-8 does not prevent it (both bird seeds collapsed on the 16000-step schedule with it), so
+     * the presets are back at 1e-15 with redo_every (docs/gaussianimate.md §3). */
     double eps_deform;
     int64_t warmup;
     /* time curriculum (0: off, every training view from step 0 on). Else the canonical set is
