@@ -1345,15 +1345,38 @@ TEST(gs4d_silhouette_value_and_gradcheck) {
     tensor_scope_end(sc);
 }
 
+/* the synthetic quadruped's training views (frames × views at size²) as Gs4dData */
+static bool quad_data(int frames, int views, int size, Gs4dSynth *s, Gs4dData *d) {
+    char err[512];
+    if (gs4d_synth_make("quadruped", 0, frames, views, 1, size, s, err, sizeof err) == 0 &&
+        gs4d_data_make(s->train, s->n_train, d, err, sizeof err) == 0)
+        return true;
+    fprintf(stderr, "    quad_data: %s\n", err);
+    return false;
+}
+
+/* how far the MLP's Δμ at time t strays over the canonical Gaussians: max |Δμ_i − Δμ_0| */
+static double dmu_range(const Gs4dModel *m, double t) {
+    TensorScope *sc = tensor_scope_begin();
+    Tensor *dmu, *ds;
+    gs4d_mlp_forward(&m->mlp, &m->cfg, m->means, t, &dmu, &ds, NULL, NULL, NULL);
+    int64_t n = dmu->shape[0];
+    double *v = malloc(sizeof(double) * (size_t)(3 * n)), r = 0;
+    tensor_to_f64_array(dmu, v);
+    for (int64_t i = 1; i < n; i++)
+        for (int a = 0; a < 3; a++) r = fmax(r, fabs(v[3 * i + a] - v[a]));
+    free(v);
+    tensor_scope_end(sc);
+    return r;
+}
+
 /* optim.eps_deform (session 23): the deformation MLP's Adam takes its own eps, every other group
  * keeps the 3DGS optimizer's 1e-15 (the default leaves the MLP at 1e-15 too). */
 TEST(gs4d_eps_deform_reaches_the_mlp_optimizer) {
     TensorScope *sc = tensor_scope_begin();
     Gs4dSynth s;
-    char err[512];
-    CHECK_MSG(gs4d_synth_make("quadruped", 0, 1, 4, 1, 16, &s, err, sizeof err) == 0, "%s", err);
     Gs4dData d;
-    CHECK_MSG(gs4d_data_make(s.train, s.n_train, &d, err, sizeof err) == 0, "%s", err);
+    CHECK(quad_data(1, 4, 16, &s, &d));
     for (int k = 0; k < 2; k++) {
         Gs4dConfig c = tiny_config(20);
         c.n = 100;
@@ -1376,10 +1399,8 @@ TEST(gs4d_eps_deform_reaches_the_mlp_optimizer) {
 TEST(gs4d_trunk_init_he_keeps_the_input_dependence) {
     TensorScope *sc = tensor_scope_begin();
     Gs4dSynth s;
-    char err[512];
-    CHECK_MSG(gs4d_synth_make("quadruped", 0, 1, 4, 1, 16, &s, err, sizeof err) == 0, "%s", err);
     Gs4dData d;
-    CHECK_MSG(gs4d_data_make(s.train, s.n_train, &d, err, sizeof err) == 0, "%s", err);
+    CHECK(quad_data(1, 4, 16, &s, &d));
     double spread[2] = {0, 0};
     for (int k = 0; k < 2; k++) {
         Gs4dConfig c = tiny_config(20);
@@ -1402,17 +1423,7 @@ TEST(gs4d_trunk_init_he_keeps_the_input_dependence) {
                           sd, want, bmax);
             }
         }
-        Tensor *dmu, *ds;
-        gs4d_mlp_forward(&m.mlp, &m.cfg, m.means, 0.5, &dmu, &ds, NULL, NULL, NULL);
-        int64_t n = dmu->shape[0];
-        double *v = malloc(sizeof(double) * (size_t)(3 * n)), mean[3] = {0}, var = 0;
-        tensor_to_f64_array(dmu, v);
-        for (int64_t i = 0; i < n; i++)
-            for (int a = 0; a < 3; a++) mean[a] += v[3 * i + a] / (double)n;
-        for (int64_t i = 0; i < n; i++)
-            for (int a = 0; a < 3; a++) var += pow(v[3 * i + a] - mean[a], 2) / (double)(3 * n);
-        free(v);
-        spread[k] = sqrt(var);
+        spread[k] = dmu_range(&m, 0.5);
         gs4d_free(&m);
     }
     CHECK_MSG(spread[1] > 10 * spread[0], "spread of the trunk's output over the Gaussians: he %.4g, torch %.4g", spread[1],
@@ -1429,10 +1440,8 @@ TEST(gs4d_trunk_init_he_keeps_the_input_dependence) {
 TEST(gs4d_redo_recycles_a_dead_layer) {
     TensorScope *sc = tensor_scope_begin();
     Gs4dSynth s;
-    char err[512];
-    CHECK_MSG(gs4d_synth_make("quadruped", 0, 3, 4, 1, 16, &s, err, sizeof err) == 0, "%s", err);
     Gs4dData d;
-    CHECK_MSG(gs4d_data_make(s.train, s.n_train, &d, err, sizeof err) == 0, "%s", err);
+    CHECK(quad_data(3, 4, 16, &s, &d));
     for (int k = 0; k < 2; k++) {
         Gs4dConfig c = tiny_config(20);
         c.n = 200, c.warmup = 2, c.densify_every = 0, c.redo_every = k ? 1 : 0, c.trunk_init = GS4D_INIT_HE;
@@ -1446,7 +1455,6 @@ TEST(gs4d_redo_recycles_a_dead_layer) {
             float *bf = tensor_f32(b);
             for (int64_t j = 0; j < b->shape[0]; j++) bf[j] = -100;
         }
-        Tensor *dmu1, *ds1;
         gs4d_step(&m, &d, 0, &rng, NULL); /* the first deformation step, then the check */
         CHECK_MSG(m.revived == (k ? c.width : 0), "redo %d: %lld units recycled (want %d)", k, (long long)m.revived,
                   k ? c.width : 0);
@@ -1455,23 +1463,11 @@ TEST(gs4d_redo_recycles_a_dead_layer) {
         for (int j = 0; j < c.width; j++) dead += bf[j] < -50;
         CHECK_MSG(dead == (k ? 0 : c.width), "redo %d: %d biases still at -100", k, dead);
         if (k) {
-            /* the deformation at the check: the head bias alone before and after (outgoing weights 0) */
-            gs4d_mlp_forward(&m.mlp, &m.cfg, m.means, 0.5, &dmu1, &ds1, NULL, NULL, NULL);
-            int64_t n = dmu1->shape[0];
-            double *v = malloc(sizeof(double) * (size_t)(3 * n)), spread = 0;
-            tensor_to_f64_array(dmu1, v);
-            for (int64_t i = 1; i < n; i++)
-                for (int a = 0; a < 3; a++) spread = fmax(spread, fabs(v[3 * i + a] - v[a]));
-            free(v);
-            CHECK_MSG(spread == 0, "recycled units changed the deformation at once: spread %g", spread);
+            /* at the check: the heads' biases alone before and after (outgoing weights start at 0) */
+            double r0 = dmu_range(&m, 0.5);
+            CHECK_MSG(r0 == 0, "recycled units changed the deformation at once: range %g", r0);
             for (int st = 0; st < 10; st++) gs4d_step(&m, &d, st % d.n, &rng, NULL);
-            gs4d_mlp_forward(&m.mlp, &m.cfg, m.means, 0.5, &dmu1, &ds1, NULL, NULL, NULL);
-            tensor_to_f64_array(dmu1, v = malloc(sizeof(double) * (size_t)(3 * n)));
-            spread = 0;
-            for (int64_t i = 1; i < n; i++)
-                for (int a = 0; a < 3; a++) spread = fmax(spread, fabs(v[3 * i + a] - v[a]));
-            free(v);
-            CHECK_MSG(spread > 0, "10 steps after the recycling the deformation is still one translation");
+            CHECK_MSG(dmu_range(&m, 0.5) > 0, "10 steps after the recycling the deformation is still one translation");
         }
         gs4d_free(&m);
     }

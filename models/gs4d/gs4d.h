@@ -87,7 +87,8 @@ typedef struct {
      * trunk's output hardly depends on (x, t) at the start; Adam (eps 1e-15) moves every bias by
      * ~lr (≈ 1e-3) a step, which soon outweighs that part: layers go dead or constant and some runs
      * end with one rigid motion for every Gaussian (docs/gaussianimate.md §3, session 24). He's
-     * init keeps the spread ~0.5 through all eight layers. */
+     * init keeps the spread ~0.5 through all eight layers; alone it did not stop every collapse
+     * (redo_every does). */
     int trunk_init;
     /* supersampling (1: off): every render, in training and after, is made at supersample × the
      * camera's resolution (intrinsics scaled, so each image pixel is exactly a block of
