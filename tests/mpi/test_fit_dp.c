@@ -111,12 +111,13 @@ static int read_losses(const char *path, double *loss, int max) {
     return n;
 }
 
+/* entries of dir, not counting the run folder's lock (.lock, cmd_check_run_dir's) */
 static int count_entries(const char *dir) {
     DIR *d = opendir(dir);
     if (!d) return -1;
     int n = 0;
     for (struct dirent *e; (e = readdir(d));)
-        if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) n++;
+        if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..") && strcmp(e->d_name, ".lock")) n++;
     closedir(d);
     return n;
 }
