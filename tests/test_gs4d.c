@@ -1433,9 +1433,9 @@ TEST(gs4d_trunk_init_he_keeps_the_input_dependence) {
     tensor_scope_end(sc);
 }
 
-/* train.redo_every (ReDo): a trunk layer killed outright (every bias −100: its ReLUs are 0 for
- * every input, the collapse runs end in) is recycled at the next check — every unit of it and
- * no other, the deformation unchanged at that step (the outgoing weights start at 0), and the
+/* train.redo_every (ReDo): two trunk layers killed outright (every bias −100: their ReLUs are 0
+ * for every input, as the collapse runs end), the last and the one feeding the skip concatenation,
+ * are recycled at the next check — every unit of them and no other, the deformation unchanged at that step (the outgoing weights start at 0), and the
  * layer alive again afterwards; with the check off it stays dead. */
 TEST(gs4d_redo_recycles_a_dead_layer) {
     TensorScope *sc = tensor_scope_begin();
@@ -1449,19 +1449,31 @@ TEST(gs4d_redo_recycles_a_dead_layer) {
         gs4d_init(&m, &c, &d, NULL);
         TensorRng rng = {.seed = 7, .stream = 3};
         for (int st = 0; st < 2; st++) gs4d_step(&m, &d, st % d.n, &rng, NULL); /* the warm-up */
-        int last = c.depth - 1;
-        {
-            Tensor *b = m.mlp.layer[last].bias;
+        /* the last layer (feeding the heads) and the one before the skip (feeding the concatenation) */
+        int last = c.depth - 1, pre_skip = c.skip - 1;
+        for (int l = 0; l < 2; l++) {
+            Tensor *b = m.mlp.layer[l ? pre_skip : last].bias;
             float *bf = tensor_f32(b);
             for (int64_t j = 0; j < b->shape[0]; j++) bf[j] = -100;
         }
         gs4d_step(&m, &d, 0, &rng, NULL); /* the first deformation step, then the check */
-        CHECK_MSG(m.revived == (k ? c.width : 0), "redo %d: %lld units recycled (want %d)", k, (long long)m.revived,
-                  k ? c.width : 0);
-        float *bf = tensor_f32(m.mlp.layer[last].bias);
+        CHECK_MSG(m.revived == (k ? 2 * c.width : 0), "redo %d: %lld units recycled (want %d)", k, (long long)m.revived,
+                  k ? 2 * c.width : 0);
         int dead = 0;
-        for (int j = 0; j < c.width; j++) dead += bf[j] < -50;
-        CHECK_MSG(dead == (k ? 0 : c.width), "redo %d: %d biases still at -100", k, dead);
+        for (int l = 0; l < 2; l++) {
+            float *bf = tensor_f32(m.mlp.layer[l ? pre_skip : last].bias);
+            for (int j = 0; j < c.width; j++) dead += bf[j] < -50;
+        }
+        CHECK_MSG(dead == (k ? 0 : 2 * c.width), "redo %d: %d biases still at -100", k, dead);
+        if (k) { /* the skip layer's input is [γ, h]: the recycled units' columns are the last width */
+            const NnLinear *sl = &m.mlp.layer[c.skip];
+            const float *wf = tensor_f32(sl->weight);
+            int nonzero = 0;
+            for (int64_t r = 0; r < sl->out; r++)
+                for (int64_t j = sl->in - c.width; j < sl->in; j++) nonzero += wf[r * sl->in + j] != 0;
+            CHECK_MSG(nonzero == 0 && sl->in == m.mlp.in_dim + c.width, "%d outgoing weights of recycled units are not 0",
+                      nonzero);
+        }
         if (k) {
             /* at the check: the heads' biases alone before and after (outgoing weights start at 0) */
             double r0 = dmu_range(&m, 0.5);
