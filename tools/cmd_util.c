@@ -75,6 +75,11 @@ static int lock_run_dir(const char *cmd, FILE *errf, const char *dir) {
     static char locked[4200];
     static int fd = -1;
     if (fd >= 0 && !strcmp(locked, dir)) return 0;
+    /* under mpirun, rank 0 holds it for the job (physskin train checks on every rank; its comm
+     * starts later): the launcher's rank, Open MPI's or a PMI one's */
+    const char *rk = getenv("OMPI_COMM_WORLD_RANK");
+    if (!rk) rk = getenv("PMI_RANK");
+    if (rk && strcmp(rk, "0")) return 0;
     char path[4200];
     if (snprintf(path, sizeof path, "%s/.lock", dir) >= (int)sizeof path || cmd_make_dirs(dir) != 0) return 0;
     int f = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
