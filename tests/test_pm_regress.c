@@ -178,12 +178,14 @@ TEST(pm_regress_deterministic_and_sign_invariant) {
         CHECK(pm_regress_predict(r1, neg, F, c, err, sizeof err) == 0);
         CHECK_MSG(!memcmp(a, c, sizeof a), "kind %d: flipping the quaternions' signs changes the prediction", kind);
         /* a prefix predicts the same frames (causal windows; chunking does not matter) — to f32
-         * rounding, not bit for bit: the prefix is a GEMM with fewer rows, and OpenBLAS's AVX-512
-         * kernels block (so sum) differently by row count (seen on 0.3.21's SkylakeX path) */
+         * rounding, not bit for bit: the prefix is a GEMM with fewer rows, and which OpenBLAS
+         * kernels sum it in the same order depends on the CPU (0.3.21: bitwise equal with
+         * OPENBLAS_CORETYPE=SkylakeX; apart with this AVX-512 machine's default kernels, and by
+         * 9e-8 / 1.2e-7 with Haswell's) */
         CHECK(pm_regress_predict(r1, rot, 7, c, err, sizeof err) == 0);
         double worst = 0;
         for (int i = 0; i < 7 * TB_B * 12; i++) worst = fmax(worst, fabs((double)a[i] - c[i]) / fmax(1.0, fabs((double)a[i])));
-        CHECK_MSG(worst <= 1e-5, "kind %d: a 7-frame prefix differs from the full prediction by %.3g", kind, worst);
+        CHECK_MSG(worst <= 1e-6, "kind %d: a 7-frame prefix differs from the full prediction by %.3g", kind, worst);
         pm_regress_free(r1), pm_regress_free(r2), pm_regress_free(r3);
     }
 }

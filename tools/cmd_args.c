@@ -4,8 +4,8 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-
 #include <sys/stat.h>
+
 #include "nn/params.h"
 #include "optim/checkpoint.h"
 #include "tools/cmd_args.h"

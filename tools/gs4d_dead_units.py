@@ -9,6 +9,8 @@ f = h5py.File(sys.argv[1]); P = f['params']
 import json, os
 m = json.load(open(os.path.join(os.path.dirname(sys.argv[1]), 'config.json')))['model']
 cfg = dict(freq_x=m['freq_x'], freq_t=m['freq_t'], skip=m['skip'])
+if cfg['freq_t'] < 0:
+    sys.exit('model.freq_t = -1 (derived from the data) is not stored in config.json; rerun with it set')
 mu = P['gaussians.means'][:].astype(np.float64)
 L = sorted({int(k.split('.')[2]) for k in P if k.startswith('deform.layers.')})
 def emb(x, K):

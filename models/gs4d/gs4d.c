@@ -755,14 +755,15 @@ int gs4d_recluster(Gs4dModel *m, const Gs4dData *d) {
 
 /* ---- dead trunk units (ReDo; Gs4dConfig.redo_every) ---- */
 
-/* element j of parameter t in the flat buffers: the same index in the Adam moments */
-static int64_t flat_index(const Gs4dModel *m, const Tensor *t, int64_t j) { return t->offset - m->params.flat->offset + j; }
+/* the flat buffers a recycling writes: parameters and both Adam moments (the same layout) */
+typedef struct {
+    float *p, *ea, *es;
+    int64_t base; /* the flat buffer's offset: parameter t's element j is at t->offset - base + j */
+} FlatRefs;
 
-static void zero_param(Gs4dModel *m, const Tensor *t, int64_t j) {
-    int64_t k = flat_index(m, t, j);
-    tensor_f32(m->params.flat)[k] = 0;
-    tensor_f32(m->optim.exp_avg)[k] = 0;
-    tensor_f32(m->optim.exp_avg_sq)[k] = 0;
+static void set_param(const FlatRefs *f, const Tensor *t, int64_t j, float v) {
+    int64_t k = t->offset - f->base + j;
+    f->p[k] = v, f->ea[k] = f->es[k] = 0;
 }
 
 /* recycles every trunk unit that is 0 for every canonical Gaussian at 5 times over [t0, t1];
@@ -786,6 +787,9 @@ static int64_t redo_host(Gs4dModel *m, double t0, double t1, TensorRng *rng) {
     tensor_scope_end(s);
     Draw dr = {.g = rng};
     int64_t revived = 0;
+    FlatRefs f = {tensor_f32(m->params.flat), tensor_f32(m->optim.exp_avg), tensor_f32(m->optim.exp_avg_sq),
+                  m->params.flat->offset};
+    bool he = cfg->trunk_init == GS4D_INIT_HE;
     NnLinear *heads[5] = {&m->mlp.mu, &m->mlp.scale, &m->mlp.rot, &m->mlp.color, &m->mlp.opacity};
     for (int i = 0; i < depth; i++) {
         NnLinear *l = &m->mlp.layer[i];
@@ -793,26 +797,20 @@ static int64_t redo_host(Gs4dModel *m, double t0, double t1, TensorRng *rng) {
         for (int j = 0; j < w; j++) {
             if (alive[i * w + j]) continue;
             revived++;
-            /* fresh incoming weights and bias, as gs4d_init draws them */
-            float *W = tensor_f32(m->params.flat);
-            for (int64_t c = 0; c < fan_in; c++) {
-                int64_t k = flat_index(m, l->weight, j * fan_in + c);
-                W[k] = (float)(cfg->trunk_init == GS4D_INIT_HE ? sqrt(2.0 / (double)fan_in) * draw_n(&dr)
-                                                               : (2 * draw_u(&dr) - 1) / sqrt((double)fan_in));
-                tensor_f32(m->optim.exp_avg)[k] = tensor_f32(m->optim.exp_avg_sq)[k] = 0;
-            }
-            int64_t kb = flat_index(m, l->bias, j);
-            W[kb] = cfg->trunk_init == GS4D_INIT_HE ? 0 : (float)((2 * draw_u(&dr) - 1) / sqrt((double)fan_in));
-            tensor_f32(m->optim.exp_avg)[kb] = tensor_f32(m->optim.exp_avg_sq)[kb] = 0;
+            /* fresh incoming weights and bias, drawn as gs4d_init's trunk init draws them */
+            for (int64_t c = 0; c < fan_in; c++)
+                set_param(&f, l->weight, j * fan_in + c,
+                          (float)(he ? sqrt(2.0 / (double)fan_in) * draw_n(&dr) : (2 * draw_u(&dr) - 1) / sqrt((double)fan_in)));
+            set_param(&f, l->bias, j, he ? 0.0f : (float)((2 * draw_u(&dr) - 1) / sqrt((double)fan_in)));
             /* outgoing weights to zero: the deformation is unchanged at this step */
             if (i + 1 < depth) {
                 NnLinear *nx = &m->mlp.layer[i + 1];
                 int64_t col = i + 1 == cfg->skip ? m->mlp.in_dim + j : j;
-                for (int64_t r = 0; r < nx->out; r++) zero_param(m, nx->weight, r * nx->in + col);
+                for (int64_t r = 0; r < nx->out; r++) set_param(&f, nx->weight, r * nx->in + col, 0);
             } else
                 for (int h = 0; h < 5; h++)
                     if (heads[h]->weight)
-                        for (int64_t r = 0; r < heads[h]->out; r++) zero_param(m, heads[h]->weight, r * heads[h]->in + j);
+                        for (int64_t r = 0; r < heads[h]->out; r++) set_param(&f, heads[h]->weight, r * heads[h]->in + j, 0);
         }
     }
     free(alive);
