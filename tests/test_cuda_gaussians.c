@@ -86,6 +86,7 @@ typedef struct {
     double size_lo, size_hi;   /* world scale range (log-uniform) */
     double culled_frac;        /* fraction placed behind the camera / before the near plane */
     double clamp_frac;         /* fraction with o ≈ 0.998 (α clamped at 0.99) */
+    double dilation;           /* GsRenderOptions.dilation; 0: the default */
 } SceneSpec;
 
 typedef struct {
@@ -93,10 +94,11 @@ typedef struct {
     double bg[3];
     int n_in;
     Tensor *in[5]; /* means, scales, opacities, colors, quats (host, f64) */
+    GsRenderOptions opt;
 } Scene;
 
 static Scene make_scene(const SceneSpec *sp, uint64_t seed) {
-    Scene s = {0};
+    Scene s = {.opt = {.dilation = sp->dilation > 0 ? sp->dilation : GS_DEFAULT_DILATION}};
     lcg = seed;
     double eye[3] = {0.3, -0.4, -4.0}, target[3] = {0, 0, 0}, up[3] = {0, -1, 0};
     s.cam = ds_camera_look_at(eye, target, up, sp->width, sp->height, 50.0);
@@ -139,7 +141,7 @@ static Scene make_scene(const SceneSpec *sp, uint64_t seed) {
 
 static GsRenderOut render(const Scene *s, Tensor *const *x) {
     GsGaussians g = {x[0], x[1], s->n_in > 4 ? x[4] : NULL, x[2], x[3]};
-    return gs_render(&g, &s->cam, s->bg);
+    return gs_render_with(&g, &s->cam, s->bg, &s->opt);
 }
 
 static const char *const in_names[5] = {"means", "scales", "opacities", "colors", "quats"};
@@ -220,6 +222,16 @@ TEST(cuda_gs_parity_iso_rgb_f64) {
     sp.iso = true, sp.sh_degree = -1, sp.n = 2500;
     Scene s = make_scene(&sp, 14);
     parity_scene("iso rgb f64", &s, TENSOR_F64);
+}
+
+/* The sharper low-pass filter of supersampled renders (gs4d's model.dilation): thinner splats,
+ * smaller radii and tile lists, the same on both backends. */
+TEST(cuda_gs_parity_sharp_dilation_f32) {
+    need_device();
+    SceneSpec sp = BASE;
+    sp.dilation = 0.05;
+    Scene s = make_scene(&sp, 16);
+    parity_scene("aniso sh3 f32, dilation 0.05", &s, TENSOR_F32);
 }
 
 /* Many small, faint Gaussians over a small image: tile lists of many hundreds (several 256-splat

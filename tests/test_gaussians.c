@@ -74,11 +74,12 @@ typedef struct {
     double bg[3];
     int n_in; /* 4 (isotropic) or 5 */
     Tensor *in[5]; /* means, scales, opacities, colors, quats */
+    GsRenderOptions opt;
 } Scene;
 
 /* sh_degree −1: plain RGB colors */
 static Scene make_scene(bool iso, int sh_degree, TensorDType dt) {
-    Scene s = {0};
+    Scene s = {.opt = GS_RENDER_DEFAULTS};
     double eye[3] = {0.4, -0.6, -3.2}, target[3] = {0, 0, 0};
     s.cam = test_camera(GC_W, GC_H, 20.0, eye, target);
     s.bg[0] = 0.2, s.bg[1] = 0.5, s.bg[2] = 0.9;
@@ -108,7 +109,7 @@ static Scene make_scene(bool iso, int sh_degree, TensorDType dt) {
 
 static GsRenderOut scene_render(const Scene *s, Tensor *const *x) {
     GsGaussians g = {x[0], x[1], s->n_in > 4 ? x[4] : NULL, x[2], x[3]};
-    return gs_render(&g, &s->cam, s->bg);
+    return gs_render_with(&g, &s->cam, s->bg, &s->opt);
 }
 
 /* every output, flattened: image, alpha, depth */
@@ -121,8 +122,9 @@ static Tensor *render_all(int n, Tensor *const *x, void *user) {
 
 static const char *const in_names[5] = {"means", "scales", "opacities", "colors", "quats"};
 
-static void gradcheck_scene(bool iso, int sh_degree) {
+static void gradcheck_scene(bool iso, int sh_degree, double dilation) {
     Scene s = make_scene(iso, sh_degree, TENSOR_F64);
+    s.opt.dilation = dilation;
     GsRenderOut r = scene_render(&s, s.in);
     const int64_t *radii = tensor_i64(r.radii);
     for (int i = 0; i < NG; i++)
@@ -157,16 +159,23 @@ static void gradcheck_scene(bool iso, int sh_degree) {
     }
 }
 
-TEST(gs_gradcheck_aniso_sh3) { gradcheck_scene(false, 3); }
-TEST(gs_gradcheck_aniso_sh1) { gradcheck_scene(false, 1); }
-TEST(gs_gradcheck_aniso_rgb) { gradcheck_scene(false, -1); }
-TEST(gs_gradcheck_iso_sh0) { gradcheck_scene(true, 0); }
-TEST(gs_gradcheck_iso_sh3) { gradcheck_scene(true, 3); }
-TEST(gs_gradcheck_iso_rgb) { gradcheck_scene(true, -1); }
+TEST(gs_gradcheck_aniso_sh3) { gradcheck_scene(false, 3, GS_DEFAULT_DILATION); }
+TEST(gs_gradcheck_aniso_sh1) { gradcheck_scene(false, 1, GS_DEFAULT_DILATION); }
+TEST(gs_gradcheck_aniso_rgb) { gradcheck_scene(false, -1, GS_DEFAULT_DILATION); }
+TEST(gs_gradcheck_iso_sh0) { gradcheck_scene(true, 0, GS_DEFAULT_DILATION); }
+TEST(gs_gradcheck_iso_sh3) { gradcheck_scene(true, 3, GS_DEFAULT_DILATION); }
+TEST(gs_gradcheck_iso_rgb) { gradcheck_scene(true, -1, GS_DEFAULT_DILATION); }
+/* a smaller and a larger low-pass dilation (GsRenderOptions). The render is discontinuous where
+ * a pixel crosses a splat's α = 1/255 cutoff (3DGS skips such contributions); a gradcheck holds
+ * only where no pixel lies within the finite-difference step of it. With dilation 1.0 one does
+ * here: means[0]'s finite difference depends on the step (9.7 at 1e-6, 3.3 at 1e-7) where the
+ * analytic gradient is 2.6. */
+TEST(gs_gradcheck_aniso_sharp) { gradcheck_scene(false, 3, 0.02); }
+TEST(gs_gradcheck_iso_wide) { gradcheck_scene(true, 1, 0.6); }
 
 /* ---- one Gaussian renders its analytic footprint ----------------------------------------- */
 
-static void footprint(TensorDType dt, double tol) {
+static void footprint(TensorDType dt, double tol, double dilation) {
     /* camera at the origin looking down +z: t = μ, W = I */
     DsCamera cam = {.width = 40, .height = 36, .fx = 30, .fy = 34, .cx = 19.3, .cy = 17.6, .znear = 0.01};
     cam.R[0] = cam.R[4] = cam.R[8] = 1;
@@ -180,9 +189,9 @@ static void footprint(TensorDType dt, double tol) {
     GsGaussians g = {tensor_from_f64(TENSOR_SHAPE(1, 3), dt, mu), tensor_from_f64(TENSOR_SHAPE(1, 3), dt, ls),
                      tensor_from_f64(TENSOR_SHAPE(1, 4), dt, q), tensor_from_f64(TENSOR_SHAPE(1), dt, &oraw),
                      tensor_from_f64(TENSOR_SHAPE(1, 3), dt, rgb)};
-    GsRenderOut r = gs_render(&g, &cam, bg);
+    GsRenderOut r = gs_render_with(&g, &cam, bg, &(GsRenderOptions){.dilation = dilation});
 
-    /* independently: Σ = R diag(s²) Rᵀ, J of the pinhole at μ, Σ' = J Σ Jᵀ + 0.3 I */
+    /* independently: Σ = R diag(s²) Rᵀ, J of the pinhole at μ, Σ' = J Σ Jᵀ + dilation I */
     double n = sqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3]);
     double w = q[0] / n, x = q[1] / n, y = q[2] / n, z = q[3] / n;
     double R[3][3] = {{1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)},
@@ -193,7 +202,7 @@ static void footprint(TensorDType dt, double tol) {
         for (int j = 0; j < 3; j++)
             for (int k = 0; k < 3; k++) S[i][j] += R[i][k] * exp(2 * ls[k]) * R[j][k];
     double J[2][3] = {{cam.fx / mu[2], 0, -cam.fx * mu[0] / (mu[2] * mu[2])}, {0, cam.fy / mu[2], -cam.fy * mu[1] / (mu[2] * mu[2])}};
-    double C[2][2] = {{0.3, 0}, {0, 0.3}};
+    double C[2][2] = {{dilation, 0}, {0, dilation}};
     for (int a = 0; a < 2; a++)
         for (int b = 0; b < 2; b++)
             for (int i = 0; i < 3; i++)
@@ -228,8 +237,14 @@ static void footprint(TensorDType dt, double tol) {
     CHECK_MSG(inside > 100, "only %d pixels compared", inside);
 }
 
-TEST(gs_footprint_f64) { footprint(TENSOR_F64, 1e-12); }
-TEST(gs_footprint_f32) { footprint(TENSOR_F32, 1e-6); }
+TEST(gs_footprint_f64) { footprint(TENSOR_F64, 1e-12, GS_DEFAULT_DILATION); }
+TEST(gs_footprint_f32) { footprint(TENSOR_F32, 1e-6, GS_DEFAULT_DILATION); }
+/* the footprint follows the dilation (none at all, a sharper and a wider one) */
+TEST(gs_footprint_dilations) {
+    footprint(TENSOR_F64, 1e-12, 0);
+    footprint(TENSOR_F64, 1e-12, 0.05);
+    footprint(TENSOR_F64, 1e-12, 1.5);
+}
 
 /* ---- front-to-back order, saturation, f32 ≡ f64, thread determinism ---------------------- */
 
@@ -363,11 +378,24 @@ static void bad_colors(void *arg) {
     gs_render(&g, &cam, NULL);
 }
 
+static void bad_dilation(void *arg) {
+    DsCamera cam = {.width = 8, .height = 8, .fx = 8, .fy = 8, .cx = 4, .cy = 4};
+    GsGaussians g = {tensor_zeros(TENSOR_SHAPE(2, 3), TENSOR_F32), tensor_zeros(TENSOR_SHAPE(2, 1), TENSOR_F32), NULL,
+                     tensor_zeros(TENSOR_SHAPE(2, 1), TENSOR_F32), tensor_zeros(TENSOR_SHAPE(2, 3), TENSOR_F32)};
+    gs_render_with(&g, &cam, NULL, &(GsRenderOptions){.dilation = *(const double *)arg});
+}
+
 TEST(gs_bad_input_message) {
     char buf[1024];
     int st = test_run_child(bad_colors, NULL, buf, sizeof buf);
     CHECK(st != 0);
     CHECK_MSG(strstr(buf, "gs_render") && strstr(buf, "[2, 5, 3]"), "message: %s", buf);
+    const double bad[2] = {-0.1, NAN};
+    for (int k = 0; k < 2; k++) {
+        st = test_run_child(bad_dilation, (void *)&bad[k], buf, sizeof buf);
+        CHECK(st != 0);
+        CHECK_MSG(strstr(buf, "gs_render") && strstr(buf, "dilation"), "message: %s", buf);
+    }
 }
 
 /* ---- photometric loss against PyTorch (tests/oracle/make_ssim_fixtures.py) --------------- */

@@ -1158,7 +1158,8 @@ TEST(gs4d_time_curriculum_carves_and_picks) {
 
 /* cfg.supersample = 2: every render is the 2×2 block mean of the render through the camera at
  * twice the resolution (pixel centers at x + 0.5, so the blocks tile the pixels exactly), which
- * differs from the plain render (the dilation and the edges), and training through it runs. */
+ * differs from the plain render (the dilation and the edges), and training through it runs.
+ * cfg.dilation reaches every render: the 2× render is made with it, and it changes the image. */
 TEST(gs4d_supersample_renders_block_means) {
     TensorScope *sc = tensor_scope_begin();
     Gs4dSynth s;
@@ -1168,7 +1169,7 @@ TEST(gs4d_supersample_renders_block_means) {
     CHECK_MSG(gs4d_data_make(s.train, s.n_train, &d, err, sizeof err) == 0, "%s", err);
     int64_t iters = 30;
     Gs4dConfig c = tiny_config(iters);
-    c.n = 200, c.supersample = 2, c.densify_every = 0, c.reset_every = 0, c.arap_weight = 0;
+    c.n = 200, c.supersample = 2, c.dilation = 0.1, c.densify_every = 0, c.reset_every = 0, c.arap_weight = 0;
     Gs4dModel m;
     gs4d_init(&m, &c, &d, NULL);
     const double bg[3] = {0.2, 0.5, 0.9};
@@ -1179,22 +1180,29 @@ TEST(gs4d_supersample_renders_block_means) {
     DsCamera c2 = *cam;
     c2.width *= 2, c2.height *= 2, c2.fx *= 2, c2.fy *= 2, c2.cx *= 2, c2.cy *= 2;
     GsGaussians g = gs4d_canonical(&m);
-    const float *big = tensor_f32(tensor_contiguous(gs_render(&g, &c2, bg).image));
-    const float *one = tensor_f32(tensor_contiguous(gs_render(&g, cam, bg).image));
+    const GsRenderOptions sharp = {.dilation = 0.1};
+    const float *big = tensor_f32(tensor_contiguous(gs_render_with(&g, &c2, bg, &sharp).image));
+    const float *big_default = tensor_f32(tensor_contiguous(gs_render(&g, &c2, bg).image));
+    const float *one = tensor_f32(tensor_contiguous(gs_render_with(&g, cam, bg, &sharp).image));
     const float *ss = tensor_f32(img);
-    double worst = 0, differ = 0;
+    double worst = 0, differ = 0, by_dilation = 0;
     for (int y = 0; y < h; y++)
         for (int x = 0; x < w; x++)
             for (int a = 0; a < 3; a++) {
-                double mean = 0;
+                double mean = 0, mean_default = 0;
                 for (int dy = 0; dy < 2; dy++)
-                    for (int dx = 0; dx < 2; dx++) mean += 0.25 * big[((2 * y + dy) * 2 * w + 2 * x + dx) * 3 + a];
+                    for (int dx = 0; dx < 2; dx++) {
+                        mean += 0.25 * big[((2 * y + dy) * 2 * w + 2 * x + dx) * 3 + a];
+                        mean_default += 0.25 * big_default[((2 * y + dy) * 2 * w + 2 * x + dx) * 3 + a];
+                    }
                 int i = (y * w + x) * 3 + a;
                 worst = fmax(worst, fabs(ss[i] - mean));
                 differ = fmax(differ, fabs(ss[i] - one[i]));
+                by_dilation = fmax(by_dilation, fabs(ss[i] - mean_default));
             }
     CHECK_MSG(worst < 1e-6, "supersampled render vs block means of the 2x render: %g", worst);
     CHECK_MSG(differ > 1e-3, "the supersampled render equals the plain one (%g)", differ);
+    CHECK_MSG(by_dilation > 1e-3, "dilation 0.1 renders as the default 0.3 does (%g)", by_dilation);
     TensorRng rng = {.seed = 2, .stream = 3};
     Gs4dStepInfo info;
     double first = 0, last = 0;

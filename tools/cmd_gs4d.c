@@ -77,7 +77,7 @@ typedef struct {
     struct {
         int64_t n, depth, width, skip, freq_x, freq_t, supersample;
         bool isotropic, deform_color, deform_opacity;
-        double init_opacity, init_scale, head_init;
+        double init_opacity, init_scale, head_init, dilation;
         char trunk_init[16];
     } model;
     struct {
@@ -123,6 +123,8 @@ static const DsConfigField MODEL_FIELDS[] = {
      .help = "the MLP's ReLU layers: torch (PyTorch's Linear default) or he (N(0, 2/fan_in), zero bias; Gs4dConfig.trunk_init)"},
     {"supersample", DS_CFG_INT, F(model, supersample), "1", 1, 8,
      .help = "render at k x the resolution and box-average (1: off; Gs4dConfig.supersample)"},
+    {"dilation", DS_CFG_FLOAT, F(model, dilation), "0.3", 0, 10,
+     .help = "px^2 added to every splat's screen covariance, in supersampled pixels (0.3: 3DGS; Gs4dConfig.dilation)"},
     {0}};
 static const DsConfigField OPTIM_FIELDS[] = {
     {"lr_means", DS_CFG_FLOAT, F(optim, lr_means), "1.6e-4", 0, 1, .help = "x scene extent"},
@@ -195,7 +197,7 @@ static Gs4dConfig model_config(const Gs4dCmdConfig *c) {
     g.depth = (int)c->model.depth, g.width = (int)c->model.width, g.skip = (int)c->model.skip;
     g.freq_x = (int)c->model.freq_x, g.freq_t = (int)c->model.freq_t;
     g.deform_color = c->model.deform_color, g.deform_opacity = c->model.deform_opacity, g.head_init = c->model.head_init;
-    g.supersample = (int)c->model.supersample;
+    g.supersample = (int)c->model.supersample, g.dilation = c->model.dilation;
     g.trunk_init = strcmp(c->model.trunk_init, "he") ? GS4D_INIT_TORCH : GS4D_INIT_HE;
     g.lr_means = c->optim.lr_means, g.lr_means_final = c->optim.lr_means_final;
     g.lr_deform = c->optim.lr_deform, g.lr_deform_final = c->optim.lr_deform_final, g.lr_steps = c->train.iters;
@@ -874,16 +876,17 @@ static int gs4d_eval_main(int argc, char **argv) {
                 if (r1 + r2 > 1) r1 = 1 - r1, r2 = 1 - r2;
                 tri[i] = lo, bary[2 * i] = r1, bary[2 * i + 1] = r2;
             }
-            /* a pixel's footprint at the scene center, and the rasterizer's 0.3 px² screen-space
-             * dilation of every Gaussian (σ ≥ 0.55 px on screen) in world units: the resolution's
-             * own limit; σ_eff = √(σ² + dilation) is the blur a Gaussian's silhouette has */
+            /* a pixel's footprint at the scene center, and the rasterizer's screen-space dilation
+             * of every Gaussian (model.dilation px², 0.3 by default: σ ≥ 0.55 px on screen) in world
+             * units: the resolution's own limit; σ_eff = √(σ² + dilation) is the blur a Gaussian's
+             * silhouette has */
             double o[3], px;
             ds_camera_center(&dte.views[0].cam, o);
             px = sqrt((o[0] - dte.center[0]) * (o[0] - dte.center[0]) + (o[1] - dte.center[1]) * (o[1] - dte.center[1]) +
                       (o[2] - dte.center[2]) * (o[2] - dte.center[2])) / dte.views[0].cam.fx;
             /* (rendered at supersample × the resolution, the dilation is that much smaller) */
             double ssk = mc.supersample > 1 ? mc.supersample : 1;
-            double dil2 = 0.3 * px * px / (ssk * ssk), med_eff = 0, med_scale = 0;
+            double dil2 = mc.dilation * px * px / (ssk * ssk), med_eff = 0, med_scale = 0;
             double diag_mean = 0, cham = 0, cham_max = 0, side_cs = 0, side_sc = 0, floor_c = 0, inside = 0, med_sig = 0, nvis_mean = 0;
             static const double QUANT[5] = {0.05, 0.25, 0.5, 0.75, 0.95};
             double squant[5] = {0};

@@ -90,7 +90,7 @@ typedef struct {
     double rx, ry;      /* t_x/t_z, t_y/t_z after the field-of-view clamp (J only, step 2) */
     int rx_in, ry_in;   /* 1 when the clamp was inactive (the ratio's gradient passes) */
     double Tm[6];       /* J W, 2×3 */
-    double cov[4];      /* Σ' = J W Σ Wᵀ Jᵀ + 0.3 I, 2×2 (step 3) */
+    double cov[4];      /* Σ' = J W Σ Wᵀ Jᵀ + d I, 2×2 (step 3) */
     double Q[4];        /* conic Σ'⁻¹ */
     double mean2d[2];   /* μ' (step 4) */
     double o;           /* sigmoid(raw opacity) */
@@ -151,8 +151,8 @@ GS_HD static inline int gs_project(const GsRasterInputs *in, const double campos
     for (int r = 0; r < 2; r++)
         for (int c = 0; c < 3; c++) p->Tm[3 * r + c] = J[3 * r] * W[c] + J[3 * r + 1] * W[3 + c] + J[3 * r + 2] * W[6 + c];
 
-    /* Step 3: Σ' = T Σ Tᵀ + 0.3 I (the dilation is the screen-space low-pass filter of EWA
-     * splatting: every splat covers at least about a pixel). */
+    /* Step 3: Σ' = T Σ Tᵀ + d I (the dilation d, 0.3 px² by default, is the screen-space
+     * low-pass filter of EWA splatting: every splat covers at least about a pixel). */
     double TS[6];
     for (int r = 0; r < 2; r++)
         for (int c = 0; c < 3; c++)
@@ -160,7 +160,7 @@ GS_HD static inline int gs_project(const GsRasterInputs *in, const double campos
     for (int r = 0; r < 2; r++)
         for (int c = 0; c < 2; c++)
             p->cov[2 * r + c] = TS[3 * r] * p->Tm[3 * c] + TS[3 * r + 1] * p->Tm[3 * c + 1] + TS[3 * r + 2] * p->Tm[3 * c + 2];
-    p->cov[0] += GS_DILATION, p->cov[3] += GS_DILATION;
+    p->cov[0] += in->dilation, p->cov[3] += in->dilation;
     p->cov[1] = p->cov[2] = 0.5 * (p->cov[1] + p->cov[2]); /* exactly symmetric */
     double det = p->cov[0] * p->cov[3] - p->cov[1] * p->cov[1];
     if (!(det > 0)) return 0;

@@ -16,7 +16,6 @@
 #include <stdint.h>
 
 #define GS_TILE 16                  /* tile side in pixels (gaussianimate.md §1 step 5) */
-#define GS_DILATION 0.3             /* low-pass filter added to Σ' (EWA, §1 step 3) */
 #define GS_ALPHA_MAX 0.99           /* α clamp (§1 step 6) */
 #define GS_ALPHA_MIN (1.0 / 255.0)  /* skip contributions below one 8-bit level */
 #define GS_T_MIN 1e-4               /* stop once transmittance would fall below */
@@ -45,6 +44,7 @@ typedef struct {
     int sh_degree;     /* 0..3, or -1 for plain RGB colors (N, 3) used as they are */
     int sh_coeffs;     /* (sh_degree + 1)², 1 for plain RGB */
     bool isotropic;    /* scales (N, 1), no quaternions: Σ = s² I */
+    double dilation;   /* px² added to Σ's diagonal: the EWA low-pass filter (§1 step 3) */
     const double *means;     /* n × 3 */
     const double *scales;    /* n × 3 (or n × 1), raw: s = exp(raw) */
     const double *quats;     /* n × 4 raw (w, x, y, z), NULL when isotropic */

@@ -3,6 +3,7 @@
  * TENSOR_CUDA tensors, whose arrays are then device f64 tensors of the current scope) and
  * registers forward and backward with ag_custom_apply. The op's single output is the packed (H, W, 5) image; gs_render hands out views
  * of it, so gradients of image, alpha and depth all flow back through one node. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -212,9 +213,17 @@ static void check_input(const char *what, const Tensor *t, const Tensor *ref, in
 }
 
 GsRenderOut gs_render(const GsGaussians *g, const DsCamera *cam, const double background[3]) {
+    return gs_render_with(g, cam, background, NULL);
+}
+
+GsRenderOut gs_render_with(const GsGaussians *g, const DsCamera *cam, const double background[3],
+                           const GsRenderOptions *opt) {
     char b[128];
+    GsRenderOptions o = opt ? *opt : GS_RENDER_DEFAULTS;
     if (!g || !g->means || !g->scales || !g->opacities || !g->colors)
         tensor_fail("gs_render", "means, scales, opacities and colors are required");
+    if (!(o.dilation >= 0) || !isfinite(o.dilation))
+        tensor_fail("gs_render", "dilation %g px^2: must be finite and >= 0", o.dilation);
     Tensor *m = g->means;
     if (m->ndim != 2 || m->shape[1] != 3) tensor_fail("gs_render", "means must be (N, 3), got %s", tensor_shape_str(m, b));
     if (m->dtype != TENSOR_F32 && m->dtype != TENSOR_F64)
@@ -255,6 +264,7 @@ GsRenderOut gs_render(const GsGaussians *g, const DsCamera *cam, const double ba
     in->znear = cam->znear > 0 ? cam->znear : 0.01;
     for (int c = 0; c < 3; c++) in->bg[c] = background ? background[c] : 0;
     in->sh_degree = deg, in->sh_coeffs = coeffs, in->isotropic = iso;
+    in->dilation = o.dilation;
     TensorDevice dev = tensor_device(m);
     ctx.be = &gs_raster_backend_cpu;
     if (dev == TENSOR_CUDA) {

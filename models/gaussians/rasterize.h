@@ -46,7 +46,22 @@ typedef struct {
     Tensor *mean2d_grad;
 } GsRenderOut;
 
-/* Render g through cam (width × height from cam) over background (RGB; NULL = black). */
+/* What a render does beyond the camera. */
+typedef struct {
+    /* px² added to every splat's screen-space covariance Σ' (the low-pass filter of EWA
+     * splatting; 3DGS uses 0.3, so every splat covers about a pixel). A smaller one draws sharper
+     * silhouettes, where antialiasing comes from elsewhere (supersampled renders). >= 0. */
+    double dilation;
+} GsRenderOptions;
+
+#define GS_DEFAULT_DILATION 0.3
+#define GS_RENDER_DEFAULTS ((GsRenderOptions){.dilation = GS_DEFAULT_DILATION})
+
+/* Render g through cam (width × height from cam) over background (RGB; NULL = black), with the
+ * default options. */
 GsRenderOut gs_render(const GsGaussians *g, const DsCamera *cam, const double background[3]);
+/* The same with options (NULL: GS_RENDER_DEFAULTS). */
+GsRenderOut gs_render_with(const GsGaussians *g, const DsCamera *cam, const double background[3],
+                           const GsRenderOptions *opt);
 
 #endif

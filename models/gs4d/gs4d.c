@@ -18,7 +18,7 @@ Gs4dConfig gs4d_defaults(void) {
         .n = 20000, .isotropic = true, .seed = 0, .init_opacity = 0.1, .init_scale = 0.5,
         /* Deformable 3DGS (Yang et al. 2024): D = 8, W = 256, skip at 4, multires 10 / 6 */
         .depth = 8, .width = 256, .skip = 4, .freq_x = 10, .freq_t = 6,
-        .deform_color = false, .deform_opacity = false, .head_init = 1e-5, .supersample = 1,
+        .deform_color = false, .deform_opacity = false, .head_init = 1e-5, .supersample = 1, .dilation = GS_DEFAULT_DILATION,
         /* 3DGS position 1.6e-4 → 1.6e-6; Deformable 3DGS deform 8e-4 → 1.6e-6 (both × extent),
          * over the whole run; scaling 5e-3, rotation 1e-3, opacity 5e-2, feature 2.5e-3 */
         .lr_means = 1.6e-4, .lr_means_final = 1.6e-6, .lr_deform = 8e-4, .lr_deform_final = 1.6e-6,
@@ -517,12 +517,13 @@ int gs4d_pick_view(const Gs4dModel *m, const Gs4dData *d, int64_t step, int v) {
 
 GsRenderOut gs4d_render_set(const Gs4dModel *m, const GsGaussians *g, const DsCamera *cam, const double bg[3]) {
     int k = m->cfg.supersample > 1 ? m->cfg.supersample : 1;
-    if (k == 1) return gs_render(g, cam, bg);
+    GsRenderOptions ro = {.dilation = m->cfg.dilation};
+    if (k == 1) return gs_render_with(g, cam, bg, &ro);
     /* pixel centers at x + 0.5 (camera.h): scaling every intrinsic by k makes sub-pixel block
      * (x, y) of the k× image exactly pixel (x, y) of the camera's */
     DsCamera c = *cam;
     c.width *= k, c.height *= k, c.fx *= k, c.fy *= k, c.cx *= k, c.cy *= k;
-    GsRenderOut r = gs_render(g, &c, bg);
+    GsRenderOut r = gs_render_with(g, &c, bg, &ro);
     int64_t h = cam->height, w = cam->width;
     Tensor *blocks = tensor_reshape(r.image, 5, (int64_t[]){h, k, w, k, 3});
     r.image = tensor_mean(blocks, 2, (int[]){1, 3}, false);

@@ -98,6 +98,13 @@ typedef struct {
      * outside their centers, so the photometric fit sits the centers that far inside the surface
      * (issue 18's Chamfer distance); at k× the dilation is k× smaller in world units. */
     int supersample;
+    /* the rasterizer's low-pass dilation in px² of the rendered (supersampled) image
+     * (GsRenderOptions.dilation; 0.3 as 3DGS). Why smaller: a silhouette drawn by splats lies
+     * ~1.2 σ_eff outside the splats that draw it, so the fit sits their centers inside the surface
+     * by that much (Gaussians started exactly on the surface drift there); with supersampling the
+     * box filter already antialiases, and the dilation only needs to keep splats from falling
+     * between sub-pixel samples. */
+    double dilation;
     /* learning rates (3DGS / Deformable 3DGS); means and deform × extent, decaying to *_final */
     double lr_means, lr_means_final, lr_deform, lr_deform_final;
     int64_t lr_steps;
