@@ -109,14 +109,14 @@ static const DsConfigField MODEL_FIELDS[] = {
     {"n", DS_CFG_INT, F(model, n), "3000", 2, 1e8, .help = "Gaussians (a fixed budget)"},
     {"isotropic", DS_CFG_BOOL, F(model, isotropic), "true", NO_RANGE, .help = "one scale, no rotation (the paper)"},
     {"depth", DS_CFG_INT, F(model, depth), "8", 1, 32, .help = "MLP layers"},
-    {"width", DS_CFG_INT, F(model, width), "128", 1, 4096},
+    {"width", DS_CFG_INT, F(model, width), "128", 1, 4096, .help = "MLP units per layer"},
     {"skip", DS_CFG_INT, F(model, skip), "4", 0, 32, .help = "the input is concatenated again before this layer"},
     {"freq_x", DS_CFG_INT, F(model, freq_x), "10", 0, 32, .help = "positional encoding frequencies of x"},
     {"freq_t", DS_CFG_INT, F(model, freq_t), "6", -1, 32,
      .help = "positional encoding frequencies of t (-1: from the training times' spacing, gs4d_auto_freq_t)"},
     {"deform_color", DS_CFG_BOOL, F(model, deform_color), "false", NO_RANGE, .help = "a head for Δc"},
     {"deform_opacity", DS_CFG_BOOL, F(model, deform_opacity), "false", NO_RANGE, .help = "a head for Δo"},
-    {"init_opacity", DS_CFG_FLOAT, F(model, init_opacity), "0.1", 1e-4, 0.9999},
+    {"init_opacity", DS_CFG_FLOAT, F(model, init_opacity), "0.1", 1e-4, 0.9999, .help = "every Gaussian's opacity at init"},
     {"init_scale", DS_CFG_FLOAT, F(model, init_scale), "0.5", 1e-3, 10, .help = "x the mean spacing"},
     {"head_init", DS_CFG_FLOAT, F(model, head_init), "1e-5", 0, 1, .help = "std of the output heads' weights"},
     {"trunk_init", DS_CFG_STRING, F(model, trunk_init), "\"torch\"", NO_RANGE, .size = 16, .choices = TRUNK_INITS,
@@ -128,13 +128,13 @@ static const DsConfigField MODEL_FIELDS[] = {
     {0}};
 static const DsConfigField OPTIM_FIELDS[] = {
     {"lr_means", DS_CFG_FLOAT, F(optim, lr_means), "1.6e-4", 0, 1, .help = "x scene extent"},
-    {"lr_means_final", DS_CFG_FLOAT, F(optim, lr_means_final), "1.6e-6", 0, 1},
+    {"lr_means_final", DS_CFG_FLOAT, F(optim, lr_means_final), "1.6e-6", 0, 1, .help = "x scene extent, at the last step"},
     {"lr_deform", DS_CFG_FLOAT, F(optim, lr_deform), "8e-4", 0, 1, .help = "x scene extent (Deformable 3DGS)"},
-    {"lr_deform_final", DS_CFG_FLOAT, F(optim, lr_deform_final), "1.6e-6", 0, 1},
-    {"lr_scales", DS_CFG_FLOAT, F(optim, lr_scales), "5e-3", 0, 1},
-    {"lr_quats", DS_CFG_FLOAT, F(optim, lr_quats), "1e-3", 0, 1},
-    {"lr_opacity", DS_CFG_FLOAT, F(optim, lr_opacity), "5e-2", 0, 1},
-    {"lr_color", DS_CFG_FLOAT, F(optim, lr_color), "2.5e-3", 0, 1},
+    {"lr_deform_final", DS_CFG_FLOAT, F(optim, lr_deform_final), "1.6e-6", 0, 1, .help = "x scene extent, at the last step"},
+    {"lr_scales", DS_CFG_FLOAT, F(optim, lr_scales), "5e-3", 0, 1, .help = "log-scales (constant)"},
+    {"lr_quats", DS_CFG_FLOAT, F(optim, lr_quats), "1e-3", 0, 1, .help = "rotations, anisotropic only (constant)"},
+    {"lr_opacity", DS_CFG_FLOAT, F(optim, lr_opacity), "5e-2", 0, 1, .help = "opacity logits (constant)"},
+    {"lr_color", DS_CFG_FLOAT, F(optim, lr_color), "2.5e-3", 0, 1, .help = "colors (constant)"},
     {"lambda", DS_CFG_FLOAT, F(optim, lambda), "0.2", 0, 1, .help = "D-SSIM weight"},
     {"reg_opacity", DS_CFG_FLOAT, F(optim, reg_opacity), "0", 0, 100,
      .help = "x mean opacity (3DGS-MCMC's 0.01): occluded inner Gaussians die and are relocated"},
@@ -148,7 +148,7 @@ static const DsConfigField OPTIM_FIELDS[] = {
      .help = "Adam eps of the deformation MLP (1e-15: the 3DGS optimizer's; 1e-8: PyTorch's default)"},
     {0}};
 static const DsConfigField TRAIN_FIELDS[] = {
-    {"iters", DS_CFG_INT, F(train, iters), "8000", 1, 1e9},
+    {"iters", DS_CFG_INT, F(train, iters), "8000", 1, 1e9, .help = "optimization steps in all, warm-up included"},
     {"turntable_frames", DS_CFG_INT, F(train, turntable_frames), "48", 1, 10000,
      .help = "frames of RUN/turntable.gif (one orbit while time runs 0 to 1)"},
     {"batch", DS_CFG_INT, F(train, batch), "1", 1, 4096,
@@ -162,11 +162,12 @@ static const DsConfigField TRAIN_FIELDS[] = {
              "run over the steps after the ramp, so the last times admitted meet the full rates"},
     {"log_every", DS_CFG_INT, F(train, log_every), "200", 1, 1e9, .help = "JSONL line + held-out PSNR"},
     {"ckpt_every", DS_CFG_INT, F(train, ckpt_every), "1000", 0, 1e9, .help = "checkpoint period (0: end only)"},
-    {"densify_every", DS_CFG_INT, F(train, densify_every), "100", 0, 1e9},
+    {"densify_every", DS_CFG_INT, F(train, densify_every), "100", 0, 1e9, .help = "clone/split/prune period (0: never)"},
     {"refine_frac", DS_CFG_FLOAT, F(train, refine_frac), "0.5", 0, 1,
      .help = "densification and opacity resets stop after this fraction of the iterations"},
     {"reset_every", DS_CFG_INT, F(train, reset_every), "0", 0, 1e9, .help = "opacity reset period (0: never)"},
-    {"prune_opacity", DS_CFG_FLOAT, F(train, prune_opacity), "0.005", 0, 0.5},
+    {"prune_opacity", DS_CFG_FLOAT, F(train, prune_opacity), "0.005", 0, 0.5,
+     .help = "Gaussians below this opacity are relocated at densification"},
     {"densify_grad", DS_CFG_FLOAT, F(train, densify_grad), "2e-4", 0, 1, .help = "3DGS's NDC gradient threshold"},
     {"split_scale", DS_CFG_FLOAT, F(train, split_scale), "0.01", 0, 1, .help = "split above this x extent, else clone"},
     {"arap_weight", DS_CFG_FLOAT, F(train, arap_weight), "1", 0, 1e6, .help = "ARAP + distance loss weight (0: off)"},
@@ -174,7 +175,8 @@ static const DsConfigField TRAIN_FIELDS[] = {
     {"knn_every", DS_CFG_INT, F(train, knn_every), "100", 0, 1e9, .help = "recompute the ARAP neighbors every N steps"},
     {"redo_every", DS_CFG_INT, F(train, redo_every), "0", 0, 1e9,
      .help = "recycle the deformation MLP's dead ReLU units every N deformation steps (0: off; Gs4dConfig.redo_every)"},
-    {"random_background", DS_CFG_BOOL, F(train, random_background), "true", NO_RANGE},
+    {"random_background", DS_CFG_BOOL, F(train, random_background), "true", NO_RANGE,
+     .help = "a random background color per step behind the RGBA targets (else a fixed one)"},
     {"recluster_every", DS_CFG_INT, F(train, recluster_every), "0", 0, 1e9,
      .help = "every N deformation steps, the ARAP clusters become Skelebones' LBG-VQ motion clusters of the "
              "current trajectories (0: one cluster throughout)"},
@@ -183,7 +185,8 @@ static const DsConfigField TRAIN_FIELDS[] = {
      .help = "training times (evenly picked) whose trajectories LBG-VQ sees"},
     {0}};
 static const DsConfigField GS4D_SCHEMA[] = {
-    {"seed", DS_CFG_INT, offsetof(Gs4dCmdConfig, seed), "0", 0, 9e15},
+    {"seed", DS_CFG_INT, offsetof(Gs4dCmdConfig, seed), "0", 0, 9e15,
+     .help = "seed of the Gaussians' and MLP's init, the view order and the random backgrounds"},
     {"data", DS_CFG_OBJECT, offsetof(Gs4dCmdConfig, data), .fields = DATA_FIELDS},
     {"model", DS_CFG_OBJECT, offsetof(Gs4dCmdConfig, model), .fields = MODEL_FIELDS},
     {"optim", DS_CFG_OBJECT, offsetof(Gs4dCmdConfig, optim), .fields = OPTIM_FIELDS},
@@ -533,7 +536,8 @@ static int gs4d_fit_run(int argc, char **argv, OptimComm *comm) {
         {0}};
     const CmdArgSpec spec = {"anima gs4d fit", "--data DIR [--config FILE] [--out RUN] [--resume|--force] [options]",
                              FIT_ABOUT, args, "SIGINT/SIGTERM finish the current step, checkpoint and exit 130/143.\n"
-                             "Data parallel: mpirun -np N anima gs4d fit ... (train.batch views per step, sharded; rank 0 writes).\n"};
+                             "Data parallel: mpirun -np N anima gs4d fit ... (train.batch views per step, sharded; rank 0 writes).\n",
+                             .keys = GS4D_SCHEMA};
     int prc = cmd_args_parse(&spec, argc, argv, 1, errf, NULL, NULL);
     if (prc) return prc == CMD_ARGS_HELP ? 0 : 2;
     Gs4dCmdConfig cfg;
