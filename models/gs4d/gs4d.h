@@ -100,10 +100,11 @@ typedef struct {
     int supersample;
     /* the rasterizer's low-pass dilation in px² of the rendered (supersampled) image
      * (GsRenderOptions.dilation; 0.3 as 3DGS). Why smaller: a silhouette drawn by splats lies
-     * ~1.2 σ_eff outside the splats that draw it, so the fit sits their centers inside the surface
-     * by that much (Gaussians started exactly on the surface drift there); with supersampling the
-     * box filter already antialiases, and the dilation only needs to keep splats from falling
-     * between sub-pixel samples. */
+     * outside the splats that draw it (an edge-on disc's alpha halves ~1.2 σ_eff from its center),
+     * so the photometric optimum sits their centers inside the surface (Gaussians started exactly
+     * on the surface sink there: docs/gaussianimate.md §3, session 25); with supersampling the box
+     * filter already antialiases, and the dilation only needs to keep splats from falling between
+     * sub-pixel samples. Thin sheets (the bird's wings) can fit worse with less (one seed of two). */
     double dilation;
     /* learning rates (3DGS / Deformable 3DGS); means and deform × extent, decaying to *_final */
     double lr_means, lr_means_final, lr_deform, lr_deform_final;
