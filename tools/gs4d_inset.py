@@ -6,9 +6,19 @@ usage: /usr/bin/python3 tools/gs4d_inset.py RUN/canonical.ply DATA/gt.h5   (a st
 """
 import sys, numpy as np, h5py, torch
 ply, gt = sys.argv[1], sys.argv[2]
-raw = open(ply, 'rb').read(); hdr = raw.index(b'end_header\n') + 11
-P = np.frombuffer(raw[hdr:], np.float32).reshape(-1, 17).astype(np.float64)
-mu = P[:, 0:3]; op = 1 / (1 + np.exp(-P[:, 9])); S = np.exp(P[:, 10:13]); q = P[:, 13:17]
+raw = open(ply, 'rb').read(); hdr = raw.find(b'end_header\n') + 11
+if hdr < 11:
+    sys.exit('%s: no PLY header' % ply)
+# a standard 3DGS PLY of float properties, found by name (any SH degree)
+props = [l.split()[-1].decode() for l in raw[:hdr].split(b'\n') if l.startswith(b'property float ')]
+need = ['x', 'y', 'z', 'opacity', 'scale_0', 'scale_1', 'scale_2', 'rot_0', 'rot_1', 'rot_2', 'rot_3']
+if b'binary_little_endian' not in raw[:hdr] or any(n not in props for n in need) or \
+        len(props) != raw[:hdr].count(b'property '):
+    sys.exit('%s: not an anisotropic 3DGS PLY of float properties (%s)' % (ply, ' '.join(props)))
+P = np.frombuffer(raw[hdr:], np.float32).reshape(-1, len(props)).astype(np.float64)
+col = {n: props.index(n) for n in need}
+mu = P[:, [col['x'], col['y'], col['z']]]; op = 1 / (1 + np.exp(-P[:, col['opacity']]))
+S = np.exp(P[:, [col['scale_0'], col['scale_1'], col['scale_2']]]); q = P[:, [col['rot_0'], col['rot_1'], col['rot_2'], col['rot_3']]]
 q = q / np.linalg.norm(q, axis=1, keepdims=True)
 w, x, y, z = q.T
 R = np.stack([np.stack([1-2*(y*y+z*z), 2*(x*y-w*z), 2*(x*z+w*y)], -1),
