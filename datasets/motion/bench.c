@@ -33,8 +33,8 @@ void ds_motion_bench_defaults(DsMotionBenchOptions *o) {
     memset(o, 0, sizeof *o);
     o->category = "humanoid";
     /* the category's own gait, 48 frames. The repertoire (--motion repertoire --frames 300) is what
-     * PartMM's database needs, but gs4d-small does not fit 300 frames in its 8000 steps (it stays
-     * at the static set's ~20 dB; docs/gaussianimate.md), so it is not the default until a gs4d
+     * PartMM's database needs, but gs4d-small does not fit 300 frames in its 16000 steps (20.8 dB,
+     * near the static set's ~20; docs/gaussianimate.md §3), so it is not the default until a gs4d
      * preset does (docs/partmm.md) */
     o->frames = 48, o->views = 24, o->size = 128, o->grid = 96, o->supersample = 2;
     o->holdout_every = 6, o->val_every = 4;
