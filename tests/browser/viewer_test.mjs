@@ -37,7 +37,8 @@ function startServer(args) {
   return new Promise((resolve, reject) => {
     // VIEWER_TEST_WRAP="valgrind -q ...": the server under a checker (while developing)
     const wrap = (process.env.VIEWER_TEST_WRAP || '').split(' ').filter(Boolean);
-    const cmd = [...wrap, path.join(root, 'anima'), 'view', '--port', '0', ...args];
+    // three.js from this build's web-deps (a SANITIZE=1 run has them in build-san, not the default build/)
+    const cmd = [...wrap, path.join(root, 'anima'), 'view', '--port', '0', '--modules', path.join(root, build, 'web/node_modules'), ...args];
     const proc = spawn(cmd[0], cmd.slice(1), { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '', err = '';
     // the server optimizes its cubature before it listens: seconds alone, minutes on a busy machine
