@@ -75,14 +75,14 @@ typedef struct {
         int64_t size, frames, views, test_views;
     } data;
     struct {
-        int64_t n, depth, width, skip, freq_x, freq_t, supersample;
+        int64_t n, depth, width, skip, freq_x, freq_t, supersample, nodes, node_k, latent_dim;
         bool isotropic, deform_color, deform_opacity;
-        double init_opacity, init_scale, head_init, dilation;
-        char trunk_init[16];
+        double init_opacity, init_scale, head_init, dilation, node_radius;
+        char trunk_init[16], deform[16], time[16];
     } model;
     struct {
         double lr_means, lr_means_final, lr_deform, lr_deform_final, lr_scales, lr_quats, lr_opacity, lr_color, lambda;
-        double reg_opacity, reg_scale, reg_flat, silhouette, eps_deform;
+        double reg_opacity, reg_scale, reg_flat, silhouette, eps_deform, lr_nodes, lr_node_radius;
     } optim;
     struct {
         int64_t iters, batch, turntable_frames, warmup, time_ramp, log_every, ckpt_every, densify_every, reset_every, knn_every, arap_k;
@@ -105,6 +105,8 @@ static const DsConfigField DATA_FIELDS[] = {
     {"test_views", DS_CFG_INT, F(data, test_views), "2", 1, 1000, .help = "synthetic: held-out cameras per frame"},
     {0}};
 static const char *const TRUNK_INITS[] = {"torch", "he", NULL};
+static const char *const DEFORMS[] = {"mlp", "nodes", NULL};
+static const char *const TIME_CODES[] = {"fourier", "latent", "both", NULL};
 static const DsConfigField MODEL_FIELDS[] = {
     {"n", DS_CFG_INT, F(model, n), "3000", 2, 1e8, .help = "Gaussians (a fixed budget)"},
     {"isotropic", DS_CFG_BOOL, F(model, isotropic), "true", NO_RANGE, .help = "one scale, no rotation (the paper)"},
@@ -121,6 +123,17 @@ static const DsConfigField MODEL_FIELDS[] = {
     {"head_init", DS_CFG_FLOAT, F(model, head_init), "1e-5", 0, 1, .help = "std of the output heads' weights"},
     {"trunk_init", DS_CFG_STRING, F(model, trunk_init), "\"torch\"", NO_RANGE, .size = 16, .choices = TRUNK_INITS,
      .help = "the MLP's ReLU layers: torch (PyTorch's Linear default) or he (N(0, 2/fan_in), zero bias; Gs4dConfig.trunk_init)"},
+    {"deform", DS_CFG_STRING, F(model, deform), "\"mlp\"", NO_RANGE, .size = 16, .choices = DEFORMS,
+     .help = "the deformation model: mlp (D on every Gaussian, Deformable 3DGS) or nodes (D on sparse control "
+             "nodes that move the Gaussians by RBF-weighted blending, SC-GS; models/gs4d/nodes.h)"},
+    {"nodes", DS_CFG_INT, F(model, nodes), "512", 1, 1e7, .help = "control nodes (deform nodes; farthest-point sampled)"},
+    {"node_k", DS_CFG_INT, F(model, node_k), "4", 1, 64, .help = "nodes each Gaussian follows (deform nodes)"},
+    {"node_radius", DS_CFG_FLOAT, F(model, node_radius), "1", 1e-3, 100,
+     .help = "the nodes' initial RBF radius x their mean nearest-node distance (learned after)"},
+    {"time", DS_CFG_STRING, F(model, time), "\"fourier\"", NO_RANGE, .size = 16, .choices = TIME_CODES,
+     .help = "what D sees of t: fourier (gamma(t), freq_t), latent (a learned code per training frame, "
+             "interpolated between frames) or both"},
+    {"latent_dim", DS_CFG_INT, F(model, latent_dim), "32", 1, 4096, .help = "length of the per-frame codes (time latent|both)"},
     {"supersample", DS_CFG_INT, F(model, supersample), "1", 1, 8,
      .help = "render at k x the resolution and box-average (1: off; Gs4dConfig.supersample)"},
     {"dilation", DS_CFG_FLOAT, F(model, dilation), "0.3", 0, 10,
@@ -144,6 +157,9 @@ static const DsConfigField OPTIM_FIELDS[] = {
      .help = "x mean scale in world units (3DGS-MCMC's 0.01): small Gaussians whose centers sit on the surface"},
     {"reg_flat", DS_CFG_FLOAT, F(optim, reg_flat), "0", 0, 1e6,
      .help = "x mean smallest scale in world units (anisotropic): flat discs whose centers sit on the surface"},
+    {"lr_nodes", DS_CFG_FLOAT, F(optim, lr_nodes), "1.6e-4", 0, 1,
+     .help = "control node positions, x scene extent (decays as the means' rate)"},
+    {"lr_node_radius", DS_CFG_FLOAT, F(optim, lr_node_radius), "5e-3", 0, 1, .help = "control node log-radii (constant)"},
     {"eps_deform", DS_CFG_FLOAT, F(optim, eps_deform), "1e-15", 0, 1,
      .help = "Adam eps of the deformation MLP (1e-15: the 3DGS optimizer's; 1e-8: PyTorch's default)"},
     {0}};
@@ -202,6 +218,13 @@ static Gs4dConfig model_config(const Gs4dCmdConfig *c) {
     g.deform_color = c->model.deform_color, g.deform_opacity = c->model.deform_opacity, g.head_init = c->model.head_init;
     g.supersample = (int)c->model.supersample, g.dilation = c->model.dilation;
     g.trunk_init = strcmp(c->model.trunk_init, "he") ? GS4D_INIT_TORCH : GS4D_INIT_HE;
+    g.deform = strcmp(c->model.deform, "nodes") ? GS4D_DEFORM_MLP : GS4D_DEFORM_NODES;
+    g.nodes = c->model.nodes, g.node_k = (int)c->model.node_k, g.node_radius = c->model.node_radius;
+    g.time_code = !strcmp(c->model.time, "latent") ? GS4D_TIME_LATENT
+                  : !strcmp(c->model.time, "both") ? GS4D_TIME_BOTH
+                                                   : GS4D_TIME_FOURIER;
+    g.latent_dim = (int)c->model.latent_dim;
+    g.lr_nodes = c->optim.lr_nodes, g.lr_node_radius = c->optim.lr_node_radius;
     g.lr_means = c->optim.lr_means, g.lr_means_final = c->optim.lr_means_final;
     g.lr_deform = c->optim.lr_deform, g.lr_deform_final = c->optim.lr_deform_final, g.lr_steps = c->train.iters;
     g.lr_scales = c->optim.lr_scales, g.lr_quats = c->optim.lr_quats, g.lr_opacity = c->optim.lr_opacity;

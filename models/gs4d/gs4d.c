@@ -10,6 +10,7 @@
 #include "base/clock.h"
 #include "gs4d.h"
 #include "models/gaussians/loss.h"
+#include "nodes.h"
 
 #define SH_C0 0.28209479177387814 /* Y_0^0, gaussianimate.md §1 */
 
@@ -23,6 +24,8 @@ Gs4dConfig gs4d_defaults(void) {
          * over the whole run; scaling 5e-3, rotation 1e-3, opacity 5e-2, feature 2.5e-3 */
         .lr_means = 1.6e-4, .lr_means_final = 1.6e-6, .lr_deform = 8e-4, .lr_deform_final = 1.6e-6,
         .lr_steps = 40000, .lr_scales = 5e-3, .lr_quats = 1e-3, .lr_opacity = 5e-2, .lr_color = 2.5e-3,
+        .deform = GS4D_DEFORM_MLP, .nodes = 512, .node_k = 4, .node_radius = 1.0, .time_code = GS4D_TIME_FOURIER,
+        .latent_dim = 32, .lr_nodes = 1.6e-4, .lr_node_radius = 5e-3,
         .lambda = GS_PHOTOMETRIC_LAMBDA, .eps_deform = 1e-15, .warmup = 3000, .time_ramp = 0,
         /* 3DGS: densify every 100 until 15k, threshold 2e-4, percent_dense 0.01, reset every 3000 */
         .densify_every = 100, .refine_until = 15000, .reset_every = 3000,
@@ -303,7 +306,17 @@ void gs4d_init(Gs4dModel *m, const Gs4dConfig *cfg_in, const Gs4dData *d, const 
     if (!cfg->isotropic) m->quats = nn_param(p, "gaussians", "quats", 2, (int64_t[]){n, 4}, NN_INIT_ZEROS, 0);
     m->opacities = nn_param(p, "gaussians", "opacities", 2, (int64_t[]){n, 1}, NN_INIT_ZEROS, 0);
     m->colors = nn_param(p, "gaussians", "colors", 3, (int64_t[]){n, 1, 3}, NN_INIT_ZEROS, 0);
-    int64_t in = nn_fourier_embed_dim(3, cfg->freq_x) + nn_fourier_embed_dim(1, cfg->freq_t), w = cfg->width;
+    bool nodes = cfg->deform == GS4D_DEFORM_NODES;
+    if (nodes && (cfg->nodes < 1 || cfg->node_k < 1 || cfg->node_k > 64 || !(cfg->node_radius > 0)))
+        tensor_fail("gs4d_init", "nodes = %lld, node_k = %d, node_radius = %g: need ≥ 1, 1..64, > 0", (long long)cfg->nodes,
+                    cfg->node_k, cfg->node_radius);
+    if (nodes && cfg->nodes > n) m->cfg.nodes = n;
+    if (nodes && cfg->node_k > m->cfg.nodes) m->cfg.node_k = (int)m->cfg.nodes;
+    bool fourier = cfg->time_code != GS4D_TIME_LATENT, latent = cfg->time_code != GS4D_TIME_FOURIER;
+    if (latent && cfg->latent_dim < 1) tensor_fail("gs4d_init", "latent_dim = %d: need ≥ 1", cfg->latent_dim);
+    int64_t in = nn_fourier_embed_dim(3, cfg->freq_x) + (fourier ? nn_fourier_embed_dim(1, cfg->freq_t) : 0) +
+                 (latent ? cfg->latent_dim : 0),
+            w = cfg->width;
     m->mlp.in_dim = in;
     for (int i = 0; i < cfg->depth; i++) {
         char pre[64];
@@ -319,13 +332,29 @@ void gs4d_init(Gs4dModel *m, const Gs4dConfig *cfg_in, const Gs4dData *d, const 
     }
     m->mlp.mu = head(p, "deform.mu", w, 3, cfg->head_init);
     m->mlp.scale = head(p, "deform.scale", w, ns, cfg->head_init);
-    if (!cfg->isotropic) m->mlp.rot = head(p, "deform.rot", w, 4, cfg->head_init);
+    if (!cfg->isotropic || nodes) m->mlp.rot = head(p, "deform.rot", w, 4, cfg->head_init);
+    if (latent) { /* a code per distinct training time (d->by_time is sorted) */
+        m->mlp.times = base_malloc(sizeof(double) * (size_t)d->n);
+        for (int i = 0; i < d->n; i++) {
+            double t = d->views[d->by_time[i]].time;
+            if (m->mlp.frames == 0 || t != m->mlp.times[m->mlp.frames - 1]) m->mlp.times[m->mlp.frames++] = t;
+        }
+        m->mlp.codes = nn_param(p, "deform", "codes", 2, (int64_t[]){m->mlp.frames, cfg->latent_dim}, NN_INIT_NORMAL, 0.01);
+    }
+    if (nodes) {
+        m->node_pos = nn_param(p, "nodes", "pos", 2, (int64_t[]){cfg->nodes, 3}, NN_INIT_ZEROS, 0);
+        m->node_rho = nn_param(p, "nodes", "rho", 2, (int64_t[]){cfg->nodes, 1}, NN_INIT_ZEROS, 0);
+    }
     if (cfg->deform_color) m->mlp.color = head(p, "deform.color", w, 3, cfg->head_init);
     if (cfg->deform_opacity) m->mlp.opacity = head(p, "deform.opacity", w, 1, cfg->head_init);
     m->grad_accum = nn_param(p, "buffers", "grad_accum", 1, (int64_t[]){n}, NN_INIT_ZEROS, 0);
     m->grad_count = nn_param(p, "buffers", "grad_count", 1, (int64_t[]){n}, NN_INIT_ZEROS, 0);
     m->labels = nn_param(p, "buffers", "labels", 1, (int64_t[]){n}, NN_INIT_ZEROS, 0);
     m->neighbors = nn_param(p, "buffers", "neighbors", 2, (int64_t[]){n, cfg->arap_k}, NN_INIT_ZEROS, 0);
+    if (nodes) {
+        m->node_knn = nn_param(p, "buffers", "node_knn", 2, (int64_t[]){n, cfg->node_k}, NN_INIT_ZEROS, 0);
+        m->node_nbr = nn_param(p, "buffers", "node_nbr", 2, (int64_t[]){cfg->nodes, cfg->arap_k}, NN_INIT_ZEROS, 0);
+    }
     nn_params_pack(p);
     OptimConfig oc = optim_defaults(OPTIM_ADAM);
     oc.eps = 1e-15; /* the 3DGS optimizer's eps: gradients of single Gaussians are tiny */
@@ -345,13 +374,16 @@ void gs4d_init(Gs4dModel *m, const Gs4dConfig *cfg_in, const Gs4dData *d, const 
         else if (!strcmp(nm, "gaussians.opacities")) g = GS4D_OPACITY;
         else if (!strcmp(nm, "gaussians.colors")) g = GS4D_COLOR;
         else if (!strncmp(nm, "deform.", 7)) g = GS4D_DEFORM;
+        else if (!strcmp(nm, "nodes.pos")) g = GS4D_NODE_POS;
+        else if (!strcmp(nm, "nodes.rho")) g = GS4D_NODE_RADIUS;
         if (g >= 0) {
             if (off < lo[g]) lo[g] = off;
             if (off + k > hi[g]) hi[g] = off + k;
         }
         off += k;
     }
-    double lrs[GS4D_GROUPS] = {cfg->lr_means, cfg->lr_scales, cfg->lr_quats, cfg->lr_opacity, cfg->lr_color, cfg->lr_deform};
+    double lrs[GS4D_GROUPS] = {cfg->lr_means, cfg->lr_scales, cfg->lr_quats, cfg->lr_opacity,
+                               cfg->lr_color, cfg->lr_deform, cfg->lr_nodes, cfg->lr_node_radius};
     for (int g = 0; g < GS4D_GROUPS; g++) {
         if (hi[g] < 0) continue;
         m->used[g] = true;
@@ -404,6 +436,7 @@ void gs4d_init(Gs4dModel *m, const Gs4dConfig *cfg_in, const Gs4dData *d, const 
 
 void gs4d_free(Gs4dModel *m) {
     nn_params_free(&m->params);
+    free(m->mlp.times);
     memset(m, 0, sizeof *m);
 }
 
@@ -411,8 +444,8 @@ void gs4d_set_step(Gs4dModel *m, int64_t step) {
     m->step = step;
     m->optim.step = step;
     for (int g = 0; g < GS4D_GROUPS; g++) m->gopt[g].step = step;
-    /* the MLP is stepped only after the warm-up */
-    m->gopt[GS4D_DEFORM].step = step > m->cfg.warmup ? step - m->cfg.warmup : 0;
+    /* the MLP and the nodes are stepped only after the warm-up */
+    for (int g = GS4D_DEFORM; g < GS4D_GROUPS; g++) m->gopt[g].step = step > m->cfg.warmup ? step - m->cfg.warmup : 0;
 }
 
 /* ---- forward ------------------------------------------------------------------------------------- */
@@ -424,11 +457,45 @@ GsGaussians gs4d_canonical(const Gs4dModel *m) {
 
 /* the trunk: [γ(x), γ(t)] through the ReLU layers (the input again before layer skip); the last
  * layer's output, and each layer's in hidden[i] when hidden is not NULL */
+/* the code at time t: linear between the codes of the training times around it (the end codes
+ * outside them), (1, latent_dim) */
+static Tensor *code_at(const Gs4dMlp *mlp, double t) {
+    const double *ts = mlp->times;
+    int f = mlp->frames, j = 0;
+    double a = 0;
+    if (f > 1 && t >= ts[f - 1]) j = f - 2, a = 1;
+    else if (f > 1 && t > ts[0]) {
+        int lo = 0, hi = f - 1; /* ts[lo] ≤ t < ts[hi] */
+        while (hi - lo > 1) {
+            int mid = (lo + hi) / 2;
+            if (ts[mid] <= t) lo = mid;
+            else hi = mid;
+        }
+        j = lo, a = (t - ts[lo]) / (ts[hi] - ts[lo]);
+    }
+    Tensor *c0 = tensor_narrow(mlp->codes, 0, j, 1);
+    if (a <= 0) return c0;
+    Tensor *c1 = tensor_narrow(mlp->codes, 0, j + 1, 1);
+    if (a >= 1) return c1;
+    return tensor_add(tensor_mul_scalar(c0, 1 - a), tensor_mul_scalar(c1, a));
+}
+
+/* what D sees of t, (1, D): γ(t), the code, or both (Gs4dConfig.time_code) */
+static Tensor *time_features(const Gs4dMlp *mlp, const Gs4dConfig *cfg, const Tensor *like, double t) {
+    Tensor *parts[2];
+    int np = 0;
+    if (cfg->time_code != GS4D_TIME_LATENT) {
+        Tensor *tt = tensor_full(2, (int64_t[]){1, 1}, t, like->dtype);
+        if (tensor_device(like) != TENSOR_CPU) tt = tensor_to(tt, tensor_device(like));
+        parts[np++] = nn_fourier_embed(tt, cfg->freq_t);
+    }
+    if (cfg->time_code != GS4D_TIME_FOURIER) parts[np++] = code_at(mlp, t);
+    return np == 1 ? parts[0] : tensor_cat(2, parts, 1);
+}
+
 static Tensor *mlp_trunk(const Gs4dMlp *mlp, const Gs4dConfig *cfg, Tensor *x, double t, Tensor **hidden) {
     int64_t n = x->shape[0];
-    Tensor *tt = tensor_full(2, (int64_t[]){1, 1}, t, x->dtype);
-    if (tensor_device(x) != TENSOR_CPU) tt = tensor_to(tt, tensor_device(x));
-    Tensor *te = nn_fourier_embed(tt, cfg->freq_t);
+    Tensor *te = time_features(mlp, cfg, x, t);
     te = tensor_expand(te, 2, (int64_t[]){n, te->shape[1]});
     Tensor *parts[2] = {nn_fourier_embed(x, cfg->freq_x), te};
     Tensor *in = tensor_cat(2, parts, 1);
@@ -460,7 +527,51 @@ GsGaussians gs4d_deform(const Gs4dModel *m, const GsGaussians *canon, double t) 
     return gs4d_deform_at(m, canon, tensor_detach(canon->means), t);
 }
 
+/* the Gaussian → node lists as an index (N·K, i64, on the host) */
+static Tensor *node_index(const Gs4dModel *m) {
+    int64_t nk = tensor_numel(m->node_knn);
+    const double *f = tensor_data_ptr(tensor_contiguous(tensor_cast(tensor_to(m->node_knn, TENSOR_CPU), TENSOR_F64)));
+    Tensor *idx = tensor_empty(1, (int64_t[]){nk}, TENSOR_I64);
+    int64_t *o = tensor_i64(idx);
+    for (int64_t i = 0; i < nk; i++) o[i] = (int64_t)f[i];
+    return idx;
+}
+
+/* the node deformation (nodes.h), the RBF weights taken at x_w and the MLP run at node_in (the
+ * canonical means and the nodes detached, as the per-Gaussian MLP's input: both get their
+ * gradient through the blend itself); node_xf (NULL: not wanted) the deformed nodes p + T */
+static GsGaussians deform_nodes(const Gs4dModel *m, const GsGaussians *canon, Tensor *x_w, Tensor *node_in, double t,
+                                Tensor **node_xf) {
+    Tensor *T, *ds, *dq, *dc, *dop;
+    gs4d_mlp_forward(&m->mlp, &m->cfg, node_in, t, &T, &ds, &dq, &dc, &dop);
+    int k = m->cfg.node_k;
+    Tensor *idx = node_index(m);
+    Tensor *w = gs4d_rbf_weights(x_w, m->node_pos, m->node_rho, idx, k);
+    Tensor *one = tensor_from_f64(2, (int64_t[]){1, 4}, dq->dtype, (double[]){1, 0, 0, 0});
+    if (tensor_device(dq) != TENSOR_CPU) one = tensor_to(one, tensor_device(dq));
+    Tensor *q = tensor_add(dq, one);
+    GsGaussians g = *canon;
+    g.means = gs4d_node_lbs(canon->means, m->node_pos, gs4d_quat_to_rotmat(q), T, w, idx, k);
+    g.scales = tensor_add(canon->scales, gs4d_node_blend(w, ds, idx, k));
+    if (canon->quats) {
+        Tensor *qn = tensor_div(q, tensor_norm(q, 2, 1, (int[]){1}, true));
+        g.quats = gs4d_quat_mul(gs4d_node_blend(w, qn, idx, k), canon->quats);
+    }
+    if (dc) {
+        Tensor *b = gs4d_node_blend(w, dc, idx, k);
+        g.colors = tensor_add(canon->colors, tensor_reshape(b, 3, (int64_t[]){b->shape[0], 1, 3}));
+    }
+    if (dop) g.opacities = tensor_add(canon->opacities, gs4d_node_blend(w, dop, idx, k));
+    if (node_xf) *node_xf = tensor_add(m->node_pos, T);
+    return g;
+}
+
+GsGaussians gs4d_deform_nodes_at(const Gs4dModel *m, const GsGaussians *canon, Tensor *x_w, Tensor *node_in, double t) {
+    return deform_nodes(m, canon, x_w, node_in, t, NULL);
+}
+
 GsGaussians gs4d_deform_at(const Gs4dModel *m, const GsGaussians *canon, Tensor *x_in, double t) {
+    if (m->cfg.deform == GS4D_DEFORM_NODES) return deform_nodes(m, canon, x_in, tensor_detach(m->node_pos), t, NULL);
     Tensor *dmu, *ds, *dq, *dc, *dop;
     gs4d_mlp_forward(&m->mlp, &m->cfg, x_in, t, &dmu, &ds, &dq, &dc, &dop);
     GsGaussians g = *canon;
@@ -487,9 +598,13 @@ Tensor *gs4d_regularizer(const GsGaussians *g, double reg_opacity, double reg_sc
 }
 
 double gs4d_lr(const Gs4dModel *m, int g, int64_t step) {
-    if (g != GS4D_MEANS && g != GS4D_DEFORM) return m->gopt[g].cfg.lr;
-    double a = (g == GS4D_MEANS ? m->cfg.lr_means : m->cfg.lr_deform) * m->extent;
-    double b = (g == GS4D_MEANS ? m->cfg.lr_means_final : m->cfg.lr_deform_final) * m->extent;
+    if (g != GS4D_MEANS && g != GS4D_DEFORM && g != GS4D_NODE_POS) return m->gopt[g].cfg.lr;
+    double a = (g == GS4D_MEANS ? m->cfg.lr_means : g == GS4D_DEFORM ? m->cfg.lr_deform : m->cfg.lr_nodes) * m->extent;
+    double b = (g == GS4D_MEANS  ? m->cfg.lr_means_final
+                : g == GS4D_DEFORM ? m->cfg.lr_deform_final
+                : m->cfg.lr_means > 0 ? m->cfg.lr_nodes * m->cfg.lr_means_final / m->cfg.lr_means
+                                      : m->cfg.lr_nodes) *
+               m->extent;
     int64_t s0 = m->cfg.lr_start > 0 ? m->cfg.lr_start : 0, len = m->cfg.lr_steps - s0;
     double r = len > 0 ? (double)(step - s0) / (double)len : step >= s0 ? 1 : 0;
     r = r < 0 ? 0 : r > 1 ? 1 : r;
@@ -678,6 +793,132 @@ static void neighbors_host(Gs4dModel *m) {
     free(lab), free(nbr);
 }
 
+/* ---- control nodes (host loops, inside a host session) ---- */
+
+/* each Gaussian's node_k nearest nodes and each node's arap_k nearest nodes */
+static void node_lists_host(Gs4dModel *m) {
+    int64_t n = m->cfg.n, nm = m->cfg.nodes;
+    int k = m->cfg.node_k, ka = m->cfg.arap_k;
+    int32_t *idx = base_malloc(sizeof(int32_t) * (size_t)(n * k > nm * ka ? n * k : nm * ka));
+    const float *np = tensor_f32(m->node_pos);
+    gs4d_knn_to(np, nm, tensor_f32(m->means), n, k, idx);
+    float *dst = tensor_f32(m->node_knn);
+    for (int64_t i = 0; i < n * k; i++) dst[i] = (float)idx[i];
+    gs4d_knn(np, nm, NULL, ka, idx);
+    dst = tensor_f32(m->node_nbr);
+    for (int64_t i = 0; i < nm * ka; i++) dst[i] = (float)idx[i];
+    free(idx);
+}
+
+static void zero_group_rows(Gs4dModel *m, int g, int64_t row, int64_t per) {
+    memset(tensor_f32(m->gopt[g].exp_avg) + per * row, 0, sizeof(float) * (size_t)per);
+    memset(tensor_f32(m->gopt[g].exp_avg_sq) + per * row, 0, sizeof(float) * (size_t)per);
+}
+
+static void nodes_init_host(Gs4dModel *m) {
+    int64_t n = m->cfg.n, nm = m->cfg.nodes;
+    const float *mu = tensor_f32(m->means);
+    float *np = tensor_f32(m->node_pos), *rho = tensor_f32(m->node_rho);
+    /* over the live Gaussians (all of them when fewer than nm live): a faded one far out in empty
+     * space would be the first a farthest-point sampling picks */
+    const float *o = tensor_f32(m->opacities);
+    float *live = base_malloc(sizeof(float) * 3 * (size_t)n);
+    int64_t nl = 0;
+    for (int64_t i = 0; i < n; i++)
+        if (sigmoid(o[i]) >= m->cfg.prune_opacity) memcpy(live + 3 * nl++, mu + 3 * i, sizeof(float) * 3);
+    if (nl < nm) memcpy(live, mu, sizeof(float) * 3 * (size_t)(nl = n));
+    int64_t *pick = base_malloc(sizeof(int64_t) * (size_t)nm);
+    gs4d_fps(live, nl, nm, 0, pick);
+    for (int64_t j = 0; j < nm; j++) memcpy(np + 3 * j, live + 3 * pick[j], sizeof(float) * 3);
+    free(pick), free(live);
+    /* the radius: node_radius × the mean distance to the nearest other node */
+    double sum = 0;
+    if (nm > 1) {
+        int32_t *nb = base_malloc(sizeof(int32_t) * (size_t)nm);
+        gs4d_knn(np, nm, NULL, 1, nb);
+        for (int64_t j = 0; j < nm; j++) {
+            const float *a = np + 3 * j, *b = np + 3 * nb[j];
+            sum += sqrt((double)(a[0] - b[0]) * (a[0] - b[0]) + (double)(a[1] - b[1]) * (a[1] - b[1]) +
+                        (double)(a[2] - b[2]) * (a[2] - b[2]));
+        }
+        free(nb);
+    }
+    double r = nm > 1 && sum > 0 ? m->cfg.node_radius * sum / (double)nm : m->cfg.node_radius * m->extent * 0.1;
+    for (int64_t j = 0; j < nm; j++) rho[j] = (float)log(r);
+    zero_group_rows(m, GS4D_NODE_POS, 0, 3 * nm);
+    zero_group_rows(m, GS4D_NODE_RADIUS, 0, nm);
+    node_lists_host(m);
+}
+
+/* Nodes the Gaussians hardly use (Σ_i w_ik below one Gaussian's worth, live Gaussians only) move to
+ * where the photometric gradient asks for more: onto the live Gaussian with the largest mean
+ * view-space gradient above densify_grad among those of the node with the largest gradient-
+ * weighted usage, that node's radius halved in area with it (the split of a node). Fixed budget,
+ * as the Gaussians'. Reads the densification statistics, so it runs before densify_host clears
+ * them. Returns the nodes moved. */
+static int64_t nodes_refine_host(Gs4dModel *m) {
+    int64_t n = m->cfg.n, nm = m->cfg.nodes;
+    int k = m->cfg.node_k;
+    const float *mu = tensor_f32(m->means), *o = tensor_f32(m->opacities), *kn = tensor_f32(m->node_knn);
+    const float *acc = tensor_f32(m->grad_accum), *cnt = tensor_f32(m->grad_count);
+    float *np = tensor_f32(m->node_pos), *rho = tensor_f32(m->node_rho);
+    double *use = base_calloc((size_t)nm * 2, sizeof(double)), *score = use + nm;
+    for (int64_t i = 0; i < n; i++) {
+        if (sigmoid(o[i]) < m->cfg.prune_opacity) continue;
+        double w[64], tot = 0, g = cnt[i] > 0 ? acc[i] / cnt[i] : 0;
+        for (int j = 0; j < k; j++) {
+            int64_t c = (int64_t)kn[i * k + j];
+            const float *p = np + 3 * c;
+            double d2 = 0;
+            for (int a = 0; a < 3; a++) d2 += ((double)mu[3 * i + a] - p[a]) * ((double)mu[3 * i + a] - p[a]);
+            w[j] = exp(-0.5 * d2 * exp(-2.0 * rho[c]));
+            tot += w[j];
+        }
+        for (int j = 0; j < k && tot > 0; j++) {
+            int64_t c = (int64_t)kn[i * k + j];
+            use[c] += w[j] / tot, score[c] += w[j] / tot * g;
+        }
+    }
+    int64_t moved = 0;
+    bool *taken = base_calloc((size_t)n, sizeof(bool));
+    for (int64_t d = 0; d < nm; d++) {
+        if (use[d] >= 1.0) continue;
+        int64_t src = -1;
+        for (int64_t c = 0; c < nm; c++)
+            if (use[c] >= 1.0 && score[c] > 0 && (src < 0 || score[c] > score[src])) src = c;
+        if (src < 0) break;
+        int64_t best = -1;
+        double bg = m->cfg.densify_grad;
+        for (int64_t i = 0; i < n; i++) {
+            if (taken[i] || (int64_t)kn[i * k] != src || sigmoid(o[i]) < m->cfg.prune_opacity) continue;
+            double g = cnt[i] > 0 ? acc[i] / cnt[i] : 0;
+            if (g > bg) bg = g, best = i;
+        }
+        score[src] = 0; /* one new node per source per round */
+        if (best < 0) continue;
+        taken[best] = true;
+        memcpy(np + 3 * d, mu + 3 * best, sizeof(float) * 3);
+        rho[src] -= (float)(0.5 * log(2.0));
+        rho[d] = rho[src];
+        zero_group_rows(m, GS4D_NODE_POS, 3 * d, 3);
+        zero_group_rows(m, GS4D_NODE_RADIUS, d, 1);
+        zero_group_rows(m, GS4D_NODE_RADIUS, src, 1);
+        moved++;
+    }
+    free(taken), free(use);
+    return moved;
+}
+
+void gs4d_nodes_init(Gs4dModel *m) {
+    if (m->cfg.deform != GS4D_DEFORM_NODES) return;
+    TensorScope *s = tensor_scope_begin();
+    HostSession h;
+    host_begin(m, &h);
+    nodes_init_host(m);
+    host_end(m, &h);
+    tensor_scope_end(s);
+}
+
 int64_t gs4d_densify(Gs4dModel *m, const Gs4dData *d, TensorRng *rng) {
     (void)d;
     TensorScope *s = tensor_scope_begin();
@@ -767,7 +1008,7 @@ static void set_param(const FlatRefs *f, const Tensor *t, int64_t j, float v) {
     f->p[k] = v, f->ea[k] = f->es[k] = 0;
 }
 
-/* recycles every trunk unit that is 0 for every canonical Gaussian at 5 times over [t0, t1];
+/* recycles every trunk unit that is 0 for every canonical Gaussian (node, with nodes) at 5 times over [t0, t1];
  * returns how many (on the host session's CPU buffers) */
 static int64_t redo_host(Gs4dModel *m, double t0, double t1, TensorRng *rng) {
     const Gs4dConfig *cfg = &m->cfg;
@@ -777,7 +1018,8 @@ static int64_t redo_host(Gs4dModel *m, double t0, double t1, TensorRng *rng) {
     bool prev = ag_no_grad_begin();
     Tensor *hidden[32];
     for (int k = 0; k < 5; k++) {
-        mlp_trunk(&m->mlp, cfg, tensor_detach(m->means), t0 + (t1 - t0) * k / 4.0, hidden);
+        Tensor *x = cfg->deform == GS4D_DEFORM_NODES ? m->node_pos : m->means; /* the rows D runs on */
+        mlp_trunk(&m->mlp, cfg, tensor_detach(x), t0 + (t1 - t0) * k / 4.0, hidden);
         for (int i = 0; i < depth; i++) {
             /* a unit is alive when its largest output over the Gaussians is > 0 */
             const float *mx = tensor_f32(tensor_contiguous(tensor_max(hidden[i], 1, (int[]){0}, false)));
@@ -848,18 +1090,19 @@ double gs4d_step_batch(Gs4dModel *m, const Gs4dData *d, const int64_t *views, in
         for (int a = 0; a < 3; a++) bgs[3 * j + a] = m->cfg.random_background ? draw_u(&dr) : m->cfg.background[a];
     int64_t b0 = 0, b1 = batch;
     if (comm) optim_comm_shard(comm, batch, &b0, &b1);
-    bool def = deforming(m);
+    bool def = deforming(m), nodes = m->cfg.deform == GS4D_DEFORM_NODES;
+    if (nodes && def && m->step == m->cfg.warmup) gs4d_nodes_init(m); /* the warm-up's canonical set */
     double tk[7] = {0}, t_def = 0, t_ren = 0, t_loss = 0, t_back = 0;
     double ck[7] = {0}, c_def = 0, c_ren = 0, c_loss = 0, c_back = 0; /* the same on the CPU clock */
     double sums[4] = {0, 0, 0, 0}; /* loss, photometric, arap, reg: this rank's sums over its views */
-    int64_t n = m->cfg.n;
+    int64_t n = m->cfg.n, na = nodes ? m->cfg.nodes : n; /* the ARAP points: Gaussians, or nodes */
     int k = m->cfg.arap_k;
     int32_t *nbr = NULL;
     if (def && m->cfg.arap_weight > 0) {
-        nbr = base_malloc(sizeof(int32_t) * (size_t)n * k);
+        nbr = base_malloc(sizeof(int32_t) * (size_t)na * k);
         TensorScope *s = tensor_scope_begin();
-        const float *nf = tensor_f32(tensor_contiguous(tensor_to(m->neighbors, TENSOR_CPU)));
-        for (int64_t i = 0; i < n * k; i++) nbr[i] = (int32_t)nf[i];
+        const float *nf = tensor_f32(tensor_contiguous(tensor_to(nodes ? m->node_nbr : m->neighbors, TENSOR_CPU)));
+        for (int64_t i = 0; i < na * k; i++) nbr[i] = (int32_t)nf[i];
         tensor_scope_end(s);
     }
     /* this rank's densification statistics of the step, added to the buffers (after the
@@ -877,14 +1120,15 @@ double gs4d_step_batch(Gs4dModel *m, const Gs4dData *d, const int64_t *views, in
         TensorScope *s = tensor_scope_begin();
         Tensor *target = gs4d_target(d, v, bg);
         GsGaussians canon = gs4d_canonical(m);
-        GsGaussians g = def ? gs4d_deform(m, &canon, view->time) : canon;
+        Tensor *node_xf = NULL;
+        GsGaussians g = !def ? canon : nodes ? deform_nodes(m, &canon, tensor_detach(canon.means), tensor_detach(m->node_pos), view->time, &node_xf) : gs4d_deform(m, &canon, view->time);
         tk[1] = base_now(), ck[1] = base_cpu_now();
         GsRenderOut r = gs4d_render_set(m, &g, &view->cam, bg);
         tk[2] = base_now(), ck[2] = base_cpu_now();
         Tensor *photo = gs_loss_photometric(r.image, target, m->cfg.lambda);
         Tensor *loss = photo, *arap = NULL;
         if (nbr) {
-            arap = gs4d_arap_loss(g.means, canon.means, nbr, k);
+            arap = nodes ? gs4d_arap_loss(node_xf, m->node_pos, nbr, k) : gs4d_arap_loss(g.means, canon.means, nbr, k);
             loss = tensor_add(loss, tensor_mul_scalar(arap, m->cfg.arap_weight));
         }
         Tensor *reg = gs4d_regularizer(&g, m->cfg.reg_opacity, m->cfg.reg_scale, m->cfg.reg_flat);
@@ -951,7 +1195,7 @@ double gs4d_step_batch(Gs4dModel *m, const Gs4dData *d, const int64_t *views, in
     }
     tk[4] = base_now(), ck[4] = base_cpu_now();
     for (int gi = 0; gi < GS4D_GROUPS; gi++) {
-        if (!m->used[gi] || (gi == GS4D_DEFORM && !def)) continue;
+        if (!m->used[gi] || (gi >= GS4D_DEFORM && !def)) continue;
         optim_step(&m->gopt[gi], gs4d_lr(m, gi, m->step));
     }
     tk[5] = base_now(), ck[5] = base_cpu_now();
@@ -961,17 +1205,20 @@ double gs4d_step_batch(Gs4dModel *m, const Gs4dData *d, const int64_t *views, in
     bool moved = false, refine = m->step <= m->cfg.refine_until;
     bool densify = refine && m->cfg.densify_every > 0 && m->step % m->cfg.densify_every == 0;
     bool reset = refine && m->cfg.reset_every > 0 && m->step % m->cfg.reset_every == 0;
-    bool knn = m->cfg.arap_weight > 0 && m->cfg.knn_every > 0 && m->step % m->cfg.knn_every == 0;
+    bool knn = (m->cfg.arap_weight > 0 || nodes) && m->cfg.knn_every > 0 && m->step % m->cfg.knn_every == 0;
     bool redo = def && m->cfg.redo_every > 0 && (m->step - m->cfg.warmup) % m->cfg.redo_every == 0;
     m->revived = 0;
     if (densify || reset || knn || redo) { /* one host session (on a device: one copy down and up) */
         TensorScope *s = tensor_scope_begin();
         HostSession h;
         host_begin(m, &h);
+        m->nodes_moved = 0;
+        if (densify && nodes && def) m->nodes_moved = nodes_refine_host(m);
         if (densify) moved = densify_host(m, rng) > 0;
         if (reset) opacity_reset(m);
         if (redo) m->revived = redo_host(m, d->views[d->by_time[0]].time, d->views[d->by_time[d->n - 1]].time, rng);
-        if (m->cfg.arap_weight > 0 && (moved || knn)) neighbors_host(m);
+        if (!nodes && m->cfg.arap_weight > 0 && (moved || knn)) neighbors_host(m);
+        if (nodes && (moved || knn || m->nodes_moved)) node_lists_host(m);
         host_end(m, &h);
         tensor_scope_end(s);
     }

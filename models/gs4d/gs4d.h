@@ -69,6 +69,12 @@
 #include "silhouette.h"
 
 enum { GS4D_INIT_TORCH, GS4D_INIT_HE };
+/* the deformation model: a per-Gaussian MLP (Deformable 3DGS; the paper's) or sparse control
+ * nodes (SC-GS, nodes.h) */
+enum { GS4D_DEFORM_MLP, GS4D_DEFORM_NODES };
+/* what the MLP sees of time: γ(t) (the NeRF encoding), a learned code per training frame
+ * (linearly interpolated between frames; Nerfies / HyperNeRF's per-frame latents), or both */
+enum { GS4D_TIME_FOURIER, GS4D_TIME_LATENT, GS4D_TIME_BOTH };
 
 typedef struct {
     int64_t n;
@@ -90,6 +96,24 @@ typedef struct {
      * init keeps the spread ~0.5 through all eight layers; alone it did not stop every collapse
      * (redo_every does). */
     int trunk_init;
+    /* the deformation model (GS4D_DEFORM_MLP: D runs on every Gaussian; GS4D_DEFORM_NODES: D runs
+     * on `nodes` control nodes only, farthest-point sampled from the canonical means when the
+     * warm-up ends, and each Gaussian follows its node_k nearest by normalized RBF weights, nodes.h).
+     * Why nodes: the MLP's cost scales with the rows it runs on (forward + backward were 52 of
+     * 68 ms of a step at 3000 Gaussians), and a long clip's motion lives in a few hundred rigid-ish
+     * pieces, not in every splat. node_radius: the nodes' initial RBF radius × the mean distance
+     * between neighboring nodes (learned after, per node, in log space). */
+    int deform;
+    int64_t nodes;
+    int node_k;
+    double node_radius;
+    /* what D sees of t (GS4D_TIME_*) and the per-frame codes' length. Why codes: t is normalized to
+     * [0, 1] over the clip, so γ(t) with a few frequencies resolves a fixed fraction of it; 300
+     * frames of different motions need more bandwidth in t than 6–9 octaves give (the repertoire
+     * stayed at the static set's 20 dB with freq_t 6 and 9, docs/gaussianimate.md §3). A code per
+     * frame has none of that limit; held-out times between frames take the interpolated code. */
+    int time_code;
+    int latent_dim;
     /* supersampling (1: off): every render, in training and after, is made at supersample × the
      * camera's resolution (intrinsics scaled, so each image pixel is exactly a block of
      * supersample² sub-pixels) and averaged over each block, the box filter a real pixel is. Why:
@@ -116,6 +140,9 @@ typedef struct {
      * train.ramp_schedule sets this to warmup + time_ramp). */
     int64_t lr_start;
     double lr_scales, lr_quats, lr_opacity, lr_color;
+    /* the nodes' positions (× extent, decaying with the means' ratio lr_means_final / lr_means)
+     * and log-radii (constant) */
+    double lr_nodes, lr_node_radius;
     double lambda; /* D-SSIM weight */
     /* 3DGS-MCMC's regularizers (Kheradmand et al. 2024) on the rendered set: reg_opacity × mean
      * opacity + reg_scale × mean scale (world units); 0 (every preset): off. Tried for issue 18's
@@ -231,12 +258,22 @@ void gs4d_data_free(Gs4dData *d);
 #define GS4D_FREQ_T_RAD_PER_FRAME (2.0 / 3.0)
 int gs4d_auto_freq_t(const Gs4dData *d);
 
-enum { GS4D_MEANS, GS4D_SCALES, GS4D_QUATS, GS4D_OPACITY, GS4D_COLOR, GS4D_DEFORM, GS4D_GROUPS };
+/* the per-Gaussian groups come first (densification copies their rows), then the MLP, then the
+ * control nodes' */
+enum { GS4D_MEANS, GS4D_SCALES, GS4D_QUATS, GS4D_OPACITY, GS4D_COLOR, GS4D_DEFORM, GS4D_NODE_POS, GS4D_NODE_RADIUS,
+       GS4D_GROUPS };
 
 typedef struct {
     NnLinear layer[32];
-    NnLinear mu, scale, rot, color, opacity; /* rot/color/opacity unused (weight NULL) when off */
+    /* rot/color/opacity unused (weight NULL) when off; with nodes mu is each node's translation
+     * and rot its quaternion (always) */
+    NnLinear mu, scale, rot, color, opacity;
     int64_t in_dim;
+    /* per-frame time codes (time_code latent / both; NULL otherwise): codes (frames, latent_dim)
+     * at the distinct training times `times` (ascending, host) */
+    Tensor *codes;
+    double *times;
+    int frames;
 } Gs4dMlp;
 
 /* Labels for n points from their trajectories: rest (n × 3, the canonical means), pos (frames × n
@@ -261,6 +298,11 @@ typedef struct {
     Tensor *grad_accum, *grad_count; /* (N): Σ ‖view-space mean gradient‖ and how many steps saw it */
     Tensor *labels;                  /* (N): cluster labels (exact integers in f32) */
     Tensor *neighbors;               /* (N, arap_k): the ARAP kNN (−1: none) */
+    /* control nodes (deform = nodes; NULL otherwise): positions (M, 3), log-radii (M, 1), each
+     * Gaussian's node_k nearest nodes (N, node_k) and each node's arap_k nearest nodes (M, arap_k),
+     * the ARAP pairs with nodes */
+    Tensor *node_pos, *node_rho, *node_knn, *node_nbr;
+    int64_t nodes_moved; /* nodes relocated by the last densification */
     int64_t step;
     int64_t densified, relocated;    /* by the last densification */
     int64_t revived;                 /* trunk units recycled by the last dead-unit check (redo_every) */
@@ -277,6 +319,10 @@ void gs4d_free(Gs4dModel *m);
  * without a time curriculum (cfg.time_ramp = 0); else the view at rank ⌊v m / n⌋ in time order,
  * m the number of views whose time is in the window at `step` (see Gs4dConfig.time_ramp). */
 int gs4d_pick_view(const Gs4dModel *m, const Gs4dData *d, int64_t step, int v);
+/* Control nodes (deform = nodes): farthest-point samples of the canonical means, the radius from
+ * their spacing, the Gaussian → node and node → node neighbors, Adam moments of the node groups
+ * zeroed. The step calls it when the warm-up ends; tests and benchmarks may call it earlier. */
+void gs4d_nodes_init(Gs4dModel *m);
 /* After optim_checkpoint_load into m->params / m->optim: the step of the model and of each group. */
 void gs4d_set_step(Gs4dModel *m, int64_t step);
 
@@ -297,8 +343,13 @@ GsGaussians gs4d_canonical(const Gs4dModel *m);
 /* The Gaussians deformed to time t (recorded when grad mode is on). */
 GsGaussians gs4d_deform(const Gs4dModel *m, const GsGaussians *canon, double t);
 /* The same with the MLP's input positions given (gs4d_deform passes canon->means detached; the
- * gradchecks pass a constant, so finite differences see the function autograd differentiates). */
+ * gradchecks pass a constant, so finite differences see the function autograd differentiates).
+ * With control nodes the MLP runs on the nodes (their positions detached) and x_in is where the
+ * Gaussians' RBF weights are taken. */
 GsGaussians gs4d_deform_at(const Gs4dModel *m, const GsGaussians *canon, Tensor *x_in, double t);
+/* With control nodes, both inputs given: the Gaussians' weight positions x_w and the nodes' MLP
+ * input positions node_in (gs4d_deform passes the means and m->node_pos detached). */
+GsGaussians gs4d_deform_nodes_at(const Gs4dModel *m, const GsGaussians *canon, Tensor *x_w, Tensor *node_in, double t);
 /* The MLP's raw outputs for positions x (N, 3) at time t: dmu (N, 3), ds (N, 1|3), dq (N, 4) or
  * NULL, dc (N, 3) or NULL, dop (N, 1) or NULL. */
 void gs4d_mlp_forward(const Gs4dMlp *mlp, const Gs4dConfig *cfg, Tensor *x, double t, Tensor **dmu, Tensor **ds,

@@ -1,0 +1,432 @@
+/* tests/test_gs4d_nodes.c — gs4d's sparse control nodes (models/gs4d/nodes.h): farthest-point
+ * sampling and the Gaussian → node kNN against brute force, the quaternion ops against the
+ * rotation they stand for, the RBF weights, blend and LBS (values, rigid motions reproduced
+ * exactly, f64 finite-difference gradchecks), the node model's deformation gradcheck through the
+ * MLP, the per-frame codes and the nodes, a tiny sequence that trains, node relocation, and resume
+ * reproducing an uninterrupted run. */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "autograd/gradcheck.h"
+#include "models/gaussians/fit.h"
+#include "models/gs4d/arap.h"
+#include "models/gs4d/gs4d.h"
+#include "models/gs4d/nodes.h"
+#include "models/gs4d/synth.h"
+#include "optim/train.h"
+#include "tests/test.h"
+
+static uint64_t rs = 0x9e3779b97f4a7c15ull;
+static double urand(void) {
+    rs ^= rs << 13, rs ^= rs >> 7, rs ^= rs << 17;
+    return (double)(rs >> 11) * (1.0 / 9007199254740992.0);
+}
+
+static double d2(const float *a, const float *b) {
+    double s = 0;
+    for (int i = 0; i < 3; i++) s += ((double)a[i] - b[i]) * ((double)a[i] - b[i]);
+    return s;
+}
+
+/* FPS: the first pick is `first`, picks are distinct, and each pick is (one of) the farthest from
+ * those before it; kNN against a brute-force sort */
+TEST(gs4d_fps_and_knn_to) {
+    enum { N = 300, M = 40, K = 5 };
+    static float x[3 * N], ref[3 * M];
+    for (int i = 0; i < 3 * N; i++) x[i] = (float)(urand() * 2 - 1);
+    int64_t pick[M];
+    gs4d_fps(x, N, M, 7, pick);
+    CHECK(pick[0] == 7);
+    for (int j = 1; j < M; j++) {
+        double best = -1, got = 1e300;
+        for (int i = 0; i < N; i++) {
+            double dm = 1e300;
+            for (int l = 0; l < j; l++) dm = fmin(dm, d2(x + 3 * i, x + 3 * pick[l]));
+            best = fmax(best, dm);
+            if (i == pick[j]) got = dm;
+        }
+        CHECK_MSG(got == best && got > 0, "pick %d: distance² %g, the farthest %g", j, got, best);
+    }
+    for (int j = 0; j < M; j++) memcpy(ref + 3 * j, x + 3 * pick[j], sizeof(float) * 3);
+    static int32_t idx[N * K];
+    gs4d_knn_to(ref, M, x, N, K, idx);
+    for (int i = 0; i < N; i++) {
+        bool used[M] = {false};
+        for (int r = 0; r < K; r++) { /* the r-th nearest by brute force (ties by index) */
+            int b = -1;
+            for (int j = 0; j < M; j++)
+                if (!used[j] && (b < 0 || d2(x + 3 * i, ref + 3 * j) < d2(x + 3 * i, ref + 3 * b))) b = j;
+            used[b] = true;
+            CHECK_MSG(idx[i * K + r] == b, "point %d, rank %d: %d, brute force %d", i, r, idx[i * K + r], b);
+        }
+    }
+}
+
+static void quat_rot(const double q[4], double R[9]) { /* reference, q normalized first */
+    double n = sqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3]);
+    double w = q[0] / n, x = q[1] / n, y = q[2] / n, z = q[3] / n;
+    double r[9] = {1 - 2 * (y * y + z * z), 2 * (x * y - w * z),     2 * (x * z + w * y),
+                   2 * (x * y + w * z),     1 - 2 * (x * x + z * z), 2 * (y * z - w * x),
+                   2 * (x * z - w * y),     2 * (y * z + w * x),     1 - 2 * (x * x + y * y)};
+    memcpy(R, r, sizeof r);
+}
+
+static Tensor *fn_quat(int n, Tensor *const *in, void *user) {
+    (void)n, (void)user;
+    Tensor *parts[2] = {tensor_flatten(gs4d_quat_to_rotmat(in[0]), 0, -1), tensor_flatten(gs4d_quat_mul(in[0], in[1]), 0, -1)};
+    return tensor_cat(2, parts, 0);
+}
+
+/* the rotation matrix of a quaternion as the formula; R(a ⊗ b) = R(a) R(b) (the Hamilton product);
+ * both gradchecked */
+TEST(gs4d_quaternion_ops) {
+    TensorScope *sc = tensor_scope_begin();
+    enum { M = 6 };
+    double qa[4 * M], qb[4 * M];
+    for (int i = 0; i < 4 * M; i++) qa[i] = urand() - 0.5, qb[i] = urand() - 0.5;
+    Tensor *a = tensor_from_f64(2, (int64_t[]){M, 4}, TENSOR_F64, qa), *b = tensor_from_f64(2, (int64_t[]){M, 4}, TENSOR_F64, qb);
+    double Ra[9 * M], Rab[9 * M];
+    tensor_to_f64_array(gs4d_quat_to_rotmat(a), Ra);
+    tensor_to_f64_array(gs4d_quat_to_rotmat(gs4d_quat_mul(a, b)), Rab);
+    for (int j = 0; j < M; j++) {
+        double R1[9], R2[9];
+        quat_rot(qa + 4 * j, R1);
+        quat_rot(qb + 4 * j, R2);
+        for (int r = 0; r < 3; r++)
+            for (int c = 0; c < 3; c++) {
+                double p = 0;
+                for (int l = 0; l < 3; l++) p += R1[3 * r + l] * R2[3 * l + c];
+                CHECK(fabs(Ra[9 * j + 3 * r + c] - R1[3 * r + c]) < 1e-12);
+                CHECK_MSG(fabs(Rab[9 * j + 3 * r + c] - p) < 1e-12, "node %d (%d, %d): %g vs %g", j, r, c, Rab[9 * j + 3 * r + c], p);
+            }
+    }
+    Tensor *in[2] = {tensor_requires_grad(a, true), tensor_requires_grad(b, true)};
+    AgGradcheckReport r;
+    CHECK_MSG(ag_gradcheck(fn_quat, 2, in, NULL, 1e-6, 1e-8, 1e-6, &r), "input %d element %lld: %.10g vs %.10g", r.bad_input,
+              (long long)r.bad_index, r.analytic, r.numeric);
+    tensor_scope_end(sc);
+}
+
+typedef struct {
+    Tensor *idx;
+    int k;
+} BlendCtx;
+
+/* in: x (N, 3), p (M, 3), rho (M, 1), q (M, 4), T (M, 3), v (M, 2); out: weights, LBS, blend */
+static Tensor *fn_blend(int n, Tensor *const *in, void *user) {
+    (void)n;
+    BlendCtx *c = user;
+    Tensor *w = gs4d_rbf_weights(in[0], in[1], in[2], c->idx, c->k);
+    Tensor *y = gs4d_node_lbs(in[0], in[1], gs4d_quat_to_rotmat(in[3]), in[4], w, c->idx, c->k);
+    Tensor *parts[3] = {tensor_flatten(w, 0, -1), tensor_flatten(y, 0, -1), tensor_flatten(gs4d_node_blend(w, in[5], c->idx, c->k), 0, -1)};
+    return tensor_cat(3, parts, 0);
+}
+
+/* the weights are the normalized RBF of the formula and sum to one; one rigid motion shared by
+ * every node moves every point rigidly (exactly: Σ w = 1); the gradients of the weights, the LBS
+ * and the blend with respect to points, nodes, radii, rotations and translations match f64
+ * finite differences */
+TEST(gs4d_node_blend_values_and_gradcheck) {
+    TensorScope *sc = tensor_scope_begin();
+    enum { N = 12, M = 5, K = 3 };
+    float xf[3 * N], pf[3 * M];
+    double x[3 * N], p[3 * M], rho[M], q[4 * M], T[3 * M], v[2 * M];
+    for (int i = 0; i < 3 * N; i++) x[i] = urand() - 0.5, xf[i] = (float)x[i];
+    for (int i = 0; i < 3 * M; i++) p[i] = urand() - 0.5, pf[i] = (float)p[i], T[i] = 0.2 * (urand() - 0.5);
+    for (int j = 0; j < M; j++) rho[j] = log(0.3 + 0.2 * urand()), v[2 * j] = urand(), v[2 * j + 1] = urand();
+    for (int i = 0; i < 4 * M; i++) q[i] = (i % 4 == 0) + 0.3 * (urand() - 0.5);
+    int32_t nb[N * K];
+    gs4d_knn_to(pf, M, xf, N, K, nb);
+    Tensor *idx = tensor_empty(1, (int64_t[]){N * K}, TENSOR_I64);
+    for (int i = 0; i < N * K; i++) tensor_i64(idx)[i] = nb[i];
+    Tensor *tx = tensor_from_f64(2, (int64_t[]){N, 3}, TENSOR_F64, x), *tp = tensor_from_f64(2, (int64_t[]){M, 3}, TENSOR_F64, p);
+    Tensor *tr = tensor_from_f64(2, (int64_t[]){M, 1}, TENSOR_F64, rho);
+    double w[N * K];
+    tensor_to_f64_array(gs4d_rbf_weights(tx, tp, tr, idx, K), w);
+    for (int i = 0; i < N; i++) {
+        double e[K], s = 0, sw = 0;
+        for (int j = 0; j < K; j++) {
+            int c = nb[i * K + j];
+            double dd = 0;
+            for (int a = 0; a < 3; a++) dd += (x[3 * i + a] - p[3 * c + a]) * (x[3 * i + a] - p[3 * c + a]);
+            s += e[j] = exp(-dd / (2 * exp(2 * rho[c])));
+        }
+        for (int j = 0; j < K; j++) {
+            CHECK(fabs(w[i * K + j] - e[j] / s) < 1e-12);
+            sw += w[i * K + j];
+        }
+        CHECK(fabs(sw - 1) < 1e-12);
+    }
+    /* one rigid motion x → R0 x + t0 for all nodes: each node rotates about itself, so its
+     * translation is T_k = R0 p_k + t0 − p_k */
+    double q0[4] = {0.9, 0.1, -0.3, 0.2}, R0[9], t0[3] = {0.3, -0.1, 0.05}, qs[4 * M], Ts[3 * M];
+    quat_rot(q0, R0);
+    for (int j = 0; j < M; j++) {
+        memcpy(qs + 4 * j, q0, sizeof q0);
+        for (int a = 0; a < 3; a++) {
+            Ts[3 * j + a] = t0[a] - p[3 * j + a];
+            for (int b = 0; b < 3; b++) Ts[3 * j + a] += R0[3 * a + b] * p[3 * j + b];
+        }
+    }
+    Tensor *wt = gs4d_rbf_weights(tx, tp, tr, idx, K);
+    double y[3 * N];
+    tensor_to_f64_array(gs4d_node_lbs(tx, tp, gs4d_quat_to_rotmat(tensor_from_f64(2, (int64_t[]){M, 4}, TENSOR_F64, qs)),
+                                      tensor_from_f64(2, (int64_t[]){M, 3}, TENSOR_F64, Ts), wt, idx, K),
+                        y);
+    for (int i = 0; i < N; i++)
+        for (int a = 0; a < 3; a++) {
+            double e = t0[a];
+            for (int b = 0; b < 3; b++) e += R0[3 * a + b] * x[3 * i + b];
+            CHECK_MSG(fabs(y[3 * i + a] - e) < 1e-12, "point %d axis %d: %.15g vs %.15g", i, a, y[3 * i + a], e);
+        }
+    Tensor *in[6] = {tensor_requires_grad(tx, true), tensor_requires_grad(tp, true), tensor_requires_grad(tr, true),
+                     tensor_requires_grad(tensor_from_f64(2, (int64_t[]){M, 4}, TENSOR_F64, q), true),
+                     tensor_requires_grad(tensor_from_f64(2, (int64_t[]){M, 3}, TENSOR_F64, T), true),
+                     tensor_requires_grad(tensor_from_f64(2, (int64_t[]){M, 2}, TENSOR_F64, v), true)};
+    BlendCtx c = {idx, K};
+    AgGradcheckReport r;
+    CHECK_MSG(ag_gradcheck(fn_blend, 6, in, &c, 1e-6, 1e-8, 1e-5, &r), "input %d element %lld: %.10g vs %.10g", r.bad_input,
+              (long long)r.bad_index, r.analytic, r.numeric);
+    CHECK(r.max_ref > 1e-3);
+    tensor_scope_end(sc);
+}
+
+/* ---- the node model -------------------------------------------------------------------------------- */
+
+static void set_f64(Tensor *t, const double *v) {
+    bool prev = ag_no_grad_begin();
+    tensor_copy_(t, tensor_from_f64(t->ndim, t->shape, t->dtype, v));
+    ag_no_grad_end(prev);
+}
+
+typedef struct {
+    Gs4dModel *m;
+    Tensor *x_w, *node_in; /* constants: the RBF weights' positions, the MLP's input */
+    double t;
+} NodeCtx;
+
+/* in: means, [quats], node pos, node rho, codes, layer 0 weight, translation head, rotation head,
+ * scale head; out: deformed means, scales and (anisotropic) quaternions */
+static Tensor *fn_nodes(int n, Tensor *const *in, void *user) {
+    (void)n;
+    NodeCtx *c = user;
+    Gs4dModel m = *c->m;
+    int k = 0;
+    m.means = in[k++];
+    if (!m.cfg.isotropic) m.quats = in[k++];
+    m.node_pos = in[k++], m.node_rho = in[k++], m.mlp.codes = in[k++];
+    m.mlp.layer[0].weight = in[k++], m.mlp.mu.weight = in[k++], m.mlp.rot.weight = in[k++], m.mlp.scale.weight = in[k++];
+    GsGaussians canon = gs4d_canonical(&m);
+    GsGaussians g = gs4d_deform_nodes_at(&m, &canon, c->x_w, c->node_in, c->t);
+    Tensor *parts[3] = {tensor_flatten(g.means, 0, -1), tensor_flatten(g.scales, 0, -1),
+                        g.quats ? tensor_flatten(g.quats, 0, -1) : tensor_flatten(g.scales, 0, -1)};
+    return tensor_cat(3, parts, 0);
+}
+
+static void nodes_gradcheck(bool isotropic, double t) {
+    TensorScope *sc = tensor_scope_begin();
+    float rgba[8 * 8 * 4];
+    for (int i = 0; i < 8 * 8 * 4; i++) rgba[i] = i % 4 == 3 ? 1.f : 0.5f;
+    double eye[3] = {0, 0, -3}, at[3] = {0, 0, 0}, up[3] = {0, -1, 0};
+    Gs4dView v[3];
+    for (int i = 0; i < 3; i++) v[i] = (Gs4dView){.cam = ds_camera_look_at(eye, at, up, 8, 8, 50), .time = 0.25f * (float)i, .rgba = rgba};
+    Gs4dData d;
+    char err[256];
+    CHECK_MSG(gs4d_data_make(v, 3, &d, err, sizeof err) == 0, "%s", err);
+    Gs4dConfig cfg = gs4d_defaults();
+    cfg.n = 8, cfg.isotropic = isotropic, cfg.depth = 2, cfg.width = 8, cfg.skip = 0, cfg.freq_x = 2, cfg.freq_t = 2;
+    cfg.deform = GS4D_DEFORM_NODES, cfg.nodes = 4, cfg.node_k = 3, cfg.time_code = GS4D_TIME_BOTH, cfg.latent_dim = 3;
+    cfg.head_init = 0.3, cfg.dtype = TENSOR_F64, cfg.arap_k = 2;
+    Gs4dModel m;
+    gs4d_init(&m, &cfg, &d, NULL);
+    CHECK(m.mlp.frames == 3 && m.mlp.codes && m.mlp.codes->shape[0] == 3);
+    /* nodes and the Gaussian → node lists by hand (the host loops are f32's) */
+    double mu[24], np[12], rho[4], knn[24], codes[9];
+    float muf[24], npf[12];
+    for (int i = 0; i < 24; i++) mu[i] = urand() - 0.5, muf[i] = (float)mu[i];
+    for (int i = 0; i < 12; i++) np[i] = urand() - 0.5, npf[i] = (float)np[i];
+    for (int j = 0; j < 4; j++) rho[j] = log(0.4);
+    for (int i = 0; i < 9; i++) codes[i] = urand() - 0.5;
+    int32_t nb[24];
+    gs4d_knn_to(npf, 4, muf, 8, 3, nb);
+    for (int i = 0; i < 24; i++) knn[i] = nb[i];
+    set_f64(m.means, mu), set_f64(m.node_pos, np), set_f64(m.node_rho, rho), set_f64(m.node_knn, knn), set_f64(m.mlp.codes, codes);
+    Tensor *src[16];
+    int ns = 0;
+    src[ns++] = m.means;
+    if (!isotropic) src[ns++] = m.quats;
+    src[ns++] = m.node_pos, src[ns++] = m.node_rho, src[ns++] = m.mlp.codes, src[ns++] = m.mlp.layer[0].weight;
+    src[ns++] = m.mlp.mu.weight, src[ns++] = m.mlp.rot.weight, src[ns++] = m.mlp.scale.weight;
+    Tensor *in[16];
+    for (int k = 0; k < ns; k++) in[k] = tensor_requires_grad(tensor_clone(tensor_detach(src[k])), true);
+    NodeCtx c = {.m = &m, .x_w = tensor_clone(tensor_detach(m.means)), .node_in = tensor_clone(tensor_detach(m.node_pos)), .t = t};
+    AgGradcheckReport r;
+    CHECK_MSG(ag_gradcheck(fn_nodes, ns, in, &c, 1e-6, 1e-7, 1e-4, &r), "%s, t %.3f: input %d element %lld: %.10g vs %.10g",
+              isotropic ? "isotropic" : "anisotropic", t, r.bad_input, (long long)r.bad_index, r.analytic, r.numeric);
+    CHECK(r.max_ref > 1e-4);
+    gs4d_free(&m);
+    gs4d_data_free(&d);
+    tensor_scope_end(sc);
+}
+
+/* through the MLP on the nodes, the codes (at a training time and between two), the nodes'
+ * positions and radii, and the Gaussians */
+TEST(gs4d_nodes_deform_gradcheck) {
+    nodes_gradcheck(true, 0.25);
+    nodes_gradcheck(true, 0.37);
+    nodes_gradcheck(false, 0.37);
+}
+
+static Gs4dConfig tiny_nodes(int64_t iters) {
+    Gs4dConfig c = gs4d_defaults();
+    c.n = 500, c.depth = 4, c.width = 32, c.skip = 2, c.freq_x = 6, c.freq_t = 4;
+    c.lr_steps = iters, c.warmup = iters / 5;
+    c.densify_every = 50, c.refine_until = iters / 2, c.reset_every = 0;
+    c.arap_weight = 1.0, c.arap_k = 6, c.knn_every = 50;
+    c.deform = GS4D_DEFORM_NODES, c.nodes = 64, c.node_k = 4, c.time_code = GS4D_TIME_BOTH, c.latent_dim = 8;
+    return c;
+}
+
+static double eval_test(const Gs4dModel *m, const Gs4dSynth *s, const Gs4dData *dt) {
+    double sum = 0;
+    for (int v = 0; v < s->n_test; v++) {
+        TensorScope *sc = tensor_scope_begin();
+        double bg[3] = {1, 1, 1};
+        sum += gs_psnr(gs4d_render(m, &s->test[v].cam, s->test[v].time, bg), gs4d_target(dt, v, bg));
+        tensor_scope_end(sc);
+    }
+    return sum / s->n_test;
+}
+
+/* the tiny synthetic sequence with nodes must train as the per-Gaussian MLP does
+ * (tests/test_gs4d.c: gs4d_tiny_sequence_trains, the same data and bar), and its nodes must be
+ * where the Gaussians are */
+TEST(gs4d_nodes_tiny_sequence_trains) {
+    bool quick = test_quick();
+    int64_t iters = quick ? 30 : 1500;
+    TensorScope *sc = tensor_scope_begin();
+    Gs4dSynth s;
+    char err[512];
+    CHECK_MSG(gs4d_synth_make("quadruped", 0, 4, 6, 2, 32, &s, err, sizeof err) == 0, "%s", err);
+    Gs4dData d, dt;
+    CHECK_MSG(gs4d_data_make(s.train, s.n_train, &d, err, sizeof err) == 0, "%s", err);
+    CHECK_MSG(gs4d_data_make(s.test, s.n_test, &dt, err, sizeof err) == 0, "%s", err);
+    Gs4dConfig c = tiny_nodes(iters);
+    Gs4dModel m;
+    gs4d_init(&m, &c, &d, NULL);
+    double p0 = eval_test(&m, &s, &dt), pw = 0;
+    TensorRng rng = {.seed = 1, .stream = 3};
+    for (int64_t step = 0; step < iters; step++) {
+        int64_t v;
+        optim_data_order(0, step, d.n, 1, &v);
+        double l = gs4d_step(&m, &d, (int)v, &rng, NULL);
+        CHECK_MSG(isfinite(l), "step %lld: loss %g", (long long)step, l);
+        if (m.step == c.warmup) pw = eval_test(&m, &s, &dt);
+    }
+    double p = eval_test(&m, &s, &dt);
+    /* every node sits within the Gaussians' cloud: its nearest Gaussian closer than a tenth of the extent */
+    double far = 0;
+    double *nd = malloc(sizeof(double) * 64);
+    gs4d_nearest_dist(tensor_f32(m.means), c.n, tensor_f32(m.node_pos), 64, nd);
+    for (int j = 0; j < 64; j++) far = fmax(far, nd[j]);
+    free(nd);
+    fprintf(stderr, "  gs4d nodes tiny (64 nodes, codes 8 + gamma(t)): held-out %.2f dB (init %.2f, end of warm-up %.2f); "
+                    "farthest node %.4f from a Gaussian (extent %.3f)\n", p, p0, pw, far, m.extent);
+    CHECK(far < 0.1 * m.extent);
+    if (quick) CHECK_MSG(p > p0, "held-out PSNR %.2f dB from %.2f dB", p, p0);
+    else {
+        CHECK_MSG(p >= 24, "held-out PSNR %.2f dB < 24 dB (init %.2f, after warm-up %.2f)", p, p0, pw);
+        CHECK_MSG(p >= pw + 1, "the deformation phase added only %.2f dB over the static warm-up", p - pw);
+    }
+    gs4d_free(&m);
+    gs4d_data_free(&d);
+    gs4d_data_free(&dt);
+    gs4d_synth_free(&s);
+    tensor_scope_end(sc);
+}
+
+/* a node no Gaussian uses (moved far out) is relocated onto a Gaussian by the next densification
+ * that the gradient asks for */
+TEST(gs4d_nodes_unused_node_relocates) {
+    TensorScope *sc = tensor_scope_begin();
+    Gs4dSynth s;
+    char err[512];
+    CHECK_MSG(gs4d_synth_make("quadruped", 0, 2, 4, 0, 16, &s, err, sizeof err) == 0, "%s", err);
+    Gs4dData d;
+    CHECK_MSG(gs4d_data_make(s.train, s.n_train, &d, err, sizeof err) == 0, "%s", err);
+    Gs4dConfig c = tiny_nodes(40);
+    c.n = 200, c.nodes = 16, c.warmup = 0, c.densify_every = 5, c.refine_until = 40, c.densify_grad = 0;
+    Gs4dModel m;
+    gs4d_init(&m, &c, &d, NULL);
+    TensorRng rng = {.seed = 2, .stream = 1};
+    gs4d_step(&m, &d, 0, &rng, NULL); /* initializes the nodes */
+    float *np = tensor_f32(m.node_pos);
+    np[0] = np[1] = np[2] = (float)(100 * m.extent);
+    int64_t moved = 0;
+    for (int i = 1; i < 10; i++) {
+        gs4d_step(&m, &d, i % d.n, &rng, NULL);
+        moved += m.nodes_moved;
+    }
+    double nd;
+    gs4d_nearest_dist(tensor_f32(m.means), c.n, tensor_f32(m.node_pos), 1, &nd);
+    CHECK_MSG(moved >= 1 && nd < 0.1 * m.extent, "%lld nodes moved; node 0 is %g from the nearest Gaussian", (long long)moved, nd);
+    gs4d_free(&m);
+    gs4d_data_free(&d);
+    gs4d_synth_free(&s);
+    tensor_scope_end(sc);
+}
+
+static void run_loop(Gs4dModel *m, const Gs4dData *d, const char *ckpt, bool resume, int64_t total, int64_t stop_after) {
+    OptimTrainOptions to = {.name = "gs4d nodes test", .total_steps = total, .log_every = 1000, .ckpt_every = 0,
+                            .ckpt_path = ckpt, .resume = resume, .stop_after = stop_after};
+    OptimTrain tl;
+    char err[512];
+    CHECK_MSG(optim_train_init(&tl, &to, &m->params, &m->optim, (TensorRng){.seed = 5, .stream = 3}, err, sizeof err) == 0,
+              "%s", err);
+    gs4d_set_step(m, tl.step);
+    while (optim_train_next(&tl)) {
+        int64_t v;
+        optim_data_order(0, tl.step, d->n, 1, &v);
+        double l = gs4d_step(m, d, (int)v, &tl.rng, NULL);
+        optim_train_step_end(&tl, l, 0, 0, NULL);
+    }
+    CHECK(optim_train_finish(&tl) == 0);
+}
+
+/* stopped after the nodes exist and between densifications, then resumed in a fresh model: every
+ * parameter (nodes, codes, the node lists) and moment as an uninterrupted run */
+TEST(gs4d_nodes_resume_matches_uninterrupted) {
+    TensorScope *sc = tensor_scope_begin();
+    Gs4dSynth s;
+    char err[512];
+    CHECK_MSG(gs4d_synth_make("quadruped", 0, 2, 4, 0, 16, &s, err, sizeof err) == 0, "%s", err);
+    Gs4dData d;
+    CHECK_MSG(gs4d_data_make(s.train, s.n_train, &d, err, sizeof err) == 0, "%s", err);
+    Gs4dConfig c = tiny_nodes(60);
+    c.n = 200, c.nodes = 16, c.warmup = 10, c.densify_every = 20, c.knn_every = 20, c.refine_until = 60, c.redo_every = 15;
+    char dir[] = "/tmp/anima-gs4dn-XXXXXX", ckpt[256];
+    CHECK(mkdtemp(dir));
+    snprintf(ckpt, sizeof ckpt, "%s/ckpt.h5", dir);
+    Gs4dModel a, b;
+    gs4d_init(&a, &c, &d, NULL);
+    run_loop(&a, &d, NULL, false, 60, 0);
+    gs4d_init(&b, &c, &d, NULL);
+    run_loop(&b, &d, ckpt, false, 60, 33);
+    gs4d_free(&b);
+    gs4d_init(&b, &c, &d, NULL);
+    run_loop(&b, &d, ckpt, true, 60, 0);
+    CHECK(b.step == 60);
+    int64_t n = tensor_numel(a.params.flat), bad = 0, badm = 0;
+    const float *pa = tensor_f32(a.params.flat), *pb = tensor_f32(b.params.flat);
+    const float *ma = tensor_f32(a.optim.exp_avg_sq), *mb = tensor_f32(b.optim.exp_avg_sq);
+    for (int64_t i = 0; i < n; i++) bad += pa[i] != pb[i], badm += ma[i] != mb[i];
+    CHECK_MSG(bad == 0 && badm == 0, "%lld parameters and %lld moments differ after resume", (long long)bad, (long long)badm);
+    unlink(ckpt);
+    rmdir(dir);
+    gs4d_free(&a);
+    gs4d_free(&b);
+    gs4d_data_free(&d);
+    gs4d_synth_free(&s);
+    tensor_scope_end(sc);
+}
