@@ -133,6 +133,8 @@ void bench_gru_cases(int argc, char **argv, bool (*wanted)(int, char **, const c
                      void (*run_case)(const char *, void (*)(void *), void *));
 void bench_partmm_cases(int argc, char **argv, bool (*wanted)(int, char **, const char *),
                         void (*run_case)(const char *, void (*)(void *), void *));
+void bench_gs4d_cases(int argc, char **argv, bool (*wanted)(int, char **, const char *),
+                      void (*run_case)(const char *, void (*)(void *), void *));
 
 static bool wanted(int argc, char **argv, const char *name) {
     if (argc < 2) return true;
@@ -170,6 +172,7 @@ int main(int argc, char **argv) {
     bench_physskin_cases(argc, argv, wanted, run_case);
     bench_gru_cases(argc, argv, wanted, run_case);
     bench_partmm_cases(argc, argv, wanted, run_case);
+    bench_gs4d_cases(argc, argv, wanted, run_case);
     tensor_runtime_shutdown();
     return 0;
 }

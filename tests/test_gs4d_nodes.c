@@ -217,6 +217,7 @@ static Tensor *fn_nodes(int n, Tensor *const *in, void *user) {
     if (!m.cfg.isotropic) m.quats = in[k++];
     m.node_pos = in[k++], m.node_rho = in[k++], m.mlp.codes = in[k++];
     m.mlp.layer[0].weight = in[k++], m.mlp.mu.weight = in[k++], m.mlp.rot.weight = in[k++], m.mlp.scale.weight = in[k++];
+    if (m.mlp.table) m.mlp.table = in[k++];
     GsGaussians canon = gs4d_canonical(&m);
     GsGaussians g = gs4d_deform_nodes_at(&m, &canon, c->x_w, c->node_in, c->t);
     Tensor *parts[3] = {tensor_flatten(g.means, 0, -1), tensor_flatten(g.scales, 0, -1),
@@ -224,7 +225,7 @@ static Tensor *fn_nodes(int n, Tensor *const *in, void *user) {
     return tensor_cat(3, parts, 0);
 }
 
-static void nodes_gradcheck(bool isotropic, double t) {
+static void nodes_gradcheck(bool isotropic, bool table, double t) {
     TensorScope *sc = tensor_scope_begin();
     float rgba[8 * 8 * 4];
     for (int i = 0; i < 8 * 8 * 4; i++) rgba[i] = i % 4 == 3 ? 1.f : 0.5f;
@@ -237,7 +238,7 @@ static void nodes_gradcheck(bool isotropic, double t) {
     Gs4dConfig cfg = gs4d_defaults();
     cfg.n = 8, cfg.isotropic = isotropic, cfg.depth = 2, cfg.width = 8, cfg.skip = 0, cfg.freq_x = 2, cfg.freq_t = 2;
     cfg.deform = GS4D_DEFORM_NODES, cfg.nodes = 4, cfg.node_k = 3, cfg.time_code = GS4D_TIME_BOTH, cfg.latent_dim = 3;
-    cfg.head_init = 0.3, cfg.dtype = TENSOR_F64, cfg.arap_k = 2;
+    cfg.head_init = 0.3, cfg.dtype = TENSOR_F64, cfg.arap_k = 2, cfg.node_table = table;
     Gs4dModel m;
     gs4d_init(&m, &cfg, &d, NULL);
     CHECK(m.mlp.frames == 3 && m.mlp.codes && m.mlp.codes->shape[0] == 3);
@@ -258,12 +259,19 @@ static void nodes_gradcheck(bool isotropic, double t) {
     if (!isotropic) src[ns++] = m.quats;
     src[ns++] = m.node_pos, src[ns++] = m.node_rho, src[ns++] = m.mlp.codes, src[ns++] = m.mlp.layer[0].weight;
     src[ns++] = m.mlp.mu.weight, src[ns++] = m.mlp.rot.weight, src[ns++] = m.mlp.scale.weight;
+    if (table) {
+        CHECK(m.mlp.table && m.mlp.table->shape[0] == 3 && m.mlp.table->shape[1] == 28);
+        double tv[84];
+        for (int i = 0; i < 84; i++) tv[i] = 0.2 * (urand() - 0.5);
+        set_f64(m.mlp.table, tv);
+        src[ns++] = m.mlp.table;
+    }
     Tensor *in[16];
     for (int k = 0; k < ns; k++) in[k] = tensor_requires_grad(tensor_clone(tensor_detach(src[k])), true);
     NodeCtx c = {.m = &m, .x_w = tensor_clone(tensor_detach(m.means)), .node_in = tensor_clone(tensor_detach(m.node_pos)), .t = t};
     AgGradcheckReport r;
-    CHECK_MSG(ag_gradcheck(fn_nodes, ns, in, &c, 1e-6, 1e-7, 1e-4, &r), "%s, t %.3f: input %d element %lld: %.10g vs %.10g",
-              isotropic ? "isotropic" : "anisotropic", t, r.bad_input, (long long)r.bad_index, r.analytic, r.numeric);
+    CHECK_MSG(ag_gradcheck(fn_nodes, ns, in, &c, 1e-6, 1e-7, 1e-4, &r), "%s%s, t %.3f: input %d element %lld: %.10g vs %.10g",
+              isotropic ? "isotropic" : "anisotropic", table ? ", table" : "", t, r.bad_input, (long long)r.bad_index, r.analytic, r.numeric);
     CHECK(r.max_ref > 1e-4);
     gs4d_free(&m);
     gs4d_data_free(&d);
@@ -273,9 +281,55 @@ static void nodes_gradcheck(bool isotropic, double t) {
 /* through the MLP on the nodes, the codes (at a training time and between two), the nodes'
  * positions and radii, and the Gaussians */
 TEST(gs4d_nodes_deform_gradcheck) {
-    nodes_gradcheck(true, 0.25);
-    nodes_gradcheck(true, 0.37);
-    nodes_gradcheck(false, 0.37);
+    nodes_gradcheck(true, false, 0.25);
+    nodes_gradcheck(true, false, 0.37);
+    nodes_gradcheck(false, false, 0.37);
+    nodes_gradcheck(true, true, 0.37); /* with the per-frame table, between two frames */
+    nodes_gradcheck(false, true, 0.5);
+}
+
+/* the per-frame table under a time curriculum: a frame's rows are copied from the previous frame's
+ * at the step that admits it, and not before (the MLP's rate 0, so only the copy moves the table) */
+TEST(gs4d_nodes_table_warm_start) {
+    TensorScope *sc = tensor_scope_begin();
+    Gs4dSynth s;
+    char err[512];
+    CHECK_MSG(gs4d_synth_make("quadruped", 0, 4, 3, 0, 16, &s, err, sizeof err) == 0, "%s", err);
+    Gs4dData d;
+    CHECK_MSG(gs4d_data_make(s.train, s.n_train, &d, err, sizeof err) == 0, "%s", err);
+    Gs4dConfig c = gs4d_defaults();
+    c.n = 200, c.depth = 2, c.width = 16, c.skip = 0, c.freq_x = 4, c.freq_t = 2, c.lr_steps = 40;
+    c.deform = GS4D_DEFORM_NODES, c.nodes = 8, c.node_table = true, c.table_smooth = 1;
+    c.warmup = 2, c.time_ramp = 30, c.densify_every = 0, c.knn_every = 0, c.arap_k = 3;
+    c.lr_deform = c.lr_deform_final = 0;
+    Gs4dModel m;
+    gs4d_init(&m, &c, &d, NULL);
+    CHECK(m.mlp.frames == 4);
+    int64_t w = 7 * c.nodes;
+    float *tb = tensor_f32(m.mlp.table);
+    for (int64_t i = 0; i < 4 * w; i++) tb[i] = (float)(urand() - 0.5);
+    TensorRng rng = {.seed = 3, .stream = 1};
+    /* frame f (time f/3) enters when the window reaches it: at about step 2 + 10 f */
+    int admitted = 1;
+    for (int64_t step = 0; step < 40; step++) {
+        int64_t v;
+        optim_data_order(0, step, d.n, 1, &v);
+        gs4d_step(&m, &d, gs4d_pick_view(&m, &d, step, (int)v), &rng, NULL);
+        double lim = step <= 2 ? 0 : fmin(1, (double)(step - 2) / 30); /* the window at this step (times 0 to 1) */
+        int f = 0; /* the last frame in after this step */
+        while (f + 1 < 4 && m.mlp.times[f + 1] <= lim) f++;
+        for (int g = 1; g < 4; g++) {
+            int same = !memcmp(tb + g * w, tb + (g - 1) * w, sizeof(float) * (size_t)w);
+            CHECK_MSG(same == (g <= f), "after step %lld: frame %d %s frame %d's rows", (long long)step, g,
+                      same ? "already copies" : "does not copy", g - 1);
+        }
+        if (f >= admitted) admitted = f + 1;
+    }
+    CHECK(admitted == 4);
+    gs4d_free(&m);
+    gs4d_data_free(&d);
+    gs4d_synth_free(&s);
+    tensor_scope_end(sc);
 }
 
 static Gs4dConfig tiny_nodes(int64_t iters) {

@@ -76,7 +76,7 @@ typedef struct {
     } data;
     struct {
         int64_t n, depth, width, skip, freq_x, freq_t, supersample, nodes, node_k, latent_dim;
-        bool isotropic, deform_color, deform_opacity;
+        bool isotropic, deform_color, deform_opacity, node_table;
         double init_opacity, init_scale, head_init, dilation, node_radius;
         char trunk_init[16], deform[16], time[16];
     } model;
@@ -88,7 +88,7 @@ typedef struct {
         int64_t iters, batch, turntable_frames, warmup, time_ramp, log_every, ckpt_every, densify_every, reset_every, knn_every, arap_k;
         int64_t redo_every;
         int64_t recluster_every, recluster_bones, recluster_frames;
-        double refine_frac, prune_opacity, densify_grad, split_scale, arap_weight;
+        double refine_frac, prune_opacity, densify_grad, split_scale, arap_weight, table_smooth;
         bool random_background, ramp_schedule;
     } train;
 } Gs4dCmdConfig;
@@ -133,6 +133,9 @@ static const DsConfigField MODEL_FIELDS[] = {
     {"time", DS_CFG_STRING, F(model, time), "\"fourier\"", NO_RANGE, .size = 16, .choices = TIME_CODES,
      .help = "what D sees of t: fourier (gamma(t), freq_t), latent (a learned code per training frame, "
              "interpolated between frames) or both"},
+    {"node_table", DS_CFG_BOOL, F(model, node_table), "false", NO_RANGE,
+     .help = "deform nodes: a learned per-frame table of node transforms added to the MLP's (the MLP the smooth "
+             "prior; each frame's rows warm-started from the previous frame's as the time ramp admits it)"},
     {"latent_dim", DS_CFG_INT, F(model, latent_dim), "32", 1, 4096, .help = "length of the per-frame codes (time latent|both)"},
     {"supersample", DS_CFG_INT, F(model, supersample), "1", 1, 8,
      .help = "render at k x the resolution and box-average (1: off; Gs4dConfig.supersample)"},
@@ -191,6 +194,8 @@ static const DsConfigField TRAIN_FIELDS[] = {
     {"knn_every", DS_CFG_INT, F(train, knn_every), "100", 0, 1e9, .help = "recompute the ARAP neighbors every N steps"},
     {"redo_every", DS_CFG_INT, F(train, redo_every), "0", 0, 1e9,
      .help = "recycle the deformation MLP's dead ReLU units every N deformation steps (0: off; Gs4dConfig.redo_every)"},
+    {"table_smooth", DS_CFG_FLOAT, F(train, table_smooth), "1", 0, 1e9,
+     .help = "model.node_table: x the squared difference of the drawn frame's table rows to its neighbors' (per node)"},
     {"random_background", DS_CFG_BOOL, F(train, random_background), "true", NO_RANGE,
      .help = "a random background color per step behind the RGBA targets (else a fixed one)"},
     {"recluster_every", DS_CFG_INT, F(train, recluster_every), "0", 0, 1e9,
@@ -224,6 +229,7 @@ static Gs4dConfig model_config(const Gs4dCmdConfig *c) {
                   : !strcmp(c->model.time, "both") ? GS4D_TIME_BOTH
                                                    : GS4D_TIME_FOURIER;
     g.latent_dim = (int)c->model.latent_dim;
+    g.node_table = c->model.node_table, g.table_smooth = c->train.table_smooth;
     g.lr_nodes = c->optim.lr_nodes, g.lr_node_radius = c->optim.lr_node_radius;
     g.lr_means = c->optim.lr_means, g.lr_means_final = c->optim.lr_means_final;
     g.lr_deform = c->optim.lr_deform, g.lr_deform_final = c->optim.lr_deform_final, g.lr_steps = c->train.iters;

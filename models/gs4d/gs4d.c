@@ -333,13 +333,16 @@ void gs4d_init(Gs4dModel *m, const Gs4dConfig *cfg_in, const Gs4dData *d, const 
     m->mlp.mu = head(p, "deform.mu", w, 3, cfg->head_init);
     m->mlp.scale = head(p, "deform.scale", w, ns, cfg->head_init);
     if (!cfg->isotropic || nodes) m->mlp.rot = head(p, "deform.rot", w, 4, cfg->head_init);
-    if (latent) { /* a code per distinct training time (d->by_time is sorted) */
+    bool table = nodes && cfg->node_table;
+    if (latent || table) { /* a code / table row per distinct training time (d->by_time is sorted) */
         m->mlp.times = base_malloc(sizeof(double) * (size_t)d->n);
         for (int i = 0; i < d->n; i++) {
             double t = d->views[d->by_time[i]].time;
             if (m->mlp.frames == 0 || t != m->mlp.times[m->mlp.frames - 1]) m->mlp.times[m->mlp.frames++] = t;
         }
-        m->mlp.codes = nn_param(p, "deform", "codes", 2, (int64_t[]){m->mlp.frames, cfg->latent_dim}, NN_INIT_NORMAL, 0.01);
+        if (latent)
+            m->mlp.codes = nn_param(p, "deform", "codes", 2, (int64_t[]){m->mlp.frames, cfg->latent_dim}, NN_INIT_NORMAL, 0.01);
+        if (table) m->mlp.table = nn_param(p, "deform", "table", 2, (int64_t[]){m->mlp.frames, 7 * cfg->nodes}, NN_INIT_ZEROS, 0);
     }
     if (nodes) {
         m->node_pos = nn_param(p, "nodes", "pos", 2, (int64_t[]){cfg->nodes, 3}, NN_INIT_ZEROS, 0);
@@ -457,9 +460,8 @@ GsGaussians gs4d_canonical(const Gs4dModel *m) {
 
 /* the trunk: [γ(x), γ(t)] through the ReLU layers (the input again before layer skip); the last
  * layer's output, and each layer's in hidden[i] when hidden is not NULL */
-/* the code at time t: linear between the codes of the training times around it (the end codes
- * outside them), (1, latent_dim) */
-static Tensor *code_at(const Gs4dMlp *mlp, double t) {
+/* the frames around t: t = (1 − a) times[j] + a times[j + 1] (a = 0 and j the end outside them) */
+static int frame_at(const Gs4dMlp *mlp, double t, double *a_out) {
     const double *ts = mlp->times;
     int f = mlp->frames, j = 0;
     double a = 0;
@@ -473,11 +475,40 @@ static Tensor *code_at(const Gs4dMlp *mlp, double t) {
         }
         j = lo, a = (t - ts[lo]) / (ts[hi] - ts[lo]);
     }
-    Tensor *c0 = tensor_narrow(mlp->codes, 0, j, 1);
+    *a_out = a;
+    return j;
+}
+
+/* the row of rows (frames, D) at time t: linear between the rows of the training times around it
+ * (the end rows outside them), (1, D) */
+static Tensor *row_at(const Gs4dMlp *mlp, Tensor *rows, double t) {
+    double a;
+    int j = frame_at(mlp, t, &a);
+    Tensor *c0 = tensor_narrow(rows, 0, j, 1);
     if (a <= 0) return c0;
-    Tensor *c1 = tensor_narrow(mlp->codes, 0, j + 1, 1);
+    Tensor *c1 = tensor_narrow(rows, 0, j + 1, 1);
     if (a >= 1) return c1;
     return tensor_add(tensor_mul_scalar(c0, 1 - a), tensor_mul_scalar(c1, a));
+}
+
+static Tensor *code_at(const Gs4dMlp *mlp, double t) { return row_at(mlp, mlp->codes, t); }
+
+/* table_smooth's term at time t: the nearer frame's table row against its neighbors', the squared
+ * difference summed over the row and divided by the nodes (0-d; NULL without a table or weight) */
+static Tensor *table_smooth_loss(const Gs4dModel *m, double t) {
+    const Gs4dMlp *mlp = &m->mlp;
+    if (!mlp->table || !(m->cfg.table_smooth > 0) || mlp->frames < 2) return NULL;
+    double a;
+    int j = frame_at(mlp, t, &a);
+    if (a > 0.5) j++;
+    Tensor *r = tensor_narrow(mlp->table, 0, j, 1), *sum = NULL;
+    for (int nb = j - 1; nb <= j + 1; nb += 2) {
+        if (nb < 0 || nb >= mlp->frames) continue;
+        Tensor *e = tensor_sub(r, tensor_narrow(mlp->table, 0, nb, 1));
+        Tensor *s = tensor_sum_all(tensor_mul(e, e));
+        sum = sum ? tensor_add(sum, s) : s;
+    }
+    return tensor_mul_scalar(sum, m->cfg.table_smooth / (double)m->cfg.nodes);
 }
 
 /* what D sees of t, (1, D): γ(t), the code, or both (Gs4dConfig.time_code) */
@@ -549,6 +580,11 @@ static GsGaussians deform_nodes(const Gs4dModel *m, const GsGaussians *canon, Te
     Tensor *w = gs4d_rbf_weights(x_w, m->node_pos, m->node_rho, idx, k);
     Tensor *one = tensor_from_f64(2, (int64_t[]){1, 4}, dq->dtype, (double[]){1, 0, 0, 0});
     if (tensor_device(dq) != TENSOR_CPU) one = tensor_to(one, tensor_device(dq));
+    if (m->mlp.table) { /* the per-frame residual transforms */
+        Tensor *row = tensor_reshape(row_at(&m->mlp, m->mlp.table, t), 2, (int64_t[]){m->cfg.nodes, 7});
+        T = tensor_add(T, tensor_narrow(row, 1, 0, 3));
+        dq = tensor_add(dq, tensor_narrow(row, 1, 3, 4));
+    }
     Tensor *q = tensor_add(dq, one);
     GsGaussians g = *canon;
     g.means = gs4d_node_lbs(canon->means, m->node_pos, gs4d_quat_to_rotmat(q), T, w, idx, k);
@@ -614,12 +650,18 @@ double gs4d_lr(const Gs4dModel *m, int g, int64_t step) {
 
 static bool deforming(const Gs4dModel *m) { return m->step >= m->cfg.warmup; }
 
-int gs4d_pick_view(const Gs4dModel *m, const Gs4dData *d, int64_t step, int v) {
-    if (m->cfg.time_ramp <= 0) return v;
+/* the last time the curriculum's window admits at step (time_ramp > 0) */
+static double window_limit(const Gs4dModel *m, const Gs4dData *d, int64_t step) {
     double t0 = d->views[d->by_time[0]].time, t1 = d->views[d->by_time[d->n - 1]].time;
     double f = (double)(step - m->cfg.warmup) / (double)m->cfg.time_ramp;
     f = f < 0 ? 0 : f > 1 ? 1 : f;
-    double lim = t0 + f * (t1 - t0);
+    return f >= 1 ? t1 : t0 + f * (t1 - t0);
+}
+
+int gs4d_pick_view(const Gs4dModel *m, const Gs4dData *d, int64_t step, int v) {
+    if (m->cfg.time_ramp <= 0) return v;
+    double f = (double)(step - m->cfg.warmup) / (double)m->cfg.time_ramp;
+    double lim = window_limit(m, d, step);
     int lo = 1, hi = d->n; /* views in the window: the first time's always, then by binary search */
     while (lo < hi) {
         int mid = (lo + hi) / 2;
@@ -1073,6 +1115,29 @@ static void opacity_reset(Gs4dModel *m) {
 
 /* ---- one step ------------------------------------------------------------------------------------ */
 
+/* the table rows of the frames the curriculum admits at this step start from the previous frame's
+ * (their moments zeroed) */
+static void table_admit(Gs4dModel *m, const Gs4dData *d) {
+    double lo = window_limit(m, d, m->step - 1), hi = window_limit(m, d, m->step);
+    const Gs4dMlp *mlp = &m->mlp;
+    int first = -1, last = -1;
+    for (int f = 1; f < mlp->frames; f++)
+        if (mlp->times[f] > lo && mlp->times[f] <= hi) last = f, first = first < 0 ? f : first;
+    if (first < 0) return;
+    TensorScope *s = tensor_scope_begin();
+    HostSession h;
+    host_begin(m, &h);
+    int64_t w = mlp->table->shape[1], base = mlp->table->offset - m->params.flat->offset;
+    float *p = tensor_f32(m->params.flat), *ea = tensor_f32(m->optim.exp_avg), *es = tensor_f32(m->optim.exp_avg_sq);
+    for (int f = first; f <= last; f++) {
+        memcpy(p + base + f * w, p + base + (f - 1) * w, sizeof(float) * (size_t)w);
+        memset(ea + base + f * w, 0, sizeof(float) * (size_t)w);
+        memset(es + base + f * w, 0, sizeof(float) * (size_t)w);
+    }
+    host_end(m, &h);
+    tensor_scope_end(s);
+}
+
 double gs4d_step(Gs4dModel *m, const Gs4dData *d, int v, TensorRng *rng, Gs4dStepInfo *info) {
     int64_t vv = v;
     return gs4d_step_batch(m, d, &vv, 1, rng, NULL, info);
@@ -1092,6 +1157,7 @@ double gs4d_step_batch(Gs4dModel *m, const Gs4dData *d, const int64_t *views, in
     if (comm) optim_comm_shard(comm, batch, &b0, &b1);
     bool def = deforming(m), nodes = m->cfg.deform == GS4D_DEFORM_NODES;
     if (nodes && def && m->step == m->cfg.warmup) gs4d_nodes_init(m); /* the warm-up's canonical set */
+    if (m->mlp.table && def && m->cfg.time_ramp > 0 && m->step > m->cfg.warmup) table_admit(m, d);
     double tk[7] = {0}, t_def = 0, t_ren = 0, t_loss = 0, t_back = 0;
     double ck[7] = {0}, c_def = 0, c_ren = 0, c_loss = 0, c_back = 0; /* the same on the CPU clock */
     double sums[4] = {0, 0, 0, 0}; /* loss, photometric, arap, reg: this rank's sums over its views */
@@ -1136,6 +1202,8 @@ double gs4d_step_batch(Gs4dModel *m, const Gs4dData *d, const int64_t *views, in
             Tensor *sil = tensor_mul_scalar(gs4d_silhouette_loss(g.means, &view->cam, &d->masks[v]), m->cfg.silhouette_weight);
             reg = reg ? tensor_add(reg, sil) : sil;
         }
+        Tensor *smooth = def ? table_smooth_loss(m, view->time) : NULL;
+        if (smooth) reg = reg ? tensor_add(reg, smooth) : smooth; /* logged with the regularizers */
         if (reg) loss = tensor_add(loss, reg);
         tk[3] = base_now(), ck[3] = base_cpu_now();
         ag_backward(tensor_mul_scalar(loss, scale), NULL, false);

@@ -114,6 +114,14 @@ typedef struct {
      * frame has none of that limit; held-out times between frames take the interpolated code. */
     int time_code;
     int latent_dim;
+    /* nodes: a learned table of per-frame node transforms (F × M × (3 + 4), zero at the start) added
+     * to the MLP's translation and quaternion, linear between frames (the MLP stays the smooth prior,
+     * the table carries what it cannot fit; issue 37's "per-node per-frame transforms"), with
+     * table_smooth × the squared difference of the drawn frame's rows to its neighbors' (per node)
+     * and, under a time curriculum, each newly admitted frame's rows started from the previous
+     * frame's (the warm start of sequential per-frame fitting) */
+    bool node_table;
+    double table_smooth;
     /* supersampling (1: off): every render, in training and after, is made at supersample × the
      * camera's resolution (intrinsics scaled, so each image pixel is exactly a block of
      * supersample² sub-pixels) and averaged over each block, the box filter a real pixel is. Why:
@@ -274,6 +282,7 @@ typedef struct {
     Tensor *codes;
     double *times;
     int frames;
+    Tensor *table; /* node_table: (frames, nodes · 7), NULL otherwise */
 } Gs4dMlp;
 
 /* Labels for n points from their trajectories: rest (n × 3, the canonical means), pos (frames × n

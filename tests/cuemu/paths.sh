@@ -23,7 +23,8 @@
 #                   and 2 views per step on 2 ranks over NCCL against one process --device cuda:
 #                   relative 1e-5 (measured: identical); and the same CPU/CUDA comparison with
 #                   anisotropic Gaussians rendered at supersample 2 (the aniso preset's path),
-#                   without densification (measured 1.9e-6)
+#                   without densification (measured 1.9e-6); and with control nodes
+#                   (model.deform nodes, per-frame codes and table), the same tolerances
 # Usage: BUILD=build-emu bash tests/cuemu/paths.sh. Last line "N passed, M failed".
 set -u
 cd "$(dirname "$0")/../.."
@@ -141,6 +142,15 @@ G4S=("${G4[@]}" --set model.isotropic=false --set model.supersample=2 --set mode
 run gs4d_ss_cpu "$anima" "${G4S[@]}" && run gs4d_ss_cuda "$anima" "${G4S[@]}" --device cuda &&
   check "gs4d fit --device cuda vs cpu, anisotropic, supersample 2" "$t" "$tmp/gs4d_ss_cpu/metrics.jsonl" \
     "$tmp/gs4d_ss_cuda/metrics.jsonl" "loss:1e-5 photometric:1e-5 arap:1e-3:1e-12 test_psnr:0:0.001 densified:0 relocated:0"
+# control nodes (model.deform nodes: the MLP on the nodes, the RBF blend through index_select,
+# softmax and the quaternion products), with per-frame codes beside gamma(t) and the per-frame
+# table; steps 3..7 deform
+t=$(now)
+G4N=("${G4[@]}" --set model.deform=\"nodes\" --set model.nodes=32 --set model.time=\"both\" --set model.latent_dim=4
+     --set model.node_table=true --set model.head_init=0.05)
+run gs4d_n_cpu "$anima" "${G4N[@]}" && run gs4d_n_cuda "$anima" "${G4N[@]}" --device cuda &&
+  check "gs4d fit --device cuda vs cpu, control nodes" "$t" "$tmp/gs4d_n_cpu/metrics.jsonl" "$tmp/gs4d_n_cuda/metrics.jsonl" \
+    "loss:1e-5 photometric:1e-5 arap:1e-3:1e-12 test_psnr:0:0.001 densified:0 relocated:0"
 t=$(now)
 run gs4d_stop "$anima" "${G4[@]}" --device cuda --stop-after 4 &&
   if "$anima" "${G4[@]}" --device cuda --resume --out "$tmp/gs4d_stop" --no-progress > "$tmp/gs4d_resume.log" 2>&1; then
