@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/h5file.h"
 #include "datasets/geometry/geometry.h"
 #include "datasets/motion/bench.h"
 #include "datasets/motion/dnerf.h"
@@ -1158,6 +1159,218 @@ TEST(motion_bench_deterministic_by_seed) {
     CHECK(memcmp(g1.secondary, g2.secondary, sizeof(float) * 3 * g1.nv * g1.nframes) == 0);
     ds_motion_gt_free(&g1), ds_motion_gt_free(&g2);
     tmpdir_remove(d1), tmpdir_remove(d2), tmpdir_remove(d3);
+}
+
+/* ---- monocular input --------------------------------------------------------------------------- */
+
+static double attr_f64_read(hid_t f, const char *name) {
+    double v = NAN;
+    if (H5Aexists(f, name) <= 0) return v;
+    hid_t a = H5Aopen(f, name, H5P_DEFAULT);
+    if (a < 0 || H5Aread(a, H5T_NATIVE_DOUBLE, &v) < 0) v = NAN;
+    if (a >= 0) H5Aclose(a);
+    return v;
+}
+
+/* two splits read from two folders hold the same views: paths, times, cameras and pixels */
+static bool same_split(const char *d1, const char *d2, const char *split) {
+    DsDnerfSplit a, b;
+    char err[1024];
+    if (ds_dnerf_load(d1, split, &a, err, sizeof err)) return false;
+    if (ds_dnerf_load(d2, split, &b, err, sizeof err)) {
+        ds_dnerf_free(&a);
+        return false;
+    }
+    bool same = a.n == b.n && a.n > 0 && a.width == b.width && a.height == b.height;
+    for (int i = 0; i < a.n && same; i++) {
+        const DsDnerfView *x = &a.views[i], *y = &b.views[i];
+        same = x->time == y->time && !strcmp(strrchr(x->path, '/'), strrchr(y->path, '/')) &&
+               !memcmp(x->cam.R, y->cam.R, sizeof x->cam.R) && !memcmp(x->cam.t, y->cam.t, sizeof x->cam.t) &&
+               x->cam.fx == y->cam.fx && x->cam.cx == y->cam.cx &&
+               !memcmp(x->rgba, y->rgba, sizeof(float) * 4 * (size_t)a.width * a.height);
+    }
+    ds_dnerf_free(&a), ds_dnerf_free(&b);
+    return same;
+}
+
+/* --monocular: the training split is one image per frame from one camera orbiting the
+ * character: distinct poses, neighbouring frames' camera centers close (a smooth orbit), the
+ * azimuths spread over most of the circle, the character's center inside every image and its
+ * silhouette in every one; val and test (and the held-out motion's) are the multi-view set's of
+ * the same seed, view for view and pixel for pixel; gt.h5 is the multi-view one plus the orbit's
+ * cameras and parameters; the JSON says monocular; a bad orbit is refused. */
+TEST(motion_bench_monocular_orbit) {
+    char dm[256], dv[256], err[1024], p[400];
+    tmpdir_make(dm, sizeof dm), tmpdir_make(dv, sizeof dv);
+    DsMotionBenchOptions o;
+    DsMotionBenchStats st, sv;
+    enum { F = 10 };
+    tiny_opts(&o, "quadruped", dv, 5);
+    o.frames = F;
+    CHECK_MSG(ds_motion_bench_make(&o, &sv, err, sizeof err) == 0, "%s", err);
+    tiny_opts(&o, "quadruped", dm, 5);
+    o.frames = F, o.monocular = true;
+    CHECK_MSG(ds_motion_bench_make(&o, &st, err, sizeof err) == 0, "%s", err);
+    /* 6 views, every 3rd held out: 2 held-out views + the orbit per frame, two motions */
+    CHECK(st.train_views == 1 && st.heldout_views == 2 && st.motions == 2);
+    CHECK_MSG(st.images == 2 * F * 3, "%lld images", (long long)st.images);
+    CHECK(st.orbit_distance >= st.distance && st.distance == sv.distance);
+    snprintf(p, sizeof p, "%s/gt.h5", dm);
+    DsMotionGt g;
+    CHECK_MSG(ds_motion_gt_load(p, &g, err, sizeof err) == 0, "%s", err);
+    for (int k = 0; k < 2; k++) {
+        char sub[300];
+        snprintf(sub, sizeof sub, k ? "%s/heldout" : "%s", dm);
+        DsDnerfSplit tr;
+        CHECK_MSG(ds_dnerf_load(sub, "train", &tr, err, sizeof err) == 0, "%s", err);
+        CHECK_MSG(tr.n == F, "%d training images for %d frames", tr.n, F);
+        if (tr.n != F) continue;
+        double C[F][3], lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
+        for (int64_t i = 0; i < (int64_t)g.nframes * g.nv; i++)
+            for (int a = 0; a < 3; a++) lo[a] = fmin(lo[a], g.vertices[3 * i + a]), hi[a] = fmax(hi[a], g.vertices[3 * i + a]);
+        double mid[3] = {0.5 * (lo[0] + hi[0]), 0.5 * (lo[1] + hi[1]), 0.5 * (lo[2] + hi[2])};
+        double az[F];
+        for (int f = 0; f < F; f++) {
+            const DsDnerfView *v = &tr.views[f];
+            /* one image per frame, in frame order, time f/(F-1) */
+            CHECK(fabs(v->time - (double)f / (F - 1)) < 1e-6 && strstr(v->path, "_orbit"));
+            ds_camera_center(&v->cam, C[f]);
+            az[f] = atan2(C[f][2] - mid[2], C[f][0] - mid[0]);
+            /* the character's center projects near the image's center */
+            double uv[2], depth;
+            CHECK(ds_camera_project(&v->cam, mid, uv, &depth) && depth > 0);
+            CHECK_MSG(fabs(uv[0] - 16) < 8 && fabs(uv[1] - 16) < 8, "frame %d: center at (%g, %g)", f, uv[0], uv[1]);
+            double cov = 0;
+            for (int i = 0; i < 32 * 32; i++) cov += v->rgba[4 * i + 3] > 0;
+            CHECK_MSG(cov > 0.02 * 32 * 32, "frame %d: %g pixels covered", f, cov);
+        }
+        /* smooth: every step near the mean step, at most the chord of a 360/F turn plus a bit;
+         * distinct: no two poses within a fifth of that chord */
+        double chord = 2 * st.orbit_distance * sin(M_PI / F), worst = 0, nearest = INFINITY;
+        for (int f = 0; f < F; f++)
+            for (int h = f + 1; h < F; h++) {
+                double dd = sqrt(pow(C[f][0] - C[h][0], 2) + pow(C[f][1] - C[h][1], 2) + pow(C[f][2] - C[h][2], 2));
+                if (h == f + 1) worst = fmax(worst, dd);
+                nearest = fmin(nearest, dd);
+            }
+        CHECK_MSG(worst < 1.3 * chord, "a step of %g (chord %g)", worst, chord);
+        CHECK_MSG(nearest > 0.2 * chord, "two poses %g apart (chord %g)", nearest, chord);
+        /* azimuth coverage: 360° less the largest gap between sorted azimuths */
+        for (int i = 1; i < F; i++)
+            for (int j = i; j > 0 && az[j - 1] > az[j]; j--) {
+                double t = az[j];
+                az[j] = az[j - 1], az[j - 1] = t;
+            }
+        double gap = az[0] + 2 * M_PI - az[F - 1];
+        for (int i = 1; i < F; i++) gap = fmax(gap, az[i] - az[i - 1]);
+        CHECK_MSG(2 * M_PI - gap > 1.5 * M_PI, "azimuth coverage %g deg", (2 * M_PI - gap) * 180 / M_PI);
+        /* elevation moves: not all camera heights equal */
+        double ylo = INFINITY, yhi = -INFINITY;
+        for (int f = 0; f < F; f++) ylo = fmin(ylo, C[f][1]), yhi = fmax(yhi, C[f][1]);
+        CHECK(yhi - ylo > 0.1 * st.orbit_distance);
+        ds_dnerf_free(&tr);
+        /* the held-out splits are the multi-view set's */
+        char subv[300];
+        snprintf(subv, sizeof subv, k ? "%s/heldout" : "%s", dv);
+        CHECK_MSG(same_split(sub, subv, "test"), "%s: test split differs from the multi-view set's", sub);
+        CHECK_MSG(same_split(sub, subv, "val"), "%s: val split differs from the multi-view set's", sub);
+        /* no ring training view was rendered */
+        snprintf(p, sizeof p, "%s/train/f0000_v00.png", sub);
+        CHECK(access(p, F_OK) != 0);
+    }
+    /* ground truth: the multi-view one's surface, plus the orbit */
+    DsMotionGt gv;
+    snprintf(p, sizeof p, "%s/gt.h5", dv);
+    CHECK_MSG(ds_motion_gt_load(p, &gv, err, sizeof err) == 0, "%s", err);
+    CHECK(gv.nv == g.nv && gv.nframes == g.nframes &&
+          !memcmp(gv.vertices, g.vertices, sizeof(float) * 3 * (size_t)g.nv * g.nframes));
+    ds_motion_gt_free(&gv), ds_motion_gt_free(&g);
+    for (int k = 0; k < 2; k++) {
+        snprintf(p, sizeof p, "%s/gt.h5", k ? dv : dm);
+        hid_t f = base_h5_open_read(p, "test", err, sizeof err);
+        CHECK_MSG(f >= 0, "%s", err);
+        if (f < 0) continue;
+        int64_t mono = -1;
+        hid_t a = H5Aopen(f, "monocular", H5P_DEFAULT);
+        CHECK(a >= 0 && H5Aread(a, H5T_NATIVE_INT64, &mono) >= 0);
+        if (a >= 0) H5Aclose(a);
+        CHECK(mono == !k);
+        if (!k) {
+            CHECK(attr_f64_read(f, "orbit_deg") == 360 && attr_f64_read(f, "orbit_elevation_deg") == 20);
+            CHECK(attr_f64_read(f, "orbit_distance") == st.orbit_distance);
+            int64_t want[3] = {F, 3, 4};
+            void *w2c = NULL;
+            CHECK_MSG(base_h5_read_array(f, p, "cameras/orbit_world_to_camera", 3, want, false, &w2c, err, sizeof err) == 0,
+                      "%s", err);
+            free(w2c);
+        } else {
+            CHECK(H5Lexists(f, "cameras/orbit_world_to_camera", H5P_DEFAULT) <= 0 && isnan(attr_f64_read(f, "orbit_deg")));
+        }
+        H5Fclose(f);
+    }
+    size_t n = 0;
+    snprintf(p, sizeof p, "%s/transforms_train.json", dm);
+    char *json = (char *)slurp(p, &n);
+    CHECK(json && n > 0);
+    if (json) json[n] = 0;
+    CHECK(json && strstr(json, "\"monocular\": true") && strstr(json, "\"orbit_deg\": 360"));
+    free(json);
+    /* a partial sweep: azimuths within it */
+    o.orbit_deg = 90, o.heldout_motion = "none", o.frames = 4;
+    CHECK_MSG(ds_motion_bench_make(&o, &st, err, sizeof err) == 0, "%s", err);
+    CHECK(st.motions == 1 && st.images == 4 * 3);
+    /* bad orbits are refused, naming the orbit */
+    o.orbit_deg = 0;
+    CHECK(ds_motion_bench_make(&o, NULL, err, sizeof err) == -1 && strstr(err, "orbit"));
+    o.orbit_deg = 360, o.orbit_elevation_deg = 75;
+    CHECK(ds_motion_bench_make(&o, NULL, err, sizeof err) == -1 && strstr(err, "orbit"));
+    o.orbit_elevation_deg = NAN;
+    CHECK(ds_motion_bench_make(&o, NULL, err, sizeof err) == -1 && strstr(err, "orbit"));
+    tmpdir_remove(dm), tmpdir_remove(dv);
+}
+
+/* `anima dataset motion --monocular` end to end: one training image per frame, the summary
+ * says monocular; the orbit's options without --monocular or out of range exit 2 naming them;
+ * --help lists them. */
+TEST(motion_cli_monocular) {
+    char cmd[1200], out[8192], dir[256], err[1024], sub[300];
+    if (access(test_anima_bin(), X_OK) != 0) _exit(77);
+    tmpdir_make(dir, sizeof dir);
+    snprintf(cmd, sizeof cmd,
+             "OMP_NUM_THREADS=2 %s dataset motion --category snake --out %s/m --frames 4 --views 4 --size 16 --grid 16 "
+             "--holdout-every 2 --monocular --orbit 180 --orbit-elevation 15 --orbit-bob 5 --no-progress 2>&1",
+             test_anima_bin(), dir);
+    CHECK_MSG(test_run_capture(cmd, out, sizeof out) == 0, "%s", out);
+    CHECK_MSG(strstr(out, "monocular: 1 training camera orbiting 180 deg") && strstr(out, "elevation 15 +- 5 deg") &&
+                  strstr(out, "24 images"),
+              "%s", out);
+    snprintf(sub, sizeof sub, "%s/m", dir);
+    DsDnerfSplit tr, te;
+    CHECK_MSG(ds_dnerf_load(sub, "train", &tr, err, sizeof err) == 0 && tr.n == 4, "%s", err);
+    CHECK_MSG(ds_dnerf_load(sub, "test", &te, err, sizeof err) == 0 && te.n == 2 * 4, "%s", err);
+    ds_dnerf_free(&tr), ds_dnerf_free(&te);
+    /* the preview follows the orbit */
+    snprintf(sub, sizeof sub, "%s/m/preview.gif", dir);
+    CHECK_MSG(access(sub, F_OK) == 0, "%s", out);
+    static const char *bad[][2] = {{"--orbit 90", "--orbit needs --monocular"},
+                                   {"--orbit-bob 3", "--orbit-bob needs --monocular"},
+                                   {"--monocular --orbit 0", "--orbit"},
+                                   {"--monocular --orbit -30", "--orbit"},
+                                   {"--monocular --orbit x", "--orbit"},
+                                   {"--monocular --orbit-elevation 90", "--orbit-elevation"},
+                                   {"--monocular --orbit-bob 45", "--orbit-bob"}};
+    for (int i = 0; i < (int)(sizeof bad / sizeof bad[0]); i++) {
+        snprintf(cmd, sizeof cmd, "%s dataset motion --category snake --out %s/b --frames 2 --views 2 %s 2>&1",
+                 test_anima_bin(), dir, bad[i][0]);
+        CHECK_MSG(test_run_capture(cmd, out, sizeof out) == 2 && strstr(out, bad[i][1]), "%s: %s", bad[i][0], out);
+    }
+    snprintf(sub, sizeof sub, "%s/b", dir);
+    CHECK_MSG(access(sub, F_OK) != 0, "a refused command made %s", sub);
+    snprintf(cmd, sizeof cmd, "%s dataset motion --help 2>&1", test_anima_bin());
+    CHECK_MSG(test_run_capture(cmd, out, sizeof out) == 0 && strstr(out, "--monocular") && strstr(out, "--orbit DEG") &&
+                  strstr(out, "--orbit-elevation") && strstr(out, "--orbit-bob"),
+              "%s", out);
+    tmpdir_remove(dir);
 }
 
 /* The command: a tiny run (the held-out motion stays another clip when the training one is the

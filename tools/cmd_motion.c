@@ -3,11 +3,12 @@
  * an upper ring of cameras into the D-NeRF / nerfstudio layout, with gt.h5.
  *
  *   anima dataset motion --category C --out DIR [--seed S] [--motion M] [--heldout M|none]
- *                        [--frames F] [--views V] [--size PX] [options]
+ *                        [--frames F] [--views V] [--size PX] [--monocular [--orbit DEG]] [options]
  *
  * Argument errors exit 2, file errors 1, SIGINT/SIGTERM 128+signal (the transforms JSONs are
  * written last, so an interrupted folder has none). */
 #include <errno.h>
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -44,7 +45,9 @@ int cmd_dataset_motion(int argc, char **argv) {
     int64_t frames = o.frames, heldout_frames = 0, views = o.views, size = o.size, grid = o.grid, ss = o.supersample,
             hold = o.holdout_every, valev = o.val_every, bvh_start = -1;
     double fps = o.fps, fov = o.fov_deg;
-    bool lit = false, no_progress = false;
+    /* NAN: not given (they need --monocular) */
+    double orbit = NAN, orbit_el = NAN, orbit_bob = NAN;
+    bool lit = false, no_progress = false, mono = false;
     const char *video = "auto";
     int ncat;
     const char *const *cats = ds_procedural_categories(&ncat);
@@ -70,6 +73,10 @@ int cmd_dataset_motion(int argc, char **argv) {
         {"--val-every", CMD_ARG_INT, &valev, "K", "transforms_val.json keeps every K-th frame (default 4)", 1, 9999},
         {"--fov", CMD_ARG_DOUBLE, &fov, "DEG", "field of view (default 40)", 10, 120},
         {"--lit", CMD_ARG_FLAG, &lit, NULL, "Lambert shading under a fixed light (default: the albedo, unlit)"},
+        {"--monocular", CMD_ARG_FLAG, &mono, NULL, "one training camera orbiting the character, one image per frame (train/fNNNN_orbit.png); val/test: the held-out ring views, as without it"},
+        {"--orbit", CMD_ARG_DOUBLE, &orbit, "DEG", "with --monocular: azimuth the camera sweeps over the clip (default 360: one turn, no pose repeated)", 0, 3600, .above_min = true},
+        {"--orbit-elevation", CMD_ARG_DOUBLE, &orbit_el, "DEG", "with --monocular: the orbit's mean elevation (default 20)", -60, 60},
+        {"--orbit-bob", CMD_ARG_DOUBLE, &orbit_bob, "DEG", "with --monocular: the elevation's swing, two periods over the clip (default 12)", 0, 20},
         {"--bvh-dir", CMD_ARG_STRING, &o.bvh_dir, "DIR", "folder of the named CMU clips (default " DS_MOTION_BVH_DIR ")"},
         {"--map", CMD_ARG_STRING, &o.bvh_map, "FILE.json", "mapping JSON {\"rig bone\": \"BVH joint\", ...} for a BVH motion (datasets/motion/motion.h; default: the CMU/Boxing names, humanoids)"},
         {"--bvh-start", CMD_ARG_INT, &bvh_start, "N", "first source frame of a BVH clip (default: the clip's window)", 0,
@@ -95,16 +102,25 @@ int cmd_dataset_motion(int argc, char **argv) {
     size_t n = strlen(footer);
     snprintf(footer + n, sizeof footer - n, "  any .bvh path with CMU or Boxing_Toes joint names (humanoid)\n");
     const CmdArgSpec spec = {
-        NAME, "--category C --out DIR [--seed S] [--motion M] [--heldout M] [--frames F] [--heldout-frames F] [--views V] [--size PX]",
+        NAME, "--category C --out DIR [--seed S] [--motion M] [--heldout M] [--frames F] [--heldout-frames F] [--views V] [--size PX] [--monocular]",
         "a procedural character posed by a training and a held-out motion (gaits, gestures, CMU motion\n"
         "capture) with soft secondary motion, rendered with alpha from a ring and an upper ring of\n"
-        "cameras: transforms_{train,val,test}.json + RGBA PNGs (D-NeRF / nerfstudio) and gt.h5",
+        "cameras: transforms_{train,val,test}.json + RGBA PNGs (D-NeRF / nerfstudio) and gt.h5;\n"
+        "--monocular: the training split is one camera orbiting the character (one image per frame)",
         args, footer, 0, 0};
     int prc = cmd_args_parse(&spec, argc, argv, 1, stderr, NULL, NULL);
     if (prc) return prc == CMD_ARGS_HELP ? 0 : 2;
     o.frames = (int)frames, o.heldout_frames = (int)heldout_frames, o.views = (int)views, o.size = (int)size, o.grid = (int)grid, o.supersample = (int)ss;
     o.holdout_every = (int)hold, o.val_every = (int)valev, o.fps = fps, o.fov_deg = fov, o.lit = lit;
     o.bvh_start = bvh_start, o.command = command;
+    o.monocular = mono;
+    const char *orbit_opt[3] = {"--orbit", "--orbit-elevation", "--orbit-bob"};
+    double *orbit_val[3] = {&orbit, &orbit_el, &orbit_bob}, *orbit_dst[3] = {&o.orbit_deg, &o.orbit_elevation_deg, &o.orbit_bob_deg};
+    for (int k = 0; k < 3; k++) {
+        if (isnan(*orbit_val[k])) continue;
+        if (!mono) return cmd_args_fail(&spec, stderr, "%s needs --monocular", orbit_opt[k]);
+        *orbit_dst[k] = *orbit_val[k];
+    }
     /* motion names are checked here, so a typo is an argument error (2), not a run failure */
     const char *const *known = ds_motion_names(o.category, NULL);
     const char *check[2] = {o.motion, o.heldout_motion};
@@ -150,18 +166,26 @@ int cmd_dataset_motion(int argc, char **argv) {
     for (int k = 0; k < st.motions; k++)
         printf("  %-8s %-12s %d frames at %g fps -> %s%s (max secondary displacement %.4f)\n", k ? "held-out" : "train",
                st.motion[k], st.frames[k], o.fps, o.out, k ? "/heldout" : "", st.max_secondary[k]);
-    printf("  %d views (%d training, %d held out), %dx%d RGBA, %lld images, %.0f%% of pixels covered on average; "
-           "bounding radius %.3f, cameras at %.3f\n",
-           o.views, st.train_views, st.heldout_views, o.size, o.size, (long long)st.images, 100 * st.coverage,
-           st.extent, st.distance);
+    if (o.monocular)
+        printf("  monocular: 1 training camera orbiting %g deg from azimuth %g, elevation %g +- %g deg, at %.3f; "
+               "%d held-out views of %d, %dx%d RGBA, %lld images, %.0f%% of pixels covered on average; bounding "
+               "radius %.3f, ring cameras at %.3f\n",
+               o.orbit_deg, o.orbit_start_deg, o.orbit_elevation_deg, o.orbit_bob_deg, st.orbit_distance,
+               st.heldout_views, o.views, o.size, o.size, (long long)st.images, 100 * st.coverage, st.extent,
+               st.distance);
+    else
+        printf("  %d views (%d training, %d held out), %dx%d RGBA, %lld images, %.0f%% of pixels covered on average; "
+               "bounding radius %.3f, cameras at %.3f\n",
+               o.views, st.train_views, st.heldout_views, o.size, o.size, (long long)st.images, 100 * st.coverage,
+               st.extent, st.distance);
     printf("  %.1f s wall, %.1f s CPU\n", base_now() - t0, cpu_s() - c0);
-    /* previews: training view 0's images over time, one per motion */
+    /* previews: training view 0's images over time (monocular: the orbit's), one per motion */
     int vrc = 0;
     for (int k = 0; k < st.motions && !vrc; k++) {
         char dir[4200], base[4200];
         snprintf(dir, sizeof dir, "%s%s/train", o.out, k ? "/heldout" : "");
         snprintf(base, sizeof base, "%s%s/preview", o.out, k ? "/heldout" : "");
-        vrc = cmd_write_video(NAME, dir, "f", "_v00.png", st.frames[k], o.fps, video, base);
+        vrc = cmd_write_video(NAME, dir, "f", o.monocular ? "_orbit.png" : "_v00.png", st.frames[k], o.fps, video, base);
     }
     return vrc;
 }

@@ -40,6 +40,8 @@ void ds_motion_bench_defaults(DsMotionBenchOptions *o) {
     o->holdout_every = 6, o->val_every = 4;
     o->fps = 30, o->fov_deg = 40;
     o->bvh_start = -1;
+    o->orbit_deg = 360, o->orbit_start_deg = 0, o->orbit_elevation_deg = 20, o->orbit_bob_deg = 12;
+    o->orbit_bob_cycles = 2;
 }
 
 /* ---- texture ------------------------------------------------------------------------------------ */
@@ -158,7 +160,26 @@ typedef struct {
     int ncam;
     const DsMotionBenchOptions *o;
     const char *split;
+    const DsCamera *orbit; /* monocular: the training camera of each frame; else NULL */
+    double orbit_distance;
 } GtData;
+
+/* the cameras as world_to_camera (n,3,4) and intrinsics (n,4) datasets */
+static int write_cams(hid_t f, const char *w2c_name, const char *k_name, const DsCamera *cams, int C) {
+    float *w2c = base_malloc(sizeof(float) * 12 * (size_t)C), *K = base_malloc(sizeof(float) * 4 * (size_t)C);
+    for (int c = 0; c < C; c++) {
+        for (int r = 0; r < 3; r++) {
+            for (int k = 0; k < 3; k++) w2c[12 * c + 4 * r + k] = (float)cams[c].R[3 * r + k];
+            w2c[12 * c + 4 * r + 3] = (float)cams[c].t[r];
+        }
+        K[4 * c] = (float)cams[c].fx, K[4 * c + 1] = (float)cams[c].fy;
+        K[4 * c + 2] = (float)cams[c].cx, K[4 * c + 3] = (float)cams[c].cy;
+    }
+    hsize_t dc[3] = {(hsize_t)C, 3, 4}, dk[2] = {(hsize_t)C, 4};
+    int bad = wr(f, w2c_name, false, 3, dc, w2c) | wr(f, k_name, false, 2, dk, K);
+    free(w2c), free(K);
+    return bad;
+}
 
 static int write_gt(const char *path, const GtData *g, char *err, size_t errlen) {
     char tmp[4200];
@@ -254,20 +275,18 @@ static int write_gt(const char *path, const GtData *g, char *err, size_t errlen)
         bad |= base_h5_write_checked(f, "secondary/names", st2, st2, 1, ds, snames, (size_t)1 << 20, false);
         H5Tclose(st2);
     }
-    /* cameras */
-    float *w2c = base_malloc(sizeof(float) * 12 * (size_t)C), *K = base_malloc(sizeof(float) * 4 * (size_t)C);
-    for (int c = 0; c < C; c++) {
-        for (int r = 0; r < 3; r++) {
-            for (int k = 0; k < 3; k++) w2c[12 * c + 4 * r + k] = (float)g->cams[c].R[3 * r + k];
-            w2c[12 * c + 4 * r + 3] = (float)g->cams[c].t[r];
-        }
-        K[4 * c] = (float)g->cams[c].fx, K[4 * c + 1] = (float)g->cams[c].fy;
-        K[4 * c + 2] = (float)g->cams[c].cx, K[4 * c + 3] = (float)g->cams[c].cy;
-    }
-    hsize_t dc[3] = {(hsize_t)C, 3, 4}, dk[2] = {(hsize_t)C, 4}, dh[1] = {(hsize_t)C};
-    bad |= wr(f, "cameras/world_to_camera", false, 3, dc, w2c) | wr(f, "cameras/intrinsics", false, 2, dk, K) |
+    /* cameras (monocular: the ring's training views have no images; the orbit's do) */
+    hsize_t dh[1] = {(hsize_t)C};
+    bad |= write_cams(f, "cameras/world_to_camera", "cameras/intrinsics", g->cams, C) |
            wr(f, "cameras/heldout", true, 1, dh, g->heldout);
-    free(w2c), free(K);
+    const DsMotionBenchOptions *o = g->o;
+    bad |= base_h5_attr_i64(f, "monocular", g->orbit != NULL);
+    if (g->orbit) {
+        bad |= write_cams(f, "cameras/orbit_world_to_camera", "cameras/orbit_intrinsics", g->orbit, F);
+        bad |= attr_f64(f, "orbit_deg", o->orbit_deg) | attr_f64(f, "orbit_start_deg", o->orbit_start_deg) |
+               attr_f64(f, "orbit_elevation_deg", o->orbit_elevation_deg) | attr_f64(f, "orbit_bob_deg", o->orbit_bob_deg) |
+               attr_f64(f, "orbit_bob_cycles", o->orbit_bob_cycles) | attr_f64(f, "orbit_distance", g->orbit_distance);
+    }
     return base_h5_save_end(f, tmp, path, !bad, "ground truth", err, errlen);
 }
 
@@ -339,14 +358,30 @@ typedef struct {
     const float *albedo;
     const DsCamera *cams;
     const int *heldout;
+    const DsCamera *orbit; /* monocular: frame f's training camera (else NULL) */
     int64_t done, total;
     double coverage_sum;
 } RenderJob;
 
-/* renders every (frame, view) of one posed motion into dir/{train,test}/ */
+/* the images of one frame: every view (multi-view), or the held-out views and the orbit's
+ * (monocular, whose ring training views have no images) */
+static int64_t shots_per_frame(const DsMotionBenchOptions *o, const int *heldout) {
+    if (!o->monocular) return o->views;
+    int64_t n = 1;
+    for (int v = 0; v < o->views; v++) n += heldout[v] != 0;
+    return n;
+}
+
+/* renders every (frame, view) of one posed motion into dir/{train,test}/ (monocular: the
+ * held-out views into test/, frame f's orbit camera into train/f%04d_orbit.png) */
 static int render_motion(RenderJob *job, const Posed *p, const char *dir, char *err, size_t errlen) {
     const DsMotionBenchOptions *o = job->o;
-    int F = p->m.nframes, Vw = o->views;
+    int F = p->m.nframes;
+    /* shot k of a frame: ring view vw[k], or the orbit (-1) */
+    int vw[100], Vw = 0;
+    for (int v = 0; v < o->views; v++)
+        if (!o->monocular || job->heldout[v]) vw[Vw++] = v;
+    if (o->monocular) vw[Vw++] = -1;
     char sub[2][4200];
     textf(sub[0], sizeof sub[0], "%s/train", dir);
     textf(sub[1], sizeof sub[1], "%s/test", dir);
@@ -365,17 +400,18 @@ static int render_motion(RenderJob *job, const Posed *p, const char *dir, char *
 #pragma omp parallel for schedule(dynamic, 1)
     for (int64_t idx = 0; idx < (int64_t)F * Vw; idx++) {
         if (failed || (o->cancel && *o->cancel)) continue;
-        int f = (int)(idx / Vw), v = (int)(idx % Vw);
+        int f = (int)(idx / Vw), v = vw[idx % Vw];
         DsMesh mesh = {.nv = s->mesh.nv, .nf = s->mesh.nf, .v = p->verts + 3 * (size_t)f * s->mesh.nv,
                        .color = (float *)job->albedo, .f = s->mesh.f};
         DsRender r;
         char e[1024], path[4400];
-        int rc = ds_raster_render(&mesh, &job->cams[v], &ro, &r, e, sizeof e);
+        int rc = ds_raster_render(&mesh, v < 0 ? &job->orbit[f] : &job->cams[v], &ro, &r, e, sizeof e);
         double cov = 0;
         if (!rc) {
             for (int64_t i = 0; i < (int64_t)r.w * r.h; i++) cov += r.alpha[i] > 0;
             cov /= (double)r.w * r.h;
-            textf(path, sizeof path, "%s/f%04d_v%02d.png", sub[job->heldout[v]], f, v);
+            if (v < 0) textf(path, sizeof path, "%s/f%04d_orbit.png", sub[0], f);
+            else textf(path, sizeof path, "%s/f%04d_v%02d.png", sub[job->heldout[v]], f, v);
             rc = ds_render_write_png(path, &r, true, e, sizeof e);
             ds_render_free(&r);
         }
@@ -398,7 +434,8 @@ static int render_motion(RenderJob *job, const Posed *p, const char *dir, char *
 }
 
 static int write_jsons(const DsMotionBenchOptions *o, const Posed *p, const char *dir, const DsCamera *cams,
-                       const int *heldout, const char *split, char *err, size_t errlen) {
+                       const int *heldout, const DsCamera *orbit, double orbit_distance, const char *split, char *err,
+                       size_t errlen) {
     int F = p->m.nframes, Vw = o->views;
     DsDnerfFrameOut *fr = base_malloc(sizeof *fr * (size_t)F * (size_t)Vw);
     char(*names)[48] = base_malloc(sizeof *names * (size_t)F * (size_t)Vw);
@@ -412,12 +449,26 @@ static int write_jsons(const DsMotionBenchOptions *o, const Posed *p, const char
              "\"anima_format\": \"anima-motion-1\", \"category\": \"%s\", \"seed\": %llu, \"motion\": \"%s\", "
              "\"split_motion\": \"%s\", \"fps\": %.9g, \"num_frames\": %d",
              o->category, (unsigned long long)o->seed, mname, split, p->m.fps, F);
+    if (orbit) {
+        size_t len = strlen(extra);
+        textf(extra + len, sizeof extra - len,
+              ", \"monocular\": true, \"orbit_deg\": %.9g, \"orbit_start_deg\": %.9g, \"orbit_elevation_deg\": %.9g, "
+              "\"orbit_bob_deg\": %.9g, \"orbit_bob_cycles\": %.9g, \"orbit_distance\": %.9g",
+              o->orbit_deg, o->orbit_start_deg, o->orbit_elevation_deg, o->orbit_bob_deg, o->orbit_bob_cycles,
+              orbit_distance);
+    }
     static const char *which[3] = {"train", "val", "test"};
     int rc = 0;
     for (int k = 0; k < 3 && !rc; k++) {
         int n = 0;
         for (int f = 0; f < F; f++) {
             if (k == 1 && f % o->val_every != 0) continue;
+            if (k == 0 && orbit) { /* monocular: frame f's one training image */
+                snprintf(names[n], sizeof names[n], "./train/f%04d_orbit", f);
+                fr[n] = (DsDnerfFrameOut){orbit[f], F > 1 ? (float)f / (float)(F - 1) : 0.0f, names[n], -1, f};
+                n++;
+                continue;
+            }
             for (int v = 0; v < Vw; v++) {
                 if ((k == 0) == (heldout[v] != 0)) continue;
                 snprintf(names[n], sizeof names[n], "./%s/f%04d_v%02d", heldout[v] ? "test" : "train", f, v);
@@ -433,6 +484,32 @@ static int write_jsons(const DsMotionBenchOptions *o, const Posed *p, const char
     return rc;
 }
 
+/* the distance from center along the axis of c (a camera at unit distance looking at center)
+ * at which every vertex of every frame of the nm motions projects inside the image with
+ * |x_c| ≤ tanh_ (d − z_c) (below) */
+static double fit_distance(const DsCamera *c, const double center[3], const Posed *P, int nm, const int *nframes,
+                           int64_t V, double tanh_) {
+    const double *Rc = c->R;
+    double dist = 0;
+    for (int k = 0; k < nm; k++)
+        for (int64_t i2 = 0; i2 < (int64_t)nframes[k] * V; i2++) {
+            double q[3], c3[3];
+            for (int a = 0; a < 3; a++) q[a] = P[k].verts[3 * i2 + a] - center[a];
+            for (int r = 0; r < 3; r++) c3[r] = Rc[3 * r] * q[0] + Rc[3 * r + 1] * q[1] + Rc[3 * r + 2] * q[2];
+            /* OpenCV: z_c forward, so the offset towards the camera is −c3[2] */
+            dist = fmax(dist, -c3[2] + fmax(fabs(c3[0]), fabs(c3[1])) / tanh_);
+        }
+    return dist;
+}
+
+/* the monocular orbit's unit direction from the center at frame f of F */
+static void orbit_dir(const DsMotionBenchOptions *o, int f, int F, double d[3]) {
+    double u = (double)f / (double)F;
+    double az = (o->orbit_start_deg + o->orbit_deg * u) * M_PI / 180;
+    double el = (o->orbit_elevation_deg + o->orbit_bob_deg * sin(2 * M_PI * o->orbit_bob_cycles * u)) * M_PI / 180;
+    d[0] = cos(el) * cos(az), d[1] = sin(el), d[2] = cos(el) * sin(az);
+}
+
 int ds_motion_bench_make(const DsMotionBenchOptions *o, DsMotionBenchStats *st, char *err, size_t errlen) {
     DsMotionBenchStats dummy;
     if (!st) st = &dummy;
@@ -442,6 +519,14 @@ int ds_motion_bench_make(const DsMotionBenchOptions *o, DsMotionBenchStats *st, 
         return base_errf(err, errlen, "motion benchmark: bad options (frames %d, views %d, size %d, holdout every %d)",
                          o->frames, o->views, o->size, o->holdout_every);
     if (o->views > 99) return base_errf(err, errlen, "motion benchmark: %d views (at most 99)", o->views);
+    /* the orbit stays off the poles (up = y would be degenerate there) */
+    if (o->monocular &&
+        (!(o->orbit_deg > 0 && o->orbit_deg <= 3600) || !(fabs(o->orbit_start_deg) <= 3600) ||
+         !(fabs(o->orbit_elevation_deg) + fabs(o->orbit_bob_deg) <= 80) || !(o->orbit_bob_cycles >= 0 && o->orbit_bob_cycles <= 1000)))
+        return base_errf(err, errlen,
+                         "motion benchmark: bad orbit (sweep %g deg in (0, 3600], start %g, elevation %g +- %g deg "
+                         "within +-80, %g periods in [0, 1000])",
+                         o->orbit_deg, o->orbit_start_deg, o->orbit_elevation_deg, o->orbit_bob_deg, o->orbit_bob_cycles);
     if (o->frames > 9999) return base_errf(err, errlen, "motion benchmark: %d frames (at most 9999)", o->frames);
     if (o->heldout_frames < 0 || o->heldout_frames > 9999)
         return base_errf(err, errlen, "motion benchmark: %d held-out frames (0: min(frames, %d), at most 9999)",
@@ -484,7 +569,7 @@ int ds_motion_bench_make(const DsMotionBenchOptions *o, DsMotionBenchStats *st, 
     memset(P, 0, sizeof P);
     DsMotionOptions mo = {o->fps, o->bvh_dir, o->bvh_start, o->bvh_map};
     int rc = -1;
-    DsCamera *cams = NULL;
+    DsCamera *cams = NULL, *orbit = NULL;
     int *heldout = NULL;
     for (int k = 0; k < nm; k++) {
         /* the held-out motion draws its own variation: seed + 1 */
@@ -531,15 +616,7 @@ int ds_motion_bench_make(const DsMotionBenchOptions *o, DsMotionBenchStats *st, 
         dir[v][0] = cos(el) * cos(az), dir[v][1] = sin(el), dir[v][2] = cos(el) * sin(az);
         double eye[3] = {center[0] + dir[v][0], center[1] + dir[v][1], center[2] + dir[v][2]};
         cams[v] = ds_camera_look_at(eye, center, up, o->size, o->size, o->fov_deg);
-        const double *Rc = cams[v].R;
-        for (int k = 0; k < nm; k++)
-            for (int64_t i2 = 0; i2 < (int64_t)nframes[k] * V; i2++) {
-                double q[3], c3[3];
-                for (int c = 0; c < 3; c++) q[c] = P[k].verts[3 * i2 + c] - center[c];
-                for (int r = 0; r < 3; r++) c3[r] = Rc[3 * r] * q[0] + Rc[3 * r + 1] * q[1] + Rc[3 * r + 2] * q[2];
-                /* OpenCV: z_c forward, so the offset towards the camera is −c3[2] */
-                dist = fmax(dist, -c3[2] + fmax(fabs(c3[0]), fabs(c3[1])) / tanh_);
-            }
+        dist = fmax(dist, fit_distance(&cams[v], center, P, nm, nframes, V, tanh_));
         heldout[v] = v % o->holdout_every == o->holdout_every - 1;
         if (heldout[v]) st->heldout_views++;
         else st->train_views++;
@@ -555,8 +632,27 @@ int ds_motion_bench_make(const DsMotionBenchOptions *o, DsMotionBenchStats *st, 
         cams[v] = ds_camera_look_at(eye, center, up, o->size, o->size, o->fov_deg);
     }
     st->distance = dist;
+    /* monocular: one orbit over the training clip, the same one (by frame fraction) over the
+     * held-out clip; the ring's distance unless a direction of the orbit needs more. Computed
+     * after the ring, so the held-out views are the multi-view set's */
+    double odist = 0;
+    int ofr = nframes[0] > (nm > 1 ? nframes[1] : 0) ? nframes[0] : nframes[1];
+    if (o->monocular) {
+        for (int k = 0; k < nm; k++)
+            for (int f = 0; f < nframes[k]; f++) {
+                double d[3];
+                orbit_dir(o, f, nframes[k], d);
+                double eye[3] = {center[0] + d[0], center[1] + d[1], center[2] + d[2]};
+                DsCamera c = ds_camera_look_at(eye, center, up, o->size, o->size, o->fov_deg);
+                odist = fmax(odist, fit_distance(&c, center, P, nm, nframes, V, tanh_));
+            }
+        odist = fmax(odist, dist);
+        st->orbit_distance = odist, st->train_views = 1;
+        orbit = base_malloc(sizeof *orbit * (size_t)ofr); /* each motion's in turn */
+    }
     /* render, then the ground truth, then the JSONs */
-    RenderJob job = {o, &shape, albedo, cams, heldout, 0, (int64_t)(nframes[0] + (nm > 1 ? nframes[1] : 0)) * o->views, 0};
+    int64_t per = shots_per_frame(o, heldout);
+    RenderJob job = {o, &shape, albedo, cams, heldout, NULL, 0, (int64_t)(nframes[0] + (nm > 1 ? nframes[1] : 0)) * per, 0};
     for (int k = 0; k < nm; k++) {
         char dir[4200];
         textf(dir, sizeof dir, k ? "%s/heldout" : "%s", o->out);
@@ -564,13 +660,21 @@ int ds_motion_bench_make(const DsMotionBenchOptions *o, DsMotionBenchStats *st, 
             base_errf(err, errlen, "%s: cannot create the folder (%s)", dir, strerror(errno));
             goto out;
         }
+        if (orbit)
+            for (int f = 0; f < nframes[k]; f++) {
+                double d[3];
+                orbit_dir(o, f, nframes[k], d);
+                double eye[3] = {center[0] + odist * d[0], center[1] + odist * d[1], center[2] + odist * d[2]};
+                orbit[f] = ds_camera_look_at(eye, center, up, o->size, o->size, o->fov_deg);
+            }
+        job.orbit = orbit;
         if (remove_jsons(dir, err, errlen) || render_motion(&job, &P[k], dir, err, errlen)) goto out;
         char gt[4300];
         textf(gt, sizeof gt, "%s/gt.h5", dir);
         GtData g = {&shape, &P[k].m, &spec, albedo, soft_w, P[k].verts, P[k].disp, P[k].u, P[k].skin, P[k].worldR,
-                    P[k].heads, cams, heldout, o->views, o, k ? "heldout" : "train"};
+                    P[k].heads, cams, heldout, o->views, o, k ? "heldout" : "train", orbit, odist};
         if (write_gt(gt, &g, err, errlen)) goto out;
-        if (write_jsons(o, &P[k], dir, cams, heldout, k ? "heldout" : "train", err, errlen)) goto out;
+        if (write_jsons(o, &P[k], dir, cams, heldout, orbit, odist, k ? "heldout" : "train", err, errlen)) goto out;
         double mx = 0;
         for (int64_t i = 0; i < (int64_t)nframes[k] * V; i++) {
             const float *d = P[k].disp + 3 * i;
@@ -585,7 +689,7 @@ int ds_motion_bench_make(const DsMotionBenchOptions *o, DsMotionBenchStats *st, 
     rc = 0;
 out:
     for (int k = 0; k < 2; k++) posed_free(&P[k]);
-    free(cams), free(heldout), free(albedo), free(soft_w);
+    free(cams), free(orbit), free(heldout), free(albedo), free(soft_w);
     ds_procedural_free(&shape);
     return rc;
 }

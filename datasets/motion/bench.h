@@ -14,6 +14,19 @@
  * Both motions use the same cameras and the same character, so a model fitted on OUT can be
  * scored on OUT/heldout for novel poses. time = frame / (frames − 1).
  *
+ * Monocular (o->monocular; `anima dataset motion --monocular`): transforms_train.json has ONE
+ * image per frame (train/f%04d_orbit.png, keys "frame" and no "view"), seen by one camera that
+ * orbits the character over the clip: frame f at azimuth orbit_start + orbit·f/frames (so a full
+ * 360° turn repeats no pose) and elevation orbit_elevation + orbit_bob·sin(2π orbit_bob_cycles
+ * f/frames), looking at the center of the ring, with the ring's intrinsics, at the ring's distance
+ * (or farther, when an orbit direction needs more to keep every vertex in the image). val and
+ * test are the multi-view set's, unchanged (the same held-out ring views, cameras and pixels as
+ * a multi-view set of the same options), so their scores compare; the ring's training views are
+ * not rendered. OUT/heldout gets the same orbit. The JSONs' top level adds "monocular": true and
+ * "orbit_deg", "orbit_start_deg", "orbit_elevation_deg", "orbit_bob_deg", "orbit_bob_cycles",
+ * "orbit_distance"; gt.h5 the same as attributes (monocular 0 or 1 always) and
+ * cameras/orbit_world_to_camera (F,3,4), cameras/orbit_intrinsics (F,4).
+ *
  * gt.h5 (format "anima-motion-1"; attributes: category, seed, motion, source, split ("train" or
  * "heldout"), fps, frames, views, command; lengths in the character's normalized units, the
  * rest mesh in [-1,1]³, y up; F frames, V vertices, B bones, S soft regions, C cameras):
@@ -61,6 +74,12 @@ typedef struct {
     int val_every;              /* transforms_val.json keeps every val_every-th frame */
     double fps, fov_deg;
     bool lit;                   /* Lambert shading under a fixed light; false: the albedo (unlit) */
+    bool monocular;             /* one orbiting training camera, one image per frame (above) */
+    double orbit_deg;           /* monocular: azimuth swept over the clip (default 360), > 0 */
+    double orbit_start_deg;     /* the azimuth of frame 0 (default 0: the ring's camera 0) */
+    double orbit_elevation_deg; /* mean elevation (default 20: between the rings' 8 and 40) */
+    double orbit_bob_deg;       /* elevation amplitude (default 12) */
+    double orbit_bob_cycles;    /* elevation periods over the clip (default 2) */
     const char *bvh_dir;        /* NULL: DS_MOTION_BVH_DIR */
     int64_t bvh_start;          /* -1: the named clip's window */
     const char *bvh_map;        /* a mapping JSON for BVH motions (motion.h); NULL: the built-in names */
@@ -74,18 +93,20 @@ typedef struct {
 
 typedef struct {
     int64_t nv, nf, images;
-    int nbones, nsoft, train_views, heldout_views, motions;
+    int nbones, nsoft, train_views, heldout_views, motions; /* train_views 1 when monocular */
     char motion[2][64];
     int frames[2];            /* each motion's frames */
     double max_secondary[2];  /* the largest |displacement| of each motion */
     double extent;            /* the bounding-sphere radius of every frame */
     double distance;          /* the cameras' distance from its center */
     double coverage;          /* mean fraction of pixels with alpha > 0 */
+    double orbit_distance;    /* monocular: the orbiting camera's distance (≥ distance); else 0 */
 } DsMotionBenchStats;
 
 /* The default benchmark (`make motion-data`): the category's training gait, 48 frames, held-out
  * 48 frames, 24 views, 128 px, grid 96, supersample 2, holdout_every 6, val_every 4, 30 fps,
- * fov 40°, unlit, seed 0 */
+ * fov 40°, unlit, seed 0; multi-view (monocular off; its orbit: 360° from azimuth 0, elevation
+ * 20 ± 12° over 2 periods) */
 void ds_motion_bench_defaults(DsMotionBenchOptions *o);
 #define DS_MOTION_HELDOUT_FRAMES 48
 /* Builds the benchmark into o->out (created if missing). 0, or -1 with err. Images and gt.h5
