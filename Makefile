@@ -167,6 +167,8 @@ bench: deps
 	@OMP_NUM_THREADS=$${BENCH_SIM_THREADS:-1} OMP_WAIT_POLICY=passive ./$(BUILD)/anima-bench-rig
 	@OMP_NUM_THREADS=$${BENCH_THREADS:-2} ./$(BUILD)/anima-bench partmm_q300_db300_b50 | \
 	  awk '$$1 == "case" { printf "partmm %s: %.0f ms per 300 poses (median of %d), %.0f poses/s (target 60)\n", $$2, $$3, $$4, 300000 / $$3 }'
+	@OMP_NUM_THREADS=$${BENCH_THREADS:-2} ./$(BUILD)/anima-bench gs4d_step_mlp gs4d_step_nodes gs4d_step_nodes_codes | \
+	  awk '$$1 == "case" { printf "gs4d %s: %.1f ms per step (median of %d)\n", $$2, $$3, $$4 } $$1 != "case" { print }'
 
 # the mean curvature skeleton beside CGAL's (bench/cgal/; CGAL is only needed here)
 bench-skeleton: $(BUILD)/libanima.a

@@ -484,3 +484,36 @@ TEST(gs4d_nodes_resume_matches_uninterrupted) {
     gs4d_synth_free(&s);
     tensor_scope_end(sc);
 }
+
+/* monocular input (one view a time) under a time curriculum: the warm-up's window holds the first
+ * 8 times' views, not one (tests/test_gs4d.c's curriculum test keeps the multi-view rule) */
+TEST(gs4d_curriculum_monocular_window) {
+    TensorScope *sc = tensor_scope_begin();
+    enum { W = 8, NV = 20 };
+    static float img[W * W * 4];
+    for (int p = 0; p < W * W; p++) img[4 * p] = img[4 * p + 1] = img[4 * p + 2] = 0.5f, img[4 * p + 3] = 1;
+    Gs4dView v[NV];
+    for (int k = 0; k < NV; k++) {
+        double ang = 2 * M_PI * k / NV, eye[3] = {3 * sin(ang), 0.3, -3 * cos(ang)}, at[3] = {0, 0, 0}, up[3] = {0, -1, 0};
+        v[k] = (Gs4dView){.cam = ds_camera_look_at(eye, at, up, W, W, 50), .time = (float)k / (NV - 1), .rgba = img};
+    }
+    Gs4dData d;
+    char err[256];
+    CHECK_MSG(gs4d_data_make(v, NV, &d, err, sizeof err) == 0, "%s", err);
+    Gs4dConfig cfg = gs4d_defaults();
+    cfg.n = 50, cfg.depth = 2, cfg.width = 8, cfg.skip = 0, cfg.freq_x = 2, cfg.freq_t = 2, cfg.arap_k = 3;
+    cfg.warmup = 10, cfg.time_ramp = 100;
+    Gs4dModel m;
+    gs4d_init(&m, &cfg, &d, NULL);
+    bool hit[NV] = {false};
+    int distinct = 0, maxv = 0;
+    for (int k = 0; k < NV; k++) {
+        int p = gs4d_pick_view(&m, &d, 0, k);
+        distinct += !hit[p], hit[p] = true;
+        if (p > maxv) maxv = p;
+    }
+    CHECK_MSG(distinct == 8 && maxv == 7, "the warm-up draws %d distinct views, up to view %d (want the first 8)", distinct, maxv);
+    gs4d_free(&m);
+    gs4d_data_free(&d);
+    tensor_scope_end(sc);
+}

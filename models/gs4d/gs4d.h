@@ -25,7 +25,7 @@
  *   3000 of 40k), so the MLP starts from a reasonable shape; then the deformed set at the view's
  *   time, plus arap_weight × the ARAP loss between the deformed and canonical means.
  * - Time curriculum (time_ramp > 0; off in the presets, docs/gaussianimate.md §3): the canonical set is carved from, and warmed up
- *   on, the first time's views; then the window of times a step may draw widens to all of them
+ *   on, the first time's views (with monocular input, the first times' until 8 views); then the window of times a step may draw widens to all of them
  *   over time_ramp steps (gs4d_pick_view), so a fast part is never asked to jump further than
  *   the MLP's extrapolation in t brings it (why: Gs4dConfig.time_ramp).
  * - Optional silhouette Chamfer term (silhouette_weight, silhouette.h): a long-range pull of the
@@ -320,7 +320,8 @@ typedef struct {
 
 /* Canonical Gaussians in the region d looks at, carved by the training alphas (a point is kept
  * when at least half of the views that see it have alpha > 0.5 there; with cfg->time_ramp > 0
- * only the views of the first time vote; uniform in the region when too few survive), labels (n; NULL: one cluster). Allocates in the current scope, which must
+ * only the views of the first time vote, or every view when the first time has one (monocular input;
+ * gs4d.c: first_views); uniform in the region when too few survive), labels (n; NULL: one cluster). Allocates in the current scope, which must
  * outlive m. The Adam steps of every group start at 0. */
 void gs4d_init(Gs4dModel *m, const Gs4dConfig *cfg, const Gs4dData *d, const int32_t *labels);
 void gs4d_free(Gs4dModel *m);
