@@ -170,6 +170,14 @@ bench: deps
 	@OMP_NUM_THREADS=$${BENCH_THREADS:-2} ./$(BUILD)/anima-bench gs4d_step_mlp gs4d_step_nodes gs4d_step_nodes_codes | \
 	  awk '$$1 == "case" { printf "gs4d %s: %.1f ms per step (median of %d)\n", $$2, $$3, $$4 } $$1 != "case" { print }'
 
+# the GaussiAnimate full path from video on the 300-frame repertoire (issue 37 item 4): gs4d with
+# control nodes → Skelebones → PartMM per character, one table (bench/gaussianimate_table.sh;
+# about 30 CPU-min per character, most of it the gs4d fit)
+.PHONY: gaussianimate-table
+gaussianimate-table: all
+	@test -f $(MOTION_REP_DATA)/quadruped/transforms_train.json || $(MAKE) --no-print-directory motion-data
+	@bash bench/gaussianimate_table.sh $(MOTION_REP_DATA) runs/gaussianimate
+
 # the mean curvature skeleton beside CGAL's (bench/cgal/; CGAL is only needed here)
 bench-skeleton: $(BUILD)/libanima.a
 	LDLIBS="$(LDLIBS)" bash bench/run_skeleton.sh
