@@ -970,34 +970,42 @@ static int64_t nodes_refine_host(Gs4dModel *m) {
     return moved;
 }
 
+/* a host session in a scope of its own (the public entry points' one host loop each) */
+typedef struct {
+    TensorScope *scope;
+    HostSession h;
+} HostRun;
+static void host_run_begin(Gs4dModel *m, HostRun *r) {
+    r->scope = tensor_scope_begin();
+    host_begin(m, &r->h);
+}
+static void host_run_end(Gs4dModel *m, HostRun *r) {
+    host_end(m, &r->h);
+    tensor_scope_end(r->scope);
+}
+
 void gs4d_nodes_init(Gs4dModel *m) {
     if (m->cfg.deform != GS4D_DEFORM_NODES) return;
-    TensorScope *s = tensor_scope_begin();
-    HostSession h;
-    host_begin(m, &h);
+    HostRun r;
+    host_run_begin(m, &r);
     nodes_init_host(m);
-    host_end(m, &h);
-    tensor_scope_end(s);
+    host_run_end(m, &r);
 }
 
 int64_t gs4d_densify(Gs4dModel *m, const Gs4dData *d, TensorRng *rng) {
     (void)d;
-    TensorScope *s = tensor_scope_begin();
-    HostSession h;
-    host_begin(m, &h);
+    HostRun r;
+    host_run_begin(m, &r);
     int64_t moved = densify_host(m, rng);
-    host_end(m, &h);
-    tensor_scope_end(s);
+    host_run_end(m, &r);
     return moved;
 }
 
 void gs4d_update_neighbors(Gs4dModel *m) {
-    TensorScope *s = tensor_scope_begin();
-    HostSession h;
-    host_begin(m, &h);
+    HostRun r;
+    host_run_begin(m, &r);
     neighbors_host(m);
-    host_end(m, &h);
-    tensor_scope_end(s);
+    host_run_end(m, &r);
 }
 
 void gs4d_set_recluster(Gs4dModel *m, Gs4dReclusterFn fn, void *user) {
@@ -1143,9 +1151,8 @@ static void table_admit(Gs4dModel *m, const Gs4dData *d) {
     for (int f = 1; f < mlp->frames; f++)
         if (mlp->times[f] > lo && mlp->times[f] <= hi) last = f, first = first < 0 ? f : first;
     if (first < 0) return;
-    TensorScope *s = tensor_scope_begin();
-    HostSession h;
-    host_begin(m, &h);
+    HostRun r;
+    host_run_begin(m, &r);
     int64_t w = mlp->table->shape[1], base = mlp->table->offset - m->params.flat->offset;
     float *p = tensor_f32(m->params.flat), *ea = tensor_f32(m->optim.exp_avg), *es = tensor_f32(m->optim.exp_avg_sq);
     for (int f = first; f <= last; f++) {
@@ -1153,8 +1160,7 @@ static void table_admit(Gs4dModel *m, const Gs4dData *d) {
         memset(ea + base + f * w, 0, sizeof(float) * (size_t)w);
         memset(es + base + f * w, 0, sizeof(float) * (size_t)w);
     }
-    host_end(m, &h);
-    tensor_scope_end(s);
+    host_run_end(m, &r);
 }
 
 double gs4d_step(Gs4dModel *m, const Gs4dData *d, int v, TensorRng *rng, Gs4dStepInfo *info) {
