@@ -22,6 +22,7 @@
 #include "models/gs4d/synth.h"
 #include "models/skelebones/cluster.h"
 #include "optim/train.h"
+#include "tests/gs4d_test_util.h"
 #include "tests/test.h"
 
 static uint64_t lcg_state = 88172645463325252ull;
@@ -405,7 +406,7 @@ TEST(gs4d_deform_render_gradcheck) {
 
 /* ---- training on a tiny synthetic sequence --------------------------------------------------------- */
 
-static Gs4dConfig tiny_config(int64_t iters) {
+Gs4dConfig gs4d_test_tiny_config(int64_t iters) {
     Gs4dConfig c = gs4d_defaults();
     c.n = 500, c.depth = 4, c.width = 32, c.skip = 2, c.freq_x = 6, c.freq_t = 4;
     c.lr_steps = iters, c.warmup = iters / 5;
@@ -414,7 +415,7 @@ static Gs4dConfig tiny_config(int64_t iters) {
     return c;
 }
 
-static double eval_test(const Gs4dModel *m, const Gs4dSynth *s, const Gs4dData *dt) {
+double gs4d_test_eval(const Gs4dModel *m, const Gs4dSynth *s, const Gs4dData *dt) {
     double sum = 0;
     for (int v = 0; v < s->n_test; v++) {
         TensorScope *sc = tensor_scope_begin();
@@ -460,7 +461,7 @@ TEST(gs4d_auto_freq_t_from_times) {
     CHECK_MSG(gs4d_synth_make("quadruped", 0, 4, 2, 1, 16, &s, err, sizeof err) == 0, "%s", err);
     Gs4dData d;
     CHECK_MSG(gs4d_data_make(s.train, s.n_train, &d, err, sizeof err) == 0, "%s", err);
-    Gs4dConfig c = tiny_config(10);
+    Gs4dConfig c = gs4d_test_tiny_config(10);
     c.freq_t = GS4D_FREQ_T_AUTO;
     Gs4dModel m;
     gs4d_init(&m, &c, &d, NULL);
@@ -483,10 +484,10 @@ TEST(gs4d_tiny_sequence_trains) {
     Gs4dData d, dt;
     CHECK_MSG(gs4d_data_make(s.train, s.n_train, &d, err, sizeof err) == 0, "%s", err);
     CHECK_MSG(gs4d_data_make(s.test, s.n_test, &dt, err, sizeof err) == 0, "%s", err);
-    Gs4dConfig c = tiny_config(iters);
+    Gs4dConfig c = gs4d_test_tiny_config(iters);
     Gs4dModel m;
     gs4d_init(&m, &c, &d, NULL);
-    double p0 = eval_test(&m, &s, &dt);
+    double p0 = gs4d_test_eval(&m, &s, &dt);
     TensorRng rng = {.seed = 1, .stream = 3};
     double t0 = base_now(), pw = 0;
     for (int64_t step = 0; step < iters; step++) {
@@ -494,9 +495,9 @@ TEST(gs4d_tiny_sequence_trains) {
         optim_data_order(0, step, d.n, 1, &v);
         double l = gs4d_step(&m, &d, (int)v, &rng, NULL);
         CHECK_MSG(isfinite(l), "step %lld: loss %g", (long long)step, l);
-        if (m.step == c.warmup) pw = eval_test(&m, &s, &dt);
+        if (m.step == c.warmup) pw = gs4d_test_eval(&m, &s, &dt);
     }
-    double dtime = base_now() - t0, p = eval_test(&m, &s, &dt);
+    double dtime = base_now() - t0, p = gs4d_test_eval(&m, &s, &dt);
     fprintf(stderr, "  gs4d tiny (32x32, 4 frames x 6 views, %lld Gaussians, MLP %dx%d, %lld steps): held-out %.2f dB "
                     "(init %.2f, end of warm-up %.2f), %.1f ms/step\n",
             (long long)c.n, c.depth, c.width, (long long)iters, p, p0, pw, 1e3 * dtime / (double)iters);
@@ -531,30 +532,26 @@ static void run_loop(Gs4dModel *m, const Gs4dData *d, const char *ckpt, bool res
     CHECK(optim_train_finish(&tl) == 0);
 }
 
-TEST(gs4d_resume_matches_uninterrupted) {
+void gs4d_test_resume_check(const Gs4dConfig *c, int64_t total, int64_t stop) {
     TensorScope *sc = tensor_scope_begin();
     Gs4dSynth s;
     char err[512];
     CHECK_MSG(gs4d_synth_make("quadruped", 0, 2, 4, 0, 16, &s, err, sizeof err) == 0, "%s", err);
     Gs4dData d;
     CHECK_MSG(gs4d_data_make(s.train, s.n_train, &d, err, sizeof err) == 0, "%s", err);
-    /* the interruption falls after the warm-up and between densifications and kNN updates, so
-     * the buffers (gradient statistics, neighbors) must come back from the checkpoint */
-    Gs4dConfig c = tiny_config(60);
-    c.n = 200, c.warmup = 10, c.densify_every = 20, c.knn_every = 20, c.reset_every = 30, c.refine_until = 60;
     char dir[] = "/tmp/anima-gs4d-XXXXXX", ckpt[256];
     CHECK(mkdtemp(dir));
     snprintf(ckpt, sizeof ckpt, "%s/ckpt.h5", dir);
     Gs4dModel a, b;
-    gs4d_init(&a, &c, &d, NULL);
-    run_loop(&a, &d, NULL, false, 60, 0);
-    gs4d_init(&b, &c, &d, NULL);
-    run_loop(&b, &d, ckpt, false, 60, 33);
-    CHECK(b.step == 33);
+    gs4d_init(&a, c, &d, NULL);
+    run_loop(&a, &d, NULL, false, total, 0);
+    gs4d_init(&b, c, &d, NULL);
+    run_loop(&b, &d, ckpt, false, total, stop);
+    CHECK(b.step == stop);
     gs4d_free(&b);
-    gs4d_init(&b, &c, &d, NULL); /* a fresh process's model */
-    run_loop(&b, &d, ckpt, true, 60, 0);
-    CHECK(b.step == 60);
+    gs4d_init(&b, c, &d, NULL); /* a fresh process's model */
+    run_loop(&b, &d, ckpt, true, total, 0);
+    CHECK(b.step == total);
     int64_t n = tensor_numel(a.params.flat);
     const float *pa = tensor_f32(a.params.flat), *pb = tensor_f32(b.params.flat);
     const float *ma = tensor_f32(a.optim.exp_avg_sq), *mb = tensor_f32(b.optim.exp_avg_sq);
@@ -568,6 +565,14 @@ TEST(gs4d_resume_matches_uninterrupted) {
     gs4d_data_free(&d);
     gs4d_synth_free(&s);
     tensor_scope_end(sc);
+}
+
+TEST(gs4d_resume_matches_uninterrupted) {
+    /* the interruption falls after the warm-up and between densifications and kNN updates, so
+     * the buffers (gradient statistics, neighbors) must come back from the checkpoint */
+    Gs4dConfig c = gs4d_test_tiny_config(60);
+    c.n = 200, c.warmup = 10, c.densify_every = 20, c.knn_every = 20, c.reset_every = 30, c.refine_until = 60;
+    gs4d_test_resume_check(&c, 60, 33);
 }
 
 /* ---- the command ------------------------------------------------------------------------------------- */
@@ -857,7 +862,7 @@ TEST(gs4d_labels_and_anisotropic_variant) {
     CHECK_MSG(gs4d_data_make(s.train, s.n_train, &d, err, sizeof err) == 0, "%s", err);
     CHECK_MSG(gs4d_data_make(s.test, s.n_test, &dt, err, sizeof err) == 0, "%s", err);
     int64_t iters = test_quick() ? 60 : 300; /* valgrind: the label checks only */
-    Gs4dConfig c = tiny_config(iters);
+    Gs4dConfig c = gs4d_test_tiny_config(iters);
     c.n = 300, c.isotropic = false, c.deform_color = c.deform_opacity = true, c.warmup = 60;
     c.densify_every = 25, c.knn_every = 25, c.reset_every = 100, c.refine_until = 200;
     if (test_quick()) c.prune_opacity = 0.09; /* Gaussians die (from 0.1) within the short run */
@@ -866,7 +871,7 @@ TEST(gs4d_labels_and_anisotropic_variant) {
     Gs4dModel m;
     gs4d_init(&m, &c, &d, lab);
     free(lab);
-    double p0 = eval_test(&m, &s, &dt);
+    double p0 = gs4d_test_eval(&m, &s, &dt);
     TensorRng rng = {.seed = 2, .stream = 3};
     int64_t moved = 0;
     for (int64_t step = 0; step < iters; step++) {
@@ -882,7 +887,7 @@ TEST(gs4d_labels_and_anisotropic_variant) {
         if (bad) break;
     }
     CHECK_MSG(moved > 0, "no Gaussian was densified or relocated");
-    double p = eval_test(&m, &s, &dt);
+    double p = gs4d_test_eval(&m, &s, &dt);
     if (test_quick()) p0 = -INFINITY, p = INFINITY;
     CHECK_MSG(p > p0 + 2, "anisotropic: held-out PSNR %.2f dB from %.2f dB", p, p0);
     /* every head moved away from its near-zero start */
@@ -925,7 +930,7 @@ TEST(gs4d_recluster_with_lbgvq) {
     Gs4dData d;
     CHECK_MSG(gs4d_data_make(s.train, s.n_train, &d, err, sizeof err) == 0, "%s", err);
     int64_t iters = 90;
-    Gs4dConfig c = tiny_config(iters);
+    Gs4dConfig c = gs4d_test_tiny_config(iters);
     c.n = 300, c.warmup = 30, c.recluster_every = 20, c.recluster_frames = 3, c.knn_every = 1000;
     Gs4dModel m;
     gs4d_init(&m, &c, &d, NULL);
@@ -995,7 +1000,7 @@ TEST(gs4d_regularizers_in_the_step) {
     int64_t iters = 120;
     double op[2], scl[2];
     for (int reg = 0; reg < 2; reg++) {
-        Gs4dConfig c = tiny_config(iters);
+        Gs4dConfig c = gs4d_test_tiny_config(iters);
         c.n = 200, c.warmup = iters, c.densify_every = 0, c.reset_every = 0, c.arap_weight = 0;
         if (reg) c.reg_opacity = 0.05, c.reg_scale = 0.5;
         Gs4dModel m;
@@ -1050,7 +1055,7 @@ TEST(gs4d_reg_flat_thins_the_gaussians) {
     int64_t iters = 120;
     double smin[2], ratio[2];
     for (int flat = 0; flat < 2; flat++) {
-        Gs4dConfig c = tiny_config(iters);
+        Gs4dConfig c = gs4d_test_tiny_config(iters);
         c.n = 200, c.isotropic = false, c.warmup = iters, c.densify_every = 0, c.reset_every = 0, c.arap_weight = 0;
         if (flat) c.reg_flat = 1;
         Gs4dModel m;
@@ -1168,7 +1173,7 @@ TEST(gs4d_supersample_renders_block_means) {
     Gs4dData d;
     CHECK_MSG(gs4d_data_make(s.train, s.n_train, &d, err, sizeof err) == 0, "%s", err);
     int64_t iters = 30;
-    Gs4dConfig c = tiny_config(iters);
+    Gs4dConfig c = gs4d_test_tiny_config(iters);
     c.n = 200, c.supersample = 2, c.dilation = 0.1, c.densify_every = 0, c.reset_every = 0, c.arap_weight = 0;
     Gs4dModel m;
     gs4d_init(&m, &c, &d, NULL);
@@ -1386,7 +1391,7 @@ TEST(gs4d_eps_deform_reaches_the_mlp_optimizer) {
     Gs4dData d;
     CHECK(quad_data(1, 4, 16, &s, &d));
     for (int k = 0; k < 2; k++) {
-        Gs4dConfig c = tiny_config(20);
+        Gs4dConfig c = gs4d_test_tiny_config(20);
         c.n = 100;
         if (k) c.eps_deform = 1e-8;
         Gs4dModel m;
@@ -1411,7 +1416,7 @@ TEST(gs4d_trunk_init_he_keeps_the_input_dependence) {
     CHECK(quad_data(1, 4, 16, &s, &d));
     double spread[2] = {0, 0};
     for (int k = 0; k < 2; k++) {
-        Gs4dConfig c = tiny_config(20);
+        Gs4dConfig c = gs4d_test_tiny_config(20);
         c.n = 400, c.depth = 8, c.width = 128, c.skip = 4, c.freq_x = 10, c.freq_t = 6, c.head_init = 1;
         c.trunk_init = k ? GS4D_INIT_HE : GS4D_INIT_TORCH;
         Gs4dModel m;
@@ -1451,7 +1456,7 @@ TEST(gs4d_redo_recycles_a_dead_layer) {
     Gs4dData d;
     CHECK(quad_data(3, 4, 16, &s, &d));
     for (int k = 0; k < 2; k++) {
-        Gs4dConfig c = tiny_config(20);
+        Gs4dConfig c = gs4d_test_tiny_config(20);
         c.n = 200, c.warmup = 2, c.densify_every = 0, c.redo_every = k ? 1 : 0, c.trunk_init = GS4D_INIT_HE;
         Gs4dModel m;
         gs4d_init(&m, &c, &d, NULL);

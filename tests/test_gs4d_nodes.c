@@ -6,7 +6,6 @@
  * reproducing an uninterrupted run. */
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "autograd/gradcheck.h"
 #include "models/gaussians/fit.h"
@@ -15,6 +14,7 @@
 #include "models/gs4d/nodes.h"
 #include "models/gs4d/synth.h"
 #include "optim/train.h"
+#include "tests/gs4d_test_util.h"
 #include "tests/test.h"
 
 static uint64_t rs = 0x9e3779b97f4a7c15ull;
@@ -333,24 +333,9 @@ TEST(gs4d_nodes_table_warm_start) {
 }
 
 static Gs4dConfig tiny_nodes(int64_t iters) {
-    Gs4dConfig c = gs4d_defaults();
-    c.n = 500, c.depth = 4, c.width = 32, c.skip = 2, c.freq_x = 6, c.freq_t = 4;
-    c.lr_steps = iters, c.warmup = iters / 5;
-    c.densify_every = 50, c.refine_until = iters / 2, c.reset_every = 0;
-    c.arap_weight = 1.0, c.arap_k = 6, c.knn_every = 50;
+    Gs4dConfig c = gs4d_test_tiny_config(iters);
     c.deform = GS4D_DEFORM_NODES, c.nodes = 64, c.node_k = 4, c.time_code = GS4D_TIME_BOTH, c.latent_dim = 8;
     return c;
-}
-
-static double eval_test(const Gs4dModel *m, const Gs4dSynth *s, const Gs4dData *dt) {
-    double sum = 0;
-    for (int v = 0; v < s->n_test; v++) {
-        TensorScope *sc = tensor_scope_begin();
-        double bg[3] = {1, 1, 1};
-        sum += gs_psnr(gs4d_render(m, &s->test[v].cam, s->test[v].time, bg), gs4d_target(dt, v, bg));
-        tensor_scope_end(sc);
-    }
-    return sum / s->n_test;
 }
 
 /* the tiny synthetic sequence with nodes must train as the per-Gaussian MLP does
@@ -369,16 +354,16 @@ TEST(gs4d_nodes_tiny_sequence_trains) {
     Gs4dConfig c = tiny_nodes(iters);
     Gs4dModel m;
     gs4d_init(&m, &c, &d, NULL);
-    double p0 = eval_test(&m, &s, &dt), pw = 0;
+    double p0 = gs4d_test_eval(&m, &s, &dt), pw = 0;
     TensorRng rng = {.seed = 1, .stream = 3};
     for (int64_t step = 0; step < iters; step++) {
         int64_t v;
         optim_data_order(0, step, d.n, 1, &v);
         double l = gs4d_step(&m, &d, (int)v, &rng, NULL);
         CHECK_MSG(isfinite(l), "step %lld: loss %g", (long long)step, l);
-        if (m.step == c.warmup) pw = eval_test(&m, &s, &dt);
+        if (m.step == c.warmup) pw = gs4d_test_eval(&m, &s, &dt);
     }
-    double p = eval_test(&m, &s, &dt);
+    double p = gs4d_test_eval(&m, &s, &dt);
     /* every node sits within the Gaussians' cloud: its nearest Gaussian closer than a tenth of the extent */
     double far = 0;
     double *nd = malloc(sizeof(double) * 64);
@@ -431,58 +416,13 @@ TEST(gs4d_nodes_unused_node_relocates) {
     tensor_scope_end(sc);
 }
 
-static void run_loop(Gs4dModel *m, const Gs4dData *d, const char *ckpt, bool resume, int64_t total, int64_t stop_after) {
-    OptimTrainOptions to = {.name = "gs4d nodes test", .total_steps = total, .log_every = 1000, .ckpt_every = 0,
-                            .ckpt_path = ckpt, .resume = resume, .stop_after = stop_after};
-    OptimTrain tl;
-    char err[512];
-    CHECK_MSG(optim_train_init(&tl, &to, &m->params, &m->optim, (TensorRng){.seed = 5, .stream = 3}, err, sizeof err) == 0,
-              "%s", err);
-    gs4d_set_step(m, tl.step);
-    while (optim_train_next(&tl)) {
-        int64_t v;
-        optim_data_order(0, tl.step, d->n, 1, &v);
-        double l = gs4d_step(m, d, (int)v, &tl.rng, NULL);
-        optim_train_step_end(&tl, l, 0, 0, NULL);
-    }
-    CHECK(optim_train_finish(&tl) == 0);
-}
-
 /* stopped after the nodes exist and between densifications, then resumed in a fresh model: every
- * parameter (nodes, codes, the node lists) and moment as an uninterrupted run */
+ * parameter (nodes, codes, the table, the node lists) and moment as an uninterrupted run */
 TEST(gs4d_nodes_resume_matches_uninterrupted) {
-    TensorScope *sc = tensor_scope_begin();
-    Gs4dSynth s;
-    char err[512];
-    CHECK_MSG(gs4d_synth_make("quadruped", 0, 2, 4, 0, 16, &s, err, sizeof err) == 0, "%s", err);
-    Gs4dData d;
-    CHECK_MSG(gs4d_data_make(s.train, s.n_train, &d, err, sizeof err) == 0, "%s", err);
     Gs4dConfig c = tiny_nodes(60);
     c.n = 200, c.nodes = 16, c.warmup = 10, c.densify_every = 20, c.knn_every = 20, c.refine_until = 60, c.redo_every = 15;
-    char dir[] = "/tmp/anima-gs4dn-XXXXXX", ckpt[256];
-    CHECK(mkdtemp(dir));
-    snprintf(ckpt, sizeof ckpt, "%s/ckpt.h5", dir);
-    Gs4dModel a, b;
-    gs4d_init(&a, &c, &d, NULL);
-    run_loop(&a, &d, NULL, false, 60, 0);
-    gs4d_init(&b, &c, &d, NULL);
-    run_loop(&b, &d, ckpt, false, 60, 33);
-    gs4d_free(&b);
-    gs4d_init(&b, &c, &d, NULL);
-    run_loop(&b, &d, ckpt, true, 60, 0);
-    CHECK(b.step == 60);
-    int64_t n = tensor_numel(a.params.flat), bad = 0, badm = 0;
-    const float *pa = tensor_f32(a.params.flat), *pb = tensor_f32(b.params.flat);
-    const float *ma = tensor_f32(a.optim.exp_avg_sq), *mb = tensor_f32(b.optim.exp_avg_sq);
-    for (int64_t i = 0; i < n; i++) bad += pa[i] != pb[i], badm += ma[i] != mb[i];
-    CHECK_MSG(bad == 0 && badm == 0, "%lld parameters and %lld moments differ after resume", (long long)bad, (long long)badm);
-    unlink(ckpt);
-    rmdir(dir);
-    gs4d_free(&a);
-    gs4d_free(&b);
-    gs4d_data_free(&d);
-    gs4d_synth_free(&s);
-    tensor_scope_end(sc);
+    c.node_table = true, c.time_ramp = 20;
+    gs4d_test_resume_check(&c, 60, 33);
 }
 
 /* monocular input (one view a time) under a time curriculum: the warm-up's window holds the first
