@@ -474,7 +474,7 @@ TEST(gs4d_auto_freq_t_from_times) {
     tensor_scope_end(sc);
 }
 
-TEST(gs4d_tiny_sequence_trains) {
+void gs4d_test_tiny_sequence(const Gs4dConfig *cfg, const char *what, void (*after)(const Gs4dModel *)) {
     bool quick = test_quick();
     int64_t iters = quick ? 30 : 1500;
     TensorScope *sc = tensor_scope_begin();
@@ -484,7 +484,8 @@ TEST(gs4d_tiny_sequence_trains) {
     Gs4dData d, dt;
     CHECK_MSG(gs4d_data_make(s.train, s.n_train, &d, err, sizeof err) == 0, "%s", err);
     CHECK_MSG(gs4d_data_make(s.test, s.n_test, &dt, err, sizeof err) == 0, "%s", err);
-    Gs4dConfig c = gs4d_test_tiny_config(iters);
+    Gs4dConfig c = *cfg;
+    c.lr_steps = iters, c.warmup = iters / 5, c.refine_until = iters / 2;
     Gs4dModel m;
     gs4d_init(&m, &c, &d, NULL);
     double p0 = gs4d_test_eval(&m, &s, &dt);
@@ -498,19 +499,25 @@ TEST(gs4d_tiny_sequence_trains) {
         if (m.step == c.warmup) pw = gs4d_test_eval(&m, &s, &dt);
     }
     double dtime = base_now() - t0, p = gs4d_test_eval(&m, &s, &dt);
-    fprintf(stderr, "  gs4d tiny (32x32, 4 frames x 6 views, %lld Gaussians, MLP %dx%d, %lld steps): held-out %.2f dB "
+    fprintf(stderr, "  gs4d tiny (32x32, 4 frames x 6 views, %lld Gaussians, %s, MLP %dx%d, %lld steps): held-out %.2f dB "
                     "(init %.2f, end of warm-up %.2f), %.1f ms/step\n",
-            (long long)c.n, c.depth, c.width, (long long)iters, p, p0, pw, 1e3 * dtime / (double)iters);
+            (long long)c.n, what, c.depth, c.width, (long long)iters, p, p0, pw, 1e3 * dtime / (double)iters);
     if (quick) CHECK_MSG(p > p0, "held-out PSNR %.2f dB from %.2f dB", p, p0);
     else {
         CHECK_MSG(p >= 24, "held-out PSNR %.2f dB < 24 dB (init %.2f, after warm-up %.2f)", p, p0, pw);
         CHECK_MSG(p >= pw + 1, "the deformation phase added only %.2f dB over the static warm-up", p - pw);
     }
+    if (after) after(&m);
     gs4d_free(&m);
     gs4d_data_free(&d);
     gs4d_data_free(&dt);
     gs4d_synth_free(&s);
     tensor_scope_end(sc);
+}
+
+TEST(gs4d_tiny_sequence_trains) {
+    Gs4dConfig c = gs4d_test_tiny_config(1500);
+    gs4d_test_tiny_sequence(&c, "per-Gaussian MLP", NULL);
 }
 
 /* ---- resume ------------------------------------------------------------------------------------------ */
