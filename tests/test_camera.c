@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "datasets/render/camera.h"
+#include "datasets/render/raster.h"
 #include "tests/test.h"
 
 static double dist3(const double a[3], const double b[3]) {
@@ -161,4 +162,32 @@ TEST(camera_project_front_and_behind) {
     CHECK(uv[0] == -7 && uv[1] == -7);
     double on_plane[3] = {1, 1, 0};
     CHECK(!ds_camera_project(&c, on_plane, uv, NULL));
+}
+
+/* ds_camera_unproject inverts ds_camera_project (pixel and camera z back to the world point), and
+ * ds_camera_backproject of a rasterized plane's depth map (camera z) lands on the plane */
+TEST(camera_unproject_and_backproject) {
+    double eye[3] = {1.5, 0.7, -2.5}, at[3] = {0.1, 0, 0.2}, up[3] = {0, -1, 0};
+    DsCamera c = ds_camera_look_at(eye, at, up, 40, 30, 45);
+    for (int k = 0; k < 20; k++) {
+        double X[3] = {0.3 * sin(k), 0.2 * cos(3.0 * k), 0.25 * sin(0.7 * k)}, uv[2], z, Y[3];
+        CHECK(ds_camera_project(&c, X, uv, &z));
+        ds_camera_unproject(&c, uv[0], uv[1], z, Y);
+        for (int a = 0; a < 3; a++) CHECK_MSG(fabs(X[a] - Y[a]) < 1e-12, "point %d axis %d: %g vs %g", k, a, X[a], Y[a]);
+    }
+    /* the plane y = 0.1 as two big triangles */
+    float v[12] = {-5, 0.1f, -5, 5, 0.1f, -5, 5, 0.1f, 5, -5, 0.1f, 5};
+    int32_t f[6] = {0, 1, 2, 0, 2, 3};
+    DsMesh m = {.nv = 4, .nf = 2, .v = v, .f = f};
+    DsRender r;
+    char err[256];
+    CHECK_MSG(ds_raster_render(&m, &c, NULL, &r, err, sizeof err) == 0, "%s", err);
+    float pts[3 * 40 * 30];
+    int64_t n = ds_camera_backproject(&c, r.depth, r.alpha, 0.5, pts, 40 * 30);
+    CHECK(n > 100);
+    double worst = 0;
+    for (int64_t i = 0; i < n; i++) worst = fmax(worst, fabs(pts[3 * i + 1] - 0.1));
+    CHECK_MSG(worst < 1e-4, "a back-projected pixel lies %g off the plane", worst);
+    CHECK(ds_camera_backproject(&c, r.depth, r.alpha, 0.5, pts, 7) == 7);
+    ds_render_free(&r);
 }

@@ -56,6 +56,7 @@
 #include "datasets/render/gif.h"
 #include "datasets/render/video.h"
 #include "datasets/render/image.h"
+#include "datasets/render/raster.h"
 #include "models/gs4d/arap.h"
 #include "models/gaussians/fit.h"
 #include "models/gs4d/gs4d.h"
@@ -868,7 +869,8 @@ static int gs4d_eval_main(int argc, char **argv) {
             }
             if (rd.has_gt)
                 tlen += (size_t)snprintf(text + tlen, tcap - tlen,
-                                         "# kind\tindex\ttime\tchamfer_pct\tcenters_to_surface_pct\tsurface_to_centers_pct\tvisible\n");
+                                         "# kind\tindex\ttime\tchamfer_pct\tcenters_to_surface_pct\tsurface_to_centers_pct\tvisible\t"
+                                         "surface_chamfer_pct\trendered_to_surface_pct\tvisible_surface_to_rendered_pct\n");
         }
         printf("%s at step %lld: held-out PSNR %.2f dB, SSIM %.4f over %d %s views\n", run, (long long)meta.step, psnr, ssim,
                dte.n, rd.test_split);
@@ -929,6 +931,18 @@ static int gs4d_eval_main(int argc, char **argv) {
             int64_t *near = base_malloc(sizeof(int64_t) * (size_t)n);
             float *inset_pts = base_malloc(sizeof(float) * 3 * (size_t)n);
             double inset_c = 0, inset_cs = 0, inset_sc = 0;
+            /* the rendered surface (gs4d_surface_points) from the held-out views of each frame, and the
+             * true surface those views see (the mesh rasterized through them), both back-projected */
+            enum { SURF_PER_VIEW = 4000 };
+            int maxv = 0;
+            for (int f = 0, cnt = 0; f < s->frames; f++, cnt = 0) {
+                for (int v = 0; v < dte.n; v++) cnt += fabs(dte.views[v].time - s->times[f]) < 1e-6;
+                if (cnt > maxv) maxv = cnt;
+            }
+            float *surf = base_malloc(sizeof(float) * 3 * SURF_PER_VIEW * (size_t)(maxv ? maxv : 1));
+            float *seen = base_malloc(sizeof(float) * 3 * SURF_PER_VIEW * (size_t)(maxv ? maxv : 1));
+            double surf_c = 0, surf_cs = 0, surf_sc = 0;
+            int surf_frames = 0;
             for (int f = 0; f < s->frames; f++) {
                 const float *V = s->verts + (size_t)f * nv * 3;
                 double lo3[3] = {INFINITY, INFINITY, INFINITY}, hi3[3] = {-INFINITY, -INFINITY, -INFINITY};
@@ -964,9 +978,30 @@ static int gs4d_eval_main(int argc, char **argv) {
                 diag_mean += diag / s->frames;
                 side_cs += 100 * cs / diag / s->frames, side_sc += 100 * scd / diag / s->frames;
                 nvis_mean += (double)nvis / s->frames;
+                int64_t nsurf = 0, nseen = 0;
+                for (int v = 0; v < dte.n; v++) {
+                    if (!(fabs(dte.views[v].time - s->times[f]) < 1e-6)) continue;
+                    const DsCamera *cv = &dte.views[v].cam;
+                    nsurf += gs4d_surface_points(&m, cv, s->times[f], 0.5, surf + 3 * nsurf, SURF_PER_VIEW);
+                    DsMesh gm = {.nv = nv, .nf = s->nf, .v = (float *)V, .f = s->faces};
+                    DsRender rr;
+                    char rerr[256];
+                    if (ds_raster_render(&gm, cv, NULL, &rr, rerr, sizeof rerr) == 0) {
+                        nseen += ds_camera_backproject(cv, rr.depth, rr.alpha, 0.5, seen + 3 * nseen, SURF_PER_VIEW);
+                        ds_render_free(&rr);
+                    }
+                }
+                double sc_ab = NAN, sc_ba = NAN, sc_c = NAN;
+                if (nsurf && nseen) {
+                    double tmp;
+                    gs4d_chamfer_sides(surf, nsurf, samp, ns_s + nv, &sc_ab, &tmp);
+                    gs4d_chamfer_sides(seen, nseen, surf, nsurf, &sc_ba, &tmp);
+                    sc_ab *= 100 / diag, sc_ba *= 100 / diag, sc_c = 0.5 * (sc_ab + sc_ba);
+                    surf_c += sc_c, surf_cs += sc_ab, surf_sc += sc_ba, surf_frames++;
+                }
                 if (text)
-                    tlen += (size_t)snprintf(text + tlen, tcap - tlen, "frame\t%d\t%.5f\t%.3f\t%.3f\t%.3f\t%lld\n", f,
-                                             s->times[f], c, 100 * cs / diag, 100 * scd / diag, (long long)nvis);
+                    tlen += (size_t)snprintf(text + tlen, tcap - tlen, "frame\t%d\t%.5f\t%.3f\t%.3f\t%.3f\t%lld\t%.3f\t%.3f\t%.3f\n", f,
+                                             s->times[f], c, 100 * cs / diag, 100 * scd / diag, (long long)nvis, sc_c, sc_ab, sc_ba);
                 /* what the metric gives for as many points as perfectly on the surface (uniform
                  * samples, the first nvis of the i.i.d. ones): the floor n Gaussians can reach */
                 if (nvis && nvis <= ns_s) floor_c += 100 * gs4d_chamfer(samp, nvis, samp, ns_s + nv) / diag / s->frames;
@@ -1028,7 +1063,7 @@ static int gs4d_eval_main(int argc, char **argv) {
                     med_scale += 100 * sige[nvis / 2] / diag / s->frames;
                 }
             }
-            free(dist), free(sig), free(sige), free(visr), free(near), free(inset_pts);
+            free(dist), free(sig), free(sige), free(visr), free(near), free(inset_pts), free(surf), free(seen);
             /* rigidity: the trajectories' local neighborhoods (the kNN of the canonical centers)
              * against the ground-truth surface's own (the kNN of the canonical vertices) */
             int k = 8;
@@ -1043,6 +1078,13 @@ static int gs4d_eval_main(int argc, char **argv) {
             gs4d_knn(s->rest, nv, NULL, k, nbv);
             double rig = gs4d_rigidity_error(pos3, s->frames, rest, n, nbr, k);
             double rig_gt = gs4d_rigidity_error(s->verts, s->frames, s->rest, nv, nbv, k);
+            if (surf_frames)
+                printf("surface Chamfer (the rendered surface: expected depth at alpha > 0.5 from the held-out views, "
+                       "back-projected): mean %.3f%% of the bbox diagonal over %d frames (rendered -> surface %.3f%%, the "
+                       "surface those views see -> rendered %.3f%%)\n",
+                       surf_c / surf_frames, surf_frames, surf_cs / surf_frames, surf_sc / surf_frames);
+            else
+                printf("surface Chamfer: no held-out view at a ground-truth frame's time\n");
             printf("Chamfer (visible centers vs surface): mean %.3f%%, max %.3f%% of the bbox diagonal over %d frames\n",
                    cham, cham_max, s->frames);
             printf("  sides: centers -> surface %.3f%%, surface -> centers %.3f%% (%.0f visible centers; the same number of "

@@ -80,6 +80,28 @@ void ds_camera_center(const DsCamera *c, double out[3]) {
     for (int i = 0; i < 3; i++) out[i] = -(c->R[i] * c->t[0] + c->R[3 + i] * c->t[1] + c->R[6 + i] * c->t[2]);
 }
 
+void ds_camera_unproject(const DsCamera *c, double u, double v, double z, double X[3]) {
+    double p[3] = {(u - c->cx) / c->fx * z - c->t[0], (v - c->cy) / c->fy * z - c->t[1], z - c->t[2]};
+    for (int i = 0; i < 3; i++) X[i] = c->R[i] * p[0] + c->R[3 + i] * p[1] + c->R[6 + i] * p[2]; /* Rᵀ (Xc − t) */
+}
+
+int64_t ds_camera_backproject(const DsCamera *c, const float *depth, const float *alpha, double alpha_min, float *out,
+                              int64_t max_points) {
+    int64_t np = (int64_t)c->width * c->height, count = 0;
+    for (int64_t i = 0; i < np; i++) count += alpha[i] > alpha_min && isfinite(depth[i]) && depth[i] > 0;
+    if (count == 0 || max_points <= 0) return 0;
+    int64_t stride = (count + max_points - 1) / max_points, k = 0, got = 0;
+    for (int64_t i = 0; i < np && got < max_points; i++) {
+        if (!(alpha[i] > alpha_min && isfinite(depth[i]) && depth[i] > 0)) continue;
+        if (k++ % stride) continue;
+        double X[3];
+        ds_camera_unproject(c, (double)(i % c->width) + 0.5, (double)(i / c->width) + 0.5, depth[i], X);
+        for (int a = 0; a < 3; a++) out[3 * got + a] = (float)X[a];
+        got++;
+    }
+    return got;
+}
+
 bool ds_camera_project(const DsCamera *c, const double X[3], double uv[2], double *depth) {
     double p[3];
     for (int r = 0; r < 3; r++) p[r] = c->R[3 * r] * X[0] + c->R[3 * r + 1] * X[1] + c->R[3 * r + 2] * X[2] + c->t[r];

@@ -7,6 +7,7 @@
 #define ANIMA_DATASETS_CAMERA_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 typedef struct {
     int width, height;
@@ -31,5 +32,15 @@ int ds_camera_sphere(int n, double radius, const double target[3], int width, in
 void ds_camera_center(const DsCamera *c, double out[3]);
 /* Pixel coordinates and depth (camera z) of a world point; false when behind the camera. */
 bool ds_camera_project(const DsCamera *c, const double X[3], double uv[2], double *depth);
+/* The world point at pixel coordinates (u, v) and camera depth z (camera z, as ds_camera_project
+ * gives): the inverse of the projection. */
+void ds_camera_unproject(const DsCamera *c, double u, double v, double z, double X[3]);
+/* Every pixel of an h × w depth map (camera z at the pixel centers) whose alpha is above
+ * alpha_min and whose depth is finite and positive, back-projected to world points: at most
+ * max_points of them into out (max_points × 3), every k-th in row-major order (k the smallest
+ * stride that fits them, so the subset is spread over the image and deterministic). Returns how
+ * many were written. */
+int64_t ds_camera_backproject(const DsCamera *c, const float *depth, const float *alpha, double alpha_min, float *out,
+                              int64_t max_points);
 
 #endif

@@ -1352,6 +1352,26 @@ void gs4d_state_at(const Gs4dModel *m, double t, float *pos, float *scale, float
     tensor_scope_end(s);
 }
 
+int64_t gs4d_surface_points(const Gs4dModel *m, const DsCamera *cam, double t, double alpha_min, float *out,
+                            int64_t max_points) {
+    TensorScope *s = tensor_scope_begin();
+    bool prev = ag_no_grad_begin();
+    GsGaussians g = gs4d_canonical(m);
+    if (deforming(m)) g = gs4d_deform(m, &g, t);
+    GsRenderOut r = gs4d_render_set(m, &g, cam, (double[]){0, 0, 0});
+    Tensor *al = tensor_contiguous(tensor_cast(tensor_to(r.alpha, TENSOR_CPU), TENSOR_F32));
+    Tensor *dp = tensor_contiguous(tensor_cast(tensor_to(r.depth, TENSOR_CPU), TENSOR_F32));
+    int64_t np = (int64_t)cam->width * cam->height;
+    const float *a = tensor_f32(al), *dd = tensor_f32(dp);
+    float *z = base_malloc(sizeof(float) * (size_t)np);
+    for (int64_t i = 0; i < np; i++) z[i] = a[i] > 0 ? dd[i] / a[i] : INFINITY; /* the expected depth */
+    int64_t got = ds_camera_backproject(cam, z, a, alpha_min, out, max_points);
+    free(z);
+    ag_no_grad_end(prev);
+    tensor_scope_end(s);
+    return got;
+}
+
 static int export_host(const Gs4dModel *m, DsGaussians *out);
 
 int gs4d_export(const Gs4dModel *mc, DsGaussians *out) {

@@ -417,6 +417,13 @@ Tensor *gs4d_target(const Gs4dData *d, int v, const double bg[3]);
 /* Activated per-Gaussian state at time t, written into arrays of n rows: positions (3), scales
  * (exp; 1 or 3 per row), rgb (SH DC → C0·f + 0.5, 3), opacities (sigmoid, 1). */
 void gs4d_state_at(const Gs4dModel *m, double t, float *pos, float *scale, float *rgb, float *opacity);
+/* The surface the splats render through cam at time t: each pixel whose rendered alpha is above
+ * alpha_min, at its expected depth (the alpha-weighted depth / alpha, camera z), back-projected to
+ * a world point (ds_camera_backproject: at most max_points, spread over the image). Returns how
+ * many were written into out (max_points × 3). The geometry figure that the splats' centers are
+ * not: round splats' centers sit ~2 σ inside the silhouette they draw (docs/gaussianimate.md §3). */
+int64_t gs4d_surface_points(const Gs4dModel *m, const DsCamera *cam, double t, double alpha_min, float *out,
+                            int64_t max_points);
 /* The canonical set for the standard 3DGS PLY (raw values; isotropic scales replicated). */
 int gs4d_export(const Gs4dModel *m, DsGaussians *out);
 
