@@ -170,3 +170,59 @@ TEST(skelebones_ik_residual_decreases_and_points_route) {
     sb_traj_free(&t);
     tmpdir_remove(dir);
 }
+
+/* --true-rig: trajectories in a canonical space of their own (the gt.h5 motion with its rest
+ * moved rigidly, as gs4d's canonical Gaussians are) are compared with the true rig posed, frame by
+ * frame: the error stays as small as on the ground-truth path; the same trajectories displaced
+ * by 10% of the diagonal in every frame fail it; trajectories without frame times are refused */
+TEST(skelebones_true_rig_posed_joints) {
+    char dir[64], cmd[2048], out[16384], path[256], err[512];
+    tmpdir_make(dir, sizeof dir);
+    if (make_bench(dir, 6)) return;
+    snprintf(path, sizeof path, "%s/bench/gt.h5", dir);
+    SbTraj t;
+    CHECK_MSG(sb_traj_read_gt(path, &t, err, sizeof err) == 0, "%s", err);
+    if (t.nframes != 6) return;
+    CHECK(t.times != NULL);
+    double lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY}, diag = 0;
+    for (int64_t i = 0; i < t.npoints; i++)
+        for (int c = 0; c < 3; c++) lo[c] = fmin(lo[c], t.rest[i * 3 + c]), hi[c] = fmax(hi[c], t.rest[i * 3 + c]);
+    for (int c = 0; c < 3; c++) diag += (hi[c] - lo[c]) * (hi[c] - lo[c]);
+    diag = sqrt(diag);
+    /* the rest turned 30° about y and moved: a canonical space unlike the true rest */
+    const double a = M_PI / 6, ca = cos(a), sa = sin(a);
+    for (int64_t i = 0; i < t.npoints; i++) {
+        float *p = t.rest + i * 3;
+        double x = p[0], z = p[2];
+        p[0] = (float)(ca * x + sa * z + 0.3 * diag), p[2] = (float)(-sa * x + ca * z), p[1] += (float)(0.2 * diag);
+    }
+    snprintf(path, sizeof path, "%s/moved.h5", dir);
+    CHECK_MSG(sb_traj_write_h5(path, &t, err, sizeof err) == 0, "%s", err);
+    for (int64_t k = 0; k < (int64_t)t.nframes * t.npoints; k++) t.pos[k * 3] += (float)(0.1 * diag);
+    snprintf(path, sizeof path, "%s/displaced.h5", dir);
+    CHECK_MSG(sb_traj_write_h5(path, &t, err, sizeof err) == 0, "%s", err);
+    free(t.times), t.times = NULL;
+    snprintf(path, sizeof path, "%s/untimed.h5", dir);
+    CHECK_MSG(sb_traj_write_h5(path, &t, err, sizeof err) == 0, "%s", err);
+    sb_traj_free(&t);
+    const char *opts = "--bones 12 --iters 5 --ik-steps 40 --ik-points 200 --video none --no-progress";
+    snprintf(cmd, sizeof cmd, "%s skelebones --traj %s/moved.h5 --true-rig %s/bench/gt.h5 %s --out %s/rig 2>&1",
+             test_anima_bin(), dir, dir, opts, dir);
+    int rc = test_run_capture(cmd, out, sizeof out);
+    CHECK_MSG(rc == 0, "rc %d: %s", rc, out);
+    printf("    %s", out);
+    double tf = field(out, "posed_joint_err_true_to_found "), ft = field(out, "posed_joint_err_found_to_true ");
+    CHECK_MSG(tf >= 0 && tf < 5.0 && ft >= 0 && ft < 5.0, "%g%% / %g%%: %s", tf, ft, out);
+    CHECK_MSG(strstr(out, "mean of 6 frames") != NULL, "%s", out);
+    snprintf(cmd, sizeof cmd, "%s skelebones --traj %s/displaced.h5 --true-rig %s/bench/gt.h5 %s --out %s/rig2 2>&1",
+             test_anima_bin(), dir, dir, opts, dir);
+    rc = test_run_capture(cmd, out, sizeof out);
+    CHECK_MSG(rc == 0, "rc %d: %s", rc, out);
+    double tf2 = field(out, "posed_joint_err_true_to_found ");
+    CHECK_MSG(tf2 > 7.0, "displaced by 10%%, true → found %g%%: %s", tf2, out);
+    snprintf(cmd, sizeof cmd, "%s skelebones --traj %s/untimed.h5 --true-rig %s/bench/gt.h5 %s --out %s/rig3 2>&1",
+             test_anima_bin(), dir, dir, opts, dir);
+    rc = test_run_capture(cmd, out, sizeof out);
+    CHECK_MSG(rc == 1 && strstr(out, "no frame times"), "rc %d: %s", rc, out);
+    tmpdir_remove(dir);
+}

@@ -23,7 +23,8 @@ static int progress_line(void *user, int it, int iters, double rmse) {
 }
 
 int cmd_skelebones(int argc, char **argv) {
-    const char *traj = NULL, *dataset = NULL, *meshes = NULL, *gt = NULL, *model = NULL, *out = NULL, *export_traj = NULL;
+    const char *traj = NULL, *dataset = NULL, *meshes = NULL, *gt = NULL, *model = NULL, *out = NULL, *export_traj = NULL,
+               *true_rig = NULL;
     int64_t model_frames = 40, model_anim = 0;
     int64_t bones = 20, iters = 30, influences = 8, bone_iters = 5, knn = 8, rounds = 8;
     double smooth = 1e-4, fraction = 1.0;
@@ -40,6 +41,7 @@ int cmd_skelebones(int argc, char **argv) {
         {"--dataset", CMD_ARG_STRING, &dataset, "NAME", "the trajectories dataset in --traj (default positions)"},
         {"--meshes", CMD_ARG_STRING, &meshes, "DIR", "a folder of mesh frames (.obj .ply .off .stl, name order, one connectivity)"},
         {"--gt", CMD_ARG_STRING, &gt, "FILE", "the motion benchmark's gt.h5 (its true rig is reported for comparison)"},
+        {"--true-rig", CMD_ARG_STRING, &true_rig, "FILE", "(--traj with frame times, as gs4d writes them) the true rig of the motion the trajectories show (the benchmark's gt.h5): the found joints against it, posed, frame by frame at the same times"},
         {"--model", CMD_ARG_STRING, &model, "FILE", "an animated, skinned model through libassimp (glTF, FBX, Collada, .x); its rig is the true one"},
         {"--model-frames", CMD_ARG_INT, &model_frames, "F", "(--model) frames sampled evenly over the animation (default 40)", 1, 100000},
         {"--model-anim", CMD_ARG_INT, &model_anim, "K", "(--model) which of the file's animations (default 0)", 0, 1000000},
@@ -79,6 +81,8 @@ int cmd_skelebones(int argc, char **argv) {
         return cmd_args_fail(&spec, stderr, "give exactly one of --traj, --meshes, --gt, --model");
     if (!out && !export_traj) return cmd_args_fail(&spec, stderr, "--out is required");
     if (ik && !gt && !model) return cmd_args_fail(&spec, stderr, "--ik-true-tree needs --gt or --model (the true tree)");
+    if (true_rig && !traj) return cmd_args_fail(&spec, stderr, "--true-rig is for --traj (--gt and --model carry their own rig)");
+    if (true_rig && (no_skeleton || no_ik)) return cmd_args_fail(&spec, stderr, "--true-rig compares the IK's joints: drop --no-skeleton / --no-ik");
     char command[4096];
     size_t used = (size_t)snprintf(command, sizeof command, "anima");
     for (int i = 0; i < argc && used < sizeof command; i++)
@@ -91,6 +95,11 @@ int cmd_skelebones(int argc, char **argv) {
                   : sb_traj_read_meshes(meshes, &t, err, sizeof err);
     if (rc) {
         fprintf(stderr, NAME ": %s\n", err);
+        return 1;
+    }
+    if (true_rig && !t.times) {
+        fprintf(stderr, NAME ": %s: --true-rig: the trajectories carry no frame times (a \"times\" dataset)\n", t.source);
+        sb_traj_free(&t);
         return 1;
     }
     int all_frames = t.nframes, keep = (int)ceil(fraction * t.nframes - 1e-9);
@@ -153,6 +162,22 @@ int cmd_skelebones(int argc, char **argv) {
         }
         have_rig = true;
     }
+    SbPosedJointError pe = {0};
+    if (true_rig) {
+        SbTraj truth;
+        int prc2 = sb_traj_read_gt(true_rig, &truth, err, sizeof err);
+        if (prc2 == 0) {
+            prc2 = sb_rig_posed_joint_error(&r, t.times, &truth, &pe, err, sizeof err);
+            sb_traj_free(&truth);
+        }
+        if (prc2) {
+            fprintf(stderr, NAME ": %s\n", err);
+            if (have_rig) sb_rig_result_free(&g);
+            sb_result_free(&r);
+            sb_traj_free(&t);
+            return 1;
+        }
+    }
     char path[4200], path2[4200];
     snprintf(path, sizeof path, "%s/rig.h5", out);
     rc = sb_rig_write(path, &t, &r, have_rig ? &g : NULL, command, err, sizeof err);
@@ -207,6 +232,10 @@ int cmd_skelebones(int argc, char **argv) {
             }
             printf(" time_total_s %.3f", r.seconds_cluster + r.seconds_ssdr + g.seconds_skeleton + g.seconds_joints + g.seconds_ik);
         }
+        if (pe.frames > 0)
+            printf(" posed_joint_err_true_to_found %.3f%% posed_joint_err_found_to_true %.3f%% (of the true diagonal, mean"
+                   " of %d frames; worst frame %.3f%% / %.3f%%) true_joints %d",
+                   pe.true_found, pe.found_true, pe.frames, pe.worst_true_found, pe.worst_found_true, pe.true_joints);
         if (joint_err >= 0) {
             double lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY}, d = 0;
             for (int64_t i = 0; i < t.npoints; i++)

@@ -65,6 +65,67 @@ static int cmp_float(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
+int sb_rig_posed_joint_error(const SbResult *r, const float *times, const SbTraj *truth, SbPosedJointError *out,
+                             char *err, size_t errlen) {
+    memset(out, 0, sizeof *out);
+    const int F = r->ik.nframes, J = r->ik.njoints, TF = truth->nframes, TB = truth->true_bones;
+    if (F < 1 || J < 1 || !r->ik.positions) return base_errf(err, errlen, "posed joint error: the rig has no IK frames");
+    if (TB < 1 || !truth->true_joints || !truth->true_transforms || !truth->rest)
+        return base_errf(err, errlen, "%s: no true rig (bones, joints, transforms)", truth->source);
+    if (!times || !truth->times)
+        return base_errf(err, errlen, "posed joint error: %s", !times ? "the trajectories carry no frame times"
+                                                                   : "the true rig carries no frame times");
+    double lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY}, diag = 0;
+    for (int64_t i = 0; i < truth->npoints; i++)
+        for (int c = 0; c < 3; c++)
+            lo[c] = fmin(lo[c], truth->rest[i * 3 + c]), hi[c] = fmax(hi[c], truth->rest[i * 3 + c]);
+    for (int c = 0; c < 3; c++) diag += (hi[c] - lo[c]) * (hi[c] - lo[c]);
+    diag = sqrt(diag);
+    if (!(diag > 0)) return base_errf(err, errlen, "%s: the true rest shape is degenerate", truth->source);
+    int leaves = 0;
+    int8_t *leaf = calloc((size_t)TB, 1);
+    float *X = malloc((size_t)TB * 2 * 3 * sizeof *X), *Y = malloc((size_t)J * 3 * sizeof *Y);
+    if (!leaf || !X || !Y) {
+        free(leaf), free(X), free(Y);
+        return base_errf(err, errlen, "posed joint error: out of memory");
+    }
+    if (truth->true_tails && truth->true_parents)
+        for (int j = 0; j < TB; j++) {
+            leaf[j] = 1;
+            for (int k = 0; k < TB; k++) leaf[j] &= truth->true_parents[k] != j;
+            leaves += leaf[j];
+        }
+    double half = TF > 1 ? 0.5 * fabs((double)truth->times[TF - 1] - truth->times[0]) / (TF - 1) + 1e-6 : INFINITY;
+    int rc = 0;
+    for (int f = 0; f < F && rc == 0; f++) {
+        int g = 0;
+        for (int k = 1; k < TF; k++)
+            if (fabs((double)truth->times[k] - times[f]) < fabs((double)truth->times[g] - times[f])) g = k;
+        if (fabs((double)truth->times[g] - times[f]) > half) {
+            rc = base_errf(err, errlen, "posed joint error: frame %d (time %g) has no true frame near it (nearest %g)", f,
+                           times[f], truth->times[g]);
+            break;
+        }
+        int NT = 0;
+        for (int j = 0; j < TB; j++, NT++) memcpy(X + 3 * NT, truth->true_joints + ((size_t)g * TB + j) * 3, 3 * sizeof *X);
+        for (int j = 0; j < TB; j++) {
+            if (!leaf[j]) continue;
+            const double *T = truth->true_transforms + ((size_t)g * TB + j) * 12;
+            const float *x = truth->true_tails + 3 * j;
+            for (int a = 0; a < 3; a++) X[3 * NT + a] = (float)(T[a * 4] * x[0] + T[a * 4 + 1] * x[1] + T[a * 4 + 2] * x[2] + T[a * 4 + 3]);
+            NT++;
+        }
+        for (int k = 0; k < J * 3; k++) Y[k] = (float)r->ik.positions[(size_t)f * J * 3 + k];
+        double tf = 100 * mean_nearest(X, NT, Y, J) / diag, ft = 100 * mean_nearest(Y, J, X, NT) / diag;
+        out->true_found += tf / F, out->found_true += ft / F;
+        out->worst_true_found = fmax(out->worst_true_found, tf), out->worst_found_true = fmax(out->worst_found_true, ft);
+        out->true_joints = NT;
+    }
+    out->frames = F, out->found_joints = J;
+    free(leaf), free(X), free(Y);
+    return rc;
+}
+
 /* the grid's outer layer set outside, so the level set is closed even where the field is
  * still "inside" at the grid's edge (an open tube's winding number near its open ends) */
 static void close_field(float *f, const int n[3]) {

@@ -63,6 +63,23 @@ typedef struct SbRigResult {
 int sb_rig_run(const SbTraj *t, SbResult *r, const SbRigOptions *o, SbRigResult *out, char *err, size_t errlen);
 void sb_rig_result_free(SbRigResult *g);
 
+/* The found rig against a true rig given apart from the trajectories — the rig of the motion they
+ * were reconstructed from (gs4d's Gaussians against the benchmark's gt.h5). The two rest spaces
+ * differ (gs4d's canonical space is its own), so the comparison is posed, frame by frame: the IK's
+ * FK joints of frame f (r->ik.positions) against the true joints at that frame's time (the bones'
+ * heads and the leaf bones' tails moved by their bones, as sb_rig_run counts them at rest), mean
+ * nearest distance each way in % of the true rest shape's bounding-box diagonal; the mean over the
+ * frames and the worst frame. times: the trajectories' frame times (r->ik.nframes of them); each
+ * is matched to the true frame of the nearest time, which must lie within half a true frame. */
+typedef struct {
+    int frames, true_joints, found_joints;
+    double true_found, found_true;             /* means over the frames, % of the diagonal */
+    double worst_true_found, worst_found_true; /* the worst frame of each */
+} SbPosedJointError;
+
+int sb_rig_posed_joint_error(const SbResult *r, const float *times, const SbTraj *truth, SbPosedJointError *out,
+                             char *err, size_t errlen);
+
 /* A closed, manifold version of any mesh (open, soup): marching cubes of ½ − |its generalized
  * winding number| on a grid of res cells along the longest side. 0, or -1 with err. */
 int sb_remesh_winding(const DsMesh *m, int res, DsMesh *out, char *err, size_t errlen);

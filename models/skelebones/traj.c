@@ -15,7 +15,7 @@
 
 void sb_traj_free(SbTraj *t) {
     free(t->pos), free(t->rest), free(t->faces), free(t->true_weights), free(t->true_transforms);
-    free(t->true_parents), free(t->true_joints), free(t->true_tails);
+    free(t->true_parents), free(t->true_joints), free(t->true_tails), free(t->times);
     memset(t, 0, sizeof *t);
 }
 
@@ -84,7 +84,17 @@ int sb_traj_read_h5(const char *path, const char *dataset, SbTraj *t, char *err,
         if (r < 0) rc = -1;
         else if (r == 0 && df[1] != 3) rc = base_errf(err, errlen, "%s: faces has %llu columns, expected 3", path, (unsigned long long)df[1]);
     }
+    void *times = NULL;
+    if (rc == 0) { /* optional: the frames' times (gs4d's trajectories.h5 has them) */
+        int64_t dt[1] = {0};
+        int r = rd(f, path, "times", 1, H5T_NATIVE_FLOAT, dt, &times, err, errlen);
+        if (r < 0) rc = -1;
+        else if (r == 0 && dt[0] != dp[0])
+            rc = base_errf(err, errlen, "%s: times has %llu entries for %llu frames", path, (unsigned long long)dt[0],
+                           (unsigned long long)dp[0]);
+    }
     H5Fclose(f);
+    t->times = times;
     t->nframes = (int)dp[0], t->npoints = (int64_t)dp[1];
     t->pos = pos, t->rest = rest, t->faces = faces, t->nfaces = faces ? (int64_t)df[0] : 0;
     if (rc == 0 && !all_finite(t->pos, (size_t)t->nframes * t->npoints * 3))
@@ -113,8 +123,9 @@ int sb_traj_read_gt(const char *path, SbTraj *t, char *err, size_t errlen) {
     int64_t N = g.nv;
     t->nframes = F, t->npoints = N, t->nfaces = g.nf, t->true_bones = B;
     t->pos = g.vertices, t->rest = g.rest, t->faces = g.faces, t->true_weights = g.weights;
-    t->true_parents = g.parents, t->true_joints = g.joint_positions;
+    t->true_parents = g.parents, t->true_joints = g.joint_positions, t->times = g.times;
     g.vertices = NULL, g.rest = NULL, g.faces = NULL, g.weights = NULL, g.parents = NULL, g.joint_positions = NULL;
+    g.times = NULL;
     t->true_transforms = malloc((size_t)F * B * 12 * sizeof(double));
     if (!t->true_transforms) {
         ds_motion_gt_free(&g), sb_traj_free(t);
@@ -234,7 +245,10 @@ int sb_traj_write_h5(const char *path, const SbTraj *t, char *err, size_t errlen
     ok = ok && base_h5_write_checked(f, "rest", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 2, dr, t->rest, 1 << 20, false) == 0;
     if (t->faces && t->nfaces)
         ok = ok && base_h5_write_checked(f, "faces", H5T_STD_I32LE, H5T_NATIVE_INT32, 2, df, t->faces, 1 << 20, false) == 0;
+    hsize_t dt[1] = {(hsize_t)t->nframes};
+    if (t->times) ok = ok && base_h5_write_checked(f, "times", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 1, dt, t->times, 1 << 20, false) == 0;
     ok = ok && base_h5_attr_str(f, "producer", "anima skelebones (models/skelebones/traj.c)") == 0;
-    ok = ok && base_h5_attr_str(f, "layout", "positions: F x N x 3 per-frame point positions; rest: N x 3; faces: T x 3 (optional)") == 0;
+    ok = ok && base_h5_attr_str(f, "layout", "positions: F x N x 3 per-frame point positions; rest: N x 3; faces: T x 3 (optional); "
+                                             "times: F (optional)") == 0;
     return base_h5_save_end(f, tmp, path, ok, "trajectories", err, errlen);
 }

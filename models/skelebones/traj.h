@@ -2,7 +2,7 @@
  * N points × 3 and the rest (canonical) positions, from
  * - a trajectories HDF5: dataset "positions" (F × N × 3, any float type; another name may be
  *   given), optional "rest" (N × 3; absent: the first frame is the rest pose) and optional
- *   "faces" (T × 3 integers indexing the points). `anima gs4d fit` output is read this way
+ *   "faces" (T × 3 integers indexing the points) and optional "times" (F, each frame's time). `anima gs4d fit` output is read this way
  *   with the dataset of its per-frame Gaussian means;
  * - the motion benchmark's gt.h5 (datasets/motion/bench.h): vertices, rest, faces, and the true
  *   rig (weights, bone transforms) kept for evaluation;
@@ -28,6 +28,7 @@ typedef struct {
     int32_t *true_parents;   /* B (−1: the root; parents first) */
     float *true_joints;      /* F × B × 3: each bone's head per frame */
     float *true_tails;       /* B × 3: each bone's tail at rest (gt.h5 rig/tails), or NULL */
+    float *times;            /* F: each frame's time (gt.h5 times, a trajectories file's "times"), or NULL */
     char source[512];
 } SbTraj;
 
