@@ -201,6 +201,26 @@ TEST(skelebones_true_rig_posed_joints) {
     for (int64_t k = 0; k < (int64_t)t.nframes * t.npoints; k++) t.pos[k * 3] += (float)(0.1 * diag);
     snprintf(path, sizeof path, "%s/displaced.h5", dir);
     CHECK_MSG(sb_traj_write_h5(path, &t, err, sizeof err) == 0, "%s", err);
+    /* known answer: found joints exactly on the true heads of every frame → found → true is 0 and
+     * true → found is the leaf tails' distance alone (> 0); a clock off by a whole frame is refused */
+    {
+        SbTraj truth;
+        snprintf(path, sizeof path, "%s/bench/gt.h5", dir);
+        CHECK_MSG(sb_traj_read_gt(path, &truth, err, sizeof err) == 0, "%s", err);
+        int F = truth.nframes, B = truth.true_bones;
+        SbResult r = {0};
+        r.ik.nframes = F, r.ik.njoints = B;
+        r.ik.positions = malloc((size_t)F * B * 3 * sizeof(double));
+        for (int64_t k = 0; k < (int64_t)F * B * 3; k++) r.ik.positions[k] = truth.true_joints[k];
+        SbPosedJointError pe;
+        CHECK_MSG(sb_rig_posed_joint_error(&r, truth.times, &truth, &pe, err, sizeof err) == 0, "%s", err);
+        CHECK_MSG(pe.frames == F && pe.found_true < 1e-4 && pe.true_found > 0.1 && pe.true_joints > B,
+                  "frames %d found->true %g true->found %g joints %d", pe.frames, pe.found_true, pe.true_found, pe.true_joints);
+        float *late = malloc((size_t)F * sizeof *late);
+        for (int f = 0; f < F; f++) late[f] = truth.times[f] + (truth.times[F - 1] - truth.times[0]) / (F - 1);
+        CHECK(sb_rig_posed_joint_error(&r, late, &truth, &pe, err, sizeof err) == -1 && strstr(err, "no true frame"));
+        free(late), free(r.ik.positions), sb_traj_free(&truth);
+    }
     free(t.times), t.times = NULL;
     snprintf(path, sizeof path, "%s/untimed.h5", dir);
     CHECK_MSG(sb_traj_write_h5(path, &t, err, sizeof err) == 0, "%s", err);

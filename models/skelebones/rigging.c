@@ -65,6 +65,38 @@ static int cmp_float(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
+/* The true rig's joints (at most 2 × true_bones points into X): each bone's head, then, when the
+ * source has rest tails and parents, each leaf bone's tail (the limbs' ends), leaves in bone order.
+ * frame < 0: at rest, heads from frame 0 as x = R_0ᵀ(h_0 − T_0) and tails as stored; else posed at
+ * that frame: heads as stored, tails moved by their bone (x' = R x + T). Returns the count. */
+static int true_joint_points(const SbTraj *t, int frame, float *X) {
+    const int TB = t->true_bones, f = frame < 0 ? 0 : frame;
+    int n = 0;
+    for (int j = 0; j < TB; j++, n++) {
+        const double *T = t->true_transforms + ((size_t)f * TB + j) * 12;
+        const float *h = t->true_joints + ((size_t)f * TB + j) * 3;
+        for (int a = 0; a < 3; a++) {
+            double acc = 0;
+            if (frame >= 0) acc = h[a];
+            else
+                for (int b = 0; b < 3; b++) acc += T[b * 4 + a] * (h[b] - T[b * 4 + 3]);
+            X[3 * n + a] = (float)acc;
+        }
+    }
+    if (!t->true_tails || !t->true_parents) return n;
+    for (int j = 0; j < TB; j++) {
+        int leaf = 1;
+        for (int k = 0; k < TB; k++) leaf &= t->true_parents[k] != j;
+        if (!leaf) continue;
+        const double *T = t->true_transforms + ((size_t)f * TB + j) * 12;
+        const float *x = t->true_tails + 3 * j;
+        for (int a = 0; a < 3; a++)
+            X[3 * n + a] = frame < 0 ? x[a] : (float)(T[a * 4] * x[0] + T[a * 4 + 1] * x[1] + T[a * 4 + 2] * x[2] + T[a * 4 + 3]);
+        n++;
+    }
+    return n;
+}
+
 int sb_rig_posed_joint_error(const SbResult *r, const float *times, const SbTraj *truth, SbPosedJointError *out,
                              char *err, size_t errlen) {
     memset(out, 0, sizeof *out);
@@ -82,19 +114,11 @@ int sb_rig_posed_joint_error(const SbResult *r, const float *times, const SbTraj
     for (int c = 0; c < 3; c++) diag += (hi[c] - lo[c]) * (hi[c] - lo[c]);
     diag = sqrt(diag);
     if (!(diag > 0)) return base_errf(err, errlen, "%s: the true rest shape is degenerate", truth->source);
-    int leaves = 0;
-    int8_t *leaf = calloc((size_t)TB, 1);
     float *X = malloc((size_t)TB * 2 * 3 * sizeof *X), *Y = malloc((size_t)J * 3 * sizeof *Y);
-    if (!leaf || !X || !Y) {
-        free(leaf), free(X), free(Y);
+    if (!X || !Y) {
+        free(X), free(Y);
         return base_errf(err, errlen, "posed joint error: out of memory");
     }
-    if (truth->true_tails && truth->true_parents)
-        for (int j = 0; j < TB; j++) {
-            leaf[j] = 1;
-            for (int k = 0; k < TB; k++) leaf[j] &= truth->true_parents[k] != j;
-            leaves += leaf[j];
-        }
     double half = TF > 1 ? 0.5 * fabs((double)truth->times[TF - 1] - truth->times[0]) / (TF - 1) + 1e-6 : INFINITY;
     int rc = 0;
     for (int f = 0; f < F && rc == 0; f++) {
@@ -106,15 +130,7 @@ int sb_rig_posed_joint_error(const SbResult *r, const float *times, const SbTraj
                            times[f], truth->times[g]);
             break;
         }
-        int NT = 0;
-        for (int j = 0; j < TB; j++, NT++) memcpy(X + 3 * NT, truth->true_joints + ((size_t)g * TB + j) * 3, 3 * sizeof *X);
-        for (int j = 0; j < TB; j++) {
-            if (!leaf[j]) continue;
-            const double *T = truth->true_transforms + ((size_t)g * TB + j) * 12;
-            const float *x = truth->true_tails + 3 * j;
-            for (int a = 0; a < 3; a++) X[3 * NT + a] = (float)(T[a * 4] * x[0] + T[a * 4 + 1] * x[1] + T[a * 4 + 2] * x[2] + T[a * 4 + 3]);
-            NT++;
-        }
+        int NT = true_joint_points(truth, g, X);
         for (int k = 0; k < J * 3; k++) Y[k] = (float)r->ik.positions[(size_t)f * J * 3 + k];
         double tf = 100 * mean_nearest(X, NT, Y, J) / diag, ft = 100 * mean_nearest(Y, J, X, NT) / diag;
         out->true_found += tf / F, out->found_true += ft / F;
@@ -122,7 +138,7 @@ int sb_rig_posed_joint_error(const SbResult *r, const float *times, const SbTraj
         out->true_joints = NT;
     }
     out->frames = F, out->found_joints = J;
-    free(leaf), free(X), free(Y);
+    free(X), free(Y);
     return rc;
 }
 
@@ -408,24 +424,10 @@ int sb_rig_run(const SbTraj *t, SbResult *r, const SbRigOptions *o, SbRigResult 
     g->seconds_skeleton = t1 - t0, g->seconds_joints = t2 - t1;
     /* against the true rig: its rest joints, from frame 0 */
     if (t->true_bones > 0 && t->true_joints && t->true_transforms) {
-        int TB = t->true_bones, NT = TB;
+        int TB = t->true_bones;
         float *X = malloc((size_t)TB * 2 * 3 * sizeof *X);
         if (!X) goto oom;
-        for (int j = 0; j < TB; j++) {
-            const double *T = t->true_transforms + (size_t)j * 12;
-            const float *h = t->true_joints + (size_t)j * 3;
-            for (int a = 0; a < 3; a++) {
-                double acc = 0;
-                for (int b = 0; b < 3; b++) acc += T[b * 4 + a] * (h[b] - T[b * 4 + 3]);
-                X[j * 3 + a] = (float)acc;
-            }
-        }
-        if (t->true_tails && t->true_parents) /* the leaves' tails are joints too: the limbs' ends */
-            for (int j = 0; j < TB; j++) {
-                int leaf = 1;
-                for (int k = 0; k < TB; k++) leaf &= t->true_parents[k] != j;
-                if (leaf) memcpy(X + 3 * NT++, t->true_tails + 3 * j, 3 * sizeof *X);
-            }
+        int NT = true_joint_points(t, -1, X);
         g->true_joints = NT;
         g->err_true_found = 100 * mean_nearest(X, NT, g->rig.joints, g->rig.njoints) / g->diag;
         g->err_found_true = 100 * mean_nearest(g->rig.joints, g->rig.njoints, X, NT) / g->diag;
