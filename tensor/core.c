@@ -1,4 +1,5 @@
-/* tensor/core.c — scopes (arenas), tensor headers, constructors, metadata, errors, grad mode. */
+/* tensor/core.c — scopes (arenas), tensor headers, constructors, metadata, grad mode (errors and
+ * call sites: fail.c; the device registry: device.c). */
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -7,31 +8,6 @@
 
 #include "base/alloc.h"
 #include "internal.h"
-
-/* ---- errors and call sites ---------------------------------------------------------------- */
-
-static _Thread_local TensorSite site_now;
-
-void tensor_site_set(const char *file, int line) {
-    site_now.file = file;
-    site_now.line = line;
-}
-
-TensorSite tensor_site_get(void) { return site_now; }
-
-void tensor_fail(const char *op, const char *fmt, ...) {
-    char msg[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    if (site_now.file)
-        fprintf(stderr, "anima: %s: %s (at %s:%d)\n", op, msg, site_now.file, site_now.line);
-    else
-        fprintf(stderr, "anima: %s: %s\n", op, msg);
-    fflush(stderr);
-    abort();
-}
 
 const char *tensor_shape_str(const Tensor *t, char *buf) {
     int n = 0;

@@ -10,10 +10,11 @@ Layers, lowest first; each may use itself and what its line lists:
     datasets  base tensor
     models/X  base tensor autograd nn optim datasets (and X itself, not another model, except
               the declared model dependencies of MODEL_USES)
-    sim       base tensor datasets models
+    sim       base tensor datasets (a model reaches it only through skinning data: a scene that
+              names a checkpoint gets its skinning from a hook the program installs)
     tests bench tools examples: everything
 
-Six checks, each one test in the closing "N passed, N failed" line (tests/run.sh counts it):
+Seven checks, each one test in the closing "N passed, N failed" line (tests/run.sh counts it):
   1. include layers:  no #include "..." reaches a layer the including file's layer may not use;
   2. include cycles:  the #include graph among the files of one folder has no cycle;
   3. object layers:   no library object refers to a symbol defined in a layer it may not use;
@@ -26,6 +27,11 @@ Six checks, each one test in the closing "N passed, N failed" line (tests/run.sh
   6. no printing:     no library object refers to stderr, stdout or printf and its kin: the
                       library reports through base/log.h's sink and per-call callbacks, only
                       the programs print (QUIET_EXEMPT lists the abort paths that must).
+  7. mutual pairs:    no two library objects refer to each other, whatever their folders (the
+                      backend table's wider loop, core to table to kernels and back to the
+                      core's accessors, is allowed by design; a pair calling each other
+                      directly, as core.c and cpu_backend.c did through the device lookup,
+                      is not).
 A folder is a directory: tensor/, tensor/cpu/ and tensor/cuda/ are three (a backend's kernels
 and the tensor core they run under depend on each other through the backend table by design).
 Checks 3 and 4 read the objects under the build directory (argument 1, default build) and are
@@ -47,7 +53,7 @@ USES = {
     "optim": {"base", "tensor", "autograd", "nn"},
     "datasets": {"base", "tensor"},
     "models": {"base", "tensor", "autograd", "nn", "optim", "datasets"},
-    "sim": {"base", "tensor", "datasets", "models"},
+    "sim": {"base", "tensor", "datasets"},
 }
 # A model built on another model's public pieces, declared here (acyclic, one way): deformable
 # Gaussians (issue 18) render through the Gaussian rasterizer's autograd op and train with its
@@ -81,7 +87,7 @@ PREFIXES = {
 # The objects that may write to stderr/stdout themselves: the one-line messages of the abort
 # paths (tensor_fail, an exhausted allocator), which must be seen whatever the sink, and
 # tensor_print, whose job is printing.
-QUIET_EXEMPT = {"base/alloc", "tensor/core"}
+QUIET_EXEMPT = {"base/alloc", "tensor/fail", "tensor/core"}
 PRINTING = {"stderr", "stdout", "printf", "__printf_chk", "vprintf", "__vprintf_chk", "puts", "putchar", "perror"}
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
 
@@ -287,6 +293,9 @@ def main():
 
     report("no printing", [f"{k}.o uses {', '.join(sorted(objs[k][1] & PRINTING))}" for k in sorted(objs)
                            if k not in QUIET_EXEMPT and objs[k][1] & PRINTING])
+
+    report("mutual pairs", [f"{a}.o uses {why[(a, b)]} from {b}.o and {b}.o uses {why[(b, a)]} from {a}.o"
+                            for a in sorted(deps) for b in sorted(deps[a]) if a < b and a in deps.get(b, ())])
 
     print(f"{passed} passed, {failed} failed")
     return 1 if failed else 0

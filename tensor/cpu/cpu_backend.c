@@ -1,4 +1,4 @@
-/* tensor/cpu/cpu_backend.c — the CPU backend's kernel table and device lookup. */
+/* tensor/cpu/cpu_backend.c — the CPU backend's kernel table (the device lookup: tensor/device.c). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -39,19 +39,3 @@ const TensorBackend tensor_backend_cpu = {
     .gram = cpu_gram,
     .lincomb = cpu_lincomb,
 };
-
-/* the table CPU tensors dispatch to: tensor_backend_cpu, or a test's replacement */
-static const TensorBackend *cpu_table = &tensor_backend_cpu;
-
-const TensorBackend *tensor_backend_cpu_replace(const TensorBackend *be) {
-    const TensorBackend *prev = cpu_table;
-    cpu_table = be ? be : &tensor_backend_cpu;
-    return prev;
-}
-
-const TensorBackend *tensor_backend_for(TensorDevice dev) {
-    if (dev == TENSOR_CPU) return cpu_table;
-    const TensorBackend *be = tensor_backend_cuda();
-    if (!be) tensor_fail("device", "no CUDA device available (build with CUDA=1 and run on a GPU machine)");
-    return be;
-}
