@@ -3,11 +3,11 @@
 #include <string.h>
 
 #include "base/mat3.h"
-#include "models/physskin/neohookean.h"
+#include "base/neohookean.h"
 #include "sim/material.h"
 
 void sim_lame(const SimMaterial *m, double *mu, double *lam_psi) {
-    ps_lame(m->E, m->nu, true, mu, lam_psi);
+    base_lame(m->E, m->nu, true, mu, lam_psi);
 }
 
 /* Levi-Civita ε_abc for indices in {0, 1, 2} */
@@ -44,7 +44,7 @@ double sim_snh(const double F[9], double mu, double lam, double P[9], double H[8
                     }
             }
     }
-    return ps_neohookean_psi(trc, J, mu, lam);
+    return base_neohookean_psi(trc, J, mu, lam);
 }
 
 void sim_jacobi_eigen(int n, double *A, double *lam, double *Q) {

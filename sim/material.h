@@ -12,12 +12,12 @@ typedef struct {
     double rho; /* density (kg/m³) */
 } SimMaterial;
 
-/* μ and the λ the energy uses: ps_lame with plus_mu (models/physskin/neohookean.h, which owns
+/* μ and the λ the energy uses: base_lame with plus_mu (base/neohookean.h, which owns
  * the law and says why λ_Ψ = λ + μ). */
 void sim_lame(const SimMaterial *m, double *mu, double *lam_psi);
 
-/* Ψ(F) = μ/2 (tr FᵀF − 3) + λ/2 (J − 1)² − μ (J − 1), J = det F: ps_neohookean_psi
- * (models/physskin/neohookean.h), the law PhysSkin trains with.
+/* Ψ(F) = μ/2 (tr FᵀF − 3) + λ/2 (J − 1)² − μ (J − 1), J = det F: base_neohookean_psi
+ * (base/neohookean.h), the law PhysSkin trains with.
  * Written with the cofactor matrix cof F = J F⁻ᵀ, so it is defined (and smooth) through J ≤ 0:
  *   P = μ F + (λ (J − 1) − μ) cof F
  *   H = μ I₉ + λ vec(cof F) vec(cof F)ᵀ + (λ (J − 1) − μ) ∂cof F/∂F,

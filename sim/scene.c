@@ -10,7 +10,6 @@
 #include "datasets/config.h"
 #include "datasets/mesh/mesh.h"
 #include "datasets/render/raster.h"
-#include "models/physskin/infer.h"
 #include "sim/bindings.h"
 #include "sim/cubature.h"
 #include "sim/internal.h"
@@ -499,17 +498,21 @@ static void scene_path(const char *scene_dir, const char *file, char *path, size
     else snprintf(path, n, "%s/%s", scene_dir, file);
 }
 
-/* source "physskin": the procedural shape skinned by a trained checkpoint (models/physskin/infer.h),
- * every interior candidate a cubature point */
+static SimCheckpointSkinner checkpoint_skinner;
+
+void sim_scene_set_checkpoint_skinner(SimCheckpointSkinner fn) { checkpoint_skinner = fn; }
+
+/* source "physskin": the procedural shape skinned by a trained checkpoint through the installed
+ * skinner, every interior candidate a cubature point */
 static int physskin_skinning(const char *ckpt, const SimSceneObject *so, SimSkinning *sk, char *err, size_t errlen) {
+    if (!checkpoint_skinner) {
+        base_errf(err, errlen, "source \"physskin\" (checkpoint %s) needs a checkpoint skinner, and this program "
+                  "installed none (sim_scene_set_checkpoint_skinner)", ckpt);
+        return -1;
+    }
     DsProceduralShape sh;
     if (ds_procedural_make(so->category, (uint64_t)so->seed, (int)so->mesh_res, &sh, err, errlen)) return -1;
-    PsSkinner ps;
-    int rc = ps_skinner_load(&ps, ckpt, err, errlen);
-    if (rc == 0) {
-        rc = ps_skinner_run(&ps, &sh.mesh, so->category, 0, sk, NULL, err, errlen);
-        ps_skinner_free(&ps);
-    }
+    int rc = checkpoint_skinner(ckpt, &sh.mesh, so->category, sk, err, errlen);
     ds_procedural_free(&sh);
     return rc;
 }

@@ -121,6 +121,16 @@ typedef struct {
     } output;
 } SimScene;
 
+/* The skinning of an object whose source is "physskin": a trained checkpoint evaluated on the
+ * object's procedural mesh (name: its category). The simulator consumes models only through
+ * skinning data and includes none of them, so the program that links a model installs the
+ * function that runs it (tools/anima.c installs ps_skin_checkpoint, models/physskin/infer.h);
+ * without one such a scene is refused with an error that says so. Set once, before any scene is
+ * built; NULL uninstalls. */
+typedef int (*SimCheckpointSkinner)(const char *ckpt, const DsMesh *mesh, const char *name, SimSkinning *out,
+                                    char *err, size_t errlen);
+void sim_scene_set_checkpoint_skinner(SimCheckpointSkinner fn);
+
 int sim_scene_parse(const char *text, const char *source, SimScene *sc, char *err, size_t errlen);
 int sim_scene_load(const char *path, SimScene *sc, char *err, size_t errlen);
 

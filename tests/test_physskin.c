@@ -28,7 +28,7 @@ static Tensor *rand_F(uint64_t seed, int64_t n, double scale) {
 
 TEST(physskin_psi_rest_and_stress) {
     double mu, lam;
-    ps_lame(1e5, 0.45, true, &mu, &lam);
+    base_lame(1e5, 0.45, true, &mu, &lam);
     Tensor *F = tensor_requires_grad(tensor_clone(tensor_reshape(tensor_eye(3, TENSOR_F64), TENSOR_SHAPE(1, 3, 3))), true);
     Tensor *psi = tensor_sum_all(ps_psi_neohookean(F, mu, lam));
     CHECK_NEAR(tensor_item(psi), 0.0, 1e-9);
@@ -51,7 +51,7 @@ TEST(physskin_psi_rest_and_stress) {
 
 TEST(physskin_psi_rotation_invariant) {
     double mu, lam;
-    ps_lame(1e5, 0.45, true, &mu, &lam);
+    base_lame(1e5, 0.45, true, &mu, &lam);
     Tensor *F = rand_F(5, 16, 0.3);
     /* a rotation from the polar-free route: Rodrigues of a fixed axis-angle */
     double ax[3] = {0.3, -0.5, 0.8}, th = 1.1, n = sqrt(ax[0] * ax[0] + ax[1] * ax[1] + ax[2] * ax[2]);

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "base/clock.h"
+#include "models/physskin/infer.h"
 #include "sim/scene.h"
 #include "tests/test.h"
 
@@ -22,6 +23,24 @@ TEST(rigskin_mocap_scenes_run_long) {
     CHECK_MSG(steps >= 10, "ANIMA_RIG_STEPS must be >= 10");
     /* mocap_tail_swat: a second body (a free mug) the keyframed tail hits, through the IPC pairs */
     const char *files[3] = {"scenes/mocap_biped.json", "scenes/mocap_quadruped.json", "scenes/mocap_tail_swat.json"};
+    /* the simulator includes no model: without a checkpoint skinner installed the scene is
+     * refused, naming the hook; with PhysSkin's it runs */
+    {
+        SimScene sc;
+        char err[1024];
+        CHECK_MSG(sim_scene_load(files[0], &sc, err, sizeof err) == 0, "%s", err);
+        sc.steps = 1, sc.output.png = false;
+        snprintf(sc.output.mesh, sizeof sc.output.mesh, "none");
+        char dir[] = "/tmp/anima-mocap-XXXXXX";
+        CHECK(mkdtemp(dir) != NULL);
+        SimRunReport rep;
+        sim_scene_set_checkpoint_skinner(NULL);
+        CHECK(sim_scene_run(&sc, "scenes", dir, NULL, NULL, &rep, err, sizeof err) != 0);
+        CHECK_MSG(strstr(err, "checkpoint skinner") && strstr(err, "rig-small.h5"), "%s", err);
+        rmdir(dir);
+        sim_scene_free(&sc);
+    }
+    sim_scene_set_checkpoint_skinner(ps_skin_checkpoint);
     for (int i = 0; i < 3; i++) {
         SimScene sc;
         char err[1024];

@@ -2,7 +2,7 @@
  * against central finite differences of its value (the gradient) and of its gradient (the
  * Hessian), and their sum against the objective (the IPC barrier's derivatives are
  * test_sim_world.c's sim_barrier_derivatives_match_fd); and the one neo-Hookean law
- * (models/physskin/neohookean.h): PhysSkin's tensor Ψ and its autograd P equal the
+ * (base/neohookean.h): PhysSkin's tensor Ψ and its autograd P equal the
  * simulator's sim_snh on random F, J near zero and negative included. */
 #include <math.h>
 #include <stdint.h>
@@ -135,7 +135,7 @@ TEST(sim_neohookean_is_physskins_law) {
     SimMaterial mat = {.E = 5e4, .nu = 0.3, .rho = 1000};
     sim_lame(&mat, &mu, &lam);
     double mu2, lam2;
-    ps_lame(mat.E, mat.nu, true, &mu2, &lam2);
+    base_lame(mat.E, mat.nu, true, &mu2, &lam2);
     CHECK(mu == mu2 && lam == lam2);
     enum { NF = 64 };
     double Fs[NF * 9];

@@ -3,6 +3,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "models/physskin/infer.h"
+#include "sim/scene.h"
 #include "tools/cmd.h"
 #include "tools/cmd_args.h"
 
@@ -23,6 +25,7 @@ static const AnimaCommand commands[] = {
 
 int main(int argc, char **argv) {
     base_log_set_sink(cmd_log_stderr, NULL); /* the library's messages reach the user here */
+    sim_scene_set_checkpoint_skinner(ps_skin_checkpoint); /* scenes that name a PhysSkin checkpoint */
     enum { N = sizeof commands / sizeof *commands };
     char footer[2048] = "commands:\n";
     for (size_t i = 0; i < N; i++)

@@ -225,6 +225,15 @@ int ps_skinner_run(PsSkinner *sk, const DsMesh *mesh, const char *name, int64_t 
     return 0;
 }
 
+int ps_skin_checkpoint(const char *ckpt, const DsMesh *mesh, const char *name, DsSkinning *out, char *err,
+                       size_t errlen) {
+    PsSkinner ps;
+    if (ps_skinner_load(&ps, ckpt, err, errlen)) return -1;
+    int rc = ps_skinner_run(&ps, mesh, name, 0, out, NULL, err, errlen);
+    ps_skinner_free(&ps);
+    return rc;
+}
+
 int ps_skin_mesh(const char *ckpt, const char *mesh_path, const char *out, int64_t n_cubature, char *err,
                  size_t errlen) {
     PsSkinner sk;

@@ -53,6 +53,12 @@ void ps_skinner_free(PsSkinner *s);
 int ps_skinner_run(PsSkinner *s, const DsMesh *mesh, const char *name, int64_t n_cubature, DsSkinning *out,
                    PsSkinMetrics *met, char *err, size_t errlen);
 
+/* Load the checkpoint, run it on the mesh with every interior candidate a cubature point, free:
+ * the one-shot form of the two calls above, with the signature a simulator scene's checkpoint
+ * skinner takes (sim/scene.h: sim_scene_set_checkpoint_skinner). 0, or -1 with err. */
+int ps_skin_checkpoint(const char *ckpt, const DsMesh *mesh, const char *name, DsSkinning *out, char *err,
+                       size_t errlen);
+
 /* Load, read the mesh file, run, write `out` (ds_skinning_write: atomically); one summary line
  * (counts and the metrics) goes to base/log.h's sink. */
 int ps_skin_mesh(const char *ckpt, const char *mesh, const char *out, int64_t n_cubature, char *err, size_t errlen);

@@ -7,7 +7,7 @@ static Tensor *on(Tensor *t, const Tensor *like) {
     return tensor_device(like) != TENSOR_CPU ? tensor_to(t, tensor_device(like)) : t;
 }
 
-/* ps_neohookean_psi (neohookean.h) on tensors */
+/* base_neohookean_psi (neohookean.h) on tensors */
 Tensor *ps_psi_neohookean(Tensor *F, double mu, double lambda) {
     Tensor *ic = tensor_sum(tensor_mul(F, F), TENSOR_DIMS(-2, -1), false); /* tr FᵀF */
     Tensor *jm1 = tensor_add_scalar(tensor_det3(F), -1.0);
@@ -54,7 +54,7 @@ PsLossOptions ps_loss_options(const PsConfig *c) {
     PsLossOptions o = {.linear = !strcmp(c->loss.energy, "linear"), .normalize = c->loss.normalize,
                        .w_pot = c->loss.w_pot, .w_orth = c->loss.w_orth, .w_smooth = c->loss.w_smooth,
                        .w_comp = c->loss.w_comp};
-    ps_lame(c->loss.youngs, c->loss.poisson, c->loss.lambda_plus_mu, &o.mu, &o.lambda);
+    base_lame(c->loss.youngs, c->loss.poisson, c->loss.lambda_plus_mu, &o.mu, &o.lambda);
     return o;
 }
 

@@ -9,9 +9,9 @@
 
 #include "autograd/autograd.h"
 #include "config.h"
-#include "neohookean.h"
+#include "base/neohookean.h"
 
-/* ps_lame and the scalar law: neohookean.h. ps_psi_neohookean evaluates ps_neohookean_psi on
+/* base_lame and the scalar law: neohookean.h. ps_psi_neohookean evaluates base_neohookean_psi on
  * tensors, term by term: F (..., 3, 3) -> Ψ (...). */
 Tensor *ps_psi_neohookean(Tensor *F, double mu, double lambda);
 /* Linear elasticity: Ψ = μ tr(εᵀε) + λ/2 (tr ε)², ε = (F + Fᵀ)/2 − I (warm start). */
