@@ -162,8 +162,8 @@ demo: deps
 
 bench: deps
 	@$(MAKE) --no-print-directory $(BUILD)/anima-bench $(BUILD)/anima-bench-sim $(BUILD)/anima-bench-rig
-	@bash bench/run.sh ./$(BUILD)/anima-bench
-	@bash bench/run_sim.sh ./$(BUILD)/anima-bench-sim
+	@bash -o pipefail -c "bash bench/run.sh ./$(BUILD)/anima-bench | awk -f bench/annotate.awk bench/targets -"
+	@bash -o pipefail -c "bash bench/run_sim.sh ./$(BUILD)/anima-bench-sim | awk -f bench/annotate.awk bench/targets -"
 	@OMP_NUM_THREADS=$${BENCH_SIM_THREADS:-1} OMP_WAIT_POLICY=passive ./$(BUILD)/anima-bench-rig
 	@OMP_NUM_THREADS=$${BENCH_THREADS:-2} ./$(BUILD)/anima-bench partmm_q300_db300_b50 | \
 	  awk '$$1 == "case" { printf "partmm %s: %.0f ms per 300 poses (median of %d), %.0f poses/s (target 60)\n", $$2, $$3, $$4, 300000 / $$3 }'
