@@ -188,8 +188,23 @@ static void run_node(TensorNode *nd, Tensor *g, Sink *sink) {
     }
 }
 
+/* A run may start inside another run's backward: a custom op's create_graph backward calls
+ * ag_grad (attention recomposes its naive path). The inner run then walks nodes of the outer
+ * graph (upstream of the op's inputs), some holding a gradient the outer run has accumulated and
+ * not used yet. So a run sets aside the grad_acc it finds on its nodes, starts them from none,
+ * and puts the set-aside values back when it ends: a nested run leaves the outer one's state as
+ * it was. (Before, the inner run added onto and then cleared those values, and the outer pass
+ * lost them: the second derivative through attention with non-leaf q, k, v was wrong.) */
 static void run(int n_out, Tensor *const *outputs, Tensor *const *grad_outputs, Sink *sink, bool retain) {
     NodeVec order = collect(n_out, outputs);
+    uint64_t my_epoch = epoch; /* an inner run moves epoch on; this run's nodes carry >= my_epoch */
+    Tensor **pending = NULL;
+    for (int64_t k = 0; k < order.n; k++)
+        if (order.v[k]->grad_acc) {
+            if (!pending) pending = base_calloc((size_t)order.n, sizeof *pending);
+            pending[k] = order.v[k]->grad_acc;
+            order.v[k]->grad_acc = NULL;
+        }
     /* the hook is about .grad: backward only, not ag_grad's slots */
     AgLeafHook hook = sink ? (AgLeafHook){0} : leaf_hook;
     LeafVec sched = {0};
@@ -217,13 +232,14 @@ static void run(int n_out, Tensor *const *outputs, Tensor *const *grad_outputs, 
     free(sched.v);
     if (sink) { /* inputs that have producers: their accumulated output gradient */
         for (int i = 0; i < sink->n; i++)
-            if (sink->inputs[i]->node && sink->inputs[i]->node->visit == epoch)
+            if (sink->inputs[i]->node && sink->inputs[i]->node->visit >= my_epoch)
                 sink->grads[i] = sink->inputs[i]->node->grad_acc;
     }
     for (int64_t k = 0; k < order.n; k++) {
-        order.v[k]->grad_acc = NULL;
+        order.v[k]->grad_acc = pending ? pending[k] : NULL;
         if (!retain) order.v[k]->released = true;
     }
+    free(pending);
     free(order.v);
 }
 

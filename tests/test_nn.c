@@ -393,6 +393,32 @@ TEST(nn_attention_tiled_second_order) {
     nn_attention_set_tiles(0, 0);
 }
 
+/* A custom op's create_graph backward runs a nested ag_grad (attention recomposes its naive path).
+ * Its inputs here are non-leaves — three narrow views of one projection that also feeds another
+ * term, whose gradient the outer pass has already accumulated on the projection's node when the
+ * attention node runs — and the nested pass must leave that pending gradient alone. */
+static Tensor *qkv_loss(Tensor *x, Tensor *w, bool tiled) {
+    Tensor *p = tensor_mul_scalar(x, 2);
+    int64_t C = x->shape[2] / 3;
+    Tensor *q = tensor_narrow(p, 2, 0, C), *k = tensor_narrow(p, 2, C, C), *v = tensor_narrow(p, 2, 2 * C, C);
+    Tensor *y = tiled ? nn_attention_tiled(q, k, v, 2) : nn_attention_naive(q, k, v, 2);
+    Tensor *other = tensor_sum_all(tensor_mul(tensor_sin(p), p)); /* p's other consumer, later on the tape */
+    return tensor_add(other, tensor_sum_all(tensor_mul(y, w)));
+}
+
+TEST(nn_attention_second_order_nonleaf_inputs) {
+    Tensor *x = randn_leaf(TENSOR_SHAPE(1, 5, 12), TENSOR_F64, 4, 1.0);
+    Tensor *w = tensor_randn(TENSOR_SHAPE(1, 5, 4), TENSOR_F64);
+    Tensor *g[2], *h[2];
+    for (int tiled = 0; tiled < 2; tiled++) {
+        Tensor *L = qkv_loss(x, w, tiled);
+        ag_grad(1, &L, NULL, 1, &x, &g[tiled], true);
+        ag_grad(1, (Tensor *[]){tensor_sum_all(tensor_mul(g[tiled], g[tiled]))}, NULL, 1, &x, &h[tiled], false);
+    }
+    CHECK_MSG(test_rel_err(g[1], g[0]) < 1e-12, "first derivative: %g", test_rel_err(g[1], g[0]));
+    CHECK_MSG(test_rel_err(h[1], h[0]) < 1e-10, "second derivative: %g", test_rel_err(h[1], h[0]));
+}
+
 TEST(nn_attention_dispatch) {
     Tensor *q = randn_leaf(TENSOR_SHAPE(1, 300, 8), TENSOR_F32, 1, 1.0);
     Tensor *k = randn_leaf(TENSOR_SHAPE(1, 300, 8), TENSOR_F32, 2, 1.0);
