@@ -1,9 +1,14 @@
-/* nn/gru.c — nn/gru.h: the GRU cell and the multi-layer GRU, composed of tensor ops. */
+/* nn/gru.c — nn/gru.h: the GRU cell (composed of tensor ops) and the multi-layer GRU: a fused
+ * layer (one custom-op node per layer, as cuDNN and PyTorch run it) where the device has the
+ * gate kernels, the same composition of tensor ops otherwise. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
+#include "autograd/custom.h"
 #include "base/alloc.h"
+#include "tensor/backend.h"
 #include "functional.h"
 #include "gru.h"
 
@@ -108,6 +113,147 @@ static void split_steps(Tensor *x, int64_t t0, int64_t T, Tensor **out) {
     split_steps(tensor_narrow(x, 1, h, T - h), t0 + h, T - h, out);
 }
 
+/* ---- the fused layer ---------------------------------------------------------------------------
+ * One layer over all T steps as one tape node. Forward: the input path of every step in one GEMM
+ * (B·T, I)·W_ihᵀ, then per step one GEMM h·W_hhᵀ and one pass of the gate kernel
+ * (TensorGruArgs), which adds both biases and writes h' into the output (B, T, H) in place.
+ * Backward, steps in reverse: the gate kernel's backward, then h's gradient by one GEMM
+ * dgh·W_hh; after the loop one GEMM each for dx = dgi·W_ih, dW_ih = dgiᵀ x and
+ * dW_hh = dghᵀ h_prev over all steps, and the bias gradients as column sums. */
+typedef struct {
+    int64_t B, T, I, H;
+    Tensor *gates, *ghn; /* (B, T, 3H): r, z, n of every step; (B, T, H): gh_n + b_hn */
+} GruLayerCtx;
+
+static void gru_args(TensorGruArgs *a, const GruLayerCtx *c, TensorDType dt) {
+    memset(a, 0, sizeof *a);
+    a->dtype = dt, a->B = c->B, a->H = c->H;
+    a->sgates = c->T * 3 * c->H, a->sghn = c->T * c->H;
+}
+
+static Tensor *step_rows(Tensor *m, int64_t t) { return tensor_squeeze(tensor_narrow(m, 1, t, 1), 1); }
+
+/* in: x (B, T, I), h0 (B, H), W_ih (3H, I), W_hh (3H, H)[, b_ih (3H), b_hh (3H)] */
+static Tensor *gru_layer_forward(void *ctx, int n, Tensor *const *in) {
+    GruLayerCtx *c = ctx;
+    int64_t B = c->B, T = c->T, I = c->I, H = c->H;
+    TensorDevice dev = tensor_device(in[0]);
+    TensorDType dt = in[0]->dtype;
+    const TensorBackend *be = tensor_backend_for(dev);
+    Tensor *x = tensor_contiguous(in[0]), *h0 = tensor_contiguous(in[1]);
+    Tensor *bih = n > 4 ? tensor_contiguous(in[4]) : NULL, *bhh = n > 4 ? tensor_contiguous(in[5]) : NULL;
+    Tensor *whhT = tensor_transpose(in[3], 0, 1);
+    Tensor *gi = tensor_matmul(tensor_reshape(x, 2, (int64_t[]){B * T, I}), tensor_transpose(in[2], 0, 1));
+    Tensor *out = tensor_empty_on(3, (int64_t[]){B, T, H}, dt, dev);
+    c->gates = tensor_empty_on(3, (int64_t[]){B, T, 3 * H}, dt, dev);
+    c->ghn = tensor_empty_on(3, (int64_t[]){B, T, H}, dt, dev);
+    size_t es = tensor_dtype_size(dt);
+    char *pgi = tensor_data_ptr(gi), *pout = tensor_data_ptr(out);
+    char *pg = tensor_data_ptr(c->gates), *pn = tensor_data_ptr(c->ghn);
+    for (int64_t t = 0; t < T; t++) {
+        Tensor *h = t ? step_rows(out, t - 1) : h0;
+        Tensor *gh = tensor_matmul(h, whhT); /* (B, 3H) contiguous */
+        TensorGruArgs a;
+        gru_args(&a, c, dt);
+        a.gi = pgi + (size_t)(t * 3 * H) * es, a.sgi = T * 3 * H;
+        a.gh = tensor_data_ptr(gh), a.sgh = 3 * H;
+        a.h = t ? pout + (size_t)((t - 1) * H) * es : tensor_data_ptr(h0), a.sh = t ? T * H : H;
+        a.b_ih = bih ? tensor_data_ptr(bih) : NULL, a.b_hh = bhh ? tensor_data_ptr(bhh) : NULL;
+        a.h_out = pout + (size_t)(t * H) * es, a.sout = T * H;
+        a.gates = pg + (size_t)(t * 3 * H) * es, a.ghn = pn + (size_t)(t * H) * es;
+        be->gru_step(&a);
+    }
+    return out;
+}
+
+static Tensor *gru_layer_composed(int n, Tensor *const *in);
+
+static void gru_layer_backward(void *ctx, int n, Tensor *const *in, Tensor *out, Tensor *g, const bool *need,
+                               Tensor **gin) {
+    GruLayerCtx *c = ctx;
+    if (tensor_grad_enabled()) {
+        /* create_graph: the gradients must be differentiable again, and the raw kernels record
+         * nothing: recompute the layer as tensor ops and differentiate that (as attention does) */
+        Tensor *y = gru_layer_composed(n, in);
+        Tensor *gr[6];
+        ag_grad(1, &y, &g, n, in, gr, true);
+        for (int i = 0; i < n; i++)
+            if (need[i]) gin[i] = gr[i] ? gr[i] : tensor_zeros_like(in[i]);
+        return;
+    }
+    int64_t B = c->B, T = c->T, I = c->I, H = c->H;
+    TensorDevice dev = tensor_device(in[0]);
+    TensorDType dt = in[0]->dtype;
+    const TensorBackend *be = tensor_backend_for(dev);
+    size_t es = tensor_dtype_size(dt);
+    Tensor *dy = tensor_contiguous(g), *h0 = tensor_contiguous(in[1]);
+    Tensor *dgi = tensor_empty_on(3, (int64_t[]){B, T, 3 * H}, dt, dev);
+    Tensor *dgh = tensor_empty_on(3, (int64_t[]){B, T, 3 * H}, dt, dev);
+    char *pdy = tensor_data_ptr(dy), *pout = tensor_data_ptr(out), *pg = tensor_data_ptr(c->gates);
+    char *pn = tensor_data_ptr(c->ghn), *pdgi = tensor_data_ptr(dgi), *pdgh = tensor_data_ptr(dgh);
+    Tensor *carry = NULL; /* dL/dh_t from the steps after t */
+    for (int64_t t = T - 1; t >= 0; t--) {
+        Tensor *dh = tensor_empty_on(2, (int64_t[]){B, H}, dt, dev);
+        TensorGruArgs a;
+        gru_args(&a, c, dt);
+        a.h = t ? pout + (size_t)((t - 1) * H) * es : tensor_data_ptr(h0), a.sh = t ? T * H : H;
+        a.gates = pg + (size_t)(t * 3 * H) * es, a.ghn = pn + (size_t)(t * H) * es;
+        a.dy = pdy + (size_t)(t * H) * es, a.sdy = T * H;
+        a.dcarry = carry ? tensor_data_ptr(carry) : NULL;
+        a.dgi = pdgi + (size_t)(t * 3 * H) * es, a.sdgi = T * 3 * H;
+        a.dgh = pdgh + (size_t)(t * 3 * H) * es, a.sdgh = T * 3 * H;
+        a.dh = tensor_data_ptr(dh);
+        be->gru_step_backward(&a);
+        if (t > 0 || need[1]) tensor_add_(dh, tensor_matmul(step_rows(dgh, t), in[3]), 1);
+        carry = dh;
+    }
+    Tensor *dgi2 = tensor_reshape(dgi, 2, (int64_t[]){B * T, 3 * H});
+    Tensor *dgh2 = tensor_reshape(dgh, 2, (int64_t[]){B * T, 3 * H});
+    if (need[0]) gin[0] = tensor_reshape(tensor_matmul(dgi2, in[2]), 3, (int64_t[]){B, T, I});
+    if (need[1]) gin[1] = carry;
+    if (need[2])
+        gin[2] = tensor_matmul(tensor_transpose(dgi2, 0, 1),
+                               tensor_reshape(tensor_contiguous(in[0]), 2, (int64_t[]){B * T, I}));
+    if (need[3]) { /* h_prev of every step: h0, then the outputs of steps 0..T−2 */
+        Tensor *hp = T > 1 ? tensor_cat(2, (Tensor *[]){tensor_unsqueeze(h0, 1), tensor_narrow(out, 1, 0, T - 1)}, 1)
+                           : tensor_unsqueeze(h0, 1);
+        gin[3] = tensor_matmul(tensor_transpose(dgh2, 0, 1), tensor_reshape(hp, 2, (int64_t[]){B * T, H}));
+    }
+    if (n > 4 && need[4]) gin[4] = tensor_sum(dgi2, 1, (int[]){0}, false);
+    if (n > 4 && need[5]) gin[5] = tensor_sum(dgh2, 1, (int[]){0}, false);
+}
+
+static const AgCustomOp gru_layer_op = {"nn_gru_layer", gru_layer_forward, gru_layer_backward};
+
+/* Whether the fused layer runs for x and m's weights: f32 or f64 throughout, on a device with
+ * the gate kernels */
+static bool gru_fused_ok(const NnGru *m, const Tensor *x) {
+    if (x->dtype != TENSOR_F32 && x->dtype != TENSOR_F64) return false;
+    for (int k = 0; k < m->layers; k++)
+        if (m->layer[k].weight_ih->dtype != x->dtype || m->layer[k].weight_hh->dtype != x->dtype ||
+            (m->layer[k].bias_ih && m->layer[k].bias_ih->dtype != x->dtype))
+            return false;
+    const TensorBackend *be = tensor_backend_for(tensor_device(x));
+    return be->gru_step && be->gru_step_backward;
+}
+
+/* The layer as tensor ops, one cell step at a time: the path of devices without the gate kernels
+ * and of a differentiable backward. in as gru_layer_forward's. */
+static Tensor *gru_layer_composed(int n, Tensor *const *in) {
+    int64_t T = in[0]->shape[1];
+    NnGruCell c = {.in = in[0]->shape[2], .hidden = in[1]->shape[1], .weight_ih = in[2], .weight_hh = in[3],
+                   .bias_ih = n > 4 ? in[4] : NULL, .bias_hh = n > 4 ? in[5] : NULL};
+    Tensor **xs = base_malloc(sizeof *xs * (size_t)T);
+    split_steps(in[0], 0, T, xs);
+    Tensor *h = in[1];
+    /* one input GEMM per step: one GEMM over all steps would need its output sliced per step,
+     * whose backward is the quadratic scatter of split_steps' comment */
+    for (int64_t t = 0; t < T; t++) xs[t] = h = cell_step(&c, nn_linear(xs[t], c.weight_ih, c.bias_ih), h);
+    Tensor *out = stack_steps(T, xs);
+    free(xs);
+    return out;
+}
+
 Tensor *nn_gru_forward(const NnGru *m, Tensor *x, Tensor *h0, Tensor **h_n) {
     const char *op = "nn_gru_forward";
     if (x->ndim != 3 || x->shape[2] != m->in || x->shape[1] < 1)
@@ -116,21 +262,22 @@ Tensor *nn_gru_forward(const NnGru *m, Tensor *x, Tensor *h0, Tensor **h_n) {
     if (T > INT32_MAX) tensor_fail(op, "sequence of %lld steps is too long", (long long)T);
     if (h0 && (h0->ndim != 3 || h0->shape[0] != m->layers || h0->shape[1] != B || h0->shape[2] != H))
         tensor_fail(op, "h0 must be (%d, %lld, %lld)", m->layers, (long long)B, (long long)H);
-    /* xs[t]: the current layer's input at step t — x's steps for layer 0, then the previous
-     * layer's states themselves (no slicing of a stacked tensor, for the same reason) */
-    Tensor **xs = base_malloc(sizeof *xs * (size_t)T);
-    split_steps(x, 0, T, xs);
-    Tensor *last[NN_GRU_MAX_LAYERS];
+    bool fused = gru_fused_ok(m, x);
+    Tensor *cur = x, *last[NN_GRU_MAX_LAYERS];
     for (int k = 0; k < m->layers; k++) {
         const NnGruCell *c = &m->layer[k];
         Tensor *h = h0 ? tensor_squeeze(tensor_narrow(h0, 0, k, 1), 0) : zeros_hidden(x, B, H);
-        /* one input GEMM per step: one GEMM over all steps would need its output sliced per
-         * step, whose backward is the quadratic scatter above */
-        for (int64_t t = 0; t < T; t++) xs[t] = h = cell_step(c, nn_linear(xs[t], c->weight_ih, c->bias_ih), h);
-        last[k] = h;
+        Tensor *in[6] = {cur, h, c->weight_ih, c->weight_hh, c->bias_ih, c->bias_hh};
+        int n = c->bias_ih ? 6 : 4;
+        if (fused) {
+            GruLayerCtx ctx = {.B = B, .T = T, .I = cur->shape[2], .H = H};
+            cur = ag_custom_apply(&gru_layer_op, n, in, &ctx, sizeof ctx);
+        } else {
+            cur = gru_layer_composed(n, in);
+        }
+        last[k] = step_rows(cur, T - 1);
     }
     if (h_n) *h_n = tensor_stack(m->layers, last, 0);
-    Tensor *out = stack_steps(T, xs);
-    free(xs);
+    Tensor *out = cur;
     return out;
 }

@@ -31,6 +31,29 @@ typedef struct TensorAttentionArgs {
     void *gq, *gk, *gv; /* backward writes every element: contiguous (B, Tq|Tk, h·d) */
 } TensorAttentionArgs;
 
+/* One GRU step over a batch of B rows (nn/gru.c's fused layer; PyTorch's gate order r, z, n):
+ *   r = σ(gi_r + b_ir + gh_r + b_hr), z = σ(gi_z + b_iz + gh_z + b_hz),
+ *   n = tanh(gi_n + b_in + r ∘ (gh_n + b_hn)),  h' = n + z ∘ (h − n),
+ * gi = x W_ihᵀ and gh = h W_hhᵀ (B, 3H) without their biases. Every matrix is given by its first
+ * element and row stride (elements; unit last stride), so the steps of one (B, T, ·) buffer are
+ * read and written in place. */
+typedef struct TensorGruArgs {
+    TensorDType dtype; /* f32 or f64 */
+    int64_t B, H;
+    const void *gi, *gh, *h;  /* (B, 3H), (B, 3H), (B, H): rows sgi, sgh, sh apart */
+    const void *b_ih, *b_hh;  /* (3H) contiguous, or NULL */
+    int64_t sgi, sgh, sh;
+    void *h_out, *gates, *ghn; /* forward writes h' (B, H), the gates r, z, n (B, 3H) and */
+    int64_t sout, sgates, sghn; /* ghn = gh_n + b_hn (B, H), which backward reads with h */
+    /* backward: dy (B, H) the gradient of h' from the layer's output (rows sdy apart) and dcarry
+     * (B, H) contiguous the one from the next step (NULL at the last); writes dgi, dgh (B, 3H),
+     * the gradients of gi and gh (biases included), and dh (B, H) contiguous, h's gradient
+     * through h' alone (z ∘ dh'; the caller adds dgh W_hh) */
+    const void *dy, *dcarry;
+    int64_t sdy, sdgi, sdgh;
+    void *dgi, *dgh, *dh;
+} TensorGruArgs;
+
 typedef struct TensorBackend {
     const char *name;
     void *(*alloc)(size_t nbytes);
@@ -79,6 +102,10 @@ typedef struct TensorBackend {
     void (*attention)(const TensorAttentionArgs *a);
     /* its backward: gq, gk, gv from q, k, v, o, lse and go */
     void (*attention_backward)(const TensorAttentionArgs *a);
+    /* nn_gru_forward's fused layer: one step's gates, and their backward (TensorGruArgs); a
+     * backend without them gets the GRU composed of tensor ops */
+    void (*gru_step)(const TensorGruArgs *a);
+    void (*gru_step_backward)(const TensorGruArgs *a);
     /* The optimizer steps and ConFIG's two passes, every backend (the CPU's in tensor/cpu/
      * cpu_optim.c), reached through tensor_optim_sgd_, tensor_optim_adam_, tensor_gram and
      * tensor_lincomb_ (tensor/ops.h), which check the buffers.

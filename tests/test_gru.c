@@ -13,6 +13,7 @@
 #include "nn/modules.h"
 #include "optim/checkpoint.h"
 #include "tests/oracle_io.h"
+#include "tensor/backend.h"
 #include "tests/test.h"
 
 static const OracleArray *need(const OracleFile *f, const char *name) {
@@ -223,6 +224,74 @@ TEST(nn_gru_gradcheck_f64) {
               "input %d elem %lld analytic %.10g numeric %.10g", rep.bad_input, (long long)rep.bad_index, rep.analytic,
               rep.numeric);
     nn_params_free(&p);
+}
+
+/* ---- the fused layer against the composition of tensor ops --------------------------------------- */
+
+/* The fused layer (tensor/cpu/cpu_rnn.c's gate kernels inside one custom-op node per layer) and
+ * the tensor-op composition it replaces (what a backend without the kernels runs: here the CPU
+ * table with them removed) give the same output, h_n and gradients of x, h0 and every weight;
+ * and, with create_graph, the same second derivatives (the fused backward then recomposes). */
+static void gru_run(const NnGru *g, NnParams *p, Tensor *x, Tensor *h0, bool twice, Tensor **res) {
+    nn_params_zero_grad(p);
+    x->grad = NULL;
+    if (h0) h0->grad = NULL;
+    Tensor *hn;
+    Tensor *out = nn_gru_forward(g, x, h0, &hn);
+    Tensor *w = tensor_sin(tensor_arange(0, (double)tensor_numel(out), 1, x->dtype));
+    Tensor *loss = tensor_add(tensor_sum_all(tensor_mul(tensor_flatten(out, 0, -1), w)), tensor_sum_all(tensor_mul(hn, hn)));
+    int k = 0;
+    res[k++] = out, res[k++] = hn;
+    if (!twice) {
+        ag_backward(loss, NULL, false);
+        res[k++] = x->grad, res[k++] = h0 ? h0->grad : NULL;
+        for (int l = 0; l < g->layers; l++) {
+            res[k++] = g->layer[l].weight_ih->grad, res[k++] = g->layer[l].weight_hh->grad;
+            res[k++] = g->layer[l].bias_ih ? g->layer[l].bias_ih->grad : NULL;
+        }
+        return;
+    }
+    /* d/dW_hh of |dL/dx|²: a second derivative through the backward */
+    Tensor *gx;
+    ag_grad(1, &loss, NULL, 1, &x, &gx, true);
+    Tensor *gw;
+    ag_grad(1, (Tensor *[]){tensor_sum_all(tensor_mul(gx, gx))}, NULL, 1, &g->layer[0].weight_hh, &gw, false);
+    res[k++] = gx, res[k++] = gw;
+}
+
+static void fused_vs_composed(TensorDType dt, bool bias, bool with_h0, int64_t T, bool twice, double tol) {
+    NnParams p;
+    nn_params_init(&p, NULL, dt, 11);
+    NnGru g;
+    nn_gru_init(&g, &p, "", 5, 6, 2, bias);
+    TensorRng r = {.seed = 12};
+    Tensor *x = tensor_requires_grad(tensor_randn_with(&r, TENSOR_SHAPE(3, T, 5), dt), true);
+    Tensor *h0 = with_h0 ? tensor_requires_grad(tensor_randn_with(&r, TENSOR_SHAPE(2, 3, 6), dt), true) : NULL;
+    Tensor *a[10] = {0}, *b[10] = {0};
+    gru_run(&g, &p, x, h0, twice, a);
+    TensorBackend plain = tensor_backend_cpu;
+    plain.gru_step = NULL, plain.gru_step_backward = NULL;
+    const TensorBackend *prev = tensor_backend_cpu_replace(&plain);
+    gru_run(&g, &p, x, h0, twice, b);
+    tensor_backend_cpu_replace(prev);
+    for (int i = 0; i < 10; i++) {
+        CHECK_MSG(!a[i] == !b[i], "result %d present on one path only", i);
+        if (!a[i]) continue;
+        double e = test_rel_err(a[i], b[i]);
+        CHECK_MSG(e <= tol, "%s bias %d h0 %d T %lld%s: result %d differs by %g", tensor_dtype_name(dt), bias, with_h0,
+                  (long long)T, twice ? " (second derivative)" : "", i, e);
+    }
+    nn_params_free(&p);
+}
+
+TEST(nn_gru_fused_matches_composed) {
+    for (int bias = 0; bias < 2; bias++)
+        for (int h0 = 0; h0 < 2; h0++)
+            for (int64_t T = 1; T <= 6; T += 5) {
+                fused_vs_composed(TENSOR_F64, bias, h0, T, false, 1e-13);
+                fused_vs_composed(TENSOR_F32, bias, h0, T, false, 2e-6);
+            }
+    fused_vs_composed(TENSOR_F64, true, true, 4, true, 1e-12);
 }
 
 /* ---- long sequences, no h0 ------------------------------------------------------------------ */

@@ -29,6 +29,8 @@ void cpu_scatter_add(Tensor *out, int dim, const Tensor *index, const Tensor *sr
 void cpu_det3(Tensor *out, const Tensor *x, int64_t n);
 void cpu_inv3(Tensor *out, const Tensor *x, int64_t n);
 void cpu_attention(const TensorAttentionArgs *a);
+void cpu_gru_step(const TensorGruArgs *a);
+void cpu_gru_step_backward(const TensorGruArgs *a);
 void cpu_attention_backward(const TensorAttentionArgs *a);
 void cpu_optim_sgd(TensorDType dt, int64_t n, void *w, const void *g, void *buf, double lr, double mu, bool nesterov,
                    double wd);
