@@ -3,6 +3,7 @@
  * force, the rotation fit), the deformation path's gradients, a tiny synthetic sequence that must
  * train to a stated held-out PSNR, and resume reproducing an uninterrupted run. */
 #include <fcntl.h>
+#include <math.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +14,7 @@
 
 #include "autograd/gradcheck.h"
 #include "base/clock.h"
+#include "base/h5file.h"
 #include "datasets/motion/dnerf.h"
 #include "datasets/render/image.h"
 #include "models/gaussians/loss.h"
@@ -1550,4 +1552,45 @@ TEST(gs4d_cli_run_folder_is_locked_while_running) {
     CHECK_MSG(rc == 0 && strstr(out, "resuming"), "after the first run ended: rc %d: %s", rc, out);
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     CHECK(system(cmd) == 0);
+}
+
+/* ---- the appearance a run renders with, from its trajectories ------------------------------------ */
+
+/* gs4d_trajectories_appearance: per Gaussian the mean log-scale over frames and axes, the logit of
+ * the mean opacity and the mean color of frames/{scales, opacities, colors}; a file of another n,
+ * frames that disagree, or no file at all are refused with the file named. */
+TEST(gs4d_trajectories_appearance_means) {
+    char dir[] = "/tmp/anima-gs4d-app-XXXXXX", path[128], err[1024] = "";
+    CHECK(mkdtemp(dir) != NULL);
+    snprintf(path, sizeof path, "%s/trajectories.h5", dir);
+    enum { F = 3, N = 2 };
+    /* Gaussian 0 shrinks frame by frame (σ 0.4, 0.1, 0.025: geometric mean 0.1); Gaussian 1 stays */
+    float sc[F * N] = {0.4f, 0.05f, 0.1f, 0.05f, 0.025f, 0.05f};
+    float op[F * N] = {0.2f, 0.9f, 0.5f, 0.9f, 0.8f, 0.9f};
+    float co[F * N * 3];
+    for (int i = 0; i < F * N * 3; i++) co[i] = (float)(i % 7) / 7.0f;
+    char tmp[256];
+    hid_t f = base_h5_save_begin(path, tmp, sizeof tmp, err, sizeof err);
+    CHECK_MSG(f >= 0, "%s", err);
+    hsize_t d3[3] = {F, N, 1}, d2[2] = {F, N}, dc[3] = {F, N, 3};
+    bool ok = base_h5_write_checked(f, "frames/scales", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 3, d3, sc, 1 << 20, false) == 0 &&
+              base_h5_write_checked(f, "frames/opacities", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 2, d2, op, 1 << 20, false) == 0 &&
+              base_h5_write_checked(f, "frames/colors", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 3, dc, co, 1 << 20, false) == 0;
+    CHECK_MSG(base_h5_save_end(f, tmp, path, ok, "trajectories", err, sizeof err) == 0, "%s", err);
+    float ls[N], lg[N], rgb[N * 3];
+    CHECK_MSG(gs4d_trajectories_appearance(path, N, ls, lg, rgb, err, sizeof err) == 0, "%s", err);
+    CHECK_MSG(fabs(exp(ls[0]) - 0.1) < 1e-6 && fabs(exp(ls[1]) - 0.05) < 1e-7, "σ %g %g", exp(ls[0]), exp(ls[1]));
+    CHECK_MSG(fabs(1 / (1 + exp(-lg[0])) - 0.5) < 1e-6 && fabs(1 / (1 + exp(-lg[1])) - 0.9) < 1e-6, "opacity %g %g",
+              1 / (1 + exp(-lg[0])), 1 / (1 + exp(-lg[1])));
+    for (int i = 0; i < N; i++)
+        for (int k = 0; k < 3; k++) {
+            double m = (co[(0 * N + i) * 3 + k] + co[(1 * N + i) * 3 + k] + co[(2 * N + i) * 3 + k]) / 3.0;
+            CHECK(fabs(rgb[i * 3 + k] - m) < 1e-6);
+        }
+    CHECK(gs4d_trajectories_appearance(path, N + 1, ls, NULL, NULL, err, sizeof err) != 0);
+    CHECK_MSG(strstr(err, path) != NULL, "%s", err);
+    char missing[160];
+    snprintf(missing, sizeof missing, "%s/none.h5", dir);
+    CHECK(gs4d_trajectories_appearance(missing, N, ls, lg, rgb, err, sizeof err) != 0 && strstr(err, missing));
+    unlink(path), rmdir(dir);
 }

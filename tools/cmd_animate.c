@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <strings.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -828,7 +829,26 @@ int cmd_animate(int argc, char **argv) {
         snprintf(err, sizeof err, "out of memory");
         goto fail;
     }
+    bool traj_appearance = false;
+    if (gaussians) { /* the appearance the run renders with: its frames' mean, from trajectories.h5 beside the PLY */
+        char tp[4096];
+        const char *sl = strrchr(gaussians, '/');
+        snprintf(tp, sizeof tp, "%.*strajectories.h5", sl ? (int)(sl - gaussians + 1) : 0, gaussians);
+        char e2[1024];
+        if (access(tp, R_OK) == 0) {
+            if (gs4d_trajectories_appearance(tp, n, c_scale, c_logit, c_col, e2, sizeof e2)) {
+                snprintf(err, sizeof err, "%s", e2);
+                goto fail;
+            }
+            traj_appearance = true;
+            printf("appearance: the Gaussians' scales, opacities and colors averaged over the %s frames\n", tp);
+        } else {
+            fprintf(stderr, NAME ": no %s beside %s: the canonical set's own scales and opacities (which the "
+                    "run's deformation changes frame by frame) are used\n", tp, gaussians);
+        }
+    }
     for (int64_t i = 0; i < n; i++) {
+        if (traj_appearance) continue;
         if (gaussians) { /* the run's own: isotropic (the mean of the three log-scales), SH band 0 */
             c_scale[i] = (gply.scale[i * 3] + gply.scale[i * 3 + 1] + gply.scale[i * 3 + 2]) / 3, c_logit[i] = gply.opacity[i];
             int K = (gply.sh_degree + 1) * (gply.sh_degree + 1);

@@ -8,6 +8,8 @@
 #include "arap.h"
 #include "base/alloc.h"
 #include "base/clock.h"
+#include "base/errbuf.h"
+#include "base/h5file.h"
 #include "gs4d.h"
 #include "models/gaussians/loss.h"
 #include "nodes.h"
@@ -1370,6 +1372,46 @@ int64_t gs4d_surface_points(const Gs4dModel *m, const DsCamera *cam, double t, d
     ag_no_grad_end(prev);
     tensor_scope_end(s);
     return got;
+}
+
+int gs4d_trajectories_appearance(const char *path, int64_t n, float *log_scale, float *logit, float *rgb, char *err,
+                                 size_t errlen) {
+    hid_t f = base_h5_open_read(path, "a trajectories file of anima gs4d fit", err, errlen);
+    if (f < 0) return -1;
+    int64_t ws[3] = {-1, n, -1}, wo[2] = {-1, n}, wc[3] = {-1, n, 3};
+    float *sc = NULL, *op = NULL, *co = NULL;
+    int rc = base_h5_read_array(f, path, "frames/scales", 3, ws, false, (void **)&sc, err, errlen);
+    if (!rc) rc = base_h5_read_array(f, path, "frames/opacities", 2, wo, false, (void **)&op, err, errlen);
+    if (!rc) rc = base_h5_read_array(f, path, "frames/colors", 3, wc, false, (void **)&co, err, errlen);
+    H5Fclose(f);
+    if (!rc && (wo[0] != ws[0] || wc[0] != ws[0] || ws[0] < 1 || (ws[2] != 1 && ws[2] != 3)))
+        rc = base_errf(err, errlen, "%s: frames/scales, opacities and colors disagree on the frames (%lld, %lld, %lld)", path,
+                       (long long)ws[0], (long long)wo[0], (long long)wc[0]);
+    for (int64_t i = 0; !rc && i < n; i++) {
+        int64_t F = ws[0], ns = ws[2];
+        double ls = 0, o = 0, c[3] = {0};
+        bool bad = false;
+        for (int64_t t = 0; t < F; t++) {
+            for (int64_t a = 0; a < ns; a++) {
+                double v = sc[(t * n + i) * ns + a];
+                bad |= !(v > 0);
+                ls += log(v > 0 ? v : 1e-30);
+            }
+            o += op[t * n + i];
+            for (int k = 0; k < 3; k++) c[k] += co[(t * n + i) * 3 + k];
+        }
+        if (bad) {
+            rc = base_errf(err, errlen, "%s: Gaussian %lld has a scale that is not positive", path, (long long)i);
+            break;
+        }
+        o /= (double)F;
+        o = o < 1e-4 ? 1e-4 : o > 1 - 1e-4 ? 1 - 1e-4 : o;
+        if (log_scale) log_scale[i] = (float)(ls / (double)(F * ns));
+        if (logit) logit[i] = (float)log(o / (1 - o));
+        for (int k = 0; rgb && k < 3; k++) rgb[i * 3 + k] = (float)(c[k] / (double)F);
+    }
+    free(sc), free(op), free(co);
+    return rc;
 }
 
 static int export_host(const Gs4dModel *m, DsGaussians *out);

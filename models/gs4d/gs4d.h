@@ -426,6 +426,17 @@ int64_t gs4d_surface_points(const Gs4dModel *m, const DsCamera *cam, double t, d
                             int64_t max_points);
 /* The canonical set for the standard 3DGS PLY (raw values; isotropic scales replicated). */
 int gs4d_export(const Gs4dModel *m, DsGaussians *out);
+/* The appearance each Gaussian renders with, averaged over the frames of a run's trajectories
+ * file (RUN/trajectories.h5: frames/scales, frames/opacities, frames/colors of n Gaussians):
+ * log_scale[i] the mean over frames and axes of the log of its scales, logit[i] the logit of its
+ * mean opacity (clamped to [1e-4, 1 − 1e-4]), rgb[3i..] its mean color. The deformation moves
+ * scales (and, when configured, colors and opacities) frame by frame, so the canonical set's own
+ * values (gs4d_export) are not what any frame shows: a Gaussian the deformation shrinks to a
+ * point in every frame can sit in the canonical set with σ a third of the body. An animation of
+ * the canonical Gaussians by another model (anima animate --gaussians) takes these. Any of the
+ * outputs may be NULL. 0, or -1 with err naming the file (missing, other n). */
+int gs4d_trajectories_appearance(const char *path, int64_t n, float *log_scale, float *logit, float *rgb, char *err,
+                                 size_t errlen);
 
 /* SSIM (11×11 Gaussian window, valid region) of img against ref, (H, W, 3) each, img clamped to
  * [0, 1]; PSNR is models/gaussians/fit.h's gs_psnr. */
