@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/rng.h"
 #include "base/par.h"
 #include "sim/cubature.h"
 #include "sim/internal.h"
@@ -177,17 +178,11 @@ static int metric_factor(const SimObject *o, const double *z, double tau, double
 
 /* ---- poses -------------------------------------------------------------------------------------- */
 
-static double urand(uint64_t *s) { /* splitmix64 */
-    uint64_t x = (*s += 0x9E3779B97F4A7C15ull);
-    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-    return (double)((x ^ (x >> 31)) >> 11) / 9007199254740992.0;
-}
 
 /* a random pose with RMS over points of ‖F − I‖_F = amp (cubature.h) */
 static void random_pose(const SimObject *o, uint64_t *st, double amp, double *z, double *Ft) {
     int64_t nb = o->nb, nc = o->nc;
-    for (int64_t k = 0; k < o->n; k++) z[k] = 2 * urand(st) - 1;
+    for (int64_t k = 0; k < o->n; k++) z[k] = 2 * base_rng_uniform(st) - 1;
     cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)(3 * nc), 3, (int)nb, 1.0, o->Gc, (int)nb, z, (int)nb, 0.0,
                 Ft, 3);
     double ss = 0;
@@ -208,8 +203,8 @@ int sim_cubature_random_poses(const SimObject *o, const SimCubatureOptions *opt,
 
 /* a rotation by an angle uniform in [0, max_deg] about an axis uniform on the sphere (Rodrigues) */
 static void random_rotation(uint64_t *st, double max_deg, double R[9]) {
-    double u = 2 * urand(st) - 1, phi = 2 * M_PI * urand(st), r = sqrt(fmax(1 - u * u, 0));
-    double x = r * cos(phi), y = r * sin(phi), z = u, th = max_deg * M_PI / 180 * urand(st);
+    double u = 2 * base_rng_uniform(st) - 1, phi = 2 * M_PI * base_rng_uniform(st), r = sqrt(fmax(1 - u * u, 0));
+    double x = r * cos(phi), y = r * sin(phi), z = u, th = max_deg * M_PI / 180 * base_rng_uniform(st);
     double c = cos(th), s = sin(th), t = 1 - c;
     double M[9] = {t * x * x + c,     t * x * y - s * z, t * x * z + s * y,
                    t * x * y + s * z, t * y * y + c,     t * y * z - s * x,
@@ -263,7 +258,7 @@ int sim_cubature_drop_poses(SimObject *o, const SimCubatureOptions *opt, uint64_
     int rc = 0;
     char serr[256];
     for (int d = 0; d < opt->drops && rc == 0; d++) {
-        double R[9], h = opt->drop_height_lo + (opt->drop_height_hi - opt->drop_height_lo) * urand(&st);
+        double R[9], h = opt->drop_height_lo + (opt->drop_height_hi - opt->drop_height_lo) * base_rng_uniform(&st);
         random_rotation(&st, opt->drop_angle, R);
         memcpy(o->z, z0, sizeof(double) * (size_t)n), memcpy(o->zdot, zd0, sizeof(double) * (size_t)n);
         o->t = t0;

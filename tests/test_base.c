@@ -1,5 +1,6 @@
 /* tests/test_base.c — base/: the clocks, the duration format, the progress display's plain
  * lines, the error buffer's truncation and the checked allocator's message. */
+#include <math.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -11,6 +12,7 @@
 #include "base/clock.h"
 #include "base/errbuf.h"
 #include "base/progress.h"
+#include "base/rng.h"
 #include "tests/test.h"
 
 TEST(base_clock_monotonic) {
@@ -151,4 +153,23 @@ TEST(base_alloc_oom_message) {
     CHECK_MSG(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT, "status %d: %s", st, buf);
     CHECK_MSG(strstr(buf, "anima: out of memory allocating ") != NULL, "%s", buf);
     CHECK_MSG(strstr(buf, " bytes at tests/test_base.c:") != NULL, "%s", buf);
+}
+
+/* base/rng.h: splitmix64's published first outputs from state 0 (Vigna's reference
+ * splitmix64.c), the stream advancing by γ, uniforms in [0, 1), and sub-streams that differ. */
+TEST(base_rng_splitmix64_known_answers) {
+    uint64_t s = 0;
+    const uint64_t want[4] = {0xe220a8397b1dcdafull, 0x6e789e6aa1b965f4ull, 0x06c45d188009454full, 0xf88bb8a8724c81ecull};
+    for (int i = 0; i < 4; i++) CHECK_MSG(base_rng_next(&s) == want[i], "draw %d", i);
+    CHECK(s == 4 * BASE_RNG_GAMMA);
+    CHECK(base_splitmix64(0) == want[0] && base_splitmix64(BASE_RNG_GAMMA) == want[1]);
+    uint64_t u = 7;
+    double lo = 1, hi = 0, sum = 0;
+    for (int i = 0; i < 10000; i++) {
+        double x = base_rng_uniform(&u);
+        CHECK(x >= 0 && x < 1);
+        lo = x < lo ? x : lo, hi = x > hi ? x : hi, sum += x;
+    }
+    CHECK_MSG(lo < 1e-3 && hi > 1 - 1e-3 && fabs(sum / 10000 - 0.5) < 0.01, "lo %g hi %g mean %g", lo, hi, sum / 10000);
+    CHECK(base_rng_split(1, 0) != base_rng_split(1, 1) && base_rng_split(1, 0) != base_rng_split(2, 0));
 }

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/rng.h"
 #include "base/alloc.h"
 #include "datasets/corpus/cache.h"
 #include "base/h5file.h"
@@ -203,18 +204,12 @@ int ds_cache_writer_close(DsCacheWriter *w, bool ok, char *err, size_t errlen) {
 
 /* ==== the procedural corpus ================================================================== */
 
-/* splitmix64 (Steele, Lea, Flood 2014): decorrelates (seed, index) into shape seeds and splits */
-static uint64_t mix64(uint64_t x) {
-    x += 0x9e3779b97f4a7c15ull;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-    return x ^ (x >> 31);
-}
+/* shape seeds and splits: sub-streams of the corpus seed (base/rng.h) */
 
-uint64_t ds_corpus_shape_seed(uint64_t seed, int64_t index) { return mix64(mix64(seed) ^ (uint64_t)index); }
+uint64_t ds_corpus_shape_seed(uint64_t seed, int64_t index) { return base_rng_split(seed, (uint64_t)index); }
 
 int ds_corpus_split(uint64_t seed, int64_t index) {
-    uint64_t h = mix64(mix64(seed ^ 0x73706c6974ull) ^ (uint64_t)index) % 10;
+    uint64_t h = base_rng_split(seed ^ 0x73706c6974ull, (uint64_t)index) % 10;
     return h < 8 ? 0 : h == 8 ? 1 : 2;
 }
 

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/rng.h"
 #include "base/alloc.h"
 #include "base/errbuf.h"
 #include "base/h5file.h"
@@ -46,15 +47,9 @@ void ds_motion_bench_defaults(DsMotionBenchOptions *o) {
 
 /* ---- texture ------------------------------------------------------------------------------------ */
 
-static uint64_t mix64(uint64_t x) {
-    x += 0x9e3779b97f4a7c15ull;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-    return x ^ (x >> 31);
-}
 
 static double lattice(int64_t x, int64_t y, int64_t z, uint64_t seed) {
-    uint64_t h = mix64(seed ^ mix64((uint64_t)x * 0x9e3779b1ull ^ mix64((uint64_t)y * 0x85ebca77ull ^ mix64((uint64_t)z))));
+    uint64_t h = base_splitmix64(seed ^ base_splitmix64((uint64_t)x * 0x9e3779b1ull ^ base_splitmix64((uint64_t)y * 0x85ebca77ull ^ base_splitmix64((uint64_t)z))));
     return (double)(h >> 11) / 9007199254740992.0;
 }
 
@@ -99,14 +94,14 @@ static void hsv(double h, double s, double v, double rgb[3]) {
 void ds_motion_texture(const DsProceduralShape *shape, uint64_t seed, float *rgb) {
     int nb = shape->nbones;
     double(*base)[3] = base_malloc(sizeof(double) * 3 * (size_t)(nb + 1));
-    double hue0 = (double)(mix64(seed * 7 + 1) >> 11) / 9007199254740992.0;
+    double hue0 = (double)(base_splitmix64(seed * 7 + 1) >> 11) / 9007199254740992.0;
     for (int b = 0; b < nb; b++) {
         /* golden-ratio hue steps: neighbouring bones get clearly different colors */
-        double r = (double)(mix64(seed * 131 + (uint64_t)b) >> 11) / 9007199254740992.0;
+        double r = (double)(base_splitmix64(seed * 131 + (uint64_t)b) >> 11) / 9007199254740992.0;
         hsv(hue0 + 0.618034 * b, 0.45 + 0.3 * r, 0.7 + 0.2 * r, base[b]);
     }
     double axis[3] = {0.6, 0.7, 0.39};
-    uint64_t sd = mix64(seed ^ 0x51ed270b2705ull);
+    uint64_t sd = base_splitmix64(seed ^ 0x51ed270b2705ull);
 #pragma omp parallel for schedule(static)
     for (int64_t v = 0; v < shape->mesh.nv; v++) {
         const float *x = shape->mesh.v + 3 * v;

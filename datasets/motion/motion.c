@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/rng.h"
 #include "base/mat3.h"
 #include "base/errbuf.h"
 #include "datasets/motion/motion.h"
@@ -92,18 +93,12 @@ typedef struct {
     uint64_t counter;
 } Ctx;
 
-static uint64_t splitmix(uint64_t x) {
-    x += 0x9e3779b97f4a7c15ull;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-    return x ^ (x >> 31);
-}
 
 /* a uniform in [lo, hi] from (seed, motion, draw index): the same for every frame */
 static double U(uint64_t seed, const char *motion, int k, double lo, double hi) {
     uint64_t h = 1469598103934665603ull;
     for (const char *p = motion; *p; p++) h = (h ^ (uint8_t)*p) * 1099511628211ull;
-    uint64_t r = splitmix(splitmix(seed ^ h) + (uint64_t)k);
+    uint64_t r = base_splitmix64(base_splitmix64(seed ^ h) + (uint64_t)k);
     return lo + (hi - lo) * ((double)(r >> 11) / 9007199254740992.0);
 }
 
@@ -822,7 +817,7 @@ static int repertoire(const DsProceduralShape *s, int nframes, uint64_t seed, bo
         const char *kind = kinds[order[slot]];
         /* a segment's own variation: the generator's ranges (procedural: P ±10%, A ±15%, any
          * phase) from a seed no plain motion of this benchmark uses (those use seed, seed + 1) */
-        uint64_t sseed = splitmix(splitmix(seed ^ 0x7265706572746f69ull) + (uint64_t)k);
+        uint64_t sseed = base_splitmix64(base_splitmix64(seed ^ 0x7265706572746f69ull) + (uint64_t)k);
         char where[48] = "";
         DsMotion m;
         if (ds_motion_is_bvh(kind)) {

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/rng.h"
 #include "base/alloc.h"
 #include "datasets/motion/secondary.h"
 
@@ -27,12 +28,6 @@ static const RegionDef DEFS[] = {
     {"lamp", "shade_rim", "shade", 1.0f, {0, 0, 0}, 0.22f},
 };
 
-static uint64_t mix(uint64_t x) {
-    x += 0x9e3779b97f4a7c15ull;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-    return x ^ (x >> 31);
-}
 
 /* from p along d (unit) to where the SDF turns positive, then back by 35% of the region radius:
  * the region's center sits just under the surface it moves */
@@ -61,7 +56,7 @@ static void add(DsSecondarySpec *out, const DsProceduralShape *s, uint64_t seed,
     for (int k = 0; k < 3; k++) p[k] = s->bones[bone].head[k] + along * (s->bones[bone].tail[k] - s->bones[bone].head[k]);
     to_surface(s, p, dir, radius, r->center);
     r->radius = radius;
-    r->freq_hz = 2.5 + (double)(mix(seed * 31 + (uint64_t)out->n + 7) >> 11) / 9007199254740992.0;
+    r->freq_hz = 2.5 + (double)(base_splitmix64(seed * 31 + (uint64_t)out->n + 7) >> 11) / 9007199254740992.0;
     r->damping = 0.12;
     r->max_disp = 0.4 * radius;
     out->n++;

@@ -1,4 +1,5 @@
 /* models/gaussians/appearance.c — the appearance of Gaussians at given positions (appearance.h) */
+#include "base/rng.h"
 #include "appearance.h"
 
 #include <math.h>
@@ -16,12 +17,6 @@ GsAppearanceConfig gs_appearance_defaults(void) {
                                 .seed = 0, .background = {1, 1, 1}};
 }
 
-static uint64_t splitmix(uint64_t *s) {
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
 
 enum { COL, SCALE, OPAC, OFFSET, GROUPS };
 
@@ -90,7 +85,7 @@ double gs_appearance_fit(int64_t n, int nv, const GsAppearanceView *views, const
         if (!left) {
             for (int i = 0; i < nv; i++) order[i] = i;
             for (int i = nv - 1; i > 0; i--) {
-                int j = (int)(splitmix(&rs) % (uint64_t)(i + 1)), x = order[i];
+                int j = (int)(base_rng_next(&rs) % (uint64_t)(i + 1)), x = order[i];
                 order[i] = order[j], order[j] = x;
             }
             left = nv;
