@@ -256,6 +256,11 @@ TEST(cli_exit_code_per_class) {
         {"physskin skin --ckpt /nonexistent/a.h5 --mesh /nonexistent/b.obj --out /tmp/anima-x.h5", "/nonexistent/b.obj", 1},
         {"physskin eval --ckpt /nonexistent/a.h5 --data procedural --quiet", "/nonexistent/a.h5", 1},
         {"mesh convert /nonexistent/a.obj /tmp/anima-x.ply", "/nonexistent/a.obj", 1},
+        /* a run folder that lacks the file meant: the error names the folder and what was looked for */
+        {"physskin skin --ckpt scenes --mesh scenes --out /tmp/anima-x.h5", "scenes is a folder without ckpt.h5", 1},
+        {"physskin eval --ckpt scenes --data procedural --quiet", "scenes is a folder without ckpt.h5", 1},
+        {"skelebones --traj scenes --out /tmp/anima-x", "scenes is a folder without trajectories.h5 or gs4d/trajectories.h5", 1},
+        {"animate --rig scenes --motion heldout --out /tmp/anima-x", "scenes is a folder without rig.h5 or rig/rig.h5", 1},
         {"dataset show /nonexistent/a.h5", "/nonexistent/a.h5", 1},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {

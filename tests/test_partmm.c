@@ -513,6 +513,20 @@ TEST(partmm_animate_cli_heldout_eval) {
         rc = test_run_capture(cmd, out, sizeof out);
         CHECK_MSG(rc == 2 && strstr(out, "--map"), "rc %d: %s", rc, out);
     }
+    /* run folders stand for their files: --rig with the skelebones run folder (and with the
+     * folder above it: RUN/rig/rig.h5) gives the same table; a folder without a rig is refused
+     * naming what was looked for */
+    snprintf(cmd, sizeof cmd, "OMP_NUM_THREADS=2 %s animate --rig %s/rig --motion train --reuse-pose %s/tr/animation.h5 --out %s/tr3 --eval --no-ply %s 2>&1",
+             test_anima_bin(), dir, dir, dir, small);
+    rc = test_run_capture(cmd, out, sizeof out);
+    CHECK_MSG(rc == 0 && fabs(row_rmse(out, "partmm") - pm) < 1e-3, "rc %d: %s", rc, out);
+    snprintf(cmd, sizeof cmd, "OMP_NUM_THREADS=2 %s animate --rig %s --motion train --reuse-pose %s/tr/animation.h5 --out %s/tr4 --eval --no-ply %s 2>&1",
+             test_anima_bin(), dir, dir, dir, small);
+    rc = test_run_capture(cmd, out, sizeof out);
+    CHECK_MSG(rc == 0 && fabs(row_rmse(out, "partmm") - pm) < 1e-3, "rc %d: %s", rc, out);
+    snprintf(cmd, sizeof cmd, "%s animate --rig %s/b --motion heldout --out %s/x 2>&1", test_anima_bin(), dir, dir);
+    rc = test_run_capture(cmd, out, sizeof out);
+    CHECK_MSG(rc == 1 && strstr(out, "/b is a folder without rig.h5 or rig/rig.h5"), "rc %d: %s", rc, out);
     /* a bad motion and a rig without IK are refused with a message */
     snprintf(cmd, sizeof cmd, "%s animate --rig %s/rig/rig.h5 --motion walk --out %s/x 2>&1", test_anima_bin(), dir, dir);
     rc = test_run_capture(cmd, out, sizeof out);

@@ -53,6 +53,12 @@ int cmd_write_video(const char *cmd, const char *dir, const char *prefix, const 
 /* Writes text to path atomically (temporary, fsync, rename), every step checked; 0 or -1 with err. */
 int cmd_write_text(const char *path, const char *text, char *err, size_t errlen);
 
+/* A path argument that may name a run folder instead of the file in it (--rig RUN, --traj RUN,
+ * --gaussians RUN, --ckpt RUN): arg itself when it is not a directory; in a directory, the first
+ * of the NULL-terminated names (relative paths: "rig.h5", "rig/rig.h5") that exists. 0 with the
+ * path in out, or -1 with err naming the folder and every name looked for. */
+int cmd_run_file(const char *arg, const char *const *names, char *out, size_t outlen, char *err, size_t errlen);
+
 /* A training command's --out: a directory that already holds a previous run (any of the NULL-
  * terminated files in it) needs --resume (can_resume: the command has one) or --force. Returns
  * 0 to go on, or 2 after saying on errf (NULL: silently) "anima x: DIR already holds a run

@@ -667,9 +667,9 @@ int cmd_animate(int argc, char **argv) {
     int64_t bvh_frames = 48;
     CmdArgList sets = {0};
     const CmdArg args[] = {
-        {"--rig", CMD_ARG_STRING, &rig_path, "FILE", "anima skelebones' rig.h5 (with its skeleton and IK)", .required = true},
+        {"--rig", CMD_ARG_STRING, &rig_path, "FILE|RUN", "anima skelebones' rig.h5 (with its skeleton and IK), or its run folder (RUN/rig.h5, RUN/rig/rig.h5)", .required = true},
         {"--motion", CMD_ARG_STRING, &motion, "heldout|train|FILE.bvh", "the novel motion: heldout (the benchmark's held-out motion), train (the rig's own training motion: the known-answer check, --eval then also scores the rig's own reconstruction) or a BVH (humanoids: CMU or Boxing joint names; any character with --map), each fitted onto the extracted skeleton by IK on the character's mesh sequence", .required = true},
-        {"--gaussians", CMD_ARG_STRING, &gaussians, "FILE.ply", "canonical Gaussians of a gs4d run (RUN/canonical.ply) for a rig made from its trajectories (anima skelebones --traj RUN/trajectories.h5; pass --bench): tied to the ground-truth surface through the training motion, scored against it (default: one Gaussian per ground-truth vertex, the rig made from gt.h5)"},
+        {"--gaussians", CMD_ARG_STRING, &gaussians, "FILE.ply|RUN", "canonical Gaussians of a gs4d run (RUN/canonical.ply, or RUN itself; their appearance from RUN/trajectories.h5) for a rig made from its trajectories (anima skelebones --traj RUN/trajectories.h5; pass --bench): tied to the ground-truth surface through the training motion, scored against it (default: one Gaussian per ground-truth vertex, the rig made from gt.h5)"},
         {"--reuse-pose", CMD_ARG_STRING, &reuse, "FILE", "take the query pose and the database keys from an earlier run's animation.h5 (same rig and motion) instead of solving both IKs again"},
         {"--map", CMD_ARG_STRING, &map_path, "FILE.json", "(BVH) a mapping JSON {\"rig bone\": \"BVH joint\", ...} (datasets/motion/motion.h) for BVHs of other joint names or other characters"},
         {"--frames", CMD_ARG_INT, &bvh_frames, "N", "(BVH) frames at the benchmark's frame rate (default 48)", 1, 100000},
@@ -711,6 +711,17 @@ int cmd_animate(int argc, char **argv) {
         return cmd_args_fail(&spec, stderr, "--eye expects X,Y,Z, got '%s'", eye);
 
     char err[12288] = "";
+    /* run folders stand for their files: --rig RUN (a skelebones run, or the chain's run with
+     * rig/rig.h5), --gaussians RUN (a gs4d run, or the chain's with gs4d/canonical.ply) */
+    static char rig_file[4096], gs_file[4096];
+    if (cmd_run_file(rig_path, (const char *const[]){"rig.h5", "rig/rig.h5", NULL}, rig_file, sizeof rig_file, err, sizeof err) ||
+        (gaussians && cmd_run_file(gaussians, (const char *const[]){"canonical.ply", "gs4d/canonical.ply", NULL}, gs_file,
+                                   sizeof gs_file, err, sizeof err))) {
+        fprintf(stderr, NAME ": %s\n", err);
+        return 1;
+    }
+    rig_path = rig_file;
+    if (gaussians) gaussians = gs_file;
     int rc = 1;
     PmRig rig;
     if (pm_rig_load(rig_path, &rig, err, sizeof err)) {

@@ -185,7 +185,7 @@ static int cmd_skin(int argc, char **argv) {
     int64_t ncub = -1;
     int size[2] = {640, 480};
     const CmdArg args[] = {
-        {"--ckpt", CMD_ARG_STRING, &ckpt, "CKPT", "the checkpoint (anima physskin train)", .required = true},
+        {"--ckpt", CMD_ARG_STRING, &ckpt, "CKPT|RUN", "the checkpoint (anima physskin train), or its run folder", .required = true},
         {"--mesh", CMD_ARG_STRING, &mesh, "IN", "a mesh file (OBJ, PLY, OFF, STL), or a folder: every mesh file in it",
          .required = true},
         {"--out", CMD_ARG_STRING, &out, "OUT.h5",
@@ -210,6 +210,12 @@ static int cmd_skin(int argc, char **argv) {
         return 1;
     }
     char err[8192];
+    static char ckpt_file[4096];
+    if (cmd_run_file(ckpt, (const char *const[]){"ckpt.h5", NULL}, ckpt_file, sizeof ckpt_file, err, sizeof err)) {
+        fprintf(stderr, "anima physskin skin: %s\n", err);
+        return 1;
+    }
+    ckpt = ckpt_file;
     PsSkinner sk;
     if (ps_skinner_load(&sk, ckpt, err, sizeof err)) {
         fprintf(stderr, "anima physskin skin: %s\n", err);
@@ -304,7 +310,7 @@ static int cmd_eval(int argc, char **argv) {
     bool quiet = false;
     int64_t freqs = a.baseline.n_freqs;
     const CmdArg args[] = {
-        {"--ckpt", CMD_ARG_STRING, &a.ckpt, "CKPT", "the checkpoint to evaluate", .required = true},
+        {"--ckpt", CMD_ARG_STRING, &a.ckpt, "CKPT|RUN", "the checkpoint to evaluate, or its run folder", .required = true},
         {"--data", CMD_ARG_STRING, &a.data, "SRC",
          "procedural[:cat,...] (corpus indices past the checkpoint's training range), real:DIR (every mesh file in DIR, "
          "e.g. data/real), or a dataset directory from `anima dataset make` (its test.h5)",
@@ -330,6 +336,12 @@ static int cmd_eval(int argc, char **argv) {
     a.baseline.n_freqs = (int)(freqs < 32 ? freqs : 32);
     if (quiet) a.progress = NULL;
     char err[8192];
+    static char ckpt_file[4096];
+    if (cmd_run_file(a.ckpt, (const char *const[]){"ckpt.h5", NULL}, ckpt_file, sizeof ckpt_file, err, sizeof err)) {
+        fprintf(stderr, "anima physskin eval: %s\n", err);
+        return 1;
+    }
+    a.ckpt = ckpt_file;
     int rc = ps_eval(&a, stdout, err, sizeof err);
     if (rc) fprintf(stderr, "anima physskin eval: %s\n", err);
     tensor_runtime_shutdown();

@@ -37,7 +37,7 @@ int cmd_skelebones(int argc, char **argv) {
     uint64_t seed = 0;
     static const char *const inits[] = {"lbgvq", "random", NULL};
     const CmdArg args[] = {
-        {"--traj", CMD_ARG_STRING, &traj, "FILE", "trajectories HDF5: dataset 'positions' (F x N x 3), optional 'rest', 'faces'; or anima gs4d fit's trajectories.h5 as it is"},
+        {"--traj", CMD_ARG_STRING, &traj, "FILE|RUN", "trajectories HDF5 (or a gs4d run folder: RUN/trajectories.h5): dataset 'positions' (F x N x 3), optional 'rest', 'faces'; or anima gs4d fit's trajectories.h5 as it is"},
         {"--dataset", CMD_ARG_STRING, &dataset, "NAME", "the trajectories dataset in --traj (default positions)"},
         {"--meshes", CMD_ARG_STRING, &meshes, "DIR", "a folder of mesh frames (.obj .ply .off .stl, name order, one connectivity)"},
         {"--gt", CMD_ARG_STRING, &gt, "FILE", "the motion benchmark's gt.h5 (its true rig is reported for comparison)"},
@@ -88,6 +88,13 @@ int cmd_skelebones(int argc, char **argv) {
     for (int i = 0; i < argc && used < sizeof command; i++)
         used += (size_t)snprintf(command + used, sizeof command - used, " %s", argv[i]);
     char err[1024];
+    static char traj_file[4096];
+    if (traj && cmd_run_file(traj, (const char *const[]){"trajectories.h5", "gs4d/trajectories.h5", NULL}, traj_file,
+                             sizeof traj_file, err, sizeof err)) {
+        fprintf(stderr, NAME ": %s\n", err);
+        return 1;
+    }
+    if (traj) traj = traj_file;
     SbTraj t;
     int rc = traj ? sb_traj_read_h5(traj, dataset, &t, err, sizeof err)
              : gt ? sb_traj_read_gt(gt, &t, err, sizeof err)

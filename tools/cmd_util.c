@@ -29,6 +29,29 @@ int cmd_make_dirs(const char *dir) {
     return 0;
 }
 
+int cmd_run_file(const char *arg, const char *const *names, char *out, size_t outlen, char *err, size_t errlen) {
+    struct stat st;
+    if (stat(arg, &st) != 0 || !S_ISDIR(st.st_mode)) {
+        snprintf(out, outlen, "%s", arg);
+        return 0;
+    }
+    char looked[1024] = "";
+    size_t u = 0;
+    for (int i = 0; names[i]; i++) {
+        char p[4096];
+        snprintf(p, sizeof p, "%s/%s", arg, names[i]);
+        if (stat(p, &st) == 0 && S_ISREG(st.st_mode)) {
+            snprintf(out, outlen, "%s", p);
+            return 0;
+        }
+        u += (size_t)snprintf(looked + u, u < sizeof looked ? sizeof looked - u : 0, "%s%s", i ? (names[i + 1] ? ", " : " or ") : "",
+                              names[i]);
+        if (u >= sizeof looked) u = sizeof looked - 1;
+    }
+    snprintf(err, errlen, "%s is a folder without %s", arg, looked);
+    return -1;
+}
+
 void cmd_log_stderr(void *user, BaseLogLevel level, const char *msg) {
     (void)user, (void)level; /* every level: the messages carry their own "note:", "warning:" */
     fprintf(stderr, "%s\n", msg);
