@@ -702,12 +702,16 @@ GsRenderOut gs4d_render_set(const Gs4dModel *m, const GsGaussians *g, const DsCa
     DsCamera c = *cam;
     c.width *= k, c.height *= k, c.fx *= k, c.fy *= k, c.cx *= k, c.cy *= k;
     GsRenderOut r = gs_render_with(g, &c, bg, &ro);
-    int64_t h = cam->height, w = cam->width;
-    Tensor *blocks = tensor_reshape(r.image, 5, (int64_t[]){h, k, w, k, 3});
-    r.image = tensor_mean(blocks, 2, (int[]){1, 3}, false);
-    if (r.alpha) r.alpha = tensor_mean(tensor_reshape(r.alpha, 4, (int64_t[]){h, k, w, k}), 2, (int[]){1, 3}, false);
-    if (r.depth) r.depth = tensor_mean(tensor_reshape(r.depth, 4, (int64_t[]){h, k, w, k}), 2, (int[]){1, 3}, false);
-    r.packed = NULL; /* the k× op output has no camera-resolution counterpart */
+    /* the k × k box filter on the op's packed (hk, wk, 5) output, all five channels at once, as
+     * two sums over adjacent axes (no permuted copy, which a mean over axes 1 and 3 of
+     * (h, k, w, k, 5) needs: it cost more than the rasterizer's forward) */
+    int64_t h = cam->height, w = cam->width, C = r.packed->shape[2];
+    Tensor *p = tensor_sum(tensor_reshape(r.packed, 5, (int64_t[]){h, k, w, k, C}), 1, (int[]){3}, false);
+    p = tensor_mul_scalar(tensor_sum(p, 1, (int[]){1}, false), 1.0 / (double)(k * k)); /* (h, w, 5) */
+    r.packed = p;
+    r.image = tensor_narrow(p, 2, 0, 3); /* packed: r, g, b, alpha, depth (rasterize.h) */
+    r.alpha = tensor_squeeze(tensor_narrow(p, 2, 3, 1), 2);
+    r.depth = tensor_squeeze(tensor_narrow(p, 2, 4, 1), 2);
     return r;
 }
 

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "autograd/custom.h"
 #include "base/alloc.h"
 #include "nodes.h"
 
@@ -97,15 +98,217 @@ Tensor *gs4d_rbf_weights(Tensor *x, Tensor *p, Tensor *rho, Tensor *idx, int k) 
     return tensor_softmax(tensor_mul_scalar(tensor_mul(d2, inv), -0.5), 1);
 }
 
-Tensor *gs4d_node_blend(Tensor *w, Tensor *v, Tensor *idx, int k) {
+/* ---- the blends: tensor-op compositions, and fused CPU ops ----------------------------------------
+ * The compositions (gathers, products, sums) are correct on every device and differentiable to any
+ * order; on the CPU, f32/f64, the blends run as custom ops with one loop each way instead (in
+ * the gs4d node step the composition's gathers, broadcast products and their backward scatters
+ * cost more than the node MLP). A create_graph backward recomposes (as attention does). */
+
+static Tensor *node_blend_composed(Tensor *w, Tensor *v, Tensor *idx, int k) {
     return tensor_sum(tensor_mul(gathered(v, idx, k), tensor_unsqueeze(w, 2)), 1, (int[]){1}, false);
 }
 
-Tensor *gs4d_node_lbs(Tensor *x, Tensor *p, Tensor *R, Tensor *T, Tensor *w, Tensor *idx, int k) {
+static Tensor *node_lbs_composed(Tensor *x, Tensor *p, Tensor *R, Tensor *T, Tensor *w, Tensor *idx, int k) {
     Tensor *pk = gathered(p, idx, k);                                   /* (N, K, 3) */
     Tensor *local = tensor_sub(tensor_unsqueeze(x, 1), pk);             /* (N, K, 3) */
     Tensor *Rk = gathered(R, idx, k);                                   /* (N, K, 3, 3) */
     Tensor *rot = tensor_sum(tensor_mul(Rk, tensor_unsqueeze(local, 2)), 1, (int[]){3}, false); /* (N, K, 3) */
     Tensor *y = tensor_add(tensor_add(rot, pk), gathered(T, idx, k));
     return tensor_sum(tensor_mul(y, tensor_unsqueeze(w, 2)), 1, (int[]){1}, false);
+}
+
+/* whether the fused op runs: every float input f32 or f64 alike, on the CPU */
+static bool fused_ok(int n, Tensor *const *t) {
+    TensorDType dt = t[0]->dtype;
+    if (dt != TENSOR_F32 && dt != TENSOR_F64) return false;
+    for (int i = 0; i < n; i++)
+        if (tensor_device(t[i]) != TENSOR_CPU || t[i]->dtype != dt) return false;
+    return true;
+}
+
+typedef struct {
+    int k;
+} BlendCtx;
+
+static Tensor *zeros_as(const Tensor *t) { return tensor_zeros(t->ndim, t->shape, t->dtype); }
+
+/* blend: in = {w (N, K), v (M, D), idx (N·K)}; out (N, D) */
+#define BLEND_FWD(T)                                                                                 \
+    do {                                                                                             \
+        const T *W = tensor_data_ptr(w), *V = tensor_data_ptr(v);                                    \
+        T *O = tensor_data_ptr(out);                                                                 \
+        for (int64_t i = 0; i < N; i++)                                                              \
+            for (int64_t d = 0; d < D; d++) {                                                        \
+                double a = 0;                                                                        \
+                for (int q = 0; q < K; q++) a += (double)W[i * K + q] * V[ix[i * K + q] * D + d];    \
+                O[i * D + d] = (T)a;                                                                 \
+            }                                                                                        \
+    } while (0)
+
+static Tensor *blend_forward(void *ctx, int n, Tensor *const *in) {
+    (void)n;
+    int K = ((BlendCtx *)ctx)->k;
+    Tensor *w = tensor_contiguous(in[0]), *v = tensor_contiguous(in[1]);
+    const int64_t *ix = tensor_data_ptr(tensor_contiguous(in[2]));
+    int64_t N = w->shape[0], D = v->shape[1];
+    Tensor *out = tensor_empty(2, (int64_t[]){N, D}, v->dtype);
+    if (v->dtype == TENSOR_F32) BLEND_FWD(float);
+    else BLEND_FWD(double);
+    return out;
+}
+
+#define BLEND_BWD(T)                                                                                 \
+    do {                                                                                             \
+        const T *W = tensor_data_ptr(w), *V = tensor_data_ptr(v), *G = tensor_data_ptr(g);           \
+        T *GW = gw ? tensor_data_ptr(gw) : NULL, *GV = gv ? tensor_data_ptr(gv) : NULL;              \
+        for (int64_t i = 0; i < N; i++)                                                              \
+            for (int q = 0; q < K; q++) {                                                            \
+                int64_t j = ix[i * K + q];                                                           \
+                double a = 0;                                                                        \
+                for (int64_t d = 0; d < D; d++) {                                                    \
+                    a += (double)G[i * D + d] * V[j * D + d];                                        \
+                    if (GV) GV[j * D + d] += W[i * K + q] * G[i * D + d];                            \
+                }                                                                                    \
+                if (GW) GW[i * K + q] = (T)a;                                                        \
+            }                                                                                        \
+    } while (0)
+
+static void blend_backward(void *ctx, int n, Tensor *const *in, Tensor *out, Tensor *g, const bool *need, Tensor **gin) {
+    (void)n, (void)out;
+    int K = ((BlendCtx *)ctx)->k;
+    if (tensor_grad_enabled()) { /* create_graph */
+        Tensor *y = node_blend_composed(in[0], in[1], in[2], K);
+        Tensor *gr[3];
+        ag_grad(1, &y, &g, 3, in, gr, true);
+        for (int i = 0; i < 2; i++)
+            if (need[i]) gin[i] = gr[i] ? gr[i] : tensor_zeros_like(in[i]);
+        return;
+    }
+    Tensor *w = tensor_contiguous(in[0]), *v = tensor_contiguous(in[1]);
+    const int64_t *ix = tensor_data_ptr(tensor_contiguous(in[2]));
+    g = tensor_contiguous(g);
+    int64_t N = w->shape[0], D = v->shape[1];
+    Tensor *gw = need[0] ? tensor_empty(2, w->shape, w->dtype) : NULL, *gv = need[1] ? zeros_as(v) : NULL;
+    if (v->dtype == TENSOR_F32) BLEND_BWD(float);
+    else BLEND_BWD(double);
+    if (need[0]) gin[0] = gw;
+    if (need[1]) gin[1] = gv;
+}
+
+static const AgCustomOp blend_op = {"gs4d_node_blend", blend_forward, blend_backward};
+
+Tensor *gs4d_node_blend(Tensor *w, Tensor *v, Tensor *idx, int k) {
+    Tensor *fl[2] = {w, v};
+    if (!fused_ok(2, fl) || tensor_device(idx) != TENSOR_CPU || v->ndim != 2) return node_blend_composed(w, v, idx, k);
+    BlendCtx c = {k};
+    return ag_custom_apply(&blend_op, 3, (Tensor *[]){w, v, idx}, &c, sizeof c);
+}
+
+/* lbs: in = {x (N, 3), p (M, 3), R (M, 3, 3), T (M, 3), w (N, K), idx (N·K)}; out (N, 3):
+ *   y_i = Σ_q w_iq (R_j (x_i − p_j) + p_j + T_j), j = idx_iq
+ * backward, with g_i = ∂L/∂y_i:
+ *   ∂x_i = Σ_q w_iq R_jᵀ g_i,  ∂w_iq = g_i · (R_j (x_i − p_j) + p_j + T_j),
+ *   ∂R_j += w_iq g_i (x_i − p_j)ᵀ,  ∂p_j += w_iq (g_i − R_jᵀ g_i),  ∂T_j += w_iq g_i */
+#define LBS_FWD(T_)                                                                                  \
+    do {                                                                                             \
+        const T_ *X = tensor_data_ptr(x), *P = tensor_data_ptr(p), *Rm = tensor_data_ptr(R);         \
+        const T_ *Tt = tensor_data_ptr(T), *W = tensor_data_ptr(w);                                  \
+        T_ *O = tensor_data_ptr(out);                                                                \
+        for (int64_t i = 0; i < N; i++) {                                                            \
+            double y[3] = {0, 0, 0};                                                                 \
+            for (int q = 0; q < K; q++) {                                                            \
+                int64_t j = ix[i * K + q];                                                           \
+                double l[3], wq = W[i * K + q];                                                      \
+                for (int a = 0; a < 3; a++) l[a] = (double)X[i * 3 + a] - P[j * 3 + a];              \
+                for (int a = 0; a < 3; a++) {                                                        \
+                    const T_ *r = Rm + j * 9 + a * 3;                                                \
+                    y[a] += wq * (r[0] * l[0] + r[1] * l[1] + r[2] * l[2] + P[j * 3 + a] + Tt[j * 3 + a]); \
+                }                                                                                    \
+            }                                                                                        \
+            for (int a = 0; a < 3; a++) O[i * 3 + a] = (T_)y[a];                                     \
+        }                                                                                            \
+    } while (0)
+
+static Tensor *lbs_forward(void *ctx, int n, Tensor *const *in) {
+    (void)n;
+    int K = ((BlendCtx *)ctx)->k;
+    Tensor *x = tensor_contiguous(in[0]), *p = tensor_contiguous(in[1]), *R = tensor_contiguous(in[2]);
+    Tensor *T = tensor_contiguous(in[3]), *w = tensor_contiguous(in[4]);
+    const int64_t *ix = tensor_data_ptr(tensor_contiguous(in[5]));
+    int64_t N = x->shape[0];
+    Tensor *out = tensor_empty(2, (int64_t[]){N, 3}, x->dtype);
+    if (x->dtype == TENSOR_F32) LBS_FWD(float);
+    else LBS_FWD(double);
+    return out;
+}
+
+#define LBS_BWD(T_)                                                                                  \
+    do {                                                                                             \
+        const T_ *X = tensor_data_ptr(x), *P = tensor_data_ptr(p), *Rm = tensor_data_ptr(R);         \
+        const T_ *Tt = tensor_data_ptr(T), *W = tensor_data_ptr(w), *G = tensor_data_ptr(g);         \
+        T_ *GX = gx ? tensor_data_ptr(gx) : NULL, *GP = gp ? tensor_data_ptr(gp) : NULL;             \
+        T_ *GR = gR ? tensor_data_ptr(gR) : NULL, *GT = gT ? tensor_data_ptr(gT) : NULL;             \
+        T_ *GW = gw ? tensor_data_ptr(gw) : NULL;                                                    \
+        for (int64_t i = 0; i < N; i++) {                                                            \
+            const T_ *gi = G + i * 3;                                                                \
+            double dx[3] = {0, 0, 0};                                                                \
+            for (int q = 0; q < K; q++) {                                                            \
+                int64_t j = ix[i * K + q];                                                           \
+                const T_ *r = Rm + j * 9;                                                            \
+                double l[3], rtg[3], wq = W[i * K + q];                                              \
+                for (int a = 0; a < 3; a++) l[a] = (double)X[i * 3 + a] - P[j * 3 + a];              \
+                for (int a = 0; a < 3; a++) rtg[a] = r[a] * (double)gi[0] + r[3 + a] * (double)gi[1] + r[6 + a] * (double)gi[2]; \
+                if (GW) {                                                                            \
+                    double s = 0;                                                                    \
+                    for (int a = 0; a < 3; a++)                                                      \
+                        s += gi[a] * (r[a * 3] * l[0] + r[a * 3 + 1] * l[1] + r[a * 3 + 2] * l[2] + P[j * 3 + a] + Tt[j * 3 + a]); \
+                    GW[i * K + q] = (T_)s;                                                           \
+                }                                                                                    \
+                for (int a = 0; a < 3; a++) dx[a] += wq * rtg[a];                                    \
+                if (GR)                                                                              \
+                    for (int a = 0; a < 3; a++)                                                      \
+                        for (int b = 0; b < 3; b++) GR[j * 9 + a * 3 + b] += (T_)(wq * gi[a] * l[b]);  \
+                if (GP)                                                                              \
+                    for (int a = 0; a < 3; a++) GP[j * 3 + a] += (T_)(wq * (gi[a] - rtg[a]));        \
+                if (GT)                                                                              \
+                    for (int a = 0; a < 3; a++) GT[j * 3 + a] += (T_)(wq * gi[a]);                   \
+            }                                                                                        \
+            if (GX)                                                                                  \
+                for (int a = 0; a < 3; a++) GX[i * 3 + a] = (T_)dx[a];                               \
+        }                                                                                            \
+    } while (0)
+
+static void lbs_backward(void *ctx, int n, Tensor *const *in, Tensor *out, Tensor *g, const bool *need, Tensor **gin) {
+    (void)n, (void)out;
+    int K = ((BlendCtx *)ctx)->k;
+    if (tensor_grad_enabled()) { /* create_graph */
+        Tensor *y = node_lbs_composed(in[0], in[1], in[2], in[3], in[4], in[5], K);
+        Tensor *gr[6];
+        ag_grad(1, &y, &g, 6, in, gr, true);
+        for (int i = 0; i < 5; i++)
+            if (need[i]) gin[i] = gr[i] ? gr[i] : tensor_zeros_like(in[i]);
+        return;
+    }
+    Tensor *x = tensor_contiguous(in[0]), *p = tensor_contiguous(in[1]), *R = tensor_contiguous(in[2]);
+    Tensor *T = tensor_contiguous(in[3]), *w = tensor_contiguous(in[4]);
+    const int64_t *ix = tensor_data_ptr(tensor_contiguous(in[5]));
+    g = tensor_contiguous(g);
+    int64_t N = x->shape[0];
+    Tensor *gx = need[0] ? tensor_empty(2, x->shape, x->dtype) : NULL, *gp = need[1] ? zeros_as(p) : NULL;
+    Tensor *gR = need[2] ? zeros_as(R) : NULL, *gT = need[3] ? zeros_as(T) : NULL;
+    Tensor *gw = need[4] ? tensor_empty(2, w->shape, w->dtype) : NULL;
+    if (x->dtype == TENSOR_F32) LBS_BWD(float);
+    else LBS_BWD(double);
+    Tensor *gs[5] = {gx, gp, gR, gT, gw};
+    for (int i = 0; i < 5; i++)
+        if (need[i]) gin[i] = gs[i];
+}
+
+static const AgCustomOp lbs_op = {"gs4d_node_lbs", lbs_forward, lbs_backward};
+
+Tensor *gs4d_node_lbs(Tensor *x, Tensor *p, Tensor *R, Tensor *T, Tensor *w, Tensor *idx, int k) {
+    Tensor *fl[5] = {x, p, R, T, w};
+    if (!fused_ok(5, fl) || tensor_device(idx) != TENSOR_CPU) return node_lbs_composed(x, p, R, T, w, idx, k);
+    BlendCtx c = {k};
+    return ag_custom_apply(&lbs_op, 6, (Tensor *[]){x, p, R, T, w, idx}, &c, sizeof c);
 }
