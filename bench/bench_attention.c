@@ -40,18 +40,24 @@ void bench_attention_cases(int argc, char **argv, bool (*wanted)(int, char **, c
     const int64_t Ts[2] = {1024, 4096};
     for (int ti = 0; ti < 2; ti++) {
         int64_t T = Ts[ti];
+        bool run[4] = {false}, any = false;
+        char names[4][64];
+        for (int mode = 0; mode < 4; mode++) {
+            snprintf(names[mode], sizeof names[mode], "attn_%s_%s_%lld", mode & 1 ? "tiled" : "naive",
+                     mode >> 1 ? "fwdbwd" : "fwd", (long long)T);
+            bool named = false;
+            for (int i = 1; i < argc; i++) named |= !strcmp(argv[i], names[mode]);
+            /* the big ones only on request */
+            run[mode] = (T <= 1024 || named) && wanted(argc, argv, names[mode]);
+            any |= run[mode];
+        }
+        if (!any) continue; /* no inputs allocated: they would count in another case's peak RSS */
         AttnBenchCtx c = {leaf(B, T, C), leaf(B, T, C), leaf(B, T, C),
                           tensor_randn(TENSOR_SHAPE(B, T, C), TENSOR_F32), (int)H, false, false};
         for (int mode = 0; mode < 4; mode++) {
+            if (!run[mode]) continue;
             c.tiled = mode & 1, c.backward = mode >> 1;
-            char name[64];
-            snprintf(name, sizeof name, "attn_%s_%s_%lld", c.tiled ? "tiled" : "naive", c.backward ? "fwdbwd" : "fwd",
-                     (long long)T);
-            bool named = false;
-            for (int i = 1; i < argc; i++) named |= !strcmp(argv[i], name);
-            if (T > 1024 && !named) continue; /* the big ones only on request */
-            if (!wanted(argc, argv, name)) continue;
-            run_case(name, step_attention, &c);
+            run_case(names[mode], step_attention, &c);
         }
     }
 }
