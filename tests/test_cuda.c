@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "nn/gru.h"
 #include "nn/modules.h"
 #include "tensor/backend.h"
 #include "tests/test.h"
@@ -546,6 +547,35 @@ static Tensor *f_small3(Tensor *const *in, const void *ctx) {
     int c = *(const int *)ctx;
     Tensor *x = tensor_transpose(in[0], -1, -2);
     return c ? tensor_inv3(x) : tensor_det3(x);
+}
+
+/* ---- the GRU's fused layer (nn/gru.c: gate kernels gru_step, gru_step_backward) --------------- */
+
+/* in: x (B, T, I), h0 (1, B, H), W_ih, W_hh[, b_ih, b_hh]: one layer; out and h_n side by side */
+static Tensor *f_gru(Tensor *const *in, const void *ctx) {
+    int n = *(const int *)ctx;
+    NnGru g = {.layers = 1, .in = in[0]->shape[2], .hidden = in[1]->shape[2]};
+    g.layer[0] = (NnGruCell){.in = g.in, .hidden = g.hidden, .weight_ih = in[2], .weight_hh = in[3],
+                             .bias_ih = n > 4 ? in[4] : NULL, .bias_hh = n > 4 ? in[5] : NULL};
+    Tensor *hn;
+    Tensor *out = nn_gru_forward(&g, in[0], in[1], &hn);
+    return tensor_cat(2, (Tensor *[]){tensor_flatten(out, 0, -1), tensor_flatten(hn, 0, -1)}, 0);
+}
+
+TEST(cuda_gru_fused_layer) {
+    const TensorBackend *be = need_device();
+    CHECK_MSG(be->gru_step && be->gru_step_backward, "the %s backend lacks the GRU gate kernels", be->name);
+    for (int t = 0; t < 2; t++) {
+        TensorDType dt = FLOATS[t];
+        int64_t B = 5, T = 6, I = 7, H = 33;
+        Tensor *in[6] = {rn(dt, TENSOR_SHAPE(B, T, I)), tensor_mul_scalar(rn(dt, TENSOR_SHAPE(1, B, H)), 0.5),
+                         tensor_mul_scalar(rn(dt, TENSOR_SHAPE(3 * H, I)), 0.4),
+                         tensor_mul_scalar(rn(dt, TENSOR_SHAPE(3 * H, H)), 0.3), rn(dt, TENSOR_SHAPE(3 * H)),
+                         rn(dt, TENSOR_SHAPE(3 * H))};
+        int six = 6, four = 4;
+        parity("gru layer, biases", f_gru, &six, 6, in, 63);
+        parity("gru layer, no biases", f_gru, &four, 4, in, 15);
+    }
 }
 
 TEST(cuda_det3_inv3) {

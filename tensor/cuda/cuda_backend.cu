@@ -58,6 +58,8 @@ extern "C" const TensorBackend *tensor_backend_cuda(void) {
         t.inv3 = cu_inv3;
         t.attention = cu_attention;
         t.attention_backward = cu_attention_backward;
+        t.gru_step = cu_gru_step;
+        t.gru_step_backward = cu_gru_step_backward;
         t.optim_sgd = cu_optim_sgd;
         t.optim_adam = cu_optim_adam;
         t.gram = cu_gram;

@@ -93,6 +93,8 @@ void cu_inv3(Tensor *out, const Tensor *x, int64_t n);
 /* fused kernels of nn/ and optim/ (cuda_attention.cu, cuda_optim.cu) */
 void cu_attention(const TensorAttentionArgs *a);
 void cu_attention_backward(const TensorAttentionArgs *a);
+void cu_gru_step(const TensorGruArgs *a);
+void cu_gru_step_backward(const TensorGruArgs *a);
 void cu_optim_sgd(TensorDType dt, int64_t n, void *w, const void *g, void *buf, double lr, double mu, bool nesterov,
                   double wd);
 void cu_optim_adam(TensorDType dt, int64_t n, void *w, const void *g, void *m, void *v, double b1, double b2,
