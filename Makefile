@@ -48,7 +48,7 @@ TEST_SRC := $(wildcard tests/*.c)
 # bench/bench_sim.c is a program of its own (bench/run_sim.sh), not one of anima-bench's cases
 BENCH_SRC := $(filter-out bench/bench_sim.c bench/bench_rig.c,$(wildcard bench/*.c))
 
-.PHONY: all test demo bench bench-skeleton valgrind clean deps test-cuda bench-cuda install uninstall shared FORCE test-cuda-emu test-cuda-emu-tsan
+.PHONY: all test demo demo-gaussianimate bench bench-skeleton valgrind clean deps test-cuda bench-cuda install uninstall shared FORCE test-cuda-emu test-cuda-emu-tsan
 all: $(BUILD)/libanima.a anima
 
 $(BUILD)/libanima.a: $(LIB_OBJ)
@@ -159,6 +159,16 @@ test: deps web-deps
 demo: deps
 	@$(MAKE) --no-print-directory all
 	./anima demo
+
+# the GaussiAnimate chain from video on a small benchmark it makes itself (a procedural
+# quadruped's 120-frame repertoire seen by 12 cameras at 64 px): anima gaussianimate with
+# configs/gs4d-demo.json, ~3 CPU-min; a rerun resumes; it ends with where the video is
+DEMO_GZ := runs/demo-gaussianimate
+demo-gaussianimate: deps
+	@$(MAKE) --no-print-directory all
+	@[ -f $(DEMO_GZ)/bench/transforms_train.json ] || ./anima dataset motion --category quadruped --out $(DEMO_GZ)/bench \
+	  --motion repertoire --frames 120 --heldout-frames 24 --views 12 --size 64 --grid 64
+	./anima gaussianimate --data $(DEMO_GZ)/bench --out $(DEMO_GZ)/run --config configs/gs4d-demo.json --bones 16
 
 bench: deps
 	@$(MAKE) --no-print-directory $(BUILD)/anima-bench $(BUILD)/anima-bench-sim $(BUILD)/anima-bench-rig

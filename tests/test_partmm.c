@@ -3,9 +3,11 @@
  * whole synthesis: a query equal to a database window returns that window's transforms (with and
  * without the pyramid, one part or several), and a rigidly moved copy of a window returns the
  * window's transforms moved the same way (which needs the alignment). */
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "datasets/mesh/gaussian_ply.h"
 #include "datasets/render/video.h"
@@ -718,6 +720,69 @@ TEST(partmm_animate_fits_the_appearance) {
     struct stat wst;
     snprintf(wp, sizeof wp, "%s/w/canonical.ply", dir);
     CHECK(stat(wp, &wst) == 0 && S_ISDIR(wst.st_mode));
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd) != 0) {
+        /* a leftover /tmp folder */
+    }
+}
+
+/* ---- anima gaussianimate: the whole chain, resumed and interrupted ----------------------------- */
+
+/* On the tiny benchmark: every stage's output (the fit, its evaluation, the rig, the scored
+ * animation, the glTF) and the summary's figures; a rerun keeps every stage; --from animate redoes
+ * animate and export only; SIGINT during the gs4d stage exits 130 with the fit's checkpoint kept,
+ * and the same command then resumes and finishes. */
+TEST(gaussianimate_chain_resumes) {
+    char dir[] = "/tmp/anima-gz-XXXXXX", out[65536], cmd[12288];
+    CHECK(mkdtemp(dir) != NULL);
+    int rc = tiny_bench(dir, 32, out, sizeof out);
+    CHECK_MSG(rc == 0, "rc %d: %s", rc, out);
+    const char *fast = "--config configs/gs4d-tiny.json --set train.iters=100 --set train.warmup=30 --set train.ckpt_every=50 "
+                       "--bones 8 --rig-args '--iters 5 --ik-steps 20 --ik-points 100' "
+                       "--animate-args '--set ik.method=fit --no-ply --set regress.steps=50' --no-progress";
+    snprintf(cmd, sizeof cmd, "OMP_NUM_THREADS=2 %s gaussianimate --data %s/b --out %s/run %s 2>&1", test_anima_bin(), dir, dir, fast);
+    rc = test_run_capture(cmd, out, sizeof out);
+    CHECK_MSG(rc == 0, "rc %d: %s", rc, out);
+    char run[128];
+    snprintf(run, sizeof run, "%s/run", dir);
+    const char *files[] = {"gs4d/trajectories.h5", "gs4d/canonical.ply", "logs/eval.txt", "rig/rig.h5", "anim/animation.h5",
+                           "anim/eval.json", "character.glb"};
+    for (int k = 0; k < 7; k++) CHECK_MSG(file_nonempty(run, files[k]), "no %s", files[k]);
+    CHECK_MSG(strstr(out, "[5/5] export") && strstr(out, "held-out PSNR") && strstr(out, "animate: partmm  RMSE") &&
+              strstr(out, "joints against the true rig"), "%s", out);
+    snprintf(cmd, sizeof cmd, "OMP_NUM_THREADS=2 %s gaussianimate --data %s/b --out %s/run %s 2>&1", test_anima_bin(), dir, dir, fast);
+    rc = test_run_capture(cmd, out, sizeof out);
+    CHECK_MSG(rc == 0 && strstr(out, "[1/5] gs4d: done earlier, kept") && strstr(out, "[5/5] export: done earlier, kept"),
+              "rc %d: %s", rc, out);
+    snprintf(cmd, sizeof cmd, "OMP_NUM_THREADS=2 %s gaussianimate --data %s/b --out %s/run %s --from animate 2>&1", test_anima_bin(),
+             dir, dir, fast);
+    rc = test_run_capture(cmd, out, sizeof out);
+    CHECK_MSG(rc == 0 && strstr(out, "[3/5] rig: done earlier, kept") && strstr(out, "[4/5] animate: anima animate") &&
+              file_nonempty(run, "anim/eval.json"), "rc %d: %s", rc, out);
+    /* interrupted in the fit: a long fit, SIGINT once its log has a line past the first checkpoint
+     * (run from the benchmark's folder: the program and the config by absolute path) */
+    char bin[PATH_MAX], root[PATH_MAX];
+    CHECK(realpath(test_anima_bin(), bin) != NULL && getcwd(root, sizeof root) != NULL);
+    snprintf(cmd, sizeof cmd,
+             "cd %s && (OMP_NUM_THREADS=2 %s gaussianimate --data b --out run2 --config %s/configs/gs4d-tiny.json "
+             "--set train.iters=100000 --set train.warmup=30 --set train.ckpt_every=50 --set train.log_every=10 --no-progress "
+             "> int.log 2>&1 & pid=$!; for i in $(seq 600); do [ -f run2/gs4d/ckpt.h5 ] && grep -q '\"step\":120' "
+             "run2/gs4d/metrics.jsonl 2>/dev/null && break; sleep 0.1; done; kill -INT $pid; wait $pid; echo \"exit $?\") 2>&1; "
+             "tail -3 int.log",
+             dir, bin, root);
+    rc = test_run_capture(cmd, out, sizeof out);
+    CHECK_MSG(strstr(out, "exit 130") && strstr(out, "interrupted in stage gs4d"), "%s", out);
+    char run2[128];
+    snprintf(run2, sizeof run2, "%s/run2", dir);
+    CHECK_MSG(file_nonempty(run2, "gs4d/ckpt.h5") && !file_nonempty(run2, "gs4d/trajectories.h5"), "%s", out);
+    /* the same command, shorter: it resumes the fit from its checkpoint (the iteration count is
+     * the config's, so a shorter one finishes at once) and runs the rest */
+    snprintf(cmd, sizeof cmd, "cd %s && OMP_NUM_THREADS=2 %s gaussianimate --data b --out run2 --config %s/configs/gs4d-tiny.json "
+             "--set train.iters=100 --set train.warmup=30 --set train.ckpt_every=50 --bones 8 --rig-args '--iters 5 --ik-steps 20 "
+             "--ik-points 100' --animate-args '--set ik.method=fit --no-ply --set regress.steps=50' --no-progress 2>&1",
+             dir, bin, root);
+    rc = test_run_capture(cmd, out, sizeof out);
+    CHECK_MSG(rc == 0 && file_nonempty(run2, "character.glb"), "rc %d: %s", rc, out);
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     if (system(cmd) != 0) {
         /* a leftover /tmp folder */

@@ -20,6 +20,7 @@ static const AnimaCommand commands[] = {
     {"physskin", "neural skinning fields (PhysSkin++): train, skin, eval", cmd_physskin},
     {"view", "web viewer: [RUN|FILE] meshes, weights, Gaussians, frames; --scene X.json: a live sim to drag", cmd_view},
     {"skelebones", "skinning decomposition of trajectories (LBG-VQ + SSDR): --traj|--meshes|--gt --out DIR", cmd_skelebones},
+    {"gaussianimate", "video -> deformable Gaussians -> rig -> PartMM animation -> glTF in one run: --data DIR --out RUN (resumes)", cmd_gaussianimate},
     {"animate", "novel-pose animation of a Skelebones rig by PartMM: --rig RIG --motion heldout --out DIR [--eval]", cmd_animate},
 };
 

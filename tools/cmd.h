@@ -37,6 +37,8 @@ int cmd_view(int argc, char **argv);
 int cmd_skelebones(int argc, char **argv);
 /* `anima animate` (tools/cmd_animate.c) */
 int cmd_animate(int argc, char **argv);
+/* `anima gaussianimate` (tools/cmd_gaussianimate.c): the chain from video to an animated character */
+int cmd_gaussianimate(int argc, char **argv);
 
 /* mkdir -p: creates dir and its missing parents (0777 before umask). 0, or -1 with errno set
  * (ENAMETOOLONG for a path of 4096 bytes or more). */
