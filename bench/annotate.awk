@@ -13,7 +13,7 @@ function find(kind, name,   i) {
 FNR == NR { if ($0 !~ /^#/ && NF >= 3) { nt++; tk[nt] = $1; tc[nt] = $2; tv[nt] = $3 } next }
 {
     i = find($1, $2)
-    if (!i || $0 ~ /target/) { print; next }
+    if (!i || $0 ~ /target/ || ($3 != "nan" && $3 !~ /^[0-9.eE+-]+$/ && $1 != "mem")) { print; next } # table headers
     if ($1 == "loaded") {
         split(tv[i], t, ",")
         if ($5 == "nan") { print $0 "  target <= " t[1] " and <= " t[2] "x 1 thread: no figure"; next }
