@@ -91,7 +91,7 @@ static Tensor *gathered(Tensor *v, Tensor *idx, int k) {
     return tensor_reshape(tensor_index_select(v, 0, idx), v->ndim + 1, shape);
 }
 
-Tensor *gs4d_rbf_weights(Tensor *x, Tensor *p, Tensor *rho, Tensor *idx, int k) {
+static Tensor *rbf_weights_composed(Tensor *x, Tensor *p, Tensor *rho, Tensor *idx, int k) {
     Tensor *d = tensor_sub(tensor_unsqueeze(x, 1), gathered(p, idx, k));     /* (N, K, 3) */
     Tensor *d2 = tensor_sum(tensor_mul(d, d), 1, (int[]){2}, false);         /* (N, K) */
     Tensor *inv = tensor_exp(tensor_mul_scalar(tensor_squeeze(gathered(rho, idx, k), 2), -2)); /* 1 / r² */
@@ -311,4 +311,100 @@ Tensor *gs4d_node_lbs(Tensor *x, Tensor *p, Tensor *R, Tensor *T, Tensor *w, Ten
     if (!fused_ok(5, fl) || tensor_device(idx) != TENSOR_CPU) return node_lbs_composed(x, p, R, T, w, idx, k);
     BlendCtx c = {k};
     return ag_custom_apply(&lbs_op, 6, (Tensor *[]){x, p, R, T, w, idx}, &c, sizeof c);
+}
+
+/* rbf: in = {x (N, 3), p (M, 3), rho (M, 1), idx (N·K)}; out w (N, K):
+ *   l_iq = −½ ‖x_i − p_j‖² e^{−2ρ_j},  w_i = softmax_q(l_i),  j = idx_iq
+ * backward, with γ_iq = ∂L/∂w_iq: ∂l_iq = w_iq (γ_iq − Σ_r w_ir γ_ir), then
+ *   ∂x_i = −Σ_q ∂l_iq e^{−2ρ_j} (x_i − p_j),  ∂p_j += ∂l_iq e^{−2ρ_j} (x_i − p_j),
+ *   ∂ρ_j += ∂l_iq ‖x_i − p_j‖² e^{−2ρ_j} */
+#define RBF_FWD(T_)                                                                                  \
+    do {                                                                                             \
+        const T_ *X = tensor_data_ptr(x), *P = tensor_data_ptr(p), *Rh = tensor_data_ptr(rho);       \
+        T_ *O = tensor_data_ptr(out);                                                                \
+        for (int64_t i = 0; i < N; i++) {                                                            \
+            double l[64], mx = -INFINITY, sum = 0;                                                   \
+            for (int q = 0; q < K; q++) {                                                            \
+                int64_t j = ix[i * K + q];                                                           \
+                double d2 = 0;                                                                       \
+                for (int a = 0; a < 3; a++) {                                                        \
+                    double e = (double)X[i * 3 + a] - P[j * 3 + a];                                  \
+                    d2 += e * e;                                                                     \
+                }                                                                                    \
+                l[q] = -0.5 * d2 * exp(-2.0 * Rh[j]);                                                \
+                mx = l[q] > mx ? l[q] : mx;                                                          \
+            }                                                                                        \
+            for (int q = 0; q < K; q++) sum += (l[q] = exp(l[q] - mx));                              \
+            for (int q = 0; q < K; q++) O[i * K + q] = (T_)(l[q] / sum);                             \
+        }                                                                                            \
+    } while (0)
+
+static Tensor *rbf_forward(void *ctx, int n, Tensor *const *in) {
+    (void)n;
+    int K = ((BlendCtx *)ctx)->k;
+    Tensor *x = tensor_contiguous(in[0]), *p = tensor_contiguous(in[1]), *rho = tensor_contiguous(in[2]);
+    const int64_t *ix = tensor_data_ptr(tensor_contiguous(in[3]));
+    int64_t N = x->shape[0];
+    Tensor *out = tensor_empty(2, (int64_t[]){N, K}, x->dtype);
+    if (x->dtype == TENSOR_F32) RBF_FWD(float);
+    else RBF_FWD(double);
+    return out;
+}
+
+#define RBF_BWD(T_)                                                                                  \
+    do {                                                                                             \
+        const T_ *X = tensor_data_ptr(x), *P = tensor_data_ptr(p), *Rh = tensor_data_ptr(rho);       \
+        const T_ *W = tensor_data_ptr(w), *G = tensor_data_ptr(g);                                   \
+        T_ *GX = gx ? tensor_data_ptr(gx) : NULL, *GP = gp ? tensor_data_ptr(gp) : NULL;             \
+        T_ *GR = gr ? tensor_data_ptr(gr) : NULL;                                                    \
+        for (int64_t i = 0; i < N; i++) {                                                            \
+            double s = 0, dx[3] = {0, 0, 0};                                                         \
+            for (int q = 0; q < K; q++) s += (double)W[i * K + q] * G[i * K + q];                    \
+            for (int q = 0; q < K; q++) {                                                            \
+                int64_t j = ix[i * K + q];                                                           \
+                double dl = (double)W[i * K + q] * ((double)G[i * K + q] - s), inv = exp(-2.0 * Rh[j]), e[3], d2 = 0; \
+                for (int a = 0; a < 3; a++) e[a] = (double)X[i * 3 + a] - P[j * 3 + a], d2 += e[a] * e[a];      \
+                for (int a = 0; a < 3; a++) dx[a] -= dl * inv * e[a];                                \
+                if (GP)                                                                              \
+                    for (int a = 0; a < 3; a++) GP[j * 3 + a] += (T_)(dl * inv * e[a]);              \
+                if (GR) GR[j] += (T_)(dl * d2 * inv);                                                \
+            }                                                                                        \
+            if (GX)                                                                                  \
+                for (int a = 0; a < 3; a++) GX[i * 3 + a] = (T_)dx[a];                               \
+        }                                                                                            \
+    } while (0)
+
+static void rbf_backward(void *ctx, int n, Tensor *const *in, Tensor *out, Tensor *g, const bool *need, Tensor **gin) {
+    (void)n;
+    int K = ((BlendCtx *)ctx)->k;
+    if (tensor_grad_enabled()) { /* create_graph */
+        Tensor *y = rbf_weights_composed(in[0], in[1], in[2], in[3], K);
+        Tensor *grs[4];
+        ag_grad(1, &y, &g, 4, in, grs, true);
+        for (int i = 0; i < 3; i++)
+            if (need[i]) gin[i] = grs[i] ? grs[i] : tensor_zeros_like(in[i]);
+        return;
+    }
+    Tensor *x = tensor_contiguous(in[0]), *p = tensor_contiguous(in[1]), *rho = tensor_contiguous(in[2]);
+    const int64_t *ix = tensor_data_ptr(tensor_contiguous(in[3]));
+    Tensor *w = tensor_contiguous(out);
+    g = tensor_contiguous(g);
+    int64_t N = x->shape[0];
+    Tensor *gx = need[0] ? tensor_empty(2, x->shape, x->dtype) : NULL, *gp = need[1] ? zeros_as(p) : NULL;
+    Tensor *gr = need[2] ? zeros_as(rho) : NULL;
+    if (x->dtype == TENSOR_F32) RBF_BWD(float);
+    else RBF_BWD(double);
+    if (need[0]) gin[0] = gx;
+    if (need[1]) gin[1] = gp;
+    if (need[2]) gin[2] = gr;
+}
+
+static const AgCustomOp rbf_op = {"gs4d_rbf_weights", rbf_forward, rbf_backward};
+
+Tensor *gs4d_rbf_weights(Tensor *x, Tensor *p, Tensor *rho, Tensor *idx, int k) {
+    Tensor *fl[3] = {x, p, rho};
+    if (k > 64 || !fused_ok(3, fl) || tensor_device(idx) != TENSOR_CPU || rho->ndim != 2 || rho->shape[1] != 1)
+        return rbf_weights_composed(x, p, rho, idx, k);
+    BlendCtx c = {k};
+    return ag_custom_apply(&rbf_op, 4, (Tensor *[]){x, p, rho, idx}, &c, sizeof c);
 }

@@ -11,10 +11,10 @@
  * its rotation (anisotropic Gaussians) by the blended node quaternion, q_i(t) = (Σ_k w_ik q̂_k) ⊗ q_i
  * (the rasterizer normalizes), and any other head (Δs, Δc, Δo) by the same weights, Σ_k w_ik Δ_k.
  * Every piece is made of differentiable tensor ops (index_select, softmax, products), so the
- * backward and the CUDA path are the ops' own; on the CPU the two blends (gs4d_node_blend,
- * gs4d_node_lbs) run as fused custom ops instead, one loop forward and one backward (their
- * gathers, broadcast products and scatters cost more than the node MLP; a create_graph backward
- * recomposes them). tests/test_gs4d_nodes.c gradchecks them in f64, and tests/cuemu/paths.sh
+ * backward and the CUDA path are the ops' own; on the CPU the weights and the two blends
+ * (gs4d_rbf_weights, gs4d_node_blend, gs4d_node_lbs) run as fused custom ops instead, one loop
+ * forward and one backward (their gathers, broadcast products and scatters cost more than the
+ * node MLP; a create_graph backward recomposes them). tests/test_gs4d_nodes.c gradchecks them in f64, and tests/cuemu/paths.sh
  * compares the CUDA path (the compositions) with the CPU's under the emulator. */
 #ifndef ANIMA_MODELS_GS4D_NODES_H
 #define ANIMA_MODELS_GS4D_NODES_H
