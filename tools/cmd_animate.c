@@ -36,6 +36,7 @@
 #include "models/partmm/regress.h"
 #include "models/skelebones/cluster.h"
 #include "models/partmm/rig.h"
+#include "models/partmm/tie.h"
 #include "tools/cmd.h"
 #include "tools/cmd_args.h"
 #include "tools/cmd_animate_phys.h"
@@ -266,101 +267,6 @@ static int write_anim_h5(const char *path, int F, int B, int J, const float *tb,
     ok = ok && base_h5_attr_str(f, "motion", motion) == 0 && base_h5_attr_str(f, "rig", rig) == 0;
     ok = ok && base_h5_attr_i64(f, "frames", F) == 0 && base_h5_attr_i64(f, "bones", B) == 0;
     return base_h5_save_end(f, tmp, path, ok, "animation", err, errlen);
-}
-
-/* Canonical Gaussians of a gs4d run (--gaussians RUN/canonical.ply) for a rig made from that
- * run's trajectories (anima skelebones --traj RUN/trajectories.h5): the rig's rest points are the
- * Gaussians' canonical means, in gs4d's canonical space, not the benchmark's rest mesh. Each
- * Gaussian is tied to the ground-truth surface through the training motion alone: its anchor is
- * the benchmark vertex nearest to its trajectory (the rig's own reconstruction of the training
- * frames: Σ_f ‖x_i(f) − v(f)‖², every 4th frame), its offset from the anchor is carried back to the
- * anchor's rest frame by the ground-truth skinning matrix L_a(f) = Σ_b w_ab T_b(f) (3 × 3 part) and
- * averaged over the frames. Its ground-truth position in any frame t of a benchmark motion m is
- * then v_a(t) + L_a(t) δ_i: the targets of the IK and of the RMSE. Needs the rig's frames to be
- * the benchmark's training frames (F of them, all the rig has, whatever --motion val keeps). */
-typedef struct {
-    int32_t *anchor; /* n */
-    float *offset;   /* n × 3, in the anchor's rest frame */
-} GsTie;
-
-static void gt_linear(const DsMotionGt *g, int t, int64_t v, double L[9]) {
-    for (int k = 0; k < 9; k++) L[k] = 0;
-    for (int b = 0; b < g->nbones; b++) {
-        double w = g->weights[v * g->nbones + b];
-        if (w == 0) continue;
-        const float *T = g->bone_transforms + ((int64_t)t * g->nbones + b) * 16;
-        for (int r = 0; r < 3; r++)
-            for (int c = 0; c < 3; c++) L[r * 3 + c] += w * T[r * 4 + c];
-    }
-}
-
-static int inv3(const double A[9], double X[9]) {
-    double d = A[0] * (A[4] * A[8] - A[5] * A[7]) - A[1] * (A[3] * A[8] - A[5] * A[6]) + A[2] * (A[3] * A[7] - A[4] * A[6]);
-    if (!(fabs(d) > 1e-12)) return -1;
-    X[0] = (A[4] * A[8] - A[5] * A[7]) / d, X[1] = (A[2] * A[7] - A[1] * A[8]) / d, X[2] = (A[1] * A[5] - A[2] * A[4]) / d;
-    X[3] = (A[5] * A[6] - A[3] * A[8]) / d, X[4] = (A[0] * A[8] - A[2] * A[6]) / d, X[5] = (A[2] * A[3] - A[0] * A[5]) / d;
-    X[6] = (A[3] * A[7] - A[4] * A[6]) / d, X[7] = (A[1] * A[6] - A[0] * A[7]) / d, X[8] = (A[0] * A[4] - A[1] * A[3]) / d;
-    return 0;
-}
-
-static int gs_tie(const PmRig *rig, int F, const DsMotionGt *train, GsTie *tie, char *err, size_t errlen) {
-    int64_t n = rig->n, nv = train->nv;
-    if (F != train->nframes)
-        return base_errf(err, errlen, "the rig has %d frames, the benchmark's training motion %d: --gaussians needs a rig made from a run on that motion", F, train->nframes);
-    float *own = malloc(sizeof(float) * F * n * 3);
-    tie->anchor = malloc(sizeof(int32_t) * n), tie->offset = malloc(sizeof(float) * n * 3);
-    if (!own || !tie->anchor || !tie->offset) {
-        free(own);
-        return base_errf(err, errlen, "out of memory");
-    }
-    for (int t = 0; t < F; t++) pm_lbs(n, rig->B, rig->points, rig->weights, rig->tb + (int64_t)t * rig->B * 12, own + (int64_t)t * n * 3);
-    int bad = 0;
-#pragma omp parallel for schedule(dynamic, 16)
-    for (int64_t i = 0; i < n; i++) {
-        double best = INFINITY;
-        int32_t a = 0;
-        for (int64_t v = 0; v < nv; v++) {
-            double d = 0;
-            for (int t = 0; t < F && d < best; t += 4)
-                for (int k = 0; k < 3; k++) {
-                    double e = own[((int64_t)t * n + i) * 3 + k] - train->vertices[((int64_t)t * nv + v) * 3 + k];
-                    d += e * e;
-                }
-            if (d < best) best = d, a = (int32_t)v;
-        }
-        tie->anchor[i] = a;
-        double acc[3] = {0};
-        int m = 0;
-        for (int t = 0; t < F; t++) {
-            double L[9], X[9], e[3];
-            gt_linear(train, t, a, L);
-            if (inv3(L, X)) continue;
-            for (int k = 0; k < 3; k++) e[k] = own[((int64_t)t * n + i) * 3 + k] - train->vertices[((int64_t)t * nv + a) * 3 + k];
-            for (int k = 0; k < 3; k++) acc[k] += X[k * 3] * e[0] + X[k * 3 + 1] * e[1] + X[k * 3 + 2] * e[2];
-            m++;
-        }
-        if (!m) {
-#pragma omp atomic write
-            bad = 1;
-        }
-        for (int k = 0; k < 3; k++) tie->offset[i * 3 + k] = m ? (float)(acc[k] / m) : 0;
-    }
-    free(own);
-    return bad ? base_errf(err, errlen, "a ground-truth skinning matrix is singular") : 0;
-}
-
-/* The tied Gaussians' ground-truth positions in frames [t0, t0 + Q) of motion g → out Q × n × 3 */
-static void gs_targets(const GsTie *tie, int64_t n, const DsMotionGt *g, int t0, int Q, float *out) {
-#pragma omp parallel for schedule(static)
-    for (int t = 0; t < Q; t++)
-        for (int64_t i = 0; i < n; i++) {
-            double L[9];
-            int64_t a = tie->anchor[i];
-            gt_linear(g, t0 + t, a, L);
-            const float *o = tie->offset + i * 3, *v = g->vertices + ((int64_t)(t0 + t) * g->nv + a) * 3;
-            for (int k = 0; k < 3; k++)
-                out[((int64_t)t * n + i) * 3 + k] = (float)(v[k] + L[k * 3] * o[0] + L[k * 3 + 1] * o[1] + L[k * 3 + 2] * o[2]);
-        }
 }
 
 /* The pose of F frames of the rig's points (the query, and the database's keys: one estimator) */
@@ -758,7 +664,7 @@ int cmd_animate(int argc, char **argv) {
     Canon canon = {0};
     AppearanceInfo ainfo = {0, NAN, NAN, NAN, 0};
     DsGaussians gply = {0};
-    GsTie tie = {0};
+    PmGaussianTie tie = {0};
     float *targets = NULL, *c_scale = NULL, *c_logit = NULL, *c_col = NULL;
     char path[4600], held_dir[4200];
     snprintf(path, sizeof path, "%s/gt.h5", bench_dir);
@@ -817,14 +723,14 @@ int cmd_animate(int argc, char **argv) {
             snprintf(err, sizeof err, "%s: the means are not the rig's rest points (off by %g): a rig made from the same run's trajectories is needed", gaussians, md);
             goto fail;
         }
-        if (gs_tie(&rig, rig_frames_all, &train, &tie, err, sizeof err)) goto fail;
+        if (pm_gaussian_tie(&rig, rig_frames_all, &train, &tie, err, sizeof err)) goto fail;
         const DsMotionGt *m = is_train || is_val ? &train : &held;
         targets = malloc(sizeof(float) * Q * rig.n * 3);
         if (!targets) {
             snprintf(err, sizeof err, "out of memory");
             goto fail;
         }
-        gs_targets(&tie, rig.n, m, own0, Q, targets);
+        pm_gaussian_targets(&tie, rig.n, m, own0, Q, targets);
         observed = truth_v = targets;
     }
     if (is_bvh) {
@@ -1185,7 +1091,7 @@ fail:
     if (rc) fprintf(stderr, NAME ": %s\n", err);
     (void)bp_d;
     free(qrot), free(qtrans), free(tb), free(pos), free(bone_part), free(bind), free(bone_joint), free(bvh_v);
-    free(targets), free(c_scale), free(c_logit), free(c_col), free(tie.anchor), free(tie.offset);
+    free(targets), free(c_scale), free(c_logit), free(c_col), pm_gaussian_tie_free(&tie);
     ds_gaussians_free(&gply);
     free(canon.offset);
     pm_db_free(&db);
