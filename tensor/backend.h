@@ -132,5 +132,8 @@ const TensorBackend *tensor_backend_for(TensorDevice dev); /* aborts if the devi
 const TensorBackend *tensor_backend_cpu_replace(const TensorBackend *be);
 /* Set by tensor/cuda when compiled in and a device answers; NULL otherwise. */
 const TensorBackend *tensor_backend_cuda(void);
+/* The CUDA backend's caching pool calls fn on every block it hands out again (NULL: none); the
+ * CUDA emulator installs its re-poisoning here (tools/cuemu/runtime.cpp). A no-op without CUDA. */
+void tensor_cuda_set_recycle_hook(void (*fn)(void *p, size_t n));
 
 #endif

@@ -48,6 +48,14 @@ static void pool_trim_locked(void) {
     }
 }
 
+/* Called on every block the pool hands out again (NULL: nothing). The CUDA emulator (tools/cuemu)
+ * installs its re-poisoning at load, so a recycled block reads as poison until written, as fresh
+ * memory from cudaMalloc does, and a kernel reading what it never wrote shows. A hook rather than
+ * a call: the library calls nothing of the toolchain stand-in it builds against. */
+static void (*recycle_hook)(void *p, size_t n);
+
+extern "C" void tensor_cuda_set_recycle_hook(void (*fn)(void *p, size_t n)) { recycle_hook = fn; }
+
 void *cu_pool_alloc(size_t nbytes) {
     std::lock_guard<std::mutex> lock(pool_mu);
     int c = size_class(nbytes ? nbytes : 1);
@@ -56,11 +64,7 @@ void *cu_pool_alloc(size_t nbytes) {
         void *p = pool_free[c].back();
         pool_free[c].pop_back();
         pool_cached_bytes -= class_size(c);
-#ifdef __CUEMU__
-        /* the CUDA emulator (tools/cuemu): a recycled block reads as poison until written, as
-         * fresh memory from cudaMalloc does, so a kernel reading what it never wrote shows */
-        cuemu_poison(p, class_size(c));
-#endif
+        if (recycle_hook) recycle_hook(p, class_size(c));
         return p;
     }
     void *p = NULL;

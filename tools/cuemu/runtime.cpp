@@ -213,6 +213,13 @@ extern "C" void cuemu_poison(void *p, size_t n) {
     cuemu_host_access_end();
 }
 
+/* anima's CUDA pool re-poisons what it recycles through this hook (tensor/backend.h); weak, so
+ * the emulator's own tests link without the library */
+extern "C" void tensor_cuda_set_recycle_hook(void (*fn)(void *p, size_t n)) __attribute__((weak));
+__attribute__((constructor)) static void install_recycle_hook(void) {
+    if (tensor_cuda_set_recycle_hook) tensor_cuda_set_recycle_hook(cuemu_poison);
+}
+
 extern "C" cudaError_t cudaMalloc(void **out, size_t n) {
     std::lock_guard<std::recursive_mutex> lock(mu);
     heap_init();
