@@ -11,14 +11,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/sort.h"
 #include "autograd/autograd.h"
 #include "base/clock.h"
 #include "nn/functional.h"
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
 
 typedef void (*StepFn)(void *ctx);
 
@@ -45,7 +41,7 @@ static void run_case(const char *name, StepFn step, void *ctx) {
         t[i] = base_now() - t0;
         tensor_scope_end(s);
     }
-    qsort(t, (size_t)n, sizeof *t, cmp_double);
+    qsort(t, (size_t)n, sizeof *t, base_cmp_double);
     double med = n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
     printf("case %s %.4f %d\n", name, med * 1e3, n);
     fflush(stdout);

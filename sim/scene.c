@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "base/sort.h"
 #include "datasets/render/camera.h"
 #include "datasets/config.h"
 #include "datasets/mesh/mesh.h"
@@ -780,11 +781,6 @@ oom:
     return -1;
 }
 
-static int cmp_d(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 /* The rigged object's Gaussians (rig NULL: none): the rig's weights at their rest centers, once,
  * and per frame u_r, F_r there at the rig's current pose (x = X + u_r + B z, sim/rig.h). */
 typedef struct {
@@ -957,10 +953,10 @@ int sim_scene_run(const SimScene *sc, const char *scene_dir, const char *outdir,
         }
         if (progress) progress(ctx, s, sc->steps, objs, sc->nobjects);
     }
-    qsort(ms, (size_t)sc->steps, sizeof *ms, cmp_d);
+    qsort(ms, (size_t)sc->steps, sizeof *ms, base_cmp_double);
     report->ms_median = ms[sc->steps / 2];
     report->ms_p90 = ms[sc->steps * 9 / 10];
-    qsort(cpu, (size_t)sc->steps, sizeof *cpu, cmp_d);
+    qsort(cpu, (size_t)sc->steps, sizeof *cpu, base_cmp_double);
     report->cpu_ms_median = cpu[sc->steps / 2];
     if (rigged) {
         char path[4096];

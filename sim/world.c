@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/sort.h"
 #include "base/clock.h"
 #include "base/par.h"
 #include "base/log.h"
@@ -153,11 +154,6 @@ void sim_world_free(SimWorld *w) {
     memset(w, 0, sizeof *w);
 }
 
-static int cmp_d(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 /* median nearest-neighbour spacing of up to 256 sampled points */
 static double nn_spacing(int64_t np, const double *x) {
     if (np < 2) return 0;
@@ -175,7 +171,7 @@ static double nn_spacing(int64_t np, const double *x) {
         }
         d[s] = sqrt(best);
     }
-    qsort(d, (size_t)ns, sizeof *d, cmp_d);
+    qsort(d, (size_t)ns, sizeof *d, base_cmp_double);
     double m = d[ns / 2];
     free(d);
     return m;

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/sort.h"
 #include "autograd/gradcheck.h"
 #include "models/gaussians/fit.h"
 #include "models/gs4d/arap.h"
@@ -429,18 +430,13 @@ TEST(gs4d_curriculum_monocular_window) {
     tensor_scope_end(sc);
 }
 
-static int cmp_dbl(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 /* ---- the rendered surface (gs4d_surface_points: issue 37's surface Chamfer) ---------------------- */
 
 /* the median and 90% quantile of |z| over the points (the distance off the plane z = 0) */
 static void off_plane(const float *pts, int64_t n, double *med, double *q90) {
     double *off = malloc(sizeof(double) * (size_t)(n ? n : 1));
     for (int64_t i = 0; i < n; i++) off[i] = fabs(pts[3 * i + 2]);
-    qsort(off, (size_t)n, sizeof(double), cmp_dbl);
+    qsort(off, (size_t)n, sizeof(double), base_cmp_double);
     *med = n ? off[n / 2] : NAN, *q90 = n ? off[n * 9 / 10] : NAN;
     free(off);
 }

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/sort.h"
 #include "base/clock.h"
 #include "sim/material.h"
 #include "sim/scene.h"
@@ -786,11 +787,6 @@ TEST(sim_corotated_lagged_hessian_exact_for_turned_groups) {
     free(grp), free(F0), free(F1), free(z), free(H0), free(Href), free(Hrot), free(Hfresh);
 }
 
-static int cmp_d(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 TEST(sim_drop_frame_time_16_handles) {
     SimObject o = drop_object("rbf", 16, 30, 0.6);
     char err[256];
@@ -807,8 +803,8 @@ TEST(sim_drop_frame_time_16_handles) {
         cpu[s] = 1e3 * (base_cpu_now() - c0);
         iters += o.last.iters;
     }
-    qsort(ms, (size_t)steps, sizeof *ms, cmp_d);
-    qsort(cpu, (size_t)steps, sizeof *cpu, cmp_d);
+    qsort(ms, (size_t)steps, sizeof *ms, base_cmp_double);
+    qsort(cpu, (size_t)steps, sizeof *cpu, base_cmp_double);
     printf("    drop frame time: %lld handles + constant, %lld cubature points, %lld contact points: median %.2f ms wall "
            "(p90 %.2f), median %.2f ms CPU (all threads), %.2f Newton iterations per step\n",
            (long long)o.m, (long long)o.nc, (long long)o.nv, ms[steps / 2], ms[steps * 9 / 10], cpu[steps / 2],

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/sort.h"
 #include "base/clock.h"
 #include "datasets/geometry/geometry.h"
 #include "sim/bindings.h"
@@ -288,11 +289,6 @@ static double brute_min_distance(SimObject *objs, int n) {
     return sqrt(m);
 }
 
-static int cmp_d(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 TEST(sim_world_pile_keeps_every_pair_distance_positive) {
     SimObject objs[3];
     double half[3] = {0.15, 0.1, 0.15};
@@ -333,7 +329,7 @@ TEST(sim_world_pile_keeps_every_pair_distance_positive) {
         CHECK_MSG(isfinite(e), "step %d: energy %g", s, e);
         emax = fmax(emax, e);
     }
-    qsort(cpu, (size_t)steps, sizeof *cpu, cmp_d);
+    qsort(cpu, (size_t)steps, sizeof *cpu, base_cmp_double);
     double lowest = INFINITY, x[1024];
     for (int k = 0; k < 3; k++) {
         sim_object_vertices(&objs[k], x);
@@ -464,11 +460,6 @@ TEST(sim_world_capped_pile_keeps_gaps_at_the_barrier_scale) {
     sim_scene_free(&sc);
 }
 
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 /* A Newton direction can move points far beyond the step's own motion (truncated CG on the
  * barrier's indefinite Hessian), and the broad phase over such a sweep holds a large part of the
  * scene: the ten-object pile under cap 2 had frames with 2-13 M candidates against ~40 k. The
@@ -491,7 +482,7 @@ TEST(sim_world_capped_pile_sweeps_stay_local) {
         dmin = fmin(dmin, w.last.min_distance);
         if (w.last.candidates > 0) cand[n++] = (double)w.last.candidates, cmax = w.last.candidates > cmax ? w.last.candidates : cmax;
     }
-    qsort(cand, (size_t)n, sizeof *cand, cmp_double);
+    qsort(cand, (size_t)n, sizeof *cand, base_cmp_double);
     double med = n ? cand[n / 2] : 0;
     printf("    pile capped at 1 Newton iteration, %d steps with candidates: median %.0f, max %lld; min pair distance %.3g m\n",
            n, med, (long long)cmax, dmin);

@@ -23,6 +23,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/sort.h"
 #include "base/par.h"
 #include "base/alloc.h"
 #include "base/clock.h"
@@ -224,8 +225,6 @@ static bool is_mesh_name(const char *name) {
                    !strcasecmp(dot, ".stl"));
 }
 
-static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
-
 static int make_real(const MakeArgs *a) {
     DIR *d = opendir(a->real);
     if (!d) {
@@ -245,7 +244,7 @@ static int make_real(const MakeArgs *a) {
         names[n++] = base_strdup(e->d_name);
     }
     closedir(d);
-    qsort(names, (size_t)n, sizeof *names, cmp_str);
+    qsort(names, (size_t)n, sizeof *names, base_cmp_str);
     char path[4200], err[2048];
     snprintf(path, sizeof path, "%s/real.h5", a->out);
     DsCacheInfo info = {.split = "real", .kind = "real", .rig = "none", .categories = "real", .command = a->command,

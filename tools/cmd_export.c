@@ -20,6 +20,7 @@
 #include <strings.h>
 #include <sys/stat.h>
 
+#include "base/sort.h"
 #include "base/errbuf.h"
 #include "base/h5file.h"
 #include "datasets/corpus/skinning_file.h"
@@ -29,8 +30,6 @@
 #include "models/skelebones/rig_file.h"
 #include "tools/cmd.h"
 #include "tools/cmd_args.h"
-
-static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
 /* The frame meshes of a sim run folder, in frame order. */
 static int export_run(const char *dir, const char *out, double fps, char *err, size_t errlen, char *summary, size_t slen) {
@@ -63,7 +62,7 @@ static int export_run(const char *dir, const char *out, double fps, char *err, s
         base_errf(err, errlen, "%s: no frame_NNNNN.ply or .obj files (expected a folder `anima sim` wrote)", dir);
         goto done;
     }
-    qsort(names, (size_t)n, sizeof *names, cmp_str);
+    qsort(names, (size_t)n, sizeof *names, base_cmp_str);
     char path[4400];
     for (int k = 0; k < n; k++) {
         snprintf(path, sizeof path, "%s/%s", dir, names[k]);

@@ -47,6 +47,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/sort.h"
 #include "base/alloc.h"
 #include "base/clock.h"
 #include "base/h5file.h"
@@ -790,11 +791,6 @@ static int gs4d_fit_main(int argc, char **argv) {
     return rc;
 }
 
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 /* ---- eval ----------------------------------------------------------------------------------------------- */
 
 static int gs4d_eval_main(int argc, char **argv) {
@@ -1031,7 +1027,7 @@ static int gs4d_eval_main(int argc, char **argv) {
                         sige[i] = (in ? -dist[i] : dist[i]) / sqrt((double)visr[i] * visr[i] + dil2);
                         dist[i] = 100 * (in ? -dist[i] : dist[i]) / diag;
                     }
-                    qsort(dist, (size_t)nvis, sizeof(double), cmp_double);
+                    qsort(dist, (size_t)nvis, sizeof(double), base_cmp_double);
                     for (int qi = 0; qi < 5; qi++) squant[qi] += dist[(int64_t)((nvis - 1) * QUANT[qi])] / s->frames;
                     /* the floor's samples pushed inward along their triangle's normal by the
                      * centers' median depth: what a perfect layer at that depth would score, so
@@ -1054,12 +1050,12 @@ static int gs4d_eval_main(int argc, char **argv) {
                     }
                     inside += (double)nin / (double)nvis / s->frames;
                     /* the median (selection by sorting a copy is fine at these sizes) */
-                    qsort(sig, (size_t)nvis, sizeof(double), cmp_double);
+                    qsort(sig, (size_t)nvis, sizeof(double), base_cmp_double);
                     med_sig += sig[nvis / 2] / s->frames;
-                    qsort(sige, (size_t)nvis, sizeof(double), cmp_double);
+                    qsort(sige, (size_t)nvis, sizeof(double), base_cmp_double);
                     med_eff += sige[nvis / 2] / s->frames;
                     for (int64_t i = 0; i < nvis; i++) sige[i] = visr[i];
-                    qsort(sige, (size_t)nvis, sizeof(double), cmp_double);
+                    qsort(sige, (size_t)nvis, sizeof(double), base_cmp_double);
                     med_scale += 100 * sige[nvis / 2] / diag / s->frames;
                 }
             }

@@ -29,6 +29,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/sort.h"
 #include "base/alloc.h"
 #include "datasets/mesh/mesh.h"
 #include "datasets/corpus/skinning_file.h"
@@ -136,8 +137,6 @@ static bool is_mesh_file(const char *name) {
         if (!strcasecmp(dot, exts[i])) return true;
     return false;
 }
-
-static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
 /* One mesh: read, run, write the skinning file and the optional colored PLY and PNG. */
 static int skin_one(PsSkinner *sk, const char *mesh_path, const char *out, const char *ply, const char *png,
@@ -248,7 +247,7 @@ static int cmd_skin(int argc, char **argv) {
             n++;
         }
         closedir(d);
-        if (n) qsort(names, n, sizeof *names, cmp_str);
+        if (n) qsort(names, n, sizeof *names, base_cmp_str);
         if (!n) {
             fprintf(stderr, "anima physskin skin: %s: no mesh files (.obj .ply .off .stl) in the folder\n", mesh);
             rc = 1;

@@ -37,6 +37,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/sort.h"
 #include "base/clock.h"
 #include "base/errbuf.h"
 #include "datasets/mesh/mesh.h"
@@ -814,11 +815,6 @@ uint8_t *view_live_frame(ViewLive *L, size_t pre, uint32_t *frame, uint32_t *top
     return b;
 }
 
-static int cmp_d(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 char *view_live_state(ViewLive *L, int64_t vertex) {
     cJSON *j = cJSON_CreateObject();
     double cen[3] = {0, 0, 0}, w[NTIME], c[NTIME];
@@ -846,8 +842,8 @@ char *view_live_state(ViewLive *L, int64_t vertex) {
     cJSON_AddBoolToObject(j, "dragging", L->pub_dragging);
     pthread_mutex_unlock(&L->mu);
     if (nt) { /* the last NTIME steps: wall and process-CPU milliseconds per step, medians */
-        qsort(w, (size_t)nt, sizeof *w, cmp_d);
-        qsort(c, (size_t)nt, sizeof *c, cmp_d);
+        qsort(w, (size_t)nt, sizeof *w, base_cmp_double);
+        qsort(c, (size_t)nt, sizeof *c, base_cmp_double);
         cJSON_AddNumberToObject(j, "step_ms_median", w[nt / 2]);
         cJSON_AddNumberToObject(j, "step_cpu_ms_median", c[nt / 2]);
     }

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/sort.h"
 #include "autograd/autograd.h"
 #include "base/alloc.h"
 #include "base/clock.h"
@@ -27,11 +28,6 @@
 #include "models/gaussians/rasterize.h"
 #include "nn/functional.h"
 #include "tensor/backend.h"
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
 
 /* Wait for the device: a blocking copy of t's first element (any device tensor would do; the
  * step's result makes the dependency obvious). */
@@ -66,7 +62,7 @@ static void run_case(const char *name, StepFn step, void *ctx, const Tensor *any
         t[i] = base_now() - t0;
         tensor_scope_end(s); /* blocks go back to the pool; no device sync */
     }
-    qsort(t, (size_t)n, sizeof *t, cmp_double);
+    qsort(t, (size_t)n, sizeof *t, base_cmp_double);
     double med = n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
     printf("case %s %.4f %d\n", name, med * 1e3, n);
     fflush(stdout);

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/sort.h"
 #include "base/par.h"
 #include "base/alloc.h"
 #include "base/clock.h"
@@ -137,8 +138,6 @@ static void tell(const PsEvalArgs *a, PsEvalProgress p) {
     if (a->progress) a->progress(&p, a->progress_user);
 }
 
-static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
-
 static int load_real(const PsEvalArgs *a, const char *dir, const PsConfig *c, int64_t count, EvalShape **out,
                      int64_t *n, char *err, size_t errlen) {
     DIR *d = opendir(dir);
@@ -160,7 +159,7 @@ static int load_real(const PsEvalArgs *a, const char *dir, const PsConfig *c, in
         files[nf++] = strdup(de->d_name);
     }
     closedir(d);
-    qsort(files, (size_t)nf, sizeof *files, cmp_str);
+    qsort(files, (size_t)nf, sizeof *files, base_cmp_str);
     EvalShape *es = base_calloc((size_t)(nf > 0 ? nf : 1), sizeof *es);
     int64_t k = 0, min_nv = 4 * c->model.handles;
     for (int64_t i = 0; i < nf && k < count; i++) {

@@ -1,4 +1,5 @@
 /* models/skelebones/traj.c — trajectory readers and writer (traj.h). */
+#include "base/sort.h"
 #include "models/skelebones/traj.h"
 
 #include <dirent.h>
@@ -161,8 +162,6 @@ static int has_mesh_ext(const char *name) {
     return d && (!strcasecmp(d, ".obj") || !strcasecmp(d, ".ply") || !strcasecmp(d, ".off") || !strcasecmp(d, ".stl"));
 }
 
-static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
-
 int sb_traj_read_meshes(const char *dir, SbTraj *t, char *err, size_t errlen) {
     memset(t, 0, sizeof *t);
     DIR *d = opendir(dir);
@@ -197,7 +196,7 @@ int sb_traj_read_meshes(const char *dir, SbTraj *t, char *err, size_t errlen) {
         free(names);
         return base_errf(err, errlen, "%s: no mesh frames (.obj .ply .off .stl) in the folder", dir);
     }
-    qsort(names, (size_t)n, sizeof *names, cmp_str);
+    qsort(names, (size_t)n, sizeof *names, base_cmp_str);
     char path[4096];
     for (int k = 0; k < n && rc == 0; k++) {
         DsMesh m = {0};
