@@ -16,6 +16,11 @@ typedef struct AgCustomOp {
                      Tensor **grad_in);
 } AgCustomOp;
 
+/* The create_graph path of a custom backward whose kernels record nothing: y is the op's output
+ * recomputed from the same inputs by differentiable ops; gin[i] (for each need[i]) becomes the
+ * gradient of <g, y> with respect to in[i], itself recorded (zeros where unreachable). */
+void ag_custom_recomposed_grads(Tensor *y, Tensor *g, int n, Tensor *const *in, const bool *need, Tensor **gin);
+
 /* Run op on inputs; ctx (ctx_size bytes, may be NULL/0) is copied into the current scope. */
 Tensor *ag_custom_apply(const AgCustomOp *op, int n, Tensor *const *inputs, const void *ctx, size_t ctx_size);
 

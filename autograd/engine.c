@@ -268,6 +268,13 @@ void ag_zero_grad(int n, Tensor *const *params) {
     }
 }
 
+void ag_custom_recomposed_grads(Tensor *y, Tensor *g, int n, Tensor *const *in, const bool *need, Tensor **gin) {
+    Tensor *gr[TENSOR_MAX_INPUTS] = {0};
+    ag_grad(1, &y, &g, n, in, gr, true);
+    for (int i = 0; i < n; i++)
+        if (need[i]) gin[i] = gr[i] ? gr[i] : tensor_zeros_like(in[i]);
+}
+
 Tensor *ag_custom_apply(const AgCustomOp *op, int n, Tensor *const *inputs, const void *ctx, size_t ctx_size) {
     if (n < 0 || n > TENSOR_MAX_INPUTS) tensor_fail(op->name, "custom op takes 0..%d inputs", TENSOR_MAX_INPUTS);
     void *c = NULL;

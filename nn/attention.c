@@ -108,11 +108,7 @@ static void att_backward(void *ctx, int n, Tensor *const *in, Tensor *out, Tenso
         /* create_graph: the gradients must be differentiable again (second derivatives, e.g.
          * a loss on ∂output/∂input). The raw kernels record nothing, so recompute through the
          * naive, tensor-op path — correct to any order, at the naive path's memory. */
-        Tensor *y = nn_attention_naive(in[0], in[1], in[2], c->heads);
-        Tensor *gr[3];
-        ag_grad(1, &y, &g, 3, in, gr, true);
-        for (int i = 0; i < 3; i++)
-            if (need[i]) gin[i] = gr[i] ? gr[i] : tensor_zeros_like(in[i]);
+        ag_custom_recomposed_grads(nn_attention_naive(in[0], in[1], in[2], c->heads), g, 3, in, need, gin);
         return;
     }
     bool prev = ag_no_grad_begin(); /* raw kernels: nothing here is recorded */

@@ -174,11 +174,7 @@ static void gru_layer_backward(void *ctx, int n, Tensor *const *in, Tensor *out,
     if (tensor_grad_enabled()) {
         /* create_graph: the gradients must be differentiable again, and the raw kernels record
          * nothing: recompute the layer as tensor ops and differentiate that (as attention does) */
-        Tensor *y = gru_layer_composed(n, in);
-        Tensor *gr[6];
-        ag_grad(1, &y, &g, n, in, gr, true);
-        for (int i = 0; i < n; i++)
-            if (need[i]) gin[i] = gr[i] ? gr[i] : tensor_zeros_like(in[i]);
+        ag_custom_recomposed_grads(gru_layer_composed(n, in), g, n, in, need, gin);
         return;
     }
     int64_t B = c->B, T = c->T, I = c->I, H = c->H;

@@ -250,6 +250,32 @@ TEST(faults_sim_full_disk) {
     check_case("sim", &c, fills, 2, false, NULL);
 }
 
+/* `anima gaussianimate`'s stage logs (RUN/logs/<stage>.txt, the stages' stdout written by the
+ * chain itself) on a full disk: the run stops naming the log, no half log or temporary is left;
+ * with room the whole chain runs (a tiny benchmark and a fit of a few steps) */
+static void tiny_motion_bench(const char *dir) {
+    char cmd[8192], bin[4096];
+    if (!realpath(test_anima_bin(), bin)) return; /* the runs below then fail naming the missing benchmark */
+    snprintf(cmd, sizeof cmd, "cd %s && OMP_NUM_THREADS=1 %s dataset motion --category humanoid --out bench --frames 6 --views 6 "
+             "--size 24 --grid 24 --motion cmu_01_01 --no-progress > /dev/null 2>&1", dir, bin);
+    if (system(cmd) != 0) {
+        /* as above */
+    }
+}
+
+TEST(faults_gaussianimate_logs_full_disk) {
+    need_tools();
+    char cwd[1024], args[8192];
+    CHECK(getcwd(cwd, sizeof cwd) != NULL);
+    snprintf(args, sizeof args,
+             "gaussianimate --data bench --out run --config %s/configs/gs4d-tiny.json --set train.iters=20 --set train.warmup=5 "
+             "--bones 4 --rig-args '--iters 3 --ik-steps 5 --ik-points 50' --partmm-config %s/configs/partmm.json "
+             "--animate-args '--set ik.method=fit --no-ply --set regress.steps=5' --no-progress", cwd, cwd);
+    FaultCase c = {args, "run/logs/gs4d.txt", "run/logs", "logs/", "look at:", NULL};
+    const long fills[] = {0, 64};
+    check_case("gaussianimate", &c, fills, 2, false, tiny_motion_bench);
+}
+
 /* An output directory that cannot be written: chmod 555 when not root; as root (which ignores
  * permissions) a regular file stands where the directory should be (ENOTDIR). Each command
  * exits non-zero without crashing (1; fit and gs fit say 2 when they cannot create the output
@@ -263,6 +289,8 @@ TEST(faults_unwritable_directory) {
     snprintf(cmd, sizeof cmd, "rm -rf %s && mkdir -p %s", dir, dir);
     CHECK(system(cmd) == 0);
     write_cube(dir);
+    snprintf(cmd, sizeof cmd, "mkdir -p %s/bench && touch %s/bench/transforms_train.json", dir, dir); /* gaussianimate's --data check */
+    CHECK(system(cmd) == 0);
     bool root = geteuid() == 0;
     if (root) {
         printf("    running as root, which ignores chmod: a regular file stands in for the directory\n");
@@ -279,6 +307,7 @@ TEST(faults_unwritable_directory) {
         {"gs fit --mesh cube.obj --views 2 --test-views 1 --size 32 --iters 2 --out ro/gs --no-progress", "wrote ", "ro/gs"},
         {"sim --scene %s/scenes/drop.json --out ro/sim --steps 1 --quiet", "frames in", "ro/sim"},
         {"dataset make --count 1 --grid 16 --surface 64 --sharp 16 --cubature-res 8 --out ro --no-progress", "shapes/s)", "ro/"},
+        {"gaussianimate --data bench --out ro/run --no-progress", "look at:", "ro/run"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         snprintf(args, sizeof args, cases[i].fmt, cwd);

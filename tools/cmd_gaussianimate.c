@@ -89,53 +89,89 @@ static bool stage_done(int s, const char *run, bool scored) {
     return false;
 }
 
-/* Runs this program with argv (argv[0] unused) as a child: stdout to log (written to log.tmp,
- * renamed on success), stderr shared. The parent ignores SIGINT and SIGTERM while the child runs
- * (the child gets them from the terminal, or from the parent passing them on, and stops its own
- * way). Returns the child's exit status (128 + signal when it was killed), -1 when it could not
- * start. */
+/* Runs this program with argv (argv[0] unused) as a child: its stdout comes back through a pipe
+ * and this process writes it to log.tmp, every write, the flush, fsync and close checked, then
+ * renames it to log when the stage succeeded (a full disk or an unwritable folder is an error
+ * naming the log, and no half log is left); stderr is shared. The parent ignores SIGINT and
+ * SIGTERM while the child runs (the child gets them from the terminal, or from the parent
+ * passing them on, and stops its own way). Returns the child's exit status (128 + signal when it
+ * was killed), 1 when the log could not be written, -1 when the child could not start. */
 static volatile sig_atomic_t stop_signal;
 static void on_stop(int sig) { stop_signal = sig; }
 
 static int run_stage(char **argv, const char *log, StageTime *t) {
     char tmp[4400];
     snprintf(tmp, sizeof tmp, "%.4300s.tmp", log);
+    FILE *f = fopen(tmp, "we"); /* close-on-exec: the stage must not hold it */
+    if (!f) {
+        fprintf(stderr, NAME ": cannot write %s (%s)\n", tmp, strerror(errno));
+        return 1;
+    }
+    int fds[2];
+    if (pipe(fds) != 0) {
+        fclose(f), remove(tmp);
+        return -1;
+    }
     double w0 = base_now();
     fflush(NULL);
     pid_t pid = fork();
-    if (pid < 0) return -1;
+    if (pid < 0) {
+        close(fds[0]), close(fds[1]), fclose(f), remove(tmp);
+        return -1;
+    }
     if (pid == 0) {
         signal(SIGINT, SIG_DFL), signal(SIGTERM, SIG_DFL);
-        int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-        if (fd < 0 || dup2(fd, STDOUT_FILENO) < 0) _exit(127);
+        if (dup2(fds[1], STDOUT_FILENO) < 0) _exit(127);
+        close(fds[0]), close(fds[1]);
         execv("/proc/self/exe", argv);
         _exit(127);
     }
+    close(fds[1]);
     struct sigaction sa = {0}, old_int, old_term;
     sa.sa_handler = on_stop;
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, &old_int);
     sigaction(SIGTERM, &sa, &old_term);
-    int status = 0, passed = 0;
-    struct rusage ru;
+    int passed = 0, werr = 0;
+    char buf[8192];
+    for (;;) { /* the child's stdout until it closes it; a failed write stops the writing, not the reading */
+        ssize_t k = read(fds[0], buf, sizeof buf);
+        if (k == 0) break;
+        if (k < 0) {
+            if (errno != EINTR) break;
+            if (stop_signal && passed != stop_signal) { /* a signal sent to us alone (kill PID) reaches the stage */
+                passed = stop_signal;
+                kill(pid, stop_signal);
+            }
+            continue;
+        }
+        if (!werr && fwrite(buf, 1, (size_t)k, f) != (size_t)k) werr = errno ? errno : EIO;
+    }
+    close(fds[0]);
+    int status = 0;
+    struct rusage ru = {0};
     for (;;) {
         pid_t r = wait4(pid, &status, 0, &ru);
-        if (r == pid) break;
-        if (r < 0 && errno != EINTR) break;
-        if (stop_signal && passed != stop_signal) { /* a signal sent to us alone (kill PID) reaches the stage */
-            passed = stop_signal;
-            kill(pid, stop_signal);
-        }
+        if (r == pid || (r < 0 && errno != EINTR)) break;
+        if (stop_signal && passed != stop_signal) passed = stop_signal, kill(pid, stop_signal);
     }
     sigaction(SIGINT, &old_int, NULL);
     sigaction(SIGTERM, &old_term, NULL);
+    if (!werr && (fflush(f) != 0 || fsync(fileno(f)) != 0)) werr = errno ? errno : EIO;
+    if (fclose(f) != 0 && !werr) werr = errno ? errno : EIO;
     t->wall = base_now() - w0;
     t->cpu = (double)ru.ru_utime.tv_sec + 1e-6 * (double)ru.ru_utime.tv_usec + (double)ru.ru_stime.tv_sec +
              1e-6 * (double)ru.ru_stime.tv_usec;
     t->ran = true;
     int rc = WIFEXITED(status) ? WEXITSTATUS(status) : WIFSIGNALED(status) ? 128 + WTERMSIG(status) : 1;
+    if (werr) {
+        fprintf(stderr, NAME ": cannot write %s (%s)\n", log, strerror(werr));
+        remove(tmp);
+        return rc == 0 ? 1 : rc;
+    }
     if (rc == 0 && rename(tmp, log) != 0) {
         fprintf(stderr, NAME ": cannot rename %s to %s (%s)\n", tmp, log, strerror(errno));
+        remove(tmp);
         return 1;
     }
     return rc;
@@ -365,7 +401,13 @@ int cmd_gaussianimate(int argc, char **argv) {
             return 130;
         }
         if (rc != 0) {
-            fprintf(stderr, NAME ": stage %s failed (exit %d; its output: %s.tmp, its messages above)\n", stage_names[s], rc, log);
+            /* the finished stages stay; this one's partial output, when it could be written, is its .tmp log */
+            char tmp[4400];
+            snprintf(tmp, sizeof tmp, "%.4300s.tmp", log);
+            if (access(tmp, F_OK) == 0)
+                fprintf(stderr, NAME ": stage %s failed (exit %d; its output: %s, its messages above)\n", stage_names[s], rc, tmp);
+            else
+                fprintf(stderr, NAME ": stage %s failed (exit %d; its messages above)\n", stage_names[s], rc);
             return 1;
         }
     }

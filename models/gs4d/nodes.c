@@ -177,11 +177,7 @@ static void blend_backward(void *ctx, int n, Tensor *const *in, Tensor *out, Ten
     (void)n, (void)out;
     int K = ((BlendCtx *)ctx)->k;
     if (tensor_grad_enabled()) { /* create_graph */
-        Tensor *y = node_blend_composed(in[0], in[1], in[2], K);
-        Tensor *gr[3];
-        ag_grad(1, &y, &g, 3, in, gr, true);
-        for (int i = 0; i < 2; i++)
-            if (need[i]) gin[i] = gr[i] ? gr[i] : tensor_zeros_like(in[i]);
+        ag_custom_recomposed_grads(node_blend_composed(in[0], in[1], in[2], K), g, 3, in, need, gin);
         return;
     }
     Tensor *w = tensor_contiguous(in[0]), *v = tensor_contiguous(in[1]);
@@ -282,11 +278,7 @@ static void lbs_backward(void *ctx, int n, Tensor *const *in, Tensor *out, Tenso
     (void)n, (void)out;
     int K = ((BlendCtx *)ctx)->k;
     if (tensor_grad_enabled()) { /* create_graph */
-        Tensor *y = node_lbs_composed(in[0], in[1], in[2], in[3], in[4], in[5], K);
-        Tensor *gr[6];
-        ag_grad(1, &y, &g, 6, in, gr, true);
-        for (int i = 0; i < 5; i++)
-            if (need[i]) gin[i] = gr[i] ? gr[i] : tensor_zeros_like(in[i]);
+        ag_custom_recomposed_grads(node_lbs_composed(in[0], in[1], in[2], in[3], in[4], in[5], K), g, 6, in, need, gin);
         return;
     }
     Tensor *x = tensor_contiguous(in[0]), *p = tensor_contiguous(in[1]), *R = tensor_contiguous(in[2]);
@@ -378,11 +370,7 @@ static void rbf_backward(void *ctx, int n, Tensor *const *in, Tensor *out, Tenso
     (void)n;
     int K = ((BlendCtx *)ctx)->k;
     if (tensor_grad_enabled()) { /* create_graph */
-        Tensor *y = rbf_weights_composed(in[0], in[1], in[2], in[3], K);
-        Tensor *grs[4];
-        ag_grad(1, &y, &g, 4, in, grs, true);
-        for (int i = 0; i < 3; i++)
-            if (need[i]) gin[i] = grs[i] ? grs[i] : tensor_zeros_like(in[i]);
+        ag_custom_recomposed_grads(rbf_weights_composed(in[0], in[1], in[2], in[3], K), g, 4, in, need, gin);
         return;
     }
     Tensor *x = tensor_contiguous(in[0]), *p = tensor_contiguous(in[1]), *rho = tensor_contiguous(in[2]);
