@@ -59,8 +59,10 @@ USES = {
 # Gaussians (issue 18) render through the Gaussian rasterizer's autograd op and train with its
 # photometric loss, which live in models/gaussians.
 MODEL_USES = {"models/gs4d": {"models/gaussians"},
-              # PartMM animates a Skelebones rig (its FK, IK and rigid fits); rendering is tools'
-              "models/partmm": {"models/skelebones"},
+              # PartMM animates a Skelebones rig (its FK, IK and rigid fits); its benchmark
+              # (models/partmm/bench.h) renders the rows with the Gaussian rasterizer, scores them
+              # with gs4d's SSIM and takes a gs4d run's Gaussians with their appearance
+              "models/partmm": {"models/skelebones", "models/gaussians", "models/gs4d"},
               # PhysSkin trains on rigged shapes read from Skelebones rig.h5 files and, through
               # Skelebones' libassimp reader, from skinned models (models/physskin/data.c)
               "models/physskin": {"models/skelebones"}}

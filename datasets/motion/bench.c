@@ -768,3 +768,54 @@ done:
     if (rc) ds_motion_gt_free(g);
     return rc;
 }
+
+int ds_motion_gt_bvh(const char *gt_path, const DsMotionGt *gt, const char *bvh, const char *map, int frames, float **out,
+                     char *err, size_t errlen) {
+    *out = NULL;
+    int64_t seed = 0, grid = 96;
+    hid_t f = base_h5_open_read(gt_path, "the motion benchmark's gt.h5", err, errlen);
+    if (f < 0) return -1;
+    if (H5Aexists(f, "seed") > 0) {
+        hid_t a = H5Aopen(f, "seed", H5P_DEFAULT);
+        if (a < 0 || H5Aread(a, H5T_NATIVE_INT64, &seed) < 0) seed = -1;
+        if (a >= 0) H5Aclose(a);
+    }
+    char *cmd = base_h5_attr_read_str(f, "command", 8192);
+    H5Fclose(f);
+    const char *g = cmd ? strstr(cmd, "--grid ") : NULL;
+    if (g) grid = atoll(g + 7);
+    free(cmd);
+    if (seed < 0 || grid < 16) return base_errf(err, errlen, "%s: cannot read the benchmark's seed and grid", gt_path);
+    DsProceduralShape shape;
+    if (ds_procedural_make(gt->category, (uint64_t)seed, (int)grid, &shape, err, errlen)) return -1;
+    int rc = 0;
+    DsMotion m = {0};
+    if (shape.mesh.nv != gt->nv || shape.nbones != gt->nbones) {
+        rc = base_errf(err, errlen, "%s: the %s of seed %lld at grid %lld has %lld vertices and %d bones, the benchmark %lld and %d",
+                       gt_path, gt->category, (long long)seed, (long long)grid, (long long)shape.mesh.nv, shape.nbones,
+                       (long long)gt->nv, gt->nbones);
+        goto done;
+    }
+    DsMotionOptions mo = {gt->fps, NULL, -1, map};
+    if (ds_motion_make(&shape, bvh, frames, (uint64_t)seed, &mo, &m, err, errlen)) {
+        rc = -1;
+        goto done;
+    }
+    float *v = malloc(sizeof(float) * frames * gt->nv * 3);
+    double *skin = malloc(sizeof(double) * 16 * shape.nbones);
+    if (!v || !skin) {
+        free(v), free(skin);
+        rc = base_errf(err, errlen, "out of memory");
+        goto done;
+    }
+    for (int t = 0; t < frames; t++) {
+        ds_rig_fk(shape.nbones, shape.bones, m.local + (int64_t)t * shape.nbones * 4, m.root + t * 3, NULL, NULL, skin);
+        ds_rig_lbs(gt->nv, gt->rest, shape.nbones, gt->weights, skin, v + (int64_t)t * gt->nv * 3);
+    }
+    free(skin);
+    *out = v;
+done:
+    ds_motion_free(&m);
+    ds_procedural_free(&shape);
+    return rc;
+}

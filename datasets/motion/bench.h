@@ -144,6 +144,15 @@ typedef struct {
  * err naming the file and the dataset. */
 int ds_motion_gt_load(const char *path, DsMotionGt *gt, char *err, size_t errlen);
 void ds_motion_gt_free(DsMotionGt *gt);
+/* A BVH on the benchmark character whose gt.h5 is gt_path (read as gt): the character rebuilt
+ * from the file's category, seed and grid (its command line's --grid, default 96; its mesh must
+ * match the benchmark's vertex for vertex), the BVH retargeted onto its named rig (motion.h: by
+ * the mapping JSON map, or without one humanoids by the CMU/Boxing joint names) and the
+ * ground-truth rest mesh posed by that rig's LBS with the benchmark's weights, frames frames at
+ * the benchmark's rate: frames × V × 3 into *out (malloc'd). What a rig extracted from the
+ * benchmark is fitted to by IK to play a BVH. 0, or -1 with err. */
+int ds_motion_gt_bvh(const char *gt_path, const DsMotionGt *gt, const char *bvh, const char *map, int frames, float **out,
+                     char *err, size_t errlen);
 
 struct DsGltfMesh_;
 /* gt as a skinned mesh for the glTF writer (datasets/mesh/gltf.h; gt_gltf.c): the rest mesh with

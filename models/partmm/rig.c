@@ -348,3 +348,7 @@ void pm_lbs(int64_t n, int B, const float *rest, const float *weights, const flo
         for (int k = 0; k < 3; k++) out[i * 3 + k] = (float)v[k];
     }
 }
+
+void pm_lbs_frames(int F, int64_t n, int B, const float *rest, const float *weights, const float *tb, float *out) {
+    for (int t = 0; t < F; t++) pm_lbs(n, B, rest, weights, tb + (int64_t)t * B * 12, out + (int64_t)t * n * 3);
+}

@@ -72,5 +72,7 @@ void pm_skin_transforms(int J, const double *rest, const int32_t *parents, int F
 void pm_bone_joints(const PmRig *r, int32_t *out);
 /* LBS of n rest points with weights (n × B) under one frame's transforms (B × 12) → out n × 3. */
 void pm_lbs(int64_t n, int B, const float *rest, const float *weights, const float *tb, float *out);
+/* pm_lbs of F frames: tb F × B × 12, out F × n × 3 */
+void pm_lbs_frames(int F, int64_t n, int B, const float *rest, const float *weights, const float *tb, float *out);
 
 #endif
