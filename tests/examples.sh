@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # tests/examples.sh — anima used from one's own program, against the tree `make test` installed
 # into $BUILD/install-test and through pkg-config only (no path into the repository but the
-# examples' sources and the committed checkpoint): every installed header compiles on its own;
+# examples' sources, the committed checkpoint and a config): every installed header compiles on its own;
 # examples/train_step.c holds README.md's "A training step" verbatim, links statically against
 # libanima.a and fits; examples/skin_mesh.c links against libanima.so and skins a mesh with the
-# pretrained PhysSkin checkpoint; the shared library resolves its dependencies and exports the
+# pretrained PhysSkin checkpoint; examples/rig_from_video.c runs the video-to-rig chain on a tiny
+# benchmark; the shared library resolves its dependencies and exports the
 # public API; the installed program runs. Lines like the unit suite's, then "N passed, N failed".
 set -u
 cd "$(dirname "$0")/.."
@@ -98,6 +99,23 @@ elif ! out=$("$tmp/skin_mesh" models/physskin/pretrained/small.h5 - "$tmp/skin.h
 elif ! printf '%s\n' "$out" | grep -qE '^[0-9]+ vertices, [0-9]+ cubature points, [0-9]+ handles' || [ ! -s "$tmp/skin.h5" ]; then
   fail skin_mesh_shared "unexpected output (or no $tmp/skin.h5):" "$out"
 else ok skin_mesh_shared; fi
+
+# examples/rig_from_video.c: the video-to-rig chain through the public headers (gs4d fit on a
+# tiny benchmark the installed program makes, its trajectories, a Skelebones rig, the PartMM rows)
+begin
+if ! out=$($CC -std=c11 -Wall -Wextra -Werror examples/rig_from_video.c $cflags -o "$tmp/rig_from_video" \
+             $(pkg-config --libs anima) -Wl,-rpath,"$lib" 2>&1); then
+  fail rig_from_video "build failed:" "$out"
+elif ! out=$("$prefix/bin/anima" dataset motion --category humanoid --out "$tmp/bench" --frames 8 --views 6 --size 16 \
+               --grid 32 --motion cmu_01_01 --no-progress 2>&1); then
+  fail rig_from_video "anima dataset motion failed:" "$(printf '%s\n' "$out" | tail -5)"
+elif ! mkdir -p "$tmp/rfv" || ! out=$("$tmp/rig_from_video" "$tmp/bench" "$tmp/rfv" configs/gs4d-demo.json 300 2>&1); then
+  fail rig_from_video "exit $?:" "$(printf '%s\n' "$out" | tail -5)"
+elif ! printf '%s\n' "$out" | grep -qE '^gs4d: held-out PSNR [0-9.]+ dB' || ! printf '%s\n' "$out" | grep -qE '^skelebones: [0-9]+ bones' ||
+     ! printf '%s\n' "$out" | grep -qE '^partmm +[0-9.]+ +[0-9.]+$' || ! printf '%s\n' "$out" | grep -qE '^lbs +[0-9.]+ ' ||
+     [ ! -s "$tmp/rfv/rig.h5" ] || [ ! -s "$tmp/rfv/trajectories.h5" ]; then
+  fail rig_from_video "unexpected output (or no rig.h5 / trajectories.h5):" "$out"
+else ok rig_from_video; fi
 
 # the shared library finds all it needs and exports each layer's API
 begin

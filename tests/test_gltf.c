@@ -496,3 +496,28 @@ TEST(gltf_export_bad_files_name_the_file) {
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     CHECK(system(cmd) == 0);
 }
+
+/* `anima export RUN`: a run folder stands for its rig (RUN/rig.h5 of `anima skelebones --out
+ * RUN`, RUN/rig/rig.h5 of `anima gaussianimate --out RUN`), the same glTF as the file itself */
+TEST(gltf_export_run_folder_is_its_rig) {
+    char A[4096];
+    if (access(test_anima_bin(), X_OK) != 0 || !realpath(test_anima_bin(), A)) {
+        printf("    skipped: %s is not built\n", test_anima_bin());
+        return;
+    }
+    char dir[] = "/tmp/anima_export_run_XXXXXX", cmd[30000], out[4096];
+    if (!mkdtemp(dir)) {
+        CHECK(0);
+        return;
+    }
+    snprintf(cmd, sizeof cmd,
+             "cd %s && %s dataset motion --category lamp --out mo --frames 4 --views 2 --size 8 --grid 24 --supersample 1 "
+             "--motion nod --heldout none --no-progress >/dev/null 2>&1 && %s skelebones --gt mo/gt.h5 --bones 3 --iters 3 "
+             "--no-skeleton --out chain/rig --no-progress >/dev/null 2>&1 && %s export chain/rig/rig.h5 --gltf file.glb 2>&1 && "
+             "%s export chain --gltf run.glb 2>&1 && %s export chain/rig --gltf run2.glb 2>&1 && cmp file.glb run.glb && cmp file.glb run2.glb",
+             dir, A, A, A, A, A);
+    int rc = test_run_capture(cmd, out, sizeof out);
+    CHECK_MSG(rc == 0 && strstr(out, "skelebones rig chain/rig/rig.h5"), "rc %d: %s", rc, out);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    CHECK(system(cmd) == 0);
+}

@@ -21,6 +21,7 @@
 #include "models/gs4d/arap.h"
 #include "models/gaussians/fit.h"
 #include "models/gs4d/gs4d.h"
+#include "models/gs4d/run.h"
 #include "models/gs4d/synth.h"
 #include "models/skelebones/cluster.h"
 #include "optim/train.h"
@@ -1593,4 +1594,23 @@ TEST(gs4d_trajectories_appearance_means) {
     snprintf(missing, sizeof missing, "%s/none.h5", dir);
     CHECK(gs4d_trajectories_appearance(missing, N, ls, lg, rgb, err, sizeof err) != 0 && strstr(err, missing));
     unlink(path), rmdir(dir);
+}
+
+/* gs4d_run_open of a folder that is not a finished run: an error naming the file it needed */
+TEST(gs4d_run_open_names_what_is_missing) {
+    char dir[] = "/tmp/anima-test-gs4d-open-XXXXXX", err[2048], path[128];
+    if (!mkdtemp(dir)) abort();
+    TensorScope *sc = tensor_scope_begin();
+    Gs4dRun r;
+    CHECK(gs4d_run_open(dir, "test", &r, err, sizeof err) == -1 && strstr(err, "config.json"));
+    /* a config naming a folder without views */
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    FILE *f = fopen(path, "w");
+    CHECK(f != NULL);
+    if (f) fprintf(f, "{\"data\": {\"dir\": \"%s/none\"}}\n", dir), fclose(f);
+    CHECK(gs4d_run_open(dir, "test", &r, err, sizeof err) == -1 && strstr(err, "none"));
+    tensor_scope_end(sc);
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    CHECK(system(cmd) == 0);
 }

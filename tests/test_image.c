@@ -84,6 +84,31 @@ TEST(image_float_roundtrip_quantized) {
     remove(path);
 }
 
+/* ds_imagef_write_pair: left | right side by side, each half the image it was given; an
+ * unwritable path is an error naming it */
+TEST(image_write_pair_side_by_side) {
+    enum { W = 7, H = 5 };
+    float l[W * H * 3], r[W * H * 3];
+    for (int i = 0; i < W * H * 3; i++) l[i] = (float)(i % 256) / 255.0f, r[i] = (float)((7 * i) % 256) / 255.0f;
+    char err[512], path[256];
+    tmp_path(path, sizeof path, "pair");
+    CHECK_MSG(ds_imagef_write_pair(path, l, r, W, H, err, sizeof err) == 0, "%s", err);
+    DsImageF b;
+    CHECK_MSG(ds_imagef_read(path, &b, err, sizeof err) == 0, "%s", err);
+    CHECK(b.w == 2 * W && b.h == H && b.channels == 3);
+    int bad = 0;
+    for (int y = 0; b.data && y < H; y++)
+        for (int x = 0; x < W; x++)
+            for (int k = 0; k < 3; k++) {
+                bad += b.data[(y * 2 * W + x) * 3 + k] != l[(y * W + x) * 3 + k];
+                bad += b.data[(y * 2 * W + W + x) * 3 + k] != r[(y * W + x) * 3 + k];
+            }
+    CHECK_MSG(bad == 0, "%d values off", bad);
+    ds_imagef_free(&b);
+    remove(path);
+    CHECK(ds_imagef_write_pair("/nonexistent-dir/p.png", l, r, W, H, err, sizeof err) == -1 && strstr(err, "/nonexistent-dir/p.png"));
+}
+
 /* Writes a PNG with libpng directly, in formats anima's writer never produces. */
 static bool write_raw_png(const char *path, int w, int h, int depth, int ctype, int interlace, png_bytep *rows,
                           const png_color *pal, int npal, const png_byte *trns, int ntrns) {

@@ -11,6 +11,8 @@
 
 #include "datasets/mesh/gaussian_ply.h"
 #include "datasets/render/video.h"
+#include "models/partmm/animation.h"
+#include "models/partmm/bench.h"
 #include "models/partmm/partmm.h"
 #include "models/partmm/rig.h"
 #include "models/skelebones/traj.h"
@@ -787,4 +789,41 @@ TEST(gaussianimate_chain_resumes) {
     if (system(cmd) != 0) {
         /* a leftover /tmp folder */
     }
+}
+
+/* animation.h5: what pm_animation_write writes, pm_animation_read_pose gives back for the same
+ * motion; another motion or other sizes are refused naming the file; an unwritable folder is an
+ * error naming the file and leaves nothing */
+TEST(partmm_animation_file_roundtrip) {
+    enum { F = 3, B = 2, J = 4, FK = 5 };
+    float tb[F * B * 12], rot[F * J * 4], trans[F * 3], krot[FK * J * 4], ktrans[FK * 3];
+    for (int i = 0; i < F * B * 12; i++) tb[i] = (float)sin(0.3 * i);
+    for (int i = 0; i < F * J * 4; i++) rot[i] = (float)cos(0.7 * i);
+    for (int i = 0; i < F * 3; i++) trans[i] = 0.1f * i;
+    for (int i = 0; i < FK * J * 4; i++) krot[i] = (float)sin(1.1 * i);
+    for (int i = 0; i < FK * 3; i++) ktrans[i] = -0.2f * i;
+    char dir[] = "/tmp/anima-test-anim-XXXXXX", path[128], err[1024];
+    if (!mkdtemp(dir)) abort();
+    snprintf(path, sizeof path, "%s/animation.h5", dir);
+    CHECK_MSG(pm_animation_write(path, F, B, J, tb, rot, trans, FK, krot, ktrans, "heldout", "rig.h5", err, sizeof err) == 0, "%s", err);
+    float qr[F * J * 4], qt[F * 3], kr[FK * J * 4], kt[FK * 3];
+    CHECK_MSG(pm_animation_read_pose(path, "heldout", F, FK, J, qr, qt, kr, kt, err, sizeof err) == 0, "%s", err);
+    CHECK(!memcmp(qr, rot, sizeof rot) && !memcmp(qt, trans, sizeof trans) && !memcmp(kr, krot, sizeof krot) &&
+          !memcmp(kt, ktrans, sizeof ktrans));
+    CHECK(pm_animation_read_pose(path, "train", F, FK, J, qr, qt, kr, kt, err, sizeof err) == -1 && strstr(err, path) &&
+          strstr(err, "heldout"));
+    CHECK(pm_animation_read_pose(path, "heldout", F + 1, FK, J, qr, qt, kr, kt, err, sizeof err) == -1 && strstr(err, path));
+    snprintf(path, sizeof path, "%s/no/such/animation.h5", dir);
+    CHECK(pm_animation_write(path, F, B, J, tb, rot, trans, FK, krot, ktrans, "heldout", "rig.h5", err, sizeof err) == -1 &&
+          strstr(err, path));
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    CHECK(system(cmd) == 0);
+}
+
+/* the RMSE's unit: the rest mesh's bounding-box diagonal over its vertices */
+TEST(partmm_bench_diagonal_is_the_rest_box) {
+    float rest[9] = {0, 0, 0, 3, 0, 0, 0, 4, 12};
+    DsMotionGt g = {.nv = 3, .rest = rest};
+    CHECK(fabs(pm_bench_diagonal(&g) - 13) < 1e-12);
 }

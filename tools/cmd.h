@@ -55,6 +55,10 @@ int cmd_write_video(const char *cmd, const char *dir, const char *prefix, const 
 /* Writes text to path atomically (temporary, fsync, rename), every step checked; 0 or -1 with err. */
 int cmd_write_text(const char *path, const char *text, char *err, size_t errlen);
 
+/* Whether the command line asks for "--device cuda" (read before the arguments are parsed: the
+ * communicator of a data-parallel run starts first, with NCCL when the ranks train on GPUs). */
+bool cmd_wants_cuda(int argc, char **argv);
+
 /* A path argument that may name a run folder instead of the file in it (--rig RUN, --traj RUN,
  * --gaussians RUN, --ckpt RUN): arg itself when it is not a directory; in a directory, the first
  * of the NULL-terminated names (relative paths: "rig.h5", "rig/rig.h5") that exists. 0 with the

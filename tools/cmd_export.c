@@ -6,7 +6,8 @@
  *     binding mesh with the weights shown as colors (ds_skinning_colors, as its PNG and PLY);
  *   - a motion ground truth (`anima dataset motion` gt.h5; format anima-motion-1): the rest mesh
  *     skinned to the rig, its motion (procedural or BVH-retargeted) as joint channels;
- *   - a Skelebones rig (`anima skelebones` rig.h5): the SSDR bones as joints with their
+ *   - a Skelebones rig (`anima skelebones` rig.h5, or the run folder holding it as rig.h5 or
+ *     rig/rig.h5, as `anima gaussianimate` writes it): the SSDR bones as joints with their
  *     per-frame transforms;
  *   - any mesh file anima reads (.ply .obj .off .stl): a static mesh.
  * Anything else exits 1 with a message naming the file. */
@@ -59,7 +60,8 @@ static int export_run(const char *dir, const char *out, double fps, char *err, s
     DsMesh first = {0}, m = {0};
     float *frames = NULL;
     if (n == 0) {
-        base_errf(err, errlen, "%s: no frame_NNNNN.ply or .obj files (expected a folder `anima sim` wrote)", dir);
+        base_errf(err, errlen, "%s: no frame_NNNNN.ply or .obj files (a folder `anima sim` wrote), rig.h5 or rig/rig.h5 (a "
+                  "skelebones or gaussianimate run)", dir);
         goto done;
     }
     qsort(names, (size_t)n, sizeof *names, base_cmp_str);
@@ -190,7 +192,7 @@ int cmd_export(int argc, char **argv) {
          NULL, false, NULL, true},
         {0}};
     const CmdArgSpec spec = {"anima export", "RUN|FILE --gltf OUT.glb",
-                             "writes a sim run folder, a skinning file, a motion gt.h5, a skelebones rig.h5 or a mesh as glTF 2.0 (.glb)",
+                             "writes a sim run folder, a rig run folder, a skinning file, a motion gt.h5, a skelebones rig.h5 or a mesh as glTF 2.0 (.glb)",
                              args, "  docs/export.md: what each becomes (morph targets, skins, animations)\n", 1, 1};
     const char *pos[1];
     int prc = cmd_args_parse(&spec, argc, argv, 1, stderr, pos, NULL);
@@ -204,7 +206,13 @@ int cmd_export(int argc, char **argv) {
         fprintf(stderr, "anima export: %s: %s\n", in, strerror(errno));
         return 1;
     }
-    if (S_ISDIR(st.st_mode)) rc = export_run(in, out, fps > 0 ? fps : 20, err, sizeof err, summary, sizeof summary);
+    /* a run folder of a rig (`anima skelebones --out RUN`, or `anima gaussianimate --out RUN`'s
+     * rig/rig.h5) stands for its rig.h5; any other folder is a sim run's frames */
+    char rig[4096];
+    static const char *const RIG_FILES[] = {"rig.h5", "rig/rig.h5", NULL};
+    if (S_ISDIR(st.st_mode) && cmd_run_file(in, RIG_FILES, rig, sizeof rig, err, sizeof err) == 0)
+        rc = export_h5(rig, out, fps, err, sizeof err, summary, sizeof summary);
+    else if (S_ISDIR(st.st_mode)) rc = export_run(in, out, fps > 0 ? fps : 20, err, sizeof err, summary, sizeof summary);
     else if (dot && (!strcasecmp(dot, ".h5") || !strcasecmp(dot, ".hdf5")))
         rc = export_h5(in, out, fps, err, sizeof err, summary, sizeof summary);
     else if (dot && (!strcasecmp(dot, ".ply") || !strcasecmp(dot, ".obj") || !strcasecmp(dot, ".off") || !strcasecmp(dot, ".stl")))

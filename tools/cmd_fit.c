@@ -173,15 +173,9 @@ static void mlp_on(Mlp *dev, const Mlp *host, const NnParams *hp, const NnParams
         }
 }
 
-static bool wants_cuda(int argc, char **argv) {
-    for (int i = 1; i + 1 < argc; i++)
-        if (!strcmp(argv[i], "--device") && !strcmp(argv[i + 1], "cuda")) return true;
-    return false;
-}
-
 int cmd_fit(int argc, char **argv) {
     /* a one-rank world unless mpirun started us; --device cuda asks for NCCL between GPUs */
-    OptimComm *comm = optim_comm_init(wants_cuda(argc, argv));
+    OptimComm *comm = optim_comm_init(cmd_wants_cuda(argc, argv));
     int rc = cmd_fit_comm(argc, argv, comm);
     optim_comm_finalize(comm);
     tensor_runtime_shutdown();

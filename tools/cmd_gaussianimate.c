@@ -386,7 +386,7 @@ int cmd_gaussianimate(int argc, char **argv) {
             arg(&a, "--out"), arg(&a, "%s/anim", out);
             words(&a, animate_args);
             break;
-        case ST_EXPORT: arg(&a, "export"), arg(&a, "%s/rig/rig.h5", out), arg(&a, "--gltf"), arg(&a, "%s/character.glb", out); break;
+        case ST_EXPORT: arg(&a, "export"), arg(&a, "%s", out), arg(&a, "--gltf"), arg(&a, "%s/character.glb", out); break;
         }
         if (no_progress && s != ST_EVAL && s != ST_EXPORT) arg(&a, "--no-progress");
         fprintf(stderr, "[%d/%d] %s:", s + 1, ST_N, stage_names[s]);

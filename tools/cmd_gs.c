@@ -150,23 +150,6 @@ static int load_mesh(const GsCmdConfig *c, DsMesh *m, char *err, size_t errlen) 
     return 0;
 }
 
-/* render | target, side by side */
-static int write_pair(const char *path, const Tensor *render, const Tensor *target, char *err, size_t errlen) {
-    int h = (int)render->shape[0], w = (int)render->shape[1];
-    DsImageF im;
-    if (ds_imagef_init(&im, 2 * w, h, 3, err, errlen)) return -1;
-    const float *a = tensor_f32(render), *b = tensor_f32(target);
-    for (int y = 0; y < h; y++)
-        for (int x = 0; x < w; x++)
-            for (int k = 0; k < 3; k++) {
-                im.data[((size_t)y * 2 * w + x) * 3 + k] = a[((size_t)y * w + x) * 3 + k];
-                im.data[((size_t)y * 2 * w + w + x) * 3 + k] = b[((size_t)y * w + x) * 3 + k];
-            }
-    int rc = ds_imagef_write(path, &im, err, errlen);
-    ds_imagef_free(&im);
-    return rc;
-}
-
 static int write_renders(const char *dir, const GsFit *f, const GsFitScene *s, char *err, size_t errlen) {
     for (int t = 0; t < 2; t++) {
         int n = t ? s->n_test : s->n_train;
@@ -178,7 +161,8 @@ static int write_renders(const char *dir, const GsFit *f, const GsFitScene *s, c
             }
             TensorScope *sc = tensor_scope_begin();
             Tensor *img = gs_fit_render(f, t ? &s->test[v] : &s->train[v]);
-            int rc = write_pair(path, img, t ? s->test_img[v] : s->train_img[v], err, errlen);
+            const Tensor *ref = t ? s->test_img[v] : s->train_img[v];
+            int rc = ds_imagef_write_pair(path, tensor_f32(img), tensor_f32(ref), (int)img->shape[1], (int)img->shape[0], err, errlen);
             tensor_scope_end(sc);
             if (rc) return -1;
         }

@@ -304,15 +304,9 @@ static int gs4d_fit_run(int argc, char **argv, OptimComm *comm) {
     return rc;
 }
 
-static bool wants_cuda(int argc, char **argv) {
-    for (int i = 1; i + 1 < argc; i++)
-        if (!strcmp(argv[i], "--device") && !strcmp(argv[i + 1], "cuda")) return true;
-    return false;
-}
-
 static int gs4d_fit_main(int argc, char **argv) {
     /* --device cuda on several ranks: NCCL for the device gradients (host buffers still go over MPI) */
-    OptimComm *comm = optim_comm_init(wants_cuda(argc, argv));
+    OptimComm *comm = optim_comm_init(cmd_wants_cuda(argc, argv));
     int rc = gs4d_fit_run(argc, argv, comm);
     optim_comm_finalize(comm);
     return rc;

@@ -29,6 +29,12 @@ int cmd_make_dirs(const char *dir) {
     return 0;
 }
 
+bool cmd_wants_cuda(int argc, char **argv) {
+    for (int i = 1; i + 1 < argc; i++)
+        if (!strcmp(argv[i], "--device") && !strcmp(argv[i + 1], "cuda")) return true;
+    return false;
+}
+
 int cmd_run_file(const char *arg, const char *const *names, char *out, size_t outlen, char *err, size_t errlen) {
     struct stat st;
     if (stat(arg, &st) != 0 || !S_ISDIR(st.st_mode)) {

@@ -260,3 +260,15 @@ int ds_imagef_write(const char *path, const DsImageF *img, char *err, size_t err
     ds_image_free(&u);
     return rc;
 }
+
+int ds_imagef_write_pair(const char *path, const float *left, const float *right, int w, int h, char *err, size_t errlen) {
+    DsImageF im;
+    if (ds_imagef_init(&im, 2 * w, h, 3, err, errlen)) return -1;
+    for (int y = 0; y < h; y++) {
+        memcpy(im.data + (size_t)y * 2 * w * 3, left + (size_t)y * w * 3, sizeof(float) * 3 * (size_t)w);
+        memcpy(im.data + ((size_t)y * 2 * w + w) * 3, right + (size_t)y * w * 3, sizeof(float) * 3 * (size_t)w);
+    }
+    int rc = ds_imagef_write(path, &im, err, errlen);
+    ds_imagef_free(&im);
+    return rc;
+}

@@ -50,6 +50,9 @@ int ds_image_write(const char *path, const DsImage *img, char *err, size_t errle
  * k / 255 (NaN becomes 0), and read back as k / 255. */
 int ds_imagef_read(const char *path, DsImageF *img, char *err, size_t errlen);
 int ds_imagef_write(const char *path, const DsImageF *img, char *err, size_t errlen);
+/* Two RGB float images of h × w × 3 (row-major) side by side, left | right, as ds_imagef_write
+ * writes one (a render beside its target). */
+int ds_imagef_write_pair(const char *path, const float *left, const float *right, int w, int h, char *err, size_t errlen);
 /* Conversions (dst is allocated; free it with the matching free). */
 int ds_image_to_float(const DsImage *src, DsImageF *dst, char *err, size_t errlen);
 int ds_imagef_to_u8(const DsImageF *src, DsImage *dst, char *err, size_t errlen);

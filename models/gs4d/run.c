@@ -109,21 +109,8 @@ int gs4d_write_renders(const char *dir, const Gs4dModel *m, const Gs4dData *d, c
         }
         TensorScope *sc = tensor_scope_begin();
         Tensor *a = gs4d_render(m, &d->views[v].cam, d->views[v].time, WHITE), *b = tensor_contiguous(gs4d_target(d, v, WHITE));
-        int h = (int)a->shape[0], w = (int)a->shape[1];
-        DsImageF im;
-        int rc = ds_imagef_init(&im, 2 * w, h, 3, err, errlen);
-        if (rc == 0) {
-            const float *pa = tensor_f32(a), *pb = tensor_f32(b);
-            for (int y = 0; y < h; y++)
-                for (int x = 0; x < w; x++)
-                    for (int k = 0; k < 3; k++) {
-                        float va = pa[((size_t)y * w + x) * 3 + k];
-                        im.data[((size_t)y * 2 * w + x) * 3 + k] = va < 0 ? 0 : va > 1 ? 1 : va;
-                        im.data[((size_t)y * 2 * w + w + x) * 3 + k] = pb[((size_t)y * w + x) * 3 + k];
-                    }
-            rc = ds_imagef_write(path, &im, err, errlen);
-            ds_imagef_free(&im);
-        }
+        /* (ds_imagef_write clamps to [0, 1]) */
+        int rc = ds_imagef_write_pair(path, tensor_f32(a), tensor_f32(b), (int)a->shape[1], (int)a->shape[0], err, errlen);
         tensor_scope_end(sc);
         if (rc) return -1;
     }
