@@ -10,6 +10,7 @@
 #include "base/log.h"
 #include "base/mat3.h"
 #include "sim/contact.h"
+#include "sim/dense.h"
 #include "sim/internal.h"
 #include "sim/lapack.h"
 #include "sim/newton.h"
@@ -18,43 +19,8 @@
 
 /* IPC's ceiling on the adaptive barrier stiffness: 100 × its initial value (Li et al. 2020) */
 #define KAPPA_MAX_RATIO 100
-
-void sim_contact_defaults(SimContactOptions *c) {
-    c->enabled = true;
-    c->dhat = 0;
-    c->stiffness = 0;
-    c->min_sep = 0.2;
-    c->edge_edge = true;
-    c->dedup = true;
-    c->proxy_cells = 20;
-    c->mu = 0;
-    c->eps_v = 1e-3;
-    c->kappa_adapt = 0.1;
-    memset(c->mu_set, 0, sizeof c->mu_set);
-    memset(c->mu_pair, 0, sizeof c->mu_pair);
-}
-
-static bool material_ok(int i) { return i >= 0 && i < SIM_CONTACT_MATERIALS; }
-
-double sim_contact_mu(const SimContactOptions *c, int i, int j) {
-    return material_ok(i) && material_ok(j) && c->mu_set[i][j] ? c->mu_pair[i][j] : c->mu;
-}
-
-int sim_contact_set_mu(SimContactOptions *c, int i, int j, double mu) {
-    if (!material_ok(i) || !material_ok(j) || !(mu >= 0)) return -1;
-    c->mu_set[i][j] = c->mu_set[j][i] = true;
-    c->mu_pair[i][j] = c->mu_pair[j][i] = mu;
-    return 0;
-}
-
-/* whether any pair of materials rubs (μ > 0 by default or in the table): else no friction pairs */
-static bool any_friction(const SimContactOptions *c) {
-    if (c->mu > 0) return true;
-    for (int i = 0; i < SIM_CONTACT_MATERIALS; i++)
-        for (int j = 0; j < SIM_CONTACT_MATERIALS; j++)
-            if (c->mu_set[i][j] && c->mu_pair[i][j] > 0) return true;
-    return false;
-}
+/* the Newton matrix's first Cholesky shift on a failure, relative to its mean diagonal (dense.h) */
+#define CHOL_SHIFT 1e-14
 
 /* doubles per active pair in ageo (see SimWorldScratch) */
 #define GEO 10
@@ -256,13 +222,13 @@ int sim_world_init(SimWorld *w, SimObject *objs, int nobj, SimRigid *rigids, int
     }
     for (int k = 0; k < nobj + nrigid; k++) {
         int m = k < nobj ? objs[k].contact_material : rigids[k - nobj].contact_material;
-        if (!material_ok(m)) {
+        if (!sim_contact_material_ok(m)) {
             base_errf(err, errlen, "contact: %s %d's contact material %d is not in [0, %d)", k < nobj ? "object" : "rigid body",
                       k < nobj ? k : k - nobj, m, SIM_CONTACT_MATERIALS);
             return -1;
         }
         for (int p = 0; k < nobj && p < objs[k].nplanes; p++)
-            if (!material_ok(objs[k].planes[p].material)) {
+            if (!sim_contact_material_ok(objs[k].planes[p].material)) {
                 base_errf(err, errlen, "contact: object %d's plane %d has contact material %d, not in [0, %d)", k, p,
                           objs[k].planes[p].material, SIM_CONTACT_MATERIALS);
                 return -1;
@@ -785,7 +751,7 @@ static int start_pass(SimWorld *w, double dt, double *B0, double *dmin) {
     struct SimWorldScratch *s = w->ws;
     s->nfr = 0;
     s->fr_eps = w->contact.eps_v * dt;
-    bool fric = any_friction(&w->contact);
+    bool fric = sim_contact_any_friction(&w->contact);
     double E = 0, m = INFINITY;
     for (int64_t k = 0; k < s->cand.n; k++) {
         const SimContactPair *q = &s->cand.pairs[k];
@@ -998,51 +964,20 @@ static bool objects_hessian(SimWorld *w, const double *Z, const double *Ztil, do
     return any;
 }
 
+/* gr = each object's reduced gradient (its subspace's Nᵀ g per block, or a copy) */
 static void reduce_g(const SimWorld *w, const double *g, double *gr) {
-    const struct SimWorldScratch *s = w->ws;
     for (int k = 0; k < w->nobj; k++) {
-        const ObjInfo *oi = &s->oi[k];
-        if (!oi->N) {
-            memcpy(gr + oi->roff, g + oi->off, sizeof(double) * (size_t)oi->n);
-            continue;
-        }
-        for (int i = 0; i < 3; i++)
-            cblas_dgemv(CblasRowMajor, CblasTrans, (int)oi->nb, (int)oi->r, 1.0, oi->N, (int)oi->r, g + oi->off + i * oi->nb,
-                        1, 0.0, gr + oi->roff + i * oi->r, 1);
+        const ObjInfo *oi = &w->ws->oi[k];
+        sim_subspace_reduce(oi->nb, oi->r, oi->N, g + oi->off, gr + oi->roff);
     }
 }
 
+/* dz = each object's step from its reduced one (dz = (I ⊗ N) dy, or a copy) */
 static void expand(const SimWorld *w, const double *dy, double *dz) {
-    const struct SimWorldScratch *s = w->ws;
     for (int k = 0; k < w->nobj; k++) {
-        const ObjInfo *oi = &s->oi[k];
-        if (!oi->N) {
-            memcpy(dz + oi->off, dy + oi->roff, sizeof(double) * (size_t)oi->n);
-            continue;
-        }
-        for (int i = 0; i < 3; i++)
-            cblas_dgemv(CblasRowMajor, CblasNoTrans, (int)oi->nb, (int)oi->r, 1.0, oi->N, (int)oi->r, dy + oi->roff + i * oi->r,
-                        1, 0.0, dz + oi->off + i * oi->nb, 1);
+        const ObjInfo *oi = &w->ws->oi[k];
+        sim_subspace_expand(oi->nb, oi->r, oi->N, dy + oi->roff, dz + oi->off);
     }
-}
-
-/* Cholesky with a growing diagonal shift on failure (as the single-object solver), at most
- * `attempts` factorizations of src (n × n, its rows lds apart) into A (n × n); -1: none */
-static int chol_shifted(double *A, const double *src, int lds, int n, int attempts) {
-    double tr = 0;
-    for (int i = 0; i < n; i++) tr += src[(size_t)i * lds + i];
-    double shift = 1e-14 * fmax(tr / n, 1e-300);
-    for (int attempt = 0; attempt < attempts; attempt++) {
-        if (lds == n) memcpy(A, src, sizeof(double) * (size_t)n * n);
-        else
-            for (int i = 0; i < n; i++) memcpy(A + (size_t)i * n, src + (size_t)i * lds, sizeof(double) * (size_t)n);
-        for (int i = 0; i < n; i++) A[(size_t)i * n + i] += shift;
-        int info = 0;
-        dpotrf_("L", &n, A, &n, &info, 1);
-        if (info == 0) return attempt;
-        shift *= 100;
-    }
-    return -1;
 }
 
 /* x = Hr⁻¹ b per connected component (x may be b). With refactor, each component's block of Hr is
@@ -1083,8 +1018,8 @@ static int solve_components(SimWorld *w, bool refactor, int attempts, int *ncomp
         }
         if (refactor) {
             /* one object: its block of Hr as it stands (no gather into S first) */
-            int tries = nm == 1 ? chol_shifted(L, s->Hr + s->oi[members[0]].roff * (NR + 1), (int)NR, (int)dim, attempts)
-                                : chol_shifted(L, S, (int)dim, (int)dim, attempts);
+            const double *src = nm == 1 ? s->Hr + s->oi[members[0]].roff * (NR + 1) : S;
+            int tries = sim_chol_shifted(L, src, nm == 1 ? (int)NR : (int)dim, (int)dim, CHOL_SHIFT, attempts);
             if (tries < 0) {
                 rc = 1;
                 break;
@@ -1436,7 +1371,7 @@ static int direct_direction(SimWorld *w, bool fresh) {
         double *Hb = s->Hob + A->hoff, *L = s->Lh + A->hoff, *F = s->Hf + A->hoff, *dy = s->dy + A->roff;
         size_t bytes = sizeof(double) * (size_t)m * (size_t)m;
         if (fresh && !(s->hf_ok[k] && !memcmp(Hb, F, bytes))) {
-            int tries = chol_shifted(L, Hb, m, m, 8);
+            int tries = sim_chol_shifted(L, Hb, m, m, CHOL_SHIFT, 8);
             memcpy(F, Hb, bytes);
             s->hf_ok[k] = tries >= 0;
             if (tries < 0) return 1;
