@@ -144,7 +144,7 @@ double sim_ee_mollifier(const double e0[3], const double e1[3], double eps_x, do
  * value, gradient g (12) and exact Hessian H (12 × 12, row-major) when given (second-order forward
  * differentiation of the distance of the pair's closest-feature type: line–line, point–line or
  * point–point). For the derivative checks and for any solver that wants the exact pair Hessian;
- * world.c holds the closest points' parameters and m fixed in its Hessian (world.h). */
+ * barrier.c holds the closest points' parameters and m fixed in its Hessian (world.h). */
 double sim_ee_barrier(const double x[12], double dhat, double eps_x, double g[12], double H[144]);
 
 /* IPC's lagged smoothed Coulomb friction for one pair (Li et al. 2020, §5): with the tangent basis
@@ -210,7 +210,7 @@ typedef struct {
                          with cells of side max(diag / proxy_cells, dhat) (diag: the object's rest
                          bounding-box diagonal) (20); 0: contact on the render mesh itself */
     double mu;        /* friction coefficient between bodies and against planes (IPC's lagged
-                         smoothed Coulomb friction, world.c), for every pair of contact materials
+                         smoothed Coulomb friction, friction.c), for every pair of contact materials
                          the table below does not set; 0: frictionless (0) */
     double eps_v;     /* slip speed (m/s) below which friction is smoothed to a stiff spring (1e-3) */
     bool dedup;       /* the deduplicated point–surface constraint set (contact.h: sim_contact_dedup,

@@ -1,6 +1,7 @@
 /* tests/test_sim_dense.c — sim/dense.h: the shifted Cholesky (a positive definite matrix factors
  * unshifted, a singular one after shifts, a negative definite one not at all, a block read out of
- * a wider matrix as itself) and the subspace's reduce and expand against plain loops. */
+ * a wider matrix as itself), the subspace's reduce and expand, rows times coordinates and the
+ * row added to coordinate blocks against plain loops. */
 #include <math.h>
 #include <string.h>
 
@@ -78,4 +79,27 @@ TEST(sim_dense_subspace_reduce_and_expand_match_loops) {
     CHECK(!memcmp(y, g, sizeof y));
     sim_subspace_expand(nb, r, NULL, g, y);
     CHECK(!memcmp(y, g, sizeof y));
+}
+
+TEST(sim_dense_rows_times_coords_and_coords_add_row_match_loops) {
+    enum { n = 4, m = 6 };
+    double R[n * m], V[3 * m], D[3 * n], E[3 * n];
+    for (int i = 0; i < n * m; i++) R[i] = cos(0.9 * i + 0.1);
+    for (int i = 0; i < 3 * m; i++) V[i] = sin(0.4 * i - 0.3);
+    for (int i = 0; i < 3 * n; i++) E[i] = D[i] = 0.5 * i;
+    sim_rows_times_coords(n, m, R, V, D, false);
+    sim_rows_times_coords(n, m, R, V, E, true);
+    for (int p = 0; p < n; p++)
+        for (int c = 0; c < 3; c++) {
+            double want = 0;
+            for (int j = 0; j < m; j++) want += R[p * m + j] * V[c * m + j];
+            CHECK_NEAR(D[3 * p + c], want, 1e-14);
+            CHECK_NEAR(E[3 * p + c], 0.5 * (3 * p + c) + want, 1e-14);
+        }
+    /* g's three coordinate blocks (m long) each gain c_i times the row */
+    double g[3 * m], c[3] = {2, -1, 0.25};
+    for (int i = 0; i < 3 * m; i++) g[i] = V[i];
+    sim_coords_add_row(m, c, R, g);
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < m; j++) CHECK_NEAR(g[i * m + j], V[i * m + j] + c[i] * R[j], 1e-15);
 }
