@@ -100,21 +100,27 @@ static int fr_reserve(struct SimWorldScratch *s) {
     return 0;
 }
 
+/* T: the unit normal n's two perpendiculars (the first from the axis least along n), 3 apart */
+static void tangent_basis(const double n[3], double T[6]) {
+    double ax[3] = {0, 0, 0}, t1[3], t2[3];
+    int m = fabs(n[0]) <= fabs(n[1]) && fabs(n[0]) <= fabs(n[2]) ? 0 : fabs(n[1]) <= fabs(n[2]) ? 1 : 2;
+    ax[m] = 1;
+    base_vec3_cross(n, ax, t1);
+    double l = sqrt(t1[0] * t1[0] + t1[1] * t1[1] + t1[2] * t1[2]);
+    for (int i = 0; i < 3; i++) t1[i] /= l;
+    base_vec3_cross(n, t1, t2);
+    memcpy(T, t1, sizeof t1), memcpy(T + 3, t2, sizeof t2);
+}
+
 /* adds friction pair (object a's contact point p against a plane: b = −1) to the store */
 static int fr_push_plane(struct SimWorldScratch *s, int a, int64_t p, const double *x0, double lam, const double *nrm) {
     if (fr_reserve(s)) return -1;
     s->fr[s->nfr] = (SimContactPair){.a = a, .b = -1, .p = (int32_t)p, .q = -1, .f = -1};
-    double *ge = s->frgeo + GEO * s->nfr, *T = s->frT + 6 * s->nfr, ax[3] = {0, 0, 0}, t1[3], t2[3];
+    double *ge = s->frgeo + GEO * s->nfr, *T = s->frT + 6 * s->nfr;
     int32_t *ix = s->fridx + 5 * s->nfr;
     memcpy(ge, x0, sizeof(double) * 3), ge[3] = lam, ge[4] = ge[5] = ge[6] = 0, ge[7] = 1, ge[8] = 0, ge[9] = 1;
     ix[0] = ix[1] = ix[2] = -1, ix[3] = (int32_t)p, ix[4] = -1;
-    int m = fabs(nrm[0]) <= fabs(nrm[1]) && fabs(nrm[0]) <= fabs(nrm[2]) ? 0 : fabs(nrm[1]) <= fabs(nrm[2]) ? 1 : 2;
-    ax[m] = 1;
-    base_vec3_cross(nrm, ax, t1);
-    double l = sqrt(t1[0] * t1[0] + t1[1] * t1[1] + t1[2] * t1[2]);
-    for (int i = 0; i < 3; i++) t1[i] /= l;
-    base_vec3_cross(nrm, t1, t2);
-    memcpy(T, t1, sizeof t1), memcpy(T + 3, t2, sizeof t2);
+    tangent_basis(nrm, T);
     s->nfr++;
     return 0;
 }
@@ -225,15 +231,8 @@ int sim_world_friction_collect(SimWorld *w) {
             memcpy(ge, gk, sizeof(double) * GEO), memcpy(s->fridx + 5 * n, s->fridx + 5 * k, sizeof(int32_t) * 5);
         }
         ge[3] = lam, ge[9] = 1;
-        /* T: the normal's two perpendiculars (the first from the axis least along n) */
-        double nv[3] = {ge[0] / d, ge[1] / d, ge[2] / d}, ax[3] = {0, 0, 0}, t1[3], t2[3];
-        int m = fabs(nv[0]) <= fabs(nv[1]) && fabs(nv[0]) <= fabs(nv[2]) ? 0 : fabs(nv[1]) <= fabs(nv[2]) ? 1 : 2;
-        ax[m] = 1;
-        base_vec3_cross(nv, ax, t1);
-        double l = sqrt(t1[0] * t1[0] + t1[1] * t1[1] + t1[2] * t1[2]);
-        for (int i = 0; i < 3; i++) t1[i] /= l;
-        base_vec3_cross(nv, t1, t2);
-        memcpy(T, t1, sizeof t1), memcpy(T + 3, t2, sizeof t2);
+        double nv[3] = {ge[0] / d, ge[1] / d, ge[2] / d};
+        tangent_basis(nv, T);
         n++;
     }
     s->nfr = n;
