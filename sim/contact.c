@@ -761,3 +761,41 @@ double sim_friction(const double D[3], const double T[6], double c, double eps, 
     }
     return c * phi;
 }
+
+/* ---- contact options and materials ------------------------------------------------------- */
+
+void sim_contact_defaults(SimContactOptions *c) {
+    c->enabled = true;
+    c->dhat = 0;
+    c->stiffness = 0;
+    c->min_sep = 0.2;
+    c->edge_edge = true;
+    c->dedup = true;
+    c->proxy_cells = 20;
+    c->mu = 0;
+    c->eps_v = 1e-3;
+    c->kappa_adapt = 0.1;
+    memset(c->mu_set, 0, sizeof c->mu_set);
+    memset(c->mu_pair, 0, sizeof c->mu_pair);
+}
+
+bool sim_contact_material_ok(int i) { return i >= 0 && i < SIM_CONTACT_MATERIALS; }
+
+double sim_contact_mu(const SimContactOptions *c, int i, int j) {
+    return sim_contact_material_ok(i) && sim_contact_material_ok(j) && c->mu_set[i][j] ? c->mu_pair[i][j] : c->mu;
+}
+
+int sim_contact_set_mu(SimContactOptions *c, int i, int j, double mu) {
+    if (!sim_contact_material_ok(i) || !sim_contact_material_ok(j) || !(mu >= 0)) return -1;
+    c->mu_set[i][j] = c->mu_set[j][i] = true;
+    c->mu_pair[i][j] = c->mu_pair[j][i] = mu;
+    return 0;
+}
+
+bool sim_contact_any_friction(const SimContactOptions *c) {
+    if (c->mu > 0) return true;
+    for (int i = 0; i < SIM_CONTACT_MATERIALS; i++)
+        for (int j = 0; j < SIM_CONTACT_MATERIALS; j++)
+            if (c->mu_set[i][j] && c->mu_pair[i][j] > 0) return true;
+    return false;
+}

@@ -21,6 +21,7 @@
 #ifndef ANIMA_SIM_CONTACT_H
 #define ANIMA_SIM_CONTACT_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 /* b(d) = −(d − d̂)² ln(d / d̂) on 0 < d < d̂, 0 beyond (IPC Eq. 6); b′ and b″ from physskin.md §7.
@@ -143,7 +144,7 @@ double sim_ee_mollifier(const double e0[3], const double e1[3], double eps_x, do
  * value, gradient g (12) and exact Hessian H (12 × 12, row-major) when given (second-order forward
  * differentiation of the distance of the pair's closest-feature type: line–line, point–line or
  * point–point). For the derivative checks and for any solver that wants the exact pair Hessian;
- * world.c holds the closest points' parameters and m fixed in its Hessian (world.h). */
+ * barrier.c holds the closest points' parameters and m fixed in its Hessian (world.h). */
 double sim_ee_barrier(const double x[12], double dhat, double eps_x, double g[12], double H[144]);
 
 /* IPC's lagged smoothed Coulomb friction for one pair (Li et al. 2020, §5): with the tangent basis
@@ -186,5 +187,54 @@ double sim_contact_ccd(const SimContactBody *bodies, const SimContactSet *set, d
 
 /* The smallest pair distance over the set at α (INFINITY when empty). */
 double sim_contact_min_distance(const SimContactBody *bodies, const SimContactSet *set, double alpha);
+
+/* ---- the contact options of a world (sim/world.h) and its contact materials ---------------- */
+
+/* contact materials per world (the default one, 0, and up to 15 named ones) */
+#define SIM_CONTACT_MATERIALS 16
+
+typedef struct {
+    bool enabled;     /* false: objects are stepped independently (no pairs at all) */
+    double dhat;      /* barrier reach d̂ (m); 0: 1.5 × the largest median nearest-neighbour spacing
+                         of any body's contact points, so no point can slip between two others */
+    double stiffness; /* κ (N/m), fixed; 0: automatic (world.c support_kappa): each body resting in
+                         its initial orientation on a flat support sits at d̂/2 or above, every
+                         contact point counted once; then raised as kappa_adapt says */
+    double kappa_adapt; /* the automatic κ doubles (up to 100 × its start) at a step whose closest
+                         pair is inside kappa_adapt × d̂ and closer than at the last step (IPC's
+                         adaptive κ) (0.1); 0: never */
+    double min_sep;   /* CCD: a step may shrink a pair's distance to this fraction, (0, 1) (0.2) */
+    bool edge_edge;   /* edge–edge pairs (with the mollifier) between bodies with surfaces besides the
+                         point–triangle ones (true); false: two edges can pass through each other */
+    double proxy_cells; /* collision proxies (sim/proxy.h): contact on each mesh's vertex clustering
+                         with cells of side max(diag / proxy_cells, dhat) (diag: the object's rest
+                         bounding-box diagonal) (20); 0: contact on the render mesh itself */
+    double mu;        /* friction coefficient between bodies and against planes (IPC's lagged
+                         smoothed Coulomb friction, friction.c), for every pair of contact materials
+                         the table below does not set; 0: frictionless (0) */
+    double eps_v;     /* slip speed (m/s) below which friction is smoothed to a stiff spring (1e-3) */
+    bool dedup;       /* the deduplicated point–surface constraint set (contact.h: sim_contact_dedup,
+                         each point–edge and point–vertex contact counted once) (true); false: the
+                         plain sum over point–triangle pairs */
+    /* μ per pair of contact materials: each deformable (SimObject.contact_material), rigid body
+     * (SimRigid.contact_material) and plane (SimPlane.material) names one, 0 the default; a pair
+     * (i, j) with mu_set[i][j] (kept symmetric) rubs with mu_pair[i][j], every other pair with mu.
+     * Flags, not a sentinel value, so that a zeroed table means "mu everywhere" and a pair may be
+     * frictionless (μ 0) under a nonzero default. */
+    bool mu_set[SIM_CONTACT_MATERIALS][SIM_CONTACT_MATERIALS];
+    double mu_pair[SIM_CONTACT_MATERIALS][SIM_CONTACT_MATERIALS];
+} SimContactOptions;
+
+/* μ between contact materials i and j under c (c->mu unless the pair table sets it) */
+double sim_contact_mu(const SimContactOptions *c, int i, int j);
+/* sets μ between materials i and j (both orders); 0, or -1 when i or j is out of range or μ < 0 */
+int sim_contact_set_mu(SimContactOptions *c, int i, int j, double mu);
+
+/* the defaults the comments above give */
+void sim_contact_defaults(SimContactOptions *c);
+/* whether i names a contact material, [0, SIM_CONTACT_MATERIALS) */
+bool sim_contact_material_ok(int i);
+/* whether any pair of materials rubs under c (μ > 0 by default or in the table): else no friction */
+bool sim_contact_any_friction(const SimContactOptions *c);
 
 #endif

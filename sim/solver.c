@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "base/par.h"
+#include "sim/dense.h"
 #include "sim/internal.h"
 #include "sim/lapack.h"
 #include "sim/solver.h"
@@ -443,23 +444,6 @@ int sim_object_add_plane(SimObject *o, const SimPlane *p, char *err, size_t errl
     return 0;
 }
 
-/* Cholesky of a symmetric n × n matrix in place (lower, column-major = the row-major upper
- * triangle); a failure retries with a growing diagonal shift. Returns the retries, or -1. */
-static int chol_shifted(double *A, const double *src, int n, double base_shift) {
-    double tr = 0;
-    for (int i = 0; i < n; i++) tr += src[(size_t)i * n + i];
-    double shift = base_shift * fmax(tr / n, 1e-300);
-    for (int attempt = 0; attempt < 8; attempt++) {
-        memcpy(A, src, sizeof(double) * (size_t)n * n);
-        for (int i = 0; i < n; i++) A[(size_t)i * n + i] += shift;
-        int info = 0;
-        dpotrf_("L", &n, A, &n, &info, 1);
-        if (info == 0) return attempt;
-        shift = shift > 0 ? shift * 100 : 1e-10 * fmax(tr / n, 1e-300);
-    }
-    return -1;
-}
-
 static double *region_pullback(const SimObject *o, const SimRegion *r, double wfn(const SimObject *, int64_t, const void *),
                                const void *ctx, double *S, double *total) {
     /* s = Σ_c f_c b_c and (when S) S = Σ_c f_c b_c b_cᵀ over the cubature points in r */
@@ -830,7 +814,7 @@ int sim_object_prepare(SimObject *o, char *err, size_t errlen) {
                     0.0, Mr, (int)r);
     } else if (!p->N)
         memcpy(Mr, o->Mb, sizeof(double) * (size_t)(nb * nb));
-    if (r && chol_shifted(p->Lm, Mr, (int)r, 1e-12) < 0) {
+    if (r && sim_chol_shifted(p->Lm, Mr, (int)r, (int)r, 1e-12, 8) < 0) {
         free(Mr), free(tmp);
         base_errf(err, errlen, "sim: the reduced mass matrix is not positive definite (degenerate weights?)");
         return -1;
@@ -1392,28 +1376,6 @@ static void lagged_hessian(const SimObject *o, struct SimPrepared *p, const doub
     external(o, p, z, t, dt2, NULL, H, NULL);
 }
 
-/* the reduced gradient Nᵀ g per block (or a copy) */
-static void reduce_g(const SimObject *o, const struct SimPrepared *p, const double *g, double *gr) {
-    int64_t nb = o->nb, r = p->r;
-    if (!p->N) {
-        memcpy(gr, g, sizeof(double) * (size_t)o->n);
-        return;
-    }
-    for (int i = 0; i < 3; i++)
-        cblas_dgemv(CblasRowMajor, CblasTrans, (int)nb, (int)r, 1.0, p->N, (int)r, g + i * nb, 1, 0.0, gr + i * r, 1);
-}
-
-/* dz = (I ⊗ N) dy */
-static void expand(const SimObject *o, const struct SimPrepared *p, const double *dy, double *dz) {
-    int64_t nb = o->nb, r = p->r;
-    if (!p->N) {
-        memcpy(dz, dy, sizeof(double) * (size_t)o->n);
-        return;
-    }
-    for (int i = 0; i < 3; i++)
-        cblas_dgemv(CblasRowMajor, CblasNoTrans, (int)nb, (int)r, 1.0, p->N, (int)r, dy + i * r, 1, 0.0, dz + i * nb, 1);
-}
-
 void sim_object_predict(SimObject *o, double dt, double t1, double *ztil, double *z, double *tmp_n, double *tmp_r) {
     struct SimPrepared *p = o->prep;
     int64_t n = o->n;
@@ -1429,8 +1391,8 @@ void sim_object_predict(SimObject *o, double dt, double t1, double *ztil, double
     p->have_zdot_prev = true, p->dt_prev = dt;
     if (p->N) {
         for (int64_t k = 0; k < n; k++) tmp_n[k] -= t1 * p->zp_rate[k];
-        reduce_g(o, p, tmp_n, tmp_r);
-        expand(o, p, tmp_r, z);
+        sim_subspace_reduce(o->nb, p->r, p->N, tmp_n, tmp_r);
+        sim_subspace_expand(o->nb, p->r, p->N, tmp_r, z);
         for (int64_t k = 0; k < n; k++) z[k] += t1 * p->zp_rate[k];
     } else
         memcpy(z, tmp_n, sizeof(double) * (size_t)n);

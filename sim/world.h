@@ -63,51 +63,10 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "sim/contact.h"
 #include "sim/proxy.h"
 #include "sim/rigid.h"
 #include "sim/solver.h"
-
-/* contact materials per world (the default one, 0, and up to 15 named ones) */
-#define SIM_CONTACT_MATERIALS 16
-
-typedef struct {
-    bool enabled;     /* false: objects are stepped independently (no pairs at all) */
-    double dhat;      /* barrier reach d̂ (m); 0: 1.5 × the largest median nearest-neighbour spacing
-                         of any body's contact points, so no point can slip between two others */
-    double stiffness; /* κ (N/m), fixed; 0: automatic (world.c support_kappa): each body resting in
-                         its initial orientation on a flat support sits at d̂/2 or above, every
-                         contact point counted once; then raised as kappa_adapt says */
-    double kappa_adapt; /* the automatic κ doubles (up to 100 × its start) at a step whose closest
-                         pair is inside kappa_adapt × d̂ and closer than at the last step (IPC's
-                         adaptive κ) (0.1); 0: never */
-    double min_sep;   /* CCD: a step may shrink a pair's distance to this fraction, (0, 1) (0.2) */
-    bool edge_edge;   /* edge–edge pairs (with the mollifier) between bodies with surfaces besides the
-                         point–triangle ones (true); false: two edges can pass through each other */
-    double proxy_cells; /* collision proxies (sim/proxy.h): contact on each mesh's vertex clustering
-                         with cells of side max(diag / proxy_cells, dhat) (diag: the object's rest
-                         bounding-box diagonal) (20); 0: contact on the render mesh itself */
-    double mu;        /* friction coefficient between bodies and against planes (IPC's lagged
-                         smoothed Coulomb friction, world.c), for every pair of contact materials
-                         the table below does not set; 0: frictionless (0) */
-    double eps_v;     /* slip speed (m/s) below which friction is smoothed to a stiff spring (1e-3) */
-    bool dedup;       /* the deduplicated point–surface constraint set (contact.h: sim_contact_dedup,
-                         each point–edge and point–vertex contact counted once) (true); false: the
-                         plain sum over point–triangle pairs */
-    /* μ per pair of contact materials: each deformable (SimObject.contact_material), rigid body
-     * (SimRigid.contact_material) and plane (SimPlane.material) names one, 0 the default; a pair
-     * (i, j) with mu_set[i][j] (kept symmetric) rubs with mu_pair[i][j], every other pair with mu.
-     * Flags, not a sentinel value, so that a zeroed table means "mu everywhere" and a pair may be
-     * frictionless (μ 0) under a nonzero default. */
-    bool mu_set[SIM_CONTACT_MATERIALS][SIM_CONTACT_MATERIALS];
-    double mu_pair[SIM_CONTACT_MATERIALS][SIM_CONTACT_MATERIALS];
-} SimContactOptions;
-
-/* μ between contact materials i and j under c (c->mu unless the pair table sets it) */
-double sim_contact_mu(const SimContactOptions *c, int i, int j);
-/* sets μ between materials i and j (both orders); 0, or -1 when i or j is out of range or μ < 0 */
-int sim_contact_set_mu(SimContactOptions *c, int i, int j, double mu);
-
-void sim_contact_defaults(SimContactOptions *c);
 
 typedef struct {
     int iters, failures;    /* Newton iterations; iterations without descent or line search */
