@@ -191,3 +191,18 @@ TEST(camera_unproject_and_backproject) {
     CHECK(ds_camera_backproject(&c, r.depth, r.alpha, 0.5, pts, 7) == 7);
     ds_render_free(&r);
 }
+
+/* where a camera sits, seen from its target: elevation above the y = 0 plane, azimuth about y
+ * from +z toward +x */
+TEST(camera_elevation_azimuth) {
+    const double target[3] = {0.5, -1, 2}, up[3] = {0, 1, 0};
+    const double cases[][2] = {{0, 0}, {30, 0}, {-20, 90}, {45, -135}, {10, 170}};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        double e = cases[i][0] * M_PI / 180, a = cases[i][1] * M_PI / 180, r = 3.5;
+        double eye[3] = {target[0] + r * cos(e) * sin(a), target[1] + r * sin(e), target[2] + r * cos(e) * cos(a)};
+        DsCamera c = ds_camera_look_at(eye, target, up, 64, 48, 40);
+        double el, az;
+        ds_camera_elevation_azimuth(&c, target, &el, &az);
+        CHECK_MSG(fabs(el - cases[i][0]) < 1e-9 && fabs(az - cases[i][1]) < 1e-9, "case %zu: %g %g", i, el, az);
+    }
+}

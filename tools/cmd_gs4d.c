@@ -392,12 +392,8 @@ static int gs4d_eval_main(int argc, char **argv) {
         char *text = base_malloc(tcap);
         tlen += (size_t)snprintf(text + tlen, tcap - tlen, "# kind\tindex\ttime\televation_deg\tazimuth_deg\tpsnr_db\tssim\n");
         for (int v = 0; v < dte->n; v++) {
-            double o[3];
-            ds_camera_center(&dte->views[v].cam, o);
-            for (int a = 0; a < 3; a++) o[a] -= dte->center[a];
-            double rr = sqrt(o[0] * o[0] + o[1] * o[1] + o[2] * o[2]);
-            /* y is up in the D-NeRF (OpenGL) convention */
-            double el = rr > 0 ? asin(o[1] / rr) * 180 / M_PI : 0, az = atan2(o[0], o[2]) * 180 / M_PI;
+            double el, az;
+            ds_camera_elevation_azimuth(&dte->views[v].cam, dte->center, &el, &az);
             tlen += (size_t)snprintf(text + tlen, tcap - tlen, "view\t%d\t%.5f\t%.1f\t%.1f\t%.3f\t%.4f\n", v, dte->views[v].time,
                                      el, az, pv[v], pv[dte->n + v]);
         }

@@ -111,3 +111,12 @@ bool ds_camera_project(const DsCamera *c, const double X[3], double uv[2], doubl
     if (uv) uv[0] = c->fx * p[0] / p[2] + c->cx, uv[1] = c->fy * p[1] / p[2] + c->cy;
     return true;
 }
+
+void ds_camera_elevation_azimuth(const DsCamera *c, const double target[3], double *elevation_deg, double *azimuth_deg) {
+    double o[3];
+    ds_camera_center(c, o);
+    for (int a = 0; a < 3; a++) o[a] -= target[a];
+    double r = sqrt(o[0] * o[0] + o[1] * o[1] + o[2] * o[2]);
+    *elevation_deg = r > 0 ? asin(o[1] / r) * 180 / M_PI : 0;
+    *azimuth_deg = atan2(o[0], o[2]) * 180 / M_PI;
+}

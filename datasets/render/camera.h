@@ -30,6 +30,9 @@ int ds_camera_sphere(int n, double radius, const double target[3], int width, in
                      DsCamera *out);
 /* Camera center in world coordinates (−Rᵀ t). */
 void ds_camera_center(const DsCamera *c, double out[3]);
+/* Where camera c sits as seen from target, y up (the D-NeRF / OpenGL convention): elevation above
+ * the horizontal plane and azimuth about y from +z toward +x, in degrees (0, 0 at the target). */
+void ds_camera_elevation_azimuth(const DsCamera *c, const double target[3], double *elevation_deg, double *azimuth_deg);
 /* Pixel coordinates and depth (camera z) of a world point; false when behind the camera. */
 bool ds_camera_project(const DsCamera *c, const double X[3], double uv[2], double *depth);
 /* The world point at pixel coordinates (u, v) and camera depth z (camera z, as ds_camera_project
