@@ -80,6 +80,20 @@ static void print_table(const char *const *cats, int ncat, int64_t counts[][MAX_
     printf(" %7lld\n", (long long)all);
 }
 
+/* a build's failure (rc < 0, err) or interruption (rc > 0) said on stderr: the exit status, or 0
+ * when it succeeded */
+static int failure_status(int rc, const char *err) {
+    if (rc < 0) {
+        fprintf(stderr, NAME ": %s\n", err);
+        return 1;
+    }
+    if (rc) {
+        fprintf(stderr, NAME ": interrupted by signal %d; nothing written\n", (int)g_signal);
+        return 128 + g_signal;
+    }
+    return 0;
+}
+
 static void on_progress(void *ctx, int64_t done, int64_t total) { base_progress_update(ctx, done, total, 0, 0, false); }
 
 static int make_procedural(const MakeArgs *a) {
@@ -96,14 +110,8 @@ static int make_procedural(const MakeArgs *a) {
     double cpu0 = base_cpu_now();
     int rc = ds_corpus_make(a->out, &o, &st, err, sizeof err);
     base_progress_break(&pr);
-    if (rc < 0) {
-        fprintf(stderr, NAME ": %s\n", err);
-        return 1;
-    }
-    if (rc) {
-        fprintf(stderr, NAME ": interrupted by signal %d; nothing written\n", (int)g_signal);
-        return 128 + g_signal;
-    }
+    int status = failure_status(rc, err);
+    if (status) return status;
     double wall = base_now() - pr.t0, cpu = base_cpu_now() - cpu0;
     printf("%lld shapes in %.1f s wall, %.1f s CPU (%d threads, %.2f shapes/s); %s/{train,val,test}.h5, %.1f MB\n",
            (long long)a->count, wall, cpu, omp_get_max_threads(), (double)a->count / fmax(wall, 1e-9), a->out,
@@ -142,14 +150,8 @@ static int make_real(const MakeArgs *a) {
     double t0 = base_now(), cpu0 = base_cpu_now();
     int made, skipped;
     int rc = ds_corpus_make_real(a->out, &o, &made, &skipped, err, sizeof err);
-    if (rc < 0) {
-        fprintf(stderr, NAME ": %s\n", err);
-        return 1;
-    }
-    if (rc) {
-        fprintf(stderr, NAME ": interrupted by signal %d; nothing written\n", (int)g_signal);
-        return 128 + g_signal;
-    }
+    int status = failure_status(rc, err);
+    if (status) return status;
     printf("%d meshes (%d skipped) in %.1f s wall, %.1f s CPU; %s/real.h5 (no rig weights: real meshes carry none)\n",
            made, skipped, base_now() - t0, base_cpu_now() - cpu0, a->out);
     return 0;
