@@ -43,7 +43,7 @@ LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o) $(CUDA_OBJ)
 # CUEMU=1: the CUDA build compiled for the CPU emulator instead (make test-cuda-emu)
 include tools/cuemu/cuemu.mk
 
-APP_SRC  := $(wildcard tools/anima*.c tools/cmd_*.c)
+APP_SRC  := $(wildcard tools/anima*.c tools/cmd_*.c tools/view_*.c)
 TEST_SRC := $(wildcard tests/*.c)
 # bench/bench_sim.c is a program of its own (bench/run_sim.sh), not one of anima-bench's cases
 BENCH_SRC := $(filter-out bench/bench_sim.c bench/bench_rig.c,$(wildcard bench/*.c))
@@ -68,7 +68,7 @@ $(BUILD)/app/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
 
-# `anima view`'s HTTP + WebSocket server (tools/cmd_view.c) is the program's alone: libwebsockets
+# `anima view`'s HTTP + WebSocket server (tools/view_server.c) is the program's alone: libwebsockets
 # links into ./anima only, not into the library
 $(BUILD)/anima: $(APP_SRC:%.c=$(BUILD)/app/%.o) $(BUILD)/libanima.a
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS) -lwebsockets -lpthread
@@ -79,7 +79,8 @@ $(BUILD)/anima: $(APP_SRC:%.c=$(BUILD)/app/%.o) $(BUILD)/libanima.a
 anima: $(BUILD)/anima FORCE
 	@cmp -s $< $@ || { cp $< $@.tmp && mv -f $@.tmp $@; }
 
-$(BUILD)/anima-tests: $(TEST_SRC:%.c=$(BUILD)/app/%.o) $(BUILD)/libanima.a
+# with the live viewer's message parser (tools/view_cmd.c, tests/test_view_cmd.c)
+$(BUILD)/anima-tests: $(TEST_SRC:%.c=$(BUILD)/app/%.o) $(BUILD)/app/tools/view_cmd.o $(BUILD)/libanima.a
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
 # the data-parallel suites, with `anima fit`'s command function (tests/mpi/test_fit_dp.c)

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "datasets/corpus/cache.h"
+#include "datasets/corpus/make.h"
 #include "tests/test.h"
 
 static void tmpdir_make(char *dir) {
@@ -178,6 +179,132 @@ TEST(dataset_splits_are_stable) {
     int same = 0;
     for (int i = 0; i < 1000; i++) same += ds_corpus_split(7, i) == ds_corpus_split(8, i);
     CHECK(same < 800);
+}
+
+/* ---- datasets/corpus/make.h ------------------------------------------------------------------ */
+
+static void count_progress(void *ctx, int64_t done, int64_t total) {
+    int64_t *calls = ctx;
+    CHECK(done == calls[0] + 1 && total == 3);
+    calls[0]++;
+}
+
+/* ds_corpus_make: the shapes in their splits (the stats against the files), the progress, a
+ * cancelled build and an unwritable folder leave nothing */
+TEST(dataset_corpus_make) {
+    char dir[64], err[1024], path[160];
+    tmpdir_make(dir);
+    const char *cats[2] = {"chair", "mug"};
+    int64_t calls[1] = {0};
+    DsCorpusMakeOptions o = {.categories = cats, .ncat = 2, .count = 3, .seed = 5, .shape = SMALL,
+                             .command = "test", .progress = count_progress, .ctx = calls};
+    DsCorpusMakeStats st;
+    CHECK_MSG(ds_corpus_make(dir, &o, &st, err, sizeof err) == 0, "%s", err);
+    CHECK(calls[0] == 3 && st.bytes > 0 && st.not_watertight == 0 && st.verts > 0 && st.cubature > 0);
+    int64_t total = 0;
+    for (int s = 0; s < 3; s++) {
+        snprintf(path, sizeof path, "%s/%s.h5", dir, ds_corpus_split_name(s));
+        DsCache *c = ds_cache_open(path, err, sizeof err);
+        CHECK_MSG(c, "%s", err);
+        if (!c) continue;
+        CHECK(!strcmp(ds_cache_info(c)->split, ds_corpus_split_name(s)) && !strcmp(ds_cache_info(c)->categories, "chair,mug"));
+        CHECK(ds_cache_count(c) == st.made[s][0] + st.made[s][1]);
+        for (int64_t i = 0; i < ds_cache_count(c); i++) {
+            DsShapeRecord r;
+            CHECK(ds_cache_read_meta(c, i, &r, err, sizeof err) == 0);
+            CHECK(ds_corpus_split(5, r.index) == s && !strcmp(r.category, cats[r.index % 2]) &&
+                  r.seed == ds_corpus_shape_seed(5, r.index));
+            ds_shape_record_free(&r);
+        }
+        total += ds_cache_count(c);
+        ds_cache_close(c);
+    }
+    CHECK(total == 3 && st.made[0][0] + st.made[1][0] + st.made[2][0] == 2);
+    CHECK(!strcmp(ds_corpus_split_name(1), "val") && !strcmp(ds_corpus_split_name(3), "?"));
+    rm_rf(dir);
+    /* cancelled before the first shape: no file */
+    tmpdir_make(dir);
+    volatile sig_atomic_t stop = 1;
+    o.cancel = &stop, o.progress = NULL;
+    CHECK(ds_corpus_make(dir, &o, NULL, err, sizeof err) == 1);
+    snprintf(path, sizeof path, "%s/train.h5", dir);
+    CHECK(access(path, F_OK) != 0);
+    rm_rf(dir);
+    o.cancel = NULL;
+    CHECK(ds_corpus_make("/nonexistent/anima", &o, NULL, err, sizeof err) == -1 && strstr(err, "/nonexistent/anima"));
+}
+
+static void collect_report(void *ctx, const DsRealMeshReport *r) {
+    char *log = ctx;
+    snprintf(log + strlen(log), 4096 - strlen(log), "%s %s%s|", r->skipped ? "skipped" : "cached",
+             r->skipped ? r->skipped : r->path, r->flipped ? " flipped" : "");
+}
+
+static void write_text(const char *dir, const char *name, const char *text) {
+    char path[256];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "w");
+    CHECK(f && fputs(text, f) >= 0 && fclose(f) == 0);
+}
+
+/* ds_corpus_make_real: a cube, the cube wound inside out (flipped, its name made an id), a file
+ * that does not read (skipped); a folder without a usable mesh and a missing one are errors */
+TEST(dataset_corpus_make_real) {
+    char dir[64], in[96], err[1024], path[160], log[4096] = "";
+    tmpdir_make(dir);
+    snprintf(in, sizeof in, "%s/in", dir);
+    CHECK(mkdir(in, 0700) == 0);
+    static const char *const V = "v -1 -1 -1\nv 1 -1 -1\nv 1 1 -1\nv -1 1 -1\nv -1 -1 1\nv 1 -1 1\nv 1 1 1\nv -1 1 1\n";
+    static const char *const F[2] = {
+        "f 1 3 2\nf 1 4 3\nf 5 6 7\nf 5 7 8\nf 1 2 6\nf 1 6 5\nf 2 3 7\nf 2 7 6\nf 3 4 8\nf 3 8 7\nf 4 1 5\nf 4 5 8\n",
+        "f 1 2 3\nf 1 3 4\nf 5 7 6\nf 5 8 7\nf 1 6 2\nf 1 5 6\nf 2 7 3\nf 2 6 7\nf 3 8 4\nf 3 7 8\nf 4 5 1\nf 4 8 5\n"};
+    char text[1024];
+    snprintf(text, sizeof text, "%s%s", V, F[0]);
+    write_text(in, "cube.obj", text);
+    snprintf(text, sizeof text, "%s%s", V, F[1]);
+    write_text(in, "inside out.obj", text);
+    write_text(in, "bad.obj", "v 0 0 0\nf 1 2 3\n");
+    DsRealMakeOptions o = {.folder = in, .n_surface = 64, .n_sharp = 16, .cubature_res = 8, .seed = 3,
+                           .command = "test", .report = collect_report, .ctx = log};
+    int made, skipped;
+    CHECK_MSG(ds_corpus_make_real(dir, &o, &made, &skipped, err, sizeof err) == 0, "%s", err);
+    CHECK(made == 2 && skipped == 1);
+    CHECK_MSG(strstr(log, "skipped ") == log && strstr(log, "bad.obj:2: vertex index 2 out of range") &&
+                  strstr(log, "cube.obj|") && strstr(log, "inside out.obj flipped|"),
+              "%s", log);
+    snprintf(path, sizeof path, "%s/real.h5", dir);
+    DsCache *c = ds_cache_open(path, err, sizeof err);
+    CHECK_MSG(c, "%s", err);
+    if (c) {
+        CHECK(ds_cache_count(c) == 2 && !strcmp(ds_cache_id(c, 0), "0001_cube_obj") &&
+              !strcmp(ds_cache_id(c, 1), "0002_inside_out_obj"));
+        for (int64_t i = 0; i < 2; i++) {
+            DsShapeRecord r;
+            CHECK_MSG(ds_cache_read_shape(c, i, &r, err, sizeof err) == 0, "%s", err);
+            /* both outward: the flipped file's interior kept (a full cube of cubature volume) */
+            CHECK(r.volume > 0 && r.nbones == 0 && !r.weights && r.seed == ds_corpus_shape_seed(3, r.index));
+            double v = 0;
+            for (int64_t k = 0; k < r.n_cubature; k++) v += r.cubature_volume[k];
+            CHECK_NEAR(v, r.volume, 0.05 * r.volume);
+            ds_shape_record_free(&r);
+        }
+        ds_cache_close(c);
+    }
+    /* only a file that does not read: an error, no real.h5 */
+    rm_rf(dir);
+    tmpdir_make(dir);
+    snprintf(in, sizeof in, "%s/in", dir);
+    CHECK(mkdir(in, 0700) == 0);
+    write_text(in, "bad.obj", "v 0 0 0\nf 1 2 3\n");
+    o.report = NULL;
+    CHECK(ds_corpus_make_real(dir, &o, &made, &skipped, err, sizeof err) == -1 && made == 0 && skipped == 1);
+    CHECK_MSG(strstr(err, "no mesh anima can preprocess (1 skipped)"), "%s", err);
+    snprintf(path, sizeof path, "%s/real.h5", dir);
+    CHECK(access(path, F_OK) != 0);
+    rm_rf(dir);
+    o.folder = "/nonexistent/anima";
+    CHECK(ds_corpus_make_real("/tmp", &o, &made, &skipped, err, sizeof err) == -1);
+    CHECK_MSG(strstr(err, "/nonexistent/anima: cannot open the folder"), "%s", err);
 }
 
 /* A damaged or foreign file gives an error naming it, never a crash (the test runs forked:

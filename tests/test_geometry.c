@@ -66,6 +66,33 @@ TEST(geom_mesh_checks) {
     ds_mesh_free(&s), ds_mesh_free(&t), ds_mesh_free(&b);
 }
 
+/* ds_mesh_flip: the box turned inside out has the negative volume, every face's corners 0, 2, 1
+ * and the normals negated; flipped twice it is the box again */
+TEST(geom_mesh_flip) {
+    float half[3] = {0.7f, 0.5f, 0.3f};
+    DsMesh b, c;
+    CHECK(ds_mesh_make_box(half, 2, &b) == 0);
+    CHECK(ds_mesh_compute_normals(&b) == 0);
+    CHECK(ds_mesh_copy(&b, &c) == 0);
+    double vol = ds_mesh_signed_volume(&b);
+    ds_mesh_flip(&c);
+    CHECK_NEAR(ds_mesh_signed_volume(&c), -vol, 1e-9);
+    bool faces = true, normals = true;
+    for (int64_t f = 0; f < b.nf; f++)
+        faces &= c.f[3 * f] == b.f[3 * f] && c.f[3 * f + 1] == b.f[3 * f + 2] && c.f[3 * f + 2] == b.f[3 * f + 1];
+    for (int64_t i = 0; i < 3 * b.nv; i++) normals &= c.n[i] == -b.n[i];
+    CHECK(faces && normals);
+    DsMeshCheck mc;
+    CHECK(ds_mesh_check(&c, &mc) == 0 && mc.watertight && mc.oriented);
+    ds_mesh_flip(&c);
+    CHECK(!memcmp(c.f, b.f, sizeof(int32_t) * 3 * (size_t)b.nf) && !memcmp(c.n, b.n, sizeof(float) * 3 * (size_t)b.nv));
+    /* without normals only the faces turn */
+    free(c.n), c.n = NULL;
+    ds_mesh_flip(&c);
+    CHECK(c.n == NULL && c.f[1] == b.f[2]);
+    ds_mesh_free(&b), ds_mesh_free(&c);
+}
+
 /* The unit square [0,1]² as one big triangle (half the area) and, over the other half, a fan of
  * 300 slivers whose areas span six orders of magnitude. A χ² test over an 8×8 grid of bins. */
 TEST(geom_sample_area_uniform_chi2) {

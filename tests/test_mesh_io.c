@@ -3,6 +3,7 @@
  * every fuzz seed, hand-made malformed inputs (each must give an error naming the file and the
  * line or byte, never a crash), and the Debian assimp-testmodels meshes (skipped without them). */
 #include <dirent.h>
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -395,6 +396,36 @@ TEST(mesh_seed_corpora) {
         CHECK_MSG(run_corpus(dir, fmts[i], read_mesh_mem) > 0, "%s: empty corpus", dir);
     }
     CHECK(run_corpus("tests/fuzz/corpus/gsply", "ply", read_gs_mem) > 0);
+}
+
+/* ds_mesh_readable_name and ds_mesh_list_dir: the mesh files of a folder, in name order, without
+ * hidden files, other extensions or sub-folders' contents */
+TEST(mesh_list_dir) {
+    CHECK(ds_mesh_readable_name("a.obj") && ds_mesh_readable_name("B.PLY") && ds_mesh_readable_name("c.Off") &&
+          ds_mesh_readable_name("d.stl") && ds_mesh_readable_name("dir.x/e.obj"));
+    CHECK(!ds_mesh_readable_name("a.h5") && !ds_mesh_readable_name("obj") && !ds_mesh_readable_name("a.obj/b") &&
+          !ds_mesh_readable_name("a.objx") && !ds_mesh_readable_name(""));
+    char dir[64] = "/tmp/anima-list-XXXXXX", path[128];
+    CHECK(mkdtemp(dir) != NULL);
+    const char *files[] = {"b.ply", "a.OBJ", ".hidden.obj", "notes.txt", "c.stl", "z.off"};
+    for (int i = 0; i < 6; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, files[i]);
+        FILE *f = fopen(path, "w");
+        CHECK(f && fclose(f) == 0);
+    }
+    snprintf(path, sizeof path, "%s/sub", dir);
+    CHECK(mkdir(path, 0700) == 0);
+    char **names;
+    int64_t n;
+    CHECK(ds_mesh_list_dir(dir, &names, &n) == 0);
+    CHECK_MSG(n == 4 && !strcmp(names[0], "a.OBJ") && !strcmp(names[1], "b.ply") && !strcmp(names[2], "c.stl") &&
+                  !strcmp(names[3], "z.off"),
+              "%lld names", (long long)n);
+    ds_mesh_names_free(names, n);
+    char cmd[160];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    CHECK(system(cmd) == 0);
+    CHECK(ds_mesh_list_dir(dir, &names, &n) == -1 && errno == ENOENT && names == NULL && n == 0);
 }
 
 TEST(mesh_assimp_testmodels) {

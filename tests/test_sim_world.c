@@ -817,7 +817,7 @@ TEST(sim_scene_ipc_scenes_parse_and_errors) {
 
 /* The object key cubature_points (sim/scene.h): > 0 builds an optimized cubature set at load
  * (sim_cubature_optimize) of at most that many points and installs it; absent, every point; the
- * viewer's default (tools/cmd_view_live.c) rests on it. Random poses only (cubature_drops 0) and a
+ * viewer's default (tools/view_live.c) rests on it. Random poses only (cubature_drops 0) and a
  * small grid keep it to a fraction of a second. */
 TEST(sim_scene_cubature_points_key_installs_an_optimized_set) {
     const char *fmt = "{\"dt\": 0.01, \"gravity\": [0, -9.81, 0], \"objects\": [{\"skinning\": {\"category\": \"cactus\", "

@@ -10,7 +10,6 @@
  *
  * Argument errors exit 2, file errors 1 with the reader's message, SIGINT/SIGTERM remove the
  * temporary files and exit 128+signal. */
-#include <dirent.h>
 #include <errno.h>
 #include <math.h>
 #include <omp.h>
@@ -19,16 +18,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "base/sort.h"
-#include "base/par.h"
 #include "base/alloc.h"
 #include "base/clock.h"
 #include "base/progress.h"
 #include "datasets/corpus/cache.h"
+#include "datasets/corpus/make.h"
 #include "datasets/geometry/geometry.h"
 #include "datasets/mesh/mesh.h"
 #include "datasets/geometry/procedural.h"
@@ -36,9 +33,8 @@
 #include "tools/cmd_args.h"
 
 #define NAME "anima dataset"
-#define MAX_CATS 64
-
-static const char *const SPLITS[3] = {"train", "val", "test"};
+/* categories of a corpus, and of a cache's summary */
+#define MAX_CATS DS_CORPUS_MAX_CATEGORIES
 
 static const CmdArg NO_ARGS[] = {{0}};
 static const CmdArgSpec DATASET = {
@@ -50,15 +46,6 @@ static const CmdArgSpec DATASET = {
     "  show   a summary of a cache or of any mesh file, and a PLY of one of its fields\n"
     "  motion the multi-view motion benchmark of one character (D-NeRF / nerfstudio layout + gt.h5)\n",
     1, 1};
-
-/* ---- small helpers --------------------------------------------------------------------------- */
-
-static double cpu_s(void) {
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
-    return (double)ru.ru_utime.tv_sec + 1e-6 * (double)ru.ru_utime.tv_usec + (double)ru.ru_stime.tv_sec +
-           1e-6 * (double)ru.ru_stime.tv_usec;
-}
 
 static volatile sig_atomic_t g_signal;
 static void on_signal(int sig) { g_signal = sig; }
@@ -74,18 +61,6 @@ typedef struct {
     int progress; /* -1 auto, 0 off */
     char command[4096];
 } MakeArgs;
-
-typedef struct {
-    int64_t made[3][MAX_CATS];
-    int64_t not_watertight, verts, faces, cub;
-    double max_vol_err; /* |cubature volume − mesh volume| / mesh volume */
-} MakeStats;
-
-static void join_categories(const MakeArgs *a, char *buf, size_t n) {
-    buf[0] = 0;
-    for (int i = 0; i < a->ncat; i++)
-        snprintf(buf + strlen(buf), n - strlen(buf), "%s%s", i ? "," : "", a->categories[i]);
-}
 
 static void print_table(const char *const *cats, int ncat, int64_t counts[][MAX_CATS], const char *const *splits,
                         int nsplit) {
@@ -105,113 +80,48 @@ static void print_table(const char *const *cats, int ncat, int64_t counts[][MAX_
     printf(" %7lld\n", (long long)all);
 }
 
-static int64_t file_size(const char *path) {
-    struct stat st;
-    return stat(path, &st) == 0 ? (int64_t)st.st_size : 0;
-}
-
-static int make_procedural(const MakeArgs *a) {
-    char cats[1024], paths[3][4200], err[2048];
-    join_categories(a, cats, sizeof cats);
-    DsCacheInfo info = {.kind = "procedural", .rig = "primitives", .categories = cats, .command = a->command,
-                        .seed = a->seed, .total = a->count, .grid = (int)a->grid, .cubature_res = (int)a->cubature_res,
-                        .n_surface = a->surface, .n_sharp = a->sharp};
-    DsCacheWriter *w[3] = {0};
-    for (int s = 0; s < 3; s++) {
-        snprintf(paths[s], sizeof paths[s], "%s/%s.h5", a->out, SPLITS[s]);
-        info.split = SPLITS[s];
-        if (!(w[s] = ds_cache_writer_open(paths[s], &info, err, sizeof err))) {
-            fprintf(stderr, NAME ": %s\n", err);
-            for (int k = 0; k < s; k++) ds_cache_writer_close(w[k], false, NULL, 0);
-            return 1;
-        }
-    }
-    /* logs: a line every 10 s or 10%, whichever comes first, and the last */
-    BaseProgress pr = {.out = stderr, .name = NAME, .unit = "shapes", .count_suffix = " shapes", .rate_digits = 2,
-                       .tty = isatty(STDERR_FILENO)};
-    base_progress_begin(&pr, 0);
-    int64_t done = 0;
-    MakeStats st = {0};
-    double cpu0 = cpu_s();
-    volatile int failed = 0;
-    char fail_msg[2048] = "";
-    /* Shapes in parallel, one thread each (the inner OpenMP loops of marching cubes and the grid
-     * classification then run single-threaded, as nested regions): a shape is ~0.5 CPU-s of
-     * small loops, which scale better across shapes than inside one. HDF5 (the serial build)
-     * is not thread-safe, so writes and the progress go through one critical section; shapes
-     * land in completion order, which the id (the corpus index) makes irrelevant. */
-    int par_nt = base_par_threads(a->count, BASE_PAR_GRAIN);
-#pragma omp parallel for schedule(dynamic, 1) num_threads(par_nt) if (par_nt > 1)
-    for (int64_t i = 0; i < a->count; i++) {
-        if (failed || g_signal) continue;
-        char e[1024];
-        const char *cat = a->family ? a->family : a->categories[i % a->ncat];
-        uint64_t seed = a->family ? a->seed : ds_corpus_shape_seed(a->seed, i);
-        float t = a->family ? (a->count > 1 ? (float)i / (float)(a->count - 1) : 0.0f) : 0.0f;
-        DsProceduralShape shape;
-        DsPreprocessed pp;
-        DsTransform xf;
-        DsCorpusOptions co = {(int)a->grid, (int)a->cubature_res, a->surface, a->sharp};
-        int rc = ds_corpus_prepare(cat, seed, t, &co, &shape, &pp, &xf, e, sizeof e);
-        int sp = ds_corpus_split(a->seed, i);
-        char id[32];
-        snprintf(id, sizeof id, "%06lld", (long long)i);
-#pragma omp critical(anima_dataset_h5)
-        {
-            if (rc == 0 && !failed)
-                rc = ds_cache_write_shape(w[sp], id, cat, "procedural", seed, i, t, &pp, &xf, shape.nbones, shape.bones,
-                                          shape.weights, e, sizeof e);
-            if (rc && !failed) {
-                failed = 1;
-                snprintf(fail_msg, sizeof fail_msg, "shape %lld (%s, seed %llu): %s", (long long)i, cat,
-                         (unsigned long long)seed, e);
-            }
-            if (rc == 0) {
-                int ci = 0;
-                while (ci < a->ncat && strcmp(a->categories[ci], cat)) ci++;
-                st.made[sp][ci < a->ncat ? ci : 0]++;
-                st.not_watertight += !pp.check.watertight || !pp.check.manifold;
-                st.verts += pp.mesh.nv, st.faces += pp.mesh.nf, st.cub += pp.cubature.n;
-                double ve = fabs(pp.cubature.volume - pp.check.volume) / fmax(fabs(pp.check.volume), 1e-12);
-                if (ve > st.max_vol_err) st.max_vol_err = ve;
-                done++;
-                if (a->progress != 0) base_progress_update(&pr, done, a->count, 0, 0, false);
-            }
-        }
-        /* both are zeroed on failure, so freeing is always safe */
-        ds_preprocessed_free(&pp);
-        ds_procedural_free(&shape);
-    }
-    base_progress_break(&pr);
-    bool ok = !failed && !g_signal;
-    int rc = 0;
-    for (int s = 0; s < 3; s++)
-        if (ds_cache_writer_close(w[s], ok, err, sizeof err) && ok) {
-            fprintf(stderr, NAME ": %s\n", err);
-            ok = false, rc = 1;
-        }
-    if (failed) {
-        fprintf(stderr, NAME ": %s\n", fail_msg);
+/* a build's failure (rc < 0, err) or interruption (rc > 0) said on stderr: the exit status, or 0
+ * when it succeeded */
+static int failure_status(int rc, const char *err) {
+    if (rc < 0) {
+        fprintf(stderr, NAME ": %s\n", err);
         return 1;
     }
-    if (g_signal) {
+    if (rc) {
         fprintf(stderr, NAME ": interrupted by signal %d; nothing written\n", (int)g_signal);
         return 128 + g_signal;
     }
-    if (rc) return rc;
-    double wall = base_now() - pr.t0, cpu = cpu_s() - cpu0;
-    int64_t bytes = 0;
-    for (int s = 0; s < 3; s++) bytes += file_size(paths[s]);
+    return 0;
+}
+
+static void on_progress(void *ctx, int64_t done, int64_t total) { base_progress_update(ctx, done, total, 0, 0, false); }
+
+static int make_procedural(const MakeArgs *a) {
+    /* logs: a line every 10 s or 10%, whichever comes first, and the last */
+    BaseProgress pr = {.out = stderr, .name = NAME, .unit = "shapes", .count_suffix = " shapes", .rate_digits = 2,
+                       .tty = isatty(STDERR_FILENO)};
+    DsCorpusMakeOptions o = {.categories = a->categories, .ncat = a->ncat, .family = a->family, .count = a->count,
+                             .seed = a->seed, .command = a->command, .cancel = &g_signal,
+                             .shape = {(int)a->grid, (int)a->cubature_res, a->surface, a->sharp},
+                             .progress = a->progress != 0 ? on_progress : NULL, .ctx = &pr};
+    DsCorpusMakeStats st;
+    char err[2048];
+    base_progress_begin(&pr, 0);
+    double cpu0 = base_cpu_now();
+    int rc = ds_corpus_make(a->out, &o, &st, err, sizeof err);
+    base_progress_break(&pr);
+    int status = failure_status(rc, err);
+    if (status) return status;
+    double wall = base_now() - pr.t0, cpu = base_cpu_now() - cpu0;
     printf("%lld shapes in %.1f s wall, %.1f s CPU (%d threads, %.2f shapes/s); %s/{train,val,test}.h5, %.1f MB\n",
            (long long)a->count, wall, cpu, omp_get_max_threads(), (double)a->count / fmax(wall, 1e-9), a->out,
-           (double)bytes / 1e6);
+           (double)st.bytes / 1e6);
     printf("mean %.0f vertices, %.0f triangles, %.0f cubature points a shape; %lld not watertight+manifold; "
            "max |cubature − mesh volume| %.2f%%\n",
-           (double)st.verts / (double)a->count, (double)st.faces / (double)a->count, (double)st.cub / (double)a->count,
-           (long long)st.not_watertight, 100 * st.max_vol_err);
-    const char *fam[1] = {a->family};
-    if (a->family) print_table(fam, 1, st.made, SPLITS, 3);
-    else print_table(a->categories, a->ncat, st.made, SPLITS, 3);
+           (double)st.verts / (double)a->count, (double)st.faces / (double)a->count,
+           (double)st.cubature / (double)a->count, (long long)st.not_watertight, 100 * st.max_volume_error);
+    const char *splits[3] = {ds_corpus_split_name(0), ds_corpus_split_name(1), ds_corpus_split_name(2)};
+    print_table(a->categories, a->ncat, st.made, splits, 3);
     if (st.not_watertight) {
         fprintf(stderr, NAME ": %lld shapes are not watertight manifolds (raise --grid)\n", (long long)st.not_watertight);
         return 1;
@@ -219,116 +129,31 @@ static int make_procedural(const MakeArgs *a) {
     return 0;
 }
 
-static bool is_mesh_name(const char *name) {
-    const char *dot = strrchr(name, '.');
-    return dot && (!strcasecmp(dot, ".obj") || !strcasecmp(dot, ".ply") || !strcasecmp(dot, ".off") ||
-                   !strcasecmp(dot, ".stl"));
+/* a line per mesh as it happens, also into a log file */
+static void on_real_mesh(void *ctx, const DsRealMeshReport *r) {
+    (void)ctx;
+    if (r->skipped)
+        printf("skipped  %s\n", r->skipped);
+    else
+        printf("%-8s %s: %lld vertices, %lld triangles, %s%s, %lld cubature points (%.3g vs mesh %.3g), %.2f s\n",
+               "cached", r->path, (long long)r->nv, (long long)r->nf, r->watertight ? "watertight" : "not watertight",
+               r->flipped ? ", was inside-out (flipped)" : "", (long long)r->n_cubature, r->cubature_volume,
+               r->mesh_volume, r->seconds);
+    fflush(stdout);
 }
 
 static int make_real(const MakeArgs *a) {
-    DIR *d = opendir(a->real);
-    if (!d) {
-        fprintf(stderr, NAME ": %s: cannot open the folder (%s)\n", a->real, strerror(errno));
-        return 1;
-    }
-    char **names = NULL;
-    int n = 0, cap = 0;
-    struct dirent *e;
-    while ((e = readdir(d))) {
-        if (e->d_name[0] == '.' || !is_mesh_name(e->d_name)) continue;
-        if (n == cap) {
-            cap = cap ? 2 * cap : 64;
-            char **p = base_realloc(names, sizeof *p * (size_t)cap);
-            names = p;
-        }
-        names[n++] = base_strdup(e->d_name);
-    }
-    closedir(d);
-    qsort(names, (size_t)n, sizeof *names, base_cmp_str);
-    char path[4200], err[2048];
-    snprintf(path, sizeof path, "%s/real.h5", a->out);
-    DsCacheInfo info = {.split = "real", .kind = "real", .rig = "none", .categories = "real", .command = a->command,
-                        .seed = a->seed, .total = 0, .grid = 0, .cubature_res = (int)a->cubature_res,
-                        .n_surface = a->surface, .n_sharp = a->sharp};
-    DsCacheWriter *w = ds_cache_writer_open(path, &info, err, sizeof err);
-    if (!w) {
-        fprintf(stderr, NAME ": %s\n", err);
-        for (int i = 0; i < n; i++) free(names[i]);
-        free(names);
-        return 1;
-    }
-    double t0 = base_now(), cpu0 = cpu_s();
-    int made = 0, skipped = 0, rc = 0;
-    /* one mesh at a time with the winding-number grid parallel inside: real meshes are few and
-     * uneven (a 12-triangle cube next to a 70k-triangle bunny) */
-    for (int i = 0; i < n && !rc && !g_signal; i++) {
-        char full[4200], e2[2048];
-        snprintf(full, sizeof full, "%s/%s", a->real, names[i]);
-        DsMesh m;
-        if (ds_mesh_read(full, &m, e2, sizeof e2)) {
-            printf("skipped  %s\n", e2);
-            skipped++;
-            continue;
-        }
-        /* Inside-out files (assimp's Wuson.off is wound clockwise) have winding number −1
-         * inside, which the w > ½ test reads as outside: flip them so the interior is kept */
-        bool flipped = ds_mesh_signed_volume(&m) < 0;
-        for (int64_t f = 0; flipped && f < m.nf; f++) {
-            int32_t t = m.f[3 * f + 1];
-            m.f[3 * f + 1] = m.f[3 * f + 2], m.f[3 * f + 2] = t;
-        }
-        if (flipped && m.n)
-            for (int64_t v = 0; v < 3 * m.nv; v++) m.n[v] = -m.n[v];
-        DsPreprocessOptions o;
-        ds_preprocess_defaults(&o);
-        o.n_surface = a->surface, o.n_dense = 0, o.n_sharp = a->sharp, o.grid_res = (int)a->cubature_res;
-        o.seed = ds_corpus_shape_seed(a->seed, i);
-        DsPreprocessed pp;
-        double t1 = base_now();
-        if (ds_preprocess(&m, &o, &pp, e2, sizeof e2)) {
-            printf("skipped  %s: %s\n", full, e2);
-            ds_mesh_free(&m);
-            skipped++;
-            continue;
-        }
-        char id[160], stem[128];
-        snprintf(stem, sizeof stem, "%s", names[i]);
-        for (char *c = stem; *c; c++)
-            if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') || *c == '-'))
-                *c = '_';
-        snprintf(id, sizeof id, "%04d_%s", i, stem);
-        if (ds_cache_write_shape(w, id, "real", full, o.seed, i, 0, &pp, NULL, 0, NULL, NULL, e2, sizeof e2)) {
-            fprintf(stderr, NAME ": %s\n", e2);
-            rc = 1;
-        } else {
-            printf("%-8s %s: %lld vertices, %lld triangles, %s%s, %lld cubature points (%.3g vs mesh %.3g), %.2f s\n",
-                   "cached", full, (long long)pp.mesh.nv, (long long)pp.mesh.nf,
-                   pp.check.watertight ? "watertight" : "not watertight", flipped ? ", was inside-out (flipped)" : "", (long long)pp.cubature.n, pp.cubature.volume,
-                   pp.check.volume, base_now() - t1);
-            made++;
-        }
-        fflush(stdout); /* a line per mesh as it happens, also into a log file */
-        ds_preprocessed_free(&pp);
-        ds_mesh_free(&m);
-    }
-    for (int i = 0; i < n; i++) free(names[i]);
-    free(names);
-    bool ok = !rc && !g_signal && made > 0;
-    if (ds_cache_writer_close(w, ok, err, sizeof err) && ok) {
-        fprintf(stderr, NAME ": %s\n", err);
-        return 1;
-    }
-    if (g_signal) {
-        fprintf(stderr, NAME ": interrupted by signal %d; nothing written\n", (int)g_signal);
-        return 128 + g_signal;
-    }
-    if (rc) return rc;
-    if (!made) {
-        fprintf(stderr, NAME ": %s: no mesh anima can preprocess (%d skipped)\n", a->real, skipped);
-        return 1;
-    }
-    printf("%d meshes (%d skipped) in %.1f s wall, %.1f s CPU; %s (no rig weights: real meshes carry none)\n", made,
-           skipped, base_now() - t0, cpu_s() - cpu0, path);
+    DsRealMakeOptions o = {.folder = a->real, .n_surface = a->surface, .n_sharp = a->sharp,
+                           .cubature_res = (int)a->cubature_res, .seed = a->seed, .command = a->command,
+                           .cancel = &g_signal, .report = on_real_mesh};
+    char err[2048];
+    double t0 = base_now(), cpu0 = base_cpu_now();
+    int made, skipped;
+    int rc = ds_corpus_make_real(a->out, &o, &made, &skipped, err, sizeof err);
+    int status = failure_status(rc, err);
+    if (status) return status;
+    printf("%d meshes (%d skipped) in %.1f s wall, %.1f s CPU; %s/real.h5 (no rig weights: real meshes carry none)\n",
+           made, skipped, base_now() - t0, base_cpu_now() - cpu0, a->out);
     return 0;
 }
 

@@ -243,6 +243,15 @@ int ds_mesh_check(const DsMesh *m, DsMeshCheck *out) {
     return 0;
 }
 
+void ds_mesh_flip(DsMesh *m) {
+    for (int64_t f = 0; f < m->nf; f++) {
+        int32_t t = m->f[3 * f + 1];
+        m->f[3 * f + 1] = m->f[3 * f + 2], m->f[3 * f + 2] = t;
+    }
+    if (m->n)
+        for (int64_t v = 0; v < 3 * m->nv; v++) m->n[v] = -m->n[v];
+}
+
 DsTransform ds_mesh_normalizing_transform(const DsMesh *m, float margin) {
     float lo[3], hi[3];
     ds_mesh_bbox(m, lo, hi);

@@ -61,6 +61,10 @@ double ds_mesh_area(const DsMesh *m);
 double ds_mesh_signed_volume(const DsMesh *m);
 /* Per-vertex normals as the area-weighted sum of incident face normals (allocates m->n if NULL). */
 int ds_mesh_compute_normals(DsMesh *m);
+/* Turns m inside out: every triangle's winding reversed (its second and third corners swapped)
+ * and the normals, when present, negated. A file wound clockwise (negative signed volume) comes
+ * out outward-oriented. */
+void ds_mesh_flip(DsMesh *m);
 /* A deep copy (all present arrays); 0 or -1. */
 int ds_mesh_copy(const DsMesh *src, DsMesh *dst);
 

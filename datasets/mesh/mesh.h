@@ -30,6 +30,14 @@ int ds_mesh_read_mem(const char *name, const uint8_t *data, size_t size, DsMesh 
  * positions and faces only (OFF colors are not written; STL has no shared vertices). */
 int ds_mesh_write(const char *path, const DsMesh *m, bool ascii, char *err, size_t errlen);
 
+/* Whether ds_mesh_read reads a file of this name: its extension is .obj .ply .off .stl (any case). */
+bool ds_mesh_readable_name(const char *name);
+/* The mesh files of folder dir: the entries whose names ds_mesh_readable_name takes, less those
+ * starting with '.', in strcmp order. *names gets *n malloc'd names in a malloc'd array (free
+ * them with ds_mesh_names_free). 0, or -1 with errno set when the folder cannot be read. */
+int ds_mesh_list_dir(const char *dir, char ***names, int64_t *n);
+void ds_mesh_names_free(char **names, int64_t n);
+
 typedef enum { DS_PLY_ASCII, DS_PLY_BINARY_LE, DS_PLY_BINARY_BE } DsPlyFormat;
 /* PLY in a chosen encoding (big endian is only for tests and tools that need one). */
 int ds_mesh_write_ply(const char *path, const DsMesh *m, DsPlyFormat fmt, char *err, size_t errlen);

@@ -1,7 +1,6 @@
 /* models/physskin/eval.c — `anima physskin eval` (eval.h): held-out shapes, the checkpoint and
  * its ablations at the mesh vertices, the baselines, one markdown table. */
 #include <cjson/cJSON.h>
-#include <dirent.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,13 +8,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "base/sort.h"
 #include "base/par.h"
 #include "base/alloc.h"
 #include "base/clock.h"
 #include "datasets/corpus/cache.h"
 #include "datasets/geometry/geometry.h"
 #include "datasets/geometry/procedural.h"
+#include "datasets/mesh/mesh.h"
 #include "eval.h"
 #include "losses.h"
 #include "model.h"
@@ -140,26 +139,12 @@ static void tell(const PsEvalArgs *a, PsEvalProgress p) {
 
 static int load_real(const PsEvalArgs *a, const char *dir, const PsConfig *c, int64_t count, EvalShape **out,
                      int64_t *n, char *err, size_t errlen) {
-    DIR *d = opendir(dir);
-    if (!d) {
+    char **files;
+    int64_t nf;
+    if (ds_mesh_list_dir(dir, &files, &nf)) {
         snprintf(err, errlen, "--data real:%s: cannot open the directory (run datasets/fetch-real.sh?)", dir);
         return -1;
     }
-    char **files = NULL;
-    int64_t nf = 0, cap = 0;
-    for (struct dirent *de; (de = readdir(d));) {
-        const char *dot = strrchr(de->d_name, '.');
-        if (de->d_name[0] == '.' || !dot) continue;
-        if (strcasecmp(dot, ".obj") && strcasecmp(dot, ".ply") && strcasecmp(dot, ".off") && strcasecmp(dot, ".stl"))
-            continue;
-        if (nf == cap) {
-            cap = cap ? 2 * cap : 64;
-            files = base_realloc(files, sizeof *files * (size_t)cap);
-        }
-        files[nf++] = strdup(de->d_name);
-    }
-    closedir(d);
-    qsort(files, (size_t)nf, sizeof *files, base_cmp_str);
     EvalShape *es = base_calloc((size_t)(nf > 0 ? nf : 1), sizeof *es);
     int64_t k = 0, min_nv = 4 * c->model.handles;
     for (int64_t i = 0; i < nf && k < count; i++) {
@@ -184,8 +169,7 @@ static int load_real(const PsEvalArgs *a, const char *dir, const PsConfig *c, in
         ds_preprocessed_free(&pp);
         ds_mesh_free(&mesh);
     }
-    for (int64_t i = 0; i < nf; i++) free(files[i]);
-    free(files);
+    ds_mesh_names_free(files, nf);
     if (k == 0) {
         free(es);
         snprintf(err, errlen, "--data real:%s: no usable mesh", dir);

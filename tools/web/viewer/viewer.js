@@ -1,7 +1,7 @@
 // tools/web/viewer/viewer.js — anima view's page: a three.js scene that shows what the server lists
 // (/api/info: meshes, a run's frames, skinning weights, Gaussian PLYs) and, when the server runs a
 // live simulation, draws the positions it streams over the WebSocket and sends the mouse's drags,
-// pins and balls back (protocol: docs/viewer.md; byte layouts: tools/cmd_view.h).
+// pins and balls back (protocol: docs/viewer.md; byte layouts: tools/view_live.h).
 //
 // window.viewerStats is what the browser tests (tests/browser/) read: frames received and shown,
 // frames per second, input-to-pixel latencies, error replies.
@@ -449,7 +449,7 @@ function player(n, setFrame) {
 }
 
 // a gt.h5 (surface and true bones over the frames), a rig.h5 (rest points by bone, the found
-// skeleton over the IK frames) or point trajectories (gs4d): tools/cmd_view_h5.c's binary layout
+// skeleton over the IK frames) or point trajectories (gs4d): tools/view_h5.c's binary layout
 async function showAnimation(item) {
   const r = await fetch(`/files/${item.name}${q}`);
   if (!r.ok) { say(await r.text()); return; }

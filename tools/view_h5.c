@@ -1,4 +1,4 @@
-/* tools/cmd_view_h5.c — the HDF5 files `anima view` shows besides skinning files, turned into one
+/* tools/view_h5.c — the HDF5 files `anima view` shows besides skinning files, turned into one
  * binary "animation" the page draws (tools/web/viewer/viewer.js, showAnimation):
  *   motion      the motion benchmark's gt.h5 (datasets/motion/bench.h): the surface over the frames
  *               (vertices F×V×3, mesh/faces, mesh/colors) and the true bones (rig/joint_positions
@@ -19,7 +19,7 @@
 
 #include "base/errbuf.h"
 #include "base/h5file.h"
-#include "tools/cmd_view.h"
+#include "tools/view_server.h"
 
 enum { MAXA = 8 };
 #define MAX_ELEMS ((hsize_t)1 << 28) /* 1 GiB of float32: beyond any file the viewer should draw */

@@ -1,8 +1,8 @@
-/* tools/cmd_view_live.c — the live simulation behind `anima view --scene`: the scene's objects and
+/* tools/view_live.c — the live simulation behind `anima view --scene`: the scene's objects and
  * rigid bodies in one SimWorld (sim/world.h), stepped in a thread of their own at the scene's dt in
  * real time (slower when a step takes longer than dt), each step's vertex positions published for
- * the server (tools/cmd_view.c) to stream. Clients change the controls through JSON messages,
- * validated in the server's thread and applied by the sim thread between two steps:
+ * the server (tools/view_server.c) to stream. Clients change the controls through JSON messages,
+ * validated in the server's thread (tools/view_cmd.c) and applied by the sim thread between two steps:
  *
  *   drag {vertex, target}   the drag energy of sim/solver.h (SimDrag): the cubature points near the
  *                           vertex's rest position pulled towards it moved by target − rest, so the
@@ -43,17 +43,9 @@
 #include "datasets/mesh/mesh.h"
 #include "sim/rigid.h"
 #include "sim/scene.h"
-#include "tools/cmd_view.h"
+#include "tools/view_live.h"
 
-enum { CMD_DRAG, CMD_RELEASE, CMD_PIN, CMD_UNPIN, CMD_BALL, CMD_JOINT, CMD_RESET };
 enum { QCAP = 64, MAX_BALLS = 4, MAX_PINS = 8, NTIME = 128 };
-
-typedef struct {
-    int type;
-    uint32_t id;
-    int64_t vertex;
-    double a[3], b[3], radius;
-} Cmd;
 
 /* a user control on an object: the drag slot index in o->drags */
 typedef struct {
@@ -91,7 +83,7 @@ struct ViewLive {
     uint32_t *faces;
     float *colors;
     int64_t nf, topo_nv;
-    Cmd q[QCAP];
+    ViewCmd q[QCAP];
     int qn;
     double wall_ms[NTIME], cpu_ms[NTIME];
     int64_t ntime;
@@ -236,9 +228,9 @@ static void rig_start(ViewLive *L) {
     sim_rig_advance(&L->rig, &L->objs[L->sc.rig.object], 0);
 }
 
-static int apply(ViewLive *L, const Cmd *c, char *err, size_t errlen) {
+static int apply(ViewLive *L, const ViewCmd *c, char *err, size_t errlen) {
     switch (c->type) {
-    case CMD_DRAG: {
+    case VIEW_CMD_DRAG: {
         int64_t lv = 0;
         int k = obj_of(L, c->vertex, &lv);
         SimObject *o = &L->objs[k];
@@ -260,10 +252,10 @@ static int apply(ViewLive *L, const Cmd *c, char *err, size_t errlen) {
         L->drag = (DragRef){k, o->ndrags - 1, c->vertex};
         return world_rebuild(L, err, errlen);
     }
-    case CMD_RELEASE:
+    case VIEW_CMD_RELEASE:
         if (L->drag.slot >= 0) L->objs[L->drag.obj].drags[L->drag.slot].t_release = -1e30;
         return 0;
-    case CMD_PIN: {
+    case VIEW_CMD_PIN: {
         if (L->npins >= MAX_PINS) {
             base_errf(err, errlen, "at most %d pins (unpin first)", MAX_PINS);
             return -1;
@@ -291,7 +283,7 @@ static int apply(ViewLive *L, const Cmd *c, char *err, size_t errlen) {
         L->npins++;
         return world_rebuild(L, err, errlen);
     }
-    case CMD_UNPIN:
+    case VIEW_CMD_UNPIN:
         for (int k = 0; k < L->nobj; k++) {
             SimObject *o = &L->objs[k];
             if (L->drag.slot >= 0 && L->drag.obj == k) { /* keep the drag alone, at slot 0 */
@@ -302,7 +294,7 @@ static int apply(ViewLive *L, const Cmd *c, char *err, size_t errlen) {
         }
         L->npins = 0;
         return world_rebuild(L, err, errlen);
-    case CMD_BALL: {
+    case VIEW_CMD_BALL: {
         if (L->nrigid - L->nscene_rigid >= MAX_BALLS) { /* the oldest ball goes */
             sim_rigid_free(&L->rigids[L->nscene_rigid]);
             memmove(L->rigids + L->nscene_rigid, L->rigids + L->nscene_rigid + 1,
@@ -334,7 +326,7 @@ static int apply(ViewLive *L, const Cmd *c, char *err, size_t errlen) {
         }
         return world_rebuild(L, err, errlen);
     }
-    case CMD_JOINT: {
+    case VIEW_CMD_JOINT: {
         if (c->radius > 0) {
             sim_rig_clear_joint(&L->rig, (int)c->vertex);
             return 0;
@@ -351,7 +343,7 @@ static int apply(ViewLive *L, const Cmd *c, char *err, size_t errlen) {
         }
         return sim_rig_set_joint_rotation(&L->rig, (int)c->vertex, q, err, errlen);
     }
-    case CMD_RESET:
+    case VIEW_CMD_RESET:
     default: {
         for (int k = 0; k < L->nobj; k++) {
             SimObject *o = &L->objs[k];
@@ -404,10 +396,10 @@ static void *sim_thread(void *arg) {
     char err[1024];
     double next = base_now(), wall0 = next, sim0 = L->t;
     while (!L->stop) {
-        Cmd cmds[QCAP];
+        ViewCmd cmds[QCAP];
         pthread_mutex_lock(&L->mu);
         int n = L->qn;
-        memcpy(cmds, L->q, sizeof(Cmd) * (size_t)n);
+        memcpy(cmds, L->q, sizeof(ViewCmd) * (size_t)n);
         L->qn = 0;
         pthread_mutex_unlock(&L->mu);
         for (int i = 0; i < n; i++) {
@@ -428,7 +420,7 @@ static void *sim_thread(void *arg) {
             char msg[1200];
             snprintf(msg, sizeof msg, "step failed (%s): scene reset", err);
             say_all(L, msg);
-            Cmd r = {.type = CMD_RESET};
+            ViewCmd r = {.type = VIEW_CMD_RESET};
             if (apply(L, &r, err, sizeof err)) {
                 say_all(L, "the simulation cannot continue");
                 return NULL;
@@ -587,143 +579,23 @@ static int reply_json(char *reply, size_t len, bool ok, uint32_t id, const char 
     return ok ? 0 : -1;
 }
 
-/* a finite 3-vector with every |component| <= lim */
-static const char *vec3(const cJSON *o, const char *key, double lim, double v[3]) {
-    const cJSON *a = cJSON_GetObjectItemCaseSensitive(o, key);
-    if (!a) return "is missing";
-    if (!cJSON_IsArray(a) || cJSON_GetArraySize(a) != 3) return "must be an array of 3 numbers";
-    for (int i = 0; i < 3; i++) {
-        const cJSON *x = cJSON_GetArrayItem(a, i);
-        if (!cJSON_IsNumber(x) || !isfinite(x->valuedouble)) return "must be an array of 3 finite numbers";
-        if (fabs(x->valuedouble) > lim) return "is out of range";
-        v[i] = x->valuedouble;
-    }
-    return NULL;
-}
-
 int view_live_message(ViewLive *L, const char *text, size_t len, char *reply, size_t replylen) {
-    if (len > VIEW_MAX_MESSAGE) return reply_json(reply, replylen, false, 0, "message too large");
-    cJSON *j = cJSON_ParseWithLength(text, len);
-    if (!j) return reply_json(reply, replylen, false, 0, "not JSON");
-    char why[160] = "";
-    uint32_t id = 0;
-    Cmd c = {0};
-    const cJSON *ty = cJSON_GetObjectItemCaseSensitive(j, "type"), *jid = cJSON_GetObjectItemCaseSensitive(j, "id");
-    if (!cJSON_IsObject(j) || !cJSON_IsString(ty)) {
-        snprintf(why, sizeof why, "a message is an object with a string \"type\"");
-        goto bad;
-    }
-    if (jid) {
-        if (!cJSON_IsNumber(jid) || !(jid->valuedouble >= 1 && jid->valuedouble <= 2147483647.0) ||
-            jid->valuedouble != floor(jid->valuedouble)) {
-            snprintf(why, sizeof why, "id must be an integer from 1 to 2147483647");
-            goto bad;
-        }
-        id = (uint32_t)jid->valuedouble;
-    }
-    c.id = id;
-    /* positions within a kilometre, speeds within 100 m/s: far beyond any scene, and a bound on
-     * what a spring or a ball can put into the solver */
-    const double LIM = 1e3;
-    const char *t = ty->valuestring, *e;
-    if (!strcmp(t, "drag")) {
-        const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, "vertex");
-        if (!cJSON_IsNumber(v) || v->valuedouble != floor(v->valuedouble) || !(v->valuedouble >= 0) ||
-            v->valuedouble >= (double)L->nobj_v) {
-            snprintf(why, sizeof why, "drag: vertex must be an integer from 0 to %lld", (long long)L->nobj_v - 1);
-            goto bad;
-        }
-        if ((e = vec3(j, "target", LIM, c.a))) {
-            snprintf(why, sizeof why, "drag: target %s", e);
-            goto bad;
-        }
-        c.type = CMD_DRAG, c.vertex = (int64_t)v->valuedouble;
-    } else if (!strcmp(t, "release")) {
-        c.type = CMD_RELEASE;
-    } else if (!strcmp(t, "pin")) {
-        const cJSON *r = cJSON_GetObjectItemCaseSensitive(j, "radius");
-        if ((e = vec3(j, "center", LIM, c.a))) {
-            snprintf(why, sizeof why, "pin: center %s", e);
-            goto bad;
-        }
-        if (!cJSON_IsNumber(r) || !(r->valuedouble > 0 && r->valuedouble <= L->extent)) {
-            snprintf(why, sizeof why, "pin: radius must be a number in (0, %g]", L->extent);
-            goto bad;
-        }
-        c.type = CMD_PIN, c.radius = r->valuedouble;
-    } else if (!strcmp(t, "unpin")) {
-        c.type = CMD_UNPIN;
-    } else if (!strcmp(t, "drop_ball")) {
-        const cJSON *r = cJSON_GetObjectItemCaseSensitive(j, "radius");
-        if ((e = vec3(j, "pos", LIM, c.a))) {
-            snprintf(why, sizeof why, "drop_ball: pos %s", e);
-            goto bad;
-        }
-        if ((e = vec3(j, "vel", 100, c.b))) {
-            snprintf(why, sizeof why, "drop_ball: vel %s", e);
-            goto bad;
-        }
-        if (L->rigged) { /* world.c's IPC does not see the rig's displacement (sim/scene.h) */
-            snprintf(why, sizeof why, "drop_ball: not in a rigged scene (contact does not see the rig)");
-            goto bad;
-        }
-        c.radius = 0.1 * L->extent;
-        if (r) {
-            if (!cJSON_IsNumber(r) || !(r->valuedouble >= 0.01 * L->extent && r->valuedouble <= L->extent)) {
-                snprintf(why, sizeof why, "drop_ball: radius must be a number in [%g, %g]", 0.01 * L->extent, L->extent);
-                goto bad;
-            }
-            c.radius = r->valuedouble;
-        }
-        c.type = CMD_BALL;
-    } else if (!strcmp(t, "joint")) {
-        if (!L->rigged) {
-            snprintf(why, sizeof why, "no rig in scene");
-            goto bad;
-        }
-        const cJSON *b = cJSON_GetObjectItemCaseSensitive(j, "joint"), *cl = cJSON_GetObjectItemCaseSensitive(j, "clear");
-        int bone = -1;
-        if (cJSON_IsString(b)) bone = sim_rig_bone(&L->rig, b->valuestring); /* names are fixed after the load */
-        else if (cJSON_IsNumber(b) && b->valuedouble == floor(b->valuedouble) && b->valuedouble >= 0 &&
-                 b->valuedouble < L->rig.nbones)
-            bone = (int)b->valuedouble;
-        if (bone < 0) {
-            snprintf(why, sizeof why, "joint: joint must be a bone name or an integer from 0 to %d", L->rig.nbones - 1);
-            goto bad;
-        }
-        if (cl && !cJSON_IsBool(cl)) {
-            snprintf(why, sizeof why, "joint: clear must be true or false");
-            goto bad;
-        }
-        if (cJSON_IsTrue(cl)) {
-            c.radius = 1;
-        } else if ((e = vec3(j, "rotation", 4 * M_PI, c.a))) {
-            snprintf(why, sizeof why, "joint: rotation %s", e);
-            goto bad;
-        }
-        c.type = CMD_JOINT, c.vertex = bone;
-    } else if (!strcmp(t, "reset")) {
-        c.type = CMD_RESET;
-    } else {
-        snprintf(why, sizeof why, "unknown type (drag, release, pin, unpin, drop_ball, joint, reset)");
-        goto bad;
-    }
-    cJSON_Delete(j);
+    ViewScope scope = {L->nobj_v, L->extent, L->rigged ? &L->rig : NULL};
+    ViewCmd c;
+    char why[160];
+    if (view_cmd_parse(text, len, &scope, &c, why, sizeof why)) return reply_json(reply, replylen, false, c.id, why);
     pthread_mutex_lock(&L->mu);
     int ok = 1;
     /* a drag of the same vertex as the last queued one replaces it (mouse moves coalesce) */
-    if (c.type == CMD_DRAG && L->qn && L->q[L->qn - 1].type == CMD_DRAG && L->q[L->qn - 1].vertex == c.vertex)
+    if (c.type == VIEW_CMD_DRAG && L->qn && L->q[L->qn - 1].type == VIEW_CMD_DRAG && L->q[L->qn - 1].vertex == c.vertex)
         L->q[L->qn - 1] = c;
     else if (L->qn < QCAP)
         L->q[L->qn++] = c;
     else
         ok = 0;
     pthread_mutex_unlock(&L->mu);
-    if (!ok) return reply_json(reply, replylen, false, id, "busy: too many inputs queued");
-    return reply_json(reply, replylen, true, id, NULL);
-bad:
-    cJSON_Delete(j);
-    return reply_json(reply, replylen, false, id, why);
+    if (!ok) return reply_json(reply, replylen, false, c.id, "busy: too many inputs queued");
+    return reply_json(reply, replylen, true, c.id, NULL);
 }
 
 char *view_live_hello(ViewLive *L) {

@@ -1,13 +1,15 @@
-/* tools/cmd_view.h — `anima view`'s two halves: the HTTP + WebSocket server (tools/cmd_view.c, on
- * libwebsockets) and the live simulation it drives (tools/cmd_view_live.c): a scene (sim/scene.h)
- * stepped in its own thread at the scene's rate, whose vertex positions the server streams and
- * whose controls (drag, pin, ball, reset) the clients' JSON messages change. docs/viewer.md has
- * the protocol; the byte layouts are defined here once. */
-#ifndef ANIMA_TOOLS_CMD_VIEW_H
-#define ANIMA_TOOLS_CMD_VIEW_H
+/* tools/view_live.h — the live simulation behind `anima view --scene` (tools/view_live.c): a scene
+ * (sim/scene.h) stepped in its own thread at the scene's rate, whose vertex positions the server
+ * (tools/view_server.h) streams and whose controls (drag, pin, ball, joint, reset) the clients'
+ * JSON messages change (parsed in tools/view_cmd.c). docs/viewer.md has the protocol; the byte
+ * layouts are defined here once. */
+#ifndef ANIMA_TOOLS_VIEW_LIVE_H
+#define ANIMA_TOOLS_VIEW_LIVE_H
 
 #include <stddef.h>
 #include <stdint.h>
+
+#include "sim/rig.h"
 
 /* Binary messages, little-endian. A frame: this header then nv × 3 float32 positions. */
 #define VIEW_FRAME_MAGIC 0x31465641u /* "AVF1" */
@@ -61,10 +63,30 @@ char *view_live_state(ViewLive *L, int64_t vertex);
  * into buf; 0 when there is none. */
 size_t view_live_broadcast(ViewLive *L, uint64_t *seen, char *buf, size_t len);
 
-/* tools/cmd_view_h5.c: which HDF5 file path is ("motion": a gt.h5, "rig": a rig.h5, "trajectories",
- * else "skinning"; NULL when it cannot be opened), and a motion, rig or trajectories file as the
- * page's binary animation (malloc'd, *len bytes; NULL with err). */
-const char *view_h5_kind(const char *path);
-uint8_t *view_h5_animation(const char *path, size_t *len, char *err, size_t errlen);
+/* ---- client inputs (tools/view_cmd.c) ------------------------------------------------------ */
+
+enum { VIEW_CMD_DRAG, VIEW_CMD_RELEASE, VIEW_CMD_PIN, VIEW_CMD_UNPIN, VIEW_CMD_BALL, VIEW_CMD_JOINT, VIEW_CMD_RESET };
+
+/* one validated input: drag {vertex, a = target}; pin {a = center, radius}; drop_ball {a = pos,
+ * b = vel, radius}; joint {vertex = the bone, a = rotation, radius 1: clear}; id the client's (0:
+ * none) */
+typedef struct {
+    int type;
+    uint32_t id;
+    int64_t vertex;
+    double a[3], b[3], radius;
+} ViewCmd;
+
+/* what a message is checked against */
+typedef struct {
+    int64_t nobj_v;     /* the draggable vertices */
+    double extent;      /* the objects' bounding-box size (pin and ball radii) */
+    const SimRig *rig;  /* the scene's rig, or NULL (joint refused, balls allowed) */
+} ViewScope;
+
+/* One client message (text of len bytes, JSON) into *c: 0, or -1 with the reason in why ("drag:
+ * target must be an array of 3 numbers", "not JSON", ...) and c->id the message's id when it had
+ * a valid one (the error reply names it). */
+int view_cmd_parse(const char *text, size_t len, const ViewScope *scope, ViewCmd *c, char *why, size_t whylen);
 
 #endif

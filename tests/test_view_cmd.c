@@ -1,0 +1,90 @@
+/* tests/test_view_cmd.c — the live viewer's client messages (tools/view_cmd.c): each input type
+ * parsed into its ViewCmd, and malformed or out-of-range messages refused with the reason the
+ * error reply carries (and the message's id when it had a valid one). No scene: the checks need
+ * only the scope (draggable vertices, extent, the rig's bones). */
+#include <string.h>
+
+#include "tests/test.h"
+#include "tools/view_live.h"
+
+static int parse(const char *msg, const ViewScope *s, ViewCmd *c, char *why) {
+    return view_cmd_parse(msg, strlen(msg), s, c, why, 160);
+}
+
+TEST(view_cmd_parse_inputs) {
+    ViewScope s = {.nobj_v = 100, .extent = 2, .rig = NULL};
+    ViewCmd c;
+    char why[160];
+    CHECK(parse("{\"type\":\"drag\",\"id\":7,\"vertex\":99,\"target\":[0.5,-1,2]}", &s, &c, why) == 0);
+    CHECK(c.type == VIEW_CMD_DRAG && c.id == 7 && c.vertex == 99 && c.a[0] == 0.5 && c.a[1] == -1 && c.a[2] == 2);
+    CHECK(parse("{\"type\":\"release\"}", &s, &c, why) == 0 && c.type == VIEW_CMD_RELEASE && c.id == 0);
+    CHECK(parse("{\"type\":\"pin\",\"center\":[0,0,0],\"radius\":2}", &s, &c, why) == 0);
+    CHECK(c.type == VIEW_CMD_PIN && c.radius == 2);
+    CHECK(parse("{\"type\":\"unpin\"}", &s, &c, why) == 0 && c.type == VIEW_CMD_UNPIN);
+    /* a ball's radius defaults to a tenth of the extent */
+    CHECK(parse("{\"type\":\"drop_ball\",\"pos\":[0,1,0],\"vel\":[0,-3,0]}", &s, &c, why) == 0);
+    CHECK(c.type == VIEW_CMD_BALL && c.radius == 0.2 && c.a[1] == 1 && c.b[1] == -3);
+    CHECK(parse("{\"type\":\"reset\",\"id\":2147483647}", &s, &c, why) == 0 && c.type == VIEW_CMD_RESET &&
+          c.id == 2147483647u);
+    /* joints: by name or index, a rotation or clear */
+    DsBone bones[2] = {0};
+    snprintf(bones[0].name, sizeof bones[0].name, "root");
+    snprintf(bones[1].name, sizeof bones[1].name, "arm");
+    SimRig rig = {0};
+    rig.nbones = 2, rig.shape.bones = bones, rig.shape.nbones = 2;
+    ViewScope r = {.nobj_v = 100, .extent = 2, .rig = &rig};
+    CHECK(parse("{\"type\":\"joint\",\"joint\":\"arm\",\"rotation\":[0,0,1.5]}", &r, &c, why) == 0);
+    CHECK(c.type == VIEW_CMD_JOINT && c.vertex == 1 && c.a[2] == 1.5 && c.radius == 0);
+    CHECK(parse("{\"type\":\"joint\",\"joint\":0,\"clear\":true}", &r, &c, why) == 0);
+    CHECK(c.type == VIEW_CMD_JOINT && c.vertex == 0 && c.radius == 1);
+}
+
+TEST(view_cmd_parse_refusals) {
+    DsBone bones[1] = {0};
+    snprintf(bones[0].name, sizeof bones[0].name, "root");
+    SimRig rig = {0};
+    rig.nbones = 1, rig.shape.bones = bones, rig.shape.nbones = 1;
+    ViewScope s = {.nobj_v = 100, .extent = 2, .rig = NULL}, r = {.nobj_v = 100, .extent = 2, .rig = &rig};
+    static const struct {
+        const char *msg;
+        bool rigged;
+        uint32_t id;
+        const char *why;
+    } cases[] = {
+        {"{", false, 0, "not JSON"},
+        {"[1,2]", false, 0, "a message is an object with a string \"type\""},
+        {"{\"type\":3}", false, 0, "a message is an object with a string \"type\""},
+        {"{\"type\":\"reset\",\"id\":0}", false, 0, "id must be an integer from 1 to 2147483647"},
+        {"{\"type\":\"reset\",\"id\":1.5}", false, 0, "id must be an integer from 1 to 2147483647"},
+        {"{\"type\":\"fly\",\"id\":4}", false, 4, "unknown type (drag, release, pin, unpin, drop_ball, joint, reset)"},
+        {"{\"type\":\"drag\",\"id\":5,\"vertex\":100,\"target\":[0,0,0]}", false, 5, "drag: vertex must be an integer from 0 to 99"},
+        {"{\"type\":\"drag\",\"vertex\":-1,\"target\":[0,0,0]}", false, 0, "drag: vertex must be an integer from 0 to 99"},
+        {"{\"type\":\"drag\",\"vertex\":1}", false, 0, "drag: target is missing"},
+        {"{\"type\":\"drag\",\"vertex\":1,\"target\":[0,0]}", false, 0, "drag: target must be an array of 3 numbers"},
+        {"{\"type\":\"drag\",\"vertex\":1,\"target\":[0,\"x\",0]}", false, 0, "drag: target must be an array of 3 finite numbers"},
+        {"{\"type\":\"drag\",\"vertex\":1,\"target\":[0,1001,0]}", false, 0, "drag: target is out of range"},
+        {"{\"type\":\"pin\",\"center\":[0,0,0],\"radius\":3}", false, 0, "pin: radius must be a number in (0, 2]"},
+        {"{\"type\":\"drop_ball\",\"pos\":[0,0,0],\"vel\":[0,101,0]}", false, 0, "drop_ball: vel is out of range"},
+        {"{\"type\":\"drop_ball\",\"pos\":[0,0,0],\"vel\":[0,0,0],\"radius\":0.01}", false, 0,
+         "drop_ball: radius must be a number in [0.02, 2]"},
+        {"{\"type\":\"drop_ball\",\"pos\":[0,0,0],\"vel\":[0,0,0]}", true, 0,
+         "drop_ball: not in a rigged scene (contact does not see the rig)"},
+        {"{\"type\":\"joint\",\"joint\":0,\"clear\":true}", false, 0, "no rig in scene"},
+        {"{\"type\":\"joint\",\"joint\":\"leg\",\"clear\":true}", true, 0, "joint: joint must be a bone name or an integer from 0 to 0"},
+        {"{\"type\":\"joint\",\"joint\":0,\"clear\":1}", true, 0, "joint: clear must be true or false"},
+        {"{\"type\":\"joint\",\"joint\":0,\"rotation\":[0,0,13]}", true, 0, "joint: rotation is out of range"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        ViewCmd c;
+        char why[160] = "";
+        int rc = parse(cases[i].msg, cases[i].rigged ? &r : &s, &c, why);
+        CHECK_MSG(rc == -1 && !strcmp(why, cases[i].why) && c.id == cases[i].id, "%s: rc %d, id %u, '%s'",
+                  cases[i].msg, rc, c.id, why);
+    }
+    /* longer than a message may be */
+    static char big[VIEW_MAX_MESSAGE + 2];
+    memset(big, ' ', sizeof big - 1);
+    ViewCmd c;
+    char why[160];
+    CHECK(view_cmd_parse(big, sizeof big - 1, &s, &c, why, sizeof why) == -1 && !strcmp(why, "message too large"));
+}
