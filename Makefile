@@ -79,8 +79,10 @@ $(BUILD)/anima: $(APP_SRC:%.c=$(BUILD)/app/%.o) $(BUILD)/libanima.a
 anima: $(BUILD)/anima FORCE
 	@cmp -s $< $@ || { cp $< $@.tmp && mv -f $@.tmp $@; }
 
-# with the live viewer's message parser (tools/view_cmd.c, tests/test_view_cmd.c)
-$(BUILD)/anima-tests: $(TEST_SRC:%.c=$(BUILD)/app/%.o) $(BUILD)/app/tools/view_cmd.o $(BUILD)/libanima.a
+# with the live viewer's message parser and file listing (tools/view_cmd.c, view_files.c, view_h5.c;
+# tests/test_view_cmd.c)
+$(BUILD)/anima-tests: $(TEST_SRC:%.c=$(BUILD)/app/%.o) $(BUILD)/app/tools/view_cmd.o $(BUILD)/app/tools/view_files.o \
+                      $(BUILD)/app/tools/view_h5.o $(BUILD)/libanima.a
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
 # the data-parallel suites, with `anima fit`'s command function (tests/mpi/test_fit_dp.c)

@@ -2,10 +2,12 @@
  * parsed into its ViewCmd, and malformed or out-of-range messages refused with the reason the
  * error reply carries (and the message's id when it had a valid one). No scene: the checks need
  * only the scope (draggable vertices, extent, the rig's bones). */
+#include <stdlib.h>
 #include <string.h>
 
 #include "tests/test.h"
 #include "tools/view_live.h"
+#include "tools/view_server.h"
 
 static int parse(const char *msg, const ViewScope *s, ViewCmd *c, char *why) {
     return view_cmd_parse(msg, strlen(msg), s, c, why, 160);
@@ -87,4 +89,29 @@ TEST(view_cmd_parse_refusals) {
     ViewCmd c;
     char why[160];
     CHECK(view_cmd_parse(big, sizeof big - 1, &s, &c, why, sizeof why) == -1 && !strcmp(why, "message too large"));
+}
+
+/* `anima view RUN`: a run folder's stages one level down (RUN/gs4d/canonical.ply, RUN/rig/rig.h5)
+ * are listed as "sub/file" names the server may serve; a folder with nothing to show names itself */
+TEST(view_files_scan_run_folder_stages) {
+    char dir[] = "/tmp/anima-test-viewrun-XXXXXX", cmd[512], err[1024];
+    if (!mkdtemp(dir)) abort();
+    snprintf(cmd, sizeof cmd,
+             "cd %s && mkdir -p gs4d rig logs empty/inner && printf 'ply\\nformat ascii 1.0\\nelement vertex 0\\n"
+             "property float x\\nproperty float f_dc_0\\nend_header\\n' > gs4d/canonical.ply && "
+             "printf 'ply\\nformat ascii 1.0\\nelement vertex 0\\nproperty float x\\nend_header\\n' > top.ply && "
+             "echo text > logs/eval.txt && echo x > 'rig/bad name.ply'", dir);
+    CHECK(system(cmd) == 0);
+    ViewFiles F;
+    CHECK_MSG(view_files_scan(dir, &F, err, sizeof err) == 0, "%s", err);
+    CHECK_MSG(F.n == 2, "%d files", F.n);
+    if (F.n == 2) {
+        CHECK(!strcmp(F.files[0].name, "gs4d/canonical.ply") && !strcmp(F.files[0].kind, "gaussians"));
+        CHECK(!strcmp(F.files[1].name, "top.ply") && !strcmp(F.files[1].kind, "mesh"));
+    }
+    view_files_free(&F);
+    snprintf(cmd, sizeof cmd, "%s/empty", dir);
+    CHECK(view_files_scan(cmd, &F, err, sizeof err) == -1 && strstr(err, cmd) && strstr(err, "subfolders"));
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    CHECK(system(cmd) == 0);
 }

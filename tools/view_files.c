@@ -75,7 +75,9 @@ static int add_file(ViewFiles *F, const char *dir, const char *name, char *err, 
     if (ext && !strcmp(ext, ".ply")) kind = ply_kind(path);
     else if (ext && !strcmp(ext, ".h5")) kind = view_h5_kind(path);
     if (!kind) return 0;
-    if (!view_path_ok(name) && strchr(name, '/')) return 0;
+    char req[PATH_MAX * 2 + 2];
+    snprintf(req, sizeof req, "/%s", name);
+    if (strchr(name, '/') && !view_path_ok(req)) return 0; /* a subfolder's file: a name the server may serve */
     if (strlen(name) >= sizeof F->files[0].name || F->n >= MAX_FILES) return 0;
     ViewFile *a = realloc(F->files, sizeof *a * (size_t)(F->n + 1));
     if (!a) {
@@ -87,6 +89,27 @@ static int add_file(ViewFiles *F, const char *dir, const char *name, char *err, 
     snprintf(v->name, sizeof v->name, "%s", name);
     snprintf(v->kind, sizeof v->kind, "%s", !strncmp(name, "frame_", 6) && !strcmp(kind, "mesh") ? "frame" : kind);
     return 0;
+}
+
+/* a run folder's stage (RUN/gs4d, RUN/rig of `anima gaussianimate`): its files, one level down,
+ * named "sub/file" */
+static int add_folder(ViewFiles *F, const char *dir, const char *sub, char *err, size_t errlen) {
+    char path[PATH_MAX * 2];
+    snprintf(path, sizeof path, "%s/%s", dir, sub);
+    DIR *d = opendir(path);
+    if (!d) return 0; /* unreadable: not shown */
+    struct dirent *e;
+    int rc = 0;
+    while (!rc && (e = readdir(d))) {
+        if (e->d_name[0] == '.') continue;
+        char name[PATH_MAX * 2], full[PATH_MAX * 3];
+        snprintf(name, sizeof name, "%s/%s", sub, e->d_name);
+        snprintf(full, sizeof full, "%s/%s", dir, name);
+        struct stat st;
+        if (stat(full, &st) == 0 && S_ISREG(st.st_mode)) rc = add_file(F, dir, name, err, errlen);
+    }
+    closedir(d);
+    return rc;
 }
 
 int view_files_scan(const char *target, ViewFiles *F, char *err, size_t errlen) {
@@ -107,15 +130,22 @@ int view_files_scan(const char *target, ViewFiles *F, char *err, size_t errlen) 
             return -1;
         }
         struct dirent *e;
-        while ((e = readdir(d)))
-            if (e->d_name[0] != '.' && add_file(F, F->dir, e->d_name, err, errlen)) {
+        while ((e = readdir(d))) {
+            if (e->d_name[0] == '.') continue;
+            char sub[PATH_MAX * 2];
+            snprintf(sub, sizeof sub, "%s/%s", F->dir, e->d_name);
+            int rc = stat(sub, &st) == 0 && S_ISDIR(st.st_mode) ? add_folder(F, F->dir, e->d_name, err, errlen)
+                                                                : add_file(F, F->dir, e->d_name, err, errlen);
+            if (rc) {
                 closedir(d);
                 return -1;
             }
+        }
         closedir(d);
         qsort(F->files, (size_t)F->n, sizeof *F->files, cmp_files);
         if (!F->n) {
-            base_errf(err, errlen, "%s: no PLY or HDF5 (skinning, gt.h5, rig.h5, trajectories) file to show", target);
+            base_errf(err, errlen, "%s: no PLY or HDF5 (skinning, gt.h5, rig.h5, trajectories) file to show, in it or in "
+                      "its subfolders (a run folder's stages)", target);
             return -1;
         }
         return 0;
