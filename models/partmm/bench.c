@@ -388,33 +388,38 @@ static float *truth_renders(const PmBenchInputs *in, bool *oom) {
 /* the reference row: each bone's rigid fit to the truth points it dominates (per frame, per
  * bone). Not an upper bound: LBS blends bones, so a bone fitted on its own points alone can do
  * worse than a synthesized T_B (the snake: 1.52% vs PartMM's 0.48%) */
-static void oracle_transforms(const PmRig *rig, int Q, const float *truth, float *tb) {
+/* the reference row: each bone's rigid fit to the truth points it dominates (per frame, per
+ * bone). Not an upper bound: LBS blends bones, so a bone fitted on its own points alone can do
+ * worse than a synthesized T_B (the snake: 1.52% vs PartMM's 0.48%). -1: out of memory */
+static int oracle_transforms(const PmRig *rig, int Q, const float *truth, float *tb) {
     int64_t n = rig->n;
     int B = rig->B;
-    for (int t = 0; t < Q; t++) {
+    /* each point's dominant bone (the first of equal weights), and the points of each bone */
+    int32_t *best = malloc(sizeof(int32_t) * n);
+    double *p = malloc(sizeof(double) * (n + 1) * 3), *q = malloc(sizeof(double) * (n + 1) * 3);
+    if (!best || !p || !q) {
+        free(best), free(p), free(q);
+        return -1;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        best[i] = 0;
+        for (int c = 1; c < B; c++)
+            if (rig->weights[i * B + c] > rig->weights[i * B + best[i]]) best[i] = c;
+    }
+    for (int t = 0; t < Q; t++)
         for (int b = 0; b < B; b++) {
             int64_t m = 0;
             for (int64_t i = 0; i < n; i++) {
-                int best = 0;
-                for (int c = 1; c < B; c++)
-                    if (rig->weights[i * B + c] > rig->weights[i * B + best]) best = c;
-                if (best == b) m++;
-            }
-            double *p = malloc(sizeof(double) * (m + 1) * 3), *q = malloc(sizeof(double) * (m + 1) * 3), T[12];
-            m = 0;
-            for (int64_t i = 0; i < n; i++) {
-                int best = 0;
-                for (int c = 1; c < B; c++)
-                    if (rig->weights[i * B + c] > rig->weights[i * B + best]) best = c;
-                if (best != b) continue;
+                if (best[i] != b) continue;
                 for (int k = 0; k < 3; k++) p[m * 3 + k] = rig->points[i * 3 + k], q[m * 3 + k] = truth[((int64_t)t * n + i) * 3 + k];
                 m++;
             }
+            double T[12];
             sb_kabsch(m, p, q, NULL, T);
             for (int k = 0; k < 12; k++) tb[((int64_t)t * B + b) * 12 + k] = (float)T[k];
-            free(p), free(q);
         }
-    }
+    free(best), free(p), free(q);
+    return 0;
 }
 
 int pm_bench_run(const PmBenchInputs *in, PmBenchRow rows[PM_BENCH_ROWS], char *err, size_t errlen) {
@@ -481,7 +486,10 @@ int pm_bench_run(const PmBenchInputs *in, PmBenchRow rows[PM_BENCH_ROWS], char *
         pm_lbs_frames(Q, n, B, rig->points, rig->weights, tb2, pos);
         SCORE(r);
     }
-    oracle_transforms(rig, Q, in->truth, tb2);
+    if (oracle_transforms(rig, Q, in->truth, tb2)) {
+        rc = base_errf(err, errlen, "out of memory");
+        goto done;
+    }
     pm_lbs_frames(Q, n, B, rig->points, rig->weights, tb2, pos);
     SCORE(PM_ROW_ORACLE);
     if (in->own_tb) {
