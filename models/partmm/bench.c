@@ -387,9 +387,6 @@ static float *truth_renders(const PmBenchInputs *in, bool *oom) {
 
 /* the reference row: each bone's rigid fit to the truth points it dominates (per frame, per
  * bone). Not an upper bound: LBS blends bones, so a bone fitted on its own points alone can do
- * worse than a synthesized T_B (the snake: 1.52% vs PartMM's 0.48%) */
-/* the reference row: each bone's rigid fit to the truth points it dominates (per frame, per
- * bone). Not an upper bound: LBS blends bones, so a bone fitted on its own points alone can do
  * worse than a synthesized T_B (the snake: 1.52% vs PartMM's 0.48%). -1: out of memory */
 static int oracle_transforms(const PmRig *rig, int Q, const float *truth, float *tb) {
     int64_t n = rig->n;
