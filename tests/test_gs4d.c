@@ -21,6 +21,7 @@
 #include "models/gs4d/arap.h"
 #include "models/gaussians/fit.h"
 #include "models/gs4d/gs4d.h"
+#include "models/gs4d/eval.h"
 #include "models/gs4d/run.h"
 #include "models/gs4d/synth.h"
 #include "models/skelebones/cluster.h"
@@ -1613,4 +1614,42 @@ TEST(gs4d_run_open_names_what_is_missing) {
     char cmd[256];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     CHECK(system(cmd) == 0);
+}
+
+/* the correspondence drift of gs4d_eval_geometry: Gaussians that stay at their canonical places
+ * (before the warm-up ends the model does not deform) on a surface that stays too drift 0 in every
+ * frame; on the synthetic sequence's moving surface they fall behind it, frame by frame more */
+TEST(gs4d_eval_drift_follows_the_material) {
+    TensorScope *sc = tensor_scope_begin();
+    Gs4dSynth s;
+    char err[512];
+    CHECK_MSG(gs4d_synth_make("quadruped", 0, 4, 2, 1, 16, &s, err, sizeof err) == 0, "%s", err);
+    Gs4dData d, dt;
+    CHECK_MSG(gs4d_data_make(s.train, s.n_train, &d, err, sizeof err) == 0 && gs4d_data_make(s.test, s.n_test, &dt, err, sizeof err) == 0,
+              "%s", err);
+    Gs4dConfig c = gs4d_test_tiny_config(10);
+    c.warmup = 1000000; /* the canonical set at every time */
+    Gs4dModel m;
+    gs4d_init(&m, &c, &d, NULL);
+    /* the canonical Gaussians sit near the canonical (t = 0) surface, as the trained ones do */
+    float *still = malloc(sizeof(float) * (size_t)s.frames * s.mesh.nv * 3);
+    for (int f = 0; f < s.frames; f++) memcpy(still + (size_t)f * s.mesh.nv * 3, s.mesh.v, sizeof(float) * s.mesh.nv * 3);
+    Gs4dSurfaceSeq moving = {s.frames, s.times, s.frame_verts, s.mesh.nv, s.mesh.nf, s.mesh.f, s.mesh.v};
+    Gs4dSurfaceSeq fixed = moving;
+    fixed.verts = still;
+    Gs4dGeometry g0, g1;
+    gs4d_eval_geometry(&m, &dt, &fixed, NULL, NULL, &g0);
+    gs4d_eval_geometry(&m, &dt, &moving, NULL, NULL, &g1);
+    CHECK_MSG(g0.tracked > 0 && g0.drift == 0 && g0.drift_p90 == 0, "still surface: %lld tracked, drift %g / %g", (long long)g0.tracked,
+              g0.drift, g0.drift_p90);
+    CHECK_MSG(g1.per_frame[0].drift == 0 && g1.per_frame[s.frames - 1].drift > g1.per_frame[1].drift &&
+                  g1.per_frame[s.frames - 1].drift > 1,
+              "moving surface: per frame %g %g %g %g", g1.per_frame[0].drift, g1.per_frame[1].drift, g1.per_frame[2].drift,
+              g1.per_frame[3].drift);
+    gs4d_geometry_free(&g0), gs4d_geometry_free(&g1);
+    free(still);
+    gs4d_free(&m);
+    gs4d_data_free(&d), gs4d_data_free(&dt);
+    gs4d_synth_free(&s);
+    tensor_scope_end(sc);
 }

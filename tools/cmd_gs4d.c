@@ -384,6 +384,9 @@ static int gs4d_eval_main(int argc, char **argv) {
                "(centers -> surface %.3f%%, surface -> centers %.3f%%)\n", g.inset, g.inset_cs, g.inset_sc);
         printf("local-rigidity error (RMS non-rigid residual of 8-NN neighborhoods / their size): %.3f%% "
                "(ground truth's own: %.3f%%)\n", 100 * g.rigidity, 100 * g.rigidity_gt);
+        printf("correspondence drift (each frame's nearest true vertex of the %lld Gaussians visible in the first frame, "
+               "against the first frame's, on the rest surface): median %.3f%%, 90th percentile %.3f%% of the rest "
+               "diagonal\n", (long long)g.tracked, g.drift, g.drift_p90);
     } else {
         printf("no ground truth in %s: Chamfer and rigidity not computed\n", r.cfg.data.dir);
     }
@@ -400,12 +403,12 @@ static int gs4d_eval_main(int argc, char **argv) {
         if (rd->has_gt)
             tlen += (size_t)snprintf(text + tlen, tcap - tlen,
                                      "# kind\tindex\ttime\tchamfer_pct\tcenters_to_surface_pct\tsurface_to_centers_pct\tvisible\t"
-                                     "surface_chamfer_pct\trendered_to_surface_pct\tvisible_surface_to_rendered_pct\n");
+                                     "surface_chamfer_pct\trendered_to_surface_pct\tvisible_surface_to_rendered_pct\tdrift_pct\n");
         for (int f = 0; f < g.frames; f++) {
             const Gs4dFrameGeometry *q = &g.per_frame[f];
-            tlen += (size_t)snprintf(text + tlen, tcap - tlen, "frame\t%d\t%.5f\t%.3f\t%.3f\t%.3f\t%lld\t%.3f\t%.3f\t%.3f\n", f,
+            tlen += (size_t)snprintf(text + tlen, tcap - tlen, "frame\t%d\t%.5f\t%.3f\t%.3f\t%.3f\t%lld\t%.3f\t%.3f\t%.3f\t%.3f\n", f,
                                      q->time, q->chamfer, q->centers_to_surface, q->surface_to_centers, (long long)q->visible,
-                                     q->surface_chamfer, q->rendered_to_surface, q->seen_to_rendered);
+                                     q->surface_chamfer, q->rendered_to_surface, q->seen_to_rendered, q->drift);
         }
         if (cmd_write_text(per_view, text, err, sizeof err)) {
             fprintf(stderr, "anima gs4d eval: %s\n", err);

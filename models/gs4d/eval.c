@@ -102,6 +102,17 @@ void gs4d_eval_geometry(const Gs4dModel *m, const Gs4dData *held_out, const Gs4d
     float *seen = base_malloc(sizeof(float) * 3 * SURF_PER_VIEW * (size_t)(maxv ? maxv : 1));
     double surf_c = 0, surf_cs = 0, surf_sc = 0;
     int surf_frames = 0;
+    /* correspondence drift: the Gaussians visible in the first frame, each frame's nearest true
+     * vertex, how far that vertex lies on the rest surface from the first frame's */
+    double rlo[3] = {INFINITY, INFINITY, INFINITY}, rhi[3] = {-INFINITY, -INFINITY, -INFINITY};
+    for (int64_t i = 0; i < nv; i++)
+        for (int a = 0; a < 3; a++) rlo[a] = fmin(rlo[a], s->rest[3 * i + a]), rhi[a] = fmax(rhi[a], s->rest[3 * i + a]);
+    double rest_diag = sqrt((rhi[0] - rlo[0]) * (rhi[0] - rlo[0]) + (rhi[1] - rlo[1]) * (rhi[1] - rlo[1]) +
+                            (rhi[2] - rlo[2]) * (rhi[2] - rlo[2]));
+    int64_t ntrk = 0, *trk = base_malloc(sizeof(int64_t) * (size_t)n), *near0 = base_malloc(sizeof(int64_t) * (size_t)n);
+    int64_t *near_t = base_malloc(sizeof(int64_t) * (size_t)n);
+    float *ptrk = base_malloc(sizeof(float) * 3 * (size_t)n);
+    double *dtrk = base_malloc(sizeof(double) * (size_t)n), drift = 0, drift90 = 0;
     for (int f = 0; f < s->frames; f++) {
         const float *V = s->verts + (size_t)f * nv * 3;
         double lo3[3] = {INFINITY, INFINITY, INFINITY}, hi3[3] = {-INFINITY, -INFINITY, -INFINITY};
@@ -158,7 +169,23 @@ void gs4d_eval_geometry(const Gs4dModel *m, const Gs4dData *held_out, const Gs4d
             sc_ab *= 100 / diag, sc_ba *= 100 / diag, sc_c = 0.5 * (sc_ab + sc_ba);
             surf_c += sc_c, surf_cs += sc_ab, surf_sc += sc_ba, surf_frames++;
         }
-        out->per_frame[f] = (Gs4dFrameGeometry){s->times[f], c, 100 * cs / diag, 100 * scd / diag, nvis, sc_c, sc_ab, sc_ba};
+        if (f == 0)
+            for (int64_t i = 0; i < n; i++)
+                if (op[i] >= 0.05f) trk[ntrk++] = i;
+        double fd = NAN;
+        if (ntrk) {
+            for (int64_t j = 0; j < ntrk; j++) memcpy(ptrk + 3 * j, P + 3 * trk[j], sizeof(float) * 3);
+            gs4d_nearest(V, nv, ptrk, ntrk, dtrk, f == 0 ? near0 : near_t);
+            for (int64_t j = 0; j < ntrk; j++) {
+                const float *a = s->rest + 3 * near0[j], *b = s->rest + 3 * (f == 0 ? near0[j] : near_t[j]);
+                dtrk[j] = 100 * sqrt((double)(a[0] - b[0]) * (a[0] - b[0]) + (double)(a[1] - b[1]) * (a[1] - b[1]) +
+                                     (double)(a[2] - b[2]) * (a[2] - b[2])) / rest_diag;
+            }
+            qsort(dtrk, (size_t)ntrk, sizeof(double), base_cmp_double);
+            fd = dtrk[ntrk / 2];
+            drift += fd / s->frames, drift90 += dtrk[(int64_t)((ntrk - 1) * 0.9)] / s->frames;
+        }
+        out->per_frame[f] = (Gs4dFrameGeometry){s->times[f], c, 100 * cs / diag, 100 * scd / diag, nvis, sc_c, sc_ab, sc_ba, fd};
         /* what the metric gives for as many points as perfectly on the surface (uniform
          * samples, the first nvis of the i.i.d. ones): the floor n Gaussians can reach */
         if (nvis && nvis <= ns_s) floor_c += 100 * gs4d_chamfer(samp, nvis, samp, ns_s + nv) / diag / s->frames;
@@ -222,6 +249,7 @@ void gs4d_eval_geometry(const Gs4dModel *m, const Gs4dData *held_out, const Gs4d
         if (progress) progress(user, f + 1, s->frames);
     }
     free(dist), free(sig), free(sige), free(visr), free(near), free(inset_pts), free(surf), free(seen);
+    free(trk), free(near0), free(near_t), free(ptrk), free(dtrk);
     /* rigidity: the trajectories' local neighborhoods (the kNN of the canonical centers)
      * against the ground-truth surface's own (the kNN of the canonical vertices) */
     int k = 8;
@@ -246,6 +274,7 @@ void gs4d_eval_geometry(const Gs4dModel *m, const Gs4dData *held_out, const Gs4d
     memcpy(out->quantiles, squant, sizeof squant);
     out->inset = inset_c, out->inset_cs = inset_cs, out->inset_sc = inset_sc;
     out->rigidity = rig, out->rigidity_gt = rig_gt;
+    out->drift = ntrk ? drift : NAN, out->drift_p90 = ntrk ? drift90 : NAN, out->tracked = ntrk;
     free(pos3), free(sc), free(rgb), free(op), free(vis), free(samp), free(cum), free(tri), free(bary), free(rest);
     free(nbr), free(nbv);
 }

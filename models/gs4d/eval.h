@@ -11,7 +11,8 @@
  *    score (the floor for that many Gaussians), and the signed distances of the visible centers
  *    (negative inside; the median also in units of each Gaussian's scale; quantiles) — what tells
  *    a thin layer from a shrunken one; round splats' centers sit ~2 σ inside the silhouette;
- *  - local rigidity of the trajectories (models/gs4d/arap.h) beside the true surface's own.
+ *  - local rigidity of the trajectories (models/gs4d/arap.h) beside the true surface's own;
+ *  - correspondence drift: how far the Gaussians slide over the true surface (Gs4dGeometry.drift).
  * The surface samples are drawn from a fixed stream (seed 7), so figures repeat exactly. */
 #ifndef ANIMA_MODELS_GS4D_EVAL_H
 #define ANIMA_MODELS_GS4D_EVAL_H
@@ -32,6 +33,7 @@ typedef struct {
     double chamfer, centers_to_surface, surface_to_centers; /* visible centers */
     int64_t visible;
     double surface_chamfer, rendered_to_surface, seen_to_rendered; /* the rendered surface */
+    double drift; /* median correspondence drift (below) of this frame, % of the rest diagonal */
 } Gs4dFrameGeometry;
 
 /* The geometry over the frames (means over frames unless named otherwise; % of the diagonal). */
@@ -52,6 +54,15 @@ typedef struct {
     double inset, inset_cs, inset_sc; /* the floor's samples pushed inward by the median depth */
     /* RMS non-rigid residual of 8-NN neighborhoods / their size (fraction), the truth's own */
     double rigidity, rigidity_gt;
+    /* correspondence drift: whether the Gaussians follow the material they sit on. The Gaussians
+     * visible in the first frame (tracked of them), each frame's nearest true vertex, and how far
+     * that vertex lies on the rest surface from the one of the first frame: the median over the
+     * Gaussians and its 90th percentile, means over frames, % of the rest diagonal. A fit can
+     * render every view well while its Gaussians slide over the surface (photometrically
+     * ambiguous texture); a rig made of such trajectories, and any truth tied to the surface
+     * through them (models/partmm/tie.h), inherit the slide. */
+    double drift, drift_p90;
+    int64_t tracked;
     Gs4dFrameGeometry *per_frame; /* frames (malloc'd; gs4d_geometry_free) */
 } Gs4dGeometry;
 
