@@ -264,6 +264,7 @@ int cmd_animate(int argc, char **argv) {
     PmAppearanceInfo ainfo = {0, NAN, NAN, NAN, 0};
     PmGaussianTie tie = {0};
     float *targets = NULL;
+    double tie_residual = NAN; /* --gaussians: pm_gaussian_tie_residual, % of the diagonal */
     char path[4600], held_dir[4200];
     snprintf(path, sizeof path, "%s/gt.h5", bench_dir);
     snprintf(held_dir, sizeof held_dir, "%s/heldout", bench_dir);
@@ -318,6 +319,9 @@ int cmd_animate(int argc, char **argv) {
             fprintf(stderr, NAME ": no trajectories.h5 beside %s: the canonical set's own scales and opacities (which the "
                     "run's deformation changes frame by frame) are used\n", gaussians);
         if (pm_gaussian_tie(&rig, rig_frames_all, &train, &tie, err, sizeof err)) goto fail;
+        tie_residual = 100 * pm_gaussian_tie_residual(&tie, &rig, rig_frames_all, &train) / pm_bench_diagonal(&train);
+        printf("tie: the Gaussians on the benchmark's surface, residual %.3f%% of the diagonal on the training frames (the "
+               "truth's own error; large when the fit's Gaussians slide over the surface)\n", tie_residual);
         const DsMotionGt *m = is_train || is_val ? &train : &held;
         targets = malloc(sizeof(float) * Q * rig.n * 3);
         if (!targets) {
@@ -478,12 +482,15 @@ int cmd_animate(int argc, char **argv) {
                        rows[r].psnr_gs, rows[r].seconds, rows[r].what);
         char *js = malloc(16384);
         size_t u = 0;
-        u += snprintf(js + u, 16384 - u, "{\n  \"bench\": \"%s\",\n  \"rig\": \"%s\",\n  \"frames\": %d,\n  \"gaussians\": \"%s\",\n  \"diag\": %.6f,\n",
+        char tr_s[32] = "null";
+        if (isfinite(tie_residual)) snprintf(tr_s, sizeof tr_s, "%.5f", tie_residual);
+        u += snprintf(js + u, 16384 - u, "{\n  \"bench\": \"%s\",\n  \"rig\": \"%s\",\n  \"frames\": %d,\n  \"gaussians\": \"%s\",\n  \"diag\": %.6f,\n"
+                      "  \"tie_residual_pct_diag\": %s,\n",
                       bench_dir, rig_path, Q,
                       gaussians ? gaussians
                       : cfg.appearance.fit ? "one per ground-truth rest vertex, appearance fitted to the training views"
                                            : "one per ground-truth rest vertex, benchmark albedo",
-                      diag);
+                      diag, tr_s);
         {
             /* the canonical Gaussians' appearance: the option and what the fit reached */
             char lo_s[32] = "null", vb[32] = "null", va[32] = "null";

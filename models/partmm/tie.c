@@ -86,6 +86,20 @@ void pm_gaussian_targets(const PmGaussianTie *tie, int64_t n, const DsMotionGt *
         }
 }
 
+double pm_gaussian_tie_residual(const PmGaussianTie *tie, const PmRig *rig, int F, const DsMotionGt *train) {
+    int64_t n = rig->n;
+    float *own = malloc(sizeof(float) * n * 3), *tg = malloc(sizeof(float) * n * 3);
+    double s = 0;
+    for (int t = 0; own && tg && t < F; t++) {
+        pm_lbs(n, rig->B, rig->points, rig->weights, rig->tb + (int64_t)t * rig->B * 12, own);
+        pm_gaussian_targets(tie, n, train, t, 1, tg);
+        for (int64_t k = 0; k < n * 3; k++) s += ((double)own[k] - tg[k]) * ((double)own[k] - tg[k]);
+    }
+    double r = own && tg && F > 0 && n > 0 ? sqrt(s / ((double)F * n)) : NAN;
+    free(own), free(tg);
+    return r;
+}
+
 void pm_gaussian_tie_free(PmGaussianTie *tie) {
     free(tie->anchor), free(tie->offset);
     tie->anchor = NULL, tie->offset = NULL;

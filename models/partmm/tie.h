@@ -31,6 +31,12 @@ typedef struct {
 int pm_gaussian_tie(const PmRig *rig, int F, const DsMotionGt *train, PmGaussianTie *tie, char *err, size_t errlen);
 /* The tied Gaussians' ground-truth positions in frames [t0, t0 + Q) of motion g: out Q × n × 3 */
 void pm_gaussian_targets(const PmGaussianTie *tie, int64_t n, const DsMotionGt *g, int t0, int Q, float *out);
+/* How well the tie holds on the motion it was made from: the RMS over the n points and the F frames
+ * of the distance between the rig's own reconstruction of the training frames and the tied
+ * positions (world units). Near 0 when the Gaussians follow the surface's material; large when
+ * they slide over it (gs4d eval's correspondence drift), and then the truth of every row is that
+ * far from the fit's own motion. */
+double pm_gaussian_tie_residual(const PmGaussianTie *tie, const PmRig *rig, int F, const DsMotionGt *train);
 void pm_gaussian_tie_free(PmGaussianTie *tie);
 
 #endif
