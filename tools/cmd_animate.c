@@ -255,7 +255,7 @@ int cmd_animate(int argc, char **argv) {
     }
     DsMotionGt train = {0}, held = {0};
     DsDnerfSplit views = {0};
-    float *qrot = NULL, *qtrans = NULL, *tb = NULL, *pos = NULL, *bp_d = NULL;
+    float *qrot = NULL, *qtrans = NULL, *tb = NULL, *pos = NULL;
     double *bone_part = NULL, *bone_joint = NULL;
     float *bvh_v = NULL;
     int32_t *bind = NULL;
@@ -525,7 +525,6 @@ int cmd_animate(int argc, char **argv) {
     rc = 0;
 fail:
     if (rc) fprintf(stderr, NAME ": %s\n", err);
-    (void)bp_d;
     free(qrot), free(qtrans), free(tb), free(pos), free(bone_part), free(bind), free(bone_joint), free(bvh_v);
     free(targets), pm_gaussian_tie_free(&tie);
     pm_canon_free(&canon);
