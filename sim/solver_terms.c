@@ -73,30 +73,38 @@ static void term_gravity(const SimObject *o, struct SimPrepared *p, const double
     *Eacc = E;
 }
 
-/* drags: ½ k Σ g_c ‖u_c − d(t)‖² */
+/* One quadratic pull-back through B, Σ_i c (z⁽ⁱ⁾ᵀ S z⁽ⁱ⁾ − 2 u_i sᵀz⁽ⁱ⁾ + u_i² w): a drag's or a
+ * penalty region's squared distance of its points' displacements from the target u, with S, s, w
+ * the pull-backs of its point weights f (Σ f b bᵀ, Σ f b, Σ f). Adds the value to *E, and
+ * gh (S z⁽ⁱ⁾ − u_i s) to g and gh S to H's diagonal blocks when they are given (gh = scale · 2c). */
+static void quadratic_pullback(const SimObject *o, struct SimPrepared *p, const double *z, const double *S,
+                               const double *s, double w, const double u[3], double c, double gh, double *E, double *g,
+                               double *H) {
+    int64_t nb = o->nb, n = o->n;
+    for (int i = 0; i < 3; i++) {
+        const double *zi = z + i * nb;
+        cblas_dsymv(CblasRowMajor, CblasUpper, (int)nb, 1.0, S, (int)nb, zi, 1, 0.0, p->tmp, 1);
+        *E += c * (cblas_ddot((int)nb, zi, 1, p->tmp, 1) - 2 * u[i] * cblas_ddot((int)nb, s, 1, zi, 1) + u[i] * u[i] * w);
+        if (g)
+            for (int64_t q = 0; q < nb; q++) g[i * nb + q] += gh * (p->tmp[q] - u[i] * s[q]);
+        if (H)
+            for (int64_t a = 0; a < nb; a++)
+                for (int64_t b = 0; b < nb; b++) H[(i * nb + a) * n + i * nb + b] += gh * S[a * nb + b];
+    }
+}
+
+/* drags: ½ k Σ g_c ‖u_c − d(t)‖² = ½ k Σ_i (zᵢᵀ S zᵢ − 2 dᵢ sᵀzᵢ + dᵢ² Σg) */
 static void term_drag(const SimObject *o, struct SimPrepared *p, const double *z, const TermAt *at,
                       double *Eacc, double *g, double *H) {
-    int64_t nb = o->nb, n = o->n;
+    int64_t nb = o->nb;
     double t = at->t, scale = at->scale, E = *Eacc;
-    /* drags: ½ k Σ g_c ‖u_c − d‖² = ½ k Σ_i (zᵢᵀ S zᵢ − 2 dᵢ sᵀzᵢ + dᵢ² Σg) */
     for (int d = 0; d < o->ndrags; d++) {
         const SimDrag *dr = &o->drags[d];
         if (t >= dr->t_release) continue;
         double off[3];
         drag_offset(dr, t, off);
-        const double *S = p->drag_S + d * nb * nb, *s = p->drag_s + d * nb;
-        for (int i = 0; i < 3; i++) {
-            const double *zi = z + i * nb;
-            cblas_dsymv(CblasRowMajor, CblasUpper, (int)nb, 1.0, S, (int)nb, zi, 1, 0.0, p->tmp, 1);
-            E += 0.5 * dr->stiffness *
-                 (cblas_ddot((int)nb, zi, 1, p->tmp, 1) - 2 * off[i] * cblas_ddot((int)nb, s, 1, zi, 1) +
-                  off[i] * off[i] * p->drag_g[d]);
-            if (g)
-                for (int64_t q = 0; q < nb; q++) g[i * nb + q] += scale * dr->stiffness * (p->tmp[q] - off[i] * s[q]);
-            if (H)
-                for (int64_t a = 0; a < nb; a++)
-                    for (int64_t b = 0; b < nb; b++) H[(i * nb + a) * n + i * nb + b] += scale * dr->stiffness * S[a * nb + b];
-        }
+        quadratic_pullback(o, p, z, p->drag_S + d * nb * nb, p->drag_s + d * nb, p->drag_g[d], off, 0.5 * dr->stiffness,
+                           scale * dr->stiffness, &E, g, H);
     }
     *Eacc = E;
 }
@@ -104,24 +112,14 @@ static void term_drag(const SimObject *o, struct SimPrepared *p, const double *z
 /* penalty Dirichlet: k Σ_p ‖u_p − ū‖², ū = v t */
 static void term_dirichlet(const SimObject *o, struct SimPrepared *p, const double *z, const TermAt *at,
                            double *Eacc, double *g, double *H) {
-    int64_t nb = o->nb, n = o->n;
+    int64_t nb = o->nb;
     double t = at->t, scale = at->scale, E = *Eacc;
     for (int d = 0; d < o->ndirichlet; d++) {
         const SimDirichlet *dd = &o->dirichlet[d];
         if (!dd->penalty) continue;
-        const double *S = p->pen_S + d * nb * nb, *s = p->pen_s + d * nb;
-        for (int i = 0; i < 3; i++) {
-            const double *zi = z + i * nb;
-            double ub = dd->velocity[i] * t;
-            cblas_dsymv(CblasRowMajor, CblasUpper, (int)nb, 1.0, S, (int)nb, zi, 1, 0.0, p->tmp, 1);
-            E += dd->stiffness *
-                 (cblas_ddot((int)nb, zi, 1, p->tmp, 1) - 2 * ub * cblas_ddot((int)nb, s, 1, zi, 1) + ub * ub * p->pen_n[d]);
-            if (g)
-                for (int64_t q = 0; q < nb; q++) g[i * nb + q] += scale * 2 * dd->stiffness * (p->tmp[q] - ub * s[q]);
-            if (H)
-                for (int64_t a = 0; a < nb; a++)
-                    for (int64_t b = 0; b < nb; b++) H[(i * nb + a) * n + i * nb + b] += scale * 2 * dd->stiffness * S[a * nb + b];
-        }
+        double ub[3] = {dd->velocity[0] * t, dd->velocity[1] * t, dd->velocity[2] * t};
+        quadratic_pullback(o, p, z, p->pen_S + d * nb * nb, p->pen_s + d * nb, p->pen_n[d], ub, dd->stiffness,
+                           scale * 2 * dd->stiffness, &E, g, H);
     }
     *Eacc = E;
 }
