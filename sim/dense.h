@@ -1,7 +1,8 @@
-/* sim/dense.h — the small dense steps the single-object solver (solver.c) and the coupled world
- * (world.c, world_newton.c) share: a Cholesky factorization that shifts the diagonal until it
- * succeeds, the change of variables z = (I₃ ⊗ N) y of an exact-Dirichlet subspace (solver.h), and
- * the rows-times-coordinates product that places points (x = X + B z). Not a public header. */
+/* sim/dense.h — the small dense steps the single-object solver (solver_prepare.c, solver_terms.c)
+ * and the coupled world (world.c, world_newton.c) share: a Cholesky factorization that shifts the
+ * diagonal until it succeeds, the change of variables z = (I₃ ⊗ N) y of an exact-Dirichlet
+ * subspace (solver.h), and the rows-times-coordinates product that places points (x = X + B z).
+ * Not a public header. */
 #ifndef ANIMA_SIM_DENSE_H
 #define ANIMA_SIM_DENSE_H
 

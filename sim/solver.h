@@ -17,8 +17,10 @@
  * backtracking, and the stop |Δzᵀg| < tol · M L² (M the object's mass, L its rest bounding-box
  * diagonal: E is an energy × dt², kg m², so the test is dimensionless). Then ż = (z − z₀)/dt.
  * The step is world.h's with one object and nothing else (world.c): the one Newton problem over
- * sim/newton.h's driver, which without contact factors the object's block directly; solver.c
- * supplies the terms of E one by one (SimTerm below).
+ * sim/newton.h's driver, which without contact factors the object's block directly; solver_terms.c
+ * supplies the terms of E one by one (SimTerm below). The sources: solver.c (the object, its rows,
+ * controls and outputs), solver_prepare.c (sim_object_prepare: the subspaces and the controls'
+ * pull-backs), solver_elastic.c (the elastic term and its lagged Hessian), solver_terms.c.
  *
  * All positions are world coordinates of the rest shape (the object's pose is applied when it is
  * built). f64 throughout. */
@@ -220,8 +222,8 @@ typedef struct {
      * (sim_rig_advance, sim_lbs_rig_advance), so that what is derived from rig_F per step (the
      * groups' rotations below) is computed once per (rig_F, rig_F_version), not every iteration */
     uint64_t rig_F_version;
-    /* The lagged elastic Hessian's co-rotation (SimNewtonOptions.elastic_lag; solver.c's
-     * corotate_kel): rig_ngroups > 0 groups of the cubature points (rig_group, nc: each point's
+    /* The lagged elastic Hessian's co-rotation (SimNewtonOptions.elastic_lag;
+     * solver_elastic.c's corotate_kel): rig_ngroups > 0 groups of the cubature points (rig_group, nc: each point's
      * dominant bone). The Hessian is kept per group and turned, before it is used, by each group's
      * rotation since its assembly (the polar factor of the group's volume-weighted rig_F), so that
      * a rig's turning bones do not leave it behind. Set by sim_rig_attach; prepare again after a
@@ -283,7 +285,7 @@ SimEnergy sim_object_energy(const SimObject *o);
  * energy. */
 double sim_object_elastic(const SimObject *o, const double *z, double *grad, double *hess);
 
-/* The step objective's terms, each with value, gradient and Hessian in one shape (solver.c):
+/* The step objective's terms, each with value, gradient and Hessian in one shape (solver_terms.c):
  *   INERTIA    ½ Σ_i (z⁽ⁱ⁾ − z̃⁽ⁱ⁾)ᵀ M_b (z⁽ⁱ⁾ − z̃⁽ⁱ⁾)
  *   ELASTIC    Σ_c V_c Ψ(F_c(z)) (Hessian PSD-projected unless no_projection)
  *   GRAVITY    −Σ ρ V a·u, gravity and the force fields active at t
@@ -331,7 +333,7 @@ void sim_object_predict(SimObject *o, double dt, double t1, double *ztil, double
  * the object cannot be prepared). */
 int64_t sim_object_subspace(SimObject *o, const double **N, const double **zp_rate, const double **Lm);
 /* sim_object_step's world of one, kept with the prepared state it points into and released with it
- * by `release` (so solver.c does not call into world.c); NULL before the first step. */
+ * by `release` (so the solver's sources do not call into world.c); NULL before the first step. */
 void *sim_object_solo(const SimObject *o);
 void sim_object_set_solo(SimObject *o, void *solo, void (*release)(void *));
 

@@ -16,6 +16,7 @@
 #include "datasets/geometry/procedural.h"
 #include "sim/bindings.h"
 #include "sim/solver.h"
+#include "sim/solver_internal.h"
 #include "tests/test.h"
 
 static double urand(uint64_t *s) {
@@ -650,7 +651,39 @@ TEST(sim_lagged_elastic_hessian_matches_newton) {
     free(x);
 }
 
-/* The co-rotated lagged elastic Hessian (solver.h: rig_group; solver.c's corotate_kel). Four
+/* The lagged elastic Hessian's upkeep without groups (solver_internal.h: sim_prep_lagged_elastic):
+ * a fresh assembly at z is the elastic term's own Hessian there (sim_object_elastic, bit for bit:
+ * the same sums), a call that is not fresh keeps it though z moved (the lag), and a fresh one
+ * reassembles; without groups nothing is left for the caller's reduction (kelr_out). The term's
+ * energy through sim_prep_elastic is sim_object_elastic's, and sim_prep_free takes NULL. */
+TEST(sim_prep_lagged_elastic_keeps_the_assembly_until_fresh) {
+    SimObject o = drop_object("rbf", 6, 12, 0.5);
+    CHECK(sim_object_prepare(&o, NULL, 0) == 0);
+    struct SimPrepared *p = o.prep;
+    int64_t n = o.n;
+    size_t hb = sizeof(double) * (size_t)(n * n);
+    double *z0 = calloc((size_t)n, sizeof(double)), *z1 = malloc(sizeof(double) * (size_t)n);
+    double *H0 = malloc(hb), *H1 = malloc(hb);
+    for (int64_t k = 0; k < n; k++) z1[k] = 0.05 * sin(1.3 * (double)k + 0.4);
+    sim_object_elastic(&o, z0, NULL, H0);
+    sim_object_elastic(&o, z1, NULL, H1);
+    CHECK(memcmp(H0, H1, hb) != 0); /* z moved far enough to change the Hessian */
+    int nproj = -1;
+    sim_prep_lagged_elastic(&o, p, z1, true, &nproj);
+    CHECK(p->kel_valid && !p->kelr_out && nproj >= 0);
+    CHECK(memcmp(p->Kel, H1, hb) == 0);
+    sim_prep_lagged_elastic(&o, p, z0, false, NULL);
+    CHECK(memcmp(p->Kel, H1, hb) == 0);
+    sim_prep_lagged_elastic(&o, p, z0, true, NULL);
+    CHECK(memcmp(p->Kel, H0, hb) == 0);
+    double e = sim_prep_elastic(&o, p, z1, 1.0, NULL, NULL, NULL), eref = sim_object_elastic(&o, z1, NULL, NULL);
+    CHECK(memcmp(&e, &eref, sizeof e) == 0 && e > 0);
+    sim_prep_free(NULL);
+    free(z0), free(z1), free(H0), free(H1);
+    sim_object_free(&o);
+}
+
+/* The co-rotated lagged elastic Hessian (solver.h: rig_group; solver_elastic.c's corotate_kel). Four
  * groups of cubature points (by height) under a prescribed deformation F_r per point (rig_F) and
  * z = 0, so F = F_r. (1) Assembled by group, the lagged Hessian is the plain assembly's (to 1e-12
  * relative). (2) Every point of group g then turned by its own rotation R_g (F_r → R_g F_r): the
