@@ -1,5 +1,5 @@
 /* tests/test_base.c — base/: the clocks, the duration format, the progress display's plain
- * lines, the error buffer's truncation and the checked allocator's message. */
+ * lines, the error buffer's truncation, the checked allocator's message and HSV colors. */
 #include <math.h>
 #include <signal.h>
 #include <stdint.h>
@@ -10,6 +10,7 @@
 
 #include "base/alloc.h"
 #include "base/clock.h"
+#include "base/color.h"
 #include "base/errbuf.h"
 #include "base/progress.h"
 #include "base/rng.h"
@@ -172,4 +173,24 @@ TEST(base_rng_splitmix64_known_answers) {
     }
     CHECK_MSG(lo < 1e-3 && hi > 1 - 1e-3 && fabs(sum / 10000 - 0.5) < 0.01, "lo %g hi %g mean %g", lo, hi, sum / 10000);
     CHECK(base_rng_split(1, 0) != base_rng_split(1, 1) && base_rng_split(1, 0) != base_rng_split(2, 0));
+}
+
+/* the six hue sectors' corners, a hue past one turn, and the float form */
+TEST(base_hsv_rgb) {
+    const double want[6][3] = {{1, 0, 0}, {1, 1, 0}, {0, 1, 0}, {0, 1, 1}, {0, 0, 1}, {1, 0, 1}};
+    double c[3];
+    for (int i = 0; i < 6; i++) {
+        base_hsv_rgb(i / 6.0, 1, 1, c);
+        for (int k = 0; k < 3; k++) CHECK_NEAR(c[k], want[i][k], 1e-12);
+    }
+    base_hsv_rgb(2.25, 0.5, 0.8, c); /* a quarter turn: between yellow and green, s 0.5 */
+    CHECK_NEAR(c[0], 0.8 * (1 - 0.5 * 0.5), 1e-12);
+    CHECK_NEAR(c[1], 0.8, 1e-12);
+    CHECK_NEAR(c[2], 0.4, 1e-12);
+    base_hsv_rgb(0.3, 0, 0.6, c); /* no saturation: gray */
+    CHECK(c[0] == 0.6 && c[1] == 0.6 && c[2] == 0.6);
+    float f[3];
+    base_hsv_rgbf(2.25, 0.5, 0.8, f);
+    base_hsv_rgb(2.25, 0.5, 0.8, c);
+    for (int k = 0; k < 3; k++) CHECK(f[k] == (float)c[k]);
 }

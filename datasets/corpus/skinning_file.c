@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "base/alloc.h"
+#include "base/color.h"
 #include "datasets/render/camera.h"
 #include "datasets/render/raster.h"
 #include "datasets/corpus/skinning_file.h"
@@ -312,19 +313,11 @@ done:
 /* ---- previews ---------------------------------------------------------------------------------- */
 
 /* HSV (h in turns, s, v in [0, 1]) to RGB */
-static void hsv_rgb(double h, double s, double v, float out[3]) {
-    h = (h - floor(h)) * 6;
-    int i = (int)h;
-    double f = h - i, p = v * (1 - s), q = v * (1 - s * f), t = v * (1 - s * (1 - f));
-    double r[6][3] = {{v, t, p}, {q, v, p}, {p, v, t}, {p, q, v}, {t, p, v}, {v, p, q}};
-    for (int k = 0; k < 3; k++) out[k] = (float)r[i % 6][k];
-}
-
 void ds_skinning_colors(const DsSkinning *s, float *rgb) {
     int64_t m = s->m;
     double *mx = base_calloc((size_t)m + 1, sizeof *mx);
     float(*hue)[3] = base_malloc(sizeof *hue * (size_t)(m + 1));
-    for (int64_t k = 0; k < m; k++) hsv_rgb(0.61803398875 * (double)k, 0.75, 0.95, hue[k]);
+    for (int64_t k = 0; k < m; k++) base_hsv_rgbf(0.61803398875 * (double)k, 0.75, 0.95, hue[k]);
     for (int64_t v = 0; v < s->nv; v++)
         for (int64_t k = 0; k < m; k++) mx[k] = fmax(mx[k], fabs(s->vert_w[v * m + k]));
     for (int64_t v = 0; v < s->nv; v++) {

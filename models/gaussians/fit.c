@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "base/alloc.h"
+#include "base/color.h"
 #include "fit.h"
 #include "loss.h"
 #include "params.h"
@@ -377,19 +378,11 @@ DsRasterOptions gs_fit_raster_options(void) {
     return o;
 }
 
-static void hsv(double h, double s, double v, float rgb[3]) {
-    h = 6 * (h - floor(h));
-    int i = (int)h;
-    double fr = h - i, p = v * (1 - s), q = v * (1 - s * fr), t = v * (1 - s * (1 - fr));
-    double r[6][3] = {{v, t, p}, {q, v, p}, {p, v, t}, {p, q, v}, {t, p, v}, {v, p, q}};
-    for (int a = 0; a < 3; a++) rgb[a] = (float)r[i % 6][a];
-}
-
 void gs_fit_vertex_colors(const DsMesh *m, const float *weights, int nbones, float *rgb) {
     if (weights && nbones > 0) {
         float *pal = base_malloc(sizeof(float) * 3 * (size_t)nbones);
         /* hues a golden angle apart, so neighboring bones differ clearly */
-        for (int b = 0; b < nbones; b++) hsv(0.618033988749895 * b + 0.08, 0.6, 0.9, pal + 3 * b);
+        for (int b = 0; b < nbones; b++) base_hsv_rgbf(0.618033988749895 * b + 0.08, 0.6, 0.9, pal + 3 * b);
         for (int64_t i = 0; i < m->nv; i++)
             for (int a = 0; a < 3; a++) {
                 double c = 0;
