@@ -33,6 +33,12 @@ TEST(base_clock_monotonic) {
     CHECK(base_cpu_now() > c0);
     usleep(20000);
     CHECK(base_now() - t0 >= 0.02);
+    /* the nanosecond form reads the same clock */
+    int64_t n0 = base_now_ns();
+    double s0 = base_now();
+    int64_t n1 = base_now_ns();
+    CHECK(n1 >= n0);
+    CHECK(fabs(s0 - 1e-9 * (double)n0) < 0.01);
 }
 
 TEST(base_format_duration) {
