@@ -1,5 +1,5 @@
 /* tests/test_base.c — base/: the clocks, the duration format, the progress display's plain
- * lines, the error buffer's truncation, the checked allocator's message and HSV colors. */
+ * lines, the error buffer's truncation, the checked allocator's message, HSV colors and 3×3 inverses. */
 #include <math.h>
 #include <signal.h>
 #include <stdint.h>
@@ -12,6 +12,7 @@
 #include "base/clock.h"
 #include "base/color.h"
 #include "base/errbuf.h"
+#include "base/mat3.h"
 #include "base/progress.h"
 #include "base/rng.h"
 #include "tests/test.h"
@@ -199,4 +200,22 @@ TEST(base_hsv_rgb) {
     base_hsv_rgbf(2.25, 0.5, 0.8, f);
     base_hsv_rgb(2.25, 0.5, 0.8, c);
     for (int k = 0; k < 3; k++) CHECK(f[k] == (float)c[k]);
+}
+
+/* the inverse times the matrix is the identity, the determinant comes back, a singular matrix
+ * gives det 0; the cross product of the axes */
+TEST(base_mat3_inverse) {
+    const double A[9] = {2, 1, 0, 0, 3, 1, 1, 0, 4};
+    double B[9], P[9];
+    CHECK(base_mat3_inv(A, B) == base_mat3_det(A));
+    CHECK_NEAR(base_mat3_det(A), 25, 1e-12);
+    base_mat3_mul(A, B, P);
+    for (int k = 0; k < 9; k++) CHECK_NEAR(P[k], k % 4 == 0, 1e-14);
+    const double S[9] = {1, 2, 3, 2, 4, 6, 0, 1, 1};
+    CHECK(base_mat3_inv(S, B) == 0);
+    double x[3] = {1, 0, 0}, y[3] = {0, 1, 0}, z[3];
+    base_vec3_cross(x, y, z);
+    CHECK(z[0] == 0 && z[1] == 0 && z[2] == 1);
+    base_vec3_cross(z, x, z); /* may alias: z × x = y */
+    CHECK(z[0] == 0 && z[1] == 1 && z[2] == 0);
 }
