@@ -1,5 +1,6 @@
 /* tests/test_base.c — base/: the clocks, the duration format, the progress display's plain
- * lines, the error buffer's truncation, the checked allocator's message, HSV colors and 3×3 inverses. */
+ * lines, the error buffer's truncation, the checked allocator's message, HSV colors, 3×3 inverses and the
+ * SIGINT/SIGTERM catch. */
 #include <math.h>
 #include <signal.h>
 #include <stdint.h>
@@ -12,6 +13,7 @@
 #include "base/clock.h"
 #include "base/color.h"
 #include "base/errbuf.h"
+#include "base/interrupt.h"
 #include "base/mat3.h"
 #include "base/progress.h"
 #include "base/rng.h"
@@ -218,4 +220,38 @@ TEST(base_mat3_inverse) {
     CHECK(z[0] == 0 && z[1] == 0 && z[2] == 1);
     base_vec3_cross(z, x, z); /* may alias: z × x = y */
     CHECK(z[0] == 0 && z[1] == 1 && z[2] == 0);
+}
+
+/* a caught SIGINT or SIGTERM lands in the flag; with SA_RESETHAND the next one would kill (the
+ * default action is back); restore puts the actions from before the catch back */
+TEST(base_interrupt_catch_restore) {
+    struct sigaction ign = {0}, cur;
+    ign.sa_handler = SIG_IGN;
+    sigemptyset(&ign.sa_mask);
+    struct sigaction before[2];
+    sigaction(SIGINT, &ign, &before[0]);
+    sigaction(SIGTERM, &ign, &before[1]);
+    BaseInterruptSaved saved;
+    base_interrupt_signal = 0;
+    base_interrupt_catch(0, &saved);
+    raise(SIGTERM);
+    CHECK(base_interrupt_signal == SIGTERM);
+    raise(SIGINT);
+    CHECK(base_interrupt_signal == SIGINT);
+    base_interrupt_restore(&saved);
+    sigaction(SIGINT, NULL, &cur);
+    CHECK(cur.sa_handler == SIG_IGN);
+    sigaction(SIGTERM, NULL, &cur);
+    CHECK(cur.sa_handler == SIG_IGN);
+    base_interrupt_signal = 0;
+    base_interrupt_catch(SA_RESETHAND, &saved);
+    raise(SIGINT);
+    CHECK(base_interrupt_signal == SIGINT);
+    sigaction(SIGINT, NULL, &cur);
+    CHECK(cur.sa_handler == SIG_DFL);
+    base_interrupt_restore(&saved);
+    sigaction(SIGINT, NULL, &cur);
+    CHECK(cur.sa_handler == SIG_IGN);
+    sigaction(SIGINT, &before[0], NULL);
+    sigaction(SIGTERM, &before[1], NULL);
 }
