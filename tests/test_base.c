@@ -1,6 +1,6 @@
 /* tests/test_base.c — base/: the clocks, the duration format, the progress display's plain
- * lines, the error buffer's truncation, the checked allocator's message, HSV colors, 3×3 inverses and the
- * SIGINT/SIGTERM catch. */
+ * lines, the error buffer's truncation, the checked allocator's message, HSV colors, 3×3 inverses, the
+ * SIGINT/SIGTERM catch and the finiteness of arrays. */
 #include <math.h>
 #include <signal.h>
 #include <stdint.h>
@@ -13,6 +13,7 @@
 #include "base/clock.h"
 #include "base/color.h"
 #include "base/errbuf.h"
+#include "base/finite.h"
 #include "base/interrupt.h"
 #include "base/mat3.h"
 #include "base/progress.h"
@@ -254,4 +255,17 @@ TEST(base_interrupt_catch_restore) {
     CHECK(cur.sa_handler == SIG_IGN);
     sigaction(SIGINT, &before[0], NULL);
     sigaction(SIGTERM, &before[1], NULL);
+}
+
+/* one NaN or infinity anywhere makes an array not finite; an empty one is */
+TEST(base_all_finite) {
+    float f[4] = {0, -1e30f, 3, 1e-40f};
+    double d[4] = {0, -1e300, 3, 5e-324};
+    CHECK(base_all_finite_f(f, 4) && base_all_finite_d(d, 4));
+    CHECK(base_all_finite_f(f, 0) && base_all_finite_d(NULL, 0));
+    f[3] = NAN, d[0] = -INFINITY;
+    CHECK(!base_all_finite_f(f, 4) && base_all_finite_f(f, 3));
+    CHECK(!base_all_finite_d(d, 4) && base_all_finite_d(d + 1, 3));
+    f[0] = INFINITY;
+    CHECK(!base_all_finite_f(f, 1));
 }

@@ -14,17 +14,12 @@
 #include "datasets/corpus/skinning_file.h"
 #include "base/h5file.h"
 #include "base/errbuf.h"
+#include "base/finite.h"
 
 void ds_skinning_free(DsSkinning *s) {
     free(s->cub_x), free(s->cub_vol), free(s->cub_w), free(s->cub_dw);
     free(s->vert_x), free(s->vert_w), free(s->vert_dw), free(s->faces);
     memset(s, 0, sizeof *s);
-}
-
-static int all_finite(const double *a, int64_t n) {
-    for (int64_t i = 0; i < n; i++)
-        if (!isfinite(a[i])) return 0;
-    return 1;
 }
 
 int ds_skinning_validate(const DsSkinning *s, const char *what, char *err, size_t errlen) {
@@ -48,7 +43,7 @@ int ds_skinning_validate(const DsSkinning *s, const char *what, char *err, size_
             base_errf(err, errlen, "%s: %s missing", what, arrays[i].name);
             return -1;
         }
-        if (arrays[i].n && !all_finite(arrays[i].a, arrays[i].n)) {
+        if (arrays[i].n > 0 && !base_all_finite_d(arrays[i].a, (size_t)arrays[i].n)) {
             base_errf(err, errlen, "%s: %s holds a NaN or infinity", what, arrays[i].name);
             return -1;
         }
@@ -68,7 +63,7 @@ int ds_skinning_validate(const DsSkinning *s, const char *what, char *err, size_
                         (long long)s->nv);
             return -1;
         }
-    if (s->has_frame && (!(s->scale > 0) || !isfinite(s->scale) || !all_finite(s->center, 3))) {
+    if (s->has_frame && (!(s->scale > 0) || !isfinite(s->scale) || !base_all_finite_d(s->center, 3))) {
         base_errf(err, errlen, "%s: attributes center/scale are not finite with scale > 0 (scale %g)", what, s->scale);
         return -1;
     }

@@ -10,6 +10,7 @@
 #include <strings.h>
 
 #include "base/errbuf.h"
+#include "base/finite.h"
 #include "base/h5file.h"
 #include "datasets/mesh/mesh.h"
 #include "datasets/motion/bench.h"
@@ -23,12 +24,6 @@ void sb_traj_free(SbTraj *t) {
 void sb_traj_keep_frames(SbTraj *t, int nframes) {
     if (nframes < 1 || nframes >= t->nframes) return;
     t->nframes = nframes; /* frame-major arrays: the first frames are a prefix */
-}
-
-static int all_finite(const float *p, size_t n) {
-    for (size_t i = 0; i < n; i++)
-        if (!isfinite(p[i])) return 0;
-    return 1;
 }
 
 /* reads dataset name of the given rank into a malloc'd array of mem type (float or int32,
@@ -98,9 +93,9 @@ int sb_traj_read_h5(const char *path, const char *dataset, SbTraj *t, char *err,
     t->times = times;
     t->nframes = (int)dp[0], t->npoints = (int64_t)dp[1];
     t->pos = pos, t->rest = rest, t->faces = faces, t->nfaces = faces ? (int64_t)df[0] : 0;
-    if (rc == 0 && !all_finite(t->pos, (size_t)t->nframes * t->npoints * 3))
+    if (rc == 0 && !base_all_finite_f(t->pos, (size_t)t->nframes * t->npoints * 3))
         rc = base_errf(err, errlen, "%s: %s holds a non-finite value", path, dataset);
-    if (rc == 0 && t->rest && !all_finite(t->rest, (size_t)t->npoints * 3))
+    if (rc == 0 && t->rest && !base_all_finite_f(t->rest, (size_t)t->npoints * 3))
         rc = base_errf(err, errlen, "%s: rest holds a non-finite value", path);
     if (rc == 0 && faces) rc = check_faces(path, t->faces, t->nfaces, t->npoints, err, errlen);
     if (rc == 0 && !t->rest) {
@@ -218,7 +213,7 @@ int sb_traj_read_meshes(const char *dir, SbTraj *t, char *err, size_t errlen) {
         }
         if (rc == 0) {
             memcpy(t->pos + (size_t)k * t->npoints * 3, m.v, (size_t)m.nv * 3 * sizeof(float));
-            if (!all_finite(m.v, (size_t)m.nv * 3)) rc = base_errf(err, errlen, "%s: a non-finite vertex", path);
+            if (!base_all_finite_f(m.v, (size_t)m.nv * 3)) rc = base_errf(err, errlen, "%s: a non-finite vertex", path);
         }
         ds_mesh_free(&m);
     }
