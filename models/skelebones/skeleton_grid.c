@@ -33,6 +33,23 @@ void sb_skel_grid_free(CellGrid *g) {
     memset(g, 0, sizeof *g);
 }
 
+int64_t sb_skel_grid_shape(CellGrid *g, const double lo[3], const double hi[3], double ncells, int cap) {
+    double ext[3], vol = 1, maxe = 0;
+    for (int k = 0; k < 3; k++) ext[k] = hi[k] - lo[k], maxe = fmax(maxe, ext[k]);
+    for (int k = 0; k < 3; k++) vol *= fmax(ext[k], 1e-3 * maxe);
+    g->h = cbrt(vol / ncells);
+    if (!(g->h > 0)) g->h = maxe > 0 ? maxe : 1;
+    int64_t cells = 1;
+    for (int k = 0; k < 3; k++) {
+        g->n[k] = (int)(ext[k] / g->h) + 1;
+        if (g->n[k] > cap) g->n[k] = cap;
+        g->lo[k] = lo[k], cells *= g->n[k];
+    }
+    for (int k = 0; k < 3; k++) /* the cell size after the cap: the longest side decides */
+        if (ext[k] / g->n[k] > g->h) g->h = ext[k] / g->n[k] * (1 + 1e-9);
+    return cells;
+}
+
 int sb_skel_grid_build(const Work *w, CellGrid *g) {
     memset(g, 0, sizeof *g);
     double lo[3] = {DBL_MAX, DBL_MAX, DBL_MAX}, hi[3] = {-DBL_MAX, -DBL_MAX, -DBL_MAX};
@@ -47,19 +64,7 @@ int sb_skel_grid_build(const Work *w, CellGrid *g) {
             }
     }
     if (!nfa) return 0;
-    double ext[3], vol = 1, maxe = 0;
-    for (int k = 0; k < 3; k++) ext[k] = hi[k] - lo[k], maxe = ext[k] > maxe ? ext[k] : maxe;
-    for (int k = 0; k < 3; k++) vol *= ext[k] > 1e-3 * maxe ? ext[k] : 1e-3 * maxe;
-    g->h = cbrt(vol / (0.5 * (double)nfa + 1));
-    if (!(g->h > 0)) g->h = maxe > 0 ? maxe : 1;
-    int64_t cells = 1;
-    for (int k = 0; k < 3; k++) {
-        g->n[k] = (int)(ext[k] / g->h) + 1;
-        if (g->n[k] > 512) g->n[k] = 512;
-        g->lo[k] = lo[k], cells *= g->n[k];
-    }
-    for (int k = 0; k < 3; k++) /* the cell size after the 512 cap: the longest side decides */
-        if (ext[k] / g->n[k] > g->h) g->h = ext[k] / g->n[k] * (1 + 1e-9);
+    int64_t cells = sb_skel_grid_shape(g, lo, hi, 0.5 * (double)nfa + 1, 512);
     g->off = calloc((size_t)cells + 1, sizeof *g->off);
     if (!g->off) return -1;
     for (int pass = 0; pass < 2; pass++) {

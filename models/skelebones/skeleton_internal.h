@@ -73,6 +73,10 @@ static inline int sb_skel_grid_cell(const CellGrid *g, int k, double x) {
     return c < 0 ? 0 : c >= g->n[k] ? g->n[k] - 1 : c;
 }
 
+/* The cells of a grid over the box lo..hi: cubes of side g->h, about ncells of them over the box's
+ * volume (a flat extent counted as 1e-3 of the longest), at most cap along an axis; sets g->n,
+ * g->lo and g->h and returns the number of cells (skeleton_grid.c). */
+int64_t sb_skel_grid_shape(CellGrid *g, const double lo[3], const double hi[3], double ncells, int cap);
 /* The face grid of w's live faces (skeleton_grid.c); an empty grid (off NULL) when none is
  * alive. 0, or -1 out of memory. */
 int sb_skel_grid_build(const Work *w, CellGrid *g);

@@ -126,19 +126,7 @@ static void lp_seidel(int d, const double *c, const double *lo, const double *hi
  * start with about 400 constraints and ran 1.5× slower on the bunny) */
 static int vgrid_build(const Work *w, const double *lo, const double *hi, CellGrid *g) {
     memset(g, 0, sizeof *g);
-    double ext[3], vol = 1, maxe = 0;
-    for (int k = 0; k < 3; k++) ext[k] = hi[k] - lo[k], maxe = fmax(maxe, ext[k]);
-    for (int k = 0; k < 3; k++) vol *= fmax(ext[k], 1e-3 * maxe);
-    g->h = cbrt(vol / (double)w->nv);
-    if (!(g->h > 0)) g->h = maxe > 0 ? maxe : 1;
-    int64_t cells = 1;
-    for (int k = 0; k < 3; k++) {
-        g->n[k] = (int)(ext[k] / g->h) + 1;
-        if (g->n[k] > 256) g->n[k] = 256;
-        g->lo[k] = lo[k], cells *= g->n[k];
-    }
-    for (int k = 0; k < 3; k++)
-        if (ext[k] / g->n[k] > g->h) g->h = ext[k] / g->n[k] * (1 + 1e-9);
+    int64_t cells = sb_skel_grid_shape(g, lo, hi, (double)w->nv, 256);
     g->off = calloc((size_t)cells + 1, sizeof *g->off);
     g->item = malloc((size_t)w->nv * sizeof *g->item);
     if (!g->off || !g->item) return sb_skel_grid_free(g), -1;
