@@ -28,6 +28,22 @@ TEST(gs_params_draws) {
         CHECK(gs_draw_n(&a) == sqrt(-2.0 * log(1.0 - u1)) * cos(2 * M_PI * u2));
     }
     CHECK(g2.offset == g3.offset);
+    /* draws from running sums: weights 1, 0, 3 are picked 1/4, never, 3/4 of the time, each the
+     * first index whose sum exceeds u · total */
+    const double cdf[3] = {1, 1, 4};
+    int64_t count[3] = {0, 0, 0};
+    TensorRng g4 = {.seed = 3};
+    GsDraw c = {.g = &g4};
+    TensorRng g5 = g4;
+    GsDraw e = {.g = &g5};
+    for (int i = 0; i < 4000; i++) {
+        int64_t k = gs_draw_from_cdf(&c, cdf, 3, 4);
+        double u = gs_draw_u(&e) * 4;
+        CHECK(k == (u < 1 ? 0 : 2));
+        count[k]++;
+    }
+    CHECK(count[1] == 0 && count[0] > 850 && count[0] < 1150);
+    CHECK(gs_draw_from_cdf(&c, cdf, 1, 1) == 0);
     CHECK_NEAR(gs_sigmoid(gs_logit(0.3)), 0.3, 1e-15);
     CHECK(gs_sigmoid(0) == 0.5 && gs_logit(0.5) == 0);
 }

@@ -214,15 +214,9 @@ static int64_t relocate_host(GsFit *f) {
     int64_t *src = base_malloc(sizeof(int64_t) * (size_t)nd);
     for (int64_t k = 0; k < nd; k++) {
         /* a live Gaussian drawn in proportion to its opacity (3DGS-MCMC: multinomial on o) */
-        double u = gs_draw_u(&d) * acc;
-        int64_t lo = 0, hi = nl - 1;
-        while (lo < hi) {
-            int64_t mid = (lo + hi) / 2;
-            if (cdf[mid] > u) hi = mid;
-            else lo = mid + 1;
-        }
-        src[k] = live[lo];
-        copies[live[lo]]++;
+        int64_t pick = live[gs_draw_from_cdf(&d, cdf, nl, acc)];
+        src[k] = pick;
+        copies[pick]++;
     }
     float *mean = tensor_f32(f->means), *sc = tensor_f32(f->scales);
     float *q = f->quats ? tensor_f32(f->quats) : NULL;

@@ -13,6 +13,17 @@ double gs_draw_n(GsDraw *d) {
     return sqrt(-2.0 * log(1.0 - u1)) * cos(2 * M_PI * u2);
 }
 
+int64_t gs_draw_from_cdf(GsDraw *d, const double *cdf, int64_t n, double total) {
+    double u = gs_draw_u(d) * total;
+    int64_t lo = 0, hi = n - 1;
+    while (lo < hi) {
+        int64_t mid = (lo + hi) / 2;
+        if (cdf[mid] > u) hi = mid;
+        else lo = mid + 1;
+    }
+    return lo;
+}
+
 void gs_rows_copy(Tensor *flat, int64_t n, int64_t dst, int64_t src) {
     int64_t per = tensor_numel(flat) / n;
     float *p = tensor_f32(flat);

@@ -26,6 +26,9 @@ typedef struct {
 double gs_draw_u(GsDraw *d);
 /* N(0, 1) by Box–Muller, from two gs_draw_u */
 double gs_draw_n(GsDraw *d);
+/* An index drawn in proportion to the weights whose running sums are cdf[0..n) (n ≥ 1, total =
+ * cdf[n − 1]): the first k with cdf[k] > u · total for u = gs_draw_u (n − 1 when none is). */
+int64_t gs_draw_from_cdf(GsDraw *d, const double *cdf, int64_t n, double total);
 
 /* the opacity activation and its inverse (raw opacities are logits) */
 static inline double gs_sigmoid(double x) { return 1 / (1 + exp(-x)); }

@@ -774,14 +774,7 @@ static int64_t densify_host(Gs4dModel *m, TensorRng *rng) {
             split = smax > m->cfg.split_scale * m->extent;
             m->densified++;
         } else { /* no gradient asks for more: relocate onto a live one drawn by opacity (3DGS-MCMC) */
-            double u = gs_draw_u(&dr) * tot;
-            int64_t lo = 0, hi = nl - 1;
-            while (lo < hi) {
-                int64_t mid = (lo + hi) / 2;
-                if (cdf[mid] > u) hi = mid;
-                else lo = mid + 1;
-            }
-            j = live[lo];
+            j = live[gs_draw_from_cdf(&dr, cdf, nl, tot)];
             m->relocated++;
         }
         copy_gaussian(m, i, j);
