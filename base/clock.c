@@ -11,4 +11,10 @@ static double seconds(clockid_t id) {
 
 double base_now(void) { return seconds(CLOCK_MONOTONIC); }
 
+int64_t base_now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
 double base_cpu_now(void) { return seconds(CLOCK_PROCESS_CPUTIME_ID); }

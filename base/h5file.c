@@ -214,6 +214,20 @@ int base_h5_write_checked(hid_t loc, const char *name, hid_t file_type, hid_t me
 
 /* ---- reading ----------------------------------------------------------------------------- */
 
+htri_t base_h5_path_exists(hid_t loc, const char *name) {
+    char part[256];
+    for (const char *p = name + (name[0] == '/');; p++) {
+        if (*p != '/' && *p) continue;
+        size_t n = (size_t)(p - name);
+        if (n >= sizeof part) return -1;
+        memcpy(part, name, n);
+        part[n] = 0;
+        htri_t e = H5Lexists(loc, part, H5P_DEFAULT);
+        if (e > 0) e = H5Oexists_by_name(loc, part, H5P_DEFAULT);
+        if (e <= 0 || !*p) return e;
+    }
+}
+
 /* The version of the superblock, which sits at offset 0 or at 512 · 2^k (after a user block):
  * the byte after the 8-byte signature. -1 when no signature is found. */
 static int superblock_version(const char *path) {
@@ -265,14 +279,18 @@ hid_t base_h5_open_read(const char *path, const char *what, char *err, size_t er
 
 /* ---- attributes -------------------------------------------------------------------------- */
 
-int base_h5_attr_i64(hid_t loc, const char *name, int64_t v) {
+int base_h5_attr_write_num(hid_t loc, const char *name, hid_t type, int64_t n, const void *v) {
     base_h5_quiet();
-    hid_t sp = H5Screate(H5S_SCALAR), a = sp < 0 ? -1 : H5Acreate2(loc, name, H5T_NATIVE_INT64, sp, H5P_DEFAULT, H5P_DEFAULT);
-    int st = a < 0 || H5Awrite(a, H5T_NATIVE_INT64, &v) < 0 ? failed(loc) : 0;
+    hsize_t dim = (hsize_t)n;
+    hid_t sp = n ? H5Screate_simple(1, &dim, NULL) : H5Screate(H5S_SCALAR);
+    hid_t a = sp < 0 ? -1 : H5Acreate2(loc, name, type, sp, H5P_DEFAULT, H5P_DEFAULT);
+    int st = a < 0 || H5Awrite(a, type, v) < 0 ? failed(loc) : 0;
     if (a >= 0 && H5Aclose(a) < 0) st = failed(loc);
     if (sp >= 0 && H5Sclose(sp) < 0) st = failed(loc);
     return st;
 }
+
+int base_h5_attr_i64(hid_t loc, const char *name, int64_t v) { return base_h5_attr_write_num(loc, name, H5T_NATIVE_INT64, 0, &v); }
 
 int base_h5_attr_str(hid_t loc, const char *name, const char *s) {
     base_h5_quiet();
@@ -309,6 +327,20 @@ char *base_h5_attr_read_str(hid_t loc, const char *name, size_t max) {
     return s;
 }
 
+int base_h5_attr_read_num(hid_t loc, const char *name, hid_t type, int64_t n, void *v) {
+    if (H5Aexists(loc, name) <= 0) return 1;
+    hid_t a = H5Aopen(loc, name, H5P_DEFAULT);
+    if (a < 0) return -1;
+    hid_t sp = H5Aget_space(a), ty = H5Aget_type(a);
+    hssize_t np = sp >= 0 ? H5Sget_simple_extent_npoints(sp) : -1;
+    H5T_class_t cl = ty >= 0 ? H5Tget_class(ty) : H5T_NO_CLASS;
+    bool ok = np == (hssize_t)n && (cl == H5T_INTEGER || cl == H5T_FLOAT) && H5Aread(a, type, v) >= 0;
+    if (ty >= 0) H5Tclose(ty);
+    if (sp >= 0) H5Sclose(sp);
+    H5Aclose(a);
+    return ok ? 0 : -1;
+}
+
 bool base_h5_attr_is_vlen_str(hid_t loc, const char *name) {
     if (H5Aexists(loc, name) <= 0) return false;
     hid_t a = H5Aopen(loc, name, H5P_DEFAULT);
@@ -323,13 +355,7 @@ bool base_h5_attr_is_vlen_str(hid_t loc, const char *name) {
 int base_h5_read_typed(hid_t f, const char *path, const char *name, int rank, int64_t *want, hid_t mem, size_t elem,
                        void **out, char *err, size_t errlen) {
     *out = NULL;
-    /* H5Lexists fails (rather than says no) when a group on the way is missing: test each prefix */
-    char pre[128];
-    for (size_t k = 0; name[k]; k++)
-        if (name[k + 1] == '/' || name[k + 1] == 0) {
-            snprintf(pre, sizeof pre, "%.*s", (int)(k + 1), name);
-            if (H5Lexists(f, pre, H5P_DEFAULT) <= 0) return base_errf(err, errlen, "%s: no dataset %s", path, name);
-        }
+    if (base_h5_path_exists(f, name) <= 0) return base_errf(err, errlen, "%s: no dataset %s", path, name);
     hid_t d = H5Dopen2(f, name, H5P_DEFAULT);
     if (d < 0) return base_errf(err, errlen, "%s: no dataset %s", path, name);
     hid_t sp = H5Dget_space(d);
@@ -372,6 +398,14 @@ int base_h5_read_typed(hid_t f, const char *path, const char *name, int rank, in
     }
     *out = buf;
     return 0;
+}
+
+int base_h5_read_dims(hid_t f, const char *path, const char *name, int rank, int64_t *dims, hid_t mem, size_t elem,
+                      bool optional, void **out, char *err, size_t errlen) {
+    *out = NULL;
+    if (optional && base_h5_path_exists(f, name) <= 0) return 1;
+    for (int k = 0; k < rank; k++) dims[k] = -1;
+    return base_h5_read_typed(f, path, name, rank, dims, mem, elem, out, err, errlen);
 }
 
 int base_h5_read_array(hid_t f, const char *path, const char *name, int rank, int64_t *want, bool is_int, void **out,

@@ -51,6 +51,12 @@ int base_h5_write_checked(hid_t loc, const char *name, hid_t file_type, hid_t me
 /* Write a scalar attribute on loc (a file, group or dataset); 0 or -1. A NULL string is written as "". */
 int base_h5_attr_i64(hid_t loc, const char *name, int64_t v);
 int base_h5_attr_str(hid_t loc, const char *name, const char *s);
+/* A numeric attribute of n values v of memory type `type`, stored as that type (n 0: a scalar of
+ * one value); a failure is recorded for base_h5_save_end as the writers above do. 0 or -1. */
+int base_h5_attr_write_num(hid_t loc, const char *name, hid_t type, int64_t n, const void *v);
+/* A numeric (integer or float) attribute of exactly n values (1 for a scalar) converted into v of
+ * memory type `type`: 0 read, 1 absent, -1 present but of another count or class, or unreadable. */
+int base_h5_attr_read_num(hid_t loc, const char *name, hid_t type, int64_t n, void *v);
 
 /* A fixed-length string attribute as a malloc'd C string; NULL when absent, not a string, a
  * variable-length string (kept in HDF5's unchecked global heap: not read), or max bytes or more
@@ -58,6 +64,12 @@ int base_h5_attr_str(hid_t loc, const char *name, const char *s);
 char *base_h5_attr_read_str(hid_t loc, const char *name, size_t max);
 /* Whether the attribute is a variable-length string (h5py's default for a str): for messages. */
 bool base_h5_attr_is_vlen_str(hid_t loc, const char *name);
+
+/* Whether an object is at path name under loc ("a/b" or "/a/b"), each link on the way checked in
+ * turn (H5Lexists on "a/b" is an error, not "no", when the group a is absent) and the object it
+ * ends at present (not a dangling link): 1 yes, 0 no, -1 a link that cannot be read (a damaged
+ * file) or a name of 256 bytes or more. */
+htri_t base_h5_path_exists(hid_t loc, const char *name);
 
 /* Reads dataset name of f (the file at path, for messages) as float (is_int false: any stored
  * float type, every value checked finite) or int32 into a malloc'd *out. rank dims; want[k] ≥ 0
@@ -70,5 +82,9 @@ int base_h5_read_array(hid_t f, const char *path, const char *name, int rank, in
  * finiteness check: the one reader of whole datasets the others are built on. */
 int base_h5_read_typed(hid_t f, const char *path, const char *name, int rank, int64_t *want, hid_t mem, size_t elem,
                        void **out, char *err, size_t errlen);
+/* base_h5_read_typed with every extent free: dims (rank) receives them. With optional, an absent
+ * dataset (base_h5_path_exists not 1) is 1 with *out NULL and no message; otherwise as above. */
+int base_h5_read_dims(hid_t f, const char *path, const char *name, int rank, int64_t *dims, hid_t mem, size_t elem,
+                      bool optional, void **out, char *err, size_t errlen);
 
 #endif

@@ -1,5 +1,5 @@
 /* base/mat3.h — small 3×3, 3-vector and quaternion arithmetic on plain double arrays, header only: the
- * products, determinant and cross product that sim/ (rigid bodies, bindings, the FEM baseline)
+ * products, determinant, inverse and cross product that sim/ (rigid bodies, bindings, the FEM baseline)
  * and datasets/ (cameras) each used to carry a private copy of.
  *
  * Matrices are row-major double[9]. Every function evaluates the same expression, in the same
@@ -25,6 +25,17 @@ static inline void base_mat3_vec(const double A[9], const double x[3], double y[
 /* det A, expanded along the first row */
 static inline double base_mat3_det(const double A[9]) {
     return A[0] * (A[4] * A[8] - A[5] * A[7]) - A[1] * (A[3] * A[8] - A[5] * A[6]) + A[2] * (A[3] * A[7] - A[4] * A[6]);
+}
+
+/* B = A⁻¹ as the adjugate over the determinant, each entry divided by det A (B must not alias A);
+ * returns det A, for the caller to decide what is too singular to use (B is then inf or NaN
+ * where det A is 0) */
+static inline double base_mat3_inv(const double A[9], double B[9]) {
+    double d = base_mat3_det(A);
+    B[0] = (A[4] * A[8] - A[5] * A[7]) / d, B[1] = (A[2] * A[7] - A[1] * A[8]) / d, B[2] = (A[1] * A[5] - A[2] * A[4]) / d;
+    B[3] = (A[5] * A[6] - A[3] * A[8]) / d, B[4] = (A[0] * A[8] - A[2] * A[6]) / d, B[5] = (A[2] * A[3] - A[0] * A[5]) / d;
+    B[6] = (A[3] * A[7] - A[4] * A[6]) / d, B[7] = (A[1] * A[6] - A[0] * A[7]) / d, B[8] = (A[0] * A[4] - A[1] * A[3]) / d;
+    return d;
 }
 
 /* c = a × b (c may alias a or b) */

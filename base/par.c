@@ -1,6 +1,7 @@
 /* base/par.c — team sizes by work, and bounded waiting for OpenMP's idle threads (base/par.h
  * says why and how). */
 #include "base/par.h"
+#include "base/clock.h"
 
 #include <fcntl.h>
 #include <omp.h>
@@ -11,7 +12,6 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/sysinfo.h>
-#include <time.h>
 #include <unistd.h>
 
 /* -1: not decided yet, 0: off (the user's spin policy, or ANIMA_OMP_DEFAULTS=0), 1: on */
@@ -19,12 +19,6 @@ static _Atomic int load_aware = -1;
 static _Atomic int64_t sample_due_ns; /* CLOCK_MONOTONIC ns of the next /proc/loadavg read */
 static _Atomic int free_cached = 1 << 20;
 static int host_cpus;
-
-static int64_t now_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 int base_par_free_cpus(void) {
     int aware = atomic_load_explicit(&load_aware, memory_order_relaxed);
@@ -36,7 +30,7 @@ int base_par_free_cpus(void) {
         atomic_store(&load_aware, aware);
     }
     if (!aware) return 1 << 20;
-    int64_t t = now_ns();
+    int64_t t = base_now_ns();
     if (t < atomic_load_explicit(&sample_due_ns, memory_order_relaxed))
         return atomic_load_explicit(&free_cached, memory_order_relaxed);
     atomic_store_explicit(&sample_due_ns, t + 10000000, memory_order_relaxed); /* every 10 ms at most */

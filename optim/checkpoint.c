@@ -159,12 +159,9 @@ static void stage_free(Staged *st) {
     memset(st, 0, sizeof *st);
 }
 
+/* a numeric scalar attribute as int64 (base/h5file.h); false when absent or not one number */
 static bool read_attr_i64(hid_t loc, const char *name, int64_t *v) {
-    if (H5Aexists(loc, name) <= 0) return false;
-    hid_t a = H5Aopen(loc, name, H5P_DEFAULT);
-    bool ok = a >= 0 && H5Aread(a, H5T_NATIVE_INT64, v) >= 0;
-    if (a >= 0) H5Aclose(a);
-    return ok;
+    return base_h5_attr_read_num(loc, name, H5T_NATIVE_INT64, 1, v) == 0;
 }
 
 /* Appends to a bounded message buffer. */

@@ -32,11 +32,6 @@ struct OptimCommReducer {
     int posted_in_backward;
 };
 
-static void *xcalloc(size_t n, size_t size) {
-    void *p = base_calloc(n ? n : 1, size);
-    return p;
-}
-
 static void post(OptimCommReducer *r, int b) {
     Tensor *f = r->flat;
     int64_t es = (int64_t)tensor_dtype_size(f->dtype);
@@ -117,10 +112,10 @@ static bool tiles_flat(OptimCommReducer *r) {
 static void make_buckets(OptimCommReducer *r) {
     int n = r->p->n;
     int64_t es = (int64_t)tensor_dtype_size(r->flat->dtype);
-    r->b_start = xcalloc((size_t)n, sizeof *r->b_start);
-    r->b_len = xcalloc((size_t)n, sizeof *r->b_len);
-    r->b_pending = xcalloc((size_t)n, sizeof *r->b_pending);
-    r->req = xcalloc((size_t)n, sizeof *r->req);
+    r->b_start = base_calloc((size_t)n, sizeof *r->b_start);
+    r->b_len = base_calloc((size_t)n, sizeof *r->b_len);
+    r->b_pending = base_calloc((size_t)n, sizeof *r->b_pending);
+    r->req = base_calloc((size_t)n, sizeof *r->req);
     int nb = -1;
     int64_t bytes = 0;
     for (int i = n - 1; i >= 0; i--) {
@@ -142,7 +137,7 @@ static void make_buckets(OptimCommReducer *r) {
 OptimCommReducer *optim_comm_reducer_begin(OptimComm *c, NnParams *p, size_t bucket_bytes) {
     if (optim_comm_trivial(c)) return NULL;
     if (!p->packed) tensor_fail("optim_comm_reducer_begin", "pack the parameters first (nn_params_pack)");
-    OptimCommReducer *r = xcalloc(1, sizeof *r);
+    OptimCommReducer *r = base_calloc(1, sizeof *r);
     r->c = c;
     r->p = p;
     r->flat = p->flat_grad;
@@ -154,10 +149,10 @@ OptimCommReducer *optim_comm_reducer_begin(OptimComm *c, NnParams *p, size_t buc
         free(r);
         return NULL;
     }
-    r->off = xcalloc((size_t)p->n, sizeof *r->off);
-    r->len = xcalloc((size_t)p->n, sizeof *r->len);
-    r->bucket = xcalloc((size_t)p->n, sizeof *r->bucket);
-    r->ready = xcalloc((size_t)p->n, sizeof *r->ready);
+    r->off = base_calloc((size_t)p->n, sizeof *r->off);
+    r->len = base_calloc((size_t)p->n, sizeof *r->len);
+    r->bucket = base_calloc((size_t)p->n, sizeof *r->bucket);
+    r->ready = base_calloc((size_t)p->n, sizeof *r->ready);
     /* what the overlap cannot do, optim_comm_allreduce_mean does after backward (or names the
      * problem: an MPI world reducing device memory) */
     r->fallback = !tensor_is_contiguous(f) || (f->dtype != TENSOR_F32 && f->dtype != TENSOR_F64) ||

@@ -10,15 +10,11 @@
 #include "base/alloc.h"
 #include "train.h"
 #include "base/clock.h"
+#include "base/interrupt.h"
 #include "base/errbuf.h"
 #include "base/log.h"
 
-/* Set by the handler, read between steps: the only thing a handler may safely do. */
-static volatile sig_atomic_t g_signal;
-
-static void on_signal(int sig) { g_signal = sig; }
-
-int optim_train_signal(void) { return (int)g_signal; }
+int optim_train_signal(void) { return (int)base_interrupt_signal; }
 
 /* ---- data order -------------------------------------------------------------------------- */
 
@@ -184,16 +180,8 @@ int optim_train_init(OptimTrain *t, const OptimTrainOptions *opt, NnParams *p, O
     }
     /* No SA_RESTART needed (the flag is only polled); SA_RESETHAND makes a second Ctrl-C kill
      * at once, the usual escape when the final checkpoint itself hangs. */
-    g_signal = 0;
-    struct sigaction sa = {0};
-    sa.sa_handler = on_signal;
-    sigemptyset(&sa.sa_mask);
-    sa.sa_flags = SA_RESETHAND;
-    struct sigaction old[2];
-    _Static_assert(sizeof old <= sizeof t->old_actions, "OptimTrain.old_actions is too small for two struct sigaction");
-    sigaction(SIGINT, &sa, &old[0]);
-    sigaction(SIGTERM, &sa, &old[1]);
-    memcpy(t->old_actions, old, sizeof old);
+    base_interrupt_signal = 0;
+    base_interrupt_catch(SA_RESETHAND, &t->old_actions);
     t->t_start = base_now();
     report(t, OPTIM_PROGRESS_BEGIN);
     return 0;
@@ -240,13 +228,13 @@ bool optim_train_next(OptimTrain *t) {
     /* the same on every rank (a function of the options and the step): no communication */
     if (t->opt.stop_after > 0 && t->step - t->start_step >= t->opt.stop_after) return false;
     if (t->step >= t->opt.total_steps) return false;
-    if (comm_size(t) == 1) return !t->error && !g_signal;
+    if (comm_size(t) == 1) return !t->error && !base_interrupt_signal;
     /* Several ranks: each may see a signal at a different moment (mpirun turns Ctrl-C into a
      * SIGTERM to every rank, a scheduler may signal one), and only rank 0 can fail a write. The
      * flags are summed over ranks every step, so every rank stops after the same step and rank 0
      * checkpoints the state all of them hold. One sum carries three counts (ranks < 1024):
      * SIGINT seen + 1024 · SIGTERM seen + 1024² · write failed. */
-    int sig = (int)g_signal;
+    int sig = (int)base_interrupt_signal;
     double v = (sig == SIGINT ? 1.0 : 0.0) + (sig == SIGTERM ? 1024.0 : 0.0) + (t->error ? 1048576.0 : 0.0);
     double all = optim_comm_allreduce_sum_scalar(t->opt.comm, v);
     int64_t n = (int64_t)all, nint = n % 1024, nterm = n / 1024 % 1024, nerr = n / 1048576;
@@ -280,7 +268,7 @@ int optim_train_finish(OptimTrain *t) {
     t->finished = true;
     /* several ranks: the agreed signal (a signal that came during the last step was never
      * shared; then this rank's own) */
-    int sig = t->stop_signal ? t->stop_signal : (int)g_signal;
+    int sig = t->stop_signal ? t->stop_signal : (int)base_interrupt_signal;
     report(t, OPTIM_PROGRESS_END);
     int rc = t->error ? 1 : 0;
     /* not again for a step whose save just failed: the same state on the same disk, a second
@@ -294,10 +282,7 @@ int optim_train_finish(OptimTrain *t) {
     }
     if (t->metrics && fclose(t->metrics) != 0) rc = 1;
     t->metrics = NULL;
-    struct sigaction old[2];
-    memcpy(old, t->old_actions, sizeof old);
-    sigaction(SIGINT, &old[0], NULL);
-    sigaction(SIGTERM, &old[1], NULL);
+    base_interrupt_restore(&t->old_actions);
     free(t->resumed_config);
     t->resumed_config = NULL;
     if (sig) {

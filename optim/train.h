@@ -24,6 +24,7 @@
 #include <signal.h>
 #include <stdio.h>
 
+#include "base/interrupt.h"
 #include "checkpoint.h"
 #include "comm.h"
 
@@ -92,9 +93,7 @@ typedef struct {
     int error;          /* a checkpoint or log write failed: finish returns 1 */
     bool is_main;       /* rank 0 (or no communicator): the rank that prints and writes */
     int stop_signal;    /* the signal every rank agreed to stop on (several ranks), 0 if none */
-    /* the SIGINT and SIGTERM actions to restore: two struct sigaction, held as bytes so that
-     * this header compiles in strict C11 (struct sigaction is POSIX, behind feature macros) */
-    _Alignas(16) unsigned char old_actions[512];
+    BaseInterruptSaved old_actions; /* the SIGINT and SIGTERM actions to restore */
 } OptimTrain;
 
 /* Opens the log, installs the signal handlers and, with opt->resume, loads the checkpoint into

@@ -1,5 +1,6 @@
 /* tests/test_base.c — base/: the clocks, the duration format, the progress display's plain
- * lines, the error buffer's truncation and the checked allocator's message. */
+ * lines, the error buffer's truncation, the checked allocator's message, HSV colors, 3×3 inverses, the
+ * SIGINT/SIGTERM catch and the finiteness of arrays. */
 #include <math.h>
 #include <signal.h>
 #include <stdint.h>
@@ -10,7 +11,11 @@
 
 #include "base/alloc.h"
 #include "base/clock.h"
+#include "base/color.h"
 #include "base/errbuf.h"
+#include "base/finite.h"
+#include "base/interrupt.h"
+#include "base/mat3.h"
 #include "base/progress.h"
 #include "base/rng.h"
 #include "tests/test.h"
@@ -32,6 +37,12 @@ TEST(base_clock_monotonic) {
     CHECK(base_cpu_now() > c0);
     usleep(20000);
     CHECK(base_now() - t0 >= 0.02);
+    /* the nanosecond form reads the same clock */
+    int64_t n0 = base_now_ns();
+    double s0 = base_now();
+    int64_t n1 = base_now_ns();
+    CHECK(n1 >= n0);
+    CHECK(fabs(s0 - 1e-9 * (double)n0) < 0.01);
 }
 
 TEST(base_format_duration) {
@@ -172,4 +183,89 @@ TEST(base_rng_splitmix64_known_answers) {
     }
     CHECK_MSG(lo < 1e-3 && hi > 1 - 1e-3 && fabs(sum / 10000 - 0.5) < 0.01, "lo %g hi %g mean %g", lo, hi, sum / 10000);
     CHECK(base_rng_split(1, 0) != base_rng_split(1, 1) && base_rng_split(1, 0) != base_rng_split(2, 0));
+}
+
+/* the six hue sectors' corners, a hue past one turn, and the float form */
+TEST(base_hsv_rgb) {
+    const double want[6][3] = {{1, 0, 0}, {1, 1, 0}, {0, 1, 0}, {0, 1, 1}, {0, 0, 1}, {1, 0, 1}};
+    double c[3];
+    for (int i = 0; i < 6; i++) {
+        base_hsv_rgb(i / 6.0, 1, 1, c);
+        for (int k = 0; k < 3; k++) CHECK_NEAR(c[k], want[i][k], 1e-12);
+    }
+    base_hsv_rgb(2.25, 0.5, 0.8, c); /* a quarter turn: between yellow and green, s 0.5 */
+    CHECK_NEAR(c[0], 0.8 * (1 - 0.5 * 0.5), 1e-12);
+    CHECK_NEAR(c[1], 0.8, 1e-12);
+    CHECK_NEAR(c[2], 0.4, 1e-12);
+    base_hsv_rgb(0.3, 0, 0.6, c); /* no saturation: gray */
+    CHECK(c[0] == 0.6 && c[1] == 0.6 && c[2] == 0.6);
+    float f[3];
+    base_hsv_rgbf(2.25, 0.5, 0.8, f);
+    base_hsv_rgb(2.25, 0.5, 0.8, c);
+    for (int k = 0; k < 3; k++) CHECK(f[k] == (float)c[k]);
+}
+
+/* the inverse times the matrix is the identity, the determinant comes back, a singular matrix
+ * gives det 0; the cross product of the axes */
+TEST(base_mat3_inverse) {
+    const double A[9] = {2, 1, 0, 0, 3, 1, 1, 0, 4};
+    double B[9], P[9];
+    CHECK(base_mat3_inv(A, B) == base_mat3_det(A));
+    CHECK_NEAR(base_mat3_det(A), 25, 1e-12);
+    base_mat3_mul(A, B, P);
+    for (int k = 0; k < 9; k++) CHECK_NEAR(P[k], k % 4 == 0, 1e-14);
+    const double S[9] = {1, 2, 3, 2, 4, 6, 0, 1, 1};
+    CHECK(base_mat3_inv(S, B) == 0);
+    double x[3] = {1, 0, 0}, y[3] = {0, 1, 0}, z[3];
+    base_vec3_cross(x, y, z);
+    CHECK(z[0] == 0 && z[1] == 0 && z[2] == 1);
+    base_vec3_cross(z, x, z); /* may alias: z × x = y */
+    CHECK(z[0] == 0 && z[1] == 1 && z[2] == 0);
+}
+
+/* a caught SIGINT or SIGTERM lands in the flag; with SA_RESETHAND the next one would kill (the
+ * default action is back); restore puts the actions from before the catch back */
+TEST(base_interrupt_catch_restore) {
+    struct sigaction ign = {0}, cur;
+    ign.sa_handler = SIG_IGN;
+    sigemptyset(&ign.sa_mask);
+    struct sigaction before[2];
+    sigaction(SIGINT, &ign, &before[0]);
+    sigaction(SIGTERM, &ign, &before[1]);
+    BaseInterruptSaved saved;
+    base_interrupt_signal = 0;
+    base_interrupt_catch(0, &saved);
+    raise(SIGTERM);
+    CHECK(base_interrupt_signal == SIGTERM);
+    raise(SIGINT);
+    CHECK(base_interrupt_signal == SIGINT);
+    base_interrupt_restore(&saved);
+    sigaction(SIGINT, NULL, &cur);
+    CHECK(cur.sa_handler == SIG_IGN);
+    sigaction(SIGTERM, NULL, &cur);
+    CHECK(cur.sa_handler == SIG_IGN);
+    base_interrupt_signal = 0;
+    base_interrupt_catch(SA_RESETHAND, &saved);
+    raise(SIGINT);
+    CHECK(base_interrupt_signal == SIGINT);
+    sigaction(SIGINT, NULL, &cur);
+    CHECK(cur.sa_handler == SIG_DFL);
+    base_interrupt_restore(&saved);
+    sigaction(SIGINT, NULL, &cur);
+    CHECK(cur.sa_handler == SIG_IGN);
+    sigaction(SIGINT, &before[0], NULL);
+    sigaction(SIGTERM, &before[1], NULL);
+}
+
+/* one NaN or infinity anywhere makes an array not finite; an empty one is */
+TEST(base_all_finite) {
+    float f[4] = {0, -1e30f, 3, 1e-40f};
+    double d[4] = {0, -1e300, 3, 5e-324};
+    CHECK(base_all_finite_f(f, 4) && base_all_finite_d(d, 4));
+    CHECK(base_all_finite_f(f, 0) && base_all_finite_d(NULL, 0));
+    f[3] = NAN, d[0] = -INFINITY;
+    CHECK(!base_all_finite_f(f, 4) && base_all_finite_f(f, 3));
+    CHECK(!base_all_finite_d(d, 4) && base_all_finite_d(d + 1, 3));
+    f[0] = INFINITY;
+    CHECK(!base_all_finite_f(f, 1));
 }

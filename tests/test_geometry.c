@@ -19,6 +19,57 @@ static void rand_points(uint64_t seed, int64_t n, float *p) {
     }
 }
 
+/* union-find: sets merge under their smaller root, a merge within one set reports false, and
+ * find compresses the path it walks */
+TEST(geom_union_find) {
+    int64_t p[8];
+    for (int64_t i = 0; i < 8; i++) p[i] = i;
+    CHECK(ds_uf_union(p, 5, 3));
+    CHECK(ds_uf_union(p, 3, 7));
+    CHECK(ds_uf_union(p, 1, 7));
+    CHECK(!ds_uf_union(p, 5, 1));
+    for (int64_t i = 0; i < 8; i++) {
+        bool in = i == 1 || i == 3 || i == 5 || i == 7;
+        CHECK(ds_uf_find(p, i) == (in ? 1 : i));
+    }
+    /* a chain 6 → 4 → 2 → 0 is halved by one find: 6 then points at 2, and 2 at 0 */
+    int64_t q[7] = {0, 1, 0, 3, 2, 5, 4};
+    CHECK(ds_uf_find(q, 6) == 0);
+    CHECK(q[6] == 2 && q[4] == 2 && q[2] == 0);
+    int64_t comps = 8;
+    int64_t r[8];
+    for (int64_t i = 0; i < 8; i++) r[i] = i;
+    const int64_t e[][2] = {{0, 1}, {1, 2}, {2, 0}, {4, 5}, {6, 6}};
+    for (int k = 0; k < 5; k++) comps -= ds_uf_union(r, e[k][0], e[k][1]);
+    CHECK(comps == 5);
+}
+
+/* area-weighted vertex normals: vertices 0 and 2 are on a triangle of area 2 facing +z and one of
+ * area 1 facing +x, so their normal is (1, 0, 2)/√5; a repeated-index face, an out-of-range one
+ * and the unused vertices 4 and 5 add nothing */
+TEST(geom_vertex_normals) {
+    const float v[] = {0, 0, 0, 2, 0, 0, 0, 2, 0, 0, 0, 1, 0, 1, 0, 5, 5, 5};
+    const int32_t f[] = {0, 1, 2, 0, 2, 3, 1, 1, 2, 0, 1, 9};
+    float n[18];
+    CHECK(ds_vertex_normals(6, v, 4, f, n) == 0);
+    CHECK_NEAR(n[0], 1 / sqrt(5.0), 1e-7);
+    CHECK_NEAR(n[1], 0, 1e-7);
+    CHECK_NEAR(n[2], 2 / sqrt(5.0), 1e-7);
+    CHECK(n[3] == 0 && n[4] == 0 && n[5] == 1); /* vertex 1: the z face only */
+    CHECK(n[9] == 1 && n[10] == 0 && n[11] == 0); /* vertex 3: the x face only */
+    CHECK(n[6] == n[0] && n[7] == n[1] && n[8] == n[2]);
+    for (int k = 12; k < 18; k++) CHECK(n[k] == 0);
+    /* ds_mesh_compute_normals is the same function on a mesh */
+    DsMesh s;
+    CHECK(ds_mesh_make_uv_sphere(0.8f, 12, 24, &s) == 0);
+    float *ns = malloc(sizeof(float) * 3 * (size_t)s.nv);
+    CHECK(ns && ds_vertex_normals(s.nv, s.v, s.nf, s.f, ns) == 0);
+    CHECK(ds_mesh_compute_normals(&s) == 0);
+    CHECK(memcmp(ns, s.n, sizeof(float) * 3 * (size_t)s.nv) == 0);
+    free(ns);
+    ds_mesh_free(&s);
+}
+
 TEST(geom_mesh_checks) {
     DsMesh s, t, b;
     CHECK(ds_mesh_make_uv_sphere(0.8f, 24, 48, &s) == 0);

@@ -9,9 +9,9 @@
 #include <sys/wait.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "base/clock.h"
 #include "base/par.h"
 #include "test.h"
 
@@ -101,24 +101,18 @@ TEST(par_serial_regions_scope) {
     CHECK(omp_get_max_active_levels() == levels);
 }
 
-static double cpu_now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 /* The child: 40 parallel regions of two threads, each followed by 3 ms of the main thread
  * sleeping; prints the process's CPU seconds over that time. A spinning helper burns up to
  * 3 ms of CPU per gap (~0.1 s in all); a sleeping one nearly nothing. */
 static void child(void) {
     volatile int sink = 0;
-    double c0 = cpu_now();
+    double c0 = base_cpu_now();
     for (int r = 0; r < 40; r++) {
 #pragma omp parallel num_threads(2)
         sink += omp_get_thread_num();
         usleep(3000);
     }
-    double cpu = cpu_now() - c0;
+    double cpu = base_cpu_now() - c0;
     cpu_set_t m;
     int ncpu = sched_getaffinity(0, sizeof m, &m) == 0 ? CPU_COUNT(&m) : -1;
     printf("cpu %.4f bounded %d threads %d mask %d\n", cpu, base_par_bounded_wait(), omp_get_max_threads(), ncpu);

@@ -33,6 +33,7 @@
 #include <cjson/cJSON.h>
 
 #include "base/clock.h"
+#include "base/interrupt.h"
 #include "tools/cmd.h"
 #include "tools/cmd_args.h"
 
@@ -96,9 +97,6 @@ static bool stage_done(int s, const char *run, bool scored) {
  * SIGTERM while the child runs (the child gets them from the terminal, or from the parent
  * passing them on, and stops its own way). Returns the child's exit status (128 + signal when it
  * was killed), 1 when the log could not be written, -1 when the child could not start. */
-static volatile sig_atomic_t stop_signal;
-static void on_stop(int sig) { stop_signal = sig; }
-
 static int run_stage(char **argv, const char *log, StageTime *t) {
     char tmp[4400];
     snprintf(tmp, sizeof tmp, "%.4300s.tmp", log);
@@ -127,11 +125,8 @@ static int run_stage(char **argv, const char *log, StageTime *t) {
         _exit(127);
     }
     close(fds[1]);
-    struct sigaction sa = {0}, old_int, old_term;
-    sa.sa_handler = on_stop;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, &old_int);
-    sigaction(SIGTERM, &sa, &old_term);
+    BaseInterruptSaved saved;
+    base_interrupt_catch(0, &saved);
     int passed = 0, werr = 0;
     char buf[8192];
     for (;;) { /* the child's stdout until it closes it; a failed write stops the writing, not the reading */
@@ -139,9 +134,9 @@ static int run_stage(char **argv, const char *log, StageTime *t) {
         if (k == 0) break;
         if (k < 0) {
             if (errno != EINTR) break;
-            if (stop_signal && passed != stop_signal) { /* a signal sent to us alone (kill PID) reaches the stage */
-                passed = stop_signal;
-                kill(pid, stop_signal);
+            if (base_interrupt_signal && passed != base_interrupt_signal) { /* a signal sent to us alone (kill PID) reaches the stage */
+                passed = base_interrupt_signal;
+                kill(pid, base_interrupt_signal);
             }
             continue;
         }
@@ -153,10 +148,9 @@ static int run_stage(char **argv, const char *log, StageTime *t) {
     for (;;) {
         pid_t r = wait4(pid, &status, 0, &ru);
         if (r == pid || (r < 0 && errno != EINTR)) break;
-        if (stop_signal && passed != stop_signal) passed = stop_signal, kill(pid, stop_signal);
+        if (base_interrupt_signal && passed != base_interrupt_signal) passed = base_interrupt_signal, kill(pid, base_interrupt_signal);
     }
-    sigaction(SIGINT, &old_int, NULL);
-    sigaction(SIGTERM, &old_term, NULL);
+    base_interrupt_restore(&saved);
     if (!werr && (fflush(f) != 0 || fsync(fileno(f)) != 0)) werr = errno ? errno : EIO;
     if (fclose(f) != 0 && !werr) werr = errno ? errno : EIO;
     t->wall = base_now() - w0;

@@ -9,13 +9,12 @@
  * written last, so an interrupted folder has none). */
 #include <errno.h>
 #include <math.h>
-#include <signal.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include "base/clock.h"
+#include "base/interrupt.h"
 #include "base/progress.h"
 #include "datasets/motion/bench.h"
 #include "datasets/motion/motion.h"
@@ -25,18 +24,9 @@
 
 #define NAME "anima dataset motion"
 
-static volatile sig_atomic_t g_signal;
-static void on_signal(int sig) { g_signal = sig; }
 
 static void progress(void *ctx, int64_t done, int64_t total) {
     base_progress_update((BaseProgress *)ctx, done, total, 0, 0, false);
-}
-
-static double cpu_s(void) {
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
-    return (double)ru.ru_utime.tv_sec + 1e-6 * (double)ru.ru_utime.tv_usec + (double)ru.ru_stime.tv_sec +
-           1e-6 * (double)ru.ru_stime.tv_usec;
 }
 
 int cmd_dataset_motion(int argc, char **argv) {
@@ -140,22 +130,19 @@ int cmd_dataset_motion(int argc, char **argv) {
     BaseProgress pr = {.out = stderr, .name = NAME, .unit = "images", .count_suffix = " images", .rate_digits = 1,
                        .tty = isatty(STDERR_FILENO)};
     if (!no_progress) o.progress = progress, o.progress_ctx = &pr;
-    o.cancel = &g_signal;
-    struct sigaction sa = {0}, old_int, old_term;
-    sa.sa_handler = on_signal;
-    sigaction(SIGINT, &sa, &old_int);
-    sigaction(SIGTERM, &sa, &old_term);
+    o.cancel = &base_interrupt_signal;
+    BaseInterruptSaved saved;
+    base_interrupt_catch(0, &saved);
     base_progress_begin(&pr, 0);
-    double t0 = base_now(), c0 = cpu_s();
+    double t0 = base_now(), c0 = base_cpu_now();
     DsMotionBenchStats st;
     char err[2048];
     int rc = ds_motion_bench_make(&o, &st, err, sizeof err);
     if (!no_progress) base_progress_break(&pr);
-    sigaction(SIGINT, &old_int, NULL);
-    sigaction(SIGTERM, &old_term, NULL);
-    if (g_signal) {
-        fprintf(stderr, NAME ": interrupted by signal %d; %s has no transforms JSON\n", (int)g_signal, o.out);
-        return 128 + g_signal;
+    base_interrupt_restore(&saved);
+    if (base_interrupt_signal) {
+        fprintf(stderr, NAME ": interrupted by signal %d; %s has no transforms JSON\n", (int)base_interrupt_signal, o.out);
+        return 128 + base_interrupt_signal;
     }
     if (rc) {
         fprintf(stderr, NAME ": %s\n", err);
@@ -178,7 +165,7 @@ int cmd_dataset_motion(int argc, char **argv) {
                "bounding radius %.3f, cameras at %.3f\n",
                o.views, st.train_views, st.heldout_views, o.size, o.size, (long long)st.images, 100 * st.coverage,
                st.extent, st.distance);
-    printf("  %.1f s wall, %.1f s CPU\n", base_now() - t0, cpu_s() - c0);
+    printf("  %.1f s wall, %.1f s CPU\n", base_now() - t0, base_cpu_now() - c0);
     /* previews: training view 0's images over time (monocular: the orbit's), one per motion */
     int vrc = 0;
     for (int k = 0; k < st.motions && !vrc; k++) {

@@ -44,21 +44,7 @@ struct DsCacheWriter {
     int64_t count;
 };
 
-static int attr_f64(hid_t loc, const char *name, double v) {
-    hid_t sp = H5Screate(H5S_SCALAR), a = H5Acreate2(loc, name, H5T_NATIVE_DOUBLE, sp, H5P_DEFAULT, H5P_DEFAULT);
-    herr_t st = a < 0 ? -1 : H5Awrite(a, H5T_NATIVE_DOUBLE, &v);
-    if (a >= 0) H5Aclose(a);
-    H5Sclose(sp);
-    return st < 0 ? -1 : 0;
-}
-
-static int attr_f32v(hid_t loc, const char *name, const float *v, hsize_t n) {
-    hid_t sp = H5Screate_simple(1, &n, NULL), a = H5Acreate2(loc, name, H5T_NATIVE_FLOAT, sp, H5P_DEFAULT, H5P_DEFAULT);
-    herr_t st = a < 0 ? -1 : H5Awrite(a, H5T_NATIVE_FLOAT, v);
-    if (a >= 0) H5Aclose(a);
-    H5Sclose(sp);
-    return st < 0 ? -1 : 0;
-}
+static int attr_f64(hid_t loc, const char *name, double v) { return base_h5_attr_write_num(loc, name, H5T_NATIVE_DOUBLE, 0, &v); }
 
 /* A dataset of rows × cols (cols 0: 1-D) elements of mem_type, checksummed (base/h5file.h)
  * with byte shuffle + deflate 1 (marching-cubes meshes and sorted cell indices shrink ~2×,
@@ -118,7 +104,7 @@ int ds_cache_write_shape(DsCacheWriter *w, const char *id, const char *category,
     if (g < 0) return base_errf(err, errlen, "%s: cannot create /shapes/%s (duplicate id?)", w->path, id);
     int bad = base_h5_attr_str(g, "category", category) | base_h5_attr_str(g, "source", source);
     bad |= base_h5_attr_i64(g, "seed", (int64_t)seed) | base_h5_attr_i64(g, "index", index) | attr_f64(g, "t", t);
-    bad |= attr_f32v(g, "center", x.center, 3) | attr_f64(g, "scale", x.scale);
+    bad |= base_h5_attr_write_num(g, "center", H5T_NATIVE_FLOAT, 3, x.center) | attr_f64(g, "scale", x.scale);
     bad |= base_h5_attr_i64(g, "watertight", pp->check.watertight);
     bad |= base_h5_attr_i64(g, "manifold", pp->check.manifold);
     bad |= base_h5_attr_i64(g, "genus", pp->check.genus);
@@ -276,18 +262,8 @@ struct DsCache {
 static char *read_attr_str(hid_t loc, const char *name) { return base_h5_attr_read_str(loc, name, MAX_ATTR_STR); }
 
 /* A scalar or n-vector numeric attribute converted to double; false if absent or mis-shaped. */
-static bool read_attr_num(hid_t loc, const char *name, double *v, hsize_t n) {
-    if (H5Aexists(loc, name) <= 0) return false;
-    hid_t a = H5Aopen(loc, name, H5P_DEFAULT);
-    if (a < 0) return false;
-    hid_t sp = H5Aget_space(a), ty = H5Aget_type(a);
-    hssize_t np = sp >= 0 ? H5Sget_simple_extent_npoints(sp) : -1;
-    H5T_class_t cl = ty >= 0 ? H5Tget_class(ty) : H5T_NO_CLASS;
-    bool ok = np == (hssize_t)n && (cl == H5T_INTEGER || cl == H5T_FLOAT) && H5Aread(a, H5T_NATIVE_DOUBLE, v) >= 0;
-    if (ty >= 0) H5Tclose(ty);
-    if (sp >= 0) H5Sclose(sp);
-    H5Aclose(a);
-    return ok;
+static bool read_attr_num(hid_t loc, const char *name, double *v, int64_t n) {
+    return base_h5_attr_read_num(loc, name, H5T_NATIVE_DOUBLE, n, v) == 0;
 }
 
 /* Integers natively: seeds are 64-bit and would lose bits through a double. */
@@ -421,7 +397,7 @@ static int where_err(const Where *w, const char *obj, const char *fmt, ...) {
  * buffer is malloc'd (one extra element so empty datasets still get a pointer). */
 static int read_ds(const Where *w, hid_t g, const char *obj, H5T_class_t cls, int64_t *rows, int64_t cols, void **out) {
     *out = NULL;
-    if (H5Lexists(g, obj, H5P_DEFAULT) <= 0) return where_err(w, obj, "missing");
+    if (base_h5_path_exists(g, obj) <= 0) return where_err(w, obj, "missing");
     hid_t ds = H5Dopen2(g, obj, H5P_DEFAULT);
     if (ds < 0) return where_err(w, obj, "not a dataset");
     hid_t sp = H5Dget_space(ds), ty = H5Dget_type(ds);

@@ -8,22 +8,18 @@
 #include <string.h>
 
 #include "base/alloc.h"
+#include "base/color.h"
 #include "datasets/render/camera.h"
 #include "datasets/render/raster.h"
 #include "datasets/corpus/skinning_file.h"
 #include "base/h5file.h"
 #include "base/errbuf.h"
+#include "base/finite.h"
 
 void ds_skinning_free(DsSkinning *s) {
     free(s->cub_x), free(s->cub_vol), free(s->cub_w), free(s->cub_dw);
     free(s->vert_x), free(s->vert_w), free(s->vert_dw), free(s->faces);
     memset(s, 0, sizeof *s);
-}
-
-static int all_finite(const double *a, int64_t n) {
-    for (int64_t i = 0; i < n; i++)
-        if (!isfinite(a[i])) return 0;
-    return 1;
 }
 
 int ds_skinning_validate(const DsSkinning *s, const char *what, char *err, size_t errlen) {
@@ -47,7 +43,7 @@ int ds_skinning_validate(const DsSkinning *s, const char *what, char *err, size_
             base_errf(err, errlen, "%s: %s missing", what, arrays[i].name);
             return -1;
         }
-        if (arrays[i].n && !all_finite(arrays[i].a, arrays[i].n)) {
+        if (arrays[i].n > 0 && !base_all_finite_d(arrays[i].a, (size_t)arrays[i].n)) {
             base_errf(err, errlen, "%s: %s holds a NaN or infinity", what, arrays[i].name);
             return -1;
         }
@@ -67,7 +63,7 @@ int ds_skinning_validate(const DsSkinning *s, const char *what, char *err, size_
                         (long long)s->nv);
             return -1;
         }
-    if (s->has_frame && (!(s->scale > 0) || !isfinite(s->scale) || !all_finite(s->center, 3))) {
+    if (s->has_frame && (!(s->scale > 0) || !isfinite(s->scale) || !base_all_finite_d(s->center, 3))) {
         base_errf(err, errlen, "%s: attributes center/scale are not finite with scale > 0 (scale %g)", what, s->scale);
         return -1;
     }
@@ -81,17 +77,6 @@ static int write_ds(hid_t f, const char *name, hid_t type, int nd, const hsize_t
     return base_h5_write_checked(f, name, type, type, nd, dims, data, (size_t)64 << 20, false);
 }
 
-/* n = 0: a scalar attribute */
-static int write_attr(hid_t loc, const char *name, hid_t type, int n, const void *v) {
-    hsize_t dim = (hsize_t)n;
-    hid_t sp = n ? H5Screate_simple(1, &dim, NULL) : H5Screate(H5S_SCALAR);
-    hid_t a = H5Acreate2(loc, name, type, sp, H5P_DEFAULT, H5P_DEFAULT);
-    herr_t st = a < 0 ? -1 : H5Awrite(a, type, v);
-    if (a >= 0) H5Aclose(a);
-    H5Sclose(sp);
-    return st < 0 ? -1 : 0;
-}
-
 int ds_skinning_write(const char *path, const DsSkinning *s, char *err, size_t errlen) {
     if (ds_skinning_validate(s, path, err, errlen)) return -1;
     char tmp[4096];
@@ -102,8 +87,8 @@ int ds_skinning_write(const char *path, const DsSkinning *s, char *err, size_t e
     rc |= base_h5_attr_str(f, "format", DS_SKINNING_FORMAT);
     rc |= base_h5_attr_str(f, "source", s->source);
     rc |= base_h5_attr_i64(f, "handles", s->m);
-    if (s->has_frame) rc |= write_attr(f, "center", H5T_NATIVE_DOUBLE, 3, s->center) |
-                            write_attr(f, "scale", H5T_NATIVE_DOUBLE, 0, &s->scale);
+    if (s->has_frame) rc |= base_h5_attr_write_num(f, "center", H5T_NATIVE_DOUBLE, 3, s->center) |
+                            base_h5_attr_write_num(f, "scale", H5T_NATIVE_DOUBLE, 0, &s->scale);
     rc |= write_ds(f, "/cubature/points", H5T_NATIVE_DOUBLE, 2, (hsize_t[]){c, 3}, s->cub_x);
     rc |= write_ds(f, "/cubature/volumes", H5T_NATIVE_DOUBLE, 1, (hsize_t[]){c}, s->cub_vol);
     rc |= write_ds(f, "/cubature/weights", H5T_NATIVE_DOUBLE, 2, (hsize_t[]){c, m}, s->cub_w);
@@ -121,28 +106,12 @@ int ds_skinning_write(const char *path, const DsSkinning *s, char *err, size_t e
 
 /* Reads dataset `name` of rank nd; dims[k] < 0 on entry means "any" and is filled in, else
  * it must match. *out is malloc'd. Missing → 1 when optional, else an error. */
-/* Whether the object at path "/a/b" is there: every link on the way checked in turn (H5Lexists on
- * "/a/b" is an error, not "no", when the group /a is absent). -1 when a link cannot be read. */
-static htri_t path_exists(hid_t f, const char *name) {
-    char part[256];
-    for (const char *p = name + (name[0] == '/');; p++) {
-        if (*p != '/' && *p) continue;
-        size_t n = (size_t)(p - name);
-        if (n >= sizeof part) return -1;
-        memcpy(part, name, n);
-        part[n] = 0;
-        htri_t e = H5Lexists(f, part, H5P_DEFAULT);
-        if (e > 0) e = H5Oexists_by_name(f, part, H5P_DEFAULT);
-        if (e <= 0 || !*p) return e;
-    }
-}
-
 static int read_ds(hid_t f, const char *path, const char *name, hid_t type, size_t esize, int nd, int64_t *dims,
                    bool optional, void **out, char *err, size_t errlen) {
     *out = NULL;
     /* a damaged file (checksums, sizes or links that do not add up) is refused as "corrupt",
      * told apart from one that lacks a dataset or holds another kind of object (issue 17) */
-    htri_t e = path_exists(f, name);
+    htri_t e = base_h5_path_exists(f, name);
     if (e < 0) {
         base_errf(err, errlen, "%s: corrupt file: the link to %s cannot be read", path, name);
         return -1;
@@ -212,21 +181,6 @@ static void read_attr_str(hid_t f, const char *name, char *buf, size_t n) {
     free(v);
 }
 
-/* A numeric attribute of exactly n elements; 1 when absent, -1 when malformed. */
-static int read_attr_num(hid_t f, const char *name, hid_t type, int64_t n, void *v) {
-    if (H5Aexists(f, name) <= 0) return 1;
-    hid_t a = H5Aopen(f, name, H5P_DEFAULT);
-    hid_t sp = H5Aget_space(a);
-    hssize_t cnt = H5Sget_simple_extent_npoints(sp);
-    H5Sclose(sp);
-    hid_t ty = H5Aget_type(a);
-    H5T_class_t cls = H5Tget_class(ty);
-    H5Tclose(ty);
-    int rc = (cnt == n && (cls == H5T_INTEGER || cls == H5T_FLOAT) && H5Aread(a, type, v) >= 0) ? 0 : -1;
-    H5Aclose(a);
-    return rc;
-}
-
 int ds_skinning_read(const char *path, DsSkinning *s, char *err, size_t errlen) {
     memset(s, 0, sizeof *s);
     hid_t f = base_h5_open_read(path, "skinning file", err, errlen);
@@ -251,14 +205,14 @@ int ds_skinning_read(const char *path, DsSkinning *s, char *err, size_t errlen) 
         goto done;
     }
     int64_t m = -1;
-    if (read_attr_num(f, "handles", H5T_NATIVE_INT64, 1, &m)) m = -1;
+    if (base_h5_attr_read_num(f, "handles", H5T_NATIVE_INT64, 1, &m)) m = -1;
     if (m < 1 || m > 4096) {
         base_errf(err, errlen, "%s: attribute handles missing or out of range [1, 4096] (got %lld)", path, (long long)m);
         goto done;
     }
     read_attr_str(f, "source", s->source, sizeof s->source);
-    int rc_c = read_attr_num(f, "center", H5T_NATIVE_DOUBLE, 3, s->center);
-    int rc_s = read_attr_num(f, "scale", H5T_NATIVE_DOUBLE, 1, &s->scale);
+    int rc_c = base_h5_attr_read_num(f, "center", H5T_NATIVE_DOUBLE, 3, s->center);
+    int rc_s = base_h5_attr_read_num(f, "scale", H5T_NATIVE_DOUBLE, 1, &s->scale);
     if (rc_c < 0 || rc_s < 0 || rc_c != rc_s) {
         base_errf(err, errlen, "%s: attributes center (3 numbers) and scale (1 number) must come together%s", path,
                   rc_c < 0 || rc_s < 0 ? " and be numeric of that size" : "");
@@ -312,19 +266,11 @@ done:
 /* ---- previews ---------------------------------------------------------------------------------- */
 
 /* HSV (h in turns, s, v in [0, 1]) to RGB */
-static void hsv_rgb(double h, double s, double v, float out[3]) {
-    h = (h - floor(h)) * 6;
-    int i = (int)h;
-    double f = h - i, p = v * (1 - s), q = v * (1 - s * f), t = v * (1 - s * (1 - f));
-    double r[6][3] = {{v, t, p}, {q, v, p}, {p, v, t}, {p, q, v}, {t, p, v}, {v, p, q}};
-    for (int k = 0; k < 3; k++) out[k] = (float)r[i % 6][k];
-}
-
 void ds_skinning_colors(const DsSkinning *s, float *rgb) {
     int64_t m = s->m;
     double *mx = base_calloc((size_t)m + 1, sizeof *mx);
     float(*hue)[3] = base_malloc(sizeof *hue * (size_t)(m + 1));
-    for (int64_t k = 0; k < m; k++) hsv_rgb(0.61803398875 * (double)k, 0.75, 0.95, hue[k]);
+    for (int64_t k = 0; k < m; k++) base_hsv_rgbf(0.61803398875 * (double)k, 0.75, 0.95, hue[k]);
     for (int64_t v = 0; v < s->nv; v++)
         for (int64_t k = 0; k < m; k++) mx[k] = fmax(mx[k], fabs(s->vert_w[v * m + k]));
     for (int64_t v = 0; v < s->nv; v++) {

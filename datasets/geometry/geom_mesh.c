@@ -18,12 +18,14 @@ static int cmp_half(const void *a, const void *b) {
     return (x->face > y->face) - (x->face < y->face);
 }
 
-static bool face_ok(const DsMesh *m, int64_t f) {
-    const int32_t *t = m->f + 3 * f;
+/* a triangle t of a mesh with nv vertices: indices in range, none repeated */
+static bool tri_ok(const int32_t *t, int64_t nv) {
     for (int k = 0; k < 3; k++)
-        if (t[k] < 0 || t[k] >= m->nv) return false;
+        if (t[k] < 0 || t[k] >= nv) return false;
     return t[0] != t[1] && t[1] != t[2] && t[0] != t[2];
 }
+
+static bool face_ok(const DsMesh *m, int64_t f) { return tri_ok(m->f + 3 * f, m->nv); }
 
 int64_t ds_mesh_edges(const DsMesh *m, DsEdge **out) {
     *out = NULL;
@@ -63,17 +65,18 @@ int64_t ds_mesh_edges(const DsMesh *m, DsEdge **out) {
     return ne;
 }
 
-static int64_t uf_find(int64_t *p, int64_t x) {
-    while (p[x] != x) {
-        p[x] = p[p[x]];
-        x = p[x];
+int64_t ds_uf_find(int64_t *p, int64_t i) {
+    while (p[i] != i) {
+        p[i] = p[p[i]];
+        i = p[i];
     }
-    return x;
+    return i;
 }
 
-static void uf_union(int64_t *p, int64_t a, int64_t b) {
-    a = uf_find(p, a), b = uf_find(p, b);
+bool ds_uf_union(int64_t *p, int64_t a, int64_t b) {
+    a = ds_uf_find(p, a), b = ds_uf_find(p, b);
     if (a != b) p[a < b ? b : a] = a < b ? a : b;
+    return a != b;
 }
 
 static int corner_of(const DsMesh *m, int32_t f, int32_t v) {
@@ -93,14 +96,16 @@ void ds_mesh_bbox(const DsMesh *m, float lo[3], float hi[3]) {
         for (int k = 0; k < 3; k++) lo[k] = hi[k] = 0;
 }
 
-static void face_cross(const DsMesh *m, int64_t f, double c[3]) {
-    const float *a = m->v + 3 * (int64_t)m->f[3 * f], *b = m->v + 3 * (int64_t)m->f[3 * f + 1],
-                *d = m->v + 3 * (int64_t)m->f[3 * f + 2];
+/* c = (b − a) × (d − a) for the triangle t = (a, b, d) of positions v: |c| = 2·area */
+static void tri_cross(const float *v, const int32_t *t, double c[3]) {
+    const float *a = v + 3 * (int64_t)t[0], *b = v + 3 * (int64_t)t[1], *d = v + 3 * (int64_t)t[2];
     double u[3] = {b[0] - a[0], b[1] - a[1], b[2] - a[2]}, w[3] = {d[0] - a[0], d[1] - a[1], d[2] - a[2]};
     c[0] = u[1] * w[2] - u[2] * w[1];
     c[1] = u[2] * w[0] - u[0] * w[2];
     c[2] = u[0] * w[1] - u[1] * w[0];
 }
+
+static void face_cross(const DsMesh *m, int64_t f, double c[3]) { tri_cross(m->v, m->f + 3 * f, c); }
 
 double ds_mesh_area(const DsMesh *m) {
     double s = 0;
@@ -130,26 +135,31 @@ double ds_mesh_signed_volume(const DsMesh *m) {
     return s / 6.0;
 }
 
+int ds_vertex_normals(int64_t nv, const float *v, int64_t nf, const int32_t *f, float *n) {
+    double *acc = calloc((size_t)(3 * nv + 1), sizeof(double));
+    if (!acc) return -1;
+    for (int64_t i = 0; i < nf; i++) {
+        const int32_t *t = f + 3 * i;
+        if (!tri_ok(t, nv)) continue;
+        double c[3];
+        tri_cross(v, t, c); /* |c| = 2·area: area weighting */
+        for (int k = 0; k < 3; k++)
+            for (int d = 0; d < 3; d++) acc[3 * (int64_t)t[k] + d] += c[d];
+    }
+    for (int64_t i = 0; i < nv; i++) {
+        double l = sqrt(acc[3 * i] * acc[3 * i] + acc[3 * i + 1] * acc[3 * i + 1] + acc[3 * i + 2] * acc[3 * i + 2]);
+        for (int d = 0; d < 3; d++) n[3 * i + d] = l > 0 ? (float)(acc[3 * i + d] / l) : 0.0f;
+    }
+    free(acc);
+    return 0;
+}
+
 int ds_mesh_compute_normals(DsMesh *m) {
     if (!m->n) {
         m->n = malloc(sizeof(float) * (size_t)(3 * m->nv + 1));
         if (!m->n) return -1;
     }
-    double *acc = calloc((size_t)(3 * m->nv + 1), sizeof(double));
-    if (!acc) return -1;
-    for (int64_t f = 0; f < m->nf; f++) {
-        if (!face_ok(m, f)) continue;
-        double c[3];
-        face_cross(m, f, c); /* |c| = 2·area: area weighting */
-        for (int k = 0; k < 3; k++)
-            for (int d = 0; d < 3; d++) acc[3 * (int64_t)m->f[3 * f + k] + d] += c[d];
-    }
-    for (int64_t i = 0; i < m->nv; i++) {
-        double l = sqrt(acc[3 * i] * acc[3 * i] + acc[3 * i + 1] * acc[3 * i + 1] + acc[3 * i + 2] * acc[3 * i + 2]);
-        for (int d = 0; d < 3; d++) m->n[3 * i + d] = l > 0 ? (float)(acc[3 * i + d] / l) : 0.0f;
-    }
-    free(acc);
-    return 0;
+    return ds_vertex_normals(m->nv, m->v, m->nf, m->f, m->n);
 }
 
 static void *dup_array(const void *p, size_t size) {
@@ -197,11 +207,11 @@ int ds_mesh_check(const DsMesh *m, DsMeshCheck *out) {
         if (d->nf == 1) out->boundary_edges++;
         else if (d->nf > 2) out->nonmanifold_edges++;
         else if (!d->oriented) out->misoriented_edges++;
-        uf_union(vp, d->a, d->b);
+        ds_uf_union(vp, d->a, d->b);
         /* the corners at a (and at b) of the two faces of a manifold edge belong to one fan */
         if (d->nf == 2) {
-            uf_union(corner, 3 * (int64_t)d->f0 + corner_of(m, d->f0, d->a), 3 * (int64_t)d->f1 + corner_of(m, d->f1, d->a));
-            uf_union(corner, 3 * (int64_t)d->f0 + corner_of(m, d->f0, d->b), 3 * (int64_t)d->f1 + corner_of(m, d->f1, d->b));
+            ds_uf_union(corner, 3 * (int64_t)d->f0 + corner_of(m, d->f0, d->a), 3 * (int64_t)d->f1 + corner_of(m, d->f1, d->a));
+            ds_uf_union(corner, 3 * (int64_t)d->f0 + corner_of(m, d->f0, d->b), 3 * (int64_t)d->f1 + corner_of(m, d->f1, d->b));
         }
     }
     char *used = calloc((size_t)(m->nv + 1), 1), *bad = calloc((size_t)(m->nv + 1), 1);
@@ -217,7 +227,7 @@ int ds_mesh_check(const DsMesh *m, DsMeshCheck *out) {
         for (int k = 0; k < 3; k++) {
             int32_t v = m->f[3 * f + k];
             used[v] = 1;
-            int64_t r = uf_find(corner, 3 * f + k);
+            int64_t r = ds_uf_find(corner, 3 * f + k);
             if (fan[v] < 0) fan[v] = r;
             else if (fan[v] != r) bad[v] = 1;
         }
@@ -227,7 +237,7 @@ int ds_mesh_check(const DsMesh *m, DsMeshCheck *out) {
         if (!used[i]) continue;
         out->nv_used++;
         out->nonmanifold_vertices += bad[i];
-        if (uf_find(vp, i) == i) out->components++;
+        if (ds_uf_find(vp, i) == i) out->components++;
     }
     out->euler = out->nv_used - ne + nfaces;
     out->watertight = ne > 0 && out->boundary_edges == 0 && out->nonmanifold_edges == 0;

@@ -33,6 +33,12 @@ typedef struct {
  * and a malloc'd array in *out. Degenerate faces (a repeated vertex) contribute no edges. */
 int64_t ds_mesh_edges(const DsMesh *m, DsEdge **out);
 
+/* Union-find over indices 0..n-1 in p (p[i] = i: each its own set). ds_uf_find returns the root
+ * of i's set, halving the path on the way; ds_uf_union merges the sets of a and b under the
+ * smaller root and returns whether they were two sets. */
+int64_t ds_uf_find(int64_t *p, int64_t i);
+bool ds_uf_union(int64_t *p, int64_t a, int64_t b);
+
 typedef struct {
     int64_t nv_used;          /* vertices referenced by some face */
     int64_t nedges;
@@ -59,7 +65,11 @@ void ds_mesh_bbox(const DsMesh *m, float lo[3], float hi[3]);
 double ds_mesh_area(const DsMesh *m);
 /* Σ_f (v0 · (v1 × v2)) / 6 — the divergence theorem on a closed, outward-oriented mesh. */
 double ds_mesh_signed_volume(const DsMesh *m);
-/* Per-vertex normals as the area-weighted sum of incident face normals (allocates m->n if NULL). */
+/* Unit vertex normals n (nv × 3) of the triangles f (nf × 3) at positions v (nv × 3): the sum of
+ * the incident faces' normals weighted by their area, normalized; faces with an index out of
+ * range or repeated are skipped, and a vertex on none gets 0. 0, or -1 out of memory. */
+int ds_vertex_normals(int64_t nv, const float *v, int64_t nf, const int32_t *f, float *n);
+/* ds_vertex_normals of m into m->n (allocated if NULL). */
 int ds_mesh_compute_normals(DsMesh *m);
 /* Turns m inside out: every triangle's winding reversed (its second and third corners swapped)
  * and the normals, when present, negated. A file wound clockwise (negative signed volume) comes

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "base/errbuf.h"
+#include "base/finite.h"
 
 enum { GL_UBYTE = 5121, GL_USHORT = 5123, GL_UINT = 5125, GL_FLOAT = 5126 };
 enum { GL_ARRAY_BUFFER = 34962, GL_ELEMENT_ARRAY_BUFFER = 34963 };
@@ -77,19 +78,13 @@ static void bounds(const float *x, int64_t n, int ncomp, float *mn, float *mx) {
         for (int i = 0; i < ncomp; i++) mn[i] = fminf(mn[i], x[k * ncomp + i]), mx[i] = fmaxf(mx[i], x[k * ncomp + i]);
 }
 
-static bool all_finite(const float *x, size_t n) {
-    for (size_t i = 0; i < n; i++)
-        if (!isfinite(x[i])) return false;
-    return true;
-}
-
 static int check(const DsGltfMesh *m, char *err, size_t errlen) {
     if (m->nv <= 0 || !m->pos) return base_errf(err, errlen, "glTF: no vertices");
     if (m->nv >= ((int64_t)1 << 31) - 1 || m->nf < 0 || m->nf > ((int64_t)1 << 30))
         return base_errf(err, errlen, "glTF: %lld vertices, %lld triangles: too many", (long long)m->nv, (long long)m->nf);
     if (m->nf > 0 && !m->faces) return base_errf(err, errlen, "glTF: %lld triangles but no faces", (long long)m->nf);
-    if (!all_finite(m->pos, 3 * (size_t)m->nv)) return base_errf(err, errlen, "glTF: a vertex position is not finite");
-    if (m->color && !all_finite(m->color, 3 * (size_t)m->nv)) return base_errf(err, errlen, "glTF: a color is not finite");
+    if (!base_all_finite_f(m->pos, 3 * (size_t)m->nv)) return base_errf(err, errlen, "glTF: a vertex position is not finite");
+    if (m->color && !base_all_finite_f(m->color, 3 * (size_t)m->nv)) return base_errf(err, errlen, "glTF: a color is not finite");
     for (int64_t i = 0; i < 3 * m->nf; i++)
         if (m->faces[i] < 0 || m->faces[i] >= m->nv)
             return base_errf(err, errlen, "glTF: triangle %lld refers to vertex %d of %lld", (long long)(i / 3), m->faces[i],
@@ -102,20 +97,20 @@ static int check(const DsGltfMesh *m, char *err, size_t errlen) {
         for (int j = 0; j < m->njoints; j++)
             if (m->parents[j] < -1 || m->parents[j] >= j)
                 return base_errf(err, errlen, "glTF: joint %d has parent %d (parents come first)", j, m->parents[j]);
-        if (!all_finite(m->weights, (size_t)m->nv * (size_t)m->njoints) || !all_finite(m->inverse_bind, 16 * (size_t)m->njoints) ||
-            (m->joint_t && !all_finite(m->joint_t, 3 * (size_t)m->njoints)) ||
-            (m->joint_r && !all_finite(m->joint_r, 4 * (size_t)m->njoints)))
+        if (!base_all_finite_f(m->weights, (size_t)m->nv * (size_t)m->njoints) || !base_all_finite_f(m->inverse_bind, 16 * (size_t)m->njoints) ||
+            (m->joint_t && !base_all_finite_f(m->joint_t, 3 * (size_t)m->njoints)) ||
+            (m->joint_r && !base_all_finite_f(m->joint_r, 4 * (size_t)m->njoints)))
             return base_errf(err, errlen, "glTF: a skin value is not finite");
         if (m->frames) return base_errf(err, errlen, "glTF: a skinned mesh cannot also carry baked frames");
         if (m->nframes > 0) {
             if (!m->anim_t || !m->anim_r) return base_errf(err, errlen, "glTF: an animated skin needs per-frame joint translations and rotations");
             size_t n = (size_t)m->nframes * (size_t)m->njoints;
-            if (!all_finite(m->anim_t, 3 * n) || !all_finite(m->anim_r, 4 * n))
+            if (!base_all_finite_f(m->anim_t, 3 * n) || !base_all_finite_f(m->anim_r, 4 * n))
                 return base_errf(err, errlen, "glTF: an animated joint value is not finite");
         }
     } else if (m->nframes > 0) {
         if (!m->frames) return base_errf(err, errlen, "glTF: %d frames but no per-frame positions", m->nframes);
-        if (!all_finite(m->frames, (size_t)m->nframes * 3 * (size_t)m->nv))
+        if (!base_all_finite_f(m->frames, (size_t)m->nframes * 3 * (size_t)m->nv))
             return base_errf(err, errlen, "glTF: a frame's position is not finite");
     }
     return 0;

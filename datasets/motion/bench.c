@@ -11,6 +11,7 @@
 
 #include "base/rng.h"
 #include "base/alloc.h"
+#include "base/color.h"
 #include "base/errbuf.h"
 #include "base/h5file.h"
 #include "datasets/motion/bench.h"
@@ -83,14 +84,6 @@ static double fbm(const double p[3], uint64_t seed) {
     return acc / norm;
 }
 
-static void hsv(double h, double s, double v, double rgb[3]) {
-    h = (h - floor(h)) * 6;
-    int i = (int)h;
-    double f = h - i, p = v * (1 - s), q = v * (1 - s * f), t = v * (1 - s * (1 - f));
-    double tab[6][3] = {{v, t, p}, {q, v, p}, {p, v, t}, {p, q, v}, {t, p, v}, {v, p, q}};
-    memcpy(rgb, tab[i % 6], sizeof tab[0]);
-}
-
 void ds_motion_texture(const DsProceduralShape *shape, uint64_t seed, float *rgb) {
     int nb = shape->nbones;
     double(*base)[3] = base_malloc(sizeof(double) * 3 * (size_t)(nb + 1));
@@ -98,7 +91,7 @@ void ds_motion_texture(const DsProceduralShape *shape, uint64_t seed, float *rgb
     for (int b = 0; b < nb; b++) {
         /* golden-ratio hue steps: neighbouring bones get clearly different colors */
         double r = (double)(base_splitmix64(seed * 131 + (uint64_t)b) >> 11) / 9007199254740992.0;
-        hsv(hue0 + 0.618034 * b, 0.45 + 0.3 * r, 0.7 + 0.2 * r, base[b]);
+        base_hsv_rgb(hue0 + 0.618034 * b, 0.45 + 0.3 * r, 0.7 + 0.2 * r, base[b]);
     }
     double axis[3] = {0.6, 0.7, 0.39};
     uint64_t sd = base_splitmix64(seed ^ 0x51ed270b2705ull);

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "base/errbuf.h"
+#include "datasets/geometry/geometry.h"
 #include "loss.h"
 #include "nn/params.h"
 #include "optim/optim.h"
@@ -21,24 +22,7 @@ GsAppearanceConfig gs_appearance_defaults(void) {
 enum { COL, SCALE, OPAC, OFFSET, GROUPS };
 
 void gs_appearance_vertex_normals(int64_t nv, const float *pos, int64_t nf, const int32_t *faces, float *out) {
-    double *acc = calloc((size_t)nv * 3, sizeof(double));
-    if (!acc) {
-        memset(out, 0, sizeof(float) * nv * 3);
-        return;
-    }
-    for (int64_t f = 0; f < nf; f++) {
-        const int32_t *t = faces + f * 3;
-        const float *a = pos + (int64_t)t[0] * 3, *b = pos + (int64_t)t[1] * 3, *c = pos + (int64_t)t[2] * 3;
-        double u[3] = {b[0] - a[0], b[1] - a[1], b[2] - a[2]}, v[3] = {c[0] - a[0], c[1] - a[1], c[2] - a[2]};
-        double x[3] = {u[1] * v[2] - u[2] * v[1], u[2] * v[0] - u[0] * v[2], u[0] * v[1] - u[1] * v[0]}; /* 2 × area */
-        for (int e = 0; e < 3; e++)
-            for (int k = 0; k < 3; k++) acc[(int64_t)t[e] * 3 + k] += x[k];
-    }
-    for (int64_t i = 0; i < nv; i++) {
-        double l = sqrt(acc[i * 3] * acc[i * 3] + acc[i * 3 + 1] * acc[i * 3 + 1] + acc[i * 3 + 2] * acc[i * 3 + 2]);
-        for (int k = 0; k < 3; k++) out[i * 3 + k] = l > 0 ? (float)(acc[i * 3 + k] / l) : 0;
-    }
-    free(acc);
+    if (ds_vertex_normals(nv, pos, nf, faces, out)) memset(out, 0, sizeof(float) * nv * 3);
 }
 
 double gs_appearance_fit(int64_t n, int nv, const GsAppearanceView *views, const GsAppearanceConfig *cfg, float *colors,

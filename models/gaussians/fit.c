@@ -6,8 +6,10 @@
 #include <string.h>
 
 #include "base/alloc.h"
+#include "base/color.h"
 #include "fit.h"
 #include "loss.h"
+#include "params.h"
 
 #define SH_C0 0.28209479177387814 /* Y_0^0, gaussianimate.md §1 */
 
@@ -27,27 +29,6 @@ GsFitConfig gs_fit_defaults(void) {
         .background = {1, 1, 1},
     };
 }
-
-/* ---- random numbers: Philox keyed by (seed, stream), one counter per draw of 4 words ------------ */
-
-typedef struct {
-    uint64_t seed, stream, counter;
-    uint32_t w[4];
-    int left;
-} Draw;
-
-static double draw_u(Draw *d) { /* U[0, 1) with 32 random bits */
-    if (d->left == 0) tensor_philox(d->seed, d->stream, d->counter++, d->w), d->left = 4;
-    return d->w[--d->left] * (1.0 / 4294967296.0);
-}
-
-static double draw_n(Draw *d) { /* N(0, 1), Box–Muller */
-    double u1 = draw_u(d), u2 = draw_u(d);
-    return sqrt(-2.0 * log(1.0 - u1)) * cos(2 * M_PI * u2);
-}
-
-static double logit(double p) { return log(p / (1 - p)); }
-static double sigmoid(double x) { return 1 / (1 + exp(-x)); }
 
 /* ---- init / free ------------------------------------------------------------------------------- */
 
@@ -80,18 +61,19 @@ void gs_fit_init(GsFit *f, const GsFitConfig *cfg, const double lo[3], const dou
     if (K > 1)
         f->sh_rest = group_param(f, GS_FIT_SH_REST, "sh_rest", 3, (int64_t[]){n, K - 1, 3}, cfg->lr_sh_rest, lrs);
 
-    Draw d = {.seed = cfg->seed, .stream = 0x6a5e};
+    TensorRng init_rng = {.seed = cfg->seed, .stream = 0x6a5e};
+    GsDraw d = {.g = &init_rng};
     float *m = tensor_f32(f->means), *s = tensor_f32(f->scales), *o = tensor_f32(f->opacities);
     float *c = tensor_f32(f->sh_dc);
     double vol = 1;
     for (int a = 0; a < 3; a++) vol *= fmax(hi[a] - lo[a], 1e-6);
     /* the mean spacing of n uniform points; 3DGS takes the 3-NN distance of its init points */
-    double s0 = log(cfg->init_scale * cbrt(vol / (double)n)), o0 = logit(cfg->init_opacity);
+    double s0 = log(cfg->init_scale * cbrt(vol / (double)n)), o0 = gs_logit(cfg->init_opacity);
     for (int64_t i = 0; i < n; i++) {
-        for (int a = 0; a < 3; a++) m[3 * i + a] = (float)(lo[a] + (hi[a] - lo[a]) * draw_u(&d));
+        for (int a = 0; a < 3; a++) m[3 * i + a] = (float)(lo[a] + (hi[a] - lo[a]) * gs_draw_u(&d));
         for (int a = 0; a < ns; a++) s[ns * i + a] = (float)s0;
         o[i] = (float)o0;
-        for (int a = 0; a < 3; a++) c[3 * i + a] = (float)((draw_u(&d) - 0.5) / SH_C0); /* rgb ~ U[0, 1] */
+        for (int a = 0; a < 3; a++) c[3 * i + a] = (float)((gs_draw_u(&d) - 0.5) / SH_C0); /* rgb ~ U[0, 1] */
     }
     if (f->quats) {
         float *q = tensor_f32(f->quats);
@@ -186,20 +168,15 @@ Tensor *gs_fit_render(const GsFit *f, const DsCamera *cam) {
 
 /* ---- relocation and opacity reset --------------------------------------------------------------- */
 
-/* zero the Adam moments of Gaussian i in group g (each group holds one (n, ...) parameter) */
-static void zero_moments(GsFit *f, int g, int64_t i) {
-    if (!f->used[g]) return;
-    int64_t per = tensor_numel(f->group[g].flat) / f->cfg.n;
-    float *m = tensor_f32(f->optim[g].exp_avg), *v = tensor_f32(f->optim[g].exp_avg_sq);
-    memset(m + per * i, 0, sizeof(float) * (size_t)per);
-    memset(v + per * i, 0, sizeof(float) * (size_t)per);
+/* zero the Adam moments of Gaussian i in every group (each group holds one (n, ...) parameter) */
+static void zero_moments(GsFit *f, int64_t i) {
+    for (int g = 0; g < GS_FIT_GROUPS; g++)
+        if (f->used[g]) gs_rows_zero_moments(&f->optim[g], f->cfg.n, i);
 }
 
-static void copy_gaussian(GsFit *f, int g, int64_t dst, int64_t src) {
-    if (!f->used[g]) return;
-    int64_t per = tensor_numel(f->group[g].flat) / f->cfg.n;
-    float *p = tensor_f32(f->group[g].flat);
-    memcpy(p + per * dst, p + per * src, sizeof(float) * (size_t)per);
+static void copy_gaussian(GsFit *f, int64_t dst, int64_t src) {
+    for (int g = 0; g < GS_FIT_GROUPS; g++)
+        if (f->used[g]) gs_rows_copy(f->group[g].flat, f->cfg.n, dst, src);
 }
 
 static int64_t relocate_host(GsFit *f);
@@ -225,7 +202,7 @@ static int64_t relocate_host(GsFit *f) {
     int64_t nl = 0, nd = 0;
     double acc = 0;
     for (int64_t i = 0; i < n; i++) {
-        double a = sigmoid(o[i]);
+        double a = gs_sigmoid(o[i]);
         if (a < f->cfg.prune_opacity) dead[nd++] = i;
         else live[nl] = i, cdf[nl++] = acc += a;
     }
@@ -233,42 +210,27 @@ static int64_t relocate_host(GsFit *f) {
         free(cdf), free(live), free(dead), free(copies);
         return f->relocated = 0;
     }
-    Draw d = {.seed = f->rng.seed, .stream = f->rng.stream, .counter = f->rng.offset};
+    GsDraw d = {.g = &f->rng};
     int64_t *src = base_malloc(sizeof(int64_t) * (size_t)nd);
     for (int64_t k = 0; k < nd; k++) {
         /* a live Gaussian drawn in proportion to its opacity (3DGS-MCMC: multinomial on o) */
-        double u = draw_u(&d) * acc;
-        int64_t lo = 0, hi = nl - 1;
-        while (lo < hi) {
-            int64_t mid = (lo + hi) / 2;
-            if (cdf[mid] > u) hi = mid;
-            else lo = mid + 1;
-        }
-        src[k] = live[lo];
-        copies[live[lo]]++;
+        int64_t pick = live[gs_draw_from_cdf(&d, cdf, nl, acc)];
+        src[k] = pick;
+        copies[pick]++;
     }
     float *mean = tensor_f32(f->means), *sc = tensor_f32(f->scales);
     float *q = f->quats ? tensor_f32(f->quats) : NULL;
     int ns = f->cfg.isotropic ? 1 : 3;
     for (int64_t k = 0; k < nd; k++) {
         int64_t i = dead[k], j = src[k];
-        for (int g = 0; g < GS_FIT_GROUPS; g++) copy_gaussian(f, g, i, j);
+        copy_gaussian(f, i, j);
         /* the copy sits at a point drawn from the source Gaussian, N(μ, Σ): a copy at μ itself
          * would get exactly the source's gradients and stay its twin forever */
-        double z[3] = {draw_n(&d), draw_n(&d), draw_n(&d)}, s[3], R[9] = {1, 0, 0, 0, 1, 0, 0, 0, 1};
-        for (int a = 0; a < 3; a++) s[a] = exp(sc[ns * j + (ns == 3 ? a : 0)]);
-        if (q) {
-            double w = q[4 * j], x = q[4 * j + 1], y = q[4 * j + 2], zz = q[4 * j + 3];
-            double nq = sqrt(w * w + x * x + y * y + zz * zz);
-            if (nq > 0) w /= nq, x /= nq, y /= nq, zz /= nq;
-            double Rq[9] = {1 - 2 * (y * y + zz * zz), 2 * (x * y - w * zz),     2 * (x * zz + w * y),
-                            2 * (x * y + w * zz),     1 - 2 * (x * x + zz * zz), 2 * (y * zz - w * x),
-                            2 * (x * zz - w * y),     2 * (y * zz + w * x),     1 - 2 * (x * x + y * y)};
-            memcpy(R, Rq, sizeof R);
-        }
+        double z[3] = {gs_draw_n(&d), gs_draw_n(&d), gs_draw_n(&d)}, s[3], R[9];
+        gs_gaussian_frame(sc, ns, q, j, s, R);
         for (int a = 0; a < 3; a++)
             mean[3 * i + a] += (float)(R[3 * a] * s[0] * z[0] + R[3 * a + 1] * s[1] * z[1] + R[3 * a + 2] * s[2] * z[2]);
-        for (int g = 0; g < GS_FIT_GROUPS; g++) zero_moments(f, g, i);
+        zero_moments(f, i);
     }
     /* 3DGS-MCMC also shrinks the scales of the pair (its Eq. 10) so the sum of the copies matches
      * the source exactly; they are kept here — the next steps correct the small difference. */
@@ -276,13 +238,12 @@ static int64_t relocate_host(GsFit *f) {
         int64_t j = live[k];
         if (!copies[j]) continue;
         /* 3DGS-MCMC's opacity rule: N copies of opacity 1 − (1 − o)^(1/N) stack to o */
-        double a = sigmoid(o[j]), an = 1 - pow(1 - a, 1.0 / (copies[j] + 1));
+        double a = gs_sigmoid(o[j]), an = 1 - pow(1 - a, 1.0 / (copies[j] + 1));
         if (an < f->cfg.prune_opacity) an = f->cfg.prune_opacity * 1.01; /* the copies must not die at once */
-        o[j] = (float)logit(an);
-        for (int g = 0; g < GS_FIT_GROUPS; g++) zero_moments(f, g, j);
+        o[j] = (float)gs_logit(an);
+        zero_moments(f, j);
     }
     for (int64_t k = 0; k < nd; k++) o[dead[k]] = o[src[k]];
-    f->rng.offset = d.counter;
     free(cdf), free(live), free(dead), free(copies), free(src);
     return f->relocated = nd;
 }
@@ -304,12 +265,7 @@ static void opacity_reset(GsFit *f) {
 
 static void opacity_reset_host(GsFit *f) {
     /* 3DGS reset_opacity: o ← min(o, 0.01), and the optimizer state of opacity starts over */
-    float *o = tensor_f32(f->opacities);
-    double cap = logit(0.01);
-    for (int64_t i = 0; i < f->cfg.n; i++) {
-        if (o[i] > cap) o[i] = (float)cap;
-        zero_moments(f, GS_FIT_OPACITY, i);
-    }
+    gs_opacity_reset(tensor_f32(f->opacities), f->cfg.n, &f->optim[GS_FIT_OPACITY]);
 }
 
 /* ---- one step ------------------------------------------------------------------------------- */
@@ -342,9 +298,8 @@ double gs_fit_step(GsFit *f, const DsCamera *cam, Tensor *target, const double b
 
 double gs_fit_step_view(GsFit *f, const GsFitScene *s, int v) {
     if (!f->cfg.random_background) return gs_fit_step(f, &s->train[v], s->train_img[v], NULL);
-    Draw d = {.seed = f->rng.seed, .stream = f->rng.stream, .counter = f->rng.offset};
-    double bg[3] = {draw_u(&d), draw_u(&d), draw_u(&d)};
-    f->rng.offset = d.counter;
+    GsDraw d = {.g = &f->rng};
+    double bg[3] = {gs_draw_u(&d), gs_draw_u(&d), gs_draw_u(&d)};
     TensorScope *sc = tensor_scope_begin();
     /* the targets are composited over white: rgb + (1 − α)(bg − 1) puts them over bg */
     Tensor *b = tensor_from_f64(1, (int64_t[]){3}, TENSOR_F32, (double[]){bg[0] - 1, bg[1] - 1, bg[2] - 1});
@@ -369,22 +324,9 @@ int gs_fit_export(const GsFit *f, DsGaussians *out) {
 }
 
 static int export_host(const GsFit *f, DsGaussians *out) {
-    int64_t n = f->cfg.n;
-    int K = ds_gaussians_sh_count(f->cfg.sh_degree), ns = f->cfg.isotropic ? 1 : 3;
-    if (ds_gaussians_alloc(out, n, f->cfg.sh_degree)) return -1;
-    const float *m = tensor_f32(f->means), *s = tensor_f32(f->scales), *o = tensor_f32(f->opacities);
-    const float *dc = tensor_f32(f->sh_dc), *rest = f->sh_rest ? tensor_f32(f->sh_rest) : NULL;
-    const float *q = f->quats ? tensor_f32(f->quats) : NULL;
-    for (int64_t i = 0; i < n; i++) {
-        memcpy(out->xyz + 3 * i, m + 3 * i, sizeof(float) * 3);
-        memcpy(out->sh + (size_t)K * 3 * i, dc + 3 * i, sizeof(float) * 3);
-        if (rest) memcpy(out->sh + (size_t)K * 3 * i + 3, rest + (size_t)(K - 1) * 3 * i, sizeof(float) * 3 * (K - 1));
-        out->opacity[i] = o[i];
-        for (int a = 0; a < 3; a++) out->scale[3 * i + a] = s[ns * i + (ns == 3 ? a : 0)];
-        if (q) memcpy(out->rot + 4 * i, q + 4 * i, sizeof(float) * 4);
-        else out->rot[4 * i] = 1, out->rot[4 * i + 1] = out->rot[4 * i + 2] = out->rot[4 * i + 3] = 0;
-    }
-    return 0;
+    return gs_export_params(f->cfg.n, f->cfg.sh_degree, f->cfg.isotropic ? 1 : 3, tensor_f32(f->means),
+                            tensor_f32(f->scales), tensor_f32(f->opacities), tensor_f32(f->sh_dc),
+                            f->sh_rest ? tensor_f32(f->sh_rest) : NULL, f->quats ? tensor_f32(f->quats) : NULL, out);
 }
 
 double gs_psnr(const Tensor *img, const Tensor *ref) {
@@ -430,19 +372,11 @@ DsRasterOptions gs_fit_raster_options(void) {
     return o;
 }
 
-static void hsv(double h, double s, double v, float rgb[3]) {
-    h = 6 * (h - floor(h));
-    int i = (int)h;
-    double fr = h - i, p = v * (1 - s), q = v * (1 - s * fr), t = v * (1 - s * (1 - fr));
-    double r[6][3] = {{v, t, p}, {q, v, p}, {p, v, t}, {p, q, v}, {t, p, v}, {v, p, q}};
-    for (int a = 0; a < 3; a++) rgb[a] = (float)r[i % 6][a];
-}
-
 void gs_fit_vertex_colors(const DsMesh *m, const float *weights, int nbones, float *rgb) {
     if (weights && nbones > 0) {
         float *pal = base_malloc(sizeof(float) * 3 * (size_t)nbones);
         /* hues a golden angle apart, so neighboring bones differ clearly */
-        for (int b = 0; b < nbones; b++) hsv(0.618033988749895 * b + 0.08, 0.6, 0.9, pal + 3 * b);
+        for (int b = 0; b < nbones; b++) base_hsv_rgbf(0.618033988749895 * b + 0.08, 0.6, 0.9, pal + 3 * b);
         for (int64_t i = 0; i < m->nv; i++)
             for (int a = 0; a < 3; a++) {
                 double c = 0;

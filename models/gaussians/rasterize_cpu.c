@@ -23,15 +23,6 @@
 #include "gs_math.h"
 #include "raster_core.h"
 
-static void *xmalloc(size_t n) {
-    void *p = base_malloc(n ? n : 1);
-    return p;
-}
-static void *xcalloc(size_t n, size_t size) {
-    void *p = base_calloc(n ? n : 1, size);
-    return p;
-}
-
 static uint32_t float_bits(float f) {
     uint32_t u;
     memcpy(&u, &f, sizeof u);
@@ -86,8 +77,8 @@ static void cpu_forward(const GsRasterInputs *in, GsRasterState *st, double *out
     st->splat = st->alloc(st->alloc_user, sizeof(double) * GS_SPLAT_N * (size_t)(n ? n : 1));
     st->radius = st->alloc(st->alloc_user, sizeof(int32_t) * (size_t)(n ? n : 1));
     st->extent = st->alloc(st->alloc_user, sizeof(double) * 3 * (size_t)(n ? n : 1));
-    int *rect = xmalloc(sizeof(int) * 4 * (size_t)n);
-    int64_t *offs = xmalloc(sizeof(int64_t) * ((size_t)n + 1));
+    int *rect = base_malloc(sizeof(int) * 4 * (size_t)n);
+    int64_t *offs = base_malloc(sizeof(int64_t) * ((size_t)n + 1));
     double campos[3];
     gs_camera_center(in, campos);
 
@@ -113,8 +104,8 @@ static void cpu_forward(const GsRasterInputs *in, GsRasterState *st, double *out
     st->n_entries = total;
 
     /* 2. keys (tile << 32 | depth bits), sorted: per tile, front to back */
-    uint64_t *keys = xmalloc(sizeof(uint64_t) * 2 * (size_t)total);
-    int32_t *vals = xmalloc(sizeof(int32_t) * 2 * (size_t)total);
+    uint64_t *keys = base_malloc(sizeof(uint64_t) * 2 * (size_t)total);
+    int32_t *vals = base_malloc(sizeof(int32_t) * 2 * (size_t)total);
     par_nt = base_par_threads(n, 2 * (total / (n ? n : 1) + 1));
 #pragma omp parallel for schedule(static) num_threads(par_nt) if (par_nt > 1)
     for (int i = 0; i < n; i++) {
@@ -156,7 +147,7 @@ static void cpu_forward(const GsRasterInputs *in, GsRasterState *st, double *out
     par_nt = base_par_threads(n_tiles, (total / (n_tiles ? n_tiles : 1) + 1) * GS_TILE * GS_TILE);
 #pragma omp parallel num_threads(par_nt) if (par_nt > 1)
     {
-        TileSplat *buf = xmalloc(sizeof(TileSplat) * (size_t)(max_len ? max_len : 1));
+        TileSplat *buf = base_malloc(sizeof(TileSplat) * (size_t)(max_len ? max_len : 1));
 #pragma omp for schedule(dynamic, 1)
         for (int tile = 0; tile < n_tiles; tile++) {
             TileGeom tg;
@@ -213,7 +204,7 @@ static void cpu_forward(const GsRasterInputs *in, GsRasterState *st, double *out
 static void cpu_backward(const GsRasterInputs *in, const GsRasterState *st, const double *gout, GsRasterGrads *gr) {
     int n = in->n, W = in->width, n_tiles = st->tiles_x * st->tiles_y;
     int64_t total = st->n_entries;
-    double *eg = xcalloc((size_t)total * GS_SPLAT_N, sizeof(double)); /* per-entry splat gradients */
+    double *eg = base_calloc((size_t)total * GS_SPLAT_N, sizeof(double)); /* per-entry splat gradients */
     int64_t max_len = 0;
     for (int t = 0; t < n_tiles; t++)
         if (st->tile_start[t + 1] - st->tile_start[t] > max_len) max_len = st->tile_start[t + 1] - st->tile_start[t];
@@ -222,7 +213,7 @@ static void cpu_backward(const GsRasterInputs *in, const GsRasterState *st, cons
     int par_nt = base_par_threads(n_tiles, (total / (n_tiles ? n_tiles : 1) + 1) * 2 * GS_TILE * GS_TILE);
 #pragma omp parallel num_threads(par_nt) if (par_nt > 1)
     {
-        TileSplat *buf = xmalloc(sizeof(TileSplat) * (size_t)(max_len ? max_len : 1));
+        TileSplat *buf = base_malloc(sizeof(TileSplat) * (size_t)(max_len ? max_len : 1));
 #pragma omp for schedule(dynamic, 1)
         for (int tile = 0; tile < n_tiles; tile++) {
             TileGeom tg;
@@ -291,7 +282,7 @@ static void cpu_backward(const GsRasterInputs *in, const GsRasterState *st, cons
     }
 
     /* per-Gaussian sums of the entry gradients, in entry order */
-    double *g2 = xcalloc((size_t)n * GS_SPLAT_N, sizeof(double));
+    double *g2 = base_calloc((size_t)n * GS_SPLAT_N, sizeof(double));
     for (int64_t e = 0; e < total; e++) {
         double *d = g2 + (size_t)GS_SPLAT_N * st->entry_gauss[e];
         const double *s = eg + (size_t)GS_SPLAT_N * e;

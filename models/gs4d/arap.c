@@ -6,6 +6,7 @@
 
 #include "arap.h"
 #include "base/alloc.h"
+#include "base/mat3.h"
 
 /* ---- kNN -------------------------------------------------------------------------------------- */
 
@@ -186,9 +187,6 @@ static void eig3(const double M[9], double w[3], double V[9]) {
 }
 
 static double norm3(const double v[3]) { return sqrt(v[0] * v[0] + v[1] * v[1] + v[2] * v[2]); }
-static void cross3(const double a[3], const double b[3], double c[3]) {
-    c[0] = a[1] * b[2] - a[2] * b[1], c[1] = a[2] * b[0] - a[0] * b[2], c[2] = a[0] * b[1] - a[1] * b[0];
-}
 
 void gs4d_best_rotation(const double *a, const double *b, int n, double R[9]) {
     double H[9] = {0};
@@ -223,11 +221,11 @@ void gs4d_best_rotation(const double *a, const double *b, int n, double R[9]) {
         int a0 = fabs(u[0][0]) < fabs(u[0][1]) ? (fabs(u[0][0]) < fabs(u[0][2]) ? 0 : 2) : (fabs(u[0][1]) < fabs(u[0][2]) ? 1 : 2);
         double e[3] = {0, 0, 0};
         e[a0] = 1;
-        cross3(u[0], e, u[1]);
+        base_vec3_cross(u[0], e, u[1]);
         s2 = norm3(u[1]);
     }
     for (int r = 0; r < 3; r++) u[1][r] /= s2;
-    cross3(u[0], u[1], u[2]);
+    base_vec3_cross(u[0], u[1], u[2]);
     double detV = v[0][0] * (v[1][1] * v[2][2] - v[1][2] * v[2][1]) - v[1][0] * (v[0][1] * v[2][2] - v[0][2] * v[2][1]) +
                   v[2][0] * (v[0][1] * v[1][2] - v[0][2] * v[1][1]);
     if (detV < 0)

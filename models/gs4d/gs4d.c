@@ -12,6 +12,7 @@
 #include "base/h5file.h"
 #include "gs4d.h"
 #include "models/gaussians/loss.h"
+#include "models/gaussians/params.h"
 #include "nodes.h"
 
 #define SH_C0 0.28209479177387814 /* Y_0^0, gaussianimate.md §1 */
@@ -36,25 +37,6 @@ Gs4dConfig gs4d_defaults(void) {
         .background = {1, 1, 1}, .random_background = true, .dtype = TENSOR_F32,
     };
 }
-
-/* ---- random numbers: Philox on the caller's TensorRng (its offset counts the 4-word draws) ---- */
-
-typedef struct {
-    TensorRng *g;
-    uint32_t w[4];
-    int left;
-} Draw;
-
-static double draw_u(Draw *d) {
-    if (d->left == 0) tensor_philox(d->g->seed, d->g->stream, d->g->offset++, d->w), d->left = 4;
-    return d->w[--d->left] * (1.0 / 4294967296.0);
-}
-static double draw_n(Draw *d) {
-    double u1 = draw_u(d), u2 = draw_u(d);
-    return sqrt(-2.0 * log(1.0 - u1)) * cos(2 * M_PI * u2);
-}
-static double logit(double p) { return log(p / (1 - p)); }
-static double sigmoid(double x) { return 1 / (1 + exp(-x)); }
 
 /* ---- data --------------------------------------------------------------------------------------- */
 
@@ -418,7 +400,7 @@ void gs4d_init(Gs4dModel *m, const Gs4dConfig *cfg_in, const Gs4dData *d, const 
 
     /* canonical values: carved from the training alphas inside the region the cameras look at */
     TensorRng rng = {.seed = cfg->seed, .stream = 0x6a5e};
-    Draw dr = {.g = &rng};
+    GsDraw dr = {.g = &rng};
     double *mu = base_malloc(sizeof(double) * (size_t)n * 3);
     int64_t got = 0, tries = 0, max_tries = 200 * n;
     const double *c = d->center;
@@ -430,23 +412,23 @@ void gs4d_init(Gs4dModel *m, const Gs4dConfig *cfg_in, const Gs4dData *d, const 
     }
     for (; got < n && tries < max_tries; tries++) {
         double x[3];
-        for (int a = 0; a < 3; a++) x[a] = c[a] + r * (2 * draw_u(&dr) - 1);
+        for (int a = 0; a < 3; a++) x[a] = c[a] + r * (2 * gs_draw_u(&dr) - 1);
         if (carved_in(d, voters, x)) memcpy(mu + 3 * got++, x, sizeof x);
     }
     double vol = 8 * r * r * r;
     if (got < n / 4) got = 0; /* too little survives (no alpha?): the whole region */
     else vol *= (double)got / (double)tries;
     for (int64_t i = got; i < n; i++)
-        for (int a = 0; a < 3; a++) mu[3 * i + a] = c[a] + r * (2 * draw_u(&dr) - 1);
+        for (int a = 0; a < 3; a++) mu[3 * i + a] = c[a] + r * (2 * gs_draw_u(&dr) - 1);
     set_values(m->means, mu);
     free(mu);
-    double s0 = log(cfg->init_scale * cbrt(vol / (double)n)), o0 = logit(cfg->init_opacity);
+    double s0 = log(cfg->init_scale * cbrt(vol / (double)n)), o0 = gs_logit(cfg->init_opacity);
     double *buf = base_malloc(sizeof(double) * (size_t)n * (size_t)(4 > cfg->arap_k ? 4 : cfg->arap_k));
     for (int64_t i = 0; i < n * ns; i++) buf[i] = s0;
     set_values(m->scales, buf);
     for (int64_t i = 0; i < n; i++) buf[i] = o0;
     set_values(m->opacities, buf);
-    for (int64_t i = 0; i < 3 * n; i++) buf[i] = (draw_u(&dr) - 0.5) / SH_C0; /* rgb ~ U[0, 1] */
+    for (int64_t i = 0; i < 3 * n; i++) buf[i] = (gs_draw_u(&dr) - 0.5) / SH_C0; /* rgb ~ U[0, 1] */
     set_values(m->colors, buf);
     if (m->quats) {
         for (int64_t i = 0; i < 4 * n; i++) buf[i] = i % 4 == 0;
@@ -727,42 +709,22 @@ Tensor *gs4d_render(const Gs4dModel *m, const DsCamera *cam, double t, const dou
 /* ---- densification ------------------------------------------------------------------------------ */
 
 static void zero_moments(Gs4dModel *m, int64_t i) {
-    int64_t n = m->cfg.n;
-    for (int g = 0; g < GS4D_DEFORM; g++) {
-        if (!m->used[g]) continue;
-        int64_t per = tensor_numel(m->gparams[g].flat) / n;
-        memset(tensor_f32(m->gopt[g].exp_avg) + per * i, 0, sizeof(float) * (size_t)per);
-        memset(tensor_f32(m->gopt[g].exp_avg_sq) + per * i, 0, sizeof(float) * (size_t)per);
-    }
+    for (int g = 0; g < GS4D_DEFORM; g++)
+        if (m->used[g]) gs_rows_zero_moments(&m->gopt[g], m->cfg.n, i);
 }
 
 static void copy_gaussian(Gs4dModel *m, int64_t dst, int64_t src) {
-    int64_t n = m->cfg.n;
-    for (int g = 0; g < GS4D_DEFORM; g++) {
-        if (!m->used[g]) continue;
-        int64_t per = tensor_numel(m->gparams[g].flat) / n;
-        float *p = tensor_f32(m->gparams[g].flat);
-        memcpy(p + per * dst, p + per * src, sizeof(float) * (size_t)per);
-    }
+    for (int g = 0; g < GS4D_DEFORM; g++)
+        if (m->used[g]) gs_rows_copy(m->gparams[g].flat, m->cfg.n, dst, src);
     float *l = tensor_f32(m->labels);
     l[dst] = l[src];
 }
 
 /* a point drawn from N(μ_j, Σ_j) */
-static void sample_in(const Gs4dModel *m, int64_t j, Draw *d, float out[3]) {
-    const float *mu = tensor_f32(m->means), *sc = tensor_f32(m->scales);
-    int ns = m->cfg.isotropic ? 1 : 3;
-    double z[3] = {draw_n(d), draw_n(d), draw_n(d)}, s[3], R[9] = {1, 0, 0, 0, 1, 0, 0, 0, 1};
-    for (int a = 0; a < 3; a++) s[a] = exp(sc[ns * j + (ns == 3 ? a : 0)]);
-    if (m->quats) {
-        const float *q = tensor_f32(m->quats) + 4 * j;
-        double w = q[0], x = q[1], y = q[2], zz = q[3], nq = sqrt(w * w + x * x + y * y + zz * zz);
-        if (nq > 0) w /= nq, x /= nq, y /= nq, zz /= nq;
-        double Rq[9] = {1 - 2 * (y * y + zz * zz), 2 * (x * y - w * zz),     2 * (x * zz + w * y),
-                        2 * (x * y + w * zz),     1 - 2 * (x * x + zz * zz), 2 * (y * zz - w * x),
-                        2 * (x * zz - w * y),     2 * (y * zz + w * x),     1 - 2 * (x * x + y * y)};
-        memcpy(R, Rq, sizeof R);
-    }
+static void sample_in(const Gs4dModel *m, int64_t j, GsDraw *d, float out[3]) {
+    const float *mu = tensor_f32(m->means);
+    double z[3] = {gs_draw_n(d), gs_draw_n(d), gs_draw_n(d)}, s[3], R[9];
+    gs_gaussian_frame(tensor_f32(m->scales), m->cfg.isotropic ? 1 : 3, m->quats ? tensor_f32(m->quats) : NULL, j, s, R);
     for (int a = 0; a < 3; a++)
         out[a] = (float)(mu[3 * j + a] + R[3 * a] * s[0] * z[0] + R[3 * a + 1] * s[1] * z[1] + R[3 * a + 2] * s[2] * z[2]);
 }
@@ -789,7 +751,7 @@ static int64_t densify_host(Gs4dModel *m, TensorRng *rng) {
     int64_t nd = 0, nl = 0, nc = 0;
     double tot = 0;
     for (int64_t i = 0; i < n; i++) {
-        double a = sigmoid(o[i]);
+        double a = gs_sigmoid(o[i]);
         if (a < m->cfg.prune_opacity) {
             dead[nd++] = i;
             continue;
@@ -799,7 +761,7 @@ static int64_t densify_host(Gs4dModel *m, TensorRng *rng) {
         if (g > m->cfg.densify_grad) cand[nc++] = (GradRank){g, i};
     }
     qsort(cand, (size_t)nc, sizeof(GradRank), cmp_grad);
-    Draw dr = {.g = rng};
+    GsDraw dr = {.g = rng};
     m->densified = m->relocated = 0;
     double shrink = log(1.6); /* 3DGS splits into two of scale / (0.8 · 2) */
     for (int64_t k = 0; k < nd && nl > 0; k++) {
@@ -812,14 +774,7 @@ static int64_t densify_host(Gs4dModel *m, TensorRng *rng) {
             split = smax > m->cfg.split_scale * m->extent;
             m->densified++;
         } else { /* no gradient asks for more: relocate onto a live one drawn by opacity (3DGS-MCMC) */
-            double u = draw_u(&dr) * tot;
-            int64_t lo = 0, hi = nl - 1;
-            while (lo < hi) {
-                int64_t mid = (lo + hi) / 2;
-                if (cdf[mid] > u) hi = mid;
-                else lo = mid + 1;
-            }
-            j = live[lo];
+            j = live[gs_draw_from_cdf(&dr, cdf, nl, tot)];
             m->relocated++;
         }
         copy_gaussian(m, i, j);
@@ -835,9 +790,9 @@ static int64_t densify_host(Gs4dModel *m, TensorRng *rng) {
             /* a clone: the copy drawn from the source (a copy at μ would get the source's exact
              * gradients and stay its twin); the pair's opacity split so they stack to o */
             memcpy(mu + 3 * i, p, sizeof p);
-            double a = 1 - sqrt(1 - sigmoid(o[j]));
+            double a = 1 - sqrt(1 - gs_sigmoid(o[j]));
             if (a < m->cfg.prune_opacity) a = m->cfg.prune_opacity * 1.01; /* must not die at once */
-            o[i] = o[j] = (float)logit(a);
+            o[i] = o[j] = (float)gs_logit(a);
         }
         zero_moments(m, i);
         zero_moments(m, j);
@@ -892,7 +847,7 @@ static void nodes_init_host(Gs4dModel *m) {
     float *live = base_malloc(sizeof(float) * 3 * (size_t)n);
     int64_t nl = 0;
     for (int64_t i = 0; i < n; i++)
-        if (sigmoid(o[i]) >= m->cfg.prune_opacity) memcpy(live + 3 * nl++, mu + 3 * i, sizeof(float) * 3);
+        if (gs_sigmoid(o[i]) >= m->cfg.prune_opacity) memcpy(live + 3 * nl++, mu + 3 * i, sizeof(float) * 3);
     if (nl < nm) memcpy(live, mu, sizeof(float) * 3 * (size_t)(nl = n));
     int64_t *pick = base_malloc(sizeof(int64_t) * (size_t)nm);
     gs4d_fps(live, nl, nm, 0, pick);
@@ -931,7 +886,7 @@ static int64_t nodes_refine_host(Gs4dModel *m) {
     float *np = tensor_f32(m->node_pos), *rho = tensor_f32(m->node_rho);
     double *use = base_calloc((size_t)nm * 2, sizeof(double)), *score = use + nm;
     for (int64_t i = 0; i < n; i++) {
-        if (sigmoid(o[i]) < m->cfg.prune_opacity) continue;
+        if (gs_sigmoid(o[i]) < m->cfg.prune_opacity) continue;
         double w[64], tot = 0, g = cnt[i] > 0 ? acc[i] / cnt[i] : 0;
         for (int j = 0; j < k; j++) {
             int64_t c = (int64_t)kn[i * k + j];
@@ -957,7 +912,7 @@ static int64_t nodes_refine_host(Gs4dModel *m) {
         int64_t best = -1;
         double bg = m->cfg.densify_grad;
         for (int64_t i = 0; i < n; i++) {
-            if (taken[i] || (int64_t)kn[i * k] != src || sigmoid(o[i]) < m->cfg.prune_opacity) continue;
+            if (taken[i] || (int64_t)kn[i * k] != src || gs_sigmoid(o[i]) < m->cfg.prune_opacity) continue;
             double g = cnt[i] > 0 ? acc[i] / cnt[i] : 0;
             if (g > bg) bg = g, best = i;
         }
@@ -1103,7 +1058,7 @@ static int64_t redo_host(Gs4dModel *m, double t0, double t1, TensorRng *rng) {
     }
     ag_no_grad_end(prev);
     tensor_scope_end(s);
-    Draw dr = {.g = rng};
+    GsDraw dr = {.g = rng};
     int64_t revived = 0;
     FlatRefs f = {tensor_f32(m->params.flat), tensor_f32(m->optim.exp_avg), tensor_f32(m->optim.exp_avg_sq),
                   m->params.flat->offset};
@@ -1118,8 +1073,8 @@ static int64_t redo_host(Gs4dModel *m, double t0, double t1, TensorRng *rng) {
             /* fresh incoming weights and bias, drawn as gs4d_init's trunk init draws them */
             for (int64_t c = 0; c < fan_in; c++)
                 set_param(&f, l->weight, j * fan_in + c,
-                          (float)(he ? sqrt(2.0 / (double)fan_in) * draw_n(&dr) : (2 * draw_u(&dr) - 1) / sqrt((double)fan_in)));
-            set_param(&f, l->bias, j, he ? 0.0f : (float)((2 * draw_u(&dr) - 1) / sqrt((double)fan_in)));
+                          (float)(he ? sqrt(2.0 / (double)fan_in) * gs_draw_n(&dr) : (2 * gs_draw_u(&dr) - 1) / sqrt((double)fan_in)));
+            set_param(&f, l->bias, j, he ? 0.0f : (float)((2 * gs_draw_u(&dr) - 1) / sqrt((double)fan_in)));
             /* outgoing weights to zero: the deformation is unchanged at this step */
             if (i + 1 < depth) {
                 NnLinear *nx = &m->mlp.layer[i + 1];
@@ -1135,16 +1090,7 @@ static int64_t redo_host(Gs4dModel *m, double t0, double t1, TensorRng *rng) {
     return revived;
 }
 
-static void opacity_reset(Gs4dModel *m) {
-    float *o = tensor_f32(m->opacities);
-    double cap = logit(0.01);
-    int64_t n = m->cfg.n;
-    float *ea = tensor_f32(m->gopt[GS4D_OPACITY].exp_avg), *es = tensor_f32(m->gopt[GS4D_OPACITY].exp_avg_sq);
-    for (int64_t i = 0; i < n; i++) {
-        if (o[i] > cap) o[i] = (float)cap;
-        ea[i] = es[i] = 0;
-    }
-}
+static void opacity_reset(Gs4dModel *m) { gs_opacity_reset(tensor_f32(m->opacities), m->cfg.n, &m->gopt[GS4D_OPACITY]); }
 
 /* ---- one step ------------------------------------------------------------------------------------ */
 
@@ -1181,9 +1127,9 @@ double gs4d_step_batch(Gs4dModel *m, const Gs4dData *d, const int64_t *views, in
     if (batch < 1 || batch % ranks) tensor_fail("gs4d_step", "a batch of %d views over %d ranks: need a positive multiple", batch, ranks);
     /* every rank draws every view's background, so the generators stay in step */
     double *bgs = base_malloc(sizeof(double) * 3 * (size_t)batch);
-    Draw dr = {.g = rng};
+    GsDraw dr = {.g = rng};
     for (int j = 0; j < batch; j++)
-        for (int a = 0; a < 3; a++) bgs[3 * j + a] = m->cfg.random_background ? draw_u(&dr) : m->cfg.background[a];
+        for (int a = 0; a < 3; a++) bgs[3 * j + a] = m->cfg.random_background ? gs_draw_u(&dr) : m->cfg.background[a];
     int64_t b0 = 0, b1 = batch;
     if (comm) optim_comm_shard(comm, batch, &b0, &b1);
     bool def = deforming(m), nodes = m->cfg.deform == GS4D_DEFORM_NODES;
@@ -1352,7 +1298,7 @@ void gs4d_state_at(const Gs4dModel *m, double t, float *pos, float *scale, float
     tensor_to_f64_array(tensor_contiguous(g.colors), buf);
     for (int64_t i = 0; i < 3 * n; i++) rgb[i] = (float)(SH_C0 * buf[i] + 0.5);
     tensor_to_f64_array(tensor_contiguous(g.opacities), buf);
-    for (int64_t i = 0; i < n; i++) opacity[i] = (float)sigmoid(buf[i]);
+    for (int64_t i = 0; i < n; i++) opacity[i] = (float)gs_sigmoid(buf[i]);
     free(buf);
     ag_no_grad_end(prev);
     tensor_scope_end(s);
@@ -1411,7 +1357,7 @@ int gs4d_trajectories_appearance(const char *path, int64_t n, float *log_scale, 
         o /= (double)F;
         o = o < 1e-4 ? 1e-4 : o > 1 - 1e-4 ? 1 - 1e-4 : o;
         if (log_scale) log_scale[i] = (float)(ls / (double)(F * ns));
-        if (logit) logit[i] = (float)log(o / (1 - o));
+        if (logit) logit[i] = (float)gs_logit(o);
         for (int k = 0; rgb && k < 3; k++) rgb[i * 3 + k] = (float)(c[k] / (double)F);
     }
     free(sc), free(op), free(co);
@@ -1434,20 +1380,10 @@ int gs4d_export(const Gs4dModel *mc, DsGaussians *out) {
 }
 
 static int export_host(const Gs4dModel *m, DsGaussians *out) {
-    int64_t n = m->cfg.n;
-    int ns = m->cfg.isotropic ? 1 : 3;
-    if (ds_gaussians_alloc(out, n, 0)) return -1;
-    const float *mu = tensor_f32(m->means), *s = tensor_f32(m->scales), *o = tensor_f32(m->opacities);
-    const float *c = tensor_f32(m->colors), *q = m->quats ? tensor_f32(m->quats) : NULL;
-    for (int64_t i = 0; i < n; i++) {
-        memcpy(out->xyz + 3 * i, mu + 3 * i, sizeof(float) * 3);
-        memcpy(out->sh + 3 * i, c + 3 * i, sizeof(float) * 3);
-        out->opacity[i] = o[i];
-        for (int a = 0; a < 3; a++) out->scale[3 * i + a] = s[ns * i + (ns == 3 ? a : 0)];
-        if (q) memcpy(out->rot + 4 * i, q + 4 * i, sizeof(float) * 4);
-        else out->rot[4 * i] = 1, out->rot[4 * i + 1] = out->rot[4 * i + 2] = out->rot[4 * i + 3] = 0;
-    }
-    return 0;
+    /* colors are the degree-0 SH coefficients */
+    return gs_export_params(m->cfg.n, 0, m->cfg.isotropic ? 1 : 3, tensor_f32(m->means), tensor_f32(m->scales),
+                            tensor_f32(m->opacities), tensor_f32(m->colors), NULL,
+                            m->quats ? tensor_f32(m->quats) : NULL, out);
 }
 
 static Tensor *clamp01(const Tensor *img) {

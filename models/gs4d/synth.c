@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "base/alloc.h"
+#include "base/color.h"
 #include "datasets/geometry/procedural.h"
 #include "datasets/render/raster.h"
 #include "synth.h"
@@ -13,14 +14,6 @@ void gs4d_synth_motion(double t, const float in[3], float out[3]) {
     double x = in[0], y = in[1] + 0.3 * t * in[0] * in[0], z = in[2];
     double a = 0.6 * t, c = cos(a), s = sin(a);
     out[0] = (float)(c * x + s * z), out[1] = (float)y, out[2] = (float)(-s * x + c * z);
-}
-
-static void hsv(double h, double s, double v, float rgb[3]) {
-    h = 6 * (h - floor(h));
-    int i = (int)h;
-    double fr = h - i, p = v * (1 - s), q = v * (1 - s * fr), t = v * (1 - s * (1 - fr));
-    double r[6][3] = {{v, t, p}, {q, v, p}, {p, v, t}, {p, q, v}, {t, p, v}, {v, p, q}};
-    for (int a = 0; a < 3; a++) rgb[a] = (float)r[i % 6][a];
 }
 
 int gs4d_synth_make(const char *category, uint64_t seed, int frames, int views, int test_views, int size,
@@ -41,7 +34,7 @@ int gs4d_synth_make(const char *category, uint64_t seed, int frames, int views, 
     free(m->color);
     m->color = base_malloc(sizeof(float) * 3 * (size_t)m->nv);
     float *pal = base_malloc(sizeof(float) * 3 * (size_t)(sh.nbones > 0 ? sh.nbones : 1));
-    for (int b = 0; b < sh.nbones; b++) hsv(0.618033988749895 * b + 0.08, 0.6, 0.9, pal + 3 * b);
+    for (int b = 0; b < sh.nbones; b++) base_hsv_rgbf(0.618033988749895 * b + 0.08, 0.6, 0.9, pal + 3 * b);
     for (int64_t i = 0; i < m->nv; i++) {
         const float *p = m->v + 3 * i;
         double stripe = 0.65 + 0.35 * sin(7 * p[0]) * sin(7 * p[1] + 1) * sin(7 * p[2] + 2);

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "base/errbuf.h"
+#include "base/finite.h"
 #include "base/h5file.h"
 #include "datasets/motion/rig.h"
 #include "models/skelebones/cluster.h"
@@ -16,21 +17,6 @@ void pm_rig_free(PmRig *r) {
     memset(r, 0, sizeof *r);
 }
 
-/* Reads dataset name (rank dims, converted to mem of elem bytes) into a new buffer; the dims go to
- * dims. 0, or -1 with err. */
-/* reads a dataset of the rig into a malloc'd array (base_h5_read_typed); dims out */
-static int read_ds(hid_t f, const char *path, const char *name, int rank, hid_t mem, size_t elem, int64_t *dims,
-                   void **out, char *err, size_t errlen) {
-    for (int k = 0; k < rank; k++) dims[k] = -1;
-    return base_h5_read_typed(f, path, name, rank, dims, mem, elem, out, err, errlen);
-}
-
-static int finite_all(const float *x, size_t n) {
-    for (size_t i = 0; i < n; i++)
-        if (!isfinite(x[i])) return 0;
-    return 1;
-}
-
 int pm_rig_load(const char *path, PmRig *r, char *err, size_t errlen) {
     memset(r, 0, sizeof *r);
     base_h5_quiet();
@@ -39,14 +25,14 @@ int pm_rig_load(const char *path, PmRig *r, char *err, size_t errlen) {
     int64_t dp[2], dw[2], dt[4], dj[2], dpa[1], dq[3], dtr[2], dparts[2];
     void *points = NULL, *weights = NULL, *tb = NULL, *rest = NULL, *parents = NULL, *rot = NULL, *trans = NULL,
          *parts = NULL;
-    int rc = read_ds(f, path, "rest/points", 2, H5T_NATIVE_FLOAT, 4, dp, &points, err, errlen);
-    rc = rc ? rc : read_ds(f, path, "bones/weights", 2, H5T_NATIVE_FLOAT, 4, dw, &weights, err, errlen);
-    rc = rc ? rc : read_ds(f, path, "bones/transforms", 4, H5T_NATIVE_FLOAT, 4, dt, &tb, err, errlen);
-    rc = rc ? rc : read_ds(f, path, "ik/rest_joints", 2, H5T_NATIVE_DOUBLE, 8, dj, &rest, err, errlen);
-    rc = rc ? rc : read_ds(f, path, "ik/parents", 1, H5T_NATIVE_INT32, 4, dpa, &parents, err, errlen);
-    rc = rc ? rc : read_ds(f, path, "ik/rotations", 3, H5T_NATIVE_FLOAT, 4, dq, &rot, err, errlen);
-    rc = rc ? rc : read_ds(f, path, "ik/translation", 2, H5T_NATIVE_FLOAT, 4, dtr, &trans, err, errlen);
-    rc = rc ? rc : read_ds(f, path, "joints/parts", 2, H5T_NATIVE_UINT8, 1, dparts, &parts, err, errlen);
+    int rc = base_h5_read_dims(f, path, "rest/points", 2, dp, H5T_NATIVE_FLOAT, 4, false, &points, err, errlen);
+    rc = rc ? rc : base_h5_read_dims(f, path, "bones/weights", 2, dw, H5T_NATIVE_FLOAT, 4, false, &weights, err, errlen);
+    rc = rc ? rc : base_h5_read_dims(f, path, "bones/transforms", 4, dt, H5T_NATIVE_FLOAT, 4, false, &tb, err, errlen);
+    rc = rc ? rc : base_h5_read_dims(f, path, "ik/rest_joints", 2, dj, H5T_NATIVE_DOUBLE, 8, false, &rest, err, errlen);
+    rc = rc ? rc : base_h5_read_dims(f, path, "ik/parents", 1, dpa, H5T_NATIVE_INT32, 4, false, &parents, err, errlen);
+    rc = rc ? rc : base_h5_read_dims(f, path, "ik/rotations", 3, dq, H5T_NATIVE_FLOAT, 4, false, &rot, err, errlen);
+    rc = rc ? rc : base_h5_read_dims(f, path, "ik/translation", 2, dtr, H5T_NATIVE_FLOAT, 4, false, &trans, err, errlen);
+    rc = rc ? rc : base_h5_read_dims(f, path, "joints/parts", 2, dparts, H5T_NATIVE_UINT8, 1, false, &parts, err, errlen);
     H5Fclose(f);
     r->points = points, r->weights = weights, r->tb = tb, r->rest = rest, r->parents = parents, r->rot = rot;
     r->trans = trans, r->parts = parts;
@@ -65,9 +51,9 @@ int pm_rig_load(const char *path, PmRig *r, char *err, size_t errlen) {
     else if (dparts[1] != dj[0] || dparts[0] < 1) bad = "joints/parts is not P × J (with the IK's J)";
     else if (r->J < 1 || r->J > SB_IK_MAX_JOINTS) bad = "the tree has no joints or more than the IK allows";
     else if (r->F < 1 || r->B < 1 || r->n < 1) bad = "it has no frames, bones or points";
-    else if (!finite_all(r->points, (size_t)r->n * 3) || !finite_all(r->weights, (size_t)r->n * r->B) ||
-             !finite_all(r->tb, (size_t)r->F * r->B * 12) || !finite_all(r->rot, (size_t)r->F * r->J * 4) ||
-             !finite_all(r->trans, (size_t)r->F * 3))
+    else if (!base_all_finite_f(r->points, (size_t)r->n * 3) || !base_all_finite_f(r->weights, (size_t)r->n * r->B) ||
+             !base_all_finite_f(r->tb, (size_t)r->F * r->B * 12) || !base_all_finite_f(r->rot, (size_t)r->F * r->J * 4) ||
+             !base_all_finite_f(r->trans, (size_t)r->F * 3))
         bad = "it holds a non-finite value";
     for (int j = 0; !bad && j < r->J; j++)
         if (r->parents[j] >= j || r->parents[j] < -1 || (r->parents[j] == -1) != (j == 0))

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "base/errbuf.h"
+#include "base/mat3.h"
 #include "models/partmm/tie.h"
 
 static void gt_linear(const DsMotionGt *g, int t, int64_t v, double L[9]) {
@@ -16,15 +17,6 @@ static void gt_linear(const DsMotionGt *g, int t, int64_t v, double L[9]) {
         for (int r = 0; r < 3; r++)
             for (int c = 0; c < 3; c++) L[r * 3 + c] += w * T[r * 4 + c];
     }
-}
-
-static int inv3(const double A[9], double X[9]) {
-    double d = A[0] * (A[4] * A[8] - A[5] * A[7]) - A[1] * (A[3] * A[8] - A[5] * A[6]) + A[2] * (A[3] * A[7] - A[4] * A[6]);
-    if (!(fabs(d) > 1e-12)) return -1;
-    X[0] = (A[4] * A[8] - A[5] * A[7]) / d, X[1] = (A[2] * A[7] - A[1] * A[8]) / d, X[2] = (A[1] * A[5] - A[2] * A[4]) / d;
-    X[3] = (A[5] * A[6] - A[3] * A[8]) / d, X[4] = (A[0] * A[8] - A[2] * A[6]) / d, X[5] = (A[2] * A[3] - A[0] * A[5]) / d;
-    X[6] = (A[3] * A[7] - A[4] * A[6]) / d, X[7] = (A[1] * A[6] - A[0] * A[7]) / d, X[8] = (A[0] * A[4] - A[1] * A[3]) / d;
-    return 0;
 }
 
 int pm_gaussian_tie(const PmRig *rig, int F, const DsMotionGt *train, PmGaussianTie *tie, char *err, size_t errlen) {
@@ -58,7 +50,7 @@ int pm_gaussian_tie(const PmRig *rig, int F, const DsMotionGt *train, PmGaussian
         for (int t = 0; t < F; t++) {
             double L[9], X[9], e[3];
             gt_linear(train, t, a, L);
-            if (inv3(L, X)) continue;
+            if (!(fabs(base_mat3_inv(L, X)) > 1e-12)) continue; /* a singular frame says nothing */
             for (int k = 0; k < 3; k++) e[k] = own[((int64_t)t * n + i) * 3 + k] - train->vertices[((int64_t)t * nv + a) * 3 + k];
             for (int k = 0; k < 3; k++) acc[k] += X[k * 3] * e[0] + X[k * 3 + 1] * e[1] + X[k * 3 + 2] * e[2];
             m++;

@@ -145,11 +145,6 @@ void ps_skinner_free(PsSkinner *s) {
     memset(s, 0, sizeof *s);
 }
 
-static void *xmalloc(size_t n) {
-    void *p = base_malloc(n ? n : 1);
-    return p;
-}
-
 int ps_skinner_run(PsSkinner *sk, const DsMesh *mesh, const char *name, int64_t n_cubature, DsSkinning *out,
                    PsSkinMetrics *met, char *err, size_t errlen) {
     memset(out, 0, sizeof *out);
@@ -172,15 +167,15 @@ int ps_skinner_run(PsSkinner *sk, const DsMesh *mesh, const char *name, int64_t 
         return -1;
     }
     int64_t n = n_cubature > 0 && n_cubature < nc ? n_cubature : nc;
-    float *cx = xmalloc(sizeof(float) * (size_t)(n * 3)), *cw = xmalloc(sizeof(float) * (size_t)(n * k));
-    float *cg = xmalloc(sizeof(float) * (size_t)(n * k * 3));
-    float *vw = xmalloc(sizeof(float) * (size_t)(nv * k)), *vg = xmalloc(sizeof(float) * (size_t)(nv * k * 3));
+    float *cx = base_malloc(sizeof(float) * (size_t)(n * 3)), *cw = base_malloc(sizeof(float) * (size_t)(n * k));
+    float *cg = base_malloc(sizeof(float) * (size_t)(n * k * 3));
+    float *vw = base_malloc(sizeof(float) * (size_t)(nv * k)), *vg = base_malloc(sizeof(float) * (size_t)(nv * k * 3));
     out->m = k, out->nc = n, out->nv = nv, out->nf = nf;
-    out->cub_x = xmalloc(sizeof(double) * (size_t)(n * 3)), out->cub_vol = xmalloc(sizeof(double) * (size_t)n);
-    out->cub_w = xmalloc(sizeof(double) * (size_t)(n * k)), out->cub_dw = xmalloc(sizeof(double) * (size_t)(n * k * 3));
-    out->vert_x = xmalloc(sizeof(double) * (size_t)(nv * 3)), out->vert_w = xmalloc(sizeof(double) * (size_t)(nv * k));
-    out->vert_dw = xmalloc(sizeof(double) * (size_t)(nv * k * 3));
-    out->faces = xmalloc(sizeof(int32_t) * (size_t)(nf * 3));
+    out->cub_x = base_malloc(sizeof(double) * (size_t)(n * 3)), out->cub_vol = base_malloc(sizeof(double) * (size_t)n);
+    out->cub_w = base_malloc(sizeof(double) * (size_t)(n * k)), out->cub_dw = base_malloc(sizeof(double) * (size_t)(n * k * 3));
+    out->vert_x = base_malloc(sizeof(double) * (size_t)(nv * 3)), out->vert_w = base_malloc(sizeof(double) * (size_t)(nv * k));
+    out->vert_dw = base_malloc(sizeof(double) * (size_t)(nv * k * 3));
+    out->faces = base_malloc(sizeof(int32_t) * (size_t)(nf * 3));
     /* n of the nc candidates, evenly strided (deterministic); each keeps volume·nc/n so that
      * Σ V_c still integrates the shape's volume */
     for (int64_t i = 0; i < n; i++) {

@@ -5,8 +5,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "base/clock.h"
 #include "base/errbuf.h"
 #include "base/h5file.h"
 #include "datasets/mesh/mesh.h"
@@ -28,26 +28,20 @@ void sb_result_free(SbResult *r) {
     r->ik_rest = NULL, r->ik_parents = NULL;
 }
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 int sb_run(const SbTraj *t, const SbOptions *o, SbResult *r, char *err, size_t errlen) {
     memset(r, 0, sizeof *r);
     r->true_rmse = -1;
-    double t0 = now_s();
+    double t0 = base_now();
     int rc = o->random_init ? sb_cluster_random(t->nframes, t->npoints, t->rest, t->pos, o->cluster.bones, o->seed,
                                                 &r->clusters, err, errlen)
                             : sb_cluster_lbgvq(t->nframes, t->npoints, t->rest, t->pos, &o->cluster, &r->clusters, err, errlen);
     if (rc) return -1;
-    double t1 = now_s();
+    double t1 = base_now();
     if (sb_ssdr(t->nframes, t->npoints, t->rest, t->pos, &r->clusters, &o->ssdr, &r->skin, err, errlen)) {
         sb_result_free(r);
         return -1;
     }
-    double t2 = now_s();
+    double t2 = base_now();
     r->seconds_cluster = t1 - t0, r->seconds_ssdr = t2 - t1;
     if (t->true_bones > 0)
         r->true_rmse = sb_lbs_rmse(t->nframes, t->npoints, t->true_bones, t->rest, t->pos, t->true_weights, t->true_transforms);

@@ -1,16 +1,16 @@
-/* models/skelebones/skeleton.c — mean curvature skeleton; see skeleton.h for the algorithm. */
+/* models/skelebones/skeleton.c — mean curvature skeleton: the contraction of the working mesh and
+ * the curve graph it ends in (see skeleton.h for the algorithm; the poles: skeleton_poles.c). */
 #include "base/errbuf.h"
 #include "base/par.h"
 #include "models/skelebones/skeleton.h"
+#include "models/skelebones/skeleton_internal.h"
 
 #include "datasets/geometry/geometry.h"
 
 #include <cholmod.h>
 #include <float.h>
 #include <math.h>
-#include <omp.h>
 #include <stdbool.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -33,47 +33,11 @@ void sb_skeleton_free(SbSkeleton *s) {
 
 /* ---- the working mesh ------------------------------------------------------------------------ */
 
-/* The edges and adjacency of the working mesh (connectivity only: positions may change while it
- * stays current). Its arrays are kept between builds and grow as needed: it is rebuilt several
- * times per contraction iteration. */
-typedef struct {
-    int64_t ne;
-    int32_t *a, *b;   /* a < b */
-    int32_t *f0, *f1; /* up to two faces; nfc counts all */
-    int32_t *nfc;
-    int64_t *vadj_off; /* nv + 1 */
-    int32_t *vadj;     /* sorted neighbor lists */
-    int64_t *vf_off;
-    int32_t *vf;       /* faces of each vertex */
-    int64_t *boff, *fill; /* build scratch, nv + 2 */
-    int32_t *bb, *bf;     /* build scratch, 3 × faces + 1 */
-    int64_t capv, capm;   /* capacities: per vertex (nv + 2), per face corner (3 × faces + 1) */
-} Topo;
-
 static void topo_free(Topo *t) {
     free(t->a), free(t->b), free(t->f0), free(t->f1), free(t->nfc), free(t->vadj_off), free(t->vadj);
     free(t->vf_off), free(t->vf), free(t->boff), free(t->fill), free(t->bb), free(t->bf);
     memset(t, 0, sizeof *t);
 }
-
-typedef struct {
-    int64_t nv, capv, nf, capf;
-    double *x;       /* capv × 3 */
-    double *pole;    /* capv × 3 */
-    uint8_t *has_pole, *fixed;
-    uint8_t *pole_in; /* the pole is inside the contracted surface (CGAL's test; ray poles: always) */
-    bool voronoi;     /* Voronoi poles: CGAL's inside test and pole choice on collapse */
-    double *mass;    /* vertices merged into this one (for the curve graph's node positions) */
-    int32_t *parent; /* union-find: the vertex this one collapsed into (itself while alive) */
-    int32_t *f;      /* capf × 3 */
-    uint8_t *falive;
-    /* the connectivity of f/falive while topo_ok (work_topo); every change of the faces clears
-     * topo_ok. Between a pass that changes nothing and the next step (the last collapse pass and
-     * the first split pass, the last split pass and the degeneracy test, that test and the next
-     * iteration's solve) the mesh's connectivity is the same, and the build is skipped. */
-    Topo topo;
-    bool topo_ok;
-} Work;
 
 static int work_growv(Work *w, int64_t need) {
     if (need <= w->capv) return 0;
@@ -96,7 +60,7 @@ static int work_growv(Work *w, int64_t need) {
     double *ms = realloc(w->mass, (size_t)c * sizeof *ms);
     if (!ms) return -1;
     w->mass = ms;
-    int32_t *pa = realloc(w->parent, (size_t)c * sizeof *pa);
+    int64_t *pa = realloc(w->parent, (size_t)c * sizeof *pa);
     if (!pa) return -1;
     w->parent = pa;
     w->capv = c;
@@ -122,24 +86,9 @@ static void work_free(Work *w) {
     topo_free(&w->topo);
 }
 
-static int32_t uf_find(int32_t *p, int32_t i) {
-    while (p[i] != i) {
-        p[i] = p[p[i]];
-        i = p[i];
-    }
-    return i;
-}
-
 static double dist3(const double *a, const double *b) {
     double d0 = a[0] - b[0], d1 = a[1] - b[1], d2 = a[2] - b[2];
     return sqrt(d0 * d0 + d1 * d1 + d2 * d2);
-}
-
-static void tri_normal(const double *a, const double *b, const double *c, double n[3]) {
-    double u[3] = {b[0] - a[0], b[1] - a[1], b[2] - a[2]}, v[3] = {c[0] - a[0], c[1] - a[1], c[2] - a[2]};
-    n[0] = u[1] * v[2] - u[2] * v[1];
-    n[1] = u[2] * v[0] - u[0] * v[2];
-    n[2] = u[0] * v[1] - u[1] * v[0];
 }
 
 static double work_area(const Work *w) {
@@ -148,7 +97,7 @@ static double work_area(const Work *w) {
         if (!w->falive[i]) continue;
         const int32_t *t = w->f + 3 * i;
         double n[3];
-        tri_normal(w->x + 3 * t[0], w->x + 3 * t[1], w->x + 3 * t[2], n);
+        sb_skel_tri_normal(w->x + 3 * t[0], w->x + 3 * t[1], w->x + 3 * t[2], n);
         A += 0.5 * sqrt(n[0] * n[0] + n[1] * n[1] + n[2] * n[2]);
     }
     return A;
@@ -615,528 +564,6 @@ done:
     return rc;
 }
 
-/* ---- medial poles --------------------------------------------------------------------------- */
-
-/* Möller–Trumbore; the distance along d to the triangle, or INFINITY */
-static double ray_tri(const double *o, const double *d, const double *a, const double *b, const double *c) {
-    double e1[3] = {b[0] - a[0], b[1] - a[1], b[2] - a[2]}, e2[3] = {c[0] - a[0], c[1] - a[1], c[2] - a[2]};
-    double p[3] = {d[1] * e2[2] - d[2] * e2[1], d[2] * e2[0] - d[0] * e2[2], d[0] * e2[1] - d[1] * e2[0]};
-    double det = e1[0] * p[0] + e1[1] * p[1] + e1[2] * p[2];
-    if (fabs(det) < 1e-300) return INFINITY;
-    double inv = 1.0 / det, s[3] = {o[0] - a[0], o[1] - a[1], o[2] - a[2]};
-    double u = (s[0] * p[0] + s[1] * p[1] + s[2] * p[2]) * inv;
-    if (u < -1e-9 || u > 1 + 1e-9) return INFINITY; /* a ray through an edge hits one of its faces */
-    double q[3] = {s[1] * e1[2] - s[2] * e1[1], s[2] * e1[0] - s[0] * e1[2], s[0] * e1[1] - s[1] * e1[0]};
-    double v = (d[0] * q[0] + d[1] * q[1] + d[2] * q[2]) * inv;
-    if (v < -1e-9 || u + v > 1 + 1e-9) return INFINITY;
-    double tt = (e2[0] * q[0] + e2[1] * q[1] + e2[2] * q[2]) * inv;
-    return tt > 0 ? tt : INFINITY;
-}
-
-/* A uniform grid over the faces' bounding box, each cell listing the faces whose bounding box
- * overlaps it (about two faces per cell), walked cell by cell along a ray (Amanatides & Woo
- * 1987) so a ray tests only the faces near its path and stops in the first cell that holds its
- * nearest hit: the pole search costs about O(V·∛F) instead of O(V·F). */
-typedef struct {
-    int n[3];
-    double lo[3], h;
-    int64_t *off;  /* cells + 1 */
-    int32_t *item; /* the cells' lists, one after another: faces here, vertices for the Voronoi
-                      poles' grid (vgrid_build) */
-} CellGrid;
-
-static void grid_free(CellGrid *g) {
-    free(g->off), free(g->item);
-    memset(g, 0, sizeof *g);
-}
-
-static int grid_cell(const CellGrid *g, int k, double x) {
-    int c = (int)floor((x - g->lo[k]) / g->h);
-    return c < 0 ? 0 : c >= g->n[k] ? g->n[k] - 1 : c;
-}
-
-static int grid_build(const Work *w, CellGrid *g) {
-    memset(g, 0, sizeof *g);
-    double lo[3] = {DBL_MAX, DBL_MAX, DBL_MAX}, hi[3] = {-DBL_MAX, -DBL_MAX, -DBL_MAX};
-    int64_t nfa = 0;
-    for (int64_t i = 0; i < w->nf; i++) {
-        if (!w->falive[i]) continue;
-        nfa++;
-        for (int c = 0; c < 3; c++)
-            for (int k = 0; k < 3; k++) {
-                double x = w->x[3 * w->f[3 * i + c] + k];
-                lo[k] = x < lo[k] ? x : lo[k], hi[k] = x > hi[k] ? x : hi[k];
-            }
-    }
-    if (!nfa) return 0;
-    double ext[3], vol = 1, maxe = 0;
-    for (int k = 0; k < 3; k++) ext[k] = hi[k] - lo[k], maxe = ext[k] > maxe ? ext[k] : maxe;
-    for (int k = 0; k < 3; k++) vol *= ext[k] > 1e-3 * maxe ? ext[k] : 1e-3 * maxe;
-    g->h = cbrt(vol / (0.5 * (double)nfa + 1));
-    if (!(g->h > 0)) g->h = maxe > 0 ? maxe : 1;
-    int64_t cells = 1;
-    for (int k = 0; k < 3; k++) {
-        g->n[k] = (int)(ext[k] / g->h) + 1;
-        if (g->n[k] > 512) g->n[k] = 512;
-        g->lo[k] = lo[k], cells *= g->n[k];
-    }
-    for (int k = 0; k < 3; k++) /* the cell size after the 512 cap: the longest side decides */
-        if (ext[k] / g->n[k] > g->h) g->h = ext[k] / g->n[k] * (1 + 1e-9);
-    g->off = calloc((size_t)cells + 1, sizeof *g->off);
-    if (!g->off) return -1;
-    for (int pass = 0; pass < 2; pass++) {
-        for (int64_t i = 0; i < w->nf; i++) {
-            if (!w->falive[i]) continue;
-            int c0[3], c1[3];
-            for (int k = 0; k < 3; k++) {
-                double a = w->x[3 * w->f[3 * i] + k], b = w->x[3 * w->f[3 * i + 1] + k], c = w->x[3 * w->f[3 * i + 2] + k];
-                double mn = a < b ? (a < c ? a : c) : (b < c ? b : c), mx = a > b ? (a > c ? a : c) : (b > c ? b : c);
-                c0[k] = grid_cell(g, k, mn), c1[k] = grid_cell(g, k, mx);
-            }
-            for (int z = c0[2]; z <= c1[2]; z++)
-                for (int y = c0[1]; y <= c1[1]; y++)
-                    for (int x = c0[0]; x <= c1[0]; x++) {
-                        int64_t cell = ((int64_t)z * g->n[1] + y) * g->n[0] + x;
-                        if (pass == 0) g->off[cell + 1]++;
-                        else g->item[g->off[cell]++] = (int32_t)i;
-                    }
-        }
-        if (pass == 0) {
-            for (int64_t c = 0; c < cells; c++) g->off[c + 1] += g->off[c];
-            g->item = malloc((size_t)(g->off[cells] + 1) * sizeof *g->item);
-            if (!g->item) return grid_free(g), -1;
-        }
-    }
-    for (int64_t c = cells; c > 0; c--) g->off[c] = g->off[c - 1]; /* the fill pass advanced each start */
-    g->off[0] = 0;
-    return 0;
-}
-
-/* A walk of the ray o + t d through the grid's cells in the order it meets them (3D DDA): from
- * the cell where it enters the grid's box; start is false when it misses the box. */
-typedef struct {
-    int c[3], step[3];
-    double tmax[3], tdelta[3]; /* t of the next boundary on each axis; t between two of them */
-} GridWalk;
-
-static bool grid_walk_start(const CellGrid *g, const double *o, const double *d, GridWalk *gw) {
-    double t0 = 0, t1 = INFINITY;
-    for (int k = 0; k < 3; k++) {
-        double a = g->lo[k], b = g->lo[k] + g->n[k] * g->h;
-        if (fabs(d[k]) < 1e-300) {
-            if (o[k] < a || o[k] > b) return false;
-            continue;
-        }
-        double ta = (a - o[k]) / d[k], tb = (b - o[k]) / d[k];
-        if (ta > tb) { double s = ta; ta = tb; tb = s; }
-        t0 = ta > t0 ? ta : t0, t1 = tb < t1 ? tb : t1;
-    }
-    if (t0 > t1) return false;
-    for (int k = 0; k < 3; k++) {
-        gw->c[k] = grid_cell(g, k, o[k] + t0 * d[k]);
-        if (d[k] > 0)
-            gw->step[k] = 1, gw->tmax[k] = (g->lo[k] + (gw->c[k] + 1) * g->h - o[k]) / d[k], gw->tdelta[k] = g->h / d[k];
-        else if (d[k] < 0)
-            gw->step[k] = -1, gw->tmax[k] = (g->lo[k] + gw->c[k] * g->h - o[k]) / d[k], gw->tdelta[k] = -g->h / d[k];
-        else gw->step[k] = 0, gw->tmax[k] = INFINITY, gw->tdelta[k] = INFINITY;
-    }
-    return true;
-}
-
-static int64_t grid_walk_cell(const CellGrid *g, const GridWalk *gw) {
-    return ((int64_t)gw->c[2] * g->n[1] + gw->c[1]) * g->n[0] + gw->c[0];
-}
-
-static int grid_walk_axis(const GridWalk *gw) {
-    const double *t = gw->tmax;
-    return t[0] < t[1] ? (t[0] < t[2] ? 0 : 2) : (t[1] < t[2] ? 1 : 2);
-}
-
-/* the t at which the ray leaves the current cell */
-static double grid_walk_exit(const GridWalk *gw) { return gw->tmax[grid_walk_axis(gw)]; }
-
-/* on to the next cell; false when the ray leaves the grid */
-static bool grid_walk_next(const CellGrid *g, GridWalk *gw) {
-    int k = grid_walk_axis(gw);
-    gw->c[k] += gw->step[k];
-    if (gw->c[k] < 0 || gw->c[k] >= g->n[k]) return false;
-    gw->tmax[k] += gw->tdelta[k];
-    return true;
-}
-
-/* the nearest hit along the ray o + t d (t > 0) with a face not touching vertex `skip` */
-static double grid_ray(const CellGrid *g, const Work *w, const double *o, const double *d, int64_t skip) {
-    GridWalk gw;
-    if (!g->off || !grid_walk_start(g, o, d, &gw)) return INFINITY;
-    double best = INFINITY;
-    for (;;) {
-        int64_t cell = grid_walk_cell(g, &gw);
-        for (int64_t q = g->off[cell]; q < g->off[cell + 1]; q++) {
-            const int32_t *F = w->f + 3 * g->item[q];
-            if (F[0] == skip || F[1] == skip || F[2] == skip) continue;
-            double tt = ray_tri(o, d, w->x + 3 * F[0], w->x + 3 * F[1], w->x + 3 * F[2]);
-            if (tt < best) best = tt;
-        }
-        if (best <= grid_walk_exit(&gw)) return best; /* no later cell can hold a nearer hit */
-        if (!grid_walk_next(g, &gw)) return best;
-    }
-}
-
-/* The faces the ray o + t d (t > 0) crosses, counted once each (a face spanning several cells is
- * met in each). *degenerate is set when a crossing is within a tolerance of a face's edge or of
- * the origin: there the count may be off by one (the ray through an edge meets both faces or
- * neither), and the caller tries another direction (the count is still returned, for a vote).
- * Faces (nearly) parallel to the ray are skipped: a ray through such a face also crosses an edge
- * of a neighbour, which flags the ray. */
-static int grid_ray_crossings(const CellGrid *g, const Work *w, const double *o, const double *d, bool *degenerate) {
-    *degenerate = false;
-    GridWalk gw;
-    if (!g->off || !grid_walk_start(g, o, d, &gw)) return 0;
-    enum { MAXHIT = 256 };
-    int32_t hit[MAXHIT];
-    int nhit = 0;
-    const double tol = 1e-9;
-    for (;;) {
-        int64_t cell = grid_walk_cell(g, &gw);
-        for (int64_t q = g->off[cell]; q < g->off[cell + 1]; q++) {
-            int32_t fi = g->item[q];
-            const int32_t *F = w->f + 3 * fi;
-            const double *a = w->x + 3 * F[0], *b = w->x + 3 * F[1], *cc = w->x + 3 * F[2];
-            double e1[3] = {b[0] - a[0], b[1] - a[1], b[2] - a[2]}, e2[3] = {cc[0] - a[0], cc[1] - a[1], cc[2] - a[2]};
-            double pv[3] = {d[1] * e2[2] - d[2] * e2[1], d[2] * e2[0] - d[0] * e2[2], d[0] * e2[1] - d[1] * e2[0]};
-            double det = e1[0] * pv[0] + e1[1] * pv[1] + e1[2] * pv[2];
-            double sc = sqrt((e1[0] * e1[0] + e1[1] * e1[1] + e1[2] * e1[2]) * (e2[0] * e2[0] + e2[1] * e2[1] + e2[2] * e2[2]));
-            if (!(fabs(det) > 1e-12 * sc)) continue;
-            double inv = 1.0 / det, sv[3] = {o[0] - a[0], o[1] - a[1], o[2] - a[2]};
-            double u = (sv[0] * pv[0] + sv[1] * pv[1] + sv[2] * pv[2]) * inv;
-            if (u < -tol || u > 1 + tol) continue;
-            double qv[3] = {sv[1] * e1[2] - sv[2] * e1[1], sv[2] * e1[0] - sv[0] * e1[2], sv[0] * e1[1] - sv[1] * e1[0]};
-            double v = (d[0] * qv[0] + d[1] * qv[1] + d[2] * qv[2]) * inv;
-            if (v < -tol || u + v > 1 + tol) continue;
-            double tt = (e2[0] * qv[0] + e2[1] * qv[1] + e2[2] * qv[2]) * inv;
-            double tl = tol * sqrt(sc);
-            if (tt < -tl) continue;
-            if (tt <= tl || u < tol || v < tol || u + v > 1 - tol) *degenerate = true;
-            bool seen = false;
-            for (int i = 0; i < nhit && !seen; i++) seen = hit[i] == fi;
-            if (seen) continue;
-            if (nhit == MAXHIT) { *degenerate = true; return nhit; }
-            hit[nhit++] = fi;
-        }
-        if (!grid_walk_next(g, &gw)) return nhit;
-    }
-}
-
-/* area-weighted vertex normals (unnormalized) of the live faces, added into vn (nv x 3, zeroed) */
-static void vertex_normals(const Work *w, double *vn) {
-    for (int64_t i = 0; i < w->nf; i++) {
-        if (!w->falive[i]) continue;
-        const int32_t *F = w->f + 3 * i;
-        double n[3];
-        tri_normal(w->x + 3 * F[0], w->x + 3 * F[1], w->x + 3 * F[2], n);
-        for (int c = 0; c < 3; c++)
-            for (int k = 0; k < 3; k++) vn[3 * F[c] + k] += n[k];
-    }
-}
-
-static void compute_poles(Work *w, double eps) {
-    int64_t nv = w->nv;
-    double *vn = calloc((size_t)nv * 3, sizeof *vn);
-    CellGrid g;
-    if (!vn || grid_build(w, &g)) {
-        free(vn);
-        memset(w->has_pole, 0, (size_t)nv);
-        return;
-    }
-    vertex_normals(w, vn);
-#pragma omp parallel for schedule(dynamic, 64)
-    for (int64_t v = 0; v < nv; v++) {
-        double *n = vn + 3 * v, l = sqrt(n[0] * n[0] + n[1] * n[1] + n[2] * n[2]);
-        w->has_pole[v] = 0;
-        if (l <= 0) continue;
-        double d[3] = {-n[0] / l, -n[1] / l, -n[2] / l};
-        double o[3] = {w->x[3 * v] + eps * d[0], w->x[3 * v + 1] + eps * d[1], w->x[3 * v + 2] + eps * d[2]};
-        double best = grid_ray(&g, w, o, d, v);
-        if (!isfinite(best)) continue;
-        double h = 0.5 * (best + eps);
-        for (int k = 0; k < 3; k++) w->pole[3 * v + k] = w->x[3 * v + k] + h * d[k];
-        w->has_pole[v] = 1;
-    }
-    grid_free(&g);
-    free(vn);
-}
-
-/* ---- Voronoi poles (CGAL's) ------------------------------------------------------------------ */
-
-/* CGAL's pole of a surface vertex v: of the vertices of v's Voronoi cell (Voronoi diagram of the
- * mesh vertices), the one farthest along the inward normal d. That vertex is the optimum of the
- * linear program  max d·x  s.t.  (u − v)·x ≤ |u − v|²/2 for every other vertex u  (x = p − v),
- * solved here without a Delaunay tetrahedralization by Seidel's randomized incremental LP
- * (expected O(n) in 3 variables), bounded by the mesh's bounding box. The constraints come from a
- * uniform vertex grid: a vertex u with |u − v| > 2|x| satisfies (u − v)·x ≤ |u − v||x| <
- * |u − v|²/2, so only vertices near v can cut the optimum, and those that do lie in the ball
- * through v centred at the current optimum; constraints are added from that ball until it is
- * empty (the optimum's Delaunay ball), which certifies the optimum for all vertices. */
-typedef struct {
-    double a[3], b;
-} LpHalf;
-
-/* max c·x over lo ≤ x ≤ hi (d coordinates, d ≤ 3) and h[0..n); h[0..start) already hold at x
- * (start = 0: x is set from the box). buf holds (n + 2) × (d − 1) projected constraints. The
- * problem is never infeasible (x = 0, the vertex itself, satisfies every constraint), so a
- * numerically empty interval takes its midpoint. */
-static void lp_seidel(int d, const double *c, const double *lo, const double *hi, const LpHalf *h, int n, int start,
-                      double *x, LpHalf *buf) {
-    if (d == 1) {
-        double L = lo[0], H = hi[0];
-        for (int i = 0; i < n; i++) {
-            double a = h[i].a[0], b = h[i].b;
-            if (a > 0) H = fmin(H, b / a);
-            else if (a < 0) L = fmax(L, b / a);
-        }
-        x[0] = L > H ? 0.5 * (L + H) : c[0] > 0 ? H : c[0] < 0 ? L : 0.5 * (L + H);
-        return;
-    }
-    if (start == 0)
-        for (int k = 0; k < d; k++) x[k] = c[k] > 0 ? hi[k] : c[k] < 0 ? lo[k] : 0.5 * (lo[k] + hi[k]);
-    for (int i = start; i < n; i++) {
-        const double *a = h[i].a;
-        double ax = 0, an = 0;
-        for (int k = 0; k < d; k++) ax += a[k] * x[k], an += fabs(a[k]);
-        if (an == 0 || ax - h[i].b <= 1e-12 * (fabs(h[i].b) + fabs(ax))) continue;
-        /* the new optimum lies on a·x = b: eliminate the coordinate k with the largest |a_k|,
-         * x_k = β + Σ γ_j x_j, and solve the constraints before i (and x_k's box) in d − 1 */
-        int k = 0;
-        for (int j = 1; j < d; j++)
-            if (fabs(a[j]) > fabs(a[k])) k = j;
-        int r[2], m = 0;
-        for (int j = 0; j < d; j++)
-            if (j != k) r[m++] = j;
-        double beta = h[i].b / a[k], gam[2], c2[2], lo2[2], hi2[2];
-        for (int j = 0; j < m; j++)
-            gam[j] = -a[r[j]] / a[k], c2[j] = c[r[j]] + c[k] * gam[j], lo2[j] = lo[r[j]], hi2[j] = hi[r[j]];
-        LpHalf *p = buf;
-        int np = 0;
-        for (int q = -2; q < i; q++) {
-            double g[3] = {0, 0, 0}, e;
-            if (q == -2) g[k] = 1, e = hi[k];
-            else if (q == -1) g[k] = -1, e = -lo[k];
-            else memcpy(g, h[q].a, sizeof g), e = h[q].b;
-            for (int j = 0; j < m; j++) p[np].a[j] = g[r[j]] + g[k] * gam[j];
-            p[np].b = e - g[k] * beta;
-            np++;
-        }
-        double y[2];
-        lp_seidel(d - 1, c2, lo2, hi2, p, np, 0, y, buf + np);
-        x[k] = beta;
-        for (int j = 0; j < m; j++) x[r[j]] = y[j], x[k] += gam[j] * y[j];
-    }
-}
-
-/* the mesh's vertices sorted into a uniform grid of cubes of side h, one vertex per cell of the
- * bounding box's volume (a surface's vertices crowd the cells it crosses; 3 per cell made the LP
- * start with about 400 constraints and ran 1.5× slower on the bunny) */
-static int vgrid_build(const Work *w, const double *lo, const double *hi, CellGrid *g) {
-    memset(g, 0, sizeof *g);
-    double ext[3], vol = 1, maxe = 0;
-    for (int k = 0; k < 3; k++) ext[k] = hi[k] - lo[k], maxe = fmax(maxe, ext[k]);
-    for (int k = 0; k < 3; k++) vol *= fmax(ext[k], 1e-3 * maxe);
-    g->h = cbrt(vol / (double)w->nv);
-    if (!(g->h > 0)) g->h = maxe > 0 ? maxe : 1;
-    int64_t cells = 1;
-    for (int k = 0; k < 3; k++) {
-        g->n[k] = (int)(ext[k] / g->h) + 1;
-        if (g->n[k] > 256) g->n[k] = 256;
-        g->lo[k] = lo[k], cells *= g->n[k];
-    }
-    for (int k = 0; k < 3; k++)
-        if (ext[k] / g->n[k] > g->h) g->h = ext[k] / g->n[k] * (1 + 1e-9);
-    g->off = calloc((size_t)cells + 1, sizeof *g->off);
-    g->item = malloc((size_t)w->nv * sizeof *g->item);
-    if (!g->off || !g->item) return grid_free(g), -1;
-    for (int pass = 0; pass < 2; pass++) {
-        for (int64_t v = 0; v < w->nv; v++) {
-            const double *p = w->x + 3 * v;
-            int64_t cell = ((int64_t)grid_cell(g, 2, p[2]) * g->n[1] + grid_cell(g, 1, p[1])) * g->n[0] +
-                           grid_cell(g, 0, p[0]);
-            if (pass == 0) g->off[cell + 1]++;
-            else g->item[g->off[cell]++] = (int32_t)v;
-        }
-        if (pass == 0)
-            for (int64_t c = 0; c < cells; c++) g->off[c + 1] += g->off[c];
-    }
-    for (int64_t c = cells; c > 0; c--) g->off[c] = g->off[c - 1];
-    g->off[0] = 0;
-    return 0;
-}
-
-/* per thread: the constraints of one vertex and the LP's projection buffer */
-typedef struct {
-    LpHalf *h, *buf;
-    int n, cap;
-} LpWork;
-
-static int lpw_reserve(LpWork *L, int need) {
-    if (need <= L->cap) return 0;
-    int c = L->cap ? L->cap : 64;
-    while (c < need) c *= 2;
-    LpHalf *h = realloc(L->h, (size_t)c * sizeof *h);
-    if (!h) return -1;
-    L->h = h;
-    LpHalf *b = realloc(L->buf, (size_t)(c + 3) * 2 * sizeof *b);
-    if (!b) return -1;
-    L->buf = b, L->cap = c;
-    return 0;
-}
-
-/* the pole of vertex v along the inward direction d (unit); 1 with pole set, 0 without (the cell
- * is open to the box that way: no finite Voronoi vertex there, as for CGAL's infinite cells), -1 out
- * of memory */
-static int voronoi_pole(const Work *w, const CellGrid *g, const double *blo, const double *bhi, double diag, int64_t v,
-                        const double *d, LpWork *L, double *pole) {
-    const double *pv = w->x + 3 * v;
-    double lo[3], hi[3], x[3];
-    for (int k = 0; k < 3; k++) lo[k] = blo[k] - pv[k], hi[k] = bhi[k] - pv[k];
-    uint64_t seed = 0x9E3779B97F4A7C15ull * (uint64_t)(v + 1);
-    /* first the vertices within 2 grid cells of v; then, each round, those strictly inside the
-     * ball centred at the current optimum p through v — exactly the constraints p violates
-     * ((u − v)·x > |u − v|²/2 ⟺ |u − p| < |p − v|) — until there are none: p is then optimal for
-     * all vertices (the ball lies within 2|x| of v, the radius argument above) */
-    double c[3] = {pv[0], pv[1], pv[2]}, r = 2 * g->h;
-    L->n = 0;
-    for (int round = 0; round < 64; round++) {
-        int start = L->n, c0[3], c1[3];
-        for (int k = 0; k < 3; k++) c0[k] = grid_cell(g, k, c[k] - r), c1[k] = grid_cell(g, k, c[k] + r);
-        for (int z = c0[2]; z <= c1[2]; z++)
-            for (int y = c0[1]; y <= c1[1]; y++)
-                for (int xx = c0[0]; xx <= c1[0]; xx++) {
-                    int64_t cell = ((int64_t)z * g->n[1] + y) * g->n[0] + xx;
-                    for (int64_t q = g->off[cell]; q < g->off[cell + 1]; q++) {
-                        const double *pu = w->x + 3 * g->item[q];
-                        double e[3] = {pu[0] - pv[0], pu[1] - pv[1], pu[2] - pv[2]};
-                        double l2 = e[0] * e[0] + e[1] * e[1] + e[2] * e[2];
-                        if (l2 <= 0) continue; /* coincident vertices give no plane */
-                        if (round == 0) {
-                            if (l2 > r * r) continue;
-                        } else {
-                            double ex = e[0] * x[0] + e[1] * x[1] + e[2] * x[2];
-                            /* violated beyond the LP's tolerance: not among the constraints yet */
-                            if (ex - 0.5 * l2 <= 1e-10 * (0.5 * l2 + fabs(ex))) continue;
-                        }
-                        if (lpw_reserve(L, L->n + 1)) return -1;
-                        LpHalf *hh = L->h + L->n++;
-                        memcpy(hh->a, e, sizeof e), hh->b = 0.5 * l2;
-                    }
-                }
-        if (round > 0 && L->n == start) break;
-        for (int i = L->n - 1; i > start; i--) { /* Seidel's expected bound needs a random order */
-            seed = seed * 6364136223846793005ull + 1442695040888963407ull;
-            int j = start + (int)((seed >> 33) % (uint64_t)(i - start + 1));
-            LpHalf t = L->h[i];
-            L->h[i] = L->h[j], L->h[j] = t;
-        }
-        lp_seidel(3, d, lo, hi, L->h, L->n, start, x, L->buf);
-        r = sqrt(x[0] * x[0] + x[1] * x[1] + x[2] * x[2]);
-        for (int k = 0; k < 3; k++) c[k] = pv[k] + x[k];
-    }
-    for (int k = 0; k < 3; k++)
-        if (x[k] <= lo[k] + 1e-9 * diag || x[k] >= hi[k] - 1e-9 * diag) return 0;
-    if (d[0] * x[0] + d[1] * x[1] + d[2] * x[2] <= 0) return 0;
-    for (int k = 0; k < 3; k++) pole[k] = pv[k] + x[k];
-    return 1;
-}
-
-static void compute_poles_voronoi(Work *w) {
-    int64_t nv = w->nv;
-    double *vn = calloc((size_t)nv * 3, sizeof *vn);
-    double lo[3] = {DBL_MAX, DBL_MAX, DBL_MAX}, hi[3] = {-DBL_MAX, -DBL_MAX, -DBL_MAX};
-    memset(w->has_pole, 0, (size_t)nv);
-    for (int64_t v = 0; v < nv; v++)
-        for (int k = 0; k < 3; k++) lo[k] = fmin(lo[k], w->x[3 * v + k]), hi[k] = fmax(hi[k], w->x[3 * v + k]);
-    double diag = sqrt((hi[0] - lo[0]) * (hi[0] - lo[0]) + (hi[1] - lo[1]) * (hi[1] - lo[1]) + (hi[2] - lo[2]) * (hi[2] - lo[2]));
-    CellGrid g;
-    if (!vn || !(diag > 0) || vgrid_build(w, lo, hi, &g)) return free(vn);
-    double blo[3], bhi[3]; /* the LP's box: the mesh's, a little larger so no surface vertex is on it */
-    for (int k = 0; k < 3; k++) blo[k] = lo[k] - 0.05 * diag, bhi[k] = hi[k] + 0.05 * diag;
-    vertex_normals(w, vn);
-#pragma omp parallel
-    {
-        LpWork L = {0};
-#pragma omp for schedule(dynamic, 64)
-        for (int64_t v = 0; v < nv; v++) {
-            double *n = vn + 3 * v, l = sqrt(n[0] * n[0] + n[1] * n[1] + n[2] * n[2]);
-            if (l <= 0) continue;
-            double d[3] = {-n[0] / l, -n[1] / l, -n[2] / l};
-            w->has_pole[v] = voronoi_pole(w, &g, blo, bhi, diag, v, d, &L, w->pole + 3 * v) == 1;
-        }
-        free(L.h), free(L.buf);
-    }
-    grid_free(&g);
-    free(vn);
-}
-
-/* CGAL's inside test, each iteration: a Voronoi pole attracts its vertex only while it lies inside
- * the contracted surface; once the surface has contracted past the medial axis the pole would pull
- * it back outward. As CGAL's Side_of_triangle_mesh: the parity of a ray's crossings with the
- * surface, along the first of three fixed directions whose ray meets no edge or vertex (if all
- * three do, their majority). The face grid of the ray poles makes it about O(∛F) per pole; the
- * generalized winding number used before (> 1/2) classified the bench's poles alike but its
- * hierarchy, rebuilt each iteration, cost a fifth of the whole contraction (bench/run_skeleton.sh). */
-static bool grid_inside(const CellGrid *g, const Work *w, const double *q) {
-    /* directions with no simple ratios between components: an axis-aligned ray would run along
-     * grid-aligned edges of marching-cubes meshes */
-    static const double dirs[3][3] = {{0.438743940212, 0.781178235012, -0.444144481076},
-                                      {-0.691293574456, 0.229097870545, 0.685293630225},
-                                      {0.552682883676, -0.603081322861, 0.575182186884}};
-    /* the six directions ±dirs by the length of their path to the grid's boundary (the walk's
-     * cost); three tries of different lines at most */
-    double len[6];
-    int ord[6];
-    for (int r = 0; r < 6; r++) {
-        double t = INFINITY, sg = r < 3 ? 1 : -1;
-        for (int k = 0; k < 3; k++) {
-            double dk = sg * dirs[r % 3][k], bound = dk > 0 ? g->lo[k] + g->n[k] * g->h : g->lo[k];
-            if (dk != 0) t = fmin(t, (bound - q[k]) / dk);
-        }
-        len[r] = t, ord[r] = r;
-    }
-    for (int i = 1; i < 6; i++)
-        for (int j = i; j > 0 && len[ord[j]] < len[ord[j - 1]]; j--) {
-            int tmp = ord[j];
-            ord[j] = ord[j - 1], ord[j - 1] = tmp;
-        }
-    int votes = 0, tried = 0;
-    bool line_used[3] = {false, false, false};
-    for (int i = 0; i < 6 && tried < 3; i++) {
-        int r = ord[i];
-        if (line_used[r % 3]) continue; /* the opposite ray of a degenerate one meets the same edge */
-        line_used[r % 3] = true, tried++;
-        double d[3];
-        for (int k = 0; k < 3; k++) d[k] = (r < 3 ? 1 : -1) * dirs[r % 3][k];
-        bool deg;
-        int n = grid_ray_crossings(g, w, q, d, &deg);
-        if (!deg) return n & 1;
-        votes += n & 1;
-    }
-    return votes >= 2;
-}
-
-static int poles_inside(Work *w) {
-    if (w->nv <= 0) return 0;
-    CellGrid g;
-    if (grid_build(w, &g)) return -1;
-    int64_t nv = w->nv;
-#pragma omp parallel for schedule(dynamic, 64)
-    for (int64_t v = 0; v < nv; v++) {
-        w->pole_in[v] = 0;
-        /* only the vertices whose pole the solve uses: alive (not collapsed into another), not fixed */
-        if (!w->has_pole[v] || w->parent[v] != (int32_t)v || w->fixed[v]) continue;
-        w->pole_in[v] = grid_inside(&g, w, w->pole + 3 * v);
-    }
-    grid_free(&g);
-    return 0;
-}
-
 /* ---- the whole thing ------------------------------------------------------------------------ */
 
 int sb_skeleton_mcf(const DsMesh *m, const SbSkelOptions *opt, SbSkeleton *out, char *err, size_t errlen) {
@@ -1171,7 +598,7 @@ int sb_skeleton_mcf(const DsMesh *m, const SbSkelOptions *opt, SbSkeleton *out, 
             if (w.x[3 * v + k] < lo[k]) lo[k] = w.x[3 * v + k];
             if (w.x[3 * v + k] > hi[k]) hi[k] = w.x[3 * v + k];
         }
-        w.fixed[v] = 0, w.mass[v] = 1, w.parent[v] = (int32_t)v;
+        w.fixed[v] = 0, w.mass[v] = 1, w.parent[v] = v;
     }
     memcpy(w.f, m->f, (size_t)m->nf * 3 * sizeof(int32_t));
     memset(w.falive, 1, (size_t)m->nf);
@@ -1185,8 +612,8 @@ int sb_skeleton_mcf(const DsMesh *m, const SbSkelOptions *opt, SbSkeleton *out, 
     double cen[3] = {0, 0, 0};
     for (int64_t v = 0; v < m->nv; v++)
         for (int k = 0; k < 3; k++) cen[k] += w.x[3 * v + k] / (double)m->nv;
-    if (o.w_m > 0 && !o.voronoi_poles) compute_poles(&w, 1e-6 * diag);
-    else if (o.w_m > 0) compute_poles_voronoi(&w);
+    if (o.w_m > 0 && !o.voronoi_poles) sb_skel_ray_poles(&w, 1e-6 * diag);
+    else if (o.w_m > 0) sb_skel_voronoi_poles(&w);
     else memset(w.has_pole, 0, (size_t)w.nv);
     memset(w.pole_in, 1, (size_t)w.capv);
     w.voronoi = o.voronoi_poles != 0;
@@ -1196,7 +623,7 @@ int sb_skeleton_mcf(const DsMesh *m, const SbSkelOptions *opt, SbSkeleton *out, 
     cm.print = 0;
     int rc = -1, it = 0;
     for (it = 0; it < o.max_iter; it++) {
-        if (o.w_m > 0 && o.voronoi_poles && poles_inside(&w)) goto oom;
+        if (o.w_m > 0 && o.voronoi_poles && sb_skel_poles_inside(&w)) goto oom;
         if (contract(&w, &o, &cm, err, errlen)) goto out;
         for (int pass = 0; pass < 20; pass++) {
             int64_t c = collapse_pass(&w, min_len);
@@ -1273,11 +700,11 @@ int sb_skeleton_mcf(const DsMesh *m, const SbSkelOptions *opt, SbSkeleton *out, 
     for (int64_t v = 0; v < w.nv; v++) nid[v] = -1;
     int64_t nn = 0;
     for (int64_t v = 0; v < m->nv; v++) {
-        int32_t r = uf_find(w.parent, (int32_t)v);
+        int64_t r = ds_uf_find(w.parent, v);
         if (nid[r] < 0) nid[r] = (int32_t)nn++;
     }
     for (int64_t i = 0; i < 2 * nge; i++) {
-        int32_t r = uf_find(w.parent, ge[i]);
+        int64_t r = ds_uf_find(w.parent, ge[i]);
         if (nid[r] < 0) nid[r] = (int32_t)nn++;
     }
     out->nnodes = nn;
@@ -1294,10 +721,10 @@ int sb_skeleton_mcf(const DsMesh *m, const SbSkelOptions *opt, SbSkeleton *out, 
     for (int64_t v = 0; v < w.nv; v++)
         if (w.parent[v] == v && nid[v] >= 0)
             for (int k = 0; k < 3; k++) out->nodes[3 * nid[v] + k] = (float)w.x[3 * v + k];
-    for (int64_t v = 0; v < m->nv; v++) out->corr[v] = nid[uf_find(w.parent, (int32_t)v)];
+    for (int64_t v = 0; v < m->nv; v++) out->corr[v] = nid[ds_uf_find(w.parent, v)];
     int64_t ne = 0;
     for (int64_t i = 0; i < nge; i++) {
-        uint32_t a = (uint32_t)nid[uf_find(w.parent, ge[2 * i])], b = (uint32_t)nid[uf_find(w.parent, ge[2 * i + 1])];
+        uint32_t a = (uint32_t)nid[ds_uf_find(w.parent, ge[2 * i])], b = (uint32_t)nid[ds_uf_find(w.parent, ge[2 * i + 1])];
         if (a == b) continue;
         if (a > b) { uint32_t s = a; a = b; b = s; }
         ek[ne++] = ((uint64_t)a << 32) | b;
@@ -1327,14 +754,11 @@ out:
 }
 
 int sb_skeleton_components(const SbSkeleton *s, int64_t *cycles) {
-    int32_t *p = malloc((size_t)(s->nnodes + 1) * sizeof *p);
+    int64_t *p = malloc((size_t)(s->nnodes + 1) * sizeof *p);
     if (!p) return -1;
-    for (int64_t i = 0; i < s->nnodes; i++) p[i] = (int32_t)i;
+    for (int64_t i = 0; i < s->nnodes; i++) p[i] = i;
     int64_t comps = s->nnodes;
-    for (int64_t e = 0; e < s->nedges; e++) {
-        int32_t a = uf_find(p, s->edges[2 * e]), b = uf_find(p, s->edges[2 * e + 1]);
-        if (a != b) p[a] = b, comps--;
-    }
+    for (int64_t e = 0; e < s->nedges; e++) comps -= ds_uf_union(p, s->edges[2 * e], s->edges[2 * e + 1]);
     free(p);
     if (cycles) *cycles = s->nedges - s->nnodes + comps;
     return (int)comps;
@@ -1388,49 +812,5 @@ int sb_skeleton_to_mesh(const SbSkeleton *s, float r, const float rgb[3], const 
             F[6 * q + 3] = i0, F[6 * q + 4] = i2, F[6 * q + 5] = i3;
         }
     }
-    return 0;
-}
-
-int sb_skeleton_poles(const DsMesh *m, int voronoi, double *pole, uint8_t *has_pole) {
-    Work w = {0};
-    if (!m || m->nv < 4 || m->nv > INT32_MAX / 4) return -1;
-    w.nv = w.capv = m->nv, w.nf = w.capf = m->nf;
-    w.x = malloc((size_t)m->nv * 3 * sizeof *w.x);
-    w.falive = malloc((size_t)m->nf + 1);
-    if (!w.x || !w.falive) return free(w.x), free(w.falive), -1;
-    for (int64_t i = 0; i < 3 * m->nv; i++) w.x[i] = m->v[i];
-    for (int64_t i = 0; i < 3 * m->nf; i++)
-        if (m->f[i] < 0 || m->f[i] >= m->nv) return free(w.x), free(w.falive), -1;
-    memset(w.falive, 1, (size_t)m->nf);
-    w.f = m->f, w.pole = pole, w.has_pole = has_pole;
-    if (!voronoi) {
-        float lo[3], hi[3];
-        ds_mesh_bbox(m, lo, hi);
-        double diag = sqrt((double)(hi[0] - lo[0]) * (hi[0] - lo[0]) + (double)(hi[1] - lo[1]) * (hi[1] - lo[1]) +
-                           (double)(hi[2] - lo[2]) * (hi[2] - lo[2]));
-        compute_poles(&w, 1e-6 * diag);
-    } else
-        compute_poles_voronoi(&w);
-    free(w.x), free(w.falive);
-    return 0;
-}
-
-int sb_mesh_inside(const DsMesh *m, int64_t n, const double *q, uint8_t *inside) {
-    if (!m || m->nv < 1 || m->nv > INT32_MAX / 4 || n < 0) return -1;
-    for (int64_t i = 0; i < 3 * m->nf; i++)
-        if (m->f[i] < 0 || m->f[i] >= m->nv) return -1;
-    Work w = {0};
-    w.nv = w.capv = m->nv, w.nf = w.capf = m->nf;
-    w.x = malloc((size_t)m->nv * 3 * sizeof *w.x);
-    w.falive = malloc((size_t)m->nf + 1);
-    CellGrid g;
-    if (!w.x || !w.falive) return free(w.x), free(w.falive), -1;
-    for (int64_t i = 0; i < 3 * m->nv; i++) w.x[i] = m->v[i];
-    memset(w.falive, 1, (size_t)m->nf);
-    w.f = m->f;
-    if (grid_build(&w, &g)) return free(w.x), free(w.falive), -1;
-    for (int64_t i = 0; i < n; i++) inside[i] = grid_inside(&g, &w, q + 3 * i);
-    grid_free(&g);
-    free(w.x), free(w.falive);
     return 0;
 }

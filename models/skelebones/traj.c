@@ -10,6 +10,7 @@
 #include <strings.h>
 
 #include "base/errbuf.h"
+#include "base/finite.h"
 #include "base/h5file.h"
 #include "datasets/mesh/mesh.h"
 #include "datasets/motion/bench.h"
@@ -23,22 +24,6 @@ void sb_traj_free(SbTraj *t) {
 void sb_traj_keep_frames(SbTraj *t, int nframes) {
     if (nframes < 1 || nframes >= t->nframes) return;
     t->nframes = nframes; /* frame-major arrays: the first frames are a prefix */
-}
-
-static int all_finite(const float *p, size_t n) {
-    for (size_t i = 0; i < n; i++)
-        if (!isfinite(p[i])) return 0;
-    return 1;
-}
-
-/* reads dataset name of the given rank into a malloc'd array of mem type (float or int32,
- * base_h5_read_typed); dims out. 1 when absent, 0 read, -1 error. */
-static int rd(hid_t f, const char *path, const char *name, int rank, hid_t mem, int64_t *dims, void **out, char *err,
-              size_t errlen) {
-    *out = NULL;
-    if (H5Lexists(f, name, H5P_DEFAULT) <= 0) return 1;
-    for (int k = 0; k < rank; k++) dims[k] = -1;
-    return base_h5_read_typed(f, path, name, rank, dims, mem, 4, out, err, errlen);
 }
 
 static int check_faces(const char *path, const int32_t *f, int64_t nf, int64_t nv, char *err, size_t errlen) {
@@ -68,27 +53,27 @@ int sb_traj_read_h5(const char *path, const char *dataset, SbTraj *t, char *err,
     }
     int64_t dp[3] = {0}, dr[2] = {0}, df[2] = {0};
     void *pos = NULL, *rest = NULL, *faces = NULL;
-    int rc = rd(f, path, dataset, 3, H5T_NATIVE_FLOAT, dp, &pos, err, errlen);
+    int rc = base_h5_read_dims(f, path, dataset, 3, dp, H5T_NATIVE_FLOAT, 4, true, &pos, err, errlen);
     if (rc == 1) rc = base_errf(err, errlen, "%s: no dataset '%s' (F × N × 3 trajectories)", path, dataset);
     if (rc == 0 && (dp[0] < 1 || dp[1] < 1 || dp[2] != 3))
         rc = base_errf(err, errlen, "%s: %s is %llu × %llu × %llu, expected F × N × 3 with F, N ≥ 1", path, dataset,
                        (unsigned long long)dp[0], (unsigned long long)dp[1], (unsigned long long)dp[2]);
     if (rc == 0) {
-        int r = rd(f, path, rest_name, 2, H5T_NATIVE_FLOAT, dr, &rest, err, errlen);
+        int r = base_h5_read_dims(f, path, rest_name, 2, dr, H5T_NATIVE_FLOAT, 4, true, &rest, err, errlen);
         if (r < 0) rc = -1;
         else if (r == 0 && (dr[0] != dp[1] || dr[1] != 3))
             rc = base_errf(err, errlen, "%s: %s is %llu × %llu, expected %llu × 3", path, rest_name, (unsigned long long)dr[0],
                            (unsigned long long)dr[1], (unsigned long long)dp[1]);
     }
     if (rc == 0) {
-        int r = rd(f, path, "faces", 2, H5T_NATIVE_INT32, df, &faces, err, errlen);
+        int r = base_h5_read_dims(f, path, "faces", 2, df, H5T_NATIVE_INT32, 4, true, &faces, err, errlen);
         if (r < 0) rc = -1;
         else if (r == 0 && df[1] != 3) rc = base_errf(err, errlen, "%s: faces has %llu columns, expected 3", path, (unsigned long long)df[1]);
     }
     void *times = NULL;
     if (rc == 0) { /* optional: the frames' times (gs4d's trajectories.h5 has them) */
         int64_t dt[1] = {0};
-        int r = rd(f, path, "times", 1, H5T_NATIVE_FLOAT, dt, &times, err, errlen);
+        int r = base_h5_read_dims(f, path, "times", 1, dt, H5T_NATIVE_FLOAT, 4, true, &times, err, errlen);
         if (r < 0) rc = -1;
         else if (r == 0 && dt[0] != dp[0])
             rc = base_errf(err, errlen, "%s: times has %llu entries for %llu frames", path, (unsigned long long)dt[0],
@@ -98,9 +83,9 @@ int sb_traj_read_h5(const char *path, const char *dataset, SbTraj *t, char *err,
     t->times = times;
     t->nframes = (int)dp[0], t->npoints = (int64_t)dp[1];
     t->pos = pos, t->rest = rest, t->faces = faces, t->nfaces = faces ? (int64_t)df[0] : 0;
-    if (rc == 0 && !all_finite(t->pos, (size_t)t->nframes * t->npoints * 3))
+    if (rc == 0 && !base_all_finite_f(t->pos, (size_t)t->nframes * t->npoints * 3))
         rc = base_errf(err, errlen, "%s: %s holds a non-finite value", path, dataset);
-    if (rc == 0 && t->rest && !all_finite(t->rest, (size_t)t->npoints * 3))
+    if (rc == 0 && t->rest && !base_all_finite_f(t->rest, (size_t)t->npoints * 3))
         rc = base_errf(err, errlen, "%s: rest holds a non-finite value", path);
     if (rc == 0 && faces) rc = check_faces(path, t->faces, t->nfaces, t->npoints, err, errlen);
     if (rc == 0 && !t->rest) {
@@ -218,7 +203,7 @@ int sb_traj_read_meshes(const char *dir, SbTraj *t, char *err, size_t errlen) {
         }
         if (rc == 0) {
             memcpy(t->pos + (size_t)k * t->npoints * 3, m.v, (size_t)m.nv * 3 * sizeof(float));
-            if (!all_finite(m.v, (size_t)m.nv * 3)) rc = base_errf(err, errlen, "%s: a non-finite vertex", path);
+            if (!base_all_finite_f(m.v, (size_t)m.nv * 3)) rc = base_errf(err, errlen, "%s: a non-finite vertex", path);
         }
         ds_mesh_free(&m);
     }
