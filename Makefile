@@ -333,8 +333,8 @@ fuzz:
 FUZZ_SRC_fuzz_png    := datasets/render/image.c
 FUZZ_LDLIBS_fuzz_png := -lpng
 # the skinning file (HDF5): the reader and what its previews link (camera, raster, PNG)
-FUZZ_SRC_fuzz_skinning    := datasets/corpus/skinning_file.c base/h5file.c datasets/render/camera.c datasets/render/raster.c datasets/render/image.c
-FUZZ_CFLAGS_fuzz_skinning := -I/usr/include/hdf5/serial
+FUZZ_SRC_fuzz_skinning    := datasets/corpus/skinning_file.c base/h5file.c base/par.c base/clock.c datasets/render/camera.c datasets/render/raster.c datasets/render/image.c
+FUZZ_CFLAGS_fuzz_skinning := -I/usr/include/hdf5/serial -fopenmp
 FUZZ_LDLIBS_fuzz_skinning := -L/usr/lib/x86_64-linux-gnu/hdf5/serial -lhdf5 -lpng
 # the D-NeRF / nerfstudio transforms reader (issue 18) and the PNG reader it calls
 FUZZ_SRC_fuzz_dnerf    := datasets/motion/dnerf.c datasets/render/image.c datasets/render/camera.c
