@@ -91,15 +91,16 @@ TEST(view_cmd_parse_refusals) {
     CHECK(view_cmd_parse(big, sizeof big - 1, &s, &c, why, sizeof why) == -1 && !strcmp(why, "message too large"));
 }
 
-/* `anima view RUN`: a run folder's stages one level down (RUN/gs4d/canonical.ply, RUN/rig/rig.h5)
- * are listed as "sub/file" names the server may serve; a folder with nothing to show names itself */
+/* `anima view RUN`: a folder with files of its own shows those; one without (a run folder of
+ * stages: RUN/gs4d/canonical.ply, RUN/rig/rig.h5) shows its subfolders' as "sub/file" names the
+ * server may serve; a folder with nothing to show names itself */
 TEST(view_files_scan_run_folder_stages) {
-    char dir[] = "/tmp/anima-test-viewrun-XXXXXX", cmd[512], err[1024];
+    char dir[] = "/tmp/anima-test-viewrun-XXXXXX", cmd[1024], err[1024];
     if (!mkdtemp(dir)) abort();
     snprintf(cmd, sizeof cmd,
              "cd %s && mkdir -p gs4d rig logs empty/inner && printf 'ply\\nformat ascii 1.0\\nelement vertex 0\\n"
              "property float x\\nproperty float f_dc_0\\nend_header\\n' > gs4d/canonical.ply && "
-             "printf 'ply\\nformat ascii 1.0\\nelement vertex 0\\nproperty float x\\nend_header\\n' > top.ply && "
+             "printf 'ply\\nformat ascii 1.0\\nelement vertex 0\\nproperty float x\\nend_header\\n' > rig/bones.ply && "
              "echo text > logs/eval.txt && echo x > 'rig/bad name.ply'", dir);
     CHECK(system(cmd) == 0);
     ViewFiles F;
@@ -107,8 +108,13 @@ TEST(view_files_scan_run_folder_stages) {
     CHECK_MSG(F.n == 2, "%d files", F.n);
     if (F.n == 2) {
         CHECK(!strcmp(F.files[0].name, "gs4d/canonical.ply") && !strcmp(F.files[0].kind, "gaussians"));
-        CHECK(!strcmp(F.files[1].name, "top.ply") && !strcmp(F.files[1].kind, "mesh"));
+        CHECK(!strcmp(F.files[1].name, "rig/bones.ply") && !strcmp(F.files[1].kind, "mesh"));
     }
+    view_files_free(&F);
+    /* with a file of its own, the folder shows that alone */
+    snprintf(cmd, sizeof cmd, "cp %s/rig/bones.ply %s/top.ply", dir, dir);
+    CHECK(system(cmd) == 0);
+    CHECK_MSG(view_files_scan(dir, &F, err, sizeof err) == 0 && F.n == 1 && !strcmp(F.files[0].name, "top.ply"), "%d files", F.n);
     view_files_free(&F);
     snprintf(cmd, sizeof cmd, "%s/empty", dir);
     CHECK(view_files_scan(cmd, &F, err, sizeof err) == -1 && strstr(err, cmd) && strstr(err, "subfolders"));

@@ -91,8 +91,7 @@ static int add_file(ViewFiles *F, const char *dir, const char *name, char *err, 
     return 0;
 }
 
-/* a run folder's stage (RUN/gs4d, RUN/rig of `anima gaussianimate`): its files, one level down,
- * named "sub/file" */
+/* a stage of a run folder: its files, named "sub/file" */
 static int add_folder(ViewFiles *F, const char *dir, const char *sub, char *err, size_t errlen) {
     char path[PATH_MAX * 2];
     snprintf(path, sizeof path, "%s/%s", dir, sub);
@@ -129,18 +128,23 @@ int view_files_scan(const char *target, ViewFiles *F, char *err, size_t errlen) 
             base_errf(err, errlen, "%s: %s", target, strerror(errno));
             return -1;
         }
+        /* its own files; a folder with none of its own is a run folder of stages (RUN/gs4d,
+         * RUN/rig of `anima gaussianimate`): their files, one level down */
         struct dirent *e;
-        while ((e = readdir(d))) {
-            if (e->d_name[0] == '.') continue;
-            char sub[PATH_MAX * 2];
-            snprintf(sub, sizeof sub, "%s/%s", F->dir, e->d_name);
-            int rc = stat(sub, &st) == 0 && S_ISDIR(st.st_mode) ? add_folder(F, F->dir, e->d_name, err, errlen)
-                                                                : add_file(F, F->dir, e->d_name, err, errlen);
-            if (rc) {
-                closedir(d);
-                return -1;
+        for (int pass = 0; pass < 2 && !F->n; pass++, rewinddir(d))
+            while ((e = readdir(d))) {
+                if (e->d_name[0] == '.') continue;
+                char sub[PATH_MAX * 2];
+                snprintf(sub, sizeof sub, "%s/%s", F->dir, e->d_name);
+                bool is_dir = stat(sub, &st) == 0 && S_ISDIR(st.st_mode);
+                int rc = !is_dir && pass == 0 ? add_file(F, F->dir, e->d_name, err, errlen)
+                         : is_dir && pass == 1 ? add_folder(F, F->dir, e->d_name, err, errlen)
+                                               : 0;
+                if (rc) {
+                    closedir(d);
+                    return -1;
+                }
             }
-        }
         closedir(d);
         qsort(F->files, (size_t)F->n, sizeof *F->files, cmp_files);
         if (!F->n) {
