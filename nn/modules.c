@@ -2,7 +2,10 @@
  * mirrored PyTorch modules) and forwards, which reuse nn/functional.c's math. */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+#include "base/alloc.h"
 
 #include "modules.h"
 
@@ -281,4 +284,35 @@ bool nn_load_state_dict(NnParams *p, int n, const char *const *names, Tensor *co
     }
     for (int i = 0; i < n; i++) tensor_copy_(nn_params_find(p, names[i]), values[i]);
     return true;
+}
+
+/* ---- a stack of Linear layers ------------------------------------------------------------------ */
+
+void nn_stack_init(NnStack *m, NnParams *p, const char *prefix, int64_t in, int64_t hidden, int64_t out, int layers,
+                   NnActivation act) {
+    m->layers = layers, m->act = act;
+    m->lin = base_calloc((size_t)layers + 1, sizeof *m->lin);
+    char pre[256];
+    for (int l = 0; l <= layers; l++) {
+        snprintf(pre, sizeof pre, "%s.%d", prefix, 2 * l);
+        nn_linear_init(&m->lin[l], p, pre, l == 0 ? in : hidden, l == layers ? out : hidden, true);
+    }
+}
+
+Tensor *nn_stack_forward(const NnStack *m, Tensor *x) {
+    for (int l = 0; l < m->layers; l++) x = nn_activation(nn_linear_forward(&m->lin[l], x), m->act);
+    return nn_linear_forward(&m->lin[m->layers], x);
+}
+
+void nn_stack_free(NnStack *m) {
+    free(m->lin);
+    m->lin = NULL;
+}
+
+int nn_activation_parse(const char *s) {
+    static const char *const NAMES[] = {[NN_ACT_RELU] = "relu", [NN_ACT_ELU] = "elu", [NN_ACT_GELU] = "gelu",
+                                        [NN_ACT_SILU] = "silu", [NN_ACT_TANH] = "tanh", [NN_ACT_SOFTPLUS] = "softplus"};
+    for (int a = 0; a < (int)(sizeof NAMES / sizeof *NAMES); a++)
+        if (!strcmp(s, NAMES[a])) return a;
+    return -1;
 }

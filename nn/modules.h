@@ -96,6 +96,22 @@ NnCrossBlockWeights nn_cross_block_weights(const NnCrossBlock *m);
  * Linear(hidden, dim). ---------------------------------------------------------------------- */
 typedef enum { NN_ACT_RELU, NN_ACT_ELU, NN_ACT_GELU, NN_ACT_SILU, NN_ACT_TANH, NN_ACT_SOFTPLUS } NnActivation;
 Tensor *nn_activation(Tensor *x, NnActivation act); /* ELU α = 1; softplus β = 1, threshold 20 */
+
+/* A multilayer perceptron: layers hidden Linear layers of width hidden, each followed by act, then
+ * a Linear to out, named as torch.nn.Sequential(Linear, act, ..., Linear) names them:
+ * prefix.0, prefix.2, ... (the activations take the odd indices). PyTorch's Linear init, the
+ * layers registered in order (weight, then bias). */
+typedef struct {
+    int layers;
+    NnLinear *lin; /* layers + 1 (malloc'd; nn_stack_free) */
+    NnActivation act;
+} NnStack;
+void nn_stack_init(NnStack *m, NnParams *p, const char *prefix, int64_t in, int64_t hidden, int64_t out, int layers,
+                   NnActivation act);
+Tensor *nn_stack_forward(const NnStack *m, Tensor *x);
+void nn_stack_free(NnStack *m);
+/* The activation named by s ("relu", "elu", "gelu", "silu", "tanh", "softplus"); -1 for another. */
+int nn_activation_parse(const char *s);
 typedef struct {
     NnLinear fc1, fc2;
     NnActivation act;

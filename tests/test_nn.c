@@ -573,3 +573,29 @@ TEST(nn_load_state_dict_errors) {
     CHECK(tensor_item(tensor_sum_all(l.weight)) == 6 && tensor_item(tensor_sum_all(l.bias)) == 2);
     nn_params_free(&p);
 }
+
+/* nn_stack: torch.nn.Sequential's names (the Linear layers at the even indices), PyTorch's Linear
+ * init in registration order (as the same layers made one by one), the forward as their
+ * composition; nn_activation_parse knows every activation by name */
+TEST(nn_stack_names_init_forward) {
+    TensorScope *sc = tensor_scope_begin();
+    NnParams p, q;
+    nn_params_init(&p, sc, TENSOR_F64, 7);
+    nn_params_init(&q, sc, TENSOR_F64, 7);
+    NnStack s;
+    nn_stack_init(&s, &p, "net", 3, 5, 2, 2, NN_ACT_TANH);
+    NnLinear l[3];
+    nn_linear_init(&l[0], &q, "a", 3, 5, true), nn_linear_init(&l[1], &q, "b", 5, 5, true), nn_linear_init(&l[2], &q, "c", 5, 2, true);
+    nn_params_pack(&p), nn_params_pack(&q);
+    CHECK(p.n == 6 && !strcmp(p.items[0].name, "net.0.weight") && !strcmp(p.items[3].name, "net.2.bias") &&
+          !strcmp(p.items[5].name, "net.4.bias"));
+    Tensor *x = tensor_randn(TENSOR_SHAPE(4, 3), TENSOR_F64);
+    Tensor *want = nn_linear_forward(&l[2], tensor_tanh(nn_linear_forward(&l[1], tensor_tanh(nn_linear_forward(&l[0], x)))));
+    Tensor *got = nn_stack_forward(&s, x);
+    CHECK(tensor_same_shape(got, want) && test_rel_err(got, want) == 0);
+    const char *names[] = {"relu", "elu", "gelu", "silu", "tanh", "softplus"};
+    for (int a = 0; a < 6; a++) CHECK(nn_activation_parse(names[a]) == a);
+    CHECK(nn_activation_parse("swish") == -1);
+    nn_stack_free(&s);
+    tensor_scope_end(sc);
+}

@@ -39,6 +39,7 @@
 
 #include "base/mem.h"
 #include "base/alloc.h"
+#include "nn/modules.h"
 #include "datasets/config.h"
 #include "nn/functional.h"
 #include "optim/train.h"
@@ -119,38 +120,6 @@ static const DsConfigField FIT_SCHEMA[] = {
     {"train", DS_CFG_OBJECT, offsetof(FitConfig, train), .fields = TRAIN_FIELDS},
     {0}};
 
-typedef struct {
-    int depth;
-    Tensor *w[17], *b[17];
-    const char *act;
-} Mlp;
-
-static void mlp_init(Mlp *m, NnParams *p, const FitConfig *c) {
-    m->depth = (int)c->model.depth;
-    m->act = c->model.activation;
-    int64_t fin = c->model.in;
-    char name[32];
-    for (int l = 0; l <= m->depth; l++) {
-        int64_t fout = l < m->depth ? c->model.hidden : 1;
-        snprintf(name, sizeof name, "%d", 2 * l); /* activations sit at the odd indices */
-        /* torch.nn.Linear's defaults: kaiming-uniform weight, bias U(±1/sqrt(fan_in)) */
-        m->w[l] = nn_param(p, "net", nn_join((char[256]){0}, name, "weight"), TENSOR_SHAPE(fout, fin),
-                           NN_INIT_KAIMING_UNIFORM, 0);
-        m->b[l] = nn_param(p, "net", nn_join((char[256]){0}, name, "bias"), TENSOR_SHAPE(fout), NN_INIT_UNIFORM,
-                           1.0 / sqrt((double)fin));
-        fin = fout;
-    }
-}
-
-static Tensor *mlp_forward(const Mlp *m, Tensor *x) {
-    for (int l = 0; l <= m->depth; l++) {
-        x = nn_linear(x, m->w[l], m->b[l]);
-        if (l == m->depth) break;
-        x = !strcmp(m->act, "relu") ? tensor_relu(x) : !strcmp(m->act, "gelu") ? tensor_gelu(x) : tensor_tanh(x);
-    }
-    return x;
-}
-
 /* y = sin(3 x0) cos(2 x1) + ¼|x|² + noise: smooth, not separable, cheap. */
 static void make_data(const FitConfig *c, TensorDType dt, Tensor **x, Tensor **y) {
     TensorRng gx = {.seed = (uint64_t)c->seed, .stream = 1}, gy = {.seed = (uint64_t)c->seed, .stream = 2};
@@ -162,15 +131,18 @@ static void make_data(const FitConfig *c, TensorDType dt, Tensor **x, Tensor **y
     *y = tensor_add(f, tensor_mul_scalar(tensor_randn_with(&gy, TENSOR_SHAPE(n, 1), dt), c->data.noise));
 }
 
-/* The model's weights as the device parameters of nn_params_mirror: dst's parameter i is the
- * mirror of host parameter i. */
-static void mlp_on(Mlp *dev, const Mlp *host, const NnParams *hp, const NnParams *dp) {
+/* The model on the device parameters of nn_params_mirror: dst's parameter i is the mirror of host
+ * parameter i. */
+static void mlp_on(NnStack *dev, const NnStack *host, const NnParams *hp, const NnParams *dp) {
     *dev = *host;
-    for (int i = 0; i < hp->n; i++)
-        for (int l = 0; l <= host->depth; l++) {
-            if (host->w[l] == hp->items[i].value) dev->w[l] = dp->items[i].value;
-            if (host->b[l] == hp->items[i].value) dev->b[l] = dp->items[i].value;
+    dev->lin = base_calloc((size_t)host->layers + 1, sizeof *dev->lin);
+    for (int l = 0; l <= host->layers; l++) {
+        dev->lin[l] = host->lin[l];
+        for (int i = 0; i < hp->n; i++) {
+            if (host->lin[l].weight == hp->items[i].value) dev->lin[l].weight = dp->items[i].value;
+            if (host->lin[l].bias == hp->items[i].value) dev->lin[l].bias = dp->items[i].value;
         }
+    }
 }
 
 int cmd_fit(int argc, char **argv) {
@@ -292,8 +264,10 @@ int cmd_fit_comm(int argc, char **argv, OptimComm *comm) {
     TensorDType dt = !strcmp(cfg.model.dtype, "f64") ? TENSOR_F64 : TENSOR_F32;
     NnParams params;
     nn_params_init(&params, run_scope, dt, (uint64_t)cfg.seed);
-    Mlp mlp;
-    mlp_init(&mlp, &params, &cfg);
+    /* the named activation is one of ACTIVATIONS, which the schema checked */
+    NnStack mlp;
+    nn_stack_init(&mlp, &params, "net", cfg.model.in, cfg.model.hidden, 1, (int)cfg.model.depth,
+                  (NnActivation)nn_activation_parse(cfg.model.activation));
     nn_params_pack(&params);
     /* every rank starts from rank 0's weights (the same seed gives the same ones anyway; this
      * makes it so whatever the initializers do) */
@@ -301,13 +275,13 @@ int cmd_fit_comm(int argc, char **argv, OptimComm *comm) {
     /* --device cuda: everything below trains the device mirror (tp); the host set is not
      * touched again */
     NnParams dparams = {0};
-    Mlp dmlp;
+    NnStack dmlp = {0};
     if (cuda) {
         nn_params_mirror(&dparams, &params, TENSOR_CUDA);
         mlp_on(&dmlp, &mlp, &params, &dparams);
     }
     NnParams *tp = cuda ? &dparams : &params;
-    const Mlp *model = cuda ? &dmlp : &mlp;
+    const NnStack *model = cuda ? &dmlp : &mlp;
     OptimConfig oc = optim_defaults(OPTIM_ADAMW);
     oc.lr = cfg.optim.lr;
     oc.weight_decay = cfg.optim.weight_decay;
@@ -335,6 +309,7 @@ int cmd_fit_comm(int argc, char **argv, OptimComm *comm) {
         free(cfg_json);
         nn_params_free(&dparams);
         nn_params_free(&params);
+        nn_stack_free(&dmlp), nn_stack_free(&mlp);
         tensor_scope_end(run_scope);
         nn_set_matmul_dtype(prev_matmul);
         return 1;
@@ -371,7 +346,7 @@ int cmd_fit_comm(int argc, char **argv, OptimComm *comm) {
             xb = tensor_to(xb, TENSOR_CUDA);
             yb = tensor_to(yb, TENSOR_CUDA);
         }
-        Tensor *d = tensor_sub(mlp_forward(model, xb), yb);
+        Tensor *d = tensor_sub(nn_stack_forward(model, xb), yb);
         Tensor *loss = tensor_mean_all(tensor_mul(d, d));
         if (shard_scale != 1) loss = tensor_mul_scalar(loss, shard_scale);
         nn_params_zero_grad(tp);
@@ -395,8 +370,8 @@ int cmd_fit_comm(int argc, char **argv, OptimComm *comm) {
     if (rc == 0 && done && is_main) {
         TensorScope *s = tensor_scope_begin();
         bool g = ag_no_grad_begin();
-        Tensor *d = cuda ? tensor_sub(mlp_forward(model, tensor_to(x, TENSOR_CUDA)), tensor_to(y, TENSOR_CUDA))
-                         : tensor_sub(mlp_forward(model, x), y);
+        Tensor *d = cuda ? tensor_sub(nn_stack_forward(model, tensor_to(x, TENSOR_CUDA)), tensor_to(y, TENSOR_CUDA))
+                         : tensor_sub(nn_stack_forward(model, x), y);
         double mse = tensor_item(tensor_mean_all(tensor_mul(d, d)));
         ag_no_grad_end(g);
         fprintf(stderr, "anima fit: done, %lld steps; full-data MSE %.6g (label noise variance %.3g); %s, %s\n",
@@ -406,6 +381,7 @@ int cmd_fit_comm(int argc, char **argv, OptimComm *comm) {
     free(cfg_json);
     nn_params_free(&dparams);
     nn_params_free(&params);
+    nn_stack_free(&dmlp), nn_stack_free(&mlp);
     tensor_scope_end(run_scope);
     nn_set_matmul_dtype(prev_matmul);
     return rc;

@@ -29,25 +29,14 @@ PsBaselineOptions ps_baseline_defaults(void) {
     return (PsBaselineOptions){.steps = 300, .hidden = 64, .layers = 3, .n_freqs = 4, .lr = 1e-2, .seed = 0};
 }
 
+/* Fourier features (n_freqs > 0), then the MLP */
 typedef struct {
     int n_freqs;
-    int layers;
-    NnLinear *lin; /* layers + 1 */
-    NnActivation act;
+    NnStack mlp;
 } Mlp;
 
-static NnActivation parse_act(const char *s) {
-    if (!strcmp(s, "elu")) return NN_ACT_ELU;
-    if (!strcmp(s, "silu")) return NN_ACT_SILU;
-    if (!strcmp(s, "tanh")) return NN_ACT_TANH;
-    if (!strcmp(s, "softplus")) return NN_ACT_SOFTPLUS;
-    return NN_ACT_GELU;
-}
-
 static Tensor *mlp_forward(const Mlp *m, Tensor *x) {
-    Tensor *h = m->n_freqs > 0 ? nn_fourier_embed(x, m->n_freqs) : x;
-    for (int i = 0; i < m->layers; i++) h = nn_activation(nn_linear_forward(&m->lin[i], h), m->act);
-    return nn_linear_forward(&m->lin[m->layers], h);
+    return nn_stack_forward(&m->mlp, m->n_freqs > 0 ? nn_fourier_embed(x, m->n_freqs) : x);
 }
 
 /* W and ∇W (B, Q, m, 3) at x (B, Q, 3): the decoder's two modes (model.h), for the MLP */
@@ -92,14 +81,10 @@ void ps_baseline_fit(const PsShape *s, const PsConfig *c, const PsBaselineOption
     TensorScope *outer = tensor_scope_begin();
     NnParams p;
     nn_params_init(&p, outer, TENSOR_F32, o->seed);
-    Mlp m = {.n_freqs = o->n_freqs, .layers = (int)o->layers, .act = parse_act(c->model.activation)};
-    m.lin = base_calloc((size_t)m.layers + 1, sizeof *m.lin);
-    char pre[64];
+    int act = nn_activation_parse(c->model.activation);
+    Mlp m = {.n_freqs = o->n_freqs};
     int64_t in = o->n_freqs > 0 ? nn_fourier_embed_dim(3, o->n_freqs) : 3;
-    for (int i = 0; i <= m.layers; i++) {
-        snprintf(pre, sizeof pre, "mlp.%d", i);
-        nn_linear_init(&m.lin[i], &p, pre, i == 0 ? in : o->hidden, i == m.layers ? k : o->hidden, true);
-    }
+    nn_stack_init(&m.mlp, &p, "mlp", in, o->hidden, k, (int)o->layers, act < 0 ? NN_ACT_GELU : (NnActivation)act);
     nn_params_pack(&p);
     OptimConfig oc = optim_defaults(OPTIM_ADAM);
     oc.lr = o->lr;
@@ -158,7 +143,7 @@ void ps_baseline_fit(const PsShape *s, const PsConfig *c, const PsBaselineOption
         tensor_scope_end(sc);
     }
     ag_no_grad_end(prev);
-    free(m.lin);
+    nn_stack_free(&m.mlp);
     nn_params_free(&p);
     tensor_scope_end(outer);
 }
