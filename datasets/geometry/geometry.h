@@ -59,6 +59,9 @@ void ds_mesh_bbox(const DsMesh *m, float lo[3], float hi[3]);
 double ds_mesh_area(const DsMesh *m);
 /* Σ_f (v0 · (v1 × v2)) / 6 — the divergence theorem on a closed, outward-oriented mesh. */
 double ds_mesh_signed_volume(const DsMesh *m);
+/* (estimate − volume) / max(|volume|, 1e-12): a volume estimate's signed error relative to a
+ * mesh's volume (the cubature's against the divergence theorem's). */
+double ds_volume_error(double estimate, double volume);
 /* Per-vertex normals as the area-weighted sum of incident face normals (allocates m->n if NULL). */
 int ds_mesh_compute_normals(DsMesh *m);
 /* Turns m inside out: every triangle's winding reversed (its second and third corners swapped)
