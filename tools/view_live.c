@@ -30,7 +30,6 @@
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <libgen.h>
-#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,6 +40,7 @@
 #include "base/clock.h"
 #include "base/errbuf.h"
 #include "datasets/mesh/mesh.h"
+#include "sim/inspect.h"
 #include "sim/rigid.h"
 #include "sim/scene.h"
 #include "tools/view_live.h"
@@ -209,15 +209,6 @@ static int obj_of(const ViewLive *L, int64_t v, int64_t *local) {
     return -1;
 }
 
-static void vertex_now(const SimObject *o, int64_t v, double x[3]) {
-    /* x = X_v + u_r + Σ_q B_v[q] z⁽ⁱ⁾[q] (sim/solver.h; u_r the rig's, when there is one) */
-    for (int i = 0; i < 3; i++) {
-        double s = o->Xv[3 * v + i] + (o->rig_uv ? o->rig_uv[3 * v + i] : 0);
-        for (int64_t q = 0; q < o->nb; q++) s += o->Bv[v * o->nb + q] * o->z[i * o->nb + q];
-        x[i] = s;
-    }
-}
-
 static void remove_slot(SimObject *o, int slot) {
     memmove(o->drags + slot, o->drags + slot + 1, sizeof(SimDrag) * (size_t)(o->ndrags - slot - 1));
     o->ndrags--;
@@ -261,20 +252,12 @@ static int apply(ViewLive *L, const ViewCmd *c, char *err, size_t errlen) {
             return -1;
         }
         /* the object vertex closest to center now */
-        double best = INFINITY, x[3];
-        int bk = 0;
-        int64_t bv = 0;
-        for (int k = 0; k < L->nobj; k++)
-            for (int64_t v = 0; v < L->objs[k].nv; v++) {
-                vertex_now(&L->objs[k], v, x);
-                double r2 = 0;
-                for (int i = 0; i < 3; i++) r2 += (x[i] - c->a[i]) * (x[i] - c->a[i]);
-                if (r2 < best) best = r2, bk = k, bv = v;
-            }
+        int64_t bv;
+        int bk = sim_objects_nearest_vertex(L->objs, L->nobj, c->a, &bv);
         SimObject *o = &L->objs[bk];
         SimDrag d = {.radius = c->radius, .stiffness = 5 * L->drag_k, .t0 = -1, .t1 = -1, .t_release = 1e30};
         memcpy(d.grab, o->Xv + 3 * bv, sizeof d.grab);
-        vertex_now(o, bv, d.target);
+        sim_object_vertex_now(o, bv, d.target);
         /* pins go before the user's drag so the drag's slot index stays valid: insert at 0 */
         if (sim_object_add_drag(o, &d, err, errlen)) return -1;
         memmove(o->drags + 1, o->drags, sizeof(SimDrag) * (size_t)(o->ndrags - 1));
@@ -331,16 +314,9 @@ static int apply(ViewLive *L, const ViewCmd *c, char *err, size_t errlen) {
             sim_rig_clear_joint(&L->rig, (int)c->vertex);
             return 0;
         }
-        /* the rotation vector r = θ a is given in world axes; the rig's are the object's pose's
-         * rotation R away (rig.h: world = scale·R p + T), so a_rig = Rᵀ a. As a unit quaternion
-         * (cos θ/2, sin θ/2 a_rig) */
-        double ar[3], q[4] = {1, 0, 0, 0};
-        for (int i = 0; i < 3; i++) ar[i] = L->rig.R[i] * c->a[0] + L->rig.R[3 + i] * c->a[1] + L->rig.R[6 + i] * c->a[2];
-        double th = sqrt(ar[0] * ar[0] + ar[1] * ar[1] + ar[2] * ar[2]);
-        if (th > 0) {
-            q[0] = cos(0.5 * th);
-            for (int i = 0; i < 3; i++) q[i + 1] = sin(0.5 * th) * ar[i] / th;
-        }
+        /* the rotation vector is given in world axes (rig.h: world = scale·R p + T) */
+        double q[4];
+        sim_rig_world_rotation(&L->rig, c->a, q);
         return sim_rig_set_joint_rotation(&L->rig, (int)c->vertex, q, err, errlen);
     }
     case VIEW_CMD_RESET:
@@ -432,9 +408,7 @@ static void *sim_thread(void *arg) {
         double w1 = base_now();
         /* balls that left the scene (no gravity, or thrown away) go */
         for (int r = L->nrigid - 1; r >= L->nscene_rigid; r--) {
-            double d2 = 0;
-            for (int i = 0; i < 3; i++) d2 += (L->rigids[r].c[i] - L->center[i]) * (L->rigids[r].c[i] - L->center[i]);
-            if (d2 > 400 * L->extent * L->extent) {
+            if (sim_rigid_distance2(&L->rigids[r], L->center) > 400 * L->extent * L->extent) {
                 sim_rigid_free(&L->rigids[r]);
                 memmove(L->rigids + r, L->rigids + r + 1, sizeof(SimRigid) * (size_t)(L->nrigid - r - 1));
                 L->nrigid--;
@@ -524,7 +498,6 @@ int view_live_start(ViewLive **out, const char *scene_path, double drag_stiffnes
     if (L->rigged) rig_start(L);
     L->nscene_rigid = L->sc.nrigids;
     if (rigids_reset(L, err, errlen)) goto fail;
-    double lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
     for (int k = 0; k < L->nobj; k++) {
         SimObject *o = &L->objs[k];
         if (!o->nv) {
@@ -539,11 +512,9 @@ int view_live_start(ViewLive **out, const char *scene_path, double drag_stiffnes
             goto fail;
         }
         memcpy(L->z0[k], o->z, sizeof(double) * (size_t)o->n);
-        for (int64_t v = 0; v < o->nv; v++)
-            for (int i = 0; i < 3; i++) lo[i] = fmin(lo[i], o->Xv[3 * v + i]), hi[i] = fmax(hi[i], o->Xv[3 * v + i]);
         if (!(L->drag_radius > 0)) L->drag_radius = 0.1 * o->diag;
     }
-    for (int i = 0; i < 3; i++) L->center[i] = 0.5 * (lo[i] + hi[i]), L->extent = fmax(L->extent, hi[i] - lo[i]);
+    sim_objects_rest_bounds(L->objs, L->nobj, L->center, &L->extent);
     if (world_rebuild(L, err, errlen) || topology_build(L) || publish(L, 0)) {
         if (!err[0]) base_errf(err, errlen, "out of memory");
         goto fail;
@@ -614,11 +585,7 @@ char *view_live_hello(ViewLive *L) {
         for (int b = 0; b < L->rig.nbones; b++) {
             const DsBone *db = &L->rig.shape.bones[b];
             double h[3], tl[3];
-            for (int i = 0; i < 3; i++) {
-                h[i] = L->rig.off[i], tl[i] = L->rig.off[i];
-                for (int k = 0; k < 3; k++)
-                    h[i] += L->rig.L[3 * i + k] * db->head[k], tl[i] += L->rig.L[3 * i + k] * db->tail[k];
-            }
+            sim_rig_bone_world(&L->rig, b, h, tl);
             cJSON *o = cJSON_CreateObject();
             cJSON_AddStringToObject(o, "name", db->name);
             cJSON_AddNumberToObject(o, "parent", db->parent);
@@ -689,11 +656,9 @@ uint8_t *view_live_frame(ViewLive *L, size_t pre, uint32_t *frame, uint32_t *top
 
 char *view_live_state(ViewLive *L, int64_t vertex) {
     cJSON *j = cJSON_CreateObject();
-    double cen[3] = {0, 0, 0}, w[NTIME], c[NTIME];
+    double cen[3], w[NTIME], c[NTIME];
     pthread_mutex_lock(&L->mu);
-    for (int64_t v = 0; v < L->nobj_v; v++)
-        for (int i = 0; i < 3; i++) cen[i] += L->pos[3 * v + i];
-    for (int i = 0; i < 3; i++) cen[i] /= (double)L->nobj_v;
+    sim_points_centroid(L->pos, L->nobj_v, cen);
     cJSON_AddNumberToObject(j, "t", L->tpub);
     cJSON_AddNumberToObject(j, "frame", L->frame);
     cJSON_AddNumberToObject(j, "ack", L->ack);
