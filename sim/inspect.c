@@ -1,6 +1,7 @@
 /* sim/inspect.c — see inspect.h. */
 #include <math.h>
 
+#include "datasets/geometry/geometry.h"
 #include "datasets/motion/rig.h"
 #include "sim/inspect.h"
 
@@ -33,8 +34,7 @@ void sim_objects_rest_bounds(const SimObject *objs, int nobj, double center[3], 
         for (int64_t v = 0; v < objs[k].nv; v++)
             for (int i = 0; i < 3; i++)
                 lo[i] = fmin(lo[i], objs[k].Xv[3 * v + i]), hi[i] = fmax(hi[i], objs[k].Xv[3 * v + i]);
-    *extent = 0;
-    for (int i = 0; i < 3; i++) center[i] = 0.5 * (lo[i] + hi[i]), *extent = fmax(*extent, hi[i] - lo[i]);
+    ds_box_center_extent(lo, hi, center, extent);
 }
 
 void sim_points_centroid(const float *x, int64_t n, double c[3]) {

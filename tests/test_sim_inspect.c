@@ -1,9 +1,11 @@
 /* tests/test_sim_inspect.c — what a viewer asks of a running simulation (sim/inspect.h), on
- * objects, rigid bodies and rigs filled in by hand with only the fields these read. */
+ * objects, rigid bodies and rigs filled in by hand with only the fields these read; and the
+ * camera framing a scene's output (sim/scene.h's sim_scene_camera). */
 #include <math.h>
 #include <string.h>
 
 #include "sim/inspect.h"
+#include "sim/scene.h"
 #include "tests/test.h"
 
 /* two vertices, nb = 2 (z is 3 × nb, one row per axis): X + B z with or without a rig's u_r */
@@ -77,4 +79,28 @@ TEST(sim_inspect_rig_bones_and_rotation) {
     CHECK(q[2] == 0 && q[3] == 0);
     sim_rig_world_rotation(&r, (double[]){0, 0, 0}, q); /* no turn: the identity */
     CHECK(q[0] == 1 && q[1] == 0 && q[2] == 0 && q[3] == 0);
+}
+
+TEST(sim_inspect_scene_camera) {
+    /* no eye or target in the scene: the box's center from (0.6, 0.6, 2.4) × extent away */
+    SimScene sc = {0};
+    sc.output.width = 64, sc.output.height = 48, sc.output.fov = 40;
+    double c[3] = {1, 2, 3}, eye[3];
+    DsCamera cam = sim_scene_camera(&sc, c, 2);
+    ds_camera_center(&cam, eye);
+    CHECK_NEAR(eye[0], 2.2, 1e-12);
+    CHECK_NEAR(eye[1], 3.2, 1e-12);
+    CHECK_NEAR(eye[2], 7.8, 1e-12);
+    CHECK(cam.width == 64 && cam.height == 48);
+    double uv[2], depth;
+    CHECK(ds_camera_project(&cam, c, uv, &depth) && fabs(uv[0] - 32) < 1e-9 && fabs(uv[1] - 24) < 1e-9);
+    /* the scene's own eye and target win */
+    sc.output.has_eye = sc.output.has_target = true;
+    memcpy(sc.output.eye, (double[]){0, 0, 10}, sizeof sc.output.eye);
+    memcpy(sc.output.target, (double[]){0, 0, 0}, sizeof sc.output.target);
+    cam = sim_scene_camera(&sc, c, 2);
+    ds_camera_center(&cam, eye);
+    CHECK_NEAR(eye[0], 0, 1e-12);
+    CHECK_NEAR(eye[2], 10, 1e-12);
+    CHECK(ds_camera_project(&cam, (double[]){0, 0, 0}, uv, &depth) && fabs(uv[0] - 32) < 1e-9 && fabs(depth - 10) < 1e-9);
 }

@@ -130,8 +130,6 @@ double ds_mesh_signed_volume(const DsMesh *m) {
     return s / 6.0;
 }
 
-double ds_volume_error(double estimate, double volume) { return (estimate - volume) / fmax(fabs(volume), 1e-12); }
-
 int ds_mesh_compute_normals(DsMesh *m) {
     if (!m->n) {
         m->n = malloc(sizeof(float) * (size_t)(3 * m->nv + 1));

@@ -59,9 +59,6 @@ void ds_mesh_bbox(const DsMesh *m, float lo[3], float hi[3]);
 double ds_mesh_area(const DsMesh *m);
 /* Σ_f (v0 · (v1 × v2)) / 6 — the divergence theorem on a closed, outward-oriented mesh. */
 double ds_mesh_signed_volume(const DsMesh *m);
-/* (estimate − volume) / max(|volume|, 1e-12): a volume estimate's signed error relative to a
- * mesh's volume (the cubature's against the divergence theorem's). */
-double ds_volume_error(double estimate, double volume);
 /* Per-vertex normals as the area-weighted sum of incident face normals (allocates m->n if NULL). */
 int ds_mesh_compute_normals(DsMesh *m);
 /* Turns m inside out: every triangle's winding reversed (its second and third corners swapped)
@@ -214,5 +211,19 @@ typedef struct {
 /* Normalize, sample and classify. `in` is not modified. 0 or -1 with err set. */
 int ds_preprocess(const DsMesh *in, const DsPreprocessOptions *o, DsPreprocessed *out, char *err, size_t errlen);
 void ds_preprocessed_free(DsPreprocessed *p);
+
+/* ---- measures (geom_measure.c) ----------------------------------------------------------- */
+
+/* (estimate − volume) / max(|volume|, 1e-12): a volume estimate's signed error relative to a
+ * mesh's volume (the cubature's against the divergence theorem's). */
+double ds_volume_error(double estimate, double volume);
+
+/* The box of n points (n × 3) from their 1st to their 99th percentile per axis (the values at
+ * sorted ranks n/100 and n − 1 − n/100): a few stray points left out. n = 0 leaves lo and hi
+ * as they are. 0, or -1 when out of memory (lo and hi untouched). */
+int ds_points_percentile_box(const float *x, int64_t n, double lo[3], double hi[3]);
+
+/* The box lo..hi's center and its largest side (0 when lo > hi on every axis). */
+void ds_box_center_extent(const double lo[3], const double hi[3], double center[3], double *extent);
 
 #endif
