@@ -12,6 +12,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "base/clock.h"
@@ -29,6 +30,13 @@ static void on_signal(int sig) { g_signal = sig; }
 
 static void progress(void *ctx, int64_t done, int64_t total) {
     base_progress_update((BaseProgress *)ctx, done, total, 0, 0, false);
+}
+
+static double cpu_s(void) {
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (double)ru.ru_utime.tv_sec + 1e-6 * (double)ru.ru_utime.tv_usec + (double)ru.ru_stime.tv_sec +
+           1e-6 * (double)ru.ru_stime.tv_usec;
 }
 
 int cmd_dataset_motion(int argc, char **argv) {
@@ -138,7 +146,7 @@ int cmd_dataset_motion(int argc, char **argv) {
     sigaction(SIGINT, &sa, &old_int);
     sigaction(SIGTERM, &sa, &old_term);
     base_progress_begin(&pr, 0);
-    double t0 = base_now(), c0 = base_cpu_now();
+    double t0 = base_now(), c0 = cpu_s();
     DsMotionBenchStats st;
     char err[2048];
     int rc = ds_motion_bench_make(&o, &st, err, sizeof err);
@@ -170,7 +178,7 @@ int cmd_dataset_motion(int argc, char **argv) {
                "bounding radius %.3f, cameras at %.3f\n",
                o.views, st.train_views, st.heldout_views, o.size, o.size, (long long)st.images, 100 * st.coverage,
                st.extent, st.distance);
-    printf("  %.1f s wall, %.1f s CPU\n", base_now() - t0, base_cpu_now() - c0);
+    printf("  %.1f s wall, %.1f s CPU\n", base_now() - t0, cpu_s() - c0);
     /* previews: training view 0's images over time (monocular: the orbit's), one per motion */
     int vrc = 0;
     for (int k = 0; k < st.motions && !vrc; k++) {
