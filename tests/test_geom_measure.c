@@ -32,3 +32,10 @@ TEST(geom_box_center_extent) {
     ds_box_center_extent((double[]){INFINITY, INFINITY, INFINITY}, (double[]){-INFINITY, -INFINITY, -INFINITY}, c, &e);
     CHECK(e == 0);
 }
+
+TEST(geom_points_diagonal2) {
+    float x[9] = {0, 0, 0, 3, -1, 2, 1, 3, 0}; /* box 3 × 4 × 2 */
+    CHECK(ds_points_diagonal2(x, 3) == 29);
+    CHECK(ds_points_diagonal2(x, 1) == 0);
+    CHECK(isinf(ds_points_diagonal2(x, 0)));
+}

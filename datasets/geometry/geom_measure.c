@@ -27,3 +27,11 @@ void ds_box_center_extent(const double lo[3], const double hi[3], double center[
     *extent = 0;
     for (int i = 0; i < 3; i++) center[i] = 0.5 * (lo[i] + hi[i]), *extent = fmax(*extent, hi[i] - lo[i]);
 }
+
+double ds_points_diagonal2(const float *x, int64_t n) {
+    double lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY}, d2 = 0;
+    for (int64_t i = 0; i < n; i++)
+        for (int c = 0; c < 3; c++) lo[c] = fmin(lo[c], x[i * 3 + c]), hi[c] = fmax(hi[c], x[i * 3 + c]);
+    for (int c = 0; c < 3; c++) d2 += (hi[c] - lo[c]) * (hi[c] - lo[c]);
+    return d2;
+}

@@ -223,6 +223,10 @@ double ds_volume_error(double estimate, double volume);
  * as they are. 0, or -1 when out of memory (lo and hi untouched). */
 int ds_points_percentile_box(const float *x, int64_t n, double lo[3], double hi[3]);
 
+/* The squared diagonal of n points' (n × 3) bounding box, Σ over the axes of (hi − lo)²
+ * (+inf for n = 0): the scale of a shape that errors are given as a share of. */
+double ds_points_diagonal2(const float *x, int64_t n);
+
 /* The box lo..hi's center and its largest side (0 when lo > hi on every axis). */
 void ds_box_center_extent(const double lo[3], const double hi[3], double center[3], double *extent);
 
