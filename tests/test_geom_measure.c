@@ -1,6 +1,7 @@
 /* tests/test_geom_measure.c — the measures of datasets/geometry/geometry.h's geom_measure.c: a
- * volume estimate's relative error, the percentile box of a point set, a box's center and
- * extent. (ds_volume_error is also checked with the cache summaries, tests/test_dataset.c.) */
+ * volume estimate's relative error, the percentile box and the bounding-box diagonal of a point
+ * set, a box's center and extent, a box grown by a margin. (ds_volume_error is also checked
+ * with the cache summaries, tests/test_dataset.c.) */
 #include <math.h>
 
 #include "datasets/geometry/geometry.h"
@@ -38,4 +39,10 @@ TEST(geom_points_diagonal2) {
     CHECK(ds_points_diagonal2(x, 3) == 29);
     CHECK(ds_points_diagonal2(x, 1) == 0);
     CHECK(isinf(ds_points_diagonal2(x, 0)));
+}
+
+TEST(geom_box_grow) {
+    double lo[3], hi[3];
+    ds_box_grow((double[]){0, -1, 2}, (double[]){4, 1, 2}, 0.25, lo, hi);
+    CHECK(lo[0] == -1 && hi[0] == 5 && lo[1] == -1.5 && hi[1] == 1.5 && lo[2] == 2 && hi[2] == 2);
 }

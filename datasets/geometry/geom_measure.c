@@ -35,3 +35,10 @@ double ds_points_diagonal2(const float *x, int64_t n) {
     for (int c = 0; c < 3; c++) d2 += (hi[c] - lo[c]) * (hi[c] - lo[c]);
     return d2;
 }
+
+void ds_box_grow(const double lo[3], const double hi[3], double margin, double out_lo[3], double out_hi[3]) {
+    for (int a = 0; a < 3; a++) {
+        double m = margin * (hi[a] - lo[a]);
+        out_lo[a] = lo[a] - m, out_hi[a] = hi[a] + m;
+    }
+}

@@ -227,6 +227,9 @@ int ds_points_percentile_box(const float *x, int64_t n, double lo[3], double hi[
  * (+inf for n = 0): the scale of a shape that errors are given as a share of. */
 double ds_points_diagonal2(const float *x, int64_t n);
 
+/* The box lo..hi grown by margin × its side on each side of each axis, into out_lo..out_hi. */
+void ds_box_grow(const double lo[3], const double hi[3], double margin, double out_lo[3], double out_hi[3]);
+
 /* The box lo..hi's center and its largest side (0 when lo > hi on every axis). */
 void ds_box_center_extent(const double lo[3], const double hi[3], double center[3], double *extent);
 
