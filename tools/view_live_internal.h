@@ -1,6 +1,6 @@
 /* tools/view_live_internal.h — the live view's state (tools/view_live.h), shared by its two
  * halves: the simulation thread with the controls it applies (view_live.c) and what the server's
- * thread reads and queues (view_live_msg.c). Everything below mu is published under it. */
+ * thread reads and queues (view_live_msg.c). */
 #ifndef ANIMA_TOOLS_VIEW_LIVE_INTERNAL_H
 #define ANIMA_TOOLS_VIEW_LIVE_INTERNAL_H
 
