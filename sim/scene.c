@@ -9,6 +9,7 @@
 #include "base/sort.h"
 #include "datasets/render/camera.h"
 #include "datasets/config.h"
+#include "datasets/geometry/geometry.h"
 #include "datasets/mesh/mesh.h"
 #include "datasets/render/raster.h"
 #include "sim/bindings.h"
@@ -839,6 +840,14 @@ static int write_frame(const SimScene *sc, const SimObject *objs, const SimRigid
     return 0;
 }
 
+DsCamera sim_scene_camera(const SimScene *sc, const double center[3], double extent) {
+    double target[3], eye[3], up[3] = {0, 1, 0};
+    memcpy(target, sc->output.has_target ? sc->output.target : center, sizeof target);
+    if (sc->output.has_eye) memcpy(eye, sc->output.eye, sizeof eye);
+    else eye[0] = target[0] + 0.6 * extent, eye[1] = target[1] + 0.6 * extent, eye[2] = target[2] + 2.4 * extent;
+    return ds_camera_look_at(eye, target, up, (int)sc->output.width, (int)sc->output.height, sc->output.fov);
+}
+
 int sim_scene_run(const SimScene *sc, const char *scene_dir, const char *outdir, SimProgressFn progress, void *ctx,
                   SimRunReport *report, char *err, size_t errlen) {
     memset(report, 0, sizeof *report);
@@ -895,13 +904,9 @@ int sim_scene_run(const SimScene *sc, const char *scene_dir, const char *outdir,
                 lo[i] = fmin(lo[i], x), hi[i] = fmax(hi[i], x);
             }
     if (sc->nplanes) lo[1] = fmin(lo[1], 0);
-    double center[3], extent = 0;
-    for (int i = 0; i < 3; i++) center[i] = 0.5 * (lo[i] + hi[i]), extent = fmax(extent, hi[i] - lo[i]);
-    double target[3], eye[3], upv[3] = {0, 1, 0};
-    memcpy(target, sc->output.has_target ? sc->output.target : center, sizeof target);
-    if (sc->output.has_eye) memcpy(eye, sc->output.eye, sizeof eye);
-    else eye[0] = target[0] + 0.6 * extent, eye[1] = target[1] + 0.6 * extent, eye[2] = target[2] + 2.4 * extent;
-    DsCamera cam = ds_camera_look_at(eye, target, upv, (int)sc->output.width, (int)sc->output.height, sc->output.fov);
+    double center[3], extent;
+    ds_box_center_extent(lo, hi, center, &extent);
+    DsCamera cam = sim_scene_camera(sc, center, extent);
     SimObject *ro = rigged ? &objs[sc->rig.object] : NULL;
     if (rigged) report->rig_modes = rig.nm, report->rig_modes_kept = rig.kept;
     if (rigged && gauss[sc->rig.object].bind.n) {

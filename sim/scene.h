@@ -59,6 +59,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "datasets/render/camera.h"
 #include "sim/rig.h"
 #include "sim/solver.h"
 #include "sim/world.h"
@@ -168,6 +169,11 @@ int sim_scene_build_rigids(const SimScene *sc, const char *scene_dir, SimRigid *
 
 /* Progress callback: called after each step (step index from 1). */
 typedef void (*SimProgressFn)(void *ctx, int64_t step, int64_t steps, const SimObject *objs, int nobjects);
+
+/* The camera of the scene's output framing a box of this center and largest side (extent,
+ * ds_box_center_extent): output.target and output.eye where the scene gives them, else the
+ * center seen from (0.6, 0.6, 2.4) × extent away; output.width, height and fov. */
+DsCamera sim_scene_camera(const SimScene *sc, const double center[3], double extent);
 
 /* Builds, steps and writes frames into outdir (created if missing): frame_00000.{ply,obj,png}
  * for the rest state and then every output.every steps. 0, or -1 with err set. */

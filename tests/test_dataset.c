@@ -1,5 +1,6 @@
-/* tests/test_dataset.c — the HDF5 dataset cache (datasets/corpus/cache.h) and `anima dataset`: a tiny
- * corpus written and read back (counts, splits, fields, volumes, rig weights, surface samples on
+/* tests/test_dataset.c — the HDF5 dataset cache (datasets/corpus/cache.h), its summaries
+ * (datasets/corpus/summary.h) and `anima dataset`: a tiny corpus written and read back (counts,
+ * splits, fields, volumes, rig weights, surface samples on
  * the surface), the reader's validation of damaged files, and the command's exit codes and
  * messages. The command tests run ./anima (or $ANIMA) and skip when it is not built. */
 #include <errno.h>
@@ -14,6 +15,7 @@
 
 #include "datasets/corpus/cache.h"
 #include "datasets/corpus/make.h"
+#include "datasets/corpus/summary.h"
 #include "tests/test.h"
 
 static void tmpdir_make(char *dir) {
@@ -591,5 +593,120 @@ TEST(dataset_cli_real) {
         ds_shape_record_free(&r);
         ds_cache_close(c);
     }
+    rm_rf(dir);
+}
+
+/* ---- datasets/corpus/summary.h: what `anima dataset show` asks of a shape or a cache -------- */
+
+TEST(dataset_weight_color) {
+    float c[3];
+    ds_weight_color(0, c);
+    CHECK(c[0] == 0 && c[1] == 0 && c[2] == 1);
+    ds_weight_color(0.25f, c);
+    CHECK(c[0] == 0.5f && c[1] == 0.5f && c[2] == 1);
+    ds_weight_color(0.5f, c);
+    CHECK(c[0] == 1 && c[1] == 1 && c[2] == 1);
+    ds_weight_color(0.75f, c);
+    CHECK(c[0] == 1 && c[1] == 0.5f && c[2] == 0.5f);
+    ds_weight_color(1, c);
+    CHECK(c[0] == 1 && c[1] == 0 && c[2] == 0);
+    ds_weight_color(-3, c); /* clamped */
+    CHECK(c[0] == 0 && c[1] == 0 && c[2] == 1);
+    ds_weight_color(7, c);
+    CHECK(c[0] == 1 && c[1] == 0 && c[2] == 0);
+}
+
+TEST(dataset_shape_field_mesh) {
+    /* a tetrahedron with colours (which the "mesh" field leaves out), two points of each set
+     * and two bones */
+    float v[12] = {0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 1}, n[12] = {0}, col[12] = {0};
+    int32_t f[12] = {0, 2, 1, 0, 1, 3, 0, 3, 2, 1, 2, 3};
+    DsMesh m = {.nv = 4, .nf = 4, .v = v, .n = n, .color = col, .f = f};
+    float pts[6] = {1, 2, 3, 4, 5, 6}, nrm[6] = {0, 0, 1, 0, 1, 0}, vol[2] = {0.25f, 0.5f};
+    float w[8] = {1, 0, 0.5f, 0.5f, 0.25f, 0.75f, 0, 1};
+    DsBone bones[2] = {{.name = "root", .parent = -1}, {.name = "arm", .parent = 0}};
+    DsShapeFields fs = {.mesh = &m, .n_surface = 2, .n_sharp = 1, .n_cubature = 2, .surface = pts,
+                        .surface_normal = nrm, .sharp = pts + 3, .sharp_normal = nrm + 3, .cubature = pts,
+                        .cubature_volume = vol, .nbones = 2, .bones = bones, .weights = w};
+    DsMesh o;
+    char err[256];
+    CHECK(ds_shape_field_mesh(&fs, "mesh", &o, err, sizeof err) == 0);
+    CHECK(o.nv == 4 && o.nf == 4 && o.v != v && !memcmp(o.v, v, sizeof v) && !memcmp(o.n, n, sizeof n) &&
+          !memcmp(o.f, f, sizeof f) && !o.color && !o.scalar);
+    ds_mesh_free(&o);
+    CHECK(ds_shape_field_mesh(&fs, "surface", &o, err, sizeof err) == 0);
+    CHECK(o.nv == 2 && o.nf == 0 && !o.f && !memcmp(o.v, pts, sizeof pts) && !memcmp(o.n, nrm, sizeof nrm) && !o.scalar);
+    ds_mesh_free(&o);
+    CHECK(ds_shape_field_mesh(&fs, "sharp", &o, err, sizeof err) == 0);
+    CHECK(o.nv == 1 && o.v[0] == 4 && o.n[1] == 1);
+    ds_mesh_free(&o);
+    CHECK(ds_shape_field_mesh(&fs, "cubature", &o, err, sizeof err) == 0);
+    CHECK(o.nv == 2 && !o.n && o.scalar[0] == 0.25f && o.scalar[1] == 0.5f);
+    ds_mesh_free(&o);
+    /* a bone by name, or else by index */
+    CHECK(ds_shape_field_mesh(&fs, "weights:arm", &o, err, sizeof err) == 0);
+    CHECK(o.nv == 4 && o.nf == 4 && o.scalar[0] == 0 && o.scalar[1] == 0.5f && o.scalar[2] == 0.75f && o.scalar[3] == 1);
+    CHECK(o.color[0] == 0 && o.color[2] == 1 && o.color[3] == 1 && o.color[4] == 1 && o.color[9] == 1 && o.color[10] == 0);
+    ds_mesh_free(&o);
+    CHECK(ds_shape_field_mesh(&fs, "weights:0", &o, err, sizeof err) == 0);
+    CHECK(o.scalar[0] == 1 && o.scalar[3] == 0);
+    ds_mesh_free(&o);
+    CHECK(ds_shape_field_mesh(&fs, "weights:2", &o, err, sizeof err) == -1);
+    CHECK_MSG(!strcmp(err, "weights:2: no bone '2' (bones: root arm)"), "%s", err);
+    CHECK(ds_shape_field_mesh(&fs, "weights:", &o, err, sizeof err) == -1 && strstr(err, "no bone ''"));
+    CHECK(ds_shape_field_mesh(&fs, "normals", &o, err, sizeof err) == -1);
+    CHECK_MSG(!strcmp(err, "expects mesh, surface, sharp, cubature or weights:<bone>, got 'normals'"), "%s", err);
+    fs.weights = NULL;
+    CHECK(ds_shape_field_mesh(&fs, "weights:arm", &o, err, sizeof err) == -1);
+    CHECK_MSG(!strcmp(err, "weights:arm: this shape has no rig weights"), "%s", err);
+    CHECK(o.nv == 0 && !o.v);
+}
+
+TEST(dataset_cubature_volume_error) {
+    float vol[3] = {0.5f, 0.25f, 0.375f};
+    DsShapeRecord r = {.n_cubature = 3, .cubature_volume = vol};
+    CHECK(ds_shape_cubature_volume(&r) == 1.125);
+    r.n_cubature = 0;
+    CHECK(ds_shape_cubature_volume(&r) == 0);
+    CHECK(ds_volume_error(1.125, 1) == 0.125 && ds_volume_error(0.75, 1) == -0.25);
+    CHECK(ds_volume_error(-1.5, -1) == -0.5); /* relative to |volume| */
+    CHECK(ds_volume_error(1e-12, 0) == 1);     /* a zero volume divides by 1e-12 */
+}
+
+TEST(dataset_cache_summary) {
+    char dir[64], path[128], err[1024];
+    tmpdir_make(dir);
+    const char *a[3] = {"mug", "chair", "mug"}, *b[2] = {"bird", "chair"};
+    snprintf(path, sizeof path, "%s/a.h5", dir);
+    CHECK(write_corpus(path, a, 3, 3) == 0);
+    snprintf(path, sizeof path, "%s/b.h5", dir);
+    CHECK(write_corpus(path, b, 2, 4) == 0);
+    DsCacheSummary s = {0};
+    int64_t nv = 0;
+    for (int k = 0; k < 2; k++) {
+        snprintf(path, sizeof path, "%s/%s.h5", dir, k ? "b" : "a");
+        DsCache *c = ds_cache_open(path, err, sizeof err);
+        CHECK_MSG(c, "%s", err);
+        if (!c) continue;
+        CHECK_MSG(ds_cache_summary_add(&s, c, err, sizeof err) == 0, "%s", err);
+        for (int64_t i = 0; i < ds_cache_count(c); i++) {
+            DsShapeRecord r;
+            CHECK(ds_cache_read_meta(c, i, &r, err, sizeof err) == 0);
+            nv += r.mesh.nv;
+            ds_shape_record_free(&r);
+        }
+        ds_cache_close(c);
+    }
+    CHECK(s.nfiles == 2 && s.ncat == 3 && !strcmp(s.categories[0], "mug") && !strcmp(s.categories[1], "chair") &&
+          !strcmp(s.categories[2], "bird"));
+    CHECK(s.counts[0][0] == 2 && s.counts[0][1] == 1 && s.counts[0][2] == 0);
+    CHECK(s.counts[1][0] == 0 && s.counts[1][1] == 1 && s.counts[1][2] == 1);
+    CHECK(s.shapes == 5 && s.watertight == 5 && s.vertices == nv && nv > 0);
+    /* a fifth file does not fit */
+    DsCache *c = ds_cache_open(path, err, sizeof err);
+    CHECK_MSG(c, "%s", err);
+    s.nfiles = DS_CACHE_SUMMARY_FILES;
+    if (c) CHECK(ds_cache_summary_add(&s, c, err, sizeof err) == -1 && strstr(err, "at most 4 files"));
+    if (c) ds_cache_close(c);
     rm_rf(dir);
 }

@@ -26,6 +26,7 @@
 #include "base/progress.h"
 #include "datasets/corpus/cache.h"
 #include "datasets/corpus/make.h"
+#include "datasets/corpus/summary.h"
 #include "datasets/geometry/geometry.h"
 #include "datasets/mesh/mesh.h"
 #include "datasets/geometry/procedural.h"
@@ -62,7 +63,7 @@ typedef struct {
     char command[4096];
 } MakeArgs;
 
-static void print_table(const char *const *cats, int ncat, int64_t counts[][MAX_CATS], const char *const *splits,
+static void print_table(const char *const *cats, int ncat, const int64_t counts[][MAX_CATS], const char *const *splits,
                         int nsplit) {
     printf("  %-12s", "category");
     for (int s = 0; s < nsplit; s++) printf(" %7s", splits[s]);
@@ -78,6 +79,13 @@ static void print_table(const char *const *cats, int ncat, int64_t counts[][MAX_
     printf("  %-12s", "all");
     for (int s = 0; s < nsplit; s++) printf(" %7lld", (long long)col[s]), all += col[s];
     printf(" %7lld\n", (long long)all);
+}
+
+/* a cache summary's table: its categories by its files, named files[] */
+static void print_summary(const DsCacheSummary *s, const char *const *files) {
+    const char *cats[MAX_CATS];
+    for (int k = 0; k < s->ncat; k++) cats[k] = s->categories[k];
+    print_table(cats, s->ncat, s->counts, files, s->nfiles);
 }
 
 /* a build's failure (rc < 0, err) or interruption (rc > 0) said on stderr: the exit status, or 0
@@ -249,65 +257,25 @@ static void print_check(const DsMeshCheck *c) {
     printf("\n  area %.6g, volume %.6g%s\n", c->area, c->volume, c->watertight ? "" : " (not closed: not a true volume)");
 }
 
-/* blue → white → red, for weights in [0, 1] */
-static void colormap(float x, float rgb[3]) {
-    x = x < 0 ? 0 : x > 1 ? 1 : x;
-    if (x < 0.5f) rgb[0] = rgb[1] = 2 * x, rgb[2] = 1;
-    else rgb[0] = 1, rgb[1] = rgb[2] = 2 * (1 - x);
-}
-
-/* Writes field f of a shape (the mesh, point sets with normals, cubature with volumes as the
- * scalar, or one bone's weights as scalar + colors on the mesh). 0, 1 (file error) or 2. */
-static int write_field(const char *out, const char *field, const DsMesh *mesh, int64_t ns, const float *s,
-                       const float *sn, int64_t nk, const float *k, const float *kn, int64_t nc, const float *c,
-                       const float *cw, int nbones, const DsBone *bones, const float *weights) {
-    DsMesh m = {0};
-    float *tmp = NULL, *col = NULL;
-    if (!strcmp(field, "mesh")) m = (DsMesh){.nv = mesh->nv, .nf = mesh->nf, .v = mesh->v, .n = mesh->n, .f = mesh->f};
-    else if (!strcmp(field, "surface")) m = (DsMesh){.nv = ns, .v = (float *)s, .n = (float *)sn};
-    else if (!strcmp(field, "sharp")) m = (DsMesh){.nv = nk, .v = (float *)k, .n = (float *)kn};
-    else if (!strcmp(field, "cubature")) m = (DsMesh){.nv = nc, .v = (float *)c, .scalar = (float *)cw};
-    else if (!strncmp(field, "weights:", 8)) {
-        const char *b = field + 8;
-        if (!weights || nbones == 0) {
-            fprintf(stderr, NAME ": --field %s: this shape has no rig weights\n", field);
-            return 2;
-        }
-        int bi = -1;
-        for (int i = 0; i < nbones; i++)
-            if (!strcmp(bones[i].name, b)) bi = i;
-        char *end;
-        long v = strtol(b, &end, 10);
-        if (bi < 0 && *b && !*end && v >= 0 && v < nbones) bi = (int)v;
-        if (bi < 0) {
-            fprintf(stderr, NAME ": --field %s: no bone '%s' (bones:", field, b);
-            for (int i = 0; i < nbones; i++) fprintf(stderr, " %s", bones[i].name);
-            fprintf(stderr, ")\n");
-            return 2;
-        }
-        tmp = base_malloc(sizeof(float) * (size_t)(mesh->nv + 1));
-        col = base_malloc(sizeof(float) * 3 * (size_t)(mesh->nv + 1));
-        for (int64_t i = 0; i < mesh->nv; i++) tmp[i] = weights[i * nbones + bi], colormap(tmp[i], col + 3 * i);
-        m = (DsMesh){.nv = mesh->nv, .nf = mesh->nf, .v = mesh->v, .n = mesh->n, .f = mesh->f, .scalar = tmp, .color = col};
-    } else {
-        fprintf(stderr, NAME ": --field expects mesh, surface, sharp, cubature or weights:<bone>, got '%s'\n", field);
+/* Writes field f of a shape (ds_shape_field_mesh) as a PLY. 0, 1 (file error) or 2. */
+static int write_field(const char *out, const char *field, const DsShapeFields *f) {
+    DsMesh m;
+    char err[4096];
+    if (ds_shape_field_mesh(f, field, &m, err, sizeof err)) {
+        fprintf(stderr, NAME ": --field %s\n", err);
         return 2;
     }
     const char *dot = strrchr(out, '.');
     if (!dot || strcasecmp(dot, ".ply")) {
-        free(tmp), free(col);
+        ds_mesh_free(&m);
         fprintf(stderr, NAME ": --ply expects a .ply path, got '%s'\n", out);
         return 2;
     }
-    char err[1024];
     int rc = ds_mesh_write(out, &m, false, err, sizeof err);
-    free(tmp), free(col);
-    if (rc) {
-        fprintf(stderr, NAME ": %s\n", err);
-        return 1;
-    }
-    printf("wrote %s: %s, %lld vertices%s\n", out, field, (long long)m.nv, m.nf ? ", with faces" : " (points)");
-    return 0;
+    if (rc) fprintf(stderr, NAME ": %s\n", err);
+    else printf("wrote %s: %s, %lld vertices%s\n", out, field, (long long)m.nv, m.nf ? ", with faces" : " (points)");
+    ds_mesh_free(&m);
+    return rc ? 1 : 0;
 }
 
 static int show_mesh(const char *path, const ShowArgs *a) {
@@ -329,7 +297,7 @@ static int show_mesh(const char *path, const ShowArgs *a) {
     int rc = 0;
     if (a->ply) {
         if (!strcmp(a->field, "mesh") || !strncmp(a->field, "weights:", 8))
-            rc = write_field(a->ply, a->field, &m, 0, NULL, NULL, 0, NULL, NULL, 0, NULL, NULL, 0, NULL, NULL);
+            rc = write_field(a->ply, a->field, &(DsShapeFields){.mesh = &m});
         else {
             /* the other fields are the preprocessing's: run it (winding numbers) on the fly */
             DsPreprocessOptions o;
@@ -344,35 +312,14 @@ static int show_mesh(const char *path, const ShowArgs *a) {
                        "(volume %.6g at %d^3)\n",
                        (long long)pp.n_surface, (long long)pp.n_sharp, (long long)pp.cubature.n, pp.cubature.volume,
                        pp.cubature.res);
-                rc = write_field(a->ply, a->field, &pp.mesh, pp.n_surface, pp.surface, pp.surface_normal, pp.n_sharp,
-                                 pp.sharp, pp.sharp_normal, pp.cubature.n, pp.cubature.x, pp.cubature.w, 0, NULL, NULL);
+                DsShapeFields f = ds_shape_fields_of_preprocessed(&pp);
+                rc = write_field(a->ply, a->field, &f);
                 ds_preprocessed_free(&pp);
             }
         }
     }
     ds_mesh_free(&m);
     return rc;
-}
-
-/* Per-category counts of one open cache into counts[split][cat]; unseen categories are added
- * to names (the caller's storage, shared across the files of a folder). */
-static int tally(DsCache *c, int split, char names[][32], int *ncat, int64_t counts[][MAX_CATS], int64_t *nw,
-                 int64_t *nv, char *err, size_t errlen) {
-    for (int64_t i = 0; i < ds_cache_count(c); i++) {
-        DsShapeRecord r;
-        if (ds_cache_read_meta(c, i, &r, err, errlen)) return -1;
-        int k = 0;
-        while (k < *ncat && strcmp(names[k], r.category)) k++;
-        if (k == *ncat && *ncat < MAX_CATS) {
-            snprintf(names[k], sizeof names[k], "%s", r.category);
-            (*ncat)++;
-        }
-        if (k < MAX_CATS) counts[split][k]++;
-        *nw += r.watertight && r.manifold;
-        *nv += r.mesh.nv;
-        ds_shape_record_free(&r);
-    }
-    return 0;
 }
 
 static int show_shape(DsCache *c, const char *path, const char *id, const ShowArgs *a) {
@@ -385,8 +332,7 @@ static int show_shape(DsCache *c, const char *path, const char *id, const ShowAr
     }
     DsMeshCheck mc;
     if (ds_mesh_check(&r.mesh, &mc)) abort();
-    double cv = 0;
-    for (int64_t i = 0; i < r.n_cubature; i++) cv += r.cubature_volume[i];
+    double cv = ds_shape_cubature_volume(&r);
     printf("%s: shape %s (%s, seed %llu, index %lld%s%s)\n", path, r.id, r.category, (unsigned long long)r.seed,
            (long long)r.index, r.source[0] && strcmp(r.source, "procedural") ? ", from " : "",
            r.source[0] && strcmp(r.source, "procedural") ? r.source : "");
@@ -396,7 +342,7 @@ static int show_shape(DsCache *c, const char *path, const char *id, const ShowAr
     printf("  %lld surface points, %lld sharp-edge points, %lld cubature points on a %d^3 grid (volume %.6g, %+.2f%% vs "
            "mesh)\n",
            (long long)r.n_surface, (long long)r.n_sharp, (long long)r.n_cubature, r.cubature_res, cv,
-           100 * (cv - mc.volume) / fmax(fabs(mc.volume), 1e-12));
+           100 * ds_volume_error(cv, mc.volume));
     if (r.nbones) {
         printf("  skeleton %d bones:", r.nbones);
         for (int i = 0; i < r.nbones; i++)
@@ -407,9 +353,8 @@ static int show_shape(DsCache *c, const char *path, const char *id, const ShowAr
         printf("  no skeleton, no rig weights\n");
     }
     rc = 0;
-    if (a->ply)
-        rc = write_field(a->ply, a->field, &r.mesh, r.n_surface, r.surface, r.surface_normal, r.n_sharp, r.sharp,
-                         r.sharp_normal, r.n_cubature, r.cubature, r.cubature_volume, r.nbones, r.bones, r.weights);
+    DsShapeFields f = ds_shape_fields_of_record(&r);
+    if (a->ply) rc = write_field(a->ply, a->field, &f);
     ds_shape_record_free(&r);
     return rc;
 }
@@ -437,21 +382,16 @@ static int show_cache(const char *path, const ShowArgs *a) {
            in->split, (long long)ds_cache_count(c), (long long)in->total, (unsigned long long)in->seed);
     printf("  grid %d, cubature %d^3, %lld surface + %lld sharp points, rig %s\n  made by: %s\n", in->grid,
            in->cubature_res, (long long)in->n_surface, (long long)in->n_sharp, in->rig, in->command);
-    char names[MAX_CATS][32];
-    const char *cats[MAX_CATS];
-    int ncat = 0;
-    int64_t counts[1][MAX_CATS] = {{0}}, nw = 0, nv = 0;
-    if (tally(c, 0, names, &ncat, counts, &nw, &nv, err, sizeof err)) {
+    DsCacheSummary sum = {0};
+    if (ds_cache_summary_add(&sum, c, err, sizeof err)) {
         fprintf(stderr, NAME ": %s\n", err);
         ds_cache_close(c);
         return 1;
     }
-    int64_t n = ds_cache_count(c);
-    printf("  %lld of %lld watertight manifold meshes, %.0f vertices a shape\n", (long long)nw, (long long)n,
-           n ? (double)nv / (double)n : 0.0);
-    const char *sp[1] = {in->split};
-    for (int k = 0; k < ncat; k++) cats[k] = names[k];
-    print_table(cats, ncat, counts, sp, 1);
+    int64_t n = sum.shapes;
+    printf("  %lld of %lld watertight manifold meshes, %.0f vertices a shape\n", (long long)sum.watertight,
+           (long long)n, n ? (double)sum.vertices / (double)n : 0.0);
+    print_summary(&sum, &in->split);
     if (a->check) {
         /* every array read and validated: what a training run would hit, found now */
         for (int64_t i = 0; i < n && rc == 0; i++) {
@@ -469,15 +409,10 @@ static int show_cache(const char *path, const ShowArgs *a) {
 }
 
 static int show_dir(const char *dir, const ShowArgs *a) {
-    const char *files[4] = {"train", "val", "test", "real"};
-    char names[MAX_CATS][32];
-    const char *cats[MAX_CATS];
-    int ncat = 0, nfound = 0;
-    int64_t counts[4][MAX_CATS] = {{0}};
-    const char *found[4];
-    int64_t nw = 0, nv = 0, n = 0;
+    const char *files[DS_CACHE_SUMMARY_FILES] = {"train", "val", "test", "real"}, *found[DS_CACHE_SUMMARY_FILES];
+    DsCacheSummary sum = {0};
     char err[2048], path[4200];
-    for (int s = 0; s < 4; s++) {
+    for (int s = 0; s < DS_CACHE_SUMMARY_FILES; s++) {
         snprintf(path, sizeof path, "%s/%s.h5", dir, files[s]);
         if (access(path, F_OK) != 0) continue;
         DsCache *c = ds_cache_open(path, err, sizeof err);
@@ -485,17 +420,16 @@ static int show_dir(const char *dir, const ShowArgs *a) {
             fprintf(stderr, NAME ": %s\n", err);
             return 1;
         }
-        if (tally(c, nfound, names, &ncat, counts, &nw, &nv, err, sizeof err)) {
+        if (ds_cache_summary_add(&sum, c, err, sizeof err)) {
             fprintf(stderr, NAME ": %s\n", err);
             ds_cache_close(c);
             return 1;
         }
-        n += ds_cache_count(c);
-        if (nfound == 0)
+        if (sum.nfiles == 1)
             printf("%s: anima dataset cache (%s), seed %llu, grid %d, cubature %d^3\n  made by: %s\n", dir,
                    ds_cache_info(c)->kind, (unsigned long long)ds_cache_info(c)->seed, ds_cache_info(c)->grid,
                    ds_cache_info(c)->cubature_res, ds_cache_info(c)->command);
-        found[nfound++] = files[s];
+        found[sum.nfiles - 1] = files[s];
         if (a->check) {
             ShowArgs one = *a;
             one.shape = NULL, one.ply = NULL;
@@ -506,14 +440,14 @@ static int show_dir(const char *dir, const ShowArgs *a) {
         }
         ds_cache_close(c);
     }
-    if (!nfound) {
+    if (!sum.nfiles) {
         fprintf(stderr, NAME ": %s: no train.h5, val.h5, test.h5 or real.h5 in the folder\n", dir);
         return 1;
     }
-    printf("  %lld shapes, %lld watertight manifold, %.0f vertices a shape\n", (long long)n, (long long)nw,
-           n ? (double)nv / (double)n : 0.0);
-    for (int k = 0; k < ncat; k++) cats[k] = names[k];
-    print_table(cats, ncat, counts, found, nfound);
+    int64_t n = sum.shapes;
+    printf("  %lld shapes, %lld watertight manifold, %.0f vertices a shape\n", (long long)n, (long long)sum.watertight,
+           n ? (double)sum.vertices / (double)n : 0.0);
+    print_summary(&sum, found);
     return 0;
 }
 

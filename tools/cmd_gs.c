@@ -23,6 +23,7 @@
 #include "base/alloc.h"
 #include "base/clock.h"
 #include "datasets/config.h"
+#include "datasets/geometry/geometry.h"
 #include "datasets/render/image.h"
 #include "datasets/geometry/procedural.h"
 #include "models/gaussians/fit.h"
@@ -283,10 +284,7 @@ static int gs_fit_main(int argc, char **argv) {
     fc.prune_opacity = cfg.train.prune_opacity, fc.random_background = cfg.train.random_background;
     fc.cuda = cuda;
     double lo[3], hi[3];
-    for (int a = 0; a < 3; a++) {
-        double m = cfg.model.box_margin * (scene.hi[a] - scene.lo[a]);
-        lo[a] = scene.lo[a] - m, hi[a] = scene.hi[a] + m;
-    }
+    ds_box_grow(scene.lo, scene.hi, cfg.model.box_margin, lo, hi);
     GsFit fit;
     gs_fit_init(&fit, &fc, lo, hi, scene.extent);
     double psnr0 = gs_fit_eval(&fit, &scene, true);

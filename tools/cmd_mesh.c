@@ -1,12 +1,12 @@
 /* tools/cmd_mesh.c — `anima mesh info FILE...` and `anima mesh convert IN OUT [--ascii]`: read
  * any mesh anima reads, print a summary or write it as OBJ/PLY/OFF/STL. A malformed file exits
  * non-zero with the reader's message (file, line or byte offset, problem). */
-#include <math.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "datasets/geometry/geometry.h"
 #include "datasets/mesh/mesh.h"
 #include "tools/cmd.h"
 #include "tools/cmd_args.h"
@@ -16,9 +16,8 @@ static const CmdArgSpec MESH = {"anima mesh", "info FILE... | convert IN OUT [--
                                 "mesh files: a summary, or a conversion (anima mesh convert --help)", NO_ARGS, NULL, 1, 1};
 
 static void info(const char *path, const DsMesh *m) {
-    float lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
-    for (int64_t i = 0; i < m->nv; i++)
-        for (int k = 0; k < 3; k++) lo[k] = fminf(lo[k], m->v[3 * i + k]), hi[k] = fmaxf(hi[k], m->v[3 * i + k]);
+    float lo[3], hi[3];
+    ds_mesh_bbox(m, lo, hi);
     printf("%s: %lld vertices, %lld triangles%s%s%s; bbox [%g %g %g] .. [%g %g %g]\n", path, (long long)m->nv,
            (long long)m->nf, m->n ? ", normals" : "", m->color ? ", colors" : "", m->scalar ? ", scalars" : "", lo[0], lo[1],
            lo[2], hi[0], hi[1], hi[2]);

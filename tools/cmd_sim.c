@@ -12,6 +12,7 @@
 
 #include "base/clock.h"
 #include "base/errbuf.h"
+#include "datasets/geometry/geometry.h"
 #include "datasets/mesh/gaussian_ply.h"
 #include "datasets/render/image.h"
 #include "datasets/render/video.h"
@@ -89,11 +90,6 @@ static int cmd_skinning(int argc, char **argv) {
     return 0;
 }
 
-static int cmp_float(const void *a, const void *b) {
-    float x = *(const float *)a, y = *(const float *)b;
-    return x < y ? -1 : x > y;
-}
-
 /* Object k's bound Gaussians of frames 0..frames-1 (sim/scene.c writes frame_NNNNN_gaussians_K.ply)
  * rendered by the 3DGS rasterizer (models/gaussians/rasterize.h) over white to
  * gaussians_K_NNNNN.png, through the scene's eye and target when it gives them, else a camera
@@ -108,26 +104,15 @@ static int render_gaussians(const SimScene *sc, const char *out, int k, int64_t 
         if (ds_gaussians_read(path, &g, err, errlen)) return -1;
         int64_t n = g.n, K = ds_gaussians_sh_count(g.sh_degree);
         if (f == 0) {
-            /* the box of the means from their 1st to 99th percentile per axis: a fitted set's few
-             * stray Gaussians would otherwise shrink the object in the frame */
-            double lo[3] = {0, 0, 0}, hi[3] = {1, 1, 1}, c[3], e = 0;
-            float *v = malloc(sizeof(float) * (size_t)(n + 1));
-            if (!v) {
+            /* the box of the means from their 1st to 99th percentile: a fitted set's few stray
+             * Gaussians would otherwise shrink the object in the frame (none: the unit box) */
+            double lo[3] = {0, 0, 0}, hi[3] = {1, 1, 1}, c[3], e;
+            if (ds_points_percentile_box(g.xyz, n, lo, hi)) {
                 ds_gaussians_free(&g);
                 return base_errf(err, errlen, "out of memory");
             }
-            for (int a = 0; a < 3 && n > 0; a++) {
-                for (int64_t i = 0; i < n; i++) v[i] = g.xyz[3 * i + a];
-                qsort(v, (size_t)n, sizeof *v, cmp_float);
-                lo[a] = v[n / 100], hi[a] = v[n - 1 - n / 100];
-            }
-            free(v);
-            for (int a = 0; a < 3; a++) c[a] = 0.5 * (lo[a] + hi[a]), e = fmax(e, hi[a] - lo[a]);
-            double target[3], eye[3], up[3] = {0, 1, 0};
-            memcpy(target, sc->output.has_target ? sc->output.target : c, sizeof target);
-            if (sc->output.has_eye) memcpy(eye, sc->output.eye, sizeof eye);
-            else eye[0] = target[0] + 0.6 * e, eye[1] = target[1] + 0.6 * e, eye[2] = target[2] + 2.4 * e;
-            cam = ds_camera_look_at(eye, target, up, (int)sc->output.width, (int)sc->output.height, sc->output.fov);
+            ds_box_center_extent(lo, hi, c, &e);
+            cam = sim_scene_camera(sc, c, e);
         }
         TensorScope *ts = tensor_scope_begin();
         GsGaussians gs = {tensor_from_data(TENSOR_SHAPE(n, 3), TENSOR_F32, g.xyz),

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "datasets/geometry/geometry.h"
 #include "datasets/render/video.h"
 #include "models/skelebones/rigging.h"
 #include "models/skelebones/skelebones.h"
@@ -244,11 +245,8 @@ int cmd_skelebones(int argc, char **argv) {
                    " of %d frames; worst frame %.3f%% / %.3f%%) true_joints %d",
                    pe.true_found, pe.found_true, pe.frames, pe.worst_true_found, pe.worst_found_true, pe.true_joints);
         if (joint_err >= 0) {
-            double lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY}, d = 0;
-            for (int64_t i = 0; i < t.npoints; i++)
-                for (int c = 0; c < 3; c++) lo[c] = fmin(lo[c], t.rest[i * 3 + c]), hi[c] = fmax(hi[c], t.rest[i * 3 + c]);
-            for (int c = 0; c < 3; c++) d += (hi[c] - lo[c]) * (hi[c] - lo[c]);
-            printf(" ik_joint_err %.6g (%.3f%% of the diagonal)", joint_err, 100 * joint_err / sqrt(d));
+            double d = sqrt(ds_points_diagonal2(t.rest, t.npoints));
+            printf(" ik_joint_err %.6g (%.3f%% of the diagonal)", joint_err, 100 * joint_err / d);
         }
         if (all_frames > t.nframes) {
             /* the weights found on the frames used, bones refit on every frame: how well the

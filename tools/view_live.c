@@ -26,74 +26,25 @@
  * before every step; balls are refused there (the IPC contact does not see the rig's displacement).
  * The scene's own scripted drags are left out: in the viewer the user drags. A control change that
  * needs the object re-prepared (a new grab point, a pin, a ball) rebuilds the world around the same
- * objects (its caches point into the prepared state); the object's z and ż are kept. */
+ * objects (its caches point into the prepared state); the object's z and ż are kept.
+ *
+ * This file is the sim thread's side; what the server's thread reads and queues is in
+ * tools/view_live_msg.c, the state both share in tools/view_live_internal.h. */
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <libgen.h>
-#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-#include "base/sort.h"
 #include "base/clock.h"
 #include "base/errbuf.h"
 #include "datasets/mesh/mesh.h"
-#include "sim/rigid.h"
-#include "sim/scene.h"
-#include "tools/view_live.h"
+#include "sim/inspect.h"
+#include "tools/view_live_internal.h"
 
-enum { QCAP = 64, MAX_BALLS = 4, MAX_PINS = 8, NTIME = 128 };
-
-/* a user control on an object: the drag slot index in o->drags */
-typedef struct {
-    int obj, slot; /* slot -1: none */
-    int64_t vertex;
-} DragRef;
-
-struct ViewLive {
-    SimScene sc;
-    char dir[4096], name[256];
-    int nobj;
-    SimObject *objs;
-    SimRigid *rigids;   /* the scene's rigid bodies, then the balls */
-    int nrigid, nscene_rigid;
-    SimWorld world;
-    bool world_ok;
-    SimRig rig;         /* the scene's rig (rigged: on objs[sc.rig.object]) */
-    bool rigged;
-    double t, drag_k, drag_radius, extent, center[3];
-    double **z0;        /* each object's initial z (reset) */
-    int64_t *v0;        /* each object's first vertex in the frame */
-    int64_t nobj_v;     /* the objects' vertices (the draggable ones) */
-    DragRef drag;
-    int npins;
-    /* published frame (under mu) */
-    pthread_mutex_t mu;
-    pthread_t th;
-    bool started;
-    volatile int stop;
-    float *pos;
-    int64_t nv, pos_cap;
-    uint32_t frame, ack, topo, pub_topo;
-    double tpub;
-    int pub_balls, pub_pins, pub_dragging; /* the controls at the published frame */
-    uint32_t *faces;
-    float *colors;
-    int64_t nf, topo_nv;
-    ViewCmd q[QCAP];
-    int qn;
-    double wall_ms[NTIME], cpu_ms[NTIME];
-    int64_t ntime;
-    double behind;      /* simulated time / wall time over the last NTIME steps */
-    char bcast[512];
-    uint64_t bcast_seq;
-    uint32_t last_applied;
-    void (*notify)(void *);
-    void *ctx;
-};
 
 /* ---- building -------------------------------------------------------------------------------- */
 
@@ -209,15 +160,6 @@ static int obj_of(const ViewLive *L, int64_t v, int64_t *local) {
     return -1;
 }
 
-static void vertex_now(const SimObject *o, int64_t v, double x[3]) {
-    /* x = X_v + u_r + Σ_q B_v[q] z⁽ⁱ⁾[q] (sim/solver.h; u_r the rig's, when there is one) */
-    for (int i = 0; i < 3; i++) {
-        double s = o->Xv[3 * v + i] + (o->rig_uv ? o->rig_uv[3 * v + i] : 0);
-        for (int64_t q = 0; q < o->nb; q++) s += o->Bv[v * o->nb + q] * o->z[i * o->nb + q];
-        x[i] = s;
-    }
-}
-
 static void remove_slot(SimObject *o, int slot) {
     memmove(o->drags + slot, o->drags + slot + 1, sizeof(SimDrag) * (size_t)(o->ndrags - slot - 1));
     o->ndrags--;
@@ -261,20 +203,12 @@ static int apply(ViewLive *L, const ViewCmd *c, char *err, size_t errlen) {
             return -1;
         }
         /* the object vertex closest to center now */
-        double best = INFINITY, x[3];
-        int bk = 0;
-        int64_t bv = 0;
-        for (int k = 0; k < L->nobj; k++)
-            for (int64_t v = 0; v < L->objs[k].nv; v++) {
-                vertex_now(&L->objs[k], v, x);
-                double r2 = 0;
-                for (int i = 0; i < 3; i++) r2 += (x[i] - c->a[i]) * (x[i] - c->a[i]);
-                if (r2 < best) best = r2, bk = k, bv = v;
-            }
+        int64_t bv;
+        int bk = sim_objects_nearest_vertex(L->objs, L->nobj, c->a, &bv);
         SimObject *o = &L->objs[bk];
         SimDrag d = {.radius = c->radius, .stiffness = 5 * L->drag_k, .t0 = -1, .t1 = -1, .t_release = 1e30};
         memcpy(d.grab, o->Xv + 3 * bv, sizeof d.grab);
-        vertex_now(o, bv, d.target);
+        sim_object_vertex_now(o, bv, d.target);
         /* pins go before the user's drag so the drag's slot index stays valid: insert at 0 */
         if (sim_object_add_drag(o, &d, err, errlen)) return -1;
         memmove(o->drags + 1, o->drags, sizeof(SimDrag) * (size_t)(o->ndrags - 1));
@@ -331,16 +265,9 @@ static int apply(ViewLive *L, const ViewCmd *c, char *err, size_t errlen) {
             sim_rig_clear_joint(&L->rig, (int)c->vertex);
             return 0;
         }
-        /* the rotation vector r = θ a is given in world axes; the rig's are the object's pose's
-         * rotation R away (rig.h: world = scale·R p + T), so a_rig = Rᵀ a. As a unit quaternion
-         * (cos θ/2, sin θ/2 a_rig) */
-        double ar[3], q[4] = {1, 0, 0, 0};
-        for (int i = 0; i < 3; i++) ar[i] = L->rig.R[i] * c->a[0] + L->rig.R[3 + i] * c->a[1] + L->rig.R[6 + i] * c->a[2];
-        double th = sqrt(ar[0] * ar[0] + ar[1] * ar[1] + ar[2] * ar[2]);
-        if (th > 0) {
-            q[0] = cos(0.5 * th);
-            for (int i = 0; i < 3; i++) q[i + 1] = sin(0.5 * th) * ar[i] / th;
-        }
+        /* the rotation vector is given in world axes (rig.h: world = scale·R p + T) */
+        double q[4];
+        sim_rig_world_rotation(&L->rig, c->a, q);
         return sim_rig_set_joint_rotation(&L->rig, (int)c->vertex, q, err, errlen);
     }
     case VIEW_CMD_RESET:
@@ -432,9 +359,7 @@ static void *sim_thread(void *arg) {
         double w1 = base_now();
         /* balls that left the scene (no gravity, or thrown away) go */
         for (int r = L->nrigid - 1; r >= L->nscene_rigid; r--) {
-            double d2 = 0;
-            for (int i = 0; i < 3; i++) d2 += (L->rigids[r].c[i] - L->center[i]) * (L->rigids[r].c[i] - L->center[i]);
-            if (d2 > 400 * L->extent * L->extent) {
+            if (sim_rigid_distance2(&L->rigids[r], L->center) > 400 * L->extent * L->extent) {
                 sim_rigid_free(&L->rigids[r]);
                 memmove(L->rigids + r, L->rigids + r + 1, sizeof(SimRigid) * (size_t)(L->nrigid - r - 1));
                 L->nrigid--;
@@ -524,7 +449,6 @@ int view_live_start(ViewLive **out, const char *scene_path, double drag_stiffnes
     if (L->rigged) rig_start(L);
     L->nscene_rigid = L->sc.nrigids;
     if (rigids_reset(L, err, errlen)) goto fail;
-    double lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
     for (int k = 0; k < L->nobj; k++) {
         SimObject *o = &L->objs[k];
         if (!o->nv) {
@@ -539,11 +463,9 @@ int view_live_start(ViewLive **out, const char *scene_path, double drag_stiffnes
             goto fail;
         }
         memcpy(L->z0[k], o->z, sizeof(double) * (size_t)o->n);
-        for (int64_t v = 0; v < o->nv; v++)
-            for (int i = 0; i < 3; i++) lo[i] = fmin(lo[i], o->Xv[3 * v + i]), hi[i] = fmax(hi[i], o->Xv[3 * v + i]);
         if (!(L->drag_radius > 0)) L->drag_radius = 0.1 * o->diag;
     }
-    for (int i = 0; i < 3; i++) L->center[i] = 0.5 * (lo[i] + hi[i]), L->extent = fmax(L->extent, hi[i] - lo[i]);
+    sim_objects_rest_bounds(L->objs, L->nobj, L->center, &L->extent);
     if (world_rebuild(L, err, errlen) || topology_build(L) || publish(L, 0)) {
         if (!err[0]) base_errf(err, errlen, "out of memory");
         goto fail;
@@ -565,174 +487,4 @@ void view_live_stop(ViewLive *L) {
     L->stop = 1;
     if (L->started) pthread_join(L->th, NULL);
     free_all(L);
-}
-
-/* ---- messages (server thread) ---------------------------------------------------------------- */
-
-static int reply_json(char *reply, size_t len, bool ok, uint32_t id, const char *msg) {
-    cJSON *j = cJSON_CreateObject();
-    cJSON_AddStringToObject(j, "type", ok ? "ok" : "error");
-    if (id) cJSON_AddNumberToObject(j, "id", id);
-    if (msg) cJSON_AddStringToObject(j, "message", msg);
-    if (!j || !cJSON_PrintPreallocated(j, reply, (int)len, false)) snprintf(reply, len, "{\"type\":\"error\"}");
-    cJSON_Delete(j);
-    return ok ? 0 : -1;
-}
-
-int view_live_message(ViewLive *L, const char *text, size_t len, char *reply, size_t replylen) {
-    ViewScope scope = {L->nobj_v, L->extent, L->rigged ? &L->rig : NULL};
-    ViewCmd c;
-    char why[160];
-    if (view_cmd_parse(text, len, &scope, &c, why, sizeof why)) return reply_json(reply, replylen, false, c.id, why);
-    pthread_mutex_lock(&L->mu);
-    int ok = 1;
-    /* a drag of the same vertex as the last queued one replaces it (mouse moves coalesce) */
-    if (c.type == VIEW_CMD_DRAG && L->qn && L->q[L->qn - 1].type == VIEW_CMD_DRAG && L->q[L->qn - 1].vertex == c.vertex)
-        L->q[L->qn - 1] = c;
-    else if (L->qn < QCAP)
-        L->q[L->qn++] = c;
-    else
-        ok = 0;
-    pthread_mutex_unlock(&L->mu);
-    if (!ok) return reply_json(reply, replylen, false, c.id, "busy: too many inputs queued");
-    return reply_json(reply, replylen, true, c.id, NULL);
-}
-
-char *view_live_hello(ViewLive *L) {
-    cJSON *j = cJSON_CreateObject(), *objs = cJSON_AddArrayToObject(j, "objects");
-    cJSON_AddStringToObject(j, "type", "hello");
-    cJSON_AddStringToObject(j, "mode", "live");
-    cJSON_AddStringToObject(j, "scene", L->name);
-    cJSON_AddNumberToObject(j, "dt", L->sc.dt);
-    cJSON_AddNumberToObject(j, "nobj_v", (double)L->nobj_v);
-    cJSON_AddNumberToObject(j, "extent", L->extent);
-    cJSON_AddItemToObject(j, "center", cJSON_CreateDoubleArray(L->center, 3));
-    cJSON_AddNumberToObject(j, "drag_radius", L->drag_radius);
-    cJSON_AddBoolToObject(j, "rig", L->rigged);
-    if (L->rigged) { /* the bones at rest in the world (rig frame p → L p + off) for the page's joint list */
-        cJSON *bs = cJSON_AddArrayToObject(j, "bones");
-        for (int b = 0; b < L->rig.nbones; b++) {
-            const DsBone *db = &L->rig.shape.bones[b];
-            double h[3], tl[3];
-            for (int i = 0; i < 3; i++) {
-                h[i] = L->rig.off[i], tl[i] = L->rig.off[i];
-                for (int k = 0; k < 3; k++)
-                    h[i] += L->rig.L[3 * i + k] * db->head[k], tl[i] += L->rig.L[3 * i + k] * db->tail[k];
-            }
-            cJSON *o = cJSON_CreateObject();
-            cJSON_AddStringToObject(o, "name", db->name);
-            cJSON_AddNumberToObject(o, "parent", db->parent);
-            cJSON_AddItemToObject(o, "head", cJSON_CreateDoubleArray(h, 3));
-            cJSON_AddItemToObject(o, "tail", cJSON_CreateDoubleArray(tl, 3));
-            cJSON_AddItemToArray(bs, o);
-        }
-    }
-    cJSON_AddBoolToObject(j, "contact", L->sc.contact.enabled);
-    for (int k = 0; k < L->nobj; k++) {
-        cJSON *o = cJSON_CreateObject();
-        cJSON_AddNumberToObject(o, "v0", (double)L->v0[k]);
-        cJSON_AddNumberToObject(o, "nv", (double)L->objs[k].nv);
-        cJSON_AddNumberToObject(o, "handles", (double)L->objs[k].m);
-        cJSON_AddNumberToObject(o, "cubature", (double)(L->objs[k].ne ? L->objs[k].ne : L->objs[k].nc));
-        cJSON_AddItemToArray(objs, o);
-    }
-    cJSON *pl = cJSON_AddArrayToObject(j, "planes");
-    for (int p = 0; p < L->sc.nplanes; p++) {
-        cJSON *o = cJSON_CreateObject();
-        cJSON_AddItemToObject(o, "normal", cJSON_CreateDoubleArray(L->sc.planes[p].normal, 3));
-        cJSON_AddNumberToObject(o, "offset", L->sc.planes[p].offset);
-        cJSON_AddItemToArray(pl, o);
-    }
-    char *s = cJSON_PrintUnformatted(j);
-    cJSON_Delete(j);
-    return s;
-}
-
-uint32_t view_live_topo(ViewLive *L) {
-    pthread_mutex_lock(&L->mu);
-    uint32_t t = L->topo;
-    pthread_mutex_unlock(&L->mu);
-    return t;
-}
-
-uint8_t *view_live_topology(ViewLive *L, size_t pre, size_t *len) {
-    pthread_mutex_lock(&L->mu);
-    size_t n = 16 + 12 * (size_t)L->nf + 12 * (size_t)L->topo_nv;
-    uint8_t *b = malloc(pre + n);
-    if (b) {
-        uint32_t h[4] = {VIEW_TOPO_MAGIC, L->topo, (uint32_t)L->topo_nv, (uint32_t)L->nf};
-        memcpy(b + pre, h, 16);
-        memcpy(b + pre + 16, L->faces, 12 * (size_t)L->nf);
-        memcpy(b + pre + 16 + 12 * (size_t)L->nf, L->colors, 12 * (size_t)L->topo_nv);
-        *len = n;
-    }
-    pthread_mutex_unlock(&L->mu);
-    return b;
-}
-
-uint8_t *view_live_frame(ViewLive *L, size_t pre, uint32_t *frame, uint32_t *topo, size_t *len) {
-    pthread_mutex_lock(&L->mu);
-    uint8_t *b = NULL;
-    if (L->frame != *frame && L->pub_topo == L->topo) {
-        size_t n = sizeof(ViewFrameHeader) + 12 * (size_t)L->nv;
-        b = malloc(pre + n);
-        if (b) {
-            ViewFrameHeader h = {VIEW_FRAME_MAGIC, L->topo, L->frame, L->ack, L->tpub, (uint32_t)L->nv, (uint32_t)L->nobj_v};
-            memcpy(b + pre, &h, sizeof h);
-            memcpy(b + pre + sizeof h, L->pos, 12 * (size_t)L->nv);
-            *len = n, *frame = L->frame, *topo = L->topo;
-        }
-    }
-    pthread_mutex_unlock(&L->mu);
-    return b;
-}
-
-char *view_live_state(ViewLive *L, int64_t vertex) {
-    cJSON *j = cJSON_CreateObject();
-    double cen[3] = {0, 0, 0}, w[NTIME], c[NTIME];
-    pthread_mutex_lock(&L->mu);
-    for (int64_t v = 0; v < L->nobj_v; v++)
-        for (int i = 0; i < 3; i++) cen[i] += L->pos[3 * v + i];
-    for (int i = 0; i < 3; i++) cen[i] /= (double)L->nobj_v;
-    cJSON_AddNumberToObject(j, "t", L->tpub);
-    cJSON_AddNumberToObject(j, "frame", L->frame);
-    cJSON_AddNumberToObject(j, "ack", L->ack);
-    cJSON_AddNumberToObject(j, "topo", L->topo);
-    cJSON_AddNumberToObject(j, "nv", (double)L->nv);
-    cJSON_AddNumberToObject(j, "nobj_v", (double)L->nobj_v);
-    cJSON_AddItemToObject(j, "centroid", cJSON_CreateDoubleArray(cen, 3));
-    if (vertex >= 0 && vertex < L->nv) {
-        double x[3] = {L->pos[3 * vertex], L->pos[3 * vertex + 1], L->pos[3 * vertex + 2]};
-        cJSON_AddItemToObject(j, "vertex", cJSON_CreateDoubleArray(x, 3));
-    }
-    int nt = (int)(L->ntime < NTIME ? L->ntime : NTIME);
-    memcpy(w, L->wall_ms, sizeof(double) * (size_t)nt);
-    memcpy(c, L->cpu_ms, sizeof(double) * (size_t)nt);
-    cJSON_AddNumberToObject(j, "realtime", L->behind);
-    cJSON_AddNumberToObject(j, "balls", L->pub_balls);
-    cJSON_AddNumberToObject(j, "pins", L->pub_pins);
-    cJSON_AddBoolToObject(j, "dragging", L->pub_dragging);
-    pthread_mutex_unlock(&L->mu);
-    if (nt) { /* the last NTIME steps: wall and process-CPU milliseconds per step, medians */
-        qsort(w, (size_t)nt, sizeof *w, base_cmp_double);
-        qsort(c, (size_t)nt, sizeof *c, base_cmp_double);
-        cJSON_AddNumberToObject(j, "step_ms_median", w[nt / 2]);
-        cJSON_AddNumberToObject(j, "step_cpu_ms_median", c[nt / 2]);
-    }
-    cJSON_AddNumberToObject(j, "dt", L->sc.dt);
-    char *s = cJSON_PrintUnformatted(j);
-    cJSON_Delete(j);
-    return s;
-}
-
-size_t view_live_broadcast(ViewLive *L, uint64_t *seen, char *buf, size_t len) {
-    size_t n = 0;
-    pthread_mutex_lock(&L->mu);
-    if (L->bcast_seq != *seen) {
-        snprintf(buf, len, "%s", L->bcast);
-        n = strlen(buf);
-        *seen = L->bcast_seq;
-    }
-    pthread_mutex_unlock(&L->mu);
-    return n;
 }

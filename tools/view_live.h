@@ -1,8 +1,8 @@
-/* tools/view_live.h — the live simulation behind `anima view --scene` (tools/view_live.c): a scene
- * (sim/scene.h) stepped in its own thread at the scene's rate, whose vertex positions the server
- * (tools/view_server.h) streams and whose controls (drag, pin, ball, joint, reset) the clients'
- * JSON messages change (parsed in tools/view_cmd.c). docs/viewer.md has the protocol; the byte
- * layouts are defined here once. */
+/* tools/view_live.h — the live simulation behind `anima view --scene` (tools/view_live.c, the
+ * server's side in view_live_msg.c): a scene (sim/scene.h) stepped in its own thread at the
+ * scene's rate, whose vertex positions the server (tools/view_server.h) streams and whose
+ * controls (drag, pin, ball, joint, reset) the clients' JSON messages change (parsed in
+ * tools/view_cmd.c). docs/viewer.md has the protocol; the byte layouts are defined here once. */
 #ifndef ANIMA_TOOLS_VIEW_LIVE_H
 #define ANIMA_TOOLS_VIEW_LIVE_H
 

@@ -35,7 +35,7 @@ static void tally_shape(DsCorpusMakeStats *st, const DsCorpusMakeOptions *o, int
     st->made[split][ci < o->ncat ? ci : 0]++;
     st->not_watertight += !pp->check.watertight || !pp->check.manifold;
     st->verts += pp->mesh.nv, st->faces += pp->mesh.nf, st->cubature += pp->cubature.n;
-    double ve = fabs(pp->cubature.volume - pp->check.volume) / fmax(fabs(pp->check.volume), 1e-12);
+    double ve = fabs(ds_volume_error(pp->cubature.volume, pp->check.volume));
     if (ve > st->max_volume_error) st->max_volume_error = ve;
 }
 

@@ -222,4 +222,25 @@ typedef struct {
 int ds_preprocess(const DsMesh *in, const DsPreprocessOptions *o, DsPreprocessed *out, char *err, size_t errlen);
 void ds_preprocessed_free(DsPreprocessed *p);
 
+/* ---- measures (geom_measure.c) ----------------------------------------------------------- */
+
+/* (estimate − volume) / max(|volume|, 1e-12): a volume estimate's signed error relative to a
+ * mesh's volume (the cubature's against the divergence theorem's). */
+double ds_volume_error(double estimate, double volume);
+
+/* The box of n points (n × 3) from their 1st to their 99th percentile per axis (the values at
+ * sorted ranks n/100 and n − 1 − n/100): a few stray points left out. n = 0 leaves lo and hi
+ * as they are. 0, or -1 when out of memory (lo and hi untouched). */
+int ds_points_percentile_box(const float *x, int64_t n, double lo[3], double hi[3]);
+
+/* The squared diagonal of n points' (n × 3) bounding box, Σ over the axes of (hi − lo)²
+ * (+inf for n = 0): the scale of a shape that errors are given as a share of. */
+double ds_points_diagonal2(const float *x, int64_t n);
+
+/* The box lo..hi grown by margin × its side on each side of each axis, into out_lo..out_hi. */
+void ds_box_grow(const double lo[3], const double hi[3], double margin, double out_lo[3], double out_hi[3]);
+
+/* The box lo..hi's center and its largest side (0 when lo > hi on every axis). */
+void ds_box_center_extent(const double lo[3], const double hi[3], double center[3], double *extent);
+
 #endif

@@ -107,12 +107,7 @@ int sb_rig_posed_joint_error(const SbResult *r, const float *times, const SbTraj
     if (!times || !truth->times)
         return base_errf(err, errlen, "posed joint error: %s", !times ? "the trajectories carry no frame times"
                                                                    : "the true rig carries no frame times");
-    double lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY}, diag = 0;
-    for (int64_t i = 0; i < truth->npoints; i++)
-        for (int c = 0; c < 3; c++)
-            lo[c] = fmin(lo[c], truth->rest[i * 3 + c]), hi[c] = fmax(hi[c], truth->rest[i * 3 + c]);
-    for (int c = 0; c < 3; c++) diag += (hi[c] - lo[c]) * (hi[c] - lo[c]);
-    diag = sqrt(diag);
+    double diag = sqrt(ds_points_diagonal2(truth->rest, truth->npoints));
     if (!(diag > 0)) return base_errf(err, errlen, "%s: the true rest shape is degenerate", truth->source);
     float *X = malloc((size_t)TB * 2 * 3 * sizeof *X), *Y = malloc((size_t)J * 3 * sizeof *Y);
     if (!X || !Y) {

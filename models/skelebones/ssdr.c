@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "datasets/geometry/geometry.h"
+
 void sb_ssdr_defaults(SbSsdrOptions *o) {
     memset(o, 0, sizeof *o);
     o->iters = 30;
@@ -357,12 +359,7 @@ int sb_ssdr(int F, int64_t N, const float *rest, const float *pos, const SbClust
     }
     for (int64_t i = 0; i < N; i++) W[i * B + init->labels[i]] = 1;
     memcpy(T, init->transforms, (size_t)F * B * 12 * sizeof(double));
-    double lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
-    for (int64_t i = 0; i < N; i++)
-        for (int c = 0; c < 3; c++) lo[c] = fmin(lo[c], rest[i * 3 + c]), hi[c] = fmax(hi[c], rest[i * 3 + c]);
-    double diag2 = 0;
-    for (int c = 0; c < 3; c++) diag2 += (hi[c] - lo[c]) * (hi[c] - lo[c]);
-    double s_smooth = o->smooth * F * diag2;
+    double s_smooth = o->smooth * F * ds_points_diagonal2(rest, N);
     if (nb && sb_knn(N, rest, knn, nb)) {
         free(W), free(T), free(hist), free(pair), free(nb), free(Wold), free(support), free(nsupport), free(supbuf);
         snprintf(err, errlen, "SSDR: out of memory building the neighbor graph");
