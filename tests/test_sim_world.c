@@ -14,6 +14,7 @@
 
 #include "base/sort.h"
 #include "base/clock.h"
+#include "base/par.h"
 #include "datasets/geometry/geometry.h"
 #include "sim/bindings.h"
 #include "sim/contact.h"
@@ -425,6 +426,50 @@ TEST(sim_world_pile_scene_objects_never_interpenetrate) {
 }
 
 /* the shipped three-object pile (scenes/pile.json) capped at one Newton iteration per frame */
+/* The objects' reduced blocks (sim_world_objects_hessian) reuse the last reduction when an
+ * object's step Hessian is bitwise the one it came from: every block, kept or new, must be
+ * bitwise the one a fresh reduction gives, both where the Hessian repeats (free flight, the
+ * elastic term lagged) and where it changed (an object pushed through the floor plane). */
+TEST(sim_world_kept_block_reduction_equals_a_fresh_one) {
+    SimScene sc;
+    char err[512];
+    CHECK_MSG(sim_scene_load("scenes/pile.json", &sc, err, sizeof err) == 0, "%s", err);
+    SimObject objs[3];
+    CHECK(sc.nobjects == 3);
+    CHECK_MSG(sim_scene_build(&sc, "scenes", objs, err, sizeof err) == 0, "%s", err);
+    SimWorld w;
+    CHECK_MSG(sim_world_init(&w, objs, 3, NULL, 0, sc.planes, sc.nplanes, &sc.contact, err, sizeof err) == 0, "%s", err);
+    for (int s = 0; s < 3; s++) CHECK_MSG(sim_world_step(&w, sc.dt, err, sizeof err) == 0, "%s", err);
+    struct SimWorldScratch *ws = w.ws;
+    int64_t N = ws->ntot, H = 0;
+    for (int k = 0; k < 3; k++) {
+        CHECK(ws->oi[k].N != NULL); /* the pile's objects reduce to their observable subspace */
+        H += ws->oi[k].m * ws->oi[k].m;
+    }
+    double *Z = malloc(sizeof(double) * (size_t)N), *kept = malloc(sizeof(double) * (size_t)H);
+    for (int k = 0; k < 3; k++) memcpy(Z + ws->oi[k].off, objs[k].z, sizeof(double) * (size_t)objs[k].n);
+    /* BLAS single-threaded as in the step (sim_world_step), so that a fresh reduction takes the
+     * same arithmetic as the kept ones the steps made */
+    int prev = base_par_blas_serial_begin();
+    for (int pass = 0; pass < 2; pass++) {
+        if (pass) /* object 0 half a metre down (its y block's translation, the last entry): its
+                   * vertices below the floor change its Hessian */
+            Z[ws->oi[0].off + 2 * objs[0].nb - 1] -= 0.5;
+        sim_world_objects_hessian(&w, Z, Z, sc.dt, w.t, true, false);
+        sim_world_objects_hessian(&w, Z, Z, sc.dt, w.t, true, false); /* the second call: kept reductions */
+        memcpy(kept, ws->Hob, sizeof(double) * (size_t)H);
+        memset(ws->hred_ok, 0, sizeof(bool) * 3);
+        sim_world_objects_hessian(&w, Z, Z, sc.dt, w.t, true, false);
+        CHECK(!memcmp(kept, ws->Hob, sizeof(double) * (size_t)H));
+        for (int k = 0; k < 3; k++) CHECK(ws->hred_ok[k]);
+    }
+    base_par_blas_serial_end(prev);
+    free(Z), free(kept);
+    sim_world_free(&w);
+    for (int k = 0; k < 3; k++) sim_object_free(&objs[k]);
+    sim_scene_free(&sc);
+}
+
 static void capped_pile_init(SimScene *sc, SimObject objs[3], SimWorld *w) {
     char err[512];
     CHECK_MSG(sim_scene_load("scenes/pile.json", sc, err, sizeof err) == 0, "%s", err);
