@@ -748,10 +748,15 @@ static int world_step(SimWorld *w, double dt, char *err, size_t errlen) {
      * not stale the elastic term: pile 23% less time; and a reassembly followed by another poor
      * iteration says the lag is not what slows this step (the barrier's non-convexity is): no
      * more reassemblies in it (pile: 4.0 → 1.2 per contact frame, 15% less time). Without it,
-     * the trial that passes brings its gradient, and a backtrack stales the elastic term. */
+     * the trial that passes brings its gradient, and a backtrack stales the elastic term. With
+     * contact a failed trial's next α comes from a quadratic fit, not halving (the barrier's and
+     * friction's steep walls: converged pile 34.8 → 21.6 backtracks, 16.5 → 17.7 iterations a
+     * contact frame, ~12% less CPU; its trajectory within 2.5% of the diagonal of halving's, where
+     * tol / 10 moves it by 4.2%). */
     SimNewtonPolicy pol = {.max_iters = max_iters, .max_backtracks = max_bt, .max_hessians = max_hessians, .tol = tol,
                            .armijo = armijo, .reuse_ratio = reuse_ratio, .elastic_lag = lag, .scale = scale,
-                           .grad_every_trial = !contact, .backtrack_is_poor = !contact, .one_refresh = contact};
+                           .grad_every_trial = !contact, .backtrack_is_poor = !contact, .one_refresh = contact,
+                           .interpolate = contact};
     SimNewtonResult res;
     int nrc = sim_newton_solve(&P, &pol, E, &s->kel_stale, &res);
     s->g = P.g, s->gt = P.gt;

@@ -18,6 +18,7 @@
 #include "datasets/geometry/geometry.h"
 #include "sim/bindings.h"
 #include "sim/contact.h"
+#include "sim/newton.h"
 #include "sim/rigid.h"
 #include "sim/scene.h"
 #include "sim/world.h"
@@ -426,6 +427,22 @@ TEST(sim_world_pile_scene_objects_never_interpenetrate) {
 }
 
 /* the shipped three-object pile (scenes/pile.json) capped at one Newton iteration per frame */
+/* the Armijo backtrack's quadratic fit (sim/newton.h): exact on a parabola inside [α/10, α/2],
+ * clamped outside, halving where the trial is not finite or not above the tangent */
+TEST(sim_newton_backtrack_step_fits_a_parabola) {
+    /* E(a) = 1 − 2 a + c a²: minimizer 1 / c */
+    double E = 1, dec = -2;
+    for (double c = 2.5; c <= 9.5; c += 1) {
+        double a = 1, Et = E + dec * a + c * a * a;
+        CHECK(fabs(sim_newton_backtrack_step(a, E, dec, Et) - 1 / c) < 1e-15);
+    }
+    CHECK(sim_newton_backtrack_step(1, E, dec, E + dec + 1.5) == 0.5);  /* minimizer 2/3 > α/2 */
+    CHECK(sim_newton_backtrack_step(1, E, dec, E + dec + 100) == 0.1);  /* minimizer 0.01 < α/10 */
+    CHECK(sim_newton_backtrack_step(0.4, E, dec, INFINITY) == 0.2);
+    CHECK(sim_newton_backtrack_step(0.4, E, dec, NAN) == 0.2);
+    CHECK(sim_newton_backtrack_step(0.4, E, dec, E + dec * 0.4 - 1) == 0.2); /* below the tangent */
+}
+
 /* The objects' reduced blocks (sim_world_objects_hessian) reuse the last reduction when an
  * object's step Hessian is bitwise the one it came from: every block, kept or new, must be
  * bitwise the one a fresh reduction gives, both where the Hessian repeats (free flight, the
