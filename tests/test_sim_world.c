@@ -443,6 +443,16 @@ TEST(sim_newton_backtrack_step_fits_a_parabola) {
     CHECK(sim_newton_backtrack_step(0.4, E, dec, E + dec * 0.4 - 1) == 0.2); /* below the tangent */
 }
 
+/* the shipped pile (scenes/pile.json) in a world; cap > 0: at most that many Newton iterations a frame */
+static void pile_init(SimScene *sc, SimObject objs[3], SimWorld *w, int cap) {
+    char err[512];
+    CHECK_MSG(sim_scene_load("scenes/pile.json", sc, err, sizeof err) == 0, "%s", err);
+    CHECK(sc->nobjects == 3);
+    CHECK_MSG(sim_scene_build(sc, "scenes", objs, err, sizeof err) == 0, "%s", err);
+    for (int k = 0; k < 3 && cap > 0; k++) objs[k].newton.max_iters = cap;
+    CHECK_MSG(sim_world_init(w, objs, 3, NULL, 0, sc->planes, sc->nplanes, &sc->contact, err, sizeof err) == 0, "%s", err);
+}
+
 /* The objects' reduced blocks (sim_world_objects_hessian) reuse the last reduction when an
  * object's step Hessian is bitwise the one it came from: every block, kept or new, must be
  * bitwise the one a fresh reduction gives, both where the Hessian repeats (free flight, the
@@ -450,12 +460,9 @@ TEST(sim_newton_backtrack_step_fits_a_parabola) {
 TEST(sim_world_kept_block_reduction_equals_a_fresh_one) {
     SimScene sc;
     char err[512];
-    CHECK_MSG(sim_scene_load("scenes/pile.json", &sc, err, sizeof err) == 0, "%s", err);
     SimObject objs[3];
-    CHECK(sc.nobjects == 3);
-    CHECK_MSG(sim_scene_build(&sc, "scenes", objs, err, sizeof err) == 0, "%s", err);
     SimWorld w;
-    CHECK_MSG(sim_world_init(&w, objs, 3, NULL, 0, sc.planes, sc.nplanes, &sc.contact, err, sizeof err) == 0, "%s", err);
+    pile_init(&sc, objs, &w, 0);
     for (int s = 0; s < 3; s++) CHECK_MSG(sim_world_step(&w, sc.dt, err, sizeof err) == 0, "%s", err);
     struct SimWorldScratch *ws = w.ws;
     int64_t N = ws->ntot, H = 0;
@@ -487,15 +494,6 @@ TEST(sim_world_kept_block_reduction_equals_a_fresh_one) {
     sim_scene_free(&sc);
 }
 
-static void capped_pile_init(SimScene *sc, SimObject objs[3], SimWorld *w) {
-    char err[512];
-    CHECK_MSG(sim_scene_load("scenes/pile.json", sc, err, sizeof err) == 0, "%s", err);
-    CHECK(sc->nobjects == 3);
-    CHECK_MSG(sim_scene_build(sc, "scenes", objs, err, sizeof err) == 0, "%s", err);
-    for (int k = 0; k < 3; k++) objs[k].newton.max_iters = 1;
-    CHECK_MSG(sim_world_init(w, objs, 3, NULL, 0, sc->planes, sc->nplanes, &sc->contact, err, sizeof err) == 0, "%s", err);
-}
-
 /* The real-time mode keeps gaps at the energy's scale: the shipped pile (μ 0.5) under a cap of one
  * Newton iteration per frame. The CCD-filtered initial guess alone may shrink every gap to
  * min_sep of its value at each step, and one iteration did not win it back: the pairs closed to
@@ -506,7 +504,7 @@ TEST(sim_world_capped_pile_keeps_gaps_at_the_barrier_scale) {
     SimObject objs[3];
     SimWorld w;
     char err[512];
-    capped_pile_init(&sc, objs, &w);
+    pile_init(&sc, objs, &w, 1);
     double dmin = INFINITY;
     int contact = 0, steps = 90;
     for (int s = 0; s < steps; s++) {
@@ -535,7 +533,7 @@ TEST(sim_world_capped_pile_sweeps_stay_local) {
     SimObject objs[3];
     SimWorld w;
     char err[512];
-    capped_pile_init(&sc, objs, &w);
+    pile_init(&sc, objs, &w, 1);
     enum { STEPS = 90 };
     double cand[STEPS], dmin = INFINITY;
     int n = 0;
