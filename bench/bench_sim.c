@@ -12,7 +12,8 @@
  *                       the frames with contact pairs in reach; then sim_pile_cap1, _cap2, _cap4:
  *                       the real-time mode (a fixed cap of Newton iterations per frame), each with
  *                       "check sim_pile_capN_rmse <% of the diagonal>" against the converged run;
- *                       sim_pile_cap1, _cap2, _cap4 named: that cap alone, no RMSE
+ *                       sim_pile_cap1, _cap2, _cap4 named: that cap alone, no RMSE; sim_pile_conv
+ *                       named: the converged run alone
  *   sim_pile10          ten objects piling up (scenes/pile10.json): converged, then caps 1 and 2 with
  *                       their RMSE against it; sim_pile10_cap1, _cap2: one cap alone, no RMSE
  *                       sim_pile and sim_pile10 also run cap 1 from BENCH_STARTS (6) starts with every
@@ -484,6 +485,12 @@ int main(int argc, char **argv) {
             if (cap == 1) run_starts("scenes/pile10.json", 1, name, nstarts);
         }
         free(conv.x);
+    }
+    /* the converged three-object pile alone (not in the default run), no caps: for profiling
+     * and side-by-side timing of the converged solve */
+    if (argc > 1 && wanted(argc, argv, "sim_pile_conv")) {
+        PileRun a;
+        run_pile(pile, start, 0, "sim_pile_conv", false, false, &a);
     }
     /* one real-time cap of the three-object pile alone (not in the default run), no RMSE: for
      * profiling and side-by-side timing without the converged run */

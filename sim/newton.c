@@ -5,6 +5,13 @@
 #include "sim/lapack.h"
 #include "sim/newton.h"
 
+double sim_newton_backtrack_step(double alpha, double E, double dec, double Et) {
+    double curv = Et - E - dec * alpha; /* > 0: Et lies above the tangent (the trial failed) */
+    if (!isfinite(Et) || !(curv > 0)) return 0.5 * alpha;
+    double a = -dec * alpha * alpha / (2 * curv);
+    return fmin(0.5 * alpha, fmax(0.1 * alpha, a));
+}
+
 int sim_newton_solve(SimNewtonProblem *P, const SimNewtonPolicy *o, double E0, bool *kel_stale, SimNewtonResult *r) {
     int64_t n = P->n;
     double E = E0, prev_bound = INFINITY, last_alpha = 1;
@@ -67,11 +74,12 @@ int sim_newton_solve(SimNewtonProblem *P, const SimNewtonPolicy *o, double E0, b
         if (P->step_bound && P->step_bound(P->ctx, P->z, P->dz, &alpha)) return -1;
         double Et = NAN;
         int bt = 0;
-        for (; bt <= o->max_backtracks; bt++, alpha *= 0.5) {
+        for (; bt <= o->max_backtracks; bt++) {
             for (int64_t k = 0; k < n; k++) P->zt[k] = P->z[k] + alpha * P->dz[k];
             /* the gradient with the energy: a trial that passes is the next iterate */
             Et = P->trial(P->ctx, P->zt, alpha, o->grad_every_trial || bt == 0 ? P->gt : NULL);
             if (Et <= E + o->armijo * alpha * dec) break;
+            alpha = o->interpolate ? sim_newton_backtrack_step(alpha, E, dec, Et) : 0.5 * alpha;
         }
         r->backtracks += bt;
         if (bt > o->max_backtracks) {

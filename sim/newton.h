@@ -65,6 +65,7 @@ typedef struct {
     bool backtrack_is_poor;/* with the lag: a backtracking iteration stales the elastic term */
     bool one_refresh;      /* with the lag: no reassembly after a reassembly that did not help */
     bool stop_on_direction;/* |Δzᵀg| < tol · scale tested before the line search (fem.c's stop) */
+    bool interpolate;      /* a failed Armijo trial's next α from a quadratic fit (else α / 2) */
 } SimNewtonPolicy;
 
 typedef struct {
@@ -78,6 +79,12 @@ typedef struct {
  * *kel_stale carries the lagged elastic term's staleness across steps. P->z holds the last
  * accepted iterate on return. 0, or -1 when a callback reported a hard error. */
 int sim_newton_solve(SimNewtonProblem *P, const SimNewtonPolicy *o, double E0, bool *kel_stale, SimNewtonResult *r);
+
+/* The next Armijo trial after a failed one at alpha (SimNewtonPolicy.interpolate): the minimizer
+ * of the quadratic through E (at 0, slope dec < 0) and Et (at alpha), kept within
+ * [alpha / 10, alpha / 2] (Nocedal & Wright §3.5); alpha / 2 where Et is not finite or not above
+ * the tangent. */
+double sim_newton_backtrack_step(double alpha, double E, double dec, double Et);
 
 /* true when all n entries are finite */
 bool sim_newton_finite(int64_t n, const double *z);

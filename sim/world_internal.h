@@ -23,6 +23,7 @@ typedef struct {
     int64_t nb, n, r, m;       /* blocks, 3nb, subspace dim per coordinate, 3r */
     int64_t off, roff;         /* offsets in Z and in the reduced vector */
     int64_t hoff;              /* offset of its block in Hob */
+    int64_t koff;              /* offset of its full step Hessian in Hkeep (n × n; 0 without a subspace) */
     const double *N, *zp, *Lm; /* exact-Dirichlet subspace (N NULL: none) */
     int64_t np;                /* contact points */
     const double *Xp, *Bp;
@@ -67,6 +68,12 @@ struct SimWorldScratch {
     /* Newton directions by conjugate gradients on the exact Hessian, preconditioned by a
      * factorization of the PSD one (see sim_world_step) */
     double *Hob;               /* each object's reduced diagonal block (m × m), without contact */
+    /* per object with a subspace: the full step Hessian last reduced (Hkeep, at koff) and its
+     * reduction before the lagged elastic term (Hred, at hoff), valid when hred_ok: a step
+     * Hessian bitwise equal to the kept one (inertia and an unchanged set of external terms, the
+     * elastic term lagged) takes the kept reduction instead of a new one */
+    double *Hkeep, *Hred;
+    bool *hred_ok;
     double *cg;                /* 5 vectors of nred: x, r, z, p, q */
     int64_t rmax;              /* the largest subspace dimension per coordinate */
     double *Ug;                /* per active pair: its two reduced rows, rmax apart */

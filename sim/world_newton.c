@@ -44,7 +44,19 @@ bool sim_world_objects_hessian(SimWorld *w, const double *Z, const double *Ztil,
             any |= sim_object_lagged_hessian(&w->obj[k], Z + oi->off, dt, t, fresh, H);
         else
             sim_object_objective(&w->obj[k], Z + oi->off, Ztil + oi->off, dt, t, NULL, H);
-        if (oi->N) reduce_object_block(w, k);
+        if (oi->N) {
+            /* the kept reduction when H is bitwise the one it was made from (the same arithmetic
+             * would give the same block); else a new one, kept */
+            size_t bytes = sizeof(double) * (size_t)(oi->n * oi->n), rbytes = sizeof(double) * (size_t)(oi->m * oi->m);
+            double *Hk = s->Hkeep + oi->koff, *Hr = s->Hred + oi->hoff, *out = s->Hob + oi->hoff;
+            if (s->hred_ok[k] && !memcmp(H, Hk, bytes))
+                memcpy(out, Hr, rbytes);
+            else {
+                reduce_object_block(w, k);
+                memcpy(Hk, H, bytes), memcpy(Hr, out, rbytes);
+                s->hred_ok[k] = true;
+            }
+        }
         const double *Kr = lagged && oi->N ? sim_object_lagged_reduced(&w->obj[k]) : NULL;
         if (Kr) /* the elastic term kept in the subspace (solver.h): dt² Kr into the block */
             for (int64_t a = 0; a < oi->m; a++)

@@ -14,9 +14,11 @@
 
 #include "base/sort.h"
 #include "base/clock.h"
+#include "base/par.h"
 #include "datasets/geometry/geometry.h"
 #include "sim/bindings.h"
 #include "sim/contact.h"
+#include "sim/newton.h"
 #include "sim/rigid.h"
 #include "sim/scene.h"
 #include "sim/world.h"
@@ -425,13 +427,71 @@ TEST(sim_world_pile_scene_objects_never_interpenetrate) {
 }
 
 /* the shipped three-object pile (scenes/pile.json) capped at one Newton iteration per frame */
-static void capped_pile_init(SimScene *sc, SimObject objs[3], SimWorld *w) {
+/* the Armijo backtrack's quadratic fit (sim/newton.h): exact on a parabola inside [α/10, α/2],
+ * clamped outside, halving where the trial is not finite or not above the tangent */
+TEST(sim_newton_backtrack_step_fits_a_parabola) {
+    /* E(a) = 1 − 2 a + c a²: minimizer 1 / c */
+    double E = 1, dec = -2;
+    for (double c = 2.5; c <= 9.5; c += 1) {
+        double a = 1, Et = E + dec * a + c * a * a;
+        CHECK(fabs(sim_newton_backtrack_step(a, E, dec, Et) - 1 / c) < 1e-15);
+    }
+    CHECK(sim_newton_backtrack_step(1, E, dec, E + dec + 1.5) == 0.5);  /* minimizer 2/3 > α/2 */
+    CHECK(sim_newton_backtrack_step(1, E, dec, E + dec + 100) == 0.1);  /* minimizer 0.01 < α/10 */
+    CHECK(sim_newton_backtrack_step(0.4, E, dec, INFINITY) == 0.2);
+    CHECK(sim_newton_backtrack_step(0.4, E, dec, NAN) == 0.2);
+    CHECK(sim_newton_backtrack_step(0.4, E, dec, E + dec * 0.4 - 1) == 0.2); /* below the tangent */
+}
+
+/* the shipped pile (scenes/pile.json) in a world; cap > 0: at most that many Newton iterations a frame */
+static void pile_init(SimScene *sc, SimObject objs[3], SimWorld *w, int cap) {
     char err[512];
     CHECK_MSG(sim_scene_load("scenes/pile.json", sc, err, sizeof err) == 0, "%s", err);
     CHECK(sc->nobjects == 3);
     CHECK_MSG(sim_scene_build(sc, "scenes", objs, err, sizeof err) == 0, "%s", err);
-    for (int k = 0; k < 3; k++) objs[k].newton.max_iters = 1;
+    for (int k = 0; k < 3 && cap > 0; k++) objs[k].newton.max_iters = cap;
     CHECK_MSG(sim_world_init(w, objs, 3, NULL, 0, sc->planes, sc->nplanes, &sc->contact, err, sizeof err) == 0, "%s", err);
+}
+
+/* The objects' reduced blocks (sim_world_objects_hessian) reuse the last reduction when an
+ * object's step Hessian is bitwise the one it came from: every block, kept or new, must be
+ * bitwise the one a fresh reduction gives, both where the Hessian repeats (free flight, the
+ * elastic term lagged) and where it changed (an object pushed through the floor plane). */
+TEST(sim_world_kept_block_reduction_equals_a_fresh_one) {
+    SimScene sc;
+    char err[512];
+    SimObject objs[3];
+    SimWorld w;
+    pile_init(&sc, objs, &w, 0);
+    for (int s = 0; s < 3; s++) CHECK_MSG(sim_world_step(&w, sc.dt, err, sizeof err) == 0, "%s", err);
+    struct SimWorldScratch *ws = w.ws;
+    int64_t N = ws->ntot, H = 0;
+    for (int k = 0; k < 3; k++) {
+        CHECK(ws->oi[k].N != NULL); /* the pile's objects reduce to their observable subspace */
+        H += ws->oi[k].m * ws->oi[k].m;
+    }
+    double *Z = malloc(sizeof(double) * (size_t)N), *kept = malloc(sizeof(double) * (size_t)H);
+    for (int k = 0; k < 3; k++) memcpy(Z + ws->oi[k].off, objs[k].z, sizeof(double) * (size_t)objs[k].n);
+    /* BLAS single-threaded as in the step (sim_world_step), so that a fresh reduction takes the
+     * same arithmetic as the kept ones the steps made */
+    int prev = base_par_blas_serial_begin();
+    for (int pass = 0; pass < 2; pass++) {
+        if (pass) /* object 0 half a metre down (its y block's translation, the last entry): its
+                   * vertices below the floor change its Hessian */
+            Z[ws->oi[0].off + 2 * objs[0].nb - 1] -= 0.5;
+        sim_world_objects_hessian(&w, Z, Z, sc.dt, w.t, true, false);
+        sim_world_objects_hessian(&w, Z, Z, sc.dt, w.t, true, false); /* the second call: kept reductions */
+        memcpy(kept, ws->Hob, sizeof(double) * (size_t)H);
+        memset(ws->hred_ok, 0, sizeof(bool) * 3);
+        sim_world_objects_hessian(&w, Z, Z, sc.dt, w.t, true, false);
+        CHECK(!memcmp(kept, ws->Hob, sizeof(double) * (size_t)H));
+        for (int k = 0; k < 3; k++) CHECK(ws->hred_ok[k]);
+    }
+    base_par_blas_serial_end(prev);
+    free(Z), free(kept);
+    sim_world_free(&w);
+    for (int k = 0; k < 3; k++) sim_object_free(&objs[k]);
+    sim_scene_free(&sc);
 }
 
 /* The real-time mode keeps gaps at the energy's scale: the shipped pile (μ 0.5) under a cap of one
@@ -444,7 +504,7 @@ TEST(sim_world_capped_pile_keeps_gaps_at_the_barrier_scale) {
     SimObject objs[3];
     SimWorld w;
     char err[512];
-    capped_pile_init(&sc, objs, &w);
+    pile_init(&sc, objs, &w, 1);
     double dmin = INFINITY;
     int contact = 0, steps = 90;
     for (int s = 0; s < steps; s++) {
@@ -473,7 +533,7 @@ TEST(sim_world_capped_pile_sweeps_stay_local) {
     SimObject objs[3];
     SimWorld w;
     char err[512];
-    capped_pile_init(&sc, objs, &w);
+    pile_init(&sc, objs, &w, 1);
     enum { STEPS = 90 };
     double cand[STEPS], dmin = INFINITY;
     int n = 0;
