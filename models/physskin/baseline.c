@@ -16,6 +16,7 @@
 #include "base/clock.h"
 #include "eval.h"
 #include "losses.h"
+#include "model.h"
 #include "nn/modules.h"
 #include "optim/optim.h"
 
@@ -35,14 +36,6 @@ typedef struct {
     NnLinear *lin; /* layers + 1 */
     NnActivation act;
 } Mlp;
-
-static NnActivation parse_act(const char *s) {
-    if (!strcmp(s, "elu")) return NN_ACT_ELU;
-    if (!strcmp(s, "silu")) return NN_ACT_SILU;
-    if (!strcmp(s, "tanh")) return NN_ACT_TANH;
-    if (!strcmp(s, "softplus")) return NN_ACT_SOFTPLUS;
-    return NN_ACT_GELU;
-}
 
 static Tensor *mlp_forward(const Mlp *m, Tensor *x) {
     Tensor *h = m->n_freqs > 0 ? nn_fourier_embed(x, m->n_freqs) : x;
@@ -92,7 +85,7 @@ void ps_baseline_fit(const PsShape *s, const PsConfig *c, const PsBaselineOption
     TensorScope *outer = tensor_scope_begin();
     NnParams p;
     nn_params_init(&p, outer, TENSOR_F32, o->seed);
-    Mlp m = {.n_freqs = o->n_freqs, .layers = (int)o->layers, .act = parse_act(c->model.activation)};
+    Mlp m = {.n_freqs = o->n_freqs, .layers = (int)o->layers, .act = ps_activation(c->model.activation)};
     m.lin = base_calloc((size_t)m.layers + 1, sizeof *m.lin);
     char pre[64];
     int64_t in = o->n_freqs > 0 ? nn_fourier_embed_dim(3, o->n_freqs) : 3;
