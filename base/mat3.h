@@ -1,6 +1,7 @@
 /* base/mat3.h — small 3×3, 3-vector and quaternion arithmetic on plain double arrays, header only: the
- * products, determinant, inverse and cross product that sim/ (rigid bodies, bindings, the FEM baseline)
- * and datasets/ (cameras) each used to carry a private copy of.
+ * products, determinant, inverse, cross product and quaternion → rotation matrix that sim/ (rigid
+ * bodies, bindings, the FEM baseline), datasets/ (cameras, rigs) and models/ (skelebones, partmm,
+ * gaussians) each used to carry a private copy of.
  *
  * Matrices are row-major double[9]. Every function evaluates the same expression, in the same
  * order, as the copies it replaces, so callers' results are unchanged bit for bit (the build uses
@@ -42,6 +43,22 @@ static inline double base_mat3_inv(const double A[9], double B[9]) {
 static inline void base_vec3_cross(const double a[3], const double b[3], double c[3]) {
     double t0 = a[1] * b[2] - a[2] * b[1], t1 = a[2] * b[0] - a[0] * b[2], t2 = a[0] * b[1] - a[1] * b[0];
     c[0] = t0, c[1] = t1, c[2] = t2;
+}
+
+/* R = the row-major rotation matrix of the quaternion q (w x y z) taken as unit length, as given
+ * (not normalized) */
+static inline void base_unit_quat_to_mat3(const double q[4], double R[9]) {
+    double w = q[0], x = q[1], y = q[2], z = q[3];
+    R[0] = 1 - 2 * (y * y + z * z), R[1] = 2 * (x * y - w * z), R[2] = 2 * (x * z + w * y);
+    R[3] = 2 * (x * y + w * z), R[4] = 1 - 2 * (x * x + z * z), R[5] = 2 * (y * z - w * x);
+    R[6] = 2 * (x * z - w * y), R[7] = 2 * (y * z + w * x), R[8] = 1 - 2 * (x * x + y * y);
+}
+
+/* R = the rotation matrix of q (w x y z) divided by its length (NaN where q is 0) */
+static inline void base_quat_to_mat3(const double q[4], double R[9]) {
+    double l = sqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3]);
+    double u[4] = {q[0] / l, q[1] / l, q[2] / l, q[3] / l};
+    base_unit_quat_to_mat3(u, R);
 }
 
 /* out = the unit quaternion a fraction u of the way from a to b (w x y z) along the shorter arc

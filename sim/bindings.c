@@ -205,14 +205,6 @@ void sim_polar3(const double A[9], double R[9], double S[9]) {
     base_mat3_mul(D, Vt, S);
 }
 
-static void quat_to_R(const double q0[4], double R[9]) {
-    double l = sqrt(q0[0] * q0[0] + q0[1] * q0[1] + q0[2] * q0[2] + q0[3] * q0[3]);
-    double w = q0[0] / l, x = q0[1] / l, y = q0[2] / l, z = q0[3] / l;
-    R[0] = 1 - 2 * (y * y + z * z), R[1] = 2 * (x * y - w * z), R[2] = 2 * (x * z + w * y);
-    R[3] = 2 * (x * y + w * z), R[4] = 1 - 2 * (x * x + z * z), R[5] = 2 * (y * z - w * x);
-    R[6] = 2 * (x * z - w * y), R[7] = 2 * (y * z + w * x), R[8] = 1 - 2 * (x * x + y * y);
-}
-
 static void R_to_quat(const double R[9], double q[4]) {
     double tr = R[0] + R[4] + R[8];
     if (tr > 0) {
@@ -232,7 +224,7 @@ static void R_to_quat(const double R[9], double q[4]) {
 
 void sim_gaussian_transform(const double A[9], const double q0[4], const double s0[3], double q[4], double s[3]) {
     double R0[9], M[9], RM[9], SM[9], lam[3], V[9], T[9];
-    quat_to_R(q0, R0);
+    base_quat_to_mat3(q0, R0);
     for (int i = 0; i < 3; i++)
         for (int j = 0; j < 3; j++) T[3 * i + j] = R0[3 * i + j] * s0[j]; /* R₀ D₀ */
     base_mat3_mul(A, T, M);

@@ -123,13 +123,6 @@ out:
 
 /* ---- setup ------------------------------------------------------------------------------------- */
 
-static void inv3(const double A[9], double B[9]) {
-    double d = base_mat3_det(A);
-    B[0] = (A[4] * A[8] - A[5] * A[7]) / d, B[1] = (A[2] * A[7] - A[1] * A[8]) / d, B[2] = (A[1] * A[5] - A[2] * A[4]) / d;
-    B[3] = (A[5] * A[6] - A[3] * A[8]) / d, B[4] = (A[0] * A[8] - A[2] * A[6]) / d, B[5] = (A[2] * A[3] - A[0] * A[5]) / d;
-    B[6] = (A[3] * A[7] - A[4] * A[6]) / d, B[7] = (A[1] * A[6] - A[0] * A[7]) / d, B[8] = (A[0] * A[4] - A[1] * A[3]) / d;
-}
-
 struct SimFemSolver {
     cholmod_common cm;
     cholmod_sparse *K;   /* the free dofs' Hessian, upper triangle (stype 1), fixed pattern */
@@ -201,7 +194,7 @@ int sim_fem_init(SimFem *f, const double *nodes, int64_t nn, const int32_t *tets
             base_errf(err, errlen, "fem: tet %lld is degenerate", (long long)t);
             return -1;
         }
-        inv3(Dm, f->Dminv + 9 * t);
+        base_mat3_inv(Dm, f->Dminv + 9 * t);
         f->vol[t] = d / 6;
         for (int k = 0; k < 4; k++) f->mass[T[k]] += mat->rho * f->vol[t] / 4;
         f->total_mass += mat->rho * f->vol[t];

@@ -257,7 +257,7 @@ void sim_rig_pose(SimRig *r, double t, double *local, double root[3]) {
         base_quat_slerp(id, qb, s, qs);
         /* new world rotation Q·R_j; local = R_parentᵀ (Q R_j) */
         double Q[9];
-        ds_quat_to_mat3(qs, Q);
+        base_quat_to_mat3(qs, Q);
         for (int a = 0; a < 3; a++)
             for (int c = 0; c < 3; c++)
                 Rnew[3 * a + c] = Q[3 * a] * Rw[9 * j + c] + Q[3 * a + 1] * Rw[9 * j + 3 + c] + Q[3 * a + 2] * Rw[9 * j + 6 + c];

@@ -19,13 +19,6 @@ static int mat3_inv(const double A[9], double B[9]) {
     return 0;
 }
 
-void sim_quat_to_R(const double q[4], double R[9]) {
-    double w = q[0], x = q[1], y = q[2], z = q[3];
-    R[0] = 1 - 2 * (y * y + z * z), R[1] = 2 * (x * y - w * z), R[2] = 2 * (x * z + w * y);
-    R[3] = 2 * (x * y + w * z), R[4] = 1 - 2 * (x * x + z * z), R[5] = 2 * (y * z - w * x);
-    R[6] = 2 * (x * z - w * y), R[7] = 2 * (y * z + w * x), R[8] = 1 - 2 * (x * x + y * y);
-}
-
 void sim_rigid_free(SimRigid *r) {
     free(r->Xb), free(r->faces);
     memset(r, 0, sizeof *r);
@@ -96,7 +89,7 @@ int sim_rigid_init(SimRigid *r, const DsMesh *mesh, double density, const SimPos
 
 void sim_rigid_vertices(const SimRigid *r, double *x) {
     double R[9];
-    sim_quat_to_R(r->q, R);
+    base_unit_quat_to_mat3(r->q, R);
     for (int64_t v = 0; v < r->nv; v++) {
         base_mat3_vec(R, r->Xb + 3 * v, x + 3 * v);
         for (int i = 0; i < 3; i++) x[3 * v + i] += r->c[i];
@@ -113,7 +106,7 @@ static void world_inertia(const SimRigid *r, const double R[9], double I[9], dou
 
 void sim_rigid_update_velocity(SimRigid *r, const SimPlane *planes, int nplanes, double dt) {
     double R[9], I[9], Iinv[9], Iw[3], gyro[3], tq[3], dw[3];
-    sim_quat_to_R(r->q, R);
+    base_unit_quat_to_mat3(r->q, R);
     world_inertia(r, R, I, Iinv);
     for (int i = 0; i < 3; i++) r->v[i] += dt * (r->gravity[i] + r->force[i] / r->mass);
     base_mat3_vec(I, r->w, Iw);
@@ -182,9 +175,9 @@ static void rotate_q(double q[4], const double w[3], double h) {
 void sim_rigid_trial_displacement(const SimRigid *r, double dt, double *dx) {
     SimRigid t = *r;
     double R0[9], R1[9];
-    sim_quat_to_R(r->q, R0);
+    base_unit_quat_to_mat3(r->q, R0);
     rotate_q(t.q, r->w, dt);
-    sim_quat_to_R(t.q, R1);
+    base_unit_quat_to_mat3(t.q, R1);
     for (int64_t v = 0; v < r->nv; v++) {
         double a[3], b[3];
         base_mat3_vec(R0, r->Xb + 3 * v, a);
@@ -197,7 +190,7 @@ void sim_rigid_move(SimRigid *r, const SimPlane *planes, int nplanes, double dt,
     for (int i = 0; i < 3; i++) r->c[i] += beta * dt * r->v[i];
     rotate_q(r->q, r->w, beta * dt);
     double R[9];
-    sim_quat_to_R(r->q, R);
+    base_unit_quat_to_mat3(r->q, R);
     for (int pl = 0; pl < nplanes; pl++) {
         const double *n = planes[pl].normal;
         double lowest = INFINITY;
@@ -213,7 +206,7 @@ void sim_rigid_move(SimRigid *r, const SimPlane *planes, int nplanes, double dt,
 
 double sim_rigid_energy(const SimRigid *r) {
     double R[9], I[9], Iw[3];
-    sim_quat_to_R(r->q, R);
+    base_unit_quat_to_mat3(r->q, R);
     world_inertia(r, R, I, NULL);
     base_mat3_vec(I, r->w, Iw);
     double e = 0.5 * r->mass * (r->v[0] * r->v[0] + r->v[1] * r->v[1] + r->v[2] * r->v[2]);

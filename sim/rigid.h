@@ -51,8 +51,6 @@ int sim_mesh_box(const double half[3], DsMesh *m);
 
 /* world positions of the vertices: c + R(q) X_b (nv × 3) */
 void sim_rigid_vertices(const SimRigid *r, double *x);
-/* R(q), row-major */
-void sim_quat_to_R(const double q[4], double R[9]);
 
 /* The velocity update of symplectic Euler: v += dt (g + f/m), ω += dt I⁻¹(τ − ω × I ω) (world
  * inertia I = R I_b Rᵀ), then sequential impulses against the planes for the vertices that

@@ -223,6 +223,34 @@ TEST(base_mat3_inverse) {
     CHECK(z[0] == 0 && z[1] == 1 && z[2] == 0);
 }
 
+/* a quarter turn about z maps x to y; the matrix of any unit quaternion is orthonormal with
+ * det 1; base_quat_to_mat3 divides by the length first (a scaled q gives the same rotation), the
+ * unit form takes q as given */
+TEST(base_quat_to_mat3) {
+    const double h = sqrt(0.5), qz[4] = {h, 0, 0, h};
+    double R[9], P[9], Rt[9];
+    base_unit_quat_to_mat3(qz, R);
+    const double Z[9] = {0, -1, 0, 1, 0, 0, 0, 0, 1};
+    for (int k = 0; k < 9; k++) CHECK_NEAR(R[k], Z[k], 1e-15);
+    const double q[4] = {0.3, -0.5, 0.7, 0.2}, n = sqrt(0.09 + 0.25 + 0.49 + 0.04);
+    const double u[4] = {q[0] / n, q[1] / n, q[2] / n, q[3] / n}, q3[4] = {3 * q[0], 3 * q[1], 3 * q[2], 3 * q[3]};
+    double Ru[9], R3[9];
+    base_quat_to_mat3(q, R);
+    base_unit_quat_to_mat3(u, Ru);
+    base_quat_to_mat3(q3, R3);
+    for (int k = 0; k < 9; k++) {
+        CHECK(R[k] == Ru[k]);
+        CHECK_NEAR(R3[k], R[k], 1e-15);
+    }
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 3; j++) Rt[3 * i + j] = R[3 * j + i];
+    base_mat3_mul(R, Rt, P);
+    for (int k = 0; k < 9; k++) CHECK_NEAR(P[k], k % 4 == 0, 1e-15);
+    CHECK_NEAR(base_mat3_det(R), 1, 1e-15);
+    base_unit_quat_to_mat3(q, Ru); /* not normalized: no longer a rotation */
+    CHECK(fabs(base_mat3_det(Ru) - 1) > 0.01);
+}
+
 /* a caught SIGINT or SIGTERM lands in the flag; with SA_RESETHAND the next one would kill (the
  * default action is back); restore puts the actions from before the catch back */
 TEST(base_interrupt_catch_restore) {

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "base/mat3.h"
 #include "datasets/mesh/bvh.h"
 #include "tests/test.h"
 
@@ -15,17 +16,6 @@ static void rot(char axis, double deg, double r[9]) {
     double a = deg * M_PI / 180, c = cos(a), s = sin(a);
     double x[9] = {1, 0, 0, 0, c, -s, 0, s, c}, y[9] = {c, 0, s, 0, 1, 0, -s, 0, c}, z[9] = {c, -s, 0, s, c, 0, 0, 0, 1};
     memcpy(r, axis == 'X' ? x : axis == 'Y' ? y : z, sizeof x);
-}
-
-static void mul3(const double *a, const double *b, double *o) {
-    double r[9];
-    for (int i = 0; i < 3; i++)
-        for (int j = 0; j < 3; j++) r[3 * i + j] = a[3 * i] * b[j] + a[3 * i + 1] * b[3 + j] + a[3 * i + 2] * b[6 + j];
-    memcpy(o, r, sizeof r);
-}
-
-static void apply3(const double *m, const double *v, double *o) {
-    for (int i = 0; i < 3; i++) o[i] = m[3 * i] * v[0] + m[3 * i + 1] * v[1] + m[3 * i + 2] * v[2];
 }
 
 TEST(bvh_small_skeleton_fk) {
@@ -42,10 +32,10 @@ TEST(bvh_small_skeleton_fk) {
     double w[5 * 16];
     /* frame 0: root at (0,10,0) unrotated; spine rotated X10 Y20 Z30 (intrinsic: Rx·Ry·Rz) */
     ds_bvh_pose(&b, 0, w);
-    double rx[9], ry[9], rz[9], r[9], end[3], off[3] = {0, 3, 0};
+    double rx[9], ry[9], rz[9], rxy[9], r[9], end[3], off[3] = {0, 3, 0};
     rot('X', 10, rx), rot('Y', 20, ry), rot('Z', 30, rz);
-    mul3(rx, ry, r), mul3(r, rz, r);
-    apply3(r, off, end);
+    base_mat3_mul(rx, ry, rxy), base_mat3_mul(rxy, rz, r);
+    base_mat3_vec(r, off, end);
     CHECK_NEAR(w[16 * 1 + 3], 0, 1e-12);
     CHECK_NEAR(w[16 * 1 + 7], 15, 1e-12);
     CHECK_NEAR(w[16 * 2 + 3], end[0], 1e-12);
@@ -54,8 +44,8 @@ TEST(bvh_small_skeleton_fk) {
     /* leg: Y-5 Z0 X45 → Ry(-5)·Rx(45) applied to the end offset (0,-4,0) */
     double ry5[9], rx45[9], rl[9], lend[3], loff[3] = {0, -4, 0};
     rot('Y', -5, ry5), rot('X', 45, rx45);
-    mul3(ry5, rx45, rl);
-    apply3(rl, loff, lend);
+    base_mat3_mul(ry5, rx45, rl);
+    base_mat3_vec(rl, loff, lend);
     CHECK_NEAR(w[16 * 4 + 3], 1 + lend[0], 1e-12);
     CHECK_NEAR(w[16 * 4 + 7], 9 + lend[1], 1e-12);
     CHECK_NEAR(w[16 * 4 + 11], lend[2], 1e-12);

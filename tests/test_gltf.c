@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/mat3.h"
 #include "datasets/geometry/procedural.h"
 #include "datasets/mesh/gltf.h"
 #include "datasets/motion/bench.h"
@@ -380,7 +381,7 @@ TEST(gltf_skelebones_rig_poses_match_transforms) {
         for (int b = 0; b < B; b++) {
             double ax[3] = {1, 0.3 * b, -0.5}, q[4], R[9];
             ds_quat_axis_angle(ax, 0.4 * k + 0.2 * b, q);
-            ds_quat_to_mat3(q, R);
+            base_quat_to_mat3(q, R);
             float *M = T + 12 * (k * B + b);
             for (int r = 0; r < 3; r++) {
                 for (int c = 0; c < 3; c++) M[4 * r + c] = (float)R[3 * r + c];

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "base/h5file.h"
+#include "base/mat3.h"
 #include "datasets/geometry/geometry.h"
 #include "datasets/motion/bench.h"
 #include "datasets/motion/dnerf.h"
@@ -424,7 +425,7 @@ TEST(motion_quaternions) {
     for (int it = 0; it < 200; it++) {
         double ax[3] = {urand(&seed) - 0.5, urand(&seed) - 0.5, urand(&seed) - 0.5}, q[4], R[9], q2[4];
         ds_quat_axis_angle(ax, 6.0 * urand(&seed) - 3.0, q);
-        ds_quat_to_mat3(q, R);
+        base_quat_to_mat3(q, R);
         ds_quat_from_mat3(R, q2);
         double d = q[0] * q2[0] + q[1] * q2[1] + q[2] * q2[2] + q[3] * q2[3];
         CHECK_NEAR(fabs(d), 1, 1e-12);
@@ -432,7 +433,7 @@ TEST(motion_quaternions) {
         for (int k = 0; k < 3; k++) b[k] = urand(&seed) - 0.5;
         if (it == 0) b[0] = -a[0], b[1] = -a[1], b[2] = -a[2]; /* opposite directions */
         ds_quat_between(a, b, qb);
-        ds_quat_to_mat3(qb, Rb);
+        base_quat_to_mat3(qb, Rb);
         double na = sqrt(a[0] * a[0] + a[1] * a[1] + a[2] * a[2]), nb = sqrt(b[0] * b[0] + b[1] * b[1] + b[2] * b[2]);
         for (int r = 0; r < 3; r++) ra[r] = (Rb[3 * r] * a[0] + Rb[3 * r + 1] * a[1] + Rb[3 * r + 2] * a[2]) / na;
         for (int r = 0; r < 3; r++) CHECK_NEAR(ra[r], b[r] / nb, 1e-9);
@@ -687,7 +688,7 @@ TEST(motion_bvh_retarget_map) {
                 D[3 * r + q] = 0;
                 for (int k = 0; k < 3; k++) D[3 * r + q] += W[16 * js + 4 * r + k] * Wr[16 * js + 4 * q + k];
             }
-        ds_quat_to_mat3(map.pairs[lu].offset, Om);
+        base_quat_to_mat3(map.pairs[lu].offset, Om);
         for (int r = 0; r < 9; r++) T[r] = 0, T2[r] = 0, E[r] = 0;
         for (int r = 0; r < 3; r++)
             for (int q = 0; q < 3; q++)

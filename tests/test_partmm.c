@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/mat3.h"
 #include "datasets/mesh/gaussian_ply.h"
 #include "datasets/render/video.h"
 #include "models/partmm/animation.h"
@@ -30,11 +31,8 @@ static void quat_axis(double ax, double ay, double az, double ang, float q[4]) {
 }
 
 static void quat_mat(const float q[4], double R[9]) {
-    double w = q[0], x = q[1], y = q[2], z = q[3], n = sqrt(w * w + x * x + y * y + z * z);
-    w /= n, x /= n, y /= n, z /= n;
-    R[0] = 1 - 2 * (y * y + z * z), R[1] = 2 * (x * y - w * z), R[2] = 2 * (x * z + w * y);
-    R[3] = 2 * (x * y + w * z), R[4] = 1 - 2 * (x * x + z * z), R[5] = 2 * (y * z - w * x);
-    R[6] = 2 * (x * z - w * y), R[7] = 2 * (y * z + w * x), R[8] = 1 - 2 * (x * x + y * y);
+    const double d[4] = {q[0], q[1], q[2], q[3]};
+    base_quat_to_mat3(d, R);
 }
 
 static void quat_mul(const float a[4], const float b[4], float o[4]) {

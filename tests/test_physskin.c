@@ -26,6 +26,16 @@ static Tensor *rand_F(uint64_t seed, int64_t n, double scale) {
     return tensor_add(tensor_eye(3, TENSOR_F64), tensor_mul_scalar(tensor_randn_with(&g, TENSOR_SHAPE(n, 3, 3), TENSOR_F64), scale));
 }
 
+/* every activation the config offers maps to its own NnActivation; an unknown name is GELU */
+TEST(physskin_activation_names) {
+    CHECK(ps_activation("gelu") == NN_ACT_GELU);
+    CHECK(ps_activation("elu") == NN_ACT_ELU);
+    CHECK(ps_activation("silu") == NN_ACT_SILU);
+    CHECK(ps_activation("tanh") == NN_ACT_TANH);
+    CHECK(ps_activation("softplus") == NN_ACT_SOFTPLUS);
+    CHECK(ps_activation("relu6") == NN_ACT_GELU);
+}
+
 TEST(physskin_psi_rest_and_stress) {
     double mu, lam;
     base_lame(1e5, 0.45, true, &mu, &lam);

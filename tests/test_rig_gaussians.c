@@ -16,17 +16,9 @@
 #include "sim/scene.h"
 #include "tests/test.h"
 
-static void quat_R(const double q[4], double R[9]) {
-    double l = sqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3]);
-    double w = q[0] / l, x = q[1] / l, y = q[2] / l, z = q[3] / l;
-    R[0] = 1 - 2 * (y * y + z * z), R[1] = 2 * (x * y - w * z), R[2] = 2 * (x * z + w * y);
-    R[3] = 2 * (x * y + w * z), R[4] = 1 - 2 * (x * x + z * z), R[5] = 2 * (y * z - w * x);
-    R[6] = 2 * (x * z - w * y), R[7] = 2 * (y * z + w * x), R[8] = 1 - 2 * (x * x + y * y);
-}
-
 static void cov(const double q[4], const double s[3], double C[9]) {
     double R[9];
-    quat_R(q, R);
+    base_quat_to_mat3(q, R);
     for (int i = 0; i < 3; i++)
         for (int j = 0; j < 3; j++) {
             C[3 * i + j] = 0;

@@ -161,6 +161,17 @@ static void build_table(void) {
     }
 }
 
+/* the case of cell (x fastest) of an nx × ny × … grid with strides s: bit c set where corner c
+ * (x offset bit 0, y bit 1, z bit 2) is inside (f < 0); *p = the index of its corner 0 */
+static int cell_case(const float *f, int nx, int ny, const int64_t s[3], int64_t cell, int64_t *p) {
+    int64_t x = cell % (nx - 1), y = cell / (nx - 1) % (ny - 1), z = cell / ((int64_t)(nx - 1) * (ny - 1));
+    *p = x + y * s[1] + z * s[2];
+    int cs = 0;
+    for (int c = 0; c < 8; c++)
+        if (f[*p + (c & 1) * s[0] + ((c >> 1) & 1) * s[1] + ((c >> 2) & 1) * s[2]] < 0) cs |= 1 << c;
+    return cs;
+}
+
 int ds_marching_cubes(const float *f, int nx, int ny, int nz, const float origin[3], float h, DsMesh *out) {
     pthread_once(&table_once, build_table);
     memset(out, 0, sizeof *out);
@@ -224,22 +235,16 @@ int ds_marching_cubes(const float *f, int nx, int ny, int nz, const float origin
     int64_t nf = 0;
     int64_t ncell = (int64_t)(nx - 1) * (ny - 1) * (nz - 1);
     for (int64_t cell = 0; cell < ncell; cell++) {
-        int64_t x = cell % (nx - 1), y = cell / (nx - 1) % (ny - 1), z = cell / ((int64_t)(nx - 1) * (ny - 1));
-        int64_t p = x + y * sy + z * sz;
-        int cs = 0;
-        for (int c = 0; c < 8; c++)
-            if (f[p + (c & 1) * sx + ((c >> 1) & 1) * sy + ((c >> 2) & 1) * sz] < 0) cs |= 1 << c;
+        int64_t p;
+        int cs = cell_case(f, nx, ny, stride, cell, &p);
         for (const int8_t *t = tri_table[cs]; *t >= 0; t += 3) nf++;
     }
     out->f = malloc(sizeof(int32_t) * 3 * (size_t)(nf + 1));
     if (!out->f) goto oom;
     int64_t k = 0;
     for (int64_t cell = 0; cell < ncell; cell++) {
-        int64_t x = cell % (nx - 1), y = cell / (nx - 1) % (ny - 1), z = cell / ((int64_t)(nx - 1) * (ny - 1));
-        int64_t p = x + y * sy + z * sz;
-        int cs = 0;
-        for (int c = 0; c < 8; c++)
-            if (f[p + (c & 1) * sx + ((c >> 1) & 1) * sy + ((c >> 2) & 1) * sz] < 0) cs |= 1 << c;
+        int64_t p;
+        int cs = cell_case(f, nx, ny, stride, cell, &p);
         for (const int8_t *t = tri_table[cs]; *t >= 0; t++) {
             int e = *t, c0 = edge_c0(e);
             int64_t q = p + (c0 & 1) * sx + ((c0 >> 1) & 1) * sy + ((c0 >> 2) & 1) * sz;

@@ -702,7 +702,7 @@ int ds_motion_retarget_bvh(const DsBvh *bvh, const char *bvh_name, double start,
                 double Rs[9], Rr[9], Ra[9], D[9], M[9];
                 rot_of(W + 16 * src[b], Rs);
                 rot_of(Wr + 16 * src[b], Rr);
-                ds_quat_to_mat3(A[b], Ra);
+                base_quat_to_mat3(A[b], Ra);
                 /* D = Rs Rrᵀ, then R = D A */
                 for (int r = 0; r < 3; r++)
                     for (int c = 0; c < 3; c++) D[3 * r + c] = Rs[3 * r] * Rr[3 * c] + Rs[3 * r + 1] * Rr[3 * c + 1] + Rs[3 * r + 2] * Rr[3 * c + 2];

@@ -4,6 +4,8 @@
 
 #include "datasets/motion/rig.h"
 
+#include "base/mat3.h"
+
 void ds_quat_identity(double q[4]) { q[0] = 1, q[1] = q[2] = q[3] = 0; }
 
 void ds_quat_axis_angle(const double axis[3], double angle, double q[4]) {
@@ -22,14 +24,6 @@ void ds_quat_mul(const double a[4], const double b[4], double out[4]) {
                    a[0] * b[2] - a[1] * b[3] + a[2] * b[0] + a[3] * b[1],
                    a[0] * b[3] + a[1] * b[2] - a[2] * b[1] + a[3] * b[0]};
     memcpy(out, r, sizeof r);
-}
-
-void ds_quat_to_mat3(const double q0[4], double R[9]) {
-    double n = sqrt(q0[0] * q0[0] + q0[1] * q0[1] + q0[2] * q0[2] + q0[3] * q0[3]);
-    double w = q0[0] / n, x = q0[1] / n, y = q0[2] / n, z = q0[3] / n;
-    R[0] = 1 - 2 * (y * y + z * z), R[1] = 2 * (x * y - w * z), R[2] = 2 * (x * z + w * y);
-    R[3] = 2 * (x * y + w * z), R[4] = 1 - 2 * (x * x + z * z), R[5] = 2 * (y * z - w * x);
-    R[6] = 2 * (x * z - w * y), R[7] = 2 * (y * z + w * x), R[8] = 1 - 2 * (x * x + y * y);
 }
 
 void ds_quat_from_mat3(const double R[9], double q[4]) {
@@ -74,20 +68,13 @@ void ds_quat_between(const double a[3], const double b[3], double q[4]) {
     for (int k = 0; k < 4; k++) q[k] /= n;
 }
 
-static void mat3_mul(const double *a, const double *b, double *out) {
-    double r[9];
-    for (int i = 0; i < 3; i++)
-        for (int j = 0; j < 3; j++) r[3 * i + j] = a[3 * i] * b[j] + a[3 * i + 1] * b[3 + j] + a[3 * i + 2] * b[6 + j];
-    memcpy(out, r, sizeof r);
-}
-
 void ds_rig_fk(int nbones, const DsBone *bones, const double *local, const double root[3], double *Rout, double *hout,
                double *skin) {
     double Rb[9 * DS_RIG_MAX_BONES], hb[3 * DS_RIG_MAX_BONES];
     if (nbones > DS_RIG_MAX_BONES) nbones = DS_RIG_MAX_BONES;
     for (int j = 0; j < nbones; j++) {
         double L[9];
-        ds_quat_to_mat3(local + 4 * j, L);
+        base_quat_to_mat3(local + 4 * j, L);
         /* bones are few (≤ 48 in procedural.h): world rotations and heads live on the stack */
         double *R = Rb + 9 * j, *h = hb + 3 * j;
         int p = bones[j].parent;
@@ -96,7 +83,7 @@ void ds_rig_fk(int nbones, const DsBone *bones, const double *local, const doubl
             for (int k = 0; k < 3; k++) h[k] = bones[j].head[k] + root[k];
         } else {
             const double *Rp = Rb + 9 * p;
-            mat3_mul(Rp, L, R);
+            base_mat3_mul(Rp, L, R);
             double d[3];
             for (int k = 0; k < 3; k++) d[k] = (double)bones[j].head[k] - bones[p].head[k];
             for (int k = 0; k < 3; k++) h[k] = hb[3 * p + k] + Rp[3 * k] * d[0] + Rp[3 * k + 1] * d[1] + Rp[3 * k + 2] * d[2];

@@ -28,8 +28,6 @@ void ds_quat_identity(double q[4]);
 void ds_quat_axis_angle(const double axis[3], double angle, double q[4]);
 /* out = a · b (apply b first) */
 void ds_quat_mul(const double a[4], const double b[4], double out[4]);
-/* row-major 3×3 rotation of a unit quaternion (normalized first) */
-void ds_quat_to_mat3(const double q[4], double R[9]);
 /* the unit quaternion of a rotation matrix (w ≥ 0) */
 void ds_quat_from_mat3(const double R[9], double q[4]);
 /* the smallest rotation taking direction a to direction b (both non-zero) */

@@ -3,6 +3,8 @@
 
 #include <string.h>
 
+#include "base/mat3.h"
+
 double gs_draw_u(GsDraw *d) {
     if (d->left == 0) tensor_philox(d->g->seed, d->g->stream, d->g->offset++, d->w), d->left = 4;
     return d->w[--d->left] * (1.0 / 4294967296.0);
@@ -52,12 +54,10 @@ void gs_gaussian_frame(const float *log_scales, int ns, const float *quats, int6
         return;
     }
     const float *q = quats + 4 * j;
-    double w = q[0], x = q[1], y = q[2], z = q[3], nq = sqrt(w * w + x * x + y * y + z * z);
-    if (nq > 0) w /= nq, x /= nq, y /= nq, z /= nq;
-    double Rq[9] = {1 - 2 * (y * y + z * z), 2 * (x * y - w * z),     2 * (x * z + w * y),
-                    2 * (x * y + w * z),     1 - 2 * (x * x + z * z), 2 * (y * z - w * x),
-                    2 * (x * z - w * y),     2 * (y * z + w * x),     1 - 2 * (x * x + y * y)};
-    memcpy(R, Rq, sizeof Rq);
+    double u[4] = {q[0], q[1], q[2], q[3]}, nq = sqrt(u[0] * u[0] + u[1] * u[1] + u[2] * u[2] + u[3] * u[3]);
+    if (nq > 0)
+        for (int k = 0; k < 4; k++) u[k] /= nq;
+    base_unit_quat_to_mat3(u, R);
 }
 
 int gs_export_params(int64_t n, int sh_degree, int ns, const float *means, const float *log_scales,

@@ -57,6 +57,19 @@ static inline void acc_add(Acc *a, const double R[9], const double T[3], double 
     a->w += w;
 }
 
+/* adds bone transform T (3×4) moved by the rigid change x ↦ Q (x − pd) + pq: R = Q T_R,
+ * t = Q (T_t − pd) + pq */
+static inline void acc_add_moved(Acc *a, const double Q[9], const double pd[3], const double pq[3], const double *T,
+                                 double w) {
+    double R[9], tt[3], x[3];
+    for (int r = 0; r < 3; r++) {
+        for (int q = 0; q < 3; q++) R[r * 3 + q] = Q[r * 3] * T[q] + Q[r * 3 + 1] * T[4 + q] + Q[r * 3 + 2] * T[8 + q];
+        x[r] = T[r * 4 + 3] - pd[r];
+    }
+    for (int r = 0; r < 3; r++) tt[r] = Q[r * 3] * x[0] + Q[r * 3 + 1] * x[1] + Q[r * 3 + 2] * x[2] + pq[r];
+    acc_add(a, R, tt, w);
+}
+
 static inline void acc_done(const Acc *a, double out[12]) {
     double R[9];
     sb_rotation_from_cov(a->M, R);
@@ -256,14 +269,7 @@ static void part_level(const Ctx *c, int p, int s, int pp, Acc *acc, double *tba
                             int j = pj[a];
                             const double *Rj = A + a * 9, *pd = db->gpos + ((int64_t)f * J + j) * 3,
                                          *pq = c->qgpos + ((int64_t)t * J + j) * 3;
-                            double R[9], tt[3], x[3];
-                            for (int r = 0; r < 3; r++) {
-                                for (int q = 0; q < 3; q++)
-                                    R[r * 3 + q] = Rj[r * 3] * T[q] + Rj[r * 3 + 1] * T[4 + q] + Rj[r * 3 + 2] * T[8 + q];
-                                x[r] = T[r * 4 + 3] - pd[r];
-                            }
-                            for (int r = 0; r < 3; r++) tt[r] = Rj[r * 3] * x[0] + Rj[r * 3 + 1] * x[1] + Rj[r * 3 + 2] * x[2] + pq[r];
-                            acc_add(&acc[(int64_t)t * B + b], R, tt, w[m] * wj);
+                            acc_add_moved(&acc[(int64_t)t * B + b], Rj, pd, pq, T, w[m] * wj);
                         }
                     }
                     continue;
@@ -283,14 +289,7 @@ static void part_level(const Ctx *c, int p, int s, int pp, Acc *acc, double *tba
                 for (int e = 0; e < npb; e++) {
                     int b = pb[e];
                     const double *T = db->tb + ((int64_t)f * B + b) * 12;
-                    double R[9], tt[3], x[3];
-                    for (int r = 0; r < 3; r++) {
-                        for (int q = 0; q < 3; q++)
-                            R[r * 3 + q] = Ra[r * 3] * T[q] + Ra[r * 3 + 1] * T[4 + q] + Ra[r * 3 + 2] * T[8 + q];
-                        x[r] = T[r * 4 + 3] - cd[r];
-                    }
-                    for (int r = 0; r < 3; r++) tt[r] = Ra[r * 3] * x[0] + Ra[r * 3 + 1] * x[1] + Ra[r * 3 + 2] * x[2] + cq[r];
-                    acc_add(&acc[(int64_t)t * B + b], R, tt, w[m]);
+                    acc_add_moved(&acc[(int64_t)t * B + b], Ra, cd, cq, T, w[m]);
                 }
             }
         }

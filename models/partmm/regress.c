@@ -12,6 +12,7 @@
 
 #include "base/alloc.h"
 #include "base/errbuf.h"
+#include "base/mat3.h"
 #include "nn/gru.h"
 #include "nn/modules.h"
 #include "optim/optim.h"
@@ -68,14 +69,6 @@ static Tensor *net_forward(const Net *n, const PmRegress *r, Tensor *x) {
 
 /* ---- features --------------------------------------------------------------------------------- */
 
-/* unit quaternion (w x y z) → row-major rotation matrix */
-static void quat_to_mat(const double q[4], double R[9]) {
-    double w = q[0], x = q[1], y = q[2], z = q[3];
-    R[0] = 1 - 2 * (y * y + z * z), R[1] = 2 * (x * y - w * z), R[2] = 2 * (x * z + w * y);
-    R[3] = 2 * (x * y + w * z), R[4] = 1 - 2 * (x * x + z * z), R[5] = 2 * (y * z - w * x);
-    R[6] = 2 * (x * z - w * y), R[7] = 2 * (y * z + w * x), R[8] = 1 - 2 * (x * x + y * y);
-}
-
 /* rot F × J × 4 → feat F × 6J (the first two columns of each joint's matrix). -1 on a zero or
  * non-finite quaternion. */
 static int features(const float *rot, int F, int J, float *feat, char *err, size_t errlen) {
@@ -90,7 +83,7 @@ static int features(const float *rot, int F, int J, float *feat, char *err, size
             nn = 1 / sqrt(nn);
             for (int k = 0; k < 4; k++) q[k] *= nn;
             double R[9];
-            quat_to_mat(q, R);
+            base_unit_quat_to_mat3(q, R);
             float *f = feat + ((size_t)t * J + j) * 6;
             for (int c = 0; c < 2; c++)
                 for (int i = 0; i < 3; i++) f[c * 3 + i] = (float)R[i * 3 + c];

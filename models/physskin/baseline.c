@@ -16,6 +16,7 @@
 #include "base/clock.h"
 #include "eval.h"
 #include "losses.h"
+#include "model.h"
 #include "nn/modules.h"
 #include "optim/optim.h"
 
@@ -81,10 +82,9 @@ void ps_baseline_fit(const PsShape *s, const PsConfig *c, const PsBaselineOption
     TensorScope *outer = tensor_scope_begin();
     NnParams p;
     nn_params_init(&p, outer, TENSOR_F32, o->seed);
-    int act = nn_activation_parse(c->model.activation);
     Mlp m = {.n_freqs = o->n_freqs};
     int64_t in = o->n_freqs > 0 ? nn_fourier_embed_dim(3, o->n_freqs) : 3;
-    nn_stack_init(&m.mlp, &p, "mlp", in, o->hidden, k, (int)o->layers, act < 0 ? NN_ACT_GELU : (NnActivation)act);
+    nn_stack_init(&m.mlp, &p, "mlp", in, o->hidden, k, (int)o->layers, ps_activation(c->model.activation));
     nn_params_pack(&p);
     OptimConfig oc = optim_defaults(OPTIM_ADAM);
     oc.lr = o->lr;

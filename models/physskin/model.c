@@ -6,12 +6,9 @@
 #include "base/alloc.h"
 #include "model.h"
 
-static NnActivation parse_act(const char *s) {
-    if (!strcmp(s, "elu")) return NN_ACT_ELU;
-    if (!strcmp(s, "silu")) return NN_ACT_SILU;
-    if (!strcmp(s, "tanh")) return NN_ACT_TANH;
-    if (!strcmp(s, "softplus")) return NN_ACT_SOFTPLUS;
-    return NN_ACT_GELU;
+NnActivation ps_activation(const char *name) {
+    int a = nn_activation_parse(name);
+    return a < 0 || a == NN_ACT_RELU ? NN_ACT_GELU : (NnActivation)a;
 }
 
 void ps_model_init(PsModel *m, NnParams *p, const PsConfig *c) {
@@ -22,7 +19,7 @@ void ps_model_init(PsModel *m, NnParams *p, const PsConfig *c) {
     m->layers = (int)c->model.layers;
     m->head_blocks = (int)c->model.head_blocks;
     m->oni = c->model.oni;
-    m->act = parse_act(c->model.activation);
+    m->act = ps_activation(c->model.activation);
     int64_t d = m->d, hid = c->model.mlp_ratio * d, pe = nn_fourier_embed_dim(3, (int)m->n_freqs);
     bool qb = c->model.qkv_bias;
     /* encoder, in Michelangelo's PerceiverCrossAttentionEncoder attribute order (query,

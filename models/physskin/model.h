@@ -44,6 +44,9 @@ typedef struct {
 
 /* Registers every parameter in p (not packed here). */
 void ps_model_init(PsModel *m, NnParams *p, const PsConfig *c);
+/* the activation that model.activation names (config.c's choices: gelu elu silu tanh softplus);
+ * any other name: GELU */
+NnActivation ps_activation(const char *name);
 void ps_model_free(PsModel *m);
 
 /* surface points and normals (B, N, 3) -> F_s (B, M, d) */

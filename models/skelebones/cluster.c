@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/mat3.h"
+
 /* Eigen-decomposition of a symmetric 4 × 4 matrix by cyclic Jacobi rotations (exact enough after
  * a few sweeps at this size); a is destroyed, vec's columns are the eigenvectors. */
 static void jacobi4(double a[4][4], double val[4], double vec[4][4]) {
@@ -57,10 +59,8 @@ void sb_rotation_from_cov(const double M[9], double R[9]) {
     double w = vec[0][best], x = vec[1][best], y = vec[2][best], z = vec[3][best];
     double nrm = sqrt(w * w + x * x + y * y + z * z);
     if (!(nrm > 0)) w = 1, x = y = z = 0, nrm = 1;
-    w /= nrm, x /= nrm, y /= nrm, z /= nrm;
-    R[0] = 1 - 2 * (y * y + z * z), R[1] = 2 * (x * y - w * z), R[2] = 2 * (x * z + w * y);
-    R[3] = 2 * (x * y + w * z), R[4] = 1 - 2 * (x * x + z * z), R[5] = 2 * (y * z - w * x);
-    R[6] = 2 * (x * z - w * y), R[7] = 2 * (y * z + w * x), R[8] = 1 - 2 * (x * x + y * y);
+    double q[4] = {w / nrm, x / nrm, y / nrm, z / nrm};
+    base_unit_quat_to_mat3(q, R);
 }
 
 double sb_kabsch(int64_t n, const double *p, const double *q, const double *w, double out[12]) {

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "base/errbuf.h"
+#include "base/mat3.h"
 #include "nn/params.h"
 #include "optim/optim.h"
 
@@ -27,15 +28,8 @@ void sb_ik_result_free(SbIkResult *r) {
 static void quat_mat(const double *q, double *R) {
     double w = q[0], x = q[1], y = q[2], z = q[3], n = sqrt(w * w + x * x + y * y + z * z);
     if (!(n > 0)) w = 1, x = y = z = 0, n = 1;
-    w /= n, x /= n, y /= n, z /= n;
-    R[0] = 1 - 2 * (y * y + z * z), R[1] = 2 * (x * y - w * z), R[2] = 2 * (x * z + w * y);
-    R[3] = 2 * (x * y + w * z), R[4] = 1 - 2 * (x * x + z * z), R[5] = 2 * (y * z - w * x);
-    R[6] = 2 * (x * z - w * y), R[7] = 2 * (y * z + w * x), R[8] = 1 - 2 * (x * x + y * y);
-}
-
-static void mat_mul3(const double *A, const double *B, double *C) {
-    for (int r = 0; r < 3; r++)
-        for (int c = 0; c < 3; c++) C[r * 3 + c] = A[r * 3] * B[c] + A[r * 3 + 1] * B[3 + c] + A[r * 3 + 2] * B[6 + c];
+    double u[4] = {w / n, x / n, y / n, z / n};
+    base_unit_quat_to_mat3(u, R);
 }
 
 void sb_fk(const SbTree *tr, const double *rot, const double *trans, double *pos, double *global) {
@@ -48,7 +42,7 @@ void sb_fk(const SbTree *tr, const double *rot, const double *trans, double *pos
             memcpy(G + j * 9, L, sizeof L);
             for (int c = 0; c < 3; c++) pos[j * 3 + c] = tr->joints[j * 3 + c] + trans[c];
         } else {
-            mat_mul3(G + p * 9, L, G + j * 9);
+            base_mat3_mul(G + p * 9, L, G + j * 9);
             for (int r = 0; r < 3; r++) {
                 double acc = pos[p * 3 + r];
                 for (int c = 0; c < 3; c++) acc += G[p * 9 + r * 3 + c] * (tr->joints[j * 3 + c] - tr->joints[p * 3 + c]);

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/mat3.h"
 #include "models/skelebones/traj.h"
 
 /* 3 × 4 row-major affine transforms [R | T] in double */
@@ -102,10 +103,8 @@ static Aff channel_at(const struct aiNodeAnim *ch, const Aff *fallback, double t
     double y = a->y + u * (sg * b->y - a->y), z = a->z + u * (sg * b->z - a->z);
     double nq = sqrt(w * w + x * x + y * y + z * z);
     if (!(nq > 0)) return *fallback;
-    w /= nq, x /= nq, y /= nq, z /= nq;
-    double R[9] = {1 - 2 * (y * y + z * z), 2 * (x * y - w * z),     2 * (x * z + w * y),
-                   2 * (x * y + w * z),     1 - 2 * (x * x + z * z), 2 * (y * z - w * x),
-                   2 * (x * z - w * y),     2 * (y * z + w * x),     1 - 2 * (x * x + y * y)};
+    double q[4] = {w / nq, x / nq, y / nq, z / nq}, R[9];
+    base_unit_quat_to_mat3(q, R);
     Aff r;
     for (int row = 0; row < 3; row++) {
         for (int c = 0; c < 3; c++) r.m[row * 4 + c] = R[row * 3 + c] * s[c];

@@ -76,33 +76,8 @@ static inline float am_tanhf(float x) {
     return ax < 0.5f ? small : big;
 }
 
-static inline float am_erff(float x) {
-    float ax = fabsf(x), x2 = x * x;
-    /* 2/sqrt(pi) (x - x^3/3 + x^5/10 - x^7/42 + x^9/216 - x^11/1320) for |x| < 0.5 */
-    float p = -1.0f / 1320.0f;
-    p = p * x2 + 1.0f / 216.0f;
-    p = p * x2 + -1.0f / 42.0f;
-    p = p * x2 + 1.0f / 10.0f;
-    p = p * x2 + -1.0f / 3.0f;
-    float small = 1.1283791670955126f * (x + x * x2 * p);
-    float t = 1.0f / (1.0f + 0.5f * ax);
-    float q = 0.17087277f;
-    q = q * t + -0.82215223f;
-    q = q * t + 1.48851587f;
-    q = q * t + -1.13520398f;
-    q = q * t + 0.27886807f;
-    q = q * t + -0.18628806f;
-    q = q * t + 0.09678418f;
-    q = q * t + 0.37409196f;
-    q = q * t + 1.00002368f;
-    q = q * t + -1.26551223f;
-    float erfc = t * am_expf(-x2 + q);
-    float big = 1.0f - erfc;
-    big = x < 0 ? -big : big;
-    return ax < 0.5f ? small : big;
-}
-
-/* erfc for x >= 0 with good relative accuracy in the tail (used by gelu for x << 0) */
+/* erfc for x >= 0 with good relative accuracy in the tail (used by erf for |x| ≥ 0.5 and
+ * gelu for x << 0) */
 static inline float am_erfcf_pos(float ax) {
     float t = 1.0f / (1.0f + 0.5f * ax);
     float q = 0.17087277f;
@@ -116,6 +91,21 @@ static inline float am_erfcf_pos(float ax) {
     q = q * t + 1.00002368f;
     q = q * t + -1.26551223f;
     return t * am_expf(-ax * ax + q);
+}
+
+static inline float am_erff(float x) {
+    float ax = fabsf(x), x2 = x * x;
+    /* 2/sqrt(pi) (x - x^3/3 + x^5/10 - x^7/42 + x^9/216 - x^11/1320) for |x| < 0.5 */
+    float p = -1.0f / 1320.0f;
+    p = p * x2 + 1.0f / 216.0f;
+    p = p * x2 + -1.0f / 42.0f;
+    p = p * x2 + 1.0f / 10.0f;
+    p = p * x2 + -1.0f / 3.0f;
+    float small = 1.1283791670955126f * (x + x * x2 * p);
+    float erfc = am_erfcf_pos(ax); /* ax² = x² exactly */
+    float big = 1.0f - erfc;
+    big = x < 0 ? -big : big;
+    return ax < 0.5f ? small : big;
 }
 
 /* Φ(x) = 0.5 erfc(-x/√2) from one erfc evaluation: 0.5 erfc(|z|) for x < 0 (accurate relative

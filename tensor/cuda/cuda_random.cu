@@ -1,5 +1,5 @@
 /* tensor/cuda/cuda_random.cu — uniform and normal numbers, the same ones as cpu_random in
- * tensor/cpu/cpu_misc.c: Philox-4x32-10 (Salmon et al., SC 2011; tensor/rng.c), element i
+ * tensor/cpu/cpu_misc.c: Philox-4x32-10 (Salmon et al., SC 2011; tensor/philox.h), element i
  * uses counter offset + i/2, words (0,1) for even i and (2,3) for odd i; f32 uniforms take the
  * top 24 bits of the first word, f64 uniforms 53 bits of both; normals are Box–Muller on the
  * pair's two uniforms (r cos θ for even i, r sin θ for odd i), computed in double.
@@ -9,30 +9,7 @@
  * a float rounding boundary (probability ~2^-28 per number); f64 normals agree to ~1e-16
  * relative. */
 #include "cuda_kernels.h"
-
-#define PHILOX_M0 0xD2511F53u
-#define PHILOX_M1 0xCD9E8D57u
-#define PHILOX_W0 0x9E3779B9u
-#define PHILOX_W1 0xBB67AE85u
-
-/* tensor_philox, line for line */
-__device__ __forceinline__ void philox(uint64_t seed, uint64_t stream, uint64_t counter, uint32_t out[4]) {
-    uint32_t c0 = (uint32_t)counter, c1 = (uint32_t)(counter >> 32);
-    uint32_t c2 = (uint32_t)stream, c3 = (uint32_t)(stream >> 32);
-    uint32_t k0 = (uint32_t)seed, k1 = (uint32_t)(seed >> 32);
-#pragma unroll
-    for (int r = 0; r < 10; r++) {
-        uint64_t p0 = (uint64_t)PHILOX_M0 * c0, p1 = (uint64_t)PHILOX_M1 * c2;
-        uint32_t n0 = (uint32_t)(p1 >> 32) ^ c1 ^ k0, n2 = (uint32_t)(p0 >> 32) ^ c3 ^ k1;
-        c1 = (uint32_t)p1;
-        c3 = (uint32_t)p0;
-        c0 = n0;
-        c2 = n2;
-        k0 += PHILOX_W0;
-        k1 += PHILOX_W1;
-    }
-    out[0] = c0, out[1] = c1, out[2] = c2, out[3] = c3;
-}
+#include "tensor/philox.h"
 
 /* one thread per pair of elements (one Philox call), as the CPU loop */
 template <typename T>
@@ -41,7 +18,7 @@ __global__ void k_random(T *o, uint64_t seed, uint64_t stream, uint64_t offset, 
     CU_LOOP(q, pairs) {
         int64_t i = 2 * q;
         uint32_t w[4];
-        philox(seed, stream, offset + (uint64_t)q, w);
+        tensor_philox_block(seed, stream, offset + (uint64_t)q, w);
         double u[2], v[2];
         for (int j = 0; j < 2; j++)
             u[j] = f32 ? (double)(w[2 * j] >> 8) * (1.0 / 16777216.0)
