@@ -21,6 +21,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/interrupt.h"
 #include "base/alloc.h"
 #include "base/clock.h"
 #include "base/progress.h"
@@ -48,8 +49,6 @@ static const CmdArgSpec DATASET = {
     "  motion the multi-view motion benchmark of one character (D-NeRF / nerfstudio layout + gt.h5)\n",
     1, 1};
 
-static volatile sig_atomic_t g_signal;
-static void on_signal(int sig) { g_signal = sig; }
 
 /* ---- make ------------------------------------------------------------------------------------ */
 
@@ -96,8 +95,8 @@ static int failure_status(int rc, const char *err) {
         return 1;
     }
     if (rc) {
-        fprintf(stderr, NAME ": interrupted by signal %d; nothing written\n", (int)g_signal);
-        return 128 + g_signal;
+        fprintf(stderr, NAME ": interrupted by signal %d; nothing written\n", (int)base_interrupt_signal);
+        return 128 + base_interrupt_signal;
     }
     return 0;
 }
@@ -109,7 +108,7 @@ static int make_procedural(const MakeArgs *a) {
     BaseProgress pr = {.out = stderr, .name = NAME, .unit = "shapes", .count_suffix = " shapes", .rate_digits = 2,
                        .tty = isatty(STDERR_FILENO)};
     DsCorpusMakeOptions o = {.categories = a->categories, .ncat = a->ncat, .family = a->family, .count = a->count,
-                             .seed = a->seed, .command = a->command, .cancel = &g_signal,
+                             .seed = a->seed, .command = a->command, .cancel = &base_interrupt_signal,
                              .shape = {(int)a->grid, (int)a->cubature_res, a->surface, a->sharp},
                              .progress = a->progress != 0 ? on_progress : NULL, .ctx = &pr};
     DsCorpusMakeStats st;
@@ -153,7 +152,7 @@ static void on_real_mesh(void *ctx, const DsRealMeshReport *r) {
 static int make_real(const MakeArgs *a) {
     DsRealMakeOptions o = {.folder = a->real, .n_surface = a->surface, .n_sharp = a->sharp,
                            .cubature_res = (int)a->cubature_res, .seed = a->seed, .command = a->command,
-                           .cancel = &g_signal, .report = on_real_mesh};
+                           .cancel = &base_interrupt_signal, .report = on_real_mesh};
     char err[2048];
     double t0 = base_now(), cpu0 = base_cpu_now();
     int made, skipped;
@@ -229,13 +228,10 @@ static int cmd_make(int argc, char **argv) {
         fprintf(stderr, NAME ": cannot create the output directory %s (%s)\n", a.out, strerror(errno));
         return 1;
     }
-    struct sigaction sa = {0}, old_int, old_term;
-    sa.sa_handler = on_signal;
-    sigaction(SIGINT, &sa, &old_int);
-    sigaction(SIGTERM, &sa, &old_term);
+    BaseInterruptSaved saved;
+    base_interrupt_catch(0, &saved);
     int rc = a.real ? make_real(&a) : make_procedural(&a);
-    sigaction(SIGINT, &old_int, NULL);
-    sigaction(SIGTERM, &old_term, NULL);
+    base_interrupt_restore(&saved);
     return rc;
 }
 
