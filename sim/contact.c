@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/mat3.h"
 #include "sim/contact.h"
 
 double sim_barrier(double d, double dhat, double *db, double *d2b) {
@@ -460,13 +461,9 @@ double sim_segment_segment(const double p0[3], const double p1[3], const double 
     return sqrt(dot3(dd, dd));
 }
 
-static void cross3(const double *a, const double *b, double *c) {
-    c[0] = a[1] * b[2] - a[2] * b[1], c[1] = a[2] * b[0] - a[0] * b[2], c[2] = a[0] * b[1] - a[1] * b[0];
-}
-
 double sim_ee_mollifier(const double e0[3], const double e1[3], double eps_x, double dm0[3], double dm1[3]) {
     double n[3];
-    cross3(e0, e1, n);
+    base_vec3_cross(e0, e1, n);
     double c = dot3(n, n);
     if (!(eps_x > 0) || c >= eps_x) {
         if (dm0) dm0[0] = dm0[1] = dm0[2] = 0;
@@ -475,7 +472,7 @@ double sim_ee_mollifier(const double e0[3], const double e1[3], double eps_x, do
     }
     double x = c / eps_x, dm = (2 - 2 * x) / eps_x, a[3], b[3];
     /* ∂c/∂e0 = 2 e1 × n, ∂c/∂e1 = 2 n × e0 */
-    cross3(e1, n, a), cross3(n, e0, b);
+    base_vec3_cross(e1, n, a), base_vec3_cross(n, e0, b);
     for (int i = 0; i < 3; i++) {
         if (dm0) dm0[i] = 2 * dm * a[i];
         if (dm1) dm1[i] = 2 * dm * b[i];
