@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/h5file.h"
 #include "tests/test.h"
 #include "tools/view_live.h"
 #include "tools/view_server.h"
@@ -118,6 +119,45 @@ TEST(view_files_scan_run_folder_stages) {
     view_files_free(&F);
     snprintf(cmd, sizeof cmd, "%s/empty", dir);
     CHECK(view_files_scan(cmd, &F, err, sizeof err) == -1 && strstr(err, cmd) && strstr(err, "subfolders"));
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    CHECK(system(cmd) == 0);
+}
+
+/* which HDF5 files the viewer shows: gs4d fit's trajectories (frames/positions) as trajectories,
+ * whose animation it serves; a skinning file by its format tag; a checkpoint not at all */
+TEST(view_h5_kinds_of_run_files) {
+    char dir[] = "/tmp/anima-test-viewh5-XXXXXX", path[256], tmp[512], err[1024];
+    if (!mkdtemp(dir)) abort();
+    float pos[2 * 3 * 3];
+    for (int i = 0; i < 18; i++) pos[i] = 0.1f * i;
+    const char *names[3] = {"trajectories.h5", "skin.h5", "ckpt.h5"};
+    for (int k = 0; k < 3; k++) {
+        snprintf(path, sizeof path, "%s/%s", dir, names[k]);
+        hid_t f = base_h5_save_begin(path, tmp, sizeof tmp, err, sizeof err);
+        CHECK_MSG(f >= 0, "%s", err);
+        if (f < 0) continue;
+        hsize_t d3[3] = {2, 3, 3};
+        bool ok = k == 1 ? base_h5_attr_str(f, "format", "anima-skinning-1") == 0
+                         : base_h5_write_checked(f, k == 0 ? "frames/positions" : "params/w", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 3, d3,
+                                                 pos, 1 << 20, false) == 0;
+        CHECK_MSG(base_h5_save_end(f, tmp, path, ok, "test file", err, sizeof err) == 0, "%s", err);
+    }
+    snprintf(path, sizeof path, "%s/trajectories.h5", dir);
+    const char *k0 = view_h5_kind(path);
+    CHECK(k0 && !strcmp(k0, "trajectories"));
+    size_t len = 0;
+    uint8_t *anim = view_h5_animation(path, &len, err, sizeof err);
+    CHECK_MSG(anim && len > 18 * sizeof(float), "%s", err);
+    free(anim);
+    snprintf(path, sizeof path, "%s/skin.h5", dir);
+    const char *k1 = view_h5_kind(path);
+    CHECK(k1 && !strcmp(k1, "skinning"));
+    snprintf(path, sizeof path, "%s/ckpt.h5", dir);
+    CHECK(view_h5_kind(path) == NULL);
+    ViewFiles F;
+    CHECK_MSG(view_files_scan(dir, &F, err, sizeof err) == 0 && F.n == 2, "%d files: %s", F.n, err);
+    view_files_free(&F);
+    char cmd[256];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     CHECK(system(cmd) == 0);
 }

@@ -258,6 +258,8 @@ static void summary(const char *run, const StageTime *t, bool scored) {
     if (line[0]) printf("  gs4d:    %s\n", line);
     grep_line(p, "surface Chamfer", line, sizeof line);
     if (line[0]) printf("  gs4d:    %s\n", line);
+    grep_line(p, "correspondence drift", line, sizeof line); /* do the Gaussians follow the material? */
+    if (line[0]) printf("  gs4d:    %s\n", line);
     snprintf(p, sizeof p, "%s/logs/rig.txt", run);
     grep_line(p, "found_bones", line, sizeof line);
     if (line[0]) {
@@ -273,6 +275,10 @@ static void summary(const char *run, const StageTime *t, bool scored) {
     char *js = scored ? read_all(p) : NULL;
     cJSON *root = js ? cJSON_Parse(js) : NULL;
     const cJSON *rows = root ? cJSON_GetObjectItemCaseSensitive(root, "rows") : NULL, *r;
+    const cJSON *tie = root ? cJSON_GetObjectItemCaseSensitive(root, "tie_residual_pct_diag") : NULL;
+    if (cJSON_IsNumber(tie))
+        printf("  animate: the truth, tied to the benchmark's surface, lies %.3f%% of the diagonal from the fit's own motion\n",
+               tie->valuedouble);
     cJSON_ArrayForEach(r, rows) {
         const cJSON *m = cJSON_GetObjectItemCaseSensitive(r, "method");
         if (!cJSON_IsString(m) || (strcmp(m->valuestring, "partmm") && strcmp(m->valuestring, "lbs") &&
@@ -284,7 +290,7 @@ static void summary(const char *run, const StageTime *t, bool scored) {
     }
     cJSON_Delete(root);
     free(js);
-    printf("  look at: %s/anim/animation.mp4 (or .gif), %s/gs4d/turntable.mp4, %s/character.glb; anima view %s/anim\n",
+    printf("  look at: %s/anim/animation.mp4 (or .gif), %s/gs4d/turntable.mp4, %s/character.glb; anima view %s\n",
            run, run, run, run);
 }
 

@@ -6,8 +6,10 @@
  *   rig         skelebones' rig.h5 (models/skelebones/skelebones.h): the rest points (rest/points,
  *               faces when present) coloured by bone (bones/labels), the found skeleton's joints over
  *               the frames (ik/joints F×J×3 with ik/parents; without IK joints/positions, parents);
- *   trajectories  point trajectories (dataset positions F×N×3, faces when present): anima gs4d
- *               fit's trajectories.h5, skelebones' --traj input.
+ *   trajectories  point trajectories (positions F×N×3, faces when present: skelebones' --traj
+ *               input; or frames/positions: anima gs4d fit's trajectories.h5).
+ * A skinning file is told by its format tag; any other HDF5 file (a checkpoint, an animation.h5)
+ * is not shown.
  * Layout (little-endian): uint32 magic "AVA1" (0x31415641), uint32 n, then n bytes of JSON
  * (padded with spaces to a multiple of 4): {"kind", "frames", "arrays": [{"name", "type" ("f32" or
  * "i32"), "shape"}]}, then the arrays in that order. */
@@ -19,6 +21,7 @@
 
 #include "base/errbuf.h"
 #include "base/h5file.h"
+#include "datasets/corpus/skinning_file.h"
 #include "tools/view_server.h"
 
 enum { MAXA = 8 };
@@ -79,11 +82,17 @@ const char *view_h5_kind(const char *path) {
     char err[256];
     hid_t f = base_h5_open_read(path, "file", err, sizeof err);
     if (f < 0) return NULL;
+    /* a skinning file carries its format tag (datasets/corpus/skinning_file.h); trajectories are
+     * skelebones' (positions) or gs4d fit's (frames/positions); any other HDF5 file (a checkpoint,
+     * an animation.h5) is not shown */
+    char *fmt = base_h5_attr_read_str(f, "format", 64);
     const char *k = has(f, "vertices") && has(f, "mesh/faces") && has(f, "rig/joint_positions") && has(f, "rig/parents")
                         ? "motion"
-                    : has(f, "rest/points") ? "rig"
-                    : has(f, "positions")   ? "trajectories"
-                                            : "skinning";
+                    : has(f, "rest/points")                              ? "rig"
+                    : has(f, "positions") || has(f, "frames/positions") ? "trajectories"
+                    : fmt && !strcmp(fmt, DS_SKINNING_FORMAT)            ? "skinning"
+                                                                         : NULL;
+    free(fmt);
     H5Fclose(f);
     return k;
 }
@@ -116,7 +125,7 @@ uint8_t *view_h5_animation(const char *path, size_t *len, char *err, size_t errl
             rc = read_arr(f, "joints/positions", "joints", true, 2, 2, 3, &a[n++], err, errlen) ||
                  read_arr(f, "joints/parents", "parents", false, 1, 1, 0, &a[n++], err, errlen);
     } else {
-        rc = read_arr(f, "positions", "positions", true, 2, 3, 3, &a[n++], err, errlen);
+        rc = read_arr(f, has(f, "positions") ? "positions" : "frames/positions", "positions", true, 2, 3, 3, &a[n++], err, errlen);
         if (!rc && has(f, "faces")) rc = read_arr(f, "faces", "faces", false, 2, 2, 3, &a[n++], err, errlen);
     }
     H5Fclose(f);

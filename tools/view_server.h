@@ -40,8 +40,9 @@ bool view_path_ok(const char *path);
 char *view_skinning_json(const char *path, char *err, size_t errlen);
 
 /* tools/view_h5.c: which HDF5 file path is ("motion": a gt.h5, "rig": a rig.h5, "trajectories",
- * else "skinning"; NULL when it cannot be opened), and a motion, rig or trajectories file as the
- * page's binary animation (malloc'd, *len bytes; NULL with err). */
+ * "skinning" by its format tag; NULL for another HDF5 file or one that cannot be opened), and a
+ * motion, rig or trajectories file as the page's binary animation (malloc'd, *len bytes; NULL
+ * with err). */
 const char *view_h5_kind(const char *path);
 uint8_t *view_h5_animation(const char *path, size_t *len, char *err, size_t errlen);
 
