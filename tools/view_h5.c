@@ -37,17 +37,7 @@ typedef struct {
 } Arr;
 
 /* whether every component of a path like "rig/parents" exists */
-static bool has(hid_t f, const char *path) {
-    char buf[256];
-    snprintf(buf, sizeof buf, "%s", path);
-    for (char *s = buf; (s = strchr(s, '/')); s++) {
-        *s = 0;
-        htri_t e = H5Lexists(f, buf, H5P_DEFAULT);
-        *s = '/';
-        if (e <= 0) return false;
-    }
-    return H5Lexists(f, buf, H5P_DEFAULT) > 0;
-}
+static bool has(hid_t f, const char *path) { return base_h5_path_exists(f, path) > 0; }
 
 /* a dataset as float32 or int32, of rank min_rank..4 and last dimension last (0: any) */
 static int read_arr(hid_t f, const char *path, const char *as, bool f32, int rank_lo, int rank_hi, hsize_t last, Arr *a,

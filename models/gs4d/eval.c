@@ -9,6 +9,7 @@
 
 #include "base/alloc.h"
 #include "base/sort.h"
+#include "datasets/geometry/geometry.h"
 #include "datasets/render/raster.h"
 #include "models/gaussians/fit.h"
 #include "models/gs4d/arap.h"
@@ -104,11 +105,7 @@ void gs4d_eval_geometry(const Gs4dModel *m, const Gs4dData *held_out, const Gs4d
     int surf_frames = 0;
     /* correspondence drift: the Gaussians visible in the first frame, each frame's nearest true
      * vertex, how far that vertex lies on the rest surface from the first frame's */
-    double rlo[3] = {INFINITY, INFINITY, INFINITY}, rhi[3] = {-INFINITY, -INFINITY, -INFINITY};
-    for (int64_t i = 0; i < nv; i++)
-        for (int a = 0; a < 3; a++) rlo[a] = fmin(rlo[a], s->rest[3 * i + a]), rhi[a] = fmax(rhi[a], s->rest[3 * i + a]);
-    double rest_diag = sqrt((rhi[0] - rlo[0]) * (rhi[0] - rlo[0]) + (rhi[1] - rlo[1]) * (rhi[1] - rlo[1]) +
-                            (rhi[2] - rlo[2]) * (rhi[2] - rlo[2]));
+    double rest_diag = sqrt(ds_points_diagonal2(s->rest, nv));
     int64_t ntrk = 0, *trk = base_malloc(sizeof(int64_t) * (size_t)n), *near0 = base_malloc(sizeof(int64_t) * (size_t)n);
     int64_t *near_t = base_malloc(sizeof(int64_t) * (size_t)n);
     float *ptrk = base_malloc(sizeof(float) * 3 * (size_t)n);

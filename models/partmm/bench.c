@@ -1,7 +1,6 @@
 /* models/partmm/bench.c — the PartMM benchmark protocol (bench.h) */
 #include "models/partmm/bench.h"
 
-#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +10,7 @@
 #include "autograd/autograd.h"
 #include "base/clock.h"
 #include "base/errbuf.h"
+#include "datasets/geometry/geometry.h"
 #include "models/gaussians/fit.h"
 #include "models/gaussians/rasterize.h"
 #include "models/gs4d/gs4d.h"
@@ -334,12 +334,7 @@ int pm_pose(PmIkMethod method, const SbIkOptions *io, int64_t max_points, const 
 
 /* ---- the rows --------------------------------------------------------------------------------- */
 
-double pm_bench_diagonal(const DsMotionGt *g) {
-    double lo[3] = {DBL_MAX, DBL_MAX, DBL_MAX}, hi[3] = {-DBL_MAX, -DBL_MAX, -DBL_MAX};
-    for (int64_t i = 0; i < g->nv; i++)
-        for (int k = 0; k < 3; k++) lo[k] = fmin(lo[k], g->rest[i * 3 + k]), hi[k] = fmax(hi[k], g->rest[i * 3 + k]);
-    return sqrt((hi[0] - lo[0]) * (hi[0] - lo[0]) + (hi[1] - lo[1]) * (hi[1] - lo[1]) + (hi[2] - lo[2]) * (hi[2] - lo[2]));
-}
+double pm_bench_diagonal(const DsMotionGt *g) { return sqrt(ds_points_diagonal2(g->rest, g->nv)); }
 
 static const PmBenchRow ROWS[PM_BENCH_ROWS] = {
     [PM_ROW_PARTMM] = {"partmm", "PartMM with the config's options (paper: 5 parts, k 7, 5 levels, lambda 0.7)"},
