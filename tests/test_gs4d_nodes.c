@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/mat3.h"
 #include "base/sort.h"
 #include "autograd/gradcheck.h"
 #include "models/gaussians/fit.h"
@@ -219,6 +220,7 @@ static Tensor *fn_nodes(int n, Tensor *const *in, void *user) {
     m.node_pos = in[k++], m.node_rho = in[k++], m.mlp.codes = in[k++];
     m.mlp.layer[0].weight = in[k++], m.mlp.mu.weight = in[k++], m.mlp.rot.weight = in[k++], m.mlp.scale.weight = in[k++];
     if (m.mlp.table) m.mlp.table = in[k++];
+    if (m.mlp.root) m.mlp.root = in[k++];
     GsGaussians canon = gs4d_canonical(&m);
     GsGaussians g = gs4d_deform_nodes_at(&m, &canon, c->x_w, c->node_in, c->t);
     Tensor *parts[3] = {tensor_flatten(g.means, 0, -1), tensor_flatten(g.scales, 0, -1),
@@ -226,7 +228,7 @@ static Tensor *fn_nodes(int n, Tensor *const *in, void *user) {
     return tensor_cat(3, parts, 0);
 }
 
-static void nodes_gradcheck(bool isotropic, bool table, double t) {
+static void nodes_gradcheck(bool isotropic, bool table, bool root, double t) {
     TensorScope *sc = tensor_scope_begin();
     float rgba[8 * 8 * 4];
     for (int i = 0; i < 8 * 8 * 4; i++) rgba[i] = i % 4 == 3 ? 1.f : 0.5f;
@@ -239,7 +241,7 @@ static void nodes_gradcheck(bool isotropic, bool table, double t) {
     Gs4dConfig cfg = gs4d_defaults();
     cfg.n = 8, cfg.isotropic = isotropic, cfg.depth = 2, cfg.width = 8, cfg.skip = 0, cfg.freq_x = 2, cfg.freq_t = 2;
     cfg.deform = GS4D_DEFORM_NODES, cfg.nodes = 4, cfg.node_k = 3, cfg.time_code = GS4D_TIME_BOTH, cfg.latent_dim = 3;
-    cfg.head_init = 0.3, cfg.dtype = TENSOR_F64, cfg.arap_k = 2, cfg.node_table = table;
+    cfg.head_init = 0.3, cfg.dtype = TENSOR_F64, cfg.arap_k = 2, cfg.node_table = table, cfg.root = root;
     Gs4dModel m;
     gs4d_init(&m, &cfg, &d, NULL);
     CHECK(m.mlp.frames == 3 && m.mlp.codes && m.mlp.codes->shape[0] == 3);
@@ -267,12 +269,19 @@ static void nodes_gradcheck(bool isotropic, bool table, double t) {
         set_f64(m.mlp.table, tv);
         src[ns++] = m.mlp.table;
     }
+    if (root) {
+        CHECK(m.mlp.root && m.mlp.root->shape[0] == 3 && m.mlp.root->shape[1] == 7 && m.root_pivot);
+        double rv[21], pv[3] = {0.1, -0.2, 0.05};
+        for (int i = 0; i < 21; i++) rv[i] = 0.6 * (urand() - 0.5);
+        set_f64(m.mlp.root, rv), set_f64(m.root_pivot, pv);
+        src[ns++] = m.mlp.root;
+    }
     Tensor *in[16];
     for (int k = 0; k < ns; k++) in[k] = tensor_requires_grad(tensor_clone(tensor_detach(src[k])), true);
     NodeCtx c = {.m = &m, .x_w = tensor_clone(tensor_detach(m.means)), .node_in = tensor_clone(tensor_detach(m.node_pos)), .t = t};
     AgGradcheckReport r;
-    CHECK_MSG(ag_gradcheck(fn_nodes, ns, in, &c, 1e-6, 1e-7, 1e-4, &r), "%s%s, t %.3f: input %d element %lld: %.10g vs %.10g",
-              isotropic ? "isotropic" : "anisotropic", table ? ", table" : "", t, r.bad_input, (long long)r.bad_index, r.analytic, r.numeric);
+    CHECK_MSG(ag_gradcheck(fn_nodes, ns, in, &c, 1e-6, 1e-7, 1e-4, &r), "%s%s%s, t %.3f: input %d element %lld: %.10g vs %.10g",
+              isotropic ? "isotropic" : "anisotropic", table ? ", table" : "", root ? ", root" : "", t, r.bad_input, (long long)r.bad_index, r.analytic, r.numeric);
     CHECK(r.max_ref > 1e-4);
     gs4d_free(&m);
     gs4d_data_free(&d);
@@ -282,15 +291,18 @@ static void nodes_gradcheck(bool isotropic, bool table, double t) {
 /* through the MLP on the nodes, the codes (at a training time and between two), the nodes'
  * positions and radii, and the Gaussians */
 TEST(gs4d_nodes_deform_gradcheck) {
-    nodes_gradcheck(true, false, 0.25);
-    nodes_gradcheck(true, false, 0.37);
-    nodes_gradcheck(false, false, 0.37);
-    nodes_gradcheck(true, true, 0.37); /* with the per-frame table, between two frames */
-    nodes_gradcheck(false, true, 0.5);
+    nodes_gradcheck(true, false, false, 0.25);
+    nodes_gradcheck(true, false, false, 0.37);
+    nodes_gradcheck(false, false, false, 0.37);
+    nodes_gradcheck(true, true, false, 0.37); /* with the per-frame table, between two frames */
+    nodes_gradcheck(false, true, false, 0.5);
+    nodes_gradcheck(true, false, true, 0.25); /* with the per-frame pose of the whole set */
+    nodes_gradcheck(false, true, true, 0.37);
 }
 
-/* the per-frame table under a time curriculum: a frame's rows are copied from the previous frame's
- * at the step that admits it, and not before (the MLP's rate 0, so only the copy moves the table) */
+/* the per-frame table, root rows and (warm_codes) codes under a time curriculum: a frame's rows are
+ * copied from the previous frame's at the step that admits it, and not before (the MLP's rate 0,
+ * so only the copy moves them) */
 TEST(gs4d_nodes_table_warm_start) {
     TensorScope *sc = tensor_scope_begin();
     Gs4dSynth s;
@@ -301,14 +313,18 @@ TEST(gs4d_nodes_table_warm_start) {
     Gs4dConfig c = gs4d_defaults();
     c.n = 200, c.depth = 2, c.width = 16, c.skip = 0, c.freq_x = 4, c.freq_t = 2, c.lr_steps = 40;
     c.deform = GS4D_DEFORM_NODES, c.nodes = 8, c.node_table = true, c.table_smooth = 1;
+    c.root = true, c.warm_codes = true, c.time_code = GS4D_TIME_BOTH, c.latent_dim = 5;
     c.warmup = 2, c.time_ramp = 30, c.densify_every = 0, c.knn_every = 0, c.arap_k = 3;
     c.lr_deform = c.lr_deform_final = 0;
     Gs4dModel m;
     gs4d_init(&m, &c, &d, NULL);
     CHECK(m.mlp.frames == 4);
-    int64_t w = 7 * c.nodes;
-    float *tb = tensor_f32(m.mlp.table);
-    for (int64_t i = 0; i < 4 * w; i++) tb[i] = (float)(urand() - 0.5);
+    /* the table, the root's rows and the codes: each frame's row copied from the previous one's */
+    Tensor *rows[3] = {m.mlp.table, m.mlp.root, m.mlp.codes};
+    for (int k = 0; k < 3; k++) {
+        float *tb = tensor_f32(rows[k]);
+        for (int64_t i = 0; i < tensor_numel(rows[k]); i++) tb[i] = (float)(urand() - 0.5);
+    }
     TensorRng rng = {.seed = 3, .stream = 1};
     /* frame f (time f/3) enters when the window reaches it: at about step 2 + 10 f */
     int admitted = 1;
@@ -319,10 +335,14 @@ TEST(gs4d_nodes_table_warm_start) {
         double lim = step <= 2 ? 0 : fmin(1, (double)(step - 2) / 30); /* the window at this step (times 0 to 1) */
         int f = 0; /* the last frame in after this step */
         while (f + 1 < 4 && m.mlp.times[f + 1] <= lim) f++;
-        for (int g = 1; g < 4; g++) {
-            int same = !memcmp(tb + g * w, tb + (g - 1) * w, sizeof(float) * (size_t)w);
-            CHECK_MSG(same == (g <= f), "after step %lld: frame %d %s frame %d's rows", (long long)step, g,
-                      same ? "already copies" : "does not copy", g - 1);
+        for (int k = 0; k < 3; k++) {
+            const float *tb = tensor_f32(rows[k]);
+            int64_t w = rows[k]->shape[1];
+            for (int g = 1; g < 4; g++) {
+                int same = !memcmp(tb + g * w, tb + (g - 1) * w, sizeof(float) * (size_t)w);
+                CHECK_MSG(same == (g <= f), "after step %lld: frame %d %s frame %d's %s rows", (long long)step, g,
+                          same ? "already copies" : "does not copy", g - 1, k == 0 ? "table" : k == 1 ? "root" : "code");
+            }
         }
         if (f >= admitted) admitted = f + 1;
     }
@@ -330,6 +350,75 @@ TEST(gs4d_nodes_table_warm_start) {
     gs4d_free(&m);
     gs4d_data_free(&d);
     gs4d_synth_free(&s);
+    tensor_scope_end(sc);
+}
+
+/* the root alone (the MLP's heads and the table zero) moves the whole set rigidly about the pivot:
+ * μ' = R (μ − c) + c + T, q' = q_r ⊗ q, at a training time and linearly between two */
+TEST(gs4d_nodes_root_moves_the_set_rigidly) {
+    TensorScope *sc = tensor_scope_begin();
+    float rgba[8 * 8 * 4];
+    for (int i = 0; i < 8 * 8 * 4; i++) rgba[i] = i % 4 == 3 ? 1.f : 0.5f;
+    double eye[3] = {0, 0, -3}, at[3] = {0, 0, 0}, up[3] = {0, -1, 0};
+    Gs4dView v[2];
+    for (int i = 0; i < 2; i++) v[i] = (Gs4dView){.cam = ds_camera_look_at(eye, at, up, 8, 8, 50), .time = (float)i, .rgba = rgba};
+    Gs4dData d;
+    char err[256];
+    CHECK_MSG(gs4d_data_make(v, 2, &d, err, sizeof err) == 0, "%s", err);
+    Gs4dConfig cfg = gs4d_defaults();
+    cfg.n = 12, cfg.isotropic = false, cfg.depth = 2, cfg.width = 8, cfg.skip = 0, cfg.freq_x = 2, cfg.freq_t = 2;
+    cfg.deform = GS4D_DEFORM_NODES, cfg.nodes = 4, cfg.node_k = 3, cfg.head_init = 0, cfg.dtype = TENSOR_F64;
+    cfg.arap_k = 2, cfg.root = true;
+    Gs4dModel m;
+    gs4d_init(&m, &cfg, &d, NULL);
+    double mu[36], qv[48], np[12], rho[4], knn[36], pv[3] = {0.3, -0.1, 0.2};
+    float muf[36], npf[12];
+    for (int i = 0; i < 36; i++) mu[i] = urand() - 0.5, muf[i] = (float)mu[i];
+    for (int i = 0; i < 48; i++) qv[i] = urand() - 0.5;
+    for (int i = 0; i < 12; i++) np[i] = urand() - 0.5, npf[i] = (float)np[i];
+    for (int j = 0; j < 4; j++) rho[j] = log(0.4);
+    int32_t nb[36];
+    gs4d_knn_to(npf, 4, muf, 12, 3, nb);
+    for (int i = 0; i < 36; i++) knn[i] = nb[i];
+    /* frame 0: a turn of 100° about an oblique axis and a shift; frame 1: the identity */
+    double ang = 100 * M_PI / 180, ax[3] = {0.36, 0.48, 0.8}, q[4] = {cos(ang / 2)};
+    for (int a = 0; a < 3; a++) q[1 + a] = sin(ang / 2) * ax[a];
+    double T[3] = {0.5, -0.25, 1.0}, rv[14] = {T[0], T[1], T[2], q[0] - 1, q[1], q[2], q[3]};
+    set_f64(m.means, mu), set_f64(m.quats, qv), set_f64(m.node_pos, np), set_f64(m.node_rho, rho);
+    set_f64(m.node_knn, knn), set_f64(m.mlp.root, rv), set_f64(m.root_pivot, pv);
+    GsGaussians canon = gs4d_canonical(&m);
+    for (int pass = 0; pass < 2; pass++) {
+        double t = pass ? 0.5 : 0, s = pass ? 0.5 : 1; /* halfway: the rows' average, normalized */
+        double qh[4] = {s * q[0] + (1 - s), s * q[1], s * q[2], s * q[3]}, nq = 0, Rh[9];
+        for (int a = 0; a < 4; a++) nq += qh[a] * qh[a];
+        for (int a = 0; a < 4; a++) qh[a] /= sqrt(nq);
+        base_quat_to_mat3(qh, Rh);
+        GsGaussians g = gs4d_deform(&m, &canon, t);
+        const double *gm = tensor_data_ptr(tensor_contiguous(g.means)), *gq = tensor_data_ptr(tensor_contiguous(g.quats));
+        double err_mu = 0, err_q = 0;
+        for (int i = 0; i < 12; i++) {
+            double e[3], qi[4], nn = 0;
+            for (int a = 0; a < 3; a++) e[a] = mu[3 * i + a] - pv[a];
+            for (int a = 0; a < 3; a++) {
+                double y = pv[a] + s * T[a];
+                for (int b = 0; b < 3; b++) y += Rh[3 * a + b] * e[b];
+                err_mu = fmax(err_mu, fabs(y - gm[3 * i + a]));
+            }
+            for (int a = 0; a < 4; a++) nn += qv[4 * i + a] * qv[4 * i + a];
+            for (int a = 0; a < 4; a++) qi[a] = qv[4 * i + a] / sqrt(nn);
+            double pr[4] = {qh[0] * qi[0] - qh[1] * qi[1] - qh[2] * qi[2] - qh[3] * qi[3],
+                            qh[0] * qi[1] + qh[1] * qi[0] + qh[2] * qi[3] - qh[3] * qi[2],
+                            qh[0] * qi[2] - qh[1] * qi[3] + qh[2] * qi[0] + qh[3] * qi[1],
+                            qh[0] * qi[3] + qh[1] * qi[2] - qh[2] * qi[1] + qh[3] * qi[0]};
+            double ng = 0, dot = 0;
+            for (int a = 0; a < 4; a++) ng += gq[4 * i + a] * gq[4 * i + a];
+            for (int a = 0; a < 4; a++) dot += pr[a] * gq[4 * i + a] / sqrt(ng);
+            err_q = fmax(err_q, 1 - fabs(dot));
+        }
+        CHECK_MSG(err_mu < 1e-12 && err_q < 1e-12, "t %.1f: means off by %g, quaternions by %g", t, err_mu, err_q);
+    }
+    gs4d_free(&m);
+    gs4d_data_free(&d);
     tensor_scope_end(sc);
 }
 
@@ -425,6 +514,47 @@ TEST(gs4d_curriculum_monocular_window) {
         if (p > maxv) maxv = p;
     }
     CHECK_MSG(distinct == 8 && maxv == 7, "the warm-up draws %d distinct views, up to view %d (want the first 8)", distinct, maxv);
+    gs4d_free(&m);
+    gs4d_data_free(&d);
+    tensor_scope_end(sc);
+}
+
+/* ramp_front: during the ramp that fraction of the draws lands on the newest admitted time's views
+ * (each of them), the rest spreads over the whole window; before and after the ramp it changes
+ * nothing */
+TEST(gs4d_curriculum_ramp_front) {
+    TensorScope *sc = tensor_scope_begin();
+    enum { W = 8, T = 10, V = 4, NV = T * V };
+    static float img[W * W * 4];
+    for (int p = 0; p < W * W; p++) img[4 * p] = img[4 * p + 1] = img[4 * p + 2] = 0.5f, img[4 * p + 3] = 1;
+    Gs4dView v[NV];
+    for (int k = 0; k < NV; k++) {
+        double ang = 2 * M_PI * (k % V) / V, eye[3] = {3 * sin(ang), 0.3, -3 * cos(ang)}, at[3] = {0, 0, 0}, up[3] = {0, -1, 0};
+        v[k] = (Gs4dView){.cam = ds_camera_look_at(eye, at, up, W, W, 50), .time = (float)(k / V) / (T - 1), .rgba = img};
+    }
+    Gs4dData d;
+    char err[256];
+    CHECK_MSG(gs4d_data_make(v, NV, &d, err, sizeof err) == 0, "%s", err);
+    Gs4dConfig cfg = gs4d_defaults();
+    cfg.n = 50, cfg.depth = 2, cfg.width = 8, cfg.skip = 0, cfg.freq_x = 2, cfg.freq_t = 2, cfg.arap_k = 3;
+    cfg.warmup = 10, cfg.time_ramp = 90, cfg.ramp_front = 0.5;
+    Gs4dModel m;
+    gs4d_init(&m, &cfg, &d, NULL);
+    /* step 65: the window reaches time 55/90, so times 0..5 (24 views); the newest is time 5 */
+    int hits[NV] = {0}, front = 0;
+    for (int k = 0; k < NV; k++) {
+        int p = gs4d_pick_view(&m, &d, 65, k);
+        CHECK_MSG(d.views[p].time <= 5.0f / 9 + 1e-6f, "draw %d picks time %g, outside the window", k, d.views[p].time);
+        hits[p]++, front += fabsf(d.views[p].time - 5.0f / 9) < 1e-6f;
+    }
+    int newest_seen = 0;
+    for (int k = 0; k < NV; k++) newest_seen += fabsf(d.views[k].time - 5.0f / 9) < 1e-6f && hits[k] > 0;
+    /* 20 front draws over time 5's 4 views, and the 20 others over the 24 views of the window (~3 of time 5) */
+    CHECK_MSG(front >= 20 && front <= 25 && newest_seen == V, "%d of %d draws at the newest time, %d of its views drawn", front, NV, newest_seen);
+    /* after the ramp: every view once, as without a front */
+    int after[NV] = {0};
+    for (int k = 0; k < NV; k++) after[gs4d_pick_view(&m, &d, 200, k)]++;
+    for (int k = 0; k < NV; k++) CHECK_MSG(after[k] == 1, "after the ramp view %d is drawn %d times", k, after[k]);
     gs4d_free(&m);
     gs4d_data_free(&d);
     tensor_scope_end(sc);

@@ -48,6 +48,9 @@ static const DsConfigField MODEL_FIELDS[] = {
     {"node_table", DS_CFG_BOOL, F(model, node_table), "false", NO_RANGE,
      .help = "deform nodes: a learned per-frame table of node transforms added to the MLP's (the MLP the smooth "
              "prior; each frame's rows warm-started from the previous frame's as the time ramp admits it)"},
+    {"root", DS_CFG_BOOL, F(model, root), "false", NO_RANGE,
+     .help = "deform nodes: a learned rigid transform of the whole set per training frame (the body's pose), "
+             "after the node deformation, about the nodes' centroid; warm-started like the table"},
     {"latent_dim", DS_CFG_INT, F(model, latent_dim), "32", 1, 4096, .help = "length of the per-frame codes (time latent|both)"},
     {"supersample", DS_CFG_INT, F(model, supersample), "1", 1, 8,
      .help = "render at k x the resolution and box-average (1: off; Gs4dConfig.supersample)"},
@@ -108,6 +111,12 @@ static const DsConfigField TRAIN_FIELDS[] = {
      .help = "recycle the deformation MLP's dead ReLU units every N deformation steps (0: off; Gs4dConfig.redo_every)"},
     {"table_smooth", DS_CFG_FLOAT, F(train, table_smooth), "1", 0, 1e9,
      .help = "model.node_table: x the squared difference of the drawn frame's table rows to its neighbors' (per node)"},
+    {"ramp_front", DS_CFG_FLOAT, F(train, ramp_front), "0", 0, 0.99,
+     .help = "with time_ramp: the fraction of the ramp's draws that train on the newest admitted time's views "
+             "(sequential per-frame tracking; Gs4dConfig.ramp_front)"},
+    {"warm_codes", DS_CFG_BOOL, F(train, warm_codes), "false", NO_RANGE,
+     .help = "under the time ramp, each newly admitted frame's time code starts from the previous frame's, as "
+             "its table and root rows do (else from its random init)"},
     {"random_background", DS_CFG_BOOL, F(train, random_background), "true", NO_RANGE,
      .help = "a random background color per step behind the RGBA targets (else a fixed one)"},
     {"recluster_every", DS_CFG_INT, F(train, recluster_every), "0", 0, 1e9,
@@ -141,7 +150,8 @@ Gs4dConfig gs4d_run_model_config(const Gs4dRunConfig *c) {
                   : !strcmp(c->model.time, "both") ? GS4D_TIME_BOTH
                                                    : GS4D_TIME_FOURIER;
     g.latent_dim = (int)c->model.latent_dim;
-    g.node_table = c->model.node_table, g.table_smooth = c->train.table_smooth;
+    g.node_table = c->model.node_table, g.table_smooth = c->train.table_smooth, g.root = c->model.root;
+    g.warm_codes = c->train.warm_codes, g.ramp_front = c->train.ramp_front;
     g.lr_nodes = c->optim.lr_nodes, g.lr_node_radius = c->optim.lr_node_radius;
     g.lr_means = c->optim.lr_means, g.lr_means_final = c->optim.lr_means_final;
     g.lr_deform = c->optim.lr_deform, g.lr_deform_final = c->optim.lr_deform_final, g.lr_steps = c->train.iters;

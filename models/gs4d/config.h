@@ -23,7 +23,7 @@ typedef struct {
     } data;
     struct {
         int64_t n, depth, width, skip, freq_x, freq_t, supersample, nodes, node_k, latent_dim;
-        bool isotropic, deform_color, deform_opacity, node_table;
+        bool isotropic, deform_color, deform_opacity, node_table, root;
         double init_opacity, init_scale, head_init, dilation, node_radius;
         char trunk_init[16], deform[16], time[16];
     } model;
@@ -35,8 +35,8 @@ typedef struct {
         int64_t iters, batch, turntable_frames, warmup, time_ramp, log_every, ckpt_every, densify_every, reset_every, knn_every, arap_k;
         int64_t redo_every;
         int64_t recluster_every, recluster_bones, recluster_frames;
-        double refine_frac, prune_opacity, densify_grad, split_scale, arap_weight, table_smooth;
-        bool random_background, ramp_schedule;
+        double refine_frac, prune_opacity, densify_grad, split_scale, arap_weight, table_smooth, ramp_front;
+        bool random_background, ramp_schedule, warm_codes;
     } train;
 } Gs4dRunConfig;
 

@@ -334,8 +334,9 @@ void gs4d_init(Gs4dModel *m, const Gs4dConfig *cfg_in, const Gs4dData *d, const 
     m->mlp.mu = head(p, "deform.mu", w, 3, cfg->head_init);
     m->mlp.scale = head(p, "deform.scale", w, ns, cfg->head_init);
     if (!cfg->isotropic || nodes) m->mlp.rot = head(p, "deform.rot", w, 4, cfg->head_init);
-    bool table = nodes && cfg->node_table;
-    if (latent || table) { /* a code / table row per distinct training time (d->by_time is sorted) */
+    bool table = nodes && cfg->node_table, root = nodes && cfg->root;
+    if (cfg->root && !nodes) tensor_fail("gs4d_init", "root needs deform = nodes");
+    if (latent || table || root) { /* a code / table row per distinct training time (d->by_time is sorted) */
         m->mlp.times = base_malloc(sizeof(double) * (size_t)d->n);
         for (int i = 0; i < d->n; i++) {
             double t = d->views[d->by_time[i]].time;
@@ -344,6 +345,7 @@ void gs4d_init(Gs4dModel *m, const Gs4dConfig *cfg_in, const Gs4dData *d, const 
         if (latent)
             m->mlp.codes = nn_param(p, "deform", "codes", 2, (int64_t[]){m->mlp.frames, cfg->latent_dim}, NN_INIT_NORMAL, 0.01);
         if (table) m->mlp.table = nn_param(p, "deform", "table", 2, (int64_t[]){m->mlp.frames, 7 * cfg->nodes}, NN_INIT_ZEROS, 0);
+        if (root) m->mlp.root = nn_param(p, "deform", "root", 2, (int64_t[]){m->mlp.frames, 7}, NN_INIT_ZEROS, 0);
     }
     if (nodes) {
         m->node_pos = nn_param(p, "nodes", "pos", 2, (int64_t[]){cfg->nodes, 3}, NN_INIT_ZEROS, 0);
@@ -358,6 +360,7 @@ void gs4d_init(Gs4dModel *m, const Gs4dConfig *cfg_in, const Gs4dData *d, const 
     if (nodes) {
         m->node_knn = nn_param(p, "buffers", "node_knn", 2, (int64_t[]){n, cfg->node_k}, NN_INIT_ZEROS, 0);
         m->node_nbr = nn_param(p, "buffers", "node_nbr", 2, (int64_t[]){cfg->nodes, cfg->arap_k}, NN_INIT_ZEROS, 0);
+        if (root) m->root_pivot = nn_param(p, "buffers", "root_pivot", 2, (int64_t[]){1, 3}, NN_INIT_ZEROS, 0);
     }
     nn_params_pack(p);
     OptimConfig oc = optim_defaults(OPTIM_ADAM);
@@ -498,20 +501,30 @@ static Tensor *code_at(const Gs4dMlp *mlp, double t) { return row_at(mlp, mlp->c
 
 /* table_smooth's term at time t: the nearer frame's table row against its neighbors', the squared
  * difference summed over the row and divided by the nodes (0-d; NULL without a table or weight) */
-static Tensor *table_smooth_loss(const Gs4dModel *m, double t) {
-    const Gs4dMlp *mlp = &m->mlp;
-    if (!mlp->table || !(m->cfg.table_smooth > 0) || mlp->frames < 2) return NULL;
-    double a;
-    int j = frame_at(mlp, t, &a);
-    if (a > 0.5) j++;
-    Tensor *r = tensor_narrow(mlp->table, 0, j, 1), *sum = NULL;
+static Tensor *rows_smooth(const Gs4dMlp *mlp, Tensor *rows, int j) {
+    Tensor *r = tensor_narrow(rows, 0, j, 1), *sum = NULL;
     for (int nb = j - 1; nb <= j + 1; nb += 2) {
         if (nb < 0 || nb >= mlp->frames) continue;
-        Tensor *e = tensor_sub(r, tensor_narrow(mlp->table, 0, nb, 1));
+        Tensor *e = tensor_sub(r, tensor_narrow(rows, 0, nb, 1));
         Tensor *s = tensor_sum_all(tensor_mul(e, e));
         sum = sum ? tensor_add(sum, s) : s;
     }
-    return tensor_mul_scalar(sum, m->cfg.table_smooth / (double)m->cfg.nodes);
+    return sum;
+}
+
+static Tensor *table_smooth_loss(const Gs4dModel *m, double t) {
+    const Gs4dMlp *mlp = &m->mlp;
+    if ((!mlp->table && !mlp->root) || !(m->cfg.table_smooth > 0) || mlp->frames < 2) return NULL;
+    double a;
+    int j = frame_at(mlp, t, &a);
+    if (a > 0.5) j++;
+    Tensor *sum = NULL;
+    if (mlp->table) sum = tensor_mul_scalar(rows_smooth(mlp, mlp->table, j), 1 / (double)m->cfg.nodes);
+    if (mlp->root) {
+        Tensor *r = rows_smooth(mlp, mlp->root, j);
+        sum = sum ? tensor_add(sum, r) : r;
+    }
+    return tensor_mul_scalar(sum, m->cfg.table_smooth);
 }
 
 /* what D sees of t, (1, D): γ(t), the code, or both (Gs4dConfig.time_code) */
@@ -602,6 +615,17 @@ static GsGaussians deform_nodes(const Gs4dModel *m, const GsGaussians *canon, Te
     }
     if (dop) g.opacities = tensor_add(canon->opacities, gs4d_node_blend(w, dop, idx, k));
     if (node_xf) *node_xf = tensor_add(m->node_pos, T);
+    if (m->mlp.root) { /* the frame's pose of the whole set: μ ← (μ − c) Rᵀ + c + T, q ← q_t ⊗ q */
+        Tensor *row = row_at(&m->mlp, m->mlp.root, t); /* (1, 7) */
+        Tensor *qr = tensor_add(tensor_narrow(row, 1, 3, 4), one);
+        Tensor *R = tensor_reshape(gs4d_quat_to_rotmat(qr), 2, (int64_t[]){3, 3});
+        Tensor *c = m->root_pivot, *Tr = tensor_narrow(row, 1, 0, 3);
+        g.means = tensor_add(tensor_matmul(tensor_sub(g.means, c), tensor_transpose(R, 0, 1)), tensor_add(c, Tr));
+        if (g.quats) {
+            Tensor *qn = tensor_div(qr, tensor_norm(qr, 2, 1, (int[]){1}, true));
+            g.quats = gs4d_quat_mul(tensor_expand(qn, 2, (int64_t[]){g.quats->shape[0], 4}), g.quats);
+        }
+    }
     return g;
 }
 
@@ -672,6 +696,16 @@ int gs4d_pick_view(const Gs4dModel *m, const Gs4dData *d, int64_t step, int v) {
         else hi = mid;
     }
     if (f >= 1) lo = d->n;
+    double fr = m->cfg.ramp_front;
+    if (f > 0 && f < 1 && fr > 0 && (double)v < fr * d->n) { /* the window's front: the newest time's views */
+        int nf = 1;
+        while (nf < lo && d->views[d->by_time[lo - 1 - nf]].time == d->views[d->by_time[lo - 1]].time) nf++;
+        return d->by_time[lo - nf + (int64_t)((double)v / (fr * d->n) * nf)];
+    }
+    if (f > 0 && f < 1 && fr > 0) { /* the rest of the draws, uniform over the window as without a front */
+        int64_t r = (int64_t)(((double)v - fr * d->n) / ((1 - fr) * d->n) * lo);
+        return d->by_time[r < lo ? r : lo - 1];
+    }
     return d->by_time[(int64_t)v * lo / d->n];
 }
 
@@ -869,6 +903,13 @@ static void nodes_init_host(Gs4dModel *m) {
     for (int64_t j = 0; j < nm; j++) rho[j] = (float)log(r);
     zero_group_rows(m, GS4D_NODE_POS, 0, 3 * nm);
     zero_group_rows(m, GS4D_NODE_RADIUS, 0, nm);
+    if (m->root_pivot) {
+        double c[3] = {0, 0, 0};
+        for (int64_t j = 0; j < nm; j++)
+            for (int a = 0; a < 3; a++) c[a] += np[3 * j + a];
+        float *pv = tensor_f32(m->root_pivot);
+        for (int a = 0; a < 3; a++) pv[a] = (float)(c[a] / (double)nm);
+    }
     node_lists_host(m);
 }
 
@@ -1105,12 +1146,16 @@ static void table_admit(Gs4dModel *m, const Gs4dData *d) {
     if (first < 0) return;
     HostRun r;
     host_run_begin(m, &r);
-    int64_t w = mlp->table->shape[1], base = mlp->table->offset - m->params.flat->offset;
+    Tensor *rows[3] = {mlp->table, mlp->root, m->cfg.warm_codes ? mlp->codes : NULL};
     float *p = tensor_f32(m->params.flat), *ea = tensor_f32(m->optim.exp_avg), *es = tensor_f32(m->optim.exp_avg_sq);
-    for (int f = first; f <= last; f++) {
-        memcpy(p + base + f * w, p + base + (f - 1) * w, sizeof(float) * (size_t)w);
-        memset(ea + base + f * w, 0, sizeof(float) * (size_t)w);
-        memset(es + base + f * w, 0, sizeof(float) * (size_t)w);
+    for (int k = 0; k < 3; k++) {
+        if (!rows[k]) continue;
+        int64_t w = rows[k]->shape[1], base = rows[k]->offset - m->params.flat->offset;
+        for (int f = first; f <= last; f++) {
+            memcpy(p + base + f * w, p + base + (f - 1) * w, sizeof(float) * (size_t)w);
+            memset(ea + base + f * w, 0, sizeof(float) * (size_t)w);
+            memset(es + base + f * w, 0, sizeof(float) * (size_t)w);
+        }
     }
     host_run_end(m, &r);
 }
@@ -1134,7 +1179,9 @@ double gs4d_step_batch(Gs4dModel *m, const Gs4dData *d, const int64_t *views, in
     if (comm) optim_comm_shard(comm, batch, &b0, &b1);
     bool def = deforming(m), nodes = m->cfg.deform == GS4D_DEFORM_NODES;
     if (nodes && def && m->step == m->cfg.warmup) gs4d_nodes_init(m); /* the warm-up's canonical set */
-    if (m->mlp.table && def && m->cfg.time_ramp > 0 && m->step > m->cfg.warmup) table_admit(m, d);
+    if ((m->mlp.table || m->mlp.root || (m->cfg.warm_codes && m->mlp.codes)) && def && m->cfg.time_ramp > 0 &&
+        m->step > m->cfg.warmup)
+        table_admit(m, d);
     double tk[7] = {0}, t_def = 0, t_ren = 0, t_loss = 0, t_back = 0;
     double ck[7] = {0}, c_def = 0, c_ren = 0, c_loss = 0, c_back = 0; /* the same on the CPU clock */
     double sums[4] = {0, 0, 0, 0}; /* loss, photometric, arap, reg: this rank's sums over its views */

@@ -122,6 +122,19 @@ typedef struct {
      * frame's (the warm start of sequential per-frame fitting) */
     bool node_table;
     double table_smooth;
+    /* nodes: a learned rigid transform of the whole set per training frame, (F × (3 + 4)), zero at
+     * the start, applied after the node deformation about the nodes' centroid at their init
+     * (buffers.root_pivot): μ ← R_t (μ − c) + c + T_t, q ← q_t ⊗ q. Why: a body that turns (the
+     * repertoire's humanoid, up to 178°) must turn every node by the same rotation, and the nodes'
+     * own transforms found it by re-painting the turned body with Gaussians that slid over it
+     * (docs/gaussianimate.md §3c); one shared pose per frame is the turn itself. Linear between
+     * frames, smoothed by table_smooth (not divided by the nodes) and warm-started as the table.
+     * The ARAP term sees the nodes before it (it is rotation-invariant anyway). */
+    bool root;
+    /* under a time curriculum, each newly admitted frame's time code starts from the previous
+     * frame's (as its table and root rows do): the frame then starts as the deformation of the
+     * frame before it, not as the MLP's answer to a random code */
+    bool warm_codes;
     /* supersampling (1: off): every render, in training and after, is made at supersample × the
      * camera's resolution (intrinsics scaled, so each image pixel is exactly a block of
      * supersample² sub-pixels) and averaged over each block, the box filter a real pixel is. Why:
@@ -191,6 +204,15 @@ typedef struct {
      * schedule of sequential dynamic fitting, e.g. Luiten et al.'s Dynamic 3D Gaussians, which
      * fits frame after frame). */
     int64_t time_ramp;
+    /* during the time ramp, this fraction of the draws (0 ≤ ramp_front < 1) trains on the views of
+     * the newest admitted time, the rest uniform over the window. Why: drawn uniformly, the newest
+     * frame of a 300-frame ramp gets ~20 / f of the steps while it is the newest, so most frames
+     * enter as a copy of a predecessor that was never fitted either (table_admit's warm start
+     * then copies a stale pose down the chain), and a body that turned 20° since is matched by
+     * sliding its Gaussians, not by turning them. With a front, each frame is fitted from the
+     * fitted frame before it: sequential per-frame tracking, as Luiten et al.'s Dynamic 3D
+     * Gaussians fit frame after frame. */
+    double ramp_front;
     /* silhouette_weight × the silhouette Chamfer of the rendered centers against the view's mask
      * (silhouette.h; 0: off), added in every step from the first */
     double silhouette_weight;
@@ -283,6 +305,7 @@ typedef struct {
     double *times;
     int frames;
     Tensor *table; /* node_table: (frames, nodes · 7), NULL otherwise */
+    Tensor *root;  /* root: (frames, 7), NULL otherwise */
 } Gs4dMlp;
 
 /* Labels for n points from their trajectories: rest (n × 3, the canonical means), pos (frames × n
@@ -311,6 +334,7 @@ typedef struct {
      * Gaussian's node_k nearest nodes (N, node_k) and each node's arap_k nearest nodes (M, arap_k),
      * the ARAP pairs with nodes */
     Tensor *node_pos, *node_rho, *node_knn, *node_nbr;
+    Tensor *root_pivot; /* root: (1, 3), the nodes' centroid at their init (a buffer) */
     int64_t nodes_moved; /* nodes relocated by the last densification */
     int64_t step;
     int64_t densified, relocated;    /* by the last densification */
@@ -327,7 +351,9 @@ void gs4d_init(Gs4dModel *m, const Gs4dConfig *cfg, const Gs4dData *d, const int
 void gs4d_free(Gs4dModel *m);
 /* The view a step trains on, given v, a uniform draw in [0, d->n) (optim_data_order's): v itself
  * without a time curriculum (cfg.time_ramp = 0); else the view at rank ⌊v m / n⌋ in time order,
- * m the number of views whose time is in the window at `step` (see Gs4dConfig.time_ramp). */
+ * m the number of views whose time is in the window at `step` (see Gs4dConfig.time_ramp); during
+ * the ramp a draw v < ramp_front · n picks among the newest time's views instead
+ * (Gs4dConfig.ramp_front). */
 int gs4d_pick_view(const Gs4dModel *m, const Gs4dData *d, int64_t step, int v);
 /* Control nodes (deform = nodes): farthest-point samples of the canonical means, the radius from
  * their spacing, the Gaussian → node and node → node neighbors, Adam moments of the node groups
