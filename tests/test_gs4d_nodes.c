@@ -301,8 +301,8 @@ TEST(gs4d_nodes_deform_gradcheck) {
 }
 
 /* the per-frame table, root rows and (warm_codes) codes under a time curriculum: a frame's rows are
- * copied from the previous frame's at the step that admits it, and not before (the MLP's rate 0,
- * so only the copy moves them) */
+ * set from the previous frames' at the step that admits it, and not before (the rates 0, so only
+ * the warm start moves them) */
 TEST(gs4d_nodes_table_warm_start) {
     TensorScope *sc = tensor_scope_begin();
     Gs4dSynth s;
@@ -315,11 +315,12 @@ TEST(gs4d_nodes_table_warm_start) {
     c.deform = GS4D_DEFORM_NODES, c.nodes = 8, c.node_table = true, c.table_smooth = 1;
     c.root = true, c.warm_codes = true, c.time_code = GS4D_TIME_BOTH, c.latent_dim = 5;
     c.warmup = 2, c.time_ramp = 30, c.densify_every = 0, c.knn_every = 0, c.arap_k = 3;
-    c.lr_deform = c.lr_deform_final = 0;
+    c.lr_deform = c.lr_deform_final = c.lr_root = 0;
     Gs4dModel m;
     gs4d_init(&m, &c, &d, NULL);
     CHECK(m.mlp.frames == 4);
-    /* the table, the root's rows and the codes: each frame's row copied from the previous one's */
+    /* the table's rows and the codes: each frame's row copied from the previous one's; the root's
+     * from the two before it by constant velocity (a copy for frame 1) */
     Tensor *rows[3] = {m.mlp.table, m.mlp.root, m.mlp.codes};
     for (int k = 0; k < 3; k++) {
         float *tb = tensor_f32(rows[k]);
@@ -339,7 +340,11 @@ TEST(gs4d_nodes_table_warm_start) {
             const float *tb = tensor_f32(rows[k]);
             int64_t w = rows[k]->shape[1];
             for (int g = 1; g < 4; g++) {
-                int same = !memcmp(tb + g * w, tb + (g - 1) * w, sizeof(float) * (size_t)w);
+                int same = 1;
+                for (int64_t i = 0; i < w; i++) {
+                    const float *r = tb + g * w + i;
+                    same &= k == 1 && g >= 2 ? *r == 2 * r[-w] - r[-2 * w] : *r == r[-w];
+                }
                 CHECK_MSG(same == (g <= f), "after step %lld: frame %d %s frame %d's %s rows", (long long)step, g,
                           same ? "already copies" : "does not copy", g - 1, k == 0 ? "table" : k == 1 ? "root" : "code");
             }
@@ -478,11 +483,11 @@ TEST(gs4d_nodes_unused_node_relocates) {
 }
 
 /* stopped after the nodes exist and between densifications, then resumed in a fresh model: every
- * parameter (nodes, codes, the table, the node lists) and moment as an uninterrupted run */
+ * parameter (nodes, codes, the table, the root's poses, the node lists) and moment as an uninterrupted run */
 TEST(gs4d_nodes_resume_matches_uninterrupted) {
     Gs4dConfig c = tiny_nodes(60);
     c.n = 200, c.nodes = 16, c.warmup = 10, c.densify_every = 20, c.knn_every = 20, c.refine_until = 60, c.redo_every = 15;
-    c.node_table = true, c.time_ramp = 20;
+    c.node_table = true, c.time_ramp = 20, c.root = true, c.warm_codes = true, c.ramp_front = 0.5;
     gs4d_test_resume_check(&c, 60, 33);
 }
 

@@ -78,6 +78,7 @@ static const DsConfigField OPTIM_FIELDS[] = {
     {"lr_nodes", DS_CFG_FLOAT, F(optim, lr_nodes), "1.6e-4", 0, 1,
      .help = "control node positions, x scene extent (decays as the means' rate)"},
     {"lr_node_radius", DS_CFG_FLOAT, F(optim, lr_node_radius), "5e-3", 0, 1, .help = "control node log-radii (constant)"},
+    {"lr_root", DS_CFG_FLOAT, F(optim, lr_root), "1e-2", 0, 1, .help = "model.root's per-frame poses (constant, not x extent)"},
     {"eps_deform", DS_CFG_FLOAT, F(optim, eps_deform), "1e-15", 0, 1,
      .help = "Adam eps of the deformation MLP (1e-15: the 3DGS optimizer's; 1e-8: PyTorch's default)"},
     {0}};
@@ -152,7 +153,7 @@ Gs4dConfig gs4d_run_model_config(const Gs4dRunConfig *c) {
     g.latent_dim = (int)c->model.latent_dim;
     g.node_table = c->model.node_table, g.table_smooth = c->train.table_smooth, g.root = c->model.root;
     g.warm_codes = c->train.warm_codes, g.ramp_front = c->train.ramp_front;
-    g.lr_nodes = c->optim.lr_nodes, g.lr_node_radius = c->optim.lr_node_radius;
+    g.lr_nodes = c->optim.lr_nodes, g.lr_node_radius = c->optim.lr_node_radius, g.lr_root = c->optim.lr_root;
     g.lr_means = c->optim.lr_means, g.lr_means_final = c->optim.lr_means_final;
     g.lr_deform = c->optim.lr_deform, g.lr_deform_final = c->optim.lr_deform_final, g.lr_steps = c->train.iters;
     g.lr_scales = c->optim.lr_scales, g.lr_quats = c->optim.lr_quats, g.lr_opacity = c->optim.lr_opacity;

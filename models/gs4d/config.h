@@ -29,7 +29,7 @@ typedef struct {
     } model;
     struct {
         double lr_means, lr_means_final, lr_deform, lr_deform_final, lr_scales, lr_quats, lr_opacity, lr_color, lambda;
-        double reg_opacity, reg_scale, reg_flat, silhouette, eps_deform, lr_nodes, lr_node_radius;
+        double reg_opacity, reg_scale, reg_flat, silhouette, eps_deform, lr_nodes, lr_node_radius, lr_root;
     } optim;
     struct {
         int64_t iters, batch, turntable_frames, warmup, time_ramp, log_every, ckpt_every, densify_every, reset_every, knn_every, arap_k;

@@ -28,7 +28,7 @@ Gs4dConfig gs4d_defaults(void) {
         .lr_means = 1.6e-4, .lr_means_final = 1.6e-6, .lr_deform = 8e-4, .lr_deform_final = 1.6e-6,
         .lr_steps = 40000, .lr_scales = 5e-3, .lr_quats = 1e-3, .lr_opacity = 5e-2, .lr_color = 2.5e-3,
         .deform = GS4D_DEFORM_MLP, .nodes = 512, .node_k = 4, .node_radius = 1.0, .time_code = GS4D_TIME_FOURIER,
-        .latent_dim = 32, .lr_nodes = 1.6e-4, .lr_node_radius = 5e-3,
+        .latent_dim = 32, .lr_nodes = 1.6e-4, .lr_node_radius = 5e-3, .lr_root = 1e-2,
         .lambda = GS_PHOTOMETRIC_LAMBDA, .eps_deform = 1e-15, .warmup = 3000, .time_ramp = 0,
         /* 3DGS: densify every 100 until 15k, threshold 2e-4, percent_dense 0.01, reset every 3000 */
         .densify_every = 100, .refine_until = 15000, .reset_every = 3000,
@@ -345,7 +345,6 @@ void gs4d_init(Gs4dModel *m, const Gs4dConfig *cfg_in, const Gs4dData *d, const 
         if (latent)
             m->mlp.codes = nn_param(p, "deform", "codes", 2, (int64_t[]){m->mlp.frames, cfg->latent_dim}, NN_INIT_NORMAL, 0.01);
         if (table) m->mlp.table = nn_param(p, "deform", "table", 2, (int64_t[]){m->mlp.frames, 7 * cfg->nodes}, NN_INIT_ZEROS, 0);
-        if (root) m->mlp.root = nn_param(p, "deform", "root", 2, (int64_t[]){m->mlp.frames, 7}, NN_INIT_ZEROS, 0);
     }
     if (nodes) {
         m->node_pos = nn_param(p, "nodes", "pos", 2, (int64_t[]){cfg->nodes, 3}, NN_INIT_ZEROS, 0);
@@ -353,6 +352,7 @@ void gs4d_init(Gs4dModel *m, const Gs4dConfig *cfg_in, const Gs4dData *d, const 
     }
     if (cfg->deform_color) m->mlp.color = head(p, "deform.color", w, 3, cfg->head_init);
     if (cfg->deform_opacity) m->mlp.opacity = head(p, "deform.opacity", w, 1, cfg->head_init);
+    if (root) m->mlp.root = nn_param(p, "root", "pose", 2, (int64_t[]){m->mlp.frames, 7}, NN_INIT_ZEROS, 0);
     m->grad_accum = nn_param(p, "buffers", "grad_accum", 1, (int64_t[]){n}, NN_INIT_ZEROS, 0);
     m->grad_count = nn_param(p, "buffers", "grad_count", 1, (int64_t[]){n}, NN_INIT_ZEROS, 0);
     m->labels = nn_param(p, "buffers", "labels", 1, (int64_t[]){n}, NN_INIT_ZEROS, 0);
@@ -383,6 +383,7 @@ void gs4d_init(Gs4dModel *m, const Gs4dConfig *cfg_in, const Gs4dData *d, const 
         else if (!strncmp(nm, "deform.", 7)) g = GS4D_DEFORM;
         else if (!strcmp(nm, "nodes.pos")) g = GS4D_NODE_POS;
         else if (!strcmp(nm, "nodes.rho")) g = GS4D_NODE_RADIUS;
+        else if (!strcmp(nm, "root.pose")) g = GS4D_ROOT;
         if (g >= 0) {
             if (off < lo[g]) lo[g] = off;
             if (off + k > hi[g]) hi[g] = off + k;
@@ -390,7 +391,7 @@ void gs4d_init(Gs4dModel *m, const Gs4dConfig *cfg_in, const Gs4dData *d, const 
         off += k;
     }
     double lrs[GS4D_GROUPS] = {cfg->lr_means, cfg->lr_scales, cfg->lr_quats, cfg->lr_opacity,
-                               cfg->lr_color, cfg->lr_deform, cfg->lr_nodes, cfg->lr_node_radius};
+                               cfg->lr_color, cfg->lr_deform, cfg->lr_nodes, cfg->lr_node_radius, cfg->lr_root};
     for (int g = 0; g < GS4D_GROUPS; g++) {
         if (hi[g] < 0) continue;
         m->used[g] = true;
@@ -1152,7 +1153,11 @@ static void table_admit(Gs4dModel *m, const Gs4dData *d) {
         if (!rows[k]) continue;
         int64_t w = rows[k]->shape[1], base = rows[k]->offset - m->params.flat->offset;
         for (int f = first; f <= last; f++) {
-            memcpy(p + base + f * w, p + base + (f - 1) * w, sizeof(float) * (size_t)w);
+            float *row = p + base + f * w, *prev = row - w;
+            if (rows[k] == mlp->root && f >= 2) /* constant velocity: 2 r_{f−1} − r_{f−2} */
+                for (int64_t i = 0; i < w; i++) row[i] = 2 * prev[i] - prev[i - w];
+            else
+                memcpy(row, prev, sizeof(float) * (size_t)w);
             memset(ea + base + f * w, 0, sizeof(float) * (size_t)w);
             memset(es + base + f * w, 0, sizeof(float) * (size_t)w);
         }

@@ -128,7 +128,8 @@ typedef struct {
      * repertoire's humanoid, up to 178°) must turn every node by the same rotation, and the nodes'
      * own transforms found it by re-painting the turned body with Gaussians that slid over it
      * (docs/gaussianimate.md §3c); one shared pose per frame is the turn itself. Linear between
-     * frames, smoothed by table_smooth (not divided by the nodes) and warm-started as the table.
+     * frames, smoothed by table_smooth (not divided by the nodes), and warm-started by constant
+     * velocity: an admitted frame's row is 2 r_{f−1} − r_{f−2} (r_{f−1} for the second frame).
      * The ARAP term sees the nodes before it (it is rotation-invariant anyway). */
     bool root;
     /* under a time curriculum, each newly admitted frame's time code starts from the previous
@@ -164,6 +165,10 @@ typedef struct {
     /* the nodes' positions (× extent, decaying with the means' ratio lr_means_final / lr_means)
      * and log-radii (constant) */
     double lr_nodes, lr_node_radius;
+    /* model.root's rows (constant; not × extent: its quaternion part is unitless). Why its own: a
+     * body spinning 19° a frame (the repertoire humanoid's frames 36–44) needs Δq ≈ 0.17 in the
+     * few steps a frame is the ramp's newest; lr_deform × extent moves it ~2e-3 a step */
+    double lr_root;
     double lambda; /* D-SSIM weight */
     /* 3DGS-MCMC's regularizers (Kheradmand et al. 2024) on the rendered set: reg_opacity × mean
      * opacity + reg_scale × mean scale (world units); 0 (every preset): off. Tried for issue 18's
@@ -291,7 +296,7 @@ int gs4d_auto_freq_t(const Gs4dData *d);
 /* the per-Gaussian groups come first (densification copies their rows), then the MLP, then the
  * control nodes' */
 enum { GS4D_MEANS, GS4D_SCALES, GS4D_QUATS, GS4D_OPACITY, GS4D_COLOR, GS4D_DEFORM, GS4D_NODE_POS, GS4D_NODE_RADIUS,
-       GS4D_GROUPS };
+       GS4D_ROOT, GS4D_GROUPS };
 
 typedef struct {
     NnLinear layer[32];
@@ -305,7 +310,7 @@ typedef struct {
     double *times;
     int frames;
     Tensor *table; /* node_table: (frames, nodes · 7), NULL otherwise */
-    Tensor *root;  /* root: (frames, 7), NULL otherwise */
+    Tensor *root;  /* root: (frames, 7) ("root.pose", its own Adam group), NULL otherwise */
 } Gs4dMlp;
 
 /* Labels for n points from their trajectories: rest (n × 3, the canonical means), pos (frames × n
