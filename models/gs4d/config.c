@@ -115,6 +115,9 @@ static const DsConfigField TRAIN_FIELDS[] = {
     {"ramp_front", DS_CFG_FLOAT, F(train, ramp_front), "0", 0, 0.99,
      .help = "with time_ramp: the fraction of the ramp's draws that train on the newest admitted time's views "
              "(sequential per-frame tracking; Gs4dConfig.ramp_front)"},
+    {"root_search", DS_CFG_INT, F(train, root_search), "0", 0, 64,
+     .help = "model.root with time_ramp: each admitted frame's pose refined by a search over turns (32 to 2 "
+             "degrees about the world axes), by the L1 of this many of its views (0: off)"},
     {"warm_codes", DS_CFG_BOOL, F(train, warm_codes), "false", NO_RANGE,
      .help = "under the time ramp, each newly admitted frame's time code starts from the previous frame's, as "
              "its table and root rows do (else from its random init)"},
@@ -152,7 +155,7 @@ Gs4dConfig gs4d_run_model_config(const Gs4dRunConfig *c) {
                                                    : GS4D_TIME_FOURIER;
     g.latent_dim = (int)c->model.latent_dim;
     g.node_table = c->model.node_table, g.table_smooth = c->train.table_smooth, g.root = c->model.root;
-    g.warm_codes = c->train.warm_codes, g.ramp_front = c->train.ramp_front;
+    g.warm_codes = c->train.warm_codes, g.ramp_front = c->train.ramp_front, g.root_search = (int)c->train.root_search;
     g.lr_nodes = c->optim.lr_nodes, g.lr_node_radius = c->optim.lr_node_radius, g.lr_root = c->optim.lr_root;
     g.lr_means = c->optim.lr_means, g.lr_means_final = c->optim.lr_means_final;
     g.lr_deform = c->optim.lr_deform, g.lr_deform_final = c->optim.lr_deform_final, g.lr_steps = c->train.iters;

@@ -33,7 +33,7 @@ typedef struct {
     } optim;
     struct {
         int64_t iters, batch, turntable_frames, warmup, time_ramp, log_every, ckpt_every, densify_every, reset_every, knn_every, arap_k;
-        int64_t redo_every;
+        int64_t redo_every, root_search;
         int64_t recluster_every, recluster_bones, recluster_frames;
         double refine_frac, prune_opacity, densify_grad, split_scale, arap_weight, table_smooth, ramp_front;
         bool random_background, ramp_schedule, warm_codes;

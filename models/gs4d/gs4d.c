@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "arap.h"
+#include "base/mat3.h"
 #include "base/alloc.h"
 #include "base/clock.h"
 #include "base/errbuf.h"
@@ -1136,6 +1137,116 @@ static void opacity_reset(Gs4dModel *m) { gs_opacity_reset(tensor_f32(m->opaciti
 
 /* ---- one step ------------------------------------------------------------------------------------ */
 
+/* the photometric L1 of the views' renders with the deformed means mu (n × 3, before the root) moved
+ * by the root pose x (T, q unit) about the pivot c: R (μ − c) + c + T */
+typedef struct {
+    const Gs4dModel *m;
+    const Gs4dData *d;
+    GsGaussians g;      /* the frame's deformed set before the root */
+    const float *mu;    /* its means on the host */
+    double c[3];        /* the pivot */
+    const int *views;
+    int nv;
+    Tensor **targets;   /* the views' targets over a black background */
+    double *moved;      /* n × 3 scratch */
+} RootSearch;
+
+static double root_search_loss(RootSearch *r, const double x[7]) {
+    int64_t n = r->m->cfg.n;
+    double R[9];
+    base_quat_to_mat3(x + 3, R);
+    for (int64_t i = 0; i < n; i++) {
+        double e[3] = {r->mu[3 * i] - r->c[0], r->mu[3 * i + 1] - r->c[1], r->mu[3 * i + 2] - r->c[2]};
+        for (int a = 0; a < 3; a++) r->moved[3 * i + a] = R[3 * a] * e[0] + R[3 * a + 1] * e[1] + R[3 * a + 2] * e[2] + r->c[a] + x[a];
+    }
+    TensorScope *s = tensor_scope_begin();
+    GsGaussians g = r->g;
+    g.means = tensor_from_f64(2, (int64_t[]){n, 3}, r->g.means->dtype, r->moved);
+    if (tensor_device(r->g.means) != TENSOR_CPU) g.means = tensor_to(g.means, tensor_device(r->g.means));
+    static const double black[3] = {0, 0, 0};
+    double sum = 0;
+    for (int k = 0; k < r->nv; k++) {
+        GsRenderOut o = gs4d_render_set(r->m, &g, &r->d->views[r->views[k]].cam, black);
+        sum += tensor_item(gs_loss_l1(o.image, r->targets[k]));
+    }
+    tensor_scope_end(s);
+    return sum / r->nv;
+}
+
+/* train.root_search (gs4d.h): frame f's root pose (warm-started) refined by a coordinate search over
+ * rotations about the world axes through the pivot's place in the frame, by the photometric L1 of
+ * up to root_search of the frame's views: at 32°, 16°, 8°, 4° and 2°, each of the six turns is
+ * taken while it lowers the loss (at most 4 times a scale). Why: the photometric gradient does not
+ * find a fast turn (the humanoid's 19° a frame) from the previous frame's pose; it re-paints the
+ * turned body with Gaussians that slide (docs/gaussianimate.md §3c), and the root's own rows,
+ * stepped by Adam, wandered about every axis while the body spun about the vertical. A turn
+ * within 32° of the predicted pose is found by the search. Returns the loss drop. */
+double gs4d_root_search(Gs4dModel *m, const Gs4dData *d, int f) {
+    const Gs4dMlp *mlp = &m->mlp;
+    double t = mlp->times[f];
+    int lo = 0;
+    while (lo < d->n && d->views[d->by_time[lo]].time < t) lo++;
+    int hi = lo;
+    while (hi < d->n && d->views[d->by_time[hi]].time == t) hi++;
+    if (hi == lo) return 0;
+    int nv = m->cfg.root_search < hi - lo ? m->cfg.root_search : hi - lo, views[64];
+    if (nv > 64) nv = 64;
+    for (int k = 0; k < nv; k++) views[k] = d->by_time[lo + (int)((int64_t)k * (hi - lo) / nv)]; /* spread over the ring */
+    TensorScope *s = tensor_scope_begin();
+    bool prev = ag_no_grad_begin();
+    Gs4dModel bare = *m;
+    bare.mlp.root = NULL;
+    GsGaussians canon = gs4d_canonical(m);
+    RootSearch r = {.m = m, .d = d, .views = views, .nv = nv};
+    r.g = deform_nodes(&bare, &canon, canon.means, m->node_pos, t, NULL);
+    r.mu = tensor_f32(tensor_contiguous(tensor_to(tensor_cast(r.g.means, TENSOR_F32), TENSOR_CPU)));
+    const float *pv = tensor_f32(tensor_contiguous(tensor_to(m->root_pivot, TENSOR_CPU)));
+    const float *row = tensor_f32(tensor_contiguous(tensor_to(tensor_narrow(mlp->root, 0, f, 1), TENSOR_CPU)));
+    for (int a = 0; a < 3; a++) r.c[a] = pv[a];
+    Tensor *targets[64];
+    static const double black[3] = {0, 0, 0};
+    for (int k = 0; k < nv; k++) targets[k] = gs4d_target(d, views[k], black);
+    r.targets = targets;
+    r.moved = base_malloc(sizeof(double) * 3 * (size_t)m->cfg.n);
+    double x[7] = {row[0], row[1], row[2], 1 + row[3], row[4], row[5], row[6]}, qn = 0;
+    for (int a = 3; a < 7; a++) qn += x[a] * x[a];
+    for (int a = 3; a < 7; a++) x[a] /= sqrt(qn > 0 ? qn : 1);
+    double best = root_search_loss(&r, x), first = best;
+    for (double deg = 32; deg >= 2; deg /= 2) {
+        double h = 0.5 * deg * M_PI / 180;
+        for (int round = 0; round < 4; round++) {
+            double bx[7];
+            bool better = false;
+            for (int c = 0; c < 6; c++) {
+                double dq[4] = {cos(h), 0, 0, 0}, y[7];
+                dq[1 + c / 2] = (c % 2 ? -1 : 1) * sin(h);
+                memcpy(y, x, sizeof y);
+                /* y's rotation = the turn ∘ x's: q_y = dq ⊗ q_x (a turn about the pivot's place c + T) */
+                const double *q = x + 3;
+                y[3] = dq[0] * q[0] - dq[1] * q[1] - dq[2] * q[2] - dq[3] * q[3];
+                y[4] = dq[0] * q[1] + dq[1] * q[0] + dq[2] * q[3] - dq[3] * q[2];
+                y[5] = dq[0] * q[2] - dq[1] * q[3] + dq[2] * q[0] + dq[3] * q[1];
+                y[6] = dq[0] * q[3] + dq[1] * q[2] - dq[2] * q[1] + dq[3] * q[0];
+                double e = root_search_loss(&r, y);
+                if (e < best) best = e, memcpy(bx, y, sizeof bx), better = true;
+            }
+            if (!better) break;
+            memcpy(x, bx, sizeof x);
+        }
+    }
+    free(r.moved);
+    ag_no_grad_end(prev);
+    tensor_scope_end(s);
+    if (best < first) {
+        HostRun hr;
+        host_run_begin(m, &hr);
+        float *p = tensor_f32(m->params.flat) + (mlp->root->offset - m->params.flat->offset) + 7 * f;
+        for (int a = 0; a < 7; a++) p[a] = (float)(x[a] - (a == 3));
+        host_run_end(m, &hr);
+    }
+    return first - best;
+}
+
 /* the table rows of the frames the curriculum admits at this step start from the previous frame's
  * (their moments zeroed) */
 static void table_admit(Gs4dModel *m, const Gs4dData *d) {
@@ -1163,6 +1274,8 @@ static void table_admit(Gs4dModel *m, const Gs4dData *d) {
         }
     }
     host_run_end(m, &r);
+    if (mlp->root && m->cfg.root_search > 0)
+        for (int f = first; f <= last; f++) gs4d_root_search(m, d, f);
 }
 
 double gs4d_step(Gs4dModel *m, const Gs4dData *d, int v, TensorRng *rng, Gs4dStepInfo *info) {

@@ -136,6 +136,10 @@ typedef struct {
      * frame's (as its table and root rows do): the frame then starts as the deformation of the
      * frame before it, not as the MLP's answer to a random code */
     bool warm_codes;
+    /* model.root under a time curriculum: each admitted frame's pose is refined by a coordinate
+     * search over turns about the world axes, by the photometric L1 of this many of its views
+     * (0: off; gs4d.c root_search) */
+    int root_search;
     /* supersampling (1: off): every render, in training and after, is made at supersample × the
      * camera's resolution (intrinsics scaled, so each image pixel is exactly a block of
      * supersample² sub-pixels) and averaged over each block, the box filter a real pixel is. Why:
@@ -360,6 +364,11 @@ void gs4d_free(Gs4dModel *m);
  * the ramp a draw v < ramp_front · n picks among the newest time's views instead
  * (Gs4dConfig.ramp_front). */
 int gs4d_pick_view(const Gs4dModel *m, const Gs4dData *d, int64_t step, int v);
+/* model.root: frame f's pose (row f of mlp.root, as it stands) refined by the coordinate search over
+ * turns of Gs4dConfig.root_search, by the photometric L1 of up to root_search (≥ 1) of the views at
+ * the frame's time; the row is replaced when the search lowered the loss. Returns the drop (≥ 0).
+ * Called by the step for every frame the time ramp admits. */
+double gs4d_root_search(Gs4dModel *m, const Gs4dData *d, int f);
 /* Control nodes (deform = nodes): farthest-point samples of the canonical means, the radius from
  * their spacing, the Gaussian → node and node → node neighbors, Adam moments of the node groups
  * zeroed. The step calls it when the warm-up ends; tests and benchmarks may call it earlier. */
