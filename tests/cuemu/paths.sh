@@ -144,11 +144,12 @@ run gs4d_ss_cpu "$anima" "${G4S[@]}" && run gs4d_ss_cuda "$anima" "${G4S[@]}" --
     "$tmp/gs4d_ss_cuda/metrics.jsonl" "loss:1e-5 photometric:1e-5 arap:1e-3:1e-12 test_psnr:0:0.001 densified:0 relocated:0"
 # control nodes (model.deform nodes: the MLP on the nodes, the RBF blend through index_select,
 # softmax and the quaternion products), with per-frame codes beside gamma(t) and the per-frame
-# table and the per-frame pose of the whole set (model.root: a matmul by the rotation of its row);
-# steps 3..7 deform
+# table and the per-frame pose of the whole set (model.root: a matmul by the rotation of its row),
+# under a time ramp with the root's search, the ramp's front and warm codes; steps 3..7 deform
 t=$(now)
 G4N=("${G4[@]}" --set model.deform=\"nodes\" --set model.nodes=32 --set model.time=\"both\" --set model.latent_dim=4
-     --set model.node_table=true --set model.root=true --set model.head_init=0.05)
+     --set model.node_table=true --set model.root=true --set model.head_init=0.05 --set train.time_ramp=4
+     --set train.root_search=2 --set train.ramp_front=0.5 --set train.warm_codes=true)
 run gs4d_n_cpu "$anima" "${G4N[@]}" && run gs4d_n_cuda "$anima" "${G4N[@]}" --device cuda &&
   check "gs4d fit --device cuda vs cpu, control nodes" "$t" "$tmp/gs4d_n_cpu/metrics.jsonl" "$tmp/gs4d_n_cuda/metrics.jsonl" \
     "loss:1e-5 photometric:1e-5 arap:1e-3:1e-12 test_psnr:0:0.001 densified:0 relocated:0"
