@@ -111,7 +111,8 @@ static const DsConfigField TRAIN_FIELDS[] = {
     {"redo_every", DS_CFG_INT, F(train, redo_every), "0", 0, 1e9,
      .help = "recycle the deformation MLP's dead ReLU units every N deformation steps (0: off; Gs4dConfig.redo_every)"},
     {"table_smooth", DS_CFG_FLOAT, F(train, table_smooth), "1", 0, 1e9,
-     .help = "model.node_table: x the squared difference of the drawn frame's table rows to its neighbors' (per node)"},
+     .help = "model.node_table / model.root: x the squared difference of the drawn frame's rows to its neighbors' "
+             "(the table's per node)"},
     {"ramp_front", DS_CFG_FLOAT, F(train, ramp_front), "0", 0, 0.99,
      .help = "with time_ramp: the fraction of the ramp's draws that train on the newest admitted time's views "
              "(sequential per-frame tracking; Gs4dConfig.ramp_front)"},
