@@ -6,11 +6,12 @@
 #include <string.h>
 
 #include "arap.h"
-#include "base/mat3.h"
 #include "base/alloc.h"
 #include "base/clock.h"
 #include "base/errbuf.h"
 #include "base/h5file.h"
+#include "base/mat3.h"
+#include "datasets/motion/rig.h"
 #include "gs4d.h"
 #include "models/gaussians/loss.h"
 #include "models/gaussians/params.h"
@@ -501,8 +502,7 @@ static Tensor *row_at(const Gs4dMlp *mlp, Tensor *rows, double t) {
 
 static Tensor *code_at(const Gs4dMlp *mlp, double t) { return row_at(mlp, mlp->codes, t); }
 
-/* table_smooth's term at time t: the nearer frame's table row against its neighbors', the squared
- * difference summed over the row and divided by the nodes (0-d; NULL without a table or weight) */
+/* Σ over frame j's neighbors of the squared difference of row j of rows to theirs (0-d) */
 static Tensor *rows_smooth(const Gs4dMlp *mlp, Tensor *rows, int j) {
     Tensor *r = tensor_narrow(rows, 0, j, 1), *sum = NULL;
     for (int nb = j - 1; nb <= j + 1; nb += 2) {
@@ -514,6 +514,8 @@ static Tensor *rows_smooth(const Gs4dMlp *mlp, Tensor *rows, int j) {
     return sum;
 }
 
+/* table_smooth's term at time t: the nearer frame's table row against its neighbors' divided by
+ * the nodes, plus its root row against theirs (0-d; NULL without a table, a root or a weight) */
 static Tensor *table_smooth_loss(const Gs4dModel *m, double t) {
     const Gs4dMlp *mlp = &m->mlp;
     if ((!mlp->table && !mlp->root) || !(m->cfg.table_smooth > 0) || mlp->frames < 2) return NULL;
@@ -1176,11 +1178,12 @@ static double root_search_loss(RootSearch *r, const double x[7]) {
 /* train.root_search (gs4d.h): frame f's root pose (warm-started) refined by a coordinate search over
  * rotations about the world axes through the pivot's place in the frame, by the photometric L1 of
  * up to root_search of the frame's views: at 32°, 16°, 8°, 4° and 2°, each of the six turns is
- * taken while it lowers the loss (at most 4 times a scale). Why: the photometric gradient does not
- * find a fast turn (the humanoid's 19° a frame) from the previous frame's pose; it re-paints the
- * turned body with Gaussians that slide (docs/gaussianimate.md §3c), and the root's own rows,
- * stepped by Adam, wandered about every axis while the body spun about the vertical. A turn
- * within 32° of the predicted pose is found by the search. Returns the loss drop. */
+ * taken while it lowers the loss (at most 4 times a scale). Why: the root's rows stepped by Adam
+ * did not find the humanoid's turn (up to 19° a frame) and wandered about every axis while the
+ * body spun about the vertical. Measured (docs/gaussianimate.md §3d): the search's pose follows
+ * about a third of that turn, since a few degrees move the L1 less than the fit's own error; with
+ * a long ramp and its front the node deformation carries the rest without sliding. Returns the
+ * loss drop. */
 double gs4d_root_search(Gs4dModel *m, const Gs4dData *d, int f) {
     const Gs4dMlp *mlp = &m->mlp;
     double t = mlp->times[f];
@@ -1221,12 +1224,7 @@ double gs4d_root_search(Gs4dModel *m, const Gs4dData *d, int f) {
                 double dq[4] = {cos(h), 0, 0, 0}, y[7];
                 dq[1 + c / 2] = (c % 2 ? -1 : 1) * sin(h);
                 memcpy(y, x, sizeof y);
-                /* y's rotation = the turn ∘ x's: q_y = dq ⊗ q_x (a turn about the pivot's place c + T) */
-                const double *q = x + 3;
-                y[3] = dq[0] * q[0] - dq[1] * q[1] - dq[2] * q[2] - dq[3] * q[3];
-                y[4] = dq[0] * q[1] + dq[1] * q[0] + dq[2] * q[3] - dq[3] * q[2];
-                y[5] = dq[0] * q[2] - dq[1] * q[3] + dq[2] * q[0] + dq[3] * q[1];
-                y[6] = dq[0] * q[3] + dq[1] * q[2] - dq[2] * q[1] + dq[3] * q[0];
+                ds_quat_mul(dq, x + 3, y + 3); /* the turn after x's rotation: about the pivot's place c + T */
                 double e = root_search_loss(&r, y);
                 if (e < best) best = e, memcpy(bx, y, sizeof bx), better = true;
             }
@@ -1247,8 +1245,9 @@ double gs4d_root_search(Gs4dModel *m, const Gs4dData *d, int f) {
     return first - best;
 }
 
-/* the table rows of the frames the curriculum admits at this step start from the previous frame's
- * (their moments zeroed) */
+/* the frames the curriculum admits at this step: their table rows (and codes, with warm_codes)
+ * start from the previous frame's, their root rows by constant velocity, their moments zeroed;
+ * then, with root_search, each admitted frame's pose is searched */
 static void table_admit(Gs4dModel *m, const Gs4dData *d) {
     double lo = window_limit(m, d, m->step - 1), hi = window_limit(m, d, m->step);
     const Gs4dMlp *mlp = &m->mlp;

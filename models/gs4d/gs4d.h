@@ -127,7 +127,9 @@ typedef struct {
      * (buffers.root_pivot): μ ← R_t (μ − c) + c + T_t, q ← q_t ⊗ q. Why: a body that turns (the
      * repertoire's humanoid, up to 178°) must turn every node by the same rotation, and the nodes'
      * own transforms found it by re-painting the turned body with Gaussians that slid over it
-     * (docs/gaussianimate.md §3c); one shared pose per frame is the turn itself. Linear between
+     * (docs/gaussianimate.md §3c); one shared pose per frame is the turn itself. Measured (§3d):
+     * stepped by Adam it does not find the turn, searched (root_search) it follows about a third
+     * of it; the drift fell with it, the ramp's front and warm codes under a long ramp. Linear between
      * frames, smoothed by table_smooth (not divided by the nodes), and warm-started by constant
      * velocity: an admitted frame's row is 2 r_{f−1} − r_{f−2} (r_{f−1} for the second frame).
      * The ARAP term sees the nodes before it (it is rotation-invariant anyway). */
@@ -138,7 +140,7 @@ typedef struct {
     bool warm_codes;
     /* model.root under a time curriculum: each admitted frame's pose is refined by a coordinate
      * search over turns about the world axes, by the photometric L1 of this many of its views
-     * (0: off; gs4d.c root_search) */
+     * (0: off; gs4d_root_search) */
     int root_search;
     /* supersampling (1: off): every render, in training and after, is made at supersample × the
      * camera's resolution (intrinsics scaled, so each image pixel is exactly a block of
