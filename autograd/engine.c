@@ -56,7 +56,89 @@ static NodeVec collect(int n, Tensor *const *roots) {
     return order;
 }
 
-static Tensor *acc(Tensor *sum, Tensor *g) { return sum ? tensor_add(sum, g) : g; }
+/* ---- the gradients a backward pass made, freed when the pass no longer holds them ------------
+ * ag_backward (not ag_grad, whose results are the gradients themselves) counts, per storage made
+ * during the pass in the current scope, how many node slots (grad_acc) and handed-out input
+ * gradients hold it; when the count falls to 0 the bytes go back to the scope
+ * (tensor_storage_recycle) for the pass's next allocations, and a slot that alone holds its
+ * storage accumulates in place. What a node's backward made in the scope and did not hand out
+ * (its scratch: the 1 − y² of tanh's) is recycled when it returns (tensor_scope_log_begin). What the pass did not make (saved tensors, user gradients, the
+ * leaves' .grad, which deliver_leaf copies into) is never counted, so never freed. The values
+ * are those of the plain pass, bit for bit; a long pass's peak memory is what is live, not what
+ * was ever made. */
+typedef struct {
+    TensorStorage *st;
+    int64_t n;
+} RcEntry;
+
+typedef struct {
+    RcEntry *v;
+    int64_t cap, used;
+    uint64_t born; /* storages with a larger serial were made by this pass */
+    TensorScope *scope;
+} Rc;
+
+static bool rc_tracked(const Rc *rc, const Tensor *t) {
+    return rc && t && t->storage && t->storage->device == TENSOR_CPU && t->storage->scope == rc->scope &&
+           t->storage->serial > rc->born;
+}
+
+static RcEntry *rc_find(Rc *rc, TensorStorage *st) {
+    if (2 * (rc->used + 1) > rc->cap) {
+        RcEntry *old = rc->v;
+        int64_t oc = rc->cap;
+        rc->cap = oc ? 2 * oc : 256;
+        rc->v = base_calloc((size_t)rc->cap, sizeof *rc->v);
+        for (int64_t i = 0; i < oc; i++)
+            if (old[i].st) *rc_find(rc, old[i].st) = old[i];
+        free(old);
+    }
+    uint64_t h = (uint64_t)(uintptr_t)st * 0x9e3779b97f4a7c15ull;
+    for (int64_t i = (int64_t)(h >> 20) & (rc->cap - 1);; i = (i + 1) & (rc->cap - 1)) {
+        if (rc->v[i].st == st) return &rc->v[i];
+        if (!rc->v[i].st) {
+            rc->v[i].st = st, rc->v[i].n = 0;
+            rc->used++;
+            return &rc->v[i];
+        }
+    }
+}
+
+static bool rc_held(const Rc *rc, TensorStorage *st) {
+    if (!rc->cap) return false;
+    uint64_t h = (uint64_t)(uintptr_t)st * 0x9e3779b97f4a7c15ull;
+    for (int64_t i = (int64_t)(h >> 20) & (rc->cap - 1); rc->v[i].st; i = (i + 1) & (rc->cap - 1))
+        if (rc->v[i].st == st) return rc->v[i].n > 0;
+    return false;
+}
+
+static void rc_ref(Rc *rc, const Tensor *t) {
+    if (rc_tracked(rc, t)) rc_find(rc, t->storage)->n++;
+}
+
+static void rc_unref(Rc *rc, const Tensor *t) {
+    if (!rc_tracked(rc, t)) return;
+    RcEntry *e = rc_find(rc, t->storage);
+    if (e->n <= 0) tensor_fail("backward", "internal: a gradient released more often than held");
+    if (--e->n == 0) tensor_storage_recycle(t->storage);
+}
+
+/* sum + g into a node's slot (sum: the slot's value or NULL); the slot's hold moves to the result */
+static Tensor *acc(Rc *rc, Tensor *sum, Tensor *g) {
+    if (!sum) {
+        rc_ref(rc, g);
+        return g;
+    }
+    if (rc_tracked(rc, sum) && rc_find(rc, sum->storage)->n == 1 && tensor_is_contiguous(sum) &&
+        tensor_is_contiguous(g) && (sum->dtype == TENSOR_F32 || sum->dtype == TENSOR_F64)) {
+        tensor_be("backward", sum)->binary(TENSOR_OP_ADD, sum, sum, g); /* elementwise: out may be a */
+        return sum;
+    }
+    Tensor *r = tensor_add(sum, g);
+    rc_ref(rc, r);
+    rc_unref(rc, sum);
+    return r;
+}
 
 static void check_grad_shape(const char *what, const Tensor *t, const Tensor *g) {
     char a[128], b[128];
@@ -75,7 +157,7 @@ typedef struct {
 static void deliver_leaf(Tensor *leaf, Tensor *g, Sink *sink) {
     if (sink) {
         for (int i = 0; i < sink->n; i++)
-            if (sink->inputs[i] == leaf) sink->grads[i] = acc(sink->grads[i], g);
+            if (sink->inputs[i] == leaf) sink->grads[i] = acc(NULL, sink->grads[i], g);
         return;
     }
     check_grad_shape("leaf", leaf, g);
@@ -167,7 +249,7 @@ static void leaf_report(LeafVec *s, AgLeafHook h, int64_t k) {
 
 /* ---- the backward pass ---------------------------------------------------------------------- */
 
-static void run_node(TensorNode *nd, Tensor *g, Sink *sink) {
+static void run_node(TensorNode *nd, Tensor *g, Sink *sink, Rc *rc) {
     bool need[TENSOR_MAX_INPUTS] = {0}, any = false;
     Tensor *gin[TENSOR_MAX_INPUTS] = {0};
     for (int i = 0; i < nd->n_inputs; i++) {
@@ -177,15 +259,25 @@ static void run_node(TensorNode *nd, Tensor *g, Sink *sink) {
     if (any) {
         AgBackwardFn fn = ag_backward_fn(nd->op);
         if (!fn) tensor_fail("backward", "op '%s' has no backward", tensor_op_table[nd->op].name);
+        int64_t mark = rc ? tensor_scope_log_begin(rc->scope) : 0;
         fn(nd, g, need, gin);
+        for (int i = 0; i < nd->n_inputs; i++) rc_ref(rc, gin[i]); /* held while handed out (two may share bytes) */
+        if (rc) { /* what the backward made and did not hand out was its scratch */
+            TensorStorage *const *made;
+            int64_t n = tensor_scope_log_end(rc->scope, &made);
+            for (int64_t j = mark; j < n; j++)
+                if (!rc_held(rc, made[j])) tensor_storage_recycle(made[j]);
+            tensor_scope_log_truncate(rc->scope, mark);
+        }
     }
     for (int i = 0; i < nd->n_inputs; i++) {
         if (!need[i] || !gin[i]) continue;
         Tensor *in = nd->inputs[i];
         check_grad_shape(tensor_op_table[nd->op].name, in, gin[i]);
-        if (in->node) in->node->grad_acc = acc(in->node->grad_acc, gin[i]);
+        if (in->node) in->node->grad_acc = acc(rc, in->node->grad_acc, gin[i]);
         else deliver_leaf(in, gin[i], sink);
     }
+    for (int i = 0; i < nd->n_inputs; i++) rc_unref(rc, gin[i]);
 }
 
 /* A run may start inside another run's backward: a custom op's create_graph backward calls
@@ -196,6 +288,7 @@ static void run_node(TensorNode *nd, Tensor *g, Sink *sink) {
  * it was. (Before, the inner run added onto and then cleared those values, and the outer pass
  * lost them: the second derivative through attention with non-leaf q, k, v was wrong.) */
 static void run(int n_out, Tensor *const *outputs, Tensor *const *grad_outputs, Sink *sink, bool retain) {
+    Rc rcs = {.born = tensor_storage_serial_now(), .scope = tensor_scope_current()}, *rc = sink ? NULL : &rcs;
     NodeVec order = collect(n_out, outputs);
     uint64_t my_epoch = epoch; /* an inner run moves epoch on; this run's nodes carry >= my_epoch */
     Tensor **pending = NULL;
@@ -220,13 +313,16 @@ static void run(int n_out, Tensor *const *outputs, Tensor *const *grad_outputs, 
             g = tensor_ones_like(o);
         }
         check_grad_shape("output", o, g);
-        if (o->node) o->node->grad_acc = acc(o->node->grad_acc, g);
+        if (o->node) o->node->grad_acc = acc(rc, o->node->grad_acc, g);
         else deliver_leaf(o, g, sink);
     }
     if (hook.fn) leaf_report(&sched, hook, -1);
     for (int64_t k = 0; k < order.n; k++) {
         TensorNode *nd = order.v[k];
-        if (nd->grad_acc) run_node(nd, nd->grad_acc, sink);
+        if (nd->grad_acc) {
+            run_node(nd, nd->grad_acc, sink, rc);
+            rc_unref(rc, nd->grad_acc); /* the slot is spent (reset below) */
+        }
         if (hook.fn) leaf_report(&sched, hook, k);
     }
     free(sched.v);
@@ -241,6 +337,7 @@ static void run(int n_out, Tensor *const *outputs, Tensor *const *grad_outputs, 
     }
     free(pending);
     free(order.v);
+    free(rcs.v);
 }
 
 void ag_backward(Tensor *root, Tensor *grad_root, bool retain_graph) {

@@ -3,6 +3,7 @@
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -30,6 +31,17 @@ const char *tensor_dtype_name(TensorDType dt) {
 
 /* ---- scopes: chunked bump allocation, chunks cached across scopes ------------------------ */
 
+/* AddressSanitizer cannot see inside a chunk: a recycled block is poisoned until it is taken
+ * again, so a read of a gradient after autograd recycled it is reported */
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
+#define POISON(p, n) ASAN_POISON_MEMORY_REGION((p), (n))
+#define UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION((p), (n))
+#else
+#define POISON(p, n) ((void)(p), (void)(n))
+#define UNPOISON(p, n) ((void)(p), (void)(n))
+#endif
+
 #define CHUNK_MIN ((size_t)1 << 20)
 #define CHUNK_ALIGN 64
 #define CACHE_CLASSES 48
@@ -49,9 +61,21 @@ typedef struct DevBlock {
     TensorDevice dev;
 } DevBlock;
 
+/* a recycled block (tensor_storage_recycle), kept in its own first bytes */
+typedef struct FreeBlock {
+    struct FreeBlock *next;
+    size_t size;
+} FreeBlock;
+#define RECYCLE_MIN ((size_t)4096)
+
 struct TensorScope {
     TensorScope *parent;
     Chunk *chunks; /* head: the one being bumped */
+    FreeBlock *free_blocks[CACHE_CLASSES]; /* by size: class c holds [2^c, 2^(c+1)) bytes */
+    int64_t n_free;
+    TensorStorage **log; /* tensor_scope_log_begin */
+    int64_t log_n, log_cap;
+    int log_depth;
     DevBlock *dev_blocks;
     size_t bytes;
     bool live;
@@ -139,6 +163,13 @@ TensorScope *tensor_scope_begin(void) {
 static void scope_release(TensorScope *s) {
     for (DevBlock *d = s->dev_blocks; d; d = d->next) tensor_backend_for(d->dev)->release(d->ptr);
     s->dev_blocks = NULL;
+    for (int c = 0; c < CACHE_CLASSES; c++) {
+        for (FreeBlock *b = s->free_blocks[c]; b; b = b->next) UNPOISON(b, b->size); /* the chunks are reused */
+        s->free_blocks[c] = NULL;
+    }
+    s->n_free = 0;
+    free(s->log);
+    s->log = NULL, s->log_n = s->log_cap = 0, s->log_depth = 0;
     Chunk *c = s->chunks;
     while (c) {
         Chunk *next = c->next;
@@ -193,6 +224,62 @@ int64_t tensor_contig_strides(int ndim, const int64_t *shape, int64_t *stride) {
     return n;
 }
 
+static _Atomic uint64_t storage_serial;
+
+uint64_t tensor_storage_serial_now(void) { return atomic_load_explicit(&storage_serial, memory_order_relaxed); }
+
+static int size_class(size_t n) {
+    int c = 0;
+    while (c + 1 < CACHE_CLASSES && ((size_t)2 << c) <= n) c++;
+    return c;
+}
+
+/* a recycled block of s holding *need bytes and at most twice that, the first found in *need's
+ * size class or the next (*need becomes its size) */
+static void *scope_take(TensorScope *s, size_t *need) {
+    int c0 = size_class(*need);
+    for (int c = c0; c <= c0 + 1 && c < CACHE_CLASSES; c++)
+        for (FreeBlock **p = &s->free_blocks[c]; *p; p = &(*p)->next)
+            if ((*p)->size >= *need && (*p)->size / 2 <= *need) {
+                FreeBlock *b = *p;
+                *p = b->next;
+                s->n_free--;
+                *need = b->size;
+                UNPOISON(b, b->size);
+                return b;
+            }
+    return NULL;
+}
+
+void tensor_storage_recycle(TensorStorage *st) {
+    if (!st || !st->data || st->device != TENSOR_CPU || st->scope != tensor_scope_current() || st->capacity < RECYCLE_MIN)
+        return;
+    FreeBlock *b = st->data;
+    int c = size_class(st->capacity);
+    b->size = st->capacity;
+    b->next = st->scope->free_blocks[c];
+    st->scope->free_blocks[c] = b;
+    st->scope->n_free++;
+    POISON((char *)b + sizeof *b, b->size - sizeof *b);
+    st->data = NULL;
+}
+
+int64_t tensor_scope_log_begin(TensorScope *s) {
+    s->log_depth++;
+    return s->log_n;
+}
+
+int64_t tensor_scope_log_end(TensorScope *s, TensorStorage *const **made) {
+    if (s->log_depth <= 0) tensor_fail("tensor_scope_log_end", "no log open");
+    s->log_depth--;
+    *made = s->log;
+    return s->log_n;
+}
+
+void tensor_scope_log_truncate(TensorScope *s, int64_t mark) {
+    if (mark >= 0 && mark < s->log_n) s->log_n = mark;
+}
+
 static Tensor *header_new(TensorScope *s) {
     Tensor *t = tensor_scope_alloc(s, sizeof(Tensor));
     memset(t, 0, sizeof *t);
@@ -212,10 +299,23 @@ Tensor *tensor_empty_on(int ndim, const int64_t *shape, TensorDType dt, TensorDe
     if (ndim) memcpy(t->shape, shape, sizeof(int64_t) * (size_t)ndim);
     int64_t n = tensor_contig_strides(ndim, shape, t->stride);
     TensorStorage *st = tensor_scope_alloc(s, sizeof *st);
+    memset(st, 0, sizeof *st);
     st->nbytes = (size_t)n * tensor_dtype_size(dt);
     st->device = dev;
+    st->serial = atomic_fetch_add_explicit(&storage_serial, 1, memory_order_relaxed) + 1;
     if (dev == TENSOR_CPU) {
-        st->data = tensor_scope_alloc(s, st->nbytes);
+        st->scope = s;
+        st->capacity = (st->nbytes + CHUNK_ALIGN - 1) / CHUNK_ALIGN * CHUNK_ALIGN;
+        if (st->capacity == 0) st->capacity = CHUNK_ALIGN;
+        st->data = st->capacity >= RECYCLE_MIN && s->n_free ? scope_take(s, &st->capacity) : NULL;
+        if (!st->data) st->data = tensor_scope_alloc(s, st->capacity);
+        if (s->log_depth > 0 && st->capacity >= RECYCLE_MIN) {
+            if (s->log_n == s->log_cap) {
+                s->log_cap = s->log_cap ? 2 * s->log_cap : 64;
+                s->log = base_realloc(s->log, sizeof *s->log * (size_t)s->log_cap);
+            }
+            s->log[s->log_n++] = st;
+        }
     } else {
         const TensorBackend *be = tensor_backend_for(dev);
         st->data = be->alloc(st->nbytes ? st->nbytes : 1);

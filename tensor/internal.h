@@ -9,6 +9,22 @@
 /* A new header over x's storage with the given geometry (no recording). */
 Tensor *tensor_make_view(const Tensor *x, int ndim, const int64_t *shape, const int64_t *stride,
                          int64_t offset);
+/* Storage recycling inside a scope (autograd/engine.c: the gradients of a backward pass).
+ * tensor_storage_serial_now is the serial the next allocation exceeds: a storage with
+ * st->serial > a value read earlier was allocated after that read. tensor_storage_recycle hands
+ * st's bytes back to its scope, which must be the current one (st->data becomes NULL), where a later CPU allocation of the same
+ * scope needing between half of them and all of them takes them instead of new bytes; the caller
+ * guarantees nothing reads st again. Memory the allocator did not make, device memory and blocks
+ * under 4 KiB are left alone. */
+uint64_t tensor_storage_serial_now(void);
+void tensor_storage_recycle(TensorStorage *st);
+/* The storages a stretch of work makes in scope s: between tensor_scope_log_begin (which returns
+ * the mark) and tensor_scope_log_end, every CPU storage of at least 4 KiB made in s (not in its
+ * child scopes) is logged; log_end gives the log, whose entries from the mark on are that
+ * stretch's, and log_truncate(mark) drops them. Stretches nest. */
+int64_t tensor_scope_log_begin(TensorScope *s);
+int64_t tensor_scope_log_end(TensorScope *s, TensorStorage *const **made);
+void tensor_scope_log_truncate(TensorScope *s, int64_t mark);
 /* Contiguous strides for shape; returns numel. */
 int64_t tensor_contig_strides(int ndim, const int64_t *shape, int64_t *stride);
 /* Broadcast two shapes; fails naming op with both shapes. Returns ndim of out. */

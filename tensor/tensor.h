@@ -31,6 +31,12 @@ typedef struct TensorStorage {
     void *data;
     size_t nbytes;
     TensorDevice device;
+    /* the allocator's: the scope whose chunk holds data (CPU; NULL for memory it did not
+     * allocate), the bytes reserved there, and the order of allocation (autograd/engine.c
+     * recycles the gradients a backward pass made as soon as the pass no longer holds them) */
+    TensorScope *scope;
+    size_t capacity;
+    uint64_t serial;
 } TensorStorage;
 
 typedef struct Tensor {
