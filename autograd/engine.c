@@ -83,6 +83,15 @@ static bool rc_tracked(const Rc *rc, const Tensor *t) {
            t->storage->serial > rc->born;
 }
 
+/* st's entry, or the empty slot where it would go (cap > 0) */
+static RcEntry *rc_probe(const Rc *rc, const TensorStorage *st) {
+    uint64_t h = (uint64_t)(uintptr_t)st * 0x9e3779b97f4a7c15ull;
+    int64_t i = (int64_t)(h >> 20) & (rc->cap - 1);
+    while (rc->v[i].st && rc->v[i].st != st) i = (i + 1) & (rc->cap - 1);
+    return &rc->v[i];
+}
+
+/* st's entry, made (count 0) when absent */
 static RcEntry *rc_find(Rc *rc, TensorStorage *st) {
     if (2 * (rc->used + 1) > rc->cap) {
         RcEntry *old = rc->v;
@@ -90,27 +99,15 @@ static RcEntry *rc_find(Rc *rc, TensorStorage *st) {
         rc->cap = oc ? 2 * oc : 256;
         rc->v = base_calloc((size_t)rc->cap, sizeof *rc->v);
         for (int64_t i = 0; i < oc; i++)
-            if (old[i].st) *rc_find(rc, old[i].st) = old[i];
+            if (old[i].st) *rc_probe(rc, old[i].st) = old[i];
         free(old);
     }
-    uint64_t h = (uint64_t)(uintptr_t)st * 0x9e3779b97f4a7c15ull;
-    for (int64_t i = (int64_t)(h >> 20) & (rc->cap - 1);; i = (i + 1) & (rc->cap - 1)) {
-        if (rc->v[i].st == st) return &rc->v[i];
-        if (!rc->v[i].st) {
-            rc->v[i].st = st, rc->v[i].n = 0;
-            rc->used++;
-            return &rc->v[i];
-        }
-    }
+    RcEntry *e = rc_probe(rc, st);
+    if (!e->st) *e = (RcEntry){st, 0}, rc->used++;
+    return e;
 }
 
-static bool rc_held(const Rc *rc, TensorStorage *st) {
-    if (!rc->cap) return false;
-    uint64_t h = (uint64_t)(uintptr_t)st * 0x9e3779b97f4a7c15ull;
-    for (int64_t i = (int64_t)(h >> 20) & (rc->cap - 1); rc->v[i].st; i = (i + 1) & (rc->cap - 1))
-        if (rc->v[i].st == st) return rc->v[i].n > 0;
-    return false;
-}
+static bool rc_held(const Rc *rc, const TensorStorage *st) { return rc->cap && rc_probe(rc, st)->n > 0; }
 
 static void rc_ref(Rc *rc, const Tensor *t) {
     if (rc_tracked(rc, t)) rc_find(rc, t->storage)->n++;
