@@ -759,6 +759,13 @@ double sim_friction(const double D[3], const double T[6], double c, double eps, 
     return c * phi;
 }
 
+void sim_friction_majorizer(const double D[3], const double T[6], double c, double eps, double H[9]) {
+    double u[2] = {dot3(T, D), dot3(T + 3, D)}, y = sqrt(u[0] * u[0] + u[1] * u[1]);
+    double a = y < eps ? 2 / eps - y / (eps * eps) : 1 / y; /* f₁(y/ε)/y, as sim_friction's */
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 3; j++) H[3 * i + j] = c * a * (T[i] * T[j] + T[3 + i] * T[3 + j]);
+}
+
 /* ---- contact options and materials ------------------------------------------------------- */
 
 void sim_contact_defaults(SimContactOptions *c) {
@@ -772,6 +779,7 @@ void sim_contact_defaults(SimContactOptions *c) {
     c->mu = 0;
     c->eps_v = 1e-3;
     c->kappa_adapt = 0.1;
+    c->friction_majorize = true;
     memset(c->mu_set, 0, sizeof c->mu_set);
     memset(c->mu_pair, 0, sizeof c->mu_pair);
 }

@@ -156,6 +156,14 @@ double sim_ee_barrier(const double x[12], double dhat, double eps_x, double g[12
  * (3 × 3, row-major) when given — Tᵀ H_u T with H_u PSD: c[(f₁/y) I − u uᵀ/(y ε²)] below ε
  * (eigenvalues f₁′ ≥ 0, f₁/y > 0), c (I − û ûᵀ)/y beyond. */
 double sim_friction(const double D[3], const double T[6], double c, double eps, double g[3], double H[9]);
+/* The majorizer of sim_friction's term at Δ: H = c (f₁(y/ε)/y) Tᵀ T, y = |T Δ|. Since φ′(y)/y is
+ * nonincreasing, φ(√t) is concave in t, so for every Δ′
+ *   c φ(|T Δ′|) ≤ c φ(y) + gᵀ(Δ′ − Δ) + ½ (Δ′ − Δ)ᵀ H (Δ′ − Δ)
+ * (the bound iteratively reweighted least squares uses): a Newton model with this H lies above the
+ * friction term along any step. H ⪰ the exact Hessian: equal across the slip, stiffer along it
+ * (c/y where the exact one has 0 when sliding). world.c's friction pairs take it where the slip
+ * turned or slowed (SimContactOptions.friction_majorize). */
+void sim_friction_majorizer(const double D[3], const double T[6], double c, double eps, double H[9]);
 
 /* The closest point of triangle (a, b, c) to p, as barycentric weights w (Σ w = 1, w ≥ 0: the
  * face, an edge or a vertex); returns the distance. */
@@ -213,6 +221,9 @@ typedef struct {
                          smoothed Coulomb friction, friction.c), for every pair of contact materials
                          the table below does not set; 0: frictionless (0) */
     double eps_v;     /* slip speed (m/s) below which friction is smoothed to a stiff spring (1e-3) */
+    bool friction_majorize; /* a friction pair's Newton Hessian is its majorizer (sim_friction_majorizer)
+                         where its slip turned or slowed since the step's last iteration (true);
+                         false: always the exact Hessian (same solution, more iterations) */
     bool dedup;       /* the deduplicated point–surface constraint set (contact.h: sim_contact_dedup,
                          each point–edge and point–vertex contact counted once) (true); false: the
                          plain sum over point–triangle pairs */

@@ -240,6 +240,7 @@ static const DsConfigField CONTACT[] = {
     NUM("proxy_cells", C(proxy_cells), "20", 0, 1000, .help = "collision proxies: contact on each mesh clustered to cells of side max(diagonal / proxy_cells, dhat) (0: on the render mesh)"),
     NUM("mu", C(mu), "0", 0, 10, .help = "friction coefficient between the bodies (lagged smoothed Coulomb friction; 0: none)"),
     NUM("eps_v", C(eps_v), "1e-3", 1e-9, 10, .help = "slip speed (m/s) below which friction is smoothed"),
+    BOOL("friction_majorize", C(friction_majorize), "true", .help = "friction's Newton Hessian bounds it from above where a slip turns or slows (false: the exact Hessian everywhere; same solution, more iterations)"),
     BOOL("dedup", C(dedup), "true", .help = "deduplicated contact constraints: a point near a surface's edge or vertex counted once, not once per triangle there"),
     BOOL("edge_edge", C(edge_edge), "true", .help = "edge-edge pairs between surfaces besides point-triangle ones (false: thin parts can pass through each other)"),
     {0}};

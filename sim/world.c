@@ -34,7 +34,7 @@ static void scratch_free(struct SimWorldScratch *s, int nbodies) {
     if (s->euses)
         for (int b = 0; b < nbodies; b++) free(s->euses[b]), free(s->fedges[b]), free(s->vcoef[b]);
     free(s->edges), free(s->nedges), free(s->elen2), free(s->euses), free(s->fedges), free(s->vcoef);
-    free(s->fr), free(s->frgeo), free(s->frT), free(s->fridx);
+    free(s->fr), free(s->frgeo), free(s->frT), free(s->fridx), free(s->fru), free(s->frsec);
     if (s->xr)
         for (int k = 0; k < s->nobj; k++) free(s->xr[k]);
     free(s->xr);
@@ -435,6 +435,7 @@ static int ws_hessian(void *ctx, const double *z, bool lagged, bool fresh_el) {
     int assembled = sim_world_objects_hessian(w, z, w->ws->ztil, c->dt, c->t1, lagged, fresh_el);
     double t1 = base_cpu_now();
     w->last.t_hessian += t1 - t0;
+    if (c->contact) sim_world_friction_turns(w);
     if (c->contact && sim_world_contact_prepare(w, c->dt * c->dt)) return -1;
     w->last.t_pairs += base_cpu_now() - t1;
     return assembled;
