@@ -31,7 +31,7 @@ double sim_barrier_pair_curvature(double d, double dhat) {
 }
 
 void sim_contact_set_free(SimContactSet *s) {
-    free(s->pairs), free(s->keys), free(s->ent), free(s->count), free(s->cell), free(s->use), free(s->box), free(s->bucket);
+    free(s->pairs), free(s->keys), free(s->ent), free(s->count), free(s->cell), free(s->use), free(s->box), free(s->bucket), free(s->rkey), free(s->rord), free(s->rtmp);
     memset(s, 0, sizeof *s);
 }
 
@@ -365,6 +365,70 @@ static int cmp_pair(const void *x, const void *y) {
     return 0;
 }
 
+static int bits_for(uint64_t v) {
+    int b = 0;
+    while (v >> b) b++;
+    return b;
+}
+
+/* set->pairs[n0, n) in cmp_pair's order (f, a, b, p, q), by a least-significant-digit radix sort
+ * on the fields packed into one 64-bit key (each less its minimum, in as many bits as its range
+ * needs): the same order qsort gives, equal pairs being identical, at a fraction of its cost
+ * (qsort with cmp_pair was 6% of a converged pile's samples). Keys that do not fit 64 bits fall
+ * back to qsort. 0, or -1 out of memory. */
+static int sort_terms(SimContactSet *set, int64_t n0, int64_t n) {
+    int64_t m = n - n0;
+    SimContactPair *v = set->pairs + n0;
+    if (m < 2) return 0;
+    int32_t lo[5], hi[5];
+    for (int i = 0; i < 5; i++) lo[i] = INT32_MAX, hi[i] = INT32_MIN;
+    for (int64_t k = 0; k < m; k++) {
+        const int32_t f[5] = {v[k].f, v[k].a, v[k].b, v[k].p, v[k].q};
+        for (int i = 0; i < 5; i++) lo[i] = f[i] < lo[i] ? f[i] : lo[i], hi[i] = f[i] > hi[i] ? f[i] : hi[i];
+    }
+    int nb[5], total = 0;
+    for (int i = 0; i < 5; i++) total += nb[i] = bits_for((uint64_t)((int64_t)hi[i] - lo[i]));
+    if (total > 64 || m > UINT32_MAX) {
+        qsort(v, (size_t)m, sizeof *v, cmp_pair);
+        return 0;
+    }
+    if (set->rcap < m) {
+        uint64_t *rk = realloc(set->rkey, sizeof *rk * 2 * (size_t)m);
+        if (rk) set->rkey = rk;
+        uint32_t *ro = realloc(set->rord, sizeof *ro * 2 * (size_t)m);
+        if (ro) set->rord = ro;
+        SimContactPair *rt = realloc(set->rtmp, sizeof *rt * (size_t)m);
+        if (rt) set->rtmp = rt;
+        if (!rk || !ro || !rt) return -1;
+        set->rcap = m;
+    }
+    uint64_t *key = set->rkey, *key2 = key + m;
+    uint32_t *ord = set->rord, *ord2 = ord + m;
+    for (int64_t k = 0; k < m; k++) {
+        const int32_t f[5] = {v[k].f, v[k].a, v[k].b, v[k].p, v[k].q};
+        uint64_t x = 0;
+        for (int i = 0; i < 5; i++) x = (nb[i] ? x << nb[i] : x) | (uint64_t)((int64_t)f[i] - lo[i]);
+        key[k] = x, ord[k] = (uint32_t)k;
+    }
+    for (int shift = 0; shift < total; shift += 8) {
+        int64_t cnt[257] = {0};
+        for (int64_t k = 0; k < m; k++) cnt[((key[k] >> shift) & 255) + 1]++;
+        if (cnt[((key[0] >> shift) & 255) + 1] == m) continue; /* one digit value: the order stands */
+        for (int d = 0; d < 256; d++) cnt[d + 1] += cnt[d];
+        for (int64_t k = 0; k < m; k++) {
+            int64_t at = cnt[(key[k] >> shift) & 255]++;
+            key2[at] = key[k], ord2[at] = ord[k];
+        }
+        uint64_t *tk = key;
+        key = key2, key2 = tk;
+        uint32_t *to = ord;
+        ord = ord2, ord2 = to;
+    }
+    for (int64_t k = 0; k < m; k++) set->rtmp[k] = v[ord[k]];
+    memcpy(v, set->rtmp, sizeof *v * (size_t)m);
+    return 0;
+}
+
 int sim_contact_dedup(const SimContactBody *bodies, SimContactSet *set) {
     int64_t n0 = set->n, extra = 0;
     for (int64_t k = 0; k < n0; k++)
@@ -388,7 +452,7 @@ int sim_contact_dedup(const SimContactBody *bodies, SimContactSet *set) {
         }
     }
     /* each (p, e) and (p, v) once */
-    qsort(set->pairs + n0, (size_t)(n - n0), sizeof *set->pairs, cmp_pair);
+    if (sort_terms(set, n0, n)) return -1;
     int64_t m = n0;
     for (int64_t k = n0; k < n; k++)
         if (m == n0 || cmp_pair(&set->pairs[k], &set->pairs[m - 1])) set->pairs[m++] = set->pairs[k];

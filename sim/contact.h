@@ -79,6 +79,10 @@ typedef struct {
     double *box;      /* per point and triangle: its swept, inflated box (lo, hi) */
     int64_t use_cap;
     int64_t *bucket, bucket_cap; /* one bucket's entries, points and triangles apart */
+    uint64_t *rkey;   /* sim_contact_dedup's radix sort: keys and order (two buffers each), the pairs */
+    uint32_t *rord;
+    SimContactPair *rtmp;
+    int64_t rcap;
 } SimContactSet;
 
 void sim_contact_set_free(SimContactSet *s);

@@ -239,6 +239,48 @@ TEST(sim_contact_dedup_counts_each_feature_once) {
     free(edges), free(uses), free(fe), free(vc), free(xb), ds_mesh_free(&m);
 }
 
+/* The deduplication's terms come out sorted by (f, a, b, p, q) and unique, whatever order the
+ * candidates arrive in: many points of several bodies against every triangle of a box, shuffled
+ * (sim_contact_dedup sorts them by a radix sort on packed keys; the barrier sum's order, so the
+ * trajectories, depend on that order being qsort's). */
+TEST(sim_contact_dedup_terms_sorted_and_unique) {
+    double half[3] = {0.1, 0.1, 0.1}, *xb;
+    DsMesh m;
+    CHECK(box_mesh_body(half, (double[3]){0, 0, 0}, &m, &xb) == 0);
+    int64_t ne;
+    int32_t *edges, *uses, *fe, *vc;
+    CHECK(sim_mesh_edge_uses(m.nf, m.f, &ne, &edges, &uses) == 0);
+    CHECK(sim_mesh_dedup_tables(m.nv, m.nf, m.f, ne, edges, uses, &fe, &vc) == 0);
+    SimContactBody bodies[4] = {{.np = 3000}, {.np = 70000}, {.np = 5},
+        {.np = m.nv, .x = xb, .nf = m.nf, .faces = m.f, .edges = edges, .face_edges = fe, .edge_uses = uses, .vert_coef = vc}};
+    SimContactSet set = {0};
+    uint64_t seed = 5;
+    int64_t n = 0;
+    set.cap = 40000 * 7, set.pairs = malloc(sizeof *set.pairs * (size_t)set.cap);
+    CHECK(set.pairs != NULL);
+    for (int k = 0; k < 40000; k++) {
+        int32_t a = (int32_t)(urand(&seed) * 3);
+        set.pairs[n++] = (SimContactPair){.a = a, .b = 3, .p = (int32_t)(urand(&seed) * bodies[a].np), .q = 0,
+                                          .f = (int32_t)(urand(&seed) * m.nf)};
+    }
+    set.n = n;
+    CHECK(sim_contact_dedup(bodies, &set) == 0);
+    int64_t terms = set.n - n, bad = 0;
+    for (int64_t k = n + 1; k < set.n; k++) {
+        const SimContactPair *u = &set.pairs[k - 1], *v = &set.pairs[k];
+        int32_t ku[5] = {u->f, u->a, u->b, u->p, u->q}, kv[5] = {v->f, v->a, v->b, v->p, v->q};
+        int c = 0;
+        for (int i = 0; i < 5 && !c; i++) c = ku[i] < kv[i] ? -1 : ku[i] > kv[i];
+        bad += c >= 0; /* out of order, or a repeat */
+    }
+    printf("    %lld candidates, %lld terms, %lld out of order or repeated\n", (long long)n, (long long)terms, (long long)bad);
+    CHECK(terms > 1000);
+    CHECK(bad == 0);
+    for (int64_t k = 0; k < n; k++) CHECK(set.pairs[k].f >= 0); /* the candidates stay where they were */
+    sim_contact_set_free(&set);
+    free(edges), free(uses), free(fe), free(vc), free(xb), ds_mesh_free(&m);
+}
+
 /* two moving boxes' edges: the broad phase reports every edge pair whose swept, inflated boxes
  * overlap, once, and no other */
 TEST(sim_broad_phase_edges_match_brute_force) {
