@@ -185,30 +185,45 @@ static double point_surface_energy(SimContactBody bodies[2], const double p[3], 
     return E;
 }
 
+/* A closed box as a contact body with the deduplication's tables (contact.h); free with
+ * dedup_box_free. */
+typedef struct {
+    DsMesh m;
+    double *x;
+    int64_t ne;
+    int32_t *edges, *uses, *fe, *vc;
+} DedupBox;
+
+static SimContactBody dedup_box(const double half[3], DedupBox *b) {
+    CHECK(box_mesh_body(half, (double[3]){0, 0, 0}, &b->m, &b->x) == 0);
+    CHECK(sim_mesh_edge_uses(b->m.nf, b->m.f, &b->ne, &b->edges, &b->uses) == 0);
+    CHECK(sim_mesh_dedup_tables(b->m.nv, b->m.nf, b->m.f, b->ne, b->edges, b->uses, &b->fe, &b->vc) == 0);
+    return (SimContactBody){.np = b->m.nv, .x = b->x, .nf = b->m.nf, .faces = b->m.f, .edges = b->edges, .face_edges = b->fe,
+                            .edge_uses = b->uses, .vert_coef = b->vc};
+}
+
+static void dedup_box_free(DedupBox *b) {
+    free(b->edges), free(b->uses), free(b->fe), free(b->vc), free(b->x), ds_mesh_free(&b->m);
+}
+
 /* Deduplication (contact.h): a point over a closed box's corner, along an arc around one of its
  * edges (from over one face, over the edge, to over the other face) and over a face feels the
  * barrier of its distance to the box once — Σ w b = b(d) — where the plain point–triangle sum
  * counts the corner once per triangle there (3–6) and the edge twice. Along the arc the sum is
  * continuous across the changes of the closest feature. */
 TEST(sim_contact_dedup_counts_each_feature_once) {
-    double half[3] = {0.1, 0.1, 0.1}, *xb, dhat = 0.02, d = 0.01, p[3];
-    DsMesh m;
-    CHECK(box_mesh_body(half, (double[3]){0, 0, 0}, &m, &xb) == 0);
-    int64_t ne;
-    int32_t *edges, *uses, *fe, *vc;
-    CHECK(sim_mesh_edge_uses(m.nf, m.f, &ne, &edges, &uses) == 0);
-    CHECK(sim_mesh_dedup_tables(m.nv, m.nf, m.f, ne, edges, uses, &fe, &vc) == 0);
-    for (int64_t v = 0; v < m.nv; v++) CHECK(vc[v] == 1); /* closed and manifold */
+    double half[3] = {0.1, 0.1, 0.1}, dhat = 0.02, d = 0.01, p[3];
+    DedupBox bx;
+    SimContactBody bodies[2] = {{.np = 1}, dedup_box(half, &bx)};
+    const DsMesh m = bx.m;
+    const double *xb = bx.x;
+    for (int64_t v = 0; v < m.nv; v++) CHECK(bx.vc[v] == 1); /* closed and manifold */
     for (int64_t f = 0; f < m.nf; f++)
         for (int k = 0; k < 3; k++) {
-            const int32_t *e = edges + 2 * fe[3 * f + k];
+            const int32_t *e = bx.edges + 2 * bx.fe[3 * f + k];
             int32_t i = m.f[3 * f + k], j = m.f[3 * f + (k + 1) % 3];
             CHECK((e[0] == i && e[1] == j) || (e[0] == j && e[1] == i));
         }
-    SimContactBody bodies[2] = {
-        {.np = 1},
-        {.np = m.nv, .x = xb, .nf = m.nf, .faces = m.f, .edges = edges, .face_edges = fe, .edge_uses = uses, .vert_coef = vc},
-    };
     double b = sim_barrier(d, dhat, NULL, NULL);
     for (int64_t v = 0; v < m.nv; v++) /* the box as stored (single-precision corners) */
         for (int i = 0; i < 3; i++) half[i] = xb[3 * v + i];
@@ -236,7 +251,7 @@ TEST(sim_contact_dedup_counts_each_feature_once) {
     printf("around an edge: deduplicated within %.2g of b(distance), plain up to %.3g b\n", worst, plain_edge);
     CHECK(worst <= 1e-9);
     CHECK(plain_edge >= 1.99);
-    free(edges), free(uses), free(fe), free(vc), free(xb), ds_mesh_free(&m);
+    dedup_box_free(&bx);
 }
 
 /* The deduplication's terms come out sorted by (f, a, b, p, q) and unique, whatever order the
@@ -244,15 +259,10 @@ TEST(sim_contact_dedup_counts_each_feature_once) {
  * (sim_contact_dedup sorts them by a radix sort on packed keys; the barrier sum's order, so the
  * trajectories, depend on that order being qsort's). */
 TEST(sim_contact_dedup_terms_sorted_and_unique) {
-    double half[3] = {0.1, 0.1, 0.1}, *xb;
-    DsMesh m;
-    CHECK(box_mesh_body(half, (double[3]){0, 0, 0}, &m, &xb) == 0);
-    int64_t ne;
-    int32_t *edges, *uses, *fe, *vc;
-    CHECK(sim_mesh_edge_uses(m.nf, m.f, &ne, &edges, &uses) == 0);
-    CHECK(sim_mesh_dedup_tables(m.nv, m.nf, m.f, ne, edges, uses, &fe, &vc) == 0);
-    SimContactBody bodies[4] = {{.np = 3000}, {.np = 70000}, {.np = 5},
-        {.np = m.nv, .x = xb, .nf = m.nf, .faces = m.f, .edges = edges, .face_edges = fe, .edge_uses = uses, .vert_coef = vc}};
+    double half[3] = {0.1, 0.1, 0.1};
+    DedupBox bx;
+    SimContactBody bodies[4] = {{.np = 3000}, {.np = 70000}, {.np = 5}, dedup_box(half, &bx)};
+    const DsMesh m = bx.m;
     SimContactSet set = {0};
     uint64_t seed = 5;
     int64_t n = 0;
@@ -278,7 +288,7 @@ TEST(sim_contact_dedup_terms_sorted_and_unique) {
     CHECK(bad == 0);
     for (int64_t k = 0; k < n; k++) CHECK(set.pairs[k].f >= 0); /* the candidates stay where they were */
     sim_contact_set_free(&set);
-    free(edges), free(uses), free(fe), free(vc), free(xb), ds_mesh_free(&m);
+    dedup_box_free(&bx);
 }
 
 /* two moving boxes' edges: the broad phase reports every edge pair whose swept, inflated boxes
