@@ -256,7 +256,7 @@ int sim_world_friction_collect(SimWorld *w) {
  * iteration, the direction flipping between two states for 15 iterations). The majorizer bounds
  * the term from above along any step; the exact Hessian where the slip holds keeps Newton's fast
  * tail (the majorizer everywhere converges linearly: 25.3 iterations a contact frame on the
- * converged pile, 17.7 exact, 11.5 with this rule; docs/contact.md). */
+ * converged pile, 17.7 exact, 11.9 with this rule; docs/contact.md). */
 #define FR_HOLD 0.9
 
 void sim_world_friction_turns(SimWorld *w) {
