@@ -60,7 +60,7 @@ struct SimWorldScratch {
     double *frgeo, *frT;
     int32_t *fridx;
     double *fru;               /* per friction pair: its slip u (2) at the last Hessian, and whether that is set (1) */
-    unsigned char *frsec;      /* per friction pair: its Hessian is the secant one (sim_friction) */
+    unsigned char *frsec;      /* per friction pair: its Hessian is the majorizer (sim_friction_majorizer) */
     double fr_eps;             /* ε_v dt: the displacement below which friction is smoothed (m) */
     int64_t nact, act_cap;
     double *U;                 /* contact Hessian scratch */
@@ -139,9 +139,9 @@ int sim_world_barrier_hessian(SimWorld *w, double scale, bool tangential, int64_
 double sim_world_friction_energy(const SimWorld *w, double alpha);
 /* scale · its gradient added to g (Z-sized) */
 void sim_world_friction_gradient(const SimWorld *w, double scale, double *g);
-/* the six coefficients of friction pair f's 3 × 3 Hessian in its relative motion, scaled */
 /* each friction pair's Hessian for the iterate the bodies hold: the majorizer or the exact one */
 void sim_world_friction_turns(SimWorld *w);
+/* the six coefficients of friction pair f's 3 × 3 Hessian in its relative motion, scaled */
 void sim_world_friction_coefficients(const SimWorld *w, double scale, int64_t f, bool tangential, double cf[6]);
 /* the step's first pass at x⁰: the barrier sum without κ, the smallest distance, friction put aside */
 int sim_world_start_pass(SimWorld *w, double dt, double *B0, double *dmin);
