@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "base/h5file.h"
 #include "datasets/render/video.h"
 #include "models/skelebones/rigging.h"
 #include "models/skelebones/skelebones.h"
@@ -244,5 +245,87 @@ TEST(skelebones_true_rig_posed_joints) {
              test_anima_bin(), dir, dir, opts, dir);
     rc = test_run_capture(cmd, out, sizeof out);
     CHECK_MSG(rc == 1 && strstr(out, "no frame times"), "rc %d: %s", rc, out);
+    tmpdir_remove(dir);
+}
+
+TEST(skelebones_transparent_gaussians_left_out) {
+    /* a gs4d-like trajectories file: the tiny humanoid's points without faces (the density route)
+     * and a third as many transparent points (opacity 0.02) whose trajectories are noise inside
+     * the shape's box, as Gaussians the images never constrained. By default they take no part in
+     * the bones, the skeleton's shape or the IK, and the joints stay where the clean points put
+     * them; fitted to all points (--min-opacity 0) the noise moves them. Every point, transparent
+     * or not, has its weights in rig.h5, and bones/fitted says which were fitted. */
+    char dir[64], cmd[2048], out[16384], path[256], err[512];
+    tmpdir_make(dir, sizeof dir);
+    if (make_bench(dir, 6)) return;
+    snprintf(path, sizeof path, "%s/bench/gt.h5", dir);
+    SbTraj t;
+    CHECK_MSG(sb_traj_read_gt(path, &t, err, sizeof err) == 0, "%s", err);
+    int F = t.nframes;
+    int64_t NC = t.npoints, NX = NC / 3, N = NC + NX;
+    float lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
+    for (int64_t i = 0; i < NC; i++)
+        for (int c = 0; c < 3; c++) lo[c] = fminf(lo[c], t.rest[i * 3 + c]), hi[c] = fmaxf(hi[c], t.rest[i * 3 + c]);
+    SbTraj n = {0};
+    n.nframes = F, n.npoints = N;
+    n.rest = malloc((size_t)N * 3 * sizeof(float)), n.pos = malloc((size_t)F * N * 3 * sizeof(float));
+    n.opacity = malloc((size_t)N * sizeof(float)), n.times = malloc((size_t)F * sizeof(float));
+    memcpy(n.times, t.times, (size_t)F * sizeof(float));
+    uint64_t s = 0x9e3779b97f4a7c15ull;
+    for (int64_t i = 0; i < N; i++) {
+        n.opacity[i] = i < NC ? 0.98f : 0.02f;
+        for (int f = -1; f < F; f++)
+            for (int c = 0; c < 3; c++) {
+                s = s * 6364136223846793005ull + 1442695040888963407ull;
+                float u = (float)((s >> 11) * 0x1.0p-53), v = lo[c] + u * (hi[c] - lo[c]);
+                if (f < 0) n.rest[i * 3 + c] = i < NC ? t.rest[i * 3 + c] : v;
+                else n.pos[((size_t)f * N + i) * 3 + c] = i < NC ? t.pos[((size_t)f * NC + i) * 3 + c] : v;
+            }
+    }
+    snprintf(path, sizeof path, "%s/noisy.h5", dir);
+    CHECK_MSG(sb_traj_write_h5(path, &n, err, sizeof err) == 0, "%s", err);
+    sb_traj_free(&n), sb_traj_free(&t);
+    const char *opts = "--bones 12 --iters 5 --ik-steps 40 --ik-points 200 --video none --no-progress";
+    double tf[2], ft[2];
+    for (int k = 0; k < 2; k++) {
+        snprintf(cmd, sizeof cmd, "%s skelebones --traj %s/noisy.h5 --true-rig %s/bench/gt.h5 %s %s --out %s/rig%d 2>&1",
+                 test_anima_bin(), dir, dir, opts, k ? "--min-opacity 0" : "", dir, k);
+        int rc = test_run_capture(cmd, out, sizeof out);
+        CHECK_MSG(rc == 0, "rc %d: %s", rc, out);
+        printf("    %s", out);
+        tf[k] = field(out, "posed_joint_err_true_to_found "), ft[k] = field(out, "posed_joint_err_found_to_true ");
+        CHECK_MSG((strstr(out, "fitted_points ") != NULL) == (k == 0) && (k || field(out, "fitted_points ") == NC), "%s", out);
+    }
+    CHECK_MSG(tf[0] >= 0 && tf[0] < 6 && ft[0] >= 0 && ft[0] < 6, "transparent points left out: %g%% / %g%%", tf[0], ft[0]);
+    CHECK_MSG(tf[1] + ft[1] > tf[0] + ft[0] + 1, "all fitted %g%% / %g%% against %g%% / %g%%", tf[1], ft[1], tf[0], ft[0]);
+    snprintf(path, sizeof path, "%s/rig0/rig.h5", dir);
+    hid_t h = base_h5_open_read(path, "rig", err, sizeof err);
+    CHECK_MSG(h >= 0, "%s", err);
+    if (h >= 0) {
+        void *fv = NULL, *wv = NULL;
+        int64_t d1[1] = {0}, d2[2] = {0};
+        CHECK_MSG(base_h5_read_dims(h, path, "bones/fitted", 1, d1, H5T_NATIVE_UINT8, 1, false, &fv, err, sizeof err) == 0, "%s", err);
+        CHECK_MSG(base_h5_read_dims(h, path, "bones/weights", 2, d2, H5T_NATIVE_FLOAT, 4, false, &wv, err, sizeof err) == 0, "%s", err);
+        H5Fclose(h);
+        if (!fv || !wv || d1[0] != N || d2[0] != N || d2[1] != 12) {
+            CHECK_MSG(0, "bones/fitted %lld, bones/weights %lld x %lld for %lld points", (long long)d1[0], (long long)d2[0],
+                      (long long)d2[1], (long long)N);
+            free(fv), free(wv);
+            tmpdir_remove(dir);
+            return;
+        }
+        const uint8_t *fit = fv;
+        const float *w = wv;
+        int64_t nf = 0;
+        for (int64_t i = 0; i < N; i++) {
+            nf += fit[i];
+            CHECK(fit[i] == (i < NC));
+            double sum = 0;
+            for (int j = 0; j < 12; j++) sum += w[i * 12 + j];
+            CHECK_NEAR(sum, 1, 1e-4);
+        }
+        CHECK(nf == NC);
+        free(fv), free(wv);
+    }
     tmpdir_remove(dir);
 }

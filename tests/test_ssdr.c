@@ -349,17 +349,44 @@ TEST(ssdr_traj_h5_roundtrip_and_errors) {
         hid_t h = base_h5_save_begin(path, tmp, sizeof tmp, err, sizeof err);
         CHECK(h >= 0);
         hsize_t d3[3] = {6, 90, 3}, d2[2] = {90, 3};
+        hsize_t d1[1] = {90};
+        float op[90];
+        for (int i = 0; i < 90; i++) op[i] = (float)i / 89;
         bool ok = base_h5_write_checked(h, "frames/positions", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 3, d3, a.pos, 1 << 16,
                                         false) == 0 &&
                   base_h5_write_checked(h, "canonical/positions", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 2, d2, a.rest,
-                                        1 << 16, false) == 0;
+                                        1 << 16, false) == 0 &&
+                  base_h5_write_checked(h, "canonical/opacities", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 1, d1, op, 1 << 16,
+                                        false) == 0;
         CHECK_MSG(base_h5_save_end(h, tmp, path, ok, "trajectories", err, sizeof err) == 0, "%s", err);
     }
     CHECK_MSG(sb_traj_read_h5(path, NULL, &b, err, sizeof err) == 0, "%s", err);
     CHECK(b.nframes == 6 && b.npoints == 90);
     CHECK(memcmp(a.pos, b.pos, 6 * 90 * 3 * sizeof(float)) == 0);
     CHECK(memcmp(a.rest, b.rest, 90 * 3 * sizeof(float)) == 0);
+    CHECK(b.opacity && b.opacity[0] == 0 && b.opacity[89] == 1 && fabsf(b.opacity[45] - 45.0f / 89) < 1e-7f);
+    /* the opacities survive the writer (--export-traj) */
+    snprintf(path, sizeof path, "%s/again.h5", dir);
+    CHECK_MSG(sb_traj_write_h5(path, &b, err, sizeof err) == 0, "%s", err);
     sb_traj_free(&b);
+    CHECK_MSG(sb_traj_read_h5(path, NULL, &b, err, sizeof err) == 0, "%s", err);
+    CHECK(b.opacity && b.opacity[89] == 1 && fabsf(b.opacity[45] - 45.0f / 89) < 1e-7f);
+    sb_traj_free(&b);
+    /* an opacity outside [0, 1] is refused, naming the file and the point */
+    snprintf(path, sizeof path, "%s/badop.h5", dir);
+    {
+        char tmp[256];
+        hid_t h = base_h5_save_begin(path, tmp, sizeof tmp, err, sizeof err);
+        CHECK(h >= 0);
+        hsize_t d3[3] = {6, 90, 3}, d1[1] = {90};
+        float op[90] = {0};
+        op[7] = 1.5f;
+        bool ok = base_h5_write_checked(h, "positions", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 3, d3, a.pos, 1 << 16, false) == 0 &&
+                  base_h5_write_checked(h, "opacities", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 1, d1, op, 1 << 16, false) == 0;
+        CHECK_MSG(base_h5_save_end(h, tmp, path, ok, "trajectories", err, sizeof err) == 0, "%s", err);
+    }
+    CHECK(sb_traj_read_h5(path, NULL, &b, err, sizeof err) == -1);
+    CHECK_MSG(strstr(err, path) && strstr(err, "opacities[7]"), "%s", err);
     snprintf(path, sizeof path, "%s/traj.h5", dir);
     /* another dataset name: absent → an error naming it */
     CHECK(sb_traj_read_h5(path, "means", &b, err, sizeof err) == -1);
@@ -668,4 +695,92 @@ TEST(ssdr_cli_gt_with_true_tree_ik) {
     snprintf(cmd, sizeof cmd, "%s skelebones --traj %s/none.h5 --ik-true-tree --out %s/x 2>&1", test_anima_bin(), dir, dir);
     CHECK(test_run_capture(cmd, out, sizeof out) == 2);
     tmpdir_remove(dir);
+}
+
+/* RMSE of the first n points of t (F × N) under r's weights and bones */
+static double clean_rmse(const SbTraj *t, int64_t n, const SbResult *r) {
+    int F = t->nframes, B = r->skin.nbones;
+    double s = 0;
+    for (int f = 0; f < F; f++)
+        for (int64_t i = 0; i < n; i++)
+            for (int a = 0; a < 3; a++) {
+                double acc = 0;
+                for (int j = 0; j < B; j++) {
+                    const double *T = r->skin.transforms + ((size_t)f * B + j) * 12;
+                    const float *u = t->rest + i * 3;
+                    acc += r->skin.weights[i * B + j] * (T[a * 4] * u[0] + T[a * 4 + 1] * u[1] + T[a * 4 + 2] * u[2] + T[a * 4 + 3]);
+                }
+                double e = acc - t->pos[((size_t)f * t->npoints + i) * 3 + a];
+                s += e * e;
+            }
+    return sqrt(s / ((double)F * n));
+}
+
+TEST(ssdr_transparent_points_follow_the_bones) {
+    /* a bent cylinder (400 points, opacity 1) and 100 transparent points (opacity 0.01) whose
+     * trajectories are noise, as a gs4d fit's unconstrained Gaussians: with min_opacity the
+     * clusters and bones come from the opaque points alone and reproduce them as if the noise
+     * were not there; the transparent ones get valid weights for those bones. With every point
+     * fitted (min_opacity 0) the noise spoils the fit of the clean ones. */
+    enum { F = 10, NC = 400, NX = 100, N = NC + NX, K = 2 };
+    SbTraj c;
+    bent_traj(&c, F, NC);
+    SbTraj t = {0};
+    t.nframes = F, t.npoints = N;
+    t.rest = malloc((size_t)N * 3 * sizeof(float)), t.pos = malloc((size_t)F * N * 3 * sizeof(float));
+    t.opacity = malloc((size_t)N * sizeof(float));
+    uint64_t s = 77;
+    for (int i = 0; i < N; i++) {
+        for (int a = 0; a < 3; a++)
+            t.rest[i * 3 + a] = i < NC ? c.rest[i * 3 + a] : (float)(a == 1 ? 2 * urand(&s) : 0.5 * urand(&s) - 0.25);
+        for (int f = 0; f < F; f++)
+            for (int a = 0; a < 3; a++)
+                t.pos[((size_t)f * N + i) * 3 + a] = i < NC ? c.pos[((size_t)f * NC + i) * 3 + a] : (float)(2 * urand(&s) - 1);
+        t.opacity[i] = i < NC ? 1.0f : 0.01f;
+    }
+    snprintf(t.source, sizeof t.source, "noisy cylinder");
+    SbOptions o;
+    sb_options_defaults(&o);
+    o.cluster.bones = K, o.ssdr.iters = 10;
+    char err[256];
+    SbResult r, r0, rc;
+    CHECK(o.min_opacity == 0.2);
+    CHECK_MSG(sb_run(&t, &o, &r, err, sizeof err) == 0, "%s", err);
+    CHECK(r.fitted && r.nfitted == NC && r.skin.npoints == N && r.clusters.npoints == N);
+    for (int i = 0; i < N && r.fitted; i++) CHECK(r.fitted[i] == (i < NC));
+    for (int i = 0; i < N; i++) {
+        double sum = 0;
+        for (int j = 0; j < K; j++) {
+            CHECK(r.skin.weights[i * K + j] >= 0);
+            sum += r.skin.weights[i * K + j];
+        }
+        CHECK_NEAR(sum, 1, 1e-5);
+        CHECK(r.clusters.labels[i] >= 0 && r.clusters.labels[i] < K);
+    }
+    /* the same fit as the clean cylinder alone */
+    SbTraj cc = c;
+    cc.opacity = NULL;
+    CHECK_MSG(sb_run(&cc, &o, &rc, err, sizeof err) == 0, "%s", err);
+    double e = clean_rmse(&t, NC, &r), ec = clean_rmse(&c, NC, &rc);
+    CHECK_MSG(fabs(e - ec) < 1e-6 && e < 2e-3, "opaque points' RMSE %g, the clean cylinder's %g", e, ec);
+    o.min_opacity = 0;
+    CHECK_MSG(sb_run(&t, &o, &r0, err, sizeof err) == 0, "%s", err);
+    CHECK(!r0.fitted && r0.nfitted == N);
+    double e0 = clean_rmse(&t, NC, &r0);
+    printf("    clean points RMSE %.3g (opaque fit), %.3g (all fitted)\n", e, e0);
+    CHECK_MSG(e0 > 3 * e, "every point fitted: the clean points' RMSE %g against %g", e0, e);
+    /* the weights for given bones: the true ones come back from the true transforms */
+    float *W = malloc((size_t)NC * 2 * sizeof(float));
+    CHECK(sb_ssdr_weights(F, NC, 2, 2, c.rest, c.pos, c.true_transforms, W, err, sizeof err) == 0);
+    double we = 0;
+    for (int k = 0; k < NC * 2; k++) we = fmax(we, fabs(W[k] - c.true_weights[k]));
+    CHECK_MSG(we < 1e-3, "weights for the true bones off by %g", we);
+    /* too few opaque points for the bones: an error naming the threshold */
+    o.min_opacity = 0.2, o.cluster.bones = 64;
+    for (int i = 0; i < N; i++) t.opacity[i] = i < 100 ? 1.0f : 0.0f;
+    SbResult rf;
+    CHECK(sb_run(&t, &o, &rf, err, sizeof err) == -1 && strstr(err, "opacity >= 0.2"));
+    free(W);
+    sb_result_free(&r), sb_result_free(&r0), sb_result_free(&rc);
+    sb_traj_free(&t), sb_traj_free(&c);
 }

@@ -279,9 +279,9 @@ static int run_ik(const SbTraj *t, SbResult *r, const SbRigOptions *o, SbRigResu
     const SbSkeleton *s = &g->skel;
     const SbRig *rig = &g->rig;
     int F = t->nframes, B = r->skin.nbones, J = rig->njoints;
-    int64_t N = t->npoints, M = s->nnodes;
-    int64_t stride = o->ik_points > 0 && N > o->ik_points ? (N + o->ik_points - 1) / o->ik_points : 1;
-    int64_t P = (N + stride - 1) / stride;
+    int64_t N = t->npoints, M = s->nnodes, NF = r->fitted ? r->nfitted : N; /* the IK sees the fitted points */
+    int64_t stride = o->ik_points > 0 && NF > o->ik_points ? (NF + o->ik_points - 1) / o->ik_points : 1;
+    int64_t P = (NF + stride - 1) / stride;
     double *nw = calloc((size_t)M * B, sizeof *nw), *nodes = malloc((size_t)F * M * 3 * sizeof *nodes);
     double *X = malloc((size_t)J * 3 * sizeof *X);
     int64_t *off = malloc((size_t)(F + 1) * sizeof *off), *cnt = calloc((size_t)M, sizeof *cnt);
@@ -299,6 +299,7 @@ static int run_ik(const SbTraj *t, SbResult *r, const SbRigOptions *o, SbRigResu
     }
     /* node weights: the mean SSDR weights of the points that collapsed into each node */
     for (int64_t i = 0; i < N; i++) {
+        if (r->fitted && !r->fitted[i]) continue;
         int64_t n = g->point_node[i];
         cnt[n]++;
         for (int j = 0; j < B; j++) nw[n * B + j] += r->skin.weights[i * B + j];
@@ -338,8 +339,11 @@ static int run_ik(const SbTraj *t, SbResult *r, const SbRigOptions *o, SbRigResu
                 if (d < best) best = d, bind[n] = rig->parent[j];
             }
     }
-    for (int64_t m = 0; m < P; m++) {
-        int64_t i = m * stride;
+    for (int64_t m = 0, i = -1, k = -1; m < P; m++) {
+        while (k < m * stride) { /* i: the (m · stride)-th fitted point (k counts them from 0) */
+            i++;
+            if (!r->fitted || r->fitted[i]) k++;
+        }
         memcpy(U + m * 3, t->rest + i * 3, 3 * sizeof *U);
         W[m * J + bind[g->point_node[i]]] = 1;
         for (int f = 0; f < F; f++) memcpy(V + ((size_t)f * P + m) * 3, t->pos + ((size_t)f * N + i) * 3, 3 * sizeof *V);
@@ -372,8 +376,9 @@ int sb_rig_run(const SbTraj *t, SbResult *r, const SbRigOptions *o, SbRigResult 
     g->err_true_found = g->err_found_true = -1;
     int64_t N = t->npoints;
     int B = r->skin.nbones;
-    float *VW = NULL;
-    int32_t *near = NULL;
+    float *VW = NULL, *frest = NULL;
+    int32_t *near = NULL, *fidx = NULL;
+    int64_t nfit = N;
     double t0 = base_now();
     /* 1.–2. the closed mesh and its skeleton; an input mesh that is not closed (open tubes, soups)
      * is remeshed as the level ½ of its generalized winding number */
@@ -388,7 +393,14 @@ int sb_rig_run(const SbTraj *t, SbResult *r, const SbRigOptions *o, SbRigResult 
             if (sb_skeleton_mcf(&g->shape, &o->skel, &g->skel, err, errlen)) goto fail;
         }
     } else {
-        if (mesh_density(t->rest, N, o->grid, &g->shape, err, errlen)) return -1;
+        /* the shape the opaque points make (SbResult.fitted): a transparent Gaussian is not surface */
+        int64_t n = 0;
+        fidx = malloc((size_t)N * sizeof *fidx), frest = malloc((size_t)N * 3 * sizeof *frest);
+        if (!fidx || !frest) goto oom;
+        for (int64_t i = 0; i < N; i++)
+            if (!r->fitted || r->fitted[i]) memcpy(frest + 3 * n, t->rest + 3 * i, 3 * sizeof *frest), fidx[n++] = (int32_t)i;
+        nfit = n;
+        if (mesh_density(frest, nfit, o->grid, &g->shape, err, errlen)) goto fail;
         g->meshed = 1;
         if (sb_skeleton_mcf(&g->shape, &o->skel, &g->skel, err, errlen)) goto fail;
     }
@@ -403,7 +415,11 @@ int sb_rig_run(const SbTraj *t, SbResult *r, const SbRigOptions *o, SbRigResult 
         near = malloc((size_t)(NV > N ? NV : N) * sizeof *near);
         VW = malloc((size_t)NV * B * sizeof *VW);
         if (!near || !VW) goto oom;
-        nearest_all(g->shape.v, NV, t->rest, N, near); /* vertex → nearest point */
+        if (fidx) { /* vertex → nearest fitted point */
+            nearest_all(g->shape.v, NV, frest, nfit, near);
+            for (int64_t v = 0; v < NV; v++) near[v] = fidx[near[v]];
+        } else
+            nearest_all(g->shape.v, NV, t->rest, N, near); /* vertex → nearest point */
         for (int64_t v = 0; v < NV; v++) memcpy(VW + v * B, r->skin.weights + (size_t)near[v] * B, (size_t)B * sizeof *VW);
         Wv = VW;
         nearest_all(t->rest, N, g->shape.v, NV, near); /* point → nearest vertex */
@@ -445,12 +461,12 @@ int sb_rig_run(const SbTraj *t, SbResult *r, const SbRigOptions *o, SbRigResult 
     /* 4. IK */
     if (o->run_ik && run_ik(t, r, o, g, err, errlen)) goto fail;
     g->seconds_ik = base_now() - t2;
-    free(VW), free(near);
+    free(VW), free(near), free(frest), free(fidx);
     return 0;
 oom:
     base_errf(err, errlen, "skeleton: out of memory");
 fail:
-    free(VW), free(near);
+    free(VW), free(near), free(frest), free(fidx);
     sb_rig_result_free(g);
     return -1;
 }

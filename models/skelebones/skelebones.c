@@ -18,31 +18,113 @@ void sb_options_defaults(SbOptions *o) {
     sb_ssdr_defaults(&o->ssdr);
     o->random_init = 0;
     o->seed = 0;
+    o->min_opacity = 0.2;
 }
 
 void sb_result_free(SbResult *r) {
     sb_clusters_free(&r->clusters);
     sb_skin_free(&r->skin);
     sb_ik_result_free(&r->ik);
-    free(r->ik_rest), free(r->ik_parents);
-    r->ik_rest = NULL, r->ik_parents = NULL;
+    free(r->ik_rest), free(r->ik_parents), free(r->fitted);
+    r->ik_rest = NULL, r->ik_parents = NULL, r->fitted = NULL;
+}
+
+/* clusters and SSDR of F frames of N points */
+static int decompose(int F, int64_t N, const float *rest, const float *pos, const SbOptions *o, SbResult *r, char *err,
+                     size_t errlen) {
+    double t0 = base_now();
+    int rc = o->random_init ? sb_cluster_random(F, N, rest, pos, o->cluster.bones, o->seed, &r->clusters, err, errlen)
+                            : sb_cluster_lbgvq(F, N, rest, pos, &o->cluster, &r->clusters, err, errlen);
+    if (rc) return -1;
+    double t1 = base_now();
+    if (sb_ssdr(F, N, rest, pos, &r->clusters, &o->ssdr, &r->skin, err, errlen)) return -1;
+    r->seconds_cluster = t1 - t0, r->seconds_ssdr = base_now() - t1;
+    return 0;
+}
+
+/* The decomposition of t's opaque points (fit[i]), n of them, carried to all N: labels and weight
+ * rows back in place, the others' weights solved for the bones found, each one's label its
+ * heaviest bone. */
+static int decompose_opaque(const SbTraj *t, const uint8_t *fit, int64_t n, const SbOptions *o, SbResult *r, char *err,
+                            size_t errlen) {
+    int F = t->nframes;
+    int64_t N = t->npoints, m = N - n;
+    float *rest = malloc((size_t)n * 3 * sizeof *rest), *pos = malloc((size_t)F * n * 3 * sizeof *pos);
+    float *orest = malloc((size_t)(m + 1) * 3 * sizeof *orest), *opos = malloc((size_t)F * (m + 1) * 3 * sizeof *opos);
+    int rc = -1;
+    if (!rest || !pos || !orest || !opos) {
+        base_errf(err, errlen, "skelebones: out of memory");
+        goto done;
+    }
+    for (int64_t i = 0, a = 0, b = 0; i < N; i++) {
+        float *dr = fit[i] ? rest + 3 * a : orest + 3 * b;
+        memcpy(dr, t->rest + 3 * i, 3 * sizeof *dr);
+        for (int f = 0; f < F; f++)
+            memcpy(fit[i] ? pos + ((size_t)f * n + a) * 3 : opos + ((size_t)f * m + b) * 3, t->pos + ((size_t)f * N + i) * 3,
+                   3 * sizeof(float));
+        fit[i] ? a++ : b++;
+    }
+    if (decompose(F, n, rest, pos, o, r, err, errlen)) goto done;
+    int B = r->skin.nbones;
+    float *W = malloc((size_t)N * B * sizeof *W), *OW = malloc((size_t)(m + 1) * B * sizeof *OW);
+    int32_t *L = malloc((size_t)N * sizeof *L);
+    if (!W || !OW || !L) {
+        free(W), free(OW), free(L);
+        base_errf(err, errlen, "skelebones: out of memory");
+        goto done;
+    }
+    if (sb_ssdr_weights(F, m, B, o->ssdr.max_influences, orest, opos, r->skin.transforms, OW, err, errlen)) {
+        free(W), free(OW), free(L);
+        goto done;
+    }
+    for (int64_t i = 0, a = 0, b = 0; i < N; i++) {
+        const float *w = fit[i] ? r->skin.weights + (size_t)a * B : OW + (size_t)b * B;
+        memcpy(W + (size_t)i * B, w, (size_t)B * sizeof *W);
+        if (fit[i]) L[i] = r->clusters.labels[a++];
+        else {
+            int best = 0;
+            for (int j = 1; j < B; j++)
+                if (w[j] > w[best]) best = j;
+            L[i] = best, b++;
+        }
+    }
+    free(r->skin.weights), free(r->clusters.labels), free(OW);
+    r->skin.weights = W, r->clusters.labels = L;
+    r->skin.npoints = r->clusters.npoints = N;
+    rc = 0;
+done:
+    free(rest), free(pos), free(orest), free(opos);
+    return rc;
 }
 
 int sb_run(const SbTraj *t, const SbOptions *o, SbResult *r, char *err, size_t errlen) {
     memset(r, 0, sizeof *r);
     r->true_rmse = -1;
-    double t0 = base_now();
-    int rc = o->random_init ? sb_cluster_random(t->nframes, t->npoints, t->rest, t->pos, o->cluster.bones, o->seed,
-                                                &r->clusters, err, errlen)
-                            : sb_cluster_lbgvq(t->nframes, t->npoints, t->rest, t->pos, &o->cluster, &r->clusters, err, errlen);
-    if (rc) return -1;
-    double t1 = base_now();
-    if (sb_ssdr(t->nframes, t->npoints, t->rest, t->pos, &r->clusters, &o->ssdr, &r->skin, err, errlen)) {
+    int64_t N = t->npoints, n = N;
+    if (t->opacity && o->min_opacity > 0) {
+        n = 0;
+        for (int64_t i = 0; i < N; i++) n += t->opacity[i] >= o->min_opacity;
+    }
+    int rc;
+    if (n == N) {
+        rc = decompose(t->nframes, N, t->rest, t->pos, o, r, err, errlen);
+        r->nfitted = N;
+    } else if (n < 2 * (int64_t)o->cluster.bones) {
+        rc = base_errf(err, errlen, "%s: %lld of %lld points have opacity >= %g, too few for %d bones (lower the opacity "
+                       "threshold)", t->source, (long long)n, (long long)N, o->min_opacity, o->cluster.bones);
+    } else {
+        r->fitted = malloc((size_t)N);
+        if (!r->fitted) rc = base_errf(err, errlen, "skelebones: out of memory");
+        else {
+            for (int64_t i = 0; i < N; i++) r->fitted[i] = t->opacity[i] >= o->min_opacity;
+            r->nfitted = n;
+            rc = decompose_opaque(t, r->fitted, n, o, r, err, errlen);
+        }
+    }
+    if (rc) {
         sb_result_free(r);
         return -1;
     }
-    double t2 = base_now();
-    r->seconds_cluster = t1 - t0, r->seconds_ssdr = t2 - t1;
     if (t->true_bones > 0)
         r->true_rmse = sb_lbs_rmse(t->nframes, t->npoints, t->true_bones, t->rest, t->pos, t->true_weights, t->true_transforms);
     return 0;
@@ -127,6 +209,8 @@ int sb_rig_write(const char *path, const SbTraj *t, const SbResult *r, const str
     ok = ok && base_h5_write_checked(f, "bones/weights", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 2, dw, s->weights, ch, true) == 0;
     ok = ok && base_h5_write_checked(f, "bones/transforms", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 4, dt, T, ch, false) == 0;
     ok = ok && base_h5_write_checked(f, "ssdr/rmse", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, 1, dh, s->rmse, ch, false) == 0;
+    if (r->fitted) /* which points the bones were fitted to (the others follow them) */
+        ok = ok && base_h5_write_checked(f, "bones/fitted", H5T_STD_U8LE, H5T_NATIVE_UINT8, 1, dl, r->fitted, ch, false) == 0;
     if (t->faces && t->nfaces)
         ok = ok && base_h5_write_checked(f, "rest/faces", H5T_STD_I32LE, H5T_NATIVE_INT32, 2, df, t->faces, ch, false) == 0;
     if (r->ik.njoints > 0 && r->ik_rest && r->ik_parents) {

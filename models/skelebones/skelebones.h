@@ -1,7 +1,8 @@
 /* models/skelebones/skelebones.h — the skinning-decomposition pipeline on trajectories
  * (traj.h): LBG-VQ clusters (cluster.h) → SSDR (ssdr.h), and its files:
  * - rig.h5: rest/points (N × 3), bones/labels (N, the LBG-VQ rigid labels), bones/weights (N × B,
- *   ≤ K non-zeros per row, rows summing to 1), bones/transforms (F × B × 3 × 4: rest → frame t,
+ *   ≤ K non-zeros per row, rows summing to 1), bones/fitted (N, 1 where the point took part in
+ *   the fit; only when some did not: SbOptions.min_opacity), bones/transforms (F × B × 3 × 4: rest → frame t,
  *   [R | T], row-major), ssdr/rmse (iterations + 1), attributes: producer, source, frames,
  *   bones, influences, rmse, cluster_rmse, seconds_cluster, seconds_ssdr, command, units
  *   (those of the input positions); faces (T × 3) when the input has them; with IK: ik/rest_joints
@@ -16,6 +17,7 @@
 #define ANIMA_MODELS_SKELEBONES_SKELEBONES_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "models/skelebones/cluster.h"
 #include "models/skelebones/ik.h"
@@ -27,6 +29,11 @@ typedef struct {
     SbSsdrOptions ssdr;
     int random_init;      /* 1: sb_cluster_random instead of LBG-VQ (the ablation) */
     uint64_t seed;        /* of the random start */
+    double min_opacity;   /* points whose opacity (SbTraj.opacity) is below this take no part in the
+                             clusters, the bones, the skeleton's shape or the IK; they get weights for
+                             the bones the others found (sb_ssdr_weights) (0.2; 0: every point fits). A
+                             nearly transparent Gaussian is barely constrained by the images it was
+                             fitted to, so its trajectory is noise the bones should not follow */
 } SbOptions;
 
 void sb_options_defaults(SbOptions *o);
@@ -36,13 +43,18 @@ typedef struct {
     SbSkin skin;
     double seconds_cluster, seconds_ssdr;
     double true_rmse; /* the source's own rig (LBS of its weights and transforms) on these frames; −1 without one */
+    uint8_t *fitted;  /* N: 1 for the points the clusters and bones were fitted to (min_opacity), or
+                         NULL when all were; the rig stage (rigging.h) takes its shape and IK from them */
+    int64_t nfitted;  /* how many (N when fitted is NULL) */
     /* IK, when run (ik.njoints > 0): the tree it ran on (rest joints J × 3, parents J) */
     SbIkResult ik;
     double *ik_rest;
     int32_t *ik_parents;
 } SbResult;
 
-/* Clusters and decomposes t. 0, or -1 with err. */
+/* Clusters and decomposes t (with o->min_opacity and t->opacity: its opaque points, the others
+ * then weighted to the bones found; the skin's rmse is over the fitted points). 0, or -1 with err
+ * (also when fewer than 2 × the bones' points are opaque enough). */
 int sb_run(const SbTraj *t, const SbOptions *o, SbResult *r, char *err, size_t errlen);
 void sb_result_free(SbResult *r);
 

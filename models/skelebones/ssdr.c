@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/errbuf.h"
 #include "datasets/geometry/geometry.h"
 
 void sb_ssdr_defaults(SbSsdrOptions *o) {
@@ -333,6 +334,87 @@ int sb_ssdr_fit_bones(int F, int64_t N, int B, const float *rest, const float *p
     return 0;
 }
 
+/* per bone pair (j, k) over the frames: P (9) Σ R_jᵀR_k, a (3) Σ R_jᵀ T_k, s Σ T_j·T_k, 13 numbers
+ * each (B × B × 13 into pair) */
+static void pair_sums(int F, int B, const double *T, double *pair) {
+    memset(pair, 0, (size_t)B * B * 13 * sizeof(double));
+#pragma omp parallel for schedule(static)
+    for (int jk = 0; jk < B * B; jk++) {
+        int j = jk / B, k = jk % B;
+        double *p = pair + (int64_t)jk * 13;
+        for (int t = 0; t < F; t++) {
+            const double *A = T + ((int64_t)t * B + j) * 12, *C = T + ((int64_t)t * B + k) * 12;
+            for (int r = 0; r < 3; r++)
+                for (int c = 0; c < 3; c++) p[r * 3 + c] += A[r] * C[c] + A[4 + r] * C[4 + c] + A[8 + r] * C[8 + c];
+            for (int r = 0; r < 3; r++) p[9 + r] += A[r] * C[3] + A[4 + r] * C[7] + A[8 + r] * C[11];
+            p[12] += A[3] * C[3] + A[7] * C[7] + A[11] * C[11];
+        }
+    }
+}
+
+/* point i's weights (B into w_out, ≤ K non-zeros) for the bones T: the simplex program of the
+ * header, with the pull s_smooth toward the mean of its knn neighbours' Wold rows (Wold NULL: none) */
+static void point_weights(int F, int64_t N, int B, int K, const float *rest, const float *pos, const double *T,
+                          const double *pair, int64_t i, const float *Wold, const int32_t *nb, int knn, double s_smooth,
+                          float *w_out) {
+    double G[SB_MAX_BONES * SB_MAX_BONES] = {0}, c[SB_MAX_BONES] = {0}, w[SB_MAX_BONES];
+    const float *uf = rest + i * 3;
+    double u[3] = {uf[0], uf[1], uf[2]};
+    for (int j = 0; j < B; j++)
+        for (int k = j; k < B; k++) {
+            const double *p = pair + ((int64_t)j * B + k) * 13, *q = pair + ((int64_t)k * B + j) * 13;
+            double g = p[12];
+            for (int r = 0; r < 3; r++)
+                g += u[r] * (p[r * 3] * u[0] + p[r * 3 + 1] * u[1] + p[r * 3 + 2] * u[2]) + u[r] * (p[9 + r] + q[9 + r]);
+            G[j * B + k] = G[k * B + j] = g;
+        }
+    for (int j = 0; j < B; j++) {
+        double acc = 0;
+        for (int t = 0; t < F; t++) {
+            double x[3];
+            xform(T + ((int64_t)t * B + j) * 12, uf, x);
+            const float *v = pos + ((int64_t)t * N + i) * 3;
+            acc += x[0] * v[0] + x[1] * v[1] + x[2] * v[2];
+        }
+        c[j] = acc;
+    }
+    if (Wold) {
+        for (int j = 0; j < B; j++) {
+            double m = 0;
+            for (int a = 0; a < knn; a++) m += Wold[(int64_t)nb[i * knn + a] * B + j];
+            G[j * B + j] += s_smooth, c[j] += s_smooth * m / knn;
+        }
+    }
+    sb_simplex_lsq(B, G, c, NULL, w);
+    int nz = 0;
+    for (int j = 0; j < B; j++) nz += w[j] > 0;
+    if (nz > K) { /* keep the K largest, re-solve on them */
+        unsigned char allowed[SB_MAX_BONES] = {0};
+        for (int a = 0; a < K; a++) {
+            int bj = -1;
+            for (int j = 0; j < B; j++)
+                if (!allowed[j] && (bj < 0 || w[j] > w[bj])) bj = j;
+            allowed[bj] = 1;
+        }
+        sb_simplex_lsq(B, G, c, allowed, w);
+    }
+    for (int j = 0; j < B; j++) w_out[j] = (float)w[j];
+}
+
+int sb_ssdr_weights(int F, int64_t N, int B, int K, const float *rest, const float *pos, const double *T, float *W,
+                    char *err, size_t errlen) {
+    if (B < 1 || B > SB_MAX_BONES) return base_errf(err, errlen, "SSDR weights: %d bones (1..%d)", B, SB_MAX_BONES);
+    if (K > B) K = B;
+    if (K < 1) K = 1;
+    double *pair = malloc((size_t)B * B * 13 * sizeof(double));
+    if (!pair) return base_errf(err, errlen, "SSDR weights: out of memory");
+    pair_sums(F, B, T, pair);
+#pragma omp parallel for schedule(dynamic, 64)
+    for (int64_t i = 0; i < N; i++) point_weights(F, N, B, K, rest, pos, T, pair, i, NULL, NULL, 0, 0, W + i * B);
+    free(pair);
+    return 0;
+}
+
 int sb_ssdr(int F, int64_t N, const float *rest, const float *pos, const SbClusters *init, const SbSsdrOptions *o,
             SbSkin *out, char *err, size_t errlen) {
     memset(out, 0, sizeof *out);
@@ -371,66 +453,11 @@ int sb_ssdr(int F, int64_t N, const float *rest, const float *pos, const SbClust
     for (int it = 1; it <= iters; it++) {
         update_bones(F, N, B, rest, pos, W, T, o->bone_iters, support, nsupport, supbuf);
         /* weights: per-pair sums over frames, then one program per point */
-        memset(pair, 0, (size_t)B * B * 13 * sizeof(double));
-#pragma omp parallel for schedule(static)
-        for (int jk = 0; jk < B * B; jk++) {
-            int j = jk / B, k = jk % B;
-            double *p = pair + (int64_t)jk * 13; /* P (9): Σ R_jᵀR_k, a (3): Σ R_jᵀ T_k, s: Σ T_j·T_k */
-            for (int t = 0; t < F; t++) {
-                const double *A = T + ((int64_t)t * B + j) * 12, *C = T + ((int64_t)t * B + k) * 12;
-                for (int r = 0; r < 3; r++)
-                    for (int c = 0; c < 3; c++)
-                        p[r * 3 + c] += A[r] * C[c] + A[4 + r] * C[4 + c] + A[8 + r] * C[8 + c];
-                for (int r = 0; r < 3; r++) p[9 + r] += A[r] * C[3] + A[4 + r] * C[7] + A[8 + r] * C[11];
-                p[12] += A[3] * C[3] + A[7] * C[7] + A[11] * C[11];
-            }
-        }
+        pair_sums(F, B, T, pair);
         if (Wold) memcpy(Wold, W, (size_t)N * B * sizeof(float));
 #pragma omp parallel for schedule(dynamic, 64)
-        for (int64_t i = 0; i < N; i++) {
-            double G[SB_MAX_BONES * SB_MAX_BONES], c[SB_MAX_BONES], w[SB_MAX_BONES];
-            const float *uf = rest + i * 3;
-            double u[3] = {uf[0], uf[1], uf[2]};
-            for (int j = 0; j < B; j++)
-                for (int k = j; k < B; k++) {
-                    const double *p = pair + ((int64_t)j * B + k) * 13, *q = pair + ((int64_t)k * B + j) * 13;
-                    double g = p[12];
-                    for (int r = 0; r < 3; r++)
-                        g += u[r] * (p[r * 3] * u[0] + p[r * 3 + 1] * u[1] + p[r * 3 + 2] * u[2]) + u[r] * (p[9 + r] + q[9 + r]);
-                    G[j * B + k] = G[k * B + j] = g;
-                }
-            for (int j = 0; j < B; j++) {
-                double acc = 0;
-                for (int t = 0; t < F; t++) {
-                    double x[3];
-                    xform(T + ((int64_t)t * B + j) * 12, uf, x);
-                    const float *v = pos + ((int64_t)t * N + i) * 3;
-                    acc += x[0] * v[0] + x[1] * v[1] + x[2] * v[2];
-                }
-                c[j] = acc;
-            }
-            if (Wold) {
-                for (int j = 0; j < B; j++) {
-                    double m = 0;
-                    for (int a = 0; a < knn; a++) m += Wold[(int64_t)nb[i * knn + a] * B + j];
-                    G[j * B + j] += s_smooth, c[j] += s_smooth * m / knn;
-                }
-            }
-            sb_simplex_lsq(B, G, c, NULL, w);
-            int nz = 0;
-            for (int j = 0; j < B; j++) nz += w[j] > 0;
-            if (nz > K) { /* keep the K largest, re-solve on them */
-                unsigned char allowed[SB_MAX_BONES] = {0};
-                for (int a = 0; a < K; a++) {
-                    int bj = -1;
-                    for (int j = 0; j < B; j++)
-                        if (!allowed[j] && (bj < 0 || w[j] > w[bj])) bj = j;
-                    allowed[bj] = 1;
-                }
-                sb_simplex_lsq(B, G, c, allowed, w);
-            }
-            for (int j = 0; j < B; j++) W[i * B + j] = (float)w[j];
-        }
+        for (int64_t i = 0; i < N; i++)
+            point_weights(F, N, B, K, rest, pos, T, pair, i, Wold, nb, knn, s_smooth, W + i * B);
         hist[it] = sb_lbs_rmse(F, N, B, rest, pos, W, T);
         done = it;
         if (o->progress && o->progress(o->user, it, iters, hist[it])) break;

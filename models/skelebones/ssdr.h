@@ -62,6 +62,13 @@ void sb_skin_free(SbSkin *s);
 int sb_ssdr_fit_bones(int nframes, int64_t npoints, int nbones, const float *rest, const float *pos, const float *W,
                       int passes, double *T, char *err, size_t errlen);
 
+/* The weights of N points (W: N × B out, ≤ K non-zeros per row) for fixed bones T (F × B × 12):
+ * each point's simplex program of SSDR's weight step, without the smoothing term. For points
+ * left out of the fit (skelebones.h: the transparent Gaussians), which follow the bones found
+ * from the others. 0, or -1 with err (B out of range, out of memory). */
+int sb_ssdr_weights(int nframes, int64_t npoints, int nbones, int max_influences, const float *rest, const float *pos,
+                    const double *T, float *W, char *err, size_t errlen);
+
 /* √(Σ_t Σ_i ‖v_i^t − Σ_j w_ij T_j^t u_i‖² / (F N)) of an LBS rig. */
 double sb_lbs_rmse(int nframes, int64_t npoints, int nbones, const float *rest, const float *pos,
                    const float *weights, const double *transforms);

@@ -18,6 +18,7 @@
 void sb_traj_free(SbTraj *t) {
     free(t->pos), free(t->rest), free(t->faces), free(t->true_weights), free(t->true_transforms);
     free(t->true_parents), free(t->true_joints), free(t->true_tails), free(t->times);
+    free(t->opacity);
     memset(t, 0, sizeof *t);
 }
 
@@ -41,7 +42,7 @@ int sb_traj_read_h5(const char *path, const char *dataset, SbTraj *t, char *err,
     if (f < 0) return -1;
     /* `anima gs4d fit`'s trajectories.h5 keeps the per-frame centers in frames/positions and the
      * canonical ones in canonical/positions (tools/cmd_gs4d.c): read it as it is */
-    const char *rest_name = "rest";
+    const char *rest_name = "rest", *opacity_name = "opacities";
     if (!dataset) {
         dataset = SB_TRAJ_DATASET;
         if (H5Lexists(f, SB_TRAJ_DATASET, H5P_DEFAULT) <= 0 && H5Lexists(f, "frames", H5P_DEFAULT) > 0 &&
@@ -49,6 +50,8 @@ int sb_traj_read_h5(const char *path, const char *dataset, SbTraj *t, char *err,
             dataset = "frames/positions";
             if (H5Lexists(f, "canonical", H5P_DEFAULT) > 0 && H5Lexists(f, "canonical/positions", H5P_DEFAULT) > 0)
                 rest_name = "canonical/positions";
+            if (H5Lexists(f, "canonical", H5P_DEFAULT) > 0 && H5Lexists(f, "canonical/opacities", H5P_DEFAULT) > 0)
+                opacity_name = "canonical/opacities";
         }
     }
     int64_t dp[3] = {0}, dr[2] = {0}, df[2] = {0};
@@ -79,8 +82,17 @@ int sb_traj_read_h5(const char *path, const char *dataset, SbTraj *t, char *err,
             rc = base_errf(err, errlen, "%s: times has %llu entries for %llu frames", path, (unsigned long long)dt[0],
                            (unsigned long long)dp[0]);
     }
+    void *opac = NULL;
+    if (rc == 0) { /* optional: each point's opacity (gs4d's Gaussians: the canonical ones) */
+        int64_t dn[1] = {0};
+        int r = base_h5_read_dims(f, path, opacity_name, 1, dn, H5T_NATIVE_FLOAT, 4, true, &opac, err, errlen);
+        if (r < 0) rc = -1;
+        else if (r == 0 && dn[0] != dp[1])
+            rc = base_errf(err, errlen, "%s: %s has %llu entries for %llu points", path, opacity_name, (unsigned long long)dn[0],
+                           (unsigned long long)dp[1]);
+    }
     H5Fclose(f);
-    t->times = times;
+    t->times = times, t->opacity = opac;
     t->nframes = (int)dp[0], t->npoints = (int64_t)dp[1];
     t->pos = pos, t->rest = rest, t->faces = faces, t->nfaces = faces ? (int64_t)df[0] : 0;
     if (rc == 0 && !base_all_finite_f(t->pos, (size_t)t->nframes * t->npoints * 3))
@@ -88,6 +100,10 @@ int sb_traj_read_h5(const char *path, const char *dataset, SbTraj *t, char *err,
     if (rc == 0 && t->rest && !base_all_finite_f(t->rest, (size_t)t->npoints * 3))
         rc = base_errf(err, errlen, "%s: rest holds a non-finite value", path);
     if (rc == 0 && faces) rc = check_faces(path, t->faces, t->nfaces, t->npoints, err, errlen);
+    for (int64_t i = 0; rc == 0 && t->opacity && i < t->npoints; i++)
+        if (!(t->opacity[i] >= 0 && t->opacity[i] <= 1)) /* NaN fails too */
+            rc = base_errf(err, errlen, "%s: %s[%lld] = %g is not an opacity in [0, 1]", path, opacity_name, (long long)i,
+                           (double)t->opacity[i]);
     if (rc == 0 && !t->rest) {
         t->rest = malloc((size_t)t->npoints * 3 * sizeof(float));
         if (!t->rest) rc = base_errf(err, errlen, "%s: out of memory", path);
@@ -231,8 +247,11 @@ int sb_traj_write_h5(const char *path, const SbTraj *t, char *err, size_t errlen
         ok = ok && base_h5_write_checked(f, "faces", H5T_STD_I32LE, H5T_NATIVE_INT32, 2, df, t->faces, 1 << 20, false) == 0;
     hsize_t dt[1] = {(hsize_t)t->nframes};
     if (t->times) ok = ok && base_h5_write_checked(f, "times", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 1, dt, t->times, 1 << 20, false) == 0;
+    hsize_t dn[1] = {(hsize_t)t->npoints};
+    if (t->opacity)
+        ok = ok && base_h5_write_checked(f, "opacities", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 1, dn, t->opacity, 1 << 20, false) == 0;
     ok = ok && base_h5_attr_str(f, "producer", "anima skelebones (models/skelebones/traj.c)") == 0;
     ok = ok && base_h5_attr_str(f, "layout", "positions: F x N x 3 per-frame point positions; rest: N x 3; faces: T x 3 (optional); "
-                                             "times: F (optional)") == 0;
+                                             "times: F (optional); opacities: N (optional)") == 0;
     return base_h5_save_end(f, tmp, path, ok, "trajectories", err, errlen);
 }

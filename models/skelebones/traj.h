@@ -29,6 +29,8 @@ typedef struct {
     float *true_joints;      /* F × B × 3: each bone's head per frame */
     float *true_tails;       /* B × 3: each bone's tail at rest (gt.h5 rig/tails), or NULL */
     float *times;            /* F: each frame's time (gt.h5 times, a trajectories file's "times"), or NULL */
+    float *opacity;          /* N: each point's opacity in [0, 1] (a gs4d run's canonical/opacities, a
+                                trajectories file's "opacities"), or NULL: every point counts in full */
     char source[512];
 } SbTraj;
 
