@@ -39,6 +39,18 @@ static int make_bench(const char *dir, int frames) {
     return rc;
 }
 
+/* a tiny humanoid of 6 frames in a new folder dir (dir/bench/gt.h5), read into t; 0, or -1
+ * (recorded as a failure) */
+static int bench_traj(char *dir, size_t n, SbTraj *t) {
+    char path[256], err[512];
+    tmpdir_make(dir, n);
+    if (make_bench(dir, 6)) return -1;
+    snprintf(path, sizeof path, "%s/bench/gt.h5", dir);
+    int rc = sb_traj_read_gt(path, t, err, sizeof err);
+    CHECK_MSG(rc == 0, "%s", err);
+    return rc;
+}
+
 /* parents-first with one root: every joint reaches the root (connected) and no chain can loop
  * (acyclic) */
 static void check_tree(int J, const int32_t *parent) {
@@ -178,11 +190,8 @@ TEST(skelebones_ik_residual_decreases_and_points_route) {
  * by 10% of the diagonal in every frame fail it; trajectories without frame times are refused */
 TEST(skelebones_true_rig_posed_joints) {
     char dir[64], cmd[2048], out[16384], path[256], err[512];
-    tmpdir_make(dir, sizeof dir);
-    if (make_bench(dir, 6)) return;
-    snprintf(path, sizeof path, "%s/bench/gt.h5", dir);
     SbTraj t;
-    CHECK_MSG(sb_traj_read_gt(path, &t, err, sizeof err) == 0, "%s", err);
+    if (bench_traj(dir, sizeof dir, &t)) return;
     if (t.nframes != 6) return;
     CHECK(t.times != NULL);
     double lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY}, diag = 0;
@@ -256,11 +265,8 @@ TEST(skelebones_transparent_gaussians_left_out) {
      * them; fitted to all points (--min-opacity 0) the noise moves them. Every point, transparent
      * or not, has its weights in rig.h5, and bones/fitted says which were fitted. */
     char dir[64], cmd[2048], out[16384], path[256], err[512];
-    tmpdir_make(dir, sizeof dir);
-    if (make_bench(dir, 6)) return;
-    snprintf(path, sizeof path, "%s/bench/gt.h5", dir);
     SbTraj t;
-    CHECK_MSG(sb_traj_read_gt(path, &t, err, sizeof err) == 0, "%s", err);
+    if (bench_traj(dir, sizeof dir, &t)) return;
     int F = t.nframes;
     int64_t NC = t.npoints, NX = NC / 3, N = NC + NX;
     float lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
