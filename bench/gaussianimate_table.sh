@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # bench/gaussianimate_table.sh — the GaussiAnimate full path from video (issue 37 item 4): for each
-# character, multi-view video → gs4d fit (configs/gs4d-repertoire.json: control nodes) → gs4d eval
+# character, multi-view video → gs4d fit (configs/gs4d-repertoire.json: 1024 control nodes) → gs4d eval
 # (held-out test views) → Skelebones on the fit's trajectories → PartMM on the held-out motion with
 # the fit's canonical Gaussians (anima animate --gaussians, configs/partmm.json), the found joints
 # against the benchmark's true rig (skelebones --true-rig: posed, frame by frame), and one table of
