@@ -744,7 +744,8 @@ TEST(ssdr_transparent_points_follow_the_bones) {
     o.cluster.bones = K, o.ssdr.iters = 10;
     char err[256];
     SbResult r, r0, rc;
-    CHECK(o.min_opacity == 0.2);
+    CHECK(o.min_opacity == 0); /* off unless asked for */
+    o.min_opacity = 0.2;
     CHECK_MSG(sb_run(&t, &o, &r, err, sizeof err) == 0, "%s", err);
     CHECK(r.fitted && r.nfitted == NC && r.skin.npoints == N && r.clusters.npoints == N);
     for (int i = 0; i < N && r.fitted; i++) CHECK(r.fitted[i] == (i < NC));

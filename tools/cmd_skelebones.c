@@ -28,7 +28,7 @@ int cmd_skelebones(int argc, char **argv) {
                *true_rig = NULL;
     int64_t model_frames = 40, model_anim = 0;
     int64_t bones = 20, iters = 30, influences = 8, bone_iters = 5, knn = 8, rounds = 8;
-    double smooth = 1e-4, fraction = 1.0, min_opacity = 0.2;
+    double smooth = 1e-4, fraction = 1.0, min_opacity = 0;
     bool no_progress = false;
     const char *init = "lbgvq";
     const char *video = "auto";
@@ -58,7 +58,7 @@ int cmd_skelebones(int argc, char **argv) {
         {"--cluster-rounds", CMD_ARG_INT, &rounds, "N", "LBG-VQ fit/reassign rounds per split (default 8)", 1, 1000},
         {"--init", CMD_ARG_CHOICE, &init, "I", "lbgvq (default) or random: random Voronoi cells at rest (the ablation)", 0, 0, inits},
         {"--seed", CMD_ARG_UINT, &seed, "S", "the random start's seed (default 0)"},
-        {"--min-opacity", CMD_ARG_DOUBLE, &min_opacity, "X", "(trajectories with opacities: a gs4d run's Gaussians) points less opaque than X are left out of the clusters, bones, skeleton and IK and follow the bones the others found (default 0.2; 0: all fit)", 0, 1},
+        {"--min-opacity", CMD_ARG_DOUBLE, &min_opacity, "X", "(trajectories with opacities: a gs4d run's Gaussians) points less opaque than X are left out of the clusters, bones, skeleton and IK and follow the bones the others found (default 0: all fit; 0.2 helps the monocular bird's joints, hurts the multi-view bird's full path: docs/gaussianimate.md)", 0, 1},
         {"--frames-fraction", CMD_ARG_DOUBLE, &fraction, "X", "use the first X of the frames (0 < X <= 1; default 1)", 0, 1, NULL, false, NULL, true},
         {"--export-traj", CMD_ARG_STRING, &export_traj, "FILE", "also write the trajectories used (after --frames-fraction) as a trajectories HDF5"},
         {"--ik-true-tree", CMD_ARG_FLAG, &ik, NULL, "(--gt, --model) IK per frame on the true tree against the true joints: rig.h5 ik/ (instead of the found tree)"},

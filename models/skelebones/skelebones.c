@@ -18,7 +18,7 @@ void sb_options_defaults(SbOptions *o) {
     sb_ssdr_defaults(&o->ssdr);
     o->random_init = 0;
     o->seed = 0;
-    o->min_opacity = 0.2;
+    o->min_opacity = 0;
 }
 
 void sb_result_free(SbResult *r) {

@@ -31,9 +31,11 @@ typedef struct {
     uint64_t seed;        /* of the random start */
     double min_opacity;   /* points whose opacity (SbTraj.opacity) is below this take no part in the
                              clusters, the bones, the skeleton's shape or the IK; they get weights for
-                             the bones the others found (sb_ssdr_weights) (0.2; 0: every point fits). A
+                             the bones the others found (sb_ssdr_weights) (0: every point fits). A
                              nearly transparent Gaussian is barely constrained by the images it was
-                             fitted to, so its trajectory is noise the bones should not follow */
+                             fitted to, so its trajectory is noise the bones should not follow; on
+                             the repertoire fits 0.2 helped some rigs and hurt others (docs/
+                             gaussianimate.md), so it is not the default */
 } SbOptions;
 
 void sb_options_defaults(SbOptions *o);
