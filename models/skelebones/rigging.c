@@ -393,14 +393,16 @@ int sb_rig_run(const SbTraj *t, SbResult *r, const SbRigOptions *o, SbRigResult 
             if (sb_skeleton_mcf(&g->shape, &o->skel, &g->skel, err, errlen)) goto fail;
         }
     } else {
-        /* the shape the opaque points make (SbResult.fitted): a transparent Gaussian is not surface */
-        int64_t n = 0;
-        fidx = malloc((size_t)N * sizeof *fidx), frest = malloc((size_t)N * 3 * sizeof *frest);
-        if (!fidx || !frest) goto oom;
-        for (int64_t i = 0; i < N; i++)
-            if (!r->fitted || r->fitted[i]) memcpy(frest + 3 * n, t->rest + 3 * i, 3 * sizeof *frest), fidx[n++] = (int32_t)i;
-        nfit = n;
-        if (mesh_density(frest, nfit, o->grid, &g->shape, err, errlen)) goto fail;
+        /* the shape the fitted points make (SbResult.fitted: a transparent Gaussian is not surface) */
+        if (r->fitted) {
+            int64_t n = 0;
+            fidx = malloc((size_t)N * sizeof *fidx), frest = malloc((size_t)N * 3 * sizeof *frest);
+            if (!fidx || !frest) goto oom;
+            for (int64_t i = 0; i < N; i++)
+                if (r->fitted[i]) memcpy(frest + 3 * n, t->rest + 3 * i, 3 * sizeof *frest), fidx[n++] = (int32_t)i;
+            nfit = n;
+        }
+        if (mesh_density(frest ? frest : t->rest, nfit, o->grid, &g->shape, err, errlen)) goto fail;
         g->meshed = 1;
         if (sb_skeleton_mcf(&g->shape, &o->skel, &g->skel, err, errlen)) goto fail;
     }

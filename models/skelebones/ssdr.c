@@ -357,7 +357,8 @@ static void pair_sums(int F, int B, const double *T, double *pair) {
 static void point_weights(int F, int64_t N, int B, int K, const float *rest, const float *pos, const double *T,
                           const double *pair, int64_t i, const float *Wold, const int32_t *nb, int knn, double s_smooth,
                           float *w_out) {
-    double G[SB_MAX_BONES * SB_MAX_BONES] = {0}, c[SB_MAX_BONES] = {0}, w[SB_MAX_BONES];
+    double G[SB_MAX_BONES * SB_MAX_BONES], c[SB_MAX_BONES], w[SB_MAX_BONES];
+    memset(G, 0, sizeof(double) * (size_t)B * B), memset(c, 0, sizeof(double) * (size_t)B); /* all set below; for the compiler */
     const float *uf = rest + i * 3;
     double u[3] = {uf[0], uf[1], uf[2]};
     for (int j = 0; j < B; j++)
