@@ -10,6 +10,7 @@
 #include "datasets/geometry/geometry.h"
 #include "datasets/geometry/procedural.h"
 #include "models/skelebones/joints.h"
+#include "models/skelebones/rigging.h"
 #include "models/skelebones/skeleton.h"
 #include "tests/test.h"
 
@@ -661,4 +662,156 @@ TEST(skeleton_inside_parity) {
         CHECK(wrong == 0);
         free(q), free(in), ds_mesh_free(&m);
     }
+}
+
+/* A gs4d fit's Gaussians are a shell: the points of a body's surface, none inside and none where
+ * no camera looked. The shell here is an ellipsoid open at both ends of its long axis (a thick
+ * tube: a handle, a loop in its skeleton) with two legs under it, 0.6 apart at the hips and 0.2
+ * at the feet. Filled (sb_mesh_points, 5 votes of 13; with the plain density and with each splat
+ * over the density at its point) the mesh is one solid without handles
+ * (χ = V − F/2 = 2) with the body's middle inside and the gap between the feet outside (the
+ * legs not webbed). Unfilled, the middle is outside and the mesh has a handle (χ ≤ 0). The rule
+ * against new handles is tested on cells below. */
+TEST(skeleton_shell_of_points_filled) {
+    const float ax = 1.0f, ay = 0.45f, az = 0.4f, legr = 0.1f;
+    const float hip[2] = {-0.25f, 0.55f}, foot[2] = {-0.25f, -0.25f + 2 * 0.1f + 0.2f}; /* leg centres, x */
+    enum { NS = 6000, NLEG = 1200 };
+    float *p = malloc((size_t)(NS + 2 * NLEG) * 3 * sizeof *p);
+    CHECK(p != NULL);
+    int64_t n = 0;
+    for (int i = 0; i < NS; i++) { /* Fibonacci points on the ellipsoid, the ends |x| > 0.75 ax left out */
+        double x = 1 - 2 * (i + 0.5) / NS, r = sqrt(1 - x * x), ph = i * M_PI * (3 - sqrt(5.0));
+        if (fabs(x) > 0.75) continue;
+        p[3 * n] = (float)(ax * x), p[3 * n + 1] = (float)(ay * r * cos(ph)), p[3 * n + 2] = (float)(az * r * sin(ph));
+        n++;
+    }
+    for (int l = 0; l < 2; l++)
+        for (int i = 0; i < NLEG; i++) { /* a leg's surface from its foot (y = −1.2) up into the body, and its sole */
+            double a = 2 * M_PI * (i % 24) / 24, u = (i / 24) / (NLEG / 24 - 1.0), rr = legr;
+            if (i / 24 == 0) rr = legr * (i % 3) / 3.0, a += i;
+            float q[3] = {(float)(foot[l] + u * (hip[l] - foot[l]) + rr * cos(a)), (float)(-1.2 + 0.9 * u), (float)(rr * sin(a))};
+            if ((q[0] / ax) * (q[0] / ax) + (q[1] / ay) * (q[1] / ay) + (q[2] / az) * (q[2] / az) < 1) continue;
+            memcpy(p + 3 * n, q, sizeof q), n++;
+        }
+    /* the body's middle; the middle of the feet's gap, 0.1 above the soles */
+    const double u = 0.1 / 0.9, gx = 0.5 * (foot[0] + u * (hip[0] - foot[0]) + foot[1] + u * (hip[1] - foot[1]));
+    const double probe[6] = {0, 0, 0, gx, -1.1, 0};
+    /* unfilled, filled, filled with each splat over the density at its point (the default) */
+    int64_t chi[3], filled[3];
+    uint8_t in[3][2];
+    for (int run = 0; run < 3; run++) {
+        DsMesh m;
+        char err[256];
+        SbRigOptions o;
+        sb_rig_options_defaults(&o);
+        o.fill_votes = run ? 5 : 0, o.density_norm = run == 2;
+        CHECK(sb_mesh_points(p, NULL, n, &o, &m, &filled[run], err, sizeof err) == 0);
+        CHECK(m.nf % 2 == 0);
+        chi[run] = m.nv - m.nf / 2;
+        CHECK(sb_mesh_inside(&m, 2, probe, in[run]) == 0);
+        ds_mesh_free(&m);
+        printf("    %s: %lld cells filled, χ %lld, middle %s, feet's gap %s\n",
+               run == 0 ? "unfilled" : run == 1 ? "filled" : "filled, density_norm", (long long)filled[run],
+               (long long)chi[run], in[run][0] ? "inside" : "outside", in[run][1] ? "inside" : "outside");
+    }
+    CHECK(filled[0] == 0 && filled[1] > 0 && filled[2] > 0);
+    CHECK(chi[0] <= 0 && !in[0][0]); /* the shape needs the fill: a tube, hollow */
+    for (int run = 1; run < 3; run++) CHECK(chi[run] == 2 && in[run][0] && !in[run][1]);
+    free(p);
+}
+
+/* sb_fill_shells on cells. A C-shaped ring (a thick ring in the xy plane cut by a slot 3 cells
+ * wide): the lines across the slot stab it, but filling it closes the ring — a handle — so with
+ * keep_handles it stays empty, and without, it fills. A hollow box with a 6 × 6 window in its
+ * top: its inside fills but for a dent under the window (fewer than the window's 36 cells: the
+ * lines out through it escape), the outside does not. */
+TEST(skeleton_fill_shells_no_new_handle) {
+    const int n[3] = {48, 48, 16};
+    size_t cells = (size_t)n[0] * n[1] * n[2];
+    uint8_t *in = malloc(cells);
+    CHECK(in != NULL);
+    for (int keep = 0; keep < 2; keep++) {
+        for (int z = 0; z < n[2]; z++)
+            for (int y = 0; y < n[1]; y++)
+                for (int x = 0; x < n[0]; x++) {
+                    double r = hypot(x - 23.5, y - 23.5);
+                    int slot = y > 24 && abs(x - 24) <= 1;
+                    in[((size_t)z * n[1] + y) * n[0] + x] = r >= 8 && r < 16 && z >= 4 && z < 12 && !slot;
+                }
+        int64_t added = sb_fill_shells(in, n, 5, keep);
+        int64_t slot_filled = 0, hole_filled = 0;
+        for (int y = 25; y < 40; y++)
+            for (int x = 23; x <= 25; x++) slot_filled += in[((size_t)8 * n[1] + y) * n[0] + x] == 2 && hypot(x - 23.5, y - 23.5) >= 8;
+        hole_filled = in[((size_t)8 * n[1] + 24) * n[0] + 24] != 0;
+        printf("    C ring, keep_handles %d: %lld cells added, %lld of the slot's mid-plane, hole %s\n", keep,
+               (long long)added, (long long)slot_filled, hole_filled ? "filled" : "open");
+        CHECK(added >= 0 && !hole_filled);
+        if (keep) CHECK(slot_filled == 0);
+        else CHECK(slot_filled > 10);
+    }
+    /* a box shell (walls 1 cell thick) with a 6 × 6 window in its top */
+    for (int z = 0; z < n[2]; z++)
+        for (int y = 0; y < n[1]; y++)
+            for (int x = 0; x < n[0]; x++) {
+                int box = x >= 8 && x < 40 && y >= 8 && y < 40 && z >= 2 && z < 14;
+                int inner = x >= 9 && x < 39 && y >= 9 && y < 39 && z >= 3 && z < 13;
+                int window = z == 13 && abs(x - 24) < 3 && abs(y - 24) < 3;
+                in[((size_t)z * n[1] + y) * n[0] + x] = box && !inner && !window;
+            }
+    int64_t added = sb_fill_shells(in, n, 5, 1), inside_open = 0, outside_filled = 0;
+    for (int z = 0; z < n[2]; z++)
+        for (int y = 0; y < n[1]; y++)
+            for (int x = 0; x < n[0]; x++) {
+                int inner = x >= 9 && x < 39 && y >= 9 && y < 39 && z >= 3 && z < 13;
+                int box = x >= 8 && x < 40 && y >= 8 && y < 40 && z >= 2 && z < 14;
+                uint8_t v = in[((size_t)z * n[1] + y) * n[0] + x];
+                inside_open += inner && !v, outside_filled += !box && v;
+            }
+    printf("    box with a window: %lld cells added, %lld inside left open, %lld outside filled\n", (long long)added,
+           (long long)inside_open, (long long)outside_filled);
+    CHECK(inside_open < 36 && outside_filled == 0 && added > 8000);
+    free(in);
+}
+
+/* A dense body (4000 points in a ball of radius 0.3) with a thin tail: 40 points along a line of length 1.
+ * By the plain density (level a third of its median at the points) the tail's far half is not
+ * surface; with each splat over the density at its point (density_norm) the whole tail is. A
+ * transparent copy of the tail (opacity 0.01) is not surface either way. */
+TEST(skeleton_points_thin_tail_meshed) {
+    enum { NB = 4000, NT = 40 };
+    float *p = malloc((size_t)(NB + 2 * NT) * 3 * sizeof *p), *op = malloc((size_t)(NB + 2 * NT) * sizeof *op);
+    CHECK(p && op);
+    uint64_t st = 7;
+    for (int i = 0; i < NB; i++) { /* uniform in the ball of radius 0.4 */
+        float q[3], r2;
+        do {
+            for (int c = 0; c < 3; c++) st = st * 6364136223846793005ULL + 1442695040888963407ULL, q[c] = 0.6f * ((float)(st >> 40) / 16777216.0f - 0.5f);
+            r2 = q[0] * q[0] + q[1] * q[1] + q[2] * q[2];
+        } while (r2 > 0.09f);
+        memcpy(p + 3 * i, q, sizeof q), op[i] = 1;
+    }
+    for (int i = 0; i < NT; i++) { /* the tail along +x from the ball's surface; its copy along −y */
+        float t = 0.3f + 1.0f * i / (NT - 1);
+        float *a = p + 3 * (NB + i), *b = p + 3 * (NB + NT + i);
+        a[0] = t, a[1] = 0, a[2] = 0, op[NB + i] = 1;
+        b[0] = 0, b[1] = -t, b[2] = 0, op[NB + NT + i] = 0.01f;
+    }
+    const double probe[6] = {1.1, 0, 0, 0, -1.1, 0}; /* the tail's far part; the transparent tail's */
+    uint8_t in[2][2];
+    for (int norm = 0; norm < 2; norm++) {
+        SbRigOptions o;
+        sb_rig_options_defaults(&o);
+        o.density_norm = norm;
+        DsMesh m;
+        int64_t filled;
+        char err[256];
+        CHECK(sb_mesh_points(p, op, NB + 2 * NT, &o, &m, &filled, err, sizeof err) == 0);
+        CHECK(sb_mesh_inside(&m, 2, probe, in[norm]) == 0);
+        printf("    density_norm %d: %lld vertices, the tail's far part %s, the transparent tail's %s\n", norm, (long long)m.nv,
+               in[norm][0] ? "inside" : "outside", in[norm][1] ? "inside" : "outside");
+        ds_mesh_free(&m);
+    }
+    CHECK(!in[0][0] && in[1][0]);
+    CHECK(!in[1][1]);
+    free(p), free(op);
 }

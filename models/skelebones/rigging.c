@@ -19,6 +19,8 @@ void sb_rig_options_defaults(SbRigOptions *o) {
     o->ik.steps = 100;
     o->ik_points = 400;
     o->grid = 64;
+    o->fill_votes = 5;
+    o->density_norm = 1;
     o->run_ik = 1;
 }
 
@@ -147,9 +149,170 @@ static void close_field(float *f, const int n[3]) {
                     f[((size_t)z * n[1] + y) * n[0] + x] = fmaxf(f[((size_t)z * n[1] + y) * n[0] + x], 1.0f);
 }
 
+/* ---- closing a shell of points (sb_mesh_points) ----------------------------------------------
+ * Cells are ((z · n1) + y) · n0 + x; a set is the cells whose byte is nonzero. */
+#define CELL(n, x, y, z) (((size_t)(z) * (n)[1] + (y)) * (n)[0] + (x))
+
+/* the Euler characteristic of the union of the set's closed unit cubes: vertices − edges +
+ * squares − cubes, each lattice element counted when a cube of the set has it */
+static int64_t voxel_euler(const uint8_t *s, const int n[3]) {
+    int64_t chi = 0;
+    for (int z = 0; z <= n[2]; z++)
+        for (int y = 0; y <= n[1]; y++)
+            for (int x = 0; x <= n[0]; x++) {
+                /* the 8 cubes around lattice vertex (x, y, z): bit (dx | dy << 1 | dz << 2) for cube
+                 * (x − 1 + dx, y − 1 + dy, z − 1 + dz) */
+                unsigned m = 0;
+                for (int c = 0; c < 8; c++) {
+                    int X = x - 1 + (c & 1), Y = y - 1 + (c >> 1 & 1), Z = z - 1 + (c >> 2);
+                    if (X >= 0 && Y >= 0 && Z >= 0 && X < n[0] && Y < n[1] && Z < n[2] && s[CELL(n, X, Y, Z)]) m |= 1u << c;
+                }
+                if (!m) continue;
+                /* the elements whose lowest vertex this is: the vertex; the edges to +x, +y, +z
+                 * (cubes with dx = 1: 0xaa, dy = 1: 0xcc, dz = 1: 0xf0); the squares spanned by +x +y,
+                 * +x +z, +y +z (0x88, 0xa0, 0xc0); the cube of the + octant (0x80) */
+                chi += 1 - !!(m & 0xaa) - !!(m & 0xcc) - !!(m & 0xf0) + !!(m & 0x88) + !!(m & 0xa0) + !!(m & 0xc0) - !!(m & 0x80);
+            }
+    return chi;
+}
+
+/* the components of the cells with (s[k] != 0) == fg, 26-connected (conn26) or 6-connected,
+ * leaving out, with skip_border, those that reach the grid's edge (a complement's outside).
+ * lab[k]: the component, −1 for none. */
+static int64_t voxel_components(const uint8_t *s, int fg, int conn26, const int n[3], int skip_border, int32_t *lab,
+                                int64_t *queue) {
+    size_t cells = (size_t)n[0] * n[1] * n[2];
+    for (size_t k = 0; k < cells; k++) lab[k] = -1;
+    int64_t comps = 0;
+    for (size_t k0 = 0; k0 < cells; k0++) {
+        if (lab[k0] != -1 || (s[k0] != 0) != fg) continue;
+        int64_t qh = 0, qt = 0;
+        int border = 0;
+        lab[k0] = (int32_t)comps, queue[qt++] = (int64_t)k0;
+        while (qh < qt) {
+            int64_t k = queue[qh++];
+            int x = (int)(k % n[0]), y = (int)(k / n[0] % n[1]), z = (int)(k / ((int64_t)n[0] * n[1]));
+            border |= x == 0 || y == 0 || z == 0 || x == n[0] - 1 || y == n[1] - 1 || z == n[2] - 1;
+            for (int dz = -1; dz <= 1; dz++)
+                for (int dy = -1; dy <= 1; dy++)
+                    for (int dx = -1; dx <= 1; dx++) {
+                        int m = abs(dx) + abs(dy) + abs(dz);
+                        if (m == 0 || (!conn26 && m > 1)) continue;
+                        int X = x + dx, Y = y + dy, Z = z + dz;
+                        if (X < 0 || Y < 0 || Z < 0 || X >= n[0] || Y >= n[1] || Z >= n[2]) continue;
+                        size_t q = CELL(n, X, Y, Z);
+                        if (lab[q] == -1 && (s[q] != 0) == fg) lab[q] = (int32_t)comps, queue[qt++] = (int64_t)q;
+                    }
+        }
+        if (skip_border && border)
+            for (int64_t i = 0; i < qt; i++) lab[queue[i]] = -2; /* seen, not counted */
+        else comps++;
+    }
+    for (size_t k = 0; k < cells; k++)
+        if (lab[k] == -2) lab[k] = -1;
+    return comps;
+}
+
+/* the set's first Betti number — its handles: loops through it that cannot shrink to a point —
+ * as b0 + b2 − χ, with b0 its components (26-connected, as the closed cubes touch) and b2 its
+ * cavities (the complement's 6-connected components that do not reach the edge) */
+static int64_t voxel_handles(const uint8_t *s, const int n[3], int32_t *lab, int64_t *queue) {
+    int64_t b0 = voxel_components(s, 1, 1, n, 0, lab, queue), b2 = voxel_components(s, 0, 0, n, 1, lab, queue);
+    return b0 + b2 - voxel_euler(s, n);
+}
+
+/* Shells: see rigging.h (sb_fill_shells). A gs4d fit's Gaussians lie on the surface — the images
+ * see nothing inside — and where the views saw little (a belly, seen from no camera below it)
+ * there are none, so the summed density of a big round body is a shell open on one side, and the
+ * skeleton of a shell with holes is loops and fans (the multi-view quadruped: 2 components, 3
+ * cycles, 12 of its 33 joints inside its torso, 7–17% of the diagonal from any true one). Ray
+ * stabbing (Nooruddin & Turk 2003) closes it: a cell outside becomes a candidate when, along at
+ * least `votes` of the 13 lines of the 26-neighbourhood, both senses of the line meet the set
+ * before the grid's edge. Between two limbs most lines have a sense that leaves the shape (down
+ * between the legs, out between an arm and the body), but not all, and a bridge between two
+ * limbs that the body already joins is a handle the skeleton turns into a loop. So the
+ * candidates are added one 6-connected piece at a time, largest first (all at once, a piece that
+ * closes a handle — the inside of a tube — could pay for one that opens another), each kept only
+ * if the set gains no handle; then cavities the border cannot reach are filled. */
+int64_t sb_fill_shells(uint8_t *in, const int n[3], int votes, int keep_handles) {
+    size_t cells = (size_t)n[0] * n[1] * n[2];
+    uint8_t *hp = malloc(cells), *hm = malloc(cells), *cnt = calloc(cells, 1), *cand = malloc(cells);
+    int32_t *lab = malloc(cells * sizeof *lab), *order = NULL;
+    int64_t *queue = malloc(cells * sizeof *queue), *size = NULL, added = -1; /* size: pieces' offsets */
+    if (!hp || !hm || !cnt || !cand || !lab || !queue) goto done;
+    static const int lines[13][3] = {{1, 0, 0}, {0, 1, 0}, {0, 0, 1}, {1, 1, 0}, {1, -1, 0}, {1, 0, 1}, {1, 0, -1},
+                                     {0, 1, 1}, {0, 1, -1}, {1, 1, 1}, {1, 1, -1}, {1, -1, 1}, {1, -1, -1}};
+    for (int l = 0; l < 13; l++) {
+        for (int sense = 0; sense < 2; sense++) {
+            int d[3], lo[3], st[3];
+            uint8_t *h = sense ? hm : hp;
+            /* h(c) = in(c + d) or h(c + d): swept so that c + d comes before c */
+            for (int c = 0; c < 3; c++)
+                d[c] = sense ? -lines[l][c] : lines[l][c], st[c] = d[c] > 0 ? -1 : 1, lo[c] = d[c] > 0 ? n[c] - 1 : 0;
+            for (int zi = 0, z = lo[2]; zi < n[2]; zi++, z += st[2])
+                for (int yi = 0, y = lo[1]; yi < n[1]; yi++, y += st[1])
+                    for (int xi = 0, x = lo[0]; xi < n[0]; xi++, x += st[0]) {
+                        int X = x + d[0], Y = y + d[1], Z = z + d[2];
+                        size_t k = CELL(n, x, y, z);
+                        if (X < 0 || Y < 0 || Z < 0 || X >= n[0] || Y >= n[1] || Z >= n[2]) h[k] = 0;
+                        else h[k] = in[CELL(n, X, Y, Z)] | h[CELL(n, X, Y, Z)];
+                    }
+        }
+        for (size_t k = 0; k < cells; k++) cnt[k] += hp[k] & hm[k];
+    }
+    int64_t ncand = 0;
+    for (size_t k = 0; k < cells; k++) cand[k] = !in[k] && cnt[k] >= votes, ncand += cand[k];
+    added = 0;
+    if (ncand) {
+        int64_t handles = voxel_handles(in, n, lab, queue);
+        int64_t np = voxel_components(cand, 1, 0, n, 0, lab, queue);
+        size = calloc((size_t)np + 1, sizeof *size), order = malloc(((size_t)np + 1) * sizeof *order);
+        int64_t *at = malloc(((size_t)np + 1) * sizeof *at);
+        if (!size || !order || !at) { free(at), added = -1; goto done; }
+        for (size_t k = 0; k < cells; k++)
+            if (lab[k] >= 0) size[lab[k] + 1]++;
+        for (int64_t i = 0; i < np; i++) size[i + 1] += size[i], order[i] = (int32_t)i; /* offsets */
+        memcpy(at, size, ((size_t)np + 1) * sizeof *at);
+        int64_t *cellsof = malloc((size_t)ncand * sizeof *cellsof);
+        if (!cellsof) { free(at), added = -1; goto done; }
+        for (size_t k = 0; k < cells; k++)
+            if (lab[k] >= 0) cellsof[at[lab[k]]++] = (int64_t)k;
+        for (int64_t i = 1; i < np; i++) /* by size, descending (insertion: pieces are few) */
+            for (int64_t j = i; j > 0 && size[order[j] + 1] - size[order[j]] > size[order[j - 1] + 1] - size[order[j - 1]]; j--) {
+                int32_t t = order[j];
+                order[j] = order[j - 1], order[j - 1] = t;
+            }
+        for (int64_t i = 0; i < np; i++) {
+            int32_t pc = order[i];
+            for (int64_t q = size[pc]; q < size[pc + 1]; q++) in[cellsof[q]] = 2;
+            int64_t h = voxel_handles(in, n, lab, queue);
+            if (h <= handles || !keep_handles) handles = h, added += size[pc + 1] - size[pc];
+            else
+                for (int64_t q = size[pc]; q < size[pc + 1]; q++) in[cellsof[q]] = 0;
+        }
+        free(at), free(cellsof);
+    }
+    /* cavities: what the outside does not reach (filling one adds no handle) */
+    voxel_components(in, 0, 0, n, 1, lab, queue);
+    for (size_t k = 0; k < cells; k++)
+        if (lab[k] >= 0) in[k] = 2, added++;
+done:
+    free(hp), free(hm), free(cnt), free(cand), free(lab), free(order), free(queue), free(size);
+    return added;
+}
+
 /* the level set of the points' summed Gaussian density (σ = 1.5 cells, level ⅓ of the median
- * density at the points: a thin gap between points closes, the surface stays near the cloud) */
-static int mesh_density(const float *p, int64_t n, int grid, DsMesh *out, char *err, size_t errlen) {
+ * at the points: a thin gap between points closes, the surface stays near the cloud). With
+ * o->density_norm, two passes: the first gives each point the density ρ_i = Σ_j o_j K(p_i − p_j)
+ * the opacities make (what a renderer sees); in the second each point splats o_i / ρ_i, so the
+ * field is about 1 wherever there are points, however many: a gs4d snake's thin tail has a tenth
+ * of the points per length its body has, and at a level of a third of the plain density's median
+ * it was not surface at all (the multi-view snake's rig stopped at the fourth of its seven body
+ * joints). A point with ρ_i < 2 — not one opaque neighbour within σ: a floater — splats nothing.
+ * Then its shells are closed by sb_fill_shells (o->fill_votes > 0). */
+int sb_mesh_points(const float *p, const float *opacity, int64_t n, const SbRigOptions *o, DsMesh *out,
+                   int64_t *filled, char *err, size_t errlen) {
+    int grid = o->grid, votes = o->fill_votes;
     float lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
     for (int64_t i = 0; i < n; i++)
         for (int c = 0; c < 3; c++) lo[c] = fminf(lo[c], p[3 * i + c]), hi[c] = fmaxf(hi[c], p[3 * i + c]);
@@ -163,26 +326,52 @@ static int mesh_density(const float *p, int64_t n, int grid, DsMesh *out, char *
     if (!f || !at) return free(f), free(at), base_errf(err, errlen, "meshing the points: out of memory");
     int r = (int)ceilf(3 * sigma / h);
     float inv = 1.0f / (2 * sigma * sigma);
-    for (int64_t i = 0; i < n; i++) {
-        int c0[3];
-        for (int c = 0; c < 3; c++) c0[c] = (int)lroundf((p[3 * i + c] - org[c]) / h);
-        for (int z = c0[2] - r; z <= c0[2] + r; z++)
-            for (int y = c0[1] - r; y <= c0[1] + r; y++)
-                for (int x = c0[0] - r; x <= c0[0] + r; x++) {
-                    if (x < 0 || y < 0 || z < 0 || x >= dim[0] || y >= dim[1] || z >= dim[2]) continue;
-                    float dx = org[0] + x * h - p[3 * i], dy = org[1] + y * h - p[3 * i + 1], dz = org[2] + z * h - p[3 * i + 2];
-                    f[((size_t)z * dim[1] + y) * dim[0] + x] += expf(-(dx * dx + dy * dy + dz * dz) * inv);
-                }
+    float *w = NULL; /* the second pass's weights */
+    for (int pass = 0; pass < (o->density_norm ? 2 : 1); pass++) {
+        if (pass) memset(f, 0, cells * sizeof *f);
+        for (int64_t i = 0; i < n; i++) {
+            int c0[3];
+            float wi = w ? w[i] : o->density_norm && opacity ? opacity[i] : 1.0f;
+            if (wi == 0) continue;
+            for (int c = 0; c < 3; c++) c0[c] = (int)lroundf((p[3 * i + c] - org[c]) / h);
+            for (int z = c0[2] - r; z <= c0[2] + r; z++)
+                for (int y = c0[1] - r; y <= c0[1] + r; y++)
+                    for (int x = c0[0] - r; x <= c0[0] + r; x++) {
+                        if (x < 0 || y < 0 || z < 0 || x >= dim[0] || y >= dim[1] || z >= dim[2]) continue;
+                        float dx = org[0] + x * h - p[3 * i], dy = org[1] + y * h - p[3 * i + 1], dz = org[2] + z * h - p[3 * i + 2];
+                        f[((size_t)z * dim[1] + y) * dim[0] + x] += wi * expf(-(dx * dx + dy * dy + dz * dz) * inv);
+                    }
+        }
+        for (int64_t i = 0; i < n; i++) { /* the density at each point: its nearest grid node's */
+            int c0[3];
+            for (int c = 0; c < 3; c++) c0[c] = (int)lroundf((p[3 * i + c] - org[c]) / h);
+            at[i] = f[((size_t)c0[2] * dim[1] + c0[1]) * dim[0] + c0[0]];
+        }
+        if (o->density_norm && !pass) {
+            if (!(w = malloc((size_t)n * sizeof *w))) return free(f), free(at), base_errf(err, errlen, "meshing the points: out of memory");
+            for (int64_t i = 0; i < n; i++) w[i] = at[i] >= 2 ? (opacity ? opacity[i] : 1.0f) / at[i] : 0.0f;
+        }
     }
-    for (int64_t i = 0; i < n; i++) { /* the density at each point: its nearest grid node's */
-        int c0[3];
-        for (int c = 0; c < 3; c++) c0[c] = (int)lroundf((p[3 * i + c] - org[c]) / h);
-        at[i] = f[((size_t)c0[2] * dim[1] + c0[1]) * dim[0] + c0[0]];
-    }
-    qsort(at, (size_t)n, sizeof *at, cmp_float);
-    float level = at[n / 2] / 3;
+    int64_t nat = 0; /* the level from the points that splatted */
+    for (int64_t i = 0; i < n; i++)
+        if (!w || w[i] > 0) at[nat++] = at[i];
+    free(w);
+    if (!nat) return free(f), free(at), base_errf(err, errlen, "meshing the points: no point has a neighbour within the density's width");
+    qsort(at, (size_t)nat, sizeof *at, cmp_float);
+    float level = at[nat / 2] / 3;
     free(at);
     for (size_t k = 0; k < cells; k++) f[k] = level - f[k]; /* negative inside, as an SDF */
+    *filled = 0;
+    if (votes > 0) {
+        uint8_t *in = malloc(cells);
+        if (!in) return free(f), base_errf(err, errlen, "meshing the points: out of memory");
+        for (size_t k = 0; k < cells; k++) in[k] = f[k] < 0;
+        *filled = sb_fill_shells(in, dim, votes, 1);
+        if (*filled < 0) return free(f), free(in), base_errf(err, errlen, "meshing the points: out of memory");
+        for (size_t k = 0; k < cells; k++)
+            if (in[k] == 2) f[k] = -level; /* as inside as a density of twice the level */
+        free(in);
+    }
     close_field(f, dim);
     int rc = ds_marching_cubes(f, dim[0], dim[1], dim[2], org, h, out);
     free(f);
@@ -376,7 +565,7 @@ int sb_rig_run(const SbTraj *t, SbResult *r, const SbRigOptions *o, SbRigResult 
     g->err_true_found = g->err_found_true = -1;
     int64_t N = t->npoints;
     int B = r->skin.nbones;
-    float *VW = NULL, *frest = NULL;
+    float *VW = NULL, *frest = NULL, *fop = NULL;
     int32_t *near = NULL, *fidx = NULL;
     int64_t nfit = N;
     double t0 = base_now();
@@ -397,12 +586,16 @@ int sb_rig_run(const SbTraj *t, SbResult *r, const SbRigOptions *o, SbRigResult 
         if (r->fitted) {
             int64_t n = 0;
             fidx = malloc((size_t)N * sizeof *fidx), frest = malloc((size_t)N * 3 * sizeof *frest);
-            if (!fidx || !frest) goto oom;
+            if (!fidx || !frest || (t->opacity && !(fop = malloc((size_t)N * sizeof *fop)))) goto oom;
             for (int64_t i = 0; i < N; i++)
-                if (r->fitted[i]) memcpy(frest + 3 * n, t->rest + 3 * i, 3 * sizeof *frest), fidx[n++] = (int32_t)i;
+                if (r->fitted[i]) {
+                    memcpy(frest + 3 * n, t->rest + 3 * i, 3 * sizeof *frest);
+                    if (fop) fop[n] = t->opacity[i];
+                    fidx[n++] = (int32_t)i;
+                }
             nfit = n;
         }
-        if (mesh_density(frest ? frest : t->rest, nfit, o->grid, &g->shape, err, errlen)) goto fail;
+        if (sb_mesh_points(frest ? frest : t->rest, fop ? fop : t->opacity, nfit, o, &g->shape, &g->filled_cells, err, errlen)) goto fail;
         g->meshed = 1;
         if (sb_skeleton_mcf(&g->shape, &o->skel, &g->skel, err, errlen)) goto fail;
     }
@@ -463,12 +656,12 @@ int sb_rig_run(const SbTraj *t, SbResult *r, const SbRigOptions *o, SbRigResult 
     /* 4. IK */
     if (o->run_ik && run_ik(t, r, o, g, err, errlen)) goto fail;
     g->seconds_ik = base_now() - t2;
-    free(VW), free(near), free(frest), free(fidx);
+    free(VW), free(near), free(frest), free(fop), free(fidx);
     return 0;
 oom:
     base_errf(err, errlen, "skeleton: out of memory");
 fail:
-    free(VW), free(near), free(frest), free(fidx);
+    free(VW), free(near), free(frest), free(fop), free(fidx);
     sb_rig_result_free(g);
     return -1;
 }

@@ -39,6 +39,10 @@ typedef struct {
     SbIkOptions ik;
     int64_t ik_points; /* (400) */
     int grid;          /* marching-cubes cells along the longest side, points only (64) */
+    int fill_votes;    /* points only: a shell's inside is filled where ≥ this many of 13 lines stab it
+                        * (sb_fill_shells; 5; 0: off) */
+    int density_norm;  /* points only: each point's splat divided by the density at it, opacity-weighted
+                        * (sb_mesh_points; 1), so thin parts are surface as dense parts are */
     int run_ik;        /* (1) */
 } SbRigOptions;
 
@@ -47,6 +51,7 @@ void sb_rig_options_defaults(SbRigOptions *o);
 typedef struct SbRigResult {
     DsMesh shape;          /* the mesh the skeleton was taken of (a copy of the input's, or meshed) */
     int meshed;            /* 0: the input's faces; 1: the points' density; 2: the faces remeshed */
+    int64_t filled_cells;  /* (meshed 1) grid cells the shell filling added */
     SbSkeleton skel;
     SbRig rig;             /* joints parents-first */
     int32_t *point_node;   /* N: the skeleton node of each input point */
@@ -83,6 +88,23 @@ int sb_rig_posed_joint_error(const SbResult *r, const float *times, const SbTraj
 /* A closed, manifold version of any mesh (open, soup): marching cubes of ½ − |its generalized
  * winding number| on a grid of res cells along the longest side. 0, or -1 with err. */
 int sb_remesh_winding(const DsMesh *m, int res, DsMesh *out, char *err, size_t errlen);
+
+/* Meshes a point set without faces (the route sb_rig_run takes for them): the level set of the
+ * points' summed density on a grid of o->grid cells along the longest side; with
+ * o->density_norm each point's splat is its opacity (opacity NULL: 1) over the density at it, so
+ * a thin, sparse part is surface as a dense one is and a lone floater is not; with
+ * o->fill_votes > 0, a shell of points (a gs4d fit's surface Gaussians, open where no camera
+ * saw) is made solid where that many of 13 lines stab it, without adding a handle
+ * (sb_fill_shells). *filled: the grid cells that added. 0, or -1 with err. */
+int sb_mesh_points(const float *p, const float *opacity, int64_t n, const SbRigOptions *o, DsMesh *out,
+                   int64_t *filled, char *err, size_t errlen);
+/* Closes a shell on a grid of n[0] × n[1] × n[2] cells (x fastest; in: 1 inside, 0 outside): a
+ * cell outside is filled where, along at least `votes` of the 13 lines of the 26-neighbourhood,
+ * both senses meet the set; the candidates go in one 6-connected piece at a time, largest first,
+ * and with keep_handles a piece that gives the set a handle (its first Betti number rises: a
+ * bridge between two limbs the body already joins) is left out; then closed cavities are
+ * filled. Filled cells are marked 2. Returns how many, −1 if out of memory. */
+int64_t sb_fill_shells(uint8_t *in, const int n[3], int votes, int keep_handles);
 
 /* The skeleton (thin red bars) and, with rig, the bones joint → parent (thicker blue bars) drawn
  * over the shape: PLY (shape + bars, may be NULL) and PNG (size × ¾size, the shape grey and the
