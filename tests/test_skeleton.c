@@ -776,7 +776,8 @@ TEST(skeleton_fill_shells_no_new_handle) {
 /* A dense body (4000 points in a ball of radius 0.3) with a thin tail: 40 points along a line of length 1.
  * By the plain density (level a third of its median at the points) the tail's far half is not
  * surface; with each splat over the density at its point (density_norm) the whole tail is. A
- * transparent copy of the tail (opacity 0.01) is not surface either way. */
+ * transparent copy of the tail (opacity 0.01) is not surface either way. All faint, the points
+ * are still meshed. */
 TEST(skeleton_points_thin_tail_meshed) {
     enum { NB = 4000, NT = 40 };
     float *p = malloc((size_t)(NB + 2 * NT) * 3 * sizeof *p), *op = malloc((size_t)(NB + 2 * NT) * sizeof *op);
@@ -813,5 +814,15 @@ TEST(skeleton_points_thin_tail_meshed) {
     }
     CHECK(!in[0][0] && in[1][0]);
     CHECK(!in[1][1]);
+    /* every point faint (a barely started fit): no point has two opaque points' worth near it, so
+     * the first pass's field is meshed rather than nothing */
+    for (int i = 0; i < NB + 2 * NT; i++) op[i] = 1e-3f;
+    SbRigOptions o;
+    sb_rig_options_defaults(&o);
+    DsMesh m;
+    int64_t filled;
+    char err[256];
+    CHECK(sb_mesh_points(p, op, NB + 2 * NT, &o, &m, &filled, err, sizeof err) == 0 && m.nf > 100);
+    ds_mesh_free(&m);
     free(p), free(op);
 }

@@ -308,7 +308,9 @@ done:
  * field is about 1 wherever there are points, however many: a gs4d snake's thin tail has a tenth
  * of the points per length its body has, and at a level of a third of the plain density's median
  * it was not surface at all (the multi-view snake's rig stopped at the fourth of its seven body
- * joints). A point with ρ_i < 2 — not one opaque neighbour within σ: a floater — splats nothing.
+ * joints). A point with ρ_i < 2 — less than two opaque points' worth within σ: a floater, or a
+ * faint fringe — splats nothing; if no point has 2, the first pass's field is kept (a barely
+ * started fit, all faint).
  * Then its shells are closed by sb_fill_shells (o->fill_votes > 0). */
 int sb_mesh_points(const float *p, const float *opacity, int64_t n, const SbRigOptions *o, DsMesh *out,
                    int64_t *filled, char *err, size_t errlen) {
@@ -349,14 +351,21 @@ int sb_mesh_points(const float *p, const float *opacity, int64_t n, const SbRigO
         }
         if (o->density_norm && !pass) {
             if (!(w = malloc((size_t)n * sizeof *w))) return free(f), free(at), base_errf(err, errlen, "meshing the points: out of memory");
-            for (int64_t i = 0; i < n; i++) w[i] = at[i] >= 2 ? (opacity ? opacity[i] : 1.0f) / at[i] : 0.0f;
+            int64_t kept = 0;
+            for (int64_t i = 0; i < n; i++) {
+                float oi = opacity ? opacity[i] : 1.0f;
+                w[i] = at[i] >= 2 ? oi / at[i] : 0.0f, kept += w[i] > 0;
+            }
+            if (!kept) { /* none (a barely started fit's faint Gaussians): the first pass's field */
+                free(w), w = NULL;
+                break;
+            }
         }
     }
     int64_t nat = 0; /* the level from the points that splatted */
     for (int64_t i = 0; i < n; i++)
         if (!w || w[i] > 0) at[nat++] = at[i];
     free(w);
-    if (!nat) return free(f), free(at), base_errf(err, errlen, "meshing the points: no point has a neighbour within the density's width");
     qsort(at, (size_t)nat, sizeof *at, cmp_float);
     float level = at[nat / 2] / 3;
     free(at);
