@@ -226,8 +226,9 @@ int cmd_skelebones(int argc, char **argv) {
         if (have_rig) {
             int64_t cycles = 0;
             int comps = sb_skeleton_components(&g.skel, &cycles);
-            char how[64] = "";
-            if (g.meshed == 1) snprintf(how, sizeof how, " (meshed from the points, %lld cells filled)", (long long)g.filled_cells);
+            char how[128] = "";
+            if (g.meshed == 1) snprintf(how, sizeof how, " (meshed from the points, %lld cells filled, %lld speck faces left out)",
+                                       (long long)g.filled_cells, (long long)g.speck_faces);
             else if (g.meshed == 2) snprintf(how, sizeof how, " (faces remeshed)");
             printf(" skeleton_nodes %lld skeleton_edges %lld components %d cycles %lld%s joints %d found_bones %d parts %d"
                    " time_skeleton_s %.3f time_joints_s %.3f",

@@ -216,9 +216,10 @@ static int64_t voxel_components(const uint8_t *s, int fg, int conn26, const int 
 /* the set's first Betti number — its handles: loops through it that cannot shrink to a point —
  * as b0 + b2 − χ, with b0 its components (26-connected, as the closed cubes touch) and b2 its
  * cavities (the complement's 6-connected components that do not reach the edge) */
-static int64_t voxel_handles(const uint8_t *s, const int n[3], int32_t *lab, int64_t *queue) {
-    int64_t b0 = voxel_components(s, 1, 1, n, 0, lab, queue), b2 = voxel_components(s, 0, 0, n, 1, lab, queue);
-    return b0 + b2 - voxel_euler(s, n);
+static int64_t voxel_handles(const uint8_t *s, const int n[3], int32_t *lab, int64_t *queue, int64_t *b0) {
+    *b0 = voxel_components(s, 1, 1, n, 0, lab, queue);
+    int64_t b2 = voxel_components(s, 0, 0, n, 1, lab, queue);
+    return *b0 + b2 - voxel_euler(s, n);
 }
 
 /* Shells: see rigging.h (sb_fill_shells). A gs4d fit's Gaussians lie on the surface — the images
@@ -233,7 +234,10 @@ static int64_t voxel_handles(const uint8_t *s, const int n[3], int32_t *lab, int
  * limbs that the body already joins is a handle the skeleton turns into a loop. So the
  * candidates are added one 6-connected piece at a time, largest first (all at once, a piece that
  * closes a handle — the inside of a tube — could pay for one that opens another), each kept only
- * if the set gains no handle; then cavities the border cannot reach are filled. */
+ * if the set gains no handle and no component (a piece floating between four legs, stabbed by
+ * the diagonals through them: the monocular quadruped's fill made one under its belly, a speck
+ * the skeleton gave two end joints on the root); then cavities the border cannot reach are
+ * filled. */
 int64_t sb_fill_shells(uint8_t *in, const int n[3], int votes, int keep_handles) {
     size_t cells = (size_t)n[0] * n[1] * n[2];
     uint8_t *hp = malloc(cells), *hm = malloc(cells), *cnt = calloc(cells, 1), *cand = malloc(cells);
@@ -264,7 +268,7 @@ int64_t sb_fill_shells(uint8_t *in, const int n[3], int votes, int keep_handles)
     for (size_t k = 0; k < cells; k++) cand[k] = !in[k] && cnt[k] >= votes, ncand += cand[k];
     added = 0;
     if (ncand) {
-        int64_t handles = voxel_handles(in, n, lab, queue);
+        int64_t parts, handles = voxel_handles(in, n, lab, queue, &parts);
         int64_t np = voxel_components(cand, 1, 0, n, 0, lab, queue);
         size = calloc((size_t)np + 1, sizeof *size), order = malloc(((size_t)np + 1) * sizeof *order);
         int64_t *at = malloc(((size_t)np + 1) * sizeof *at);
@@ -285,8 +289,8 @@ int64_t sb_fill_shells(uint8_t *in, const int n[3], int votes, int keep_handles)
         for (int64_t i = 0; i < np; i++) {
             int32_t pc = order[i];
             for (int64_t q = size[pc]; q < size[pc + 1]; q++) in[cellsof[q]] = 2;
-            int64_t h = voxel_handles(in, n, lab, queue);
-            if (h <= handles || !keep_handles) handles = h, added += size[pc + 1] - size[pc];
+            int64_t b0, h = voxel_handles(in, n, lab, queue, &b0);
+            if ((h <= handles && b0 <= parts) || !keep_handles) handles = h, parts = b0, added += size[pc + 1] - size[pc];
             else
                 for (int64_t q = size[pc]; q < size[pc + 1]; q++) in[cellsof[q]] = 0;
         }
@@ -311,9 +315,13 @@ done:
  * joints). A point with ρ_i < 2 — less than two opaque points' worth within σ: a floater, or a
  * faint fringe — splats nothing; if no point has 2, the first pass's field is kept (a barely
  * started fit, all faint).
- * Then its shells are closed by sb_fill_shells (o->fill_votes > 0). */
+ * Then its shells are closed by sb_fill_shells (o->fill_votes > 0), and the mesh's specks —
+ * pieces the points nearest to which carry under SB_SPECK_WEIGHT of the opacity — are left out
+ * (sb_mesh_drop_specks): the multi-view humanoid's density had three islands of one or two cells
+ * (dense floaters) and the skeleton made each of the four small pieces two end joints on the
+ * root, 8 of its 32 joints. */
 int sb_mesh_points(const float *p, const float *opacity, int64_t n, const SbRigOptions *o, DsMesh *out,
-                   int64_t *filled, char *err, size_t errlen) {
+                   int64_t *filled, int64_t *speck_faces, char *err, size_t errlen) {
     int grid = o->grid, votes = o->fill_votes;
     float lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
     for (int64_t i = 0; i < n; i++)
@@ -385,7 +393,55 @@ int sb_mesh_points(const float *p, const float *opacity, int64_t n, const SbRigO
     int rc = ds_marching_cubes(f, dim[0], dim[1], dim[2], org, h, out);
     free(f);
     if (rc || out->nf < 4) return base_errf(err, errlen, "meshing the points' density gave no surface");
+    int64_t specks = sb_mesh_drop_specks(out, p, opacity, n, SB_SPECK_WEIGHT);
+    if (speck_faces) *speck_faces = specks;
+    if (specks < 0) return base_errf(err, errlen, "meshing the points: out of memory");
     return 0;
+}
+
+static int64_t uf_find(int64_t *p, int64_t a) {
+    while (p[a] != a) p[a] = p[p[a]], a = p[a];
+    return a;
+}
+
+int64_t sb_mesh_drop_specks(DsMesh *m, const float *p, const float *w, int64_t n, double frac) {
+    int64_t nv = m->nv, nf = m->nf, *par = malloc((size_t)nv * sizeof *par), dropped = 0;
+    double *mass = calloc((size_t)nv, sizeof *mass), total = 0;
+    int32_t *near = malloc((size_t)(n > 0 ? n : 1) * sizeof *near);
+    if (!par || !mass || !near) return free(par), free(mass), free(near), -1;
+    for (int64_t i = 0; i < nv; i++) par[i] = i;
+    for (int64_t t = 0; t < nf; t++)
+        for (int k = 1; k < 3; k++) {
+            int64_t a = uf_find(par, m->f[3 * t]), b = uf_find(par, m->f[3 * t + k]);
+            if (a != b) par[a] = b;
+        }
+    nearest_all(p, n, m->v, nv, near);
+    for (int64_t i = 0; i < n; i++) mass[uf_find(par, near[i])] += w ? w[i] : 1, total += w ? w[i] : 1;
+    free(near);
+    /* par[i] ← i's new index, or −1 (roots first: a root's own entry is still itself) */
+    int64_t kv = 0;
+    for (int64_t i = 0; i < nv; i++) par[i] = uf_find(par, i);
+    for (int64_t i = 0; i < nv; i++) par[i] = mass[par[i]] >= frac * total ? i : -1;
+    for (int64_t i = 0; i < nv; i++)
+        if (par[i] >= 0) {
+            memmove(m->v + 3 * kv, m->v + 3 * i, 3 * sizeof *m->v);
+            if (m->n) memmove(m->n + 3 * kv, m->n + 3 * i, 3 * sizeof *m->n);
+            if (m->color) memmove(m->color + 3 * kv, m->color + 3 * i, 3 * sizeof *m->color);
+            if (m->scalar) m->scalar[kv] = m->scalar[i];
+            par[i] = kv++;
+        }
+    int64_t kf = 0;
+    for (int64_t t = 0; t < nf; t++) {
+        if (par[m->f[3 * t]] < 0) {
+            dropped++;
+            continue;
+        }
+        for (int k = 0; k < 3; k++) m->f[3 * kf + k] = (int32_t)par[m->f[3 * t + k]];
+        kf++;
+    }
+    m->nv = kv, m->nf = kf;
+    free(par), free(mass);
+    return dropped;
 }
 
 
@@ -604,7 +660,7 @@ int sb_rig_run(const SbTraj *t, SbResult *r, const SbRigOptions *o, SbRigResult 
                 }
             nfit = n;
         }
-        if (sb_mesh_points(frest ? frest : t->rest, fop ? fop : t->opacity, nfit, o, &g->shape, &g->filled_cells, err, errlen)) goto fail;
+        if (sb_mesh_points(frest ? frest : t->rest, fop ? fop : t->opacity, nfit, o, &g->shape, &g->filled_cells, &g->speck_faces, err, errlen)) goto fail;
         g->meshed = 1;
         if (sb_skeleton_mcf(&g->shape, &o->skel, &g->skel, err, errlen)) goto fail;
     }

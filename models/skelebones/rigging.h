@@ -52,6 +52,7 @@ typedef struct SbRigResult {
     DsMesh shape;          /* the mesh the skeleton was taken of (a copy of the input's, or meshed) */
     int meshed;            /* 0: the input's faces; 1: the points' density; 2: the faces remeshed */
     int64_t filled_cells;  /* (meshed 1) grid cells the shell filling added */
+    int64_t speck_faces;   /* (meshed 1) faces of the specks left out (sb_mesh_drop_specks) */
     SbSkeleton skel;
     SbRig rig;             /* joints parents-first */
     int32_t *point_node;   /* N: the skeleton node of each input point */
@@ -95,15 +96,24 @@ int sb_remesh_winding(const DsMesh *m, int res, DsMesh *out, char *err, size_t e
  * a thin, sparse part is surface as a dense one is and a lone floater is not; with
  * o->fill_votes > 0, a shell of points (a gs4d fit's surface Gaussians, open where no camera
  * saw) is made solid where that many of 13 lines stab it, without adding a handle
- * (sb_fill_shells). *filled: the grid cells that added. 0, or -1 with err. */
+ * (sb_fill_shells); the specks are then left out (sb_mesh_drop_specks). *filled: the grid
+ * cells the fill added; *speck_faces (may be NULL): the faces left out. 0, or -1 with err. */
 int sb_mesh_points(const float *p, const float *opacity, int64_t n, const SbRigOptions *o, DsMesh *out,
-                   int64_t *filled, char *err, size_t errlen);
+                   int64_t *filled, int64_t *speck_faces, char *err, size_t errlen);
+/* Leaves out of m the pieces (edge-connected sets of faces) that carry less than frac of the
+ * points' weight w (NULL: 1 each), each point counted in the piece of its nearest vertex: a tight
+ * cluster of floaters dense enough to be surface, or a speck a few cells wide, that the skeleton
+ * would give joints of their own (sb_mesh_points drops those below SB_SPECK_WEIGHT of the
+ * opacity). The vertices left are renumbered in order. Returns the faces dropped, −1 if out of
+ * memory (m unchanged). */
+#define SB_SPECK_WEIGHT 0.01
+int64_t sb_mesh_drop_specks(DsMesh *m, const float *p, const float *w, int64_t n, double frac);
 /* Closes a shell on a grid of n[0] × n[1] × n[2] cells (x fastest; in: 1 inside, 0 outside): a
  * cell outside is filled where, along at least `votes` of the 13 lines of the 26-neighbourhood,
  * both senses meet the set; the candidates go in one 6-connected piece at a time, largest first,
  * and with keep_handles a piece that gives the set a handle (its first Betti number rises: a
- * bridge between two limbs the body already joins) is left out; then closed cavities are
- * filled. Filled cells are marked 2. Returns how many, −1 if out of memory. */
+ * bridge between two limbs the body already joins) or a component of its own (a piece touching
+ * none of the set, which would mesh as a speck) is left out; then closed cavities are filled. Filled cells are marked 2. Returns how many, −1 if out of memory. */
 int64_t sb_fill_shells(uint8_t *in, const int n[3], int votes, int keep_handles);
 
 /* The skeleton (thin red bars) and, with rig, the bones joint → parent (thicker blue bars) drawn
