@@ -812,7 +812,8 @@ TEST(skeleton_fill_shells_no_floating_piece) {
  * (the speck's 0.35% of them, the limb's 15%): the speck goes, the limb stays, and what is left is
  * the body's and the limb's faces on their own vertices, renumbered in order. Then the route from
  * points: a dense ball with a tight cluster of 6 opaque floaters beside it meshes as the ball
- * alone, and the same cluster spread into a blob of 300 points stays. */
+ * alone, and the same cluster spread into a blob of 300 points stays. With a bar that no piece
+ * reaches, the heaviest piece stays. */
 TEST(skeleton_points_speck_dropped) {
     const float a0[3] = {0, 0, 0}, b0[3] = {1, 0, 0}, a1[3] = {0.5f, 0.6f, 0}, a2[3] = {0, 0.6f, 0}, b2[3] = {0.3f, 0.6f, 0};
     DsMesh part[3], m;
@@ -840,6 +841,13 @@ TEST(skeleton_points_speck_dropped) {
     CHECK(memcmp(m.v, part[0].v, (size_t)part[0].nv * 3 * sizeof *m.v) == 0);
     CHECK(memcmp(m.v + 3 * part[0].nv, part[2].v, (size_t)part[2].nv * 3 * sizeof *m.v) == 0);
     for (int64_t t = 0; t < 3 * part[2].nf; t++) CHECK(m.f[3 * part[0].nf + t] == part[2].f[t] + (int32_t)part[0].nv);
+    /* a bar no piece reaches (the body carries 85%): the heaviest stays rather than nothing */
+    pts = malloc((size_t)m.nv * 3 * sizeof *pts);
+    CHECK(pts);
+    memcpy(pts, m.v, (size_t)m.nv * 3 * sizeof *pts);
+    CHECK(sb_mesh_drop_specks(&m, pts, NULL, m.nv, 0.99) == part[2].nf);
+    CHECK(m.nv == part[0].nv && m.nf == part[0].nf);
+    free(pts);
     ds_mesh_free(&m);
     for (int k = 0; k < 3; k++) ds_mesh_free(&part[k]);
 

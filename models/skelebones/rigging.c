@@ -420,8 +420,10 @@ int64_t sb_mesh_drop_specks(DsMesh *m, const float *p, const float *w, int64_t n
     free(near);
     /* par[i] ← i's new index, or −1 (roots first: a root's own entry is still itself) */
     int64_t kv = 0;
-    for (int64_t i = 0; i < nv; i++) par[i] = uf_find(par, i);
-    for (int64_t i = 0; i < nv; i++) par[i] = mass[par[i]] >= frac * total ? i : -1;
+    double most = 0; /* the heaviest piece always stays (a cloud of many small ones: not nothing) */
+    for (int64_t i = 0; i < nv; i++) par[i] = uf_find(par, i), most = fmax(most, mass[par[i]]);
+    double keep = fmin(frac * total, most);
+    for (int64_t i = 0; i < nv; i++) par[i] = mass[par[i]] >= keep ? i : -1;
     for (int64_t i = 0; i < nv; i++)
         if (par[i] >= 0) {
             memmove(m->v + 3 * kv, m->v + 3 * i, 3 * sizeof *m->v);

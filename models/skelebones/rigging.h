@@ -104,8 +104,8 @@ int sb_mesh_points(const float *p, const float *opacity, int64_t n, const SbRigO
  * points' weight w (NULL: 1 each), each point counted in the piece of its nearest vertex: a tight
  * cluster of floaters dense enough to be surface, or a speck a few cells wide, that the skeleton
  * would give joints of their own (sb_mesh_points drops those below SB_SPECK_WEIGHT of the
- * opacity). The vertices left are renumbered in order. Returns the faces dropped, −1 if out of
- * memory (m unchanged). */
+ * opacity). The heaviest piece always stays. The vertices left are renumbered in order. Returns
+ * the faces dropped, −1 if out of memory (m unchanged). */
 #define SB_SPECK_WEIGHT 0.01
 int64_t sb_mesh_drop_specks(DsMesh *m, const float *p, const float *w, int64_t n, double frac);
 /* Closes a shell on a grid of n[0] × n[1] × n[2] cells (x fastest; in: 1 inside, 0 outside): a
