@@ -697,7 +697,8 @@ TEST(skeleton_shell_of_points_filled) {
     const double u = 0.1 / 0.9, gx = 0.5 * (foot[0] + u * (hip[0] - foot[0]) + foot[1] + u * (hip[1] - foot[1]));
     const double probe[6] = {0, 0, 0, gx, -1.1, 0};
     /* unfilled, filled, filled with each splat over the density at its point (the default) */
-    int64_t chi[3], filled[3];
+    int64_t chi[3];
+    SbMeshStats filled[3];
     uint8_t in[3][2];
     for (int run = 0; run < 3; run++) {
         DsMesh m;
@@ -705,16 +706,16 @@ TEST(skeleton_shell_of_points_filled) {
         SbRigOptions o;
         sb_rig_options_defaults(&o);
         o.fill_votes = run ? 5 : 0, o.density_norm = run == 2;
-        CHECK(sb_mesh_points(p, NULL, n, &o, &m, &filled[run], NULL, err, sizeof err) == 0);
+        CHECK(sb_mesh_points(p, NULL, n, &o, &m, &filled[run], err, sizeof err) == 0);
         CHECK(m.nf % 2 == 0);
         chi[run] = m.nv - m.nf / 2;
         CHECK(sb_mesh_inside(&m, 2, probe, in[run]) == 0);
         ds_mesh_free(&m);
         printf("    %s: %lld cells filled, χ %lld, middle %s, feet's gap %s\n",
-               run == 0 ? "unfilled" : run == 1 ? "filled" : "filled, density_norm", (long long)filled[run],
+               run == 0 ? "unfilled" : run == 1 ? "filled" : "filled, density_norm", (long long)filled[run].filled_cells,
                (long long)chi[run], in[run][0] ? "inside" : "outside", in[run][1] ? "inside" : "outside");
     }
-    CHECK(filled[0] == 0 && filled[1] > 0 && filled[2] > 0);
+    CHECK(filled[0].filled_cells == 0 && filled[1].filled_cells > 0 && filled[2].filled_cells > 0);
     CHECK(chi[0] <= 0 && !in[0][0]); /* the shape needs the fill: a tube, hollow */
     for (int run = 1; run < 3; run++) CHECK(chi[run] == 2 && in[run][0] && !in[run][1]);
     free(p);
@@ -872,15 +873,56 @@ TEST(skeleton_points_speck_dropped) {
         SbRigOptions o;
         sb_rig_options_defaults(&o);
         DsMesh mp;
-        int64_t filled;
+        SbMeshStats filled;
         char err[256];
-        CHECK(sb_mesh_points(p, NULL, run ? NB + NS : NB + 6, &o, &mp, &filled, NULL, err, sizeof err) == 0);
+        CHECK(sb_mesh_points(p, NULL, run ? NB + NS : NB + 6, &o, &mp, &filled, err, sizeof err) == 0);
         CHECK(sb_mesh_inside(&mp, 2, probe, in[run]) == 0);
         printf("    %s: %lld vertices, its center %s\n", run ? "a blob of 300" : "6 floaters", (long long)mp.nv,
                in[run][0] ? "inside" : "outside");
         ds_mesh_free(&mp);
     }
     CHECK(!in[0][0] && in[0][1] && in[1][0] && in[1][1]);
+    free(p);
+}
+
+/* SbRigOptions.bridge: a ball of 4000 points and, beyond a gap of about two cells, a toe of 150
+ * points (a limb's end the density lost at a thin neck). With the bridge the toe is joined by a
+ * bar — one piece — and without it the toe is a piece apart (kept: it carries 3.6% of the
+ * points); a toe four cells further off stays apart either way. The points lie on the spheres. */
+TEST(skeleton_points_fragment_bridged) {
+    enum { NB = 4000, NT = 150 };
+    float *p = malloc((size_t)(NB + NT) * 3 * sizeof *p);
+    CHECK(p);
+    double offs[2] = {0, 0};
+    for (int far = 0; far < 2; far++) {
+        uint64_t st = 5;
+        for (int i = 0; i < NB + NT; i++) {
+            float q[3], r2, rad = i < NB ? 0.4f : 0.05f;
+            do { /* on the sphere, as a fit's Gaussians lie on the surface */
+                for (int c = 0; c < 3; c++) st = st * 6364136223846793005ULL + 1442695040888963407ULL, q[c] = 2 * ((float)(st >> 40) / 16777216.0f - 0.5f);
+                r2 = q[0] * q[0] + q[1] * q[1] + q[2] * q[2];
+            } while (r2 > 1 || r2 < 1e-4f);
+            for (int c = 0; c < 3; c++) q[c] *= rad / sqrtf(r2);
+            if (i >= NB) q[0] += far ? 0.62f : 0.56f;
+            memcpy(p + 3 * i, q, sizeof q);
+        }
+        offs[far] = far ? 0.62 : 0.56;
+        for (int bridge = 0; bridge < 2; bridge++) {
+            SbRigOptions o;
+            sb_rig_options_defaults(&o);
+            if (!bridge) o.bridge = 0;
+            DsMesh m;
+            SbMeshStats ms;
+            char err[256];
+            CHECK(sb_mesh_points(p, NULL, NB + NT, &o, &m, &ms, err, sizeof err) == 0);
+            /* the mesh's pieces: closed spheres, χ = V − E + F = 2 each */
+            int pieces = (int)((m.nv - 3 * m.nf / 2 + m.nf) / 2);
+            printf("    toe at %.2f, bridge %s: %lld joined, %d piece(s)\n", offs[far], bridge ? "on" : "off", (long long)ms.bridged, pieces);
+            CHECK(pieces == (bridge && !far ? 1 : 2));
+            CHECK(ms.bridged == (bridge && !far ? 1 : 0) && ms.speck_faces == 0);
+            ds_mesh_free(&m);
+        }
+    }
     free(p);
 }
 
@@ -910,9 +952,9 @@ TEST(skeleton_points_thin_tail_meshed) {
         sb_rig_options_defaults(&o);
         o.density_norm = norm;
         DsMesh m;
-        int64_t filled;
+        SbMeshStats filled;
         char err[256];
-        CHECK(sb_mesh_points(p, op, NB + 2 * NT, &o, &m, &filled, NULL, err, sizeof err) == 0);
+        CHECK(sb_mesh_points(p, op, NB + 2 * NT, &o, &m, &filled, err, sizeof err) == 0);
         CHECK(sb_mesh_inside(&m, 2, probe, in[norm]) == 0);
         printf("    density_norm %d: %lld vertices, the tail's far part %s, the transparent tail's %s\n", norm, (long long)m.nv,
                in[norm][0] ? "inside" : "outside", in[norm][1] ? "inside" : "outside");
@@ -926,9 +968,9 @@ TEST(skeleton_points_thin_tail_meshed) {
     SbRigOptions o;
     sb_rig_options_defaults(&o);
     DsMesh m;
-    int64_t filled;
+    SbMeshStats filled;
     char err[256];
-    CHECK(sb_mesh_points(p, op, NB + 2 * NT, &o, &m, &filled, NULL, err, sizeof err) == 0 && m.nf > 100);
+    CHECK(sb_mesh_points(p, op, NB + 2 * NT, &o, &m, &filled, err, sizeof err) == 0 && m.nf > 100);
     ds_mesh_free(&m);
     free(p), free(op);
 }

@@ -34,6 +34,7 @@ int cmd_skelebones(int argc, char **argv) {
     const char *video = "auto";
     bool ik = false, no_skeleton = false, no_ik = false, ray_poles = false, plain_density = false;
     int64_t ik_steps = 50, ik_points = 400, grid = 64, fill_votes = 5;
+    double bridge = 3;
     double ik_lambda = 1.0;
     uint64_t seed = 0;
     static const char *const inits[] = {"lbgvq", "random", NULL};
@@ -67,6 +68,7 @@ int cmd_skelebones(int argc, char **argv) {
         {"--no-ik", CMD_ARG_FLAG, &no_ik, NULL, "skeleton, joints, tree and parts, but no IK"},
         {"--grid", CMD_ARG_INT, &grid, "N", "(inputs without faces) marching-cubes cells along the longest side of the points' density (default 64)", 8, 1024},
         {"--fill-votes", CMD_ARG_INT, &fill_votes, "V", "(inputs without faces) a cell outside the points' density is filled where V of the 13 lines through it meet the density both ways: a gs4d fit's shell, open where no camera saw, meshed solid (default 5; 0: off; docs/gaussianimate.md §6)", 0, 13},
+        {"--bridge-gap", CMD_ARG_DOUBLE, &bridge, "C", "(inputs without faces) a piece of the points' density within C grid cells of the body is joined to it by a bar unless that makes a loop: a foot's tip the density lost at a thin gap (default 3, the splat's 2 sigma; 0: off; docs/gaussianimate.md §6)", 0, 64},
         {"--plain-density", CMD_ARG_FLAG, &plain_density, NULL, "(inputs without faces) every point splats the same (default: its opacity over the density at it, so a thin tail is surface as the body is and a lone transparent floater is not)"},
         {"--ik-lambda", CMD_ARG_DOUBLE, &ik_lambda, "L", "the weight of the IK's point term (default 1)", 0, 1e9},
         {"--ik-steps", CMD_ARG_INT, &ik_steps, "N", "Adam steps per frame of the IK (default 50; each frame starts from the previous one)", 1, 100000},
@@ -163,7 +165,7 @@ int cmd_skelebones(int argc, char **argv) {
         SbRigOptions ro;
         sb_rig_options_defaults(&ro);
         ro.ik.steps = (int)ik_steps, ro.ik.lambda = ik_lambda, ro.ik_points = ik_points, ro.grid = (int)grid;
-        ro.fill_votes = (int)fill_votes, ro.density_norm = !plain_density;
+        ro.fill_votes = (int)fill_votes, ro.density_norm = !plain_density, ro.bridge = bridge;
         ro.run_ik = !ik && !no_ik;
         ro.skel.voronoi_poles = !ray_poles;
         if (sb_rig_run(&t, &r, &ro, &g, err, sizeof err)) {
@@ -227,8 +229,9 @@ int cmd_skelebones(int argc, char **argv) {
             int64_t cycles = 0;
             int comps = sb_skeleton_components(&g.skel, &cycles);
             char how[128] = "";
-            if (g.meshed == 1) snprintf(how, sizeof how, " (meshed from the points, %lld cells filled, %lld speck faces left out)",
-                                       (long long)g.filled_cells, (long long)g.speck_faces);
+            if (g.meshed == 1) snprintf(how, sizeof how, " (meshed from the points, %lld cells filled, %lld fragments joined, %lld speck faces left out)",
+                                       (long long)g.mesh_stats.filled_cells, (long long)g.mesh_stats.bridged,
+                                       (long long)g.mesh_stats.speck_faces);
             else if (g.meshed == 2) snprintf(how, sizeof how, " (faces remeshed)");
             printf(" skeleton_nodes %lld skeleton_edges %lld components %d cycles %lld%s joints %d found_bones %d parts %d"
                    " time_skeleton_s %.3f time_joints_s %.3f",

@@ -20,6 +20,7 @@ void sb_rig_options_defaults(SbRigOptions *o) {
     o->ik_points = 400;
     o->grid = 64;
     o->fill_votes = 5;
+    o->bridge = 3;
     o->density_norm = 1;
     o->run_ik = 1;
 }
@@ -305,6 +306,76 @@ done:
     return added;
 }
 
+/* Joins fragments (see rigging.h, SbRigOptions.bridge): each piece of the inside set (f < 0,
+ * 6-connected as marching cubes separates them) other than the largest, whose closest cell lies
+ * within `gap` cells of the largest's surface, gets the cells within one step (6-neighbours) of
+ * the segment between the two closest cells set inside (−level) — unless that gives the set a
+ * handle (its first Betti number rises: a fragment that touches the body at a corner already,
+ * which the bar would make a loop). Returns the pieces joined, −1 if out of memory. */
+static int64_t bridge_fragments(float *f, const int n[3], float level, double gap) {
+    size_t cells = (size_t)n[0] * n[1] * n[2];
+    uint8_t *in = malloc(cells);
+    int32_t *lab = malloc(cells * sizeof *lab), *lab2 = malloc(cells * sizeof *lab2);
+    int64_t *queue = malloc(cells * sizeof *queue), *queue2 = malloc(cells * sizeof *queue2), *cnt = NULL, joined = -1;
+    if (!in || !lab || !lab2 || !queue || !queue2) goto done;
+    for (size_t k = 0; k < cells; k++) in[k] = f[k] < 0;
+    int64_t nc = voxel_components(in, 1, 0, n, 0, lab, queue), big = 0, nb = 0;
+    joined = 0;
+    if (nc < 2) goto done;
+    if (!(cnt = calloc((size_t)nc, sizeof *cnt))) { joined = -1; goto done; }
+    for (size_t k = 0; k < cells; k++)
+        if (lab[k] >= 0) cnt[lab[k]]++;
+    for (int64_t c = 1; c < nc; c++)
+        if (cnt[c] > cnt[big]) big = c;
+    for (size_t k = 0; k < cells; k++) { /* the largest piece's surface cells, into queue */
+        if (lab[k] != big) continue;
+        int x = (int)(k % n[0]), y = (int)(k / n[0] % n[1]), z = (int)(k / ((size_t)n[0] * n[1])), edge = 0;
+        for (int d = 0; d < 6 && !edge; d++) {
+            int X = x + (d == 0) - (d == 1), Y = y + (d == 2) - (d == 3), Z = z + (d == 4) - (d == 5);
+            edge = X < 0 || Y < 0 || Z < 0 || X >= n[0] || Y >= n[1] || Z >= n[2] || lab[CELL(n, X, Y, Z)] != big;
+        }
+        if (edge) queue[nb++] = (int64_t)k;
+    }
+    int64_t b0, handles = voxel_handles(in, n, lab2, queue2, &b0);
+    for (int64_t c = 0; c < nc; c++) {
+        if (c == big) continue;
+        double best = INFINITY, a[3] = {0, 0, 0}, b[3] = {0, 0, 0};
+        for (size_t k = 0; k < cells; k++) {
+            if (lab[k] != c) continue;
+            double x = (double)(k % n[0]), y = (double)(k / n[0] % n[1]), z = (double)(k / ((size_t)n[0] * n[1]));
+            for (int64_t i = 0; i < nb; i++) {
+                int64_t q = queue[i];
+                double qx = (double)(q % n[0]), qy = (double)(q / n[0] % n[1]), qz = (double)(q / ((int64_t)n[0] * n[1]));
+                double d2 = (x - qx) * (x - qx) + (y - qy) * (y - qy) + (z - qz) * (z - qz);
+                if (d2 < best) best = d2, a[0] = x, a[1] = y, a[2] = z, b[0] = qx, b[1] = qy, b[2] = qz;
+            }
+        }
+        if (!(sqrt(best) <= gap)) continue;
+        enum { MAXCHG = 7 * 64 };
+        size_t chg[MAXCHG];
+        int steps = (int)ceil(2 * sqrt(best)) + 1, nchg = 0;
+        for (int st = 0; st <= steps && nchg <= MAXCHG - 7; st++) {
+            int c0[3];
+            for (int i = 0; i < 3; i++) c0[i] = (int)lround(a[i] + (b[i] - a[i]) * st / steps);
+            for (int d = 0; d < 7; d++) {
+                int X = c0[0] + (d == 1) - (d == 2), Y = c0[1] + (d == 3) - (d == 4), Z = c0[2] + (d == 5) - (d == 6);
+                if (X < 1 || Y < 1 || Z < 1 || X >= n[0] - 1 || Y >= n[1] - 1 || Z >= n[2] - 1) continue;
+                size_t q = CELL(n, X, Y, Z);
+                if (!in[q]) in[q] = 1, chg[nchg++] = q;
+            }
+        }
+        if (voxel_handles(in, n, lab2, queue2, &b0) > handles) {
+            for (int i = 0; i < nchg; i++) in[chg[i]] = 0;
+            continue;
+        }
+        for (int i = 0; i < nchg; i++) f[chg[i]] = -level;
+        joined++;
+    }
+done:
+    free(in), free(lab), free(lab2), free(queue), free(queue2), free(cnt);
+    return joined;
+}
+
 /* the level set of the points' summed Gaussian density (σ = 1.5 cells, level ⅓ of the median
  * at the points: a thin gap between points closes, the surface stays near the cloud). With
  * o->density_norm, two passes: the first gives each point the density ρ_i = Σ_j o_j K(p_i − p_j)
@@ -321,7 +392,7 @@ done:
  * (dense floaters) and the skeleton made each of the four small pieces two end joints on the
  * root, 8 of its 32 joints. */
 int sb_mesh_points(const float *p, const float *opacity, int64_t n, const SbRigOptions *o, DsMesh *out,
-                   int64_t *filled, int64_t *speck_faces, char *err, size_t errlen) {
+                   SbMeshStats *st, char *err, size_t errlen) {
     int grid = o->grid, votes = o->fill_votes;
     float lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
     for (int64_t i = 0; i < n; i++)
@@ -378,24 +449,24 @@ int sb_mesh_points(const float *p, const float *opacity, int64_t n, const SbRigO
     float level = at[nat / 2] / 3;
     free(at);
     for (size_t k = 0; k < cells; k++) f[k] = level - f[k]; /* negative inside, as an SDF */
-    *filled = 0;
+    memset(st, 0, sizeof *st);
     if (votes > 0) {
         uint8_t *in = malloc(cells);
         if (!in) return free(f), base_errf(err, errlen, "meshing the points: out of memory");
         for (size_t k = 0; k < cells; k++) in[k] = f[k] < 0;
-        *filled = sb_fill_shells(in, dim, votes, 1);
-        if (*filled < 0) return free(f), free(in), base_errf(err, errlen, "meshing the points: out of memory");
+        st->filled_cells = sb_fill_shells(in, dim, votes, 1);
+        if (st->filled_cells < 0) return free(f), free(in), base_errf(err, errlen, "meshing the points: out of memory");
         for (size_t k = 0; k < cells; k++)
             if (in[k] == 2) f[k] = -level; /* as inside as a density of twice the level */
         free(in);
     }
+    if (o->bridge > 0 && (st->bridged = bridge_fragments(f, dim, level, o->bridge)) < 0)
+        return free(f), base_errf(err, errlen, "meshing the points: out of memory");
     close_field(f, dim);
     int rc = ds_marching_cubes(f, dim[0], dim[1], dim[2], org, h, out);
     free(f);
     if (rc || out->nf < 4) return base_errf(err, errlen, "meshing the points' density gave no surface");
-    int64_t specks = sb_mesh_drop_specks(out, p, opacity, n, SB_SPECK_WEIGHT);
-    if (speck_faces) *speck_faces = specks;
-    if (specks < 0) return base_errf(err, errlen, "meshing the points: out of memory");
+    if ((st->speck_faces = sb_mesh_drop_specks(out, p, opacity, n, SB_SPECK_WEIGHT)) < 0) return base_errf(err, errlen, "meshing the points: out of memory");
     return 0;
 }
 
@@ -662,7 +733,7 @@ int sb_rig_run(const SbTraj *t, SbResult *r, const SbRigOptions *o, SbRigResult 
                 }
             nfit = n;
         }
-        if (sb_mesh_points(frest ? frest : t->rest, fop ? fop : t->opacity, nfit, o, &g->shape, &g->filled_cells, &g->speck_faces, err, errlen)) goto fail;
+        if (sb_mesh_points(frest ? frest : t->rest, fop ? fop : t->opacity, nfit, o, &g->shape, &g->mesh_stats, err, errlen)) goto fail;
         g->meshed = 1;
         if (sb_skeleton_mcf(&g->shape, &o->skel, &g->skel, err, errlen)) goto fail;
     }

@@ -33,6 +33,12 @@
 #include "models/skelebones/skelebones.h"
 #include "models/skelebones/skeleton.h"
 
+/* What sb_mesh_points did to a point set's density: grid cells the shell fill added, fragments
+ * joined to the body, faces of the specks left out. */
+typedef struct {
+    int64_t filled_cells, bridged, speck_faces;
+} SbMeshStats;
+
 typedef struct {
     SbSkelOptions skel;
     SbJointOptions joints;
@@ -43,6 +49,9 @@ typedef struct {
                         * (sb_fill_shells; 5; 0: off) */
     int density_norm;  /* points only: each point's splat divided by the density at it, opacity-weighted
                         * (sb_mesh_points; 1), so thin parts are surface as dense parts are */
+    double bridge;     /* points only: a piece of the density apart from the body by at most this many
+                        * cells (3: the splat's 2σ; 0: off) is joined to it by a bar, unless the bar
+                        * makes a loop — a limb's end the density lost at a thin gap (sb_mesh_points) */
     int run_ik;        /* (1) */
 } SbRigOptions;
 
@@ -51,8 +60,7 @@ void sb_rig_options_defaults(SbRigOptions *o);
 typedef struct SbRigResult {
     DsMesh shape;          /* the mesh the skeleton was taken of (a copy of the input's, or meshed) */
     int meshed;            /* 0: the input's faces; 1: the points' density; 2: the faces remeshed */
-    int64_t filled_cells;  /* (meshed 1) grid cells the shell filling added */
-    int64_t speck_faces;   /* (meshed 1) faces of the specks left out (sb_mesh_drop_specks) */
+    SbMeshStats mesh_stats; /* (meshed 1) what sb_mesh_points did */
     SbSkeleton skel;
     SbRig rig;             /* joints parents-first */
     int32_t *point_node;   /* N: the skeleton node of each input point */
@@ -96,10 +104,12 @@ int sb_remesh_winding(const DsMesh *m, int res, DsMesh *out, char *err, size_t e
  * a thin, sparse part is surface as a dense one is and a lone floater is not; with
  * o->fill_votes > 0, a shell of points (a gs4d fit's surface Gaussians, open where no camera
  * saw) is made solid where that many of 13 lines stab it, without adding a handle
- * (sb_fill_shells); the specks are then left out (sb_mesh_drop_specks). *filled: the grid
- * cells the fill added; *speck_faces (may be NULL): the faces left out. 0, or -1 with err. */
+ * (sb_fill_shells); with o->bridge > 0 each piece within that many cells of the body is joined
+ * to it by a bar of cells, unless the bar adds a handle (a foot's tip that the density lost at
+ * a thin gap); the specks left are then left out (sb_mesh_drop_specks). *st says how much of
+ * each. 0, or -1 with err. */
 int sb_mesh_points(const float *p, const float *opacity, int64_t n, const SbRigOptions *o, DsMesh *out,
-                   int64_t *filled, int64_t *speck_faces, char *err, size_t errlen);
+                   SbMeshStats *st, char *err, size_t errlen);
 /* Leaves out of m the pieces (edge-connected sets of faces) that carry less than frac of the
  * points' weight w (NULL: 1 each), each point counted in the piece of its nearest vertex: a tight
  * cluster of floaters dense enough to be surface, or a speck a few cells wide, that the skeleton
