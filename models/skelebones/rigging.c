@@ -386,11 +386,11 @@ done:
  * joints). A point with ρ_i < 2 — less than two opaque points' worth within σ: a floater, or a
  * faint fringe — splats nothing; if no point has 2, the first pass's field is kept (a barely
  * started fit, all faint).
- * Then its shells are closed by sb_fill_shells (o->fill_votes > 0), and the mesh's specks —
- * pieces the points nearest to which carry under SB_SPECK_WEIGHT of the opacity — are left out
- * (sb_mesh_drop_specks): the multi-view humanoid's density had three islands of one or two cells
- * (dense floaters) and the skeleton made each of the four small pieces two end joints on the
- * root, 8 of its 32 joints. */
+ * Then its shells are closed by sb_fill_shells (o->fill_votes > 0), the pieces within o->bridge
+ * cells of the body are joined to it (bridge_fragments), and the mesh's specks left — pieces the
+ * points nearest to which carry under SB_SPECK_WEIGHT of the opacity — are left out
+ * (sb_mesh_drop_specks). The multi-view humanoid's density had pieces a cell or two from the
+ * body, and the skeleton made each two end joints on the root, 8 of its 32 joints. */
 int sb_mesh_points(const float *p, const float *opacity, int64_t n, const SbRigOptions *o, DsMesh *out,
                    SbMeshStats *st, char *err, size_t errlen) {
     int grid = o->grid, votes = o->fill_votes;
@@ -466,13 +466,9 @@ int sb_mesh_points(const float *p, const float *opacity, int64_t n, const SbRigO
     int rc = ds_marching_cubes(f, dim[0], dim[1], dim[2], org, h, out);
     free(f);
     if (rc || out->nf < 4) return base_errf(err, errlen, "meshing the points' density gave no surface");
-    if ((st->speck_faces = sb_mesh_drop_specks(out, p, opacity, n, SB_SPECK_WEIGHT)) < 0) return base_errf(err, errlen, "meshing the points: out of memory");
+    if ((st->speck_faces = sb_mesh_drop_specks(out, p, opacity, n, SB_SPECK_WEIGHT)) < 0)
+        return ds_mesh_free(out), base_errf(err, errlen, "meshing the points: out of memory");
     return 0;
-}
-
-static int64_t uf_find(int64_t *p, int64_t a) {
-    while (p[a] != a) p[a] = p[p[a]], a = p[a];
-    return a;
 }
 
 int64_t sb_mesh_drop_specks(DsMesh *m, const float *p, const float *w, int64_t n, double frac) {
@@ -482,17 +478,14 @@ int64_t sb_mesh_drop_specks(DsMesh *m, const float *p, const float *w, int64_t n
     if (!par || !mass || !near) return free(par), free(mass), free(near), -1;
     for (int64_t i = 0; i < nv; i++) par[i] = i;
     for (int64_t t = 0; t < nf; t++)
-        for (int k = 1; k < 3; k++) {
-            int64_t a = uf_find(par, m->f[3 * t]), b = uf_find(par, m->f[3 * t + k]);
-            if (a != b) par[a] = b;
-        }
+        for (int k = 1; k < 3; k++) ds_uf_union(par, m->f[3 * t], m->f[3 * t + k]);
     nearest_all(p, n, m->v, nv, near);
-    for (int64_t i = 0; i < n; i++) mass[uf_find(par, near[i])] += w ? w[i] : 1, total += w ? w[i] : 1;
+    for (int64_t i = 0; i < n; i++) mass[ds_uf_find(par, near[i])] += w ? w[i] : 1, total += w ? w[i] : 1;
     free(near);
     /* par[i] ← i's new index, or −1 (roots first: a root's own entry is still itself) */
     int64_t kv = 0;
     double most = 0; /* the heaviest piece always stays (a cloud of many small ones: not nothing) */
-    for (int64_t i = 0; i < nv; i++) par[i] = uf_find(par, i), most = fmax(most, mass[par[i]]);
+    for (int64_t i = 0; i < nv; i++) par[i] = ds_uf_find(par, i), most = fmax(most, mass[par[i]]);
     double keep = fmin(frac * total, most);
     for (int64_t i = 0; i < nv; i++) par[i] = mass[par[i]] >= keep ? i : -1;
     for (int64_t i = 0; i < nv; i++)
